@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian packages of dsp's stack (idempotent), then configures and builds into build/.
+# Usage: scripts/setup.sh [--deps-only] [extra cmake args...]
+# Quiet unless something fails: the full log of each step is printed only on failure.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+deps_only=0
+if [[ "${1:-}" == "--deps-only" ]]; then deps_only=1; shift; fi
+
+pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev python3-torch python3-numpy python3-pytest
+  libopenmpi-dev openmpi-bin
+  libmetis-dev libhwloc-dev libfmt-dev
+  libgtest-dev libgmock-dev librandom123-dev libcli11-dev nlohmann-json3-dev
+  pybind11-dev python3-dev zlib1g-dev
+  clang-14 libclang-rt-14-dev
+)
+
+run_quiet() {  # run a command, show its log only if it fails
+  local log; log="$(mktemp)"
+  if ! "$@" >"$log" 2>&1; then
+    echo "setup.sh: '$*' failed:" >&2; tail -n 60 "$log" >&2; rm -f "$log"; return 1
+  fi
+  rm -f "$log"
+}
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  echo "setup.sh: installing ${#missing[@]} Debian packages..."
+  run_quiet $SUDO apt-get update -q
+  run_quiet env DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+((deps_only)) && exit 0
+
+cd "$here"
+echo "setup.sh: configuring and building into build/ ..."
+run_quiet cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+run_quiet cmake --build build -j "$(nproc)"
+echo "setup.sh: done (binary: build/tools/dsp)"

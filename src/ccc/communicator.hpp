@@ -1,0 +1,92 @@
+#pragma once
+// The collective communication interface every worker uses (through the coordinator, later).
+// Backends: "self" (world of one, no MPI), "mpi" (OpenMPI; all MPI calls of a rank run on one
+// communication executor thread), "nccl" (CUDA build only, device buffers).
+//
+// Unsupported combinations throw NotSupported("<backend> does not support <what>"). A collective
+// that has not completed within its timeout aborts the whole job with a message naming the op and
+// the ranks that did not arrive.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace dsp {
+
+enum class ReduceOp { kSum, kMax, kMin };
+const char* reduce_op_name(ReduceOp op);
+
+struct CommOptions {
+  // Default per-op timeout; 0 disables. Overridden by DSP_COMM_TIMEOUT (seconds) when set.
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+};
+
+struct OpOptions {
+  std::chrono::milliseconds timeout{0};  // 0: the communicator's default
+  std::string label;                     // names the op in timeout messages and logs
+};
+
+// Bytes moved, per peer, since construction or the last reset. Bytes a rank "sends" to itself are
+// counted under its own index (they are copied, not transmitted).
+struct CommCounters {
+  std::vector<uint64_t> bytes_sent;  // [size]
+  std::vector<uint64_t> bytes_recv;  // [size]
+  uint64_t ops = 0;
+  uint64_t total_sent() const;
+  uint64_t total_recv() const;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;
+
+  // All-to-all of one int64 per peer: recv_counts[p] = send_counts_of_p[rank()].
+  virtual std::vector<int64_t> exchange_counts(const std::vector<int64_t>& send_counts,
+                                               const OpOptions& o = {}) = 0;
+  // Variable all-to-all: `send` holds send_counts[p] elements for each peer p in rank order;
+  // `recv` (caller-allocated, sum(recv_counts) elements) receives recv_counts[p] from each p.
+  virtual void all_to_all_v(const void* send, const std::vector<int64_t>& send_counts, void* recv,
+                            const std::vector<int64_t>& recv_counts, DType dtype,
+                            const OpOptions& o = {}) = 0;
+  // In-place reduction over `count` elements (float32, float64, int32, int64).
+  virtual void all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op,
+                          const OpOptions& o = {}) = 0;
+  virtual void broadcast(void* buf, int64_t count, DType dtype, int root,
+                         const OpOptions& o = {}) = 0;
+  // recv holds size() * count elements: rank p's `count` elements at offset p * count.
+  virtual void all_gather(const void* send, void* recv, int64_t count, DType dtype,
+                          const OpOptions& o = {}) = 0;
+  virtual void barrier(const OpOptions& o = {}) = 0;
+
+  virtual CommCounters counters() const = 0;
+  virtual void reset_counters() = 0;
+
+  // Host convenience: count exchange + payload in one call; recv_counts optional.
+  template <class T>
+  std::vector<T> all_to_all_v(const std::vector<T>& send, const std::vector<int64_t>& send_counts,
+                              std::vector<int64_t>* recv_counts = nullptr,
+                              const OpOptions& o = {}) {
+    std::vector<int64_t> rc = exchange_counts(send_counts, o);
+    int64_t total = 0;
+    for (auto c : rc) total += c;
+    std::vector<T> out(static_cast<size_t>(total));
+    all_to_all_v(send.data(), send_counts, out.data(), rc, dtype_of<T>(), o);
+    if (recv_counts) *recv_counts = std::move(rc);
+    return out;
+  }
+};
+
+// backend: "auto" (mpi when launched by mpirun/mpiexec, else self), "self", "mpi".
+// "nccl" communicators are made by make_nccl_communicator (CUDA build), bootstrapped over MPI.
+std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto",
+                                                const CommOptions& opts = {});
+// True when this process was started by an MPI launcher (OMPI_/PMI_/PMIX_ environment).
+bool launched_by_mpi();
+
+}  // namespace dsp

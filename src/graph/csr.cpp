@@ -1,0 +1,156 @@
+#include "graph/csr.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "core/parallel.hpp"
+
+namespace dsp {
+namespace {
+
+template <class Out, class Id>
+Csr build_typed(int64_t n, const Id* src, const Id* dst, int64_t m, const float* w,
+                const CsrBuildOptions& o) {
+  int64_t entries = o.symmetrize ? 2 * m : m;
+  Csr g;
+  g.num_nodes = n;
+  g.indptr = Array(DType::kInt64, {n + 1});
+  int64_t* ptr = g.indptr.mutable_data<int64_t>();
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t s = src[i], d = dst[i];
+    DSP_CHECK_FORMAT(s >= 0 && s < n && d >= 0 && d < n,
+                     "edge {} ({} -> {}) has a node id outside [0, {})", i, s, d, n);
+    ++ptr[d + 1];
+    if (o.symmetrize) ++ptr[s + 1];
+  }
+  for (int64_t v = 0; v < n; ++v) ptr[v + 1] += ptr[v];
+
+  g.indices = Array(dtype_of<Out>(), {entries});
+  Out* idx = g.indices.mutable_data<Out>();
+  float* wt = nullptr;
+  if (w) {
+    g.weights = Array(DType::kFloat32, {entries});
+    wt = g.weights.mutable_data<float>();
+  }
+  {
+    std::vector<int64_t> pos(ptr, ptr + n);
+    for (int64_t i = 0; i < m; ++i) {
+      int64_t p = pos[dst[i]]++;
+      idx[p] = static_cast<Out>(src[i]);
+      if (wt) wt[p] = w[i];
+      if (o.symmetrize) {
+        p = pos[src[i]]++;
+        idx[p] = static_cast<Out>(dst[i]);
+        if (wt) wt[p] = w[i];
+      }
+    }
+  }
+
+  // Sort each row, drop duplicates / self loops, and record the new row lengths.
+  std::vector<int64_t> kept(n, 0);
+  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
+    std::vector<std::pair<Out, float>> tmp;
+    for (int64_t v = b; v < e; ++v) {
+      Out* row = idx + ptr[v];
+      int64_t len = ptr[v + 1] - ptr[v];
+      int64_t out = 0;
+      if (!wt) {
+        std::sort(row, row + len);
+        for (int64_t j = 0; j < len; ++j) {
+          if (o.remove_self_loops && row[j] == static_cast<Out>(v)) continue;
+          if (o.dedup && out > 0 && row[out - 1] == row[j]) continue;
+          row[out++] = row[j];
+        }
+      } else {
+        float* wrow = wt + ptr[v];
+        tmp.resize(len);
+        for (int64_t j = 0; j < len; ++j) tmp[j] = {row[j], wrow[j]};
+        std::stable_sort(tmp.begin(), tmp.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (int64_t j = 0; j < len; ++j) {
+          if (o.remove_self_loops && tmp[j].first == static_cast<Out>(v)) continue;
+          if (o.dedup && out > 0 && row[out - 1] == tmp[j].first) continue;
+          row[out] = tmp[j].first;
+          wrow[out++] = tmp[j].second;
+        }
+      }
+      kept[v] = out;
+    }
+  });
+  // Compact rows to the left (in place: rows only move towards lower addresses).
+  int64_t write = 0;
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t read = ptr[v];
+    if (write != read) {
+      std::memmove(idx + write, idx + read, kept[v] * sizeof(Out));
+      if (wt) std::memmove(wt + write, wt + read, kept[v] * sizeof(float));
+    }
+    ptr[v] = write;
+    write += kept[v];
+  }
+  ptr[n] = write;
+  g.indices.shrink_first_dim(write);
+  if (wt) g.weights.shrink_first_dim(write);
+  return g;
+}
+
+}  // namespace
+
+template <class Id>
+Csr build_in_csr(int64_t num_nodes, const Id* src, const Id* dst, int64_t m, const float* weights,
+                 const CsrBuildOptions& opts) {
+  DSP_CHECK_ARG(num_nodes >= 0 && m >= 0, "build_in_csr: negative size");
+  bool narrow = !opts.force_int64 && num_nodes < (int64_t{1} << 31);
+  return narrow ? build_typed<int32_t>(num_nodes, src, dst, m, weights, opts)
+                : build_typed<int64_t>(num_nodes, src, dst, m, weights, opts);
+}
+template Csr build_in_csr<int32_t>(int64_t, const int32_t*, const int32_t*, int64_t, const float*,
+                                   const CsrBuildOptions&);
+template Csr build_in_csr<int64_t>(int64_t, const int64_t*, const int64_t*, int64_t, const float*,
+                                   const CsrBuildOptions&);
+
+void validate_csr(const Csr& g, const std::string& what) {
+  DSP_CHECK_FORMAT(g.num_nodes >= 0, "{}: negative node count", what);
+  DSP_CHECK_FORMAT(g.indptr.defined() && g.indptr.dtype() == DType::kInt64 &&
+                       g.indptr.ndim() == 1 && g.indptr.dim(0) == g.num_nodes + 1,
+                   "{}: indptr must be int64[{}], got {}", what, g.num_nodes + 1,
+                   g.indptr.defined() ? g.indptr.describe() : "nothing");
+  DSP_CHECK_FORMAT(g.indices.defined() && g.indices.ndim() == 1 &&
+                       (g.indices.dtype() == DType::kInt32 || g.indices.dtype() == DType::kInt64),
+                   "{}: indices must be a 1-d int32 or int64 array, got {}", what,
+                   g.indices.defined() ? g.indices.describe() : "nothing");
+  const int64_t* p = g.rowptr();
+  const int64_t e = g.num_edges();
+  DSP_CHECK_FORMAT(p[0] == 0, "{}: indptr[0] is {}, expected 0", what, p[0]);
+  for (int64_t v = 0; v < g.num_nodes; ++v) {
+    if (p[v + 1] < p[v]) {
+      DSP_THROW_T(FormatError, "{}: indptr is not monotone at row {} ({} > {})", what, v, p[v],
+                  p[v + 1]);
+    }
+  }
+  DSP_CHECK_FORMAT(p[g.num_nodes] == e, "{}: indptr[N] = {} but indices has {} entries", what,
+                   p[g.num_nodes], e);
+  const int64_t n = g.num_nodes;
+  dispatch_index(g.index_dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* idx = g.indices.data<T>();
+    int64_t bad = -1;
+#pragma omp parallel for reduction(max : bad)
+    for (int64_t i = 0; i < e; ++i) {
+      if (idx[i] < 0 || idx[i] >= n) bad = std::max<int64_t>(bad, i);
+    }
+    if (bad >= 0) {
+      DSP_THROW_T(FormatError, "{}: indices[{}] = {} is out of range [0, {})", what, bad,
+                  static_cast<int64_t>(idx[bad]), n);
+    }
+  });
+  if (g.has_weights()) {
+    DSP_CHECK_FORMAT(g.weights.dtype() == DType::kFloat32 && g.weights.ndim() == 1 &&
+                         g.weights.dim(0) == e,
+                     "{}: edge weights must be float32[{}], got {}", what, e,
+                     g.weights.describe());
+  }
+}
+
+}  // namespace dsp

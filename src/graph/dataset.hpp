@@ -1,0 +1,64 @@
+#pragma once
+// The dataset directory (DESIGN.md "Data formats"): dataset.json plus .npy arrays.
+//   indptr.npy       int64 [N+1]        in-neighbour CSR
+//   indices.npy      int32|int64 [E]
+//   edge_weight.npy  float32 [E]        optional
+//   features.npy     float32|float16 [N, F]   optional (F = 0 means none)
+//   labels.npy       int64 [N]          optional; -1 marks an unlabeled node
+//   train_idx.npy, valid_idx.npy, test_idx.npy   int64, optional, ids in [0, N), no repeats
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "graph/array.hpp"
+#include "graph/csr.hpp"
+
+namespace dsp {
+
+constexpr int kDatasetFormatVersion = 1;
+
+struct DatasetMeta {
+  int format_version = kDatasetFormatVersion;
+  std::string name;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;    // entries of indices.npy (an undirected edge counts twice)
+  bool directed = true;     // false: the stored graph is symmetric
+  DType index_dtype = DType::kInt32;
+  int64_t feature_dim = 0;
+  DType feature_dtype = DType::kFloat32;
+  int64_t num_classes = 0;
+  bool has_weights = false;
+  int64_t num_train = 0, num_valid = 0, num_test = 0;
+  nlohmann::json extra = nlohmann::json::object();  // provenance: generator parameters, source
+
+  nlohmann::json to_json() const;
+  // Parses and checks types and ranges; FormatError prefixed with `what` on any fault.
+  static DatasetMeta from_json(const nlohmann::json& j, const std::string& what);
+};
+
+struct Dataset {
+  DatasetMeta meta;
+  Csr graph;
+  Array features;  // [N, F] or undefined
+  Array labels;    // int64 [N] or undefined
+  Array train_idx, valid_idx, test_idx;  // int64 or undefined
+  std::string dir;  // where it was loaded from, for messages
+
+  // Fills meta's counts from the arrays (call before writing a dataset built in memory).
+  void sync_meta();
+};
+
+struct LoadOptions {
+  bool mmap = true;      // map the .npy files instead of reading them
+  bool validate = true;  // full validation (O(E)); metadata/shape checks always run
+};
+
+// Loads and validates a dataset directory. Errors name the file and the fault.
+Dataset load_dataset(const std::string& dir, const LoadOptions& opts = {});
+// Writes `ds` to `dir` via a staging directory renamed at the end.
+void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false);
+// Checks every invariant (shapes vs meta, CSR structure, label and split ranges, no repeated ids
+// in a split). FormatError prefixed with `what`.
+void validate_dataset(const Dataset& ds, const std::string& what);
+
+}  // namespace dsp
