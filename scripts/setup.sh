@@ -14,7 +14,7 @@ pkgs=(
   libmetis-dev libhwloc-dev libfmt-dev
   libgtest-dev libgmock-dev librandom123-dev libcli11-dev nlohmann-json3-dev
   pybind11-dev python3-dev zlib1g-dev
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev libomp-14-dev
 )
 
 run_quiet() {  # run a command, show its log only if it fails

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (dependencies + build) and runs the whole test suite: unit and multi-rank tests (ctest),
-# the fuzz smoke run, and the python tests once they exist.
-# Usage: scripts/test.sh            (set DSP_FUZZ_SECONDS=0 to skip the fuzz run)
+# the fuzz smoke run, the ASan+UBSan unit tests, and the python tests once they exist.
+# Usage: scripts/test.sh   (DSP_FUZZ_SECONDS=0 skips fuzzing, DSP_SANITIZE_TESTS=0 the ASan build)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -12,5 +12,9 @@ echo "test.sh: running ctest"
 if [[ -x scripts/fuzz.sh && "${DSP_FUZZ_SECONDS:-20}" != "0" ]]; then
   echo "test.sh: fuzzing each target for ${DSP_FUZZ_SECONDS:-20} s"
   bash scripts/fuzz.sh "${DSP_FUZZ_SECONDS:-20}"
+fi
+if [[ "${DSP_SANITIZE_TESTS:-1}" != "0" ]]; then
+  echo "test.sh: unit tests under ASan + UBSan"
+  bash scripts/sanitize.sh
 fi
 echo "test.sh: all tests passed"

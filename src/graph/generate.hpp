@@ -1,0 +1,82 @@
+#pragma once
+// Synthetic graphs, so that every part of dsp can be run, tested and benchmarked with no download.
+//
+//   generate_rmat       R-MAT (Chakrabarti et al.; Graph500 parameters by default): skewed degrees
+//                       and random features. No locality and no learnable signal: a performance
+//                       workload (METIS cuts about half of its edges at 4 parts).
+//   generate_community  a degree-corrected stochastic block model: power-law degrees, most edges
+//                       inside communities, features and labels that follow the community. Training
+//                       on it reaches a meaningful accuracy and partitioning finds the locality real
+//                       graphs have. The default graph of the demo and of the benchmarks.
+//
+// Both are pure functions of their options: every random draw comes from a counter-based stream
+// keyed by (seed, purpose) with the edge index or node id as subject, so the result is the same
+// for any number of threads. Self loops and repeated edges are removed, so the stored edge count
+// is at most the requested one (meta.extra records both).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "graph/dataset.hpp"
+
+namespace dsp {
+
+struct RmatOptions {
+  int64_t num_nodes = 100000;
+  // Edges drawn (before self loops and repeats are removed); undirected ones are stored twice.
+  int64_t num_edges = 1600000;
+  // Quadrant probabilities; d = 1 - a - b - c. a > d makes low (pre-permutation) ids hubs.
+  double a = 0.57, b = 0.19, c = 0.19;
+  bool undirected = false;
+  // Relabel nodes with a seeded random permutation (as Graph500 does), so that degree is not
+  // correlated with id. Off only to inspect the raw recursive structure.
+  bool permute = true;
+  int64_t feature_dim = 0;  // features uniform in [-1, 1); 0 = no features
+  DType feature_dtype = DType::kFloat32;
+  int64_t num_classes = 0;  // labels uniform in [0, C); 0 = no labels
+  double train_frac = 0.1, valid_frac = 0.05;  // the rest is test
+  uint64_t seed = 0;
+  std::string name = "rmat";
+};
+
+// num_nodes need not be a power of two: endpoints are drawn over [0, 2^ceil(log2 N)) and a pair
+// with an endpoint >= N is redrawn (from the same edge's stream, so still deterministic); that
+// is R-MAT conditioned on both ends being < N. The Graph500 per-level noise on a, b, c is not
+// applied. Throws InvalidArgument on bad options.
+Dataset generate_rmat(const RmatOptions& opts);
+
+struct CommunityOptions {
+  int64_t num_nodes = 100000;
+  int64_t num_edges = 1000000;  // undirected edges drawn; the stored graph holds each twice
+  int64_t num_communities = 64;
+  // Share of edges with both ends in one community; the others join two different communities.
+  double intra_fraction = 0.9;
+  // Expected degrees follow a power law P(d) ~ d^-exponent (DC-SBM node weights theta), with a
+  // minimum of about a third of the mean degree, capped at max_degree.
+  double degree_exponent = 2.5;
+  // Cap on a node's expected degree; 0 = sqrt(2 * num_edges) (the structural cut-off above which
+  // a node would need repeated edges).
+  int64_t max_degree = 0;
+  int64_t feature_dim = 100;
+  DType feature_dtype = DType::kFloat32;
+  int64_t num_classes = 16;
+  // Features are centroid(community) + feature_noise * N(0, I), centroid entries N(0, 1). The
+  // default makes features alone give a modest accuracy (about half) and the mean over a node's
+  // neighbours, which mostly share its community, a much higher one: the graph matters.
+  double feature_noise = 3.0;
+  // Fraction of nodes whose label is replaced by a uniformly random class. The best attainable
+  // accuracy is then 1 - label_noise * (1 - 1/C), recorded in meta.extra["accuracy_bound"].
+  double label_noise = 0.1;
+  double train_frac = 0.1, valid_frac = 0.05;  // the rest is test
+  uint64_t seed = 0;
+  std::string name = "community";
+};
+
+// Community c has label c % num_classes (before label noise). Node ids are randomly permuted, so
+// communities are not contiguous id ranges: a partitioner has to find them. If `communities` is
+// given, it receives the community of every node (it is not stored in the dataset). Throws
+// InvalidArgument on bad options.
+Dataset generate_community(const CommunityOptions& opts, std::vector<int32_t>* communities = nullptr);
+
+}  // namespace dsp
