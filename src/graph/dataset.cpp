@@ -1,0 +1,308 @@
+#include "graph/dataset.hpp"
+
+#include <fmt/ranges.h>
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "graph/npy.hpp"
+
+namespace dsp {
+namespace {
+
+// Reads an integer field: it must be an integer in [lo, INT64_MAX]. Absent: `def`, or an error
+// when `required`.
+int64_t get_int(const nlohmann::json& j, const char* key, bool required, int64_t def, int64_t lo,
+                const std::string& what) {
+  auto it = j.find(key);
+  if (it == j.end()) {
+    DSP_CHECK_FORMAT(!required, "{}: missing key '{}'", what, key);
+    return def;
+  }
+  DSP_CHECK_FORMAT(it->is_number_integer(), "{}: '{}' must be an integer, got {}", what, key,
+                   it->type_name());
+  int64_t v;
+  if (it->is_number_unsigned()) {
+    auto u = it->get<uint64_t>();
+    DSP_CHECK_FORMAT(u <= static_cast<uint64_t>(INT64_MAX), "{}: '{}' = {} is too large", what, key,
+                     u);
+    v = static_cast<int64_t>(u);
+  } else {
+    v = it->get<int64_t>();
+  }
+  DSP_CHECK_FORMAT(v >= lo, "{}: '{}' = {} must be >= {}", what, key, v, lo);
+  return v;
+}
+
+bool get_bool(const nlohmann::json& j, const char* key, bool def, const std::string& what) {
+  auto it = j.find(key);
+  if (it == j.end()) return def;
+  DSP_CHECK_FORMAT(it->is_boolean(), "{}: '{}' must be true or false, got {}", what, key,
+                   it->type_name());
+  return it->get<bool>();
+}
+
+DType get_dtype(const nlohmann::json& j, const char* key, DType def,
+                std::initializer_list<DType> allowed, const std::string& what) {
+  auto it = j.find(key);
+  if (it == j.end()) return def;
+  DSP_CHECK_FORMAT(it->is_string(), "{}: '{}' must be a string, got {}", what, key,
+                   it->type_name());
+  const auto& s = it->get_ref<const std::string&>();
+  for (DType t : allowed) {
+    if (s == dtype_name(t)) return t;
+  }
+  std::string names;
+  for (DType t : allowed) names += fmt::format("{}{}", names.empty() ? "" : ", ", dtype_name(t));
+  DSP_THROW_T(FormatError, "{}: '{}' = '{}' is not one of: {}", what, key, s, names);
+}
+
+std::string join_path(const std::string& dir, const char* name) {
+  return (std::filesystem::path(dir) / name).string();
+}
+
+// Row-index arrays of a split: int64, 1-d, ids in [0, n), each at most once.
+void check_split(const Array& a, int64_t expect, int64_t n, const std::string& file) {
+  DSP_CHECK_FORMAT(a.dtype() == DType::kInt64 && a.ndim() == 1,
+                   "{}: wrong dtype/shape: expected int64[{}], got {}", file, expect, a.describe());
+  DSP_CHECK_FORMAT(a.dim(0) == expect, "{}: has {} ids but dataset.json says {}", file, a.dim(0),
+                   expect);
+  const int64_t* p = a.data<int64_t>();
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  for (int64_t i = 0; i < a.dim(0); ++i) {
+    int64_t v = p[i];
+    if (v < 0 || v >= n) {
+      DSP_THROW_T(FormatError, "{}: split id out of range: element {} is {}, not in [0, {})", file,
+                  i, v, n);
+    }
+    DSP_CHECK_FORMAT(!seen[v], "{}: node {} appears more than once (element {})", file, v, i);
+    seen[v] = true;
+  }
+}
+
+}  // namespace
+
+nlohmann::json DatasetMeta::to_json() const {
+  nlohmann::json j;
+  j["format_version"] = format_version;
+  j["name"] = name;
+  j["num_nodes"] = num_nodes;
+  j["num_edges"] = num_edges;
+  j["directed"] = directed;
+  j["index_dtype"] = dtype_name(index_dtype);
+  j["feature_dim"] = feature_dim;
+  j["feature_dtype"] = dtype_name(feature_dtype);
+  j["num_classes"] = num_classes;
+  j["has_weights"] = has_weights;
+  j["num_train"] = num_train;
+  j["num_valid"] = num_valid;
+  j["num_test"] = num_test;
+  j["extra"] = extra;
+  return j;
+}
+
+DatasetMeta DatasetMeta::from_json(const nlohmann::json& j, const std::string& what) {
+  DSP_CHECK_FORMAT(j.is_object(), "{}: expected a JSON object, got {}", what, j.type_name());
+  DatasetMeta m;
+  int64_t version = get_int(j, "format_version", true, 0, 1, what);
+  DSP_CHECK_FORMAT(version <= kDatasetFormatVersion,
+                   "{}: format_version {} is newer than this build supports ({})", what, version,
+                   kDatasetFormatVersion);
+  m.format_version = static_cast<int>(version);
+  if (auto it = j.find("name"); it != j.end()) {
+    DSP_CHECK_FORMAT(it->is_string(), "{}: 'name' must be a string, got {}", what, it->type_name());
+    m.name = it->get<std::string>();
+  }
+  m.num_nodes = get_int(j, "num_nodes", true, 0, 0, what);
+  m.num_edges = get_int(j, "num_edges", true, 0, 0, what);
+  m.directed = get_bool(j, "directed", true, what);
+  m.index_dtype = get_dtype(j, "index_dtype", DType::kInt64, {DType::kInt32, DType::kInt64}, what);
+  m.feature_dim = get_int(j, "feature_dim", false, 0, 0, what);
+  m.feature_dtype =
+      get_dtype(j, "feature_dtype", DType::kFloat32, {DType::kFloat32, DType::kFloat16}, what);
+  m.num_classes = get_int(j, "num_classes", false, 0, 0, what);
+  m.has_weights = get_bool(j, "has_weights", false, what);
+  m.num_train = get_int(j, "num_train", false, 0, 0, what);
+  m.num_valid = get_int(j, "num_valid", false, 0, 0, what);
+  m.num_test = get_int(j, "num_test", false, 0, 0, what);
+  for (auto [key, v] : {std::pair{"num_train", m.num_train}, std::pair{"num_valid", m.num_valid},
+                        std::pair{"num_test", m.num_test}}) {
+    DSP_CHECK_FORMAT(v <= m.num_nodes, "{}: '{}' = {} exceeds num_nodes = {}", what, key, v,
+                     m.num_nodes);
+  }
+  DSP_CHECK_FORMAT(m.index_dtype == DType::kInt64 || m.num_nodes <= INT32_MAX,
+                   "{}: index_dtype int32 cannot hold {} node ids", what, m.num_nodes);
+  if (auto it = j.find("extra"); it != j.end()) {
+    DSP_CHECK_FORMAT(it->is_object(), "{}: 'extra' must be an object, got {}", what,
+                     it->type_name());
+    m.extra = *it;
+  }
+  return m;
+}
+
+void Dataset::sync_meta() {
+  meta.num_nodes = graph.num_nodes;
+  meta.num_edges = graph.num_edges();
+  if (graph.indices.defined()) meta.index_dtype = graph.index_dtype();
+  meta.has_weights = graph.has_weights();
+  meta.feature_dim = features.defined() && features.ndim() == 2 ? features.dim(1) : 0;
+  if (features.defined()) meta.feature_dtype = features.dtype();
+  if (labels.defined() && labels.dtype() == DType::kInt64) {
+    const int64_t* l = labels.data<int64_t>();
+    int64_t mx = -1;
+    for (int64_t i = 0; i < labels.numel(); ++i) mx = std::max(mx, l[i]);
+    meta.num_classes = std::max(meta.num_classes, mx + 1);
+  }
+  meta.num_train = train_idx.defined() ? train_idx.numel() : 0;
+  meta.num_valid = valid_idx.defined() ? valid_idx.numel() : 0;
+  meta.num_test = test_idx.defined() ? test_idx.numel() : 0;
+}
+
+void validate_dataset(const Dataset& ds, const std::string& what) {
+  const DatasetMeta& m = ds.meta;
+  const int64_t n = m.num_nodes;
+  DSP_CHECK_FORMAT(n > 0, "{}: empty graph: num_nodes is 0", what);
+  DSP_CHECK_FORMAT(ds.graph.num_nodes == n, "{}: graph has {} nodes but dataset.json says {}", what,
+                   ds.graph.num_nodes, n);
+  const std::string indptr_file = join_path(what, "indptr.npy");
+  const std::string indices_file = join_path(what, "indices.npy");
+  const Array& ip = ds.graph.indptr;
+  DSP_CHECK_FORMAT(
+      ip.defined() && ip.dtype() == DType::kInt64 && ip.ndim() == 1 && ip.dim(0) == n + 1,
+      "{}: expected int64[{}], got {}", indptr_file, n + 1,
+      ip.defined() ? ip.describe() : "nothing");
+  // indptr is checked here as well as in validate_csr so that its faults name indptr.npy.
+  const int64_t* p = ip.data<int64_t>();
+  DSP_CHECK_FORMAT(p[0] == 0, "{}: indptr[0] is {}, expected 0", indptr_file, p[0]);
+  for (int64_t v = 0; v < n; ++v) {
+    if (p[v + 1] < p[v]) {
+      DSP_THROW_T(FormatError, "{}: indptr is not monotone at row {} ({} > {})", indptr_file, v,
+                  p[v], p[v + 1]);
+    }
+  }
+  DSP_CHECK_FORMAT(p[n] == m.num_edges, "{}: indptr[N] = {} but dataset.json says {} edges",
+                   indptr_file, p[n], m.num_edges);
+  DSP_CHECK_FORMAT(
+      ds.graph.indices.defined() && ds.graph.indices.ndim() == 1 &&
+          ds.graph.indices.dtype() == m.index_dtype && ds.graph.num_edges() == m.num_edges,
+      "{}: expected {}[{}], got {}", indices_file, dtype_name(m.index_dtype), m.num_edges,
+      ds.graph.indices.defined() ? ds.graph.indices.describe() : "nothing");
+  DSP_CHECK_FORMAT(ds.graph.has_weights() == m.has_weights,
+                   "{}: dataset.json says has_weights = {} but edge_weight.npy is {}", what,
+                   m.has_weights, ds.graph.has_weights() ? "present" : "absent");
+  validate_csr(ds.graph, indices_file);
+
+  if (m.feature_dim > 0 || ds.features.defined()) {
+    const std::string f = join_path(what, "features.npy");
+    DSP_CHECK_FORMAT(ds.features.defined(), "{}: missing (dataset.json says feature_dim = {})", f,
+                     m.feature_dim);
+    DSP_CHECK_FORMAT(ds.features.dtype() == m.feature_dtype, "{}: wrong dtype: expected {}, got {}",
+                     f, dtype_name(m.feature_dtype), dtype_name(ds.features.dtype()));
+    DSP_CHECK_FORMAT(
+        ds.features.ndim() == 2 && ds.features.dim(0) == n && ds.features.dim(1) == m.feature_dim,
+        "{}: wrong shape: expected [{}, {}], got {}", f, n, m.feature_dim, ds.features.describe());
+  }
+  if (m.num_classes > 0 || ds.labels.defined()) {
+    const std::string f = join_path(what, "labels.npy");
+    DSP_CHECK_FORMAT(ds.labels.defined(), "{}: missing (dataset.json says num_classes = {})", f,
+                     m.num_classes);
+    DSP_CHECK_FORMAT(
+        ds.labels.dtype() == DType::kInt64 && ds.labels.ndim() == 1 && ds.labels.dim(0) == n,
+        "{}: expected int64[{}], got {}", f, n, ds.labels.describe());
+    const int64_t* l = ds.labels.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (l[i] < -1 || l[i] >= m.num_classes) {
+        DSP_THROW_T(FormatError, "{}: label of node {} is {}, not in [-1, {})", f, i, l[i],
+                    m.num_classes);
+      }
+    }
+  }
+  const struct {
+    const Array* a;
+    int64_t count;
+    const char* file;
+  } splits[] = {{&ds.train_idx, m.num_train, "train_idx.npy"},
+                {&ds.valid_idx, m.num_valid, "valid_idx.npy"},
+                {&ds.test_idx, m.num_test, "test_idx.npy"}};
+  for (const auto& s : splits) {
+    const std::string f = join_path(what, s.file);
+    if (!s.a->defined()) {
+      DSP_CHECK_FORMAT(s.count == 0, "{}: missing (dataset.json says {} ids)", f, s.count);
+      continue;
+    }
+    check_split(*s.a, s.count, n, f);
+  }
+}
+
+Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
+  std::error_code ec;
+  DSP_CHECK_T(IoError, std::filesystem::is_directory(dir, ec), "{}: no such dataset directory",
+              dir);
+  Dataset ds;
+  ds.dir = dir;
+  const std::string json_path = join_path(dir, "dataset.json");
+  DSP_CHECK_T(IoError, path_exists(json_path), "{}: missing file", json_path);
+  nlohmann::json j = nlohmann::json::parse(read_file(json_path), nullptr, false);
+  DSP_CHECK_FORMAT(!j.is_discarded(), "{}: not valid JSON", json_path);
+  ds.meta = DatasetMeta::from_json(j, json_path);
+  const DatasetMeta& m = ds.meta;
+  DSP_CHECK_FORMAT(m.num_nodes > 0, "{}: empty graph: num_nodes is 0", json_path);
+
+  auto required = [&](const char* name) {
+    std::string f = join_path(dir, name);
+    DSP_CHECK_T(IoError, path_exists(f), "{}: missing file", f);
+    return f;
+  };
+  auto load_shaped = [&](const std::string& f, DType t, std::vector<int64_t> shape) {
+    Array a = load_npy(f, t, static_cast<int>(shape.size()), opts.mmap);
+    DSP_CHECK_FORMAT(a.shape() == shape, "{}: wrong shape: expected {}[{}], got {}", f,
+                     dtype_name(t), fmt::join(shape, ", "), a.describe());
+    return a;
+  };
+  ds.graph.num_nodes = m.num_nodes;
+  ds.graph.indptr = load_shaped(required("indptr.npy"), DType::kInt64, {m.num_nodes + 1});
+  ds.graph.indices = load_shaped(required("indices.npy"), m.index_dtype, {m.num_edges});
+  if (m.has_weights) {
+    ds.graph.weights = load_shaped(required("edge_weight.npy"), DType::kFloat32, {m.num_edges});
+  }
+  if (m.feature_dim > 0) {
+    ds.features =
+        load_shaped(required("features.npy"), m.feature_dtype, {m.num_nodes, m.feature_dim});
+  }
+  if (m.num_classes > 0) {
+    ds.labels = load_shaped(required("labels.npy"), DType::kInt64, {m.num_nodes});
+  }
+  const struct {
+    Array* a;
+    int64_t count;
+    const char* file;
+  } splits[] = {{&ds.train_idx, m.num_train, "train_idx.npy"},
+                {&ds.valid_idx, m.num_valid, "valid_idx.npy"},
+                {&ds.test_idx, m.num_test, "test_idx.npy"}};
+  for (const auto& s : splits) {
+    if (s.count > 0) *s.a = load_shaped(required(s.file), DType::kInt64, {s.count});
+  }
+  if (opts.validate) validate_dataset(ds, dir);
+  return ds;
+}
+
+void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
+  // Validate first so that no invalid dataset is ever written; O(E), cheap next to the write.
+  validate_dataset(ds, dir);
+  StagedDir staged(dir, overwrite);
+  save_npy(staged.file("indptr.npy"), ds.graph.indptr);
+  save_npy(staged.file("indices.npy"), ds.graph.indices);
+  if (ds.graph.has_weights()) save_npy(staged.file("edge_weight.npy"), ds.graph.weights);
+  if (ds.features.defined()) save_npy(staged.file("features.npy"), ds.features);
+  if (ds.labels.defined()) save_npy(staged.file("labels.npy"), ds.labels);
+  if (ds.train_idx.defined()) save_npy(staged.file("train_idx.npy"), ds.train_idx);
+  if (ds.valid_idx.defined()) save_npy(staged.file("valid_idx.npy"), ds.valid_idx);
+  if (ds.test_idx.defined()) save_npy(staged.file("test_idx.npy"), ds.test_idx);
+  // dataset.json last: a directory without it is never mistaken for a dataset.
+  write_file_atomic(staged.file("dataset.json"), ds.meta.to_json().dump(2) + "\n");
+  staged.commit();
+}
+
+}  // namespace dsp

@@ -1,0 +1,522 @@
+#include "graph/import.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <new>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/logging.hpp"
+#include "core/timer.hpp"
+
+namespace dsp {
+namespace fs = std::filesystem;
+namespace {
+
+// Ids above this are rejected so that max_id + 1 and later size arithmetic cannot overflow.
+constexpr int64_t kMaxNodeId = (int64_t{1} << 48) - 1;
+
+inline bool is_sep(char c) { return c == ' ' || c == '\t' || c == '\r' || c == ','; }
+
+// The token starting at p, for error messages (at most 40 characters, up to a separator).
+std::string_view token_at(const char* p, const char* end) {
+  const char* q = p;
+  while (q < end && !is_sep(*q) && *q != '\n' && q - p < 40) ++q;
+  return std::string_view(p, static_cast<size_t>(q - p));
+}
+
+// Destination of parsed edges for parse_edges. EdgeListData is one; the file importer uses a
+// compact one that stores 32-bit ids while they fit.
+struct DataSink {
+  EdgeListData& d;
+  size_t size() const { return d.src.size(); }
+  bool weighted() const { return !d.weight.empty(); }
+  void add(int64_t s, int64_t t) {
+    d.src.push_back(s);
+    d.dst.push_back(t);
+    d.max_id = std::max(d.max_id, std::max(s, t));
+  }
+  void add(int64_t s, int64_t t, float w) {
+    add(s, t);
+    d.weight.push_back(w);
+  }
+};
+
+struct CompactSink {
+  std::vector<int32_t> src32, dst32;
+  std::vector<int64_t> src64, dst64;
+  std::vector<float> weight;
+  bool wide = false;
+  bool weighted_ = false;
+  bool keep_weights = true;
+  int64_t max_id = -1;
+  size_t n = 0;
+
+  size_t size() const { return n; }
+  bool weighted() const { return weighted_; }
+  void reserve(size_t m) {
+    if (wide) {
+      src64.reserve(m);
+      dst64.reserve(m);
+    } else {
+      src32.reserve(m);
+      dst32.reserve(m);
+    }
+  }
+  void widen() {
+    src64.assign(src32.begin(), src32.end());
+    dst64.assign(dst32.begin(), dst32.end());
+    std::vector<int32_t>().swap(src32);
+    std::vector<int32_t>().swap(dst32);
+    wide = true;
+  }
+  void add(int64_t s, int64_t t) {
+    if (!wide && (s > INT32_MAX || t > INT32_MAX)) widen();
+    if (wide) {
+      src64.push_back(s);
+      dst64.push_back(t);
+    } else {
+      src32.push_back(static_cast<int32_t>(s));
+      dst32.push_back(static_cast<int32_t>(t));
+    }
+    max_id = std::max(max_id, std::max(s, t));
+    ++n;
+  }
+  void add(int64_t s, int64_t t, float w) {
+    if (n == 0) weighted_ = true;
+    add(s, t);
+    if (keep_weights) weight.push_back(w);
+  }
+};
+
+// Parses edge lines into `sink`; ids must be < limit when limit >= 0. Returns the number of the
+// line after the text.
+template <class Sink>
+int64_t parse_edges(std::string_view text, Sink& sink, const std::string& what, int64_t line,
+                    int64_t limit) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    const char* le = nl ? nl : end;
+    int64_t ids[2] = {0, 0};
+    float w = 0;
+    int ntok = 0;
+    const char* q = p;
+    while (true) {
+      while (q < le && is_sep(*q)) ++q;
+      if (q >= le || *q == '#') break;
+      if (ntok == 3) {
+        DSP_THROW_T(FormatError, "{}:{}: too many columns (expected 'src dst [weight]')", what,
+                    line);
+      }
+      const char* tok = q;
+      std::from_chars_result r;
+      if (ntok < 2) {
+        r = std::from_chars(q, le, ids[ntok]);
+      } else {
+        r = std::from_chars(q, le, w);
+      }
+      if (r.ec != std::errc() || (r.ptr < le && !is_sep(*r.ptr) && *r.ptr != '#')) {
+        DSP_THROW_T(FormatError, "{}:{}: bad {} '{}'", what, line,
+                    ntok < 2 ? "node id" : "edge weight", token_at(tok, le));
+      }
+      if (ntok < 2) {
+        DSP_CHECK_FORMAT(ids[ntok] >= 0, "{}:{}: negative node id {}", what, line, ids[ntok]);
+        DSP_CHECK_FORMAT(ids[ntok] <= kMaxNodeId, "{}:{}: node id {} is too large", what, line,
+                         ids[ntok]);
+        if (limit >= 0 && ids[ntok] >= limit) {
+          DSP_THROW_T(FormatError, "{}:{}: node id {} >= number of nodes {}", what, line, ids[ntok],
+                      limit);
+        }
+      }
+      q = r.ptr;
+      ++ntok;
+    }
+    if (ntok == 1) {
+      DSP_THROW_T(FormatError, "{}:{}: expected 'src dst [weight]', got one column", what, line);
+    }
+    if (ntok >= 2) {
+      const bool has_w = ntok == 3;
+      if (sink.size() > 0 && has_w != sink.weighted()) {
+        DSP_THROW_T(FormatError, "{}:{}: {} a weight column but earlier lines {}", what, line,
+                    has_w ? "has" : "lacks", has_w ? "do not" : "do");
+      }
+      if (has_w) {
+        sink.add(ids[0], ids[1], w);
+      } else {
+        sink.add(ids[0], ids[1]);
+      }
+    }
+    ++line;
+    p = nl ? nl + 1 : end;
+  }
+  return line;
+}
+
+bool is_gzip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char m[2] = {0, 0};
+  in.read(reinterpret_cast<char*>(m), 2);
+  return in.gcount() == 2 && m[0] == 0x1f && m[1] == 0x8b;
+}
+
+// An estimate of the uncompressed size of a file, to reserve edge arrays once instead of growing
+// them (growth briefly holds old and new buffers, which dominates peak memory).
+uint64_t estimate_text_bytes(const std::string& path) {
+  uint64_t size = file_size(path);
+  if (!is_gzip(path) || size < 18) return size;
+  // The gzip trailer holds the uncompressed size modulo 2^32; text rarely compresses below 1:1.
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(-4, std::ios::end);
+  unsigned char t[4] = {0, 0, 0, 0};
+  in.read(reinterpret_cast<char*>(t), 4);
+  uint64_t est =
+      uint64_t{t[0]} | (uint64_t{t[1]} << 8) | (uint64_t{t[2]} << 16) | (uint64_t{t[3]} << 24);
+  while (est < size) est += uint64_t{1} << 32;
+  return est;
+}
+
+std::string require_file(const std::string& path) {
+  std::error_code ec;
+  DSP_CHECK_T(IoError, fs::is_regular_file(path, ec), "{}: missing file", path);
+  return path;
+}
+
+// raw/<stem>.csv.gz, or raw/<stem>.csv; "" when neither exists.
+std::string find_csv(const fs::path& dir, const std::string& stem) {
+  std::error_code ec;
+  for (const char* ext : {".csv.gz", ".csv"}) {
+    fs::path p = dir / (stem + ext);
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "";
+}
+
+template <class T>
+std::vector<T> read_csv_file(const std::string& path, int64_t cols, size_t reserve = 0) {
+  std::vector<T> out;
+  out.reserve(reserve);
+  for_each_text_chunk(path, [&](std::string_view text, int64_t line) {
+    parse_csv_numbers<T>(text, cols, out, path, line);
+  });
+  return out;
+}
+
+int64_t read_single_count(const std::string& path) {
+  auto v = read_csv_file<int64_t>(require_file(path), 1);
+  DSP_CHECK_FORMAT(v.size() == 1, "{}: expected one count (a single-graph dataset), found {} lines",
+                   path, v.size());
+  DSP_CHECK_FORMAT(v[0] >= 0, "{}: negative count {}", path, v[0]);
+  return v[0];
+}
+
+Csr build_from_sink(CompactSink& sink, int64_t n, const CsrBuildOptions& o,
+                    const std::string& what) {
+  try {
+    const float* w = sink.weighted_ && sink.keep_weights ? sink.weight.data() : nullptr;
+    auto m = static_cast<int64_t>(sink.n);
+    Csr g = sink.wide ? build_in_csr<int64_t>(n, sink.src64.data(), sink.dst64.data(), m, w, o)
+                      : build_in_csr<int32_t>(n, sink.src32.data(), sink.dst32.data(), m, w, o);
+    return g;
+  } catch (const std::bad_alloc&) {
+    DSP_THROW_T(Error, "{}: out of memory building the CSR of {} nodes and {} edges", what, n,
+                sink.n);
+  }
+}
+
+}  // namespace
+
+void parse_edge_list_text(std::string_view text, EdgeListData& out, const std::string& what,
+                          int64_t first_line) {
+  DataSink sink{out};
+  parse_edges(text, sink, what, first_line, -1);
+}
+
+template <class T>
+void parse_csv_numbers(std::string_view text, int64_t expected_cols, std::vector<T>& out,
+                       const std::string& what, int64_t first_line) {
+  DSP_CHECK_ARG(expected_cols > 0, "{}: expected column count must be positive", what);
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  int64_t line = first_line;
+  while (p < end) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    const char* le = nl ? nl : end;
+    if (le > p && le[-1] == '\r') --le;
+    int64_t col = 0;
+    const char* q = p;
+    while (true) {
+      const char* fe = static_cast<const char*>(std::memchr(q, ',', static_cast<size_t>(le - q)));
+      if (!fe) fe = le;
+      const char* b = q;
+      const char* e = fe;
+      while (b < e && (*b == ' ' || *b == '\t')) ++b;
+      while (e > b && (e[-1] == ' ' || e[-1] == '\t')) --e;
+      if (col == expected_cols) {
+        DSP_THROW_T(FormatError, "{}:{}: too many columns (expected {})", what, line,
+                    expected_cols);
+      }
+      T v{};
+      if (b == e) {
+        if constexpr (std::is_floating_point_v<T>) {
+          v = std::numeric_limits<T>::quiet_NaN();
+        } else {
+          DSP_THROW_T(FormatError, "{}:{}: empty field in column {} (expected {} integers)", what,
+                      line, col + 1, expected_cols);
+        }
+      } else {
+        auto r = std::from_chars(b, e, v);
+        if (r.ec != std::errc() || r.ptr != e) {
+          DSP_THROW_T(FormatError, "{}:{}: bad number '{}' in column {}", what, line,
+                      std::string_view(b, static_cast<size_t>(std::min<ptrdiff_t>(e - b, 40))),
+                      col + 1);
+        }
+      }
+      out.push_back(v);
+      ++col;
+      if (fe == le) break;
+      q = fe + 1;
+    }
+    if (col != expected_cols) {
+      DSP_THROW_T(FormatError, "{}:{}: expected {} columns, got {}", what, line, expected_cols,
+                  col);
+    }
+    ++line;
+    p = nl ? nl + 1 : end;
+  }
+}
+template void parse_csv_numbers<int64_t>(std::string_view, int64_t, std::vector<int64_t>&,
+                                         const std::string&, int64_t);
+template void parse_csv_numbers<float>(std::string_view, int64_t, std::vector<float>&,
+                                       const std::string&, int64_t);
+
+int64_t for_each_text_chunk(const std::string& path,
+                            const std::function<void(std::string_view, int64_t)>& fn,
+                            size_t chunk_bytes) {
+  require_file(path);
+  chunk_bytes = std::max<size_t>(chunk_bytes, 1);
+  gzFile gz = gzopen(path.c_str(), "rb");
+  DSP_CHECK_T(IoError, gz != nullptr, "{}: cannot open: {}", path, std::strerror(errno));
+  struct Closer {
+    gzFile f;
+    ~Closer() { gzclose(f); }
+  } closer{gz};
+  gzbuffer(gz, 1 << 20);
+  std::vector<char> buf(chunk_bytes);
+  size_t carry = 0;
+  int64_t line = 1;
+  while (true) {
+    // A line longer than the buffer: grow it so the line fits.
+    if (carry == buf.size()) buf.resize(buf.size() * 2);
+    size_t want = std::min<size_t>(buf.size() - carry, INT_MAX);
+    int got = gzread(gz, buf.data() + carry, static_cast<unsigned>(want));
+    if (got < 0) {
+      int err = 0;
+      const char* msg = gzerror(gz, &err);
+      DSP_THROW_T(IoError, "{}: read failed: {}", path, msg ? msg : "unknown error");
+    }
+    if (got == 0) {
+      int err = Z_OK;
+      const char* msg = gzerror(gz, &err);
+      DSP_CHECK_T(IoError, err == Z_OK || err == Z_STREAM_END,
+                  "{}: corrupt or truncated gzip stream: {}", path, msg ? msg : "");
+      if (carry > 0) {
+        fn(std::string_view(buf.data(), carry), line);
+        ++line;
+      }
+      break;
+    }
+    size_t len = carry + static_cast<size_t>(got);
+    const void* last = ::memrchr(buf.data() + carry, '\n', static_cast<size_t>(got));
+    if (!last) {
+      carry = len;
+      continue;
+    }
+    size_t upto = static_cast<size_t>(static_cast<const char*>(last) - buf.data()) + 1;
+    fn(std::string_view(buf.data(), upto), line);
+    line += std::count(buf.data(), buf.data() + upto, '\n');
+    std::memmove(buf.data(), buf.data() + upto, len - upto);
+    carry = len - upto;
+  }
+  return line - 1;
+}
+
+Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
+                         const std::string& name, ImportStats* stats) {
+  DSP_CHECK_ARG(opts.num_nodes >= -1, "--num-nodes must be non-negative, got {}", opts.num_nodes);
+  require_file(path);
+  Stopwatch sw;
+  CompactSink sink;
+  sink.keep_weights = opts.weighted_auto;
+  const uint64_t est_bytes = estimate_text_bytes(path);
+  bool reserved = false;
+  for_each_text_chunk(path, [&](std::string_view text, int64_t line) {
+    if (!reserved && text.size() > 0) {
+      // Estimate the line count from the first chunk's average line length.
+      auto lines = std::count(text.begin(), text.end(), '\n') + 1;
+      double per_line = static_cast<double>(text.size()) / static_cast<double>(lines);
+      sink.reserve(static_cast<size_t>(static_cast<double>(est_bytes) / per_line * 1.02) + 1024);
+      reserved = true;
+    }
+    parse_edges(text, sink, path, line, opts.num_nodes);
+  });
+  const double parse_s = sw.seconds();
+
+  const int64_t n = opts.num_nodes >= 0 ? opts.num_nodes : sink.max_id + 1;
+  DSP_CHECK_FORMAT(n > 0, "{}: empty graph: no edges{}", path,
+                   opts.num_nodes < 0 ? " (and no --num-nodes)" : "");
+  sw.reset();
+  CsrBuildOptions o;
+  o.symmetrize = opts.undirected;
+  o.remove_self_loops = opts.remove_self_loops;
+  Dataset ds;
+  ds.graph = build_from_sink(sink, n, o, path);
+  const int64_t input_edges = static_cast<int64_t>(sink.n);
+  sink = CompactSink();
+  ds.meta.name = name.empty() ? fs::path(path).stem().string() : name;
+  ds.meta.directed = !opts.undirected;
+  ds.meta.extra = {{"importer", "edgelist"},
+                   {"source", fs::absolute(path).string()},
+                   {"input_edges", input_edges}};
+  ds.sync_meta();
+  if (stats) {
+    stats->parse_s = parse_s;
+    stats->build_s = sw.seconds();
+    stats->input_edges = input_edges;
+  }
+  return ds;
+}
+
+Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts, ImportStats* stats) {
+  std::error_code ec;
+  DSP_CHECK_T(IoError, fs::is_directory(dir, ec), "{}: no such directory", dir);
+  fs::path root = fs::path(dir);
+  if (root.filename().empty()) root = root.parent_path();  // a trailing slash
+  fs::path raw = fs::is_directory(root / "raw", ec) ? root / "raw" : root;
+  std::string edge_file = find_csv(raw, "edge");
+  DSP_CHECK_T(IoError, !edge_file.empty(), "{}: missing file (not an OGB raw directory)",
+              (raw / "edge.csv.gz").string());
+  auto count_file = [&](const char* stem) {
+    std::string f = find_csv(raw, stem);
+    return f.empty() ? (raw / (std::string(stem) + ".csv.gz")).string() : f;
+  };
+
+  Stopwatch sw;
+  const std::string nodes_file = count_file("num-node-list");
+  const std::string edges_file = count_file("num-edge-list");
+  const int64_t n = read_single_count(nodes_file);
+  const int64_t m = read_single_count(edges_file);
+  DSP_CHECK_FORMAT(n > 0, "{}: empty graph: 0 nodes", nodes_file);
+
+  CompactSink sink;
+  sink.reserve(static_cast<size_t>(m));
+  for_each_text_chunk(edge_file, [&](std::string_view text, int64_t line) {
+    parse_edges(text, sink, edge_file, line, n);
+  });
+  DSP_CHECK_FORMAT(!sink.weighted(), "{}: expected two columns 'src,dst', got three", edge_file);
+  DSP_CHECK_FORMAT(static_cast<int64_t>(sink.n) == m, "{}: has {} edges but {} says {}", edge_file,
+                   sink.n, edges_file, m);
+
+  Dataset ds;
+  if (std::string f = find_csv(raw, "node-feat"); !f.empty()) {
+    int64_t dim = -1;
+    std::vector<float> feat;
+    for_each_text_chunk(f, [&](std::string_view text, int64_t line) {
+      if (dim < 0) {
+        // The width is the first line's field count; every later line must match it.
+        size_t eol = text.find('\n');
+        std::string_view first = text.substr(0, eol);
+        dim = static_cast<int64_t>(std::count(first.begin(), first.end(), ',')) + 1;
+        feat.reserve(static_cast<size_t>(n) * static_cast<size_t>(dim));
+      }
+      parse_csv_numbers<float>(text, dim, feat, f, line);
+    });
+    const int64_t rows = dim > 0 ? static_cast<int64_t>(feat.size()) / dim : 0;
+    DSP_CHECK_FORMAT(rows == n, "{}: has {} rows but the graph has {} nodes", f, rows, n);
+    ds.features = Array::from_vector(std::move(feat), {n, dim});
+  }
+  if (std::string f = find_csv(raw, "node-label"); !f.empty()) {
+    auto raw_labels = read_csv_file<float>(f, 1, static_cast<size_t>(n));
+    DSP_CHECK_FORMAT(static_cast<int64_t>(raw_labels.size()) == n,
+                     "{}: has {} rows but the graph has {} nodes", f, raw_labels.size(), n);
+    std::vector<int64_t> labels(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      float v = raw_labels[i];
+      if (std::isnan(v)) {
+        labels[i] = -1;  // OGB marks unlabeled nodes with NaN
+        continue;
+      }
+      DSP_CHECK_FORMAT(v >= 0 && v < 16777216.0f && v == std::floor(v),
+                       "{}:{}: label {} is not a non-negative integer", f, i + 1, v);
+      labels[i] = static_cast<int64_t>(v);
+    }
+    ds.labels = Array::from_vector(std::move(labels));
+  }
+
+  std::string split_name = opts.split;
+  const fs::path split_root = raw / "split";
+  if (split_name.empty() && fs::is_directory(split_root, ec)) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(split_root, ec)) {
+      if (e.is_directory()) names.push_back(e.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    if (!names.empty()) split_name = names.front();
+    if (names.size() > 1) {
+      DSP_WARN("import", "{}: several splits ({}), using '{}' (choose one with --split)",
+               split_root.string(), names.size(), split_name);
+    }
+  }
+  if (!split_name.empty()) {
+    const fs::path sdir = split_root / split_name;
+    DSP_CHECK_T(IoError, fs::is_directory(sdir, ec), "{}: no such split directory", sdir.string());
+    const std::pair<const char*, Array*> parts[] = {
+        {"train", &ds.train_idx}, {"valid", &ds.valid_idx}, {"test", &ds.test_idx}};
+    for (auto [stem, arr] : parts) {
+      std::string f = find_csv(sdir, stem);
+      if (f.empty()) continue;
+      auto ids = read_csv_file<int64_t>(f, 1);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || ids[i] >= n) {
+          DSP_THROW_T(FormatError, "{}:{}: split id out of range: {} is not in [0, {})", f, i + 1,
+                      ids[i], n);
+        }
+      }
+      *arr = Array::from_vector(std::move(ids));
+    }
+  }
+  const double parse_s = sw.seconds();
+
+  sw.reset();
+  CsrBuildOptions o;
+  o.symmetrize = opts.undirected;
+  ds.graph = build_from_sink(sink, n, o, edge_file);
+  sink = CompactSink();
+  std::string base = root.filename().string();
+  if (base == "raw") base = root.parent_path().filename().string();
+  ds.meta.name = opts.name.empty() ? base : opts.name;
+  ds.meta.directed = !opts.undirected;
+  ds.meta.extra = {{"importer", "ogb-raw"},
+                   {"source", fs::absolute(root).string()},
+                   {"split", split_name},
+                   {"input_edges", m}};
+  ds.sync_meta();
+  if (stats) {
+    stats->parse_s = parse_s;
+    stats->build_s = sw.seconds();
+    stats->input_edges = m;
+  }
+  return ds;
+}
+
+}  // namespace dsp

@@ -1,0 +1,36 @@
+#pragma once
+// NumPy .npy files (format versions 1.0, 2.0 and 3.0), little-endian C-order arrays of the dtypes
+// in core/dtype.hpp. This is the on-disk array format of every dataset directory, so Python users
+// read and write datasets with plain numpy.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "graph/array.hpp"
+
+namespace dsp {
+
+struct NpyHeader {
+  DType dtype = DType::kUInt8;
+  std::vector<int64_t> shape;  // at least one dimension (0-d arrays are rejected)
+  size_t data_offset = 0;      // byte offset of the first element
+};
+
+// Parses and checks the header of the .npy image data[0, size): magic, version, header length,
+// the dict (descr, fortran_order, shape), dtype support, shape overflow, and that `size` holds
+// the whole payload. Throws FormatError prefixed with `what`. Safe on arbitrary bytes.
+NpyHeader parse_npy_header(const unsigned char* data, size_t size, const std::string& what);
+
+// Loads a .npy file. With `mmap` the array is a read-only view of a private mapping of the file
+// (kept alive by the array); otherwise the data are read into an owned array.
+Array load_npy(const std::string& path, bool mmap = true);
+// As above, and checks the dtype and the number of dimensions (ndim < 0: any).
+Array load_npy(const std::string& path, DType expected, int ndim, bool mmap = true);
+
+// Writes `a` as a version 1.0 file (2.0 if the header needs it) under a temporary name, renamed
+// onto `path` when complete.
+void save_npy(const std::string& path, const Array& a);
+
+}  // namespace dsp
