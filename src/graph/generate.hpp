@@ -64,7 +64,7 @@ struct CommunityOptions {
   // Features are centroid(community) + feature_noise * N(0, I), centroid entries N(0, 1). The
   // default makes features alone give a modest accuracy (about half) and the mean over a node's
   // neighbours, which mostly share its community, a much higher one: the graph matters.
-  double feature_noise = 3.0;
+  double feature_noise = 4.0;
   // Fraction of nodes whose label is replaced by a uniformly random class. The best attainable
   // accuracy is then 1 - label_noise * (1 - 1/C), recorded in meta.extra["accuracy_bound"].
   double label_noise = 0.1;

@@ -54,8 +54,7 @@ CommunityOptions small_community() {
   o.num_nodes = 20000;
   o.num_edges = 200000;
   o.num_communities = 32;
-  o.feature_dim = 32;
-  o.num_classes = 8;
+  o.num_classes = 8;  // default feature_dim and noise: the calibration users get
   o.seed = 11;
   return o;
 }
@@ -243,7 +242,8 @@ TEST(GenerateCommunity, SymmetricHeavyTailedAndMostlyIntraCommunity) {
   for (const auto& e : edges) ASSERT_TRUE(edges.count({e.second, e.first})) << "not symmetric";
 
   double intra = static_cast<double>(inside) / g.num_edges();
-  EXPECT_NEAR(intra, o.intra_fraction, 0.03);
+  // Repeats are denser inside communities, so dedup lowers the share a little.
+  EXPECT_NEAR(intra, o.intra_fraction, 0.04);
   EXPECT_NEAR(ds.meta.extra.at("measured_intra_fraction").get<double>(), intra, 1e-12);
 
   std::vector<int64_t> deg = in_degrees(g);
