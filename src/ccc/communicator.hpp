@@ -29,8 +29,17 @@ struct OpOptions {
   std::string label;                     // names the op in timeout messages and logs
 };
 
-// Bytes moved, per peer, since construction or the last reset. Bytes a rank "sends" to itself are
-// counted under its own index (they are copied, not transmitted).
+// Bytes moved, per peer, since construction or the last reset, counted when an op completes. Bytes
+// a rank "sends" to itself are counted under its own index (they are copied, not transmitted).
+// The payload a rank logically hands to / gets from each peer, whatever algorithm the backend
+// uses underneath (n = count * dtype size):
+//   exchange_counts  sent[p] += 8, recv[p] += 8 for every p (it is an all-to-all of one int64)
+//   all_to_all_v     sent[p] += send_counts[p] * elem, recv[p] += recv_counts[p] * elem
+//   all_reduce       sent[p] += n, recv[p] += n for every p (each contribution reaches every rank)
+//   all_gather       sent[p] += n, recv[p] += n for every p
+//   broadcast        root: sent[p] += n for every p; every rank, root included: recv[root] += n
+//   barrier          no bytes
+// `ops` counts every completed op, barriers and count exchanges included.
 struct CommCounters {
   std::vector<uint64_t> bytes_sent;  // [size]
   std::vector<uint64_t> bytes_recv;  // [size]

@@ -1,0 +1,74 @@
+#pragma once
+// MPI backend. Every MPI call of the process is made by one executor thread (shared by all
+// MpiCommunicators of the process, and by the coordinator later): public ops hand a task to it
+// and wait. The executor initializes MPI itself when nobody has (MPI_THREAD_SERIALIZED, so the
+// initializing thread is the calling thread) and finalizes it once at process exit.
+//
+// Timeouts. Each communicator numbers its ops (all ranks issue them in the same order, so op #k is
+// the same collective everywhere) and owns a second, duplicated control communicator. While the
+// executor waits on an op, and every 20 ms while it has no work, it answers status queries that
+// arrive on the control communicators: (ops started, inside an op or not, that op's name/label).
+// When an op passes its deadline the rank sends a query to every peer, collects answers for
+// min(2 s, timeout), prints one line naming the op and the ranks that did not arrive, e.g.
+//   dsp: collective 'barrier' (op #3) timed out after 1.0 s on rank 0; ranks that did not
+//   arrive: 2 (idle after op #2)
+// and calls MPI_Abort(MPI_COMM_WORLD, 1). A rank that has started op #k or a later one counts as
+// arrived; "no answer" means its executor did not reach MPI during the grace period.
+//
+// Counts. MPI counts are int. Larger messages are split into pieces of at most INT_MAX elements
+// (all_reduce, broadcast, all_gather through a resized contiguous datatype) and all_to_all_v
+// switches to pairwise point-to-point when a count or displacement does not fit in an int.
+#include <chrono>
+#include <memory>
+
+#include "ccc/communicator.hpp"
+
+namespace dsp {
+
+class CommExecutor;
+
+class MpiCommunicator : public Communicator {
+ public:
+  // Duplicates MPI_COMM_WORLD (initializing MPI on the executor thread if needed).
+  explicit MpiCommunicator(const CommOptions& opts = {});
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override;
+  int size() const override;
+  std::string backend() const override { return "mpi"; }
+
+  std::vector<int64_t> exchange_counts(const std::vector<int64_t>& send_counts,
+                                       const OpOptions& o = {}) override;
+  void all_to_all_v(const void* send, const std::vector<int64_t>& send_counts, void* recv,
+                    const std::vector<int64_t>& recv_counts, DType dtype,
+                    const OpOptions& o = {}) override;
+  void all_reduce(void* buf, int64_t count, DType dtype, ReduceOp op,
+                  const OpOptions& o = {}) override;
+  void broadcast(void* buf, int64_t count, DType dtype, int root, const OpOptions& o = {}) override;
+  void all_gather(const void* send, void* recv, int64_t count, DType dtype,
+                  const OpOptions& o = {}) override;
+  void barrier(const OpOptions& o = {}) override;
+
+  CommCounters counters() const override;
+  void reset_counters() override;
+
+  using Communicator::all_to_all_v;
+
+  // The default per-op timeout in effect (CommOptions, or DSP_COMM_TIMEOUT); 0 = none.
+  std::chrono::milliseconds timeout() const;
+  // The process-wide MPI executor thread (for the coordinator and the NCCL bootstrap).
+  static CommExecutor& executor();
+  // Tests only: use pieces of at most n elements (default INT_MAX), and the point-to-point path
+  // of all_to_all_v whenever a segment or displacement exceeds n, so the paths taken by >2^31
+  // element messages run on small buffers.
+  void set_max_count_for_testing(int64_t n);
+
+  struct State;  // MPI handles and executor-side op state; defined in the .cpp (no mpi.h here)
+
+ private:
+  std::unique_ptr<State> st_;
+};
+
+}  // namespace dsp
