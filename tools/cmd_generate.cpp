@@ -23,10 +23,22 @@ int64_t parse_count(const std::string& flag, const std::string& text) {
   double mult = 1;
   if (!s.empty()) {
     switch (s.back()) {
-      case 'k': case 'K': mult = 1e3; break;
-      case 'm': case 'M': mult = 1e6; break;
-      case 'g': case 'G': case 'b': case 'B': mult = 1e9; break;
-      default: break;
+      case 'k':
+      case 'K':
+        mult = 1e3;
+        break;
+      case 'm':
+      case 'M':
+        mult = 1e6;
+        break;
+      case 'g':
+      case 'G':
+      case 'b':
+      case 'B':
+        mult = 1e9;
+        break;
+      default:
+        break;
     }
     if (mult != 1) s.pop_back();
   }
@@ -67,8 +79,7 @@ void add_common(CLI::App* sub, Common& c, int64_t nodes, int64_t edges, const ch
   sub->add_option("--edges,-m", c.edges, edges_help)->capture_default_str();
   sub->add_option("--features,-f", c.features, "feature dimension (0: no features)")
       ->capture_default_str();
-  sub->add_option("--feature-dtype", c.feature_dtype, "float32 or float16")
-      ->capture_default_str();
+  sub->add_option("--feature-dtype", c.feature_dtype, "float32 or float16")->capture_default_str();
   sub->add_option("--classes,-c", c.classes, "number of classes")->capture_default_str();
   sub->add_option("--train-frac", c.train_frac, "share of nodes in train_idx")
       ->capture_default_str();
@@ -97,9 +108,9 @@ void finish(Dataset& ds, const Common& c, const char* kind, double gen_seconds) 
   for (int64_t v = 0; v < g.num_nodes; ++v) max_deg = std::max(max_deg, g.degree(v));
   const double mean_deg = static_cast<double>(g.num_edges()) / static_cast<double>(g.num_nodes);
   const DatasetMeta& m = ds.meta;
-  std::string edges = m.directed ? fmt::format("{} edges", m.num_edges)
-                                 : fmt::format("{} undirected edges ({} stored)",
-                                               m.num_edges / 2, m.num_edges);
+  std::string edges =
+      m.directed ? fmt::format("{} edges", m.num_edges)
+                 : fmt::format("{} undirected edges ({} stored)", m.num_edges / 2, m.num_edges);
   std::printf("%s graph '%s': %lld nodes, %s from %lld drawn\n", kind, m.name.c_str(),
               static_cast<long long>(m.num_nodes), edges.c_str(),
               static_cast<long long>(m.extra.value("requested_edges", int64_t{0})));

@@ -60,9 +60,10 @@ uint16_t float_to_half(float f) {
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t mag = x & 0x7fffffffu;
-  if (mag >= 0x7f800000u) return static_cast<uint16_t>(sign | (mag > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (mag >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | (mag > 0x7f800000u ? 0x7e00u : 0x7c00u));
   if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
-  if (mag < 0x38800000u) {  // subnormal half (or zero)
+  if (mag < 0x38800000u) {                                               // subnormal half (or zero)
     if (mag < 0x33000000u) return static_cast<uint16_t>(sign);
     uint32_t e = mag >> 23;
     uint32_t m = (mag & 0x7fffffu) | 0x800000u;
@@ -129,8 +130,8 @@ void check_common(int64_t num_nodes, int64_t num_edges, int64_t feature_dim, DTy
                 train_frac);
   DSP_CHECK_ARG(valid_frac >= 0 && valid_frac <= 1, "valid fraction {} is outside [0, 1]",
                 valid_frac);
-  DSP_CHECK_ARG(train_frac + valid_frac <= 1 + 1e-12,
-                "train + valid fractions ({} + {}) exceed 1", train_frac, valid_frac);
+  DSP_CHECK_ARG(train_frac + valid_frac <= 1 + 1e-12, "train + valid fractions ({} + {}) exceed 1",
+                train_frac, valid_frac);
 }
 
 void fill_meta(Dataset& ds, const std::string& name, bool directed) {
@@ -367,8 +368,7 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
                 "the intra-community fraction {} is outside [0, 1]", o.intra_fraction);
   DSP_CHECK_ARG(o.degree_exponent > 1 && std::isfinite(o.degree_exponent),
                 "the degree exponent must be > 1, got {}", o.degree_exponent);
-  DSP_CHECK_ARG(o.max_degree >= 0, "the maximum degree must not be negative, got {}",
-                o.max_degree);
+  DSP_CHECK_ARG(o.max_degree >= 0, "the maximum degree must not be negative, got {}", o.max_degree);
   DSP_CHECK_ARG(o.feature_noise >= 0 && std::isfinite(o.feature_noise),
                 "the feature noise must be >= 0, got {}", o.feature_noise);
   DSP_CHECK_ARG(o.label_noise >= 0 && o.label_noise <= 1, "the label noise {} is outside [0, 1]",
@@ -393,9 +393,9 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
         theta[i] = std::pow(u, inv);
       }
     });
-    const double max_deg =
-        o.max_degree > 0 ? static_cast<double>(o.max_degree)
-                         : std::max(1.0, std::sqrt(2.0 * static_cast<double>(o.num_edges)));
+    const double max_deg = o.max_degree > 0
+                               ? static_cast<double>(o.max_degree)
+                               : std::max(1.0, std::sqrt(2.0 * static_cast<double>(o.num_edges)));
     const double two_m = 2.0 * static_cast<double>(std::max<int64_t>(o.num_edges, 1));
     for (int iter = 0; iter < 4; ++iter) {
       double sum = 0;
@@ -467,24 +467,22 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
 
   fill_meta(ds, o.name, /*directed=*/false);
   ds.meta.num_classes = o.num_classes;
-  const double bound =
-      1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
-  ds.meta.extra = {
-      {"generator", "community"},
-      {"seed", o.seed},
-      {"num_communities", o.num_communities},
-      {"intra_fraction", o.intra_fraction},
-      {"measured_intra_fraction",
-       stored > 0 ? static_cast<double>(inside) / static_cast<double>(stored) : 0.0},
-      {"degree_exponent", o.degree_exponent},
-      {"max_degree", o.max_degree},
-      {"feature_noise", o.feature_noise},
-      {"label_noise", o.label_noise},
-      {"accuracy_bound", bound},
-      {"requested_edges", o.num_edges},
-      {"train_frac", o.train_frac},
-      {"valid_frac", o.valid_frac},
-      {"community_to_class", "community % num_classes"}};
+  const double bound = 1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
+  ds.meta.extra = {{"generator", "community"},
+                   {"seed", o.seed},
+                   {"num_communities", o.num_communities},
+                   {"intra_fraction", o.intra_fraction},
+                   {"measured_intra_fraction",
+                    stored > 0 ? static_cast<double>(inside) / static_cast<double>(stored) : 0.0},
+                   {"degree_exponent", o.degree_exponent},
+                   {"max_degree", o.max_degree},
+                   {"feature_noise", o.feature_noise},
+                   {"label_noise", o.label_noise},
+                   {"accuracy_bound", bound},
+                   {"requested_edges", o.num_edges},
+                   {"train_frac", o.train_frac},
+                   {"valid_frac", o.valid_frac},
+                   {"community_to_class", "community % num_classes"}};
   if (communities) *communities = std::move(comm_of);
   return ds;
 }

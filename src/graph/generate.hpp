@@ -6,8 +6,8 @@
 //                       workload (METIS cuts about half of its edges at 4 parts).
 //   generate_community  a degree-corrected stochastic block model: power-law degrees, most edges
 //                       inside communities, features and labels that follow the community. Training
-//                       on it reaches a meaningful accuracy and partitioning finds the locality real
-//                       graphs have. The default graph of the demo and of the benchmarks.
+//                       on it reaches a meaningful accuracy and partitioning finds the locality
+//                       real graphs have. The default graph of the demo and of the benchmarks.
 //
 // Both are pure functions of their options: every random draw comes from a counter-based stream
 // keyed by (seed, purpose) with the edge index or node id as subject, so the result is the same
@@ -34,7 +34,7 @@ struct RmatOptions {
   bool permute = true;
   int64_t feature_dim = 0;  // features uniform in [-1, 1); 0 = no features
   DType feature_dtype = DType::kFloat32;
-  int64_t num_classes = 0;  // labels uniform in [0, C); 0 = no labels
+  int64_t num_classes = 0;                     // labels uniform in [0, C); 0 = no labels
   double train_frac = 0.1, valid_frac = 0.05;  // the rest is test
   uint64_t seed = 0;
   std::string name = "rmat";
@@ -77,6 +77,7 @@ struct CommunityOptions {
 // communities are not contiguous id ranges: a partitioner has to find them. If `communities` is
 // given, it receives the community of every node (it is not stored in the dataset). Throws
 // InvalidArgument on bad options.
-Dataset generate_community(const CommunityOptions& opts, std::vector<int32_t>* communities = nullptr);
+Dataset generate_community(const CommunityOptions& opts,
+                           std::vector<int32_t>* communities = nullptr);
 
 }  // namespace dsp

@@ -1,15 +1,20 @@
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 #include <set>
 #include <vector>
 
 #include "core/error.hpp"
 #include "graph/csr.hpp"
+#include "graph/dataset.hpp"
 #include "graph/generate.hpp"
 
 namespace dsp {
@@ -380,6 +385,68 @@ TEST(Generate, DegenerateSizes) {
   validate_csr(empty.graph, "no edges");
   EXPECT_EQ(empty.graph.num_edges(), 0);
   EXPECT_EQ(empty.labels.numel(), 10);
+}
+
+// Runs `dsp <args>` quietly and returns its exit code.
+int run_dsp(const std::string& args) {
+  std::string cmd = std::string(DSP_CLI_PATH) + " " + args + " >/dev/null 2>&1";
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(GenerateCli, WritesWhatTheLibraryGeneratesAndRejectsBadFlags) {
+  namespace fs = std::filesystem;
+  const fs::path tmp =
+      fs::temp_directory_path() / ("dsp_generate_cli_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const std::string comm_dir = (tmp / "community").string(), rmat_dir = (tmp / "rmat").string();
+
+  ASSERT_EQ(run_dsp("generate community " + comm_dir +
+                    " -n 3k -m 20k -k 8 -c 4 -f 16 -s 3 --intra 0.8 --name tiny"),
+            0);
+  Dataset loaded = load_dataset(comm_dir);
+  CommunityOptions co;
+  co.num_nodes = 3000;
+  co.num_edges = 20000;
+  co.num_communities = 8;
+  co.num_classes = 4;
+  co.feature_dim = 16;
+  co.seed = 3;
+  co.intra_fraction = 0.8;
+  Dataset expect = generate_community(co);
+  EXPECT_TRUE(same_dataset(loaded, expect));
+  EXPECT_EQ(loaded.meta.name, "tiny");
+  EXPECT_FALSE(loaded.meta.directed);
+  EXPECT_EQ(loaded.meta.extra.at("generator"), "community");
+  EXPECT_EQ(loaded.meta.extra.at("seed").get<uint64_t>(), 3u);
+
+  // OUT exists: refused (before generating) unless --overwrite.
+  EXPECT_EQ(run_dsp("generate community " + comm_dir + " -n 1000 -m 1000"), 1);
+  EXPECT_EQ(run_dsp("generate community " + comm_dir + " -n 1000 -m 1000 --overwrite"), 0);
+  EXPECT_EQ(load_dataset(comm_dir).meta.num_nodes, 1000);
+
+  ASSERT_EQ(run_dsp("generate rmat " + rmat_dir +
+                    " --nodes 4096 --edges 40000 --features 0 --classes 0 --seed 9 --undirected"),
+            0);
+  Dataset rmat = load_dataset(rmat_dir);
+  RmatOptions ro;
+  ro.num_nodes = 4096;
+  ro.num_edges = 40000;
+  ro.seed = 9;
+  ro.undirected = true;
+  EXPECT_TRUE(same_dataset(rmat, generate_rmat(ro)));
+  EXPECT_FALSE(rmat.features.defined());
+
+  const std::string bad = (tmp / "bad").string();
+  EXPECT_EQ(run_dsp("generate community " + bad + " --nodes 0"), 2);
+  EXPECT_EQ(run_dsp("generate community " + bad + " --nodes many"), 2);
+  EXPECT_EQ(run_dsp("generate community " + bad + " --train-frac 1.5"), 2);
+  EXPECT_EQ(run_dsp("generate rmat " + bad + " --a 0.7"), 2);
+  EXPECT_EQ(run_dsp("generate rmat " + bad + " --features -1"), 2);
+  EXPECT_EQ(run_dsp("generate"), 2);
+  EXPECT_FALSE(fs::exists(bad));
+  fs::remove_all(tmp);
 }
 
 }  // namespace
