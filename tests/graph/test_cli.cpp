@@ -1,0 +1,101 @@
+// `dsp convert` and `dsp info` as a user runs them: exit codes and the message on stderr.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "graph/dataset.hpp"
+#include "graph/dataset_cases.hpp"
+#include "graph/io_test_util.hpp"
+
+namespace dsp {
+namespace {
+using iotest::run_cli;
+using iotest::TempDir;
+
+void expect_failure(const iotest::CliResult& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos)
+      << "stderr:   " << r.err << "\nexpected: " << needle;
+}
+
+TEST(Cli, ConvertCoraThenInfo) {
+  TempDir tmp("cli_cora");
+  std::string out = tmp / "cora";
+  auto r = run_cli("convert --from ogb " + std::string(DSP_TEST_DATA_DIR) + "/cora " + out, tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2708 nodes, 10556 edge entries"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peak RSS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("build CSR"), std::string::npos) << r.out;
+
+  r = run_cli("info --json " + out, tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["num_nodes"], 2708);
+  EXPECT_EQ(j["num_edges"], 10556);
+  EXPECT_EQ(j["feature_dim"], 1433);
+  EXPECT_EQ(j["num_classes"], 7);
+  EXPECT_EQ(j["num_train"], 140);
+  EXPECT_EQ(j["in_degree"]["zero_degree_nodes"], 0);
+  EXPECT_NEAR(j["in_degree"]["mean"].get<double>(), 10556.0 / 2708, 1e-9);
+  EXPECT_EQ(j["in_degree"]["max"], 168);
+
+  r = run_cli("info " + out, tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("in-degree    min 1 / mean 3.90"), std::string::npos) << r.out;
+
+  // Converting onto an existing directory needs --overwrite.
+  r = run_cli("convert --from ogb " + std::string(DSP_TEST_DATA_DIR) + "/cora " + out, tmp);
+  expect_failure(r, 1, "already exists (pass --overwrite");
+  r = run_cli(
+      "convert --from ogb --overwrite --name c2 " + std::string(DSP_TEST_DATA_DIR) + "/cora " + out,
+      tmp);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(load_dataset(out).meta.name, "c2");
+}
+
+TEST(Cli, InfoFailsOnEveryBrokenDataset) {
+  TempDir tmp("cli_bad");
+  for (const auto& c : iotest::break_cases()) {
+    SCOPED_TRACE(c.name);
+    std::string dir = tmp / c.name;
+    write_dataset(iotest::small_dataset(), dir);
+    c.do_break(dir);
+    expect_failure(run_cli("info " + dir, tmp), 1, "dsp: error: " + dir + "/" + c.expect);
+  }
+  expect_failure(run_cli("info " + tmp / "missing", tmp), 1, "no such dataset directory");
+}
+
+TEST(Cli, ConvertReportsBadInput) {
+  TempDir tmp("cli_conv");
+  iotest::write_text(tmp / "g.txt", "0 1\n1 2\n2 x\n");
+  expect_failure(run_cli("convert --from edgelist " + tmp / "g.txt " + tmp / "out", tmp), 1,
+                 tmp / "g.txt:3: bad node id 'x'");
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out"));
+  iotest::write_text(tmp / "e.txt", "# no edges\n");
+  expect_failure(run_cli("convert --from edgelist " + tmp / "e.txt " + tmp / "out", tmp), 1,
+                 "empty graph");
+  expect_failure(run_cli("convert --from edgelist " + tmp / "none.txt " + tmp / "out", tmp), 1,
+                 tmp / "none.txt: missing file");
+  iotest::write_text(tmp / "ok.txt", "0 1\n1 5\n");
+  expect_failure(
+      run_cli("convert --from edgelist --num-nodes 4 " + tmp / "ok.txt " + tmp / "out", tmp), 1,
+      "ok.txt:2: node id 5 >= number of nodes 4");
+  expect_failure(run_cli("convert --from ogb " + tmp.path() + " " + tmp / "out", tmp), 1,
+                 "edge.csv.gz: missing file");
+  // Usage errors exit 2.
+  EXPECT_EQ(run_cli("convert --from csv " + tmp / "ok.txt " + tmp / "out", tmp).exit_code, 2);
+  EXPECT_EQ(run_cli("convert " + tmp / "ok.txt", tmp).exit_code, 2);
+  EXPECT_EQ(
+      run_cli("convert --from edgelist --split x " + tmp / "ok.txt " + tmp / "out", tmp).exit_code,
+      2);
+  auto r = run_cli("convert --from edgelist --undirected " + tmp / "ok.txt " + tmp / "out", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(load_dataset(tmp / "out").meta.num_edges, 4);
+  r = run_cli("convert --help", tmp);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--num-nodes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dsp
