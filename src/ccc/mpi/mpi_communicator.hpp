@@ -16,8 +16,9 @@
 // arrived; "no answer" means its executor did not reach MPI during the grace period.
 //
 // Counts. MPI counts are int. Larger messages are split into pieces of at most INT_MAX elements
-// (all_reduce, broadcast, all_gather through a resized contiguous datatype) and all_to_all_v
-// switches to pairwise point-to-point when a count or displacement does not fit in an int.
+// (all_reduce, broadcast; all_gather through a resized contiguous datatype), chosen from the
+// count alone so every rank splits alike. all_to_all_v is pairwise nonblocking send/receive, with
+// segments longer than INT_MAX elements sent in pieces.
 #include <chrono>
 #include <memory>
 
@@ -60,9 +61,8 @@ class MpiCommunicator : public Communicator {
   std::chrono::milliseconds timeout() const;
   // The process-wide MPI executor thread (for the coordinator and the NCCL bootstrap).
   static CommExecutor& executor();
-  // Tests only: use pieces of at most n elements (default INT_MAX), and the point-to-point path
-  // of all_to_all_v whenever a segment or displacement exceeds n, so the paths taken by >2^31
-  // element messages run on small buffers.
+  // Tests only: use pieces of at most n elements (default INT_MAX), so the paths taken by >2^31
+  // element messages run on small buffers. Every rank must set the same value.
   void set_max_count_for_testing(int64_t n);
 
   struct State;  // MPI handles and executor-side op state; defined in the .cpp (no mpi.h here)

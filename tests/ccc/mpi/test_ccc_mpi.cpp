@@ -76,11 +76,11 @@ TYPED_TEST(AllToAllV, UnevenZeroAndLargeSegments) {
   check_all_to_all_v<TypeParam>(seg_large, "large");
 }
 
-TYPED_TEST(AllToAllV, PointToPointPiecesPath) {
+TYPED_TEST(AllToAllV, InPieces) {
   g_comm->set_max_count_for_testing(1000);
-  check_all_to_all_v<TypeParam>(seg_mod3, "p2p-mod3");
-  check_all_to_all_v<TypeParam>(seg_zero, "p2p-zero");
-  check_all_to_all_v<TypeParam>(seg_large, "p2p-large");
+  check_all_to_all_v<TypeParam>(seg_mod3, "pieces-mod3");
+  check_all_to_all_v<TypeParam>(seg_zero, "pieces-zero");
+  check_all_to_all_v<TypeParam>(seg_large, "pieces-large");
   g_comm->set_max_count_for_testing(INT32_MAX);
 }
 
