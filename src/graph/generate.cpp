@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
+#include "core/timer.hpp"
 
 namespace dsp {
 namespace {
@@ -47,11 +49,17 @@ std::vector<int64_t> random_permutation(int64_t n, uint64_t key) {
   return p;
 }
 
-// A standard normal from two 32-bit draws (Box-Muller, cosine branch only: simple and pure).
-inline float normal(RngStream& s) {
-  double u1 = (static_cast<double>(s.next_u32()) + 0.5) * (1.0 / 4294967296.0);
-  double u2 = static_cast<double>(s.next_u32()) * (1.0 / 4294967296.0);
-  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+// Fills out[0, count) with standard normals: Box-Muller from two 32-bit draws per pair, both
+// branches used (the transcendental functions dominate feature generation).
+inline void normals(RngStream& s, float* out, int64_t count) {
+  for (int64_t j = 0; j < count; j += 2) {
+    float u1 = (static_cast<float>(s.next_u32() >> 8) + 0.5f) * (1.0f / 16777216.0f);
+    float u2 = static_cast<float>(s.next_u32() >> 8) * (1.0f / 16777216.0f);
+    float r = std::sqrt(-2.0f * std::log(u1));
+    float a = 6.2831853f * u2;
+    out[j] = r * std::cos(a);
+    if (j + 1 < count) out[j + 1] = r * std::sin(a);
+  }
 }
 
 // IEEE binary16 bits of `f`, rounding to nearest even (features may be stored as float16).
@@ -164,6 +172,7 @@ Csr rmat_edges(const RmatOptions& o) {
   std::vector<int64_t> perm;
   if (o.permute) perm = random_permutation(n, key_for(o.seed, kGenRmat, kPermutation));
 
+  Stopwatch sw;
   std::vector<Id> src(m), dst(m);
   const uint64_t key = key_for(o.seed, kGenRmat, kEdges);
   // Redraws until both ends are < n; with a >= b, c the acceptance is at least about a, so the
@@ -195,11 +204,15 @@ Csr rmat_edges(const RmatOptions& o) {
     }
   });
   perm = {};
+  DSP_DEBUG("generate", "drew {} edges in {:.2f} s", m, sw.seconds());
+  sw.reset();
   CsrBuildOptions co;
   co.symmetrize = o.undirected;
   co.dedup = true;
   co.remove_self_loops = true;
-  return build_in_csr<Id>(n, src.data(), dst.data(), m, nullptr, co);
+  Csr g = build_in_csr<Id>(n, src.data(), dst.data(), m, nullptr, co);
+  DSP_DEBUG("generate", "built the CSR ({} entries) in {:.2f} s", g.num_edges(), sw.seconds());
+  return g;
 }
 
 // ---------------------------------------------------------------- community (DC-SBM)
@@ -244,15 +257,21 @@ struct AliasTable {
 };
 
 // Alias tables of many segments stored back to back (one per community, over its node range).
+// An entry holds the published ids of both outcomes, so a pick costs one cache miss: edge
+// drawing is bound by these random reads.
+template <class Id>
 struct SegmentedAlias {
-  std::vector<int64_t> start;    // [k + 1]
-  std::vector<uint32_t> thresh;  // 2^32 - 1 means "always self" (off by 2^-32, harmless)
-  std::vector<int32_t> alias;    // local index within the segment
+  struct alignas(2 * sizeof(Id) >= 16 ? 32 : 16) Entry {
+    uint32_t thresh;  // 2^32 - 1 means "always self" (off by 2^-32, harmless)
+    Id self, alias;
+  };
+  std::vector<int64_t> start;  // [k + 1]
+  std::vector<Entry> entry;
 
-  int64_t pick(RngStream& s, int64_t seg) const {
+  Id pick(RngStream& s, int64_t seg) const {
     int64_t b = start[seg], len = start[seg + 1] - b;
-    int64_t i = static_cast<int64_t>(s.uniform_int(static_cast<uint64_t>(len)));
-    return b + (s.next_u32() <= thresh[b + i] ? i : alias[b + i]);
+    const Entry& e = entry[b + static_cast<int64_t>(s.uniform_int(static_cast<uint64_t>(len)))];
+    return s.next_u32() <= e.thresh ? e.self : e.alias;
   }
 };
 
@@ -261,10 +280,9 @@ Csr community_edges(const CommunityOptions& o, const std::vector<int64_t>& cstar
                     const std::vector<double>& theta, const std::vector<int64_t>& perm) {
   const int64_t n = o.num_nodes, m = o.num_edges, k = o.num_communities;
   // Per-community alias tables over theta, and one over community volumes.
-  SegmentedAlias seg;
+  SegmentedAlias<Id> seg;
   seg.start = cstart;
-  seg.thresh.resize(n);
-  seg.alias.resize(n);
+  seg.entry.resize(n);
   std::vector<double> volume(k, 0.0);
   parallel_for(0, k, 1, [&](int64_t cb, int64_t ce) {
     AliasTable t;
@@ -274,8 +292,10 @@ Csr community_edges(const CommunityOptions& o, const std::vector<int64_t>& cstar
       double vol = 0;
       for (int64_t i = 0; i < len; ++i) {
         vol += theta[b + i];
-        seg.thresh[b + i] = static_cast<uint32_t>(std::min<uint64_t>(t.thresh[i], 0xffffffffULL));
-        seg.alias[b + i] = static_cast<int32_t>(t.alias[i]);
+        auto& e = seg.entry[b + i];
+        e.thresh = static_cast<uint32_t>(std::min<uint64_t>(t.thresh[i], 0xffffffffULL));
+        e.self = static_cast<Id>(perm[b + i]);
+        e.alias = static_cast<Id>(perm[b + t.alias[i]]);
       }
       volume[c] = vol;
     }
@@ -283,6 +303,7 @@ Csr community_edges(const CommunityOptions& o, const std::vector<int64_t>& cstar
   AliasTable comm;
   comm.build(volume.data(), k);
 
+  Stopwatch sw;
   std::vector<Id> src(m), dst(m);
   const uint64_t key = key_for(o.seed, kGenCommunity, kEdges);
   const uint64_t intra = static_cast<uint64_t>(o.intra_fraction * 4294967296.0);
@@ -291,23 +312,26 @@ Csr community_edges(const CommunityOptions& o, const std::vector<int64_t>& cstar
     for (int64_t i = b; i < e; ++i) {
       RngStream s(key, static_cast<uint64_t>(i));
       int64_t cu = comm.pick(s);
-      int64_t u = seg.pick(s, cu);
+      Id u = seg.pick(s, cu);
       int64_t cv = cu;
       if (k > 1 && s.next_u32() >= intra) {
         // An inter-community edge: the other end's community follows the volumes, excluding cu.
         for (int attempt = 0; attempt < kMaxAttempts && cv == cu; ++attempt) cv = comm.pick(s);
         if (cv == cu) cv = (cu + 1) % k;
       }
-      int64_t v = seg.pick(s, cv);
-      src[i] = static_cast<Id>(perm[u]);
-      dst[i] = static_cast<Id>(perm[v]);
+      src[i] = u;
+      dst[i] = seg.pick(s, cv);
     }
   });
+  DSP_DEBUG("generate", "drew {} edges in {:.2f} s", m, sw.seconds());
+  sw.reset();
   CsrBuildOptions co;
   co.symmetrize = true;
   co.dedup = true;
   co.remove_self_loops = true;
-  return build_in_csr<Id>(n, src.data(), dst.data(), m, nullptr, co);
+  Csr g = build_in_csr<Id>(n, src.data(), dst.data(), m, nullptr, co);
+  DSP_DEBUG("generate", "built the CSR ({} entries) in {:.2f} s", g.num_edges(), sw.seconds());
+  return g;
 }
 
 }  // namespace
@@ -321,6 +345,7 @@ Dataset generate_rmat(const RmatOptions& o) {
   Dataset ds;
   ds.graph = o.num_nodes < (int64_t{1} << 31) ? rmat_edges<int32_t>(o) : rmat_edges<int64_t>(o);
 
+  Stopwatch node_sw;
   if (o.feature_dim > 0) {
     const uint64_t key = key_for(o.seed, kGenRmat, kFeatures);
     const int64_t dim = o.feature_dim;
@@ -340,6 +365,7 @@ Dataset generate_rmat(const RmatOptions& o) {
     });
   }
   make_splits(ds, o.num_nodes, o.train_frac, o.valid_frac, key_for(o.seed, kGenRmat, kSplits));
+  DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
   fill_meta(ds, o.name, /*directed=*/!o.undirected);
   ds.meta.num_classes = o.num_classes;
   ds.meta.extra = {{"generator", "rmat"},
@@ -418,20 +444,22 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
   }
   perm = {};
 
+  Stopwatch node_sw;
   if (o.feature_dim > 0) {
     const int64_t dim = o.feature_dim;
     std::vector<float> centroid(k * dim);
     const uint64_t ckey = key_for(o.seed, kGenCommunity, kCentroids);
     for (int64_t c = 0; c < k; ++c) {
       RngStream s(ckey, c);
-      for (int64_t j = 0; j < dim; ++j) centroid[c * dim + j] = normal(s);
+      normals(s, centroid.data() + c * dim, dim);
     }
     const uint64_t key = key_for(o.seed, kGenCommunity, kFeatures);
     const float noise = static_cast<float>(o.feature_noise);
     ds.features = make_features(n, dim, o.feature_dtype, [&](int64_t v, float* row) {
       RngStream s(key, static_cast<uint64_t>(v));
       const float* mu = centroid.data() + comm_of[v] * dim;
-      for (int64_t j = 0; j < dim; ++j) row[j] = mu[j] + noise * normal(s);
+      normals(s, row, dim);
+      for (int64_t j = 0; j < dim; ++j) row[j] = mu[j] + noise * row[j];
     });
   }
 
@@ -465,6 +493,7 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
   });
   const int64_t stored = ds.graph.num_edges();
 
+  DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
   fill_meta(ds, o.name, /*directed=*/false);
   ds.meta.num_classes = o.num_classes;
   const double bound = 1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
