@@ -7,4 +7,6 @@ namespace dsp::cli {
 void add_convert(CLI::App& app);
 void add_generate(CLI::App& app);
 void add_info(CLI::App& app);
+void add_partition(CLI::App& app);
+void add_bench(CLI::App& app);
 }  // namespace dsp::cli

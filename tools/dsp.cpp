@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   dsp::cli::add_convert(app);
   dsp::cli::add_generate(app);
   dsp::cli::add_info(app);
+  dsp::cli::add_partition(app);
+  dsp::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

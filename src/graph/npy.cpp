@@ -288,12 +288,11 @@ Array load_npy(const std::string& path, DType expected, int ndim, bool mmap) {
   return a;
 }
 
-void save_npy(const std::string& path, const Array& a) {
-  DSP_CHECK_ARG(a.defined(), "{}: cannot save an undefined array", path);
+std::string npy_header_bytes(DType dtype, const std::vector<int64_t>& shape_v) {
   std::string shape =
-      a.ndim() == 1 ? fmt::format("{},", a.dim(0)) : fmt::format("{}", fmt::join(a.shape(), ", "));
+      shape_v.size() == 1 ? fmt::format("{},", shape_v[0]) : fmt::format("{}", fmt::join(shape_v, ", "));
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}",
-                                 npy_descr(a.dtype()), shape);
+                                 npy_descr(dtype), shape);
   // Pad with spaces so the payload starts on a 64-byte boundary, as numpy does.
   size_t prefix = dict.size() + 1 + 10 <= 65535 ? 10 : 12;
   size_t len = prefix + dict.size() + 1;
@@ -306,36 +305,77 @@ void save_npy(const std::string& path, const Array& a) {
   for (size_t i = 0; i < prefix - 8; ++i)
     head.push_back(static_cast<char>((hlen >> (8 * i)) & 0xff));
   head += dict;
+  return head;
+}
 
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  bool ok = false;
-  {
-    FilePtr f(std::fopen(tmp.c_str(), "wb"));
-    DSP_CHECK_T(IoError, f != nullptr, "{}: cannot open for writing: {}", tmp,
-                std::strerror(errno));
-    ok = std::fwrite(head.data(), 1, head.size(), f.get()) == head.size();
-    const auto* p = static_cast<const unsigned char*>(a.raw());
-    size_t left = a.nbytes();
-    while (ok && left > 0) {
-      size_t chunk = std::min<size_t>(left, size_t{64} << 20);
-      ok = std::fwrite(p, 1, chunk, f.get()) == chunk;
-      p += chunk;
-      left -= chunk;
-    }
-    ok = ok && std::fflush(f.get()) == 0;
-    ok = (std::fclose(f.release()) == 0) && ok;
+NpyWriter::NpyWriter(std::string path, DType dtype, std::vector<int64_t> shape)
+    : path_(std::move(path)), tmp_(fmt::format("{}.tmp.{}", path_, ::getpid())) {
+  DSP_CHECK_ARG(!shape.empty(), "{}: cannot write a 0-d array", path_);
+  expected_ = dtype_size(dtype);
+  for (auto d : shape) {
+    DSP_CHECK_ARG(d >= 0, "{}: negative dimension {}", path_, d);
+    expected_ *= static_cast<uint64_t>(d);
   }
-  if (!ok) {
-    int e = errno;
-    std::remove(tmp.c_str());
-    DSP_THROW_T(IoError, "{}: write failed: {}", path, std::strerror(e));
+  file_ = std::fopen(tmp_.c_str(), "wb");
+  DSP_CHECK_T(IoError, file_ != nullptr, "{}: cannot open for writing: {}", tmp_,
+              std::strerror(errno));
+  std::string head = npy_header_bytes(dtype, shape);
+  if (std::fwrite(head.data(), 1, head.size(), file_) != head.size()) fail("write failed");
+}
+
+NpyWriter::~NpyWriter() {
+  if (file_) {
+    std::fclose(file_);
+    std::remove(tmp_.c_str());
+  }
+}
+
+void NpyWriter::fail(const char* what) {
+  int e = errno;
+  if (file_) std::fclose(file_);
+  file_ = nullptr;
+  std::remove(tmp_.c_str());
+  DSP_THROW_T(IoError, "{}: {}: {}", path_, what, std::strerror(e));
+}
+
+void NpyWriter::write(const void* data, size_t n) {
+  DSP_CHECK(file_ != nullptr, "{}: write after close", path_);
+  DSP_CHECK(written_ + n <= expected_, "{}: more data than the shape holds ({} > {} bytes)", path_,
+            written_ + n, expected_);
+  const auto* p = static_cast<const unsigned char*>(data);
+  size_t left = n;
+  while (left > 0) {
+    size_t chunk = std::min<size_t>(left, size_t{64} << 20);
+    if (std::fwrite(p, 1, chunk, file_) != chunk) fail("write failed");
+    p += chunk;
+    left -= chunk;
+  }
+  written_ += n;
+}
+
+void NpyWriter::close() {
+  DSP_CHECK(file_ != nullptr, "{}: closed twice", path_);
+  DSP_CHECK(written_ == expected_, "{}: {} of {} data bytes written", path_, written_, expected_);
+  if (std::fflush(file_) != 0) fail("write failed");
+  int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0) {
+    std::remove(tmp_.c_str());
+    DSP_THROW_T(IoError, "{}: write failed: {}", path_, std::strerror(errno));
   }
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+  std::filesystem::rename(tmp_, path_, ec);
   if (ec) {
-    std::remove(tmp.c_str());
-    DSP_THROW_T(IoError, "{}: cannot rename into place: {}", path, ec.message());
+    std::remove(tmp_.c_str());
+    DSP_THROW_T(IoError, "{}: cannot rename into place: {}", path_, ec.message());
   }
+}
+
+void save_npy(const std::string& path, const Array& a) {
+  DSP_CHECK_ARG(a.defined(), "{}: cannot save an undefined array", path);
+  NpyWriter w(path, a.dtype(), a.shape());
+  w.write(a.raw(), a.nbytes());
+  w.close();
 }
 
 }  // namespace dsp

@@ -4,6 +4,7 @@
 // read and write datasets with plain numpy.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,25 @@ Array load_npy(const std::string& path, DType expected, int ndim, bool mmap = tr
 // Writes `a` as a version 1.0 file (2.0 if the header needs it) under a temporary name, renamed
 // onto `path` when complete.
 void save_npy(const std::string& path, const Array& a);
+
+// Streams a .npy file whose payload is produced piece by piece (e.g. rows gathered in chunks), so
+// large arrays never need a second copy in memory. Writes to `path.tmp.<pid>`; close() checks
+// that exactly the shape's bytes were written and renames onto `path`. Destroyed without close(),
+// the temporary file is removed.
+class NpyWriter {
+ public:
+  NpyWriter(std::string path, DType dtype, std::vector<int64_t> shape);
+  ~NpyWriter();
+  NpyWriter(const NpyWriter&) = delete;
+  NpyWriter& operator=(const NpyWriter&) = delete;
+  void write(const void* data, size_t bytes);
+  void close();
+
+ private:
+  [[noreturn]] void fail(const char* what);
+  std::string path_, tmp_;
+  std::FILE* file_ = nullptr;
+  uint64_t expected_ = 0, written_ = 0;
+};
 
 }  // namespace dsp

@@ -21,7 +21,9 @@ void expect_same(const Array& a, const Array& b, const char* what) {
   if (!a.defined()) return;
   ASSERT_EQ(a.dtype(), b.dtype());
   ASSERT_EQ(a.shape(), b.shape());
-  if (a.nbytes() > 0) EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+  if (a.nbytes() > 0) {
+    EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+  }
 }
 
 void expect_same(const Dataset& a, const Dataset& b) {

@@ -27,7 +27,9 @@ void expect_same(const Array& a, const Array& b) {
   ASSERT_EQ(a.dtype(), b.dtype());
   ASSERT_EQ(a.shape(), b.shape());
   ASSERT_EQ(a.nbytes(), b.nbytes());
-  if (a.nbytes() > 0) EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+  if (a.nbytes() > 0) {
+    EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+  }
 }
 
 // The bytes numpy (>= 1.14) writes for np.save(f, np.arange(3, dtype='<i8')): a 1.0 header padded

@@ -1,0 +1,328 @@
+#include "layout/partition.hpp"
+
+#include <metis.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/hash.hpp"
+#include "core/logging.hpp"
+#include "core/parallel.hpp"
+#include "core/rng.hpp"
+#include "core/timer.hpp"
+#include "graph/npy.hpp"
+#include "layout/hotness.hpp"
+
+namespace dsp {
+namespace {
+
+constexpr int64_t kMetisMaxEntries = 2147483647;  // idx_t is 32-bit in Debian's METIS
+
+// One progress line per phase: what, how long, and the peak memory so far.
+class Progress {
+ public:
+  explicit Progress(bool on) : on_(on) {}
+  void phase(const std::string& what) {
+    if (on_) DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", what, sw_.seconds(),
+                      peak_rss_bytes() / 1073741824.0);
+    sw_.reset();
+  }
+
+ private:
+  bool on_;
+  Stopwatch sw_;
+};
+
+template <class F>
+void for_each_entry(const Csr& g, F&& f) {  // f(row, neighbour, entry index)
+  const int64_t* p = g.rowptr();
+  dispatch_index(g.index_dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* idx = g.indices.data<T>();
+    for (int64_t v = 0; v < g.num_nodes; ++v) {
+      for (int64_t e = p[v]; e < p[v + 1]; ++e) f(v, static_cast<int64_t>(idx[e]), e);
+    }
+  });
+}
+
+}  // namespace
+
+int PartitionMeta::owner(int64_t v) const {
+  auto it = std::upper_bound(offsets.begin(), offsets.end(), v);
+  return static_cast<int>(it - offsets.begin()) - 1;
+}
+
+nlohmann::json PartitionMeta::to_json() const {
+  nlohmann::json parts_j = nlohmann::json::array();
+  for (const auto& s : part) {
+    parts_j.push_back({{"begin", s.begin},
+                       {"end", s.end},
+                       {"edges", s.edges},
+                       {"seeds", s.seeds},
+                       {"cached", s.cached}});
+  }
+  return {{"format_version", format_version},
+          {"parts", parts},
+          {"offsets", offsets},
+          {"method", method},
+          {"cache_policy", cache_policy},
+          {"cache_ratio", cache_ratio},
+          {"cache_bytes", cache_bytes},
+          {"cache_rows", cache_rows},
+          {"part", parts_j},
+          {"edge_cut", edge_cut},
+          {"num_nodes", num_nodes},
+          {"num_edges", num_edges},
+          {"feature_dim", feature_dim},
+          {"feature_dtype", dtype_name(feature_dtype)},
+          {"index_dtype", dtype_name(index_dtype)},
+          {"num_classes", num_classes},
+          {"has_weights", has_weights},
+          {"dataset_name", dataset_name},
+          {"source_checksum", fmt::format("{:016x}", source_checksum)},
+          {"partition_id", fmt::format("{:016x}", partition_id)},
+          {"extra", extra}};
+}
+
+PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::string& what) {
+  PartitionMeta m;
+  auto get = [&](const char* key, auto& out) {
+    DSP_CHECK_FORMAT(j.is_object() && j.contains(key), "{}: missing key '{}'", what, key);
+    try {
+      j.at(key).get_to(out);
+    } catch (const nlohmann::json::exception&) {
+      DSP_THROW_T(FormatError, "{}: key '{}' has the wrong type", what, key);
+    }
+  };
+  auto hex = [&](const char* key) {
+    std::string s;
+    get(key, s);
+    try {
+      size_t pos = 0;
+      uint64_t v = std::stoull(s, &pos, 16);
+      DSP_CHECK_FORMAT(pos == s.size(), "{}: '{}' is not a hex digest", what, key);
+      return v;
+    } catch (const std::logic_error&) {
+      DSP_THROW_T(FormatError, "{}: '{}' is not a hex digest", what, key);
+    }
+  };
+  get("format_version", m.format_version);
+  DSP_CHECK_FORMAT(m.format_version == kPartitionFormatVersion,
+                   "{}: format version {} is not supported (expected {})", what, m.format_version,
+                   kPartitionFormatVersion);
+  get("parts", m.parts);
+  get("offsets", m.offsets);
+  get("method", m.method);
+  get("cache_policy", m.cache_policy);
+  get("cache_ratio", m.cache_ratio);
+  get("cache_bytes", m.cache_bytes);
+  get("cache_rows", m.cache_rows);
+  get("edge_cut", m.edge_cut);
+  get("num_nodes", m.num_nodes);
+  get("num_edges", m.num_edges);
+  get("feature_dim", m.feature_dim);
+  get("num_classes", m.num_classes);
+  get("has_weights", m.has_weights);
+  get("dataset_name", m.dataset_name);
+  std::string fd, id;
+  get("feature_dtype", fd);
+  get("index_dtype", id);
+  try {
+    m.feature_dtype = parse_dtype(fd);
+    m.index_dtype = parse_dtype(id);
+  } catch (const Error&) {
+    DSP_THROW_T(FormatError, "{}: unknown dtype '{}' or '{}'", what, fd, id);
+  }
+  m.source_checksum = hex("source_checksum");
+  m.partition_id = hex("partition_id");
+  if (j.contains("extra")) m.extra = j.at("extra");
+  DSP_CHECK_FORMAT(m.parts >= 1, "{}: parts must be >= 1, got {}", what, m.parts);
+  DSP_CHECK_FORMAT(static_cast<int64_t>(m.offsets.size()) == m.parts + 1,
+                   "{}: offsets has {} entries, expected parts + 1 = {}", what, m.offsets.size(),
+                   m.parts + 1);
+  DSP_CHECK_FORMAT(m.offsets.front() == 0 && m.offsets.back() == m.num_nodes,
+                   "{}: offsets must run from 0 to num_nodes = {}", what, m.num_nodes);
+  for (int p = 0; p < m.parts; ++p) {
+    DSP_CHECK_FORMAT(m.offsets[p] <= m.offsets[p + 1], "{}: offsets decrease at part {}", what, p);
+  }
+  DSP_CHECK_FORMAT(j.contains("part") && j.at("part").is_array() &&
+                       static_cast<int>(j.at("part").size()) == m.parts,
+                   "{}: 'part' must list {} parts", what, m.parts);
+  for (const auto& pj : j.at("part")) {
+    PartStats s;
+    try {
+      s.begin = pj.at("begin");
+      s.end = pj.at("end");
+      s.edges = pj.at("edges");
+      s.seeds = pj.at("seeds");
+      s.cached = pj.at("cached");
+    } catch (const nlohmann::json::exception&) {
+      DSP_THROW_T(FormatError, "{}: malformed part entry", what);
+    }
+    m.part.push_back(s);
+  }
+  return m;
+}
+
+uint64_t dataset_checksum(const Dataset& ds) {
+  Hasher h;
+  nlohmann::json meta = ds.meta.to_json();
+  meta.erase("extra");  // provenance only: renaming a source must not orphan its partitions
+  meta.erase("name");
+  std::string s = meta.dump();
+  h.update(s.data(), s.size());
+  for (const Array* a : {&ds.graph.indptr, &ds.graph.indices, &ds.graph.weights, &ds.features,
+                         &ds.labels, &ds.train_idx, &ds.valid_idx, &ds.test_idx}) {
+    if (a->defined()) h.update(a->raw(), a->nbytes());
+    uint64_t sep = a->defined() ? a->nbytes() : ~0ULL;
+    h.update(&sep, sizeof(sep));
+  }
+  return h.digest();
+}
+
+std::vector<int32_t> assign_random(int64_t n, int parts, uint64_t seed) {
+  // A random permutation cut into equal slices: exactly balanced node counts.
+  std::vector<std::pair<uint64_t, int64_t>> key(n);
+  uint64_t k = rng_key(seed, 0x7061'7274);  // "part"
+  for (int64_t v = 0; v < n; ++v) key[v] = {RngStream(k, v).next_u64(), v};
+  std::sort(key.begin(), key.end());
+  std::vector<int32_t> assign(n);
+  for (int64_t i = 0; i < n; ++i) assign[key[i].second] = static_cast<int32_t>(i * parts / n);
+  return assign;
+}
+
+std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose) {
+  const Csr& g = ds.graph;
+  const int64_t n = g.num_nodes;
+  if (parts == 1) return std::vector<int32_t>(n, 0);
+  DSP_CHECK_ARG(n <= kMetisMaxEntries, "METIS uses 32-bit indices: {} nodes exceed 2^31-1; use "
+                "--method random", n);
+  Progress progress(verbose);
+
+  // METIS wants a symmetric adjacency without self loops.
+  std::vector<idx_t> xadj(n + 1, 0);
+  std::vector<idx_t> adj;
+  if (!ds.meta.directed) {
+    int64_t entries = g.num_edges();
+    DSP_CHECK_ARG(entries <= kMetisMaxEntries,
+                  "METIS uses 32-bit indices: the graph has {} adjacency entries, more than "
+                  "2^31-1 = {}; use --method random",
+                  entries, kMetisMaxEntries);
+    adj.reserve(entries);
+    for_each_entry(g, [&](int64_t v, int64_t u, int64_t) {
+      if (u != v) adj.push_back(static_cast<idx_t>(u));
+      xadj[v + 1] = static_cast<idx_t>(adj.size());
+    });
+    for (int64_t v = 0; v < n; ++v) xadj[v + 1] = std::max(xadj[v + 1], xadj[v]);
+  } else {
+    const int64_t m = g.num_edges();
+    DSP_CHECK_ARG(m <= kMetisMaxEntries,
+                  "METIS uses 32-bit indices: symmetrizing {} directed edges exceeds 2^31-1 = {} "
+                  "adjacency entries; use --method random",
+                  m, kMetisMaxEntries);
+    std::vector<int32_t> src(m), dst(m);
+    for_each_entry(g, [&](int64_t v, int64_t u, int64_t e) {
+      src[e] = static_cast<int32_t>(u);
+      dst[e] = static_cast<int32_t>(v);
+    });
+    CsrBuildOptions o;
+    o.symmetrize = true;
+    o.dedup = true;
+    o.remove_self_loops = true;
+    Csr sym = build_in_csr<int32_t>(n, src.data(), dst.data(), m, nullptr, o);
+    std::vector<int32_t>().swap(src);
+    std::vector<int32_t>().swap(dst);
+    DSP_CHECK_ARG(sym.num_edges() <= kMetisMaxEntries,
+                  "METIS uses 32-bit indices: the symmetrized graph has {} adjacency entries, more "
+                  "than 2^31-1 = {}; use --method random",
+                  sym.num_edges(), kMetisMaxEntries);
+    for (int64_t v = 0; v <= n; ++v) xadj[v] = static_cast<idx_t>(sym.rowptr()[v]);
+    const int32_t* si = sym.indices.data<int32_t>();
+    adj.assign(si, si + sym.num_edges());
+  }
+  progress.phase("symmetrize");
+
+  // Two balance constraints: every node weighs 1 in the first, training seeds 1 in the second.
+  idx_t ncon = ds.train_idx.defined() && ds.train_idx.dim(0) > 0 ? 2 : 1;
+  std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon, 0);
+  for (int64_t v = 0; v < n; ++v) vwgt[v * ncon] = 1;
+  if (ncon == 2) {
+    for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) vwgt[ds.train_idx.int_at(i) * 2 + 1] = 1;
+  }
+  idx_t nv = static_cast<idx_t>(n), np = parts, objval = 0;
+  std::vector<real_t> ubvec(ncon, 1.03f);
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_SEED] = static_cast<idx_t>(seed & 0x7fffffff);
+  options[METIS_OPTION_NUMBERING] = 0;
+  std::vector<idx_t> part(n, 0);
+  int rc = METIS_PartGraphKway(&nv, &ncon, xadj.data(), adj.data(), vwgt.data(), nullptr, nullptr,
+                               &np, nullptr, ubvec.data(), options, &objval, part.data());
+  DSP_CHECK(rc == METIS_OK, "METIS_PartGraphKway failed ({})",
+            rc == METIS_ERROR_MEMORY ? "out of memory"
+            : rc == METIS_ERROR_INPUT ? "invalid input"
+                                      : "error");
+  progress.phase("METIS k-way");
+  return std::vector<int32_t>(part.begin(), part.end());
+}
+
+int64_t rebalance_seeds(const Csr& g, const Array& train_idx, int parts, double tol,
+                        std::vector<int32_t>& assign) {
+  if (!train_idx.defined() || parts <= 1) return 0;
+  const int64_t s = train_idx.dim(0);
+  std::vector<int64_t> count(parts, 0);
+  std::vector<std::vector<int64_t>> seeds_of(parts);
+  for (int64_t i = 0; i < s; ++i) {
+    int64_t v = train_idx.int_at(i);
+    ++count[assign[v]];
+    seeds_of[assign[v]].push_back(v);
+  }
+  const int64_t cap = std::max<int64_t>((s + parts - 1) / parts,
+                                        static_cast<int64_t>((1.0 + tol) * s / parts));
+  int64_t moved = 0;
+  const int64_t* p = g.rowptr();
+  for (int src = 0; src < parts; ++src) {
+    if (count[src] <= cap) continue;
+    // Score each seed of the over-full part by its neighbours in every part, then move the seeds
+    // with the strongest pull towards an under-full part first (fewest cut edges added).
+    struct Move {
+      int64_t gain, v;
+      int dst;
+    };
+    std::vector<Move> moves;
+    std::vector<int64_t> nb(parts);
+    dispatch_index(g.index_dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* idx = g.indices.data<T>();
+      for (int64_t v : seeds_of[src]) {
+        std::fill(nb.begin(), nb.end(), 0);
+        for (int64_t e = p[v]; e < p[v + 1]; ++e) ++nb[assign[idx[e]]];
+        int best = -1;
+        for (int q = 0; q < parts; ++q) {
+          if (q != src && count[q] < cap && (best < 0 || nb[q] > nb[best])) best = q;
+        }
+        if (best >= 0) moves.push_back({nb[best] - nb[src], v, best});
+      }
+    });
+    std::stable_sort(moves.begin(), moves.end(),
+                     [](const Move& a, const Move& b) { return a.gain > b.gain; });
+    for (const Move& mv : moves) {
+      if (count[src] <= cap) break;
+      int dst = mv.dst;
+      if (count[dst] >= cap) {  // its first choice filled up meanwhile: take the emptiest part
+        dst = static_cast<int>(std::min_element(count.begin(), count.end()) - count.begin());
+        if (dst == src || count[dst] >= cap) continue;
+      }
+      assign[mv.v] = dst;
+      --count[src];
+      ++count[dst];
+      ++moved;
+    }
+  }
+  return moved;
+}
+
+}  // namespace dsp

@@ -1,0 +1,379 @@
+// Writing and loading partition directories (see partition.hpp for the layout).
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/hash.hpp"
+#include "core/logging.hpp"
+#include "core/parallel.hpp"
+#include "core/timer.hpp"
+#include "graph/npy.hpp"
+#include "layout/hotness.hpp"
+#include "layout/partition.hpp"
+
+namespace dsp {
+namespace {
+
+std::string part_dir(const std::string& root, int p) { return fmt::format("{}/part{}", root, p); }
+
+Array map_ids_sorted(const Array& ids, const std::vector<int64_t>& old2new) {
+  if (!ids.defined()) return {};
+  std::vector<int64_t> out(ids.dim(0));
+  for (int64_t i = 0; i < ids.dim(0); ++i) out[i] = old2new[ids.int_at(i)];
+  std::sort(out.begin(), out.end());
+  return Array::from_vector(std::move(out));
+}
+
+// Rows of `src` in the order `order` (row i of the result is src row order[i]), streamed to a
+// .npy file in chunks so the renumbered copy never sits in memory whole.
+void write_gathered_rows(const std::string& path, const Array& src,
+                         const std::vector<int64_t>& order) {
+  const int64_t n = static_cast<int64_t>(order.size());
+  const size_t row_bytes = src.ndim() > 1 ? src.nbytes() / std::max<int64_t>(src.dim(0), 1)
+                                          : dtype_size(src.dtype());
+  NpyWriter w(path, src.dtype(), src.shape());
+  const int64_t chunk = std::max<int64_t>(1, (8 << 20) / std::max<size_t>(row_bytes, 1));
+  std::vector<unsigned char> buf(static_cast<size_t>(std::min(chunk, n)) * row_bytes);
+  const auto* base = static_cast<const unsigned char*>(src.raw());
+  for (int64_t b = 0; b < n; b += chunk) {
+    int64_t e = std::min(n, b + chunk);
+    parallel_for(b, e, 1024, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        std::memcpy(buf.data() + (i - b) * row_bytes, base + order[i] * row_bytes, row_bytes);
+      }
+    });
+    w.write(buf.data(), static_cast<size_t>(e - b) * row_bytes);
+  }
+  w.close();
+}
+
+// The in-neighbour rows of new ids [begin, end), entries renumbered and sorted.
+template <class T>
+void build_patch(const Csr& g, const std::vector<int64_t>& old2new,
+                 const std::vector<int64_t>& new2old, int64_t begin, int64_t end, Csr& out) {
+  const int64_t rows = end - begin;
+  const int64_t* p = g.rowptr();
+  out.num_nodes = rows;
+  out.indptr = Array(DType::kInt64, {rows + 1});
+  int64_t* ptr = out.indptr.mutable_data<int64_t>();
+  for (int64_t r = 0; r < rows; ++r) ptr[r + 1] = ptr[r] + g.degree(new2old[begin + r]);
+  out.indices = Array(dtype_of<T>(), {ptr[rows]});
+  T* idx = out.indices.mutable_data<T>();
+  const T* src = g.indices.data<T>();
+  const float* w = g.has_weights() ? g.weights.data<float>() : nullptr;
+  float* ow = nullptr;
+  if (w) {
+    out.weights = Array(DType::kFloat32, {ptr[rows]});
+    ow = out.weights.mutable_data<float>();
+  }
+  parallel_for(0, rows, 1024, [&](int64_t lo, int64_t hi) {
+    std::vector<std::pair<T, float>> tmp;
+    for (int64_t r = lo; r < hi; ++r) {
+      int64_t v = new2old[begin + r], len = ptr[r + 1] - ptr[r];
+      T* row = idx + ptr[r];
+      if (!w) {
+        for (int64_t j = 0; j < len; ++j) row[j] = static_cast<T>(old2new[src[p[v] + j]]);
+        std::sort(row, row + len);
+      } else {
+        tmp.resize(len);
+        for (int64_t j = 0; j < len; ++j) {
+          tmp[j] = {static_cast<T>(old2new[src[p[v] + j]]), w[p[v] + j]};
+        }
+        std::sort(tmp.begin(), tmp.end(),
+                  [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (int64_t j = 0; j < len; ++j) {
+          row[j] = tmp[j].first;
+          ow[ptr[r] + j] = tmp[j].second;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
+                                const std::string& out) {
+  const int64_t n = ds.meta.num_nodes;
+  const int parts = opts.parts;
+  DSP_CHECK_ARG(parts >= 1, "--parts must be >= 1, got {}", parts);
+  DSP_CHECK_ARG(parts <= n, "--parts {} is larger than the node count {} of {}", parts, n,
+                ds.dir.empty() ? ds.meta.name : ds.dir);
+  DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random",
+                "unknown partition method '{}' (metis, random)", opts.method);
+  CachePolicy policy = parse_cache_policy(opts.cache_policy);
+  DSP_CHECK_ARG(opts.cache_ratio >= 0.0 && opts.cache_ratio <= 1.0,
+                "--cache-ratio must be in [0, 1], got {}", opts.cache_ratio);
+  DSP_CHECK_ARG(opts.seed_imbalance >= 0.0, "seed imbalance must be >= 0");
+
+  Stopwatch total, sw;
+  auto phase = [&](const std::string& what) {
+    if (opts.verbose) {
+      DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", what, sw.seconds(),
+               peak_rss_bytes() / 1073741824.0);
+    }
+    sw.reset();
+  };
+
+  PartitionMeta meta;
+  meta.source_checksum = dataset_checksum(ds);
+  phase("checksum source");
+
+  std::vector<int32_t> assign = opts.method == "metis"
+                                    ? assign_metis(ds, parts, opts.seed, opts.verbose)
+                                    : assign_random(n, parts, opts.seed);
+  sw.reset();
+  int64_t moved = rebalance_seeds(ds.graph, ds.train_idx, parts, opts.seed_imbalance, assign);
+  phase(fmt::format("balance seeds ({} moved)", moved));
+
+  // Renumber: part p's nodes, in old-id order, get the ids [offsets[p], offsets[p+1]).
+  meta.parts = parts;
+  meta.offsets.assign(parts + 1, 0);
+  for (int64_t v = 0; v < n; ++v) ++meta.offsets[assign[v] + 1];
+  for (int p = 0; p < parts; ++p) meta.offsets[p + 1] += meta.offsets[p];
+  std::vector<int64_t> old2new(n), new2old(n);
+  {
+    std::vector<int64_t> cursor(meta.offsets.begin(), meta.offsets.end() - 1);
+    for (int64_t v = 0; v < n; ++v) {
+      int64_t id = cursor[assign[v]]++;
+      old2new[v] = id;
+      new2old[id] = v;
+    }
+  }
+  std::vector<int32_t>().swap(assign);
+  phase("renumber");
+
+  const Csr& g = ds.graph;
+  meta.method = opts.method;
+  meta.cache_policy = cache_policy_name(policy);
+  meta.cache_ratio = opts.cache_ratio;
+  meta.cache_bytes = opts.cache_bytes;
+  meta.num_nodes = n;
+  meta.num_edges = g.num_edges();
+  meta.feature_dim = ds.meta.feature_dim;
+  meta.feature_dtype = ds.meta.feature_dtype;
+  meta.index_dtype = g.index_dtype();
+  meta.num_classes = ds.meta.num_classes;
+  meta.has_weights = g.has_weights();
+  meta.dataset_name = ds.meta.name;
+  meta.extra = {{"seed", opts.seed}, {"seeds_moved_for_balance", moved},
+                {"directed", ds.meta.directed}};
+
+  // Edge cut: adjacency entries whose two ends have different owners.
+  {
+    const int64_t* p = g.rowptr();
+    int64_t cut = 0;
+    dispatch_index(g.index_dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* idx = g.indices.data<T>();
+#pragma omp parallel for reduction(+ : cut) schedule(dynamic, 4096)
+      for (int64_t v = 0; v < n; ++v) {
+        int ov = meta.owner(old2new[v]);
+        for (int64_t e = p[v]; e < p[v + 1]; ++e) cut += meta.owner(old2new[idx[e]]) != ov;
+      }
+    });
+    meta.edge_cut = cut;
+  }
+
+  // Hotness in new ids.
+  std::vector<int64_t> train_old;
+  for (int64_t i = 0; ds.train_idx.defined() && i < ds.train_idx.dim(0); ++i) {
+    train_old.push_back(ds.train_idx.int_at(i));
+  }
+  std::vector<int64_t> score_old = hotness_scores(policy, g, train_old, opts.seed);
+  std::vector<int64_t> score(n);
+  for (int64_t v = 0; v < n; ++v) score[old2new[v]] = score_old[v];
+  std::vector<int64_t>().swap(score_old);
+  const size_t row_bytes = static_cast<size_t>(ds.meta.feature_dim) * dtype_size(ds.meta.feature_dtype);
+  if (opts.cache_bytes >= 0) {
+    meta.cache_rows = row_bytes == 0 ? 0 : static_cast<int64_t>(opts.cache_bytes / row_bytes);
+  } else {
+    meta.cache_rows = -1;  // per part: cache_ratio of its own nodes
+  }
+  phase("hotness + edge cut");
+
+  StagedDir dir(out, opts.overwrite);
+  Hasher pid;
+  pid.update(&meta.source_checksum, sizeof(uint64_t));
+  pid.update(new2old.data(), new2old.size() * sizeof(int64_t));
+  std::string pol = meta.cache_policy + meta.method;
+  pid.update(pol.data(), pol.size());
+  meta.partition_id = pid.digest();
+
+  if (ds.features.defined()) write_gathered_rows(dir.file("features.npy"), ds.features, new2old);
+  if (ds.labels.defined()) write_gathered_rows(dir.file("labels.npy"), ds.labels, new2old);
+  save_npy(dir.file("train_idx.npy"),
+           ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)
+                                  : Array(DType::kInt64, {0}));
+  if (ds.valid_idx.defined()) save_npy(dir.file("valid_idx.npy"), map_ids_sorted(ds.valid_idx, old2new));
+  if (ds.test_idx.defined()) save_npy(dir.file("test_idx.npy"), map_ids_sorted(ds.test_idx, old2new));
+  {
+    std::vector<int64_t> indeg(n);
+    for (int64_t v = 0; v < n; ++v) indeg[old2new[v]] = g.degree(v);
+    save_npy(dir.file("in_degree.npy"), Array::from_vector(std::move(indeg)));
+  }
+  phase("write shared arrays");
+
+  Array train_new = ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)
+                                           : Array(DType::kInt64, {0});
+  for (int p = 0; p < parts; ++p) {
+    PartStats st;
+    st.begin = meta.offsets[p];
+    st.end = meta.offsets[p + 1];
+    Csr patch;
+    dispatch_index(g.index_dtype(), [&](auto tag) {
+      build_patch<decltype(tag)>(g, old2new, new2old, st.begin, st.end, patch);
+    });
+    st.edges = patch.num_edges();
+    std::string pd = part_dir(dir.tmp_path(), p);
+    std::filesystem::create_directories(pd);
+    save_npy(pd + "/indptr.npy", patch.indptr);
+    save_npy(pd + "/indices.npy", patch.indices);
+    if (patch.has_weights()) save_npy(pd + "/edge_weight.npy", patch.weights);
+    std::vector<int64_t> seeds;
+    const int64_t* t = train_new.data<int64_t>();
+    for (int64_t i = 0; i < train_new.dim(0); ++i) {
+      if (t[i] >= st.begin && t[i] < st.end) seeds.push_back(t[i]);
+    }
+    st.seeds = static_cast<int64_t>(seeds.size());
+    save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
+    int64_t cap = policy == CachePolicy::kNone ? 0
+                  : meta.cache_rows >= 0
+                      ? meta.cache_rows
+                      : static_cast<int64_t>(opts.cache_ratio * static_cast<double>(st.end - st.begin));
+    std::vector<int64_t> cached = top_k_by_score(score, st.begin, st.end, cap);
+    st.cached = static_cast<int64_t>(cached.size());
+    save_npy(pd + "/cached.npy", Array::from_vector(std::move(cached)));
+    nlohmann::json pj = {{"part", p},
+                         {"begin", st.begin},
+                         {"end", st.end},
+                         {"partition_id", fmt::format("{:016x}", meta.partition_id)}};
+    write_file_atomic(pd + "/part.json", pj.dump(2) + "\n");
+    meta.part.push_back(st);
+  }
+  save_npy(dir.file("old2new.npy"), Array::from_vector(std::move(old2new)));
+  save_npy(dir.file("new2old.npy"), Array::from_vector(std::move(new2old)));
+  phase("write parts");
+  write_file_atomic(dir.file("partition.json"), meta.to_json().dump(2) + "\n");
+  dir.commit();
+  if (opts.verbose) {
+    DSP_INFO("partition", "wrote {} ({} parts, {:.2f} s total)", out, parts, total.seconds());
+  }
+  return meta;
+}
+
+PartitionMeta load_partition_meta(const std::string& dir) {
+  std::string path = dir + "/partition.json";
+  DSP_CHECK_T(IoError, path_exists(path), "{}: missing (not a partition directory)", path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(FormatError, "{}: not valid JSON ({})", path, e.what());
+  }
+  return PartitionMeta::from_json(j, path);
+}
+
+void check_partition_source(const PartitionMeta& meta, const Dataset& ds) {
+  uint64_t sum = dataset_checksum(ds);
+  DSP_CHECK_FORMAT(sum == meta.source_checksum,
+                   "{}: this partition was made from another dataset (checksum {:016x}, "
+                   "dataset '{}' has {:016x})",
+                   ds.dir.empty() ? ds.meta.name : ds.dir, meta.source_checksum, ds.meta.name, sum);
+}
+
+PartitionData load_partition(const std::string& dir, int part, int expected_parts) {
+  PartitionData d;
+  d.meta = load_partition_meta(dir);
+  d.dir = dir;
+  d.part = part;
+  const PartitionMeta& m = d.meta;
+  DSP_CHECK_ARG(expected_parts <= 0 || expected_parts == m.parts,
+                "{}: the partition has {} parts but the job has {} ranks; partition again with "
+                "--parts {}",
+                dir, m.parts, expected_parts, expected_parts);
+  DSP_CHECK_ARG(part >= 0 && part < m.parts, "{}: part {} does not exist ({} parts)", dir, part,
+                m.parts);
+  std::string pd = part_dir(dir, part);
+  std::string pj_path = pd + "/part.json";
+  DSP_CHECK_T(IoError, path_exists(pj_path), "{}: missing part file", pj_path);
+  nlohmann::json pj;
+  try {
+    pj = nlohmann::json::parse(read_file(pj_path));
+    DSP_CHECK_FORMAT(pj.at("part").get<int>() == part &&
+                         pj.at("partition_id").get<std::string>() ==
+                             fmt::format("{:016x}", m.partition_id),
+                     "{}: belongs to another partition than {}/partition.json", pj_path, dir);
+  } catch (const nlohmann::json::exception&) {
+    DSP_THROW_T(FormatError, "{}: malformed", pj_path);
+  }
+  const int64_t begin = m.offsets[part], end = m.offsets[part + 1], rows = end - begin;
+  const int64_t n = m.num_nodes;
+  auto need = [&](const std::string& path) {
+    DSP_CHECK_T(IoError, path_exists(path), "{}: missing file", path);
+    return path;
+  };
+  d.patch.num_nodes = rows;
+  d.patch.indptr = load_npy(need(pd + "/indptr.npy"), DType::kInt64, 1);
+  d.patch.indices = load_npy(need(pd + "/indices.npy"), m.index_dtype, 1);
+  DSP_CHECK_FORMAT(d.patch.indptr.dim(0) == rows + 1, "{}/indptr.npy: has {} entries, expected {}",
+                   pd, d.patch.indptr.dim(0), rows + 1);
+  if (m.has_weights) d.patch.weights = load_npy(need(pd + "/edge_weight.npy"), DType::kFloat32, 1);
+  {
+    // Structure: monotone indptr ending at the entry count, entries are global ids < N.
+    const int64_t* p = d.patch.rowptr();
+    DSP_CHECK_FORMAT(p[0] == 0, "{}/indptr.npy: indptr[0] = {}, expected 0", pd, p[0]);
+    for (int64_t r = 0; r < rows; ++r) {
+      DSP_CHECK_FORMAT(p[r] <= p[r + 1], "{}/indptr.npy: not monotone at row {}", pd, r);
+    }
+    DSP_CHECK_FORMAT(p[rows] == d.patch.num_edges(),
+                     "{}/indptr.npy: ends at {} but indices.npy has {} entries", pd, p[rows],
+                     d.patch.num_edges());
+    dispatch_index(m.index_dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* idx = d.patch.indices.template data<T>();
+      for (int64_t e = 0; e < d.patch.num_edges(); ++e) {
+        DSP_CHECK_FORMAT(idx[e] >= 0 && idx[e] < n, "{}/indices.npy: entry {} = {} is not in [0, {})",
+                         pd, e, static_cast<int64_t>(idx[e]), n);
+      }
+    });
+    if (m.has_weights) {
+      DSP_CHECK_FORMAT(d.patch.weights.dim(0) == d.patch.num_edges(),
+                       "{}/edge_weight.npy: {} weights for {} entries", pd, d.patch.weights.dim(0),
+                       d.patch.num_edges());
+    }
+  }
+  auto ids_in = [&](const std::string& path, int64_t lo, int64_t hi) {
+    Array a = load_npy(need(path), DType::kInt64, 1);
+    const int64_t* v = a.data<int64_t>();
+    for (int64_t i = 0; i < a.dim(0); ++i) {
+      DSP_CHECK_FORMAT(v[i] >= lo && v[i] < hi, "{}: id {} is outside [{}, {})", path, v[i], lo,
+                       hi);
+    }
+    return a;
+  };
+  d.seeds = ids_in(pd + "/seeds.npy", begin, end);
+  d.cached = ids_in(pd + "/cached.npy", begin, end);
+  if (m.feature_dim > 0) {
+    d.features = load_npy(need(dir + "/features.npy"), m.feature_dtype, 2);
+    DSP_CHECK_FORMAT(d.features.dim(0) == n && d.features.dim(1) == m.feature_dim,
+                     "{}/features.npy: shape {} does not match {} nodes x {} features", dir,
+                     d.features.describe(), n, m.feature_dim);
+  }
+  if (path_exists(dir + "/labels.npy")) {
+    d.labels = load_npy(dir + "/labels.npy", DType::kInt64, 1);
+    DSP_CHECK_FORMAT(d.labels.dim(0) == n, "{}/labels.npy: {} labels for {} nodes", dir,
+                     d.labels.dim(0), n);
+  }
+  d.train_idx = ids_in(dir + "/train_idx.npy", 0, n);
+  if (path_exists(dir + "/valid_idx.npy")) d.valid_idx = ids_in(dir + "/valid_idx.npy", 0, n);
+  if (path_exists(dir + "/test_idx.npy")) d.test_idx = ids_in(dir + "/test_idx.npy", 0, n);
+  d.in_degree = load_npy(need(dir + "/in_degree.npy"), DType::kInt64, 1);
+  DSP_CHECK_FORMAT(d.in_degree.dim(0) == n, "{}/in_degree.npy: {} entries for {} nodes", dir,
+                   d.in_degree.dim(0), n);
+  return d;
+}
+
+}  // namespace dsp

@@ -1,0 +1,304 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#include "graph/dataset.hpp"
+#include "graph/generate.hpp"
+#include "graph/import.hpp"
+#include "graph/npy.hpp"
+#include "layout/hotness.hpp"
+#include "layout/partition.hpp"
+
+namespace dsp {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_dir(const std::string& name) {
+  auto p = fs::temp_directory_path() / fmt::format("dsp_layout_{}_{}", name, ::getpid());
+  fs::remove_all(p);
+  return p.string();
+}
+
+const Dataset& cora() {
+  static Dataset ds = [] {
+    OgbImportOptions o;
+    o.name = "cora";
+    return import_ogb_raw(std::string(DSP_TEST_DATA_DIR) + "/cora", o);
+  }();
+  return ds;
+}
+
+const Dataset& rmat() {
+  static Dataset ds = [] {
+    RmatOptions o;
+    o.num_nodes = 3000;
+    o.num_edges = 30000;
+    o.feature_dim = 8;
+    o.num_classes = 4;
+    o.seed = 5;
+    return generate_rmat(o);
+  }();
+  return ds;
+}
+
+std::vector<int64_t> row_of(const Csr& g, int64_t v) {
+  std::vector<int64_t> r;
+  for (int64_t e = g.rowptr()[v]; e < g.rowptr()[v + 1]; ++e) r.push_back(g.indices.int_at(e));
+  return r;
+}
+
+void check_invariants(const Dataset& ds, const std::string& dir, int parts, bool metis) {
+  PartitionMeta m = load_partition_meta(dir);
+  const int64_t n = ds.meta.num_nodes;
+  ASSERT_EQ(m.parts, parts);
+  ASSERT_EQ(m.offsets.front(), 0);
+  ASSERT_EQ(m.offsets.back(), n);
+  Array o2n = load_npy(dir + "/old2new.npy", DType::kInt64, 1);
+  Array n2o = load_npy(dir + "/new2old.npy", DType::kInt64, 1);
+  ASSERT_EQ(o2n.dim(0), n);
+  ASSERT_EQ(n2o.dim(0), n);
+  const int64_t* old2new = o2n.data<int64_t>();
+  const int64_t* new2old = n2o.data<int64_t>();
+  for (int64_t v = 0; v < n; ++v) {
+    ASSERT_EQ(new2old[old2new[v]], v) << "id maps are not inverse at " << v;
+    ASSERT_EQ(old2new[new2old[v]], v);
+  }
+  std::vector<int64_t> seen(n, 0);
+  std::set<int64_t> all_seeds;
+  int64_t max_seeds = 0, total_seeds = 0;
+  for (int p = 0; p < parts; ++p) {
+    PartitionData d = load_partition(dir, p, parts);
+    ASSERT_LE(m.offsets[p], m.offsets[p + 1]);
+    ASSERT_EQ(d.patch.num_nodes, m.offsets[p + 1] - m.offsets[p]);
+    for (int64_t r = 0; r < d.patch.num_nodes; ++r) {
+      int64_t v = m.offsets[p] + r;
+      ++seen[v];
+      ASSERT_EQ(m.owner(v), p);
+      // The patch row equals the renumbered source row.
+      std::vector<int64_t> want;
+      for (int64_t u : row_of(ds.graph, new2old[v])) want.push_back(old2new[u]);
+      std::sort(want.begin(), want.end());
+      ASSERT_EQ(row_of(d.patch, r), want) << "part " << p << " row " << r;
+    }
+    const int64_t* s = d.seeds.data<int64_t>();
+    for (int64_t i = 0; i < d.seeds.dim(0); ++i) {
+      ASSERT_EQ(m.owner(s[i]), p) << "seed not co-located with its owner";
+      all_seeds.insert(s[i]);
+    }
+    max_seeds = std::max(max_seeds, d.seeds.dim(0));
+    total_seeds += d.seeds.dim(0);
+    if (p == 0 && ds.features.defined()) {
+      // Renumbered features and labels: row v is the source row new2old[v].
+      const float* f = d.features.data<float>();
+      const float* src = ds.features.data<float>();
+      int64_t F = ds.meta.feature_dim;
+      for (int64_t v = 0; v < n; v += 7) {
+        ASSERT_TRUE(std::equal(f + v * F, f + (v + 1) * F, src + new2old[v] * F));
+        if (ds.labels.defined()) {
+          ASSERT_EQ(d.labels.int_at(v), ds.labels.int_at(new2old[v]));
+        }
+      }
+    }
+  }
+  for (int64_t v = 0; v < n; ++v) ASSERT_EQ(seen[v], 1) << "node " << v << " in " << seen[v] << " parts";
+  std::set<int64_t> want_seeds;
+  for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) want_seeds.insert(old2new[ds.train_idx.int_at(i)]);
+  EXPECT_EQ(all_seeds, want_seeds);
+  if (metis && total_seeds > 0) {
+    EXPECT_LE(static_cast<double>(max_seeds), 1.10 * total_seeds / parts)
+        << "seeds not balanced within 10%";
+  }
+}
+
+class PartitionSweep : public ::testing::TestWithParam<std::tuple<std::string, std::string, int>> {};
+
+TEST_P(PartitionSweep, Invariants) {
+  auto [graph, method, parts] = GetParam();
+  const Dataset& ds = graph == "cora" ? cora() : rmat();
+  std::string dir = temp_dir(fmt::format("{}_{}_{}", graph, method, parts));
+  PartitionOptions o;
+  o.parts = parts;
+  o.method = method;
+  o.verbose = false;
+  PartitionMeta m = partition_dataset(ds, o, dir);
+  EXPECT_EQ(m.source_checksum, dataset_checksum(ds));
+  check_invariants(ds, dir, parts, method == "metis");
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layout, PartitionSweep,
+    ::testing::Combine(::testing::Values("cora", "rmat"), ::testing::Values("metis", "random"),
+                       ::testing::Values(1, 2, 3, 4)),
+    [](const auto& info) {
+      return fmt::format("{}_{}_{}", std::get<0>(info.param), std::get<1>(info.param),
+                         std::get<2>(info.param));
+    });
+
+TEST(Partition, MetisCutsFarFewerEdgesThanRandomOnCommunityGraph) {
+  CommunityOptions co;
+  co.num_nodes = 4000;
+  co.num_edges = 40000;
+  co.num_communities = 16;
+  co.feature_dim = 4;
+  Dataset ds = generate_community(co);
+  PartitionOptions o;
+  o.parts = 4;
+  o.verbose = false;
+  std::string a = temp_dir("cut_metis"), b = temp_dir("cut_random");
+  auto mm = partition_dataset(ds, o, a);
+  o.method = "random";
+  auto mr = partition_dataset(ds, o, b);
+  EXPECT_LT(mm.edge_cut * 3, mr.edge_cut) << "METIS " << mm.edge_cut << " vs random " << mr.edge_cut;
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+TEST(Hotness, InDegreePicksTopKOfEachPatch) {
+  const Dataset& ds = rmat();
+  std::string dir = temp_dir("indeg");
+  PartitionOptions o;
+  o.parts = 3;
+  o.cache_ratio = 0.2;
+  o.verbose = false;
+  PartitionMeta m = partition_dataset(ds, o, dir);
+  Array indeg = load_npy(dir + "/in_degree.npy", DType::kInt64, 1);
+  for (int p = 0; p < 3; ++p) {
+    PartitionData d = load_partition(dir, p, 3);
+    int64_t rows = m.offsets[p + 1] - m.offsets[p];
+    int64_t k = static_cast<int64_t>(0.2 * rows);
+    ASSERT_EQ(d.cached.dim(0), k);
+    // Brute force: sort the patch's nodes by (in-degree desc, id asc), take k.
+    std::vector<int64_t> ids(rows);
+    std::iota(ids.begin(), ids.end(), m.offsets[p]);
+    std::sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) {
+      int64_t da = indeg.int_at(a), db = indeg.int_at(b);
+      return da != db ? da > db : a < b;
+    });
+    ids.resize(k);
+    std::vector<int64_t> got(d.cached.data<int64_t>(), d.cached.data<int64_t>() + k);
+    EXPECT_EQ(got, ids);
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(indeg.int_at(m.offsets[p] + r), d.patch.degree(r));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Hotness, OutDegreeCountsAppearances) {
+  const Dataset& ds = rmat();
+  auto score = hotness_scores(CachePolicy::kOutDegree, ds.graph, {}, 0);
+  std::vector<int64_t> brute(ds.meta.num_nodes, 0);
+  for (int64_t e = 0; e < ds.graph.num_edges(); ++e) ++brute[ds.graph.indices.int_at(e)];
+  EXPECT_EQ(score, brute);
+}
+
+TEST(Hotness, PresampleUsesTheHookAndRequiresIt) {
+  const Dataset& ds = rmat();
+  EXPECT_THROW(hotness_scores(CachePolicy::kPresample, ds.graph, {}, 0), InvalidArgument);
+  PresampleFn fake = [](const Csr& g, const std::vector<int64_t>&) {
+    std::vector<int64_t> c(g.num_nodes);
+    std::iota(c.begin(), c.end(), 0);
+    return c;
+  };
+  auto s = hotness_scores(CachePolicy::kPresample, ds.graph, {}, 0, fake);
+  EXPECT_EQ(s[17], 17);
+}
+
+TEST(Hotness, TopKTiesGoToLowerIds) {
+  std::vector<int64_t> score = {5, 9, 9, 1, 9, 0};
+  EXPECT_EQ(top_k_by_score(score, 0, 6, 3), (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(top_k_by_score(score, 3, 6, 2), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(top_k_by_score(score, 0, 6, 100).size(), 6u);
+}
+
+TEST(Oracle, EqualsBruteForceOptimum) {
+  const int64_t n = 7;
+  std::vector<int64_t> trace = {0, 1, 1, 2, 3, 3, 3, 4, 5, 6, 6, 1, 3, 0, 2, 2, 2, 5};
+  for (int64_t cap = 0; cap <= n; ++cap) {
+    double best = 0;
+    for (int mask = 0; mask < (1 << n); ++mask) {
+      if (__builtin_popcount(mask) != cap) continue;
+      std::vector<int64_t> set;
+      for (int v = 0; v < n; ++v) {
+        if (mask >> v & 1) set.push_back(v);
+      }
+      best = std::max(best, hit_rate(trace, n, set));
+    }
+    EXPECT_DOUBLE_EQ(optimal_hit_rate(trace, n, cap), best) << "capacity " << cap;
+  }
+}
+
+TEST(PartitionErrors, BadOptionsAndMismatchedInputs) {
+  const Dataset& ds = cora();
+  std::string dir = temp_dir("errors");
+  PartitionOptions o;
+  o.verbose = false;
+  o.parts = 5000;
+  try {
+    partition_dataset(ds, o, dir);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than the node count 2708"), std::string::npos);
+  }
+  o.parts = 2;
+  o.cache_ratio = 1.5;
+  EXPECT_THROW(partition_dataset(ds, o, dir), InvalidArgument);
+  o.cache_ratio = 0.1;
+  o.cache_policy = "lfu";
+  EXPECT_THROW(partition_dataset(ds, o, dir), InvalidArgument);
+  o.cache_policy = "in-degree";
+  o.method = "spectral";
+  EXPECT_THROW(partition_dataset(ds, o, dir), InvalidArgument);
+  EXPECT_FALSE(fs::exists(dir)) << "a failed partition left a directory";
+  o.method = "metis";
+  PartitionMeta m = partition_dataset(ds, o, dir);
+
+  // Wrong rank count.
+  try {
+    load_partition(dir, 0, 4);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("has 2 parts but the job has 4 ranks"), std::string::npos);
+  }
+  // Another dataset.
+  EXPECT_NO_THROW(check_partition_source(m, ds));
+  try {
+    check_partition_source(m, rmat());
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("made from another dataset"), std::string::npos);
+  }
+  // Missing part file.
+  fs::remove(dir + "/part1/seeds.npy");
+  try {
+    load_partition(dir, 1, 2);
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("part1/seeds.npy"), std::string::npos);
+  }
+  // A part directory from another partition.
+  std::string other = temp_dir("errors_other");
+  o.method = "random";
+  partition_dataset(ds, o, other);
+  fs::remove_all(dir + "/part0");
+  fs::copy(other + "/part0", dir + "/part0", fs::copy_options::recursive);
+  try {
+    load_partition(dir, 0, 2);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to another partition"), std::string::npos);
+  }
+  fs::remove_all(dir);
+  fs::remove_all(other);
+}
+
+}  // namespace
+}  // namespace dsp

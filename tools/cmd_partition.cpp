@@ -1,0 +1,71 @@
+#include "commands.hpp"
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#include "core/timer.hpp"
+#include "graph/dataset.hpp"
+#include "layout/partition.hpp"
+
+namespace dsp::cli {
+void add_partition(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "partition",
+      "Co-partition a dataset into P parts (one per rank): METIS or random, renumbered so each "
+      "part owns a contiguous id range, with each part's training seeds and feature cache list");
+  struct Args {
+    std::string dataset, out;
+    PartitionOptions o;
+    double cache_ratio = -1;
+    int64_t cache_bytes = -1;
+  };
+  auto a = std::make_shared<Args>();
+  sub->add_option("DATASET", a->dataset, "dataset directory (dsp convert / dsp generate)")
+      ->required();
+  sub->add_option("OUT", a->out, "partition directory to write")->required();
+  sub->add_option("--parts,-p", a->o.parts, "number of parts (= ranks of the training job)")
+      ->required();
+  sub->add_option("--method", a->o.method, "metis (default) or random")
+      ->check(CLI::IsMember({"metis", "random"}));
+  sub->add_option("--cache-policy", a->o.cache_policy,
+                  "in-degree (default), out-degree, presample, random, none");
+  sub->add_option("--cache-ratio", a->cache_ratio,
+                  "share of each part's nodes whose features it caches, in [0, 1] (default 0.1)");
+  sub->add_option("--cache-bytes", a->cache_bytes, "per-rank cache budget in bytes (instead of a ratio)");
+  sub->add_option("--seed", a->o.seed, "random seed (METIS, random method and policy)");
+  sub->add_option("--seed-imbalance", a->o.seed_imbalance,
+                  "allowed excess of training seeds per part over the mean (default 0.05)");
+  sub->add_flag("--overwrite", a->o.overwrite, "replace OUT if it exists");
+  sub->callback([a] {
+    DSP_CHECK_ARG(!(a->cache_ratio >= 0 && a->cache_bytes >= 0),
+                  "give --cache-ratio or --cache-bytes, not both");
+    if (a->cache_ratio >= 0 || a->cache_ratio != -1) {
+      if (a->cache_ratio != -1) a->o.cache_ratio = a->cache_ratio;
+    }
+    if (a->cache_bytes >= 0) a->o.cache_bytes = a->cache_bytes;
+    DSP_CHECK_ARG(a->o.cache_ratio >= 0.0 && a->o.cache_ratio <= 1.0,
+                  "--cache-ratio must be in [0, 1], got {}", a->o.cache_ratio);
+    Stopwatch sw;
+    Dataset ds = load_dataset(a->dataset);
+    DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", "load + validate", sw.seconds(),
+             peak_rss_bytes() / 1073741824.0);
+    PartitionMeta m = partition_dataset(ds, a->o, a->out);
+    fmt::print("partition {}: {} parts of '{}' by {}, edge cut {} of {} entries ({:.1f}%)\n",
+               a->out, m.parts, m.dataset_name, m.method, m.edge_cut, m.num_edges,
+               m.num_edges ? 100.0 * m.edge_cut / m.num_edges : 0.0);
+    int64_t max_nodes = 0, max_seeds = 0, tot_seeds = 0;
+    fmt::print("  {:>4} {:>12} {:>12} {:>10} {:>10}\n", "part", "nodes", "edges", "seeds", "cached");
+    for (int p = 0; p < m.parts; ++p) {
+      const auto& s = m.part[p];
+      fmt::print("  {:>4} {:>12} {:>12} {:>10} {:>10}\n", p, s.end - s.begin, s.edges, s.seeds,
+                 s.cached);
+      max_nodes = std::max(max_nodes, s.end - s.begin);
+      max_seeds = std::max(max_seeds, s.seeds);
+      tot_seeds += s.seeds;
+    }
+    double mean_nodes = double(m.num_nodes) / m.parts, mean_seeds = double(tot_seeds) / m.parts;
+    fmt::print("  imbalance (max / mean): nodes {:.3f}, seeds {:.3f}\n", max_nodes / mean_nodes,
+               mean_seeds > 0 ? max_seeds / mean_seeds : 1.0);
+    fmt::print("  total {:.2f} s, peak RSS {:.2f} GiB\n", sw.seconds(),
+               peak_rss_bytes() / 1073741824.0);
+  });
+}
+}  // namespace dsp::cli
