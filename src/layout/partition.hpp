@@ -23,6 +23,7 @@
 #include "graph/array.hpp"
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
+#include "layout/hotness.hpp"
 
 namespace dsp {
 
@@ -38,6 +39,9 @@ struct PartitionOptions {
   uint64_t seed = 0;
   bool overwrite = false;
   bool verbose = true;                    // progress lines per phase (time, peak memory)
+  // Visit counts for cache_policy "presample" (the sampler module's make_presample_fn); layout
+  // cannot depend on the sampler, so the caller injects it.
+  PresampleFn presample;
 };
 
 struct PartStats {

@@ -182,7 +182,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   for (int64_t i = 0; ds.train_idx.defined() && i < ds.train_idx.dim(0); ++i) {
     train_old.push_back(ds.train_idx.int_at(i));
   }
-  std::vector<int64_t> score_old = hotness_scores(policy, g, train_old, opts.seed);
+  std::vector<int64_t> score_old = hotness_scores(policy, g, train_old, opts.seed, opts.presample);
   std::vector<int64_t> score(n);
   for (int64_t v = 0; v < n; ++v) score[old2new[v]] = score_old[v];
   std::vector<int64_t>().swap(score_old);

@@ -1,0 +1,257 @@
+#pragma once
+// Per-node sampling and relabelling logic, written once for the CPU loop and the CUDA kernels
+// (src/csp/cuda/*.cu include this header), so the CPU tests check exactly what the GPU runs.
+// No CUDA includes: everything here is plain integer / IEEE arithmetic that host and device
+// evaluate identically.
+//
+// Every function draws from one RngStream built by the caller as
+//   RngStream(rng_key(seed, epoch, batch, layer), global node id, purpose)
+// so a node's picks depend only on those values, never on the rank, thread or task order.
+//
+// Positions are indices into the node's adjacency row; results are always sorted by position,
+// which (rows being ascending by neighbour id) also sorts them by neighbour id. That makes the
+// output order a function of the draws alone.
+#include <cstdint>
+
+#include "core/host_device.hpp"
+#include "core/rng.hpp"
+
+namespace dsp::csp {
+
+// Stream purposes (the RngStream `purpose` word): distinct uses of one (key, node) never share
+// draws.
+constexpr uint32_t kPurposeNodeWise = 0;
+constexpr uint32_t kPurposeLayerWise = 1;
+constexpr uint32_t kPurposeWalk = 2;
+
+// Unbiased integer in [0, bound), 1 <= bound < 2^32: Lemire's multiply-shift with rejection, so it
+// is exact (no modulo bias) and costs one 32-bit draw except with probability bound / 2^32.
+DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t draw_below(RngStream& s, uint32_t bound) {
+  uint64_t m = static_cast<uint64_t>(s.next_u32()) * bound;
+  uint32_t lo = static_cast<uint32_t>(m);
+  if (lo < bound) {
+    uint32_t t = static_cast<uint32_t>(-bound) % bound;
+    while (lo < t) {
+      m = static_cast<uint64_t>(s.next_u32()) * bound;
+      lo = static_cast<uint32_t>(m);
+    }
+  }
+  return static_cast<uint32_t>(m >> 32);
+}
+
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t draw_index(RngStream& s, int64_t bound) {
+  if (bound <= 0xffffffffLL) return draw_below(s, static_cast<uint32_t>(bound));
+  return static_cast<int64_t>(s.uniform_int(static_cast<uint64_t>(bound)));
+}
+
+DSP_HOST_DEVICE DSP_FORCEINLINE void sort_small(int64_t* a, int n) {
+  for (int i = 1; i < n; ++i) {
+    int64_t x = a[i];
+    int j = i - 1;
+    while (j >= 0 && a[j] > x) {
+      a[j + 1] = a[j];
+      --j;
+    }
+    a[j + 1] = x;
+  }
+}
+
+// k distinct positions of [0, deg), uniformly (every k-subset equally likely), by Robert Floyd's
+// algorithm: k draws whatever the degree, O(k^2) membership checks on a k-sized buffer (k is a
+// fanout, small). When deg <= k every position is taken. Writes pos[0, n) sorted; returns n.
+DSP_HOST_DEVICE inline int uniform_without(int64_t deg, int k, RngStream& s, int64_t* pos) {
+  if (deg <= k) {
+    for (int64_t i = 0; i < deg; ++i) pos[i] = i;
+    return static_cast<int>(deg);
+  }
+  int n = 0;
+  for (int64_t j = deg - k; j < deg; ++j) {
+    int64_t t = draw_index(s, j + 1);
+    bool seen = false;
+    for (int i = 0; i < n; ++i) seen |= pos[i] == t;
+    pos[n++] = seen ? j : t;
+  }
+  sort_small(pos, n);
+  return n;
+}
+
+// k independent uniform positions of [0, deg) (repeats possible); none when deg == 0.
+DSP_HOST_DEVICE inline int uniform_with(int64_t deg, int k, RngStream& s, int64_t* pos) {
+  if (deg <= 0) return 0;
+  for (int i = 0; i < k; ++i) pos[i] = draw_index(s, deg);
+  sort_small(pos, k);
+  return k;
+}
+
+// First i in [0, deg) with cum[i] > x (cum: inclusive prefix sums of the row's weights, so
+// zero-weight entries are never returned); deg when there is none.
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t upper_pos(const double* cum, int64_t deg, double x) {
+  int64_t lo = 0, hi = deg;
+  while (lo < hi) {
+    int64_t mid = (lo + hi) >> 1;
+    if (cum[mid] > x) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+// One position drawn with probability w_i / total by inverse CDF; -1 if total <= 0. u*total can
+// round up to total, so the overflow case falls back to the last positive-weight entry.
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t weighted_one(const double* cum, int64_t deg, RngStream& s) {
+  double total = cum[deg - 1];
+  if (!(total > 0)) return -1;
+  int64_t i = upper_pos(cum, deg, s.uniform01() * total);
+  if (i == deg) {
+    // last increment: the first entry whose prefix reaches the total
+    int64_t lo = 0, hi = deg - 1;
+    while (lo < hi) {
+      int64_t mid = (lo + hi) >> 1;
+      if (cum[mid] >= total) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    i = lo;
+  }
+  return i;
+}
+
+DSP_HOST_DEVICE DSP_FORCEINLINE double weight_at(const double* cum, int64_t i) {
+  return i == 0 ? cum[0] : cum[i] - cum[i - 1];
+}
+
+// k positions drawn independently with probability w_i / sum(w) (inverse CDF over the row's
+// prefix sums: O(k log deg)). None when the row has no positive weight.
+DSP_HOST_DEVICE inline int weighted_with(const double* cum, int64_t deg, int k, RngStream& s,
+                                         int64_t* pos) {
+  if (deg <= 0 || !(cum[deg - 1] > 0)) return 0;
+  for (int i = 0; i < k; ++i) pos[i] = weighted_one(cum, deg, s);
+  sort_small(pos, k);
+  return k;
+}
+
+// Weighted sampling without replacement, as successive sampling: each next pick is drawn among
+// the not-yet-picked entries with probability w_i / (sum of their weights), stopping after k picks
+// or when no positive weight remains (zero-weight entries are never picked). So a row with at
+// most k positive weights is taken whole. Each pick first tries up to 8 inverse-CDF draws over the
+// whole row, rejecting repeats (O(log deg) each); if all 8 repeat, one linear pass draws directly
+// among the remaining entries. Either way the pick has exactly the successive-sampling law, since
+// a rejected draw conditioned on not repeating is a draw among the remaining entries.
+DSP_HOST_DEVICE inline int weighted_without(const double* cum, int64_t deg, int k, RngStream& s,
+                                            int64_t* pos) {
+  if (deg <= 0) return 0;
+  if (deg <= k) {
+    int n = 0;
+    for (int64_t i = 0; i < deg; ++i) {
+      if (weight_at(cum, i) > 0) pos[n++] = i;
+    }
+    return n;
+  }
+  int n = 0;
+  while (n < k) {
+    int64_t pick = -1;
+    for (int attempt = 0; attempt < 8 && pick < 0; ++attempt) {
+      int64_t i = weighted_one(cum, deg, s);
+      if (i < 0) return n;
+      bool seen = false;
+      for (int j = 0; j < n; ++j) seen |= pos[j] == i;
+      if (!seen) pick = i;
+    }
+    if (pick < 0) {
+      // pos[0, n) is kept sorted here, so "picked?" is a merge-like walk.
+      double remaining = 0;
+      for (int64_t i = 0, j = 0; i < deg; ++i) {
+        if (j < n && pos[j] == i) {
+          ++j;
+          continue;
+        }
+        remaining += weight_at(cum, i);
+      }
+      if (!(remaining > 0)) break;
+      double x = s.uniform01() * remaining, acc = 0;
+      int64_t last = -1;
+      for (int64_t i = 0, j = 0; i < deg; ++i) {
+        if (j < n && pos[j] == i) {
+          ++j;
+          continue;
+        }
+        double w = weight_at(cum, i);
+        if (!(w > 0)) continue;
+        last = i;
+        acc += w;
+        if (acc > x) break;
+      }
+      pick = last;
+    }
+    pos[n++] = pick;
+    sort_small(pos, n);
+  }
+  return n;
+}
+
+// The node-wise step for one task: k positions of a row of `deg` entries; cum (inclusive prefix
+// sums of the row's weights) is needed only when weighted. Returns the number of positions.
+DSP_HOST_DEVICE inline int sample_positions(int64_t deg, int k, bool weighted, bool replace,
+                                            const double* cum, RngStream& s, int64_t* pos) {
+  if (k <= 0 || deg <= 0) return 0;
+  if (weighted)
+    return replace ? weighted_with(cum, deg, k, s, pos) : weighted_without(cum, deg, k, s, pos);
+  return replace ? uniform_with(deg, k, s, pos) : uniform_without(deg, k, s, pos);
+}
+
+// ---- relabelling: an open-addressing (linear probing) table of 64-bit slots ----
+// A slot holds (key + 1) << 32 | value, 0 = empty, so keys (global ids) must be < 2^32 - 1 and
+// values < 2^32. Capacity is a power of two; the table is sized to the batch, so it stays in cache.
+constexpr uint64_t kEmptySlot = 0;
+
+DSP_HOST_DEVICE DSP_FORCEINLINE uint64_t relabel_hash(int64_t key, int shift) {
+  return (static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift;
+}
+DSP_HOST_DEVICE DSP_FORCEINLINE uint64_t relabel_slot(int64_t key, uint64_t value) {
+  return (static_cast<uint64_t>(key + 1) << 32) | value;
+}
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t relabel_slot_key(uint64_t slot) {
+  return static_cast<int64_t>(slot >> 32) - 1;
+}
+DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t relabel_slot_value(uint64_t slot) {
+  return static_cast<uint32_t>(slot);
+}
+
+// Host/sequential insert-or-find: returns the value stored for key, storing `value` (and setting
+// *inserted) when absent.
+DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t relabel_insert(uint64_t* slots, uint64_t mask, int shift,
+                                                        int64_t key, uint32_t value,
+                                                        bool* inserted) {
+  uint64_t h = relabel_hash(key, shift);
+  const uint64_t want = static_cast<uint64_t>(key + 1);
+  while (true) {
+    uint64_t s = slots[h];
+    if (s == kEmptySlot) {
+      slots[h] = relabel_slot(key, value);
+      *inserted = true;
+      return value;
+    }
+    if ((s >> 32) == want) {
+      *inserted = false;
+      return relabel_slot_value(s);
+    }
+    h = (h + 1) & mask;
+  }
+}
+
+DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t relabel_find(const uint64_t* slots, uint64_t mask,
+                                                      int shift, int64_t key) {
+  uint64_t h = relabel_hash(key, shift);
+  const uint64_t want = static_cast<uint64_t>(key + 1);
+  while (true) {
+    uint64_t s = slots[h];
+    if ((s >> 32) == want || s == kEmptySlot) return relabel_slot_value(s);
+    h = (h + 1) & mask;
+  }
+}
+
+}  // namespace dsp::csp

@@ -1,0 +1,151 @@
+#pragma once
+// The collective sampling primitive (CSP, DSP section 2.3) on the partitioned layout.
+//
+// Per layer, every rank: groups its frontier by owner and sends each remote node to its owner
+// (shuffle: one count exchange + one all_to_all_v; nodes this rank owns skip communication),
+// samples all received tasks in one local pass (sample), returns the picked neighbours and
+// per-task counts to the requesters (reshuffle: two all_to_all_v with sizes known in advance), and
+// builds the layer's block (relabel). The next frontier is the block's source node set.
+//
+// Collective: every rank calls sample() / random_walks() / pinsage_neighbors() for the same
+// (epoch, batch), possibly with no seeds. Bad input on any rank makes every rank throw (one
+// all_reduce of an error flag precedes the first exchange), so no rank is left waiting.
+//
+// Determinism: a node's picks are a function of (seed, epoch, batch, layer, global id, draw index)
+// only, so any number of ranks, any thread count, the pull mode and the CUDA kernels give the same
+// blocks in global ids.
+//
+// Conventions (block.hpp): fanouts from the seeds out; blocks[0] is the input layer; destination
+// nodes are a prefix of source nodes. Source node order: destination nodes in frontier order,
+// then new nodes in first-seen order scanning picks in (destination, neighbour id) order. Every
+// layer's destination nodes are the previous (outer) block's source nodes: all of them are
+// sampled again at the next hop, as a GNN layer needs h of every source node.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ccc/communicator.hpp"
+#include "csp/block.hpp"
+#include "layout/partition.hpp"
+
+namespace dsp {
+
+// Node-wise: fanouts[l] neighbours of every frontier node. Layer-wise (DSP Eq. 2): fanouts[l]
+// draws per sample over the frontier with p_u ~ W_u (in-degree, or total in-neighbour weight
+// when biased), giving per-node counts c_u, then node-wise sampling of c_u neighbours of u.
+enum class SampleScheme { kNodeWise, kLayerWise };
+// kCsp pushes tasks to owners; kPull fetches remote adjacency rows (and weights) and samples
+// locally (the ablation of DSP Fig. 11). Both give the same blocks.
+enum class SampleMode { kCsp, kPull };
+
+SampleScheme parse_sample_scheme(const std::string& s);  // "node" | "layer" (InvalidArgument)
+SampleMode parse_sample_mode(const std::string& s);      // "csp" | "pull"
+
+// The parameters of DSP's Table 2 plus the RNG seed and the mode.
+struct SamplerOptions {
+  std::vector<int> fanouts{15, 10, 5};  // from the seeds out; each > 0
+  SampleScheme scheme = SampleScheme::kNodeWise;
+  bool biased = false;   // weight by edge weight (the partition must have edge_weight.npy)
+  bool replace = false;  // node-wise draws with replacement (layer-wise: within each node)
+  uint64_t seed = 0;
+  SampleMode mode = SampleMode::kCsp;
+  // Seeds must be owned by the calling rank (co-partitioned seeds, DSP 2.2). Off, any rank may
+  // sample any node (e.g. evaluation over arbitrary ids).
+  bool require_owned_seeds = true;
+};
+
+// Accumulated since construction or reset_stats(), this rank only. Times are wall seconds.
+struct SamplerStats {
+  int64_t batches = 0, seeds = 0;
+  int64_t sampled_edges = 0;  // picks (block edges) produced for this rank's batches
+  int64_t tasks_local = 0, tasks_remote = 0;  // frontier nodes sampled locally / sent away
+  double t_shuffle = 0, t_sample = 0, t_reshuffle = 0, t_relabel = 0, t_total = 0;
+  std::vector<double> t_layer;              // [layers], from the seeds out
+  uint64_t bytes_sent = 0, bytes_recv = 0;  // to / from other ranks (self copies excluded)
+  nlohmann::json to_json() const;
+};
+
+// Walks: paths[i * (length + 1) + t] = node after t steps of walk i (t = 0: the start), -1 once
+// the walk has stopped at a node without in-neighbours.
+struct WalkResult {
+  int64_t num_walks = 0, length = 0;
+  std::vector<int64_t> paths;
+};
+
+// PinSAGE neighbourhoods: for seed i, ids[indptr[i], indptr[i+1]) are the (at most top_k) nodes
+// most visited by its walks (the seed itself excluded), by decreasing count, ties to the lower
+// id; counts holds the visit counts (the edge weights PinSAGE uses).
+struct PinSageResult {
+  std::vector<int64_t> indptr, ids;
+  std::vector<float> counts;
+};
+
+class CollectiveSampler {
+ public:
+  // Collective when options need replicated data (biased layer-wise: per-node weight sums).
+  // `part` must outlive the sampler (its arrays are referenced, not copied).
+  CollectiveSampler(const PartitionData& part, Communicator& comm, SamplerOptions opts);
+
+  // Samples the blocks of `seeds` (distinct global ids; duplicates are rejected). Collective.
+  SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
+
+  // Random walks over in-neighbours from `starts`: `length` steps of fanout 1 through the owners;
+  // at each step a walk returns to its start with probability restart_prob, else moves to a
+  // uniform in-neighbour. Walk i's draws are keyed by (seed, epoch, batch, step, starts[i], i's
+  // occurrence index among equal starts), so they do not depend on P. Collective.
+  WalkResult random_walks(const std::vector<int64_t>& starts, int length, double restart_prob,
+                          int64_t epoch, int64_t batch);
+
+  // num_walks walks of walk_length from every seed; per seed the top_k most visited nodes.
+  PinSageResult pinsage_neighbors(const std::vector<int64_t>& seeds, int num_walks, int walk_length,
+                                  double restart_prob, int top_k, int64_t epoch = 0,
+                                  int64_t batch = 0);
+
+  const SamplerOptions& options() const { return opts_; }
+  const SamplerStats& stats() const { return stats_; }
+  void reset_stats();
+
+  // Implementation detail, public for the anonymous-namespace helpers of sampler.cpp.
+  struct Impl;
+
+ private:
+  struct LayerOut {
+    std::vector<int64_t> offsets;  // [frontier + 1]
+    std::vector<int64_t> nbrs;
+    std::vector<float> weights;  // when biased
+  };
+  void check_collective(bool ok, const std::string& msg);
+  // fanout: per frontier node (layer-wise) or empty, then every node gets `uniform_fanout`.
+  void run_layer(const std::vector<int64_t>& frontier, const std::vector<int32_t>& fanout,
+                 int uniform_fanout, uint64_t key, LayerOut& out);
+  uint64_t remote_bytes_sent() const;
+  uint64_t remote_bytes_recv() const;
+  template <class Id>
+  void sample_tasks(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* slot,
+                    int32_t* cnt, int64_t* out, float* outw) const;
+  template <class Id>
+  void sample_pulled(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* row_off,
+                     const int64_t* rows, const float* w, const int64_t* slot, int32_t* cnt,
+                     int64_t* out, float* outw) const;
+  std::vector<int32_t> layerwise_counts(const std::vector<int64_t>& frontier, int n,
+                                        uint64_t key) const;
+  Block relabel(const std::vector<int64_t>& dst, const LayerOut& lo);
+
+  const PartitionData& part_;
+  Communicator& comm_;
+  SamplerOptions opts_;
+  int rank_ = 0, size_ = 1;
+  int64_t begin_ = 0, end_ = 0;
+  std::vector<int64_t> offsets_;
+  std::vector<double> cum_;         // per patch entry: inclusive prefix of its row's weights
+  std::vector<double> weight_sum_;  // [N] total in-weight per node (biased layer-wise only)
+  std::vector<uint64_t> table_;     // relabel table, reused across layers and batches
+  SamplerStats stats_;
+};
+
+// A one-part PartitionData over a whole graph (no features): the single-process reference path
+// (self communicator), used by tests and by presampling.
+PartitionData single_part(const Csr& graph);
+
+}  // namespace dsp

@@ -1,0 +1,218 @@
+// P-invariance under mpiexec -n 1..4: every scheme sampled collectively on a P-part partition
+// gives exactly the blocks that a one-part reference sampler (self communicator, built on every
+// rank from the same renumbered graph) gives for the same seeds; the pull mode equals CSP; seeds
+// another rank owns are rejected on every rank.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "ccc/communicator.hpp"
+#include "core/error.hpp"
+#include "csp/sampler.hpp"
+#include "graph/generate.hpp"
+#include "layout/partition.hpp"
+
+namespace dsp {
+namespace {
+
+namespace fs = std::filesystem;
+Communicator* g_comm = nullptr;
+
+struct World {
+  std::string dir;
+  PartitionData part;
+  Csr full;  // the whole renumbered graph (concatenated patches)
+  PartitionData ref_part;
+  std::unique_ptr<Communicator> self = make_communicator("self");
+};
+
+World& world() {
+  static World* w = [] {
+    Communicator& c = *g_comm;
+    auto* w = new World;
+    int64_t pid = ::getpid();
+    c.broadcast(&pid, 1, DType::kInt64, 0);
+    w->dir = (fs::temp_directory_path() / fmt::format("dsp_csp_{}_{}", pid, c.size())).string();
+    if (c.rank() == 0) {
+      CommunityOptions co;
+      co.num_nodes = 3000;
+      co.num_edges = 24000;
+      co.num_communities = 6;
+      co.feature_dim = 4;
+      co.seed = 21;
+      Dataset ds = generate_community(co);
+      // edge weights as a function of the edge's endpoints, so they survive renumbering
+      std::vector<float> wts(ds.graph.num_edges());
+      for (int64_t v = 0; v < ds.graph.num_nodes; ++v) {
+        for (int64_t e = ds.graph.rowptr()[v]; e < ds.graph.rowptr()[v + 1]; ++e) {
+          wts[e] = 0.25f + static_cast<float>((v * 31 + ds.graph.indices.int_at(e) * 17) % 13);
+        }
+      }
+      ds.graph.weights = Array::from_vector(std::move(wts));
+      ds.sync_meta();
+      PartitionOptions o;
+      o.parts = c.size();
+      o.verbose = false;
+      o.overwrite = true;
+      partition_dataset(ds, o, w->dir);
+    }
+    c.barrier();
+    w->part = load_partition(w->dir, c.rank(), c.size());
+    // every rank rebuilds the full renumbered graph from all patches
+    std::vector<int64_t> ip{0}, idx;
+    std::vector<float> wt;
+    for (int p = 0; p < c.size(); ++p) {
+      PartitionData d = load_partition(w->dir, p, c.size());
+      for (int64_t v = 0; v < d.patch.num_nodes; ++v) {
+        for (int64_t e = d.patch.rowptr()[v]; e < d.patch.rowptr()[v + 1]; ++e) {
+          idx.push_back(d.patch.indices.int_at(e));
+          wt.push_back(d.patch.weights.data<float>()[e]);
+        }
+        ip.push_back(static_cast<int64_t>(idx.size()));
+      }
+    }
+    w->full.num_nodes = static_cast<int64_t>(ip.size()) - 1;
+    w->full.indptr = Array::from_vector(std::move(ip));
+    w->full.indices = Array::from_vector(std::move(idx));
+    w->full.weights = Array::from_vector(std::move(wt));
+    w->ref_part = single_part(w->full);
+    return w;
+  }();
+  return *w;
+}
+
+// Seeds of this rank for a batch: owned nodes, a different subset per batch.
+std::vector<int64_t> my_seeds(int64_t batch, int64_t n) {
+  World& w = world();
+  int64_t b = w.part.meta.offsets[g_comm->rank()], e = w.part.meta.offsets[g_comm->rank() + 1];
+  std::vector<int64_t> s;
+  for (int64_t v = b + batch; v < e && static_cast<int64_t>(s.size()) < n; v += 5) s.push_back(v);
+  return s;
+}
+
+void expect_same(const SampledBatch& a, const SampledBatch& b, const std::string& what) {
+  ASSERT_EQ(a.blocks.size(), b.blocks.size()) << what;
+  for (size_t l = 0; l < a.blocks.size(); ++l) {
+    EXPECT_EQ(a.blocks[l].num_dst, b.blocks[l].num_dst) << what << " layer " << l;
+    EXPECT_EQ(a.blocks[l].src_ids, b.blocks[l].src_ids) << what << " layer " << l;
+    EXPECT_EQ(a.blocks[l].indptr, b.blocks[l].indptr) << what << " layer " << l;
+    EXPECT_EQ(a.blocks[l].indices, b.blocks[l].indices) << what << " layer " << l;
+    EXPECT_EQ(a.blocks[l].weights, b.blocks[l].weights) << what << " layer " << l;
+  }
+}
+
+void check_scheme(SamplerOptions o, const std::string& what) {
+  World& w = world();
+  SamplerOptions ro = o;
+  ro.mode = SampleMode::kCsp;
+  CollectiveSampler ref(w.ref_part, *w.self, ro);
+  for (SampleMode mode : {SampleMode::kCsp, SampleMode::kPull}) {
+    o.mode = mode;
+    CollectiveSampler s(w.part, *g_comm, o);
+    for (int64_t batch = 0; batch < 3; ++batch) {
+      // rank 1 samples nothing in batch 1: collectives still line up
+      std::vector<int64_t> seeds =
+          (batch == 1 && g_comm->rank() == 1) ? std::vector<int64_t>{} : my_seeds(batch, 60);
+      SampledBatch got = s.sample(seeds, 4, batch);
+      SampledBatch want = ref.sample(seeds, 4, batch);
+      expect_same(got, want, what + (mode == SampleMode::kPull ? " pull" : " csp"));
+    }
+    if (g_comm->size() > 1 && mode == SampleMode::kCsp) {
+      EXPECT_GT(s.stats().tasks_remote, 0) << what;
+    }
+  }
+}
+
+TEST(PInvariance, UniformWithout) { check_scheme(SamplerOptions{{7, 5, 3}}, "uniform"); }
+
+TEST(PInvariance, UniformWith) {
+  SamplerOptions o{{6, 4}};
+  o.replace = true;
+  o.seed = 3;
+  check_scheme(o, "uniform+replace");
+}
+
+TEST(PInvariance, WeightedWithout) {
+  SamplerOptions o{{5, 4}};
+  o.biased = true;
+  check_scheme(o, "weighted");
+}
+
+TEST(PInvariance, WeightedWith) {
+  SamplerOptions o{{5, 4}};
+  o.biased = true;
+  o.replace = true;
+  check_scheme(o, "weighted+replace");
+}
+
+TEST(PInvariance, LayerWise) {
+  for (bool biased : {false, true}) {
+    SamplerOptions o{{40, 80}};
+    o.scheme = SampleScheme::kLayerWise;
+    o.biased = biased;
+    o.replace = true;
+    check_scheme(o, biased ? "layerwise biased" : "layerwise");
+  }
+}
+
+TEST(PInvariance, RandomWalkAndPinSage) {
+  World& w = world();
+  SamplerOptions o{{1}};
+  o.seed = 12;
+  CollectiveSampler s(w.part, *g_comm, o);
+  CollectiveSampler ref(w.ref_part, *w.self, o);
+  std::vector<int64_t> starts = my_seeds(0, 40);
+  if (!starts.empty()) starts.push_back(starts[0]);  // a repeated start: its own draws
+  WalkResult a = s.random_walks(starts, 6, 0.2, 1, 2);
+  WalkResult b = ref.random_walks(starts, 6, 0.2, 1, 2);
+  EXPECT_EQ(a.paths, b.paths);
+  PinSageResult pa = s.pinsage_neighbors(my_seeds(1, 20), 8, 4, 0.3, 5);
+  PinSageResult pb = ref.pinsage_neighbors(my_seeds(1, 20), 8, 4, 0.3, 5);
+  EXPECT_EQ(pa.indptr, pb.indptr);
+  EXPECT_EQ(pa.ids, pb.ids);
+  EXPECT_EQ(pa.counts, pb.counts);
+}
+
+TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
+  World& w = world();
+  CollectiveSampler s(w.part, *g_comm, SamplerOptions{{3}});
+  if (g_comm->size() == 1) {
+    EXPECT_THROW(s.sample({w.part.meta.num_nodes}, 0, 0), InvalidArgument);
+    return;
+  }
+  // only rank 0 passes a bad seed (one rank 1 owns); every rank must throw, none may hang
+  std::vector<int64_t> seeds = my_seeds(0, 5);
+  if (g_comm->rank() == 0) seeds.push_back(w.part.meta.offsets[1]);
+  EXPECT_THROW(s.sample(seeds, 0, 0), InvalidArgument);
+  // and the sampler is still usable afterwards
+  SampledBatch ok = s.sample(my_seeds(0, 5), 0, 0);
+  EXPECT_EQ(ok.blocks.size(), 1u);
+}
+
+}  // namespace
+}  // namespace dsp
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  dsp::CommOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  auto comm = dsp::make_communicator("mpi", opts);
+  dsp::g_comm = comm.get();
+  if (comm->rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int rc = RUN_ALL_TESTS();
+  int64_t failed = rc != 0 ? 1 : 0;
+  comm->all_reduce(&failed, 1, dsp::DType::kInt64, dsp::ReduceOp::kSum);
+  if (failed && comm->rank() == 0) std::printf("%lld rank(s) failed\n", (long long)failed);
+  if (comm->rank() == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(dsp::world().dir, ec);
+  }
+  dsp::g_comm = nullptr;
+  comm.reset();
+  return failed ? 1 : 0;
+}

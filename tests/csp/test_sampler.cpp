@@ -1,0 +1,482 @@
+// Single-process sampler tests (self communicator, one-part partition): statistics of every scheme
+// with fixed seeds and chi-square bounds, block invariants, shared per-node logic, presample,
+// bad input.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "ccc/communicator.hpp"
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "csp/presample.hpp"
+#include "csp/sample_kernels.hpp"
+#include "csp/sampler.hpp"
+#include "graph/generate.hpp"
+
+namespace dsp {
+namespace {
+
+// Chi-square statistic of observed counts against expected counts.
+double chi2(const std::vector<double>& obs, const std::vector<double>& exp) {
+  double c = 0;
+  for (size_t i = 0; i < obs.size(); ++i) c += (obs[i] - exp[i]) * (obs[i] - exp[i]) / exp[i];
+  return c;
+}
+// A generous upper bound of the chi-square quantile at p = 1e-4 (Wilson-Hilferty), so fixed-seed
+// tests are far from flaky while real bias (which grows with the sample size) fails them.
+double chi2_bound(int dof) {
+  double z = 3.72;
+  double a = 2.0 / (9.0 * dof);
+  return dof * std::pow(1 - a + z * std::sqrt(a), 3);
+}
+
+// Graph builder: in-neighbour lists per node (row v lists u for edges u -> v).
+Csr make_graph(const std::vector<std::vector<int64_t>>& rows,
+               const std::vector<std::vector<float>>* weights = nullptr) {
+  std::vector<int64_t> src, dst;
+  std::vector<float> w;
+  for (size_t v = 0; v < rows.size(); ++v) {
+    for (size_t j = 0; j < rows[v].size(); ++j) {
+      src.push_back(rows[v][j]);
+      dst.push_back(static_cast<int64_t>(v));
+      if (weights) w.push_back((*weights)[v][j]);
+    }
+  }
+  CsrBuildOptions o;
+  o.force_int64 = false;
+  return build_in_csr<int64_t>(static_cast<int64_t>(rows.size()), src.data(), dst.data(),
+                               static_cast<int64_t>(src.size()), weights ? w.data() : nullptr, o);
+}
+
+std::vector<int64_t> row_of(const Csr& g, int64_t v) {
+  std::vector<int64_t> r;
+  for (int64_t e = g.rowptr()[v]; e < g.rowptr()[v + 1]; ++e) r.push_back(g.indices.int_at(e));
+  return r;
+}
+
+struct Rig {
+  PartitionData part;
+  std::unique_ptr<Communicator> comm = make_communicator("self");
+  std::unique_ptr<CollectiveSampler> s;
+  Rig(const Csr& g, SamplerOptions o) : part(single_part(g)) {
+    s = std::make_unique<CollectiveSampler>(part, *comm, o);
+  }
+};
+
+// Star graph: node 0 has in-neighbours 1..deg, nodes 1.. have no in-neighbours.
+Csr star(int deg, bool weighted) {
+  std::vector<std::vector<int64_t>> rows(deg + 1);
+  std::vector<std::vector<float>> w(deg + 1);
+  for (int i = 1; i <= deg; ++i) {
+    rows[0].push_back(i);
+    w[0].push_back(static_cast<float>(i));  // weight of neighbour i is i
+  }
+  return make_graph(rows, weighted ? &w : nullptr);
+}
+
+TEST(Uniform, WithoutReplacementChiSquareNoRepeats) {
+  const int deg = 20, k = 5, T = 4000;
+  Rig st(star(deg, false), SamplerOptions{{k}});
+  std::vector<double> obs(deg, 0);
+  for (int t = 0; t < T; ++t) {
+    SampledBatch b = st.s->sample({0}, t, 0);
+    const Block& bl = b.blocks[0];
+    ASSERT_EQ(bl.num_edges(), k);
+    std::set<int64_t> seen;
+    for (int64_t e = 0; e < bl.num_edges(); ++e) {
+      int64_t u = bl.src_ids[bl.indices[e]];
+      ASSERT_TRUE(seen.insert(u).second) << "repeated neighbour " << u;
+      obs[u - 1] += 1;
+    }
+  }
+  std::vector<double> exp(deg, double(T) * k / deg);
+  EXPECT_LT(chi2(obs, exp), chi2_bound(deg - 1));
+}
+
+TEST(Uniform, WithReplacementChiSquare) {
+  const int deg = 12, k = 7, T = 3000;
+  SamplerOptions o{{k}};
+  o.replace = true;
+  Rig st(star(deg, false), o);
+  std::vector<double> obs(deg, 0);
+  for (int t = 0; t < T; ++t) {
+    SampledBatch sb = st.s->sample({0}, 0, t);
+    const Block& bl = sb.blocks[0];
+    ASSERT_EQ(bl.num_edges(), k);
+    for (int64_t e = 0; e < bl.num_edges(); ++e) obs[bl.src_ids[bl.indices[e]] - 1] += 1;
+  }
+  std::vector<double> exp(deg, double(T) * k / deg);
+  EXPECT_LT(chi2(obs, exp), chi2_bound(deg - 1));
+}
+
+TEST(Uniform, SmallDegreeTakesAllAndZeroDegreeEmpty) {
+  // node 0: 3 in-neighbours; node 4: none
+  Csr g = make_graph({{1, 2, 3}, {}, {}, {}, {}});
+  for (bool replace : {false, true}) {
+    SamplerOptions o{{5}};
+    o.replace = replace;
+    Rig st(g, o);
+    SampledBatch b = st.s->sample({0, 4}, 1, 2);
+    const Block& bl = b.blocks[0];
+    ASSERT_EQ(bl.num_dst, 2);
+    EXPECT_EQ(bl.indptr[2] - bl.indptr[1], 0);  // zero-degree: empty row
+    if (!replace) {
+      std::vector<int64_t> got;
+      for (int64_t e = bl.indptr[0]; e < bl.indptr[1]; ++e)
+        got.push_back(bl.src_ids[bl.indices[e]]);
+      EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 3}));
+    } else {
+      EXPECT_EQ(bl.indptr[1], 5);
+    }
+  }
+}
+
+TEST(Weighted, WithReplacementMatchesWeights) {
+  const int deg = 10, k = 6, T = 3000;
+  SamplerOptions o{{k}};
+  o.biased = true;
+  o.replace = true;
+  Rig st(star(deg, true), o);
+  std::vector<double> obs(deg, 0);
+  for (int t = 0; t < T; ++t) {
+    SampledBatch sb = st.s->sample({0}, t, 3);
+    const Block& bl = sb.blocks[0];
+    ASSERT_EQ(bl.num_edges(), k);
+    ASSERT_EQ(bl.weights.size(), size_t(k));
+    for (int64_t e = 0; e < bl.num_edges(); ++e) {
+      int64_t u = bl.src_ids[bl.indices[e]];
+      EXPECT_EQ(bl.weights[e], float(u));
+      obs[u - 1] += 1;
+    }
+  }
+  std::vector<double> exp(deg);
+  for (int i = 0; i < deg; ++i) exp[i] = double(T) * k * (i + 1) / (deg * (deg + 1) / 2.0);
+  EXPECT_LT(chi2(obs, exp), chi2_bound(deg - 1));
+}
+
+TEST(Weighted, WithoutReplacementFirstPickMatchesAndNoRepeats) {
+  // fanout 1: a successive-sampling pick is exactly w / sum(w)
+  const int deg = 8, T = 6000;
+  SamplerOptions o{{1}};
+  o.biased = true;
+  Rig st(star(deg, true), o);
+  std::vector<double> obs(deg, 0);
+  for (int t = 0; t < T; ++t) {
+    SampledBatch sb = st.s->sample({0}, t, 0);
+    const Block& bl = sb.blocks[0];
+    obs[bl.src_ids[bl.indices[0]] - 1] += 1;
+  }
+  std::vector<double> exp(deg);
+  for (int i = 0; i < deg; ++i) exp[i] = double(T) * (i + 1) / (deg * (deg + 1) / 2.0);
+  EXPECT_LT(chi2(obs, exp), chi2_bound(deg - 1));
+
+  // fanout 5 of 8: never repeats; inclusion probability is higher for heavier neighbours
+  SamplerOptions o5{{5}};
+  o5.biased = true;
+  Rig st5(star(deg, true), o5);
+  std::vector<double> inc(deg, 0);
+  for (int t = 0; t < 2000; ++t) {
+    SampledBatch sb = st5.s->sample({0}, t, 0);
+    const Block& bl = sb.blocks[0];
+    ASSERT_EQ(bl.num_edges(), 5);
+    std::set<int64_t> seen;
+    for (int64_t e = 0; e < 5; ++e) {
+      ASSERT_TRUE(seen.insert(bl.src_ids[bl.indices[e]]).second);
+      inc[bl.src_ids[bl.indices[e]] - 1] += 1;
+    }
+  }
+  EXPECT_LT(inc[0], inc[deg - 1]);
+}
+
+TEST(Weighted, ZeroWeightsNeverPickedAndHeavyWeightTerminates) {
+  // weights 0, 0, 1e9, 1, 0: only two positive entries, fanout 3 without replacement takes both
+  std::vector<std::vector<float>> w = {{0.f, 0.f, 1e9f, 1.f, 0.f}, {}, {}, {}, {}, {}};
+  Csr g = make_graph({{1, 2, 3, 4, 5}, {}, {}, {}, {}, {}}, &w);
+  SamplerOptions o{{3}};
+  o.biased = true;
+  Rig st(g, o);
+  for (int t = 0; t < 50; ++t) {
+    SampledBatch sb = st.s->sample({0}, t, 0);
+    const Block& bl = sb.blocks[0];
+    std::vector<int64_t> got;
+    for (int64_t e = 0; e < bl.num_edges(); ++e) got.push_back(bl.src_ids[bl.indices[e]]);
+    EXPECT_EQ(got, (std::vector<int64_t>{3, 4}));
+  }
+  o.replace = true;
+  Rig sr(g, o);
+  for (int t = 0; t < 50; ++t) {
+    SampledBatch sb = sr.s->sample({0}, t, 0);
+    const Block& bl = sb.blocks[0];
+    for (int64_t e = 0; e < bl.num_edges(); ++e) {
+      int64_t u = bl.src_ids[bl.indices[e]];
+      EXPECT_TRUE(u == 3 || u == 4);
+    }
+  }
+}
+
+TEST(LayerWise, CountsFollowMultinomial) {
+  // Frontier: seeds 0..3 with in-degrees 1, 2, 3, 4 (neighbours among 4..13); n = 10 draws.
+  std::vector<std::vector<int64_t>> rows(14);
+  int64_t next = 4;
+  for (int v = 0; v < 4; ++v) {
+    for (int j = 0; j <= v; ++j) rows[v].push_back(next++);
+  }
+  SamplerOptions o{{10}};
+  o.scheme = SampleScheme::kLayerWise;
+  o.replace = true;
+  Rig st(make_graph(rows), o);
+  const int T = 3000;
+  std::vector<double> obs(4, 0);
+  for (int t = 0; t < T; ++t) {
+    SampledBatch sb = st.s->sample({0, 1, 2, 3}, t, 0);
+    const Block& bl = sb.blocks[0];
+    int64_t total = 0;
+    for (int v = 0; v < 4; ++v) {
+      obs[v] += bl.indptr[v + 1] - bl.indptr[v];
+      total += bl.indptr[v + 1] - bl.indptr[v];
+    }
+    ASSERT_EQ(total, 10);
+  }
+  std::vector<double> exp(4);
+  for (int v = 0; v < 4; ++v) exp[v] = T * 10.0 * (v + 1) / 10.0;
+  // Counts of a multinomial are negatively correlated, which only lowers this statistic.
+  EXPECT_LT(chi2(obs, exp), chi2_bound(3));
+}
+
+TEST(RandomWalk, FollowsEdgesAndRestartsAtRate) {
+  // Ring: the only in-neighbour of v is v + 1, so a walk returns to its start only by restart.
+  const int n = 500;
+  std::vector<std::vector<int64_t>> rows(n);
+  for (int v = 0; v < n; ++v) rows[v] = {(v + 1) % n};
+  rows[250] = {};  // a dead end stops walks
+  Csr g = make_graph(rows);
+  Rig st(g, SamplerOptions{{1}});
+  std::vector<int64_t> starts;
+  for (int i = 0; i < 200; ++i) starts.push_back((i * 7) % n);
+  const int L = 20;
+  const double p = 0.3;
+  WalkResult w = st.s->random_walks(starts, L, p, 0, 0);
+  int64_t steps = 0, restarts = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t* path = w.paths.data() + i * (L + 1);
+    EXPECT_EQ(path[0], starts[i]);
+    for (int t = 0; t < L; ++t) {
+      if (path[t] < 0) {
+        EXPECT_EQ(path[t + 1], -1);
+        continue;
+      }
+      ++steps;
+      if (path[t + 1] == starts[i]) {
+        ++restarts;
+      } else if (path[t + 1] == -1) {
+        EXPECT_EQ(path[t], 250);
+      } else {
+        EXPECT_EQ(path[t + 1], (path[t] + 1) % n) << "not an edge";
+      }
+    }
+  }
+  double rate = double(restarts) / steps;
+  double sd = std::sqrt(p * (1 - p) / steps);
+  EXPECT_NEAR(rate, p, 4 * sd);
+}
+
+TEST(PinSage, TopKByVisitsTiesToLowerId) {
+  // node 0's in-neighbours 1, 2; 1 <- 3; 2 <- 3; 3 <- 0
+  Csr g = make_graph({{1, 2}, {3}, {3}, {0}});
+  Rig st(g, SamplerOptions{{1}});
+  PinSageResult r = st.s->pinsage_neighbors({0}, 50, 3, 0.0, 2);
+  ASSERT_EQ(r.indptr, (std::vector<int64_t>{0, 2}));
+  // without restarts every walk visits 3 once (step 2) and 1 or 2 once (step 1)
+  EXPECT_EQ(r.ids[0], 3);
+  EXPECT_EQ(r.counts[0], 50.f);
+  // brute-force recount from the walks themselves
+  std::vector<int64_t> starts(50, 0);
+  WalkResult w = st.s->random_walks(starts, 3, 0.0, 0, 0);
+  std::map<int64_t, int> c;
+  for (int64_t i = 0; i < 50; ++i) {
+    for (int t = 1; t <= 3; ++t) {
+      int64_t v = w.paths[i * 4 + t];
+      if (v > 0) ++c[v];
+    }
+  }
+  int64_t second = c[1] >= c[2] ? 1 : 2;
+  EXPECT_EQ(r.ids[1], second);
+  EXPECT_EQ(r.counts[1], float(c[second]));
+}
+
+const Dataset& community() {
+  static Dataset ds = [] {
+    CommunityOptions co;
+    co.num_nodes = 3000;
+    co.num_edges = 20000;
+    co.num_communities = 8;
+    co.feature_dim = 0;
+    co.seed = 5;
+    return generate_community(co);
+  }();
+  return ds;
+}
+
+TEST(Blocks, Invariants) {
+  const Csr& g = community().graph;
+  for (bool replace : {false, true}) {
+    SamplerOptions o{{6, 4, 3}};
+    o.replace = replace;
+    Rig st(g, o);
+    std::vector<int64_t> seeds;
+    for (int64_t v = 0; v < 200; ++v) seeds.push_back(v * 13 % g.num_nodes);
+    SampledBatch b = st.s->sample(seeds, 2, 7);
+    ASSERT_EQ(b.blocks.size(), 3u);
+    EXPECT_EQ(std::vector<int64_t>(b.blocks.back().src_ids.begin(),
+                                   b.blocks.back().src_ids.begin() + b.blocks.back().num_dst),
+              seeds);
+    for (size_t l = 0; l < b.blocks.size(); ++l) {
+      const Block& bl = b.blocks[l];
+      ASSERT_EQ(bl.indptr.size(), size_t(bl.num_dst + 1));
+      ASSERT_EQ(bl.num_src, int64_t(bl.src_ids.size()));
+      EXPECT_LE(bl.num_dst, bl.num_src);
+      std::set<int64_t> distinct(bl.src_ids.begin(), bl.src_ids.end());
+      EXPECT_EQ(distinct.size(), bl.src_ids.size());
+      // consistent across layers: this block's destinations are the outer block's sources
+      if (l + 1 < b.blocks.size()) {
+        const Block& outer = b.blocks[l + 1];
+        EXPECT_EQ(std::vector<int64_t>(bl.src_ids.begin(), bl.src_ids.begin() + bl.num_dst),
+                  outer.src_ids);
+      }
+      for (int64_t d = 0; d < bl.num_dst; ++d) {
+        std::vector<int64_t> row = row_of(g, bl.src_ids[d]);
+        for (int64_t e = bl.indptr[d]; e < bl.indptr[d + 1]; ++e) {
+          ASSERT_GE(bl.indices[e], 0);
+          ASSERT_LT(bl.indices[e], bl.num_src);
+          EXPECT_TRUE(std::binary_search(row.begin(), row.end(), bl.src_ids[bl.indices[e]]))
+              << "edge not in graph";
+        }
+        int64_t fan = b.blocks.size() - 1 - l == 0 ? 6 : (b.blocks.size() - 1 - l == 1 ? 4 : 3);
+        EXPECT_EQ(bl.indptr[d + 1] - bl.indptr[d],
+                  replace ? (row.empty() ? 0 : fan) : std::min<int64_t>(fan, row.size()));
+      }
+      // first-seen order: every new source appears first at an edge after all earlier ones
+      int64_t expect_next = bl.num_dst;
+      for (int64_t e = 0; e < bl.num_edges(); ++e) {
+        if (bl.indices[e] >= bl.num_dst) {
+          EXPECT_LE(bl.indices[e], expect_next);
+          if (bl.indices[e] == expect_next) ++expect_next;
+        }
+      }
+      EXPECT_EQ(expect_next, bl.num_src);
+    }
+  }
+}
+
+TEST(Blocks, DeterministicAndThreadInvariant) {
+  const Csr& g = community().graph;
+  SamplerOptions o{{5, 5}};
+  Rig a(g, o), b(g, o);
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < 1500; ++v) seeds.push_back(v * 2);
+  SampledBatch x = a.s->sample(seeds, 0, 1);
+  int old = omp_get_max_threads();
+  omp_set_num_threads(old == 1 ? 2 : 1);
+  SampledBatch y = b.s->sample(seeds, 0, 1);
+  omp_set_num_threads(old);
+  for (size_t l = 0; l < 2; ++l) {
+    EXPECT_EQ(x.blocks[l].src_ids, y.blocks[l].src_ids);
+    EXPECT_EQ(x.blocks[l].indices, y.blocks[l].indices);
+  }
+  SampledBatch z = a.s->sample(seeds, 0, 2);  // another batch: other draws
+  EXPECT_NE(x.blocks[1].indices, z.blocks[1].indices);
+}
+
+// The CUDA kernels run sample_positions / relabel_insert from sample_kernels.hpp: recompute every
+// row of a CPU-sampled block with them directly.
+TEST(SharedKernels, PerNodeFunctionsReproduceTheSampler) {
+  const Csr& g = community().graph;
+  for (bool replace : {false, true}) {
+    SamplerOptions o{{7}};
+    o.replace = replace;
+    o.seed = 99;
+    Rig st(g, o);
+    std::vector<int64_t> seeds;
+    for (int64_t v = 0; v < 300; ++v) seeds.push_back(v * 5);
+    SampledBatch sb = st.s->sample(seeds, 3, 4);
+    const Block& bl = sb.blocks[0];
+    uint64_t key = rng_key(99, 3, 4, 0);
+    for (int64_t d = 0; d < bl.num_dst; ++d) {
+      int64_t v = bl.src_ids[d];
+      RngStream s(key, v, csp::kPurposeNodeWise);
+      int64_t pos[7];
+      int c = csp::sample_positions(g.degree(v), 7, false, replace, nullptr, s, pos);
+      ASSERT_EQ(c, bl.indptr[d + 1] - bl.indptr[d]);
+      for (int j = 0; j < c; ++j) {
+        EXPECT_EQ(g.indices.int_at(g.rowptr()[v] + pos[j]),
+                  bl.src_ids[bl.indices[bl.indptr[d] + j]]);
+      }
+    }
+  }
+}
+
+TEST(Presample, CountsMatchBruteForce) {
+  const Dataset& ds = community();
+  std::vector<int64_t> train;
+  for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) train.push_back(ds.train_idx.int_at(i));
+  PresampleOptions po;
+  po.epochs = 2;
+  po.batch_size = 64;
+  po.sampler.fanouts = {4, 3};
+  po.sampler.seed = 8;
+  std::vector<int64_t> counts = make_presample_fn(po)(ds.graph, train);
+  // recount: the same batches sampled by hand
+  PartitionData part = single_part(ds.graph);
+  auto comm = make_communicator("self");
+  CollectiveSampler s(part, *comm, po.sampler);
+  std::vector<int64_t> ref(ds.graph.num_nodes, 0);
+  for (int e = 0; e < 2; ++e) {
+    std::vector<int64_t> order = shuffle_ids(train, 8, e);
+    std::set<int64_t> all(order.begin(), order.end());
+    EXPECT_EQ(all.size(), train.size());
+    for (int64_t b = 0; b * 64 < int64_t(order.size()); ++b) {
+      std::vector<int64_t> seeds = presample_batch(order, 64, b);
+      SampledBatch sb = s.sample(seeds, e, b);
+      for (int64_t v : sb.blocks[0].src_ids) ++ref[v];
+    }
+  }
+  EXPECT_EQ(counts, ref);
+  EXPECT_GT(std::accumulate(counts.begin(), counts.end(), int64_t{0}), 0);
+  // wired into hotness_scores
+  std::vector<int64_t> h =
+      hotness_scores(CachePolicy::kPresample, ds.graph, train, 0, make_presample_fn(po));
+  EXPECT_EQ(h, ref);
+}
+
+TEST(BadInput, Rejected) {
+  const Csr& g = community().graph;
+  PartitionData part = single_part(g);
+  auto comm = make_communicator("self");
+  EXPECT_THROW(CollectiveSampler(part, *comm, SamplerOptions{{5, 0}}), InvalidArgument);
+  EXPECT_THROW(CollectiveSampler(part, *comm, SamplerOptions{{-3}}), InvalidArgument);
+  EXPECT_THROW(CollectiveSampler(part, *comm, SamplerOptions{std::vector<int>{}}), InvalidArgument);
+  SamplerOptions w{{5}};
+  w.biased = true;
+  EXPECT_THROW(CollectiveSampler(part, *comm, w), InvalidArgument);  // no edge weights
+  w.scheme = SampleScheme::kLayerWise;
+  EXPECT_THROW(CollectiveSampler(part, *comm, w), InvalidArgument);
+  CollectiveSampler s(part, *comm, SamplerOptions{{5}});
+  EXPECT_THROW(s.sample({1, 2, 1}, 0, 0), InvalidArgument);      // duplicate seed
+  EXPECT_THROW(s.sample({g.num_nodes}, 0, 0), InvalidArgument);  // not a node
+  EXPECT_THROW(s.sample({-1}, 0, 0), InvalidArgument);
+  EXPECT_THROW(s.random_walks({0}, 3, 1.5, 0, 0), InvalidArgument);
+  EXPECT_THROW(s.pinsage_neighbors({0}, 0, 3, 0.1, 5), InvalidArgument);
+  EXPECT_THROW(parse_sample_scheme("edge"), InvalidArgument);
+  // an empty batch is fine: empty blocks
+  SampledBatch b = s.sample({}, 0, 0);
+  ASSERT_EQ(b.blocks.size(), 1u);
+  EXPECT_EQ(b.blocks[0].num_src, 0);
+}
+
+}  // namespace
+}  // namespace dsp
