@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -84,6 +85,15 @@ void copy_str(char* dst, size_t cap, const std::string& s) {
   size_t n = std::min(cap - 1, s.size());
   std::memcpy(dst, s.data(), n);
   dst[n] = '\0';
+}
+
+// Set by MpiCommunicator::abort_job; the executor honours it while it waits and while idle, so
+// that MPI_Abort is made by the thread that makes every other MPI call.
+std::atomic<bool> g_abort_requested{false};
+
+[[noreturn]] void abort_now() {
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
 }
 
 }  // namespace
@@ -221,6 +231,7 @@ void MpiRuntime::finalize_mpi() {
 
 void MpiRuntime::service_all() {
   if (finalized_) return;
+  if (g_abort_requested.load()) abort_now();
   for (auto* s : live_) s->service_queries();
 }
 
@@ -262,6 +273,7 @@ void MpiCommunicator::State::wait(MPI_Request* reqs, int n) {
       last_service = now;
     }
     if (has_deadline && now > deadline) timed_out();
+    if (g_abort_requested.load()) abort_now();
     if (now - op_start < std::chrono::milliseconds(5)) {
       std::this_thread::yield();
     } else {
@@ -396,6 +408,25 @@ std::chrono::milliseconds MpiCommunicator::timeout() const { return st_->timeout
 CommExecutor& MpiCommunicator::executor() { return MpiRuntime::get().exec(); }
 CommCounters MpiCommunicator::counters() const { return st_->book.get(); }
 void MpiCommunicator::reset_counters() { st_->book.reset(); }
+
+void MpiCommunicator::abort_job(const std::string& message) {
+  static std::atomic<bool> printed{false};
+  if (!printed.exchange(true)) {
+    std::string line = fmt::format("dsp: {}\n", message);
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  }
+  int inited = 0, fin = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&fin);
+  if (!inited || fin) std::_Exit(1);
+  MpiRuntime& rt = MpiRuntime::get();
+  if (rt.exec().on_executor_thread()) abort_now();
+  g_abort_requested = true;
+  auto until = Clock::now() + std::chrono::seconds(2);
+  while (Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  abort_now();  // the executor is stuck outside MPI; MPI_Abort from here is the last resort
+}
 
 void MpiCommunicator::set_max_count_for_testing(int64_t n) {
   DSP_CHECK_ARG(n >= 1 && n <= INT_MAX, "max count {} not in [1, INT_MAX]", n);

@@ -1,0 +1,81 @@
+#include "pipeline/scheduler.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace dsp {
+
+namespace {
+constexpr uint32_t kPurposeShuffle = 0x5eed5u;
+}
+
+EpochScheduler::EpochScheduler(std::vector<int64_t> local_seeds, int64_t batch_size, uint64_t seed)
+    : seeds_(std::move(local_seeds)), batch_size_(batch_size), seed_(seed) {
+  DSP_CHECK_ARG(batch_size >= 1, "batch size must be >= 1, got {}", batch_size);
+  std::sort(seeds_.begin(), seeds_.end());
+}
+
+int64_t EpochScheduler::local_steps() const {
+  return (num_local_seeds() + batch_size_ - 1) / batch_size_;
+}
+
+int64_t EpochScheduler::agree_steps(Communicator& comm) {
+  int64_t s = local_steps();
+  OpOptions o;
+  o.label = "epoch steps";
+  comm.all_reduce(&s, 1, DType::kInt64, ReduceOp::kMax, o);
+  set_steps(s);
+  return s;
+}
+
+void EpochScheduler::set_steps(int64_t steps) {
+  DSP_CHECK_ARG(steps >= local_steps(), "{} steps per epoch cannot cover {} seeds in batches of {}",
+                steps, num_local_seeds(), batch_size_);
+  steps_ = steps;
+}
+
+int64_t EpochScheduler::steps() const {
+  DSP_CHECK(steps_ >= 0, "epoch scheduler: steps not agreed yet (call agree_steps)");
+  return steps_;
+}
+
+std::vector<int64_t> EpochScheduler::shuffled(const std::vector<int64_t>& sorted, uint64_t seed,
+                                              int64_t epoch, int64_t pass) {
+  std::vector<int64_t> v = sorted;
+  const uint64_t key = rng_key(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(pass));
+  // One stream per position (subject = i): no 2^32-draw limit, and any swap is computable alone.
+  for (size_t i = v.size(); i > 1; --i) {
+    RngStream rng(key, i - 1, kPurposeShuffle);
+    size_t j = static_cast<size_t>(rng.uniform_int(i));
+    std::swap(v[i - 1], v[j]);
+  }
+  return v;
+}
+
+std::vector<int64_t> EpochScheduler::epoch_order(int64_t epoch) const {
+  const int64_t steps = this->steps();
+  const int64_t n = num_local_seeds();
+  if (n == 0) return {};
+  const int64_t len = local_steps() == steps ? n : steps * batch_size_;
+  std::vector<int64_t> order;
+  order.reserve(static_cast<size_t>(len));
+  for (int64_t pass = 0; static_cast<int64_t>(order.size()) < len; ++pass) {
+    std::vector<int64_t> p = shuffled(seeds_, seed_, epoch, pass);
+    const int64_t take = std::min<int64_t>(n, len - static_cast<int64_t>(order.size()));
+    order.insert(order.end(), p.begin(), p.begin() + take);
+  }
+  return order;
+}
+
+std::vector<int64_t> EpochScheduler::batch_seeds(const std::vector<int64_t>& order,
+                                                 int64_t step) const {
+  DSP_CHECK_ARG(step >= 0 && step < steps(), "step {} not in [0, {})", step, steps());
+  const int64_t size = static_cast<int64_t>(order.size());
+  const int64_t b = std::min(size, step * batch_size_);
+  const int64_t e = std::min(size, b + batch_size_);
+  return std::vector<int64_t>(order.begin() + b, order.begin() + e);
+}
+
+}  // namespace dsp

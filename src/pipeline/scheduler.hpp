@@ -1,0 +1,56 @@
+#pragma once
+// Which seeds each step of an epoch trains on, on this rank.
+//
+// Ranks own different numbers of training seeds (METIS balances them only roughly, and a user may
+// partition as they like), but every step is a set of collectives all ranks must join. So the
+// number of steps per epoch is agreed collectively: the largest ceil(local seeds / batch size) of
+// any rank. A rank with fewer seeds keeps going past the end of its shuffled seeds into a freshly
+// shuffled second pass (and a third, ...), so it runs the same steps with full batches and every
+// seed is still used at least once per epoch. A rank with no seeds runs the steps with empty
+// batches (it still serves its peers' sampling and feature requests).
+//
+// The order is a pure function of (seed, epoch, the set of seed ids): seeds are sorted first and
+// each pass is a Fisher-Yates shuffle drawn from a counter-based stream keyed by (seed, epoch,
+// pass), so it is the same whatever order the ids came in, on whatever rank or thread computes it.
+#include <cstdint>
+#include <vector>
+
+#include "ccc/communicator.hpp"
+
+namespace dsp {
+
+class EpochScheduler {
+ public:
+  // batch_size >= 1; local_seeds may be empty and may come in any order (duplicates are kept).
+  EpochScheduler(std::vector<int64_t> local_seeds, int64_t batch_size, uint64_t seed);
+
+  int64_t num_local_seeds() const { return static_cast<int64_t>(seeds_.size()); }
+  int64_t batch_size() const { return batch_size_; }
+  uint64_t seed() const { return seed_; }
+  // ceil(local seeds / batch size): the steps this rank alone would need.
+  int64_t local_steps() const;
+  // The steps of every epoch: max of local_steps() over the ranks of comm (an all_reduce, so
+  // every rank must call it at the same point). Remembered for steps().
+  int64_t agree_steps(Communicator& comm);
+  // Sets the steps without communicating (single rank, tests); must be >= local_steps().
+  void set_steps(int64_t steps);
+  int64_t steps() const;  // after agree_steps or set_steps
+
+  // The seeds of every step of `epoch`, concatenated; step t is [t*B, min((t+1)*B, size())).
+  // A rank whose local_steps() equals steps() has a partial last batch; the others wrap around.
+  std::vector<int64_t> epoch_order(int64_t epoch) const;
+  // Step t's slice of an epoch_order() result.
+  std::vector<int64_t> batch_seeds(const std::vector<int64_t>& order, int64_t step) const;
+
+  // Pass `pass` of `epoch`: a permutation of `sorted` (pure function of its arguments).
+  static std::vector<int64_t> shuffled(const std::vector<int64_t>& sorted, uint64_t seed,
+                                       int64_t epoch, int64_t pass);
+
+ private:
+  std::vector<int64_t> seeds_;  // sorted
+  int64_t batch_size_;
+  uint64_t seed_;
+  int64_t steps_ = -1;
+};
+
+}  // namespace dsp

@@ -1,0 +1,191 @@
+// The pipeline under mpiexec -n 1..4 with the stand-in stages (tests/pipeline/standin.hpp), which
+// do real collectives in every worker and check every value the trainer receives:
+//  * thousands of batches with random delays in every worker, and the coordinator's launch
+//    sequence identical on all ranks;
+//  * the pipelined run delivers exactly the sequential run's batches (same blocks, features,
+//  order);
+//  * uneven partitions (3x the seeds of another rank, a rank with none) finish every epoch;
+//  * the cost of coordination, printed.
+// Output comes from rank 0 only; a failure on any rank fails the process.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "ccc/coordinator.hpp"
+#include "ccc/mpi/mpi_communicator.hpp"
+#include "core/error.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/scheduler.hpp"
+#include "pipeline/standin.hpp"
+
+namespace dsp {
+namespace {
+
+MpiCommunicator* g_world = nullptr;
+
+// Seeds owned by `rank` in a world of P: ids with id % P == rank, `n` of them.
+std::vector<int64_t> owned_seeds(int rank, int P, int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back((i * 7919) % 50000 * P + rank);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::unique_ptr<Coordinator> coordinator(bool ccc = true) {
+  CoordinatorOptions o;
+  o.ccc = ccc;
+  o.record_launches = true;
+  o.comm.timeout = std::chrono::seconds(60);
+  return make_coordinator("mpi", o);
+}
+
+// Every rank's launch sequence, compared element by element with rank 0's.
+void expect_same_launch_order_everywhere(const Coordinator& c) {
+  const int P = g_world->size();
+  std::vector<OpId> log = c.launch_log();
+  int64_t mine[2] = {static_cast<int64_t>(log.size()), static_cast<int64_t>(c.launch_hash())};
+  std::vector<int64_t> all(2 * P);
+  g_world->all_gather(mine, all.data(), 2, DType::kInt64);
+  for (int p = 0; p < P; ++p) {
+    ASSERT_EQ(all[2 * p], all[0]) << "rank " << p << " launched a different number of ops";
+    EXPECT_EQ(all[2 * p + 1], all[1]) << "rank " << p << " launch hash differs";
+  }
+  std::vector<int64_t> flat;
+  for (const OpId& id : log) {
+    flat.insert(flat.end(), {static_cast<int64_t>(id.worker), id.epoch, id.batch, id.op});
+  }
+  std::vector<int64_t> gathered(flat.size() * P);
+  g_world->all_gather(flat.data(), gathered.data(), static_cast<int64_t>(flat.size()),
+                      DType::kInt64);
+  for (int p = 1; p < P; ++p) {
+    ASSERT_TRUE(std::equal(flat.begin(), flat.end(), gathered.begin() + p * flat.size()))
+        << "rank " << p << " launched in another order";
+  }
+}
+
+TEST(PipelineMpi, ThousandsOfBatchesWithRandomDelaysOneLaunchOrder) {
+  const int P = g_world->size(), r = g_world->rank();
+  auto coord = coordinator();
+  test::StandInConfig cfg;
+  cfg.max_delay_us = 1000;  // two draws per stage call: 0..2 ms per stage and batch
+  test::StandIn si(*coord, cfg);
+  EpochScheduler sched(owned_seeds(r, P, 2400 + 500 * r), 4, 11);
+  Pipeline p(*coord, sched, si.stages());
+  int64_t batches = 0;
+  double wall = 0;
+  for (int e = 0; e < 2; ++e) {
+    EpochMetrics m = p.run_epoch(e);
+    batches += m.steps;
+    wall += m.wall_s;
+    EXPECT_EQ(m.trainer.batches, m.steps);
+  }
+  EXPECT_GE(batches, 1200);
+  EXPECT_EQ(static_cast<int64_t>(si.seen.size()), batches);
+  // 9 collectives per batch (4 sampler, 3 loader, 2 trainer) + 1 step agreement per epoch.
+  EXPECT_EQ(coord->launched(), static_cast<uint64_t>(batches * 9 + 2));
+  expect_same_launch_order_everywhere(*coord);
+  if (r == 0) {
+    std::printf("[ stress   ] P=%d: %lld batches, %llu ops, %.2f s (%.0f batch/s)\n", P,
+                (long long)batches, (unsigned long long)coord->launched(), wall, batches / wall);
+  }
+}
+
+TEST(PipelineMpi, PipelinedDeliversExactlyTheSequentialBatches) {
+  const int P = g_world->size(), r = g_world->rank();
+  std::vector<test::StandIn::Seen> runs[2];
+  for (int pipelined = 0; pipelined < 2; ++pipelined) {
+    auto coord = coordinator();
+    test::StandInConfig cfg;
+    cfg.max_delay_us = pipelined ? 500 : 0;
+    test::StandIn si(*coord, cfg);
+    EpochScheduler sched(owned_seeds(r, P, 600 + 100 * r), 8, 5);
+    PipelineOptions po;
+    po.mode = pipelined ? PipelineMode::kPipelined : PipelineMode::kSequential;
+    Pipeline p(*coord, sched, si.stages(), po);
+    p.run_epoch(3);
+    runs[pipelined] = si.seen;
+    EXPECT_GT(si.checked_rows.load(), 0);
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  ASSERT_GT(runs[0].size(), 50u);
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_EQ(runs[1][i].batch, runs[0][i].batch);
+    EXPECT_EQ(runs[1][i].digest, runs[0][i].digest) << "batch " << i;
+  }
+}
+
+TEST(PipelineMpi, UnevenPartitionsFinishEveryEpoch) {
+  const int P = g_world->size(), r = g_world->rank();
+  const int64_t base = 120;
+  // Rank 0 has 3x the seeds of rank 1; rank 2 has none; rank 3 has 2x.
+  const int64_t mult[4] = {3, 1, 0, 2};
+  auto seeds = owned_seeds(r, P, base * mult[r]);
+  auto coord = coordinator();
+  test::StandInConfig cfg;
+  cfg.max_delay_us = 300;
+  test::StandIn si(*coord, cfg);
+  EpochScheduler sched(seeds, 16, 3);
+  Pipeline p(*coord, sched, si.stages());
+  for (int e = 0; e < 3; ++e) {
+    si.trained_seeds.clear();
+    EpochMetrics m = p.run_epoch(e);
+    EXPECT_EQ(m.steps, (3 * base + 15) / 16);  // the largest rank's step count, everywhere
+    EXPECT_EQ(m.trainer.batches, m.steps);
+    std::set<int64_t> used(si.trained_seeds.begin(), si.trained_seeds.end());
+    EXPECT_EQ(used, std::set<int64_t>(seeds.begin(), seeds.end())) << "epoch " << e;
+  }
+  expect_same_launch_order_everywhere(*coord);
+}
+
+TEST(PipelineMpi, CoordinationOverhead) {
+  // The same stand-in stages without delays, sequential (one thread issues every op, so --ccc off
+  // cannot deadlock and is the baseline), then coordinated sequential and pipelined.
+  const int P = g_world->size(), r = g_world->rank();
+  double t[3];
+  int64_t steps = 0;
+  for (int k = 0; k < 3; ++k) {
+    auto coord = coordinator(k != 0);
+    test::StandIn si(*coord, test::StandInConfig{});
+    EpochScheduler sched(owned_seeds(r, P, 2000), 8, 5);
+    PipelineOptions po;
+    po.mode = k == 2 ? PipelineMode::kPipelined : PipelineMode::kSequential;
+    Pipeline p(*coord, sched, si.stages(), po);
+    EpochMetrics m = p.run_epoch(0);
+    t[k] = m.wall_s;
+    steps = m.steps;
+  }
+  if (r == 0) {
+    std::printf(
+        "[ overhead ] P=%d, %lld batches x 9 ops: sequential ccc off %.1f us/batch, ccc on %.1f "
+        "us/batch (%.1f us/op), pipelined ccc on %.1f us/batch\n",
+        P, (long long)steps, t[0] / steps * 1e6, t[1] / steps * 1e6,
+        (t[1] - t[0]) / steps / 9 * 1e6, t[2] / steps * 1e6);
+  }
+}
+
+}  // namespace
+}  // namespace dsp
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  dsp::CommOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  auto world = std::make_unique<dsp::MpiCommunicator>(opts);
+  dsp::g_world = world.get();
+  if (world->rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int rc = RUN_ALL_TESTS();
+  int64_t failed = rc != 0 ? 1 : 0;
+  world->all_reduce(&failed, 1, dsp::DType::kInt64, dsp::ReduceOp::kSum);
+  if (failed && world->rank() == 0) std::printf("%lld rank(s) failed\n", (long long)failed);
+  dsp::g_world = nullptr;
+  world.reset();
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,243 @@
+// Pipeline pieces in one process (a world of one through the "self" coordinator): bounded queue
+// back-pressure and abort, the epoch scheduler's determinism and coverage, and the pipeline
+// itself: pipelined output == sequential output, failures rethrown, metrics.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "ccc/coordinator.hpp"
+#include "core/error.hpp"
+#include "pipeline/bounded_queue.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/scheduler.hpp"
+#include "pipeline/standin.hpp"
+
+namespace dsp {
+namespace {
+
+TEST(BoundedQueue, BlocksProducerWhenFullAndDrainsAfterClose) {
+  BoundedQueue<int> q(2);
+  EXPECT_TRUE(q.push(1));
+  EXPECT_TRUE(q.push(2));
+  std::atomic<bool> pushed{false};
+  std::thread producer([&] {
+    q.push(3);
+    pushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(pushed.load());  // back-pressure
+  int v = 0;
+  ASSERT_TRUE(q.pop(&v));
+  EXPECT_EQ(v, 1);
+  producer.join();
+  EXPECT_TRUE(pushed.load());
+  EXPECT_GT(q.push_wait_seconds(), 0.03);
+  q.close();
+  ASSERT_TRUE(q.pop(&v));
+  EXPECT_EQ(v, 2);
+  ASSERT_TRUE(q.pop(&v));
+  EXPECT_EQ(v, 3);
+  EXPECT_FALSE(q.pop(&v));
+  EXPECT_GT(q.mean_occupancy(), 0.5);
+  EXPECT_THROW(q.push(4), Error);
+}
+
+TEST(BoundedQueue, AbortWakesBothSides) {
+  BoundedQueue<int> full(1), empty(1);
+  full.push(0);
+  std::thread a([&] { EXPECT_FALSE(full.push(1)); });
+  std::thread b([&] {
+    int v;
+    EXPECT_FALSE(empty.pop(&v));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  full.abort();
+  empty.abort();
+  a.join();
+  b.join();
+  EXPECT_THROW(BoundedQueue<int>(0), InvalidArgument);
+}
+
+std::vector<int64_t> iota_ids(int64_t n, int64_t start = 0) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = start + 3 * i;
+  return v;
+}
+
+TEST(EpochScheduler, OrderIsPureFunctionOfSeedEpochAndIds) {
+  auto ids = iota_ids(1000);
+  auto rev = ids;
+  std::reverse(rev.begin(), rev.end());
+  EpochScheduler a(ids, 64, 42), b(rev, 64, 42), c(ids, 64, 43);
+  a.set_steps(a.local_steps());
+  b.set_steps(b.local_steps());
+  c.set_steps(c.local_steps());
+  EXPECT_EQ(a.local_steps(), 16);
+  EXPECT_EQ(a.epoch_order(3), b.epoch_order(3));
+  EXPECT_NE(a.epoch_order(3), a.epoch_order(4));
+  EXPECT_NE(a.epoch_order(3), c.epoch_order(3));
+  auto o = a.epoch_order(3);
+  EXPECT_NE(o, ids);  // shuffled
+  std::sort(o.begin(), o.end());
+  EXPECT_EQ(o, ids);  // a permutation: every seed exactly once
+  EXPECT_EQ(a.batch_seeds(a.epoch_order(0), 15).size(), 1000u - 15 * 64);
+}
+
+TEST(EpochScheduler, FewerSeedsWrapAroundAndCoverEverySeed) {
+  auto ids = iota_ids(100, 5);
+  EpochScheduler s(ids, 32, 1);
+  EXPECT_EQ(s.local_steps(), 4);
+  EXPECT_THROW(s.set_steps(3), InvalidArgument);
+  s.set_steps(12);  // a peer with 3x the seeds
+  auto o = s.epoch_order(2);
+  ASSERT_EQ(o.size(), 12u * 32);
+  std::set<int64_t> first(o.begin(), o.begin() + 100);
+  EXPECT_EQ(first.size(), 100u);  // the first pass is a full permutation
+  for (int64_t t = 0; t < 12; ++t) EXPECT_EQ(s.batch_seeds(o, t).size(), 32u);
+  EXPECT_EQ(std::set<int64_t>(o.begin(), o.end()).size(), 100u);
+
+  EpochScheduler none({}, 32, 1);
+  EXPECT_EQ(none.local_steps(), 0);
+  none.set_steps(5);
+  auto on = none.epoch_order(0);
+  EXPECT_TRUE(on.empty());
+  EXPECT_TRUE(none.batch_seeds(on, 4).empty());
+  EXPECT_THROW(none.batch_seeds(on, 5), InvalidArgument);
+  EXPECT_THROW(EpochScheduler(ids, 0, 1), InvalidArgument);
+}
+
+TEST(EpochScheduler, AgreeStepsThroughCoordinator) {
+  auto coord = make_coordinator("self");
+  EpochScheduler s(iota_ids(10), 3, 0);
+  EXPECT_EQ(s.agree_steps(coord->channel(WorkerKind::kMain)), 4);
+  EXPECT_EQ(s.steps(), 4);
+}
+
+std::vector<test::StandIn::Seen> run_standin(PipelineMode mode, int max_delay_us, int epochs,
+                                             std::vector<EpochMetrics>* metrics = nullptr) {
+  auto coord = make_coordinator("self");
+  test::StandInConfig cfg;
+  cfg.max_delay_us = max_delay_us;
+  test::StandIn si(*coord, cfg);
+  EpochScheduler sched(iota_ids(1000), 16, 9);
+  PipelineOptions po;
+  po.mode = mode;
+  Pipeline p(*coord, sched, si.stages(), po);
+  for (int e = 0; e < epochs; ++e) {
+    EpochMetrics m = p.run_epoch(e);
+    if (metrics) metrics->push_back(m);
+  }
+  return si.seen;
+}
+
+TEST(Pipeline, PipelinedDeliversExactlyWhatSequentialProduces) {
+  auto seq = run_standin(PipelineMode::kSequential, 0, 2);
+  auto pip = run_standin(PipelineMode::kPipelined, 200, 2);
+  ASSERT_EQ(seq.size(), 2u * 63);
+  ASSERT_EQ(pip.size(), seq.size());
+  for (size_t i = 0; i < seq.size(); ++i) {
+    EXPECT_EQ(pip[i].epoch, seq[i].epoch);
+    EXPECT_EQ(pip[i].batch, seq[i].batch);
+    EXPECT_EQ(pip[i].digest, seq[i].digest) << "batch " << i;
+  }
+}
+
+TEST(Pipeline, OverlapsStagesAndReportsMetrics) {
+  // Three stages of ~1 ms each: pipelined should approach 1 ms per batch, sequential 3 ms.
+  auto coord = make_coordinator("self");
+  EpochScheduler sched(iota_ids(400), 8, 1);
+  std::atomic<int64_t> sampled{-1}, trained{-1};
+  std::atomic<int64_t> max_lead{0};
+  PipelineStages st;
+  st.sample = [&](int64_t, int64_t b, const std::vector<int64_t>& seeds) {
+    sampled = b;
+    max_lead = std::max<int64_t>(max_lead.load(), b - trained.load());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    SampledBatch sb;
+    sb.seeds = seeds;
+    return sb;
+  };
+  st.load = [&](SampledBatch&& sb) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    LoadedBatch lb;
+    lb.sample = std::move(sb);
+    return lb;
+  };
+  st.train = [&](LoadedBatch&& lb) {
+    trained = lb.sample.batch;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  PipelineOptions po;
+  Pipeline p(*coord, sched, st, po);
+  EpochMetrics on = p.run_epoch(0);
+  // Back-pressure bounds the sampler's lead: 2 queues of 2, plus the loader's batch, plus its own.
+  EXPECT_LE(max_lead.load(), 2 * 2 + 2);
+  EXPECT_GE(max_lead.load(), 2);
+  p.set_mode(PipelineMode::kSequential);
+  EpochMetrics off = p.run_epoch(1);
+  EXPECT_EQ(on.steps, 50);
+  EXPECT_EQ(on.trainer.batches, 50);
+  EXPECT_LT(on.wall_s, off.wall_s * 0.8);
+  EXPECT_GT(on.sampler.busy_s, 0.04);
+  EXPECT_GT(on.load_queue_occupancy, 0);
+  auto j = on.to_json();
+  EXPECT_EQ(j["mode"], "on");
+  EXPECT_EQ(j["stages"]["trainer"]["batches"], 50);
+  EXPECT_TRUE(j["queues"].contains("train"));
+  EXPECT_EQ(off.to_json()["mode"], "off");
+  std::printf("[ pipeline ] 3 x 1 ms stages, 50 batches: on %.3f s (%.0f batch/s), off %.3f s\n",
+              on.wall_s, on.batches_per_s, off.wall_s);
+}
+
+TEST(Pipeline, WorkerExceptionIsRethrownWithoutHanging) {
+  for (int which = 0; which < 3; ++which) {
+    auto coord = make_coordinator("self");
+    test::StandInConfig cfg;
+    test::StandIn si(*coord, cfg);
+    EpochScheduler sched(iota_ids(1000), 8, 9);
+    PipelineStages st = si.stages();
+    auto boom = [which](int w, int64_t b) {
+      if (w == which && b == 17) DSP_THROW("injected failure in stage {}", w);
+    };
+    auto sample = st.sample;
+    auto load = st.load;
+    auto train = st.train;
+    st.sample = [=](int64_t e, int64_t b, const std::vector<int64_t>& s) {
+      boom(0, b);
+      return sample(e, b, s);
+    };
+    st.load = [=](SampledBatch&& sb) {
+      boom(1, sb.batch);
+      return load(std::move(sb));
+    };
+    st.train = [=](LoadedBatch&& lb) {
+      boom(2, lb.sample.batch);
+      train(std::move(lb));
+    };
+    Pipeline p(*coord, sched, st);
+    try {
+      p.run_epoch(0);
+      ADD_FAILURE() << "no exception";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("injected failure in stage " + std::to_string(which)),
+                std::string::npos);
+    }
+    EXPECT_LE(si.seen.size(), 17u);
+  }
+}
+
+TEST(Pipeline, RejectsBadOptions) {
+  auto coord = make_coordinator("self");
+  EpochScheduler sched(iota_ids(10), 8, 9);
+  EXPECT_THROW(Pipeline(*coord, sched, PipelineStages{}), InvalidArgument);
+  EXPECT_EQ(parse_pipeline_mode("off"), PipelineMode::kSequential);
+  EXPECT_EQ(parse_pipeline_mode("on"), PipelineMode::kPipelined);
+  EXPECT_THROW(parse_pipeline_mode("maybe"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace dsp
