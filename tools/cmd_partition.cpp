@@ -2,6 +2,7 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/timer.hpp"
+#include "csp/presample.hpp"
 #include "graph/dataset.hpp"
 #include "layout/partition.hpp"
 
@@ -16,6 +17,8 @@ void add_partition(CLI::App& app) {
     PartitionOptions o;
     double cache_ratio = -1;
     int64_t cache_bytes = -1;
+    PresampleOptions pre;
+    std::string fanouts = "15,10,5";
   };
   auto a = std::make_shared<Args>();
   sub->add_option("DATASET", a->dataset, "dataset directory (dsp convert / dsp generate)")
@@ -29,11 +32,18 @@ void add_partition(CLI::App& app) {
                   "in-degree (default), out-degree, presample, random, none");
   sub->add_option("--cache-ratio", a->cache_ratio,
                   "share of each part's nodes whose features it caches, in [0, 1] (default 0.1)");
-  sub->add_option("--cache-bytes", a->cache_bytes, "per-rank cache budget in bytes (instead of a ratio)");
+  sub->add_option("--cache-bytes", a->cache_bytes,
+                  "per-rank cache budget in bytes (instead of a ratio)");
   sub->add_option("--seed", a->o.seed, "random seed (METIS, random method and policy)");
   sub->add_option("--seed-imbalance", a->o.seed_imbalance,
                   "allowed excess of training seeds per part over the mean (default 0.05)");
   sub->add_flag("--overwrite", a->o.overwrite, "replace OUT if it exists");
+  sub->add_option("--presample-epochs", a->pre.epochs,
+                  "cache policy presample: sampling-only epochs K (default 1)");
+  sub->add_option("--fanouts", a->fanouts,
+                  "cache policy presample: fanouts from the seeds out (default 15,10,5)");
+  sub->add_option("--batch-size", a->pre.batch_size,
+                  "cache policy presample: seeds per batch (default 1024)");
   sub->callback([a] {
     DSP_CHECK_ARG(!(a->cache_ratio >= 0 && a->cache_bytes >= 0),
                   "give --cache-ratio or --cache-bytes, not both");
@@ -43,6 +53,25 @@ void add_partition(CLI::App& app) {
     if (a->cache_bytes >= 0) a->o.cache_bytes = a->cache_bytes;
     DSP_CHECK_ARG(a->o.cache_ratio >= 0.0 && a->o.cache_ratio <= 1.0,
                   "--cache-ratio must be in [0, 1], got {}", a->o.cache_ratio);
+    if (a->o.cache_policy == "presample") {
+      a->pre.sampler.fanouts.clear();
+      std::string f = a->fanouts;
+      for (size_t pos = 0; pos <= f.size();) {
+        size_t c = f.find(',', pos);
+        std::string tok = f.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+        int v = 0;
+        try {
+          v = std::stoi(tok);
+        } catch (const std::logic_error&) {
+          DSP_THROW_T(InvalidArgument, "--fanouts: bad value '{}' in '{}'", tok, f);
+        }
+        a->pre.sampler.fanouts.push_back(v);
+        if (c == std::string::npos) break;
+        pos = c + 1;
+      }
+      a->pre.sampler.seed = a->o.seed;
+      a->o.presample = make_presample_fn(a->pre);
+    }
     Stopwatch sw;
     Dataset ds = load_dataset(a->dataset);
     DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", "load + validate", sw.seconds(),
@@ -52,7 +81,8 @@ void add_partition(CLI::App& app) {
                a->out, m.parts, m.dataset_name, m.method, m.edge_cut, m.num_edges,
                m.num_edges ? 100.0 * m.edge_cut / m.num_edges : 0.0);
     int64_t max_nodes = 0, max_seeds = 0, tot_seeds = 0;
-    fmt::print("  {:>4} {:>12} {:>12} {:>10} {:>10}\n", "part", "nodes", "edges", "seeds", "cached");
+    fmt::print("  {:>4} {:>12} {:>12} {:>10} {:>10}\n", "part", "nodes", "edges", "seeds",
+               "cached");
     for (int p = 0; p < m.parts; ++p) {
       const auto& s = m.part[p];
       fmt::print("  {:>4} {:>12} {:>12} {:>10} {:>10}\n", p, s.end - s.begin, s.edges, s.seeds,

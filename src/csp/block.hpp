@@ -31,9 +31,9 @@ struct Block {
 // One mini-batch of one rank after sampling.
 struct SampledBatch {
   int64_t epoch = 0;
-  int64_t batch = 0;              // index of the batch within the epoch (same on every rank)
-  std::vector<int64_t> seeds;     // global ids (== blocks.back() destination nodes)
-  std::vector<Block> blocks;      // blocks[0] = input layer ... blocks.back() = output layer
+  int64_t batch = 0;           // index of the batch within the epoch (same on every rank)
+  std::vector<int64_t> seeds;  // global ids (== blocks.back() destination nodes)
+  std::vector<Block> blocks;   // blocks[0] = input layer ... blocks.back() = output layer
   const std::vector<int64_t>& input_nodes() const { return blocks.front().src_ids; }
 };
 

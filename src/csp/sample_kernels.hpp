@@ -24,6 +24,17 @@ constexpr uint32_t kPurposeNodeWise = 0;
 constexpr uint32_t kPurposeLayerWise = 1;
 constexpr uint32_t kPurposeWalk = 2;
 
+// A sampling task travels as one int64: global id in the low 40 bits, fanout above (< 2^23).
+constexpr int kTaskShift = 40;
+constexpr int64_t kTaskIdMask = (int64_t{1} << kTaskShift) - 1;
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t pack_task(int64_t v, int64_t k) {
+  return v | (k << kTaskShift);
+}
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t task_id(int64_t t) { return t & kTaskIdMask; }
+DSP_HOST_DEVICE DSP_FORCEINLINE int task_fanout(int64_t t) {
+  return static_cast<int>(t >> kTaskShift);
+}
+
 // Unbiased integer in [0, bound), 1 <= bound < 2^32: Lemire's multiply-shift with rejection, so it
 // is exact (no modulo bias) and costs one 32-bit draw except with probability bound / 2^32.
 DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t draw_below(RngStream& s, uint32_t bound) {

@@ -17,16 +17,12 @@ using csp::kPurposeNodeWise;
 
 namespace {
 
-// A task travels as one int64: global id in the low 40 bits, fanout above (fanout < 2^23).
-constexpr int kTaskShift = 40;
-constexpr int64_t kTaskIdMask = (int64_t{1} << kTaskShift) - 1;
+using csp::pack_task;
+using csp::task_fanout;
+using csp::task_id;
 constexpr int kMaxFanout = (1 << 22);
 // Random walks use their own key domain, so a walk step never reuses a sampling layer's draws.
 constexpr uint64_t kWalkSalt = 0x77616c6b'73746570ULL;  // "walkstep"
-
-inline int64_t pack_task(int64_t v, int64_t k) { return v | (k << kTaskShift); }
-inline int64_t task_id(int64_t t) { return t & kTaskIdMask; }
-inline int task_fanout(int64_t t) { return static_cast<int>(t >> kTaskShift); }
 
 // Prefix offsets of per-rank counts.
 std::vector<int64_t> prefix(const std::vector<int64_t>& c) {
