@@ -203,30 +203,36 @@ void CollectiveSampler::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
   const bool biased = opts_.biased, replace = opts_.replace;
   const int64_t base = begin_;
   parallel_for(0, n, 512, [&](int64_t b, int64_t e) {
-    // Software pipeline over the memory-latency chain task -> indptr -> row: the indptr entry of
-    // task i+16 and the row of task i+8 are requested while task i is sampled.
-    constexpr int64_t kFar = 16, kNear = 8;
-    for (int64_t i = b; i < std::min(e, b + kFar); ++i) {
-      __builtin_prefetch(ip + (task_id(tasks[i]) - base));
-    }
-    for (int64_t i = b; i < e; ++i) {
-      if (i + kFar < e) __builtin_prefetch(ip + (task_id(tasks[i + kFar]) - base));
-      if (i + kNear < e) {
-        int64_t ln = task_id(tasks[i + kNear]) - base;
-        __builtin_prefetch(idx + ip[ln]);
-      }
+    // Three-stage software pipeline over the latency chain task -> indptr -> row entries, so many
+    // misses are in flight at once: the indptr entry of task i+kFar is prefetched; task i+kNear
+    // (whose indptr is cached by now) draws its positions, which need only the degree, and
+    // prefetches the row entries at those positions; task i turns positions into ids.
+    constexpr int64_t kFar = 24, kNear = 12;
+    auto draw = [&](int64_t i) {
       const int64_t v = task_id(tasks[i]);
-      const int k = task_fanout(tasks[i]);
       const int64_t lv = v - base;
       const int64_t p0 = ip[lv], deg = ip[lv + 1] - p0;
       RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
       int64_t* o = out + slot[i];
-      int c = csp::sample_positions(deg, k, biased, replace, biased ? cum + p0 : nullptr, s, o);
+      int c = csp::sample_positions(deg, task_fanout(tasks[i]), biased, replace,
+                                    biased ? cum + p0 : nullptr, s, o);
+      for (int j = 0; j < c; ++j) __builtin_prefetch(idx + p0 + o[j]);
+      cnt[i] = c;
+    };
+    for (int64_t i = b; i < std::min(e, b + kFar); ++i) {
+      __builtin_prefetch(ip + (task_id(tasks[i]) - base));
+    }
+    for (int64_t i = b; i < std::min(e, b + kNear); ++i) draw(i);
+    for (int64_t i = b; i < e; ++i) {
+      if (i + kFar < e) __builtin_prefetch(ip + (task_id(tasks[i + kFar]) - base));
+      if (i + kNear < e) draw(i + kNear);
+      const int64_t p0 = ip[task_id(tasks[i]) - base];
+      int64_t* o = out + slot[i];
+      const int c = cnt[i];
       if (outw) {
         for (int j = 0; j < c; ++j) outw[slot[i] + j] = w[p0 + o[j]];
       }
       for (int j = 0; j < c; ++j) o[j] = static_cast<int64_t>(idx[p0 + o[j]]);
-      cnt[i] = c;
     }
   });
 }
@@ -313,6 +319,10 @@ void CollectiveSampler::run_layer(const std::vector<int64_t>& frontier,
       grouped[pos] = pack_task(frontier[i], fanout.empty() ? uniform_fanout : fanout[i]);
     }
   }
+  // Grouped order == frontier order (one rank, or everything local, nothing skipped): results can
+  // be written straight into `out`.
+  bool identity = goff[P] == nf;
+  for (int64_t pos = 0; pos < goff[P] && identity; ++pos) identity = perm[pos] == pos;
   stats_.tasks_local += gcount[rank_];
   stats_.tasks_remote += goff[P] - gcount[rank_];
 
@@ -351,21 +361,34 @@ void CollectiveSampler::run_layer(const std::vector<int64_t>& frontier,
 
   // ---- sample: one pass over every task this rank owns (pull: only its own frontier) ----
   const bool idx32 = part_.patch.num_edges() == 0 || part_.patch.index_dtype() == DType::kInt32;
+  // Samples tasks t[0, n) into res (compacted in place after sampling into per-task slots).
+  // res / slot_ keep their capacity across layers and batches: no page faults on the hot path.
   auto run_local = [&](const int64_t* t, int64_t n, std::vector<int64_t>& res,
                        std::vector<float>& resw, std::vector<int32_t>& cnt) {
-    std::vector<int64_t> slot(n + 1, 0);
+    slot_.resize(n + 1);
+    int64_t* slot = slot_.data();
+    slot[0] = 0;
     for (int64_t i = 0; i < n; ++i) slot[i + 1] = slot[i] + task_fanout(t[i]);
-    std::vector<int64_t> buf(slot[n]);
-    std::vector<float> bufw(biased ? slot[n] : 0);
-    cnt.assign(n, 0);
+    res.resize(slot[n]);
+    if (biased) resw.resize(slot[n]);
+    cnt.resize(n);
     if (idx32) {
-      sample_tasks<int32_t>(t, n, key, slot.data(), cnt.data(), buf.data(),
-                            biased ? bufw.data() : nullptr);
+      sample_tasks<int32_t>(t, n, key, slot, cnt.data(), res.data(),
+                            biased ? resw.data() : nullptr);
     } else {
-      sample_tasks<int64_t>(t, n, key, slot.data(), cnt.data(), buf.data(),
-                            biased ? bufw.data() : nullptr);
+      sample_tasks<int64_t>(t, n, key, slot, cnt.data(), res.data(),
+                            biased ? resw.data() : nullptr);
     }
-    compact(n, slot.data(), cnt.data(), buf.data(), biased ? bufw.data() : nullptr, res, resw);
+    int64_t o = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (o != slot[i]) {
+        std::memmove(res.data() + o, res.data() + slot[i], cnt[i] * sizeof(int64_t));
+        if (biased) std::memmove(resw.data() + o, resw.data() + slot[i], cnt[i] * sizeof(float));
+      }
+      o += cnt[i];
+    }
+    res.resize(o);
+    if (biased) resw.resize(o);
   };
 
   // Results per grouped position: counts and data in grouped order.
@@ -373,7 +396,11 @@ void CollectiveSampler::run_layer(const std::vector<int64_t>& frontier,
   std::vector<int64_t> gdata;
   std::vector<float> gw;
   if (P == 1) {
-    run_local(tasks.data(), toff[1], gdata, gw, gcnt);
+    if (identity) {
+      run_local(tasks.data(), toff[1], out.nbrs, out.weights, gcnt);
+    } else {
+      run_local(tasks.data(), toff[1], gdata, gw, gcnt);
+    }
     stats_.t_sample += sw.seconds();
     sw.reset();
   } else {
@@ -499,12 +526,12 @@ void CollectiveSampler::run_layer(const std::vector<int64_t>& frontier,
 
   // ---- back to frontier order ----
   out.offsets.assign(nf + 1, 0);
-  bool identity = goff[P] == nf;
-  for (int64_t pos = 0; pos < goff[P] && identity; ++pos) identity = perm[pos] == pos;
   if (identity) {
     for (int64_t i = 0; i < nf; ++i) out.offsets[i + 1] = out.offsets[i] + gcnt[i];
-    out.nbrs = std::move(gdata);
-    out.weights = std::move(gw);
+    if (P > 1) {  // P == 1 wrote into out already
+      out.nbrs = std::move(gdata);
+      out.weights = std::move(gw);
+    }
   } else {
     std::vector<int64_t> src(goff[P] + 1, 0);
     for (int64_t pos = 0; pos < goff[P]; ++pos) {
@@ -547,29 +574,35 @@ std::vector<int32_t> CollectiveSampler::layerwise_counts(const std::vector<int64
   return c;
 }
 
-Block CollectiveSampler::relabel(const std::vector<int64_t>& dst, const LayerOut& lo) {
+Block CollectiveSampler::relabel(const std::vector<int64_t>& dst, const LayerOut& lo, int layer) {
   Stopwatch sw;
   Block b;
   const int64_t nd = static_cast<int64_t>(dst.size());
   const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
-  // Capacity >= 1.5x an upper bound of the distinct ids: load factor <= 2/3, typically far less.
+  // The table is sized for the distinct ids this layer produced in the previous batch (share of
+  // new ids per pick), at load <= 1/2, and doubled if a batch outgrows it: a table sized for the
+  // worst case (every pick new) would be several times larger and fall out of cache.
+  if (new_ratio_.size() != opts_.fanouts.size()) new_ratio_.assign(opts_.fanouts.size(), 1.0);
+  const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
   uint64_t cap = 1024;
   int bits = 10;
-  while (cap < static_cast<uint64_t>(nd + ne) + static_cast<uint64_t>(nd + ne) / 2) {
+  while (static_cast<double>(cap) < 2 * expect) {
     cap <<= 1;
     ++bits;
   }
   if (table_.size() < cap) table_.resize(cap);
   std::memset(table_.data(), 0, cap * sizeof(uint64_t));
   uint64_t* t = table_.data();
-  const uint64_t mask = cap - 1;
-  const int shift = 64 - bits;
+  uint64_t mask = cap - 1;
+  int shift = 64 - bits;
+  uint64_t limit = cap / 4 * 3;  // grow beyond load 3/4
   b.num_dst = nd;
-  b.src_ids.reserve(nd + ne / 2);
+  b.src_ids.reserve(static_cast<size_t>(expect) + 16);
   b.src_ids.assign(dst.begin(), dst.end());
   bool ins = false;
-  for (int64_t i = 0; i < nd; ++i)
+  for (int64_t i = 0; i < nd; ++i) {
     csp::relabel_insert(t, mask, shift, dst[i], static_cast<uint32_t>(i), &ins);
+  }
   b.indptr = lo.offsets;
   b.indices.resize(ne);
   const int64_t* nb = lo.nbrs.data();
@@ -578,10 +611,27 @@ Block CollectiveSampler::relabel(const std::vector<int64_t>& dst, const LayerOut
     if (e + kAhead < ne) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
     uint32_t next = static_cast<uint32_t>(b.src_ids.size());
     uint32_t id = csp::relabel_insert(t, mask, shift, nb[e], next, &ins);
-    if (ins) b.src_ids.push_back(nb[e]);
+    if (ins) {
+      b.src_ids.push_back(nb[e]);
+      if (b.src_ids.size() > limit) {
+        // Rehash into a table twice as large; ids do not change.
+        cap <<= 1;
+        ++bits;
+        if (table_.size() < cap) table_.resize(cap);
+        std::memset(table_.data(), 0, cap * sizeof(uint64_t));
+        t = table_.data();
+        mask = cap - 1;
+        shift = 64 - bits;
+        limit = cap / 4 * 3;
+        for (size_t j = 0; j < b.src_ids.size(); ++j) {
+          csp::relabel_insert(t, mask, shift, b.src_ids[j], static_cast<uint32_t>(j), &ins);
+        }
+      }
+    }
     b.indices[e] = id;
   }
   b.num_src = static_cast<int64_t>(b.src_ids.size());
+  if (ne > 0) new_ratio_[layer] = static_cast<double>(b.num_src - nd) / static_cast<double>(ne);
   b.weights = lo.weights;
   stats_.t_relabel += sw.seconds();
   return b;
@@ -619,7 +669,7 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   blocks.reserve(L);
   std::vector<int64_t> frontier = seeds;
   std::vector<int32_t> fan;
-  LayerOut lo;
+  LayerOut& lo = layer_out_;
   for (int l = 0; l < L; ++l) {
     Stopwatch lsw;
     uint64_t key = rng_key(opts_.seed, epoch, batch, l);
@@ -627,7 +677,7 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
       fan = layerwise_counts(frontier, opts_.fanouts[l], key);
     }
     run_layer(frontier, fan, opts_.fanouts[l], key, lo);
-    blocks.push_back(relabel(frontier, lo));
+    blocks.push_back(relabel(frontier, lo, l));
     stats_.sampled_edges += blocks.back().num_edges();
     if (l + 1 < L) frontier = blocks.back().src_ids;
     stats_.t_layer[l] += lsw.seconds();

@@ -130,7 +130,7 @@ class CollectiveSampler {
                      int64_t* out, float* outw) const;
   std::vector<int32_t> layerwise_counts(const std::vector<int64_t>& frontier, int n,
                                         uint64_t key) const;
-  Block relabel(const std::vector<int64_t>& dst, const LayerOut& lo);
+  Block relabel(const std::vector<int64_t>& dst, const LayerOut& lo, int layer);
 
   const PartitionData& part_;
   Communicator& comm_;
@@ -141,6 +141,9 @@ class CollectiveSampler {
   std::vector<double> cum_;         // per patch entry: inclusive prefix of its row's weights
   std::vector<double> weight_sum_;  // [N] total in-weight per node (biased layer-wise only)
   std::vector<uint64_t> table_;     // relabel table, reused across layers and batches
+  std::vector<double> new_ratio_;   // per layer: new source ids per pick, last batch
+  std::vector<int64_t> slot_;       // per-task output slots, reused
+  LayerOut layer_out_;              // reused, so its buffers keep their capacity
   SamplerStats stats_;
 };
 
