@@ -202,7 +202,7 @@ void CollectiveSampler::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
   const double* cum = cum_.empty() ? nullptr : cum_.data();
   const bool biased = opts_.biased, replace = opts_.replace;
   const int64_t base = begin_;
-  parallel_for(0, n, 512, [&](int64_t b, int64_t e) {
+  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
     // Three-stage software pipeline over the latency chain task -> indptr -> row entries, so many
     // misses are in flight at once: the indptr entry of task i+kFar is prefetched; task i+kNear
     // (whose indptr is cached by now) draws its positions, which need only the degree, and
@@ -243,7 +243,7 @@ void CollectiveSampler::sample_pulled(const int64_t* tasks, int64_t n, uint64_t 
                                       const int64_t* slot, int32_t* cnt, int64_t* out,
                                       float* outw) const {
   const bool biased = opts_.biased, replace = opts_.replace;
-  parallel_for(0, n, 512, [&](int64_t b, int64_t e) {
+  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
     std::vector<double> cum;
     for (int64_t i = b; i < e; ++i) {
       const int64_t v = task_id(tasks[i]);
