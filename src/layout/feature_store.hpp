@@ -50,8 +50,6 @@ class FeatureStore {
   void reset_stats() { stats_ = {}; }
 
  private:
-  void check_ids(const int64_t* ids, int64_t n);
-
   Communicator& comm_;
   PartitionMeta meta_;
   Array features_;  // mapped [N, F]
@@ -60,9 +58,9 @@ class FeatureStore {
   size_t row_bytes_;
   int64_t cache_rows_ = 0;
   std::vector<unsigned char> cache_;  // this rank's hot rows, in slot order
-  std::vector<int32_t> slot_;         // slot of every node in its owner's cache, or -1
-  std::vector<uint32_t> stamp_;       // duplicate detection without clearing per call
-  uint32_t epoch_ = 0;
+  std::vector<int32_t> slot_;          // slot of every node in its owner's cache, or -1
+  std::vector<uint64_t> cached_bits_;  // bit v: node v is cached by some rank
+  std::vector<uint64_t> seen_bits_;    // bit v: requested by the current call (duplicates)
   GatherStats stats_;
 };
 
