@@ -1,0 +1,66 @@
+#include "train/config.hpp"
+
+#include "core/error.hpp"
+
+namespace dsp {
+
+void ModelConfig::validate() const {
+  DSP_CHECK_ARG(model == "sage" || model == "gcn" || model == "gat",
+                "unknown model '{}' (sage, gcn, gat)", model);
+  DSP_CHECK_ARG(in_dim > 0, "model input dimension must be positive, got {}", in_dim);
+  DSP_CHECK_ARG(out_dim > 0, "model output dimension (classes) must be positive, got {}", out_dim);
+  DSP_CHECK_ARG(hidden > 0, "hidden size must be positive, got {}", hidden);
+  DSP_CHECK_ARG(layers >= 1, "a model needs at least one layer, got {}", layers);
+  DSP_CHECK_ARG(dropout >= 0.0 && dropout < 1.0, "dropout must lie in [0, 1), got {}", dropout);
+  DSP_CHECK_ARG(heads >= 1 && out_heads >= 1, "attention heads must be >= 1, got {} and {}", heads,
+                out_heads);
+}
+
+nlohmann::json ModelConfig::to_json() const {
+  return {{"model", model},   {"in_dim", in_dim},   {"hidden", hidden}, {"out_dim", out_dim},
+          {"layers", layers}, {"dropout", dropout}, {"heads", heads},   {"out_heads", out_heads}};
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
+  ModelConfig c;
+  try {
+    c.model = j.at("model").get<std::string>();
+    c.in_dim = j.at("in_dim").get<int64_t>();
+    c.hidden = j.at("hidden").get<int64_t>();
+    c.out_dim = j.at("out_dim").get<int64_t>();
+    c.layers = j.at("layers").get<int>();
+    c.dropout = j.at("dropout").get<double>();
+    c.heads = j.at("heads").get<int>();
+    c.out_heads = j.at("out_heads").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(FormatError, "bad model config {}: {}", j.dump(), e.what());
+  }
+  return c;
+}
+
+void TrainConfig::validate() const {
+  model.validate();
+  DSP_CHECK_ARG(optimizer == "adam" || optimizer == "sgd", "unknown optimizer '{}' (adam, sgd)",
+                optimizer);
+  DSP_CHECK_ARG(lr > 0, "learning rate must be positive, got {}", lr);
+  DSP_CHECK_ARG(weight_decay >= 0, "weight decay must be >= 0, got {}", weight_decay);
+  DSP_CHECK_ARG(momentum >= 0, "momentum must be >= 0, got {}", momentum);
+  DSP_CHECK_ARG(num_threads >= 0, "thread count must be >= 0, got {}", num_threads);
+}
+
+nlohmann::json TrainConfig::to_json() const {
+  return {{"model", model.to_json()},     {"optimizer", optimizer}, {"lr", lr},
+          {"weight_decay", weight_decay}, {"momentum", momentum},   {"seed", seed}};
+}
+
+void check_fanouts(const std::vector<int>& fanouts, const ModelConfig& model) {
+  DSP_CHECK_ARG(static_cast<int>(fanouts.size()) == model.layers,
+                "{} fanouts given for a {}-layer model: give exactly one fanout per layer",
+                fanouts.size(), model.layers);
+  for (size_t i = 0; i < fanouts.size(); ++i) {
+    DSP_CHECK_ARG(fanouts[i] > 0 || fanouts[i] == -1,
+                  "fanout {} is {}: use a positive count, or -1 for all neighbours", i, fanouts[i]);
+  }
+}
+
+}  // namespace dsp

@@ -1,0 +1,49 @@
+#pragma once
+// Model and training configuration. Torch-free on purpose: the CLI and the pipeline include this
+// (and trainer.hpp) without paying for <torch/torch.h>.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace dsp {
+
+struct ModelConfig {
+  std::string model = "sage";  // "sage" (GraphSAGE, mean aggregator) | "gcn" | "gat"
+  int64_t in_dim = 0;          // feature dimension
+  int64_t hidden = 128;        // width of every hidden layer; for GAT: per head (DGL/PyG style),
+                               // so a hidden GAT layer outputs hidden * heads
+  int64_t out_dim = 0;         // number of classes
+  int layers = 2;              // == number of blocks per batch == number of fanouts
+  double dropout = 0.5;        // on the input of every layer (and on GAT attention weights)
+  int heads = 1;               // GAT heads of the hidden layers (concatenated)
+  int out_heads = 1;           // GAT heads of the output layer (averaged)
+
+  // Throws InvalidArgument naming the field ("unknown model 'x' (sage, gcn, gat)", ...).
+  void validate() const;
+  nlohmann::json to_json() const;
+  static ModelConfig from_json(const nlohmann::json& j);  // FormatError on missing/bad fields
+};
+
+struct TrainConfig {
+  ModelConfig model;
+  std::string optimizer = "adam";  // "adam" | "sgd"
+  double lr = 0.01;
+  double weight_decay = 5e-4;
+  double momentum = 0.0;  // sgd only
+  // Seeds parameter initialisation and every dropout mask: the mask of a step is a pure function
+  // of (seed, epoch, batch, rank), so a resumed run draws exactly the masks of an uninterrupted
+  // one.
+  uint64_t seed = 0;
+  // LibTorch intra-op threads; 0 leaves LibTorch's setting alone. The CPU build gives each rank
+  // cores / ranks (DESIGN.md), which the caller computes.
+  int num_threads = 0;
+
+  void validate() const;
+  nlohmann::json to_json() const;
+};
+
+// The CLI's early check: one fanout per layer. InvalidArgument otherwise.
+void check_fanouts(const std::vector<int>& fanouts, const ModelConfig& model);
+
+}  // namespace dsp

@@ -1,0 +1,335 @@
+#include "train/trainer.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/logging.hpp"
+#include "core/rng.hpp"
+#include "train/model.hpp"
+
+namespace dsp {
+
+namespace {
+
+constexpr const char* kCheckpointFormat = "dsp-checkpoint";
+constexpr int kCheckpointVersion = 1;
+// Separates the dropout streams from the sampler's, which key on the same (seed, epoch, batch).
+constexpr uint64_t kDropoutPurpose = 0x44524f504f5554ULL;  // "DROPOUT"
+
+std::string shape_str(at::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s.vec(), ", ")); }
+
+torch::Tensor bytes_tensor(const std::string& s) {
+  auto t = torch::empty({static_cast<int64_t>(s.size())}, torch::kUInt8);
+  if (!s.empty()) std::memcpy(t.data_ptr<uint8_t>(), s.data(), s.size());
+  return t;
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  std::shared_ptr<GnnModel> model;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<torch::Tensor> params;  // registration order
+  std::vector<std::string> names;
+  int64_t numel = 0;
+  torch::Device device = torch::kCPU;
+};
+
+Trainer::Trainer(const TrainConfig& config, Communicator& comm)
+    : cfg_(config), comm_(comm), impl_(std::make_unique<Impl>()) {
+  cfg_.validate();
+  if (cfg_.num_threads > 0) torch::set_num_threads(cfg_.num_threads);
+  // Seeded initialisation makes runs reproducible; the broadcast below makes the replicas
+  // identical even if some rank's default generator was used differently before.
+  torch::manual_seed(cfg_.seed);
+  impl_->model = make_model(cfg_.model);
+  for (const auto& kv : impl_->model->named_parameters()) {
+    impl_->names.push_back(kv.key());
+    impl_->params.push_back(kv.value());
+    impl_->numel += kv.value().numel();
+  }
+  if (comm_.size() > 1) {
+    auto flat = torch::empty({impl_->numel}, torch::kFloat32);
+    int64_t off = 0;
+    for (auto& p : impl_->params) {
+      flat.narrow(0, off, p.numel()).copy_(p.detach().reshape(-1));
+      off += p.numel();
+    }
+    OpOptions o;
+    o.label = "train:init_params";
+    comm_.broadcast(flat.data_ptr<float>(), impl_->numel, DType::kFloat32, 0, o);
+    torch::NoGradGuard ng;
+    off = 0;
+    for (auto& p : impl_->params) {
+      p.copy_(flat.narrow(0, off, p.numel()).view_as(p));
+      off += p.numel();
+    }
+  }
+  if (cfg_.optimizer == "adam") {
+    impl_->optimizer = std::make_unique<torch::optim::Adam>(
+        impl_->params, torch::optim::AdamOptions(cfg_.lr).weight_decay(cfg_.weight_decay));
+  } else {
+    impl_->optimizer = std::make_unique<torch::optim::SGD>(
+        impl_->params,
+        torch::optim::SGDOptions(cfg_.lr).momentum(cfg_.momentum).weight_decay(cfg_.weight_decay));
+  }
+  DSP_DEBUG("train", "{} model with {} parameters, {} on {} rank(s)", cfg_.model.model,
+            impl_->numel, cfg_.optimizer, comm_.size());
+}
+
+Trainer::~Trainer() = default;
+
+GnnModel& Trainer::model() { return *impl_->model; }
+int64_t Trainer::num_parameters() const { return impl_->numel; }
+
+namespace {
+
+void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
+  const auto& s = b.sample;
+  DSP_CHECK_ARG(static_cast<int>(s.blocks.size()) == cfg.layers,
+                "the batch has {} blocks but the {}-layer model needs one per layer (the number "
+                "of fanouts must equal the number of layers)",
+                s.blocks.size(), cfg.layers);
+  DSP_CHECK_ARG(b.feature_dim == cfg.in_dim,
+                "batch features have {} columns but the model expects {}", b.feature_dim,
+                cfg.in_dim);
+  const int64_t n_in = s.blocks.front().num_src;
+  DSP_CHECK_ARG(static_cast<int64_t>(b.features.size()) == n_in * b.feature_dim,
+                "batch has {} feature values, expected {} input nodes x {}", b.features.size(),
+                n_in, b.feature_dim);
+  const int64_t n_seeds = s.blocks.back().num_dst;
+  DSP_CHECK_ARG(static_cast<int64_t>(b.labels.size()) == n_seeds,
+                "batch has {} labels for {} seeds", b.labels.size(), n_seeds);
+  for (size_t i = 0; i < b.labels.size(); ++i) {
+    DSP_CHECK_ARG(b.labels[i] >= 0 && b.labels[i] < cfg.out_dim,
+                  "label {} of seed {} (node {}) is outside [0, {})", b.labels[i], i,
+                  i < s.seeds.size() ? s.seeds[i] : -1, cfg.out_dim);
+  }
+}
+
+bool batch_empty(const LoadedBatch& b) {
+  return b.sample.blocks.empty() || b.sample.blocks.back().num_dst == 0;
+}
+
+}  // namespace
+
+float Trainer::train_step(const LoadedBatch& batch) {
+  auto& I = *impl_;
+  const bool empty = batch_empty(batch);
+  if (!empty) check_batch(batch, cfg_.model);
+  I.model->train();
+  for (auto& p : I.params) {
+    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
+  }
+  double loss_sum = 0.0;
+  int64_t n_local = 0;
+  if (!empty) {
+    auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
+    auto x =
+        torch::from_blob(const_cast<float*>(batch.features.data()),
+                         {batch.sample.blocks.front().num_src, batch.feature_dim}, torch::kFloat32)
+            .to(I.device);
+    auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
+                              {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
+                 .to(I.device);
+    const uint64_t key = mix64(rng_key(cfg_.seed, batch.sample.epoch, batch.sample.batch,
+                                       static_cast<uint64_t>(comm_.rank())) ^
+                               kDropoutPurpose);
+    at::Generator gen;
+    if (I.device.is_cpu()) {
+      gen = at::detail::createCPUGenerator(key);
+    } else {
+      // Device generators cannot be created without the device headers; the trainer is the only
+      // user of the device's default generator, so reseeding it per step is just as reproducible.
+      gen = at::globalContext().defaultGenerator(I.device);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_current_seed(key);
+    }
+    auto logits = I.model->forward(blocks, x, &gen);
+    auto loss = torch::nn::functional::cross_entropy(
+        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    loss.backward();
+    loss_sum = loss.item<double>();
+    n_local = y.size(0);
+  }
+  // One bucket: every gradient, then the loss sum and the seed count of this rank.
+  auto bucket = torch::zeros({I.numel + 2}, torch::kFloat32);
+  int64_t off = 0;
+  for (auto& p : I.params) {
+    if (p.grad().defined()) bucket.narrow(0, off, p.numel()).copy_(p.grad().reshape(-1));
+    off += p.numel();
+  }
+  float* bp = bucket.data_ptr<float>();
+  bp[I.numel] = static_cast<float>(loss_sum);
+  bp[I.numel + 1] = static_cast<float>(n_local);
+  if (comm_.size() > 1) {
+    OpOptions o;
+    o.label = "train:grad_all_reduce";
+    comm_.all_reduce(bp, I.numel + 2, DType::kFloat32, ReduceOp::kSum, o);
+  }
+  const float n_total = bp[I.numel + 1];
+  if (n_total == 0) return 0.0f;  // no rank had a seed: nothing to learn from (same on all ranks)
+  bucket.narrow(0, 0, I.numel).div_(n_total);
+  off = 0;
+  for (auto& p : I.params) {
+    p.mutable_grad() = bucket.narrow(0, off, p.numel()).view_as(p).to(I.device).clone();
+    off += p.numel();
+  }
+  I.optimizer->step();
+  ++step_;
+  return bp[I.numel] / n_total;
+}
+
+EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
+  EvalCounts c;
+  if (batch_empty(batch)) return c;
+  check_batch(batch, cfg_.model);
+  auto& I = *impl_;
+  torch::NoGradGuard ng;
+  I.model->eval();
+  auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
+  auto x =
+      torch::from_blob(const_cast<float*>(batch.features.data()),
+                       {batch.sample.blocks.front().num_src, batch.feature_dim}, torch::kFloat32)
+          .to(I.device);
+  auto pred = I.model->forward(blocks, x, nullptr).argmax(1).to(torch::kCPU);
+  const int64_t* pp = pred.data_ptr<int64_t>();
+  for (size_t i = 0; i < batch.labels.size(); ++i) c.correct += pp[i] == batch.labels[i];
+  c.total = static_cast<int64_t>(batch.labels.size());
+  return c;
+}
+
+EvalCounts Trainer::all_reduce(const EvalCounts& local) {
+  int64_t buf[2] = {local.correct, local.total};
+  if (comm_.size() > 1) {
+    OpOptions o;
+    o.label = "train:eval_counts";
+    comm_.all_reduce(buf, 2, DType::kInt64, ReduceOp::kSum, o);
+  }
+  return {buf[0], buf[1]};
+}
+
+std::vector<float> Trainer::flat_parameters() const {
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(impl_->numel));
+  for (const auto& p : impl_->params) {
+    auto c = p.detach().to(torch::kCPU).contiguous();
+    const float* d = c.data_ptr<float>();
+    out.insert(out.end(), d, d + c.numel());
+  }
+  return out;
+}
+
+void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
+                              const nlohmann::json& extra) const {
+  auto& I = *impl_;
+  nlohmann::json params = nlohmann::json::array();
+  for (size_t i = 0; i < I.params.size(); ++i) {
+    params.push_back({{"name", I.names[i]}, {"shape", I.params[i].sizes().vec()}});
+  }
+  // The RNG position: dropout and sampling are pure functions of (seed, epoch, batch, rank), so
+  // (seed, next epoch, world size) pins every later draw; Adam's step count is in its state.
+  nlohmann::json header = {{"format", kCheckpointFormat},
+                           {"version", kCheckpointVersion},
+                           {"config", cfg_.to_json()},
+                           {"epoch", epoch},
+                           {"step", step_},
+                           {"world_size", comm_.size()},
+                           {"params", params},
+                           {"extra", extra}};
+  std::string buffer;
+  try {
+    torch::serialize::OutputArchive ar;
+    ar.write("header", bytes_tensor(header.dump()));
+    for (size_t i = 0; i < I.params.size(); ++i) {
+      ar.write("p" + std::to_string(i), I.params[i].detach().to(torch::kCPU));
+    }
+    torch::serialize::OutputArchive opt;
+    I.optimizer->save(opt);
+    ar.write("optimizer", opt);
+    ar.save_to([&buffer](const void* data, size_t n) {
+      buffer.append(static_cast<const char*>(data), n);
+      return n;
+    });
+  } catch (const c10::Error& e) {
+    DSP_THROW_T(IoError, "cannot serialise checkpoint {}: {}", path, e.what_without_backtrace());
+  }
+  write_file_atomic(path, buffer);
+}
+
+CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
+  auto& I = *impl_;
+  std::string data = read_file(path);
+  torch::serialize::InputArchive ar;
+  nlohmann::json header;
+  try {
+    ar.load_from(data.data(), data.size());
+    torch::Tensor h;
+    ar.read("header", h);
+    header = nlohmann::json::parse(
+        std::string(reinterpret_cast<const char*>(h.data_ptr<uint8_t>()), h.numel()));
+  } catch (const std::exception& e) {
+    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: {}", path, e.what());
+  }
+  DSP_CHECK_FORMAT(header.value("format", "") == kCheckpointFormat &&
+                       header.value("version", 0) == kCheckpointVersion,
+                   "{} is not a dsp checkpoint of version {}", path, kCheckpointVersion);
+  const auto& ckcfg = header.at("config");
+  const std::string ck_model = ckcfg.at("model").dump();
+  const std::string my_model = cfg_.model.to_json().dump();
+  const auto& params = header.at("params");
+  DSP_CHECK_FORMAT(params.size() == I.params.size(),
+                   "checkpoint {} holds {} parameter tensors but this model has {} "
+                   "(checkpoint model {}, this model {})",
+                   path, params.size(), I.params.size(), ck_model, my_model);
+  for (size_t i = 0; i < I.params.size(); ++i) {
+    const auto name = params[i].at("name").get<std::string>();
+    const auto shape = params[i].at("shape").get<std::vector<int64_t>>();
+    DSP_CHECK_FORMAT(name == I.names[i],
+                     "checkpoint {}: parameter {} is '{}' but this model's is '{}' (checkpoint "
+                     "model {}, this model {})",
+                     path, i, name, I.names[i], ck_model, my_model);
+    DSP_CHECK_FORMAT(shape == I.params[i].sizes().vec(),
+                     "checkpoint {}: parameter '{}' has shape {} in the checkpoint but {} in this "
+                     "model (checkpoint model {}, this model {})",
+                     path, name, shape_str(shape), shape_str(I.params[i].sizes()), ck_model,
+                     my_model);
+  }
+  const auto ck_opt = ckcfg.at("optimizer").get<std::string>();
+  DSP_CHECK_FORMAT(ck_opt == cfg_.optimizer,
+                   "checkpoint {} holds {} optimizer state but this trainer uses {}", path, ck_opt,
+                   cfg_.optimizer);
+  const int64_t ck_world = header.at("world_size").get<int64_t>();
+  if (ck_world != comm_.size()) {
+    DSP_WARN("train",
+             "checkpoint {} was written by {} rank(s), resuming on {}: training continues, but "
+             "not bit-identically (dropout masks and batch shares depend on the rank)",
+             path, ck_world, comm_.size());
+  }
+  try {
+    torch::NoGradGuard ng;
+    for (size_t i = 0; i < I.params.size(); ++i) {
+      torch::Tensor t;
+      ar.read("p" + std::to_string(i), t);
+      I.params[i].copy_(t);
+    }
+    torch::serialize::InputArchive opt;
+    ar.read("optimizer", opt);
+    I.optimizer->load(opt);
+  } catch (const c10::Error& e) {
+    DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path, e.what_without_backtrace());
+  }
+  CheckpointInfo info;
+  info.epoch = header.at("epoch").get<int64_t>();
+  info.step = header.at("step").get<int64_t>();
+  info.extra = header.value("extra", nlohmann::json::object());
+  step_ = info.step;
+  return info;
+}
+
+}  // namespace dsp

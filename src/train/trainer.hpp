@@ -1,0 +1,87 @@
+#pragma once
+// Data-parallel training of one model replica per rank (torch-free header; see trainer.cpp).
+//
+// Every rank calls train_step for the same (epoch, batch) with its share of the batch's seeds (a
+// share may be empty). The step computes the summed loss of the local seeds, packs all gradients
+// plus (loss sum, seed count) into one float32 bucket, all-reduces it (sum) through the
+// communicator, divides by the global seed count and steps the optimizer. So the gradient is the
+// mean over the whole global batch, exactly as with one rank (with equal shares this is the usual
+// average of the per-rank mean gradients), and every rank applies the same update to the same
+// parameters: the replicas stay bit-identical.
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ccc/communicator.hpp"
+#include "csp/block.hpp"
+#include "train/config.hpp"
+
+namespace dsp {
+
+class GnnModel;
+
+struct EvalCounts {
+  int64_t correct = 0;
+  int64_t total = 0;
+  double accuracy() const { return total > 0 ? static_cast<double>(correct) / total : 0.0; }
+  EvalCounts& operator+=(const EvalCounts& o) {
+    correct += o.correct;
+    total += o.total;
+    return *this;
+  }
+};
+
+struct CheckpointInfo {
+  int64_t epoch = 0;  // completed epochs: training resumes with this epoch index
+  int64_t step = 0;   // optimizer steps taken
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+class Trainer {
+ public:
+  // Builds the model (parameters initialised from config.seed, then rank 0's broadcast once so
+  // every replica starts identical) and the optimizer. InvalidArgument on a bad config.
+  Trainer(const TrainConfig& config, Communicator& comm);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // One synchronous step (collective: every rank must call it). Dropout masks are drawn from a
+  // generator seeded by (seed, batch.sample.epoch, batch.sample.batch, rank). Returns the mean loss
+  // over the seeds of all ranks. InvalidArgument if the batch does not fit the model (block count
+  // != layers, feature width, labels out of range).
+  float train_step(const LoadedBatch& batch);
+  // Local, no communication: predictions of the seeds against their labels (eval mode, no dropout).
+  EvalCounts eval_batch(const LoadedBatch& batch);
+  // Sums counts over all ranks (collective).
+  EvalCounts all_reduce(const EvalCounts& local);
+
+  // Writes model parameters, optimizer state, config, epoch and step to `path` atomically
+  // (temporary file + rename). `epoch` = epochs completed. No communication: replicas are
+  // identical, so one rank (rank 0) writes it.
+  void save_checkpoint(const std::string& path, int64_t epoch,
+                       const nlohmann::json& extra = nlohmann::json::object()) const;
+  // Restores what save_checkpoint wrote. Every rank loads the same file. FormatError naming the
+  // parameter and both shapes when the checkpoint holds a different model, or a different
+  // optimizer; IoError if it cannot be read.
+  CheckpointInfo load_checkpoint(const std::string& path);
+
+  // All parameters flattened in registration order (tests, checksums).
+  std::vector<float> flat_parameters() const;
+  int64_t num_parameters() const;
+  int64_t steps() const { return step_; }
+  const TrainConfig& config() const { return cfg_; }
+  Communicator& comm() { return comm_; }
+  GnnModel& model();
+
+ private:
+  struct Impl;
+  TrainConfig cfg_;
+  Communicator& comm_;
+  std::unique_ptr<Impl> impl_;
+  int64_t step_ = 0;
+};
+
+}  // namespace dsp
