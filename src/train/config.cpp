@@ -45,6 +45,8 @@ void TrainConfig::validate() const {
   DSP_CHECK_ARG(lr > 0, "learning rate must be positive, got {}", lr);
   DSP_CHECK_ARG(weight_decay >= 0, "weight decay must be >= 0, got {}", weight_decay);
   DSP_CHECK_ARG(momentum >= 0, "momentum must be >= 0, got {}", momentum);
+  DSP_CHECK_ARG(device == "cpu" || device.rfind("cuda", 0) == 0,
+                "unknown device '{}' (cpu, cuda, cuda:<index>)", device);
   DSP_CHECK_ARG(num_threads >= 0, "thread count must be >= 0, got {}", num_threads);
 }
 

@@ -38,6 +38,9 @@ struct TrainConfig {
   // LibTorch intra-op threads; 0 leaves LibTorch's setting alone. The CPU build gives each rank
   // cores / ranks (DESIGN.md), which the caller computes.
   int num_threads = 0;
+  // Where the replica lives: "cpu", "cuda" or "cuda:<i>" (a CUDA-enabled LibTorch). Gradients
+  // travel through a host bucket either way, since the communicator used here works on host memory.
+  std::string device = "cpu";
 
   void validate() const;
   nlohmann::json to_json() const;

@@ -1,5 +1,7 @@
 #include "train/model.hpp"
 
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <limits>
 

@@ -1,6 +1,7 @@
 #include "train/trainer.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <cstring>
@@ -29,6 +30,20 @@ torch::Tensor bytes_tensor(const std::string& s) {
   return t;
 }
 
+// Optimizer::load restores state tensors on the CPU; a replica on a GPU needs them beside its
+// parameters.
+void move_optimizer_state(torch::optim::Optimizer& opt, const torch::Device& dev) {
+  for (auto& kv : opt.state()) {
+    if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(kv.second.get())) {
+      a->exp_avg(a->exp_avg().to(dev));
+      a->exp_avg_sq(a->exp_avg_sq().to(dev));
+      if (a->max_exp_avg_sq().defined()) a->max_exp_avg_sq(a->max_exp_avg_sq().to(dev));
+    } else if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(kv.second.get())) {
+      if (s->momentum_buffer().defined()) s->momentum_buffer(s->momentum_buffer().to(dev));
+    }
+  }
+}
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -46,8 +61,17 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
   if (cfg_.num_threads > 0) torch::set_num_threads(cfg_.num_threads);
   // Seeded initialisation makes runs reproducible; the broadcast below makes the replicas
   // identical even if some rank's default generator was used differently before.
+  try {
+    impl_->device = torch::Device(cfg_.device);
+  } catch (const c10::Error& e) {
+    DSP_THROW_T(InvalidArgument, "unknown device '{}': {}", cfg_.device,
+                e.what_without_backtrace());
+  }
+  DSP_CHECK_ARG(impl_->device.is_cpu() || torch::cuda::is_available(),
+                "device '{}' requested but this LibTorch sees no CUDA device", cfg_.device);
   torch::manual_seed(cfg_.seed);
   impl_->model = make_model(cfg_.model);
+  impl_->model->to(impl_->device);
   for (const auto& kv : impl_->model->named_parameters()) {
     impl_->names.push_back(kv.key());
     impl_->params.push_back(kv.value());
@@ -321,6 +345,7 @@ CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
     torch::serialize::InputArchive opt;
     ar.read("optimizer", opt);
     I.optimizer->load(opt);
+    if (!I.device.is_cpu()) move_optimizer_state(*I.optimizer, I.device);
   } catch (const c10::Error& e) {
     DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path, e.what_without_backtrace());
   }

@@ -182,6 +182,10 @@ TEST(BadInput, UnknownModelAndOptimizer) {
   EXPECT_EQ(error_of<InvalidArgument>([&] { Trainer t(cfg, *comm); }),
             "unknown optimizer 'lbfgs' (adam, sgd)");
   cfg = cora_config("sage", 1);
+  cfg.device = "tpu";
+  EXPECT_EQ(error_of<InvalidArgument>([&] { Trainer t(cfg, *comm); }),
+            "unknown device 'tpu' (cpu, cuda, cuda:<index>)");
+  cfg = cora_config("sage", 1);
   cfg.model.dropout = 1.0;
   EXPECT_NE(error_of<InvalidArgument>([&] { Trainer t(cfg, *comm); }).find("dropout"),
             std::string::npos);
