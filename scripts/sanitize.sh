@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds the unit tests with AddressSanitizer + UndefinedBehaviorSanitizer (DSP_SANITIZE=ON, into
-# build-asan/) and runs them. Leak checking is off: OpenMPI's own allocations are reported as leaks.
+# build-asan/) and runs them. The LibTorch trainer is left out (its tests take minutes without
+# sanitizers; LibTorch itself is not instrumented). Leak checking is off: OpenMPI's own allocations are reported as leaks.
 # Usage: scripts/sanitize.sh [ctest args...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 log="$(mktemp)"
-if ! { cmake -S . -B build-asan -G Ninja -DDSP_SANITIZE=ON -DDSP_WITH_CUDA=OFF \
+if ! { cmake -S . -B build-asan -G Ninja -DDSP_SANITIZE=ON -DDSP_WITH_CUDA=OFF -DDSP_WITH_TRAIN=OFF \
          -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-asan -j "$(nproc)"; } >"$log" 2>&1; then
   echo "sanitize.sh: build failed:" >&2; tail -n 60 "$log" >&2; exit 1
 fi

@@ -9,7 +9,7 @@ if [[ "${1:-}" == "--deps-only" ]]; then deps_only=1; shift; fi
 
 pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev python3-torch python3-numpy python3-pytest
+  libtorch-dev python3-torch python3-numpy python3-pytest python3-matplotlib libopenblas0-pthread
   libopenmpi-dev openmpi-bin
   libmetis-dev libhwloc-dev libfmt-dev
   libgtest-dev libgmock-dev librandom123-dev libcli11-dev nlohmann-json3-dev
@@ -29,11 +29,18 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
 if ((${#missing[@]})); then
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   echo "setup.sh: installing ${#missing[@]} Debian packages..."
   run_quiet $SUDO apt-get update -q
   run_quiet env DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+# LibTorch calls BLAS through Debian's alternatives; the reference BLAS is several times slower than
+# OpenBLAS for the dense layers of the models, so make sure OpenBLAS is the one selected.
+if [[ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ]] &&
+   ! update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | grep -q "^Value: .*openblas"; then
+  ${SUDO:-} update-alternatives --set libblas.so.3-x86_64-linux-gnu \
+    /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1 || true
 fi
 ((deps_only)) && exit 0
 

@@ -9,4 +9,5 @@ void add_generate(CLI::App& app);
 void add_info(CLI::App& app);
 void add_partition(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_train(CLI::App& app);
 }  // namespace dsp::cli

@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   dsp::cli::add_info(app);
   dsp::cli::add_partition(app);
   dsp::cli::add_bench(app);
+#ifdef DSP_HAVE_TRAIN
+  dsp::cli::add_train(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

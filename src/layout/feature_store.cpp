@@ -25,6 +25,10 @@ void gather_rows(const unsigned char* base, size_t row_bytes, const int64_t* idx
 }
 
 FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm)
+    : FeatureStore(part, comm, {}) {}
+
+FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
+                           const std::vector<Array>& all_cached)
     : comm_(comm), meta_(part.meta), features_(part.features) {
   DSP_CHECK_ARG(comm.size() == meta_.parts,
                 "{}: the partition has {} parts but the communicator has {} ranks", part.dir,
@@ -43,9 +47,10 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm)
   cached_bits_.assign((num_nodes_ + 63) / 64, 0);
   seen_bits_.assign((num_nodes_ + 63) / 64, 0);
   for (int p = 0; p < meta_.parts; ++p) {
-    Array cached = p == part.part ? part.cached
-                                  : load_npy(fmt::format("{}/part{}/cached.npy", part.dir, p),
-                                             DType::kInt64, 1);
+    Array cached = !all_cached.empty() ? all_cached.at(p)
+                   : p == part.part  ? part.cached
+                                     : load_npy(fmt::format("{}/part{}/cached.npy", part.dir, p),
+                                                DType::kInt64, 1);
     const int64_t* c = cached.data<int64_t>();
     for (int64_t s = 0; s < cached.dim(0); ++s) {
       DSP_CHECK_FORMAT(c[s] >= meta_.offsets[p] && c[s] < meta_.offsets[p + 1],
@@ -55,10 +60,11 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm)
       cached_bits_[c[s] >> 6] |= uint64_t{1} << (c[s] & 63);
     }
   }
-  cache_rows_ = part.cached.dim(0);
+  const Array& mine = all_cached.empty() ? part.cached : all_cached.at(part.part);
+  cache_rows_ = mine.dim(0);
   cache_.resize(cache_rows_ * row_bytes_);
   gather_rows(static_cast<const unsigned char*>(features_.raw()), row_bytes_,
-              part.cached.data<int64_t>(), cache_rows_, cache_.data());
+              mine.data<int64_t>(), cache_rows_, cache_.data());
 }
 
 void FeatureStore::gather(const int64_t* ids, int64_t n, void* out_raw) {

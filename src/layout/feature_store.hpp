@@ -33,6 +33,9 @@ class FeatureStore {
  public:
   // `part` must have been loaded for comm.rank() of a partition with comm.size() parts.
   FeatureStore(const PartitionData& part, Communicator& comm);
+  // As above with every part's cached list given (index p: part p's, hottest first), e.g. a cache
+  // policy chosen at train time; every rank must pass the same lists.
+  FeatureStore(const PartitionData& part, Communicator& comm, const std::vector<Array>& all_cached);
 
   int64_t num_nodes() const { return num_nodes_; }
   int64_t dim() const { return dim_; }

@@ -1,6 +1,7 @@
 #include "pipeline/scheduler.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -75,7 +76,15 @@ std::vector<int64_t> EpochScheduler::batch_seeds(const std::vector<int64_t>& ord
   const int64_t size = static_cast<int64_t>(order.size());
   const int64_t b = std::min(size, step * batch_size_);
   const int64_t e = std::min(size, b + batch_size_);
-  return std::vector<int64_t>(order.begin() + b, order.begin() + e);
+  // A batch that straddles two passes (or a rank with fewer seeds than a batch) can hold a seed
+  // twice; the sampler wants distinct seeds, and a repeat adds nothing, so keep the first copy.
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(e - b));
+  std::unordered_set<int64_t> seen;
+  for (int64_t i = b; i < e; ++i) {
+    if (seen.insert(order[i]).second) out.push_back(order[i]);
+  }
+  return out;
 }
 
 }  // namespace dsp

@@ -39,7 +39,8 @@ class EpochScheduler {
   // The seeds of every step of `epoch`, concatenated; step t is [t*B, min((t+1)*B, size())).
   // A rank whose local_steps() equals steps() has a partial last batch; the others wrap around.
   std::vector<int64_t> epoch_order(int64_t epoch) const;
-  // Step t's slice of an epoch_order() result.
+  // Step t's slice of an epoch_order() result, without repeats (a slice that straddles two passes
+  // of a wrapping rank could otherwise hold a seed twice).
   std::vector<int64_t> batch_seeds(const std::vector<int64_t>& order, int64_t step) const;
 
   // Pass `pass` of `epoch`: a permutation of `sorted` (pure function of its arguments).

@@ -165,3 +165,21 @@ TEST(MappedFile, MapsContentAndNamesMissingFile) {
 
 }  // namespace
 }  // namespace dsp
+
+#include "core/half.hpp"
+namespace dsp {
+namespace {
+TEST(Half, ConvertsExactly) {
+  EXPECT_EQ(half_to_float(0x3c00), 1.0f);
+  EXPECT_EQ(half_to_float(0xc000), -2.0f);
+  EXPECT_EQ(half_to_float(0x7bff), 65504.0f);
+  EXPECT_EQ(half_to_float(0x0001), 5.9604644775390625e-08f);  // smallest subnormal
+  EXPECT_EQ(half_to_float(0x03ff), 6.097555160522461e-05f);   // largest subnormal
+  EXPECT_EQ(half_to_float(0x0000), 0.0f);
+  EXPECT_TRUE(std::signbit(half_to_float(0x8000)));
+  EXPECT_TRUE(std::isinf(half_to_float(0x7c00)));
+  EXPECT_TRUE(std::isnan(half_to_float(0x7e00)));
+  EXPECT_EQ(half_to_float(0x3555), 0.333251953125f);
+}
+}  // namespace
+}  // namespace dsp

@@ -1,0 +1,57 @@
+#pragma once
+// `dsp train` as a library call: partition (if needed), then per rank the collective sampler, the
+// feature store and the trainer wired into the three-worker pipeline under the coordinator,
+// evaluation, checkpoints, progress and metrics. Torch-free header.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "train/config.hpp"
+
+namespace dsp {
+
+struct JobConfig {
+  std::string path;  // a partition directory (dsp partition), or a dataset directory: then it is
+                     // partitioned on the fly into one part per rank (METIS)
+  TrainConfig train;                 // model.in_dim/out_dim/layers are filled from the data
+  std::vector<int> fanouts{15, 10, 5};  // from the seeds out; one per layer
+  std::vector<int> eval_fanouts;        // default: fanouts
+  int64_t batch_size = 1024;            // seeds per rank per step
+  int64_t eval_batch_size = 4096;
+  int epochs = 10;
+  int eval_every = 1;               // 0: evaluate only after the last epoch
+  std::string pipeline = "on";      // on | off (DSP-Seq, the ablation)
+  bool ccc = true;                  // off only to show why the coordinator is needed
+  std::string cache_policy;         // override of the partition's: in-degree | random | none
+  double cache_ratio = -1;          // override (with cache_policy, or alone)
+  std::string checkpoint_dir;       // empty: no checkpoints
+  int checkpoint_every = 0;         // epochs; 0: only at the end (if checkpoint_dir is set)
+  bool resume = false;              // continue from checkpoint_dir/checkpoint.pt
+  std::string metrics_file;         // JSON lines, one record per epoch (rank 0)
+  uint64_t seed = 0;
+  bool progress = true;             // progress bar on a terminal (rank 0)
+  std::string backend = "auto";     // auto | self | mpi
+
+  void validate() const;  // InvalidArgument naming the field
+  nlohmann::json to_json() const;
+  // Fields of a --config file; unknown keys are an error (typos must not be silently ignored).
+  static JobConfig from_json(const nlohmann::json& j, const std::string& what);
+};
+
+struct JobResult {
+  int epochs_run = 0;
+  double best_val_acc = 0;
+  int best_epoch = -1;
+  double test_acc_at_best = 0;
+  double final_loss = 0;
+  double mean_epoch_s = 0;
+  double cache_hit_rate = 0;
+  uint64_t bytes_communicated = 0;  // this rank, all workers
+  nlohmann::json to_json() const;
+};
+
+// Runs the whole job on this rank (collective over the ranks of the job). Rank 0 prints.
+JobResult run_training(const JobConfig& cfg);
+
+}  // namespace dsp

@@ -1,0 +1,115 @@
+#include "commands.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "train/job.hpp"
+
+namespace dsp::cli {
+namespace {
+std::vector<int> parse_int_list(const std::string& s, const char* flag) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      size_t used = 0;
+      int v = std::stoi(tok, &used);
+      DSP_CHECK_ARG(used == tok.size(), "{}: '{}' is not an integer", flag, tok);
+      out.push_back(v);
+    } catch (const std::logic_error&) {
+      DSP_THROW_T(InvalidArgument, "{}: '{}' is not a comma-separated list of integers", flag, s);
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
+void add_train(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "train",
+      "Train a GNN (GraphSAGE, GCN, GAT) with collective sampling and the three-worker pipeline. "
+      "Run under mpirun -np P with a P-part partition directory, or on a dataset directory "
+      "(partitioned on the fly into one part per rank)");
+  struct Args {
+    JobConfig c;
+    std::string config_file, fanouts, eval_fanouts, pipeline = "on", ccc = "on";
+    bool no_progress = false;
+  };
+  auto a = std::make_shared<Args>();
+  sub->add_option("PATH", a->c.path, "partition directory (dsp partition) or dataset directory");
+  sub->add_option("--config", a->config_file,
+                  "JSON file with any of the options below (keys as the long flags, '-' -> '_'); "
+                  "flags given on the command line override it");
+  sub->add_option("--model", a->c.train.model.model, "sage (default), gcn or gat");
+  sub->add_option("--hidden", a->c.train.model.hidden, "hidden width (GAT: per head; default 128)");
+  sub->add_option("--fanouts", a->fanouts,
+                  "neighbours sampled per node, from the seeds out; one per layer (default "
+                  "15,10,5)");
+  sub->add_option("--eval-fanouts", a->eval_fanouts, "fanouts for evaluation (default: --fanouts)");
+  sub->add_option("--batch-size", a->c.batch_size, "training seeds per rank per step (default 1024)");
+  sub->add_option("--epochs", a->c.epochs, "epochs (default 10)");
+  sub->add_option("--lr", a->c.train.lr, "learning rate (default 0.01)");
+  sub->add_option("--weight-decay", a->c.train.weight_decay, "weight decay (default 5e-4)");
+  sub->add_option("--optimizer", a->c.train.optimizer, "adam (default) or sgd");
+  sub->add_option("--dropout", a->c.train.model.dropout, "dropout (default 0.5)");
+  sub->add_option("--heads", a->c.train.model.heads, "GAT heads of hidden layers (default 1)");
+  sub->add_option("--cache-policy", a->c.cache_policy,
+                  "override the partition's cache: in-degree, random or none");
+  sub->add_option("--cache-ratio", a->c.cache_ratio, "override the share of nodes cached, [0, 1]");
+  sub->add_option("--pipeline", a->pipeline, "on (default) or off (stages one after another)")
+      ->check(CLI::IsMember({"on", "off"}));
+  sub->add_option("--ccc", a->ccc, "on (default); off shows why the coordinator is needed")
+      ->check(CLI::IsMember({"on", "off"}));
+  sub->add_option("--eval-every", a->c.eval_every, "evaluate every k epochs (default 1; 0: at the end)");
+  sub->add_option("--checkpoint-dir", a->c.checkpoint_dir, "write checkpoint.pt here");
+  sub->add_option("--checkpoint-every", a->c.checkpoint_every, "every k epochs (0: at the end)");
+  sub->add_flag("--resume", a->c.resume, "continue from --checkpoint-dir/checkpoint.pt");
+  sub->add_option("--seed", a->c.seed, "random seed (sampling, dropout, initialisation)");
+  sub->add_option("--metrics", a->c.metrics_file, "write one JSON record per epoch to this file");
+  sub->add_option("--threads", a->c.train.num_threads, "threads per rank (default cores / ranks)");
+  sub->add_flag("--no-progress", a->no_progress, "no progress bar");
+  sub->callback([a, sub] {
+    JobConfig c;
+    if (!a->config_file.empty()) {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(read_file(a->config_file));
+      } catch (const nlohmann::json::exception& e) {
+        DSP_THROW_T(FormatError, "{}: not valid JSON ({})", a->config_file, e.what());
+      }
+      c = JobConfig::from_json(j, a->config_file);
+    }
+    // Flags given explicitly override the config file.
+    auto given = [&](const char* name) { return sub->count(name) > 0; };
+    if (given("PATH")) c.path = a->c.path;
+    if (given("--model")) c.train.model.model = a->c.train.model.model;
+    if (given("--hidden")) c.train.model.hidden = a->c.train.model.hidden;
+    if (given("--fanouts")) c.fanouts = parse_int_list(a->fanouts, "--fanouts");
+    if (given("--eval-fanouts")) c.eval_fanouts = parse_int_list(a->eval_fanouts, "--eval-fanouts");
+    if (given("--batch-size")) c.batch_size = a->c.batch_size;
+    if (given("--epochs")) c.epochs = a->c.epochs;
+    if (given("--lr")) c.train.lr = a->c.train.lr;
+    if (given("--weight-decay")) c.train.weight_decay = a->c.train.weight_decay;
+    if (given("--optimizer")) c.train.optimizer = a->c.train.optimizer;
+    if (given("--dropout")) c.train.model.dropout = a->c.train.model.dropout;
+    if (given("--heads")) c.train.model.heads = a->c.train.model.heads;
+    if (given("--cache-policy")) c.cache_policy = a->c.cache_policy;
+    if (given("--cache-ratio")) c.cache_ratio = a->c.cache_ratio;
+    if (given("--pipeline")) c.pipeline = a->pipeline;
+    if (given("--ccc")) c.ccc = a->ccc == "on";
+    if (given("--eval-every")) c.eval_every = a->c.eval_every;
+    if (given("--checkpoint-dir")) c.checkpoint_dir = a->c.checkpoint_dir;
+    if (given("--checkpoint-every")) c.checkpoint_every = a->c.checkpoint_every;
+    if (given("--resume")) c.resume = true;
+    if (given("--seed")) c.seed = a->c.seed;
+    if (given("--metrics")) c.metrics_file = a->c.metrics_file;
+    if (given("--threads")) c.train.num_threads = a->c.train.num_threads;
+    if (a->no_progress) c.progress = false;
+    DSP_CHECK_ARG(!c.path.empty(), "give a partition or dataset directory (PATH or 'path' in --config)");
+    JobResult r = run_training(c);
+    (void)r;
+  });
+}
+}  // namespace dsp::cli
