@@ -1,9 +1,11 @@
 // `dsp bench`: measurements, never timed tests. Each prints a table and can write JSON.
+#include <dlfcn.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "ccc/communicator.hpp"
 #include "commands.hpp"
@@ -14,8 +16,17 @@
 #include "core/timer.hpp"
 #include "csp/presample.hpp"
 #include "csp/sampler.hpp"
+#include "graph/dataset.hpp"
 #include "layout/feature_store.hpp"
+#include "layout/hotness.hpp"
 #include "layout/partition.hpp"
+#ifdef DSP_HAVE_TRAIN
+#include "ccc/coordinator.hpp"
+#include "core/half.hpp"
+#include "pipeline/bench.hpp"
+#include "pipeline/scheduler.hpp"
+#include "train/trainer.hpp"
+#endif
 
 namespace dsp::cli {
 namespace {
@@ -113,7 +124,7 @@ struct SampleArgs {
   int64_t batch_size = 1024;
   int batches = 20;
   int threads = 1;
-  bool biased = false, replace = false;
+  bool biased = false, replace = false, per_layer_bytes = false;
   uint64_t seed = 0;
 };
 
@@ -139,9 +150,10 @@ std::vector<int> parse_fanouts(const std::string& s) {
 // One mode: `batches` timed batches (after one warm-up) of this rank's seeds; figures summed or
 // maxed over ranks.
 nlohmann::json bench_sample_mode(const SampleArgs& a, const PartitionData& part, Communicator& comm,
-                                 SampleMode mode) {
+                                 SampleMode mode, int num_layers = -1) {
   SamplerOptions o;
   o.fanouts = parse_fanouts(a.fanouts);
+  if (num_layers >= 0) o.fanouts.resize(num_layers);
   o.scheme = parse_sample_scheme(a.scheme);
   o.biased = a.biased;
   o.replace = a.replace;
@@ -227,7 +239,25 @@ void run_sample(const SampleArgs& a) {
   } else {
     modes = {parse_sample_mode(a.mode)};
   }
-  for (SampleMode m : modes) j["modes"].push_back(bench_sample_mode(a, part, *comm, m));
+  for (SampleMode m : modes) {
+    nlohmann::json r = bench_sample_mode(a, part, *comm, m);
+    const int L = static_cast<int>(parse_fanouts(a.fanouts).size());
+    if (a.per_layer_bytes && L > 1) {
+      // The sampler counts bytes per batch, not per layer. Layer l's draws are keyed by (seed,
+      // epoch, batch, l) only, so a run with the first l fanouts samples exactly the first l
+      // layers of the full run: differences of prefix runs are the per-layer volumes.
+      std::vector<double> prefix = {0.0};
+      for (int l = 1; l < L; ++l) {
+        prefix.push_back(
+            bench_sample_mode(a, part, *comm, m, l)["bytes_per_epoch_extrapolated"].get<double>());
+      }
+      prefix.push_back(r["bytes_per_epoch_extrapolated"].get<double>());
+      nlohmann::json per = nlohmann::json::array();
+      for (int l = 0; l < L; ++l) per.push_back(prefix[l + 1] - prefix[l]);
+      r["bytes_per_epoch_per_layer"] = per;
+    }
+    j["modes"].push_back(r);
+  }
   if (comm->rank() != 0) return;
   fmt::print("sample bench: {} rank(s) x {} thread(s), fanouts {}, batch {}, {} timed batches\n",
              comm->size(), a.threads, a.fanouts, a.batch_size, a.batches);
@@ -247,6 +277,13 @@ void run_sample(const SampleArgs& a) {
     fmt::print("       bytes/epoch (extrapolated from {} batches x {} batches/epoch): {:.1f} MB\n",
                a.batches, m["batches_per_epoch"].get<int64_t>(),
                m["bytes_per_epoch_extrapolated"].get<double>() / 1e6);
+    if (m.contains("bytes_per_epoch_per_layer")) {
+      std::string per;
+      for (const auto& b : m["bytes_per_epoch_per_layer"]) {
+        per += fmt::format(" {:.1f}", b.get<double>() / 1e6);
+      }
+      fmt::print("       MB/epoch per layer (from the seeds out):{}\n", per);
+    }
   }
   if (modes.size() == 2) {
     double c = j["modes"][0]["bytes_per_epoch_extrapolated"].get<double>();
@@ -256,6 +293,299 @@ void run_sample(const SampleArgs& a) {
   }
   if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
+
+std::vector<double> parse_ratios(const std::string& s) {
+  std::vector<double> r;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t c = s.find(',', pos);
+    std::string tok = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+    try {
+      size_t used = 0;
+      r.push_back(std::stod(tok, &used));
+      DSP_CHECK_ARG(used == tok.size() && r.back() >= 0 && r.back() <= 1,
+                    "bad cache ratio '{}' in '{}' (expected values in [0, 1])", tok, s);
+    } catch (const std::logic_error&) {
+      DSP_THROW_T(InvalidArgument, "bad cache ratio '{}' in '{}' (expected e.g. 0.05,0.1)", tok, s);
+    }
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  return r;
+}
+
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t c = s.find(',', pos);
+    out.push_back(s.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  return out;
+}
+
+struct CacheArgs {
+  std::string path, json, ratios = "0.05,0.1,0.2", fanouts = "15,10,5",
+                          policies = "in-degree,out-degree,presample,random";
+  int64_t batch_size = 1024;
+  int batches = 50;
+  int presample_epochs = 1;
+  int threads = 1;
+  uint64_t seed = 0;
+};
+
+// Hit rates of static caches on a recorded access trace, single process (GNNLab's evaluation):
+// every policy ranks the whole graph, caches its top ratio * N nodes and is scored against the
+// trace, as is the optimal oracle (the trace's own most frequent nodes). Presampling draws with a
+// different seed than the trace, as a real run would: its counts come before training.
+void run_cache(const CacheArgs& a) {
+  omp_set_num_threads(a.threads);
+  // A 1-part partition holds the whole graph (renumbered) in its only patch; a dataset directory
+  // is used as is.
+  Dataset ds;
+  PartitionData pd;
+  const Csr* graph = nullptr;
+  std::vector<int64_t> train;
+  std::string name;
+  if (path_exists(a.path + "/partition.json")) {
+    PartitionMeta m = load_partition_meta(a.path);
+    DSP_CHECK_ARG(m.parts == 1,
+                  "{}: bench cache needs the whole graph: a dataset directory or a 1-part "
+                  "partition (this one has {} parts)",
+                  a.path, m.parts);
+    pd = load_partition(a.path, 0, 1);
+    graph = &pd.patch;
+    train.assign(pd.seeds.data<int64_t>(), pd.seeds.data<int64_t>() + pd.seeds.dim(0));
+    name = pd.meta.dataset_name;
+  } else {
+    LoadOptions lo;
+    lo.validate = false;  // O(E) checks would dominate the run; dsp info validates
+    ds = load_dataset(a.path, lo);
+    graph = &ds.graph;
+    DSP_CHECK_ARG(ds.train_idx.defined(), "{}: the dataset has no train_idx", a.path);
+    for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) train.push_back(ds.train_idx.int_at(i));
+    name = ds.meta.name;
+  }
+  DSP_CHECK_ARG(!train.empty(), "{}: no training seeds", a.path);
+  const int64_t N = graph->num_nodes;
+
+  // The trace: input nodes (the rows a loader would fetch) of `batches` batches of the reference
+  // sampler (one part, self communicator), continuing into further epochs if needed.
+  SamplerOptions so;
+  so.fanouts = parse_fanouts(a.fanouts);
+  so.seed = a.seed;
+  PartitionData single = single_part(*graph);
+  auto self = make_communicator("self");
+  CollectiveSampler sampler(single, *self, so);
+  const int64_t bpe = (static_cast<int64_t>(train.size()) + a.batch_size - 1) / a.batch_size;
+  std::vector<int64_t> trace, order;
+  Stopwatch sw;
+  for (int b = 0; b < a.batches; ++b) {
+    int64_t e = b / bpe, bb = b % bpe;
+    if (bb == 0) order = shuffle_ids(train, a.seed, e);
+    SampledBatch sb = sampler.sample(presample_batch(order, a.batch_size, bb), e, bb);
+    const auto& in = sb.input_nodes();
+    trace.insert(trace.end(), in.begin(), in.end());
+  }
+  const double t_trace = sw.seconds();
+  const SamplerStats& st = sampler.stats();
+
+  nlohmann::json j = {{"bench", "cache"},
+                      {"path", a.path},
+                      {"dataset", name},
+                      {"num_nodes", N},
+                      {"num_edges", graph->num_edges()},
+                      {"fanouts", a.fanouts},
+                      {"batch_size", a.batch_size},
+                      {"batches", a.batches},
+                      {"batches_per_epoch", bpe},
+                      {"trace_accesses", trace.size()},
+                      {"presample_epochs", a.presample_epochs},
+                      {"threads", a.threads},
+                      // the single-process reference sampler's throughput, as a by-product
+                      {"reference_sampler",
+                       {{"sampled_edges", st.sampled_edges},
+                        {"seconds", t_trace},
+                        {"sampled_edges_per_s", st.sampled_edges / t_trace}}},
+                      {"ratios", parse_ratios(a.ratios)},
+                      {"policies", nlohmann::json::object()}};
+  std::vector<double> ratios = parse_ratios(a.ratios);
+  nlohmann::json opt = nlohmann::json::array();
+  for (double r : ratios) {
+    opt.push_back(optimal_hit_rate(trace, N, static_cast<int64_t>(r * N)));
+  }
+  j["optimal"] = opt;
+  for (const std::string& pname : split_names(a.policies)) {
+    CachePolicy p = parse_cache_policy(pname);
+    PresampleOptions po;
+    po.epochs = a.presample_epochs;
+    po.batch_size = a.batch_size;
+    po.sampler = so;
+    po.sampler.seed = a.seed + 0x9e3779b9ULL;  // not the trace's draws
+    sw.reset();
+    std::vector<int64_t> score =
+        hotness_scores(p, *graph, train, a.seed + 1, make_presample_fn(po));
+    const double t_score = sw.seconds();
+    nlohmann::json hits = nlohmann::json::array();
+    nlohmann::json of_opt = nlohmann::json::array();
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      int64_t k = static_cast<int64_t>(ratios[i] * N);
+      double h = hit_rate(trace, N, top_k_by_score(score, 0, N, k));
+      hits.push_back(h);
+      of_opt.push_back(opt[i].get<double>() > 0 ? h / opt[i].get<double>() : 0.0);
+    }
+    j["policies"][pname] = {{"hit_rate", hits}, {"of_optimal", of_opt}, {"score_s", t_score}};
+  }
+  fmt::print(
+      "cache bench: {} ({} nodes), trace of {} batches x {} seeds, fanouts {}: {} accesses\n", name,
+      N, a.batches, a.batch_size, a.fanouts, trace.size());
+  fmt::print("  reference sampler: {:.2f} M sampled edges/s ({} thread(s))\n",
+             st.sampled_edges / t_trace / 1e6, a.threads);
+  std::string head = fmt::format("  {:<12}", "policy");
+  for (double r : ratios) head += fmt::format(" {:>8.0f}%", r * 100);
+  fmt::print("{}\n", head);
+  for (auto it = j["policies"].begin(); it != j["policies"].end(); ++it) {
+    std::string line = fmt::format("  {:<12}", it.key());
+    for (const auto& h : it.value()["hit_rate"]) line += fmt::format(" {:>9.3f}", h.get<double>());
+    fmt::print("{}\n", line);
+  }
+  std::string line = fmt::format("  {:<12}", "optimal");
+  for (const auto& h : opt) line += fmt::format(" {:>9.3f}", h.get<double>());
+  fmt::print("{}\n", line);
+  if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
+}
+
+#ifdef DSP_HAVE_TRAIN
+struct PipeArgs {
+  std::string part_dir, json, model = "sage", fanouts = "15,10,5", backend = "auto";
+  int64_t batch_size = 1024, hidden = 256, max_steps = 0;
+  int epochs = 2, warmup = 1, threads = 0;
+  uint64_t seed = 0;
+};
+
+// The stages of `dsp train` (src/train/job.cpp, without evaluation, checkpoints and metrics),
+// timed by bench_pipeline with the pipeline on and off.
+void run_pipeline_bench(const PipeArgs& a) {
+  auto coord = make_coordinator(a.backend);
+  const int rank = coord->rank(), size = coord->size();
+  // As dsp train: each rank gets its share of the cores, for OpenMP, LibTorch and OpenBLAS.
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = a.threads > 0 ? a.threads : std::max(1, cores / size);
+  omp_set_num_threads(threads);
+  if (auto* set_blas =
+          reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set_blas(threads);
+  }
+  PartitionData part = load_partition(a.part_dir, rank, size);
+  const PartitionMeta& meta = part.meta;
+  DSP_CHECK_FORMAT(meta.feature_dim > 0 && part.labels.defined() && meta.num_classes > 1,
+                   "{}: bench pipeline needs features and labels", a.part_dir);
+  SamplerOptions so;
+  so.fanouts = parse_fanouts(a.fanouts);
+  so.seed = a.seed;
+  CollectiveSampler sampler(part, coord->channel(WorkerKind::kSampler), so);
+  FeatureStore store(part, coord->channel(WorkerKind::kLoader));
+  TrainConfig tc;
+  tc.model.model = a.model;
+  tc.model.hidden = a.hidden;
+  tc.model.in_dim = meta.feature_dim;
+  tc.model.out_dim = meta.num_classes;
+  tc.model.layers = static_cast<int>(so.fanouts.size());
+  tc.seed = a.seed;
+  tc.num_threads = threads;
+  tc.validate();
+  check_fanouts(so.fanouts, tc.model);
+  Trainer trainer(tc, coord->channel(WorkerKind::kTrainer));
+
+  std::vector<int64_t> seeds(part.seeds.data<int64_t>(),
+                             part.seeds.data<int64_t>() + part.seeds.dim(0));
+  if (a.max_steps > 0 && static_cast<int64_t>(seeds.size()) > a.max_steps * a.batch_size) {
+    // A random subset, not the lowest ids: METIS parts are contiguous id ranges, so a prefix of
+    // the sorted seeds would sample one corner of the part.
+    seeds = shuffle_ids(seeds, a.seed ^ 0x737562ULL, 0);
+    seeds.resize(a.max_steps * a.batch_size);
+  }
+  EpochScheduler sched(seeds, a.batch_size, a.seed);
+  CoordinatedCommunicator& main_ch = coord->channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 0);
+  const int64_t steps = sched.agree_steps(main_ch);
+
+  const int64_t F = meta.feature_dim;
+  PipelineStages stages;
+  stages.sample = [&](int64_t epoch, int64_t batch, const std::vector<int64_t>& s) {
+    return sampler.sample(s, epoch, batch);
+  };
+  stages.load = [&](SampledBatch&& sb) {
+    LoadedBatch lb;
+    const std::vector<int64_t>& input = sb.input_nodes();
+    lb.feature_dim = F;
+    lb.features.resize(input.size() * F);
+    if (store.dtype() == DType::kFloat32) {
+      store.gather(input.data(), static_cast<int64_t>(input.size()), lb.features.data());
+    } else {
+      std::vector<uint16_t> raw(input.size() * F);
+      store.gather(input.data(), static_cast<int64_t>(input.size()), raw.data());
+      for (size_t i = 0; i < raw.size(); ++i) lb.features[i] = half_to_float(raw[i]);
+    }
+    lb.labels.resize(sb.seeds.size());
+    const int64_t* lab = part.labels.data<int64_t>();
+    for (size_t i = 0; i < sb.seeds.size(); ++i) lb.labels[i] = lab[sb.seeds[i]];
+    lb.sample = std::move(sb);
+    return lb;
+  };
+  stages.train = [&](LoadedBatch&& lb) { trainer.train_step(lb); };
+  if (rank == 0) {
+    fmt::print(stderr,
+               "pipeline bench: {} on {}, {} rank(s) x {} thread(s), {} steps of {} seeds per "
+               "rank, fanouts {}; {} warm-up + {} measured epoch(s) per mode\n",
+               a.model, meta.dataset_name, size, threads, steps, a.batch_size, a.fanouts, a.warmup,
+               a.epochs);
+  }
+  PipelineBenchOptions bo;
+  bo.epochs = a.epochs;
+  bo.warmup_epochs = a.warmup;
+  sampler.reset_stats();
+  store.reset_stats();
+  nlohmann::json j = bench_pipeline(*coord, sched, stages, bo);
+  j["bench"] = "pipeline";
+  j["partition"] = a.part_dir;
+  j["dataset"] = meta.dataset_name;
+  j["num_nodes"] = meta.num_nodes;
+  j["num_edges"] = meta.num_edges;
+  j["model"] = a.model;
+  j["hidden"] = a.hidden;
+  j["fanouts"] = a.fanouts;
+  j["batch_size"] = a.batch_size;
+  j["max_steps"] = a.max_steps;
+  j["threads"] = threads;
+  j["cache_hit_rate_rank0"] = store.stats().hit_rate();
+  main_ch.set_step(1 << 20, 0);
+  main_ch.barrier();
+  if (rank != 0) return;
+  fmt::print("  {:<4} {:>9} {:>9} | busy s/epoch: {:>8} {:>8} {:>8} | comm s: {:>6} {:>6} {:>6}\n",
+             "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train");
+  for (const char* m : {"on", "off"}) {
+    const auto& r = j[m];
+    double busy[3] = {0, 0, 0}, comm[3] = {0, 0, 0};
+    const char* names[3] = {"sampler", "loader", "trainer"};
+    const double ne = static_cast<double>(r["epochs"].size());
+    for (const auto& e : r["epochs"]) {
+      for (int k = 0; k < 3; ++k) {
+        busy[k] += e["stages"][names[k]]["busy_s"].get<double>() / ne;
+        comm[k] += e["stages"][names[k]]["comm_s"].get<double>() / ne;
+      }
+    }
+    fmt::print(
+        "  {:<4} {:>9.3f} {:>9.2f} | {:>21.3f} {:>8.3f} {:>8.3f} | {:>14.3f} {:>6.3f} {:>6.3f}\n",
+        m, r["epoch_s"].get<double>(), r["batches_per_s"].get<double>(), busy[0], busy[1], busy[2],
+        comm[0], comm[1], comm[2]);
+  }
+  fmt::print("  pipeline speedup (off / on epoch time): {:.2f}x\n", j["speedup"].get<double>());
+  if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
+}
+#endif
 
 }  // namespace
 
@@ -289,6 +619,8 @@ void add_bench(CLI::App& app) {
   sp->add_option("--scheme", sa->scheme, "node (default) or layer");
   sp->add_flag("--biased", sa->biased, "weight by edge weight");
   sp->add_flag("--replace", sa->replace, "draw with replacement");
+  sp->add_flag("--per-layer-bytes", sa->per_layer_bytes,
+               "also measure the bytes of every layer (one extra run per layer prefix)");
   sp->add_option("--threads", sa->threads, "OpenMP threads per rank (default 1)");
   sp->add_option("--seed", sa->seed, "sampling seed");
   sp->add_option("--json", sa->json, "write the figures to this file");
@@ -297,6 +629,55 @@ void add_bench(CLI::App& app) {
                   "--batch-size, --batches and --threads must be positive");
     run_sample(*sa);
   });
+  auto ca = std::make_shared<CacheArgs>();
+  auto* cs = bench->add_subcommand(
+      "cache",
+      "Hit rates of the cache policies vs the optimal oracle on a recorded sampling trace (single "
+      "process)");
+  cs->add_option("PATH", ca->path, "dataset directory or 1-part partition directory")->required();
+  cs->add_option("--ratios", ca->ratios, "cached share of the nodes (default 0.05,0.1,0.2)");
+  cs->add_option("--policies", ca->policies,
+                 "policies to score (default in-degree,out-degree,presample,random)");
+  cs->add_option("--batches", ca->batches, "batches in the trace (default 50)");
+  cs->add_option("--fanouts", ca->fanouts, "fanouts from the seeds out (default 15,10,5)");
+  cs->add_option("--batch-size", ca->batch_size, "seeds per batch (default 1024)");
+  cs->add_option("--presample-epochs", ca->presample_epochs, "K of PreSC#K (default 1)");
+  cs->add_option("--threads", ca->threads, "OpenMP threads (default 1)");
+  cs->add_option("--seed", ca->seed, "seed of the trace (presampling and random use others)");
+  cs->add_option("--json", ca->json, "write the figures to this file");
+  cs->callback([ca] {
+    DSP_CHECK_ARG(
+        ca->batch_size > 0 && ca->batches > 0 && ca->threads > 0 && ca->presample_epochs > 0,
+        "--batch-size, --batches, --threads and --presample-epochs must be positive");
+    run_cache(*ca);
+  });
+#ifdef DSP_HAVE_TRAIN
+  auto pa = std::make_shared<PipeArgs>();
+  auto* pp = bench->add_subcommand(
+      "pipeline",
+      "Epoch time of training with the pipeline on vs off, and the per-stage breakdown (run under "
+      "mpirun -np P with a P-part partition)");
+  pp->add_option("PARTITION", pa->part_dir, "partition directory (dsp partition)")->required();
+  pp->add_option("--model", pa->model, "sage (default), gcn or gat");
+  pp->add_option("--hidden", pa->hidden, "hidden width (default 256)");
+  pp->add_option("--fanouts", pa->fanouts, "fanouts from the seeds out (default 15,10,5)");
+  pp->add_option("--batch-size", pa->batch_size, "seeds per rank and step (default 1024)");
+  pp->add_option("--epochs", pa->epochs, "measured epochs per mode (default 2)");
+  pp->add_option("--warmup", pa->warmup, "discarded epochs per mode (default 1)");
+  pp->add_option("--max-steps", pa->max_steps,
+                 "steps per epoch at most (a random subset of the seeds; 0: all)");
+  pp->add_option("--threads", pa->threads, "threads per rank (default cores / ranks)");
+  pp->add_option("--backend", pa->backend, "auto (default), self or mpi");
+  pp->add_option("--seed", pa->seed, "seed of sampling, model and schedule");
+  pp->add_option("--json", pa->json, "write the figures to this file");
+  pp->callback([pa] {
+    DSP_CHECK_ARG(pa->batch_size > 0 && pa->hidden > 0 && pa->epochs > 0 && pa->warmup >= 0 &&
+                      pa->max_steps >= 0 && pa->threads >= 0,
+                  "--batch-size, --hidden, --epochs must be positive; --warmup, --max-steps, "
+                  "--threads >= 0");
+    run_pipeline_bench(*pa);
+  });
+#endif
 }
 
 }  // namespace dsp::cli
