@@ -47,6 +47,7 @@ void add_train(CLI::App& app) {
   sub->add_option("--fanouts", a->fanouts,
                   "neighbours sampled per node, from the seeds out; one per layer (default "
                   "15,10,5)");
+  sub->add_option("--layers", a->c.layers, "number of layers (default: one per fanout)");
   sub->add_option("--eval-fanouts", a->eval_fanouts, "fanouts for evaluation (default: --fanouts)");
   sub->add_option("--batch-size", a->c.batch_size, "training seeds per rank per step (default 1024)");
   sub->add_option("--epochs", a->c.epochs, "epochs (default 10)");
@@ -87,6 +88,7 @@ void add_train(CLI::App& app) {
     if (given("--model")) c.train.model.model = a->c.train.model.model;
     if (given("--hidden")) c.train.model.hidden = a->c.train.model.hidden;
     if (given("--fanouts")) c.fanouts = parse_int_list(a->fanouts, "--fanouts");
+    if (given("--layers")) c.layers = a->c.layers;
     if (given("--eval-fanouts")) c.eval_fanouts = parse_int_list(a->eval_fanouts, "--eval-fanouts");
     if (given("--batch-size")) c.batch_size = a->c.batch_size;
     if (given("--epochs")) c.epochs = a->c.epochs;

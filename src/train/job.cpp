@@ -30,6 +30,9 @@ namespace fs = std::filesystem;
 void JobConfig::validate() const {
   DSP_CHECK_ARG(!path.empty(), "no partition or dataset directory given");
   DSP_CHECK_ARG(!fanouts.empty(), "--fanouts must list one fanout per layer");
+  DSP_CHECK_ARG(layers == 0 || layers == static_cast<int>(fanouts.size()),
+                "--fanouts has {} entries but the model has {} layers (one fanout per layer)",
+                fanouts.size(), layers);
   for (int f : fanouts) DSP_CHECK_ARG(f > 0, "fanouts must be > 0, got {}", f);
   for (int f : eval_fanouts) DSP_CHECK_ARG(f > 0, "eval fanouts must be > 0, got {}", f);
   DSP_CHECK_ARG(eval_fanouts.empty() || eval_fanouts.size() == fanouts.size(),
@@ -58,7 +61,7 @@ void JobConfig::validate() const {
 
 nlohmann::json JobConfig::to_json() const {
   return {{"path", path},           {"train", train.to_json()},
-          {"fanouts", fanouts},     {"eval_fanouts", eval_fanouts},
+          {"fanouts", fanouts},     {"layers", layers},     {"eval_fanouts", eval_fanouts},
           {"batch_size", batch_size}, {"eval_batch_size", eval_batch_size},
           {"epochs", epochs},       {"eval_every", eval_every},
           {"pipeline", pipeline},   {"ccc", ccc},
@@ -101,10 +104,8 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "metrics_file") c.metrics_file = v.get<std::string>();
       else if (k == "seed") c.seed = v.get<uint64_t>();
       else if (k == "threads") c.train.num_threads = v.get<int>();
-      else if (k == "layers") {
-        DSP_CHECK_FORMAT(j.contains("fanouts"), "{}: give 'fanouts' (one per layer), not 'layers'",
-                         what);
-      } else {
+      else if (k == "layers") c.layers = v.get<int>();
+      else {
         DSP_THROW_T(FormatError, "{}: unknown key '{}'", what, k);
       }
     } catch (const nlohmann::json::exception&) {
@@ -297,6 +298,12 @@ JobResult run_training(const JobConfig& cfg_in) {
   if (cfg.resume) {
     DSP_CHECK_T(IoError, path_exists(ckpt), "{}: no checkpoint to resume from", ckpt);
     CheckpointInfo info = trainer.load_checkpoint(ckpt);
+    std::string src = fmt::format("{:016x}", meta.source_checksum);
+    std::string ck_src = info.extra.value("source_checksum", std::string());
+    DSP_CHECK_FORMAT(ck_src.empty() || ck_src == src,
+                     "{}: the checkpoint was trained on another dataset (source checksum {}, this "
+                     "partition's dataset has {})",
+                     ckpt, ck_src, src);
     start_epoch = static_cast<int>(info.epoch);
     best_val = info.extra.value("best_val_acc", -1.0);
     test_at_best = info.extra.value("test_acc_at_best", 0.0);
@@ -453,7 +460,9 @@ JobResult run_training(const JobConfig& cfg_in) {
     if (!ckpt.empty() && (last || (cfg.checkpoint_every > 0 && (epoch + 1) % cfg.checkpoint_every == 0))) {
       if (leader) {
         trainer.save_checkpoint(ckpt, epoch + 1,
-                                {{"best_val_acc", best_val},
+                                {{"source_checksum", fmt::format("{:016x}", meta.source_checksum)},
+                                 {"dataset", meta.dataset_name},
+                                 {"best_val_acc", best_val},
                                  {"test_acc_at_best", test_at_best},
                                  {"best_epoch", best_epoch}});
       }

@@ -16,6 +16,7 @@ struct JobConfig {
                      // partitioned on the fly into one part per rank (METIS)
   TrainConfig train;                 // model.in_dim/out_dim/layers are filled from the data
   std::vector<int> fanouts{15, 10, 5};  // from the seeds out; one per layer
+  int layers = 0;                       // 0: fanouts.size(); else must equal it
   std::vector<int> eval_fanouts;        // default: fanouts
   int64_t batch_size = 1024;            // seeds per rank per step
   int64_t eval_batch_size = 4096;
