@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up (dependencies + build) and runs the whole test suite: unit and multi-rank tests (ctest),
-# the fuzz smoke run, the ASan+UBSan unit tests, and the python tests once they exist.
+# the fuzz smoke run, the ASan+UBSan unit tests, and the python tests (tests/python, pytest).
 # Usage: scripts/test.sh   (DSP_FUZZ_SECONDS=0 skips fuzzing, DSP_SANITIZE_TESTS=0 the ASan build)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,5 +16,15 @@ fi
 if [[ "${DSP_SANITIZE_TESTS:-1}" != "0" ]]; then
   echo "test.sh: unit tests under ASan + UBSan"
   bash scripts/sanitize.sh
+fi
+if grep -q '^DSP_WITH_PYTHON:BOOL=ON' build/CMakeCache.txt; then
+  # The Python module (src/python + python/dsp, assembled in build/python/dsp) for Debian's
+  # interpreter: it has the torch that matches the linked LibTorch. Exit code 5 (no tests
+  # collected) fails like any other.
+  echo "test.sh: python tests"
+  PYTHONPATH="$here/build/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 -m pytest -q \
+    -p no:cacheprovider tests/python
+else
+  echo "test.sh: python module not configured (DSP_WITH_PYTHON=OFF or no pybind11): skipped"
 fi
 echo "test.sh: all tests passed"

@@ -1,0 +1,485 @@
+// pybind11 module `dsp._dsp`: the public C++ API as Python functions over numpy arrays. No torch
+// header on purpose (python/dsp/__init__.py makes tensors with torch.from_numpy), so the
+// extension is independent of the torch ABI. Arrays handed out own their C++ buffers through a
+// capsule (no copy); arrays over a memory-mapped file are read-only. Every call that does real
+// work releases the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#include "csp/presample.hpp"
+#include "graph/dataset.hpp"
+#include "graph/generate.hpp"
+#include "graph/import.hpp"
+#include "layout/partition.hpp"
+#include "python/loader.hpp"
+#include "train/job.hpp"
+
+namespace py = pybind11;
+
+namespace dsp::py_bind {
+namespace {
+
+py::object json_to_py(const nlohmann::json& j) {
+  return py::module_::import("json").attr("loads")(j.dump());
+}
+
+nlohmann::json py_to_json(const py::object& o) {
+  std::string s = py::module_::import("json").attr("dumps")(o).cast<std::string>();
+  return nlohmann::json::parse(s);
+}
+
+// A numpy array owning `v` (moved to the heap; freed when the array dies).
+template <class T>
+py::array_t<T> vec_to_numpy(std::vector<T>&& v, std::vector<py::ssize_t> shape = {}) {
+  auto* heap = new std::vector<T>(std::move(v));
+  py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  if (shape.empty()) shape = {static_cast<py::ssize_t>(heap->size())};
+  return py::array_t<T>(shape, heap->data(), owner);
+}
+
+py::dtype numpy_dtype(DType t) {
+  switch (t) {
+    case DType::kInt32:
+      return py::dtype::of<int32_t>();
+    case DType::kInt64:
+      return py::dtype::of<int64_t>();
+    case DType::kFloat16:
+      return py::dtype("float16");
+    case DType::kFloat32:
+      return py::dtype::of<float>();
+    case DType::kFloat64:
+      return py::dtype::of<double>();
+    case DType::kUInt8:
+      return py::dtype::of<uint8_t>();
+  }
+  return py::dtype::of<uint8_t>();
+}
+
+// A numpy view of `a` that keeps its buffer (often a file mapping) alive; None if undefined.
+py::object array_to_numpy(const Array& a) {
+  if (!a.defined()) return py::none();
+  auto* heap = new Array(a);
+  py::capsule owner(heap, [](void* p) { delete static_cast<Array*>(p); });
+  std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
+  py::array arr(numpy_dtype(a.dtype()), shape, heap->raw(), owner);
+  if (a.is_mapped()) arr.attr("setflags")(py::arg("write") = false);
+  return std::move(arr);
+}
+
+// (blocks, x, y, seeds); blocks[l] = dict of indptr, indices, num_src, num_dst, src_ids, weights.
+py::tuple batch_to_py(LoadedBatch&& lb) {
+  py::list blocks;
+  for (Block& b : lb.sample.blocks) {
+    py::dict d;
+    d["num_src"] = b.num_src;
+    d["num_dst"] = b.num_dst;
+    d["indptr"] = vec_to_numpy(std::move(b.indptr));
+    d["indices"] = vec_to_numpy(std::move(b.indices));
+    d["src_ids"] = vec_to_numpy(std::move(b.src_ids));
+    d["weights"] =
+        b.weights.empty() ? py::object(py::none()) : py::object(vec_to_numpy(std::move(b.weights)));
+    blocks.append(d);
+  }
+  auto rows = static_cast<py::ssize_t>(lb.feature_dim ? lb.features.size() / lb.feature_dim : 0);
+  if (lb.feature_dim == 0 && !lb.sample.blocks.empty()) rows = lb.sample.blocks.front().num_src;
+  py::object x = vec_to_numpy(std::move(lb.features), {rows, lb.feature_dim});
+  py::object y = lb.labels.empty() && !lb.sample.seeds.empty()
+                     ? py::object(py::none())
+                     : py::object(vec_to_numpy(std::move(lb.labels)));
+  py::object seeds = vec_to_numpy(std::move(lb.sample.seeds));
+  return py::make_tuple(blocks, x, y, seeds, lb.sample.epoch, lb.sample.batch);
+}
+
+// Python exception classes mirroring dsp::Error's hierarchy; the C++ message is kept verbatim.
+struct Exceptions {
+  py::object error, invalid_argument, io_error, format_error, comm_error, not_supported;
+};
+Exceptions* g_exc = nullptr;
+
+py::object new_exception(py::module_& m, const char* name, py::tuple bases, const char* doc) {
+  std::string qual = std::string("dsp.") + name;
+  PyObject* e = PyErr_NewExceptionWithDoc(qual.c_str(), doc, bases.ptr(), nullptr);
+  if (!e) throw py::error_already_set();
+  py::object obj = py::reinterpret_steal<py::object>(e);
+  m.add_object(name, obj);
+  return obj;
+}
+
+void register_exceptions(py::module_& m) {
+  g_exc = new Exceptions();  // lives as long as the process: translators may run at exit
+  g_exc->error = new_exception(m, "Error", py::make_tuple(py::handle(PyExc_RuntimeError)),
+                               "Base of every error raised by dsp's C++ code.");
+  g_exc->invalid_argument = new_exception(
+      m, "InvalidArgument", py::make_tuple(g_exc->error, py::handle(PyExc_ValueError)),
+      "A caller passed something invalid (the CLI's exit code 2).");
+  g_exc->io_error =
+      new_exception(m, "IoError", py::make_tuple(g_exc->error, py::handle(PyExc_OSError)),
+                    "A file could not be opened, read or written.");
+  g_exc->format_error = new_exception(m, "FormatError", py::make_tuple(g_exc->error),
+                                      "A file exists but its content is wrong.");
+  g_exc->comm_error = new_exception(m, "CommError", py::make_tuple(g_exc->error),
+                                    "A collective failed or timed out.");
+  g_exc->not_supported = new_exception(
+      m, "NotSupported", py::make_tuple(g_exc->error, py::handle(PyExc_NotImplementedError)),
+      "The operation is not supported by this backend.");
+  py::register_exception_translator([](std::exception_ptr p) {
+    if (!p) return;
+    try {
+      std::rethrow_exception(p);
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(g_exc->invalid_argument.ptr(), e.what());
+    } catch (const IoError& e) {
+      PyErr_SetString(g_exc->io_error.ptr(), e.what());
+    } catch (const FormatError& e) {
+      PyErr_SetString(g_exc->format_error.ptr(), e.what());
+    } catch (const CommError& e) {
+      PyErr_SetString(g_exc->comm_error.ptr(), e.what());
+    } catch (const NotSupported& e) {
+      PyErr_SetString(g_exc->not_supported.ptr(), e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(g_exc->error.ptr(), e.what());
+    }
+  });
+}
+
+py::object write_and_describe(Dataset&& ds, const std::string& out, bool overwrite) {
+  {
+    py::gil_scoped_release nogil;
+    write_dataset(ds, out, overwrite);
+  }
+  return json_to_py(ds.meta.to_json());
+}
+
+py::dict dataset_to_py(Dataset&& ds) {
+  py::dict d;
+  d["meta"] = json_to_py(ds.meta.to_json());
+  d["dir"] = ds.dir;
+  d["indptr"] = array_to_numpy(ds.graph.indptr);
+  d["indices"] = array_to_numpy(ds.graph.indices);
+  d["edge_weight"] = array_to_numpy(ds.graph.weights);
+  d["features"] = array_to_numpy(ds.features);
+  d["labels"] = array_to_numpy(ds.labels);
+  d["train_idx"] = array_to_numpy(ds.train_idx);
+  d["valid_idx"] = array_to_numpy(ds.valid_idx);
+  d["test_idx"] = array_to_numpy(ds.test_idx);
+  return d;
+}
+
+DType feature_dtype(const std::string& s) {
+  DType t = parse_dtype(s);
+  DSP_CHECK_ARG(t == DType::kFloat32 || t == DType::kFloat16,
+                "feature dtype must be float32 or float16, got '{}'", s);
+  return t;
+}
+
+}  // namespace
+
+void bind(py::module_& m) {
+  register_exceptions(m);
+
+  m.def(
+      "set_log_level", [](const std::string& s) { set_log_level(parse_log_level(s)); },
+      py::arg("level"), "trace|debug|info|warn|error|off");
+
+  m.def(
+      "generate_community",
+      [](const std::string& out, int64_t nodes, int64_t edges, int64_t communities,
+         double intra_fraction, double degree_exponent, int64_t max_degree, int64_t feature_dim,
+         const std::string& feature_dtype_name, int64_t classes, double feature_noise,
+         double label_noise, double train_frac, double valid_frac, uint64_t seed,
+         const std::string& name, bool overwrite) {
+        CommunityOptions o;
+        o.num_nodes = nodes;
+        o.num_edges = edges;
+        o.num_communities = communities;
+        o.intra_fraction = intra_fraction;
+        o.degree_exponent = degree_exponent;
+        o.max_degree = max_degree;
+        o.feature_dim = feature_dim;
+        o.feature_dtype = feature_dtype(feature_dtype_name);
+        o.num_classes = classes;
+        o.feature_noise = feature_noise;
+        o.label_noise = label_noise;
+        o.train_frac = train_frac;
+        o.valid_frac = valid_frac;
+        o.seed = seed;
+        o.name = name;
+        Dataset ds;
+        {
+          py::gil_scoped_release nogil;
+          ds = generate_community(o);
+        }
+        return write_and_describe(std::move(ds), out, overwrite);
+      },
+      py::arg("out"), py::kw_only(), py::arg("nodes") = 100000, py::arg("edges") = 1000000,
+      py::arg("communities") = 64, py::arg("intra_fraction") = 0.9,
+      py::arg("degree_exponent") = 2.5, py::arg("max_degree") = 0, py::arg("feature_dim") = 100,
+      py::arg("feature_dtype") = "float32", py::arg("classes") = 16, py::arg("feature_noise") = 4.0,
+      py::arg("label_noise") = 0.1, py::arg("train_frac") = 0.1, py::arg("valid_frac") = 0.05,
+      py::arg("seed") = 0, py::arg("name") = "community", py::arg("overwrite") = false,
+      "Writes a degree-corrected SBM dataset (dsp generate community); returns its meta.");
+
+  m.def(
+      "generate_rmat",
+      [](const std::string& out, int64_t nodes, int64_t edges, double a, double b, double c,
+         bool undirected, bool permute, int64_t feature_dim, const std::string& feature_dtype_name,
+         int64_t classes, double train_frac, double valid_frac, uint64_t seed,
+         const std::string& name, bool overwrite) {
+        RmatOptions o;
+        o.num_nodes = nodes;
+        o.num_edges = edges;
+        o.a = a;
+        o.b = b;
+        o.c = c;
+        o.undirected = undirected;
+        o.permute = permute;
+        o.feature_dim = feature_dim;
+        o.feature_dtype = feature_dtype(feature_dtype_name);
+        o.num_classes = classes;
+        o.train_frac = train_frac;
+        o.valid_frac = valid_frac;
+        o.seed = seed;
+        o.name = name;
+        Dataset ds;
+        {
+          py::gil_scoped_release nogil;
+          ds = generate_rmat(o);
+        }
+        return write_and_describe(std::move(ds), out, overwrite);
+      },
+      py::arg("out"), py::kw_only(), py::arg("nodes") = 100000, py::arg("edges") = 1600000,
+      py::arg("a") = 0.57, py::arg("b") = 0.19, py::arg("c") = 0.19, py::arg("undirected") = false,
+      py::arg("permute") = true, py::arg("feature_dim") = 0, py::arg("feature_dtype") = "float32",
+      py::arg("classes") = 0, py::arg("train_frac") = 0.1, py::arg("valid_frac") = 0.05,
+      py::arg("seed") = 0, py::arg("name") = "rmat", py::arg("overwrite") = false,
+      "Writes an R-MAT dataset (dsp generate rmat); returns its meta.");
+
+  m.def(
+      "convert_ogb",
+      [](const std::string& raw_dir, const std::string& out, const std::string& split,
+         bool directed, const std::string& name, bool overwrite) {
+        OgbImportOptions o;
+        o.split = split;
+        o.undirected = !directed;
+        o.name = name;
+        Dataset ds;
+        {
+          py::gil_scoped_release nogil;
+          ds = import_ogb_raw(raw_dir, o);
+        }
+        return write_and_describe(std::move(ds), out, overwrite);
+      },
+      py::arg("raw_dir"), py::arg("out"), py::kw_only(), py::arg("split") = "",
+      py::arg("directed") = false, py::arg("name") = "", py::arg("overwrite") = false,
+      "Converts an OGB node dataset in its raw CSV layout (dsp convert --from ogb).");
+
+  m.def(
+      "convert_edge_list",
+      [](const std::string& path, const std::string& out, const std::string& name, bool undirected,
+         int64_t num_nodes, bool no_self_loops, bool overwrite) {
+        EdgeListOptions o;
+        o.num_nodes = num_nodes;
+        o.undirected = undirected;
+        o.remove_self_loops = no_self_loops;
+        Dataset ds;
+        {
+          py::gil_scoped_release nogil;
+          ds = import_edge_list(path, o, name);
+        }
+        return write_and_describe(std::move(ds), out, overwrite);
+      },
+      py::arg("path"), py::arg("out"), py::kw_only(), py::arg("name") = "",
+      py::arg("undirected") = false, py::arg("num_nodes") = -1, py::arg("no_self_loops") = false,
+      py::arg("overwrite") = false,
+      "Converts a text edge list 'src dst [weight]' (dsp convert --from edgelist).");
+
+  m.def(
+      "load_dataset",
+      [](const std::string& dir, bool validate) {
+        LoadOptions o;
+        o.validate = validate;
+        Dataset ds;
+        {
+          py::gil_scoped_release nogil;
+          ds = load_dataset(dir, o);
+        }
+        return dataset_to_py(std::move(ds));
+      },
+      py::arg("dir"), py::kw_only(), py::arg("validate") = true,
+      "Loads a dataset directory: meta plus read-only numpy views over the mapped .npy files.");
+
+  m.def(
+      "partition",
+      [](const std::string& dataset_dir, const std::string& out, int parts,
+         const std::string& method, const std::string& cache_policy, double cache_ratio,
+         int64_t cache_bytes, double seed_imbalance, uint64_t seed, bool overwrite, bool verbose,
+         std::vector<int> presample_fanouts, int64_t presample_batch_size, int presample_epochs) {
+        DSP_CHECK_ARG(cache_ratio >= 0.0 && cache_ratio <= 1.0,
+                      "--cache-ratio must be in [0, 1], got {}", cache_ratio);
+        DSP_CHECK_ARG(method == "metis" || method == "random",
+                      "--method must be metis or random, got '{}'", method);
+        PartitionOptions o;
+        o.parts = parts;
+        o.method = method;
+        o.cache_policy = cache_policy;
+        o.cache_ratio = cache_ratio;
+        o.cache_bytes = cache_bytes;
+        o.seed_imbalance = seed_imbalance;
+        o.seed = seed;
+        o.overwrite = overwrite;
+        o.verbose = verbose;
+        if (cache_policy == "presample") {
+          PresampleOptions pre;
+          pre.sampler.fanouts = presample_fanouts;
+          pre.sampler.seed = seed;
+          pre.batch_size = presample_batch_size;
+          pre.epochs = presample_epochs;
+          o.presample = make_presample_fn(pre);
+        }
+        PartitionMeta meta;
+        {
+          py::gil_scoped_release nogil;
+          Dataset ds = load_dataset(dataset_dir);
+          meta = partition_dataset(ds, o, out);
+        }
+        return json_to_py(meta.to_json());
+      },
+      py::arg("dataset_dir"), py::arg("out"), py::kw_only(), py::arg("parts") = 1,
+      py::arg("method") = "metis", py::arg("cache_policy") = "in-degree",
+      py::arg("cache_ratio") = 0.1, py::arg("cache_bytes") = -1, py::arg("seed_imbalance") = 0.05,
+      py::arg("seed") = 0, py::arg("overwrite") = false, py::arg("verbose") = false,
+      py::arg("presample_fanouts") = std::vector<int>{15, 10, 5},
+      py::arg("presample_batch_size") = 1024, py::arg("presample_epochs") = 1,
+      "Co-partitions a dataset directory into `parts` parts (dsp partition); returns the "
+      "partition meta.");
+
+  m.def(
+      "load_partition_meta",
+      [](const std::string& dir) { return json_to_py(load_partition_meta(dir).to_json()); },
+      py::arg("dir"));
+
+  m.def(
+      "train",
+      [](const py::object& config) {
+        JobConfig cfg = JobConfig::from_json(py_to_json(config), "config");
+        JobResult r;
+        {
+          py::gil_scoped_release nogil;
+          r = run_training(cfg);
+        }
+        return json_to_py(r.to_json());
+      },
+      py::arg("config"),
+      "Runs the built-in trainer (dsp train) with a --config style dict; returns the JobResult.");
+
+  py::class_<pyext::Loader>(m, "_Loader")
+      .def(py::init([](const std::string& path, std::vector<int> fanouts, int64_t batch_size,
+                       bool shuffle, const std::string& split, uint64_t seed, int prefetch,
+                       const std::string& backend, const std::string& partition_method) {
+             pyext::LoaderOptions o;
+             o.path = path;
+             o.fanouts = std::move(fanouts);
+             o.batch_size = batch_size;
+             o.shuffle = shuffle;
+             o.split = split;
+             o.seed = seed;
+             o.prefetch = prefetch;
+             o.backend = backend;
+             o.partition_method = partition_method;
+             o.validate();  // before the GIL is released: cheap, and the common failure
+             py::gil_scoped_release nogil;
+             return std::make_unique<pyext::Loader>(std::move(o));
+           }),
+           py::arg("path"), py::arg("fanouts"), py::arg("batch_size"), py::arg("shuffle"),
+           py::arg("split"), py::arg("seed"), py::arg("prefetch"), py::arg("backend"),
+           py::arg("partition_method"))
+      .def_property_readonly("rank", &pyext::Loader::rank)
+      .def_property_readonly("size", &pyext::Loader::size)
+      .def_property_readonly("steps", &pyext::Loader::steps)
+      .def_property_readonly("num_local_seeds", &pyext::Loader::num_local_seeds)
+      .def_property_readonly("local_seeds",
+                             [](const pyext::Loader& l) {
+                               std::vector<int64_t> v = l.local_seeds();
+                               return vec_to_numpy(std::move(v));
+                             })
+      .def_property_readonly("partition_dir", [](const pyext::Loader& l) { return l.part().dir; })
+      .def_property_readonly(
+          "meta", [](const pyext::Loader& l) { return json_to_py(l.part().meta.to_json()); })
+      .def_property_readonly(
+          "features", [](const pyext::Loader& l) { return array_to_numpy(l.part().features); })
+      .def_property_readonly("labels",
+                             [](const pyext::Loader& l) { return array_to_numpy(l.part().labels); })
+      .def("start_epoch",
+           [](pyext::Loader& l, int64_t epoch) {
+             py::gil_scoped_release nogil;
+             l.start_epoch(epoch);
+           })
+      .def("next",
+           [](pyext::Loader& l) -> py::object {
+             LoadedBatch lb;
+             bool ok;
+             {
+               py::gil_scoped_release nogil;
+               ok = l.next(lb);
+             }
+             if (!ok) return py::none();
+             return batch_to_py(std::move(lb));
+           })
+      .def("finish_epoch", [](pyext::Loader& l) {
+        py::gil_scoped_release nogil;
+        l.finish_epoch();
+      });
+
+  // Test hook: the batches of one epoch computed the way `dsp train` does (job.cpp: scheduler
+  // order, sampler.sample, load stage), sequentially on a self communicator, with none of the
+  // Loader's threading or queueing: tests compare the Loader's tensors with these.
+  m.def(
+      "_reference_epoch",
+      [](const std::string& part_dir, std::vector<int> fanouts, int64_t batch_size, uint64_t seed,
+         int64_t epoch) {
+        std::vector<LoadedBatch> out;
+        {
+          py::gil_scoped_release nogil;
+          auto coord = make_coordinator("self");
+          PartitionData part = load_partition(part_dir, 0, 1);
+          SamplerOptions so;
+          so.fanouts = fanouts;
+          so.seed = seed;
+          CollectiveSampler sampler(part, coord->channel(WorkerKind::kSampler), so);
+          FeatureStore store(part, coord->channel(WorkerKind::kLoader));
+          EpochScheduler sched(std::vector<int64_t>(part.seeds.data<int64_t>(),
+                                                    part.seeds.data<int64_t>() + part.seeds.dim(0)),
+                               batch_size, seed);
+          coord->channel(WorkerKind::kMain).set_step(-1, 0);
+          int64_t steps = sched.agree_steps(coord->channel(WorkerKind::kMain));
+          std::vector<int64_t> order = sched.epoch_order(epoch);
+          for (int64_t t = 0; t < steps; ++t) {
+            coord->channel(WorkerKind::kSampler).set_step(epoch, t);
+            SampledBatch sb = sampler.sample(sched.batch_seeds(order, t), epoch, t);
+            sb.epoch = epoch;
+            sb.batch = t;
+            coord->channel(WorkerKind::kLoader).set_step(epoch, t);
+            out.push_back(pyext::load_batch(std::move(sb), &store, part.labels));
+          }
+        }
+        py::list res;
+        for (auto& lb : out) res.append(batch_to_py(std::move(lb)));
+        return res;
+      },
+      py::arg("part_dir"), py::arg("fanouts"), py::arg("batch_size"), py::arg("seed"),
+      py::arg("epoch"));
+}
+
+}  // namespace dsp::py_bind
+
+PYBIND11_MODULE(_dsp, m) {
+  m.doc() = "dsp's C++ core (use the `dsp` package, which wraps this in torch tensors)";
+  dsp::py_bind::bind(m);
+}

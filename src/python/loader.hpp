@@ -1,0 +1,110 @@
+#pragma once
+// The engine behind dsp.Loader: this rank's part of a partition, the collective sampler, the
+// feature store and the epoch schedule, producing the same LoadedBatch stream as `dsp train`
+// (same seed -> same seeds per step, same blocks, same features). Torch-free and Python-free, so
+// the bindings only convert its batches.
+//
+// Collectives: every step is a set of collectives all ranks join, so
+//  * the number of steps per epoch is agreed once (max over ranks);
+//  * steps whose local seed list is empty (a rank with fewer seeds, unshuffled) run internally
+//    and are never handed out;
+//  * with more than one rank an epoch abandoned early (a `break` in Python, a new epoch started,
+//    the loader destroyed) is still run to its end in the background, discarding the batches, so
+//    peers that keep iterating are served. With one rank it simply stops.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ccc/coordinator.hpp"
+#include "csp/block.hpp"
+#include "csp/sampler.hpp"
+#include "layout/feature_store.hpp"
+#include "layout/partition.hpp"
+#include "pipeline/scheduler.hpp"
+
+namespace dsp::pyext {
+
+struct LoaderOptions {
+  std::string path;  // partition directory, or dataset directory (partitioned on the fly)
+  std::vector<int> fanouts{15, 10, 5};
+  int64_t batch_size = 1024;
+  bool shuffle = true;          // false: ascending seed order, no wrap-around
+  std::string split = "train";  // train (the part's co-partitioned seeds) | valid | test
+  uint64_t seed = 0;
+  int prefetch = 2;  // batches sampled and loaded ahead on a background thread; 0: on next()
+  std::string backend = "auto";
+  // Partitioning on the fly (path is a dataset directory): method and cache.
+  std::string partition_method = "metis";
+
+  void validate() const;  // InvalidArgument with the CLI's messages
+};
+
+// Features of sb.input_nodes() (float16 widened) and labels of sb.seeds, as job.cpp's load stage
+// does (duplicated here rather than shared: src/train/job.cpp is not part of the public API).
+// labels may be undefined (then lb.labels stays empty); store may be null (no features).
+LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labels);
+
+class Loader {
+ public:
+  explicit Loader(LoaderOptions opts);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int64_t steps() const { return steps_; }  // per epoch, agreed over ranks
+  int64_t num_local_seeds() const { return static_cast<int64_t>(seeds_.size()); }
+  const std::vector<int64_t>& local_seeds() const { return seeds_; }
+  const PartitionData& part() const { return part_; }
+  const LoaderOptions& options() const { return opts_; }
+
+  // Begins `epoch` (finishing a previous unfinished one first, see above).
+  void start_epoch(int64_t epoch);
+  // The next non-empty batch of the current epoch; false at its end. Rethrows errors of the
+  // background worker.
+  bool next(LoadedBatch& out);
+  // Ends the current epoch now (single rank) or after running its remaining steps (several).
+  void finish_epoch();
+
+ private:
+  struct Item {
+    LoadedBatch batch;
+    std::exception_ptr error;
+    bool end = false;
+  };
+  LoadedBatch run_step(int64_t step);
+  std::vector<int64_t> step_seeds(int64_t step) const;
+  void produce();
+
+  LoaderOptions opts_;
+  std::unique_ptr<Coordinator> coord_;
+  int rank_ = 0, size_ = 1;
+  std::string tmp_part_;
+  PartitionData part_;
+  std::vector<int64_t> seeds_;  // this rank's seeds of the split, ascending
+  std::unique_ptr<CollectiveSampler> sampler_;
+  std::unique_ptr<FeatureStore> store_;
+  std::unique_ptr<EpochScheduler> sched_;
+  int64_t steps_ = 0;
+
+  // Current epoch.
+  bool active_ = false;
+  int64_t epoch_ = 0;
+  int64_t step_ = 0;            // next step (sequential mode)
+  std::vector<int64_t> order_;  // scheduler order (shuffle)
+  // Background worker (prefetch > 0).
+  std::thread worker_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool stop_ = false;
+};
+
+}  // namespace dsp::pyext

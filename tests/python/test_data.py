@@ -1,0 +1,55 @@
+"""Dataset tools: convert, generate, load (zero-copy views), partition, and dsp.train."""
+import numpy as np
+import pytest
+
+import dsp
+from conftest import CORA_RAW
+
+
+def test_load_dataset_views(cora):
+    ds = dsp.load_dataset(cora)
+    meta = ds["meta"]
+    assert meta["num_nodes"] == 2708 and meta["num_classes"] == 7
+    assert ds["features"].shape == (2708, 1433) and ds["features"].dtype == np.float32
+    assert ds["indptr"].shape == (2709,) and ds["indptr"][-1] == len(ds["indices"])
+    assert len(ds["train_idx"]) == 140 and ds["edge_weight"] is None
+    # The arrays view the memory-mapped files: read-only, and equal to what numpy reads.
+    assert not ds["features"].flags.writeable
+    np.testing.assert_array_equal(ds["labels"], np.load(f"{cora}/labels.npy"))
+
+
+def test_generate_partition_load(tmp_path):
+    out = str(tmp_path / "sbm")
+    meta = dsp.generate_community(out, nodes=2000, edges=10000, communities=8, feature_dim=16,
+                                  classes=4, seed=1)
+    assert meta["num_nodes"] == 2000 and meta["feature_dim"] == 16
+    pm = dsp.partition(out, str(tmp_path / "sbm-p2"), parts=2, method="random",
+                       cache_policy="random", cache_ratio=0.2)
+    assert pm["parts"] == 2 and pm["method"] == "random"
+    assert dsp.load_partition_meta(str(tmp_path / "sbm-p2"))["partition_id"] == pm["partition_id"]
+    rm = dsp.generate_rmat(str(tmp_path / "rmat"), nodes=1000, edges=5000, feature_dim=8,
+                           classes=3, feature_dtype="float16")
+    assert rm["feature_dtype"] == "float16"
+    # float16 features are widened to float32 by the loader.
+    blocks, x, y = next(iter(dsp.Loader(str(tmp_path / "rmat"), fanouts=[4], batch_size=10)))
+    feats = np.load(str(tmp_path / "rmat" / "features.npy"))
+    assert x.dtype.is_floating_point and x.shape[1] == 8 and feats.dtype == np.float16
+    with pytest.raises(dsp.InvalidArgument):
+        dsp.generate_rmat(str(tmp_path / "bad"), nodes=0)
+
+
+def test_convert_edge_list(tmp_path):
+    path = tmp_path / "edges.txt"
+    path.write_text("# a triangle\n0 1\n1 2\n2 0\n")
+    meta = dsp.convert_edge_list(str(path), str(tmp_path / "tri"), undirected=True, name="tri")
+    assert meta["num_nodes"] == 3 and meta["num_edges"] == 6 and meta["name"] == "tri"
+    with pytest.raises(dsp.IoError):
+        dsp.convert_edge_list(str(tmp_path / "missing.txt"), str(tmp_path / "x"))
+    with pytest.raises(dsp.Error):  # exists: needs overwrite=True
+        dsp.convert_ogb(str(CORA_RAW), str(tmp_path / "tri"))
+
+
+def test_builtin_trainer(cora_p1):
+    r = dsp.train({"path": cora_p1, "fanouts": [5, 5], "epochs": 2, "batch_size": 64})
+    assert r["epochs_run"] == 2 and 0.0 <= r["best_val_acc"] <= 1.0
+    assert r["final_loss"] > 0

@@ -1,0 +1,87 @@
+"""C++ errors arrive as Python exceptions of the matching class with the CLI's message."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import dsp
+from conftest import cli_path
+
+
+def cli_error(*args):
+    """The message `dsp ARGS` prints after 'dsp: error: ' (None when the CLI is not built)."""
+    exe = cli_path()
+    if exe is None:
+        return None
+    r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    line = [ln for ln in r.stderr.splitlines() if ln.startswith("dsp: error: ")][-1]
+    return line[len("dsp: error: "):]
+
+
+def test_hierarchy():
+    assert issubclass(dsp.InvalidArgument, dsp.Error) and issubclass(dsp.InvalidArgument, ValueError)
+    assert issubclass(dsp.IoError, dsp.Error) and issubclass(dsp.IoError, OSError)
+    assert issubclass(dsp.FormatError, dsp.Error) and issubclass(dsp.Error, RuntimeError)
+    assert dsp.Error.__module__ == "dsp"
+
+
+def test_missing_directory(tmp_path):
+    missing = str(tmp_path / "nope")
+    with pytest.raises(dsp.IoError) as e:
+        dsp.Loader(missing, fanouts=[10])
+    msg = (f"{missing}: neither a partition directory (partition.json) nor a dataset directory "
+           "(dataset.json)")
+    assert str(e.value) == msg
+    with pytest.raises(dsp.IoError) as e2:
+        dsp.train({"path": missing, "fanouts": [5, 5], "epochs": 1})
+    assert str(e2.value) == msg
+    cli = cli_error("train", missing, "--fanouts", "5,5", "--epochs", "1")
+    assert cli is None or cli == msg
+
+
+def test_missing_dataset_for_partition(tmp_path):
+    missing = str(tmp_path / "nope")
+    with pytest.raises(dsp.Error) as e:
+        dsp.partition(missing, str(tmp_path / "out"), parts=1)
+    cli = cli_error("partition", missing, str(tmp_path / "out2"), "--parts", "1")
+    assert cli is None or cli == str(e.value)
+    assert missing in str(e.value)
+
+
+def test_bad_fanouts(cora_p1):
+    with pytest.raises(dsp.InvalidArgument) as e:
+        dsp.Loader(cora_p1, fanouts=[10, 0])
+    assert str(e.value) == "fanouts must be > 0, got 0"
+    with pytest.raises(ValueError):  # InvalidArgument is a ValueError
+        dsp.Loader(cora_p1, fanouts=[-1])
+    with pytest.raises(dsp.InvalidArgument) as e2:
+        dsp.train({"path": cora_p1, "fanouts": [10, 0]})
+    assert str(e2.value) == str(e.value)
+    cli = cli_error("train", cora_p1, "--fanouts", "10,0")
+    assert cli is None or cli == str(e.value)
+
+
+def test_bad_arguments(cora_p1):
+    with pytest.raises(dsp.InvalidArgument, match="batch sizes must be > 0"):
+        dsp.Loader(cora_p1, fanouts=[5], batch_size=0)
+    with pytest.raises(dsp.InvalidArgument, match="split must be train, valid or test"):
+        dsp.Loader(cora_p1, fanouts=[5], split="dev")
+    with pytest.raises(dsp.FormatError, match="unknown key 'epoch'"):
+        dsp.train({"path": cora_p1, "epoch": 3})
+
+
+def test_corrupt_file(cora, tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in os.listdir(cora):
+        os.symlink(os.path.join(cora, f), bad / f)
+    os.remove(bad / "dataset.json")
+    meta = json.load(open(os.path.join(cora, "dataset.json")))
+    meta["num_nodes"] = 5
+    (bad / "dataset.json").write_text(json.dumps(meta))
+    with pytest.raises(dsp.FormatError) as e:
+        dsp.load_dataset(str(bad))
+    cli = cli_error("info", str(bad))
+    assert cli is None or cli == str(e.value)

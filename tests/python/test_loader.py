@@ -1,0 +1,119 @@
+"""dsp.Loader: its tensors equal the batches `dsp train` builds, and the blocks are well formed."""
+import numpy as np
+import pytest
+import torch
+
+import dsp
+
+FANOUTS = [10, 5]
+
+
+def batches(loader, epoch=None):
+    return list(loader.iter_batches(epoch))
+
+
+def assert_batch_equal(got, ref):
+    assert got.epoch == ref.epoch and got.step == ref.step
+    np.testing.assert_array_equal(np.asarray(got.seeds), ref.seeds)
+    np.testing.assert_array_equal(np.asarray(got.x), ref.x)
+    np.testing.assert_array_equal(np.asarray(got.y), ref.y)
+    assert len(got.blocks) == len(ref.blocks)
+    for b, r in zip(got.blocks, ref.blocks):
+        assert (b.num_src, b.num_dst) == (r.num_src, r.num_dst)
+        np.testing.assert_array_equal(np.asarray(b.indptr), r.indptr)
+        np.testing.assert_array_equal(np.asarray(b.indices), r.indices)
+        np.testing.assert_array_equal(np.asarray(b.src_ids), r.src_ids)
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_matches_cpp_reference(cora_p1, prefetch):
+    # The reference is computed in C++ the way job.cpp does it (scheduler order, sampler.sample,
+    # load stage), sequentially and with no queue: the Loader must reproduce it exactly.
+    loader = dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=7, prefetch=prefetch)
+    for epoch in (0, 1):
+        ref = dsp._reference_epoch(cora_p1, FANOUTS, 32, 7, epoch)
+        got = batches(loader)
+        assert len(got) == len(ref) == loader.steps == 5
+        for g, r in zip(got, ref):
+            assert_batch_equal(g, r)
+
+
+def test_tensor_types_and_zero_copy(cora_p1):
+    blocks, x, y = next(iter(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=16)))
+    assert x.dtype == torch.float32 and y.dtype == torch.int64
+    assert x.shape == (blocks[0].num_src, 1433) and y.shape == (16,)
+    for b in blocks:
+        assert b.indptr.dtype == b.indices.dtype == b.src_ids.dtype == torch.int64
+    # torch.from_numpy shares the numpy buffer the C++ vector was moved into.
+    assert x.is_contiguous() and x.data_ptr() != 0
+
+
+def test_blocks_and_data_against_partition_files(cora_p1):
+    feats = np.load(f"{cora_p1}/features.npy")
+    labels = np.load(f"{cora_p1}/labels.npy")
+    train = np.load(f"{cora_p1}/train_idx.npy")
+    seen = []
+    for b in dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=3).iter_batches():
+        seeds = b.seeds.numpy()
+        seen.append(seeds)
+        np.testing.assert_array_equal(b.x.numpy(), feats[b.blocks[0].src_ids.numpy()])
+        np.testing.assert_array_equal(b.y.numpy(), labels[seeds])
+        # DGL order: the last block ends at the seeds, each block's sources feed the next.
+        np.testing.assert_array_equal(b.blocks[-1].src_ids[:len(seeds)].numpy(), seeds)
+        assert b.blocks[-1].num_dst == len(seeds)
+        for lower, upper in zip(b.blocks, b.blocks[1:]):
+            assert lower.num_dst == upper.num_src
+            np.testing.assert_array_equal(lower.src_ids[:lower.num_dst], upper.src_ids)
+        for blk, fanout in zip(b.blocks, reversed(FANOUTS)):
+            deg = blk.indptr.diff()
+            assert blk.indptr[0] == 0 and blk.indptr[-1] == len(blk.indices)
+            assert int(deg.max()) <= fanout and int(deg.min()) >= 0
+            assert int(blk.indices.max()) < blk.num_src
+            assert len(np.unique(blk.src_ids.numpy())) == blk.num_src
+    # One epoch uses every training seed exactly once (one rank: no wrap-around).
+    np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(train))
+
+
+def test_deterministic_for_a_seed(cora_p1):
+    a = batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=5))
+    b = batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=5, prefetch=0))
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert_batch_equal(x, y)
+    c = batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=6))
+    assert not torch.equal(a[0].seeds, c[0].seeds)
+
+
+def test_epochs_and_early_break(cora_p1):
+    loader = dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=1)
+    first = batches(loader)
+    for i, _ in enumerate(loader):  # epoch 1, left early
+        if i == 1:
+            break
+    loader.set_epoch(0)
+    again = batches(loader)  # epoch 0 again: the same batches
+    assert [b.step for b in again] == list(range(5))
+    for x, y in zip(first, again):
+        assert torch.equal(x.seeds, y.seeds) and torch.equal(x.x, y.x)
+    assert batches(loader)[0].epoch == 1
+
+
+def test_splits_unshuffled(cora_p1):
+    test_ids = np.load(f"{cora_p1}/test_idx.npy")
+    loader = dsp.Loader(cora_p1, fanouts=[20, 20], batch_size=300, split="test", shuffle=False)
+    got = np.concatenate([b.seeds.numpy() for b in loader.iter_batches()])
+    np.testing.assert_array_equal(got, np.sort(test_ids))  # ascending, each once
+    assert len(loader) == 4
+
+
+def test_dataset_directory_is_partitioned_on_the_fly(cora):
+    loader = dsp.Loader(cora, fanouts=FANOUTS, batch_size=64, seed=0)
+    assert loader.size == 1 and loader.num_classes == 7 and loader.num_features == 1433
+    n = sum(len(y) for _, _, y in loader)
+    assert n == 140
+
+
+def test_numpy_mode(cora_p1):
+    blocks, x, y = next(iter(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=8, as_tensor=False)))
+    assert isinstance(x, np.ndarray) and x.flags.writeable and x.dtype == np.float32
+    assert isinstance(blocks[0].indptr, np.ndarray)
