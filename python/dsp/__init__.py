@@ -137,6 +137,7 @@ class Loader:
                                   bool(shuffle), split, int(seed), int(prefetch), backend,
                                   partition_method)
         self._epoch = 0
+        self._generation = 0  # which iteration owns the C++ epoch (see iter_batches)
 
     # Properties of the rank and the data.
     rank = property(lambda self: self._impl.rank, doc="this process's rank")
@@ -171,6 +172,8 @@ class Loader:
             self._epoch = int(epoch)
         self._impl.start_epoch(self._epoch)
         self._epoch += 1
+        self._generation += 1
+        generation = self._generation
         try:
             while True:
                 raw = self._impl.next()
@@ -178,9 +181,10 @@ class Loader:
                     return
                 yield _make_batch(raw, self._as_tensor)
         finally:
-            # A loop left early: end the epoch here (and serve peers) rather than when the
-            # generator happens to be collected.
-            self._impl.finish_epoch()
+            # A loop left early ends its epoch here (serving peers), not whenever the generator
+            # is collected; an iteration superseded by a newer one must not end the newer epoch.
+            if self._impl is not None and generation == self._generation:
+                self._impl.finish_epoch()
 
     def __iter__(self):
         for b in self.iter_batches():

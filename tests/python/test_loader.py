@@ -117,3 +117,14 @@ def test_numpy_mode(cora_p1):
     blocks, x, y = next(iter(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=8, as_tensor=False)))
     assert isinstance(x, np.ndarray) and x.flags.writeable and x.dtype == np.float32
     assert isinstance(blocks[0].indptr, np.ndarray)
+
+
+def test_abandoned_iterator_does_not_end_a_newer_epoch(cora_p1):
+    loader = dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=1)
+    stale = loader.iter_batches()
+    next(stale)  # epoch 0 started, then left
+    fresh = loader.iter_batches()
+    first = next(fresh)  # epoch 1 (epoch 0 ended when this one started)
+    del stale  # collecting the stale generator must leave epoch 1 running
+    rest = list(fresh)
+    assert first.epoch == 1 and [b.step for b in [first] + rest] == list(range(5))
