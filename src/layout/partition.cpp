@@ -19,8 +19,6 @@
 namespace dsp {
 namespace {
 
-constexpr int64_t kMetisMaxEntries = 2147483647;  // idx_t is 32-bit in Debian's METIS
-
 // One progress line per phase: what, how long, and the peak memory so far.
 class Progress {
  public:
@@ -194,12 +192,16 @@ std::vector<int32_t> assign_random(int64_t n, int parts, uint64_t seed) {
   return assign;
 }
 
-std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose) {
+std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose,
+                                  int64_t max_entries) {
+  static_assert(sizeof(idx_t) == 4 || sizeof(idx_t) == 8, "unexpected METIS idx_t");
+  if (sizeof(idx_t) == 4) max_entries = std::min(max_entries, kMetisMaxEntries);
   const Csr& g = ds.graph;
   const int64_t n = g.num_nodes;
   if (parts == 1) return std::vector<int32_t>(n, 0);
-  DSP_CHECK_ARG(n <= kMetisMaxEntries, "METIS uses 32-bit indices: {} nodes exceed 2^31-1; use "
-                "--method random", n);
+  DSP_CHECK_ARG(n <= max_entries,
+                "METIS uses 32-bit indices: {} nodes exceed its limit of {}; use --method random",
+                n, max_entries);
   Progress progress(verbose);
 
   // METIS wants a symmetric adjacency without self loops.
@@ -207,10 +209,10 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
   std::vector<idx_t> adj;
   if (!ds.meta.directed) {
     int64_t entries = g.num_edges();
-    DSP_CHECK_ARG(entries <= kMetisMaxEntries,
-                  "METIS uses 32-bit indices: the graph has {} adjacency entries, more than "
-                  "2^31-1 = {}; use --method random",
-                  entries, kMetisMaxEntries);
+    DSP_CHECK_ARG(entries <= max_entries,
+                  "METIS uses 32-bit indices: the graph has {} adjacency entries, more than its "
+                  "limit of {}; use --method random",
+                  entries, max_entries);
     adj.reserve(entries);
     for_each_entry(g, [&](int64_t v, int64_t u, int64_t) {
       if (u != v) adj.push_back(static_cast<idx_t>(u));
@@ -219,10 +221,10 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     for (int64_t v = 0; v < n; ++v) xadj[v + 1] = std::max(xadj[v + 1], xadj[v]);
   } else {
     const int64_t m = g.num_edges();
-    DSP_CHECK_ARG(m <= kMetisMaxEntries,
-                  "METIS uses 32-bit indices: symmetrizing {} directed edges exceeds 2^31-1 = {} "
-                  "adjacency entries; use --method random",
-                  m, kMetisMaxEntries);
+    DSP_CHECK_ARG(m <= max_entries,
+                  "METIS uses 32-bit indices: {} directed edges exceed its limit of {} adjacency "
+                  "entries; use --method random",
+                  m, max_entries);
     std::vector<int32_t> src(m), dst(m);
     for_each_entry(g, [&](int64_t v, int64_t u, int64_t e) {
       src[e] = static_cast<int32_t>(u);
@@ -235,10 +237,10 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     Csr sym = build_in_csr<int32_t>(n, src.data(), dst.data(), m, nullptr, o);
     std::vector<int32_t>().swap(src);
     std::vector<int32_t>().swap(dst);
-    DSP_CHECK_ARG(sym.num_edges() <= kMetisMaxEntries,
+    DSP_CHECK_ARG(sym.num_edges() <= max_entries,
                   "METIS uses 32-bit indices: the symmetrized graph has {} adjacency entries, more "
-                  "than 2^31-1 = {}; use --method random",
-                  sym.num_edges(), kMetisMaxEntries);
+                  "than its limit of {}; use --method random",
+                  sym.num_edges(), max_entries);
     for (int64_t v = 0; v <= n; ++v) xadj[v] = static_cast<idx_t>(sym.rowptr()[v]);
     const int32_t* si = sym.indices.data<int32_t>();
     adj.assign(si, si + sym.num_edges());

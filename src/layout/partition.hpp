@@ -82,7 +82,10 @@ std::vector<int32_t> assign_random(int64_t num_nodes, int parts, uint64_t seed);
 // METIS k-way on the symmetrized graph without self loops, with two balance constraints
 // (nodes, training seeds). Throws InvalidArgument naming METIS's 32-bit limit when the graph
 // has more than 2^31-1 adjacency entries.
-std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose);
+// `max_entries` is METIS's limit (2^31-1 with Debian's 32-bit idx_t); tests lower it.
+constexpr int64_t kMetisMaxEntries = 2147483647;
+std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose,
+                                  int64_t max_entries = kMetisMaxEntries);
 // Moves seeds between parts until every part has at most (1 + tol) * mean seeds, preferring seeds
 // with the most neighbours in the receiving part. Returns the number of nodes moved.
 int64_t rebalance_seeds(const Csr& g, const Array& train_idx, int parts, double tol,

@@ -236,6 +236,22 @@ TEST(Oracle, EqualsBruteForceOptimum) {
   }
 }
 
+TEST(PartitionErrors, MetisIndexLimitIsAClearErrorNotAnOverflow) {
+  // Debian's METIS has 32-bit idx_t, so 2^31-1 adjacency entries is the real limit; the same check
+  // runs here with a lower limit so a small graph trips it.
+  const Dataset& ds = cora();  // undirected: 10556 entries
+  try {
+    assign_metis(ds, 2, 0, false, 10000);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("10556 adjacency entries"), std::string::npos) << m;
+    EXPECT_NE(m.find("--method random"), std::string::npos) << m;
+  }
+  EXPECT_NO_THROW(assign_metis(ds, 2, 0, false, 10556));
+  EXPECT_THROW(assign_metis(rmat(), 2, 0, false, 1000), InvalidArgument);  // directed
+}
+
 TEST(PartitionErrors, BadOptionsAndMismatchedInputs) {
   const Dataset& ds = cora();
   std::string dir = temp_dir("errors");
