@@ -21,7 +21,8 @@ def cli_error(*args):
 
 
 def test_hierarchy():
-    assert issubclass(dsp.InvalidArgument, dsp.Error) and issubclass(dsp.InvalidArgument, ValueError)
+    assert issubclass(dsp.InvalidArgument, dsp.Error)
+    assert issubclass(dsp.InvalidArgument, ValueError)
     assert issubclass(dsp.IoError, dsp.Error) and issubclass(dsp.IoError, OSError)
     assert issubclass(dsp.FormatError, dsp.Error) and issubclass(dsp.Error, RuntimeError)
     assert dsp.Error.__module__ == "dsp"
