@@ -18,6 +18,7 @@
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
 #include "layout/partition.hpp"
+#include "pipeline/load_batch.hpp"
 #include "python/loader.hpp"
 #include "train/job.hpp"
 
@@ -466,7 +467,7 @@ void bind(py::module_& m) {
             sb.epoch = epoch;
             sb.batch = t;
             coord->channel(WorkerKind::kLoader).set_step(epoch, t);
-            out.push_back(pyext::load_batch(std::move(sb), &store, part.labels));
+            out.push_back(dsp::load_batch(std::move(sb), &store, part.labels));
           }
         }
         py::list res;

@@ -7,9 +7,9 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "core/half.hpp"
 #include "core/logging.hpp"
 #include "graph/dataset.hpp"
+#include "pipeline/load_batch.hpp"
 
 namespace dsp::pyext {
 namespace fs = std::filesystem;
@@ -25,27 +25,6 @@ void LoaderOptions::validate() const {
   DSP_CHECK_ARG(prefetch >= 0, "prefetch must be >= 0, got {}", prefetch);
 }
 
-LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labels) {
-  LoadedBatch lb;
-  const std::vector<int64_t>& input = sb.input_nodes();
-  const int64_t F = store ? store->dim() : 0;
-  lb.feature_dim = F;
-  lb.features.resize(input.size() * F);
-  if (store && store->dtype() == DType::kFloat32) {
-    store->gather(input.data(), static_cast<int64_t>(input.size()), lb.features.data());
-  } else if (store) {
-    std::vector<uint16_t> raw(input.size() * F);
-    store->gather(input.data(), static_cast<int64_t>(input.size()), raw.data());
-    for (size_t i = 0; i < raw.size(); ++i) lb.features[i] = half_to_float(raw[i]);
-  }
-  if (labels.defined()) {
-    lb.labels.resize(sb.seeds.size());
-    const int64_t* lab = labels.data<int64_t>();
-    for (size_t i = 0; i < sb.seeds.size(); ++i) lb.labels[i] = lab[sb.seeds[i]];
-  }
-  lb.sample = std::move(sb);
-  return lb;
-}
 
 namespace {
 
@@ -160,7 +139,7 @@ LoadedBatch Loader::run_step(int64_t step) {
   sb.epoch = epoch_;
   sb.batch = step;
   coord_->channel(WorkerKind::kLoader).set_step(epoch_, step);
-  return load_batch(std::move(sb), store_.get(), part_.labels);
+  return dsp::load_batch(std::move(sb), store_.get(), part_.labels);
 }
 
 void Loader::start_epoch(int64_t epoch) {

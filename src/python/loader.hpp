@@ -45,10 +45,6 @@ struct LoaderOptions {
   void validate() const;  // InvalidArgument with the CLI's messages
 };
 
-// Features of sb.input_nodes() (float16 widened) and labels of sb.seeds, as job.cpp's load stage
-// does (duplicated here rather than shared: src/train/job.cpp is not part of the public API).
-// labels may be undefined (then lb.labels stays empty); store may be null (no features).
-LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labels);
 
 class Loader {
  public:

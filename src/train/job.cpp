@@ -9,10 +9,11 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/ranges.h>
+
 #include "ccc/coordinator.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "core/half.hpp"
 #include "core/logging.hpp"
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
@@ -20,6 +21,7 @@
 #include "layout/feature_store.hpp"
 #include "layout/hotness.hpp"
 #include "layout/partition.hpp"
+#include "pipeline/load_batch.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/trainer.hpp"
@@ -314,22 +316,7 @@ JobResult run_training(const JobConfig& cfg_in) {
 
   const int64_t F = meta.feature_dim;
   auto load_stage = [&](SampledBatch&& sb) {
-    LoadedBatch lb;
-    const std::vector<int64_t>& input = sb.input_nodes();
-    lb.feature_dim = F;
-    lb.features.resize(input.size() * F);
-    if (store.dtype() == DType::kFloat32) {
-      store.gather(input.data(), static_cast<int64_t>(input.size()), lb.features.data());
-    } else {
-      std::vector<uint16_t> raw(input.size() * F);
-      store.gather(input.data(), static_cast<int64_t>(input.size()), raw.data());
-      for (size_t i = 0; i < raw.size(); ++i) lb.features[i] = half_to_float(raw[i]);
-    }
-    lb.labels.resize(sb.seeds.size());
-    const int64_t* lab = part.labels.data<int64_t>();
-    for (size_t i = 0; i < sb.seeds.size(); ++i) lb.labels[i] = lab[sb.seeds[i]];
-    lb.sample = std::move(sb);
-    return lb;
+    return load_batch(std::move(sb), &store, part.labels);
   };
 
   // Evaluation over this rank's share of `ids` (global, owned), same steps on every rank.
