@@ -12,6 +12,17 @@ if(NOT DSP_WITH_CUDA STREQUAL "OFF" AND NOT DSP_FUZZ)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 80 90)
     endif()
+    # A CUDA LibTorch's Caffe2 config ignores CMAKE_CUDA_ARCHITECTURES (it clears it in the
+    # directory that finds Torch) and, with no GPU to detect, lists every arch it knows; hand it
+    # the same architectures through TORCH_CUDA_ARCH_LIST ("80;90" -> "8.0;9.0").
+    if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+      set(_dsp_torch_archs "")
+      foreach(_a ${CMAKE_CUDA_ARCHITECTURES})
+        string(REGEX REPLACE "^([0-9]+)([0-9])(-real|-virtual)?$" "\\1.\\2" _a "${_a}")
+        list(APPEND _dsp_torch_archs "${_a}")
+      endforeach()
+      set(ENV{TORCH_CUDA_ARCH_LIST} "${_dsp_torch_archs}")
+    endif()
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

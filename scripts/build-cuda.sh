@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The full CUDA build (DSP_WITH_CUDA=ON, kernels for sm_80 + sm_90, the trainer against a CUDA
+# LibTorch) on a machine without a GPU: everything compiles and links here, so a GPU lease is spent
+# running (scripts/gpu-check.sh), not building.
+#
+# LibTorch: PyPI's torch==2.11.0 (the cu130 build, the device image's version, ~5 GB with its
+# nvidia-* CUDA libraries) in a venv in .venv-cuda/ (ignored), created on first use and reused.
+# DSP_TORCH_PREFIX=<dir with TorchConfig.cmake> uses another LibTorch instead (no venv).
+#
+# Prerequisites: the Debian packages of scripts/setup.sh --deps-only, the CUDA toolkit (nvcc, CUB,
+# NCCL) under /usr/local/cuda (CUDA_HOME overrides) and python3 with venv (Debian: python3-venv).
+#
+# Usage: scripts/build-cuda.sh [-jN] [extra cmake args...]   (default -j1: a shared 2-core box)
+# Env: DSP_CUDA_BUILD_DIR (default build-cuda), DSP_CUDA_ARCHS (default "80;90").
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+jobs=1
+if [[ "${1:-}" == -j* ]]; then jobs="${1#-j}"; shift; fi
+build="${DSP_CUDA_BUILD_DIR:-build-cuda}"
+archs="${DSP_CUDA_ARCHS:-80;90}"
+cuda="${CUDA_HOME:-/usr/local/cuda}"
+venv="$here/.venv-cuda"
+[[ -x "$cuda/bin/nvcc" ]] || { echo "build-cuda.sh: no nvcc under $cuda (set CUDA_HOME)" >&2; exit 1; }
+
+t0=$(date +%s)
+if [[ -n "${DSP_TORCH_PREFIX:-}" ]]; then
+  torch_prefix="$DSP_TORCH_PREFIX"
+else
+  if [[ ! -x "$venv/bin/python" ]]; then
+    py=/usr/bin/python3
+    [[ -x $py ]] || py=python3
+    "$py" -c 'import venv, ensurepip' 2>/dev/null ||
+      { echo "build-cuda.sh: $py has no venv module (apt install python3-venv)" >&2; exit 1; }
+    echo "build-cuda.sh: creating $venv ..."
+    "$py" -m venv "$venv"
+  fi
+  if ! "$venv/bin/python" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.11.0")' 2>/dev/null; then
+    echo "build-cuda.sh: installing torch==2.11.0 (cu130, ~5 GB) into $venv ..."
+    "$venv/bin/python" -m pip install -q torch==2.11.0
+  fi
+  torch_prefix="$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
+fi
+t1=$(date +%s)
+
+# Torch's CMake config looks for the CUDA toolkit itself (FindCUDAToolkit): point it at the one
+# nvcc belongs to. It links the CUDA runtime libraries of the wheel by absolute path (nvidia-*).
+export CUDAToolkit_ROOT="$cuda" CUDA_TOOLKIT_ROOT_DIR="$cuda" CUDACXX="$cuda/bin/nvcc"
+gen=()
+command -v ninja >/dev/null && [[ ! -f "$build/CMakeCache.txt" ]] && gen=(-G Ninja)
+log="$(mktemp)"
+if ! cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CUDA=ON \
+     -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES="$archs" \
+     -DCUDAToolkit_ROOT="$cuda" -DCMAKE_PREFIX_PATH="$torch_prefix" \
+     -DDSP_WITH_PYTHON=OFF "$@" >"$log" 2>&1; then
+  echo "build-cuda.sh: configure failed:" >&2; tail -n 60 "$log" >&2; exit 1
+fi
+grep -E "^-- (dsp:|Found CUDA|Found CUDAToolkit|Found Torch|Caffe2: CUDA)" "$log" | sed 's/^/  /' || true
+t2=$(date +%s)
+if ! cmake --build "$build" -j "$jobs" >"$log" 2>&1; then
+  echo "build-cuda.sh: build failed:" >&2; grep -E "error|Error" "$log" | head -n 40 >&2
+  tail -n 40 "$log" >&2; exit 1
+fi
+t3=$(date +%s)
+rm -f "$log"
+echo "build-cuda.sh: done in $build/ (torch: $((t1 - t0)) s, configure: $((t2 - t1)) s," \
+     "build -j$jobs: $((t3 - t2)) s)"
