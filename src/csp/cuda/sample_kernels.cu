@@ -77,6 +77,23 @@ __global__ void relabel_assign_kernel(const int64_t* keys, int64_t n, const uint
   if (i == n - 1) *num_src = scan[i] + (first == static_cast<uint32_t>(i) ? 1 : 0);
 }
 
+__global__ void widen_counts_kernel(const int32_t* cnt, int64_t n, int64_t* wide) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) wide[i] = cnt[i];
+}
+
+__global__ void compact_kernel(const int32_t* cnt, const int64_t* slot, const int64_t* out,
+                               const float* outw, int64_t n, const int64_t* offsets,
+                               int64_t* picks, float* picks_w) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const int64_t from = slot[i], to = offsets[i];
+  for (int j = 0; j < cnt[i]; ++j) {
+    picks[to + j] = out[from + j];
+    if (picks_w) picks_w[to + j] = outw[from + j];
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_sample_nodewise(const int64_t* tasks, int64_t n, uint64_t key,
@@ -94,6 +111,37 @@ cudaError_t launch_sample_nodewise(const int64_t* tasks, int64_t n, uint64_t key
         tasks, n, key, indptr, static_cast<const int64_t*>(indices), row_base, cum, weights,
         weighted, replace, slot, cnt, out, outw);
   }
+  return cudaGetLastError();
+}
+
+// Workspace: the counts widened to int64 [n], then CUB's scan storage.
+size_t compact_workspace_bytes(int64_t n) {
+  size_t cub_bytes = 0;
+  cub::DeviceScan::InclusiveSum(nullptr, cub_bytes, static_cast<int64_t*>(nullptr),
+                                static_cast<int64_t*>(nullptr), static_cast<int>(n));
+  return static_cast<size_t>(n) * sizeof(int64_t) + cub_bytes + 256;
+}
+
+cudaError_t launch_compact_picks(const int32_t* cnt, const int64_t* slot, const int64_t* out,
+                                 const float* outw, int64_t n, void* workspace,
+                                 size_t workspace_bytes, int64_t* offsets, int64_t* picks,
+                                 float* picks_w, cudaStream_t stream) {
+  cudaError_t err = cudaMemsetAsync(offsets, 0, sizeof(int64_t), stream);
+  if (err != cudaSuccess || n == 0) return err;
+  if (n >= (int64_t{1} << 31) || workspace_bytes < compact_workspace_bytes(n) ||
+      (picks_w && !outw)) {
+    return cudaErrorInvalidValue;
+  }
+  auto* wide = static_cast<int64_t*>(workspace);
+  void* cub_tmp = wide + n;
+  size_t cub_bytes = workspace_bytes - static_cast<size_t>(n) * sizeof(int64_t);
+  widen_counts_kernel<<<blocks_for(n), kThreads, 0, stream>>>(cnt, n, wide);
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  err = cub::DeviceScan::InclusiveSum(cub_tmp, cub_bytes, wide, offsets + 1, static_cast<int>(n),
+                                      stream);
+  if (err != cudaSuccess) return err;
+  compact_kernel<<<blocks_for(n), kThreads, 0, stream>>>(cnt, slot, out, outw, n, offsets, picks,
+                                                         picks_w);
   return cudaGetLastError();
 }
 

@@ -21,6 +21,16 @@ cudaError_t launch_sample_nodewise(const int64_t* tasks, int64_t n, uint64_t key
                                    bool weighted, bool replace, const int64_t* slot, int32_t* cnt,
                                    int64_t* out, float* outw, cudaStream_t stream);
 
+// Compaction of the sampled picks (the CPU sampler's per-layer offsets + neighbour list):
+// offsets[0] = 0, offsets[i + 1] = offsets[i] + cnt[i] (n + 1 int64), picks[offsets[i] + j] =
+// out[slot[i] + j] and picks_w likewise from outw (both weight pointers null when unweighted),
+// j < cnt[i]. workspace_bytes comes from compact_workspace_bytes(n).
+size_t compact_workspace_bytes(int64_t n);
+cudaError_t launch_compact_picks(const int32_t* cnt, const int64_t* slot, const int64_t* out,
+                                 const float* outw, int64_t n, void* workspace,
+                                 size_t workspace_bytes, int64_t* offsets, int64_t* picks,
+                                 float* picks_w, cudaStream_t stream);
+
 // Deterministic relabelling of keys[0, n) (destination nodes first, then the picks in
 // (destination, neighbour) order, as on the CPU): local[i] = local id of keys[i], src_ids[j] =
 // global id of local id j, *num_src (device) = number of distinct keys. Local ids follow first
