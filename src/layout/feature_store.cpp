@@ -9,14 +9,26 @@
 
 namespace dsp {
 
+namespace {
+// Software prefetch of one row, kRowAhead rows before it is copied. Measured on this machine
+// (400-byte rows, 2.4M-row file, one run with the variants interleaved): the first and the last
+// line 4 rows ahead give 1.23x the plain per-row memcpy loop; every line 8 rows ahead gives 0.91x
+// (the misses it issues exceed what the core can track, so prefetches wait or are dropped); the
+// hardware prefetcher fills the lines in between as the copy streams through the row.
+constexpr int64_t kRowAhead = 4;
+inline void prefetch_row(const unsigned char* p, size_t row_bytes) {
+  __builtin_prefetch(p);
+  if (row_bytes > 64) __builtin_prefetch(p + row_bytes - 1);
+}
+}  // namespace
+
 void gather_rows(const unsigned char* base, size_t row_bytes, const int64_t* idx, int64_t n,
                  unsigned char* out, const int64_t* out_pos) {
-  constexpr int64_t kAhead = 8;
+  constexpr int64_t kAhead = kRowAhead;
   parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       if (i + kAhead < e) {
-        const unsigned char* p = base + idx[i + kAhead] * row_bytes;
-        for (size_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off);
+        prefetch_row(base + idx[i + kAhead] * row_bytes, row_bytes);
       }
       int64_t o = out_pos ? out_pos[i] : i;
       std::memcpy(out + o * row_bytes, base + idx[i] * row_bytes, row_bytes);
@@ -78,16 +90,19 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out_raw) {
   // another rank are only marked. Whether a node is cached, and whether this call saw it already,
   // are bits in two bitmaps of N bits (300 KB each at 2.4M nodes: cache resident), so the pass
   // adds no memory miss to the row copy itself; the slot array is read only for cached ids. The
-  // source row of id i+8 is prefetched, so the row misses overlap. All checks complete before
+  // source row of id i+kRowAhead is prefetched, so the row misses overlap. All checks complete before
   // any communication: a bad request fails on its own rank without stranding peers.
   std::vector<int32_t> remote_owner(n, -1);
   std::atomic<int64_t> bad_pos{-1}, dup_pos{-1};
   std::atomic<int64_t> n_cold{0}, n_local{0};
-  constexpr int64_t kRowAhead = 8;
   auto is_cached = [&](uint64_t v) { return (cached_bits_[v >> 6] >> (v & 63)) & 1; };
+  // Rows this rank caches itself are read from the mapping too: on the CPU build the cache and
+  // the mapping are the same tier of memory holding the same bytes, and going through the cache
+  // would add a dependent lookup (slot_, 4 bytes x N, not cache resident) before every hot row's
+  // prefetch. Measured: 0.62 of the plain loop with a 10% cache that way, against 0.9 without.
+  // The cache copy serves the requests of other ranks (as DSP's owners do).
   auto source_row = [&](int64_t v) -> const unsigned char* {
-    if (!is_cached(v)) return base + v * row_bytes_;
-    if (v >= my_begin && v < my_end) return cache_.data() + static_cast<int64_t>(slot_[v]) * row_bytes_;
+    if (!is_cached(v) || (v >= my_begin && v < my_end)) return base + v * row_bytes_;
     return nullptr;
   };
   parallel_for(0, n, 16384, [&](int64_t b, int64_t e) {
@@ -97,9 +112,7 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out_raw) {
         uint64_t w = static_cast<uint64_t>(ids[i + kRowAhead]);
         if (w < static_cast<uint64_t>(num_nodes_)) {
           const unsigned char* src = source_row(static_cast<int64_t>(w));
-          if (src) {
-            for (size_t off = 0; off < row_bytes_; off += 64) __builtin_prefetch(src + off);
-          }
+          if (src) prefetch_row(src, row_bytes_);
         }
       }
       int64_t v = ids[i];
