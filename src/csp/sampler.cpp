@@ -577,12 +577,29 @@ std::vector<int32_t> CollectiveSampler::layerwise_counts(const std::vector<int64
 Block CollectiveSampler::relabel(const std::vector<int64_t>& dst, const LayerOut& lo, int layer) {
   Stopwatch sw;
   Block b;
+  if (new_ratio_.size() != opts_.fanouts.size()) new_ratio_.assign(opts_.fanouts.size(), 1.0);
+  const int64_t nd = static_cast<int64_t>(dst.size());
+  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  const int threads = num_threads();
+  if (threads > 1 && ne >= kParallelRelabelMinEdges && nd + ne < (int64_t{1} << 32) - 1) {
+    relabel_parallel(dst, lo, layer, threads, b);
+  } else {
+    relabel_serial(dst, lo, layer, b);
+  }
+  b.num_src = static_cast<int64_t>(b.src_ids.size());
+  if (ne > 0) new_ratio_[layer] = static_cast<double>(b.num_src - nd) / static_cast<double>(ne);
+  b.weights = lo.weights;
+  stats_.t_relabel += sw.seconds();
+  return b;
+}
+
+void CollectiveSampler::relabel_serial(const std::vector<int64_t>& dst, const LayerOut& lo,
+                                       int layer, Block& b) {
   const int64_t nd = static_cast<int64_t>(dst.size());
   const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
   // The table is sized for the distinct ids this layer produced in the previous batch (share of
   // new ids per pick), at load <= 1/2, and doubled if a batch outgrows it: a table sized for the
   // worst case (every pick new) would be several times larger and fall out of cache.
-  if (new_ratio_.size() != opts_.fanouts.size()) new_ratio_.assign(opts_.fanouts.size(), 1.0);
   const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
   uint64_t cap = 1024;
   int bits = 10;
@@ -630,11 +647,198 @@ Block CollectiveSampler::relabel(const std::vector<int64_t>& dst, const LayerOut
     }
     b.indices[e] = id;
   }
-  b.num_src = static_cast<int64_t>(b.src_ids.size());
-  if (ne > 0) new_ratio_[layer] = static_cast<double>(b.num_src - nd) / static_cast<double>(ne);
-  b.weights = lo.weights;
-  stats_.t_relabel += sw.seconds();
-  return b;
+}
+
+namespace {
+
+// Phase 1 of the parallel relabel: offers position `pos` as the first occurrence of `key`. The slot
+// of a key ends up holding its minimal position: slots of one key compare by their low 32 bits,
+// so a compare-exchange loop lowering the 64-bit value is an atomic min of the position. Returns
+// the key's slot; *claimed is set when this call took an empty slot, *won when the slot held
+// `pos` right after this call (claimed, or lowered to it).
+inline uint64_t offer_first(uint64_t* t, uint64_t mask, int shift, int64_t key, uint32_t pos,
+                            bool* claimed, bool* won) {
+  const uint64_t mine = csp::relabel_slot(key, pos);
+  const uint64_t want = static_cast<uint64_t>(key + 1);
+  uint64_t h = csp::relabel_hash(key, shift);
+  uint64_t s = __atomic_load_n(t + h, __ATOMIC_RELAXED);
+  while (true) {
+    if (s == csp::kEmptySlot) {
+      if (__atomic_compare_exchange_n(t + h, &s, mine, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        *claimed = *won = true;
+        return h;
+      }
+      continue;  // lost the race: s is what the winner stored (maybe this very key)
+    }
+    if ((s >> 32) == want) {
+      *claimed = false;
+      *won = false;
+      while (s > mine) {
+        if (__atomic_compare_exchange_n(t + h, &s, mine, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+          *won = true;
+          break;
+        }
+      }
+      return h;
+    }
+    h = (h + 1) & mask;
+    s = __atomic_load_n(t + h, __ATOMIC_RELAXED);
+  }
+}
+
+// Flags in b.indices during the parallel relabel, above the slot index (< 2^33) / the id.
+constexpr int64_t kCandidate = int64_t{1} << 62;  // phase 1 won; phase 2: first occurrence
+constexpr int64_t kFinal = int64_t{1} << 61;      // the entry is the pick's id already
+constexpr int kClaimBatch = 64;                   // claims a thread makes before publishing them
+
+}  // namespace
+
+// The CUDA kernel's scheme (cuda/sample_kernels.cu) on OpenMP threads. Positions are 0..nd-1 for
+// the destination nodes, then nd + e for pick e; thread c of T takes the c-th of T equal chunks of
+// positions in every phase. (1) Every position offers itself to its key's slot with an atomic min,
+// so afterwards a slot holds its key's first position; each pick keeps its slot index in
+// b.indices, flagged when its offer won. (2) Each thread finds which of its winners are their
+// key's first occurrence (a winner can still have been undercut by a smaller position of an
+// earlier chunk; the first chunk's winners cannot) and counts them. (3) After a prefix sum over
+// the chunk counts, each thread gives its first occurrences consecutive ids from its chunk's
+// offset, in order, writing the id into the slot (each slot has one writer: its first occurrence)
+// and the key into src_ids. (4) Every other pick reads its id from its slot. Destination nodes are
+// distinct and precede every pick, so each is its key's first occurrence and its position already
+// is its id. The ids are the ranks of first occurrences in position order: exactly the serial
+// first-seen order, whatever the number of threads.
+//
+// The table is sized as in the serial path; claims of empty slots are counted (published every
+// kClaimBatch claims per thread), and if the load passes 3/4 the pass stops and restarts with a
+// table twice as large. The published count lags the true one by under 2 * kClaimBatch per
+// thread, which the minimum capacity below keeps within the last quarter, so probes always end.
+void CollectiveSampler::relabel_parallel(const std::vector<int64_t>& dst, const LayerOut& lo,
+                                         int layer, int threads, Block& b) {
+  const int64_t nd = static_cast<int64_t>(dst.size());
+  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  const int64_t np = nd + ne;
+  const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
+  uint64_t cap = 1024;
+  int bits = 10;
+  const uint64_t min_cap = std::max<uint64_t>(uint64_t{1} << 15, 16ULL * kClaimBatch * threads);
+  while (static_cast<double>(cap) < 2 * expect || cap < min_cap) {
+    cap <<= 1;
+    ++bits;
+  }
+  const int64_t* nb = lo.nbrs.data();
+  b.num_dst = nd;
+  b.indptr = lo.offsets;
+  b.indices.resize(ne);
+  int64_t* idx = b.indices.data();
+  std::vector<int64_t> firsts(threads + 1, 0);  // per chunk, then prefix offsets
+  uint64_t* t = nullptr;
+  int64_t mask = 0;
+  int team = 1;
+  while (true) {
+    if (table_.size() < cap) table_.resize(cap);
+    t = table_.data();
+    mask = static_cast<int64_t>(cap - 1);
+    const int shift = 64 - bits;
+    const int64_t limit = static_cast<int64_t>(cap / 4 * 3);
+    int64_t claimed_total = 0;
+    int aborted = 0;
+#pragma omp parallel num_threads(threads)
+    {
+      const int T = omp_get_num_threads(), me = omp_get_thread_num();
+      if (me == 0) team = T;
+      std::memset(t + cap * me / T, 0, (cap * (me + 1) / T - cap * me / T) * sizeof(uint64_t));
+#pragma omp barrier
+      // (1) atomic min of positions
+      const int64_t pb = np * me / T, pe = np * (me + 1) / T;
+      int64_t unpublished = 0;
+      bool stop = false, claimed = false, won = false;
+      auto count_claim = [&]() {
+        if (++unpublished == kClaimBatch) {
+          const int64_t total = __atomic_add_fetch(&claimed_total, unpublished, __ATOMIC_RELAXED);
+          unpublished = 0;
+          if (total > limit) __atomic_store_n(&aborted, 1, __ATOMIC_RELAXED);
+          stop = __atomic_load_n(&aborted, __ATOMIC_RELAXED) != 0;
+        }
+      };
+      constexpr int64_t kAhead = 12;
+      for (int64_t p = pb; p < std::min(pe, nd) && !stop; ++p) {
+        if (p + kAhead < nd) __builtin_prefetch(t + csp::relabel_hash(dst[p + kAhead], shift));
+        offer_first(t, cap - 1, shift, dst[p], static_cast<uint32_t>(p), &claimed, &won);
+        if (claimed) count_claim();
+      }
+      for (int64_t p = std::max(pb, nd); p < pe && !stop; ++p) {
+        const int64_t e = p - nd;
+        if (p + kAhead < pe) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
+        const uint64_t h =
+            offer_first(t, cap - 1, shift, nb[e], static_cast<uint32_t>(p), &claimed, &won);
+        idx[e] = static_cast<int64_t>(h) | (won ? kCandidate : 0);
+        if (claimed) count_claim();
+      }
+#pragma omp barrier
+      if (__atomic_load_n(&aborted, __ATOMIC_RELAXED) == 0) {
+        // (2) which winners are first occurrences; the first chunk's all are
+        int64_t c = 0;
+        const int64_t eb = std::max(pb, nd) - nd, ee = std::max(pe, nd) - nd;
+        if (me == 0) {
+          for (int64_t e = eb; e < ee; ++e) c += (idx[e] & kCandidate) != 0;
+        } else {
+          constexpr int64_t kAhead2 = 16;
+          for (int64_t e = eb; e < ee; ++e) {
+            if (e + kAhead2 < ee && (idx[e + kAhead2] & kCandidate)) {
+              __builtin_prefetch(t + (idx[e + kAhead2] & mask));
+            }
+            if (!(idx[e] & kCandidate)) continue;
+            if (csp::relabel_slot_value(t[idx[e] & mask]) == static_cast<uint32_t>(nd + e)) {
+              ++c;
+            } else {
+              idx[e] &= mask;
+            }
+          }
+        }
+        firsts[me + 1] = c;
+      }
+    }
+    if (!aborted) break;
+    cap <<= 1;  // outgrew the table: retry with one twice as large (ids do not depend on it)
+    ++bits;
+  }
+  firsts.resize(team + 1);
+  for (int c = 0; c < team; ++c) firsts[c + 1] += firsts[c];
+  b.src_ids.resize(nd + firsts[team]);
+  int64_t* src = b.src_ids.data();
+#pragma omp parallel num_threads(team)
+  {
+    const int T = omp_get_num_threads(), me = omp_get_thread_num();
+    // The chunks are the first region's; should this team be smaller, its first thread does all.
+    const int c0 = T == team ? me : (me == 0 ? 0 : team), c1 = T == team ? me + 1 : team;
+    for (int c = c0; c < c1; ++c) {
+      std::memcpy(src + nd * c / team, dst.data() + nd * c / team,
+                  (nd * (c + 1) / team - nd * c / team) * sizeof(int64_t));
+      // (3) consecutive ids for this chunk's first occurrences
+      const int64_t eb = std::max(np * c / team, nd) - nd,
+                    ee = std::max(np * (c + 1) / team, nd) - nd;
+      int64_t id = nd + firsts[c];
+      for (int64_t e = eb; e < ee; ++e) {
+        if (idx[e] & kCandidate) {
+          const int64_t h = idx[e] & mask;
+          t[h] = (t[h] & ~uint64_t{0xffffffff}) | static_cast<uint64_t>(id);
+          src[id] = nb[e];
+          idx[e] = id++ | kFinal;
+        }
+      }
+    }
+#pragma omp barrier
+    // (4) the other picks' ids
+    constexpr int64_t kAhead = 16;
+    const int64_t eb = ne * me / T, ee = ne * (me + 1) / T;
+    for (int64_t e = eb; e < ee; ++e) {
+      if (e + kAhead < ee && !(idx[e + kAhead] & kFinal)) {
+        __builtin_prefetch(t + (idx[e + kAhead] & mask));
+      }
+      const int64_t x = idx[e];
+      idx[e] = x & kFinal ? x & ~kFinal : csp::relabel_slot_value(t[x & mask]);
+    }
+  }
 }
 
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,

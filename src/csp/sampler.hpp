@@ -131,6 +131,9 @@ class CollectiveSampler {
   std::vector<int32_t> layerwise_counts(const std::vector<int64_t>& frontier, int n,
                                         uint64_t key) const;
   Block relabel(const std::vector<int64_t>& dst, const LayerOut& lo, int layer);
+  void relabel_serial(const std::vector<int64_t>& dst, const LayerOut& lo, int layer, Block& b);
+  void relabel_parallel(const std::vector<int64_t>& dst, const LayerOut& lo, int layer, int threads,
+                        Block& b);
 
   const PartitionData& part_;
   Communicator& comm_;
@@ -146,6 +149,11 @@ class CollectiveSampler {
   LayerOut layer_out_;              // reused, so its buffers keep their capacity
   SamplerStats stats_;
 };
+
+// relabel() runs in parallel (first occurrences marked in a concurrent table, then a prefix sum
+// over them, as the CUDA kernel does) when more than one OpenMP thread is available and a layer has
+// at least this many picks; below it, one thread is faster. Either way the blocks are identical.
+inline constexpr int64_t kParallelRelabelMinEdges = int64_t{1} << 14;
 
 // A one-part PartitionData over a whole graph (no features): the single-process reference path
 // (self communicator), used by tests and by presampling.

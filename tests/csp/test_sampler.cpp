@@ -392,6 +392,65 @@ TEST(Blocks, DeterministicAndThreadInvariant) {
   EXPECT_NE(x.blocks[1].indices, z.blocks[1].indices);
 }
 
+// Large enough layers for the parallel relabel (kParallelRelabelMinEdges picks and more): the
+// blocks of 1 and 2 (or 3) OpenMP threads must be identical (first-seen order of new source ids
+// included). The batch sequence also makes the parallel relabel outgrow its table: after a batch
+// of every node (no new source ids, so the next table is sized for the destination nodes only)
+// comes a batch whose picks are mostly new.
+TEST(Blocks, IdenticalWithOneAndTwoThreadsOnTheParallelPath) {
+  static Dataset ds = [] {
+    CommunityOptions co;
+    co.num_nodes = 40000;
+    co.num_edges = 300000;
+    co.num_communities = 16;
+    co.feature_dim = 0;
+    co.seed = 11;
+    return generate_community(co);
+  }();
+  const Csr& g = ds.graph;
+  std::vector<std::vector<int64_t>> batches(4);
+  for (int64_t v = 0; v < g.num_nodes; ++v) batches[0].push_back((v * 7919) % g.num_nodes);
+  for (int64_t v = 0; v < 8000; ++v) batches[1].push_back((v * 104729 + 3) % g.num_nodes);
+  for (int64_t v = 0; v < 2500; ++v) batches[2].push_back(v * 16);
+  for (int64_t v = 0; v < 9000; ++v) batches[3].push_back(g.num_nodes - 1 - v * 4);
+  const int old = omp_get_max_threads();
+  for (int threads : {2, 3}) {  // 3: uneven chunks
+    for (bool replace : {false, true}) {
+      SCOPED_TRACE(testing::Message() << threads << " threads, replace " << replace);
+      SamplerOptions o{{10, 8, 6}};
+      o.replace = replace;
+      o.seed = 3;
+      Rig one(g, o), two(g, o);
+      int64_t largest = 0;
+      for (size_t i = 0; i < batches.size(); ++i) {
+        omp_set_num_threads(1);
+        SampledBatch x = one.s->sample(batches[i], 1, static_cast<int64_t>(i));
+        omp_set_num_threads(threads);
+        SampledBatch y = two.s->sample(batches[i], 1, static_cast<int64_t>(i));
+        omp_set_num_threads(old);
+        ASSERT_EQ(x.blocks.size(), y.blocks.size());
+        for (size_t l = 0; l < x.blocks.size(); ++l) {
+          const Block &a = x.blocks[l], &b = y.blocks[l];
+          largest = std::max(largest, a.num_edges());
+          EXPECT_EQ(a.num_dst, b.num_dst) << "batch " << i << " block " << l;
+          EXPECT_EQ(a.num_src, b.num_src) << "batch " << i << " block " << l;
+          EXPECT_EQ(a.indptr, b.indptr) << "batch " << i << " block " << l;
+          EXPECT_EQ(a.src_ids, b.src_ids) << "batch " << i << " block " << l;
+          EXPECT_EQ(a.indices, b.indices) << "batch " << i << " block " << l;
+          // first-seen order of the new source ids
+          int64_t next = b.num_dst;
+          for (int64_t e = 0; e < b.num_edges(); ++e) {
+            ASSERT_LE(b.indices[e], std::max(next, b.num_dst - 1));
+            if (b.indices[e] == next) ++next;
+          }
+          EXPECT_EQ(next, b.num_src);
+        }
+      }
+      EXPECT_GE(largest, 8 * kParallelRelabelMinEdges);
+    }
+  }
+}
+
 // The CUDA kernels run sample_positions / relabel_insert from sample_kernels.hpp: recompute every
 // row of a CPU-sampled block with them directly.
 TEST(SharedKernels, PerNodeFunctionsReproduceTheSampler) {
