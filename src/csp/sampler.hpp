@@ -154,6 +154,8 @@ class CollectiveSampler {
 // over them, as the CUDA kernel does) when more than one OpenMP thread is available and a layer has
 // at least this many picks; below it, one thread is faster. Either way the blocks are identical.
 inline constexpr int64_t kParallelRelabelMinEdges = int64_t{1} << 14;
+// Fewer threads than this relabel serially (see CollectiveSampler::relabel).
+inline constexpr int kParallelRelabelMinThreads = 3;
 
 // A one-part PartitionData over a whole graph (no features): the single-process reference path
 // (self communicator), used by tests and by presampling.

@@ -397,7 +397,7 @@ TEST(Blocks, DeterministicAndThreadInvariant) {
 // included). The batch sequence also makes the parallel relabel outgrow its table: after a batch
 // of every node (no new source ids, so the next table is sized for the destination nodes only)
 // comes a batch whose picks are mostly new.
-TEST(Blocks, IdenticalWithOneAndTwoThreadsOnTheParallelPath) {
+TEST(Blocks, IdenticalWithOneAndSeveralThreadsOnTheParallelPath) {
   static Dataset ds = [] {
     CommunityOptions co;
     co.num_nodes = 40000;
@@ -414,7 +414,7 @@ TEST(Blocks, IdenticalWithOneAndTwoThreadsOnTheParallelPath) {
   for (int64_t v = 0; v < 2500; ++v) batches[2].push_back(v * 16);
   for (int64_t v = 0; v < 9000; ++v) batches[3].push_back(g.num_nodes - 1 - v * 4);
   const int old = omp_get_max_threads();
-  for (int threads : {2, 3}) {  // 3: uneven chunks
+  for (int threads : {3, 4}) {  // the parallel path starts at 3 threads; 3: uneven chunks
     for (bool replace : {false, true}) {
       SCOPED_TRACE(testing::Message() << threads << " threads, replace " << replace);
       SamplerOptions o{{10, 8, 6}};
