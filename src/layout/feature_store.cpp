@@ -85,66 +85,71 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out_raw) {
   const auto* base = static_cast<const unsigned char*>(features_.raw());
   const int64_t my_begin = meta_.offsets[me], my_end = meta_.offsets[me + 1];
 
-  // One fused, software-pipelined pass: check each id (range, duplicates), then copy cold rows
-  // from the mapping and locally cached rows from the cache straight into place; ids cached by
-  // another rank are only marked. Whether a node is cached, and whether this call saw it already,
-  // are bits in two bitmaps of N bits (300 KB each at 2.4M nodes: cache resident), so the pass
-  // adds no memory miss to the row copy itself; the slot array is read only for cached ids. The
-  // source row of id i+kRowAhead is prefetched, so the row misses overlap. All checks complete before
-  // any communication: a bad request fails on its own rank without stranding peers.
+  // One fused, software-pipelined pass: check each id (range, duplicates), then copy cold and
+  // locally cached rows straight into place; ids cached by another rank are only marked. Whether
+  // a node is cached, and whether this call saw it already, are bits in two bitmaps of N bits
+  // (300 KB each at 2.4M nodes: cache resident), so the pass adds no memory miss to the row copy
+  // itself. The row of id i+kRowAhead is prefetched, so the row misses overlap. All checks
+  // complete before any communication: a bad request fails on its own rank without stranding
+  // peers.
   std::vector<int32_t> remote_owner(n, -1);
   std::atomic<int64_t> bad_pos{-1}, dup_pos{-1};
   std::atomic<int64_t> n_cold{0}, n_local{0};
-  auto is_cached = [&](uint64_t v) { return (cached_bits_[v >> 6] >> (v & 63)) & 1; };
-  // Rows this rank caches itself are read from the mapping too: on the CPU build the cache and
-  // the mapping are the same tier of memory holding the same bytes, and going through the cache
-  // would add a dependent lookup (slot_, 4 bytes x N, not cache resident) before every hot row's
-  // prefetch. Measured: 0.62 of the plain loop with a 10% cache that way, against 0.9 without.
-  // The cache copy serves the requests of other ranks (as DSP's owners do).
-  auto source_row = [&](int64_t v) -> const unsigned char* {
-    if (!is_cached(v) || (v >= my_begin && v < my_end)) return base + v * row_bytes_;
-    return nullptr;
-  };
-  parallel_for(0, n, 16384, [&](int64_t b, int64_t e) {
+  // Everything the loop reads is hoisted into locals: the row copies go through `out`, an
+  // unsigned char pointer that may alias anything, so member reads inside the loop would be
+  // reloaded after every copy. Measured (400-byte rows, one thread): this loop with its checks
+  // runs at 1.3x the plain per-row memcpy loop; written with capturing lambdas, 0.87x.
+  const uint64_t* const cached_bits = cached_bits_.data();
+  uint64_t* const seen_bits = seen_bits_.data();
+  const size_t rb = row_bytes_;
+  const uint64_t nn = static_cast<uint64_t>(num_nodes_);
+  const uint64_t lo = static_cast<uint64_t>(my_begin), hi = static_cast<uint64_t>(my_end);
+  int32_t* const remote = remote_owner.data();
+  parallel_for(0, n, 16384, [=, &bad_pos, &dup_pos, &n_cold, &n_local](int64_t b, int64_t e) {
     int64_t cold = 0, local = 0;
     for (int64_t i = b; i < e; ++i) {
       if (i + kRowAhead < e) {
-        uint64_t w = static_cast<uint64_t>(ids[i + kRowAhead]);
-        if (w < static_cast<uint64_t>(num_nodes_)) {
-          const unsigned char* src = source_row(static_cast<int64_t>(w));
-          if (src) prefetch_row(src, row_bytes_);
+        const uint64_t w = static_cast<uint64_t>(ids[i + kRowAhead]);
+        // Rows this rank caches itself are read from the mapping too: on the CPU build cache and
+        // mapping are the same tier of memory holding the same bytes, and going through the cache
+        // would add a dependent slot lookup (4 bytes x N, not cache resident) before every hot
+        // row. The cache copy serves the requests of other ranks, as DSP's owners do.
+        if (w < nn && (!((cached_bits[w >> 6] >> (w & 63)) & 1) || (w >= lo && w < hi))) {
+          prefetch_row(base + w * rb, rb);
         }
       }
-      int64_t v = ids[i];
-      if (v < 0 || v >= num_nodes_) {
+      const uint64_t v = static_cast<uint64_t>(ids[i]);
+      if (v >= nn) {
         int64_t expect = -1;
         bad_pos.compare_exchange_strong(expect, i);
         return;
       }
       // A plain read-modify-write, not a locked one: x86 locked instructions wait for the row
-      // loads in flight and serialise the misses the prefetches overlap (measured: 0.68 of the
-      // plain copy loop instead of 0.85+). With one thread the check is exact; with several, a
-      // duplicate whose copies race in two threads' chunks can slip through and is then merely
-      // copied twice.
-      uint64_t bit = uint64_t{1} << (v & 63);
-      uint64_t word = __atomic_load_n(&seen_bits_[v >> 6], __ATOMIC_RELAXED);
-      __atomic_store_n(&seen_bits_[v >> 6], word | bit, __ATOMIC_RELAXED);
+      // loads in flight and serialise the misses the prefetches overlap. With one thread the
+      // check is exact; with several, a duplicate whose copies race in two threads' chunks can
+      // slip through and is then merely copied twice.
+      const uint64_t bit = uint64_t{1} << (v & 63);
+      const uint64_t word = seen_bits[v >> 6];
+      seen_bits[v >> 6] = word | bit;
       if (word & bit) {
         int64_t expect = -1;
         dup_pos.compare_exchange_strong(expect, i);
         return;
       }
-      const unsigned char* src = source_row(v);
-      if (src) {
-        std::memcpy(out + i * row_bytes_, src, row_bytes_);
-        (is_cached(v) ? local : cold) += 1;
+      const bool hot = (cached_bits[v >> 6] >> (v & 63)) & 1;
+      if (!hot || (v >= lo && v < hi)) {
+        std::memcpy(out + i * rb, base + v * rb, rb);
+        (hot ? local : cold) += 1;
       } else {
-        remote_owner[i] = meta_.owner(v);
+        remote[i] = -2;  // cached by another rank; its owner is looked up after the pass
       }
     }
     n_cold += cold;
     n_local += local;
   });
+  for (int64_t i = 0; i < n; ++i) {
+    if (remote[i] == -2) remote[i] = meta_.owner(ids[i]);
+  }
   // Clear exactly the bits this call set (cheaper than clearing N bits).
   for (int64_t i = 0; i < n; ++i) {
     uint64_t v = static_cast<uint64_t>(ids[i]);
