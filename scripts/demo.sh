@@ -15,4 +15,5 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 "$dsp" partition "$out/community" "$out/community-2parts" --parts 2 --overwrite
 mpirun --oversubscribe -np 2 "$dsp" train "$out/community-2parts" --model sage --fanouts 10,5 \
   --hidden 64 --batch-size 256 --epochs 8 --seed 0 --metrics "$out/metrics.jsonl"
-echo "demo: per-epoch metrics in $out/metrics.jsonl"
+/usr/bin/python3 scripts/plot_metrics.py "$out/metrics.jsonl" "$out/metrics.png" >/dev/null &&
+  echo "demo: per-epoch metrics in $out/metrics.jsonl, curves in $out/metrics.png"
