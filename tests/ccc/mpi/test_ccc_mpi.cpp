@@ -19,6 +19,8 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 
+#include "mpi_test_main.hpp"
+
 namespace dsp {
 namespace {
 
@@ -321,15 +323,8 @@ int main(int argc, char** argv) {
   opts.timeout = std::chrono::seconds(60);
   auto comm = std::make_unique<dsp::MpiCommunicator>(opts);
   dsp::g_comm = comm.get();
-  if (comm->rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int rc = RUN_ALL_TESTS();
-  int64_t failed = rc != 0 ? 1 : 0;
-  comm->all_reduce(&failed, 1, dsp::DType::kInt64, dsp::ReduceOp::kSum);
-  if (failed && comm->rank() == 0) std::printf("%lld rank(s) failed\n", (long long)failed);
+  const int failed = dsp::test::run_tests_on_all_ranks(*comm);
   dsp::g_comm = nullptr;
   comm.reset();
-  return failed ? 1 : 0;
+  return failed;
 }

@@ -14,6 +14,8 @@
 #include "graph/generate.hpp"
 #include "layout/partition.hpp"
 
+#include "mpi_test_main.hpp"
+
 namespace dsp {
 namespace {
 
@@ -200,19 +202,12 @@ int main(int argc, char** argv) {
   opts.timeout = std::chrono::seconds(60);
   auto comm = dsp::make_communicator("mpi", opts);
   dsp::g_comm = comm.get();
-  if (comm->rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int rc = RUN_ALL_TESTS();
-  int64_t failed = rc != 0 ? 1 : 0;
-  comm->all_reduce(&failed, 1, dsp::DType::kInt64, dsp::ReduceOp::kSum);
-  if (failed && comm->rank() == 0) std::printf("%lld rank(s) failed\n", (long long)failed);
+  const int failed = dsp::test::run_tests_on_all_ranks(*comm);
   if (comm->rank() == 0) {
     std::error_code ec;
     std::filesystem::remove_all(dsp::world().dir, ec);
   }
   dsp::g_comm = nullptr;
   comm.reset();
-  return failed ? 1 : 0;
+  return failed;
 }
