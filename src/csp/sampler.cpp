@@ -299,12 +299,13 @@ void CollectiveSampler::group_by_owner(const std::vector<int64_t>& frontier,
 }
 
 // Phase 2 (shuffle): remote tasks to their owners; served = tasks by requesting rank, the self
-// chunk being this rank's own tasks.
-void CollectiveSampler::shuffle(const Grouped& g, Served& s) {
+// chunk being this rank's own tasks. With one rank the grouped tasks are all served here: they
+// move over (the later phases of a world of one need only the grouping's counts and order).
+void CollectiveSampler::shuffle(Grouped& g, Served& s) {
   const int P = size_;
   s.recv_counts.assign(P, 0);
   if (P == 1) {
-    s.tasks = g.tasks;
+    std::swap(s.tasks, g.tasks);
     s.off = {0, static_cast<int64_t>(s.tasks.size())};
     return;
   }

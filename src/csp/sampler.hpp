@@ -140,7 +140,7 @@ class CollectiveSampler {
                  int uniform_fanout, uint64_t key, LayerPicks& out);
   void group_by_owner(const std::vector<int64_t>& frontier, const std::vector<int32_t>& fanout,
                       int uniform_fanout, Grouped& g) const;
-  void shuffle(const Grouped& g, Served& s);
+  void shuffle(Grouped& g, Served& s);
   void serve(const Served& s, uint64_t key, TaskPicks& out);
   void reshuffle(const Grouped& g, const Served& s, const TaskPicks& served, TaskPicks& answers);
   void sample_pulled_rows(const Grouped& g, uint64_t key, TaskPicks& rows);
