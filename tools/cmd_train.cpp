@@ -1,30 +1,10 @@
 #include "commands.hpp"
+#include "lists.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "train/job.hpp"
 
 namespace dsp::cli {
-namespace {
-std::vector<int> parse_int_list(const std::string& s, const char* flag) {
-  std::vector<int> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    try {
-      size_t used = 0;
-      int v = std::stoi(tok, &used);
-      DSP_CHECK_ARG(used == tok.size(), "{}: '{}' is not an integer", flag, tok);
-      out.push_back(v);
-    } catch (const std::logic_error&) {
-      DSP_THROW_T(InvalidArgument, "{}: '{}' is not a comma-separated list of integers", flag, s);
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-}  // namespace
 
 void add_train(CLI::App& app) {
   auto* sub = app.add_subcommand(
@@ -69,7 +49,10 @@ void add_train(CLI::App& app) {
   sub->add_flag("--resume", a->c.resume, "continue from --checkpoint-dir/checkpoint.pt");
   sub->add_option("--seed", a->c.seed, "random seed (sampling, dropout, initialisation)");
   sub->add_option("--metrics", a->c.metrics_file, "write one JSON record per epoch to this file");
-  sub->add_option("--threads", a->c.train.num_threads, "threads per rank (default cores / ranks)");
+  sub->add_option("--threads", a->c.train.num_threads,
+                  "threads per rank (default: the rank's share of its cores)");
+  sub->add_option("--device", a->c.train.device,
+                  "cpu (default), cuda or cuda:N: each rank takes the GPU of its node rank (+N)");
   sub->add_flag("--no-progress", a->no_progress, "no progress bar");
   sub->callback([a, sub] {
     JobConfig c;
@@ -108,6 +91,7 @@ void add_train(CLI::App& app) {
     if (given("--seed")) c.seed = a->c.seed;
     if (given("--metrics")) c.metrics_file = a->c.metrics_file;
     if (given("--threads")) c.train.num_threads = a->c.train.num_threads;
+    if (given("--device")) c.train.device = a->c.train.device;
     if (a->no_progress) c.progress = false;
     DSP_CHECK_ARG(!c.path.empty(), "give a partition or dataset directory (PATH or 'path' in --config)");
     JobResult r = run_training(c);

@@ -68,6 +68,15 @@ HostRegistration::~HostRegistration() {
   if (host_) DSP_CUDA_CHECK_NO_THROW(cudaHostUnregister(host_));
 }
 
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 void device_memory(size_t* free_bytes, size_t* total_bytes) {
   DSP_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }

@@ -45,5 +45,7 @@ class HostRegistration {
 
 // Free and total memory of the current device, in bytes.
 void device_memory(size_t* free_bytes, size_t* total_bytes);
+// CUDA devices visible to this process (0 when the driver finds none).
+int device_count();
 
 }  // namespace dsp::cuda
