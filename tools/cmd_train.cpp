@@ -53,6 +53,10 @@ void add_train(CLI::App& app) {
                   "threads per rank (default: the rank's share of its cores)");
   sub->add_option("--device", a->c.train.device,
                   "cpu (default), cuda or cuda:N: each rank takes the GPU of its node rank (+N)");
+  sub->add_option("--transport", a->c.transport,
+                  "GPU ranks' gradient all-reduce: auto (default: nccl with a GPU per rank), nccl, "
+                  "or mpi (through host memory; ranks may share a GPU)")
+      ->check(CLI::IsMember({"auto", "nccl", "mpi"}));
   sub->add_flag("--no-progress", a->no_progress, "no progress bar");
   sub->callback([a, sub] {
     JobConfig c;
@@ -92,6 +96,7 @@ void add_train(CLI::App& app) {
     if (given("--metrics")) c.metrics_file = a->c.metrics_file;
     if (given("--threads")) c.train.num_threads = a->c.train.num_threads;
     if (given("--device")) c.train.device = a->c.train.device;
+    if (given("--transport")) c.transport = a->c.transport;
     if (a->no_progress) c.progress = false;
     DSP_CHECK_ARG(!c.path.empty(), "give a partition or dataset directory (PATH or 'path' in --config)");
     JobResult r = run_training(c);
