@@ -70,7 +70,8 @@ def test_version():
                     reason="DSP_TEST_INSTALLED=1 only (scripts/test-python.sh)")
 def test_imported_from_the_installed_package():
     pkg = pathlib.Path(dsp.__file__).resolve().parent
-    assert REPO not in pkg.parents, pkg  # not the source or build tree
+    # The venv's site-packages: not python/dsp of the source tree, nor <build>/python/dsp.
+    assert pkg.parent.name == "site-packages", pkg
     assert pathlib.Path(sys.prefix).resolve() in pkg.parents, (pkg, sys.prefix)
     assert importlib.metadata.version("dsp") == dsp.__version__
     assert pathlib.Path(dsp.cli_path()).parent == pkg / "bin"
