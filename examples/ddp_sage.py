@@ -49,10 +49,15 @@ def main(argv):
     ddp = torch.nn.parallel.DistributedDataParallel(model,
                                                     device_ids=[local_rank] if cuda else None)
 
-    def all_reduce(t):  # sums on the device the backend works on
-        d = t.to(device)
-        dist.all_reduce(d)
-        t.copy_(d.cpu())
+    # One buffer for the whole run, on the device the backend works on. (It also outlives the
+    # process group: torch 2.2's gloo can hang in destroy_process_group when the last tensor of
+    # a finished all_reduce is freed on its worker thread.)
+    buffer = torch.zeros(2, device=device)
+
+    def all_reduce(t):
+        buffer.copy_(t)
+        dist.all_reduce(buffer)
+        t.copy_(buffer)
 
     fit(ddp, train, evals, epochs=int(argv[2]) if len(argv) > 2 else 30, device=device,
         eval_model=model, all_reduce=all_reduce, log=print if rank == 0 else lambda _: None)

@@ -30,7 +30,7 @@ if ! "$tools/bin/python" -c "import scikit_build_core" 2>/dev/null; then
   echo "test-python.sh: creating $tools (scikit-build-core from PyPI)"
   rm -rf "$tools"
   "$py" -m venv --system-site-packages "$tools"
-  run_quiet "$tools/bin/pip" install "scikit-build-core>=0.8"
+  run_quiet "$tools/bin/pip" install "scikit-build-core>=0.10"
 fi
 
 echo "test-python.sh: building the wheel"
