@@ -2,7 +2,8 @@
 # stops the configuration with one line naming the package to install; `pip install .` shows the
 # same line.
 function(dsp_missing_dependency what debian_package)
-  message(FATAL_ERROR "dsp needs ${what}: apt install ${debian_package} "
+  # The leading space keeps CMake from wrapping the line.
+  message(FATAL_ERROR " dsp needs ${what}: apt install ${debian_package} "
                       "(scripts/setup.sh installs every dependency)")
 endfunction()
 

@@ -11,16 +11,19 @@ namespace {
 // "dsp: error: <message>". With DSP_ERROR_TYPE=1 in the environment (the Python package sets it
 // when it runs `dsp train` as a child process) the line names the error's class,
 // "dsp: error (IoError): <message>", so that the caller can raise the matching dsp.IoError.
+const char* error_class(const std::exception& e) {
+  if (dynamic_cast<const dsp::InvalidArgument*>(&e)) return "InvalidArgument";
+  if (dynamic_cast<const dsp::IoError*>(&e)) return "IoError";
+  if (dynamic_cast<const dsp::FormatError*>(&e)) return "FormatError";
+  if (dynamic_cast<const dsp::CommError*>(&e)) return "CommError";
+  if (dynamic_cast<const dsp::NotSupported*>(&e)) return "NotSupported";
+  return "Error";
+}
+
 int report(const std::exception& e, int code) {
-  const char* type = "Error";
-  if (dynamic_cast<const dsp::InvalidArgument*>(&e)) type = "InvalidArgument";
-  else if (dynamic_cast<const dsp::IoError*>(&e)) type = "IoError";
-  else if (dynamic_cast<const dsp::FormatError*>(&e)) type = "FormatError";
-  else if (dynamic_cast<const dsp::CommError*>(&e)) type = "CommError";
-  else if (dynamic_cast<const dsp::NotSupported*>(&e)) type = "NotSupported";
   const char* typed = std::getenv("DSP_ERROR_TYPE");
   if (typed && std::strcmp(typed, "1") == 0) {
-    std::fprintf(stderr, "dsp: error (%s): %s\n", type, e.what());
+    std::fprintf(stderr, "dsp: error (%s): %s\n", error_class(e), e.what());
   } else {
     std::fprintf(stderr, "dsp: error: %s\n", e.what());
   }
