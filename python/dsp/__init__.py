@@ -26,7 +26,7 @@ try:
 finally:
     sys.setdlopenflags(_flags)
 
-import numpy as np
+import numpy  # noqa: F401  (a dependency of the extension's arrays: fail here if missing)
 
 try:
     import torch

@@ -91,7 +91,8 @@ def test_cli_names_the_class_when_asked(tmp_path):
     r = subprocess.run([dsp.cli_path(), "info", missing], capture_output=True, text=True,
                        timeout=120, env=dict(os.environ, DSP_ERROR_TYPE="1"))
     assert r.returncode == 1
-    assert r.stderr.splitlines()[-1] == f"dsp: error (IoError): {missing}: no such dataset directory"
+    want = f"dsp: error (IoError): {missing}: no such dataset directory"
+    assert r.stderr.splitlines()[-1] == want
 
 
 def test_train_config_errors(cora_p1):

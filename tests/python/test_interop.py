@@ -73,7 +73,8 @@ def test_batch_to_pyg_hierarchical_layout(batch):
     assert set(zip(*hops[1].tolist())) == {(s, d) for s, d in csr_edges(blocks[0]) if d >= 16}
     for k, hop in enumerate(hops, start=1):  # sources within hops <= k, targets added by hop k-1
         assert int(hop[0].max()) < ends[k]
-        assert int(hop[1].min()) >= (ends[k - 2] if k >= 2 else 0) and int(hop[1].max()) < ends[k - 1]
+        assert int(hop[1].min()) >= (ends[k - 2] if k >= 2 else 0)
+        assert int(hop[1].max()) < ends[k - 1]
 
 
 def test_pyg_model_trims_the_layout_exactly(batch):

@@ -1,4 +1,4 @@
-"""dsp.train runs the `dsp train` CLI shipped in the package, out of process: result, output, MPI."""
+"""dsp.train runs the `dsp train` CLI shipped in the package out of process: result, output, MPI."""
 import os
 import shutil
 
