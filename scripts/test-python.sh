@@ -2,7 +2,9 @@
 # The Python tests against the package as a user installs it: builds a wheel of dsp (pip,
 # scikit-build-core), installs it into a fresh venv that sees Debian's numpy and torch
 # (--system-site-packages), adds torch_geometric there when it installs, and runs tests/python
-# from outside the source tree, so `import dsp` can only find the installed package.
+# from outside the source tree, so `import dsp` can only find the installed package. The wheel's
+# CMake tree, build-<wheel tag>/, compiles what build/ compiled with the same commands, so with
+# ccache (and the same CCACHE_BASEDIR, if any) it costs little more than the links.
 # Usage: scripts/test-python.sh [pytest args...]
 #   DSP_PYTHON   the interpreter (default /usr/bin/python3: Debian's, with python3-torch)
 #   DSP_PYG      the torch_geometric requirement for the test venv (default: a release that
@@ -12,8 +14,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 py="${DSP_PYTHON:-/usr/bin/python3}"
 pyg="${DSP_PYG:-torch_geometric==2.5.3}"
-# Sibling build directories (build/, build-<wheel tag>/) then share ccache entries.
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$here}"
 tools=build/python-tools       # kept: a venv with scikit-build-core, to build without isolation
 wheels=build/python-wheelhouse
 venv=build/python-test-venv    # made anew every run
