@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "csp/presample.hpp"
@@ -58,12 +59,20 @@ py::dtype numpy_dtype(DType t) {
 }
 
 // A numpy view of `a` that keeps its buffer (often a file mapping) alive; None if undefined.
+// The strides are computed here: pybind11 before 2.12 derives them from the dtype's item size,
+// which it reads at numpy 1.x's struct offset (wrong under numpy 2).
 py::object array_to_numpy(const Array& a) {
   if (!a.defined()) return py::none();
   auto* heap = new Array(a);
   py::capsule owner(heap, [](void* p) { delete static_cast<Array*>(p); });
   std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
-  py::array arr(numpy_dtype(a.dtype()), shape, heap->raw(), owner);
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t stride = static_cast<py::ssize_t>(dtype_size(a.dtype()));
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  py::array arr(numpy_dtype(a.dtype()), shape, strides, heap->raw(), owner);
   if (a.is_mapped()) arr.attr("setflags")(py::arg("write") = false);
   return std::move(arr);
 }
