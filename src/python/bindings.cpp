@@ -1,8 +1,8 @@
 // pybind11 module `dsp._dsp`: the public C++ API as Python functions over numpy arrays. No torch
-// header on purpose (python/dsp/__init__.py makes tensors with torch.from_numpy), so the
-// extension is independent of the torch ABI. Arrays handed out own their C++ buffers through a
-// capsule (no copy); arrays over a memory-mapped file are read-only. Every call that does real
-// work releases the GIL.
+// header and no LibTorch link on purpose (python/dsp/__init__.py makes tensors with
+// torch.from_numpy, and dsp.train runs the CLI), so the extension works next to any torch. Arrays
+// handed out own their C++ buffers through a capsule (no copy); arrays over a memory-mapped file
+// are read-only. Every call that does real work releases the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "csp/presample.hpp"
@@ -20,7 +21,6 @@
 #include "layout/partition.hpp"
 #include "pipeline/load_batch.hpp"
 #include "python/loader.hpp"
-#include "train/job.hpp"
 
 namespace py = pybind11;
 
@@ -29,11 +29,6 @@ namespace {
 
 py::object json_to_py(const nlohmann::json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
-}
-
-nlohmann::json py_to_json(const py::object& o) {
-  std::string s = py::module_::import("json").attr("dumps")(o).cast<std::string>();
-  return nlohmann::json::parse(s);
 }
 
 // A numpy array owning `v` (moved to the heap; freed when the array dies).
@@ -64,12 +59,20 @@ py::dtype numpy_dtype(DType t) {
 }
 
 // A numpy view of `a` that keeps its buffer (often a file mapping) alive; None if undefined.
+// The strides are computed here: pybind11 before 2.12 derives them from the dtype's item size,
+// which it reads at numpy 1.x's struct offset (wrong under numpy 2).
 py::object array_to_numpy(const Array& a) {
   if (!a.defined()) return py::none();
   auto* heap = new Array(a);
   py::capsule owner(heap, [](void* p) { delete static_cast<Array*>(p); });
   std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
-  py::array arr(numpy_dtype(a.dtype()), shape, heap->raw(), owner);
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t stride = static_cast<py::ssize_t>(dtype_size(a.dtype()));
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  py::array arr(numpy_dtype(a.dtype()), shape, strides, heap->raw(), owner);
   if (a.is_mapped()) arr.attr("setflags")(py::arg("write") = false);
   return std::move(arr);
 }
@@ -184,6 +187,12 @@ DType feature_dtype(const std::string& s) {
 
 void bind(py::module_& m) {
   register_exceptions(m);
+  m.attr("__version__") = DSP_VERSION;
+#ifdef DSP_HAVE_TRAIN
+  m.attr("has_trainer") = true;  // the CLI next to the module has `dsp train`
+#else
+  m.attr("has_trainer") = false;
+#endif
 
   m.def(
       "set_log_level", [](const std::string& s) { set_log_level(parse_log_level(s)); },
@@ -365,20 +374,6 @@ void bind(py::module_& m) {
       "load_partition_meta",
       [](const std::string& dir) { return json_to_py(load_partition_meta(dir).to_json()); },
       py::arg("dir"));
-
-  m.def(
-      "train",
-      [](const py::object& config) {
-        JobConfig cfg = JobConfig::from_json(py_to_json(config), "config");
-        JobResult r;
-        {
-          py::gil_scoped_release nogil;
-          r = run_training(cfg);
-        }
-        return json_to_py(r.to_json());
-      },
-      py::arg("config"),
-      "Runs the built-in trainer (dsp train) with a --config style dict; returns the JobResult.");
 
   py::class_<pyext::Loader>(m, "_Loader")
       .def(py::init([](const std::string& path, std::vector<int> fanouts, int64_t batch_size,
