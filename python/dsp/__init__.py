@@ -106,18 +106,22 @@ class Batch(NamedTuple):
         return _interop.batch_to_pyg(self)
 
 
-def _tensor(a, as_tensor, pin=False):
+def _tensor(a, as_tensor, pin=False, device=None):
     if a is None or not as_tensor:
         return a
+    if type(a).__name__ == "PyCapsule":  # device rows (DLPack): used where they are, as float32
+        return torch.utils.dlpack.from_dlpack(a).float()
     t = torch.from_numpy(a)
+    if device is not None:
+        return t.to(device)
     return t.pin_memory() if pin else t
 
 
-def _make_batch(raw, as_tensor, pin=False) -> Batch:
+def _make_batch(raw, as_tensor, pin=False, device=None) -> Batch:
     blocks_raw, x, y, seeds, epoch, step = raw
 
     def conv(a):
-        return _tensor(a, as_tensor, pin)
+        return _tensor(a, as_tensor, pin, device)
 
     blocks = [
         Block(conv(b["indptr"]), conv(b["indices"]), b["num_src"], b["num_dst"],
@@ -151,6 +155,9 @@ class Loader:
         pin_memory: hand out tensors in page-locked memory (torch's pinned allocator, one copy
             per batch), so that ``x.to("cuda", non_blocking=True)`` overlaps with compute. Needs
             a CUDA device.
+        device: "cpu" (default), "cuda" or "cuda:N": sample and gather on this rank's GPU (the
+            GPU of its node rank, + N); the batches are CUDA tensors (features gathered straight
+            into device memory, handed over through DLPack without a copy). CUDA builds only.
         backend: "auto" (MPI under mpirun, else a single process), "self" or "mpi".
 
     Under MPI every rank must create the same loaders in the same order and iterate the same
@@ -160,7 +167,7 @@ class Loader:
     def __init__(self, path: str, fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024,
                  shuffle: bool = True, split: str = "train", seed: int = 0, prefetch: int = 2,
                  as_tensor: Optional[bool] = None, backend: str = "auto",
-                 partition_method: str = "metis", pin_memory: bool = False):
+                 partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu"):
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
@@ -171,11 +178,18 @@ class Loader:
         if pin_memory and not torch.cuda.is_available():
             raise NotSupported("pin_memory=True needs a CUDA device (torch.cuda.is_available() "
                                "is False): page-locked memory only speeds up copies to a GPU")
+        if device != "cpu" and not as_tensor:
+            raise InvalidArgument(f"device={device!r} needs as_tensor=True (torch tensors)")
+        if device != "cpu" and not torch.cuda.is_available():
+            raise NotSupported(f"device={device!r} needs a CUDA device (torch.cuda.is_available() "
+                               "is False)")
         self._as_tensor = as_tensor
         self._pin = bool(pin_memory)
         self._impl = _dsp._Loader(str(path), [int(f) for f in fanouts], int(batch_size),
                                   bool(shuffle), split, int(seed), int(prefetch), backend,
-                                  partition_method)
+                                  partition_method, device)
+        # Device rows arrive on the rank's GPU; everything else follows them there.
+        self._device = None if device == "cpu" else self._impl.device
         self._epoch = 0
         self._generation = 0  # which iteration owns the C++ epoch (see iter_batches)
 
@@ -219,7 +233,7 @@ class Loader:
                 raw = self._impl.next()
                 if raw is None:
                     return
-                yield _make_batch(raw, self._as_tensor, self._pin)
+                yield _make_batch(raw, self._as_tensor, self._pin, self._device)
         finally:
             # A loop left early ends its epoch here (serving peers), not whenever the generator
             # is collected; an iteration superseded by a newer one must not end the newer epoch.

@@ -77,7 +77,70 @@ py::object array_to_numpy(const Array& a) {
   return std::move(arr);
 }
 
+// The DLPack ABI (dlpack.h, v0.8; stable): a device array handed to torch.from_dlpack without a
+// copy and without linking torch.
+struct DLDevice {
+  int32_t device_type;  // kDLCUDA = 2
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // kDLFloat = 2
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+struct DlpackOwner {
+  std::shared_ptr<void> rows;
+  int64_t shape[2];
+  DLManagedTensor managed;
+};
+
+// A "dltensor" capsule over device rows [rows x cols] (float32 or float16) that keeps them alive
+// until the consumer (or, unconsumed, the capsule) lets go.
+py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t cols, DType dt,
+                                 int device) {
+  DSP_CHECK_ARG(dt == DType::kFloat32 || dt == DType::kFloat16,
+                "device features of dtype {} cannot cross to Python", dtype_name(dt));
+  auto* owner = new DlpackOwner{std::move(rows), {n, cols}, {}};
+  DLTensor& t = owner->managed.dl_tensor;
+  t.data = owner->rows.get();
+  t.device = {2, device};
+  t.ndim = 2;
+  t.dtype = {2, static_cast<uint8_t>(dt == DType::kFloat32 ? 32 : 16), 1};
+  t.shape = owner->shape;
+  t.strides = nullptr;  // compact row-major
+  t.byte_offset = 0;
+  owner->managed.manager_ctx = owner;
+  owner->managed.deleter = [](DLManagedTensor* m) { delete static_cast<DlpackOwner*>(m->manager_ctx); };
+  PyObject* cap = PyCapsule_New(&owner->managed, "dltensor", [](PyObject* c) {
+    // Still named "dltensor": never consumed, so this capsule owns the tensor.
+    if (PyCapsule_IsValid(c, "dltensor")) {
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
+      m->deleter(m);
+    }
+  });
+  if (!cap) {
+    delete owner;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(cap);
+}
+
 // (blocks, x, y, seeds); blocks[l] = dict of indptr, indices, num_src, num_dst, src_ids, weights.
+// x: a numpy array (host features), or a DLPack capsule of the device rows (device features).
 py::tuple batch_to_py(LoadedBatch&& lb) {
   py::list blocks;
   for (Block& b : lb.sample.blocks) {
@@ -92,8 +155,13 @@ py::tuple batch_to_py(LoadedBatch&& lb) {
     blocks.append(d);
   }
   auto rows = static_cast<py::ssize_t>(lb.feature_dim ? lb.features.size() / lb.feature_dim : 0);
-  if (lb.feature_dim == 0 && !lb.sample.blocks.empty()) rows = lb.sample.blocks.front().num_src;
-  py::object x = vec_to_numpy(std::move(lb.features), {rows, lb.feature_dim});
+  if ((lb.feature_dim == 0 || lb.features_on_device()) && !lb.sample.blocks.empty()) {
+    rows = lb.sample.blocks.front().num_src;
+  }
+  py::object x = lb.features_on_device()
+                     ? device_rows_to_dlpack(std::move(lb.device_features), rows, lb.feature_dim,
+                                             lb.device_dtype, lb.device.index)
+                     : vec_to_numpy(std::move(lb.features), {rows, lb.feature_dim});
   py::object y = lb.labels.empty() && !lb.sample.seeds.empty()
                      ? py::object(py::none())
                      : py::object(vec_to_numpy(std::move(lb.labels)));
@@ -378,7 +446,8 @@ void bind(py::module_& m) {
   py::class_<pyext::Loader>(m, "_Loader")
       .def(py::init([](const std::string& path, std::vector<int> fanouts, int64_t batch_size,
                        bool shuffle, const std::string& split, uint64_t seed, int prefetch,
-                       const std::string& backend, const std::string& partition_method) {
+                       const std::string& backend, const std::string& partition_method,
+                       const std::string& device) {
              pyext::LoaderOptions o;
              o.path = path;
              o.fanouts = std::move(fanouts);
@@ -389,14 +458,17 @@ void bind(py::module_& m) {
              o.prefetch = prefetch;
              o.backend = backend;
              o.partition_method = partition_method;
+             o.device = device;
              o.validate();  // before the GIL is released: cheap, and the common failure
              py::gil_scoped_release nogil;
              return std::make_unique<pyext::Loader>(std::move(o));
            }),
            py::arg("path"), py::arg("fanouts"), py::arg("batch_size"), py::arg("shuffle"),
            py::arg("split"), py::arg("seed"), py::arg("prefetch"), py::arg("backend"),
-           py::arg("partition_method"))
+           py::arg("partition_method"), py::arg("device") = "cpu")
       .def_property_readonly("rank", &pyext::Loader::rank)
+      .def_property_readonly("device",
+                             [](const pyext::Loader& l) { return l.runtime().device().str(); })
       .def_property_readonly("size", &pyext::Loader::size)
       .def_property_readonly("steps", &pyext::Loader::steps)
       .def_property_readonly("num_local_seeds", &pyext::Loader::num_local_seeds)
