@@ -7,8 +7,14 @@
 
 namespace dsp {
 
-// Writes `content` to `path.tmp.<pid>` and renames it onto `path`.
+// Writes `content` to `path.tmp.<pid>` and renames it onto `path`. IoError naming `path` and the
+// system's reason (e.g. "No space left on device") when it cannot; `path` is then unchanged.
 void write_file_atomic(const std::string& path, const std::string& content);
+// Removes `<path>.tmp.<pid>` and `<path>.old.<pid>` (files or directories) left by writers of
+// `path` that died: no process <pid> exists on this machine. Every writer of an output calls it
+// first, so an interrupted write is cleaned up by the next write of the same output. A concurrent
+// writer of the same output (a live pid) keeps its files.
+void remove_stale_temps(const std::string& path);
 std::string read_file(const std::string& path);  // IoError naming the path on failure
 bool path_exists(const std::string& path);
 uint64_t file_size(const std::string& path);

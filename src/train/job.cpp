@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -319,9 +321,11 @@ JobResult run_training(const JobConfig& cfg_in) {
     return load_batch(std::move(sb), &store, part.labels);
   };
 
-  // Evaluation over this rank's share of `ids` (global, owned), same steps on every rank.
-  int64_t eval_batch_base = 1 << 30;
-  auto evaluate = [&](const std::vector<int64_t>& ids, int64_t epoch) {
+  // Evaluation over this rank's share of `ids` (global, owned), same steps on every rank. Its
+  // batch numbers (random draws and op ids) are a function of (epoch, split) alone, so a resumed
+  // job evaluates exactly as an uninterrupted one: split 0 is validation, 1 is test.
+  auto evaluate = [&](const std::vector<int64_t>& ids, int64_t epoch, int64_t split) {
+    int64_t eval_batch_base = (int64_t{1} << 30) + split * (int64_t{1} << 28);
     int64_t steps = (static_cast<int64_t>(ids.size()) + cfg.eval_batch_size - 1) / cfg.eval_batch_size;
     main_ch.set_step(epoch, eval_batch_base);
     main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
@@ -337,8 +341,7 @@ JobResult run_training(const JobConfig& cfg_in) {
       LoadedBatch lb = load_stage(std::move(sb));
       counts += trainer.eval_batch(lb);
     }
-    eval_batch_base += steps + 1;
-    coord->channel(WorkerKind::kTrainer).set_step(epoch, eval_batch_base++);
+    coord->channel(WorkerKind::kTrainer).set_step(epoch, eval_batch_base + steps + 1);
     return trainer.all_reduce(counts);
   };
   const std::vector<int64_t> valid_ids = owned(part.valid_idx, begin, end);
@@ -410,8 +413,8 @@ JobResult run_training(const JobConfig& cfg_in) {
     bool do_eval = last || (cfg.eval_every > 0 && (epoch + 1) % cfg.eval_every == 0);
     double val = -1, test = -1;
     if (do_eval) {
-      val = evaluate(valid_ids, epoch).accuracy();
-      test = evaluate(test_ids, epoch).accuracy();
+      val = evaluate(valid_ids, epoch, 0).accuracy();
+      test = evaluate(test_ids, epoch, 1).accuracy();
       if (val > best_val) {
         best_val = val;
         test_at_best = test;
@@ -440,8 +443,10 @@ JobResult run_training(const JobConfig& cfg_in) {
           rec["val_acc"] = val;
           rec["test_acc"] = test;
         }
-        std::fputs((rec.dump() + "\n").c_str(), metrics);
-        std::fflush(metrics);
+        const std::string line = rec.dump() + "\n";
+        if (std::fputs(line.c_str(), metrics) == EOF || std::fflush(metrics) != 0) {
+          DSP_THROW_T(IoError, "{}: write failed: {}", cfg.metrics_file, std::strerror(errno));
+        }
       }
     }
     if (!ckpt.empty() && (last || (cfg.checkpoint_every > 0 && (epoch + 1) % cfg.checkpoint_every == 0))) {
