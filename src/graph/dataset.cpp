@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "graph/npy.hpp"
+#include "graph/validate.hpp"
 
 namespace dsp {
 namespace {
@@ -192,7 +193,7 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
   DSP_CHECK_FORMAT(ds.graph.has_weights() == m.has_weights,
                    "{}: dataset.json says has_weights = {} but edge_weight.npy is {}", what,
                    m.has_weights, ds.graph.has_weights() ? "present" : "absent");
-  validate_csr(ds.graph, indices_file);
+  validate_csr(ds.graph, indices_file, join_path(what, "edge_weight.npy"));
 
   if (m.feature_dim > 0 || ds.features.defined()) {
     const std::string f = join_path(what, "features.npy");
@@ -203,6 +204,7 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
     DSP_CHECK_FORMAT(
         ds.features.ndim() == 2 && ds.features.dim(0) == n && ds.features.dim(1) == m.feature_dim,
         "{}: wrong shape: expected [{}, {}], got {}", f, n, m.feature_dim, ds.features.describe());
+    check_finite_features(ds.features, 0, n, f);
   }
   if (m.num_classes > 0 || ds.labels.defined()) {
     const std::string f = join_path(what, "labels.npy");

@@ -10,6 +10,7 @@
 #include "core/parallel.hpp"
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
+#include "graph/validate.hpp"
 #include "layout/hotness.hpp"
 #include "layout/partition.hpp"
 
@@ -331,18 +332,13 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     DSP_CHECK_FORMAT(p[rows] == d.patch.num_edges(),
                      "{}/indptr.npy: ends at {} but indices.npy has {} entries", pd, p[rows],
                      d.patch.num_edges());
-    dispatch_index(m.index_dtype, [&](auto tag) {
-      using T = decltype(tag);
-      const T* idx = d.patch.indices.template data<T>();
-      for (int64_t e = 0; e < d.patch.num_edges(); ++e) {
-        DSP_CHECK_FORMAT(idx[e] >= 0 && idx[e] < n, "{}/indices.npy: entry {} = {} is not in [0, {})",
-                         pd, e, static_cast<int64_t>(idx[e]), n);
-      }
-    });
+    // Rows sorted without repeats and in range, weights finite and >= 0 (graph/validate.hpp).
+    check_csr_rows(d.patch.indptr, d.patch.indices, n, begin, pd + "/indices.npy");
     if (m.has_weights) {
       DSP_CHECK_FORMAT(d.patch.weights.dim(0) == d.patch.num_edges(),
                        "{}/edge_weight.npy: {} weights for {} entries", pd, d.patch.weights.dim(0),
                        d.patch.num_edges());
+      check_edge_weights(d.patch.weights, d.patch.indptr, begin, pd + "/edge_weight.npy");
     }
   }
   auto ids_in = [&](const std::string& path, int64_t lo, int64_t hi) {
@@ -361,6 +357,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     DSP_CHECK_FORMAT(d.features.dim(0) == n && d.features.dim(1) == m.feature_dim,
                      "{}/features.npy: shape {} does not match {} nodes x {} features", dir,
                      d.features.describe(), n, m.feature_dim);
+    check_finite_features(d.features, begin, end, dir + "/features.npy");  // this part's rows
   }
   if (path_exists(dir + "/labels.npy")) {
     d.labels = load_npy(dir + "/labels.npy", DType::kInt64, 1);
