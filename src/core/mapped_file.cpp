@@ -81,6 +81,31 @@ bool path_exists(const std::string& path) {
   return fs::exists(path, ec);
 }
 
+void check_file_readable(const std::string& path, const char* missing) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    DSP_CHECK_T(IoError, e != ENOENT && e != ENOTDIR, "{}: {}", path, missing);
+    DSP_THROW_T(IoError, "{}: cannot access: {}", path, std::strerror(e));
+  }
+  DSP_CHECK_T(IoError, S_ISREG(st.st_mode), "{}: not a regular file", path);
+  DSP_CHECK_T(IoError, ::access(path.c_str(), R_OK) == 0, "{}: cannot read: {}", path,
+              std::strerror(errno));
+}
+
+bool path_within(const std::string& inner, const std::string& outer) {
+  std::error_code ec;
+  fs::path a = fs::weakly_canonical(fs::absolute(inner, ec), ec);
+  fs::path b = fs::weakly_canonical(fs::absolute(outer, ec), ec);
+  if (ec) return false;
+  auto ia = a.begin(), ib = b.begin();
+  for (; ib != b.end(); ++ia, ++ib) {
+    if (ib->empty()) continue;  // a trailing separator
+    if (ia == a.end() || *ia != *ib) return false;
+  }
+  return true;
+}
+
 uint64_t file_size(const std::string& path) {
   std::error_code ec;
   auto s = fs::file_size(path, ec);

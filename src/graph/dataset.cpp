@@ -245,7 +245,7 @@ Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
   Dataset ds;
   ds.dir = dir;
   const std::string json_path = join_path(dir, "dataset.json");
-  DSP_CHECK_T(IoError, path_exists(json_path), "{}: missing file", json_path);
+  check_file_readable(json_path);
   nlohmann::json j = nlohmann::json::parse(read_file(json_path), nullptr, false);
   DSP_CHECK_FORMAT(!j.is_discarded(), "{}: not valid JSON", json_path);
   ds.meta = DatasetMeta::from_json(j, json_path);
@@ -254,7 +254,7 @@ Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
 
   auto required = [&](const char* name) {
     std::string f = join_path(dir, name);
-    DSP_CHECK_T(IoError, path_exists(f), "{}: missing file", f);
+    check_file_readable(f);
     return f;
   };
   auto load_shaped = [&](const std::string& f, DType t, std::vector<int64_t> shape) {

@@ -267,7 +267,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
 
 PartitionMeta load_partition_meta(const std::string& dir) {
   std::string path = dir + "/partition.json";
-  DSP_CHECK_T(IoError, path_exists(path), "{}: missing (not a partition directory)", path);
+  check_file_readable(path, "missing (not a partition directory)");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_file(path));
@@ -299,7 +299,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
                 m.parts);
   std::string pd = part_dir(dir, part);
   std::string pj_path = pd + "/part.json";
-  DSP_CHECK_T(IoError, path_exists(pj_path), "{}: missing part file", pj_path);
+  check_file_readable(pj_path, "missing part file");
   nlohmann::json pj;
   try {
     pj = nlohmann::json::parse(read_file(pj_path));
@@ -313,7 +313,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
   const int64_t begin = m.offsets[part], end = m.offsets[part + 1], rows = end - begin;
   const int64_t n = m.num_nodes;
   auto need = [&](const std::string& path) {
-    DSP_CHECK_T(IoError, path_exists(path), "{}: missing file", path);
+    check_file_readable(path);
     return path;
   };
   d.patch.num_nodes = rows;

@@ -106,7 +106,11 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "checkpoint_every") c.checkpoint_every = v.get<int>();
       else if (k == "resume") c.resume = v.get<bool>();
       else if (k == "metrics_file") c.metrics_file = v.get<std::string>();
-      else if (k == "seed") c.seed = v.get<uint64_t>();
+      else if (k == "seed") {
+        DSP_CHECK_T(FormatError, v.is_number_unsigned(), "{}: 'seed' must be a non-negative integer",
+                    what);
+        c.seed = v.get<uint64_t>();
+      }
       else if (k == "threads") c.train.num_threads = v.get<int>();
       else if (k == "layers") c.layers = v.get<int>();
       else {
@@ -269,9 +273,15 @@ JobResult run_training(const JobConfig& cfg_in) {
 
   PartitionData part = load_partition(part_dir, rank, size);
   const PartitionMeta& meta = part.meta;
-  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on", part_dir);
+  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on", cfg.path);
   DSP_CHECK_FORMAT(part.labels.defined() && meta.num_classes > 1,
-                   "{}: the dataset has no labels (or a single class)", part_dir);
+                   "{}: the dataset has no labels (or a single class)", cfg.path);
+  int64_t train_seeds = 0;
+  for (const PartStats& ps : meta.part) train_seeds += ps.seeds;
+  DSP_CHECK_FORMAT(train_seeds > 0,
+                   "{}: the dataset has no training ids (train_idx.npy missing or empty): there is "
+                   "nothing to train on",
+                   cfg.path);
   std::vector<Array> all_cached;
   if ((!cfg.cache_policy.empty() || cfg.cache_ratio >= 0) && tmp_part.empty()) {
     override_cache(part, cfg.cache_policy, cfg.cache_ratio, cfg.seed, all_cached);
