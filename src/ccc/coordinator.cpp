@@ -201,10 +201,10 @@ void Coordinator::run(const OpId& id, const char* name, const std::function<void
          fut.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
     if (awake.elapsed() < timeout_) continue;
     std::unique_lock<std::mutex> lock(mu_);
-    // Launched: the backend's own timeout bounds it from here. A follower still waiting for the
-    // leader's next id is inside the control broadcast, whose timeout names the leader when it
-    // is not responding.
-    if (e.taken || (rank_ != 0 && !has_next_)) continue;
+    // Launched, or queued behind an op that is running: the backend's own timeout bounds that op
+    // and names the ranks it waits for. A follower still waiting for the leader's next id is
+    // inside the control broadcast, whose timeout names the leader when it is not responding.
+    if (e.taken || executing_ || (rank_ != 0 && !has_next_)) continue;
     // Never launched: withdraw it, so nothing runs it after this frame is gone.
     pending_.erase(id);
     auto it = std::find(fifo_.begin(), fifo_.end(), &e);
@@ -250,6 +250,7 @@ void Coordinator::dispatch() {
       fifo_.pop_front();
       pending_.erase(e->id);
       e->taken = true;
+      executing_ = true;
       record(e->id);
       lock.unlock();
       if (size_ > 1) {
@@ -261,11 +262,13 @@ void Coordinator::dispatch() {
         } catch (...) {
           e->done->set_exception(std::current_exception());
           lock.lock();
+          executing_ = false;
           continue;
         }
       }
       execute(e);
       lock.lock();
+      executing_ = false;
       continue;
     }
     // Follower: take the leader's ids in broadcast order. Only listen while some op of ours is
@@ -298,11 +301,13 @@ void Coordinator::dispatch() {
     e = it->second;
     pending_.erase(it);
     e->taken = true;
+    executing_ = true;
     has_next_ = false;
     record(e->id);
     lock.unlock();
     execute(e);
     lock.lock();
+    executing_ = false;
   }
   dispatching_ = false;
   idle_cv_.notify_all();
