@@ -38,11 +38,8 @@ inline std::vector<int64_t> to_vec(const Array& a) {
 // test_train gets DSP_TEST_DATA_DIR from tests/CMakeLists.txt; test_train_mpi does not, so fall
 // back to the data folder next to this header's.
 inline std::string cora_dir() {
-#ifdef DSP_TEST_DATA_DIR
+  // Not __FILE__: under ccache with CCACHE_BASEDIR it is relative to the build directory.
   return DSP_TEST_DATA_DIR "/cora";
-#else
-  return (std::filesystem::path(__FILE__).parent_path() / ".." / "data" / "cora").string();
-#endif
 }
 
 inline const CoraData& cora() {
