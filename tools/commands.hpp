@@ -12,7 +12,7 @@ inline CLI::Validator non_negative_integer() {
         if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return "";
         return "must be a non-negative integer, got '" + s + "'";
       },
-      "UINT");
+      "");
 }
 
 void add_convert(CLI::App& app);

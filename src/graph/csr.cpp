@@ -122,17 +122,8 @@ void validate_csr(const Csr& g, const std::string& what, const std::string& weig
                        (g.indices.dtype() == DType::kInt32 || g.indices.dtype() == DType::kInt64),
                    "{}: indices must be a 1-d int32 or int64 array, got {}", what,
                    g.indices.defined() ? g.indices.describe() : "nothing");
-  const int64_t* p = g.rowptr();
   const int64_t e = g.num_edges();
-  DSP_CHECK_FORMAT(p[0] == 0, "{}: indptr[0] is {}, expected 0", what, p[0]);
-  for (int64_t v = 0; v < g.num_nodes; ++v) {
-    if (p[v + 1] < p[v]) {
-      DSP_THROW_T(FormatError, "{}: indptr is not monotone at row {} ({} > {})", what, v, p[v],
-                  p[v + 1]);
-    }
-  }
-  DSP_CHECK_FORMAT(p[g.num_nodes] == e, "{}: indptr[N] = {} but indices has {} entries", what,
-                   p[g.num_nodes], e);
+  check_indptr(g.indptr, e, what);
   check_csr_rows(g.indptr, g.indices, g.num_nodes, 0, what);
   if (g.has_weights()) {
     DSP_CHECK_FORMAT(g.weights.dtype() == DType::kFloat32 && g.weights.ndim() == 1 &&

@@ -12,6 +12,12 @@
 
 namespace dsp {
 
+// Row pointers: int64 [rows + 1] from 0, never decreasing, ending at `entries`.
+void check_indptr(const Array& indptr, int64_t entries, const std::string& indptr_file);
+
+// Labels int64 [N]: each in [-1, num_classes) (-1: unlabeled).
+void check_labels(const Array& labels, int64_t num_classes, const std::string& labels_file);
+
 // The rows of a CSR: indptr int64 [rows + 1], already checked monotone from 0 to indices' length;
 // indices int32 or int64. Every entry must be an id in [0, num_ids), and every row strictly
 // increasing: sorted, no neighbour twice (the format's promise, which samplers rely on). Faults
