@@ -93,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Dataset ds = kBase;
   // Deep copies: the edits must not leak into the next input.
   Array* arrays[] = {&ds.graph.indptr, &ds.graph.indices, &ds.graph.weights, &ds.features,
-                     &ds.labels,       &ds.train_idx,     &ds.valid_idx,      &ds.test_idx};
+                     &ds.labels,       &ds.train_idx,     &ds.valid_idx,     &ds.test_idx};
   for (Array* a : arrays) {
     Array copy(a->dtype(), a->shape());
     std::memcpy(copy.raw_mutable(), a->raw(), a->nbytes());
@@ -105,8 +105,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (size_t k = 1; k + 4 <= size; k += 4) {
     Array& a = *arrays[data[k] % 8];
-    const size_t off = (static_cast<size_t>(data[k + 1]) | static_cast<size_t>(data[k + 2]) << 8) %
-                       a.nbytes();
+    const size_t off =
+        (static_cast<size_t>(data[k + 1]) | static_cast<size_t>(data[k + 2]) << 8) % a.nbytes();
     static_cast<uint8_t*>(a.raw_mutable())[off] = data[k + 3];
   }
   const bool shape_fault = size > 0 && (data[0] & 3) != 0;

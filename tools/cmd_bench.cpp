@@ -608,8 +608,7 @@ void add_bench(CLI::App& app) {
   g->add_option("--batch", a->batch, "distinct rows per gather (default 100000)");
   g->add_option("--iters", a->iters, "timed gathers (default 20)");
   g->add_option("--threads", a->threads, "OpenMP threads of the gather (default 1, as the loop)");
-  g->add_option("--seed", a->seed, "random seed of the id sets")
-      ->check(non_negative_integer());
+  g->add_option("--seed", a->seed, "random seed of the id sets")->check(non_negative_integer());
   g->add_option("--json", a->json, "write the figures to this file");
   g->callback([a] {
     DSP_CHECK_ARG(a->batch > 0 && a->iters > 0 && a->threads > 0,
@@ -632,8 +631,7 @@ void add_bench(CLI::App& app) {
   sp->add_flag("--per-layer-bytes", sa->per_layer_bytes,
                "also measure the bytes of every layer (one extra run per layer prefix)");
   sp->add_option("--threads", sa->threads, "OpenMP threads per rank (default 1)");
-  sp->add_option("--seed", sa->seed, "sampling seed")
-      ->check(non_negative_integer());
+  sp->add_option("--seed", sa->seed, "sampling seed")->check(non_negative_integer());
   sp->add_option("--json", sa->json, "write the figures to this file");
   sp->callback([sa] {
     DSP_CHECK_ARG(sa->batch_size > 0 && sa->batches > 0 && sa->threads > 0,

@@ -209,8 +209,9 @@ void Coordinator::run(const OpId& id, const char* name, const std::function<void
     pending_.erase(id);
     auto it = std::find(fifo_.begin(), fifo_.end(), &e);
     if (it != fifo_.end()) fifo_.erase(it);
-    std::string waiting = rank_ == 0 ? std::string("(leader)")
-                                     : fmt::format("waiting for its worker to issue {}", next_.str());
+    std::string waiting = rank_ == 0
+                              ? std::string("(leader)")
+                              : fmt::format("waiting for its worker to issue {}", next_.str());
     DSP_THROW_T(CommError,
                 "ccc: collective '{}' {} was not launched within {:.1f} s on rank {} {}; last "
                 "launched op: {} ({} launched); do all ranks issue the same collectives?",

@@ -126,10 +126,9 @@ void validate_csr(const Csr& g, const std::string& what, const std::string& weig
   check_indptr(g.indptr, e, what);
   check_csr_rows(g.indptr, g.indices, g.num_nodes, 0, what);
   if (g.has_weights()) {
-    DSP_CHECK_FORMAT(g.weights.dtype() == DType::kFloat32 && g.weights.ndim() == 1 &&
-                         g.weights.dim(0) == e,
-                     "{}: edge weights must be float32[{}], got {}", weights_what, e,
-                     g.weights.describe());
+    DSP_CHECK_FORMAT(
+        g.weights.dtype() == DType::kFloat32 && g.weights.ndim() == 1 && g.weights.dim(0) == e,
+        "{}: edge weights must be float32[{}], got {}", weights_what, e, g.weights.describe());
     check_edge_weights(g.weights, g.indptr, 0, weights_what);
   }
 }

@@ -111,8 +111,8 @@ void check_indptr(const Array& indptr, int64_t entries, const std::string& indpt
     DSP_THROW_T(FormatError, "{}: indptr is not monotone at row {} ({} > {})", indptr_file, bad,
                 p[bad], p[bad + 1]);
   }
-  DSP_CHECK_FORMAT(p[rows] == entries, "{}: indptr[N] = {} but there are {} entries",
-                   indptr_file, p[rows], entries);
+  DSP_CHECK_FORMAT(p[rows] == entries, "{}: indptr[N] = {} but there are {} entries", indptr_file,
+                   p[rows], entries);
 }
 
 void check_labels(const Array& labels, int64_t num_classes, const std::string& labels_file) {

@@ -78,6 +78,11 @@ nlohmann::json JobConfig::to_json() const {
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
   DSP_CHECK_FORMAT(j.is_object(), "{}: expected a JSON object", what);
   JobConfig c;
+  auto seed_of = [&](const nlohmann::json& v) {  // -1 must not wrap to 2^64 - 1
+    DSP_CHECK_T(FormatError, v.is_number_unsigned(), "{}: 'seed' must be a non-negative integer",
+                what);
+    return v.get<uint64_t>();
+  };
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     const auto& v = it.value();
@@ -106,11 +111,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "checkpoint_every") c.checkpoint_every = v.get<int>();
       else if (k == "resume") c.resume = v.get<bool>();
       else if (k == "metrics_file") c.metrics_file = v.get<std::string>();
-      else if (k == "seed") {
-        DSP_CHECK_T(FormatError, v.is_number_unsigned(), "{}: 'seed' must be a non-negative integer",
-                    what);
-        c.seed = v.get<uint64_t>();
-      }
+      else if (k == "seed") c.seed = seed_of(v);
       else if (k == "threads") c.train.num_threads = v.get<int>();
       else if (k == "layers") c.layers = v.get<int>();
       else {

@@ -113,9 +113,9 @@ TEST(Cli, RefusesWhatWouldSilentlyGoWrong) {
   auto r = run_cli("convert --from ogb --no-split " + tmp / "raw_copy " + tmp / "ns", tmp);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(load_dataset(tmp / "ns").meta.num_train, 0);
-  EXPECT_EQ(
-      run_cli("convert --from ogb --no-split --split public " + cora + " " + tmp / "x", tmp).exit_code,
-      2);
+  EXPECT_EQ(run_cli("convert --from ogb --no-split --split public " + cora + " " + tmp / "x", tmp)
+                .exit_code,
+            2);
 
   // The output must not be the input (or contain it): --overwrite would destroy it.
   r = run_cli("convert --from ogb " + cora + " " + tmp / "c", tmp);
@@ -127,15 +127,14 @@ TEST(Cli, RefusesWhatWouldSilentlyGoWrong) {
                        " or contains it: writing the partition there would destroy the dataset");
   }
   EXPECT_EQ(load_dataset(tmp / "c").meta.num_nodes, 2708);  // intact
-  expect_failure(run_cli("convert --from ogb --overwrite " + tmp / "raw_copy " + tmp / "raw_copy",
-                         tmp),
-                 2, "writing there would destroy the input");
+  expect_failure(
+      run_cli("convert --from ogb --overwrite " + tmp / "raw_copy " + tmp / "raw_copy", tmp), 2,
+      "writing there would destroy the input");
   EXPECT_TRUE(std::filesystem::exists(tmp / "raw_copy/raw/edge.csv.gz"));
 
   // Seeds are non-negative: -1 must not wrap to 2^64 - 1.
-  for (const std::string cmd :
-       {"partition " + tmp / "c " + tmp / "p --parts 2", "generate rmat " + tmp / "g",
-        "train " + tmp / "c --epochs 1"}) {
+  for (const std::string cmd : {"partition " + tmp / "c " + tmp / "p --parts 2",
+                                "generate rmat " + tmp / "g", "train " + tmp / "c --epochs 1"}) {
     SCOPED_TRACE(cmd);
     expect_failure(run_cli(cmd + " --seed -1", tmp), 2,
                    "--seed: must be a non-negative integer, got '-1'");

@@ -289,8 +289,9 @@ TEST(Import, OgbRawErrorsNameFileAndLine) {
   EXPECT_EQ(ds.meta.num_train + ds.meta.num_valid + ds.meta.num_test, 0);
   // Without --no-split, a directory without a split is an error, not a dataset with none.
   expect_error([&] { import_ogb_raw(root, {}); },
-               root + "/raw/split: no split folder (OGB node datasets come with "
-                      "split/<name>/{train,valid,test}.csv.gz); pass --no-split");
+               root +
+                   "/raw/split: no split folder (OGB node datasets come with "
+                   "split/<name>/{train,valid,test}.csv.gz); pass --no-split");
   iotest::write_gz(root + "/raw/node-feat.csv.gz", "1,2\n3,4\n5\n");
   expect_error([&] { import_ogb_raw(root, no_split); },
                "node-feat.csv.gz:3: expected 2 columns, got 1");
@@ -301,8 +302,9 @@ TEST(Import, OgbRawErrorsNameFileAndLine) {
   iotest::write_gz(root + "/raw/split/s/train.csv.gz", "0\n2\n");
   // Every file of a split is required.
   expect_error([&] { import_ogb_raw(root, {}); },
-               root + "/raw/split/s/valid.csv.gz: missing file (a split has train, valid and "
-                      "test ids)");
+               root +
+                   "/raw/split/s/valid.csv.gz: missing file (a split has train, valid and "
+                   "test ids)");
   iotest::write_gz(root + "/raw/split/s/valid.csv.gz", "1\n");
   iotest::write_gz(root + "/raw/split/s/test.csv.gz", "1\n0\n1\n");
   // A repeated id is named at its line in the CSV file (not blamed on an output file).

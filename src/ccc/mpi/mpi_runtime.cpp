@@ -534,7 +534,8 @@ void MpiCommunicator::State::wait(MPI_Request* reqs, int n) {
     const auto waited = awake.elapsed();
     if (now - last_service > milliseconds(2)) {
       rt->service_all();
-      if (int p = rt->finished_before(index, seq); p >= 0) rt->past_end(p, index, seq, describe_op());
+      if (int p = rt->finished_before(index, seq); p >= 0)
+        rt->past_end(p, index, seq, describe_op());
       last_service = now;
     }
     if (op_timeout.count() > 0 && waited > op_timeout) {
@@ -586,9 +587,10 @@ void MpiCommunicator::State::timed_out(double waited) {
     if (p == rank) continue;
     std::string why;
     if (!got[p]) {
-      why = fmt::format("not responding: no answer within {:.1f} s; stopped, hung outside MPI, or "
-                        "unreachable",
-                        grace.count() / 1e3);
+      why = fmt::format(
+          "not responding: no answer within {:.1f} s; stopped, hung outside MPI, or "
+          "unreachable",
+          grace.count() / 1e3);
     } else if (ans[p].seq >= my_seq) {
       lower_speaks = lower_speaks || (p < rank && ans[p].seq == my_seq && ans[p].timing_out);
       continue;  // started this op (or finished it): arrived
