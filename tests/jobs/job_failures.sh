@@ -153,6 +153,13 @@ case "$case_" in
     zero_first_int64 "$tmp/part/part1/seeds.npy"
     setup_case "part1/seeds.npy: id 0 is outside"
     ;;
+  every-rank-fails)
+    # The same bad input on every rank: one message (the lowest rank's), not one per rank.
+    t0=$(now_ms)
+    start_job "$mpiexec" --oversubscribe -n 3 "$dsp" train "$tmp/nothing" --epochs 1 --no-progress
+    wait_job 5
+    check "$t0" 5 "^dsp: error on rank 0: .*nothing: neither a partition directory" 1
+    ;;
   checkpoint-disk-full)
     # A 64 KiB tmpfs: rank 0's first checkpoint (~4.8 MB) fails with ENOSPC mid-job.
     [[ $(id -u) -eq 0 ]] || skip "mounting a tiny tmpfs needs root"

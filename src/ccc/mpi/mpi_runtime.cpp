@@ -212,6 +212,8 @@ void MpiRuntime::remove(MpiCommunicator::State* s) {
 
 bool MpiRuntime::peer_aborting() const { return g_peer_aborting.load(); }
 
+void MpiRuntime::poll_notices() { poll_job(); }
+
 // ---------------------------------------------------------------------------------------------
 // Notices on the job communicator
 
@@ -622,27 +624,36 @@ int MpiCommunicator::job_size() { return g_job_size.load(); }
 int MpiCommunicator::job_rank() { return g_job_rank.load(); }
 
 void MpiCommunicator::abort_job(const std::string& message, int exit_code) {
+  int inited = 0, fin = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&fin);
+  MpiRuntime* rt = inited && !fin ? MpiRuntime::existing() : nullptr;
+  const bool on_executor = rt && rt->exec().on_executor_thread();
+  if (rt && g_job_rank.load() > 0 && !g_peer_aborting.load()) {
+    // When every rank fails at once (the same bad input), one message is enough: the others give
+    // the lowest a moment to announce its abort first.
+    const auto until = Clock::now() + milliseconds(300);
+    while (Clock::now() < until && !g_peer_aborting.load()) {
+      if (on_executor) rt->poll_notices();
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+  }
   if (g_peer_aborting.load() || g_signal.load()) {
     g_printed = true;  // a peer (or the launcher) is ending the job and has said why
   } else {
     print_once(message);
   }
-  int inited = 0, fin = 0;
-  MPI_Initialized(&inited);
-  MPI_Finalized(&fin);
-  if (!inited || fin) {
+  if (!rt) {
     std::fflush(stdout);
+    if (inited && !fin) MPI_Abort(MPI_COMM_WORLD, exit_code);
     std::_Exit(exit_code);
   }
   g_abort_code = exit_code;
-  MpiRuntime* rt = MpiRuntime::existing();
-  if (rt && rt->exec().on_executor_thread()) rt->abort_now(exit_code);
-  if (rt) {
-    g_abort_requested = true;
-    const auto until = Clock::now() + std::chrono::seconds(2);
-    while (Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
-  }
-  // No runtime, or its executor is stuck outside MPI: MPI_Abort from here is the last resort.
+  if (on_executor) rt->abort_now(exit_code);
+  g_abort_requested = true;
+  const auto until = Clock::now() + std::chrono::seconds(2);
+  while (Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
+  // The executor is stuck outside MPI: MPI_Abort from here is the last resort.
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);
 }

@@ -118,6 +118,8 @@ class MpiRuntime {
   // this rank too, silently; abort after a few seconds if it does not.
   [[noreturn]] void quiet_end();
   bool peer_aborting() const;
+  // Receives the job's notices (an abort announced by a peer, pings) without acting on them.
+  void poll_notices();
 
  private:
   MpiRuntime();
