@@ -164,7 +164,10 @@ for c in "${cases[@]}"; do
       t0=$(now_ms)
       ip -n "$B" link set "${B}v" down
       ms=$(wait_ranks_gone "$t0" 15000)
-      kill -9 "$job" 2>/dev/null  # the launcher cannot reach B's daemon any more; the ranks are gone
+      # The ranks are gone; the launcher and daemons cannot reach each other any more: end them.
+      for ns in "$A" "$B"; do
+        for p in $(ip netns pids "$ns"); do kill -9 "$p" 2>/dev/null; done
+      done
       wait "$job" 2>/dev/null
       ip -n "$B" link set "${B}v" up
       grep -qs 'on rank 0; ranks that did not arrive: 1 (not responding' "$tmp"/out/1/rank.0/stderr ||
@@ -178,10 +181,14 @@ for c in "${cases[@]}"; do
       export DSP_COMM_TIMEOUT=60
       start_long
       pid=""
-      for p in $(ip netns pids "$B"); do
-        [[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == "$dsp" ]] && pid=$p
+      for _ in $(seq 100); do
+        for p in $(ip netns pids "$B"); do
+          [[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == "$dsp" ]] && pid=$p
+        done
+        [[ -n "$pid" ]] && break
+        sleep 0.05
       done
-      [[ -n "$pid" ]] || fail "kill: no rank on host B"
+      [[ -n "$pid" ]] || fail "kill: no rank on host B: $(ip netns pids "$B" | xargs -r ps -o pid,args -p)"
       t0=$(now_ms)
       kill -9 "$pid"
       ms=$(wait_ranks_gone "$t0" 5000)
