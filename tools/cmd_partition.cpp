@@ -1,6 +1,7 @@
 #include "commands.hpp"
 #include "lists.hpp"
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/timer.hpp"
 #include "csp/presample.hpp"
@@ -35,7 +36,8 @@ void add_partition(CLI::App& app) {
                   "share of each part's nodes whose features it caches, in [0, 1] (default 0.1)");
   sub->add_option("--cache-bytes", a->cache_bytes,
                   "per-rank cache budget in bytes (instead of a ratio)");
-  sub->add_option("--seed", a->o.seed, "random seed (METIS, random method and policy)");
+  sub->add_option("--seed", a->o.seed, "random seed (METIS, random method and policy)")
+      ->check(non_negative_integer());
   sub->add_option("--seed-imbalance", a->o.seed_imbalance,
                   "allowed excess of training seeds per part over the mean (default 0.05)");
   sub->add_flag("--overwrite", a->o.overwrite, "replace OUT if it exists");
@@ -59,6 +61,10 @@ void add_partition(CLI::App& app) {
       a->pre.sampler.seed = a->o.seed;
       a->o.presample = make_presample_fn(a->pre);
     }
+    DSP_CHECK_ARG(!path_within(a->dataset, a->out),
+                  "OUT {} is the dataset {} or contains it: writing the partition there would "
+                  "destroy the dataset; choose another OUT",
+                  a->out, a->dataset);
     Stopwatch sw;
     Dataset ds = load_dataset(a->dataset);
     DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", "load + validate", sw.seconds(),

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ccc/job.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -265,6 +266,13 @@ void bind(py::module_& m) {
   m.def(
       "set_log_level", [](const std::string& s) { set_log_level(parse_log_level(s)); },
       py::arg("level"), "trace|debug|info|warn|error|off");
+
+  // For dsp/__init__.py's uncaught-exception hook: a rank of a multi-rank job that fails ends
+  // every rank (ccc/job.hpp), as the CLI does.
+  m.def("_job_has_peers", &job_has_peers);
+  m.def("_job_rank", &job_rank);
+  m.def(
+      "_abort_job", [](const std::string& message) { abort_job(message, 1); }, py::arg("message"));
 
   m.def(
       "generate_community",
