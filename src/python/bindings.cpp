@@ -350,9 +350,11 @@ void bind(py::module_& m) {
   m.def(
       "convert_ogb",
       [](const std::string& raw_dir, const std::string& out, const std::string& split,
-         bool directed, const std::string& name, bool overwrite) {
+         bool no_split, bool directed, const std::string& name, bool overwrite) {
+        DSP_CHECK_ARG(!(no_split && !split.empty()), "give split or no_split, not both");
         OgbImportOptions o;
         o.split = split;
+        o.require_split = !no_split;
         o.undirected = !directed;
         o.name = name;
         Dataset ds;
@@ -363,7 +365,7 @@ void bind(py::module_& m) {
         return write_and_describe(std::move(ds), out, overwrite);
       },
       py::arg("raw_dir"), py::arg("out"), py::kw_only(), py::arg("split") = "",
-      py::arg("directed") = false, py::arg("name") = "", py::arg("overwrite") = false,
+      py::arg("no_split") = false, py::arg("directed") = false, py::arg("name") = "", py::arg("overwrite") = false,
       "Converts an OGB node dataset in its raw CSV layout (dsp convert --from ogb).");
 
   m.def(
