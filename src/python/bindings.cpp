@@ -125,7 +125,9 @@ py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t 
   t.strides = nullptr;  // compact row-major
   t.byte_offset = 0;
   owner->managed.manager_ctx = owner;
-  owner->managed.deleter = [](DLManagedTensor* m) { delete static_cast<DlpackOwner*>(m->manager_ctx); };
+  owner->managed.deleter = [](DLManagedTensor* m) {
+    delete static_cast<DlpackOwner*>(m->manager_ctx);
+  };
   PyObject* cap = PyCapsule_New(&owner->managed, "dltensor", [](PyObject* c) {
     // Still named "dltensor": never consumed, so this capsule owns the tensor.
     if (PyCapsule_IsValid(c, "dltensor")) {
@@ -365,7 +367,8 @@ void bind(py::module_& m) {
         return write_and_describe(std::move(ds), out, overwrite);
       },
       py::arg("raw_dir"), py::arg("out"), py::kw_only(), py::arg("split") = "",
-      py::arg("no_split") = false, py::arg("directed") = false, py::arg("name") = "", py::arg("overwrite") = false,
+      py::arg("no_split") = false, py::arg("directed") = false, py::arg("name") = "",
+      py::arg("overwrite") = false,
       "Converts an OGB node dataset in its raw CSV layout (dsp convert --from ogb).");
 
   m.def(
