@@ -432,10 +432,54 @@ void run_cache(const CacheArgs& a) {
 #ifdef DSP_HAVE_TRAIN
 struct PipeArgs {
   std::string part_dir, json, model = "sage", fanouts = "15,10,5", backend = "auto", device = "cpu";
+  std::string modes = "on,off";
   int64_t batch_size = 1024, hidden = 256, max_steps = 0;
-  int epochs = 2, warmup = 1, threads = 0;
+  int epochs = 2, warmup = 1, threads = 0, repeats = 1;
   uint64_t seed = 0;
 };
+
+// One line per mode: epoch time, batches/s, and per-stage busy, comm and CPU seconds per epoch
+// (means over the measured epochs of every repeat).
+void print_pipeline_table(const nlohmann::json& j) {
+  fmt::print("  {:<5} {:>8} {:>7} | busy s: {:>6} {:>6} {:>6} | comm s: {:>6} {:>6} {:>6} | cpu s: "
+             "{:>6} {:>6} {:>6} {:>6} {:>6}\n",
+             "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train",
+             "sample", "load", "train", "comm", "all");
+  const char* names[3] = {"sampler", "loader", "trainer"};
+  for (const auto& mode : j["modes"]) {
+    const auto& r = j[mode.get<std::string>()];
+    double busy[3] = {0, 0, 0}, comm[3] = {0, 0, 0}, cpu[5] = {0, 0, 0, 0, 0};
+    const double ne = static_cast<double>(r["epochs"].size());
+    for (const auto& e : r["epochs"]) {
+      for (int k = 0; k < 3; ++k) {
+        busy[k] += e["stages"][names[k]]["busy_s"].get<double>() / ne;
+        comm[k] += e["stages"][names[k]]["comm_s"].get<double>() / ne;
+        cpu[k] += e["stages"][names[k]]["cpu_s"].get<double>() / ne;
+      }
+      cpu[3] += e["cpu"]["comm_thread_s"].get<double>() / ne;
+      cpu[4] += e["cpu"]["process_s"].get<double>() / ne;
+    }
+    fmt::print("  {:<5} {:>8.3f} {:>7.2f} | {:>14.3f} {:>6.3f} {:>6.3f} | {:>14.3f} {:>6.3f} "
+               "{:>6.3f} | {:>13.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>6.3f}\n",
+               mode.get<std::string>(), r["epoch_s"].get<double>(),
+               r["batches_per_s"].get<double>(), busy[0], busy[1], busy[2], comm[0], comm[1],
+               comm[2], cpu[0], cpu[1], cpu[2], cpu[3], cpu[4]);
+  }
+  for (const auto& mode : j["modes"]) {
+    const auto& r = j[mode.get<std::string>()];
+    if (r.contains("chose") && r["chose"].is_object()) {
+      fmt::print("  {} chose {}: {}\n", mode.get<std::string>(), r["chose"]["mode"].get<std::string>(),
+                 r["chose"]["why"].get<std::string>());
+    }
+  }
+  if (j.contains("vs_off")) {
+    std::string line;
+    for (auto it = j["vs_off"].begin(); it != j["vs_off"].end(); ++it) {
+      if (it.key() != "off") line += fmt::format(" {} {:.2f}x", it.key(), it.value().get<double>());
+    }
+    if (!line.empty()) fmt::print("  speedup over off (off / mode epoch time):{}\n", line);
+  }
+}
 
 // The stages of `dsp train` (src/train/job.cpp, without evaluation, checkpoints and metrics),
 // timed by bench_pipeline with the pipeline on and off.
@@ -486,19 +530,26 @@ void run_pipeline_bench(const PipeArgs& a) {
   };
   stages.load = [&](SampledBatch&& sb) { return rt.load(std::move(sb)); };
   stages.train = [&](LoadedBatch&& lb) { trainer.train_step(lb); };
-  if (rank == 0) {
-    fmt::print(stderr,
-               "pipeline bench: {} on {}, {} rank(s) x {} thread(s), {} steps of {} seeds per "
-               "rank, fanouts {}; {} warm-up + {} measured epoch(s) per mode\n",
-               a.model, meta.dataset_name, size, threads, steps, a.batch_size, a.fanouts, a.warmup,
-               a.epochs);
-  }
+  stages.set_threads = [&](WorkerKind k, int n) {
+    if (k == WorkerKind::kTrainer) trainer.set_threads(n);
+  };
   PipelineBenchOptions bo;
   bo.epochs = a.epochs;
   bo.warmup_epochs = a.warmup;
+  bo.repeats = a.repeats;
+  bo.modes = split_list(a.modes);
+  if (rank == 0) {
+    fmt::print(stderr,
+               "pipeline bench: {} on {}, {} rank(s) x {} thread(s), {} steps of {} seeds per "
+               "rank, fanouts {}; modes {}, {} repeat(s) of {} warm-up + {} measured epoch(s) per "
+               "mode\n",
+               a.model, meta.dataset_name, size, threads, steps, a.batch_size, a.fanouts, a.modes,
+               a.repeats, a.warmup, a.epochs);
+  }
+  const PipelineOptions base = rt.pipeline_options(PipelineMode::kAuto);
   sampler->reset_stats();
   store.reset_stats();
-  nlohmann::json j = bench_pipeline(*coord, sched, stages, bo);
+  nlohmann::json j = bench_pipeline(*coord, sched, stages, base, bo);
   j["device"] = rt.device().str();
   j["bench"] = "pipeline";
   j["partition"] = a.part_dir;
@@ -515,25 +566,7 @@ void run_pipeline_bench(const PipeArgs& a) {
   main_ch.set_step(1 << 20, 0);
   main_ch.barrier();
   if (rank != 0) return;
-  fmt::print("  {:<4} {:>9} {:>9} | busy s/epoch: {:>8} {:>8} {:>8} | comm s: {:>6} {:>6} {:>6}\n",
-             "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train");
-  for (const char* m : {"on", "off"}) {
-    const auto& r = j[m];
-    double busy[3] = {0, 0, 0}, comm[3] = {0, 0, 0};
-    const char* names[3] = {"sampler", "loader", "trainer"};
-    const double ne = static_cast<double>(r["epochs"].size());
-    for (const auto& e : r["epochs"]) {
-      for (int k = 0; k < 3; ++k) {
-        busy[k] += e["stages"][names[k]]["busy_s"].get<double>() / ne;
-        comm[k] += e["stages"][names[k]]["comm_s"].get<double>() / ne;
-      }
-    }
-    fmt::print(
-        "  {:<4} {:>9.3f} {:>9.2f} | {:>21.3f} {:>8.3f} {:>8.3f} | {:>14.3f} {:>6.3f} {:>6.3f}\n",
-        m, r["epoch_s"].get<double>(), r["batches_per_s"].get<double>(), busy[0], busy[1], busy[2],
-        comm[0], comm[1], comm[2]);
-  }
-  fmt::print("  pipeline speedup (off / on epoch time): {:.2f}x\n", j["speedup"].get<double>());
+  print_pipeline_table(j);
   if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
 #endif
@@ -615,6 +648,10 @@ void add_bench(CLI::App& app) {
   pp->add_option("--hidden", pa->hidden, "hidden width (default 256)");
   pp->add_option("--fanouts", pa->fanouts, "fanouts from the seeds out (default 15,10,5)");
   pp->add_option("--batch-size", pa->batch_size, "seeds per rank and step (default 1024)");
+  pp->add_option("--modes", pa->modes,
+                 "modes to compare, in this order: off, on, auto (default on,off)");
+  pp->add_option("--repeats", pa->repeats,
+                 "run the modes in turn this many times; epoch_s is the median (default 1)");
   pp->add_option("--epochs", pa->epochs, "measured epochs per mode (default 2)");
   pp->add_option("--warmup", pa->warmup, "discarded epochs per mode (default 1)");
   pp->add_option("--max-steps", pa->max_steps,
@@ -626,9 +663,9 @@ void add_bench(CLI::App& app) {
   pp->add_option("--json", pa->json, "write the figures to this file");
   pp->callback([pa] {
     DSP_CHECK_ARG(pa->batch_size > 0 && pa->hidden > 0 && pa->epochs > 0 && pa->warmup >= 0 &&
-                      pa->max_steps >= 0 && pa->threads >= 0,
-                  "--batch-size, --hidden, --epochs must be positive; --warmup, --max-steps, "
-                  "--threads >= 0");
+                      pa->max_steps >= 0 && pa->threads >= 0 && pa->repeats > 0,
+                  "--batch-size, --hidden, --epochs, --repeats must be positive; --warmup, "
+                  "--max-steps, --threads >= 0");
     run_pipeline_bench(*pa);
   });
 #endif

@@ -4,8 +4,14 @@
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#ifdef DSP_HAVE_PIPELINE
+#include "pipeline/cores.hpp"
+#endif
 
 int main(int argc, char** argv) {
+#ifdef DSP_HAVE_PIPELINE
+  dsp::ensure_passive_waits(argv);  // thread pools that wait must not burn the stages' cores
+#endif
   CLI::App app{"dsp: distributed sampling and pipelining for GNN training", "dsp"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dsp 0.1.0");
