@@ -21,16 +21,17 @@ namespace dsp::test {
 
 // Every backend of this binary; with_cpu = false leaves out the CPU backends (the reference the
 // others are compared with). "-uva" sampler backends keep the neighbour array in host memory
-// (device index budget 0), read through map_host.
+// (device index budget 0), read through map_host; "-split" ones keep half of it (the hottest rows)
+// in backend memory and read the rest from the host.
 inline std::vector<std::string> backend_names(bool with_cpu = true, bool with_uva = false) {
   std::vector<std::string> v;
 #ifdef DSP_TEST_CUDA
   v = {"cuda"};
-  if (with_uva) v.push_back("cuda-uva");
+  if (with_uva) v.insert(v.end(), {"cuda-uva", "cuda-split"});
 #else
   if (with_cpu) v.push_back("cpu");
   v.push_back("emulated");
-  if (with_uva) v.push_back("emulated-uva");
+  if (with_uva) v.insert(v.end(), {"emulated-uva", "emulated-split"});
 #endif
   return v;
 }
@@ -58,6 +59,20 @@ inline SamplerBackendFactory sampler_backend(const std::string& name) {
   uva.index_budget = 0;
   if (name == "emulated") return emulated_sampler_backend();
   if (name == "emulated-uva") return emulated_sampler_backend(uva);
+  if (name == "emulated-split" || name == "cuda-split") {
+    return [name](const LocalTopology& t, const SamplerOptions& o) {
+      KernelBackendOptions half;
+      half.index_budget = t.indices_bytes() / 2;
+#ifdef DSP_TEST_CUDA
+      if (name == "cuda-split") {
+        cuda::CudaSamplerOptions co;
+        co.index_budget = half.index_budget;
+        return cuda::cuda_sampler_backend(co)(t, o);
+      }
+#endif
+      return emulated_sampler_backend(half)(t, o);
+    };
+  }
 #ifdef DSP_TEST_CUDA
   if (name == "cuda") return cuda::cuda_sampler_backend();
   if (name == "cuda-uva") {

@@ -318,7 +318,10 @@ std::unique_ptr<Coordinator> make_coordinator(const std::string& backend,
                 backend);
   auto control = make_communicator(b, opts.comm);
   std::array<std::unique_ptr<Communicator>, kNumWorkerKinds> data;
-  for (auto& d : data) d = make_data ? make_data(*control) : make_communicator(b, opts.comm);
+  for (int k = 0; k < kNumWorkerKinds; ++k) {
+    if (make_data) data[k] = make_data(static_cast<WorkerKind>(k), *control);
+    if (!data[k]) data[k] = make_communicator(b, opts.comm);
+  }
   CommExecutor* exec = control->executor();
   return std::make_unique<Coordinator>(std::move(control), std::move(data), exec, opts);
 }

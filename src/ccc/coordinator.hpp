@@ -197,9 +197,11 @@ class Coordinator {
   std::mutex direct_mu_;  // --ccc off: guards the launch log only
 };
 
-// Makes the data communicator of one worker kind, bootstrapped over the control communicator
-// (e.g. NCCL: make_nccl_communicator(control, device) in the CUDA build).
-using DataCommFactory = std::function<std::unique_ptr<Communicator>(Communicator& control)>;
+// Makes the data communicator of worker kind `kind`, bootstrapped over the control communicator
+// (e.g. NCCL for the trainer: make_nccl_communicator(control, device) in the CUDA build), or
+// returns null for the control backend's own.
+using DataCommFactory =
+    std::function<std::unique_ptr<Communicator>(WorkerKind kind, Communicator& control)>;
 
 // backend: "auto" | "self" | "mpi" (as make_communicator) for the control communicator. Creates
 // it, one data communicator per worker kind (of the same backend, or made by `make_data`) and the

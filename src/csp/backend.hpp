@@ -46,6 +46,8 @@ struct LocalTopology {
   bool indices_mapped = false;       // indices point into a read-only file mapping
   const float* weights = nullptr;    // [num_edges] or null
   const double* cum = nullptr;       // [num_edges] per-row inclusive prefix sums (biased only)
+  const int64_t* hot_nodes = nullptr;  // owned global ids, hottest first (the feature cache list):
+  int64_t num_hot = 0;                 // rows a backend short of memory keeps closest
   size_t indices_bytes() const { return static_cast<size_t>(num_edges) * (idx32 ? 4 : 8); }
 };
 
@@ -86,8 +88,8 @@ using SamplerBackendFactory =
 std::unique_ptr<SamplerBackend> make_cpu_sampler_backend(const LocalTopology& topo,
                                                          const SamplerOptions& opts);
 struct KernelBackendOptions {
-  // Bytes of device memory the neighbour array may take; beyond it, it is read where it is (host
-  // memory, through UVA on a GPU).
+  // Bytes of device memory the neighbour array may take; beyond it, the array is read where it is
+  // (host memory, through UVA on a GPU) except for the hottest rows that fit.
   size_t index_budget = static_cast<size_t>(-1);
 };
 // The device path (KernelSamplerBackend) executed on the host: what CPU tests run to check the

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/huge_pages.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
@@ -21,7 +22,14 @@ using csp::task_id;
 class CpuSamplerBackend final : public SamplerBackend {
  public:
   CpuSamplerBackend(const LocalTopology& topo, const SamplerOptions& opts)
-      : topo_(topo), biased_(opts.biased), replace_(opts.replace) {}
+      : topo_(topo), biased_(opts.biased), replace_(opts.replace) {
+    // The arrays a sampled edge reads at random on huge pages (a copy, when memory allows): with
+    // 4 KiB pages nearly every neighbour read also misses the TLB.
+    indptr_copy_ = huge_page_copy(topo.indptr, (topo.num_rows + 1) * sizeof(int64_t));
+    indices_copy_ = huge_page_copy(topo.indices, topo.indices_bytes());
+    if (indptr_copy_.data) topo_.indptr = static_cast<const int64_t*>(indptr_copy_.data.get());
+    if (indices_copy_.data) topo_.indices = indices_copy_.data.get();
+  }
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::cpu(); }
   void sample(const int64_t* tasks, int64_t n, uint64_t key, TaskPicks& out) override;
@@ -39,6 +47,7 @@ class CpuSamplerBackend final : public SamplerBackend {
                         int threads, Block& b);
 
   LocalTopology topo_;
+  HugePageBuffer indptr_copy_, indices_copy_;
   bool biased_, replace_;
   std::vector<uint64_t> table_;     // relabel table, reused across layers and batches
   std::vector<double> new_ratio_;   // per layer: new source ids per pick, last batch

@@ -13,8 +13,11 @@
 // Both are deterministic whatever the order threads run in (HostExec runs them scrambled).
 //
 // Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
-// fits `index_budget` bytes, else read where it is through map_host (UVA on a GPU). Buffers grow
-// geometrically and are reused: no allocation per batch once sizes settle.
+// fits `index_budget` bytes. Otherwise the array is read where it is through map_host (UVA on a
+// GPU), and the hottest rows (LocalTopology::hot_nodes first, then ascending ids) that fit the
+// budget are copied to executor memory: DSP's adjacency position list, row_loc[r] = the row's
+// offset there, or -1 for a row read from the host. Buffers grow geometrically and are reused: no
+// allocation per batch once sizes settle.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -42,7 +45,9 @@ struct SampleTask {
   const int64_t* tasks;
   uint64_t key;
   const int64_t* indptr;
-  const Id* indices;
+  const Id* indices;       // the whole neighbour array (executor memory, or host through UVA)
+  const Id* hot_indices;   // rows copied to executor memory, or null
+  const int64_t* row_loc;  // [rows]: offset of a row in hot_indices, -1 if not there; or null
   int64_t row_base;
   const double* cum;
   const float* weights;
@@ -58,9 +63,11 @@ struct SampleTask {
     int64_t* o = out + slot[i];
     const int c = csp::sample_positions(deg, csp::task_fanout(tasks[i]), weighted, replace,
                                         weighted ? cum + p0 : nullptr, s, o);
+    const int64_t loc = row_loc ? row_loc[v - row_base] : -1;
+    const Id* row = loc >= 0 ? hot_indices + loc : indices + p0;
     for (int j = 0; j < c; ++j) {
       if (outw) outw[slot[i] + j] = weights[p0 + o[j]];
-      o[j] = static_cast<int64_t>(indices[p0 + o[j]]);
+      o[j] = static_cast<int64_t>(row[o[j]]);
     }
     cnt[i] = c;
   }
@@ -147,6 +154,7 @@ class KernelSamplerBackend final : public SamplerBackend {
     } else {
       indices_ = ex_.map_host(topo.indices, ib, topo.indices_mapped, indices_reg_);
       indices_on_host_ = true;
+      if (kopts.index_budget > 0) split_rows(kopts.index_budget);
     }
     if (biased_) {
       upload(cum_, topo.cum, static_cast<size_t>(topo.num_edges) * sizeof(double));
@@ -158,6 +166,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   std::string name() const override { return name_; }
   Device device() const override { return device_; }
   bool indices_on_host() const { return indices_on_host_; }
+  int64_t hot_rows() const { return hot_rows_; }
 
   void sample(const int64_t* tasks, int64_t n, uint64_t key, TaskPicks& out) override {
     out.counts.resize(n);
@@ -233,6 +242,29 @@ class KernelSamplerBackend final : public SamplerBackend {
  private:
   using Buffer = typename Exec::Buffer;
 
+  // The adjacency position list: rows in hotness order while their entries fit the budget.
+  void split_rows(size_t budget) {
+    const LocalTopology& t = topo_;
+    const size_t elem = t.idx32 ? 4 : 8;
+    std::vector<int64_t> loc(static_cast<size_t>(t.num_rows), -1);
+    std::vector<unsigned char> hot;
+    auto take = [&](int64_t r) {
+      if (r < 0 || r >= t.num_rows || loc[r] >= 0) return true;
+      const int64_t deg = t.indptr[r + 1] - t.indptr[r];
+      if (hot.size() + deg * elem > budget) return false;
+      loc[r] = static_cast<int64_t>(hot.size() / elem);
+      const auto* src = static_cast<const unsigned char*>(t.indices) + t.indptr[r] * elem;
+      hot.insert(hot.end(), src, src + deg * elem);
+      return true;
+    };
+    bool room = true;
+    for (int64_t k = 0; k < t.num_hot && room; ++k) room = take(t.hot_nodes[k] - t.row_base);
+    for (int64_t r = 0; r < t.num_rows && room; ++r) room = take(r);
+    for (int64_t r = 0; r < t.num_rows; ++r) hot_rows_ += loc[r] >= 0;
+    upload(hot_indices_, hot.data(), hot.size());
+    upload(row_loc_, loc.data(), loc.size() * sizeof(int64_t));
+  }
+
   template <class T>
   T* reserve(Buffer& buf, int64_t count) {
     return static_cast<T*>(buf.reserve(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
@@ -270,6 +302,8 @@ class KernelSamplerBackend final : public SamplerBackend {
             key,
             static_cast<const int64_t*>(indptr_.data()),
             static_cast<const Id*>(indices_),
+            hot_rows_ ? static_cast<const Id*>(hot_indices_.data()) : nullptr,
+            hot_rows_ ? static_cast<const int64_t*>(row_loc_.data()) : nullptr,
             topo_.row_base,
             biased_ ? static_cast<const double*>(cum_.data()) : nullptr,
             biased_ ? static_cast<const float*>(weights_.data()) : nullptr,
@@ -287,7 +321,8 @@ class KernelSamplerBackend final : public SamplerBackend {
   LocalTopology topo_;
   bool biased_, replace_;
   bool indices_on_host_ = false;
-  Buffer indptr_, indices_buf_, cum_, weights_;
+  int64_t hot_rows_ = 0;
+  Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_;
   typename Exec::Registration indices_reg_;
   const void* indices_ = nullptr;
   // Work buffers, reused across layers and batches.

@@ -179,6 +179,10 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
   topo.indices_mapped = g.num_edges() && g.indices.is_mapped();
   topo.weights = g.has_weights() ? g.weights.data<float>() : nullptr;
   topo.cum = opts_.biased ? cum_.data() : nullptr;
+  if (part_.cached.defined() && part_.cached.dim(0) > 0) {
+    topo.hot_nodes = part_.cached.data<int64_t>();
+    topo.num_hot = part_.cached.dim(0);
+  }
   backend_ = backend ? backend(topo, opts_) : make_cpu_sampler_backend(topo, opts_);
   DSP_CHECK(backend_ != nullptr, "sampler: the backend factory returned no backend");
 }

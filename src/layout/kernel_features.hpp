@@ -14,6 +14,8 @@
 // the mapping and own hot rows from the cache in two launches.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -123,10 +125,13 @@ class KernelFeatureBackend final : public FeatureBackend {
     ex_.sync();
   }
 
+  // Output rows come from a pool of growth-only buffers: a batch's buffer returns to the pool when
+  // the batch is dropped, so once sizes settle no batch allocates (no cudaMalloc on the hot path).
   std::shared_ptr<void> allocate_rows(int64_t n) override {
-    auto buf = std::make_shared<typename Exec::Buffer>();
+    std::shared_ptr<Buffer> buf = pool_->take();
     void* p = buf->reserve(std::max<size_t>(n * src_.row_bytes, 16));
-    return std::shared_ptr<void>(p, [buf](void*) {});
+    std::shared_ptr<RowPool> pool = pool_;
+    return std::shared_ptr<void>(p, [pool, buf](void*) mutable { pool->give(std::move(buf)); });
   }
   void copy_to_host(const void* rows, int64_t n, void* host) override {
     if (n == 0) return;
@@ -136,6 +141,22 @@ class KernelFeatureBackend final : public FeatureBackend {
 
  private:
   using Buffer = typename Exec::Buffer;
+  // Shared with the batches' deleters, so a batch may outlive the backend.
+  struct RowPool {
+    std::mutex mu;
+    std::vector<std::shared_ptr<Buffer>> free;
+    std::shared_ptr<Buffer> take() {
+      std::lock_guard<std::mutex> lock(mu);
+      if (free.empty()) return std::make_shared<Buffer>();
+      std::shared_ptr<Buffer> b = std::move(free.back());
+      free.pop_back();
+      return b;
+    }
+    void give(std::shared_ptr<Buffer> b) {
+      std::lock_guard<std::mutex> lock(mu);
+      free.push_back(std::move(b));
+    }
+  };
 
   // out row pos[r] (r when pos is empty) = row rows[r] of base, r < rows.size().
   void copy_rows(const std::vector<int64_t>& rows, const std::vector<int64_t>& pos,
@@ -178,6 +199,7 @@ class KernelFeatureBackend final : public FeatureBackend {
   int64_t cached_rows_ = 0;
   Buffer stage_, ids_a_, pos_a_, ids_b_, pos_b_;
   std::vector<int64_t> cold_ids_, cold_pos_, hot_slots_, hot_pos_;
+  std::shared_ptr<RowPool> pool_ = std::make_shared<RowPool>();
 };
 
 }  // namespace dsp

@@ -14,6 +14,7 @@
 #include "layout/hotness.hpp"
 #include "pipeline/load_batch.hpp"
 #ifdef DSP_HAVE_CUDA
+#include "ccc/cuda/nccl_communicator.hpp"
 #include "core/cuda/memory.hpp"
 #include "csp/cuda/sampler_backend.hpp"
 #include "layout/cuda/feature_backend.hpp"
@@ -22,17 +23,23 @@
 namespace dsp {
 namespace fs = std::filesystem;
 
-Device rank_device(const std::string& spec, int node_rank, int node_size) {
+Device rank_device(const std::string& spec, int node_rank, int node_size, std::string* transport) {
   Device d = Device::parse(spec);
+  const std::string want = *transport;
+  DSP_CHECK_ARG(want == "auto" || want == "mpi" || want == "nccl",
+                "unknown transport '{}' (auto, mpi, nccl)", want);
+  transport->clear();
   if (!d.is_cuda()) return d;
 #ifdef DSP_HAVE_CUDA
-  const int gpus = cuda::device_count();
-  DSP_CHECK_ARG(gpus > 0, "--device {}: no CUDA device is visible to this process", spec);
-  DSP_CHECK_ARG(node_size + d.index <= gpus,
-                "--device {}: {} rank(s) on this node need {} GPU(s) from cuda:{}, but {} are "
-                "visible (one GPU per rank)",
-                spec, node_size, node_size, d.index, gpus);
-  return Device::cuda(d.index + node_rank);
+  const int gpus = cuda::device_count() - d.index;
+  DSP_CHECK_ARG(gpus > 0, "--device {}: no CUDA device {} is visible to this process", spec,
+                d.index);
+  *transport = want == "auto" ? (node_size <= gpus ? "nccl" : "mpi") : want;
+  DSP_CHECK_ARG(*transport == "mpi" || node_size <= gpus,
+                "--device {}: {} rank(s) on this node but {} GPU(s) from cuda:{}: NCCL needs one "
+                "GPU per rank (--transport mpi lets ranks share a GPU)",
+                spec, node_size, gpus, d.index);
+  return Device::cuda(d.index + node_rank % gpus);
 #else
   (void)node_rank;
   (void)node_size;
@@ -43,11 +50,17 @@ Device rank_device(const std::string& spec, int node_rank, int node_size) {
 
 RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
   DSP_CHECK_ARG(!opts_.path.empty(), "no partition or dataset directory given");
-  coord_ = make_coordinator(opts_.backend, opts_.coord);
+  {
+    // Where this rank runs decides its trainer's data channel, so find the node place first, on
+    // a communicator of its own.
+    auto boot = make_communicator(opts_.backend, opts_.coord.comm);
+    const NodePlace place = node_place(*boot);
+    transport_ = opts_.transport;
+    device_ = rank_device(opts_.device, place.rank, place.size, &transport_);
+  }
+  coord_ = make_coordinator(opts_.backend, opts_.coord, trainer_channel());
   CoordinatedCommunicator& ch = channel(WorkerKind::kMain);
   ch.set_step(-1, 0);
-  const NodePlace place = node_place(ch);
-  device_ = rank_device(opts_.device, place.rank, place.size);
   cores_ = share_cores(ch, device_, opts_.threads, opts_.bind);
   set_thread_pools(cores_.threads);
   partition_if_needed();
@@ -64,6 +77,22 @@ RankRuntime::~RankRuntime() {
     std::error_code ec;
     fs::remove_all(tmp_part_, ec);
   }
+}
+
+// NCCL for the trainer's gradients when the transport says so (CUDA build), bootstrapped over the
+// control communicator; every other channel keeps the control backend (host buffers).
+DataCommFactory RankRuntime::trainer_channel() const {
+#ifdef DSP_HAVE_CUDA
+  if (transport_ == "nccl") {
+    const int device = device_.index;
+    const CommOptions comm = opts_.coord.comm;
+    return [device, comm](WorkerKind kind, Communicator& control) -> std::unique_ptr<Communicator> {
+      if (kind != WorkerKind::kTrainer) return nullptr;
+      return make_nccl_communicator(control, device, comm);
+    };
+  }
+#endif
+  return {};
 }
 
 // A dataset directory is partitioned on the fly by rank 0, into a temporary directory, with one
@@ -143,7 +172,9 @@ void RankRuntime::override_cache() {
 // Rank 0 prints what every rank got: device, cores, threads.
 void RankRuntime::log_startup() {
   constexpr int kLine = 160;
-  std::string line = fmt::format("rank {}: {}, {}", rank(), device_.str(), cores_.describe());
+  std::string line = fmt::format("rank {}: {}{}, {}", rank(), device_.str(),
+                                 transport_.empty() ? "" : " (" + transport_ + " gradients)",
+                                 cores_.describe());
   line.resize(kLine, ' ');
   std::vector<char> all(static_cast<size_t>(size()) * kLine);
   OpOptions o;

@@ -29,6 +29,11 @@ struct RankOptions {
   std::string backend = "auto";  // coordinator backend: auto | self | mpi
   CoordinatorOptions coord;
   std::string device = "cpu";  // cpu | cuda | cuda:N (N: first GPU of this node's ranks)
+  // How a GPU rank's trainer all-reduces gradients: "nccl" (one GPU per rank), "mpi" (staged
+  // through host memory, so ranks may share a GPU: NCCL refuses two ranks on one device), or
+  // "auto": nccl when the node has a GPU per rank, else mpi. Sampling and feature exchange use
+  // host buffers over MPI either way. Ignored on the CPU.
+  std::string transport = "auto";
   int threads = 0;             // per rank; 0: the rank's share of its cores
   bool bind = true;            // bind the process to its share of the cores
   uint64_t seed = 0;           // partitioning (on the fly) and random cache policy
@@ -52,6 +57,7 @@ class RankRuntime {
   Coordinator& coord() { return *coord_; }
   CoordinatedCommunicator& channel(WorkerKind k) { return coord_->channel(k); }
   const Device& device() const { return device_; }
+  const std::string& transport() const { return transport_; }  // "nccl", "mpi" or "" (CPU)
   const CoreShare& cores() const { return cores_; }
   const PartitionData& part() const { return part_; }
   const std::string& partition_dir() const { return part_dir_; }
@@ -73,6 +79,7 @@ class RankRuntime {
   std::vector<int64_t> local_ids(const std::string& split) const;
 
  private:
+  DataCommFactory trainer_channel() const;
   void partition_if_needed();
   void override_cache();
   void log_startup();
@@ -80,6 +87,7 @@ class RankRuntime {
   RankOptions opts_;
   std::unique_ptr<Coordinator> coord_;
   Device device_;
+  std::string transport_;
   CoreShare cores_;
   std::string part_dir_, tmp_part_;
   PartitionData part_;
@@ -87,9 +95,10 @@ class RankRuntime {
   std::unique_ptr<FeatureStore> store_;
 };
 
-// Parses the device option and picks this rank's GPU: "cuda" means GPU (node rank mod GPUs seen);
-// "cuda:N" adds N. InvalidArgument for a CUDA device in a build without CUDA, or when more ranks
-// share a node than it has GPUs.
-Device rank_device(const std::string& spec, int node_rank, int node_size);
+// Parses the device option and picks this rank's GPU: "cuda" means GPU (node rank), "cuda:N" adds
+// N; with the mpi transport ranks share GPUs round robin. InvalidArgument for a CUDA device in a
+// build without CUDA, or for more ranks on a node than GPUs with the nccl transport. `transport`
+// comes back resolved ("nccl" or "mpi"; "" on the CPU).
+Device rank_device(const std::string& spec, int node_rank, int node_size, std::string* transport);
 
 }  // namespace dsp

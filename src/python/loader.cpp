@@ -27,6 +27,7 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   ro.backend = opts_.backend;
   ro.seed = opts_.seed;
   ro.partition_method = opts_.partition_method;
+  ro.device = opts_.device;
   ro.bind = false;  // the user's process: its other threads are not ours to bind
   ro.log_name = "loader";
   rt_ = std::make_unique<RankRuntime>(ro);

@@ -41,6 +41,9 @@ struct LoaderOptions {
   std::string backend = "auto";
   // Partitioning on the fly (path is a dataset directory): method and cache.
   std::string partition_method = "metis";
+  // cpu, cuda or cuda:N: where the sampler and the feature store run; with cuda the features of
+  // each batch stay in device memory (LoadedBatch::device_features).
+  std::string device = "cpu";
 
   void validate() const;  // InvalidArgument with the CLI's messages
 };
@@ -59,6 +62,7 @@ class Loader {
   int64_t num_local_seeds() const { return static_cast<int64_t>(seeds_.size()); }
   const std::vector<int64_t>& local_seeds() const { return seeds_; }
   const PartitionData& part() const { return rt_->part(); }
+  const RankRuntime& runtime() const { return *rt_; }
   const LoaderOptions& options() const { return opts_; }
 
   // Begins `epoch` (finishing a previous unfinished one first, see above).

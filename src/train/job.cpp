@@ -64,7 +64,8 @@ nlohmann::json JobConfig::to_json() const {
           {"cache_policy", cache_policy}, {"cache_ratio", cache_ratio},
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
-          {"seed", seed},           {"backend", backend},      {"device", train.device}};
+          {"seed", seed},           {"backend", backend},      {"device", train.device},
+          {"transport", transport}};
 }
 
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
@@ -101,6 +102,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "seed") c.seed = v.get<uint64_t>();
       else if (k == "threads") c.train.num_threads = v.get<int>();
       else if (k == "device") c.train.device = v.get<std::string>();
+      else if (k == "transport") c.transport = v.get<std::string>();
       else if (k == "layers") c.layers = v.get<int>();
       else {
         DSP_THROW_T(FormatError, "{}: unknown key '{}'", what, k);
@@ -168,6 +170,7 @@ RankOptions rank_options(const JobConfig& cfg) {
   ro.backend = cfg.backend;
   ro.coord.ccc = cfg.ccc;
   ro.device = cfg.train.device;
+  ro.transport = cfg.transport;
   ro.threads = cfg.train.num_threads;
   ro.seed = cfg.seed;
   ro.cache_policy = cfg.cache_policy;

@@ -11,7 +11,9 @@ namespace dsp::cuda {
 struct CudaSamplerOptions {
   int device = 0;
   // Bytes of device memory the neighbour array may take; beyond it, it stays in (pinned,
-  // registered) host memory and kernels read it through UVA.
+  // registered) host memory and kernels read it through UVA, except the hottest rows that fit.
+  // Unset (the maximum): half of the device's free memory when the backend is built (the rest is
+  // the feature cache's and the model's).
   size_t index_budget = std::numeric_limits<size_t>::max();
 };
 
