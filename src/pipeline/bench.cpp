@@ -67,13 +67,14 @@ nlohmann::json bench_modes(Coordinator& coord, const std::vector<BenchMode>& mod
                         {"modes", nlohmann::json::array()}};
   std::vector<std::vector<double>> runs(modes.size());
   std::vector<nlohmann::json> epochs(modes.size(), nlohmann::json::array());
-  int64_t steps = 0;
+  // Per mode: roles trains the seeds in batches of the trainers only, so its epoch has more steps.
+  std::vector<int64_t> steps(modes.size(), 0);
   for (int r = 0; r < opts.repeats; ++r) {
     for (size_t k = 0; k < modes.size(); ++k) {
       double sum = 0;
       for (int e = 0; e < opts.warmup_epochs + opts.epochs; ++e) {
         EpochMetrics g = reduce_metrics(coord, modes[k].run_epoch(e));
-        steps = g.steps;
+        steps[k] = g.steps;
         if (e < opts.warmup_epochs) continue;
         sum += g.wall_s;
         nlohmann::json ej = g.to_json();
@@ -83,12 +84,13 @@ nlohmann::json bench_modes(Coordinator& coord, const std::vector<BenchMode>& mod
       runs[k].push_back(sum / opts.epochs);
     }
   }
-  out["steps_per_epoch"] = steps;
+  out["steps_per_epoch"] = steps[0];
   for (size_t k = 0; k < modes.size(); ++k) {
     const double epoch_s = median(runs[k]);
     nlohmann::json mj = {{"epoch_s", epoch_s},
                          {"epoch_s_runs", runs[k]},
-                         {"batches_per_s", epoch_s > 0 ? steps / epoch_s : 0.0},
+                         {"steps_per_epoch", steps[k]},
+                         {"batches_per_s", epoch_s > 0 ? steps[k] / epoch_s : 0.0},
                          {"epochs", epochs[k]}};
     if (modes[k].describe) mj["chose"] = modes[k].describe();
     out["modes"].push_back(modes[k].name);
@@ -113,10 +115,17 @@ nlohmann::json bench_pipeline(Coordinator& coord, EpochScheduler& sched,
 
 nlohmann::json bench_pipeline(Coordinator& coord, EpochScheduler& sched,
                               const PipelineStages& stages, const PipelineOptions& base,
-                              const PipelineBenchOptions& opts) {
+                              const PipelineBenchOptions& opts,
+                              const std::vector<BenchMode>& extra) {
   std::vector<std::unique_ptr<Pipeline>> pipes;
   std::vector<BenchMode> modes;
   for (const std::string& name : opts.modes) {
+    auto it = std::find_if(extra.begin(), extra.end(),
+                           [&](const BenchMode& m) { return m.name == name; });
+    if (it != extra.end()) {
+      modes.push_back(*it);
+      continue;
+    }
     PipelineOptions po = base;
     po.mode = parse_pipeline_mode(name);
     po.queue_capacity = opts.queue_capacity;

@@ -38,9 +38,11 @@ struct BenchMode {
 
 // Runs, `repeats` times, every mode in turn: warm-up epochs then measured ones, numbered 0.. the
 // same way in every mode, so all modes see the same batches. Returns, identically on every rank:
-//   {"ranks": P, "backend": "mpi", "repeats": R, "modes": [...], "steps_per_epoch": n,
+//   {"ranks": P, "backend": "mpi", "repeats": R, "modes": [...], "steps_per_epoch": n (the first
+//    mode's),
 //    "<mode>": {"epoch_s": median over repeats of the mean measured epoch, "epoch_s_runs": [...],
-//               "batches_per_s": .., "epochs": [reduce_metrics(..).to_json(), ...],
+//               "steps_per_epoch": .., "batches_per_s": ..,
+//               "epochs": [reduce_metrics(..).to_json(), ...],
 //               "chose": describe() (auto, roles)},
 //    "speedup": off.epoch_s / on.epoch_s (when both ran),
 //    "vs_off": {"<mode>": off.epoch_s / mode.epoch_s, ...} (when off ran)}
@@ -52,9 +54,11 @@ nlohmann::json bench_modes(Coordinator& coord, const std::vector<BenchMode>& mod
 nlohmann::json bench_pipeline(Coordinator& coord, EpochScheduler& sched,
                               const PipelineStages& stages, const PipelineBenchOptions& opts = {});
 // The same, every mode's Pipeline built from `base` (threads, cpus, auto options) with its mode
-// and the bench's queue capacity.
+// and the bench's queue capacity. A name of `opts.modes` that is one of `extra` runs that mode
+// (roles: the caller builds it, it needs the partition).
 nlohmann::json bench_pipeline(Coordinator& coord, EpochScheduler& sched,
                               const PipelineStages& stages, const PipelineOptions& base,
-                              const PipelineBenchOptions& opts);
+                              const PipelineBenchOptions& opts,
+                              const std::vector<BenchMode>& extra = {});
 
 }  // namespace dsp
