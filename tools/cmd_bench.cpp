@@ -22,7 +22,10 @@
 #include "pipeline/runtime.hpp"
 #ifdef DSP_HAVE_TRAIN
 #include "ccc/coordinator.hpp"
+#include "ccc/self_communicator.hpp"
 #include "pipeline/bench.hpp"
+#include "pipeline/load_batch.hpp"
+#include "pipeline/roles.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/trainer.hpp"
 #endif
@@ -432,10 +435,164 @@ void run_cache(const CacheArgs& a) {
 #ifdef DSP_HAVE_TRAIN
 struct PipeArgs {
   std::string part_dir, json, model = "sage", fanouts = "15,10,5", backend = "auto", device = "cpu";
+  std::string modes = "on,off";
   int64_t batch_size = 1024, hidden = 256, max_steps = 0;
-  int epochs = 2, warmup = 1, threads = 0;
+  int epochs = 2, warmup = 1, threads = 0, repeats = 1, samplers = 0;
   uint64_t seed = 0;
 };
+
+// At most max_steps batches of seeds: a random subset, not the lowest ids (METIS parts are
+// contiguous id ranges, so a prefix of the sorted seeds would sample one corner of the part).
+std::vector<int64_t> bench_seeds(std::vector<int64_t> seeds, const PipeArgs& a) {
+  if (a.max_steps > 0 && static_cast<int64_t>(seeds.size()) > a.max_steps * a.batch_size) {
+    seeds = shuffle_ids(seeds, a.seed ^ 0x737562ULL, 0);
+    seeds.resize(a.max_steps * a.batch_size);
+  }
+  return seeds;
+}
+
+// `--modes roles`: GNNLab's factored layout (pipeline/roles.hpp) over the same partition, model
+// and trainer. Built on the mode's first epoch; with --samplers 0 that epoch runs the symmetric
+// stages sequentially as the profile of GNNLab's allocation rule (it is then the mode's first
+// warm-up epoch) and the slowest rank's per-batch sample+load and train times choose the samplers.
+class RolesBenchMode {
+ public:
+  RolesBenchMode(const PipeArgs& a, RankRuntime& rt, EpochScheduler& sched,
+                 const PipelineStages& symmetric, const PipelineOptions& base,
+                 const SamplerOptions& so, std::function<void(LoadedBatch&&)> train)
+      : a_(a), rt_(rt), sched_(sched), sym_(symmetric), base_(base), so_(so),
+        train_(std::move(train)) {}
+
+  BenchMode mode() {
+    return {"roles", [this](int64_t e) { return run_epoch(e); }, [this] { return chose_; }};
+  }
+
+ private:
+  EpochMetrics run_epoch(int64_t epoch) {
+    if (pipe_) return pipe_->run_epoch(epoch);
+    Coordinator& coord = rt_.coord();
+    EpochMetrics profile;
+    int samplers = a_.samplers;
+    chose_ = nlohmann::json::object();
+    if (samplers == 0) {
+      PipelineOptions po = base_;
+      po.mode = PipelineMode::kSequential;
+      Pipeline seq(coord, sched_, sym_, po);
+      profile = seq.run_epoch(epoch);
+      const double n = static_cast<double>(std::max<int64_t>(1, profile.steps));
+      double t[2] = {(profile.sampler.busy_s + profile.loader.busy_s) / n,
+                     profile.trainer.busy_s / n};
+      CoordinatedCommunicator& main = coord.channel(WorkerKind::kMain);
+      main.set_step(epoch, -10);
+      main.all_reduce(t, 2, DType::kFloat64, ReduceOp::kMax);
+      samplers = gnnlab_samplers(coord.size(), t[0], t[1]);
+      chose_["profile"] = {{"sample_load_s", t[0]}, {"train_s", t[1]}};
+      chose_["why"] = fmt::format(
+          "GNNLab: K = train / (sample + load) = {:.3f} / {:.3f}, samplers = ceil({} / (K + 1))",
+          t[1], t[0], coord.size());
+    } else {
+      chose_["why"] = "--samplers";
+    }
+    build(samplers);
+    chose_["layout"] = roles_->layout().to_json();
+    chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s)", samplers,
+                                 coord.size() - samplers);
+    if (rt_.leader()) DSP_INFO("bench", "roles: {} ({})", chose_["mode"].get<std::string>(),
+                               chose_["why"].get<std::string>());
+    return a_.samplers == 0 ? profile : pipe_->run_epoch(epoch);
+  }
+
+  void build(int samplers) {
+    Coordinator& coord = rt_.coord();
+    const RoleLayout layout{coord.size(), samplers};
+    layout.validate();
+    const std::string& dir = rt_.partition_dir();
+    LocalStages local;
+    if (layout.is_sampler(coord.rank())) {
+      whole_ = std::make_unique<PartitionData>(load_whole_partition(dir));
+      self_s_ = std::make_unique<SelfCommunicator>();
+      self_l_ = std::make_unique<SelfCommunicator>();
+      sampler_ = std::make_unique<CollectiveSampler>(*whole_, *self_s_, so_);
+      store_ = std::make_unique<FeatureStore>(*whole_, *self_l_,
+                                              std::vector<Array>{whole_->cached});
+      local.sample = [this](int64_t e, int64_t b, const std::vector<int64_t>& s) {
+        return sampler_->sample(s, e, b);
+      };
+      local.load = [this](SampledBatch&& sb) {
+        return load_batch(std::move(sb), store_.get(), whole_->labels);
+      };
+    }
+    std::vector<std::vector<int64_t>> seeds;
+    for (int j = 0; j < layout.trainers(); ++j) {
+      seeds.push_back(bench_seeds(trainer_seeds(dir, j, layout.trainers()), a_));
+    }
+    roles_ = std::make_unique<RoleStages>(coord, layout, seeds, a_.batch_size, a_.seed, local,
+                                          train_);
+    PipelineOptions po = base_;
+    po.mode = PipelineMode::kPipelined;
+    PipelineStages st = roles_->stages();
+    st.set_threads = sym_.set_threads;
+    pipe_ = std::make_unique<Pipeline>(coord, roles_->scheduler(), st, po);
+  }
+
+  const PipeArgs& a_;
+  RankRuntime& rt_;
+  EpochScheduler& sched_;
+  const PipelineStages& sym_;
+  PipelineOptions base_;
+  SamplerOptions so_;
+  std::function<void(LoadedBatch&&)> train_;
+  nlohmann::json chose_;
+  std::unique_ptr<PartitionData> whole_;
+  std::unique_ptr<SelfCommunicator> self_s_, self_l_;
+  std::unique_ptr<CollectiveSampler> sampler_;
+  std::unique_ptr<FeatureStore> store_;
+  std::unique_ptr<RoleStages> roles_;
+  std::unique_ptr<Pipeline> pipe_;
+};
+
+// One line per mode: epoch time, batches/s, and per-stage busy, comm and CPU seconds per epoch
+// (means over the measured epochs of every repeat).
+void print_pipeline_table(const nlohmann::json& j) {
+  fmt::print("  {:<5} {:>8} {:>7} | busy s: {:>6} {:>6} {:>6} | comm s: {:>6} {:>6} {:>6} | cpu s: "
+             "{:>6} {:>6} {:>6} {:>6} {:>6}\n",
+             "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train",
+             "sample", "load", "train", "comm", "all");
+  const char* names[3] = {"sampler", "loader", "trainer"};
+  for (const auto& mode : j["modes"]) {
+    const auto& r = j[mode.get<std::string>()];
+    double busy[3] = {0, 0, 0}, comm[3] = {0, 0, 0}, cpu[5] = {0, 0, 0, 0, 0};
+    const double ne = static_cast<double>(r["epochs"].size());
+    for (const auto& e : r["epochs"]) {
+      for (int k = 0; k < 3; ++k) {
+        busy[k] += e["stages"][names[k]]["busy_s"].get<double>() / ne;
+        comm[k] += e["stages"][names[k]]["comm_s"].get<double>() / ne;
+        cpu[k] += e["stages"][names[k]]["cpu_s"].get<double>() / ne;
+      }
+      cpu[3] += e["cpu"]["comm_thread_s"].get<double>() / ne;
+      cpu[4] += e["cpu"]["process_s"].get<double>() / ne;
+    }
+    fmt::print("  {:<5} {:>8.3f} {:>7.2f} | {:>14.3f} {:>6.3f} {:>6.3f} | {:>14.3f} {:>6.3f} "
+               "{:>6.3f} | {:>13.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>6.3f}\n",
+               mode.get<std::string>(), r["epoch_s"].get<double>(),
+               r["batches_per_s"].get<double>(), busy[0], busy[1], busy[2], comm[0], comm[1],
+               comm[2], cpu[0], cpu[1], cpu[2], cpu[3], cpu[4]);
+  }
+  for (const auto& mode : j["modes"]) {
+    const auto& r = j[mode.get<std::string>()];
+    if (r.contains("chose") && r["chose"].is_object()) {
+      fmt::print("  {} chose {}: {}\n", mode.get<std::string>(), r["chose"]["mode"].get<std::string>(),
+                 r["chose"]["why"].get<std::string>());
+    }
+  }
+  if (j.contains("vs_off")) {
+    std::string line;
+    for (auto it = j["vs_off"].begin(); it != j["vs_off"].end(); ++it) {
+      if (it.key() != "off") line += fmt::format(" {} {:.2f}x", it.key(), it.value().get<double>());
+    }
+    if (!line.empty()) fmt::print("  speedup over off (off / mode epoch time):{}\n", line);
+  }
+}
 
 // The stages of `dsp train` (src/train/job.cpp, without evaluation, checkpoints and metrics),
 // timed by bench_pipeline with the pipeline on and off.
@@ -467,14 +624,10 @@ void run_pipeline_bench(const PipeArgs& a) {
   check_fanouts(so.fanouts, tc.model);
   Trainer trainer(tc, coord->channel(WorkerKind::kTrainer));
 
-  std::vector<int64_t> seeds(part.seeds.data<int64_t>(),
-                             part.seeds.data<int64_t>() + part.seeds.dim(0));
-  if (a.max_steps > 0 && static_cast<int64_t>(seeds.size()) > a.max_steps * a.batch_size) {
-    // A random subset, not the lowest ids: METIS parts are contiguous id ranges, so a prefix of
-    // the sorted seeds would sample one corner of the part.
-    seeds = shuffle_ids(seeds, a.seed ^ 0x737562ULL, 0);
-    seeds.resize(a.max_steps * a.batch_size);
-  }
+  std::vector<int64_t> seeds = bench_seeds(
+      std::vector<int64_t>(part.seeds.data<int64_t>(),
+                           part.seeds.data<int64_t>() + part.seeds.dim(0)),
+      a);
   EpochScheduler sched(seeds, a.batch_size, a.seed);
   CoordinatedCommunicator& main_ch = coord->channel(WorkerKind::kMain);
   main_ch.set_step(-1, 0);
@@ -486,19 +639,27 @@ void run_pipeline_bench(const PipeArgs& a) {
   };
   stages.load = [&](SampledBatch&& sb) { return rt.load(std::move(sb)); };
   stages.train = [&](LoadedBatch&& lb) { trainer.train_step(lb); };
-  if (rank == 0) {
-    fmt::print(stderr,
-               "pipeline bench: {} on {}, {} rank(s) x {} thread(s), {} steps of {} seeds per "
-               "rank, fanouts {}; {} warm-up + {} measured epoch(s) per mode\n",
-               a.model, meta.dataset_name, size, threads, steps, a.batch_size, a.fanouts, a.warmup,
-               a.epochs);
-  }
+  stages.set_threads = [&](WorkerKind k, int n) {
+    if (k == WorkerKind::kTrainer) trainer.set_threads(n);
+  };
   PipelineBenchOptions bo;
   bo.epochs = a.epochs;
   bo.warmup_epochs = a.warmup;
+  bo.repeats = a.repeats;
+  bo.modes = split_list(a.modes);
+  if (rank == 0) {
+    fmt::print(stderr,
+               "pipeline bench: {} on {}, {} rank(s) x {} thread(s), {} steps of {} seeds per "
+               "rank, fanouts {}; modes {}, {} repeat(s) of {} warm-up + {} measured epoch(s) per "
+               "mode\n",
+               a.model, meta.dataset_name, size, threads, steps, a.batch_size, a.fanouts, a.modes,
+               a.repeats, a.warmup, a.epochs);
+  }
+  const PipelineOptions base = rt.pipeline_options(PipelineMode::kAuto);
   sampler->reset_stats();
   store.reset_stats();
-  nlohmann::json j = bench_pipeline(*coord, sched, stages, bo);
+  RolesBenchMode roles(a, rt, sched, stages, base, so, stages.train);
+  nlohmann::json j = bench_pipeline(*coord, sched, stages, base, bo, {roles.mode()});
   j["device"] = rt.device().str();
   j["bench"] = "pipeline";
   j["partition"] = a.part_dir;
@@ -515,25 +676,7 @@ void run_pipeline_bench(const PipeArgs& a) {
   main_ch.set_step(1 << 20, 0);
   main_ch.barrier();
   if (rank != 0) return;
-  fmt::print("  {:<4} {:>9} {:>9} | busy s/epoch: {:>8} {:>8} {:>8} | comm s: {:>6} {:>6} {:>6}\n",
-             "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train");
-  for (const char* m : {"on", "off"}) {
-    const auto& r = j[m];
-    double busy[3] = {0, 0, 0}, comm[3] = {0, 0, 0};
-    const char* names[3] = {"sampler", "loader", "trainer"};
-    const double ne = static_cast<double>(r["epochs"].size());
-    for (const auto& e : r["epochs"]) {
-      for (int k = 0; k < 3; ++k) {
-        busy[k] += e["stages"][names[k]]["busy_s"].get<double>() / ne;
-        comm[k] += e["stages"][names[k]]["comm_s"].get<double>() / ne;
-      }
-    }
-    fmt::print(
-        "  {:<4} {:>9.3f} {:>9.2f} | {:>21.3f} {:>8.3f} {:>8.3f} | {:>14.3f} {:>6.3f} {:>6.3f}\n",
-        m, r["epoch_s"].get<double>(), r["batches_per_s"].get<double>(), busy[0], busy[1], busy[2],
-        comm[0], comm[1], comm[2]);
-  }
-  fmt::print("  pipeline speedup (off / on epoch time): {:.2f}x\n", j["speedup"].get<double>());
+  print_pipeline_table(j);
   if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
 #endif
@@ -616,6 +759,12 @@ void add_bench(CLI::App& app) {
   pp->add_option("--hidden", pa->hidden, "hidden width (default 256)");
   pp->add_option("--fanouts", pa->fanouts, "fanouts from the seeds out (default 15,10,5)");
   pp->add_option("--batch-size", pa->batch_size, "seeds per rank and step (default 1024)");
+  pp->add_option("--modes", pa->modes,
+                 "modes to compare, in this order: off, on, auto, roles (default on,off)");
+  pp->add_option("--samplers", pa->samplers,
+                 "roles: sampler-only ranks (default 0: GNNLab's rule over a profiled epoch)");
+  pp->add_option("--repeats", pa->repeats,
+                 "run the modes in turn this many times; epoch_s is the median (default 1)");
   pp->add_option("--epochs", pa->epochs, "measured epochs per mode (default 2)");
   pp->add_option("--warmup", pa->warmup, "discarded epochs per mode (default 1)");
   pp->add_option("--max-steps", pa->max_steps,
@@ -628,9 +777,10 @@ void add_bench(CLI::App& app) {
   pp->add_option("--json", pa->json, "write the figures to this file");
   pp->callback([pa] {
     DSP_CHECK_ARG(pa->batch_size > 0 && pa->hidden > 0 && pa->epochs > 0 && pa->warmup >= 0 &&
-                      pa->max_steps >= 0 && pa->threads >= 0,
-                  "--batch-size, --hidden, --epochs must be positive; --warmup, --max-steps, "
-                  "--threads >= 0");
+                      pa->max_steps >= 0 && pa->threads >= 0 && pa->repeats > 0 &&
+                      pa->samplers >= 0,
+                  "--batch-size, --hidden, --epochs, --repeats must be positive; --warmup, "
+                  "--max-steps, --threads, --samplers >= 0");
     run_pipeline_bench(*pa);
   });
 #endif

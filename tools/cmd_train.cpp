@@ -26,7 +26,7 @@ void add_train(CLI::App& app) {
       "(partitioned on the fly into one part per rank)");
   struct Args {
     JobConfig c;
-    std::string config_file, result_file, fanouts, eval_fanouts, pipeline = "on", ccc = "on";
+    std::string config_file, result_file, fanouts, eval_fanouts, pipeline = "auto", ccc = "on";
     bool no_progress = false;
   };
   auto a = std::make_shared<Args>();
@@ -51,8 +51,11 @@ void add_train(CLI::App& app) {
   sub->add_option("--cache-policy", a->c.cache_policy,
                   "override the partition's cache: in-degree, random or none");
   sub->add_option("--cache-ratio", a->c.cache_ratio, "override the share of nodes cached, [0, 1]");
-  sub->add_option("--pipeline", a->pipeline, "on (default) or off (stages one after another)")
-      ->check(CLI::IsMember({"on", "off"}));
+  sub->add_option("--pipeline", a->pipeline,
+                  "auto (default: profile the first batches, then pipeline with per-stage core "
+                  "shares only where it is faster), on (three workers) or off (stages one after "
+                  "another)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   sub->add_option("--ccc", a->ccc, "on (default); off shows why the coordinator is needed")
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--eval-every", a->c.eval_every, "evaluate every k epochs (default 1; 0: at the end)");

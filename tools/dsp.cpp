@@ -7,6 +7,9 @@
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#ifdef DSP_HAVE_PIPELINE
+#include "pipeline/cores.hpp"
+#endif
 
 namespace {
 // "dsp: error: <message>". With DSP_ERROR_TYPE=1 in the environment (the Python package sets it
@@ -37,6 +40,9 @@ int report(const std::exception& e, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef DSP_HAVE_PIPELINE
+  dsp::ensure_passive_waits(argv);  // thread pools that wait must not burn the stages' cores
+#endif
   CLI::App app{"dsp: distributed sampling and pipelining for GNN training", "dsp"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dsp " DSP_VERSION);

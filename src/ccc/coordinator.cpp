@@ -140,6 +140,8 @@ Coordinator::~Coordinator() {
   own_exec_.reset();
 }
 
+double Coordinator::executor_cpu_seconds() const { return exec_->cpu_seconds(); }
+
 void Coordinator::record(const OpId& id) {
   uint64_t h = hash_;
   h = mix64(h ^ static_cast<uint64_t>(id.worker));

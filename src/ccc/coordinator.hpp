@@ -142,6 +142,8 @@ class Coordinator {
   std::string backend() const { return control_->backend(); }
   bool ccc() const { return opts_.ccc; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // CPU seconds used so far by the thread that runs every op (the communication executor).
+  double executor_cpu_seconds() const;
 
   // Ops launched by this rank so far, in launch order (empty unless record_launches), and a hash
   // of that sequence (always kept): equal hashes on all ranks mean one global launch order.

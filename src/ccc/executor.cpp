@@ -1,5 +1,8 @@
 #include "ccc/executor.hpp"
 
+#include <pthread.h>
+#include <time.h>
+
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
@@ -73,6 +76,18 @@ size_t CommExecutor::pending() const {
 uint64_t CommExecutor::completed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return completed_;
+}
+
+double CommExecutor::cpu_seconds() const {
+  // Under the lock: stop() cannot begin joining the thread while its clock is read.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_ || stopping_) return 0;
+  clockid_t cid;
+  std::thread& t = const_cast<std::thread&>(thread_);
+  if (pthread_getcpuclockid(t.native_handle(), &cid) != 0) return 0;
+  timespec ts{};
+  if (clock_gettime(cid, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 void CommExecutor::loop() {

@@ -63,6 +63,9 @@ class CommExecutor {
   const std::string& name() const { return name_; }
   size_t pending() const;
   uint64_t completed() const;  // tasks finished; moves just after the task's future is ready
+  // CPU seconds the executor thread has used so far (running tasks, waiting inside them, idle
+  // hooks); 0 once it has stopped.
+  double cpu_seconds() const;
 
  private:
   struct Item {

@@ -13,6 +13,18 @@ long long peak_rss_bytes() {
   return static_cast<long long>(ru.ru_maxrss) * 1024;
 }
 
+namespace {
+double rusage_seconds(int who) {
+  struct rusage ru {};
+  getrusage(who, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+}  // namespace
+
+double thread_cpu_seconds() { return rusage_seconds(RUSAGE_THREAD); }
+double process_cpu_seconds() { return rusage_seconds(RUSAGE_SELF); }
+
 void Metrics::add(const std::string& name, int64_t delta) {
   std::lock_guard<std::mutex> l(mu_);
   counters_[name] += delta;

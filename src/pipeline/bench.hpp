@@ -1,33 +1,64 @@
 #pragma once
-// What `dsp bench pipeline` reports: epoch time and per-stage breakdown with the pipeline on and
-// off (DSP vs DSP-Seq, the paper's Fig. 12 ablation), as JSON. The CLI builds the real stages and
-// scheduler from a partition directory and calls bench_pipeline on every rank.
+// What `dsp bench pipeline` reports: epoch time and per-stage breakdown of each way to run the
+// stages (`--modes`: off = DSP-Seq, on = the three-worker pipeline, auto = chosen from a profile,
+// roles = sampler-only and trainer-only ranks), as JSON. The CLI builds the real stages and
+// scheduler from a partition directory and calls bench_modes on every rank.
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "pipeline/pipeline.hpp"
 
 namespace dsp {
 
 // The job-wide view of one epoch, on every rank: wall_s and batches_per_s of the slowest rank
-// (max wall), stage times and queue occupancies averaged over ranks. Collective (kMain channel).
+// (max wall), stage times, CPU seconds and queue occupancies averaged over ranks. Collective
+// (kMain channel).
 EpochMetrics reduce_metrics(Coordinator& coord, const EpochMetrics& local);
 
 struct PipelineBenchOptions {
-  int warmup_epochs = 1;  // run and discarded, per mode
-  int epochs = 2;         // measured, per mode
+  int warmup_epochs = 1;  // run and discarded, per mode and repeat
+  int epochs = 2;         // measured, per mode and repeat
+  int repeats = 1;        // the modes run in turn this many times (alternating: off, on, off, on)
   size_t queue_capacity = 2;
+  std::vector<std::string> modes = {"on", "off"};
 };
 
-// Runs warmup + measured epochs pipelined, then the same sequentially, on every rank (collective).
-// Returns, identically on every rank:
-//   {"ranks": P, "backend": "mpi", "queue_capacity": 2, "steps_per_epoch": n,
-//    "on":  {"epoch_s": mean, "batches_per_s": .., "epochs": [reduce_metrics(..).to_json(), ...]},
-//    "off": {...}, "speedup": off.epoch_s / on.epoch_s}
-// Epoch numbers: warmups use 0.., measured epochs follow, the same for both modes, so both see
-// the same batches.
+// One way to run an epoch.
+struct BenchMode {
+  std::string name;
+  // Runs one epoch on every rank (collective) and returns this rank's metrics.
+  std::function<EpochMetrics(int64_t epoch)> run_epoch;
+  // What the mode chose and why (auto, roles); null when there is nothing to say.
+  std::function<nlohmann::json()> describe;
+};
+
+// Runs, `repeats` times, every mode in turn: warm-up epochs then measured ones, numbered 0.. the
+// same way in every mode, so all modes see the same batches. Returns, identically on every rank:
+//   {"ranks": P, "backend": "mpi", "repeats": R, "modes": [...], "steps_per_epoch": n (the first
+//    mode's),
+//    "<mode>": {"epoch_s": median over repeats of the mean measured epoch, "epoch_s_runs": [...],
+//               "steps_per_epoch": .., "batches_per_s": ..,
+//               "epochs": [reduce_metrics(..).to_json(), ...],
+//               "chose": describe() (auto, roles)},
+//    "speedup": off.epoch_s / on.epoch_s (when both ran),
+//    "vs_off": {"<mode>": off.epoch_s / mode.epoch_s, ...} (when off ran)}
+nlohmann::json bench_modes(Coordinator& coord, const std::vector<BenchMode>& modes,
+                           const PipelineBenchOptions& opts);
+
+// bench_modes over the given stages for the modes off, on and auto of `opts.modes` (InvalidArgument
+// for any other name). Adds "queue_capacity".
 nlohmann::json bench_pipeline(Coordinator& coord, EpochScheduler& sched,
                               const PipelineStages& stages, const PipelineBenchOptions& opts = {});
+// The same, every mode's Pipeline built from `base` (threads, cpus, auto options) with its mode
+// and the bench's queue capacity. A name of `opts.modes` that is one of `extra` runs that mode
+// (roles: the caller builds it, it needs the partition).
+nlohmann::json bench_pipeline(Coordinator& coord, EpochScheduler& sched,
+                              const PipelineStages& stages, const PipelineOptions& base,
+                              const PipelineBenchOptions& opts,
+                              const std::vector<BenchMode>& extra = {});
 
 }  // namespace dsp

@@ -1,12 +1,18 @@
 #include "pipeline/cores.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <hwloc.h>
 #include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -175,11 +181,44 @@ CoreShare share_cores(Communicator& comm, const Device& device, int requested, b
 }
 
 void set_thread_pools(int threads) {
-  omp_set_num_threads(threads);
+  set_omp_threads(threads);
+  set_blas_threads(threads);
+}
+
+void set_omp_threads(int threads) { omp_set_num_threads(std::max(1, threads)); }
+
+void set_blas_threads(int threads) {
   if (auto* set_blas =
           reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set_blas(threads);
+    set_blas(std::max(1, threads));
   }
+}
+
+void ensure_passive_waits(char** argv) {
+  if (std::getenv("DSP_PASSIVE_WAITS") != nullptr) return;  // already re-executed
+  const char* spin = std::getenv("DSP_SPIN_WAIT");
+  if (spin != nullptr && std::string(spin) == "1") return;
+  bool changed = false;
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+    changed |= ::setenv("OMP_WAIT_POLICY", "passive", 0) == 0;
+  }
+  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
+    changed |= ::setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0) == 0;
+  }
+  ::setenv("DSP_PASSIVE_WAITS", "1", 1);
+  if (!changed) return;
+  ::execv("/proc/self/exe", argv);
+  // Still here: the libraries keep their defaults; nothing else changes.
+  DSP_DEBUG("cores", "could not re-execute with passive waits: {}", std::strerror(errno));
+}
+
+bool bind_this_thread(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  }
+  return !cpus.empty() && pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
 }  // namespace dsp

@@ -37,9 +37,28 @@ NodePlace node_place(Communicator& comm);
 // `requested` > 0 overrides the thread count (the cpus stay the share's). Collective.
 CoreShare share_cores(Communicator& comm, const Device& device, int requested, bool bind);
 
-// Sets this process's thread pools to `threads`: OpenMP, and OpenBLAS when LibTorch calls it (its
-// own pool otherwise defaults to every core).
+// Sets this process's thread pools to `threads`: OpenMP (of the calling thread), and OpenBLAS when
+// LibTorch calls it (its own pool otherwise defaults to every core).
 void set_thread_pools(int threads);
+// OpenMP's team size for parallel regions the calling thread starts (a per-thread setting: a new
+// thread starts with OpenMP's process default, one thread per core the process saw at start).
+void set_omp_threads(int threads);
+// OpenBLAS's pool size (process-wide), when OpenBLAS is loaded.
+void set_blas_threads(int threads);
+// Binds the calling thread to `cpus` (threads it starts later inherit the binding). False if the
+// system refused.
+bool bind_this_thread(const std::vector<int>& cpus);
+
+// Makes this process's thread pools wait without burning cores: libgomp spins ~300,000 times at
+// every barrier and idle dock before it sleeps, and OpenBLAS's pthread pool spins up to 2^28
+// cycles (~0.1 s) after every call; while they spin, the pipeline's other stages (and the other
+// ranks of the node) lose those cores. Both libraries read their wait policy from the environment
+// once, when they load, so the process has to start with it: unless the user set them,
+// OMP_WAIT_POLICY=passive and OPENBLAS_THREAD_TIMEOUT=4 are set and the program re-executes
+// itself once (/proc/self/exe, same arguments, same pid: mpirun sees the same process).
+// DSP_SPIN_WAIT=1 keeps the libraries' defaults. Call first thing in main(), before any thread
+// or MPI starts. Returns only if no re-execution was needed (or it failed).
+void ensure_passive_waits(char** argv);
 
 // "0-3,8" for a list of cpu indices.
 std::string format_cpu_list(const std::vector<int>& cpus);

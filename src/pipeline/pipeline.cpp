@@ -1,13 +1,19 @@
 #include "pipeline/pipeline.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <exception>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/timer.hpp"
 #include "pipeline/bounded_queue.hpp"
+#include "pipeline/cores.hpp"
+#include "pipeline/pace.hpp"
 
 namespace dsp {
 
@@ -42,37 +48,72 @@ struct FirstFailure {
 PipelineMode parse_pipeline_mode(const std::string& s) {
   if (s == "on" || s == "pipelined") return PipelineMode::kPipelined;
   if (s == "off" || s == "sequential") return PipelineMode::kSequential;
-  DSP_THROW_T(InvalidArgument, "unknown pipeline mode '{}' (on|off)", s);
+  if (s == "auto") return PipelineMode::kAuto;
+  DSP_THROW_T(InvalidArgument, "unknown pipeline mode '{}' (on|off|auto)", s);
 }
 
 const char* pipeline_mode_name(PipelineMode m) {
-  return m == PipelineMode::kPipelined ? "on" : "off";
+  switch (m) {
+    case PipelineMode::kPipelined:
+      return "on";
+    case PipelineMode::kSequential:
+      return "off";
+    case PipelineMode::kAuto:
+      break;
+  }
+  return "auto";
 }
 
 nlohmann::json StageMetrics::to_json() const {
-  return {{"busy_s", busy_s}, {"idle_s", idle_s}, {"comm_s", comm_s}, {"batches", batches}};
+  return {{"busy_s", busy_s},
+          {"idle_s", idle_s},
+          {"comm_s", comm_s},
+          {"cpu_s", cpu_s},
+          {"batches", batches}};
 }
 
 nlohmann::json EpochMetrics::to_json() const {
   return {{"epoch", epoch},
           {"steps", steps},
           {"mode", pipeline_mode_name(mode)},
+          {"ran", ran},
           {"wall_s", wall_s},
           {"batches_per_s", batches_per_s},
           {"stages",
            {{"sampler", sampler.to_json()},
             {"loader", loader.to_json()},
             {"trainer", trainer.to_json()}}},
-          {"queues", {{"load", load_queue_occupancy}, {"train", train_queue_occupancy}}}};
+          {"queues",
+           {{"load", load_queue_occupancy},
+            {"train", train_queue_occupancy},
+            {"ahead_max", ahead_max},
+            {"pace_throttles", pace_throttles}}},
+          {"cpu", {{"process_s", cpu_s}, {"comm_thread_s", comm_cpu_s}}}};
 }
 
 Pipeline::Pipeline(Coordinator& coord, EpochScheduler& sched, PipelineStages stages,
                    PipelineOptions opts)
-    : coord_(coord), sched_(sched), stages_(std::move(stages)), opts_(opts) {
+    : coord_(coord), sched_(sched), stages_(std::move(stages)), opts_(std::move(opts)) {
   DSP_CHECK_ARG(stages_.sample && stages_.load && stages_.train,
                 "pipeline: sample, load and train stages are all required");
   DSP_CHECK_ARG(opts_.queue_capacity >= 1, "pipeline: queue capacity must be >= 1, got {}",
                 opts_.queue_capacity);
+  if (opts_.threads <= 0) opts_.threads = std::max(1, omp_get_max_threads());
+  DSP_CHECK_ARG(opts_.auto_opts.profile_steps >= 1 && opts_.auto_opts.trial_steps >= 1,
+                "pipeline: auto needs profile_steps and trial_steps >= 1");
+  set_mode(opts_.mode);
+}
+
+void Pipeline::set_mode(PipelineMode m) {
+  opts_.mode = m;
+  for (int& n : opts_.shares.threads) {
+    if (n <= 0) n = opts_.threads;
+  }
+  phase_ = 0;
+  phase_done_ = 0;
+  cost_sum_ = {};
+  seq_sum_ = trial_sum_ = 0;
+  decided_ = false;
 }
 
 bool Pipeline::abort_on_error() const {
@@ -85,6 +126,142 @@ bool Pipeline::abort_on_error() const {
       break;
   }
   return coord_.size() > 1;
+}
+
+void Pipeline::enter_stage(WorkerKind k, int threads, const std::vector<int>& cpus) {
+  if (!cpus.empty() && !bind_this_thread(cpus)) {
+    DSP_DEBUG("pipeline", "could not bind the {} to cpus {}", worker_kind_name(k),
+              format_cpu_list(cpus));
+  }
+  set_omp_threads(threads);
+  if (k == WorkerKind::kTrainer) set_blas_threads(threads);
+  if (stages_.set_threads) stages_.set_threads(k, threads);
+}
+
+namespace {
+
+void add_stage(StageMetrics* into, const StageMetrics& s) {
+  into->busy_s += s.busy_s;
+  into->idle_s += s.idle_s;
+  into->comm_s += s.comm_s;
+  into->cpu_s += s.cpu_s;
+  into->batches += s.batches;
+}
+
+void add_segment(EpochMetrics* m, const EpochMetrics& seg, int64_t n) {
+  const double before = static_cast<double>(m->sampler.batches);
+  const double w0 = before / std::max<double>(1.0, before + n), w1 = 1.0 - w0;
+  m->load_queue_occupancy = w0 * m->load_queue_occupancy + w1 * seg.load_queue_occupancy;
+  m->train_queue_occupancy = w0 * m->train_queue_occupancy + w1 * seg.train_queue_occupancy;
+  m->ahead_max = std::max(m->ahead_max, seg.ahead_max);
+  m->pace_throttles += seg.pace_throttles;
+  m->wall_s += seg.wall_s;
+  add_stage(&m->sampler, seg.sampler);
+  add_stage(&m->loader, seg.loader);
+  add_stage(&m->trainer, seg.trainer);
+}
+
+}  // namespace
+
+PipelineMode Pipeline::next_segment(int64_t t, int64_t steps, int64_t* n) const {
+  const AutoOptions& a = opts_.auto_opts;
+  const int64_t left = steps - t;
+  switch (phase_) {
+    case 0:
+      *n = std::min<int64_t>(left, 1 - phase_done_);
+      return PipelineMode::kSequential;
+    case 1:
+      *n = std::min<int64_t>(left, a.profile_steps - phase_done_);
+      return PipelineMode::kSequential;
+    case 2:
+      *n = std::min<int64_t>(left, a.trial_steps - phase_done_);
+      return PipelineMode::kPipelined;
+    default:
+      *n = left;
+      return plan_.mode;
+  }
+}
+
+// Accounts a profiling segment; at the end of a phase, all-reduces the profile (max over ranks:
+// the job runs at the pace of its slowest rank) and plans or decides.
+void Pipeline::profile_segment(int64_t epoch, const EpochMetrics& seg, int64_t n) {
+  const StageMetrics* st[3] = {&seg.sampler, &seg.loader, &seg.trainer};
+  if (phase_ == 1) {
+    for (int i = 0; i < 3; ++i) {
+      cost_sum_[i].wall_s += st[i]->busy_s;
+      cost_sum_[i].comm_s += st[i]->comm_s;
+      cost_sum_[i].cpu_s += st[i]->cpu_s;
+    }
+    seq_sum_ += seg.wall_s;
+  } else if (phase_ == 2) {
+    trial_sum_ += seg.wall_s;
+  }
+  phase_done_ += n;
+  const AutoOptions& a = opts_.auto_opts;
+  const int64_t need = phase_ == 0 ? 1 : phase_ == 1 ? a.profile_steps : a.trial_steps;
+  if (phase_done_ < need) return;
+  CoordinatedCommunicator& main = coord_.channel(WorkerKind::kMain);
+  main.set_step(epoch, -3 - phase_);  // -1: step agreement, -2: bench metrics
+  OpOptions o;
+  o.label = "pipeline auto profile";
+  if (phase_ == 1) {
+    std::vector<double> v;
+    for (const StageCost& c : cost_sum_) v.insert(v.end(), {c.wall_s, c.comm_s, c.cpu_s});
+    v.push_back(seq_sum_);
+    v.push_back(-static_cast<double>(opts_.threads));  // max of -threads: the fewest cores
+    main.all_reduce(v.data(), static_cast<int64_t>(v.size()), DType::kFloat64, ReduceOp::kMax, o);
+    const double k = static_cast<double>(a.profile_steps);
+    for (int i = 0; i < 3; ++i) {
+      profile_.stage[i] = StageCost{v[3 * i] / k, v[3 * i + 1] / k, v[3 * i + 2] / k};
+    }
+    profile_.seq_batch_s = v[9] / k;
+    profile_.cores = static_cast<int>(-v[10]);
+    // Every rank plans for the fewest cores of any rank, over its own first cpus when it is
+    // bound to them, over virtual cpus (no binding) otherwise.
+    const bool bound = static_cast<int>(opts_.cpus.size()) >= profile_.cores;
+    std::vector<int> cpus(profile_.cores);
+    std::iota(cpus.begin(), cpus.end(), 0);
+    if (bound) cpus.assign(opts_.cpus.begin(), opts_.cpus.begin() + profile_.cores);
+    plan_ = plan_stages(profile_, cpus, a);
+    if (!bound) {
+      for (auto& c : plan_.shares.cpus) c.clear();
+    }
+    phase_ = plan_.trial ? 2 : 3;
+  } else if (phase_ == 2) {
+    double v = trial_sum_;
+    main.all_reduce(&v, 1, DType::kFloat64, ReduceOp::kMax, o);
+    profile_.on_batch_s = v / a.trial_steps;
+    phase_ = 3;
+  } else {
+    phase_ = 1;
+  }
+  phase_done_ = 0;
+  if (phase_ != 3) return;
+  plan_ = decide(profile_, plan_, a);
+  decided_ = true;
+  decided_epoch_ = epoch;
+  decided_batch_ = seg.steps;
+  if (coord_.rank() == 0) {
+    DSP_INFO("pipeline", "auto: {}; chose {} ({})", plan_.why,
+             pipeline_mode_name(plan_.mode),
+             plan_.mode == PipelineMode::kPipelined ? plan_.shares.describe()
+                                                    : "all stages in turn on every thread");
+  }
+}
+
+nlohmann::json Pipeline::auto_json() const {
+  if (!decided_) return nullptr;
+  nlohmann::json j = plan_.to_json();
+  nlohmann::json st = nlohmann::json::array();
+  for (const StageCost& c : profile_.stage) {
+    st.push_back({{"wall_s", c.wall_s}, {"comm_s", c.comm_s}, {"cpu_s", c.cpu_s}});
+  }
+  j["profile"] = {{"stages", st},
+                  {"cores", profile_.cores},
+                  {"seq_batch_s", profile_.seq_batch_s},
+                  {"on_batch_s", profile_.on_batch_s}};
+  j["decided_at"] = {{"epoch", decided_epoch_}, {"step", decided_batch_}};
+  return j;
 }
 
 EpochMetrics Pipeline::run_epoch(int64_t epoch) {
@@ -101,33 +278,59 @@ EpochMetrics Pipeline::run_epoch(int64_t epoch) {
     throw;
   }
   const std::vector<int64_t> order = sched_.epoch_order(epoch);
-  EpochMetrics m = opts_.mode == PipelineMode::kPipelined ? run_pipelined(epoch, order, steps)
-                                                          : run_sequential(epoch, order, steps);
+  const double cpu0 = process_cpu_seconds(), comm_cpu0 = coord_.executor_cpu_seconds();
+  EpochMetrics m;
+  bool profiled = false;
+  std::string ran;
+  for (int64_t t = 0; t < steps;) {
+    int64_t n = steps - t;
+    PipelineMode mode = opts_.mode;
+    const bool profiling = opts_.mode == PipelineMode::kAuto && phase_ < 3;
+    if (opts_.mode == PipelineMode::kAuto) mode = next_segment(t, steps, &n);
+    const StageShares& shares = opts_.mode == PipelineMode::kAuto ? plan_.shares : opts_.shares;
+    EpochMetrics seg = mode == PipelineMode::kPipelined
+                           ? run_pipelined(epoch, order, t, t + n, shares)
+                           : run_sequential(epoch, order, t, t + n);
+    seg.steps = t + n;  // the step where the segment ended
+    add_segment(&m, seg, n);
+    const char* r = pipeline_mode_name(mode);
+    ran = ran.empty() || ran == r ? r : "mixed";
+    if (profiling) {
+      profiled = true;
+      profile_segment(epoch, seg, n);
+    }
+    t += n;
+  }
+  m.cpu_s = process_cpu_seconds() - cpu0;
+  m.comm_cpu_s = coord_.executor_cpu_seconds() - comm_cpu0;
   m.epoch = epoch;
   m.steps = steps;
   m.mode = opts_.mode;
+  m.ran = profiled ? "profile" : ran;
   m.batches_per_s = m.wall_s > 0 ? static_cast<double>(steps) / m.wall_s : 0;
-  DSP_DEBUG("pipeline", "epoch {}: {} steps in {:.3f} s ({})", epoch, steps, m.wall_s,
-            pipeline_mode_name(opts_.mode));
+  DSP_DEBUG("pipeline", "epoch {}: {} steps in {:.3f} s ({})", epoch, steps, m.wall_s, m.ran);
   return m;
 }
 
 EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>& order,
-                                      int64_t steps) {
+                                      int64_t t0, int64_t t1) {
   EpochMetrics m;
   CoordinatedCommunicator& cs = coord_.channel(WorkerKind::kSampler);
   CoordinatedCommunicator& cl = coord_.channel(WorkerKind::kLoader);
   CoordinatedCommunicator& ct = coord_.channel(WorkerKind::kTrainer);
   const double c0s = cs.wait_seconds(), c0l = cl.wait_seconds(), c0t = ct.wait_seconds();
+  for (WorkerKind k : {WorkerKind::kSampler, WorkerKind::kLoader, WorkerKind::kTrainer}) {
+    enter_stage(k, opts_.threads, {});
+  }
   Stopwatch wall;
   const char* worker = "sampler";
-  int64_t t = 0;
+  int64_t t = t0;
   try {
-    for (; t < steps; ++t) {
+    for (; t < t1; ++t) {
       SampledBatch sb;
       {
         worker = "sampler";
-        ScopedTimer timer(&m.sampler.busy_s);
+        StageTimer timer(&m.sampler.busy_s, &m.sampler.cpu_s, process_cpu_seconds);
         cs.set_step(epoch, t);
         sb = stages_.sample(epoch, t, sched_.batch_seeds(order, t));
         sb.epoch = epoch;
@@ -136,7 +339,7 @@ EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>&
       LoadedBatch lb;
       {
         worker = "loader";
-        ScopedTimer timer(&m.loader.busy_s);
+        StageTimer timer(&m.loader.busy_s, &m.loader.cpu_s, process_cpu_seconds);
         cl.set_step(epoch, t);
         lb = stages_.load(std::move(sb));
         lb.sample.epoch = epoch;
@@ -144,7 +347,7 @@ EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>&
       }
       {
         worker = "trainer";
-        ScopedTimer timer(&m.trainer.busy_s);
+        StageTimer timer(&m.trainer.busy_s, &m.trainer.cpu_s, process_cpu_seconds);
         ct.set_step(epoch, t);
         stages_.train(std::move(lb));
       }
@@ -157,7 +360,7 @@ EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>&
     throw;
   }
   m.wall_s = wall.seconds();
-  m.sampler.batches = m.loader.batches = m.trainer.batches = steps;
+  m.sampler.batches = m.loader.batches = m.trainer.batches = t1 - t0;
   m.sampler.idle_s = m.wall_s - m.sampler.busy_s;
   m.loader.idle_s = m.wall_s - m.loader.busy_s;
   m.trainer.idle_s = m.wall_s - m.trainer.busy_s;
@@ -168,7 +371,7 @@ EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>&
 }
 
 EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& order,
-                                     int64_t steps) {
+                                     int64_t t0, int64_t t1, const StageShares& shares) {
   EpochMetrics m;
   CoordinatedCommunicator& cs = coord_.channel(WorkerKind::kSampler);
   CoordinatedCommunicator& cl = coord_.channel(WorkerKind::kLoader);
@@ -176,6 +379,8 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
   const double c0s = cs.wait_seconds(), c0l = cl.wait_seconds(), c0t = ct.wait_seconds();
   BoundedQueue<SampledBatch> to_loader(opts_.queue_capacity);
   BoundedQueue<LoadedBatch> to_trainer(opts_.queue_capacity);
+  // The sampler can be ahead by both queues plus the batch each later worker holds.
+  PaceController pace(2 * opts_.queue_capacity + 2, opts_.pace_window, opts_.pace);
   FirstFailure failure;
   const bool abort_job = abort_on_error();
 
@@ -188,17 +393,20 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
     failure.set(ep, msg);
     to_loader.abort();
     to_trainer.abort();
+    pace.abort();
     if (abort_job) coord_.abort_job(msg);
   };
 
   Stopwatch wall;
   std::thread sampler([&] {
-    int64_t t = 0;
+    int64_t t = t0;
     try {
-      for (; t < steps; ++t) {
+      enter_stage(WorkerKind::kSampler, shares.threads[0], shares.cpus[0]);
+      for (; t < t1; ++t) {
+        if (!pace.wait_turn()) return;  // aborted
         SampledBatch sb;
         {
-          ScopedTimer timer(&m.sampler.busy_s);
+          StageTimer timer(&m.sampler.busy_s, &m.sampler.cpu_s);
           cs.set_step(epoch, t);
           sb = stages_.sample(epoch, t, sched_.batch_seeds(order, t));
           sb.epoch = epoch;
@@ -206,6 +414,7 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
         }
         ++m.sampler.batches;
         if (!to_loader.push(std::move(sb))) return;  // aborted
+        pace.produced();
       }
       to_loader.close();
     } catch (...) {
@@ -215,12 +424,13 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
   std::thread loader([&] {
     int64_t t = -1;
     try {
+      enter_stage(WorkerKind::kLoader, shares.threads[1], shares.cpus[1]);
       SampledBatch sb;
       while (to_loader.pop(&sb)) {
         t = sb.batch;
         LoadedBatch lb;
         {
-          ScopedTimer timer(&m.loader.busy_s);
+          StageTimer timer(&m.loader.busy_s, &m.loader.cpu_s);
           cl.set_step(epoch, t);
           lb = stages_.load(std::move(sb));
           lb.sample.epoch = epoch;
@@ -237,17 +447,21 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
   std::thread trainer([&] {
     int64_t t = -1;
     try {
+      enter_stage(WorkerKind::kTrainer, shares.threads[2], shares.cpus[2]);
       LoadedBatch lb;
-      while (to_trainer.pop(&lb)) {
+      for (;;) {
+        const bool starved = to_trainer.size() == 0;
+        if (!to_trainer.pop(&lb)) break;
         t = lb.sample.batch;
-        DSP_CHECK(t == m.trainer.batches, "pipeline: trainer got batch {} when expecting {}", t,
-                  m.trainer.batches);
+        DSP_CHECK(t == t0 + m.trainer.batches, "pipeline: trainer got batch {} when expecting {}",
+                  t, t0 + m.trainer.batches);
         {
-          ScopedTimer timer(&m.trainer.busy_s);
+          StageTimer timer(&m.trainer.busy_s, &m.trainer.cpu_s);
           ct.set_step(epoch, t);
           stages_.train(std::move(lb));
         }
         ++m.trainer.batches;
+        pace.consumed(starved && m.trainer.batches > 1);  // the first batch always waits
       }
     } catch (...) {
       fail("trainer", t);
@@ -258,13 +472,15 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
   trainer.join();
   m.wall_s = wall.seconds();
   if (failure.error) std::rethrow_exception(failure.error);
-  DSP_CHECK(m.trainer.batches == steps, "pipeline: epoch {} trained {} of {} batches", epoch,
-            m.trainer.batches, steps);
-  m.sampler.idle_s = to_loader.push_wait_seconds();
+  DSP_CHECK(m.trainer.batches == t1 - t0, "pipeline: epoch {} trained {} of {} batches", epoch,
+            m.trainer.batches, t1 - t0);
+  m.sampler.idle_s = to_loader.push_wait_seconds() + pace.wait_seconds();
   m.loader.idle_s = to_loader.pop_wait_seconds() + to_trainer.push_wait_seconds();
   m.trainer.idle_s = to_trainer.pop_wait_seconds();
   m.load_queue_occupancy = to_loader.mean_occupancy();
   m.train_queue_occupancy = to_trainer.mean_occupancy();
+  m.ahead_max = static_cast<int64_t>(pace.max_ahead());
+  m.pace_throttles = pace.throttles();
   m.sampler.comm_s = cs.wait_seconds() - c0s;
   m.loader.comm_s = cl.wait_seconds() - c0l;
   m.trainer.comm_s = ct.wait_seconds() - c0t;

@@ -217,6 +217,14 @@ LoadedBatch RankRuntime::load(SampledBatch&& sb) {
   return load_batch(std::move(sb), has_features() ? &store() : nullptr, part_.labels);
 }
 
+PipelineOptions RankRuntime::pipeline_options(PipelineMode mode) const {
+  PipelineOptions po;
+  po.mode = mode;
+  po.threads = cores_.threads;
+  if (cores_.bound && static_cast<int>(cores_.cpus.size()) == po.threads) po.cpus = cores_.cpus;
+  return po;
+}
+
 std::vector<int64_t> RankRuntime::local_ids(const std::string& split) const {
   const Array* ids = split == "train"   ? &part_.seeds
                      : split == "valid" ? &part_.valid_idx

@@ -20,6 +20,7 @@
 #include "layout/feature_store.hpp"
 #include "layout/partition.hpp"
 #include "pipeline/cores.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace dsp {
 
@@ -71,6 +72,9 @@ class RankRuntime {
   bool has_features() const { return part_.meta.feature_dim > 0; }
   // The loader stage: features of the input nodes (in the store's memory) and labels of the seeds.
   LoadedBatch load(SampledBatch&& sb);
+  // Pipeline options over the rank's threads, and its cpus when the process is bound to them (so
+  // that `--pipeline auto` binds each stage's share inside them).
+  PipelineOptions pipeline_options(PipelineMode mode) const;
   // This rank's seeds of a split: "train" (its co-partitioned training seeds), "valid", "test".
   std::vector<int64_t> local_ids(const std::string& split) const;
 

@@ -276,9 +276,11 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
     ++loss_count_;
     if (bar_) bar_->update(loss_count_, loss_sum_ / loss_count_);
   };
-  PipelineOptions popts;
-  popts.mode = parse_pipeline_mode(cfg_.pipeline);
-  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched_, stages, popts);
+  stages.set_threads = [this](WorkerKind k, int n) {
+    if (k == WorkerKind::kTrainer) trainer_->set_threads(n);
+  };
+  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched_, stages,
+                                     rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline)));
 
   if (rt_.leader()) {
     DSP_INFO("train",

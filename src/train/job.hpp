@@ -22,7 +22,7 @@ struct JobConfig {
   int64_t eval_batch_size = 4096;
   int epochs = 10;
   int eval_every = 1;               // 0: evaluate only after the last epoch
-  std::string pipeline = "on";      // on | off (DSP-Seq, the ablation)
+  std::string pipeline = "auto";    // auto (profiled choice) | on | off (DSP-Seq, the ablation)
   bool ccc = true;                  // off only to show why the coordinator is needed
   std::string cache_policy;         // override of the partition's: in-degree | random | none
   double cache_ratio = -1;          // override (with cache_policy, or alone)

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -239,6 +240,8 @@ void Trainer::all_reduce_bucket(torch::Tensor& bucket) {
   comm_.synchronize(o);
   if (!buf.is_same(bucket)) bucket.copy_(buf);
 }
+
+void Trainer::set_threads(int threads) { torch::set_num_threads(std::max(1, threads)); }
 
 EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
   EvalCounts c;

@@ -58,6 +58,9 @@ class Trainer {
   // over the seeds of all ranks. InvalidArgument if the batch does not fit the model (block count
   // != layers, feature width, labels out of range).
   float train_step(const LoadedBatch& batch);
+  // LibTorch's intra-op threads for the steps that follow on the calling thread (and process-wide
+  // default for threads that start later).
+  void set_threads(int threads);
   // Local, no communication: predictions of the seeds against their labels (eval mode, no dropout).
   EvalCounts eval_batch(const LoadedBatch& batch);
   // Sums counts over all ranks (collective).

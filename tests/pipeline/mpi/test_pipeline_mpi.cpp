@@ -122,6 +122,45 @@ TEST(PipelineMpi, PipelinedDeliversExactlyTheSequentialBatches) {
   }
 }
 
+// --pipeline auto: every rank makes the same choice (the profile is all-reduced) and the batches
+// are the sequential run's, whatever was chosen.
+TEST(PipelineMpi, AutoChoosesTheSameOnEveryRankAndTrainsTheSameBatches) {
+  const int P = g_world->size(), r = g_world->rank();
+  std::vector<test::StandIn::Seen> runs[2];
+  std::string chose;
+  for (int k = 0; k < 2; ++k) {
+    auto coord = coordinator();
+    test::StandInConfig cfg;
+    cfg.max_delay_us = k == 1 ? 400 * (r + 1) : 0;  // ranks profile different stage times
+    test::StandIn si(*coord, cfg);
+    EpochScheduler sched(owned_seeds(r, P, 300 + 60 * r), 8, 5);
+    PipelineOptions po;
+    po.mode = k == 0 ? PipelineMode::kSequential : PipelineMode::kAuto;
+    po.threads = 1 + r % 2;  // every rank plans for the fewest cores of any rank
+    po.auto_opts.profile_steps = 3;
+    po.auto_opts.trial_steps = 2;
+    Pipeline p(*coord, sched, si.stages(), po);
+    p.run_epoch(0);
+    p.run_epoch(1);
+    runs[k] = si.seen;
+    if (k == 1) {
+      ASSERT_NE(p.plan(), nullptr);
+      nlohmann::json j = p.auto_json();
+      EXPECT_EQ(j["profile"]["cores"], 1);
+      chose = j.dump();
+    }
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_EQ(runs[1][i].batch, runs[0][i].batch);
+    EXPECT_EQ(runs[1][i].digest, runs[0][i].digest) << "batch " << i;
+  }
+  int64_t h[2] = {static_cast<int64_t>(std::hash<std::string>()(chose)), 0};
+  h[1] = -h[0];
+  g_world->all_reduce(h, 2, DType::kInt64, ReduceOp::kMax);
+  EXPECT_EQ(h[0], -h[1]) << "ranks chose differently: " << chose;
+}
+
 TEST(PipelineMpi, UnevenPartitionsFinishEveryEpoch) {
   const int P = g_world->size(), r = g_world->rank();
   const int64_t base = 120;

@@ -1,0 +1,103 @@
+#pragma once
+// TurboGNN's pace control (runtime monitoring and dynamic scheduling, TC'23 section 4.3): when the
+// batches the sampler has produced pile up in front of the trainer, the stages after it cannot
+// keep up, and a sampler that runs further ahead only holds memory and takes cores from them.
+//
+// The controller counts the batches the sampler is ahead of the trainer (sampled, not yet
+// trained). After `window` consecutive batches that each found it further ahead, it lowers the
+// sampler's limit to half the lead reached (at least 1); the sampler then waits until its lead
+// falls below the limit before it samples the next batch. Each time the trainer finds nothing to
+// train (the limit was too tight) the limit rises by one, up to `ceiling` (what the queues can
+// hold). So the lead stays bounded near what keeps the trainer busy, whatever the queues' sizes.
+//
+// The batches and their order do not change: pacing only delays the sampler.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+namespace dsp {
+
+class PaceController {
+ public:
+  PaceController(size_t ceiling, int window, bool enabled = true)
+      : ceiling_(std::max<size_t>(1, ceiling)),
+        window_(window),
+        enabled_(enabled),
+        limit_(ceiling_) {}
+
+  // Sampler, before sampling a batch: waits while `limit` batches are ahead of the trainer.
+  // False once aborted.
+  bool wait_turn() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (enabled_ && ahead() >= limit_ && !aborted_) {
+      auto t0 = std::chrono::steady_clock::now();
+      cv_.wait(lock, [this] { return ahead() < limit_ || aborted_; });
+      wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return !aborted_;
+  }
+  // Sampler, after a batch left it.
+  void produced() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++produced_;
+    const size_t lead = ahead();
+    max_ahead_ = std::max(max_ahead_, lead);
+    streak_ = lead > last_ ? streak_ + 1 : 0;
+    last_ = lead;
+    if (enabled_ && streak_ >= window_) {
+      limit_ = std::max<size_t>(1, lead / 2);
+      streak_ = 0;
+      ++throttles_;
+    }
+  }
+  // Trainer, after a batch; `starved`: it had to wait for that batch.
+  void consumed(bool starved) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++consumed_;
+      if (enabled_ && starved && limit_ < ceiling_) ++limit_;
+    }
+    cv_.notify_all();
+  }
+  void abort() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  size_t max_ahead() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_ahead_;
+  }
+  int64_t throttles() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return throttles_;
+  }
+  double wait_seconds() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return wait_s_;
+  }
+
+ private:
+  size_t ahead() const { return static_cast<size_t>(produced_ - consumed_); }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  const size_t ceiling_;
+  const int window_;
+  const bool enabled_;
+  size_t limit_;
+  int64_t produced_ = 0, consumed_ = 0;
+  size_t last_ = 0, max_ahead_ = 0;
+  int streak_ = 0;
+  int64_t throttles_ = 0;
+  double wait_s_ = 0;
+  bool aborted_ = false;
+};
+
+}  // namespace dsp

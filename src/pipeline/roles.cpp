@@ -1,0 +1,330 @@
+#include "pipeline/roles.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "csp/sampler.hpp"
+#include "graph/npy.hpp"
+
+namespace dsp {
+
+int gnnlab_samplers(int ranks, double sample_s, double train_s) {
+  DSP_CHECK_ARG(ranks >= 2, "roles need at least 2 ranks (one sampler, one trainer), got {}",
+                ranks);
+  DSP_CHECK_ARG(sample_s > 0 && train_s > 0,
+                "roles: stage times must be positive (sample {} s, train {} s)", sample_s, train_s);
+  const double k = train_s / sample_s;
+  const int n = static_cast<int>(std::ceil(ranks / (k + 1.0) - 1e-9));
+  return std::min(ranks - 1, std::max(1, n));
+}
+
+void RoleLayout::validate() const {
+  DSP_CHECK_ARG(samplers >= 1 && samplers < ranks,
+                "roles: need 1 <= samplers < ranks, got {} sampler(s) of {} rank(s)", samplers,
+                ranks);
+}
+
+std::vector<int> RoleLayout::trainers_of(int rank) const {
+  std::vector<int> out;
+  for (int j = 0; j < trainers(); ++j) {
+    if (sampler_for(j) == rank) out.push_back(j);
+  }
+  return out;
+}
+
+nlohmann::json RoleLayout::to_json() const {
+  return {{"ranks", ranks}, {"samplers", samplers}, {"trainers", trainers()}};
+}
+
+PartitionData load_whole_partition(const std::string& dir) {
+  PartitionData first = load_partition(dir, 0);
+  const PartitionMeta meta = first.meta;
+  std::vector<int64_t> indptr{0};
+  std::vector<uint8_t> indices;
+  std::vector<float> weights;
+  std::vector<int64_t> seeds;
+  const size_t isz = dtype_size(meta.index_dtype);
+  for (int p = 0; p < meta.parts; ++p) {
+    PartitionData d = p == 0 ? first : load_partition(dir, p);
+    const int64_t* rp = d.patch.rowptr();
+    const int64_t base = indptr.back();
+    for (int64_t r = 1; r <= d.patch.num_nodes; ++r) indptr.push_back(base + rp[r]);
+    const auto* ib = static_cast<const uint8_t*>(d.patch.indices.raw());
+    indices.insert(indices.end(), ib, ib + d.patch.num_edges() * isz);
+    if (meta.has_weights) {
+      const float* w = d.patch.weights.data<float>();
+      weights.insert(weights.end(), w, w + d.patch.num_edges());
+    }
+    const int64_t* s = d.seeds.data<int64_t>();
+    seeds.insert(seeds.end(), s, s + d.seeds.dim(0));
+  }
+  Csr g;
+  g.num_nodes = static_cast<int64_t>(indptr.size()) - 1;
+  DSP_CHECK_FORMAT(g.num_nodes == meta.num_nodes, "{}: the parts hold {} rows, the meta says {}",
+                   dir, g.num_nodes, meta.num_nodes);
+  const int64_t edges = indptr.back();
+  g.indptr = Array::from_vector(std::move(indptr));
+  g.indices = Array(meta.index_dtype, {edges});
+  if (edges > 0) std::memcpy(g.indices.raw_mutable(), indices.data(), indices.size());
+  if (meta.has_weights) g.weights = Array::from_vector(std::move(weights));
+  PartitionData w = single_part(g);
+  w.meta.index_dtype = meta.index_dtype;
+  w.meta.feature_dim = meta.feature_dim;
+  w.meta.feature_dtype = meta.feature_dtype;
+  w.meta.num_classes = meta.num_classes;
+  w.meta.dataset_name = meta.dataset_name;
+  w.meta.method = meta.method;
+  w.meta.cache_policy = "none";
+  w.meta.part[0].seeds = static_cast<int64_t>(seeds.size());
+  w.dir = dir;
+  w.seeds = Array::from_vector(std::move(seeds));
+  w.cached = Array(DType::kInt64, {0});
+  w.features = first.features;
+  w.labels = first.labels;
+  w.train_idx = first.train_idx;
+  w.valid_idx = first.valid_idx;
+  w.test_idx = first.test_idx;
+  w.in_degree = first.in_degree;
+  return w;
+}
+
+std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers) {
+  const PartitionMeta meta = load_partition_meta(dir);
+  DSP_CHECK_ARG(trainers >= 1 && trainer >= 0 && trainer < trainers,
+                "roles: trainer {} of {} does not exist", trainer, trainers);
+  std::vector<int64_t> out;
+  for (int p = trainer; p < meta.parts; p += trainers) {
+    Array s = load_npy(fmt::format("{}/part{}/seeds.npy", dir, p), DType::kInt64, 1);
+    out.insert(out.end(), s.data<int64_t>(), s.data<int64_t>() + s.dim(0));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+constexpr uint64_t kBatchMagic = 0x6473702d62617463ULL;  // "dsp-batc"
+
+class Writer {
+ public:
+  template <class T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    buf_.insert(buf_.end(), p, p + sizeof(T));
+  }
+  template <class T>
+  void put_vec(const std::vector<T>& v) {
+    put<int64_t>(static_cast<int64_t>(v.size()));
+    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+    buf_.insert(buf_.end(), p, p + v.size() * sizeof(T));
+  }
+  std::vector<uint8_t> take() { return std::move(buf_); }
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  template <class T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, p_ + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  template <class T>
+  std::vector<T> get_vec() {
+    const int64_t n = get<int64_t>();
+    DSP_CHECK_FORMAT(n >= 0 && static_cast<uint64_t>(n) <= (n_ - at_) / sizeof(T),
+                     "queued batch: array of {} elements overruns the {}-byte buffer", n, n_);
+    std::vector<T> v(static_cast<size_t>(n));
+    if (n > 0) std::memcpy(v.data(), p_ + at_, n * sizeof(T));
+    at_ += n * sizeof(T);
+    return v;
+  }
+  bool done() const { return at_ == n_; }
+
+ private:
+  void need(size_t k) const {
+    DSP_CHECK_FORMAT(n_ - at_ >= k, "queued batch: truncated at byte {} of {}", at_, n_);
+  }
+  const uint8_t* p_;
+  size_t n_, at_ = 0;
+};
+
+}  // namespace
+
+std::vector<uint8_t> pack_batch(const LoadedBatch& b) {
+  DSP_CHECK_ARG(!b.features_on_device(), "roles: the global queue carries host features only");
+  Writer w;
+  w.put(kBatchMagic);
+  w.put(b.sample.epoch);
+  w.put(b.sample.batch);
+  w.put_vec(b.sample.seeds);
+  w.put<int64_t>(static_cast<int64_t>(b.sample.blocks.size()));
+  for (const Block& k : b.sample.blocks) {
+    w.put(k.num_dst);
+    w.put(k.num_src);
+    w.put_vec(k.indptr);
+    w.put_vec(k.indices);
+    w.put_vec(k.weights);
+    w.put_vec(k.src_ids);
+  }
+  w.put_vec(b.features);
+  w.put(b.feature_dim);
+  w.put_vec(b.labels);
+  return w.take();
+}
+
+LoadedBatch unpack_batch(const uint8_t* data, size_t size) {
+  Reader r(data, size);
+  DSP_CHECK_FORMAT(r.get<uint64_t>() == kBatchMagic, "queued batch: bad magic");
+  LoadedBatch b;
+  b.sample.epoch = r.get<int64_t>();
+  b.sample.batch = r.get<int64_t>();
+  b.sample.seeds = r.get_vec<int64_t>();
+  const int64_t nb = r.get<int64_t>();
+  DSP_CHECK_FORMAT(nb >= 0 && nb < 1024, "queued batch: {} blocks", nb);
+  b.sample.blocks.resize(static_cast<size_t>(nb));
+  for (Block& k : b.sample.blocks) {
+    k.num_dst = r.get<int64_t>();
+    k.num_src = r.get<int64_t>();
+    k.indptr = r.get_vec<int64_t>();
+    k.indices = r.get_vec<int64_t>();
+    k.weights = r.get_vec<float>();
+    k.src_ids = r.get_vec<int64_t>();
+  }
+  b.features = r.get_vec<float>();
+  b.feature_dim = r.get<int64_t>();
+  b.labels = r.get_vec<int64_t>();
+  DSP_CHECK_FORMAT(r.done(), "queued batch: {} trailing bytes", size);
+  return b;
+}
+
+// Packed batches a sampler rank has produced and its loader has not sent yet, in step order
+// (the pipeline hands batches from the sampler to the loader in order).
+struct RoleStages::Pending {
+  std::mutex mu;
+  std::deque<std::pair<int64_t, std::vector<std::vector<uint8_t>>>> q;  // (batch, per rank)
+  // What the rank itself trains (no seeds, one empty block per layer), made once by the sampler
+  // thread: the local sampler and store belong to that thread.
+  std::unique_ptr<LoadedBatch> empty;
+};
+
+RoleStages::RoleStages(Coordinator& coord, RoleLayout layout,
+                       const std::vector<std::vector<int64_t>>& seeds, int64_t batch_size,
+                       uint64_t seed, LocalStages local, std::function<void(LoadedBatch&&)> train)
+    : coord_(coord),
+      layout_(layout),
+      rank_(coord.rank()),
+      local_(std::move(local)),
+      train_(std::move(train)),
+      pending_(std::make_unique<Pending>()) {
+  layout_.validate();
+  DSP_CHECK_ARG(layout_.ranks == coord.size(), "roles: layout of {} ranks in a job of {}",
+                layout_.ranks, coord.size());
+  DSP_CHECK_ARG(static_cast<int>(seeds.size()) == layout_.trainers(),
+                "roles: {} seed lists for {} trainers", seeds.size(), layout_.trainers());
+  DSP_CHECK_ARG(train_, "roles: a train stage is required");
+  for (const auto& s : seeds) scheds_.emplace_back(s, batch_size, seed);
+  if (sampler()) {
+    DSP_CHECK_ARG(local_.sample && local_.load, "roles: a sampler rank needs local stages");
+    own_ = std::make_unique<EpochScheduler>(std::vector<int64_t>{}, batch_size, seed);
+  } else {
+    own_ = std::make_unique<EpochScheduler>(seeds[rank_], batch_size, seed);
+  }
+  orders_.resize(seeds.size());
+  order_epoch_.assign(seeds.size(), -1);
+}
+
+RoleStages::~RoleStages() = default;
+
+const std::vector<int64_t>& RoleStages::order(int trainer, int64_t epoch) {
+  if (order_epoch_[trainer] != epoch) {
+    EpochScheduler& s = scheds_[trainer];
+    s.set_steps(own_->steps());
+    orders_[trainer] = s.epoch_order(epoch);
+    order_epoch_[trainer] = epoch;
+  }
+  return orders_[trainer];
+}
+
+
+SampledBatch RoleStages::sample(int64_t epoch, int64_t batch) {
+  SampledBatch sb;
+  if (!sampler()) return sb;
+  std::vector<std::vector<uint8_t>> out(layout_.ranks);
+  for (int j : layout_.trainers_of(rank_)) {
+    const std::vector<int64_t> seeds = scheds_[j].batch_seeds(order(j, epoch), batch);
+    LoadedBatch lb = local_.load(local_.sample(epoch, batch, seeds));
+    lb.sample.epoch = epoch;
+    lb.sample.batch = batch;
+    out[j] = pack_batch(lb);
+  }
+  std::unique_ptr<LoadedBatch> empty;
+  if (!pending_->empty) {
+    empty = std::make_unique<LoadedBatch>(local_.load(local_.sample(epoch, batch, {})));
+  }
+  std::lock_guard<std::mutex> lock(pending_->mu);
+  if (empty) pending_->empty = std::move(empty);
+  pending_->q.emplace_back(batch, std::move(out));
+  return sb;
+}
+
+LoadedBatch RoleStages::exchange(SampledBatch&& sb) {
+  std::vector<std::vector<uint8_t>> out(layout_.ranks);
+  LoadedBatch empty;
+  if (sampler()) {
+    std::lock_guard<std::mutex> lock(pending_->mu);
+    empty = *pending_->empty;
+    empty.sample.epoch = sb.epoch;
+    empty.sample.batch = sb.batch;
+    DSP_CHECK(!pending_->q.empty() && pending_->q.front().first == sb.batch,
+              "roles: the loader expected batch {} from the sampler", sb.batch);
+    out = std::move(pending_->q.front().second);
+    pending_->q.pop_front();
+  }
+  std::vector<int64_t> counts(layout_.ranks);
+  std::vector<uint8_t> send;
+  for (int p = 0; p < layout_.ranks; ++p) {
+    counts[p] = static_cast<int64_t>(out[p].size());
+    send.insert(send.end(), out[p].begin(), out[p].end());
+  }
+  OpOptions o;
+  o.label = "roles:global_queue";
+  CoordinatedCommunicator& ch = coord_.channel(WorkerKind::kLoader);
+  std::vector<int64_t> rc;
+  std::vector<uint8_t> recv = ch.all_to_all_v(send, counts, &rc, o);
+  if (sampler()) return empty;
+  const int from = layout_.sampler_for(rank_);
+  int64_t at = 0;
+  for (int p = 0; p < from; ++p) at += rc[p];
+  DSP_CHECK(rc[from] > 0, "roles: trainer {} got no batch {} from sampler {}", rank_, sb.batch,
+            from);
+  LoadedBatch lb = unpack_batch(recv.data() + at, static_cast<size_t>(rc[from]));
+  DSP_CHECK(lb.sample.epoch == sb.epoch && lb.sample.batch == sb.batch,
+            "roles: trainer {} got batch (e{}, b{}) when expecting (e{}, b{})", rank_,
+            lb.sample.epoch, lb.sample.batch, sb.epoch, sb.batch);
+  return lb;
+}
+
+PipelineStages RoleStages::stages() {
+  PipelineStages st;
+  st.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>&) {
+    return sample(epoch, batch);
+  };
+  st.load = [this](SampledBatch&& sb) { return exchange(std::move(sb)); };
+  st.train = [this](LoadedBatch&& lb) { train_(std::move(lb)); };
+  return st;
+}
+
+}  // namespace dsp
