@@ -3,8 +3,7 @@
 //
 // Every layer consumes one block: h_src [num_src, d_in] -> h_dst [num_dst, d_out], where the
 // destination nodes are the prefix src[0, num_dst) (block.hpp). Aggregation runs over the block's
-// edges in COO form (dst row of every edge from indptr) with index_add_, which exists with the same
-// semantics in LibTorch 1.13 and 2.x and runs on CPU and CUDA alike.
+// CSR through the fused ops of aggregate.hpp.
 //
 //  * sage: h_dst' = W_self h_dst + W_neigh mean_{u -> v} h_u (+ b). Zero in-degree: the mean is 0.
 //  * gcn:  DGL GraphConv norm='both' on the block with self loops (dst is a subset of src, so the
@@ -23,25 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "csp/block.hpp"
+#include "train/aggregate.hpp"
 #include "train/config.hpp"
 
 namespace dsp {
-
-// A block as tensors. On CPU indptr/indices view the Block's vectors without copying, so the Block
-// must outlive this (and must not be modified while it lives).
-struct BlockTensors {
-  int64_t num_dst = 0;
-  int64_t num_src = 0;
-  torch::Tensor indptr;   // int64 [num_dst + 1]
-  torch::Tensor indices;  // int64 [E], local source ids
-  torch::Tensor dst;      // int64 [E], destination of every edge (COO rows)
-  int64_t num_edges() const { return indices.size(0); }
-};
-
-BlockTensors block_to_tensors(const Block& b, const torch::Device& device = torch::kCPU);
-std::vector<BlockTensors> blocks_to_tensors(const std::vector<Block>& blocks,
-                                            const torch::Device& device = torch::kCPU);
 
 class GnnModel : public torch::nn::Module {
  public:
