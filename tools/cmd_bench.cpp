@@ -570,6 +570,7 @@ void run_pipeline_bench(const PipeArgs& a) {
   j["max_steps"] = a.max_steps;
   j["threads"] = threads;
   j["cache_hit_rate_rank0"] = store.stats().hit_rate();
+  j["train_step_rank0"] = trainer.step_times().to_json();
   main_ch.set_step(1 << 20, 0);
   main_ch.barrier();
   if (rank != 0) return;
@@ -592,6 +593,15 @@ void run_pipeline_bench(const PipeArgs& a) {
         comm[0], comm[1], comm[2]);
   }
   fmt::print("  pipeline speedup (off / on epoch time): {:.2f}x\n", j["speedup"].get<double>());
+  const StepTimes& st = trainer.step_times();
+  const double n = static_cast<double>(std::max<int64_t>(1, st.steps));
+  fmt::print(
+      "  train step, ms (rank 0, mean of {} steps incl. warm-up): {:.1f} = forward {:.1f} "
+      "(aggregation {:.1f}) + backward {:.1f} (aggregation {:.1f}) + all-reduce {:.1f} + "
+      "optimizer {:.1f}\n",
+      st.steps, 1e3 * st.total_s() / n, 1e3 * st.forward_s / n, 1e3 * st.aggregation_forward_s / n,
+      1e3 * st.backward_s / n, 1e3 * st.aggregation_backward_s / n, 1e3 * st.all_reduce_s / n,
+      1e3 * st.optimizer_s / n);
   if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
 #endif

@@ -14,7 +14,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "train/cuda/aggregate_kernels.hpp"
+#include "train/cuda/kernels.hpp"
 #endif
 
 namespace dsp {

@@ -1,19 +1,36 @@
 #include "train/model.hpp"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <mutex>
 
 #include "core/error.hpp"
+#include "train/dropout.hpp"
 
 namespace dsp {
 
-torch::Tensor GnnModel::dropout(const torch::Tensor& x, double p, at::Generator* gen) const {
-  if (!is_training() || p <= 0.0 || x.numel() == 0) return x;
-  c10::optional<at::Generator> g;
-  if (gen) g = *gen;
-  auto keep = torch::empty_like(x).bernoulli_(1.0 - p, g);
-  return x * keep * (1.0 / (1.0 - p));
+namespace {
+
+// A fresh 64-bit dropout key from the generator: a step's generator yields the same keys, in
+// the same order, every time it is seeded the same.
+uint64_t draw_key(at::Generator* gen) {
+  at::Generator g = gen ? *gen : at::detail::getDefaultCPUGenerator();
+  if (g.device().is_cpu()) {
+    std::lock_guard<std::mutex> lock(g.mutex());
+    return at::check_generator<at::CPUGeneratorImpl>(g)->random64();
+  }
+  auto t = torch::empty({1}, torch::TensorOptions().dtype(torch::kInt64).device(g.device()));
+  return static_cast<uint64_t>(t.random_(g).item<int64_t>());
+}
+
+}  // namespace
+
+torch::Tensor GnnModel::dropout(const torch::Tensor& x, double p, at::Generator* gen,
+                                bool relu) const {
+  if (!is_training() || p <= 0.0 || x.numel() == 0) return relu ? torch::relu(x) : x;
+  return fused_dropout(x, p, relu, draw_key(gen));
 }
 
 void GnnModel::check_inputs(const std::vector<BlockTensors>& blocks, const torch::Tensor& x) const {
@@ -116,7 +133,7 @@ class GatLayer : public Layer {
   torch::Tensor attn_l_, attn_r_, bias_;
 };
 
-// The layer stack shared by all three models: dropout -> layer -> activation between layers.
+// The layer stack shared by all three models: layer -> activation -> dropout between layers.
 class StackModel : public GnnModel {
  public:
   explicit StackModel(const ModelConfig& cfg) : GnnModel(cfg) {
@@ -145,16 +162,14 @@ class StackModel : public GnnModel {
                         at::Generator* gen) override {
     check_inputs(blocks, x);
     const bool gat = cfg_.model == "gat";
-    torch::Tensor h = x;
+    // DGL's placements: GATConv drops out the input of every layer (feat_drop), the GraphSAGE
+    // and GCN examples only the hidden activations, not the raw features.
+    torch::Tensor h = gat ? dropout(x, cfg_.dropout, gen) : x;
     for (size_t l = 0; l < layers_.size(); ++l) {
-      const bool last = l + 1 == layers_.size();
-      h = dropout(h, cfg_.dropout, gen);
       h = layers_[l]->forward(blocks[l], h, cfg_.dropout, gen, *this);
-      if (gat) {
-        h = last ? h.mean(1) : torch::elu(h.flatten(1));
-      } else if (!last) {
-        h = torch::relu(h);
-      }
+      if (l + 1 == layers_.size()) return gat ? h.mean(1) : h;
+      h = gat ? dropout(torch::elu(h.flatten(1)), cfg_.dropout, gen)
+              : dropout(h, cfg_.dropout, gen, /*relu=*/true);
     }
     return h;
   }

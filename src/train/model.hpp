@@ -14,8 +14,10 @@
 //          e_uv = LeakyReLU_0.2(a_l . W h_u + a_r . W h_v), softmax over u per (v, head), attention
 //          dropout; hidden layers concatenate heads, the output layer averages them. ELU between
 //          layers.
-// Dropout is applied to the input of every layer (Kipf; Velickovic), with masks drawn from the
-// generator passed to forward, so training is reproducible per step (see TrainConfig::seed).
+// Dropout (train mode) as in DGL's models: on the hidden activations of GraphSAGE and GCN (after
+// the ReLU, fused with it; not on the raw input features), on the input of every GAT layer and on
+// GAT's attention weights. Masks come from keys drawn from the generator passed to forward, so
+// training is reproducible per step (see TrainConfig::seed).
 #include <torch/torch.h>
 
 #include <memory>
@@ -38,8 +40,10 @@ class GnnModel : public torch::nn::Module {
   const ModelConfig& config() const { return cfg_; }
 
  protected:
-  // Inverted dropout with an explicit generator (torch::dropout cannot take one).
-  torch::Tensor dropout(const torch::Tensor& x, double p, at::Generator* gen) const;
+  // Inverted dropout (train mode, p > 0), fused with a preceding ReLU when relu is set; its mask
+  // comes from a key drawn from gen (null: the default CPU generator). In eval mode only the ReLU.
+  torch::Tensor dropout(const torch::Tensor& x, double p, at::Generator* gen,
+                        bool relu = false) const;
   // Checks the block count and the input width against the config (InvalidArgument).
   void check_inputs(const std::vector<BlockTensors>& blocks, const torch::Tensor& x) const;
   ModelConfig cfg_;

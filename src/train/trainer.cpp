@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -142,6 +143,27 @@ bool batch_empty(const LoadedBatch& b) {
 
 }  // namespace
 
+nlohmann::json StepTimes::to_json() const {
+  return {{"steps", steps},
+          {"forward_s", forward_s},
+          {"backward_s", backward_s},
+          {"all_reduce_s", all_reduce_s},
+          {"optimizer_s", optimizer_s},
+          {"aggregation_forward_s", aggregation_forward_s},
+          {"aggregation_backward_s", aggregation_backward_s}};
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point& t) {
+  const auto now = std::chrono::steady_clock::now();
+  const double s = std::chrono::duration<double>(now - t).count();
+  t = now;
+  return s;
+}
+
+}  // namespace
+
 float Trainer::train_step(const LoadedBatch& batch) {
   auto& I = *impl_;
   const bool empty = batch_empty(batch);
@@ -150,6 +172,8 @@ float Trainer::train_step(const LoadedBatch& batch) {
   for (auto& p : I.params) {
     if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
   }
+  auto clock = std::chrono::steady_clock::now();
+  const AggregationTimes agg0 = aggregation_times();
   double loss_sum = 0.0;
   int64_t n_local = 0;
   if (!empty) {
@@ -177,10 +201,15 @@ float Trainer::train_step(const LoadedBatch& batch) {
     auto logits = I.model->forward(blocks, x, &gen);
     auto loss = torch::nn::functional::cross_entropy(
         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    times_.forward_s += seconds_since(clock);
     loss.backward();
     loss_sum = loss.item<double>();
     n_local = y.size(0);
+    times_.backward_s += seconds_since(clock);
   }
+  const AggregationTimes& agg1 = aggregation_times();
+  times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
+  times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
   // One bucket: every gradient, then the loss sum and the seed count of this rank.
   auto bucket = torch::zeros({I.numel + 2}, torch::kFloat32);
   int64_t off = 0;
@@ -196,6 +225,8 @@ float Trainer::train_step(const LoadedBatch& batch) {
     o.label = "train:grad_all_reduce";
     comm_.all_reduce(bp, I.numel + 2, DType::kFloat32, ReduceOp::kSum, o);
   }
+  times_.all_reduce_s += seconds_since(clock);
+  ++times_.steps;
   const float n_total = bp[I.numel + 1];
   if (n_total == 0) return 0.0f;  // no rank had a seed: nothing to learn from (same on all ranks)
   bucket.narrow(0, 0, I.numel).div_(n_total);
@@ -206,6 +237,7 @@ float Trainer::train_step(const LoadedBatch& batch) {
   }
   I.optimizer->step();
   ++step_;
+  times_.optimizer_s += seconds_since(clock);
   return bp[I.numel] / n_total;
 }
 

@@ -33,6 +33,17 @@ struct EvalCounts {
   }
 };
 
+// Where the train steps' time went, summed over steps since the last reset (this rank).
+// forward/backward include the aggregation ops (aggregation_forward_s/backward_s, the fused CSR
+// kernels); dense = forward - aggregation_forward (projections, activations, dropout, loss).
+struct StepTimes {
+  int64_t steps = 0;
+  double forward_s = 0, backward_s = 0, all_reduce_s = 0, optimizer_s = 0;
+  double aggregation_forward_s = 0, aggregation_backward_s = 0;
+  double total_s() const { return forward_s + backward_s + all_reduce_s + optimizer_s; }
+  nlohmann::json to_json() const;
+};
+
 struct CheckpointInfo {
   int64_t epoch = 0;  // completed epochs: training resumes with this epoch index
   int64_t step = 0;   // optimizer steps taken
@@ -72,6 +83,8 @@ class Trainer {
   std::vector<float> flat_parameters() const;
   int64_t num_parameters() const;
   int64_t steps() const { return step_; }
+  const StepTimes& step_times() const { return times_; }
+  void reset_step_times() { times_ = {}; }
   const TrainConfig& config() const { return cfg_; }
   Communicator& comm() { return comm_; }
   GnnModel& model();
@@ -82,6 +95,7 @@ class Trainer {
   Communicator& comm_;
   std::unique_ptr<Impl> impl_;
   int64_t step_ = 0;
+  StepTimes times_;
 };
 
 }  // namespace dsp

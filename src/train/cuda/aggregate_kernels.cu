@@ -1,7 +1,7 @@
 // The train step's aggregation kernels: thin row-per-warp launchers over the shared per-row logic.
 #include <cuda_runtime.h>
 
-#include "train/cuda/aggregate_kernels.hpp"
+#include "train/cuda/kernels.hpp"
 
 namespace dsp::cuda {
 namespace {
