@@ -598,10 +598,10 @@ void run_pipeline_bench(const PipeArgs& a) {
   fmt::print(
       "  train step, ms (rank 0, mean of {} steps incl. warm-up): {:.1f} = forward {:.1f} "
       "(aggregation {:.1f}) + backward {:.1f} (aggregation {:.1f}) + all-reduce {:.1f} + "
-      "optimizer {:.1f}\n",
+      "optimizer {:.1f}; thread CPU {:.1f}\n",
       st.steps, 1e3 * st.total_s() / n, 1e3 * st.forward_s / n, 1e3 * st.aggregation_forward_s / n,
       1e3 * st.backward_s / n, 1e3 * st.aggregation_backward_s / n, 1e3 * st.all_reduce_s / n,
-      1e3 * st.optimizer_s / n);
+      1e3 * st.optimizer_s / n, 1e3 * st.thread_cpu_s / n);
   if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
 #endif

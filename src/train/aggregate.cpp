@@ -219,7 +219,9 @@ Pattern backward_pattern(const BlockTensors& b, bool self_loops, bool cols_are_e
 
 // ---- running the per-row functions on a device -------------------------------------------------
 
-constexpr int kCpuChunk = 32;  // floats per accumulator chunk: 8 SSE / 4 AVX registers
+// Floats per accumulator chunk on the host: one pass over a row's edges covers up to 256
+// features (the accumulator stays in L1), so every neighbour row is read once, front to back.
+constexpr int kCpuChunk = 256;
 
 // One op's per-row function for the CPU and its launcher for CUDA.
 struct SpmmOp {
@@ -335,21 +337,30 @@ torch::Tensor checked(const torch::Tensor& t, const char* what, int64_t rows, in
   return t.contiguous();
 }
 
-// out = spmm(pattern, x, edge weights, scales); see agg::SpmmArgs. x [cols, heads, dim].
-torch::Tensor spmm(const Pattern& g, const torch::Tensor& x, const torch::Tensor& edge_w,
-                   const torch::Tensor& row_scale, const torch::Tensor& col_scale, int64_t heads,
-                   int64_t dim) {
-  auto out = torch::empty({g.rows, heads * dim}, x.options());
+// out = spmm(pattern, x, edge weights, scales); see agg::SpmmArgs. x and out are 2-d, [*, heads *
+// dim] with unit column stride: either may be a column block of a wider matrix.
+void spmm_into(const Pattern& g, const torch::Tensor& x, const torch::Tensor& edge_w,
+               const torch::Tensor& row_scale, const torch::Tensor& col_scale, int64_t heads,
+               int64_t dim, const torch::Tensor& out) {
   agg::SpmmArgs a;
   a.g = g.rows_view();
   a.x = x.data_ptr<float>();
+  a.x_stride = x.stride(0);
   a.edge_w = ptr_or_null(edge_w);
   a.row_scale = ptr_or_null(row_scale);
   a.col_scale = ptr_or_null(col_scale);
   a.heads = heads;
   a.dim = dim;
   a.out = out.data_ptr<float>();
+  a.out_stride = out.stride(0);
   run_spmm(a, g.rows, x.device());
+}
+
+torch::Tensor spmm(const Pattern& g, const torch::Tensor& x, const torch::Tensor& edge_w,
+                   const torch::Tensor& row_scale, const torch::Tensor& col_scale, int64_t heads,
+                   int64_t dim) {
+  auto out = torch::empty({g.rows, heads * dim}, x.options());
+  spmm_into(g, x, edge_w, row_scale, col_scale, heads, dim, out);
   return out;
 }
 
@@ -360,6 +371,8 @@ struct SpmmPlan {
   Pattern fwd, bwd;  // bwd: the transpose, defined when a gradient will be needed
   torch::Tensor row_scale, col_scale;
   int64_t heads = 1, dim = 0;
+  // Output [x[v] | aggregate_v] per destination v instead of the aggregate alone (no edge weights).
+  bool concat_self = false;
 };
 
 class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
@@ -373,10 +386,15 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     if (p.bwd.indptr.defined()) p.bwd.save(ctx, "b");
     ctx->saved_data["row_scale"] = p.row_scale;
     ctx->saved_data["col_scale"] = p.col_scale;
-    ctx->saved_data["shape"] = std::vector<int64_t>{p.heads, p.dim};
+    ctx->saved_data["shape"] = std::vector<int64_t>{p.heads, p.dim, p.concat_self ? 1 : 0};
     ctx->saved_data["need"] =
         std::vector<int64_t>{x.requires_grad() ? 1 : 0, w.defined() && w.requires_grad() ? 1 : 0};
-    return spmm(p.fwd, x, w, p.row_scale, p.col_scale, p.heads, p.dim);
+    if (!p.concat_self) return spmm(p.fwd, x, w, p.row_scale, p.col_scale, p.heads, p.dim);
+    const int64_t width = p.heads * p.dim;
+    auto out = torch::empty({p.fwd.rows, 2 * width}, x.options());
+    out.narrow(1, 0, width).copy_(x.narrow(0, 0, p.fwd.rows));
+    spmm_into(p.fwd, x, w, p.row_scale, p.col_scale, p.heads, p.dim, out.narrow(1, width, width));
+    return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -389,10 +407,16 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     auto col_scale = ctx->saved_data["col_scale"].toTensor();
     auto go = grads[0].contiguous();
     torch::Tensor grad_x, grad_w;
+    const bool concat = shape[2] != 0;
+    const int64_t width = shape[0] * shape[1];
     if (need[0]) {
-      // Transposed: the roles of the two scales swap.
-      grad_x = spmm(Pattern::load(ctx, "b"), go, w, col_scale, row_scale, shape[0], shape[1])
-                   .view(x.sizes());
+      // Transposed: the roles of the two scales swap. With the self block, its gradient goes
+      // straight to the destination rows.
+      const Pattern b = Pattern::load(ctx, "b");
+      grad_x = spmm(b, concat ? go.narrow(1, width, width) : go, w, col_scale, row_scale, shape[0],
+                    shape[1]);
+      if (concat) grad_x.narrow(0, 0, go.size(0)).add_(go.narrow(1, 0, width));
+      grad_x = grad_x.view(x.sizes());
     }
     if (need[1]) {
       const Pattern f = Pattern::load(ctx, "f");
@@ -479,8 +503,10 @@ ScopedReferenceAggregation::ScopedReferenceAggregation() : previous_(use_referen
 }
 ScopedReferenceAggregation::~ScopedReferenceAggregation() { use_reference = previous_; }
 
-torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& x, Aggregation kind) {
-  if (use_reference) return reference::aggregate(b, x, kind);
+namespace {
+
+torch::Tensor aggregate_impl(const BlockTensors& b, const torch::Tensor& x, Aggregation kind,
+                             bool concat_self) {
   auto xc = checked(x, "aggregate: input", b.num_src, 2);
   SpmmPlan p;
   p.dim = xc.size(1);
@@ -493,7 +519,23 @@ torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& x, Aggregati
     p.col_scale = b.cache->gcn_src_scale;
   }
   if (grad_needed({&xc})) p.bwd = backward_pattern(b, gcn, /*cols_are_edges=*/false);
+  p.concat_self = concat_self;
   return SpmmFunction::apply(xc, c10::optional<torch::Tensor>(), p);
+}
+
+}  // namespace
+
+torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& x, Aggregation kind) {
+  if (use_reference) return reference::aggregate(b, x, kind);
+  return aggregate_impl(b, x, kind, false);
+}
+
+torch::Tensor aggregate_concat_self(const BlockTensors& b, const torch::Tensor& x,
+                                    Aggregation kind) {
+  if (use_reference) {
+    return torch::cat({x.narrow(0, 0, b.num_dst), reference::aggregate(b, x, kind)}, 1);
+  }
+  return aggregate_impl(b, x, kind, true);
 }
 
 torch::Tensor edge_softmax(const BlockTensors& b, const torch::Tensor& el, const torch::Tensor& er,

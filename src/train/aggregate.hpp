@@ -53,6 +53,10 @@ enum class Aggregation {
 
 // x [num_src, D] -> [num_dst, D]; differentiable in x.
 torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& x, Aggregation kind);
+// [x[:num_dst] | aggregate(b, x, kind)]: [num_dst, 2 D], the input of GraphSAGE's one matmul
+// with [W_self | W_neigh] (no slice of x and no sum of two products, forward or backward).
+torch::Tensor aggregate_concat_self(const BlockTensors& b, const torch::Tensor& x,
+                                    Aggregation kind);
 
 // GAT attention over every destination's in-edges plus its self loop, softmax per (dst, head):
 //   att[e, h] = softmax_{e in row v}(LeakyReLU_slope(el[u_e, h] + er[v, h]))

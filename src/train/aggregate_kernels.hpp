@@ -65,9 +65,11 @@ DSP_HOST_DEVICE DSP_FORCEINLINE float lane_max(float v) {
 // out[r, h, :] = row_scale[r] * sum over entries (c, e) of row r of
 //                edge_w[e, h] * col_scale[c] * x[c, h, :]
 // with x [*, heads, dim], edge_w [*, heads] and the scales optional (null: 1). A row without
-// entries gets zeros. This one function is the forward of mean / sum / GCN aggregation (heads 1,
-// node scales) and of GAT's weighted aggregation (edge weights = attention), and, run over the
-// transposed pattern with the two scales swapped, the gradient of each with respect to x.
+// entries gets zeros. Rows of x and out lie x_stride / out_stride floats apart (0: heads * dim),
+// so either may be a column block of a wider matrix. This one function is the forward of mean / sum
+// / GCN aggregation (heads 1, node scales) and of GAT's weighted aggregation (edge weights =
+// attention), and, run over the transposed pattern with the two scales swapped, the gradient of
+// each with respect to x.
 struct SpmmArgs {
   CsrRows g;
   const float* x = nullptr;
@@ -75,27 +77,45 @@ struct SpmmArgs {
   const float* row_scale = nullptr;
   const float* col_scale = nullptr;
   int64_t heads = 1, dim = 0;
+  int64_t x_stride = 0, out_stride = 0;
   float* out = nullptr;
 };
 
 namespace detail {
 
-// One chunk of features [j0, j0 + kChunk * kLanes) of head h of row r. kFull: the chunk lies
-// inside [0, dim), so no element needs a bound check (the CPU's vectorised path).
-template <int kLanes, int kChunk, bool kFull>
+// Software prefetch of a row the host loop will read soon (the rows of x are read in random
+// order, which the hardware prefetchers do not follow). Nothing on the device.
+DSP_HOST_DEVICE DSP_FORCEINLINE void prefetch_row(const float* p, int64_t n) {
+#ifndef __CUDA_ARCH__
+  for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j);
+#endif
+}
+
+// Entries ahead of the one being summed whose rows the host prefetches.
+constexpr int64_t kPrefetchDistance = 6;
+
+// One chunk of features [j0, j0 + kChunk * kLanes) of head h of row r. With one lane (the host)
+// the chunk is contiguous and the loop bound is the remaining width, which the compiler
+// vectorises; lanes of a warp stride and check the bound element by element.
+template <int kLanes, int kChunk>
 DSP_HOST_DEVICE DSP_FORCEINLINE void spmm_chunk(const SpmmArgs& a, int64_t r, int64_t h, int64_t j0,
                                                 int lane) {
   float acc[kChunk];
   for (int c = 0; c < kChunk; ++c) acc[c] = 0.f;
   const int64_t H = a.heads, D = a.dim;
-  const int64_t end = row_end(a.g, r);
-  for (int64_t k = a.g.indptr[r]; k < end; ++k) {
+  const int64_t xs = a.x_stride ? a.x_stride : H * D, os = a.out_stride ? a.out_stride : H * D;
+  const int64_t n = D - j0 < kChunk ? D - j0 : kChunk;  // kLanes == 1 only
+  const int64_t begin = a.g.indptr[r], stored_end = a.g.indptr[r + 1], end = row_end(a.g, r);
+  for (int64_t k = begin; k < end; ++k) {
     const Entry en = entry(a.g, r, k);
     float w = a.edge_w ? a.edge_w[en.eid * H + h] : 1.f;
     if (a.col_scale) w *= a.col_scale[en.col];
-    const float* xr = a.x + (en.col * H + h) * D + j0 + lane;
-    if (kFull) {
-      for (int c = 0; c < kChunk; ++c) acc[c] += w * xr[c * kLanes];
+    const float* xr = a.x + en.col * xs + h * D + j0 + lane;
+    if constexpr (kLanes == 1) {
+      if (k + kPrefetchDistance < stored_end) {
+        prefetch_row(a.x + a.g.cols[k + kPrefetchDistance] * xs + h * D + j0, n);
+      }
+      for (int64_t c = 0; c < n; ++c) acc[c] += w * xr[c];
     } else {
       for (int c = 0; c < kChunk; ++c) {
         if (j0 + c * kLanes + lane < D) acc[c] += w * xr[c * kLanes];
@@ -103,9 +123,9 @@ DSP_HOST_DEVICE DSP_FORCEINLINE void spmm_chunk(const SpmmArgs& a, int64_t r, in
     }
   }
   const float s = a.row_scale ? a.row_scale[r] : 1.f;
-  float* o = a.out + (r * H + h) * D + j0 + lane;
+  float* o = a.out + r * os + h * D + j0 + lane;
   for (int c = 0; c < kChunk; ++c) {
-    if (kFull || j0 + c * kLanes + lane < D) o[c * kLanes] = s * acc[c];
+    if (j0 + c * kLanes + lane < D) o[c * kLanes] = s * acc[c];
   }
 }
 
@@ -113,12 +133,10 @@ DSP_HOST_DEVICE DSP_FORCEINLINE void spmm_chunk(const SpmmArgs& a, int64_t r, in
 
 template <int kLanes, int kChunk>
 DSP_HOST_DEVICE void spmm_row(const SpmmArgs& a, int64_t r, int lane) {
-  constexpr int64_t kWidth = int64_t{kChunk} * kLanes;
   for (int64_t h = 0; h < a.heads; ++h) {
-    int64_t j0 = 0;
-    for (; j0 + kWidth <= a.dim; j0 += kWidth)
-      detail::spmm_chunk<kLanes, kChunk, true>(a, r, h, j0, lane);
-    if (j0 < a.dim) detail::spmm_chunk<kLanes, kChunk, false>(a, r, h, j0, lane);
+    for (int64_t j0 = 0; j0 < a.dim; j0 += int64_t{kChunk} * kLanes) {
+      detail::spmm_chunk<kLanes, kChunk>(a, r, h, j0, lane);
+    }
   }
 }
 

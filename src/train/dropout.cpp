@@ -74,7 +74,7 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
       const uint8_t* mp = mask.data_ptr<uint8_t>();
       float* op = gi.data_ptr<float>();
       at::parallel_for(0, g.numel(), kGrainBlocks * 8, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) op[i] = mp[i] ? gp[i] * scale : 0.f;
+        for (int64_t i = begin; i < end; ++i) op[i] = gp[i] * (scale * static_cast<float>(mp[i]));
       });
     } else {
       gi = g * mask * scale;

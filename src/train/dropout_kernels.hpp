@@ -48,15 +48,23 @@ struct DropoutArgs {
   bool relu = false;
 };
 
-DSP_HOST_DEVICE DSP_FORCEINLINE void dropout_block(const DropoutArgs& a, int64_t block) {
-  const uint32_t bits = keep_bits8(a.key, static_cast<uint64_t>(block), a.threshold);
+// Branch-free: the keep bits are random, so branching on them would mispredict every other
+// element (x * 0 keeps torch's dropout semantics for non-finite x). The fields are read into
+// locals once: the byte stores of the mask may alias anything, so the compiler would reload them.
+DSP_HOST_DEVICE DSP_FORCEINLINE void dropout_block(const DropoutArgs& args, int64_t block) {
+  const float* x = args.x;
+  float* out = args.out;
+  uint8_t* mask = args.mask;
+  const float scale = args.scale;
+  const bool relu = args.relu;
+  const uint32_t bits = keep_bits8(args.key, static_cast<uint64_t>(block), args.threshold);
   const int64_t i0 = block * 8;
-  const int64_t m = a.n - i0 < 8 ? a.n - i0 : 8;
-  for (int64_t j = 0; j < m; ++j) {
-    const float v = a.x[i0 + j];
-    const bool keep = ((bits >> j) & 1u) && (!a.relu || v > 0.f);
-    a.mask[i0 + j] = keep ? 1 : 0;
-    a.out[i0 + j] = keep ? v * a.scale : 0.f;
+  const int m = args.n - i0 < 8 ? static_cast<int>(args.n - i0) : 8;
+  for (int j = 0; j < m; ++j) {
+    const float v = x[i0 + j];
+    const uint32_t keep = ((bits >> j) & 1u) & (relu ? static_cast<uint32_t>(v > 0.f) : 1u);
+    mask[i0 + j] = static_cast<uint8_t>(keep);
+    out[i0 + j] = v * (scale * static_cast<float>(keep));
   }
 }
 

@@ -63,10 +63,13 @@ class SageLayer : public Layer {
 
   torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, double, at::Generator*,
                         const GnnModel&) override {
-    auto h_dst = h.narrow(0, 0, b.num_dst);
     // The mean is linear, so project first when that shrinks the rows being aggregated.
-    if (in_ > out_) return self_(h_dst) + aggregate(b, neigh_(h), Aggregation::kMean);
-    return self_(h_dst) + neigh_(aggregate(b, h, Aggregation::kMean));
+    if (in_ > out_) {
+      return self_(h.narrow(0, 0, b.num_dst)) + aggregate(b, neigh_(h), Aggregation::kMean);
+    }
+    // Otherwise one product: [h_dst | mean] [W_self | W_neigh]^T + b.
+    auto w = torch::cat({self_->weight, neigh_->weight}, 1);
+    return torch::addmm(self_->bias, aggregate_concat_self(b, h, Aggregation::kMean), w.t());
   }
 
  private:

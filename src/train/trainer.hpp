@@ -40,6 +40,9 @@ struct StepTimes {
   int64_t steps = 0;
   double forward_s = 0, backward_s = 0, all_reduce_s = 0, optimizer_s = 0;
   double aggregation_forward_s = 0, aggregation_backward_s = 0;
+  // CPU time of the calling thread over whole steps: with one LibTorch thread, the step's cost
+  // without the time spent waiting for a core (robust on a shared machine).
+  double thread_cpu_s = 0;
   double total_s() const { return forward_s + backward_s + all_reduce_s + optimizer_s; }
   nlohmann::json to_json() const;
 };

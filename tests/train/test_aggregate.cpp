@@ -92,7 +92,7 @@ void compare(const F& f, std::vector<torch::Tensor> inputs, const std::string& w
   }
 }
 
-TEST(Aggregate, SumMeanGcnMatchTheReferenceWithGradients) {
+TEST(Aggregate, SumMeanGcnAndConcatSelfMatchTheReferenceWithGradients) {
   const std::vector<std::pair<Aggregation, const char*>> kinds = {
       {Aggregation::kSum, "sum"}, {Aggregation::kMean, "mean"}, {Aggregation::kGcn, "gcn"}};
   uint64_t seed = 0;
@@ -102,8 +102,10 @@ TEST(Aggregate, SumMeanGcnMatchTheReferenceWithGradients) {
       for (const auto& [kind, name] : kinds) {
         BlockTensors b = block_to_tensors(blk);
         auto x = randn({blk.num_src, d}, ++seed);
-        compare([&] { return aggregate(b, x, kind); }, {x},
-                fmt::format("{} d={} block {}x{}", name, d, blk.num_dst, blk.num_src));
+        const std::string what =
+            fmt::format("{} d={} block {}x{}", name, d, blk.num_dst, blk.num_src);
+        compare([&] { return aggregate(b, x, kind); }, {x}, what);
+        compare([&] { return aggregate_concat_self(b, x, kind); }, {x}, what + " concat self");
       }
     }
   }
