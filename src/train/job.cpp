@@ -360,8 +360,7 @@ JobResult run_training(const JobConfig& cfg_in) {
   };
   stages.load = load_stage;
   stages.train = [&](LoadedBatch&& lb) {
-    train_counts += trainer.eval_batch(lb);
-    float loss = trainer.train_step(lb);
+    float loss = trainer.train_step(lb, &train_counts);
     loss_sum += loss;
     ++loss_count;
     if (bar) bar->update(loss_count, loss_sum / loss_count);

@@ -59,7 +59,12 @@ class SageLayer : public Layer {
         out_(out),
         self_(register_module("self", torch::nn::Linear(in, out))),
         neigh_(register_module("neigh",
-                               torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {}
+                               torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {
+    // Weights keep LibTorch's Linear initialisation; the bias starts at zero, as DGL's SAGEConv
+    // (and dsp's GCN and GAT layers).
+    torch::NoGradGuard ng;
+    self_->bias.zero_();
+  }
 
   torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, double, at::Generator*,
                         const GnnModel&) override {

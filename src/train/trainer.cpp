@@ -165,6 +165,16 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
   }
 }
 
+EvalCounts count_correct(const torch::Tensor& logits, const std::vector<int64_t>& labels) {
+  torch::NoGradGuard ng;
+  auto pred = logits.argmax(1).to(torch::kCPU);
+  const int64_t* pp = pred.data_ptr<int64_t>();
+  EvalCounts c;
+  for (size_t i = 0; i < labels.size(); ++i) c.correct += pp[i] == labels[i];
+  c.total = static_cast<int64_t>(labels.size());
+  return c;
+}
+
 bool batch_empty(const LoadedBatch& b) {
   return b.sample.blocks.empty() || b.sample.blocks.back().num_dst == 0;
 }
@@ -199,7 +209,7 @@ double seconds_since(std::chrono::steady_clock::time_point& t) {
 
 }  // namespace
 
-float Trainer::train_step(const LoadedBatch& batch) {
+float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   auto& I = *impl_;
   const bool empty = batch_empty(batch);
   if (!empty) check_batch(batch, cfg_.model);
@@ -235,6 +245,7 @@ float Trainer::train_step(const LoadedBatch& batch) {
       gen.set_current_seed(key);
     }
     auto logits = I.model->forward(blocks, x, &gen);
+    if (correct) *correct += count_correct(logits, batch.labels);
     auto loss = torch::nn::functional::cross_entropy(
         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     times_.forward_s += seconds_since(clock);
@@ -293,11 +304,7 @@ EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
       torch::from_blob(const_cast<float*>(batch.features.data()),
                        {batch.sample.blocks.front().num_src, batch.feature_dim}, torch::kFloat32)
           .to(I.device);
-  auto pred = I.model->forward(blocks, x, nullptr).argmax(1).to(torch::kCPU);
-  const int64_t* pp = pred.data_ptr<int64_t>();
-  for (size_t i = 0; i < batch.labels.size(); ++i) c.correct += pp[i] == batch.labels[i];
-  c.total = static_cast<int64_t>(batch.labels.size());
-  return c;
+  return count_correct(I.model->forward(blocks, x, nullptr), batch.labels);
 }
 
 EvalCounts Trainer::all_reduce(const EvalCounts& local) {

@@ -66,7 +66,9 @@ class Trainer {
   // generator seeded by (seed, batch.sample.epoch, batch.sample.batch, rank). Returns the mean loss
   // over the seeds of all ranks. InvalidArgument if the batch does not fit the model (block count
   // != layers, feature width, labels out of range).
-  float train_step(const LoadedBatch& batch);
+  // With `correct`, also adds the local seeds' predictions of this step's (training-mode) forward
+  // against their labels: the epoch's train accuracy without a second forward pass.
+  float train_step(const LoadedBatch& batch, EvalCounts* correct = nullptr);
   // Local, no communication: predictions of the seeds against their labels (eval mode, no dropout).
   EvalCounts eval_batch(const LoadedBatch& batch);
   // Sums counts over all ranks (collective).
