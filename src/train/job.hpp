@@ -33,6 +33,7 @@ struct JobConfig {
   uint64_t seed = 0;
   bool progress = true;             // progress bar on a terminal (rank 0)
   std::string backend = "auto";     // auto | self | mpi
+  std::string transport = "auto";   // GPU ranks' gradients: auto | nccl | mpi (RankOptions)
 
   void validate() const;  // InvalidArgument naming the field
   nlohmann::json to_json() const;
