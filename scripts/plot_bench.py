@@ -355,8 +355,15 @@ def main():
         "`dsp train ... --metrics FILE` writes one JSON record per epoch; "
         "`scripts/plot_metrics.py FILE OUT.png` draws loss and accuracy curves from it.\n"
     )
+    # scripts/peer-bench.sh owns the section between its markers: keep it.
+    peer = ""
+    if os.path.exists(out_md):
+        old = open(out_md).read()
+        b, e = old.find("<!-- peer-bench:begin -->"), old.find("<!-- peer-bench:end -->")
+        if 0 <= b < e:
+            peer = "\n" + old[b:e + len("<!-- peer-bench:end -->")] + "\n"
     with open(out_md, "w") as f:
-        f.write("\n".join(md))
+        f.write("\n".join(md) + peer)
 
 
 if __name__ == "__main__":

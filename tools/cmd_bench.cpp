@@ -7,7 +7,6 @@
 
 #include "ccc/communicator.hpp"
 #include "commands.hpp"
-#include "lists.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
@@ -19,6 +18,7 @@
 #include "layout/feature_store.hpp"
 #include "layout/hotness.hpp"
 #include "layout/partition.hpp"
+#include "lists.hpp"
 #include "pipeline/runtime.hpp"
 #ifdef DSP_HAVE_TRAIN
 #include "ccc/coordinator.hpp"
@@ -460,7 +460,12 @@ class RolesBenchMode {
   RolesBenchMode(const PipeArgs& a, RankRuntime& rt, EpochScheduler& sched,
                  const PipelineStages& symmetric, const PipelineOptions& base,
                  const SamplerOptions& so, std::function<void(LoadedBatch&&)> train)
-      : a_(a), rt_(rt), sched_(sched), sym_(symmetric), base_(base), so_(so),
+      : a_(a),
+        rt_(rt),
+        sched_(sched),
+        sym_(symmetric),
+        base_(base),
+        so_(so),
         train_(std::move(train)) {}
 
   BenchMode mode() {
@@ -495,10 +500,10 @@ class RolesBenchMode {
     }
     build(samplers);
     chose_["layout"] = roles_->layout().to_json();
-    chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s)", samplers,
-                                 coord.size() - samplers);
-    if (rt_.leader()) DSP_INFO("bench", "roles: {} ({})", chose_["mode"].get<std::string>(),
-                               chose_["why"].get<std::string>());
+    chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s)", samplers, coord.size() - samplers);
+    if (rt_.leader())
+      DSP_INFO("bench", "roles: {} ({})", chose_["mode"].get<std::string>(),
+               chose_["why"].get<std::string>());
     return a_.samplers == 0 ? profile : pipe_->run_epoch(epoch);
   }
 
@@ -513,8 +518,8 @@ class RolesBenchMode {
       self_s_ = std::make_unique<SelfCommunicator>();
       self_l_ = std::make_unique<SelfCommunicator>();
       sampler_ = std::make_unique<CollectiveSampler>(*whole_, *self_s_, so_);
-      store_ = std::make_unique<FeatureStore>(*whole_, *self_l_,
-                                              std::vector<Array>{whole_->cached});
+      store_ =
+          std::make_unique<FeatureStore>(*whole_, *self_l_, std::vector<Array>{whole_->cached});
       local.sample = [this](int64_t e, int64_t b, const std::vector<int64_t>& s) {
         return sampler_->sample(s, e, b);
       };
@@ -526,8 +531,8 @@ class RolesBenchMode {
     for (int j = 0; j < layout.trainers(); ++j) {
       seeds.push_back(bench_seeds(trainer_seeds(dir, j, layout.trainers()), a_));
     }
-    roles_ = std::make_unique<RoleStages>(coord, layout, seeds, a_.batch_size, a_.seed, local,
-                                          train_);
+    roles_ =
+        std::make_unique<RoleStages>(coord, layout, seeds, a_.batch_size, a_.seed, local, train_);
     PipelineOptions po = base_;
     po.mode = PipelineMode::kPipelined;
     PipelineStages st = roles_->stages();
@@ -554,10 +559,11 @@ class RolesBenchMode {
 // One line per mode: epoch time, batches/s, and per-stage busy, comm and CPU seconds per epoch
 // (means over the measured epochs of every repeat).
 void print_pipeline_table(const nlohmann::json& j) {
-  fmt::print("  {:<5} {:>8} {:>7} | busy s: {:>6} {:>6} {:>6} | comm s: {:>6} {:>6} {:>6} | cpu s: "
-             "{:>6} {:>6} {:>6} {:>6} {:>6}\n",
-             "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train",
-             "sample", "load", "train", "comm", "all");
+  fmt::print(
+      "  {:<5} {:>8} {:>7} | busy s: {:>6} {:>6} {:>6} | comm s: {:>6} {:>6} {:>6} | cpu s: "
+      "{:>6} {:>6} {:>6} {:>6} {:>6}\n",
+      "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train", "sample",
+      "load", "train", "comm", "all");
   const char* names[3] = {"sampler", "loader", "trainer"};
   for (const auto& mode : j["modes"]) {
     const auto& r = j[mode.get<std::string>()];
@@ -572,17 +578,18 @@ void print_pipeline_table(const nlohmann::json& j) {
       cpu[3] += e["cpu"]["comm_thread_s"].get<double>() / ne;
       cpu[4] += e["cpu"]["process_s"].get<double>() / ne;
     }
-    fmt::print("  {:<5} {:>8.3f} {:>7.2f} | {:>14.3f} {:>6.3f} {:>6.3f} | {:>14.3f} {:>6.3f} "
-               "{:>6.3f} | {:>13.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>6.3f}\n",
-               mode.get<std::string>(), r["epoch_s"].get<double>(),
-               r["batches_per_s"].get<double>(), busy[0], busy[1], busy[2], comm[0], comm[1],
-               comm[2], cpu[0], cpu[1], cpu[2], cpu[3], cpu[4]);
+    fmt::print(
+        "  {:<5} {:>8.3f} {:>7.2f} | {:>14.3f} {:>6.3f} {:>6.3f} | {:>14.3f} {:>6.3f} "
+        "{:>6.3f} | {:>13.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>6.3f}\n",
+        mode.get<std::string>(), r["epoch_s"].get<double>(), r["batches_per_s"].get<double>(),
+        busy[0], busy[1], busy[2], comm[0], comm[1], comm[2], cpu[0], cpu[1], cpu[2], cpu[3],
+        cpu[4]);
   }
   for (const auto& mode : j["modes"]) {
     const auto& r = j[mode.get<std::string>()];
     if (r.contains("chose") && r["chose"].is_object()) {
-      fmt::print("  {} chose {}: {}\n", mode.get<std::string>(), r["chose"]["mode"].get<std::string>(),
-                 r["chose"]["why"].get<std::string>());
+      fmt::print("  {} chose {}: {}\n", mode.get<std::string>(),
+                 r["chose"]["mode"].get<std::string>(), r["chose"]["why"].get<std::string>());
     }
   }
   if (j.contains("vs_off")) {
@@ -624,10 +631,10 @@ void run_pipeline_bench(const PipeArgs& a) {
   check_fanouts(so.fanouts, tc.model);
   Trainer trainer(tc, coord->channel(WorkerKind::kTrainer));
 
-  std::vector<int64_t> seeds = bench_seeds(
-      std::vector<int64_t>(part.seeds.data<int64_t>(),
-                           part.seeds.data<int64_t>() + part.seeds.dim(0)),
-      a);
+  std::vector<int64_t> seeds =
+      bench_seeds(std::vector<int64_t>(part.seeds.data<int64_t>(),
+                                       part.seeds.data<int64_t>() + part.seeds.dim(0)),
+                  a);
   EpochScheduler sched(seeds, a.batch_size, a.seed);
   CoordinatedCommunicator& main_ch = coord->channel(WorkerKind::kMain);
   main_ch.set_step(-1, 0);
@@ -638,7 +645,12 @@ void run_pipeline_bench(const PipeArgs& a) {
     return sampler->sample(s, epoch, batch);
   };
   stages.load = [&](SampledBatch&& sb) { return rt.load(std::move(sb)); };
-  stages.train = [&](LoadedBatch&& lb) { trainer.train_step(lb); };
+  int64_t train_calls = 0;
+  stages.train = [&](LoadedBatch&& lb) {
+    // The breakdown leaves out the first warm-up epoch (allocator and cache warm-up).
+    if (train_calls++ == steps * a.warmup) trainer.reset_step_times();
+    trainer.train_step(lb);
+  };
   stages.set_threads = [&](WorkerKind k, int n) {
     if (k == WorkerKind::kTrainer) trainer.set_threads(n);
   };
@@ -673,10 +685,23 @@ void run_pipeline_bench(const PipeArgs& a) {
   j["max_steps"] = a.max_steps;
   j["threads"] = threads;
   j["cache_hit_rate_rank0"] = store.stats().hit_rate();
+  j["train_step_rank0"] = trainer.step_times().to_json();
   main_ch.set_step(1 << 20, 0);
   main_ch.barrier();
   if (rank != 0) return;
   print_pipeline_table(j);
+  const StepTimes& st = trainer.step_times();
+  const double n = static_cast<double>(std::max<int64_t>(1, st.steps));
+  fmt::print(
+      "  train step, ms (rank 0, mean of {} steps, every mode, after the first warm-up epoch): "
+      "{:.1f} = "
+      "forward "
+      "{:.1f} "
+      "(aggregation {:.1f}) + backward {:.1f} (aggregation {:.1f}) + all-reduce {:.1f} + "
+      "optimizer {:.1f}; thread CPU {:.1f}\n",
+      st.steps, 1e3 * st.total_s() / n, 1e3 * st.forward_s / n, 1e3 * st.aggregation_forward_s / n,
+      1e3 * st.backward_s / n, 1e3 * st.aggregation_backward_s / n, 1e3 * st.all_reduce_s / n,
+      1e3 * st.optimizer_s / n, 1e3 * st.thread_cpu_s / n);
   if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
 #endif

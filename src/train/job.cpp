@@ -270,8 +270,7 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
   stages.train = [this](LoadedBatch&& lb) {
-    train_counts_ += trainer_->eval_batch(lb);
-    const float loss = trainer_->train_step(lb);
+    const float loss = trainer_->train_step(lb, &train_counts_);
     loss_sum_ += loss;
     ++loss_count_;
     if (bar_) bar_->update(loss_count_, loss_sum_ / loss_count_);

@@ -1,64 +1,36 @@
 #include "train/model.hpp"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/ranges.h>
 
 #include <cmath>
-#include <limits>
+#include <mutex>
 
 #include "core/error.hpp"
+#include "train/dropout.hpp"
 
 namespace dsp {
 
-BlockTensors block_to_tensors(const Block& b, const torch::Device& device) {
-  DSP_CHECK_ARG(b.num_dst >= 0 && b.num_dst <= b.num_src,
-                "block has {} destination nodes but only {} source nodes (dst must prefix src)",
-                b.num_dst, b.num_src);
-  DSP_CHECK_ARG(static_cast<int64_t>(b.indptr.size()) == b.num_dst + 1,
-                "block indptr has {} entries, expected num_dst + 1 = {}", b.indptr.size(),
-                b.num_dst + 1);
-  DSP_CHECK_ARG(b.indptr.front() == 0 && b.indptr.back() == b.num_edges(),
-                "block indptr spans [{}, {}] but the block has {} edges", b.indptr.front(),
-                b.indptr.back(), b.num_edges());
-  BlockTensors t;
-  t.num_dst = b.num_dst;
-  t.num_src = b.num_src;
-  auto opts = torch::TensorOptions().dtype(torch::kInt64);
-  // from_blob does not copy; the tensors are never written, so the const_cast is safe.
-  t.indptr = torch::from_blob(const_cast<int64_t*>(b.indptr.data()), {b.num_dst + 1}, opts);
-  t.indices = b.num_edges() > 0
-                  ? torch::from_blob(const_cast<int64_t*>(b.indices.data()), {b.num_edges()}, opts)
-                  : torch::empty({0}, opts);
-  if (device != torch::kCPU) {
-    t.indptr = t.indptr.to(device);
-    t.indices = t.indices.to(device);
+namespace {
+
+// A fresh 64-bit dropout key from the generator: a step's generator yields the same keys, in
+// the same order, every time it is seeded the same.
+uint64_t draw_key(at::Generator* gen) {
+  at::Generator g = gen ? *gen : at::detail::getDefaultCPUGenerator();
+  if (g.device().is_cpu()) {
+    std::lock_guard<std::mutex> lock(g.mutex());
+    return at::check_generator<at::CPUGeneratorImpl>(g)->random64();
   }
-  auto deg = t.indptr.narrow(0, 1, b.num_dst) - t.indptr.narrow(0, 0, b.num_dst);
-  t.dst = torch::repeat_interleave(torch::arange(b.num_dst, opts.device(device)), deg);
-  return t;
+  auto t = torch::empty({1}, torch::TensorOptions().dtype(torch::kInt64).device(g.device()));
+  return static_cast<uint64_t>(t.random_(g).item<int64_t>());
 }
 
-std::vector<BlockTensors> blocks_to_tensors(const std::vector<Block>& blocks,
-                                            const torch::Device& device) {
-  std::vector<BlockTensors> out;
-  out.reserve(blocks.size());
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    out.push_back(block_to_tensors(blocks[i], device));
-    if (i > 0) {
-      // The destination nodes of a block are the source nodes of the next one.
-      DSP_CHECK_ARG(blocks[i].num_src == blocks[i - 1].num_dst,
-                    "block {} has {} source nodes but block {} has {} destination nodes", i,
-                    blocks[i].num_src, i - 1, blocks[i - 1].num_dst);
-    }
-  }
-  return out;
-}
+}  // namespace
 
-torch::Tensor GnnModel::dropout(const torch::Tensor& x, double p, at::Generator* gen) const {
-  if (!is_training() || p <= 0.0 || x.numel() == 0) return x;
-  c10::optional<at::Generator> g;
-  if (gen) g = *gen;
-  auto keep = torch::empty_like(x).bernoulli_(1.0 - p, g);
-  return x * keep * (1.0 / (1.0 - p));
+torch::Tensor GnnModel::dropout(const torch::Tensor& x, double p, at::Generator* gen,
+                                bool relu) const {
+  if (!is_training() || p <= 0.0 || x.numel() == 0) return relu ? torch::relu(x) : x;
+  return fused_dropout(x, p, relu, draw_key(gen));
 }
 
 void GnnModel::check_inputs(const std::vector<BlockTensors>& blocks, const torch::Tensor& x) const {
@@ -74,16 +46,6 @@ void GnnModel::check_inputs(const std::vector<BlockTensors>& blocks, const torch
 
 namespace {
 
-torch::Tensor in_degree(const BlockTensors& b, const torch::TensorOptions& fopts) {
-  return (b.indptr.narrow(0, 1, b.num_dst) - b.indptr.narrow(0, 0, b.num_dst)).to(fopts);
-}
-
-// Edge lists with one self loop per destination node appended (local id v -> v).
-std::pair<torch::Tensor, torch::Tensor> with_self_loops(const BlockTensors& b) {
-  auto loop = torch::arange(b.num_dst, b.indices.options());
-  return {torch::cat({b.indices, loop}), torch::cat({b.dst, loop})};
-}
-
 class Layer : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, double attn_drop,
@@ -97,17 +59,22 @@ class SageLayer : public Layer {
         out_(out),
         self_(register_module("self", torch::nn::Linear(in, out))),
         neigh_(register_module("neigh",
-                               torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {}
+                               torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {
+    // Weights keep LibTorch's Linear initialisation; the bias starts at zero, as DGL's SAGEConv
+    // (and dsp's GCN and GAT layers).
+    torch::NoGradGuard ng;
+    self_->bias.zero_();
+  }
 
   torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, double, at::Generator*,
                         const GnnModel&) override {
-    auto h_dst = h.narrow(0, 0, b.num_dst);
-    // The mean is linear, so project first when that shrinks the rows being gathered.
-    auto src = in_ > out_ ? neigh_(h) : h;
-    auto sum = torch::zeros({b.num_dst, src.size(1)}, src.options())
-                   .index_add_(0, b.dst, src.index_select(0, b.indices));
-    auto mean = sum / in_degree(b, src.options()).clamp_min(1.0).unsqueeze(1);
-    return self_(h_dst) + (in_ > out_ ? mean : neigh_(mean));
+    // The mean is linear, so project first when that shrinks the rows being aggregated.
+    if (in_ > out_) {
+      return self_(h.narrow(0, 0, b.num_dst)) + aggregate(b, neigh_(h), Aggregation::kMean);
+    }
+    // Otherwise one product: [h_dst | mean] [W_self | W_neigh]^T + b.
+    auto w = torch::cat({self_->weight, neigh_->weight}, 1);
+    return torch::addmm(self_->bias, aggregate_concat_self(b, h, Aggregation::kMean), w.t());
   }
 
  private:
@@ -127,17 +94,8 @@ class GcnLayer : public Layer {
 
   torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, double, at::Generator*,
                         const GnnModel&) override {
-    auto [src, dst] = with_self_loops(b);
-    auto fopts = h.options();
-    auto deg_in = in_degree(b, fopts) + 1.0;
-    // Out-degree of every source inside the block, its own self loop included.
-    auto deg_out =
-        torch::zeros({b.num_src}, fopts).index_add_(0, src, torch::ones({src.size(0)}, fopts));
-    auto norm = (deg_out.index_select(0, src) * deg_in.index_select(0, dst)).rsqrt();
-    auto x = in_ > out_ ? lin_(h) : h;
-    auto agg = torch::zeros({b.num_dst, x.size(1)}, x.options())
-                   .index_add_(0, dst, x.index_select(0, src) * norm.unsqueeze(1));
-    return (in_ > out_ ? agg : lin_(agg)) + bias_;
+    if (in_ > out_) return aggregate(b, lin_(h), Aggregation::kGcn) + bias_;
+    return lin_(aggregate(b, h, Aggregation::kGcn)) + bias_;
   }
 
  private:
@@ -167,27 +125,11 @@ class GatLayer : public Layer {
   // Returns [num_dst, heads, dim].
   torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, double attn_drop,
                         at::Generator* gen, const GnnModel& owner) override {
-    auto [src, dst] = with_self_loops(b);
     auto z = fc_(h).view({-1, heads_, dim_});
     auto el = (z * attn_l_).sum(-1);                          // [num_src, H]
     auto er = (z.narrow(0, 0, b.num_dst) * attn_r_).sum(-1);  // [num_dst, H]
-    auto e = torch::leaky_relu(el.index_select(0, src) + er.index_select(0, dst), 0.2);
-    // Edge softmax per (dst, head). The max is only a shift for stability (softmax is invariant to
-    // it), so it needs no gradient.
-    auto dst_h = dst.unsqueeze(1).expand({dst.size(0), heads_}).contiguous();
-    torch::Tensor m;
-    {
-      torch::NoGradGuard ng;
-      m = torch::full({b.num_dst, heads_}, -std::numeric_limits<float>::infinity(), e.options())
-              .scatter_reduce(0, dst_h, e.detach(), "amax", /*include_self=*/true);
-    }
-    auto ex = torch::exp(e - m.index_select(0, dst));
-    auto denom = torch::zeros({b.num_dst, heads_}, e.options()).index_add_(0, dst, ex);
-    auto a = ex / denom.index_select(0, dst);  // every dst has its self loop: denom > 0
-    a = owner_dropout(owner, a, attn_drop, gen);
-    auto out = torch::zeros({b.num_dst, heads_, dim_}, z.options())
-                   .index_add_(0, dst, z.index_select(0, src) * a.unsqueeze(-1));
-    return out + bias_;
+    auto a = owner_dropout(owner, edge_softmax(b, el, er, 0.2), attn_drop, gen);
+    return aggregate_edges(b, z, a) + bias_;
   }
 
  private:
@@ -199,7 +141,7 @@ class GatLayer : public Layer {
   torch::Tensor attn_l_, attn_r_, bias_;
 };
 
-// The layer stack shared by all three models: dropout -> layer -> activation between layers.
+// The layer stack shared by all three models: layer -> activation -> dropout between layers.
 class StackModel : public GnnModel {
  public:
   explicit StackModel(const ModelConfig& cfg) : GnnModel(cfg) {
@@ -228,16 +170,14 @@ class StackModel : public GnnModel {
                         at::Generator* gen) override {
     check_inputs(blocks, x);
     const bool gat = cfg_.model == "gat";
-    torch::Tensor h = x;
+    // DGL's placements: GATConv drops out the input of every layer (feat_drop), the GraphSAGE
+    // and GCN examples only the hidden activations, not the raw features.
+    torch::Tensor h = gat ? dropout(x, cfg_.dropout, gen) : x;
     for (size_t l = 0; l < layers_.size(); ++l) {
-      const bool last = l + 1 == layers_.size();
-      h = dropout(h, cfg_.dropout, gen);
       h = layers_[l]->forward(blocks[l], h, cfg_.dropout, gen, *this);
-      if (gat) {
-        h = last ? h.mean(1) : torch::elu(h.flatten(1));
-      } else if (!last) {
-        h = torch::relu(h);
-      }
+      if (l + 1 == layers_.size()) return gat ? h.mean(1) : h;
+      h = gat ? dropout(torch::elu(h.flatten(1)), cfg_.dropout, gen)
+              : dropout(h, cfg_.dropout, gen, /*relu=*/true);
     }
     return h;
   }

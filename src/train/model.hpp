@@ -3,8 +3,7 @@
 //
 // Every layer consumes one block: h_src [num_src, d_in] -> h_dst [num_dst, d_out], where the
 // destination nodes are the prefix src[0, num_dst) (block.hpp). Aggregation runs over the block's
-// edges in COO form (dst row of every edge from indptr) with index_add_, which exists with the same
-// semantics in LibTorch 1.13 and 2.x and runs on CPU and CUDA alike.
+// CSR through the fused ops of aggregate.hpp.
 //
 //  * sage: h_dst' = W_self h_dst + W_neigh mean_{u -> v} h_u (+ b). Zero in-degree: the mean is 0.
 //  * gcn:  DGL GraphConv norm='both' on the block with self loops (dst is a subset of src, so the
@@ -15,33 +14,20 @@
 //          e_uv = LeakyReLU_0.2(a_l . W h_u + a_r . W h_v), softmax over u per (v, head), attention
 //          dropout; hidden layers concatenate heads, the output layer averages them. ELU between
 //          layers.
-// Dropout is applied to the input of every layer (Kipf; Velickovic), with masks drawn from the
-// generator passed to forward, so training is reproducible per step (see TrainConfig::seed).
+// Dropout (train mode) as in DGL's models: on the hidden activations of GraphSAGE and GCN (after
+// the ReLU, fused with it; not on the raw input features), on the input of every GAT layer and on
+// GAT's attention weights. Masks come from keys drawn from the generator passed to forward, so
+// training is reproducible per step (see TrainConfig::seed).
 #include <torch/torch.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "csp/block.hpp"
+#include "train/aggregate.hpp"
 #include "train/config.hpp"
 
 namespace dsp {
-
-// A block as tensors. On CPU indptr/indices view the Block's vectors without copying, so the Block
-// must outlive this (and must not be modified while it lives).
-struct BlockTensors {
-  int64_t num_dst = 0;
-  int64_t num_src = 0;
-  torch::Tensor indptr;   // int64 [num_dst + 1]
-  torch::Tensor indices;  // int64 [E], local source ids
-  torch::Tensor dst;      // int64 [E], destination of every edge (COO rows)
-  int64_t num_edges() const { return indices.size(0); }
-};
-
-BlockTensors block_to_tensors(const Block& b, const torch::Device& device = torch::kCPU);
-std::vector<BlockTensors> blocks_to_tensors(const std::vector<Block>& blocks,
-                                            const torch::Device& device = torch::kCPU);
 
 class GnnModel : public torch::nn::Module {
  public:
@@ -54,8 +40,10 @@ class GnnModel : public torch::nn::Module {
   const ModelConfig& config() const { return cfg_; }
 
  protected:
-  // Inverted dropout with an explicit generator (torch::dropout cannot take one).
-  torch::Tensor dropout(const torch::Tensor& x, double p, at::Generator* gen) const;
+  // Inverted dropout (train mode, p > 0), fused with a preceding ReLU when relu is set; its mask
+  // comes from a key drawn from gen (null: the default CPU generator). In eval mode only the ReLU.
+  torch::Tensor dropout(const torch::Tensor& x, double p, at::Generator* gen,
+                        bool relu = false) const;
   // Checks the block count and the input width against the config (InvalidArgument).
   void check_inputs(const std::vector<BlockTensors>& blocks, const torch::Tensor& x) const;
   ModelConfig cfg_;

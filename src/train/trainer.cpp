@@ -5,8 +5,16 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <limits>
 #include <mutex>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -47,6 +55,26 @@ void move_optimizer_state(torch::optim::Optimizer& opt, const torch::Device& dev
   }
 }
 
+// A train step allocates and frees tensors of tens to hundreds of MB (activations, their
+// gradients, the gathered features) every step. glibc serves blocks above 32 MiB with fresh
+// mmaps, which the kernel zero-fills page by page on first touch and unmaps on free: measured as
+// about a quarter of a GraphSAGE step on one core. Without mmap (requests a worker thread's arena
+// cannot hold fall back to the main heap) and without trimming the heap, the same pages serve
+// every step. The process keeps its peak heap. Skipped when malloc is tuned through the
+// environment.
+void keep_freed_memory() {
+#ifdef __GLIBC__
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const char* v : {"MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
+      if (std::getenv(v) != nullptr) return;
+    }
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  });
+#endif
+}
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -61,6 +89,7 @@ struct Trainer::Impl {
 Trainer::Trainer(const TrainConfig& config, Communicator& comm)
     : cfg_(config), comm_(comm), impl_(std::make_unique<Impl>()) {
   cfg_.validate();
+  keep_freed_memory();
   if (cfg_.num_threads > 0) torch::set_num_threads(cfg_.num_threads);
   // Seeded initialisation makes runs reproducible; the broadcast below makes the replicas
   // identical even if some rank's default generator was used differently before.
@@ -141,6 +170,16 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
   }
 }
 
+EvalCounts count_correct(const torch::Tensor& logits, const std::vector<int64_t>& labels) {
+  torch::NoGradGuard ng;
+  auto pred = logits.argmax(1).to(torch::kCPU);
+  const int64_t* pp = pred.data_ptr<int64_t>();
+  EvalCounts c;
+  for (size_t i = 0; i < labels.size(); ++i) c.correct += pp[i] == labels[i];
+  c.total = static_cast<int64_t>(labels.size());
+  return c;
+}
+
 // The input features on the model's device, float32: host rows are wrapped without a copy (and
 // moved when the model is elsewhere); device rows are used where they are (widened from float16
 // there).
@@ -166,7 +205,35 @@ bool batch_empty(const LoadedBatch& b) {
 
 }  // namespace
 
-float Trainer::train_step(const LoadedBatch& batch) {
+nlohmann::json StepTimes::to_json() const {
+  return {{"steps", steps},
+          {"forward_s", forward_s},
+          {"backward_s", backward_s},
+          {"all_reduce_s", all_reduce_s},
+          {"optimizer_s", optimizer_s},
+          {"aggregation_forward_s", aggregation_forward_s},
+          {"aggregation_backward_s", aggregation_backward_s},
+          {"thread_cpu_s", thread_cpu_s}};
+}
+
+namespace {
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point& t) {
+  const auto now = std::chrono::steady_clock::now();
+  const double s = std::chrono::duration<double>(now - t).count();
+  t = now;
+  return s;
+}
+
+}  // namespace
+
+float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   auto& I = *impl_;
   const bool empty = batch_empty(batch);
   if (!empty) check_batch(batch, cfg_.model);
@@ -174,6 +241,9 @@ float Trainer::train_step(const LoadedBatch& batch) {
   for (auto& p : I.params) {
     if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
   }
+  auto clock = std::chrono::steady_clock::now();
+  const double cpu0 = thread_cpu_seconds();
+  const AggregationTimes agg0 = aggregation_times();
   double loss_sum = 0.0;
   int64_t n_local = 0;
   if (!empty) {
@@ -196,14 +266,21 @@ float Trainer::train_step(const LoadedBatch& batch) {
       gen.set_current_seed(key);
     }
     auto logits = I.model->forward(blocks, x, &gen);
+    if (correct) *correct += count_correct(logits, batch.labels);
     auto loss = torch::nn::functional::cross_entropy(
         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    times_.forward_s += seconds_since(clock);
     loss.backward();
     loss_sum = loss.item<double>();
     n_local = y.size(0);
+    times_.backward_s += seconds_since(clock);
   }
+  const AggregationTimes& agg1 = aggregation_times();
+  times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
+  times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
   // One bucket on the model's device: every gradient, then the loss sum and the seed count.
-  auto bucket = torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  auto bucket =
+      torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
   int64_t off = 0;
   for (auto& p : I.params) {
     if (p.grad().defined()) bucket.narrow(0, off, p.numel()).copy_(p.grad().reshape(-1));
@@ -214,7 +291,12 @@ float Trainer::train_step(const LoadedBatch& batch) {
   all_reduce_bucket(bucket);
   auto totals = bucket.narrow(0, I.numel, 2).to(torch::kCPU);
   const float loss_total = totals.data_ptr<float>()[0], n_total = totals.data_ptr<float>()[1];
-  if (n_total == 0) return 0.0f;  // no rank had a seed: nothing to learn from (same on all ranks)
+  times_.all_reduce_s += seconds_since(clock);
+  ++times_.steps;
+  if (n_total == 0) {  // no rank had a seed: nothing to learn from (same on all ranks)
+    times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
+    return 0.0f;
+  }
   bucket.narrow(0, 0, I.numel).div_(n_total);
   off = 0;
   for (auto& p : I.params) {
@@ -223,6 +305,8 @@ float Trainer::train_step(const LoadedBatch& batch) {
   }
   I.optimizer->step();
   ++step_;
+  times_.optimizer_s += seconds_since(clock);
+  times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
   return loss_total / n_total;
 }
 
@@ -252,11 +336,7 @@ EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
   I.model->eval();
   auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
   auto x = feature_tensor(batch, I.device);
-  auto pred = I.model->forward(blocks, x, nullptr).argmax(1).to(torch::kCPU);
-  const int64_t* pp = pred.data_ptr<int64_t>();
-  for (size_t i = 0; i < batch.labels.size(); ++i) c.correct += pp[i] == batch.labels[i];
-  c.total = static_cast<int64_t>(batch.labels.size());
-  return c;
+  return count_correct(I.model->forward(blocks, x, nullptr), batch.labels);
 }
 
 EvalCounts Trainer::all_reduce(const EvalCounts& local) {

@@ -38,6 +38,20 @@ struct EvalCounts {
   }
 };
 
+// Where the train steps' time went, summed over steps since the last reset (this rank).
+// forward/backward include the aggregation ops (aggregation_forward_s/backward_s, the fused CSR
+// kernels); dense = forward - aggregation_forward (projections, activations, dropout, loss).
+struct StepTimes {
+  int64_t steps = 0;
+  double forward_s = 0, backward_s = 0, all_reduce_s = 0, optimizer_s = 0;
+  double aggregation_forward_s = 0, aggregation_backward_s = 0;
+  // CPU time of the calling thread over whole steps: with one LibTorch thread, the step's cost
+  // without the time spent waiting for a core (robust on a shared machine).
+  double thread_cpu_s = 0;
+  double total_s() const { return forward_s + backward_s + all_reduce_s + optimizer_s; }
+  nlohmann::json to_json() const;
+};
+
 struct CheckpointInfo {
   int64_t epoch = 0;  // completed epochs: training resumes with this epoch index
   int64_t step = 0;   // optimizer steps taken
@@ -57,7 +71,9 @@ class Trainer {
   // generator seeded by (seed, batch.sample.epoch, batch.sample.batch, rank). Returns the mean loss
   // over the seeds of all ranks. InvalidArgument if the batch does not fit the model (block count
   // != layers, feature width, labels out of range).
-  float train_step(const LoadedBatch& batch);
+  // With `correct`, also adds the local seeds' predictions of this step's (training-mode) forward
+  // against their labels: the epoch's train accuracy without a second forward pass.
+  float train_step(const LoadedBatch& batch, EvalCounts* correct = nullptr);
   // LibTorch's intra-op threads for the steps that follow on the calling thread (and process-wide
   // default for threads that start later).
   void set_threads(int threads);
@@ -80,6 +96,8 @@ class Trainer {
   std::vector<float> flat_parameters() const;
   int64_t num_parameters() const;
   int64_t steps() const { return step_; }
+  const StepTimes& step_times() const { return times_; }
+  void reset_step_times() { times_ = {}; }
   const TrainConfig& config() const { return cfg_; }
   Communicator& comm() { return comm_; }
   GnnModel& model();
@@ -91,6 +109,7 @@ class Trainer {
   Communicator& comm_;
   std::unique_ptr<Impl> impl_;
   int64_t step_ = 0;
+  StepTimes times_;
 };
 
 }  // namespace dsp
