@@ -71,6 +71,12 @@ void add_train(CLI::App& app) {
   sub->add_option("--metrics", a->c.metrics_file, "write one JSON record per epoch to this file");
   sub->add_option("--threads", a->c.train.num_threads, "threads per rank (default cores / ranks)");
   sub->add_flag("--no-progress", a->no_progress, "no progress bar");
+  sub->add_option("--order", a->c.order,
+                  "seed order per epoch: random (default, a shuffle) or bfs (BGL's "
+                  "proximity-aware order: BFS sequences from random roots, interleaved)")
+      ->check(CLI::IsMember({"random", "bfs"}));
+  sub->add_option("--bfs-sequences", a->c.bfs_sequences,
+                  "order bfs: sequences interleaved per epoch (default 4; fewer: more locality)");
   sub->callback([a, sub] {
     JobConfig c;
     if (!a->config_file.empty()) {
@@ -108,6 +114,8 @@ void add_train(CLI::App& app) {
     if (given("--seed")) c.seed = a->c.seed;
     if (given("--metrics")) c.metrics_file = a->c.metrics_file;
     if (given("--threads")) c.train.num_threads = a->c.train.num_threads;
+    if (given("--order")) c.order = a->c.order;
+    if (given("--bfs-sequences")) c.bfs_sequences = a->c.bfs_sequences;
     if (a->no_progress) c.progress = false;
     DSP_CHECK_ARG(!c.path.empty(), "give a partition or dataset directory (PATH or 'path' in --config)");
     JobResult r = run_training(c);

@@ -23,6 +23,9 @@ void LoaderOptions::validate() const {
   DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test",
                 "split must be train, valid or test, got '{}'", split);
   DSP_CHECK_ARG(prefetch >= 0, "prefetch must be >= 0, got {}", prefetch);
+  DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
+                order);
+  DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
 }
 
 
@@ -105,6 +108,7 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
     store_ = std::make_unique<FeatureStore>(part_, coord_->channel(WorkerKind::kLoader));
   }
   sched_ = std::make_unique<EpochScheduler>(seeds_, opts_.batch_size, opts_.seed);
+  if (opts_.order == "bfs") sched_->use_bfs_order(part_.patch, begin, {opts_.bfs_sequences, 0});
   if (opts_.shuffle) {
     steps_ = sched_->agree_steps(main_ch);
   } else {

@@ -53,6 +53,9 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(cache_ratio == -1 || (cache_ratio >= 0 && cache_ratio <= 1),
                 "--cache-ratio must be in [0, 1], got {}", cache_ratio);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
+                order);
+  DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
   ModelConfig m = train.model;
   m.layers = static_cast<int>(fanouts.size());
   if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
@@ -70,7 +73,8 @@ nlohmann::json JobConfig::to_json() const {
           {"cache_policy", cache_policy}, {"cache_ratio", cache_ratio},
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
-          {"seed", seed},           {"backend", backend}};
+          {"seed", seed},           {"backend", backend},
+          {"order", order},         {"bfs_sequences", bfs_sequences}};
 }
 
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
@@ -107,6 +111,8 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "seed") c.seed = v.get<uint64_t>();
       else if (k == "threads") c.train.num_threads = v.get<int>();
       else if (k == "layers") c.layers = v.get<int>();
+      else if (k == "order") c.order = v.get<std::string>();
+      else if (k == "bfs_sequences") c.bfs_sequences = v.get<int>();
       else {
         DSP_THROW_T(FormatError, "{}: unknown key '{}'", what, k);
       }
@@ -279,7 +285,21 @@ JobResult run_training(const JobConfig& cfg_in) {
   SamplerOptions so;
   so.fanouts = cfg.fanouts;
   so.seed = cfg.seed;
-  CollectiveSampler sampler(part, coord->channel(WorkerKind::kSampler), so);
+  // A self-reliant (pagraph) part replicates the rows its seeds' L-hop samples reach: training
+  // samples them on this rank alone (self communicator), drawing the blocks CSP would draw.
+  // Evaluation (any valid/test node) still samples collectively.
+  std::unique_ptr<Communicator> self_comm;
+  PartitionData local;
+  if (meta.hops > 0) {
+    DSP_CHECK_ARG(static_cast<int>(cfg.fanouts.size()) <= meta.hops,
+                  "{}: the parts replicate {}-hop neighbourhoods (dsp partition --hops {}) but "
+                  "--fanouts has {} layers",
+                  part_dir, meta.hops, meta.hops, cfg.fanouts.size());
+    local = replicated_view(part);
+    self_comm = make_communicator("self");
+  }
+  CollectiveSampler sampler(self_comm ? local : part,
+                            self_comm ? *self_comm : coord->channel(WorkerKind::kSampler), so);
   SamplerOptions eo = so;
   eo.fanouts = cfg.eval_fanouts;
   eo.seed = cfg.seed ^ 0x6576616cULL;  // "eval": evaluation draws independent of training's
@@ -347,6 +367,7 @@ JobResult run_training(const JobConfig& cfg_in) {
   EpochScheduler sched(std::vector<int64_t>(part.seeds.data<int64_t>(),
                                             part.seeds.data<int64_t>() + part.seeds.dim(0)),
                        cfg.batch_size, cfg.seed);
+  if (cfg.order == "bfs") sched.use_bfs_order(part.patch, begin, {cfg.bfs_sequences, 0});
   main_ch.set_step(-1, 0);
   const int64_t steps = sched.agree_steps(main_ch);
 
