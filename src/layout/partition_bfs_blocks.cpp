@@ -203,103 +203,177 @@ int64_t merge_level(const BlockGraph& bg, const std::vector<int64_t>& size, int6
   return groups;
 }
 
-// Phase 3: greedy assignment of whole blocks, in BFS order over the block graph from the largest
-// block (so blocks meet their assigned neighbours). Score of part i for block B:
-//   (sum over h = 1..j of B's blocks within h hops that are in i) x (1 - seeds_i / seed cap)
-//   x (1 - nodes_i / node cap),
-// counted with B added; a part B would overfill is not eligible. With no neighbour assigned yet,
-// the best balance product wins; if B fits nowhere, the part it overfills least.
-std::vector<int32_t> assign_blocks(const BlockGraph& bg, const std::vector<int64_t>& size,
-                                   const std::vector<int64_t>& seeds, int parts, int hops,
-                                   double cap_nodes, double cap_seeds) {
-  const int64_t nb = bg.blocks();
-  std::vector<int32_t> part(nb, -1);
-  std::vector<double> nodes(parts, 0), tseeds(parts, 0), loc(parts, 0);
-  std::vector<int32_t> dist(nb, -1), frontier, next, touched;
-  std::vector<int32_t> order;
-  std::vector<uint8_t> queued(nb, 0);
-  std::vector<int32_t> by_size(nb);
-  std::iota(by_size.begin(), by_size.end(), 0);
-  std::stable_sort(by_size.begin(), by_size.end(),
-                   [&](int32_t a, int32_t b) { return size[a] > size[b]; });
-  for (int32_t root : by_size) {  // BFS over the block graph, largest unvisited block first
-    if (queued[root]) continue;
-    queued[root] = 1;
-    size_t h = order.size();
-    order.push_back(root);
-    for (; h < order.size(); ++h) {
-      const int32_t x = order[h];
-      for (int64_t e = bg.ptr[x]; e < bg.ptr[x + 1]; ++e) {
-        if (!queued[bg.adj[e]]) {
-          queued[bg.adj[e]] = 1;
-          order.push_back(bg.adj[e]);
-        }
-      }
+// Phase 3: greedy assignment of whole blocks. Score of part i for block B (BGL's product):
+//   locality_i x (1 - seeds_i / seed cap) x (1 - nodes_i / node cap),
+// balances counted with B added; a part B would overfill in what B brings is not eligible.
+// locality_i: the blocks of part i within `hops` hops of B, each weighted by the probability that
+// a random walk from B along joining entries is there after h steps (BGL counts the blocks; on
+// dense block graphs every part is within two hops of every block and the counts do not tell the
+// parts apart). BGL leaves the order open; started from one block, its first part collects every
+// block (the others have no locality yet) until it is full, which is a random split of the blocks.
+// So each part first gets one centre block, chosen to be the least reachable from the centres
+// before it, and the others follow in multi-source BFS order over the block graph from them.
+// With no neighbour assigned, the best balance wins; if B fits nowhere, the part it overfills
+// least.
+class BlockAssigner {
+ public:
+  BlockAssigner(const BlockGraph& bg, const std::vector<int64_t>& size,
+                const std::vector<int64_t>& seeds, int parts, int hops, double cap_nodes,
+                double cap_seeds)
+      : bg_(bg), size_(size), seeds_(seeds), parts_(parts), hops_(hops), cap_nodes_(cap_nodes),
+        cap_seeds_(cap_seeds), nb_(bg.blocks()), part_(nb_, -1), dist_(nb_, -1),
+        reach_(nb_, 0.0), vol_(nb_, 0.0), nodes_(parts, 0), tseeds_(parts, 0) {
+    for (int64_t x = 0; x < nb_; ++x) {
+      for (int64_t e = bg.ptr[x]; e < bg.ptr[x + 1]; ++e) vol_[x] += static_cast<double>(bg.w[e]);
     }
   }
-  for (int32_t b : order) {
-    // Blocks within `hops` hops (distance-limited BFS), each weighing hops - d + 1.
-    std::fill(loc.begin(), loc.end(), 0.0);
-    frontier.assign(1, b);
-    dist[b] = 0;
-    touched.assign(1, b);
-    for (int d = 1; d <= hops && !frontier.empty(); ++d) {
-      next.clear();
-      for (int32_t x : frontier) {
-        for (int64_t e = bg.ptr[x]; e < bg.ptr[x + 1]; ++e) {
-          const int32_t c = bg.adj[e];
-          if (dist[c] >= 0) continue;
-          dist[c] = d;
-          touched.push_back(c);
-          next.push_back(c);
-          if (part[c] >= 0) loc[part[c]] += hops - d + 1;
+
+  std::vector<int32_t> run() {
+    std::vector<int32_t> order = centres();
+    for (size_t i = 0; i < order.size(); ++i) place(order[i], static_cast<int>(i));
+    const size_t first = order.size();
+    std::vector<uint8_t> queued(nb_, 0);
+    for (int32_t c : order) queued[c] = 1;
+    std::vector<int32_t> by_size = blocks_by_size();
+    size_t h = 0;
+    for (size_t r = 0;; ++r) {  // BFS from the centres, then from any block left, largest first
+      for (; h < order.size(); ++h) {
+        for (int64_t e = bg_.ptr[order[h]]; e < bg_.ptr[order[h] + 1]; ++e) {
+          if (!queued[bg_.adj[e]]) {
+            queued[bg_.adj[e]] = 1;
+            order.push_back(bg_.adj[e]);
+          }
         }
       }
-      frontier.swap(next);
+      while (r < by_size.size() && queued[by_size[r]]) ++r;
+      if (r == by_size.size()) break;
+      queued[by_size[r]] = 1;
+      order.push_back(by_size[r]);
     }
-    for (int32_t x : touched) dist[x] = -1;
-    int best = -1;
-    double best_score = -1, best_bal = -1;
-    bool any_loc = false;
-    for (int i = 0; i < parts; ++i) {
-      const double fn = 1.0 - (nodes[i] + size[b]) / cap_nodes;
-      const double fs = cap_seeds > 0 ? 1.0 - (tseeds[i] + seeds[b]) / cap_seeds : 1.0;
-      if (fn < 0 || fs < 0) continue;
-      const double bal = fn * fs, score = loc[i] * bal;
-      any_loc = any_loc || loc[i] > 0;
-      if (score > best_score || (score == best_score && bal > best_bal)) {
+    for (size_t i = first; i < order.size(); ++i) place(order[i], choose(order[i]));
+    return part_;
+  }
+
+ private:
+  std::vector<int32_t> blocks_by_size() const {
+    std::vector<int32_t> v(nb_);
+    std::iota(v.begin(), v.end(), 0);
+    std::stable_sort(v.begin(), v.end(), [&](int32_t a, int32_t b) { return size_[a] > size_[b]; });
+    return v;
+  }
+
+  // Random-walk reach of the blocks within hops_ of b: fn(block, probability) for each.
+  template <class F>
+  void walk(int32_t b, F&& fn) {
+    frontier_.assign(1, b);
+    dist_[b] = 0;
+    reach_[b] = 1.0;
+    touched_.assign(1, b);
+    for (int d = 1; d <= hops_ && !frontier_.empty(); ++d) {
+      next_.clear();
+      for (int32_t x : frontier_) {
+        for (int64_t e = bg_.ptr[x]; e < bg_.ptr[x + 1]; ++e) {
+          const int32_t c = bg_.adj[e];
+          if (dist_[c] >= 0 && dist_[c] < d) continue;
+          if (dist_[c] < 0) {
+            dist_[c] = d;
+            touched_.push_back(c);
+            next_.push_back(c);
+          }
+          reach_[c] += reach_[x] * static_cast<double>(bg_.w[e]) / vol_[x];
+        }
+      }
+      frontier_.swap(next_);
+    }
+    for (int32_t x : touched_) {
+      if (x != b) fn(x, reach_[x]);
+      dist_[x] = -1;
+      reach_[x] = 0.0;
+    }
+  }
+
+  // One centre per part: the largest block, then each time the block least reachable from the
+  // centres so far (ties: the larger).
+  std::vector<int32_t> centres() {
+    std::vector<int32_t> by_size = blocks_by_size(), out;
+    std::vector<double> near(nb_, 0.0);
+    for (int i = 0; i < parts_ && i < nb_; ++i) {
+      int32_t best = -1;
+      for (int32_t b : by_size) {
+        if (part_[b] < 0 && std::find(out.begin(), out.end(), b) == out.end() &&
+            (best < 0 || near[b] < near[best])) {
+          best = b;
+        }
+      }
+      out.push_back(best);
+      near[best] = 1e300;
+      walk(best, [&](int32_t x, double r) { near[x] += r; });
+    }
+    return out;
+  }
+
+  // Balance product of part i with b added; *ok: b does not overfill i in what b brings (a block
+  // without seeds may still go to a part that is full of seeds).
+  double balance(int i, int32_t b, bool* ok) const {
+    const double fn = 1.0 - static_cast<double>(nodes_[i] + size_[b]) / cap_nodes_;
+    const double fs =
+        cap_seeds_ > 0 ? 1.0 - static_cast<double>(tseeds_[i] + seeds_[b]) / cap_seeds_ : 1.0;
+    *ok = fn >= 0 && (fs >= 0 || seeds_[b] == 0);
+    return fn * std::max(fs, 1e-3);
+  }
+
+  int choose(int32_t b) {
+    std::vector<double> loc(parts_, 0.0);
+    walk(b, [&](int32_t x, double r) {
+      if (part_[x] >= 0) loc[part_[x]] += r;
+    });
+    int best = -1, best_bal_part = -1;
+    double best_score = 0, best_bal = -1;
+    for (int i = 0; i < parts_; ++i) {
+      bool ok = false;
+      const double bal = balance(i, b, &ok);
+      if (!ok) continue;
+      if (loc[i] * bal > best_score) {
         best = i;
-        best_score = score;
+        best_score = loc[i] * bal;
+      }
+      if (bal > best_bal) {
+        best_bal_part = i;
         best_bal = bal;
       }
     }
-    if (best >= 0 && !any_loc) {  // no assigned neighbour: the best balance wins
-      for (int i = 0; i < parts; ++i) {
-        const double fn = 1.0 - (nodes[i] + size[b]) / cap_nodes;
-        const double fs = cap_seeds > 0 ? 1.0 - (tseeds[i] + seeds[b]) / cap_seeds : 1.0;
-        if (fn >= 0 && fs >= 0 && fn * fs > best_bal) {
-          best = i;
-          best_bal = fn * fs;
-        }
-      }
-    }
-    if (best < 0) {  // fits nowhere: overfill the part that is least full afterwards
+    if (best < 0) best = best_bal_part;  // no assigned neighbour: the best balance
+    if (best < 0) {                      // fits nowhere: the part least overfilled
       double least = 0;
-      for (int i = 0; i < parts; ++i) {
-        const double f = std::max((nodes[i] + size[b]) / cap_nodes,
-                                  cap_seeds > 0 ? (tseeds[i] + seeds[b]) / cap_seeds : 0.0);
+      for (int i = 0; i < parts_; ++i) {
+        const double f = std::max(
+            static_cast<double>(nodes_[i] + size_[b]) / cap_nodes_,
+            cap_seeds_ > 0 ? static_cast<double>(tseeds_[i] + seeds_[b]) / cap_seeds_ : 0.0);
         if (best < 0 || f < least) {
           best = i;
           least = f;
         }
       }
     }
-    part[b] = best;
-    nodes[best] += size[b];
-    tseeds[best] += seeds[b];
+    return best;
   }
-  return part;
-}
+
+  void place(int32_t b, int i) {
+    part_[b] = i;
+    nodes_[i] += size_[b];
+    tseeds_[i] += seeds_[b];
+  }
+
+  const BlockGraph& bg_;
+  const std::vector<int64_t>& size_;
+  const std::vector<int64_t>& seeds_;
+  const int parts_, hops_;
+  const double cap_nodes_, cap_seeds_;
+  const int64_t nb_;
+  std::vector<int32_t> part_, dist_, frontier_, next_, touched_;
+  std::vector<double> reach_, vol_;
+  std::vector<int64_t> nodes_, tseeds_;
+};
 
 template <class Q, class T>
 std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& train_idx,
@@ -321,6 +395,10 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   // each, roughly) or a level changes nothing.
   BlockGraph bg = block_graph<Q>(g, idx, block, static_cast<int64_t>(size.size()), queue);
   rep["block_graph_entries_bfs"] = bg.adj.size();
+  auto crossing = [&] {  // adjacency entries between blocks (each pair's weight counts both rows)
+    return std::accumulate(bg.w.begin(), bg.w.end(), int64_t{0}) / 2;
+  };
+  rep["entries_between_blocks_bfs"] = crossing();
   const int64_t target = std::max<int64_t>(4 * parts, (n + t - 1) / t + parts);
   for (int level = 0; level < 4 && bg.blocks() > target; ++level) {
     std::vector<int32_t> into;
@@ -334,6 +412,7 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   }
   rep["blocks_merged"] = bg.blocks();
   rep["block_graph_entries"] = bg.adj.size();
+  rep["entries_between_blocks"] = crossing();
   rep["merge_s"] = progress.phase(fmt::format("merge blocks ({})", bg.blocks()));
 
   std::vector<int64_t> bseeds(bg.blocks(), 0);
@@ -341,7 +420,8 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   for (int64_t i = 0; i < s; ++i) ++bseeds[block[train_idx.int_at(i)]];
   const double cap_nodes = (1.0 + o.slack) * static_cast<double>(n) / parts;
   const double cap_seeds = (1.0 + o.slack) * static_cast<double>(s) / parts;
-  std::vector<int32_t> part = assign_blocks(bg, size, bseeds, parts, o.hops, cap_nodes, cap_seeds);
+  std::vector<int32_t> part =
+      BlockAssigner(bg, size, bseeds, parts, o.hops, cap_nodes, cap_seeds).run();
   for (int64_t v = 0; v < n; ++v) block[v] = part[block[v]];  // uncoarsen in place
   rep["assign_s"] = progress.phase("assign blocks");
   // Working memory of the arrays above (the mapped entries excluded).

@@ -135,11 +135,13 @@ TEST_P(PartitionSweep, Invariants) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layout, PartitionSweep,
-    ::testing::Combine(::testing::Values("cora", "rmat"), ::testing::Values("metis", "random"),
+    ::testing::Combine(::testing::Values("cora", "rmat"),
+                       ::testing::Values("metis", "random", "bfs-blocks", "pagraph"),
                        ::testing::Values(1, 2, 3, 4)),
     [](const auto& info) {
-      return fmt::format("{}_{}_{}", std::get<0>(info.param), std::get<1>(info.param),
-                         std::get<2>(info.param));
+      std::string method = std::get<1>(info.param);
+      std::replace(method.begin(), method.end(), '-', '_');
+      return fmt::format("{}_{}_{}", std::get<0>(info.param), method, std::get<2>(info.param));
     });
 
 TEST(Partition, MetisCutsFarFewerEdgesThanRandomOnCommunityGraph) {
