@@ -1,5 +1,6 @@
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/timer.hpp"
 #include "csp/presample.hpp"
@@ -10,8 +11,8 @@ namespace dsp::cli {
 namespace {
 
 // Per-part rows, entries, seeds, cache and halo; imbalance (max / mean) per balance constraint;
-// for self-reliant parts the replication factors.
-void print_report(const std::string& out, const PartitionMeta& m) {
+// for self-reliant parts the replication factors. Returns the figures as JSON.
+nlohmann::json report(const std::string& out, const PartitionMeta& m) {
   fmt::print("partition {}: {} parts of '{}' by {}, edge cut {} of {} entries ({:.1f}%)\n", out,
              m.parts, m.dataset_name, m.method, m.edge_cut, m.num_edges,
              m.num_edges ? 100.0 * m.edge_cut / m.num_edges : 0.0);
@@ -38,17 +39,27 @@ void print_report(const std::string& out, const PartitionMeta& m) {
   }
   const double mean_nodes = double(m.num_nodes) / m.parts, mean_seeds = double(tot_seeds) / m.parts;
   const double mean_entries = double(m.num_edges) / m.parts;
+  nlohmann::json j = {
+      {"edge_cut_share", m.num_edges ? double(m.edge_cut) / m.num_edges : 0.0},
+      {"imbalance",
+       {{"nodes", max_nodes / mean_nodes},
+        {"seeds", mean_seeds > 0 ? max_seeds / mean_seeds : 1.0},
+        {"entries", mean_entries > 0 ? max_entries / mean_entries : 1.0}}}};
   fmt::print("  imbalance (max / mean): nodes {:.3f}, seeds {:.3f}, entries {:.3f}\n",
-             max_nodes / mean_nodes, mean_seeds > 0 ? max_seeds / mean_seeds : 1.0,
-             mean_entries > 0 ? max_entries / mean_entries : 1.0);
+             j["imbalance"]["nodes"].get<double>(), j["imbalance"]["seeds"].get<double>(),
+             j["imbalance"]["entries"].get<double>());
   if (halo) {
+    j["replication"] = {{"rows", double(rows) / m.num_nodes},
+                        {"entries", m.num_edges ? double(tot_entries) / m.num_edges : 0.0},
+                        {"reach", double(reach) / m.num_nodes}};
     fmt::print(
         "  replication ({}-hop halo{}): rows {:.3f}x, entries {:.3f}x, L-hop reach {:.3f}x of "
         "the graph\n",
         m.hops, m.halo_cap > 0 ? fmt::format(", cap {}", m.halo_cap) : "",
-        double(rows) / m.num_nodes, m.num_edges ? double(tot_entries) / m.num_edges : 0.0,
-        double(reach) / m.num_nodes);
+        j["replication"]["rows"].get<double>(), j["replication"]["entries"].get<double>(),
+        j["replication"]["reach"].get<double>());
   }
+  return j;
 }
 
 }  // namespace
@@ -64,7 +75,7 @@ void add_partition(CLI::App& app) {
     double cache_ratio = -1;
     int64_t cache_bytes = -1;
     PresampleOptions pre;
-    std::string fanouts = "15,10,5";
+    std::string fanouts = "15,10,5", json;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("DATASET", a->dataset, "dataset directory (dsp convert / dsp generate)")
@@ -97,6 +108,7 @@ void add_partition(CLI::App& app) {
   sub->add_option("--seed-imbalance", a->o.seed_imbalance,
                   "allowed excess of training seeds per part over the mean (default 0.05)");
   sub->add_flag("--overwrite", a->o.overwrite, "replace OUT if it exists");
+  sub->add_option("--json", a->json, "write the figures (times, memory, balance) to this file");
   sub->add_option("--presample-epochs", a->pre.epochs,
                   "cache policy presample: sampling-only epochs K (default 1)");
   sub->add_option("--fanouts", a->fanouts,
@@ -136,9 +148,17 @@ void add_partition(CLI::App& app) {
     DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", "load + validate", sw.seconds(),
              peak_rss_bytes() / 1073741824.0);
     PartitionMeta m = partition_dataset(ds, a->o, a->out);
-    print_report(a->out, m);
+    nlohmann::json j = report(a->out, m);
     fmt::print("  total {:.2f} s, peak RSS {:.2f} GiB\n", sw.seconds(),
                peak_rss_bytes() / 1073741824.0);
+    if (!a->json.empty()) {
+      j["bench"] = "partition";
+      j["path"] = a->dataset;
+      j["seconds"] = sw.seconds();
+      j["peak_rss_bytes"] = peak_rss_bytes();
+      j["partition"] = m.to_json();
+      write_file_atomic(a->json, j.dump(2) + "\n");
+    }
   });
 }
 }  // namespace dsp::cli
