@@ -402,10 +402,19 @@ nlohmann::json score_trace(const CacheTrace& t, const std::vector<ScoredPolicy>&
     }
     pol[sp.name] = {{"hit_rate", hits}, {"of_optimal", of_opt}, {"score_s", sp.seconds}};
   }
+  // Each window against the best static policy and the oracle holding as many nodes.
   nlohmann::json reuse = nlohmann::json::array();
   for (const WindowReuse& w : window_reuse(t, n, {1, 4, 16})) {
-    reuse.push_back({{"window_batches", w.window}, {"hit_rate", w.hit_rate},
-                     {"size_share", w.size_share}});
+    const int64_t k = static_cast<int64_t>(w.size_share * static_cast<double>(n));
+    double best = 0;
+    for (const ScoredPolicy& sp : scored) {
+      best = std::max(best, hit_rate(t.ids, n, top_k_by_score(sp.score, 0, n, k)));
+    }
+    reuse.push_back({{"window_batches", w.window},
+                     {"hit_rate", w.hit_rate},
+                     {"size_share", w.size_share},
+                     {"best_static_same_size", best},
+                     {"optimal_same_size", optimal_hit_rate(t.ids, n, k)}});
   }
   return {{"policies", pol},        {"optimal", opt},
           {"trace_accesses", t.ids.size()}, {"window_reuse", reuse},
@@ -429,9 +438,11 @@ void print_trace_scores(const std::string& order, const nlohmann::json& o,
   }
   row("optimal", o["optimal"]);
   for (const auto& w : o["window_reuse"]) {
-    fmt::print("    reuse from the last {:>2} batches: {:.3f} of accesses ({:.3f} of the nodes)\n",
-               w["window_batches"].get<int>(), w["hit_rate"].get<double>(),
-               w["size_share"].get<double>());
+    fmt::print(
+        "    reuse from the last {:>2} batches: {:.3f} of accesses, holding {:.3f} of the nodes "
+        "(best static cache that size {:.3f}, optimal {:.3f})\n",
+        w["window_batches"].get<int>(), w["hit_rate"].get<double>(), w["size_share"].get<double>(),
+        w["best_static_same_size"].get<double>(), w["optimal_same_size"].get<double>());
   }
 }
 

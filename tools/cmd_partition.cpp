@@ -38,7 +38,7 @@ nlohmann::json report(const std::string& out, const PartitionMeta& m) {
     reach += s.reach;
   }
   const double mean_nodes = double(m.num_nodes) / m.parts, mean_seeds = double(tot_seeds) / m.parts;
-  const double mean_entries = double(m.num_edges) / m.parts;
+  const double mean_entries = double(tot_entries) / m.parts;  // replicas included
   nlohmann::json j = {
       {"edge_cut_share", m.num_edges ? double(m.edge_cut) / m.num_edges : 0.0},
       {"imbalance",
