@@ -129,6 +129,40 @@ Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows,
   return c;
 }
 
+// The part of every node by opts.method; methods with a report fill `report`.
+std::vector<int32_t> assign_parts(const Dataset& ds, const PartitionOptions& opts,
+                                  nlohmann::json* report) {
+  if (opts.method == "metis") {
+    return assign_metis(ds, opts.parts, opts.seed, opts.verbose, kMetisMaxEntries,
+                        opts.balance_entries);
+  }
+  if (opts.method == "bfs-blocks") {
+    return assign_bfs_blocks(ds.graph, ds.train_idx, opts.parts, opts.bfs_blocks, opts.seed,
+                             opts.verbose, report);
+  }
+  if (opts.method == "pagraph") {
+    return assign_pagraph(ds.graph, ds.train_idx, opts.parts, opts.pagraph, opts.seed,
+                          opts.verbose, report);
+  }
+  return assign_random(ds.meta.num_nodes, opts.parts, opts.seed);
+}
+
+// PaGraph: part p's halo (see detail::build_halo) into <pd>/halo_*.npy, its sizes into st.
+void write_halo(const Csr& g, const Csr& halo_src, const PartitionMeta& meta,
+                const std::vector<int64_t>& old2new, const std::vector<int64_t>& new2old,
+                const std::vector<int64_t>& seeds, std::vector<int8_t>& depth,
+                const std::string& pd, PartStats& st) {
+  detail::Halo h = detail::build_halo(g, halo_src, old2new, new2old, st.begin, st.end, seeds,
+                                      meta.hops, depth);
+  st.halo_nodes = static_cast<int64_t>(h.ids.size());
+  st.halo_edges = h.rows.num_edges();
+  st.reach = h.reach;
+  save_npy(pd + "/halo_ids.npy", Array::from_vector(std::move(h.ids)));
+  save_npy(pd + "/halo_indptr.npy", h.rows.indptr);
+  save_npy(pd + "/halo_indices.npy", h.rows.indices);
+  if (h.rows.has_weights()) save_npy(pd + "/halo_edge_weight.npy", h.rows.weights);
+}
+
 }  // namespace
 
 PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
@@ -157,19 +191,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   phase("checksum source");
 
   nlohmann::json method_report = nlohmann::json::object();
-  std::vector<int32_t> assign;
-  if (opts.method == "metis") {
-    assign = assign_metis(ds, parts, opts.seed, opts.verbose, kMetisMaxEntries,
-                          opts.balance_entries);
-  } else if (opts.method == "bfs-blocks") {
-    assign = assign_bfs_blocks(ds.graph, ds.train_idx, parts, opts.bfs_blocks, opts.seed,
-                               opts.verbose, &method_report);
-  } else if (opts.method == "pagraph") {
-    assign = assign_pagraph(ds.graph, ds.train_idx, parts, opts.pagraph, opts.seed, opts.verbose,
-                            &method_report);
-  } else {
-    assign = assign_random(n, parts, opts.seed);
-  }
+  std::vector<int32_t> assign = assign_parts(ds, opts, &method_report);
   method_report["assign_s"] = phase("assign parts");
   int64_t moved = rebalance_seeds(ds.graph, ds.train_idx, parts, opts.seed_imbalance, assign);
   phase(fmt::format("balance seeds ({} moved)", moved));
@@ -297,17 +319,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
       if (t[i] >= st.begin && t[i] < st.end) seeds.push_back(t[i]);
     }
     st.seeds = static_cast<int64_t>(seeds.size());
-    if (meta.hops > 0) {
-      detail::Halo h = detail::build_halo(g, halo_src, old2new, new2old, st.begin, st.end, seeds,
-                                          meta.hops, depth);
-      st.halo_nodes = static_cast<int64_t>(h.ids.size());
-      st.halo_edges = h.rows.num_edges();
-      st.reach = h.reach;
-      save_npy(pd + "/halo_ids.npy", Array::from_vector(std::move(h.ids)));
-      save_npy(pd + "/halo_indptr.npy", h.rows.indptr);
-      save_npy(pd + "/halo_indices.npy", h.rows.indices);
-      if (h.rows.has_weights()) save_npy(pd + "/halo_edge_weight.npy", h.rows.weights);
-    }
+    if (meta.hops > 0) write_halo(g, halo_src, meta, old2new, new2old, seeds, depth, pd, st);
     save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
     int64_t cap = policy == CachePolicy::kNone ? 0
                   : meta.cache_rows >= 0

@@ -100,6 +100,120 @@ std::vector<int64_t> capped_row(const Csr& g, int64_t v, int64_t cap, uint64_t s
   return out;
 }
 
+namespace {
+
+// The greedy scan of Eq. (1) and the owners of the other nodes, over `rows` (capped or whole).
+class PagraphGreedy {
+ public:
+  PagraphGreedy(const Csr& rows, int parts, int hops)
+      : rows_(rows), parts_(parts), hops_(hops), belongs_(rows.num_nodes, -1),
+        stamp_(rows.num_nodes, -1), pv_(parts, rows.num_nodes), n_pv_(parts, 0), n_tv_(parts, 0) {}
+
+  // Assigns the seeds in order; returns the number of neighbourhood nodes visited.
+  int64_t seeds(const Array& train_idx) {
+    const int64_t s = train_idx.defined() ? train_idx.dim(0) : 0;
+    const double tv_avg = static_cast<double>(s) / parts_;
+    std::vector<int64_t> cnt(parts_);
+    int64_t visits = 0;
+    for (int64_t t = 0; t < s; ++t) {
+      const int64_t v = train_idx.int_at(t);
+      in_hops(v, static_cast<int32_t>(t));
+      visits += static_cast<int64_t>(nbrs_.size());
+      // Eq. (1) with PaGraph's smoothing: (1 + |TV_i n IN_L|) (TV_avg - |TV_i|) / (1 + |PV_i|),
+      // ties to the part with fewer seeds.
+      std::fill(cnt.begin(), cnt.end(), 1);
+      for (int64_t u : nbrs_) {
+        if (belongs_[u] >= 0) ++cnt[belongs_[u]];
+      }
+      int best = 0;
+      double best_score = 0;
+      for (int i = 0; i < parts_; ++i) {
+        const double score = static_cast<double>(cnt[i]) *
+                             (tv_avg - static_cast<double>(n_tv_[i])) /
+                             static_cast<double>(n_pv_[i] + 1);
+        if (i == 0 || score > best_score || (score == best_score && n_tv_[i] < n_tv_[best])) {
+          best = i;
+          best_score = score;
+        }
+      }
+      belongs_[v] = best;
+      ++n_tv_[best];
+      n_pv_[best] += pv_.set(best, v);
+      for (int64_t u : nbrs_) n_pv_[best] += pv_.set(best, u);
+    }
+    return visits;
+  }
+
+  // Every other node (in id order) of g: among the parts whose seeds reach it (any part if none
+  // does) and that are below (1 + 5%) N / parts nodes, the one owning most of its in-neighbours
+  // so far, then the least loaded. Owned rows need no replica, and evaluation cuts fewer edges.
+  std::vector<int32_t> owners(const Csr& g) {
+    const int64_t n = g.num_nodes;
+    std::vector<int64_t> owned(n_tv_), cnt(parts_);
+    const int64_t cap = static_cast<int64_t>(1.05 * static_cast<double>(n) / parts_) + 1;
+    with_indices(g, [&](const auto* idx) {
+      const int64_t* gp = g.rowptr();
+      for (int64_t v = 0; v < n; ++v) {
+        if (belongs_[v] >= 0) continue;
+        bool any = false;
+        for (int i = 0; i < parts_ && !any; ++i) any = pv_.test(i, v) && owned[i] < cap;
+        std::fill(cnt.begin(), cnt.end(), 0);
+        for (int64_t e = gp[v]; e < gp[v + 1]; ++e) {
+          const int32_t b = belongs_[static_cast<int64_t>(idx[e])];
+          if (b >= 0) ++cnt[b];
+        }
+        int best = -1;
+        for (int i = 0; i < parts_; ++i) {
+          if (owned[i] >= cap || (any && !pv_.test(i, v))) continue;
+          if (best < 0 || cnt[i] > cnt[best] || (cnt[i] == cnt[best] && owned[i] < owned[best])) {
+            best = i;
+          }
+        }
+        if (best < 0) {
+          best = static_cast<int>(std::min_element(owned.begin(), owned.end()) - owned.begin());
+        }
+        belongs_[v] = best;
+        ++owned[best];
+      }
+    });
+    return std::move(belongs_);
+  }
+
+  const std::vector<int64_t>& replicated() const { return n_pv_; }
+
+ private:
+  // IN_L(v) into nbrs_: the distinct nodes within L hops along in-edges (stamp t marks them).
+  void in_hops(int64_t v, int32_t t) {
+    nbrs_.clear();
+    frontier_.assign(1, v);
+    stamp_[v] = t;
+    const int64_t* p = rows_.rowptr();
+    with_indices(rows_, [&](const auto* idx) {
+      for (int d = 1; d <= hops_ && !frontier_.empty(); ++d) {
+        next_.clear();
+        for (int64_t x : frontier_) {
+          for (int64_t e = p[x]; e < p[x + 1]; ++e) {
+            const int64_t u = static_cast<int64_t>(idx[e]);
+            if (stamp_[u] == t) continue;
+            stamp_[u] = t;
+            nbrs_.push_back(u);
+            next_.push_back(u);
+          }
+        }
+        frontier_.swap(next_);
+      }
+    });
+  }
+
+  const Csr& rows_;
+  const int parts_, hops_;
+  std::vector<int32_t> belongs_, stamp_;
+  PartBits pv_;
+  std::vector<int64_t> n_pv_, n_tv_, nbrs_, frontier_, next_;
+};
+
+}  // namespace
+
 std::vector<int32_t> assign_pagraph(const Csr& g, const Array& train_idx, int parts,
                                     const PagraphOptions& o, uint64_t seed, bool verbose,
                                     nlohmann::json* report) {
@@ -112,92 +226,14 @@ std::vector<int32_t> assign_pagraph(const Csr& g, const Array& train_idx, int pa
   const Csr rows = cap_rows(g, o.halo_cap, seed);
   nlohmann::json rep = {{"hops", o.hops}, {"halo_cap", o.halo_cap}};
   rep["cap_s"] = progress.phase("cap rows");
-
-  std::vector<int32_t> belongs(n, -1), stamp(n, -1);
-  PartBits pv(parts, n);
-  std::vector<int64_t> n_pv(parts, 0), n_tv(parts, 0), cnt(parts);
-  std::vector<int64_t> nbrs, frontier, next;
-  const double tv_avg = static_cast<double>(s) / parts;
-  int64_t visits = 0;
-  const int64_t* p = rows.rowptr();
-  with_indices(rows, [&](const auto* idx) {
-    for (int64_t t = 0; t < s; ++t) {
-      const int64_t v = train_idx.int_at(t);
-      // IN_L(v): the distinct nodes within L hops along in-edges.
-      nbrs.clear();
-      frontier.assign(1, v);
-      stamp[v] = static_cast<int32_t>(t);
-      for (int d = 1; d <= o.hops && !frontier.empty(); ++d) {
-        next.clear();
-        for (int64_t x : frontier) {
-          for (int64_t e = p[x]; e < p[x + 1]; ++e) {
-            const int64_t u = static_cast<int64_t>(idx[e]);
-            if (stamp[u] == t) continue;
-            stamp[u] = static_cast<int32_t>(t);
-            nbrs.push_back(u);
-            next.push_back(u);
-          }
-        }
-        frontier.swap(next);
-      }
-      visits += static_cast<int64_t>(nbrs.size());
-      // Eq. (1) with PaGraph's smoothing: (1 + |TV_i n IN_L|) (TV_avg - |TV_i|) / (1 + |PV_i|),
-      // ties to the part with fewer seeds.
-      std::fill(cnt.begin(), cnt.end(), 1);
-      for (int64_t u : nbrs) {
-        if (belongs[u] >= 0) ++cnt[belongs[u]];
-      }
-      int best = 0;
-      double best_score = 0;
-      for (int i = 0; i < parts; ++i) {
-        const double score = static_cast<double>(cnt[i]) * (tv_avg - static_cast<double>(n_tv[i])) /
-                             static_cast<double>(n_pv[i] + 1);
-        if (i == 0 || score > best_score || (score == best_score && n_tv[i] < n_tv[best])) {
-          best = i;
-          best_score = score;
-        }
-      }
-      belongs[v] = best;
-      ++n_tv[best];
-      n_pv[best] += pv.set(best, v);
-      for (int64_t u : nbrs) n_pv[best] += pv.set(best, u);
-    }
-  });
+  PagraphGreedy greedy(rows, parts, o.hops);
+  const int64_t visits = greedy.seeds(train_idx);
   rep["greedy_s"] = progress.phase(fmt::format("greedy seeds ({} visits)", visits));
   rep["visits"] = visits;
-
-  // Every other node (in id order): among the parts whose seeds reach it (any part if none
-  // does) and that are below (1 + 5%) N / parts nodes, the one owning most of its in-neighbours
-  // so far, then the least loaded. Owned rows need no replica, and evaluation cuts fewer edges.
-  std::vector<int64_t> owned(n_tv);
-  const int64_t cap = static_cast<int64_t>(1.05 * static_cast<double>(n) / parts) + 1;
-  with_indices(g, [&](const auto* idx) {
-    const int64_t* gp = g.rowptr();
-    for (int64_t v = 0; v < n; ++v) {
-      if (belongs[v] >= 0) continue;
-      bool any = false;
-      for (int i = 0; i < parts && !any; ++i) any = pv.test(i, v) && owned[i] < cap;
-      std::fill(cnt.begin(), cnt.end(), 0);
-      for (int64_t e = gp[v]; e < gp[v + 1]; ++e) {
-        const int32_t b = belongs[static_cast<int64_t>(idx[e])];
-        if (b >= 0) ++cnt[b];
-      }
-      int best = -1;
-      for (int i = 0; i < parts; ++i) {
-        if (owned[i] >= cap || (any && !pv.test(i, v))) continue;
-        if (best < 0 || cnt[i] > cnt[best] || (cnt[i] == cnt[best] && owned[i] < owned[best])) {
-          best = i;
-        }
-      }
-      if (best < 0) {
-        best = static_cast<int>(std::min_element(owned.begin(), owned.end()) - owned.begin());
-      }
-      belongs[v] = best;
-      ++owned[best];
-    }
-  });
+  rep["replicated_nodes"] = greedy.replicated();
+  std::vector<int32_t> belongs = greedy.owners(g);
   rep["owners_s"] = progress.phase("owners of other nodes");
-  rep["replicated_nodes"] = n_pv;
+  // stamps and owners, the PV bits, the capped rows
   rep["working_bytes"] = static_cast<int64_t>(n * 8 + parts * ((n + 63) / 64) * 8 +
                                               (o.halo_cap > 0 ? rows.num_edges() * 8 + n * 8 : 0));
   if (report) *report = rep;

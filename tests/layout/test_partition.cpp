@@ -13,6 +13,7 @@
 #include "graph/import.hpp"
 #include "graph/npy.hpp"
 #include "layout/hotness.hpp"
+#include "layout/layout_fixtures.hpp"
 #include "layout/partition.hpp"
 
 namespace dsp {
@@ -20,20 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
-  auto p = fs::temp_directory_path() / fmt::format("dsp_layout_{}_{}", name, ::getpid());
-  fs::remove_all(p);
-  return p.string();
-}
-
-const Dataset& cora() {
-  static Dataset ds = [] {
-    OgbImportOptions o;
-    o.name = "cora";
-    return import_ogb_raw(std::string(DSP_TEST_DATA_DIR) + "/cora", o);
-  }();
-  return ds;
-}
+using testing::cora;
+using testing::temp_dir;
 
 const Dataset& rmat() {
   static Dataset ds = [] {

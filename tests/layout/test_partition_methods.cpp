@@ -12,6 +12,7 @@
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
 #include "graph/npy.hpp"
+#include "layout/layout_fixtures.hpp"
 #include "layout/partition.hpp"
 
 namespace dsp {
@@ -19,20 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
-  auto p = fs::temp_directory_path() / fmt::format("dsp_methods_{}_{}", name, ::getpid());
-  fs::remove_all(p);
-  return p.string();
-}
-
-const Dataset& cora() {
-  static Dataset ds = [] {
-    OgbImportOptions o;
-    o.name = "cora";
-    return import_ogb_raw(std::string(DSP_TEST_DATA_DIR) + "/cora", o);
-  }();
-  return ds;
-}
+using testing::cora;
+using testing::temp_dir;
 
 // Undirected R-MAT: a few hubs hold most adjacency entries (the case of the entries constraint).
 const Dataset& power_law() {
