@@ -69,8 +69,8 @@ std::vector<WindowReuse> window_reuse(const CacheTrace& t, int64_t num_nodes,
     WindowReuse r;
     r.window = w;
     r.hit_rate = counted ? static_cast<double>(hits) / static_cast<double>(counted) : 0.0;
-    r.size_share = nb > w ? size_sum / static_cast<double>(nb - w) / static_cast<double>(num_nodes)
-                          : 0.0;
+    r.size_share =
+        nb > w ? size_sum / static_cast<double>(nb - w) / static_cast<double>(num_nodes) : 0.0;
     out.push_back(r);
   }
   return out;

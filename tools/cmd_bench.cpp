@@ -7,8 +7,8 @@
 #include <numeric>
 #include <thread>
 
-#include "ccc/communicator.hpp"
 #include "cache_trace.hpp"
+#include "ccc/communicator.hpp"
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -378,8 +378,8 @@ std::vector<ScoredPolicy> score_policies(const CacheArgs& a, const Csr& graph,
       po.sampler.seed = a.seed + 0x9e3779b9ULL;  // not the trace's draws
       Stopwatch sw;
       ScoredPolicy sp;
-      sp.name = p == CachePolicy::kPresample && ks.size() > 1 ? fmt::format("presample#{}", k)
-                                                              : pname;
+      sp.name =
+          p == CachePolicy::kPresample && ks.size() > 1 ? fmt::format("presample#{}", k) : pname;
       sp.score = hotness_scores(p, graph, train, a.seed + 1, make_presample_fn(po));
       sp.seconds = sw.seconds();
       out.push_back(std::move(sp));
@@ -396,7 +396,8 @@ nlohmann::json score_trace(const CacheTrace& t, const std::vector<ScoredPolicy>&
   for (const ScoredPolicy& sp : scored) {
     nlohmann::json hits = nlohmann::json::array(), of_opt = nlohmann::json::array();
     for (size_t i = 0; i < ratios.size(); ++i) {
-      double h = hit_rate(t.ids, n, top_k_by_score(sp.score, 0, n, static_cast<int64_t>(ratios[i] * n)));
+      double h =
+          hit_rate(t.ids, n, top_k_by_score(sp.score, 0, n, static_cast<int64_t>(ratios[i] * n)));
       hits.push_back(h);
       of_opt.push_back(opt[i].get<double>() > 0 ? h / opt[i].get<double>() : 0.0);
     }
@@ -416,9 +417,8 @@ nlohmann::json score_trace(const CacheTrace& t, const std::vector<ScoredPolicy>&
                      {"best_static_same_size", best},
                      {"optimal_same_size", optimal_hit_rate(t.ids, n, k)}});
   }
-  return {{"policies", pol},        {"optimal", opt},
-          {"trace_accesses", t.ids.size()}, {"window_reuse", reuse},
-          {"label_tv", t.label_tv}, {"sampling_s", t.seconds}};
+  return {{"policies", pol},       {"optimal", opt},         {"trace_accesses", t.ids.size()},
+          {"window_reuse", reuse}, {"label_tv", t.label_tv}, {"sampling_s", t.seconds}};
 }
 
 void print_trace_scores(const std::string& order, const nlohmann::json& o,

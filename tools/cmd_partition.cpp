@@ -39,12 +39,11 @@ nlohmann::json report(const std::string& out, const PartitionMeta& m) {
   }
   const double mean_nodes = double(m.num_nodes) / m.parts, mean_seeds = double(tot_seeds) / m.parts;
   const double mean_entries = double(tot_entries) / m.parts;  // replicas included
-  nlohmann::json j = {
-      {"edge_cut_share", m.num_edges ? double(m.edge_cut) / m.num_edges : 0.0},
-      {"imbalance",
-       {{"nodes", max_nodes / mean_nodes},
-        {"seeds", mean_seeds > 0 ? max_seeds / mean_seeds : 1.0},
-        {"entries", mean_entries > 0 ? max_entries / mean_entries : 1.0}}}};
+  nlohmann::json j = {{"edge_cut_share", m.num_edges ? double(m.edge_cut) / m.num_edges : 0.0},
+                      {"imbalance",
+                       {{"nodes", max_nodes / mean_nodes},
+                        {"seeds", mean_seeds > 0 ? max_seeds / mean_seeds : 1.0},
+                        {"entries", mean_entries > 0 ? max_entries / mean_entries : 1.0}}}};
   fmt::print("  imbalance (max / mean): nodes {:.3f}, seeds {:.3f}, entries {:.3f}\n",
              j["imbalance"]["nodes"].get<double>(), j["imbalance"]["seeds"].get<double>(),
              j["imbalance"]["entries"].get<double>());

@@ -59,8 +59,8 @@ struct PagraphOptions {
 
 struct PartitionOptions {
   int parts = 1;
-  std::string method = "metis";           // metis | random | bfs-blocks | pagraph
-  bool balance_entries = true;            // METIS: adjacency entries as a balance constraint
+  std::string method = "metis";  // metis | random | bfs-blocks | pagraph
+  bool balance_entries = true;   // METIS: adjacency entries as a balance constraint
   BfsBlockOptions bfs_blocks;
   PagraphOptions pagraph;
   std::string cache_policy = "in-degree";  // in-degree | out-degree | presample | random | none

@@ -146,14 +146,13 @@ BlockGraph block_graph(const Csr& g, const T* idx, const std::vector<int32_t>& g
 // Large: the top 10% of blocks by size (BGL), and every block of at least t/4 nodes (on small
 // graphs the top 10% alone would leave full-size blocks to be merged). Returns the new group of
 // every block and the number of groups.
-int64_t merge_level(const BlockGraph& bg, const std::vector<int64_t>& size, int64_t t,
-                    uint64_t key, std::vector<int32_t>& into) {
+int64_t merge_level(const BlockGraph& bg, const std::vector<int64_t>& size, int64_t t, uint64_t key,
+                    std::vector<int32_t>& into) {
   const int64_t nb = bg.blocks();
   std::vector<int32_t> by_size(nb);
   std::iota(by_size.begin(), by_size.end(), 0);
-  std::sort(by_size.begin(), by_size.end(), [&](int32_t a, int32_t b) {
-    return size[a] != size[b] ? size[a] > size[b] : a < b;
-  });
+  std::sort(by_size.begin(), by_size.end(),
+            [&](int32_t a, int32_t b) { return size[a] != size[b] ? size[a] > size[b] : a < b; });
   std::vector<uint8_t> large(nb, 0);
   const int64_t top = std::max<int64_t>(1, (nb + 9) / 10);
   for (int64_t i = 0; i < nb; ++i) {
@@ -220,9 +219,20 @@ class BlockAssigner {
   BlockAssigner(const BlockGraph& bg, const std::vector<int64_t>& size,
                 const std::vector<int64_t>& seeds, int parts, int hops, double cap_nodes,
                 double cap_seeds)
-      : bg_(bg), size_(size), seeds_(seeds), parts_(parts), hops_(hops), cap_nodes_(cap_nodes),
-        cap_seeds_(cap_seeds), nb_(bg.blocks()), part_(nb_, -1), dist_(nb_, -1),
-        reach_(nb_, 0.0), vol_(nb_, 0.0), nodes_(parts, 0), tseeds_(parts, 0) {
+      : bg_(bg),
+        size_(size),
+        seeds_(seeds),
+        parts_(parts),
+        hops_(hops),
+        cap_nodes_(cap_nodes),
+        cap_seeds_(cap_seeds),
+        nb_(bg.blocks()),
+        part_(nb_, -1),
+        dist_(nb_, -1),
+        reach_(nb_, 0.0),
+        vol_(nb_, 0.0),
+        nodes_(parts, 0),
+        tseeds_(parts, 0) {
     for (int64_t x = 0; x < nb_; ++x) {
       for (int64_t e = bg.ptr[x]; e < bg.ptr[x + 1]; ++e) vol_[x] += static_cast<double>(bg.w[e]);
     }
@@ -376,9 +386,9 @@ class BlockAssigner {
 };
 
 template <class Q, class T>
-std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& train_idx,
-                                     int parts, const BfsBlockOptions& o, uint64_t seed,
-                                     bool verbose, nlohmann::json* report) {
+std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& train_idx, int parts,
+                                     const BfsBlockOptions& o, uint64_t seed, bool verbose,
+                                     nlohmann::json* report) {
   const int64_t n = g.num_nodes;
   const int64_t t = o.block_size > 0 ? o.block_size
                                      : std::max<int64_t>(1, n / (64 * static_cast<int64_t>(parts)));
@@ -425,9 +435,9 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   for (int64_t v = 0; v < n; ++v) block[v] = part[block[v]];  // uncoarsen in place
   rep["assign_s"] = progress.phase("assign blocks");
   // Working memory of the arrays above (the mapped entries excluded).
-  rep["working_bytes"] = static_cast<int64_t>(n * (sizeof(int32_t) + sizeof(Q)) +
-                                              bg.adj.size() * 12 + bg.ptr.size() * 8 +
-                                              size.size() * 24);
+  rep["working_bytes"] =
+      static_cast<int64_t>(n * (sizeof(int32_t) + sizeof(Q)) + bg.adj.size() * 12 +
+                           bg.ptr.size() * 8 + size.size() * 24);
   if (report) *report = rep;
   return block;
 }

@@ -111,8 +111,9 @@ Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows,
   for (int64_t r = 0; r < rows; ++r) {
     DSP_CHECK_FORMAT(p[r] <= p[r + 1], "{}indptr.npy: not monotone at row {}", base, r);
   }
-  DSP_CHECK_FORMAT(p[rows] == c.num_edges(), "{}indptr.npy: ends at {} but {}indices.npy has {} entries",
-                   base, p[rows], prefix, c.num_edges());
+  DSP_CHECK_FORMAT(p[rows] == c.num_edges(),
+                   "{}indptr.npy: ends at {} but {}indices.npy has {} entries", base, p[rows],
+                   prefix, c.num_edges());
   const int64_t n = m.num_nodes;
   dispatch_index(m.index_dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -123,8 +124,9 @@ Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows,
     }
   });
   if (m.has_weights) {
-    DSP_CHECK_FORMAT(c.weights.dim(0) == c.num_edges(), "{}edge_weight.npy: {} weights for {} entries",
-                     base, c.weights.dim(0), c.num_edges());
+    DSP_CHECK_FORMAT(c.weights.dim(0) == c.num_edges(),
+                     "{}edge_weight.npy: {} weights for {} entries", base, c.weights.dim(0),
+                     c.num_edges());
   }
   return c;
 }
@@ -141,8 +143,8 @@ std::vector<int32_t> assign_parts(const Dataset& ds, const PartitionOptions& opt
                              opts.verbose, report);
   }
   if (opts.method == "pagraph") {
-    return assign_pagraph(ds.graph, ds.train_idx, opts.parts, opts.pagraph, opts.seed,
-                          opts.verbose, report);
+    return assign_pagraph(ds.graph, ds.train_idx, opts.parts, opts.pagraph, opts.seed, opts.verbose,
+                          report);
   }
   return assign_random(ds.meta.num_nodes, opts.parts, opts.seed);
 }
@@ -152,8 +154,8 @@ void write_halo(const Csr& g, const Csr& halo_src, const PartitionMeta& meta,
                 const std::vector<int64_t>& old2new, const std::vector<int64_t>& new2old,
                 const std::vector<int64_t>& seeds, std::vector<int8_t>& depth,
                 const std::string& pd, PartStats& st) {
-  detail::Halo h = detail::build_halo(g, halo_src, old2new, new2old, st.begin, st.end, seeds,
-                                      meta.hops, depth);
+  detail::Halo h =
+      detail::build_halo(g, halo_src, old2new, new2old, st.begin, st.end, seeds, meta.hops, depth);
   st.halo_nodes = static_cast<int64_t>(h.ids.size());
   st.halo_edges = h.rows.num_edges();
   st.reach = h.reach;
@@ -172,8 +174,8 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   DSP_CHECK_ARG(parts >= 1, "--parts must be >= 1, got {}", parts);
   DSP_CHECK_ARG(parts <= n, "--parts {} is larger than the node count {} of {}", parts, n,
                 ds.dir.empty() ? ds.meta.name : ds.dir);
-  DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random" ||
-                    opts.method == "bfs-blocks" || opts.method == "pagraph",
+  DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random" || opts.method == "bfs-blocks" ||
+                    opts.method == "pagraph",
                 "unknown partition method '{}' (metis, random, bfs-blocks, pagraph)", opts.method);
   DSP_CHECK_ARG(opts.method != "pagraph" || (opts.pagraph.hops >= 1 && opts.pagraph.hops <= 100),
                 "--hops must be in [1, 100], got {}", opts.pagraph.hops);
@@ -226,8 +228,10 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   meta.num_classes = ds.meta.num_classes;
   meta.has_weights = g.has_weights();
   meta.dataset_name = ds.meta.name;
-  meta.extra = {{"seed", opts.seed}, {"seeds_moved_for_balance", moved},
-                {"directed", ds.meta.directed}, {"method_report", method_report}};
+  meta.extra = {{"seed", opts.seed},
+                {"seeds_moved_for_balance", moved},
+                {"directed", ds.meta.directed},
+                {"method_report", method_report}};
   if (opts.method == "metis") meta.extra["balance_entries"] = opts.balance_entries;
   if (opts.method == "pagraph") {
     meta.hops = opts.pagraph.hops;
@@ -271,8 +275,8 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   Hasher pid;
   pid.update(&meta.source_checksum, sizeof(uint64_t));
   pid.update(new2old.data(), new2old.size() * sizeof(int64_t));
-  std::string pol = fmt::format("{}{}{}/{}", meta.cache_policy, meta.method, meta.hops,
-                                meta.halo_cap);
+  std::string pol =
+      fmt::format("{}{}{}/{}", meta.cache_policy, meta.method, meta.hops, meta.halo_cap);
   pid.update(pol.data(), pol.size());
   meta.partition_id = pid.digest();
 

@@ -106,8 +106,14 @@ namespace {
 class PagraphGreedy {
  public:
   PagraphGreedy(const Csr& rows, int parts, int hops)
-      : rows_(rows), parts_(parts), hops_(hops), belongs_(rows.num_nodes, -1),
-        stamp_(rows.num_nodes, -1), pv_(parts, rows.num_nodes), n_pv_(parts, 0), n_tv_(parts, 0) {}
+      : rows_(rows),
+        parts_(parts),
+        hops_(hops),
+        belongs_(rows.num_nodes, -1),
+        stamp_(rows.num_nodes, -1),
+        pv_(parts, rows.num_nodes),
+        n_pv_(parts, 0),
+        n_tv_(parts, 0) {}
 
   // Assigns the seeds in order; returns the number of neighbourhood nodes visited.
   int64_t seeds(const Array& train_idx) {

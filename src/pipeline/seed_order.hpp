@@ -39,7 +39,7 @@ class BfsSeedOrder {
   std::vector<int64_t> sequence(int i) const;
 
  private:
-  std::vector<int64_t> seeds_;              // ascending
+  std::vector<int64_t> seeds_;               // ascending
   std::vector<std::vector<uint32_t>> pool_;  // per sequence: positions in seeds_, BFS order
   uint64_t seed_;
   int s_;

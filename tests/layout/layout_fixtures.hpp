@@ -12,8 +12,8 @@ namespace dsp::testing {
 
 // A fresh (removed) path in the temp directory, unique per process.
 inline std::string temp_dir(const std::string& name) {
-  auto p = std::filesystem::temp_directory_path() /
-           fmt::format("dsp_layout_{}_{}", name, ::getpid());
+  auto p =
+      std::filesystem::temp_directory_path() / fmt::format("dsp_layout_{}_{}", name, ::getpid());
   std::filesystem::remove_all(p);
   return p.string();
 }

@@ -91,9 +91,8 @@ TEST(MetisBalance, EntriesAreTheThirdConstraint) {
   const Dataset& ds = power_law();
   for (int parts : {2, 4}) {
     Loads with = loads(ds, assign_metis(ds, parts, 0, false), parts);
-    Loads without =
-        loads(ds, assign_metis(ds, parts, 0, false, kMetisMaxEntries, /*balance_entries=*/false),
-              parts);
+    Loads without = loads(
+        ds, assign_metis(ds, parts, 0, false, kMetisMaxEntries, /*balance_entries=*/false), parts);
     EXPECT_LE(with.imbalance(with.entries), 1.04) << parts << " parts";
     EXPECT_LE(with.imbalance(with.nodes), 1.04) << parts << " parts";
     EXPECT_LE(with.imbalance(with.seeds), 1.04) << parts << " parts";
@@ -131,8 +130,8 @@ TEST(BfsBlocks, BalancesNodesAndSeedsAndKeepsLocality) {
     EXPECT_LE(l.imbalance(l.seeds), 1.0 + o.slack + 1e-9) << parts << " parts";
     // BGL's claim: 25% to 44% fewer cross-partition accesses than random partitioning.
     std::vector<int32_t> r = assign_random(ds.meta.num_nodes, parts, 7);
-    EXPECT_LT(cut(ds, a), 0.8 * cut(ds, r)) << parts << " parts: BFS blocks cut " << cut(ds, a)
-                                            << ", random " << cut(ds, r);
+    EXPECT_LT(cut(ds, a), 0.8 * cut(ds, r))
+        << parts << " parts: BFS blocks cut " << cut(ds, a) << ", random " << cut(ds, r);
     EXPECT_GT(rep.at("blocks_bfs").get<int64_t>(), rep.at("blocks_merged").get<int64_t>());
   }
 }
@@ -208,7 +207,9 @@ Renumbered maps(const std::string& dir) {
 }
 
 // Row of new id v in a part's sampling view.
-std::vector<int64_t> view_row(const PartitionData& view, int64_t v) { return row_of(view.patch, v); }
+std::vector<int64_t> view_row(const PartitionData& view, int64_t v) {
+  return row_of(view.patch, v);
+}
 
 // The source row of new id v, renumbered and ascending; capped as the partition caps halo rows.
 std::vector<int64_t> source_row(const Dataset& ds, const Renumbered& r, int64_t v, int64_t cap,
@@ -236,16 +237,18 @@ void check_self_reliant(const Dataset& ds, const std::string& dir, int parts, in
     ASSERT_EQ(view.patch.num_nodes, m.num_nodes);
     max_seeds = std::max(max_seeds, d.seeds.dim(0));
     min_seeds = std::min(min_seeds, d.seeds.dim(0));
-    std::set<int64_t> halo(d.halo_ids.data<int64_t>(), d.halo_ids.data<int64_t>() + d.halo_ids.dim(0));
+    std::set<int64_t> halo(d.halo_ids.data<int64_t>(),
+                           d.halo_ids.data<int64_t>() + d.halo_ids.dim(0));
     std::vector<int> depth(m.num_nodes, -1);
-    std::vector<int64_t> frontier(d.seeds.data<int64_t>(), d.seeds.data<int64_t>() + d.seeds.dim(0));
+    std::vector<int64_t> frontier(d.seeds.data<int64_t>(),
+                                  d.seeds.data<int64_t>() + d.seeds.dim(0));
     for (int64_t s : frontier) depth[s] = 0;
     for (int h = 0; h < hops; ++h) {
       std::vector<int64_t> next;
       for (int64_t v : frontier) {
         const bool own = m.owner(v) == p;
-        ASSERT_TRUE(own || halo.count(v)) << "part " << p << ": node " << v << " at hop " << h
-                                          << " has no replicated row";
+        ASSERT_TRUE(own || halo.count(v))
+            << "part " << p << ": node " << v << " at hop " << h << " has no replicated row";
         ASSERT_EQ(view_row(view, v), source_row(ds, r, v, own ? 0 : cap, seed))
             << "part " << p << " row " << v;
         if (h + 1 == hops) continue;
