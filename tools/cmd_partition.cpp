@@ -87,7 +87,7 @@ void add_partition(CLI::App& app) {
                   "(self-reliant parts: each replicates its seeds' L-hop neighbourhood)")
       ->check(CLI::IsMember({"metis", "random", "bfs-blocks", "pagraph"}));
   sub->add_flag("--no-entry-balance{false}", a->o.balance_entries,
-                "metis: balance nodes and seeds only, not adjacency entries");
+                "metis, bfs-blocks: balance nodes and seeds only, not adjacency entries");
   sub->add_option("--hops", a->o.pagraph.hops,
                   "pagraph: layers L of the model (fanouts) whose neighbourhood is replicated "
                   "(default 2)");
@@ -117,6 +117,7 @@ void add_partition(CLI::App& app) {
   sub->callback([a] {
     DSP_CHECK_ARG(!(a->cache_ratio >= 0 && a->cache_bytes >= 0),
                   "give --cache-ratio or --cache-bytes, not both");
+    a->o.bfs_blocks.balance_entries = a->o.balance_entries;
     if (a->cache_ratio >= 0 || a->cache_ratio != -1) {
       if (a->cache_ratio != -1) a->o.cache_ratio = a->cache_ratio;
     }

@@ -38,12 +38,16 @@ constexpr int kPartitionFormatVersion = 1;
 // more memory than the machine has): multi-source BFS grows blocks of at most block_size nodes,
 // small blocks merge into adjacent large ones (then at random), and blocks are assigned greedily
 // to the part maximising (block neighbours within `hops` hops already there) x (1 - seeds/seed
-// capacity) x (1 - nodes/node capacity). Works on int32 or int64 entries, streaming over the
+// capacity) x (1 - nodes/node capacity) [x (1 - entries/entry capacity)]. Works on int32 or int64
+// entries, streaming over the
 // (mapped) CSR: O(N) small arrays plus the block graph, no copy of the entries.
 struct BfsBlockOptions {
   int64_t block_size = 0;  // nodes at which a BFS block stops growing; 0: N / (64 * parts)
   int hops = 2;            // j: hops of block neighbours the assignment counts
-  double slack = 0.05;     // node and seed capacity of a part: (1 + slack) * mean
+  double slack = 0.05;     // node, seed (and entry) capacity of a part: (1 + slack) * mean
+  // Adjacency entries as a third balance term (not in BGL): without it, a power-law graph's
+  // connected core may land in one part and the isolated nodes in the other.
+  bool balance_entries = true;
 };
 
 // PaGraph's self-reliant partitioner (GNNSys'21 section 3.2): training seeds are assigned one by

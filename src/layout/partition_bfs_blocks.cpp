@@ -6,6 +6,7 @@
 // only read, row by row, so a mapped CSR of any size (int32 or int64 indices, more than 2^31-1
 // entries) stays on disk except for the pages being read.
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -202,8 +203,14 @@ int64_t merge_level(const BlockGraph& bg, const std::vector<int64_t>& size, int6
   return groups;
 }
 
-// Phase 3: greedy assignment of whole blocks. Score of part i for block B (BGL's product):
-//   locality_i x (1 - seeds_i / seed cap) x (1 - nodes_i / node cap),
+// Per block (and per part) what the balance constraints count: nodes, training seeds, adjacency
+// entries (the rows' lengths: a part's topology memory).
+constexpr int kLoads = 3;
+using Load = std::array<int64_t, kLoads>;
+
+// Phase 3: greedy assignment of whole blocks. Score of part i for block B (BGL's product, with
+// the entries as a third balance term unless it is off):
+//   locality_i x (1 - seeds_i / seed cap) x (1 - nodes_i / node cap) [x (1 - entries_i / cap)],
 // balances counted with B added; a part B would overfill in what B brings is not eligible.
 // locality_i: the blocks of part i within `hops` hops of B, each weighted by the probability that
 // a random walk from B along joining entries is there after h steps (BGL counts the blocks; on
@@ -216,23 +223,20 @@ int64_t merge_level(const BlockGraph& bg, const std::vector<int64_t>& size, int6
 // least.
 class BlockAssigner {
  public:
-  BlockAssigner(const BlockGraph& bg, const std::vector<int64_t>& size,
-                const std::vector<int64_t>& seeds, int parts, int hops, double cap_nodes,
-                double cap_seeds)
+  // cap[r] <= 0: load r is not balanced.
+  BlockAssigner(const BlockGraph& bg, const std::vector<Load>& load, int parts, int hops,
+                const std::array<double, kLoads>& cap)
       : bg_(bg),
-        size_(size),
-        seeds_(seeds),
+        load_(load),
         parts_(parts),
         hops_(hops),
-        cap_nodes_(cap_nodes),
-        cap_seeds_(cap_seeds),
+        cap_(cap),
         nb_(bg.blocks()),
         part_(nb_, -1),
         dist_(nb_, -1),
         reach_(nb_, 0.0),
         vol_(nb_, 0.0),
-        nodes_(parts, 0),
-        tseeds_(parts, 0) {
+        part_load_(parts, Load{}) {
     for (int64_t x = 0; x < nb_; ++x) {
       for (int64_t e = bg.ptr[x]; e < bg.ptr[x + 1]; ++e) vol_[x] += static_cast<double>(bg.w[e]);
     }
@@ -268,7 +272,8 @@ class BlockAssigner {
   std::vector<int32_t> blocks_by_size() const {
     std::vector<int32_t> v(nb_);
     std::iota(v.begin(), v.end(), 0);
-    std::stable_sort(v.begin(), v.end(), [&](int32_t a, int32_t b) { return size_[a] > size_[b]; });
+    std::stable_sort(v.begin(), v.end(),
+                     [&](int32_t a, int32_t b) { return load_[a][0] > load_[b][0]; });
     return v;
   }
 
@@ -325,11 +330,26 @@ class BlockAssigner {
   // Balance product of part i with b added; *ok: b does not overfill i in what b brings (a block
   // without seeds may still go to a part that is full of seeds).
   double balance(int i, int32_t b, bool* ok) const {
-    const double fn = 1.0 - static_cast<double>(nodes_[i] + size_[b]) / cap_nodes_;
-    const double fs =
-        cap_seeds_ > 0 ? 1.0 - static_cast<double>(tseeds_[i] + seeds_[b]) / cap_seeds_ : 1.0;
-    *ok = fn >= 0 && (fs >= 0 || seeds_[b] == 0);
-    return fn * std::max(fs, 1e-3);
+    double prod = 1.0;
+    *ok = true;
+    for (int r = 0; r < kLoads; ++r) {
+      if (cap_[r] <= 0) continue;
+      const double f = 1.0 - static_cast<double>(part_load_[i][r] + load_[b][r]) / cap_[r];
+      *ok = *ok && (f >= 0 || load_[b][r] == 0);
+      prod *= std::max(f, 1e-3);
+    }
+    return prod;
+  }
+
+  // How full part i would be with b added: the largest load over its capacity.
+  double fill(int i, int32_t b) const {
+    double f = 0;
+    for (int r = 0; r < kLoads; ++r) {
+      if (cap_[r] > 0) {
+        f = std::max(f, static_cast<double>(part_load_[i][r] + load_[b][r]) / cap_[r]);
+      }
+    }
+    return f;
   }
 
   int choose(int32_t b) {
@@ -356,9 +376,7 @@ class BlockAssigner {
     if (best < 0) {                      // fits nowhere: the part least overfilled
       double least = 0;
       for (int i = 0; i < parts_; ++i) {
-        const double f = std::max(
-            static_cast<double>(nodes_[i] + size_[b]) / cap_nodes_,
-            cap_seeds_ > 0 ? static_cast<double>(tseeds_[i] + seeds_[b]) / cap_seeds_ : 0.0);
+        const double f = fill(i, b);
         if (best < 0 || f < least) {
           best = i;
           least = f;
@@ -370,19 +388,17 @@ class BlockAssigner {
 
   void place(int32_t b, int i) {
     part_[b] = i;
-    nodes_[i] += size_[b];
-    tseeds_[i] += seeds_[b];
+    for (int r = 0; r < kLoads; ++r) part_load_[i][r] += load_[b][r];
   }
 
   const BlockGraph& bg_;
-  const std::vector<int64_t>& size_;
-  const std::vector<int64_t>& seeds_;
+  const std::vector<Load>& load_;
   const int parts_, hops_;
-  const double cap_nodes_, cap_seeds_;
+  const std::array<double, kLoads> cap_;
   const int64_t nb_;
   std::vector<int32_t> part_, dist_, frontier_, next_, touched_;
   std::vector<double> reach_, vol_;
-  std::vector<int64_t> nodes_, tseeds_;
+  std::vector<Load> part_load_;
 };
 
 template <class Q, class T>
@@ -425,13 +441,18 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   rep["entries_between_blocks"] = crossing();
   rep["merge_s"] = progress.phase(fmt::format("merge blocks ({})", bg.blocks()));
 
-  std::vector<int64_t> bseeds(bg.blocks(), 0);
+  std::vector<Load> load(bg.blocks(), Load{});
   const int64_t s = train_idx.defined() ? train_idx.dim(0) : 0;
-  for (int64_t i = 0; i < s; ++i) ++bseeds[block[train_idx.int_at(i)]];
-  const double cap_nodes = (1.0 + o.slack) * static_cast<double>(n) / parts;
-  const double cap_seeds = (1.0 + o.slack) * static_cast<double>(s) / parts;
-  std::vector<int32_t> part =
-      BlockAssigner(bg, size, bseeds, parts, o.hops, cap_nodes, cap_seeds).run();
+  for (int64_t v = 0; v < n; ++v) {
+    ++load[block[v]][0];
+    load[block[v]][2] += g.degree(v);
+  }
+  for (int64_t i = 0; i < s; ++i) ++load[block[train_idx.int_at(i)]][1];
+  const double k = (1.0 + o.slack) / parts;
+  const std::array<double, kLoads> cap = {
+      k * static_cast<double>(n), k * static_cast<double>(s),
+      o.balance_entries ? k * static_cast<double>(g.num_edges()) : 0.0};
+  std::vector<int32_t> part = BlockAssigner(bg, load, parts, o.hops, cap).run();
   for (int64_t v = 0; v < n; ++v) block[v] = part[block[v]];  // uncoarsen in place
   rep["assign_s"] = progress.phase("assign blocks");
   // Working memory of the arrays above (the mapped entries excluded).

@@ -233,6 +233,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
                 {"directed", ds.meta.directed},
                 {"method_report", method_report}};
   if (opts.method == "metis") meta.extra["balance_entries"] = opts.balance_entries;
+  if (opts.method == "bfs-blocks") meta.extra["balance_entries"] = opts.bfs_blocks.balance_entries;
   if (opts.method == "pagraph") {
     meta.hops = opts.pagraph.hops;
     meta.halo_cap = opts.pagraph.halo_cap;

@@ -151,18 +151,27 @@ class PagraphGreedy {
   }
 
   // Every other node (in id order) of g: among the parts whose seeds reach it (any part if none
-  // does) and that are below (1 + 5%) N / parts nodes, the one owning most of its in-neighbours
-  // so far, then the least loaded. Owned rows need no replica, and evaluation cuts fewer edges.
+  // does) that stay below (1 + 5%) of the mean nodes and adjacency entries, the one owning most
+  // of its in-neighbours so far, then the least loaded. Owned rows need no replica, evaluation
+  // cuts fewer edges, and no part ends up with every hub's row.
   std::vector<int32_t> owners(const Csr& g) {
     const int64_t n = g.num_nodes;
-    std::vector<int64_t> owned(n_tv_), cnt(parts_);
-    const int64_t cap = static_cast<int64_t>(1.05 * static_cast<double>(n) / parts_) + 1;
+    std::vector<int64_t> owned(n_tv_), entries(parts_, 0), cnt(parts_);
+    for (int64_t v = 0; v < n; ++v) {
+      if (belongs_[v] >= 0) entries[belongs_[v]] += g.degree(v);
+    }
+    const double cap_n = 1.05 * static_cast<double>(n) / parts_ + 1;
+    const double cap_e = 1.05 * static_cast<double>(g.num_edges()) / parts_ + 1;
+    auto fits = [&](int i, int64_t deg) {
+      return owned[i] + 1 <= cap_n && static_cast<double>(entries[i] + deg) <= cap_e;
+    };
     with_indices(g, [&](const auto* idx) {
       const int64_t* gp = g.rowptr();
       for (int64_t v = 0; v < n; ++v) {
         if (belongs_[v] >= 0) continue;
+        const int64_t deg = gp[v + 1] - gp[v];
         bool any = false;
-        for (int i = 0; i < parts_ && !any; ++i) any = pv_.test(i, v) && owned[i] < cap;
+        for (int i = 0; i < parts_ && !any; ++i) any = pv_.test(i, v) && fits(i, deg);
         std::fill(cnt.begin(), cnt.end(), 0);
         for (int64_t e = gp[v]; e < gp[v + 1]; ++e) {
           const int32_t b = belongs_[static_cast<int64_t>(idx[e])];
@@ -170,16 +179,21 @@ class PagraphGreedy {
         }
         int best = -1;
         for (int i = 0; i < parts_; ++i) {
-          if (owned[i] >= cap || (any && !pv_.test(i, v))) continue;
+          if (!fits(i, deg) || (any && !pv_.test(i, v))) continue;
           if (best < 0 || cnt[i] > cnt[best] || (cnt[i] == cnt[best] && owned[i] < owned[best])) {
             best = i;
           }
         }
-        if (best < 0) {
-          best = static_cast<int>(std::min_element(owned.begin(), owned.end()) - owned.begin());
+        if (best < 0) {  // fits nowhere: the least full part
+          auto fill = [&](int j) {
+            return std::max(owned[j] / cap_n, static_cast<double>(entries[j] + deg) / cap_e);
+          };
+          best = 0;
+          for (int j = 1; j < parts_; ++j) best = fill(j) < fill(best) ? j : best;
         }
         belongs_[v] = best;
         ++owned[best];
+        entries[best] += deg;
       }
     });
     return std::move(belongs_);

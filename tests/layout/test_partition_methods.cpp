@@ -125,15 +125,30 @@ TEST(BfsBlocks, BalancesNodesAndSeedsAndKeepsLocality) {
     ASSERT_EQ(static_cast<int64_t>(a.size()), ds.meta.num_nodes);
     for (int32_t p : a) ASSERT_TRUE(p >= 0 && p < parts);
     Loads l = loads(ds, a, parts);
-    // Capacity (1 + slack) * mean holds by construction unless a block fits nowhere.
-    EXPECT_LE(l.imbalance(l.nodes), 1.0 + o.slack + 1e-9) << parts << " parts";
-    EXPECT_LE(l.imbalance(l.seeds), 1.0 + o.slack + 1e-9) << parts << " parts";
+    // Capacity (1 + slack) * mean of each constraint holds by construction unless a block fits
+    // nowhere, and then one block (at most 2 t = 2 N / (64 parts) nodes) overfills.
+    const double bound = 1.0 + o.slack + 2.0 / 64;
+    EXPECT_LE(l.imbalance(l.nodes), bound) << parts << " parts";
+    EXPECT_LE(l.imbalance(l.seeds), bound) << parts << " parts";
+    EXPECT_LE(l.imbalance(l.entries), bound) << parts << " parts";
     // BGL's claim: 25% to 44% fewer cross-partition accesses than random partitioning.
     std::vector<int32_t> r = assign_random(ds.meta.num_nodes, parts, 7);
     EXPECT_LT(cut(ds, a), 0.8 * cut(ds, r))
         << parts << " parts: BFS blocks cut " << cut(ds, a) << ", random " << cut(ds, r);
     EXPECT_GT(rep.at("blocks_bfs").get<int64_t>(), rep.at("blocks_merged").get<int64_t>());
   }
+}
+
+TEST(BfsBlocks, EntriesConstraintKeepsTheCoreFromOnePart) {
+  // Without the entries term, R-MAT's connected core lands in one part and its isolated nodes in
+  // the other: nodes and seeds balanced, entries not (BGL's score as published).
+  const Dataset& ds = power_law();
+  BfsBlockOptions o;
+  Loads with = loads(ds, assign_bfs_blocks(ds.graph, ds.train_idx, 2, o, 1, false), 2);
+  o.balance_entries = false;
+  Loads without = loads(ds, assign_bfs_blocks(ds.graph, ds.train_idx, 2, o, 1, false), 2);
+  EXPECT_LE(with.imbalance(with.entries), 1.0 + o.slack + 2.0 / 64);
+  EXPECT_GT(without.imbalance(without.entries), with.imbalance(with.entries) + 0.1);
 }
 
 TEST(BfsBlocks, IsDeterministicAndIndependentOfTheIndexType) {
@@ -294,6 +309,9 @@ TEST(Pagraph, CappedHaloRowsAreSeededSubsetsAndStillCover) {
   o.verbose = false;
   PartitionMeta m = partition_dataset(ds, o, dir);
   check_self_reliant(ds, dir, 2, 2, 5);
+  // Owners of the other nodes keep the parts' own rows balanced (hubs do not pile up in one):
+  // within 5% for them, plus what Eq. (1), which counts seeds only, gives the seeds' rows.
+  EXPECT_LE(std::max(m.part[0].edges, m.part[1].edges), 1.10 * ds.graph.num_edges() / 2);
   for (int p = 0; p < 2; ++p) {
     PartitionData d = load_partition(dir, p, 2);
     for (int64_t i = 0; i < d.halo.num_nodes; ++i) EXPECT_LE(d.halo.degree(i), 5);
