@@ -94,7 +94,7 @@ void add_partition(CLI::App& app) {
   sub->add_option("--halo-cap", a->o.pagraph.halo_cap,
                   "pagraph: in-neighbours kept per replicated row (default 0: all)");
   sub->add_option("--block-size", a->o.bfs_blocks.block_size,
-                  "bfs-blocks: nodes at which a BFS block stops growing (default N / (64 parts))");
+                  "bfs-blocks: nodes at which a BFS block stops growing (default N / (256 parts), at least 256)");
   sub->add_option("--block-hops", a->o.bfs_blocks.hops,
                   "bfs-blocks: hops of block neighbours the assignment counts (default 2)");
   sub->add_option("--cache-policy", a->o.cache_policy,

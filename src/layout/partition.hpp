@@ -42,7 +42,8 @@ constexpr int kPartitionFormatVersion = 1;
 // entries, streaming over the
 // (mapped) CSR: O(N) small arrays plus the block graph, no copy of the entries.
 struct BfsBlockOptions {
-  int64_t block_size = 0;  // nodes at which a BFS block stops growing; 0: N / (64 * parts)
+  // Nodes at which a BFS block stops growing; 0: N / (256 parts), at least min(256, N / (4 parts)).
+  int64_t block_size = 0;
   int hops = 2;            // j: hops of block neighbours the assignment counts
   double slack = 0.05;     // node, seed (and entry) capacity of a part: (1 + slack) * mean
   // Adjacency entries as a third balance term (not in BGL): without it, a power-law graph's

@@ -72,10 +72,11 @@ void bfs_coarsen(const Csr& g, const T* idx, int64_t t, uint64_t key, std::vecto
 
 // Sums the entries joining every pair of groups, where node v is in group grp[v] (< groups):
 // nodes are counting-sorted by group into `order` (the BFS queue's memory), then every group's
-// rows are scanned once into a dense per-thread accumulator. The result is symmetric.
+// rows are scanned once into a dense per-thread accumulator. The result is symmetric. With
+// `scan`, only the rows of the groups it marks are read (pairs with at least one such group).
 template <class Q, class T>
 BlockGraph block_graph(const Csr& g, const T* idx, const std::vector<int32_t>& grp, int64_t groups,
-                       std::vector<Q>& order) {
+                       std::vector<Q>& order, const std::vector<uint8_t>* scan = nullptr) {
   const int64_t n = g.num_nodes;
   const int64_t* p = g.rowptr();
   std::vector<int64_t> start(groups + 1, 0);
@@ -91,6 +92,7 @@ BlockGraph block_graph(const Csr& g, const T* idx, const std::vector<int32_t>& g
     std::vector<int64_t> acc(groups, 0);
     std::vector<int32_t> touched;
     for (int64_t b = lo; b < hi; ++b) {
+      if (scan && !(*scan)[b]) continue;
       for (int64_t i = start[b]; i < start[b + 1]; ++i) {
         const int64_t v = static_cast<int64_t>(order[i]);
         for (int64_t e = p[v]; e < p[v + 1]; ++e) {
@@ -142,14 +144,10 @@ BlockGraph block_graph(const Csr& g, const T* idx, const std::vector<int32_t>& g
   return bg;
 }
 
-// Phase 2, one level: every small block joins its large neighbour with the most joining entries
-// (while that stays below 2t nodes); the small blocks left are grouped at random, t nodes a group.
-// Large: the top 10% of blocks by size (BGL), and every block of at least t/4 nodes (on small
-// graphs the top 10% alone would leave full-size blocks to be merged). Returns the new group of
-// every block and the number of groups.
-int64_t merge_level(const BlockGraph& bg, const std::vector<int64_t>& size, int64_t t, uint64_t key,
-                    std::vector<int32_t>& into) {
-  const int64_t nb = bg.blocks();
+// Large blocks: the top 10% by size (BGL), and every block of at least t/4 nodes (on small
+// graphs the top 10% alone would leave full-size blocks to be merged).
+std::vector<uint8_t> large_blocks(const std::vector<int64_t>& size, int64_t t) {
+  const int64_t nb = static_cast<int64_t>(size.size());
   std::vector<int32_t> by_size(nb);
   std::iota(by_size.begin(), by_size.end(), 0);
   std::sort(by_size.begin(), by_size.end(),
@@ -159,6 +157,17 @@ int64_t merge_level(const BlockGraph& bg, const std::vector<int64_t>& size, int6
   for (int64_t i = 0; i < nb; ++i) {
     large[by_size[i]] = i < top || size[by_size[i]] >= std::max<int64_t>(1, t / 4);
   }
+  return large;
+}
+
+// Phase 2, one level: every small block joins its large neighbour with the most joining entries
+// (while that stays below 2t nodes); the small blocks left are grouped at random, t nodes a group.
+// `bg` needs the pairs of the small blocks only. Returns the new group of every block and the
+// number of groups.
+int64_t merge_level(const BlockGraph& bg, const std::vector<int64_t>& size,
+                    const std::vector<uint8_t>& large, int64_t t, uint64_t key,
+                    std::vector<int32_t>& into) {
+  const int64_t nb = bg.blocks();
   into.assign(nb, -1);
   std::vector<int64_t> grown(size);  // sizes of large blocks with their merged small ones
   for (int64_t b = 0; b < nb; ++b) {
@@ -401,13 +410,19 @@ class BlockAssigner {
   std::vector<Load> part_load_;
 };
 
+// 256 blocks per part, but not below 256 nodes (smaller blocks are mostly boundary) unless that
+// leaves fewer than 4 blocks per part.
+int64_t default_block_size(int64_t n, int parts) {
+  const int64_t p = parts;
+  return std::max<int64_t>({1, n / (256 * p), std::min<int64_t>(256, n / (4 * p))});
+}
+
 template <class Q, class T>
 std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& train_idx, int parts,
                                      const BfsBlockOptions& o, uint64_t seed, bool verbose,
                                      nlohmann::json* report) {
   const int64_t n = g.num_nodes;
-  const int64_t t = o.block_size > 0 ? o.block_size
-                                     : std::max<int64_t>(1, n / (64 * static_cast<int64_t>(parts)));
+  const int64_t t = o.block_size > 0 ? o.block_size : default_block_size(n, parts);
   detail::Progress progress(verbose);
   nlohmann::json rep = {{"block_size", t}, {"hops", o.hops}};
   std::vector<int32_t> block;
@@ -417,28 +432,29 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   rep["blocks_bfs"] = size.size();
   rep["bfs_s"] = progress.phase(fmt::format("BFS blocks ({})", size.size()));
 
-  // Multi-level merging until the block graph is small (at most 16 blocks per part of t nodes
-  // each, roughly) or a level changes nothing.
-  BlockGraph bg = block_graph<Q>(g, idx, block, static_cast<int64_t>(size.size()), queue);
-  rep["block_graph_entries_bfs"] = bg.adj.size();
-  auto crossing = [&] {  // adjacency entries between blocks (each pair's weight counts both rows)
-    return std::accumulate(bg.w.begin(), bg.w.end(), int64_t{0}) / 2;
-  };
-  rep["entries_between_blocks_bfs"] = crossing();
+  // Multi-level merging until about the blocks of t nodes it takes to hold the graph are left, or
+  // a level changes nothing. A level reads the rows of its small blocks only; the block graph of
+  // the result is built once, at the end.
   const int64_t target = std::max<int64_t>(4 * parts, (n + t - 1) / t + parts);
-  for (int level = 0; level < 4 && bg.blocks() > target; ++level) {
+  for (int level = 0; level < 4 && static_cast<int64_t>(size.size()) > target; ++level) {
+    const int64_t nb = static_cast<int64_t>(size.size());
+    std::vector<uint8_t> large = large_blocks(size, t), small(nb);
+    for (int64_t b = 0; b < nb; ++b) small[b] = !large[b];
+    BlockGraph sg = block_graph<Q>(g, idx, block, nb, queue, &small);
     std::vector<int32_t> into;
-    const int64_t groups = merge_level(bg, size, t, rng_key(seed, 0x6d72'6765, level), into);
-    if (groups == bg.blocks()) break;
+    const int64_t groups =
+        merge_level(sg, size, large, t, rng_key(seed, 0x6d72'6765, level), into);
+    if (groups == nb) break;
     std::vector<int64_t> merged(groups, 0);
-    for (int64_t b = 0; b < bg.blocks(); ++b) merged[into[b]] += size[b];
+    for (int64_t b = 0; b < nb; ++b) merged[into[b]] += size[b];
     size.swap(merged);
     for (int64_t v = 0; v < n; ++v) block[v] = into[block[v]];
-    bg = block_graph<Q>(g, idx, block, groups, queue);
   }
+  BlockGraph bg = block_graph<Q>(g, idx, block, static_cast<int64_t>(size.size()), queue);
   rep["blocks_merged"] = bg.blocks();
   rep["block_graph_entries"] = bg.adj.size();
-  rep["entries_between_blocks"] = crossing();
+  // adjacency entries between blocks (each pair's weight counts both rows)
+  rep["entries_between_blocks"] = std::accumulate(bg.w.begin(), bg.w.end(), int64_t{0}) / 2;
   rep["merge_s"] = progress.phase(fmt::format("merge blocks ({})", bg.blocks()));
 
   std::vector<Load> load(bg.blocks(), Load{});

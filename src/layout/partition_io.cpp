@@ -10,6 +10,7 @@
 #include "core/parallel.hpp"
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
+#include "layout/graph_scan.hpp"
 #include "layout/hotness.hpp"
 #include "layout/partition.hpp"
 #include "layout/partition_detail.hpp"
@@ -131,6 +132,19 @@ Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows,
   return c;
 }
 
+int64_t edge_cut(const Csr& g, const std::vector<int32_t>& assign) {
+  const int64_t* p = g.rowptr();
+  int64_t cut = 0;
+  with_indices(g, [&](const auto* idx) {
+#pragma omp parallel for reduction(+ : cut) schedule(dynamic, 4096)
+    for (int64_t v = 0; v < g.num_nodes; ++v) {
+      const int32_t ov = assign[v];
+      for (int64_t e = p[v]; e < p[v + 1]; ++e) cut += assign[static_cast<int64_t>(idx[e])] != ov;
+    }
+  });
+  return cut;
+}
+
 // The part of every node by opts.method; methods with a report fill `report`.
 std::vector<int32_t> assign_parts(const Dataset& ds, const PartitionOptions& opts,
                                   nlohmann::json* report) {
@@ -212,8 +226,10 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
       new2old[id] = v;
     }
   }
+  // Edge cut: adjacency entries whose two ends have different owners.
+  meta.edge_cut = edge_cut(ds.graph, assign);
   std::vector<int32_t>().swap(assign);
-  phase("renumber");
+  phase("renumber + edge cut");
 
   const Csr& g = ds.graph;
   meta.method = opts.method;
@@ -239,22 +255,6 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
     meta.halo_cap = opts.pagraph.halo_cap;
   }
 
-  // Edge cut: adjacency entries whose two ends have different owners.
-  {
-    const int64_t* p = g.rowptr();
-    int64_t cut = 0;
-    dispatch_index(g.index_dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T* idx = g.indices.data<T>();
-#pragma omp parallel for reduction(+ : cut) schedule(dynamic, 4096)
-      for (int64_t v = 0; v < n; ++v) {
-        int ov = meta.owner(old2new[v]);
-        for (int64_t e = p[v]; e < p[v + 1]; ++e) cut += meta.owner(old2new[idx[e]]) != ov;
-      }
-    });
-    meta.edge_cut = cut;
-  }
-
   // Hotness in new ids.
   std::vector<int64_t> train_old;
   for (int64_t i = 0; ds.train_idx.defined() && i < ds.train_idx.dim(0); ++i) {
@@ -270,7 +270,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   } else {
     meta.cache_rows = -1;  // per part: cache_ratio of its own nodes
   }
-  phase("hotness + edge cut");
+  phase("hotness");
 
   StagedDir dir(out, opts.overwrite);
   Hasher pid;
