@@ -198,7 +198,8 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
   const int64_t n = g.num_nodes;
   if (parts == 1) return std::vector<int32_t>(n, 0);
   DSP_CHECK_ARG(n <= max_entries,
-                "METIS uses 32-bit indices: {} nodes exceed its limit of {}; use --method random",
+                "METIS uses 32-bit indices: {} nodes exceed its limit of {}; use --method "
+                "bfs-blocks (or --method random)",
                 n, max_entries);
   detail::Progress progress(verbose);
 
@@ -209,7 +210,7 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     int64_t entries = g.num_edges();
     DSP_CHECK_ARG(entries <= max_entries,
                   "METIS uses 32-bit indices: the graph has {} adjacency entries, more than its "
-                  "limit of {}; use --method random",
+                  "limit of {}; use --method bfs-blocks (or --method random)",
                   entries, max_entries);
     adj.reserve(entries);
     for_each_entry(g, [&](int64_t v, int64_t u, int64_t) {
@@ -221,7 +222,7 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     const int64_t m = g.num_edges();
     DSP_CHECK_ARG(m <= max_entries,
                   "METIS uses 32-bit indices: {} directed edges exceed its limit of {} adjacency "
-                  "entries; use --method random",
+                  "entries; use --method bfs-blocks (or --method random)",
                   m, max_entries);
     std::vector<int32_t> src(m), dst(m);
     for_each_entry(g, [&](int64_t v, int64_t u, int64_t e) {
@@ -237,7 +238,7 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     std::vector<int32_t>().swap(dst);
     DSP_CHECK_ARG(sym.num_edges() <= max_entries,
                   "METIS uses 32-bit indices: the symmetrized graph has {} adjacency entries, more "
-                  "than its limit of {}; use --method random",
+                  "than its limit of {}; use --method bfs-blocks (or --method random)",
                   sym.num_edges(), max_entries);
     for (int64_t v = 0; v <= n; ++v) xadj[v] = static_cast<idx_t>(sym.rowptr()[v]);
     const int32_t* si = sym.indices.data<int32_t>();
