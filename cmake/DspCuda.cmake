@@ -27,11 +27,19 @@ if(NOT DSP_WITH_CUDA STREQUAL "OFF" AND NOT DSP_FUZZ)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
-    find_library(DSP_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
-    find_path(DSP_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    # NCCL: -DDSP_NCCL_ROOT=<dir with include/nccl.h and lib/libnccl.so*> (e.g. the lib folder of
+    # the nvidia-nccl-cu13 wheel, which ships only libnccl.so.2), else the CUDA toolkit's.
+    set(DSP_NCCL_ROOT "" CACHE PATH "NCCL install or wheel folder (include/, lib/)")
+    set(_nccl_hints ${DSP_NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR}/.. /usr/local/cuda)
+    find_library(DSP_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${_nccl_hints}
+                 PATH_SUFFIXES lib lib64)
+    find_path(DSP_NCCL_INCLUDE_DIR nccl.h HINTS ${_nccl_hints} ${CUDAToolkit_INCLUDE_DIRS}
+              PATH_SUFFIXES include)
     if(NOT DSP_NCCL_LIBRARY OR NOT DSP_NCCL_INCLUDE_DIR)
-      message(FATAL_ERROR "CUDA found but NCCL (nccl.h, libnccl) not found; set DSP_WITH_CUDA=OFF")
+      message(FATAL_ERROR "CUDA found but NCCL (nccl.h, libnccl) not found; set DSP_NCCL_ROOT "
+                          "(e.g. a nvidia-nccl wheel's folder) or DSP_WITH_CUDA=OFF")
     endif()
+    message(STATUS "dsp: NCCL ${DSP_NCCL_LIBRARY} (${DSP_NCCL_INCLUDE_DIR})")
     set(DSP_CUDA_ENABLED ON)
     message(STATUS "dsp: CUDA kernels and NCCL backend enabled (archs ${CMAKE_CUDA_ARCHITECTURES})")
   elseif(DSP_WITH_CUDA STREQUAL "ON")

@@ -13,7 +13,7 @@ pkgs=(
   libopenmpi-dev openmpi-bin
   libmetis-dev libhwloc-dev libfmt-dev
   libgtest-dev libgmock-dev librandom123-dev libcli11-dev nlohmann-json3-dev
-  pybind11-dev python3-dev zlib1g-dev
+  pybind11-dev python3-dev python3-venv python3-pip zlib1g-dev
   clang-14 libclang-rt-14-dev libomp-14-dev
 )
 

@@ -18,12 +18,9 @@ if [[ "${DSP_SANITIZE_TESTS:-1}" != "0" ]]; then
   bash scripts/sanitize.sh
 fi
 if grep -q '^DSP_WITH_PYTHON:BOOL=ON' build/CMakeCache.txt; then
-  # The Python module (src/python + python/dsp, assembled in build/python/dsp) for Debian's
-  # interpreter: it has the torch that matches the linked LibTorch. Exit code 5 (no tests
-  # collected) fails like any other.
+  # The package as pip installs it: a wheel in a fresh venv, tests/python against it.
   echo "test.sh: python tests"
-  PYTHONPATH="$here/build/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 -m pytest -q \
-    -p no:cacheprovider tests/python
+  bash scripts/test-python.sh
 else
   echo "test.sh: python module not configured (DSP_WITH_PYTHON=OFF or no pybind11): skipped"
 fi

@@ -1,15 +1,14 @@
 // `dsp bench`: measurements, never timed tests. Each prints a table and can write JSON.
-#include <dlfcn.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-#include <thread>
 
 #include "cache_trace.hpp"
 #include "ccc/communicator.hpp"
 #include "commands.hpp"
+#include "lists.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
@@ -21,10 +20,10 @@
 #include "layout/feature_store.hpp"
 #include "layout/hotness.hpp"
 #include "layout/partition.hpp"
+#include "pipeline/runtime.hpp"
 #include "pipeline/seed_order.hpp"
 #ifdef DSP_HAVE_TRAIN
 #include "ccc/coordinator.hpp"
-#include "core/half.hpp"
 #include "pipeline/bench.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/trainer.hpp"
@@ -34,7 +33,7 @@ namespace dsp::cli {
 namespace {
 
 struct GatherArgs {
-  std::string part_dir, json;
+  std::string part_dir, json, device = "cpu";
   int64_t batch = 100000;
   int iters = 20;
   int threads = 1;
@@ -49,11 +48,20 @@ std::vector<int64_t> draw_ids(std::vector<int64_t>& perm, int64_t k, uint64_t ke
   return std::vector<int64_t>(perm.begin(), perm.begin() + k);
 }
 
+RankOptions bench_rank(const std::string& path, int threads, const std::string& device) {
+  RankOptions ro;
+  ro.path = path;
+  ro.threads = threads;
+  ro.device = device;
+  ro.log_name = "bench";
+  return ro;
+}
+
 void run_gather(const GatherArgs& a) {
-  auto comm = make_communicator("auto");
-  omp_set_num_threads(a.threads);
-  PartitionData part = load_partition(a.part_dir, comm->rank(), comm->size());
-  FeatureStore store(part, *comm);
+  RankRuntime rt(bench_rank(a.part_dir, a.threads, a.device));
+  Communicator* comm = &rt.channel(WorkerKind::kLoader);  // the store's channel: ops in order
+  const PartitionData& part = rt.part();
+  FeatureStore& store = rt.store();
   const int64_t n = store.num_nodes();
   const int64_t batch = std::min(a.batch, n);
   const size_t rb = store.row_bytes();
@@ -61,7 +69,8 @@ void run_gather(const GatherArgs& a) {
   std::vector<int64_t> perm(n);
   std::iota(perm.begin(), perm.end(), 0);
   uint64_t key = rng_key(a.seed, comm->rank());
-  std::vector<unsigned char> out(batch * rb), ref(batch * rb), contig_src(batch * rb, 1);
+  std::vector<unsigned char> ref(batch * rb), contig_src(batch * rb, 1);
+  std::shared_ptr<void> out = store.backend().allocate_rows(batch);  // in the store's memory
   // Touch every page of the mapping once so all three loops read from the page cache.
   volatile unsigned char sink = 0;
   for (size_t off = 0; off < part.features.nbytes(); off += 4096) sink = sink + base[off];
@@ -78,7 +87,7 @@ void run_gather(const GatherArgs& a) {
     for (int k = 0; k < 2; ++k) {
       Stopwatch sw;
       if ((k == 0) == (it % 2 == 0)) {
-        store.gather(ids.data(), batch, out.data());
+        store.gather(ids.data(), batch, out.get());
         g = sw.seconds();
       } else {
         for (int64_t i = 0; i < batch; ++i) {
@@ -100,6 +109,7 @@ void run_gather(const GatherArgs& a) {
   const GatherStats& st = store.stats();
   nlohmann::json j = {{"bench", "gather"},
                       {"partition", a.part_dir},
+                      {"device", rt.device().str()},
                       {"rank", comm->rank()},
                       {"ranks", comm->size()},
                       {"threads", a.threads},
@@ -131,7 +141,7 @@ void run_gather(const GatherArgs& a) {
 }
 
 struct SampleArgs {
-  std::string part_dir, json, fanouts = "15,10,5", mode = "csp", scheme = "node";
+  std::string part_dir, json, fanouts = "15,10,5", mode = "csp", scheme = "node", device = "cpu";
   int64_t batch_size = 1024;
   int batches = 20;
   int threads = 1;
@@ -139,38 +149,22 @@ struct SampleArgs {
   uint64_t seed = 0;
 };
 
-std::vector<int> parse_fanouts(const std::string& s) {
-  std::vector<int> f;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t c = s.find(',', pos);
-    std::string tok = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-    try {
-      size_t used = 0;
-      f.push_back(std::stoi(tok, &used));
-      DSP_CHECK_ARG(used == tok.size(), "bad fanout '{}' in '{}'", tok, s);
-    } catch (const std::logic_error&) {
-      DSP_THROW_T(InvalidArgument, "bad fanout '{}' in '{}' (expected e.g. 15,10,5)", tok, s);
-    }
-    if (c == std::string::npos) break;
-    pos = c + 1;
-  }
-  return f;
-}
-
 // One mode: `batches` timed batches (after one warm-up) of this rank's seeds; figures summed or
 // maxed over ranks.
-nlohmann::json bench_sample_mode(const SampleArgs& a, const PartitionData& part, Communicator& comm,
-                                 SampleMode mode, int num_layers = -1) {
+nlohmann::json bench_sample_mode(const SampleArgs& a, RankRuntime& rt, SampleMode mode,
+                                 int num_layers = -1) {
+  const PartitionData& part = rt.part();
+  Communicator& comm = rt.channel(WorkerKind::kSampler);
   SamplerOptions o;
-  o.fanouts = parse_fanouts(a.fanouts);
+  o.fanouts = parse_int_list(a.fanouts, "--fanouts");
   if (num_layers >= 0) o.fanouts.resize(num_layers);
   o.scheme = parse_sample_scheme(a.scheme);
   o.biased = a.biased;
   o.replace = a.replace;
   o.seed = a.seed;
   o.mode = mode;
-  CollectiveSampler sampler(part, comm, o);
+  std::unique_ptr<CollectiveSampler> sp = rt.make_sampler(o);
+  CollectiveSampler& sampler = *sp;
   std::vector<int64_t> seeds;
   for (int64_t i = 0; i < part.seeds.dim(0); ++i) seeds.push_back(part.seeds.int_at(i));
   DSP_CHECK_ARG(!seeds.empty(), "part {} has no training seeds", part.part);
@@ -228,10 +222,11 @@ nlohmann::json bench_sample_mode(const SampleArgs& a, const PartitionData& part,
 }
 
 void run_sample(const SampleArgs& a) {
-  auto comm = make_communicator("auto");
-  omp_set_num_threads(a.threads);
-  PartitionData part = load_partition(a.part_dir, comm->rank(), comm->size());
+  RankRuntime rt(bench_rank(a.part_dir, a.threads, a.device));
+  const PartitionData& part = rt.part();
+  Communicator* comm = &rt.channel(WorkerKind::kSampler);
   nlohmann::json j = {{"bench", "sample"},
+                      {"device", rt.device().str()},
                       {"partition", a.part_dir},
                       {"ranks", comm->size()},
                       {"threads", a.threads},
@@ -251,8 +246,8 @@ void run_sample(const SampleArgs& a) {
     modes = {parse_sample_mode(a.mode)};
   }
   for (SampleMode m : modes) {
-    nlohmann::json r = bench_sample_mode(a, part, *comm, m);
-    const int L = static_cast<int>(parse_fanouts(a.fanouts).size());
+    nlohmann::json r = bench_sample_mode(a, rt, m);
+    const int L = static_cast<int>(parse_int_list(a.fanouts, "--fanouts").size());
     if (a.per_layer_bytes && L > 1) {
       // The sampler counts bytes per batch, not per layer. Layer l's draws are keyed by (seed,
       // epoch, batch, l) only, so a run with the first l fanouts samples exactly the first l
@@ -260,7 +255,7 @@ void run_sample(const SampleArgs& a) {
       std::vector<double> prefix = {0.0};
       for (int l = 1; l < L; ++l) {
         prefix.push_back(
-            bench_sample_mode(a, part, *comm, m, l)["bytes_per_epoch_extrapolated"].get<double>());
+            bench_sample_mode(a, rt, m, l)["bytes_per_epoch_extrapolated"].get<double>());
       }
       prefix.push_back(r["bytes_per_epoch_extrapolated"].get<double>());
       nlohmann::json per = nlohmann::json::array();
@@ -305,38 +300,6 @@ void run_sample(const SampleArgs& a) {
   if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
 
-std::vector<double> parse_ratios(const std::string& s) {
-  std::vector<double> r;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t c = s.find(',', pos);
-    std::string tok = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-    try {
-      size_t used = 0;
-      r.push_back(std::stod(tok, &used));
-      DSP_CHECK_ARG(used == tok.size() && r.back() >= 0 && r.back() <= 1,
-                    "bad cache ratio '{}' in '{}' (expected values in [0, 1])", tok, s);
-    } catch (const std::logic_error&) {
-      DSP_THROW_T(InvalidArgument, "bad cache ratio '{}' in '{}' (expected e.g. 0.05,0.1)", tok, s);
-    }
-    if (c == std::string::npos) break;
-    pos = c + 1;
-  }
-  return r;
-}
-
-std::vector<std::string> split_names(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t c = s.find(',', pos);
-    out.push_back(s.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
-    if (c == std::string::npos) break;
-    pos = c + 1;
-  }
-  return out;
-}
-
 struct CacheArgs {
   std::string path, json, ratios = "0.05,0.1,0.2", fanouts = "15,10,5",
                           policies = "in-degree,out-degree,presample,random",
@@ -359,7 +322,7 @@ std::vector<ScoredPolicy> score_policies(const CacheArgs& a, const Csr& graph,
                                          const std::vector<int64_t>& train,
                                          const SamplerOptions& so) {
   std::vector<int> ks;
-  for (const std::string& k : split_names(a.presample_epochs)) {
+  for (const std::string& k : split_list(a.presample_epochs)) {
     try {
       ks.push_back(std::stoi(k));
     } catch (const std::logic_error&) {
@@ -368,7 +331,7 @@ std::vector<ScoredPolicy> score_policies(const CacheArgs& a, const Csr& graph,
     DSP_CHECK_ARG(ks.back() > 0, "--presample-epochs must be positive, got {}", ks.back());
   }
   std::vector<ScoredPolicy> out;
-  for (const std::string& pname : split_names(a.policies)) {
+  for (const std::string& pname : split_list(a.policies)) {
     CachePolicy p = parse_cache_policy(pname);
     for (int k : p == CachePolicy::kPresample ? ks : std::vector<int>{1}) {
       PresampleOptions po;
@@ -488,13 +451,13 @@ void run_cache(const CacheArgs& a) {
   // sampler (one part, self communicator), continuing into further epochs if needed, one per
   // seed order.
   SamplerOptions so;
-  so.fanouts = parse_fanouts(a.fanouts);
+  so.fanouts = parse_int_list(a.fanouts, "--fanouts");
   so.seed = a.seed;
   PartitionData single = single_part(*graph);
   auto self = make_communicator("self");
   CollectiveSampler sampler(single, *self, so);
   const int64_t bpe = (static_cast<int64_t>(train.size()) + a.batch_size - 1) / a.batch_size;
-  const std::vector<double> ratios = parse_ratios(a.ratios);
+  const std::vector<double> ratios = parse_double_list(a.ratios, "--ratios", 0, 1);
   const std::vector<ScoredPolicy> scored = score_policies(a, *graph, train, so);
   nlohmann::json j = {{"bench", "cache"},
                       {"path", a.path},
@@ -512,7 +475,7 @@ void run_cache(const CacheArgs& a) {
                       {"orders", nlohmann::json::object()}};
   fmt::print("cache bench: {} ({} nodes), traces of {} batches x {} seeds, fanouts {}\n", name, N,
              a.batches, a.batch_size, a.fanouts);
-  for (const std::string& order : split_names(a.orders)) {
+  for (const std::string& order : split_list(a.orders)) {
     DSP_CHECK_ARG(order == "random" || order == "bfs", "--orders: unknown order '{}' (random, bfs)",
                   order);
     std::unique_ptr<BfsSeedOrder> bfs;
@@ -552,7 +515,7 @@ void run_cache(const CacheArgs& a) {
 
 #ifdef DSP_HAVE_TRAIN
 struct PipeArgs {
-  std::string part_dir, json, model = "sage", fanouts = "15,10,5", backend = "auto";
+  std::string part_dir, json, model = "sage", fanouts = "15,10,5", backend = "auto", device = "cpu";
   int64_t batch_size = 1024, hidden = 256, max_steps = 0;
   int epochs = 2, warmup = 1, threads = 0;
   uint64_t seed = 0;
@@ -561,25 +524,20 @@ struct PipeArgs {
 // The stages of `dsp train` (src/train/job.cpp, without evaluation, checkpoints and metrics),
 // timed by bench_pipeline with the pipeline on and off.
 void run_pipeline_bench(const PipeArgs& a) {
-  auto coord = make_coordinator(a.backend);
-  const int rank = coord->rank(), size = coord->size();
-  // As dsp train: each rank gets its share of the cores, for OpenMP, LibTorch and OpenBLAS.
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int threads = a.threads > 0 ? a.threads : std::max(1, cores / size);
-  omp_set_num_threads(threads);
-  if (auto* set_blas =
-          reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set_blas(threads);
-  }
-  PartitionData part = load_partition(a.part_dir, rank, size);
+  RankOptions ro = bench_rank(a.part_dir, a.threads, a.device);
+  ro.backend = a.backend;
+  RankRuntime rt(ro);
+  auto coord = &rt.coord();
+  const int rank = rt.rank(), size = rt.size(), threads = rt.cores().threads;
+  const PartitionData& part = rt.part();
   const PartitionMeta& meta = part.meta;
   DSP_CHECK_FORMAT(meta.feature_dim > 0 && part.labels.defined() && meta.num_classes > 1,
                    "{}: bench pipeline needs features and labels", a.part_dir);
   SamplerOptions so;
-  so.fanouts = parse_fanouts(a.fanouts);
+  so.fanouts = parse_int_list(a.fanouts, "--fanouts");
   so.seed = a.seed;
-  CollectiveSampler sampler(part, coord->channel(WorkerKind::kSampler), so);
-  FeatureStore store(part, coord->channel(WorkerKind::kLoader));
+  std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
+  FeatureStore& store = rt.store();
   TrainConfig tc;
   tc.model.model = a.model;
   tc.model.hidden = a.hidden;
@@ -588,6 +546,7 @@ void run_pipeline_bench(const PipeArgs& a) {
   tc.model.layers = static_cast<int>(so.fanouts.size());
   tc.seed = a.seed;
   tc.num_threads = threads;
+  tc.device = rt.device().str();
   tc.validate();
   check_fanouts(so.fanouts, tc.model);
   Trainer trainer(tc, coord->channel(WorkerKind::kTrainer));
@@ -605,29 +564,11 @@ void run_pipeline_bench(const PipeArgs& a) {
   main_ch.set_step(-1, 0);
   const int64_t steps = sched.agree_steps(main_ch);
 
-  const int64_t F = meta.feature_dim;
   PipelineStages stages;
   stages.sample = [&](int64_t epoch, int64_t batch, const std::vector<int64_t>& s) {
-    return sampler.sample(s, epoch, batch);
+    return sampler->sample(s, epoch, batch);
   };
-  stages.load = [&](SampledBatch&& sb) {
-    LoadedBatch lb;
-    const std::vector<int64_t>& input = sb.input_nodes();
-    lb.feature_dim = F;
-    lb.features.resize(input.size() * F);
-    if (store.dtype() == DType::kFloat32) {
-      store.gather(input.data(), static_cast<int64_t>(input.size()), lb.features.data());
-    } else {
-      std::vector<uint16_t> raw(input.size() * F);
-      store.gather(input.data(), static_cast<int64_t>(input.size()), raw.data());
-      for (size_t i = 0; i < raw.size(); ++i) lb.features[i] = half_to_float(raw[i]);
-    }
-    lb.labels.resize(sb.seeds.size());
-    const int64_t* lab = part.labels.data<int64_t>();
-    for (size_t i = 0; i < sb.seeds.size(); ++i) lb.labels[i] = lab[sb.seeds[i]];
-    lb.sample = std::move(sb);
-    return lb;
-  };
+  stages.load = [&](SampledBatch&& sb) { return rt.load(std::move(sb)); };
   stages.train = [&](LoadedBatch&& lb) { trainer.train_step(lb); };
   if (rank == 0) {
     fmt::print(stderr,
@@ -639,9 +580,10 @@ void run_pipeline_bench(const PipeArgs& a) {
   PipelineBenchOptions bo;
   bo.epochs = a.epochs;
   bo.warmup_epochs = a.warmup;
-  sampler.reset_stats();
+  sampler->reset_stats();
   store.reset_stats();
   nlohmann::json j = bench_pipeline(*coord, sched, stages, bo);
+  j["device"] = rt.device().str();
   j["bench"] = "pipeline";
   j["partition"] = a.part_dir;
   j["dataset"] = meta.dataset_name;
@@ -693,6 +635,7 @@ void add_bench(CLI::App& app) {
   g->add_option("--iters", a->iters, "timed gathers (default 20)");
   g->add_option("--threads", a->threads, "OpenMP threads of the gather (default 1, as the loop)");
   g->add_option("--seed", a->seed, "random seed of the id sets");
+  g->add_option("--device", a->device, "cpu (default), cuda or cuda:N: where the store gathers to");
   g->add_option("--json", a->json, "write the figures to this file");
   g->callback([a] {
     DSP_CHECK_ARG(a->batch > 0 && a->iters > 0 && a->threads > 0,
@@ -716,6 +659,7 @@ void add_bench(CLI::App& app) {
                "also measure the bytes of every layer (one extra run per layer prefix)");
   sp->add_option("--threads", sa->threads, "OpenMP threads per rank (default 1)");
   sp->add_option("--seed", sa->seed, "sampling seed");
+  sp->add_option("--device", sa->device, "cpu (default), cuda or cuda:N: the sampler's backend");
   sp->add_option("--json", sa->json, "write the figures to this file");
   sp->callback([sa] {
     DSP_CHECK_ARG(sa->batch_size > 0 && sa->batches > 0 && sa->threads > 0,
@@ -765,6 +709,7 @@ void add_bench(CLI::App& app) {
                  "steps per epoch at most (a random subset of the seeds; 0: all)");
   pp->add_option("--threads", pa->threads, "threads per rank (default cores / ranks)");
   pp->add_option("--backend", pa->backend, "auto (default), self or mpi");
+  pp->add_option("--device", pa->device, "cpu (default), cuda or cuda:N");
   pp->add_option("--seed", pa->seed, "seed of sampling, model and schedule");
   pp->add_option("--json", pa->json, "write the figures to this file");
   pp->callback([pa] {

@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "lists.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
@@ -125,21 +126,7 @@ void add_partition(CLI::App& app) {
     DSP_CHECK_ARG(a->o.cache_ratio >= 0.0 && a->o.cache_ratio <= 1.0,
                   "--cache-ratio must be in [0, 1], got {}", a->o.cache_ratio);
     if (a->o.cache_policy == "presample") {
-      a->pre.sampler.fanouts.clear();
-      std::string f = a->fanouts;
-      for (size_t pos = 0; pos <= f.size();) {
-        size_t c = f.find(',', pos);
-        std::string tok = f.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-        int v = 0;
-        try {
-          v = std::stoi(tok);
-        } catch (const std::logic_error&) {
-          DSP_THROW_T(InvalidArgument, "--fanouts: bad value '{}' in '{}'", tok, f);
-        }
-        a->pre.sampler.fanouts.push_back(v);
-        if (c == std::string::npos) break;
-        pos = c + 1;
-      }
+      a->pre.sampler.fanouts = parse_int_list(a->fanouts, "--fanouts");
       a->pre.sampler.seed = a->o.seed;
       a->o.presample = make_presample_fn(a->pre);
     }

@@ -1,29 +1,21 @@
+#include <cstdlib>
+
 #include "commands.hpp"
+#include "lists.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "train/job.hpp"
 
 namespace dsp::cli {
 namespace {
-std::vector<int> parse_int_list(const std::string& s, const char* flag) {
-  std::vector<int> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    try {
-      size_t used = 0;
-      int v = std::stoi(tok, &used);
-      DSP_CHECK_ARG(used == tok.size(), "{}: '{}' is not an integer", flag, tok);
-      out.push_back(v);
-    } catch (const std::logic_error&) {
-      DSP_THROW_T(InvalidArgument, "{}: '{}' is not a comma-separated list of integers", flag, s);
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+// This process's rank as its MPI launcher numbers it (0 without one), known before MPI starts.
+int launcher_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (const char* r = std::getenv(v)) return std::atoi(r);
   }
-  return out;
+  return 0;
 }
+
 }  // namespace
 
 void add_train(CLI::App& app) {
@@ -34,7 +26,7 @@ void add_train(CLI::App& app) {
       "(partitioned on the fly into one part per rank)");
   struct Args {
     JobConfig c;
-    std::string config_file, fanouts, eval_fanouts, pipeline = "on", ccc = "on";
+    std::string config_file, result_file, fanouts, eval_fanouts, pipeline = "on", ccc = "on";
     bool no_progress = false;
   };
   auto a = std::make_shared<Args>();
@@ -69,7 +61,14 @@ void add_train(CLI::App& app) {
   sub->add_flag("--resume", a->c.resume, "continue from --checkpoint-dir/checkpoint.pt");
   sub->add_option("--seed", a->c.seed, "random seed (sampling, dropout, initialisation)");
   sub->add_option("--metrics", a->c.metrics_file, "write one JSON record per epoch to this file");
-  sub->add_option("--threads", a->c.train.num_threads, "threads per rank (default cores / ranks)");
+  sub->add_option("--threads", a->c.train.num_threads,
+                  "threads per rank (default: the rank's share of its cores)");
+  sub->add_option("--device", a->c.train.device,
+                  "cpu (default), cuda or cuda:N: each rank takes the GPU of its node rank (+N)");
+  sub->add_option("--transport", a->c.transport,
+                  "GPU ranks' gradient all-reduce: auto (default: nccl with a GPU per rank), nccl, "
+                  "or mpi (through host memory; ranks may share a GPU)")
+      ->check(CLI::IsMember({"auto", "nccl", "mpi"}));
   sub->add_flag("--no-progress", a->no_progress, "no progress bar");
   sub->add_option("--order", a->c.order,
                   "seed order per epoch: random (default, a shuffle) or bfs (BGL's "
@@ -77,6 +76,9 @@ void add_train(CLI::App& app) {
       ->check(CLI::IsMember({"random", "bfs"}));
   sub->add_option("--bfs-sequences", a->c.bfs_sequences,
                   "order bfs: sequences interleaved per epoch (default 4; fewer: more locality)");
+  sub->add_option("--result", a->result_file,
+                  "write the job's result (best_val_acc, test_acc_at_best, final_loss, ...) as "
+                  "JSON to this file (rank 0)");
   sub->callback([a, sub] {
     JobConfig c;
     if (!a->config_file.empty()) {
@@ -116,10 +118,14 @@ void add_train(CLI::App& app) {
     if (given("--threads")) c.train.num_threads = a->c.train.num_threads;
     if (given("--order")) c.order = a->c.order;
     if (given("--bfs-sequences")) c.bfs_sequences = a->c.bfs_sequences;
+    if (given("--device")) c.train.device = a->c.train.device;
+    if (given("--transport")) c.transport = a->c.transport;
     if (a->no_progress) c.progress = false;
     DSP_CHECK_ARG(!c.path.empty(), "give a partition or dataset directory (PATH or 'path' in --config)");
     JobResult r = run_training(c);
-    (void)r;
+    if (!a->result_file.empty() && launcher_rank() == 0) {
+      write_file_atomic(a->result_file, r.to_json().dump(2) + "\n");
+    }
   });
 }
 }  // namespace dsp::cli

@@ -1,14 +1,40 @@
 // `dsp`: the one command-line tool. Exit codes: 0 ok, 2 usage error, 1 runtime error.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
+namespace {
+// "dsp: error: <message>". With DSP_ERROR_TYPE=1 in the environment (the Python package sets it
+// when it runs `dsp train` as a child process) the line names the error's class,
+// "dsp: error (IoError): <message>", so that the caller can raise the matching dsp.IoError.
+const char* error_class(const std::exception& e) {
+  if (dynamic_cast<const dsp::InvalidArgument*>(&e)) return "InvalidArgument";
+  if (dynamic_cast<const dsp::IoError*>(&e)) return "IoError";
+  if (dynamic_cast<const dsp::FormatError*>(&e)) return "FormatError";
+  if (dynamic_cast<const dsp::CommError*>(&e)) return "CommError";
+  if (dynamic_cast<const dsp::NotSupported*>(&e)) return "NotSupported";
+  return "Error";
+}
+
+int report(const std::exception& e, int code) {
+  const char* typed = std::getenv("DSP_ERROR_TYPE");
+  if (typed && std::strcmp(typed, "1") == 0) {
+    std::fprintf(stderr, "dsp: error (%s): %s\n", error_class(e), e.what());
+  } else {
+    std::fprintf(stderr, "dsp: error: %s\n", e.what());
+  }
+  return code;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"dsp: distributed sampling and pipelining for GNN training", "dsp"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "dsp 0.1.0");
+  app.set_version_flag("--version", "dsp " DSP_VERSION);
   std::string level;
   app.add_option("--log-level", level, "trace|debug|info|warn|error|off (or DSP_LOG_LEVEL)")
       ->each([](const std::string& s) { dsp::set_log_level(dsp::parse_log_level(s)); });
@@ -25,15 +51,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const dsp::InvalidArgument& e) {
-    std::fprintf(stderr, "dsp: error: %s\n", e.what());
-    return 2;
+    return report(e, 2);
   } catch (const dsp::Error& e) {
-    std::fprintf(stderr, "dsp: error: %s\n", e.what());
+    int code = report(e, 1);
     DSP_DEBUG("cli", "raised at {}:{}", e.file(), e.line());
-    return 1;
+    return code;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dsp: error: %s\n", e.what());
-    return 1;
+    return report(e, 1);
   }
   return 0;
 }

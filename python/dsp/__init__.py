@@ -6,11 +6,12 @@
     for blocks, x, y in dsp.Loader("out/cora-p1", fanouts=[10, 10], batch_size=64):
         ...  # blocks[0] is the input layer; x: float32 [blocks[0].num_src, F]; y: int64 labels
 
-Under ``mpirun -np P python3 script.py`` every process is one rank (rank and size come from MPI)
+Under ``mpirun -np P python script.py`` every process is one rank (rank and size come from MPI)
 and a Loader iterates over the seeds that rank owns. The heavy lifting is in the C++ extension
-``dsp._dsp``; this layer only turns its numpy arrays (which own the C++ buffers) into torch
-tensors with ``torch.from_numpy``, so no data is copied and the extension does not depend on the
-torch ABI.
+``dsp._dsp``, which links no LibTorch: this layer only turns its numpy arrays (which own the C++
+buffers) into torch tensors with ``torch.from_numpy``, so no data is copied and any torch works
+(or none: ``as_tensor=False`` gives numpy arrays). ``Block.to_dgl()``, ``Block.to_pyg()`` and
+``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models.
 """
 import os
 import sys
@@ -25,13 +26,14 @@ try:
 finally:
     sys.setdlopenflags(_flags)
 
-import numpy as np
+import numpy  # noqa: F401  (a dependency of the extension's arrays: fail here if missing)
 
 try:
     import torch
 except ImportError:  # numpy-only use (dataset tools) still works
     torch = None
 
+from . import _interop
 from ._dsp import (  # noqa: F401  (re-exported)
     CommError,
     Error,
@@ -48,11 +50,15 @@ from ._dsp import (  # noqa: F401  (re-exported)
     partition,
     set_log_level,
 )
+from ._train import cli_path, train  # noqa: F401  (re-exported)
+
+__version__ = _dsp.__version__
 
 __all__ = [
     "Block", "Batch", "Loader", "train", "convert_ogb", "convert_edge_list", "generate_community",
     "generate_rmat", "load_dataset", "load_partition_meta", "partition", "set_log_level", "Error",
-    "InvalidArgument", "IoError", "FormatError", "CommError", "NotSupported",
+    "InvalidArgument", "IoError", "FormatError", "CommError", "NotSupported", "cli_path",
+    "__version__",
 ]
 
 
@@ -70,6 +76,18 @@ class Block(NamedTuple):
     src_ids: "torch.Tensor"
     weights: Optional["torch.Tensor"]
 
+    def to_dgl(self):
+        """A DGL block (``dgl.create_block``): ``num_src_nodes``/``num_dst_nodes`` as here, the
+        global ids as ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``, edge weights as ``edata["w"]``.
+        For ``conv(g, (h, h[:g.num_dst_nodes()]))`` with DGL's own convolutions."""
+        return _interop.block_to_dgl(self)
+
+    def to_pyg(self):
+        """``(edge_index, (num_src, num_dst))`` for PyG's bipartite convolutions:
+        ``conv((h, h[:num_dst]), edge_index, size=size)``. ``edge_index`` is int64 [2, E] in
+        PyG's (source, target) order, local ids. Needs torch only."""
+        return _interop.block_to_pyg(self)
+
 
 class Batch(NamedTuple):
     blocks: List[Block]
@@ -79,22 +97,38 @@ class Batch(NamedTuple):
     epoch: int
     step: int
 
+    def to_pyg(self):
+        """A ``torch_geometric.data.Data`` in the hierarchical layout of PyG's NeighborLoader:
+        ``x``, ``edge_index`` over all sampled nodes (``n_id``, the seeds first), ``y`` (of the
+        seeds: ``batch_size`` of them), and per hop ``num_sampled_nodes``/``num_sampled_edges``
+        (for ``trim_to_layer``). Hop k's edges end at the nodes hop k-1 added, so each node's
+        neighbourhood is sampled once, as in PyG. Edge weights, if any, as ``edge_weight``."""
+        return _interop.batch_to_pyg(self)
 
-def _tensor(a, as_tensor):
+
+def _tensor(a, as_tensor, pin=False, device=None):
     if a is None or not as_tensor:
         return a
-    return torch.from_numpy(a)
+    if type(a).__name__ == "PyCapsule":  # device rows (DLPack): used where they are, as float32
+        return torch.utils.dlpack.from_dlpack(a).float()
+    t = torch.from_numpy(a)
+    if device is not None:
+        return t.to(device)
+    return t.pin_memory() if pin else t
 
 
-def _make_batch(raw, as_tensor) -> Batch:
+def _make_batch(raw, as_tensor, pin=False, device=None) -> Batch:
     blocks_raw, x, y, seeds, epoch, step = raw
+
+    def conv(a):
+        return _tensor(a, as_tensor, pin, device)
+
     blocks = [
-        Block(_tensor(b["indptr"], as_tensor), _tensor(b["indices"], as_tensor), b["num_src"],
-              b["num_dst"], _tensor(b["src_ids"], as_tensor), _tensor(b["weights"], as_tensor))
+        Block(conv(b["indptr"]), conv(b["indices"]), b["num_src"], b["num_dst"],
+              conv(b["src_ids"]), conv(b["weights"]))
         for b in blocks_raw
     ]
-    return Batch(blocks, _tensor(x, as_tensor), _tensor(y, as_tensor),
-                 _tensor(seeds, as_tensor), epoch, step)
+    return Batch(blocks, conv(x), conv(y), conv(seeds), epoch, step)
 
 
 class Loader:
@@ -118,6 +152,12 @@ class Loader:
         prefetch: batches sampled and loaded ahead on a background C++ thread while Python
             trains; 0 samples and loads in ``next()``.
         as_tensor: torch tensors (default when torch is importable) or numpy arrays.
+        pin_memory: hand out tensors in page-locked memory (torch's pinned allocator, one copy
+            per batch), so that ``x.to("cuda", non_blocking=True)`` overlaps with compute. Needs
+            a CUDA device.
+        device: "cpu" (default), "cuda" or "cuda:N": sample and gather on this rank's GPU (the
+            GPU of its node rank, + N); the batches are CUDA tensors (features gathered straight
+            into device memory, handed over through DLPack without a copy). CUDA builds only.
         backend: "auto" (MPI under mpirun, else a single process), "self" or "mpi".
 
     Under MPI every rank must create the same loaders in the same order and iterate the same
@@ -127,15 +167,29 @@ class Loader:
     def __init__(self, path: str, fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024,
                  shuffle: bool = True, split: str = "train", seed: int = 0, prefetch: int = 2,
                  as_tensor: Optional[bool] = None, backend: str = "auto",
-                 partition_method: str = "metis"):
+                 partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu"):
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
-            raise ImportError("dsp.Loader(as_tensor=True) needs torch (python3-torch)")
+            raise ImportError("dsp.Loader(as_tensor=True) needs torch, which cannot be imported "
+                              "here: pip install torch, or pass as_tensor=False for numpy arrays")
+        if pin_memory and not as_tensor:
+            raise InvalidArgument("pin_memory=True needs as_tensor=True (torch tensors)")
+        if pin_memory and not torch.cuda.is_available():
+            raise NotSupported("pin_memory=True needs a CUDA device (torch.cuda.is_available() "
+                               "is False): page-locked memory only speeds up copies to a GPU")
+        if device != "cpu" and not as_tensor:
+            raise InvalidArgument(f"device={device!r} needs as_tensor=True (torch tensors)")
+        if device != "cpu" and not torch.cuda.is_available():
+            raise NotSupported(f"device={device!r} needs a CUDA device (torch.cuda.is_available() "
+                               "is False)")
         self._as_tensor = as_tensor
+        self._pin = bool(pin_memory)
         self._impl = _dsp._Loader(str(path), [int(f) for f in fanouts], int(batch_size),
                                   bool(shuffle), split, int(seed), int(prefetch), backend,
-                                  partition_method)
+                                  partition_method, device)
+        # Device rows arrive on the rank's GPU; everything else follows them there.
+        self._device = None if device == "cpu" else self._impl.device
         self._epoch = 0
         self._generation = 0  # which iteration owns the C++ epoch (see iter_batches)
 
@@ -179,7 +233,7 @@ class Loader:
                 raw = self._impl.next()
                 if raw is None:
                     return
-                yield _make_batch(raw, self._as_tensor)
+                yield _make_batch(raw, self._as_tensor, self._pin, self._device)
         finally:
             # A loop left early ends its epoch here (serving peers), not whenever the generator
             # is collected; an iteration superseded by a newer one must not end the newer epoch.
@@ -201,15 +255,6 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def train(config: dict) -> dict:
-    """Runs the built-in trainer (``dsp train``) with a ``--config``-style dict.
-
-    Keys as in a ``dsp train --config`` file (``path``, ``model``, ``fanouts``, ``epochs``, ...).
-    Returns the job result: best_val_acc, test_acc_at_best, final_loss, mean_epoch_s, ...
-    """
-    return _dsp.train(dict(config))
 
 
 def _reference_epoch(part_dir, fanouts, batch_size, seed, epoch=0):

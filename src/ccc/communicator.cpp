@@ -1,5 +1,7 @@
 #include "ccc/communicator.hpp"
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 
 #include "ccc/mpi/mpi_communicator.hpp"
@@ -30,6 +32,16 @@ uint64_t CommCounters::total_recv() const {
   uint64_t s = 0;
   for (auto b : bytes_recv) s += b;
   return s;
+}
+
+void Communicator::abort_job(const std::string& message) {
+  static std::atomic<bool> printed{false};
+  if (!printed.exchange(true)) {
+    std::string line = fmt::format("dsp: {}\n", message);
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  }
+  std::_Exit(1);
 }
 
 bool launched_by_mpi() {

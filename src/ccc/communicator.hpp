@@ -6,6 +6,17 @@
 // Unsupported combinations throw NotSupported("<backend> does not support <what>"). A collective
 // that has not completed within its timeout aborts the whole job with a message naming the op and
 // the ranks that did not arrive.
+//
+// What a backend states about itself, so callers (the coordinator above all) need no special
+// cases:
+//  * memory_space(): where op buffers must live (host: self, mpi; device: nccl).
+//  * completion: host backends complete every op before returning; a stream-ordered backend
+//    (nccl) only enqueues it, and synchronize() waits for every op issued so far. Work that reads
+//    a result on the host must call synchronize() first unless completes_on_return().
+//  * executor(): the one thread every call of the backend must be made from (mpi: the process's
+//    communication executor), or null when any thread may call it.
+//  * abort_job(): ends the whole job from any thread of any rank, in bounded time, even while
+//    peers wait in collectives this rank will never join.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -16,7 +27,10 @@
 
 namespace dsp {
 
+class CommExecutor;
+
 enum class ReduceOp { kSum, kMax, kMin };
+enum class MemorySpace { kHost, kDevice };
 const char* reduce_op_name(ReduceOp op);
 
 struct CommOptions {
@@ -75,6 +89,16 @@ class Communicator {
 
   virtual CommCounters counters() const = 0;
   virtual void reset_counters() = 0;
+
+  virtual MemorySpace memory_space() const { return MemorySpace::kHost; }
+  virtual bool completes_on_return() const { return true; }
+  // Waits until every op this communicator has issued has completed (a no-op where ops complete
+  // on return).
+  virtual void synchronize(const OpOptions& /*o*/ = {}) {}
+  virtual CommExecutor* executor() { return nullptr; }
+  // Prints "dsp: <message>" once on stderr and ends the job (every rank); never returns. The
+  // default ends this process with exit code 1, which ends a job of one.
+  [[noreturn]] virtual void abort_job(const std::string& message);
 
   // Host convenience: count exchange + payload in one call; recv_counts optional.
   template <class T>

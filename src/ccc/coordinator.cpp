@@ -6,7 +6,6 @@
 
 #include "ccc/detail/common.hpp"
 #include "ccc/executor.hpp"
-#include "ccc/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/rng.hpp"
@@ -93,6 +92,8 @@ void CoordinatedCommunicator::all_gather(const void* send, void* recv, int64_t c
 void CoordinatedCommunicator::barrier(const OpOptions& o) {
   launch("barrier", [&] { data_->barrier(o); });
 }
+
+void CoordinatedCommunicator::abort_job(const std::string& message) { coord_->abort_job(message); }
 
 // ---------------------------------------------------------------------------------------------
 // Coordinator
@@ -304,27 +305,22 @@ void Coordinator::dispatch() {
   idle_cv_.notify_all();
 }
 
-void Coordinator::abort_job(const std::string& message) {
-  if (control_->backend() == "mpi") MpiCommunicator::abort_job(message);
-  static std::atomic<bool> printed{false};
-  if (!printed.exchange(true)) {
-    std::string line = fmt::format("dsp: {}\n", message);
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    std::fflush(stderr);
-  }
-  std::_Exit(1);
-}
+void Coordinator::abort_job(const std::string& message) { control_->abort_job(message); }
 
 std::unique_ptr<Coordinator> make_coordinator(const std::string& backend,
-                                              const CoordinatorOptions& opts) {
+                                              const CoordinatorOptions& opts,
+                                              const DataCommFactory& make_data) {
   std::string b = backend;
   if (b == "auto") b = launched_by_mpi() ? "mpi" : "self";
   DSP_CHECK_ARG(b == "self" || b == "mpi", "coordinator: unknown backend '{}' (auto|self|mpi)",
                 backend);
   auto control = make_communicator(b, opts.comm);
   std::array<std::unique_ptr<Communicator>, kNumWorkerKinds> data;
-  for (auto& d : data) d = make_communicator(b, opts.comm);
-  CommExecutor* exec = b == "mpi" ? &MpiCommunicator::executor() : nullptr;
+  for (int k = 0; k < kNumWorkerKinds; ++k) {
+    if (make_data) data[k] = make_data(static_cast<WorkerKind>(k), *control);
+    if (!data[k]) data[k] = make_communicator(b, opts.comm);
+  }
+  CommExecutor* exec = control->executor();
   return std::make_unique<Coordinator>(std::move(control), std::move(data), exec, opts);
 }
 

@@ -14,9 +14,13 @@
 //  * a follower receives ids in broadcast order and runs each one as soon as its own worker has
 //    registered it (waiting for the worker when it has not).
 //
-// All of it runs on one executor thread per rank: for MPI the process-wide MPI executor (so every
-// MPI call of the process is still made by that one thread), otherwise the coordinator's own.
-// With a world of one, ops simply run in registration order.
+// All of it runs on one executor thread per rank: the control backend's (Communicator::executor;
+// for MPI the process-wide MPI executor, so every MPI call of the process is still made by that
+// one thread), otherwise the coordinator's own. With a world of one, ops simply run in
+// registration order. For a stream-ordered data backend (NCCL: Communicator::completes_on_return
+// is false) "running" an op is enqueueing it: the global order is the enqueue order, which is
+// what prevents the deadlock, and a worker synchronizes its own communicator before it reads a
+// result on the host.
 //
 // Hangs are bounded: an op that stays registered but unlaunched for longer than the communicator
 // timeout (CommOptions / DSP_COMM_TIMEOUT) throws CommError naming the op and the id the rank is
@@ -101,6 +105,11 @@ class CoordinatedCommunicator : public Communicator {
 
   CommCounters counters() const override { return data_->counters(); }
   void reset_counters() override { data_->reset_counters(); }
+  MemorySpace memory_space() const override { return data_->memory_space(); }
+  bool completes_on_return() const override { return data_->completes_on_return(); }
+  // Local, not a collective: waits for this worker's own enqueued ops.
+  void synchronize(const OpOptions& o = {}) override { data_->synchronize(o); }
+  [[noreturn]] void abort_job(const std::string& message) override;
 
   using Communicator::all_to_all_v;
 
@@ -141,10 +150,10 @@ class Coordinator {
   uint64_t launched() const;
   void clear_launch_log();
 
-  // Ends the whole job because of a failure on this rank: prints "dsp: <message>" once on stderr
-  // and, with MPI, aborts every rank (MPI_Abort, exit code 1); otherwise exits with 1. Never
-  // returns. Peers may be blocked in collectives this rank will never join, so nothing gentler
-  // can end them in bounded time.
+  // Ends the whole job because of a failure on this rank, through the control backend's
+  // abort_job: prints "dsp: <message>" once on stderr and ends every rank (MPI: MPI_Abort, exit
+  // code 1). Never returns. Peers may be blocked in collectives this rank will never join, so
+  // nothing gentler can end them in bounded time.
   [[noreturn]] void abort_job(const std::string& message);
 
   // Runs fn as op `id` in the global order and waits for it (called by CoordinatedCommunicator).
@@ -186,9 +195,17 @@ class Coordinator {
   std::mutex direct_mu_;  // --ccc off: guards the launch log only
 };
 
-// backend: "auto" | "self" | "mpi" (as make_communicator). Creates the control communicator, one
-// data communicator per worker kind and the coordinator, using the MPI executor for "mpi".
+// Makes the data communicator of worker kind `kind`, bootstrapped over the control communicator
+// (e.g. NCCL for the trainer: make_nccl_communicator(control, device) in the CUDA build), or
+// returns null for the control backend's own.
+using DataCommFactory =
+    std::function<std::unique_ptr<Communicator>(WorkerKind kind, Communicator& control)>;
+
+// backend: "auto" | "self" | "mpi" (as make_communicator) for the control communicator. Creates
+// it, one data communicator per worker kind (of the same backend, or made by `make_data`) and the
+// coordinator, running on the control backend's executor.
 std::unique_ptr<Coordinator> make_coordinator(const std::string& backend = "auto",
-                                              const CoordinatorOptions& opts = {});
+                                              const CoordinatorOptions& opts = {},
+                                              const DataCommFactory& make_data = {});
 
 }  // namespace dsp

@@ -32,7 +32,7 @@ class StagedDir {
   bool overwrite_, committed_ = false;
 };
 
-// A read-only, private memory mapping of a whole file. Empty files map to data() == nullptr.
+// A read-only, shared memory mapping of a whole file. Empty files map to data() == nullptr.
 class MappedFile {
  public:
   MappedFile() = default;

@@ -8,3 +8,34 @@
 #define DSP_HOST_DEVICE
 #define DSP_FORCEINLINE inline __attribute__((always_inline))
 #endif
+
+#include <cstdint>
+
+namespace dsp {
+
+// 64-bit atomics for per-element logic that runs concurrently on the device and in the host
+// emulation of the device path (relaxed order: callers synchronise between phases).
+// Compare-and-swap: stores `desired` if *p == expected; returns the value *p held before.
+DSP_HOST_DEVICE DSP_FORCEINLINE uint64_t atomic_cas_u64(uint64_t* p, uint64_t expected,
+                                                        uint64_t desired) {
+#if defined(__CUDA_ARCH__)
+  return atomicCAS(reinterpret_cast<unsigned long long*>(p), expected, desired);
+#else
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expected;
+#endif
+}
+
+// *p = min(*p, v), atomically.
+DSP_HOST_DEVICE DSP_FORCEINLINE void atomic_min_u64(uint64_t* p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  atomicMin(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+#else
+  uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v < cur &&
+         !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+#endif
+}
+
+}  // namespace dsp

@@ -113,7 +113,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Shared and read-only: every rank of a machine maps the same page-cache pages, and a GPU can
+    // register the range read-only (a private mapping would be copy-on-write to the driver).
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     int e = errno;
     ::close(fd);
     DSP_CHECK_T(IoError, p != MAP_FAILED, "{}: cannot map: {}", path, std::strerror(e));

@@ -10,8 +10,12 @@
 //  * in every block the destination nodes are a prefix of the source nodes: src_ids[0, num_dst)
 //    == the destination nodes, in order, so a GNN layer can read h_dst = h_src[:num_dst].
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "core/device.hpp"
+#include "core/dtype.hpp"
 
 namespace dsp {
 
@@ -38,12 +42,19 @@ struct SampledBatch {
 };
 
 // After loading: the features of every input node (row i = blocks[0].src_ids[i]) and the labels
-// of the seeds.
+// of the seeds. Features live where the feature store gathered them (`device`): in host memory
+// in `features` (float32, float16 files widened), or, from a device feature store, in device
+// memory in `device_features` ([num_input x feature_dim] of `device_dtype`; `features` empty).
+// Blocks and labels are host memory; the trainer moves them to its model's device.
 struct LoadedBatch {
   SampledBatch sample;
-  std::vector<float> features;  // [num_input x feature_dim], float32 (float16 files are widened)
+  std::vector<float> features;  // host: [num_input x feature_dim], float32
   int64_t feature_dim = 0;
   std::vector<int64_t> labels;  // [num_seeds]
+  Device device;                // where the features are
+  std::shared_ptr<void> device_features;
+  DType device_dtype = DType::kFloat32;
+  bool features_on_device() const { return device.is_cuda(); }
 };
 
 }  // namespace dsp

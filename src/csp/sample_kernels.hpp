@@ -265,4 +265,23 @@ DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t relabel_find(const uint64_t* slots, uin
   }
 }
 
+// Concurrent insert of the device relabel (any order, any concurrency): offers position `pos` as
+// the first occurrence of `key`. Slots of one key differ only in their low 32 bits, so a 64-bit
+// atomic minimum keeps the smallest position: afterwards every key's slot holds its first one.
+DSP_HOST_DEVICE DSP_FORCEINLINE void relabel_offer_min(uint64_t* slots, uint64_t mask, int shift,
+                                                       int64_t key, uint32_t pos) {
+  const uint64_t mine = relabel_slot(key, pos);
+  const uint64_t want = static_cast<uint64_t>(key + 1);
+  uint64_t h = relabel_hash(key, shift);
+  while (true) {
+    const uint64_t prev = atomic_cas_u64(slots + h, kEmptySlot, mine);
+    if (prev == kEmptySlot) return;
+    if ((prev >> 32) == want) {
+      atomic_min_u64(slots + h, mine);
+      return;
+    }
+    h = (h + 1) & mask;
+  }
+}
+
 }  // namespace dsp::csp

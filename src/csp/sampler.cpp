@@ -114,8 +114,9 @@ PartitionData single_part(const Csr& g) {
   return d;
 }
 
+
 CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& comm,
-                                     SamplerOptions opts)
+                                     SamplerOptions opts, const SamplerBackendFactory& backend)
     : part_(part), comm_(comm), opts_(std::move(opts)) {
   DSP_CHECK_ARG(!opts_.fanouts.empty(), "sampler: at least one layer (fanout) is needed");
   for (int f : opts_.fanouts) {
@@ -167,7 +168,26 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
     DSP_CHECK_ARG(part_.in_degree.defined() && part_.in_degree.dim(0) == part_.meta.num_nodes,
                   "sampler: layer-wise sampling needs the replicated in-degree array");
   }
+  const Csr& g = part_.patch;
+  LocalTopology topo;
+  topo.num_rows = g.num_nodes;
+  topo.num_edges = g.num_edges();
+  topo.row_base = begin_;
+  topo.indptr = g.rowptr();
+  topo.indices = g.num_edges() ? g.indices.raw() : nullptr;
+  topo.idx32 = g.num_edges() == 0 || g.index_dtype() == DType::kInt32;
+  topo.indices_mapped = g.num_edges() && g.indices.is_mapped();
+  topo.weights = g.has_weights() ? g.weights.data<float>() : nullptr;
+  topo.cum = opts_.biased ? cum_.data() : nullptr;
+  if (part_.cached.defined() && part_.cached.dim(0) > 0) {
+    topo.hot_nodes = part_.cached.data<int64_t>();
+    topo.num_hot = part_.cached.dim(0);
+  }
+  backend_ = backend ? backend(topo, opts_) : make_cpu_sampler_backend(topo, opts_);
+  DSP_CHECK(backend_ != nullptr, "sampler: the backend factory returned no backend");
 }
+
+CollectiveSampler::~CollectiveSampler() = default;
 
 void CollectiveSampler::reset_stats() {
   stats_ = SamplerStats{};
@@ -190,51 +210,6 @@ uint64_t CollectiveSampler::remote_bytes_recv() const {
   if (size_ == 1) return 0;
   CommCounters c = comm_.counters();
   return c.total_recv() - c.bytes_recv[rank_];
-}
-
-template <class Id>
-void CollectiveSampler::sample_tasks(const int64_t* tasks, int64_t n, uint64_t key,
-                                     const int64_t* slot, int32_t* cnt, int64_t* out,
-                                     float* outw) const {
-  const int64_t* ip = part_.patch.rowptr();
-  const Id* idx = part_.patch.num_edges() ? part_.patch.indices.data<Id>() : nullptr;
-  const float* w = part_.patch.has_weights() ? part_.patch.weights.data<float>() : nullptr;
-  const double* cum = cum_.empty() ? nullptr : cum_.data();
-  const bool biased = opts_.biased, replace = opts_.replace;
-  const int64_t base = begin_;
-  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
-    // Three-stage software pipeline over the latency chain task -> indptr -> row entries, so many
-    // misses are in flight at once: the indptr entry of task i+kFar is prefetched; task i+kNear
-    // (whose indptr is cached by now) draws its positions, which need only the degree, and
-    // prefetches the row entries at those positions; task i turns positions into ids.
-    constexpr int64_t kFar = 24, kNear = 12;
-    auto draw = [&](int64_t i) {
-      const int64_t v = task_id(tasks[i]);
-      const int64_t lv = v - base;
-      const int64_t p0 = ip[lv], deg = ip[lv + 1] - p0;
-      RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
-      int64_t* o = out + slot[i];
-      int c = csp::sample_positions(deg, task_fanout(tasks[i]), biased, replace,
-                                    biased ? cum + p0 : nullptr, s, o);
-      for (int j = 0; j < c; ++j) __builtin_prefetch(idx + p0 + o[j]);
-      cnt[i] = c;
-    };
-    for (int64_t i = b; i < std::min(e, b + kFar); ++i) {
-      __builtin_prefetch(ip + (task_id(tasks[i]) - base));
-    }
-    for (int64_t i = b; i < std::min(e, b + kNear); ++i) draw(i);
-    for (int64_t i = b; i < e; ++i) {
-      if (i + kFar < e) __builtin_prefetch(ip + (task_id(tasks[i + kFar]) - base));
-      if (i + kNear < e) draw(i + kNear);
-      const int64_t p0 = ip[task_id(tasks[i]) - base];
-      int64_t* o = out + slot[i];
-      const int c = cnt[i];
-      if (outw) {
-        for (int j = 0; j < c; ++j) outw[slot[i] + j] = w[p0 + o[j]];
-      }
-      for (int j = 0; j < c; ++j) o[j] = static_cast<int64_t>(idx[p0 + o[j]]);
-    }
-  });
 }
 
 template <class Id>
@@ -283,273 +258,254 @@ void compact(int64_t n, const int64_t* slot, const int32_t* cnt, const int64_t* 
 }
 }  // namespace
 
-void CollectiveSampler::run_layer(const std::vector<int64_t>& frontier,
-                                  const std::vector<int32_t>& fanout, int uniform_fanout,
-                                  uint64_t key, LayerOut& out) {
+// ---------------------------------------------------------------------------------------------
+// One CSP layer in five phases. Positions: the frontier is grouped by owner rank ("grouped
+// order": owner chunks in rank order, frontier order within a chunk); what a rank serves is laid
+// out by requesting rank ("served order", its own chunk being its local tasks).
+
+// Phase 1: the frontier's tasks grouped by owner (a range check on the partition offsets).
+// Nodes with fanout 0 get no task and an empty row.
+void CollectiveSampler::group_by_owner(const std::vector<int64_t>& frontier,
+                                       const std::vector<int32_t>& fanout, int uniform_fanout,
+                                       Grouped& g) const {
   const int P = size_;
   const int64_t nf = static_cast<int64_t>(frontier.size());
-  const bool biased = opts_.biased;
-  const bool pull = opts_.mode == SampleMode::kPull && P > 1;
-  Stopwatch sw;
-
-  // ---- shuffle: group by owner (frontier order kept within an owner) ----
   std::vector<int32_t> own(nf);
-  std::vector<int64_t> gcount(P, 0);
+  g.count.assign(P, 0);
   for (int64_t i = 0; i < nf; ++i) {
-    int k = fanout.empty() ? uniform_fanout : fanout[i];
+    const int k = fanout.empty() ? uniform_fanout : fanout[i];
     if (k <= 0) {
-      own[i] = -1;  // nothing to draw: an empty row without a task
+      own[i] = -1;
       continue;
     }
-    int64_t v = frontier[i];
-    int o = P == 1 ? 0
-                   : static_cast<int>(std::upper_bound(offsets_.begin() + 1, offsets_.end(), v) -
-                                      (offsets_.begin() + 1));
+    const int64_t v = frontier[i];
+    const int o = P == 1 ? 0
+                         : static_cast<int>(std::upper_bound(offsets_.begin() + 1, offsets_.end(),
+                                                             v) -
+                                            (offsets_.begin() + 1));
     own[i] = o;
-    ++gcount[o];
+    ++g.count[o];
   }
-  std::vector<int64_t> goff = prefix(gcount);  // grouped order: owner chunks
-  std::vector<int64_t> grouped(goff[P]), perm(goff[P]);
-  {
-    std::vector<int64_t> cur(goff.begin(), goff.end() - 1);
-    for (int64_t i = 0; i < nf; ++i) {
-      if (own[i] < 0) continue;
-      int64_t pos = cur[own[i]]++;
-      perm[pos] = i;
-      grouped[pos] = pack_task(frontier[i], fanout.empty() ? uniform_fanout : fanout[i]);
+  g.off = prefix(g.count);
+  g.tasks.resize(g.off[P]);
+  g.perm.resize(g.off[P]);
+  std::vector<int64_t> cur(g.off.begin(), g.off.end() - 1);
+  for (int64_t i = 0; i < nf; ++i) {
+    if (own[i] < 0) continue;
+    const int64_t pos = cur[own[i]]++;
+    g.perm[pos] = i;
+    g.tasks[pos] = pack_task(frontier[i], fanout.empty() ? uniform_fanout : fanout[i]);
+  }
+  // Grouped order == frontier order (one rank, or everything local, nothing skipped): results
+  // need no un-permuting.
+  g.identity = g.off[P] == nf;
+  for (int64_t pos = 0; pos < g.off[P] && g.identity; ++pos) g.identity = g.perm[pos] == pos;
+}
+
+// Phase 2 (shuffle): remote tasks to their owners; served = tasks by requesting rank, the self
+// chunk being this rank's own tasks. With one rank the grouped tasks are all served here: they
+// move over (the later phases of a world of one need only the grouping's counts and order).
+void CollectiveSampler::shuffle(Grouped& g, Served& s) {
+  const int P = size_;
+  s.recv_counts.assign(P, 0);
+  if (P == 1) {
+    std::swap(s.tasks, g.tasks);
+    s.off = {0, static_cast<int64_t>(s.tasks.size())};
+    return;
+  }
+  std::vector<int64_t> send_counts = g.count;
+  send_counts[rank_] = 0;
+  OpOptions o;
+  o.label = "csp.shuffle.counts";
+  s.recv_counts = comm_.exchange_counts(send_counts, o);
+  std::vector<int64_t> recv =
+      a2a(comm_, without_self(g.tasks, g.off, rank_), send_counts, s.recv_counts, "csp.shuffle");
+  std::vector<int64_t> rc = s.recv_counts;
+  rc[rank_] = g.count[rank_];
+  s.off = prefix(rc);
+  s.tasks.resize(s.off[P]);
+  int64_t r = 0;
+  for (int p = 0; p < P; ++p) {
+    if (p == rank_) {
+      std::copy(g.tasks.begin() + g.off[p], g.tasks.begin() + g.off[p + 1],
+                s.tasks.begin() + s.off[p]);
+    } else {
+      std::copy(recv.begin() + r, recv.begin() + r + s.recv_counts[p], s.tasks.begin() + s.off[p]);
+      r += s.recv_counts[p];
     }
   }
-  // Grouped order == frontier order (one rank, or everything local, nothing skipped): results can
-  // be written straight into `out`.
-  bool identity = goff[P] == nf;
-  for (int64_t pos = 0; pos < goff[P] && identity; ++pos) identity = perm[pos] == pos;
-  stats_.tasks_local += gcount[rank_];
-  stats_.tasks_remote += goff[P] - gcount[rank_];
+}
 
-  std::vector<int64_t> send_counts = gcount;
+// Phase 3 (sample): the backend samples every served task. Pull mode instead answers remote
+// tasks with whole rows (the degree as the count), for the requester to sample; its own tasks
+// are sampled here as in CSP.
+void CollectiveSampler::serve(const Served& s, uint64_t key, TaskPicks& out) {
+  const bool pull = opts_.mode == SampleMode::kPull && size_ > 1;
+  if (!pull) {
+    backend_->sample(s.tasks.data(), s.off[size_], key, out);
+    return;
+  }
+  const int64_t n = s.off[size_];
+  const int64_t self_b = s.off[rank_], self_e = s.off[rank_ + 1];
+  TaskPicks local;
+  backend_->sample(s.tasks.data() + self_b, self_e - self_b, key, local);
+  const int64_t* ip = part_.patch.rowptr();
+  const float* w = opts_.biased ? part_.patch.weights.data<float>() : nullptr;
+  out.counts.assign(n, 0);
+  out.nbrs.clear();
+  out.weights.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == self_b) {
+      std::copy(local.counts.begin(), local.counts.end(), out.counts.begin() + self_b);
+      out.nbrs.insert(out.nbrs.end(), local.nbrs.begin(), local.nbrs.end());
+      out.weights.insert(out.weights.end(), local.weights.begin(), local.weights.end());
+    }
+    if (i >= self_b && i < self_e) continue;
+    const int64_t lv = task_id(s.tasks[i]) - begin_;
+    out.counts[i] = static_cast<int32_t>(ip[lv + 1] - ip[lv]);
+    for (int64_t e = ip[lv]; e < ip[lv + 1]; ++e) out.nbrs.push_back(part_.patch.indices.int_at(e));
+    if (w) out.weights.insert(out.weights.end(), w + ip[lv], w + ip[lv + 1]);
+  }
+  if (self_b == n) {  // the self chunk is last and empty loops never reached it
+    out.nbrs.insert(out.nbrs.end(), local.nbrs.begin(), local.nbrs.end());
+    out.weights.insert(out.weights.end(), local.weights.begin(), local.weights.end());
+  }
+}
+
+// Phase 4 (reshuffle): the answers to remote requests go back (counts, whose sizes both sides
+// know, then the data); `answers` holds what this rank's own remote tasks got, in grouped order
+// without the self chunk (in pull mode: whole rows, sampled next by sample_pulled_rows).
+void CollectiveSampler::reshuffle(const Grouped& g, const Served& s, const TaskPicks& served,
+                                  TaskPicks& answers) {
+  const int P = size_;
+  std::vector<int64_t> dcount(P, 0);  // data elements per requesting rank
+  {
+    int64_t k = 0;
+    for (int p = 0; p < P; ++p) {
+      for (int64_t i = s.off[p]; i < s.off[p + 1]; ++i) dcount[p] += served.counts[k++];
+    }
+  }
+  std::vector<int64_t> doff = prefix(dcount);
+  std::vector<int64_t> send_counts = g.count;  // what this rank asked of each owner
   send_counts[rank_] = 0;
-  std::vector<int64_t> recv_counts(P, 0);
-  std::vector<int64_t> tasks;  // by source rank; self chunk = local tasks
-  std::vector<int64_t> toff;
-  if (P == 1) {
-    tasks = std::move(grouped);
-    grouped.clear();
-    toff = {0, static_cast<int64_t>(tasks.size())};
-  } else {
-    OpOptions o;
-    o.label = "csp.shuffle.counts";
-    recv_counts = comm_.exchange_counts(send_counts, o);
-    std::vector<int64_t> recv =
-        a2a(comm_, without_self(grouped, goff, rank_), send_counts, recv_counts, "csp.shuffle");
-    std::vector<int64_t> rc = recv_counts;
-    rc[rank_] = gcount[rank_];
-    toff = prefix(rc);
-    tasks.resize(toff[P]);
+  std::vector<int64_t> sc_cnt = s.recv_counts, sc_data = dcount;
+  sc_cnt[rank_] = 0;
+  sc_data[rank_] = 0;
+  answers.counts = a2a(comm_, without_self(served.counts, s.off, rank_), sc_cnt, send_counts,
+                       "csp.reshuffle.counts");
+  std::vector<int64_t> rc_data(P, 0);
+  {
     int64_t r = 0;
     for (int p = 0; p < P; ++p) {
-      if (p == rank_) {
-        std::copy(grouped.begin() + goff[p], grouped.begin() + goff[p + 1],
-                  tasks.begin() + toff[p]);
-      } else {
-        std::copy(recv.begin() + r, recv.begin() + r + recv_counts[p], tasks.begin() + toff[p]);
-        r += recv_counts[p];
-      }
+      if (p == rank_) continue;
+      for (int64_t i = 0; i < send_counts[p]; ++i) rc_data[p] += answers.counts[r++];
     }
   }
+  answers.nbrs = a2a(comm_, without_self(served.nbrs, doff, rank_), sc_data, rc_data,
+                     "csp.reshuffle");
+  if (opts_.biased) {
+    answers.weights = a2a(comm_, without_self(served.weights, doff, rank_), sc_data, rc_data,
+                          "csp.reshuffle.w");
+  }
+}
+
+// Pull mode, requester side: samples the fetched rows with the owners' exact per-node logic.
+void CollectiveSampler::sample_pulled_rows(const Grouped& g, uint64_t key, TaskPicks& rows) {
+  std::vector<int64_t> rtasks = without_self(g.tasks, g.off, rank_);
+  const int64_t n = static_cast<int64_t>(rtasks.size());
+  std::vector<int64_t> roff(n + 1, 0), slot(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    roff[i + 1] = roff[i] + rows.counts[i];
+    slot[i + 1] = slot[i] + task_fanout(rtasks[i]);
+  }
+  std::vector<int64_t> buf(slot[n]);
+  std::vector<float> bufw(opts_.biased ? slot[n] : 0);
+  std::vector<int32_t> c(n);
+  sample_pulled<int64_t>(rtasks.data(), n, key, roff.data(), rows.nbrs.data(),
+                         opts_.biased ? rows.weights.data() : nullptr, slot.data(), c.data(),
+                         buf.data(), opts_.biased ? bufw.data() : nullptr);
+  compact(n, slot.data(), c.data(), buf.data(), opts_.biased ? bufw.data() : nullptr, rows.nbrs,
+          rows.weights);
+  rows.counts = std::move(c);
+}
+
+// Phase 5 (un-permute): the remote answers with the self chunk spliced in at this rank's place
+// give every grouped position its picks; they are written back in frontier order.
+void CollectiveSampler::unpermute(const Grouped& g, const Served& s, TaskPicks& served,
+                                  TaskPicks& answers, int64_t nf, LayerPicks& out) {
+  const int P = size_;
+  out.offsets.assign(nf + 1, 0);
+  if (P == 1 && g.identity) {
+    for (int64_t i = 0; i < nf; ++i) out.offsets[i + 1] = out.offsets[i] + served.counts[i];
+    std::swap(out.nbrs, served.nbrs);  // keeps both buffers' capacity for the next layer
+    std::swap(out.weights, served.weights);
+    return;
+  }
+  // Grouped counts, and where each grouped position's picks start in `answers` or `served`.
+  const int64_t ng = g.off[P];
+  const int64_t self_b = s.off[rank_];
+  int64_t self_data = 0;  // served data before the self chunk
+  for (int64_t i = 0; i < self_b; ++i) self_data += served.counts[i];
+  std::vector<int32_t> cnt(ng);
+  std::vector<const int64_t*> from(ng);
+  std::vector<const float*> from_w(ng, nullptr);
+  const bool biased = opts_.biased;
+  int64_t a = 0, d = 0;
+  for (int64_t pos = 0; pos < ng; ++pos) {
+    const bool self = pos >= g.off[rank_] && pos < g.off[rank_ + 1];
+    if (self) {
+      const int64_t i = self_b + (pos - g.off[rank_]);
+      cnt[pos] = served.counts[i];
+      from[pos] = served.nbrs.data() + self_data;
+      if (biased) from_w[pos] = served.weights.data() + self_data;
+      self_data += cnt[pos];
+    } else {
+      cnt[pos] = answers.counts[a++];
+      from[pos] = answers.nbrs.data() + d;
+      if (biased) from_w[pos] = answers.weights.data() + d;
+      d += cnt[pos];
+    }
+  }
+  for (int64_t pos = 0; pos < ng; ++pos) out.offsets[g.perm[pos] + 1] = cnt[pos];
+  for (int64_t i = 0; i < nf; ++i) out.offsets[i + 1] += out.offsets[i];
+  out.nbrs.resize(out.offsets[nf]);
+  out.weights.resize(biased ? out.offsets[nf] : 0);
+  for (int64_t pos = 0; pos < ng; ++pos) {
+    const int64_t at = out.offsets[g.perm[pos]];
+    std::memcpy(out.nbrs.data() + at, from[pos], cnt[pos] * sizeof(int64_t));
+    if (biased) std::memcpy(out.weights.data() + at, from_w[pos], cnt[pos] * sizeof(float));
+  }
+}
+
+void CollectiveSampler::run_layer(const std::vector<int64_t>& frontier,
+                                  const std::vector<int32_t>& fanout, int uniform_fanout,
+                                  uint64_t key, LayerPicks& out) {
+  Stopwatch sw;
+  Grouped& g = grouped_;
+  group_by_owner(frontier, fanout, uniform_fanout, g);
+  stats_.tasks_local += g.count[rank_];
+  stats_.tasks_remote += g.off[size_] - g.count[rank_];
+  Served& s = served_;
+  shuffle(g, s);
   stats_.t_shuffle += sw.seconds();
   sw.reset();
-
-  // ---- sample: one pass over every task this rank owns (pull: only its own frontier) ----
-  const bool idx32 = part_.patch.num_edges() == 0 || part_.patch.index_dtype() == DType::kInt32;
-  // Samples tasks t[0, n) into res (compacted in place after sampling into per-task slots).
-  // res / slot_ keep their capacity across layers and batches: no page faults on the hot path.
-  auto run_local = [&](const int64_t* t, int64_t n, std::vector<int64_t>& res,
-                       std::vector<float>& resw, std::vector<int32_t>& cnt) {
-    slot_.resize(n + 1);
-    int64_t* slot = slot_.data();
-    slot[0] = 0;
-    for (int64_t i = 0; i < n; ++i) slot[i + 1] = slot[i] + task_fanout(t[i]);
-    res.resize(slot[n]);
-    if (biased) resw.resize(slot[n]);
-    cnt.resize(n);
-    if (idx32) {
-      sample_tasks<int32_t>(t, n, key, slot, cnt.data(), res.data(),
-                            biased ? resw.data() : nullptr);
-    } else {
-      sample_tasks<int64_t>(t, n, key, slot, cnt.data(), res.data(),
-                            biased ? resw.data() : nullptr);
-    }
-    int64_t o = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (o != slot[i]) {
-        std::memmove(res.data() + o, res.data() + slot[i], cnt[i] * sizeof(int64_t));
-        if (biased) std::memmove(resw.data() + o, resw.data() + slot[i], cnt[i] * sizeof(float));
-      }
-      o += cnt[i];
-    }
-    res.resize(o);
-    if (biased) resw.resize(o);
-  };
-
-  // Results per grouped position: counts and data in grouped order.
-  std::vector<int32_t> gcnt;
-  std::vector<int64_t> gdata;
-  std::vector<float> gw;
-  if (P == 1) {
-    if (identity) {
-      run_local(tasks.data(), toff[1], out.nbrs, out.weights, gcnt);
-    } else {
-      run_local(tasks.data(), toff[1], gdata, gw, gcnt);
-    }
-    stats_.t_sample += sw.seconds();
-    sw.reset();
-  } else {
-    // Owner side: CSP samples all received tasks; pull returns whole rows (degree as the count).
-    std::vector<int32_t> tcnt;
-    std::vector<int64_t> tdata;
-    std::vector<float> tw;
-    if (!pull) {
-      run_local(tasks.data(), toff[P], tdata, tw, tcnt);
-    } else {
-      const int64_t n = toff[P];
-      tcnt.assign(n, 0);
-      const int64_t* ip = part_.patch.rowptr();
-      int64_t total = 0;
-      for (int p = 0; p < P; ++p) {
-        if (p == rank_) continue;
-        for (int64_t i = toff[p]; i < toff[p + 1]; ++i) {
-          int64_t lv = task_id(tasks[i]) - begin_;
-          tcnt[i] = static_cast<int32_t>(ip[lv + 1] - ip[lv]);
-          total += tcnt[i];
-        }
-      }
-      tdata.resize(total);
-      if (biased) tw.resize(total);
-      const float* w = biased ? part_.patch.weights.data<float>() : nullptr;
-      int64_t o = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        if (tcnt[i] == 0) continue;
-        int64_t lv = task_id(tasks[i]) - begin_;
-        for (int64_t e = ip[lv]; e < ip[lv + 1]; ++e)
-          tdata[o + e - ip[lv]] = part_.patch.indices.int_at(e);
-        if (biased) std::memcpy(tw.data() + o, w + ip[lv], tcnt[i] * sizeof(float));
-        o += tcnt[i];
-      }
-      // local tasks: sampled directly (no rows move)
-      std::vector<int32_t> lc;
-      std::vector<int64_t> ld;
-      std::vector<float> lw;
-      run_local(tasks.data() + toff[rank_], toff[rank_ + 1] - toff[rank_], ld, lw, lc);
-      // splice the local results into the self chunk of tcnt/tdata
-      int64_t before = 0;
-      for (int64_t i = 0; i < toff[rank_]; ++i) before += tcnt[i];
-      std::copy(lc.begin(), lc.end(), tcnt.begin() + toff[rank_]);
-      tdata.insert(tdata.begin() + before, ld.begin(), ld.end());
-      if (biased) tw.insert(tw.begin() + before, lw.begin(), lw.end());
-    }
-    stats_.t_sample += sw.seconds();
-    sw.reset();
-
-    // ---- reshuffle: counts (sizes known: what each requester sent) then the data ----
-    std::vector<int64_t> dcount(P, 0);  // data elements per source rank
-    for (int p = 0; p < P; ++p) {
-      for (int64_t i = toff[p]; i < toff[p + 1]; ++i) dcount[p] += tcnt[i];
-    }
-    std::vector<int64_t> doff = prefix(dcount);
-    std::vector<int64_t> sc_cnt = recv_counts;  // tasks received from p, answered to p
-    sc_cnt[rank_] = 0;
-    std::vector<int64_t> sc_data = dcount;
-    sc_data[rank_] = 0;
-    std::vector<int32_t> rcnt =
-        a2a(comm_, without_self(tcnt, toff, rank_), sc_cnt, send_counts, "csp.reshuffle.counts");
-    std::vector<int64_t> rc_data(P, 0);
-    {
-      int64_t r = 0;
-      for (int p = 0; p < P; ++p) {
-        if (p == rank_) continue;
-        for (int64_t i = 0; i < send_counts[p]; ++i) rc_data[p] += rcnt[r++];
-      }
-    }
-    std::vector<int64_t> rdata =
-        a2a(comm_, without_self(tdata, doff, rank_), sc_data, rc_data, "csp.reshuffle");
-    std::vector<float> rw;
-    if (biased) rw = a2a(comm_, without_self(tw, doff, rank_), sc_data, rc_data, "csp.reshuffle.w");
+  serve(s, key, served_picks_);
+  stats_.t_sample += sw.seconds();
+  sw.reset();
+  if (size_ > 1) {
+    reshuffle(g, s, served_picks_, answers_);
     stats_.t_reshuffle += sw.seconds();
     sw.reset();
-
-    if (pull) {
-      // Requester side of pull: sample the fetched rows with the owners' exact per-node logic.
-      std::vector<int64_t> rtasks = without_self(grouped, goff, rank_);
-      const int64_t n = static_cast<int64_t>(rtasks.size());
-      std::vector<int64_t> roff(n + 1, 0), slot(n + 1, 0);
-      for (int64_t i = 0; i < n; ++i) {
-        roff[i + 1] = roff[i] + rcnt[i];
-        slot[i + 1] = slot[i] + task_fanout(rtasks[i]);
-      }
-      std::vector<int64_t> buf(slot[n]);
-      std::vector<float> bufw(biased ? slot[n] : 0);
-      std::vector<int32_t> c(n);
-      sample_pulled<int64_t>(rtasks.data(), n, key, roff.data(), rdata.data(),
-                             biased ? rw.data() : nullptr, slot.data(), c.data(), buf.data(),
-                             biased ? bufw.data() : nullptr);
-      compact(n, slot.data(), c.data(), buf.data(), biased ? bufw.data() : nullptr, rdata, rw);
-      rcnt = std::move(c);
+    if (opts_.mode == SampleMode::kPull) {
+      sample_pulled_rows(g, key, answers_);
       stats_.t_sample += sw.seconds();
       sw.reset();
     }
-
-    // grouped order = remote answers with the self chunk spliced in at rank_'s place
-    gcnt.resize(goff[P]);
-    int64_t self_before = 0;  // remote data elements from ranks < rank_
-    {
-      int64_t r = 0;
-      for (int p = 0; p < rank_; ++p) {
-        for (int64_t i = 0; i < send_counts[p]; ++i) self_before += rcnt[r + i];
-        r += send_counts[p];
-      }
-    }
-    std::copy(rcnt.begin(), rcnt.begin() + goff[rank_], gcnt.begin());
-    std::copy(tcnt.begin() + toff[rank_], tcnt.begin() + toff[rank_ + 1],
-              gcnt.begin() + goff[rank_]);
-    std::copy(rcnt.begin() + goff[rank_], rcnt.end(), gcnt.begin() + goff[rank_ + 1]);
-    gdata.reserve(rdata.size() + dcount[rank_]);
-    gdata.insert(gdata.end(), rdata.begin(), rdata.begin() + self_before);
-    gdata.insert(gdata.end(), tdata.begin() + doff[rank_], tdata.begin() + doff[rank_ + 1]);
-    gdata.insert(gdata.end(), rdata.begin() + self_before, rdata.end());
-    if (biased) {
-      gw.reserve(gdata.size());
-      gw.insert(gw.end(), rw.begin(), rw.begin() + self_before);
-      gw.insert(gw.end(), tw.begin() + doff[rank_], tw.begin() + doff[rank_ + 1]);
-      gw.insert(gw.end(), rw.begin() + self_before, rw.end());
-    }
   }
-
-  // ---- back to frontier order ----
-  out.offsets.assign(nf + 1, 0);
-  if (identity) {
-    for (int64_t i = 0; i < nf; ++i) out.offsets[i + 1] = out.offsets[i] + gcnt[i];
-    if (P > 1) {  // P == 1 wrote into out already
-      out.nbrs = std::move(gdata);
-      out.weights = std::move(gw);
-    }
-  } else {
-    std::vector<int64_t> src(goff[P] + 1, 0);
-    for (int64_t pos = 0; pos < goff[P]; ++pos) {
-      src[pos + 1] = src[pos] + gcnt[pos];
-      out.offsets[perm[pos] + 1] = gcnt[pos];
-    }
-    for (int64_t i = 0; i < nf; ++i) out.offsets[i + 1] += out.offsets[i];
-    out.nbrs.resize(out.offsets[nf]);
-    if (biased) out.weights.resize(out.offsets[nf]);
-    for (int64_t pos = 0; pos < goff[P]; ++pos) {
-      int64_t d = out.offsets[perm[pos]];
-      std::memcpy(out.nbrs.data() + d, gdata.data() + src[pos], gcnt[pos] * sizeof(int64_t));
-      if (biased)
-        std::memcpy(out.weights.data() + d, gw.data() + src[pos], gcnt[pos] * sizeof(float));
-    }
-  }
+  unpermute(g, s, served_picks_, answers_, static_cast<int64_t>(frontier.size()), out);
   stats_.t_relabel += sw.seconds();  // reordering is part of block assembly
 }
+
 
 std::vector<int32_t> CollectiveSampler::layerwise_counts(const std::vector<int64_t>& frontier,
                                                          int n, uint64_t key) const {
@@ -572,277 +528,6 @@ std::vector<int32_t> CollectiveSampler::layerwise_counts(const std::vector<int64
     ++c[i];
   }
   return c;
-}
-
-Block CollectiveSampler::relabel(const std::vector<int64_t>& dst, const LayerOut& lo, int layer) {
-  Stopwatch sw;
-  Block b;
-  if (new_ratio_.size() != opts_.fanouts.size()) new_ratio_.assign(opts_.fanouts.size(), 1.0);
-  const int64_t nd = static_cast<int64_t>(dst.size());
-  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
-  // The parallel relabel does about 1.8x the serial work at 2 threads (callgrind: 289M vs 159M
-  // instructions on a products-sized batch), so its slower thread does as much as the serial pass:
-  // it can only gain from 3 threads on.
-  const int threads = num_threads();
-  if (threads >= kParallelRelabelMinThreads && ne >= kParallelRelabelMinEdges &&
-      nd + ne < (int64_t{1} << 32) - 1) {
-    relabel_parallel(dst, lo, layer, threads, b);
-  } else {
-    relabel_serial(dst, lo, layer, b);
-  }
-  b.num_src = static_cast<int64_t>(b.src_ids.size());
-  if (ne > 0) new_ratio_[layer] = static_cast<double>(b.num_src - nd) / static_cast<double>(ne);
-  b.weights = lo.weights;
-  stats_.t_relabel += sw.seconds();
-  return b;
-}
-
-void CollectiveSampler::relabel_serial(const std::vector<int64_t>& dst, const LayerOut& lo,
-                                       int layer, Block& b) {
-  const int64_t nd = static_cast<int64_t>(dst.size());
-  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
-  // The table is sized for the distinct ids this layer produced in the previous batch (share of
-  // new ids per pick), at load <= 1/2, and doubled if a batch outgrows it: a table sized for the
-  // worst case (every pick new) would be several times larger and fall out of cache.
-  const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
-  uint64_t cap = 1024;
-  int bits = 10;
-  while (static_cast<double>(cap) < 2 * expect) {
-    cap <<= 1;
-    ++bits;
-  }
-  if (table_.size() < cap) table_.resize(cap);
-  std::memset(table_.data(), 0, cap * sizeof(uint64_t));
-  uint64_t* t = table_.data();
-  uint64_t mask = cap - 1;
-  int shift = 64 - bits;
-  uint64_t limit = cap / 4 * 3;  // grow beyond load 3/4
-  b.num_dst = nd;
-  b.src_ids.reserve(static_cast<size_t>(expect) + 16);
-  b.src_ids.assign(dst.begin(), dst.end());
-  bool ins = false;
-  for (int64_t i = 0; i < nd; ++i) {
-    csp::relabel_insert(t, mask, shift, dst[i], static_cast<uint32_t>(i), &ins);
-  }
-  b.indptr = lo.offsets;
-  b.indices.resize(ne);
-  const int64_t* nb = lo.nbrs.data();
-  constexpr int64_t kAhead = 12;
-  for (int64_t e = 0; e < ne; ++e) {
-    if (e + kAhead < ne) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
-    uint32_t next = static_cast<uint32_t>(b.src_ids.size());
-    uint32_t id = csp::relabel_insert(t, mask, shift, nb[e], next, &ins);
-    if (ins) {
-      b.src_ids.push_back(nb[e]);
-      if (b.src_ids.size() > limit) {
-        // Rehash into a table twice as large; ids do not change.
-        cap <<= 1;
-        ++bits;
-        if (table_.size() < cap) table_.resize(cap);
-        std::memset(table_.data(), 0, cap * sizeof(uint64_t));
-        t = table_.data();
-        mask = cap - 1;
-        shift = 64 - bits;
-        limit = cap / 4 * 3;
-        for (size_t j = 0; j < b.src_ids.size(); ++j) {
-          csp::relabel_insert(t, mask, shift, b.src_ids[j], static_cast<uint32_t>(j), &ins);
-        }
-      }
-    }
-    b.indices[e] = id;
-  }
-}
-
-namespace {
-
-// Phase 1 of the parallel relabel: offers position `pos` as the first occurrence of `key`. The slot
-// of a key ends up holding its minimal position: slots of one key compare by their low 32 bits,
-// so a compare-exchange loop lowering the 64-bit value is an atomic min of the position. Returns
-// the key's slot; *claimed is set when this call took an empty slot, *won when the slot held
-// `pos` right after this call (claimed, or lowered to it).
-inline uint64_t offer_first(uint64_t* t, uint64_t mask, int shift, int64_t key, uint32_t pos,
-                            bool* claimed, bool* won) {
-  const uint64_t mine = csp::relabel_slot(key, pos);
-  const uint64_t want = static_cast<uint64_t>(key + 1);
-  uint64_t h = csp::relabel_hash(key, shift);
-  uint64_t s = __atomic_load_n(t + h, __ATOMIC_RELAXED);
-  while (true) {
-    if (s == csp::kEmptySlot) {
-      if (__atomic_compare_exchange_n(t + h, &s, mine, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        *claimed = *won = true;
-        return h;
-      }
-      continue;  // lost the race: s is what the winner stored (maybe this very key)
-    }
-    if ((s >> 32) == want) {
-      *claimed = false;
-      *won = false;
-      while (s > mine) {
-        if (__atomic_compare_exchange_n(t + h, &s, mine, false, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED)) {
-          *won = true;
-          break;
-        }
-      }
-      return h;
-    }
-    h = (h + 1) & mask;
-    s = __atomic_load_n(t + h, __ATOMIC_RELAXED);
-  }
-}
-
-// Flags in b.indices during the parallel relabel, above the slot index (< 2^33) / the id.
-constexpr int64_t kCandidate = int64_t{1} << 62;  // phase 1 won; phase 2: first occurrence
-constexpr int64_t kFinal = int64_t{1} << 61;      // the entry is the pick's id already
-constexpr int kClaimBatch = 64;                   // claims a thread makes before publishing them
-
-}  // namespace
-
-// The CUDA kernel's scheme (cuda/sample_kernels.cu) on OpenMP threads. Positions are 0..nd-1 for
-// the destination nodes, then nd + e for pick e; thread c of T takes the c-th of T equal chunks of
-// positions in every phase. (1) Every position offers itself to its key's slot with an atomic min,
-// so afterwards a slot holds its key's first position; each pick keeps its slot index in
-// b.indices, flagged when its offer won. (2) Each thread finds which of its winners are their
-// key's first occurrence (a winner can still have been undercut by a smaller position of an
-// earlier chunk; the first chunk's winners cannot) and counts them. (3) After a prefix sum over
-// the chunk counts, each thread gives its first occurrences consecutive ids from its chunk's
-// offset, in order, writing the id into the slot (each slot has one writer: its first occurrence)
-// and the key into src_ids. (4) Every other pick reads its id from its slot. Destination nodes are
-// distinct and precede every pick, so each is its key's first occurrence and its position already
-// is its id. The ids are the ranks of first occurrences in position order: exactly the serial
-// first-seen order, whatever the number of threads.
-//
-// The table is sized as in the serial path; claims of empty slots are counted (published every
-// kClaimBatch claims per thread), and if the load passes 3/4 the pass stops and restarts with a
-// table twice as large. The published count lags the true one by under 2 * kClaimBatch per
-// thread, which the minimum capacity below keeps within the last quarter, so probes always end.
-void CollectiveSampler::relabel_parallel(const std::vector<int64_t>& dst, const LayerOut& lo,
-                                         int layer, int threads, Block& b) {
-  const int64_t nd = static_cast<int64_t>(dst.size());
-  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
-  const int64_t np = nd + ne;
-  const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
-  uint64_t cap = 1024;
-  int bits = 10;
-  const uint64_t min_cap = std::max<uint64_t>(uint64_t{1} << 15, 16ULL * kClaimBatch * threads);
-  while (static_cast<double>(cap) < 2 * expect || cap < min_cap) {
-    cap <<= 1;
-    ++bits;
-  }
-  const int64_t* nb = lo.nbrs.data();
-  b.num_dst = nd;
-  b.indptr = lo.offsets;
-  b.indices.resize(ne);
-  int64_t* idx = b.indices.data();
-  std::vector<int64_t> firsts(threads + 1, 0);  // per chunk, then prefix offsets
-  uint64_t* t = nullptr;
-  int64_t mask = 0;
-  int team = 1;
-  while (true) {
-    if (table_.size() < cap) table_.resize(cap);
-    t = table_.data();
-    mask = static_cast<int64_t>(cap - 1);
-    const int shift = 64 - bits;
-    const int64_t limit = static_cast<int64_t>(cap / 4 * 3);
-    int64_t claimed_total = 0;
-    int aborted = 0;
-#pragma omp parallel num_threads(threads)
-    {
-      const int T = omp_get_num_threads(), me = omp_get_thread_num();
-      if (me == 0) team = T;
-      std::memset(t + cap * me / T, 0, (cap * (me + 1) / T - cap * me / T) * sizeof(uint64_t));
-#pragma omp barrier
-      // (1) atomic min of positions
-      const int64_t pb = np * me / T, pe = np * (me + 1) / T;
-      int64_t unpublished = 0;
-      bool stop = false, claimed = false, won = false;
-      auto count_claim = [&]() {
-        if (++unpublished == kClaimBatch) {
-          const int64_t total = __atomic_add_fetch(&claimed_total, unpublished, __ATOMIC_RELAXED);
-          unpublished = 0;
-          if (total > limit) __atomic_store_n(&aborted, 1, __ATOMIC_RELAXED);
-          stop = __atomic_load_n(&aborted, __ATOMIC_RELAXED) != 0;
-        }
-      };
-      constexpr int64_t kAhead = 12;
-      for (int64_t p = pb; p < std::min(pe, nd) && !stop; ++p) {
-        if (p + kAhead < nd) __builtin_prefetch(t + csp::relabel_hash(dst[p + kAhead], shift));
-        offer_first(t, cap - 1, shift, dst[p], static_cast<uint32_t>(p), &claimed, &won);
-        if (claimed) count_claim();
-      }
-      for (int64_t p = std::max(pb, nd); p < pe && !stop; ++p) {
-        const int64_t e = p - nd;
-        if (p + kAhead < pe) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
-        const uint64_t h =
-            offer_first(t, cap - 1, shift, nb[e], static_cast<uint32_t>(p), &claimed, &won);
-        idx[e] = static_cast<int64_t>(h) | (won ? kCandidate : 0);
-        if (claimed) count_claim();
-      }
-#pragma omp barrier
-      if (__atomic_load_n(&aborted, __ATOMIC_RELAXED) == 0) {
-        // (2) which winners are first occurrences; the first chunk's all are
-        int64_t c = 0;
-        const int64_t eb = std::max(pb, nd) - nd, ee = std::max(pe, nd) - nd;
-        if (me == 0) {
-          for (int64_t e = eb; e < ee; ++e) c += (idx[e] & kCandidate) != 0;
-        } else {
-          constexpr int64_t kAhead2 = 16;
-          for (int64_t e = eb; e < ee; ++e) {
-            if (e + kAhead2 < ee && (idx[e + kAhead2] & kCandidate)) {
-              __builtin_prefetch(t + (idx[e + kAhead2] & mask));
-            }
-            if (!(idx[e] & kCandidate)) continue;
-            if (csp::relabel_slot_value(t[idx[e] & mask]) == static_cast<uint32_t>(nd + e)) {
-              ++c;
-            } else {
-              idx[e] &= mask;
-            }
-          }
-        }
-        firsts[me + 1] = c;
-      }
-    }
-    if (!aborted) break;
-    cap <<= 1;  // outgrew the table: retry with one twice as large (ids do not depend on it)
-    ++bits;
-  }
-  firsts.resize(team + 1);
-  for (int c = 0; c < team; ++c) firsts[c + 1] += firsts[c];
-  b.src_ids.resize(nd + firsts[team]);
-  int64_t* src = b.src_ids.data();
-#pragma omp parallel num_threads(team)
-  {
-    const int T = omp_get_num_threads(), me = omp_get_thread_num();
-    // The chunks are the first region's; should this team be smaller, its first thread does all.
-    const int c0 = T == team ? me : (me == 0 ? 0 : team), c1 = T == team ? me + 1 : team;
-    for (int c = c0; c < c1; ++c) {
-      std::memcpy(src + nd * c / team, dst.data() + nd * c / team,
-                  (nd * (c + 1) / team - nd * c / team) * sizeof(int64_t));
-      // (3) consecutive ids for this chunk's first occurrences
-      const int64_t eb = std::max(np * c / team, nd) - nd,
-                    ee = std::max(np * (c + 1) / team, nd) - nd;
-      int64_t id = nd + firsts[c];
-      for (int64_t e = eb; e < ee; ++e) {
-        if (idx[e] & kCandidate) {
-          const int64_t h = idx[e] & mask;
-          t[h] = (t[h] & ~uint64_t{0xffffffff}) | static_cast<uint64_t>(id);
-          src[id] = nb[e];
-          idx[e] = id++ | kFinal;
-        }
-      }
-    }
-#pragma omp barrier
-    // (4) the other picks' ids
-    constexpr int64_t kAhead = 16;
-    const int64_t eb = ne * me / T, ee = ne * (me + 1) / T;
-    for (int64_t e = eb; e < ee; ++e) {
-      if (e + kAhead < ee && !(idx[e + kAhead] & kFinal)) {
-        __builtin_prefetch(t + (idx[e + kAhead] & mask));
-      }
-      const int64_t x = idx[e];
-      idx[e] = x & kFinal ? x & ~kFinal : csp::relabel_slot_value(t[x & mask]);
-    }
-  }
 }
 
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
@@ -877,7 +562,7 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   blocks.reserve(L);
   std::vector<int64_t> frontier = seeds;
   std::vector<int32_t> fan;
-  LayerOut& lo = layer_out_;
+  LayerPicks& lo = layer_out_;
   for (int l = 0; l < L; ++l) {
     Stopwatch lsw;
     uint64_t key = rng_key(opts_.seed, epoch, batch, l);
@@ -885,7 +570,10 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
       fan = layerwise_counts(frontier, opts_.fanouts[l], key);
     }
     run_layer(frontier, fan, opts_.fanouts[l], key, lo);
-    blocks.push_back(relabel(frontier, lo, l));
+    Stopwatch rsw;
+    blocks.emplace_back();
+    backend_->relabel(frontier, lo, l, blocks.back());
+    stats_.t_relabel += rsw.seconds();
     stats_.sampled_edges += blocks.back().num_edges();
     if (l + 1 < L) frontier = blocks.back().src_ids;
     stats_.t_layer[l] += lsw.seconds();

@@ -12,8 +12,12 @@
 // all_reduce of an error flag precedes the first exchange), so no rank is left waiting.
 //
 // Determinism: a node's picks are a function of (seed, epoch, batch, layer, global id, draw index)
-// only, so any number of ranks, any thread count, the pull mode and the CUDA kernels give the same
+// only, so any number of ranks, any thread count, the pull mode and every backend give the same
 // blocks in global ids.
+//
+// Devices: this class is the protocol, written once. The local sample and relabel steps go through
+// a SamplerBackend (backend.hpp): CPU by default, the CUDA kernels in the CUDA build, or the device
+// path executed on the host in tests.
 //
 // Conventions (block.hpp): fanouts from the seeds out; blocks[0] is the input layer; destination
 // nodes are a prefix of source nodes. Source node order: destination nodes in frontier order,
@@ -21,11 +25,13 @@
 // layer's destination nodes are the previous (outer) block's source nodes: all of them are
 // sampled again at the next hop, as a GNN layer needs h of every source node.
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "csp/backend.hpp"
 #include "csp/block.hpp"
 #include "layout/partition.hpp"
 
@@ -84,8 +90,11 @@ struct PinSageResult {
 class CollectiveSampler {
  public:
   // Collective when options need replicated data (biased layer-wise: per-node weight sums).
-  // `part` must outlive the sampler (its arrays are referenced, not copied).
-  CollectiveSampler(const PartitionData& part, Communicator& comm, SamplerOptions opts);
+  // `part` must outlive the sampler (its arrays are referenced, not copied). `backend` builds the
+  // local backend from this rank's topology; empty: the CPU backend.
+  CollectiveSampler(const PartitionData& part, Communicator& comm, SamplerOptions opts,
+                    const SamplerBackendFactory& backend = {});
+  ~CollectiveSampler();
 
   // Samples the blocks of `seeds` (distinct global ids; duplicates are rejected). Collective.
   SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
@@ -103,6 +112,7 @@ class CollectiveSampler {
                                   int64_t batch = 0);
 
   const SamplerOptions& options() const { return opts_; }
+  const SamplerBackend& backend() const { return *backend_; }
   const SamplerStats& stats() const { return stats_; }
   void reset_stats();
 
@@ -110,30 +120,40 @@ class CollectiveSampler {
   struct Impl;
 
  private:
-  struct LayerOut {
-    std::vector<int64_t> offsets;  // [frontier + 1]
-    std::vector<int64_t> nbrs;
-    std::vector<float> weights;  // when biased
+  // The frontier of one layer grouped by owner (owner chunks in rank order, frontier order within).
+  struct Grouped {
+    std::vector<int64_t> count;  // [P] tasks per owner
+    std::vector<int64_t> off;    // [P + 1]
+    std::vector<int64_t> tasks;  // packed (global id, fanout)
+    std::vector<int64_t> perm;   // grouped position -> frontier index
+    bool identity = false;       // grouped order is the frontier order
+  };
+  // The tasks this rank serves, by requesting rank (its own chunk: its local tasks).
+  struct Served {
+    std::vector<int64_t> recv_counts;  // [P] tasks received from each rank (own: 0)
+    std::vector<int64_t> off;          // [P + 1]
+    std::vector<int64_t> tasks;
   };
   void check_collective(bool ok, const std::string& msg);
   // fanout: per frontier node (layer-wise) or empty, then every node gets `uniform_fanout`.
   void run_layer(const std::vector<int64_t>& frontier, const std::vector<int32_t>& fanout,
-                 int uniform_fanout, uint64_t key, LayerOut& out);
+                 int uniform_fanout, uint64_t key, LayerPicks& out);
+  void group_by_owner(const std::vector<int64_t>& frontier, const std::vector<int32_t>& fanout,
+                      int uniform_fanout, Grouped& g) const;
+  void shuffle(Grouped& g, Served& s);
+  void serve(const Served& s, uint64_t key, TaskPicks& out);
+  void reshuffle(const Grouped& g, const Served& s, const TaskPicks& served, TaskPicks& answers);
+  void sample_pulled_rows(const Grouped& g, uint64_t key, TaskPicks& rows);
+  void unpermute(const Grouped& g, const Served& s, TaskPicks& served, TaskPicks& answers,
+                 int64_t nf, LayerPicks& out);
   uint64_t remote_bytes_sent() const;
   uint64_t remote_bytes_recv() const;
-  template <class Id>
-  void sample_tasks(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* slot,
-                    int32_t* cnt, int64_t* out, float* outw) const;
   template <class Id>
   void sample_pulled(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* row_off,
                      const int64_t* rows, const float* w, const int64_t* slot, int32_t* cnt,
                      int64_t* out, float* outw) const;
   std::vector<int32_t> layerwise_counts(const std::vector<int64_t>& frontier, int n,
                                         uint64_t key) const;
-  Block relabel(const std::vector<int64_t>& dst, const LayerOut& lo, int layer);
-  void relabel_serial(const std::vector<int64_t>& dst, const LayerOut& lo, int layer, Block& b);
-  void relabel_parallel(const std::vector<int64_t>& dst, const LayerOut& lo, int layer, int threads,
-                        Block& b);
 
   const PartitionData& part_;
   Communicator& comm_;
@@ -143,18 +163,21 @@ class CollectiveSampler {
   std::vector<int64_t> offsets_;
   std::vector<double> cum_;         // per patch entry: inclusive prefix of its row's weights
   std::vector<double> weight_sum_;  // [N] total in-weight per node (biased layer-wise only)
-  std::vector<uint64_t> table_;     // relabel table, reused across layers and batches
-  std::vector<double> new_ratio_;   // per layer: new source ids per pick, last batch
-  std::vector<int64_t> slot_;       // per-task output slots, reused
-  LayerOut layer_out_;              // reused, so its buffers keep their capacity
+  std::unique_ptr<SamplerBackend> backend_;
+  // Per-layer state, reused so its buffers keep their capacity.
+  Grouped grouped_;
+  Served served_;
+  TaskPicks served_picks_, answers_;
+  LayerPicks layer_out_;
   SamplerStats stats_;
 };
 
-// relabel() runs in parallel (first occurrences marked in a concurrent table, then a prefix sum
-// over them, as the CUDA kernel does) when more than one OpenMP thread is available and a layer has
-// at least this many picks; below it, one thread is faster. Either way the blocks are identical.
+// The CPU backend relabels in parallel (first occurrences marked in a concurrent table, then a
+// prefix sum over them, as the device backend does) when enough OpenMP threads are available and
+// a layer has at least this many picks; below it, one thread is faster. Either way the blocks are
+// identical.
 inline constexpr int64_t kParallelRelabelMinEdges = int64_t{1} << 14;
-// Fewer threads than this relabel serially (see CollectiveSampler::relabel).
+// Fewer threads than this relabel serially (see the CPU backend's relabel).
 inline constexpr int kParallelRelabelMinThreads = 3;
 
 // A one-part PartitionData over a whole graph (no features): the single-process reference path

@@ -1,18 +1,24 @@
 #pragma once
-// The loader's data path (DSP section 2.4), CPU build: each rank holds the hot rows of its own part
-// in rank memory (the partitioned cache), and every rank maps the whole renumbered features file
-// read-only (the page cache is shared by the ranks of a node: the CPU analogue of UVA).
+// The loader's data path (DSP section 2.4): each rank holds the hot rows of its own part (the
+// partitioned cache), and every rank maps the whole renumbered features file read-only (the page
+// cache is shared by the ranks of a node).
 //
 // gather(ids) returns features[ids] in request order: ids cached by another rank are fetched from
-// their owner with one all_to_all_v round (slots out, rows back), ids cached here are copied from
-// the local cache, all others are read directly from the mapping. Every rank knows where every
-// node lives (the union of the parts' cached lists: the feature position list), so no lookup
-// round trip is needed. gather is a collective: every rank must call it, possibly with no ids.
+// their owner with one all_to_all_v round (slots out, rows back), all others are served by this
+// rank (its own cache, or the mapping). Every rank knows where every node lives (the union of the
+// parts' cached lists: the feature position list), so no lookup round trip is needed. gather is a
+// collective: every rank must call it, possibly with no ids.
+//
+// Devices: this class is the protocol, written once; the copies go through a FeatureBackend
+// (feature_backend.hpp): host memory by default, device memory in the CUDA build (hot rows on
+// the GPU, cold rows read from the registered mapping), or the device path on the host in tests.
+// gather's output lives in the backend's memory.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "layout/feature_backend.hpp"
 #include "layout/partition.hpp"
 
 namespace dsp {
@@ -32,10 +38,13 @@ struct GatherStats {
 class FeatureStore {
  public:
   // `part` must have been loaded for comm.rank() of a partition with comm.size() parts.
-  FeatureStore(const PartitionData& part, Communicator& comm);
-  // As above with every part's cached list given (index p: part p's, hottest first), e.g. a cache
-  // policy chosen at train time; every rank must pass the same lists.
-  FeatureStore(const PartitionData& part, Communicator& comm, const std::vector<Array>& all_cached);
+  // `all_cached`: every part's cached list (index p: part p's, hottest first), e.g. a cache policy
+  // chosen at train time, the same on every rank; empty: the partition's lists. `backend`: empty
+  // for host memory.
+  FeatureStore(const PartitionData& part, Communicator& comm,
+               const std::vector<Array>& all_cached = {},
+               const FeatureBackendFactory& backend = {});
+  ~FeatureStore();
 
   int64_t num_nodes() const { return num_nodes_; }
   int64_t dim() const { return dim_; }
@@ -43,11 +52,15 @@ class FeatureStore {
   size_t row_bytes() const { return row_bytes_; }
   int64_t cached_rows() const { return cache_rows_; }
 
-  // Writes n rows (n * row_bytes() bytes) to `out`, row i = features[ids[i]]. ids must be
-  // distinct and in [0, N): InvalidArgument otherwise (on the calling rank, before any
-  // communication, so a bad request fails where it was made).
+  // Writes n rows (n * row_bytes() bytes, in the backend's memory) to `out`, row i =
+  // features[ids[i]]. ids (host) must be distinct and in [0, N): InvalidArgument otherwise (on
+  // the calling rank, before any communication, so a bad request fails where it was made).
   void gather(const int64_t* ids, int64_t n, void* out);
+  // Host convenience: the rows copied to host memory whatever the backend.
   std::vector<unsigned char> gather(const std::vector<int64_t>& ids);
+
+  FeatureBackend& backend() { return *backend_; }
+  Device device() const { return backend_->device(); }
 
   const GatherStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
@@ -60,16 +73,17 @@ class FeatureStore {
   DType dtype_;
   size_t row_bytes_;
   int64_t cache_rows_ = 0;
-  std::vector<unsigned char> cache_;  // this rank's hot rows, in slot order
   std::vector<int32_t> slot_;          // slot of every node in its owner's cache, or -1
   std::vector<uint64_t> cached_bits_;  // bit v: node v is cached by some rank
   std::vector<uint64_t> seen_bits_;    // bit v: requested by the current call (duplicates)
+  std::vector<uint8_t> peer_;          // per requested id: cached by another rank
+  std::unique_ptr<FeatureBackend> backend_;
   GatherStats stats_;
 };
 
-// Copies row idx[i] of `base` to row out_pos[i] of `out` (row i when out_pos is null), i < n.
-// Software-prefetches a few rows ahead: measured here, that beats a plain per-row copy loop
-// (rows are scattered, so the copy is latency bound).
+// Host memory: copies row idx[i] of `base` to row out_pos[i] of `out` (row i when out_pos is
+// null), i < n. Software-prefetches a few rows ahead: measured here, that beats a plain per-row
+// copy loop (rows are scattered, so the copy is latency bound).
 void gather_rows(const unsigned char* base, size_t row_bytes, const int64_t* idx, int64_t n,
                  unsigned char* out, const int64_t* out_pos = nullptr);
 

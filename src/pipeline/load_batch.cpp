@@ -9,10 +9,18 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
   const std::vector<int64_t>& input = sb.input_nodes();
   const int64_t F = store ? store->dim() : 0;
   lb.feature_dim = F;
-  lb.features.resize(input.size() * F);
-  if (store && store->dtype() == DType::kFloat32) {
+  if (store && store->device().is_cuda()) {
+    // Rows stay in device memory, in the file's dtype; the trainer widens them there.
+    const int64_t n = static_cast<int64_t>(input.size());
+    lb.device = store->device();
+    lb.device_dtype = store->dtype();
+    lb.device_features = store->backend().allocate_rows(n);
+    store->gather(input.data(), n, lb.device_features.get());
+  } else if (store && store->dtype() == DType::kFloat32) {
+    lb.features.resize(input.size() * F);
     store->gather(input.data(), static_cast<int64_t>(input.size()), lb.features.data());
   } else if (store) {
+    lb.features.resize(input.size() * F);
     std::vector<uint16_t> raw(input.size() * F);
     store->gather(input.data(), static_cast<int64_t>(input.size()), raw.data());
     for (size_t i = 0; i < raw.size(); ++i) lb.features[i] = half_to_float(raw[i]);

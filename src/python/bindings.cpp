@@ -1,8 +1,8 @@
 // pybind11 module `dsp._dsp`: the public C++ API as Python functions over numpy arrays. No torch
-// header on purpose (python/dsp/__init__.py makes tensors with torch.from_numpy), so the
-// extension is independent of the torch ABI. Arrays handed out own their C++ buffers through a
-// capsule (no copy); arrays over a memory-mapped file are read-only. Every call that does real
-// work releases the GIL.
+// header and no LibTorch link on purpose (python/dsp/__init__.py makes tensors with
+// torch.from_numpy, and dsp.train runs the CLI), so the extension works next to any torch. Arrays
+// handed out own their C++ buffers through a capsule (no copy); arrays over a memory-mapped file
+// are read-only. Every call that does real work releases the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "csp/presample.hpp"
@@ -20,7 +21,6 @@
 #include "layout/partition.hpp"
 #include "pipeline/load_batch.hpp"
 #include "python/loader.hpp"
-#include "train/job.hpp"
 
 namespace py = pybind11;
 
@@ -29,11 +29,6 @@ namespace {
 
 py::object json_to_py(const nlohmann::json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
-}
-
-nlohmann::json py_to_json(const py::object& o) {
-  std::string s = py::module_::import("json").attr("dumps")(o).cast<std::string>();
-  return nlohmann::json::parse(s);
 }
 
 // A numpy array owning `v` (moved to the heap; freed when the array dies).
@@ -64,17 +59,88 @@ py::dtype numpy_dtype(DType t) {
 }
 
 // A numpy view of `a` that keeps its buffer (often a file mapping) alive; None if undefined.
+// The strides are computed here: pybind11 before 2.12 derives them from the dtype's item size,
+// which it reads at numpy 1.x's struct offset (wrong under numpy 2).
 py::object array_to_numpy(const Array& a) {
   if (!a.defined()) return py::none();
   auto* heap = new Array(a);
   py::capsule owner(heap, [](void* p) { delete static_cast<Array*>(p); });
   std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
-  py::array arr(numpy_dtype(a.dtype()), shape, heap->raw(), owner);
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t stride = static_cast<py::ssize_t>(dtype_size(a.dtype()));
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  py::array arr(numpy_dtype(a.dtype()), shape, strides, heap->raw(), owner);
   if (a.is_mapped()) arr.attr("setflags")(py::arg("write") = false);
   return std::move(arr);
 }
 
+// The DLPack ABI (dlpack.h, v0.8; stable): a device array handed to torch.from_dlpack without a
+// copy and without linking torch.
+struct DLDevice {
+  int32_t device_type;  // kDLCUDA = 2
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // kDLFloat = 2
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+struct DlpackOwner {
+  std::shared_ptr<void> rows;
+  int64_t shape[2];
+  DLManagedTensor managed;
+};
+
+// A "dltensor" capsule over device rows [rows x cols] (float32 or float16) that keeps them alive
+// until the consumer (or, unconsumed, the capsule) lets go.
+py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t cols, DType dt,
+                                 int device) {
+  DSP_CHECK_ARG(dt == DType::kFloat32 || dt == DType::kFloat16,
+                "device features of dtype {} cannot cross to Python", dtype_name(dt));
+  auto* owner = new DlpackOwner{std::move(rows), {n, cols}, {}};
+  DLTensor& t = owner->managed.dl_tensor;
+  t.data = owner->rows.get();
+  t.device = {2, device};
+  t.ndim = 2;
+  t.dtype = {2, static_cast<uint8_t>(dt == DType::kFloat32 ? 32 : 16), 1};
+  t.shape = owner->shape;
+  t.strides = nullptr;  // compact row-major
+  t.byte_offset = 0;
+  owner->managed.manager_ctx = owner;
+  owner->managed.deleter = [](DLManagedTensor* m) { delete static_cast<DlpackOwner*>(m->manager_ctx); };
+  PyObject* cap = PyCapsule_New(&owner->managed, "dltensor", [](PyObject* c) {
+    // Still named "dltensor": never consumed, so this capsule owns the tensor.
+    if (PyCapsule_IsValid(c, "dltensor")) {
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
+      m->deleter(m);
+    }
+  });
+  if (!cap) {
+    delete owner;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(cap);
+}
+
 // (blocks, x, y, seeds); blocks[l] = dict of indptr, indices, num_src, num_dst, src_ids, weights.
+// x: a numpy array (host features), or a DLPack capsule of the device rows (device features).
 py::tuple batch_to_py(LoadedBatch&& lb) {
   py::list blocks;
   for (Block& b : lb.sample.blocks) {
@@ -89,8 +155,13 @@ py::tuple batch_to_py(LoadedBatch&& lb) {
     blocks.append(d);
   }
   auto rows = static_cast<py::ssize_t>(lb.feature_dim ? lb.features.size() / lb.feature_dim : 0);
-  if (lb.feature_dim == 0 && !lb.sample.blocks.empty()) rows = lb.sample.blocks.front().num_src;
-  py::object x = vec_to_numpy(std::move(lb.features), {rows, lb.feature_dim});
+  if ((lb.feature_dim == 0 || lb.features_on_device()) && !lb.sample.blocks.empty()) {
+    rows = lb.sample.blocks.front().num_src;
+  }
+  py::object x = lb.features_on_device()
+                     ? device_rows_to_dlpack(std::move(lb.device_features), rows, lb.feature_dim,
+                                             lb.device_dtype, lb.device.index)
+                     : vec_to_numpy(std::move(lb.features), {rows, lb.feature_dim});
   py::object y = lb.labels.empty() && !lb.sample.seeds.empty()
                      ? py::object(py::none())
                      : py::object(vec_to_numpy(std::move(lb.labels)));
@@ -184,6 +255,12 @@ DType feature_dtype(const std::string& s) {
 
 void bind(py::module_& m) {
   register_exceptions(m);
+  m.attr("__version__") = DSP_VERSION;
+#ifdef DSP_HAVE_TRAIN
+  m.attr("has_trainer") = true;  // the CLI next to the module has `dsp train`
+#else
+  m.attr("has_trainer") = false;
+#endif
 
   m.def(
       "set_log_level", [](const std::string& s) { set_log_level(parse_log_level(s)); },
@@ -366,24 +443,11 @@ void bind(py::module_& m) {
       [](const std::string& dir) { return json_to_py(load_partition_meta(dir).to_json()); },
       py::arg("dir"));
 
-  m.def(
-      "train",
-      [](const py::object& config) {
-        JobConfig cfg = JobConfig::from_json(py_to_json(config), "config");
-        JobResult r;
-        {
-          py::gil_scoped_release nogil;
-          r = run_training(cfg);
-        }
-        return json_to_py(r.to_json());
-      },
-      py::arg("config"),
-      "Runs the built-in trainer (dsp train) with a --config style dict; returns the JobResult.");
-
   py::class_<pyext::Loader>(m, "_Loader")
       .def(py::init([](const std::string& path, std::vector<int> fanouts, int64_t batch_size,
                        bool shuffle, const std::string& split, uint64_t seed, int prefetch,
-                       const std::string& backend, const std::string& partition_method) {
+                       const std::string& backend, const std::string& partition_method,
+                       const std::string& device) {
              pyext::LoaderOptions o;
              o.path = path;
              o.fanouts = std::move(fanouts);
@@ -394,14 +458,17 @@ void bind(py::module_& m) {
              o.prefetch = prefetch;
              o.backend = backend;
              o.partition_method = partition_method;
+             o.device = device;
              o.validate();  // before the GIL is released: cheap, and the common failure
              py::gil_scoped_release nogil;
              return std::make_unique<pyext::Loader>(std::move(o));
            }),
            py::arg("path"), py::arg("fanouts"), py::arg("batch_size"), py::arg("shuffle"),
            py::arg("split"), py::arg("seed"), py::arg("prefetch"), py::arg("backend"),
-           py::arg("partition_method"))
+           py::arg("partition_method"), py::arg("device") = "cpu")
       .def_property_readonly("rank", &pyext::Loader::rank)
+      .def_property_readonly("device",
+                             [](const pyext::Loader& l) { return l.runtime().device().str(); })
       .def_property_readonly("size", &pyext::Loader::size)
       .def_property_readonly("steps", &pyext::Loader::steps)
       .def_property_readonly("num_local_seeds", &pyext::Loader::num_local_seeds)

@@ -24,8 +24,8 @@
 #include "ccc/coordinator.hpp"
 #include "csp/block.hpp"
 #include "csp/sampler.hpp"
-#include "layout/feature_store.hpp"
 #include "layout/partition.hpp"
+#include "pipeline/runtime.hpp"
 #include "pipeline/scheduler.hpp"
 
 namespace dsp::pyext {
@@ -43,6 +43,9 @@ struct LoaderOptions {
   std::string partition_method = "metis";
   std::string order = "random";  // with shuffle: random | bfs (BGL's proximity-aware order)
   int bfs_sequences = 4;
+  // cpu, cuda or cuda:N: where the sampler and the feature store run; with cuda the features of
+  // each batch stay in device memory (LoadedBatch::device_features).
+  std::string device = "cpu";
 
   void validate() const;  // InvalidArgument with the CLI's messages
 };
@@ -55,12 +58,13 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const { return rt_->rank(); }
+  int size() const { return rt_->size(); }
   int64_t steps() const { return steps_; }  // per epoch, agreed over ranks
   int64_t num_local_seeds() const { return static_cast<int64_t>(seeds_.size()); }
   const std::vector<int64_t>& local_seeds() const { return seeds_; }
-  const PartitionData& part() const { return part_; }
+  const PartitionData& part() const { return rt_->part(); }
+  const RankRuntime& runtime() const { return *rt_; }
   const LoaderOptions& options() const { return opts_; }
 
   // Begins `epoch` (finishing a previous unfinished one first, see above).
@@ -82,13 +86,9 @@ class Loader {
   void produce();
 
   LoaderOptions opts_;
-  std::unique_ptr<Coordinator> coord_;
-  int rank_ = 0, size_ = 1;
-  std::string tmp_part_;
-  PartitionData part_;
-  std::vector<int64_t> seeds_;  // this rank's seeds of the split, ascending
+  std::unique_ptr<RankRuntime> rt_;  // coordinator, partition (on the fly), feature store
+  std::vector<int64_t> seeds_;       // this rank's seeds of the split, ascending
   std::unique_ptr<CollectiveSampler> sampler_;
-  std::unique_ptr<FeatureStore> store_;
   std::unique_ptr<EpochScheduler> sched_;
   int64_t steps_ = 0;
 

@@ -1,13 +1,11 @@
 #include "train/job.hpp"
 
-#include <dlfcn.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
+#include <memory>
 
 #include <fmt/ranges.h>
 
@@ -17,12 +15,8 @@
 #include "core/logging.hpp"
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
-#include "graph/dataset.hpp"
-#include "layout/feature_store.hpp"
-#include "layout/hotness.hpp"
-#include "layout/partition.hpp"
-#include "pipeline/load_batch.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/runtime.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/trainer.hpp"
 
@@ -73,8 +67,8 @@ nlohmann::json JobConfig::to_json() const {
           {"cache_policy", cache_policy}, {"cache_ratio", cache_ratio},
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
-          {"seed", seed},           {"backend", backend},
-          {"order", order},         {"bfs_sequences", bfs_sequences}};
+          {"seed", seed},           {"backend", backend},      {"device", train.device},
+          {"transport", transport}, {"order", order},       {"bfs_sequences", bfs_sequences}};
 }
 
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
@@ -110,6 +104,8 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "metrics_file") c.metrics_file = v.get<std::string>();
       else if (k == "seed") c.seed = v.get<uint64_t>();
       else if (k == "threads") c.train.num_threads = v.get<int>();
+      else if (k == "device") c.train.device = v.get<std::string>();
+      else if (k == "transport") c.transport = v.get<std::string>();
       else if (k == "layers") c.layers = v.get<int>();
       else if (k == "order") c.order = v.get<std::string>();
       else if (k == "bfs_sequences") c.bfs_sequences = v.get<int>();
@@ -161,329 +157,261 @@ class ProgressBar {
   Stopwatch sw_, last_;
 };
 
-std::vector<int64_t> owned(const Array& ids, int64_t begin, int64_t end) {
-  std::vector<int64_t> out;
-  if (!ids.defined()) return out;
-  const int64_t* p = ids.data<int64_t>();
-  for (int64_t i = 0; i < ids.dim(0); ++i) {
-    if (p[i] >= begin && p[i] < end) out.push_back(p[i]);
-  }
-  return out;
+// Batch numbers of evaluation: a pure function of (split, step), so a resumed job evaluates with
+// exactly the draws of an uninterrupted one. Training batches stay below kEvalBase.
+constexpr int64_t kEvalBase = int64_t{1} << 40;
+constexpr int64_t kEvalSplitStride = int64_t{1} << 32;
+int64_t eval_batch_id(int split, int64_t step) {
+  return kEvalBase + split * kEvalSplitStride + step;
+}
+// The collectives around a split's evaluation (step agreement, counts) use ids past its steps.
+int64_t eval_control_id(int split, int k) {
+  return kEvalBase + split * kEvalSplitStride + kEvalSplitStride / 2 + k;
 }
 
-// Overrides the partition's cache lists for every part (computed identically on every rank from
-// replicated data, so the feature position lists agree).
-void override_cache(PartitionData& part, const std::string& policy_name, double ratio,
-                    uint64_t seed, std::vector<Array>& all_cached) {
-  const PartitionMeta& m = part.meta;
-  if (ratio < 0) ratio = m.cache_ratio;
-  CachePolicy policy = parse_cache_policy(policy_name.empty() ? m.cache_policy : policy_name);
-  std::vector<int64_t> score(m.num_nodes, 0);
-  if (policy == CachePolicy::kInDegree) {
-    const int64_t* d = part.in_degree.data<int64_t>();
-    std::copy(d, d + m.num_nodes, score.begin());
-  } else if (policy == CachePolicy::kRandom) {
-    Csr empty;
-    empty.num_nodes = m.num_nodes;
-    score = hotness_scores(CachePolicy::kRandom, empty, {}, seed);
-  } else {
-    DSP_CHECK_ARG(policy == CachePolicy::kNone,
-                  "cache policy '{}' cannot be overridden at train time; partition again",
-                  cache_policy_name(policy));
-  }
-  all_cached.clear();
-  for (int p = 0; p < m.parts; ++p) {
-    int64_t b = m.offsets[p], e = m.offsets[p + 1];
-    int64_t k = policy == CachePolicy::kNone ? 0 : static_cast<int64_t>(ratio * (e - b));
-    all_cached.push_back(Array::from_vector(top_k_by_score(score, b, e, k)));
-  }
-  part.cached = all_cached[part.part];
+RankOptions rank_options(const JobConfig& cfg) {
+  RankOptions ro;
+  ro.path = cfg.path;
+  ro.backend = cfg.backend;
+  ro.coord.ccc = cfg.ccc;
+  ro.device = cfg.train.device;
+  ro.transport = cfg.transport;
+  ro.threads = cfg.train.num_threads;
+  ro.seed = cfg.seed;
+  ro.cache_policy = cfg.cache_policy;
+  ro.cache_ratio = cfg.cache_ratio;
+  ro.log_name = "train";
+  return ro;
 }
 
-}  // namespace
+// One rank's training job: setup (constructor), one epoch (train_epoch), evaluation, reporting.
+class TrainJob {
+ public:
+  explicit TrainJob(const JobConfig& cfg);
+  int start_epoch() const { return start_epoch_; }
+  void train_epoch(int epoch);
+  void report_epoch(int epoch);
+  JobResult finish();
 
-JobResult run_training(const JobConfig& cfg_in) {
-  JobConfig cfg = cfg_in;
-  cfg.validate();
-  if (cfg.eval_fanouts.empty()) cfg.eval_fanouts = cfg.fanouts;
+ private:
+  EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
+  void resume();
+  void write_metrics(int epoch, double loss, double train_acc, double val, double test);
+  void checkpoint(int epoch);
 
-  CoordinatorOptions copts;
-  copts.ccc = cfg.ccc;
-  auto coord = make_coordinator(cfg.backend, copts);
-  const int rank = coord->rank(), size = coord->size();
-  CoordinatedCommunicator& main_ch = coord->channel(WorkerKind::kMain);
-  const bool leader = rank == 0;
+  JobConfig cfg_;
+  RankRuntime rt_;
+  std::unique_ptr<CollectiveSampler> sampler_, eval_sampler_;
+  TrainConfig tc_;
+  std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<EpochScheduler> sched_;
+  std::unique_ptr<Pipeline> pipe_;
+  int64_t steps_ = 0;
+  int start_epoch_ = 0;
+  std::string ckpt_;
+  std::vector<int64_t> valid_ids_, test_ids_;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics_{nullptr, &std::fclose};
+  // The epoch in progress.
+  double loss_sum_ = 0;
+  int64_t loss_count_ = 0;
+  EvalCounts train_counts_;
+  EpochMetrics em_;
+  std::unique_ptr<ProgressBar> bar_;
+  // Across epochs.
+  JobResult res_;
+  double epoch_time_sum_ = 0, best_val_ = -1, test_at_best_ = 0;
+  int best_epoch_ = -1;
+};
 
-  // Each rank gets its share of the cores (DESIGN.md): LibTorch intra-op and OpenMP threads.
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int threads = cfg.train.num_threads > 0 ? cfg.train.num_threads : std::max(1, cores / size);
-  cfg.train.num_threads = threads;
-  omp_set_num_threads(threads);
-  // Debian's LibTorch calls BLAS through the system alternative (OpenBLAS after setup.sh), whose
-  // own thread pool defaults to every core; give it this rank's share too.
-  if (auto* set_blas = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set_blas(threads);
-  }
-
-  // A dataset directory is partitioned on the fly, by rank 0, into a temporary directory.
-  std::string part_dir = cfg.path;
-  std::string tmp_part;
-  if (!path_exists(cfg.path + "/partition.json")) {
-    DSP_CHECK_T(IoError, path_exists(cfg.path + "/dataset.json"),
-                "{}: neither a partition directory (partition.json) nor a dataset directory "
-                "(dataset.json)",
-                cfg.path);
-    int64_t pid = ::getpid();
-    main_ch.broadcast(&pid, 1, DType::kInt64, 0);
-    tmp_part = (fs::temp_directory_path() / fmt::format("dsp-train-{}-{}", pid, size)).string();
-    int64_t ok = 1;
-    std::string err;
-    if (leader) {
-      try {
-        Dataset ds = load_dataset(cfg.path);
-        PartitionOptions po;
-        po.parts = size;
-        po.seed = cfg.seed;
-        po.overwrite = true;
-        po.verbose = log_level() <= LogLevel::kDebug;
-        if (!cfg.cache_policy.empty()) po.cache_policy = cfg.cache_policy;
-        if (cfg.cache_ratio >= 0) po.cache_ratio = cfg.cache_ratio;
-        DSP_INFO("train", "partitioning {} into {} part(s) ...", cfg.path, size);
-        partition_dataset(ds, po, tmp_part);
-      } catch (const Error& e) {
-        ok = 0;
-        err = e.what();
-      }
-    }
-    main_ch.broadcast(&ok, 1, DType::kInt64, 0);
-    if (!ok) {
-      if (leader) throw FormatError(err);
-      DSP_THROW("rank 0 failed to partition the dataset");
-    }
-    part_dir = tmp_part;
-  }
-  struct TmpCleanup {
-    std::string dir;
-    bool leader;
-    ~TmpCleanup() {
-      std::error_code ec;
-      if (leader && !dir.empty()) fs::remove_all(dir, ec);
-    }
-  } cleanup{tmp_part, leader};
-
-  PartitionData part = load_partition(part_dir, rank, size);
+TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
+  const PartitionData& part = rt_.part();
   const PartitionMeta& meta = part.meta;
-  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on", part_dir);
+  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on",
+                   rt_.partition_dir());
   DSP_CHECK_FORMAT(part.labels.defined() && meta.num_classes > 1,
-                   "{}: the dataset has no labels (or a single class)", part_dir);
-  std::vector<Array> all_cached;
-  if ((!cfg.cache_policy.empty() || cfg.cache_ratio >= 0) && tmp_part.empty()) {
-    override_cache(part, cfg.cache_policy, cfg.cache_ratio, cfg.seed, all_cached);
-  }
-  const int64_t begin = meta.offsets[rank], end = meta.offsets[rank + 1];
-
+                   "{}: the dataset has no labels (or a single class)", rt_.partition_dir());
   SamplerOptions so;
-  so.fanouts = cfg.fanouts;
-  so.seed = cfg.seed;
-  // A self-reliant (pagraph) part replicates the rows its seeds' L-hop samples reach: training
-  // samples them on this rank alone (self communicator), drawing the blocks CSP would draw.
-  // Evaluation (any valid/test node) still samples collectively.
-  std::unique_ptr<Communicator> self_comm;
-  PartitionData local;
-  if (meta.hops > 0) {
-    DSP_CHECK_ARG(static_cast<int>(cfg.fanouts.size()) <= meta.hops,
-                  "{}: the parts replicate {}-hop neighbourhoods (dsp partition --hops {}) but "
-                  "--fanouts has {} layers",
-                  part_dir, meta.hops, meta.hops, cfg.fanouts.size());
-    local = replicated_view(part);
-    self_comm = make_communicator("self");
-  }
-  CollectiveSampler sampler(self_comm ? local : part,
-                            self_comm ? *self_comm : coord->channel(WorkerKind::kSampler), so);
+  so.fanouts = cfg_.fanouts;
+  so.seed = cfg_.seed;
+  // On self-reliant (pagraph) parts training samples without communication; evaluation (any
+  // valid/test node) still samples collectively.
+  sampler_ = rt_.make_sampler(so, /*self_reliant=*/true);
   SamplerOptions eo = so;
-  eo.fanouts = cfg.eval_fanouts;
-  eo.seed = cfg.seed ^ 0x6576616cULL;  // "eval": evaluation draws independent of training's
-  CollectiveSampler eval_sampler(part, coord->channel(WorkerKind::kSampler), eo);
-  FeatureStore store(part, coord->channel(WorkerKind::kLoader), all_cached);
+  eo.fanouts = cfg_.eval_fanouts;
+  eo.seed = cfg_.seed ^ 0x6576616cULL;  // "eval": evaluation draws independent of training's
+  eval_sampler_ = rt_.make_sampler(eo);
 
-  TrainConfig tc = cfg.train;
-  tc.model.in_dim = meta.feature_dim;
-  tc.model.out_dim = meta.num_classes;
-  tc.model.layers = static_cast<int>(cfg.fanouts.size());
-  tc.seed = cfg.seed;
-  Trainer trainer(tc, coord->channel(WorkerKind::kTrainer));
+  tc_ = cfg_.train;
+  tc_.model.in_dim = meta.feature_dim;
+  tc_.model.out_dim = meta.num_classes;
+  tc_.model.layers = static_cast<int>(cfg_.fanouts.size());
+  tc_.seed = cfg_.seed;
+  tc_.num_threads = rt_.cores().threads;
+  tc_.device = rt_.device().str();
+  trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
+  ckpt_ = cfg_.checkpoint_dir.empty() ? "" : cfg_.checkpoint_dir + "/checkpoint.pt";
+  if (cfg_.resume) resume();
+  if (rt_.leader() && !cfg_.checkpoint_dir.empty()) fs::create_directories(cfg_.checkpoint_dir);
+  valid_ids_ = rt_.local_ids("valid");
+  test_ids_ = rt_.local_ids("test");
 
-  int start_epoch = 0;
-  std::string ckpt = cfg.checkpoint_dir.empty() ? "" : cfg.checkpoint_dir + "/checkpoint.pt";
-  double best_val = -1, test_at_best = 0;
-  int best_epoch = -1;
-  if (cfg.resume) {
-    DSP_CHECK_T(IoError, path_exists(ckpt), "{}: no checkpoint to resume from", ckpt);
-    CheckpointInfo info = trainer.load_checkpoint(ckpt);
-    std::string src = fmt::format("{:016x}", meta.source_checksum);
-    std::string ck_src = info.extra.value("source_checksum", std::string());
-    DSP_CHECK_FORMAT(ck_src.empty() || ck_src == src,
-                     "{}: the checkpoint was trained on another dataset (source checksum {}, this "
-                     "partition's dataset has {})",
-                     ckpt, ck_src, src);
-    start_epoch = static_cast<int>(info.epoch);
-    best_val = info.extra.value("best_val_acc", -1.0);
-    test_at_best = info.extra.value("test_acc_at_best", 0.0);
-    best_epoch = info.extra.value("best_epoch", -1);
-    if (leader) DSP_INFO("train", "resumed from {} after epoch {}", ckpt, start_epoch);
+  sched_ = std::make_unique<EpochScheduler>(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
+  if (cfg_.order == "bfs") {
+    sched_->use_bfs_order(part.patch, meta.offsets[rt_.rank()], {cfg_.bfs_sequences, 0});
   }
-  if (leader && !cfg.checkpoint_dir.empty()) fs::create_directories(cfg.checkpoint_dir);
-
-  const int64_t F = meta.feature_dim;
-  auto load_stage = [&](SampledBatch&& sb) {
-    return load_batch(std::move(sb), &store, part.labels);
-  };
-
-  // Evaluation over this rank's share of `ids` (global, owned), same steps on every rank.
-  int64_t eval_batch_base = 1 << 30;
-  auto evaluate = [&](const std::vector<int64_t>& ids, int64_t epoch) {
-    int64_t steps = (static_cast<int64_t>(ids.size()) + cfg.eval_batch_size - 1) / cfg.eval_batch_size;
-    main_ch.set_step(epoch, eval_batch_base);
-    main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
-    EvalCounts counts;
-    for (int64_t s = 0; s < steps; ++s) {
-      int64_t b = std::min<int64_t>(ids.size(), s * cfg.eval_batch_size);
-      int64_t e = std::min<int64_t>(ids.size(), b + cfg.eval_batch_size);
-      std::vector<int64_t> seeds(ids.begin() + b, ids.begin() + e);
-      int64_t batch_no = eval_batch_base + s;
-      coord->channel(WorkerKind::kSampler).set_step(epoch, batch_no);
-      SampledBatch sb = eval_sampler.sample(seeds, epoch, batch_no);
-      coord->channel(WorkerKind::kLoader).set_step(epoch, batch_no);
-      LoadedBatch lb = load_stage(std::move(sb));
-      counts += trainer.eval_batch(lb);
-    }
-    eval_batch_base += steps + 1;
-    coord->channel(WorkerKind::kTrainer).set_step(epoch, eval_batch_base++);
-    return trainer.all_reduce(counts);
-  };
-  const std::vector<int64_t> valid_ids = owned(part.valid_idx, begin, end);
-  const std::vector<int64_t> test_ids = owned(part.test_idx, begin, end);
-
-  EpochScheduler sched(std::vector<int64_t>(part.seeds.data<int64_t>(),
-                                            part.seeds.data<int64_t>() + part.seeds.dim(0)),
-                       cfg.batch_size, cfg.seed);
-  if (cfg.order == "bfs") sched.use_bfs_order(part.patch, begin, {cfg.bfs_sequences, 0});
-  main_ch.set_step(-1, 0);
-  const int64_t steps = sched.agree_steps(main_ch);
-
-  double loss_sum = 0;
-  int64_t loss_count = 0;
-  EvalCounts train_counts;
-  std::unique_ptr<ProgressBar> bar;
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 1);
+  steps_ = sched_->agree_steps(main_ch);
   PipelineStages stages;
-  stages.sample = [&](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
-    return sampler.sample(seeds, epoch, batch);
+  stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
+    return sampler_->sample(seeds, epoch, batch);
   };
-  stages.load = load_stage;
-  stages.train = [&](LoadedBatch&& lb) {
-    train_counts += trainer.eval_batch(lb);
-    float loss = trainer.train_step(lb);
-    loss_sum += loss;
-    ++loss_count;
-    if (bar) bar->update(loss_count, loss_sum / loss_count);
+  stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
+  stages.train = [this](LoadedBatch&& lb) {
+    train_counts_ += trainer_->eval_batch(lb);
+    const float loss = trainer_->train_step(lb);
+    loss_sum_ += loss;
+    ++loss_count_;
+    if (bar_) bar_->update(loss_count_, loss_sum_ / loss_count_);
   };
   PipelineOptions popts;
-  popts.mode = parse_pipeline_mode(cfg.pipeline);
-  Pipeline pipe(*coord, sched, stages, popts);
+  popts.mode = parse_pipeline_mode(cfg_.pipeline);
+  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched_, stages, popts);
 
-  if (leader) {
+  if (rt_.leader()) {
     DSP_INFO("train",
-             "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s), {} steps "
-             "of {} seeds per rank per epoch, fanouts {}, pipeline {}",
-             tc.model.model, meta.dataset_name, meta.num_nodes, F, meta.num_classes, size,
-             threads, steps, cfg.batch_size, fmt::join(cfg.fanouts, ","), cfg.pipeline);
+             "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
+             "steps of {} seeds per rank per epoch, fanouts {}, pipeline {}",
+             tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim,
+             meta.num_classes, rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
+             cfg_.batch_size, fmt::join(cfg_.fanouts, ","), cfg_.pipeline);
   }
-  std::FILE* metrics = nullptr;
-  if (leader && !cfg.metrics_file.empty()) {
-    metrics = std::fopen(cfg.metrics_file.c_str(), cfg.resume ? "a" : "w");
-    DSP_CHECK_T(IoError, metrics != nullptr, "{}: cannot open for writing", cfg.metrics_file);
+  if (rt_.leader() && !cfg_.metrics_file.empty()) {
+    metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));
+    DSP_CHECK_T(IoError, metrics_ != nullptr, "{}: cannot open for writing", cfg_.metrics_file);
   }
-  struct FileCloser {
-    std::FILE* f;
-    ~FileCloser() {
-      if (f) std::fclose(f);
-    }
-  } metrics_closer{metrics};
+}
 
-  JobResult res;
-  double epoch_time_sum = 0;
-  for (int epoch = start_epoch; epoch < cfg.epochs; ++epoch) {
-    loss_sum = 0;
-    loss_count = 0;
-    train_counts = {};
-    bar = std::make_unique<ProgressBar>(leader && cfg.progress, epoch, cfg.epochs, steps);
-    sampler.reset_stats();
-    store.reset_stats();
-    EpochMetrics em = pipe.run_epoch(epoch);
-    bar->finish();
-    epoch_time_sum += em.wall_s;
-    ++res.epochs_run;
-    double loss = loss_count ? loss_sum / loss_count : 0.0;
-    coord->channel(WorkerKind::kTrainer).set_step(epoch, steps + 1);
-    EvalCounts train_acc = trainer.all_reduce(train_counts);
+void TrainJob::resume() {
+  DSP_CHECK_T(IoError, path_exists(ckpt_), "{}: no checkpoint to resume from", ckpt_);
+  CheckpointInfo info = trainer_->load_checkpoint(ckpt_);
+  const std::string src = fmt::format("{:016x}", rt_.part().meta.source_checksum);
+  const std::string ck_src = info.extra.value("source_checksum", std::string());
+  DSP_CHECK_FORMAT(ck_src.empty() || ck_src == src,
+                   "{}: the checkpoint was trained on another dataset (source checksum {}, this "
+                   "partition's dataset has {})",
+                   ckpt_, ck_src, src);
+  start_epoch_ = static_cast<int>(info.epoch);
+  best_val_ = info.extra.value("best_val_acc", -1.0);
+  test_at_best_ = info.extra.value("test_acc_at_best", 0.0);
+  best_epoch_ = info.extra.value("best_epoch", -1);
+  if (rt_.leader()) DSP_INFO("train", "resumed from {} after epoch {}", ckpt_, start_epoch_);
+}
 
-    bool last = epoch + 1 == cfg.epochs;
-    bool do_eval = last || (cfg.eval_every > 0 && (epoch + 1) % cfg.eval_every == 0);
-    double val = -1, test = -1;
-    if (do_eval) {
-      val = evaluate(valid_ids, epoch).accuracy();
-      test = evaluate(test_ids, epoch).accuracy();
-      if (val > best_val) {
-        best_val = val;
-        test_at_best = test;
-        best_epoch = epoch;
-      }
-    }
-    const GatherStats& gs = store.stats();
-    res.final_loss = loss;
-    res.cache_hit_rate = gs.hit_rate();
-    if (leader) {
-      std::string evals = do_eval ? fmt::format(" | val {:.4f} | test {:.4f}", val, test) : "";
-      fmt::print(stderr,
-                 "epoch {:>3} | loss {:.4f} | train {:.4f}{} | {:.2f} s (sample {:.2f}, load "
-                 "{:.2f}, train {:.2f} s busy)\n",
-                 epoch + 1, loss, train_acc.accuracy(), evals, em.wall_s, em.sampler.busy_s,
-                 em.loader.busy_s, em.trainer.busy_s);
-      if (metrics) {
-        nlohmann::json rec = {{"epoch", epoch + 1},
-                              {"loss", loss},
-                              {"train_acc", train_acc.accuracy()},
-                              {"epoch_s", em.wall_s},
-                              {"pipeline", em.to_json()},
-                              {"sampler", sampler.stats().to_json()},
-                              {"cache_hit_rate", gs.hit_rate()}};
-        if (do_eval) {
-          rec["val_acc"] = val;
-          rec["test_acc"] = test;
-        }
-        std::fputs((rec.dump() + "\n").c_str(), metrics);
-        std::fflush(metrics);
-      }
-    }
-    if (!ckpt.empty() && (last || (cfg.checkpoint_every > 0 && (epoch + 1) % cfg.checkpoint_every == 0))) {
-      if (leader) {
-        trainer.save_checkpoint(ckpt, epoch + 1,
-                                {{"source_checksum", fmt::format("{:016x}", meta.source_checksum)},
-                                 {"dataset", meta.dataset_name},
-                                 {"best_val_acc", best_val},
-                                 {"test_acc_at_best", test_at_best},
-                                 {"best_epoch", best_epoch}});
-      }
+// Evaluation over this rank's share of `ids` (global, owned), the same steps on every rank.
+EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch) {
+  const int64_t bs = cfg_.eval_batch_size;
+  int64_t steps = (static_cast<int64_t>(ids.size()) + bs - 1) / bs;
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(epoch, eval_control_id(split, 0));
+  main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
+  EvalCounts counts;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t b = std::min<int64_t>(ids.size(), s * bs);
+    const int64_t e = std::min<int64_t>(ids.size(), b + bs);
+    const std::vector<int64_t> seeds(ids.begin() + b, ids.begin() + e);
+    const int64_t batch = eval_batch_id(split, s);
+    rt_.channel(WorkerKind::kSampler).set_step(epoch, batch);
+    SampledBatch sb = eval_sampler_->sample(seeds, epoch, batch);
+    rt_.channel(WorkerKind::kLoader).set_step(epoch, batch);
+    counts += trainer_->eval_batch(rt_.load(std::move(sb)));
+  }
+  rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_control_id(split, 1));
+  return trainer_->all_reduce(counts);
+}
+
+void TrainJob::train_epoch(int epoch) {
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  train_counts_ = {};
+  bar_ = std::make_unique<ProgressBar>(rt_.leader() && cfg_.progress, epoch, cfg_.epochs, steps_);
+  sampler_->reset_stats();
+  rt_.store().reset_stats();
+  em_ = pipe_->run_epoch(epoch);
+  bar_->finish();
+  epoch_time_sum_ += em_.wall_s;
+  ++res_.epochs_run;
+}
+
+void TrainJob::report_epoch(int epoch) {
+  const double loss = loss_count_ ? loss_sum_ / loss_count_ : 0.0;
+  rt_.channel(WorkerKind::kTrainer).set_step(epoch, steps_ + 1);
+  const EvalCounts train_acc = trainer_->all_reduce(train_counts_);
+  const bool last = epoch + 1 == cfg_.epochs;
+  const bool do_eval = last || (cfg_.eval_every > 0 && (epoch + 1) % cfg_.eval_every == 0);
+  double val = -1, test = -1;
+  if (do_eval) {
+    val = evaluate(0, valid_ids_, epoch).accuracy();
+    test = evaluate(1, test_ids_, epoch).accuracy();
+    if (val > best_val_) {
+      best_val_ = val;
+      test_at_best_ = test;
+      best_epoch_ = epoch;
     }
   }
-  res.best_val_acc = best_val;
-  res.best_epoch = best_epoch;
-  res.test_acc_at_best = test_at_best;
-  res.mean_epoch_s = res.epochs_run ? epoch_time_sum / res.epochs_run : 0;
+  res_.final_loss = loss;
+  res_.cache_hit_rate = rt_.store().stats().hit_rate();
+  if (rt_.leader()) {
+    const std::string evals = do_eval ? fmt::format(" | val {:.4f} | test {:.4f}", val, test) : "";
+    fmt::print(stderr,
+               "epoch {:>3} | loss {:.4f} | train {:.4f}{} | {:.2f} s (sample {:.2f}, load "
+               "{:.2f}, train {:.2f} s busy)\n",
+               epoch + 1, loss, train_acc.accuracy(), evals, em_.wall_s, em_.sampler.busy_s,
+               em_.loader.busy_s, em_.trainer.busy_s);
+    write_metrics(epoch, loss, train_acc.accuracy(), do_eval ? val : -1, do_eval ? test : -1);
+  }
+  if (!ckpt_.empty() &&
+      (last || (cfg_.checkpoint_every > 0 && (epoch + 1) % cfg_.checkpoint_every == 0))) {
+    checkpoint(epoch);
+  }
+}
+
+void TrainJob::write_metrics(int epoch, double loss, double train_acc, double val, double test) {
+  if (!metrics_) return;
+  nlohmann::json rec = {{"epoch", epoch + 1},
+                        {"loss", loss},
+                        {"train_acc", train_acc},
+                        {"epoch_s", em_.wall_s},
+                        {"pipeline", em_.to_json()},
+                        {"sampler", sampler_->stats().to_json()},
+                        {"cache_hit_rate", res_.cache_hit_rate}};
+  if (val >= 0) {
+    rec["val_acc"] = val;
+    rec["test_acc"] = test;
+  }
+  std::fputs((rec.dump() + "\n").c_str(), metrics_.get());
+  std::fflush(metrics_.get());
+}
+
+void TrainJob::checkpoint(int epoch) {
+  if (!rt_.leader()) return;  // replicas are identical: rank 0 writes
+  trainer_->save_checkpoint(ckpt_, epoch + 1,
+                            {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
+                             {"dataset", rt_.part().meta.dataset_name},
+                             {"best_val_acc", best_val_},
+                             {"test_acc_at_best", test_at_best_},
+                             {"best_epoch", best_epoch_}});
+}
+
+JobResult TrainJob::finish() {
+  res_.best_val_acc = best_val_;
+  res_.best_epoch = best_epoch_;
+  res_.test_acc_at_best = test_at_best_;
+  res_.mean_epoch_s = res_.epochs_run ? epoch_time_sum_ / res_.epochs_run : 0;
   for (int k = 0; k < kNumWorkerKinds; ++k) {
-    res.bytes_communicated += coord->channel(static_cast<WorkerKind>(k)).counters().total_sent();
+    res_.bytes_communicated += rt_.channel(static_cast<WorkerKind>(k)).counters().total_sent();
   }
-  if (leader && res.epochs_run > 0) {
+  if (rt_.leader() && res_.epochs_run > 0) {
     fmt::print(stderr,
                "\nsummary\n"
                "  best val acc        {:.4f} (epoch {})\n"
@@ -492,12 +420,27 @@ JobResult run_training(const JobConfig& cfg_in) {
                "  time per epoch      {:.2f} s\n"
                "  cache hit rate      {:.3f}\n"
                "  bytes sent (rank 0) {:.1f} MB\n",
-               res.best_val_acc, res.best_epoch + 1, res.test_acc_at_best, res.final_loss,
-               res.mean_epoch_s, res.cache_hit_rate, res.bytes_communicated / 1e6);
+               res_.best_val_acc, res_.best_epoch + 1, res_.test_acc_at_best, res_.final_loss,
+               res_.mean_epoch_s, res_.cache_hit_rate, res_.bytes_communicated / 1e6);
   }
-  main_ch.set_step(cfg.epochs + 1, 0);
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(cfg_.epochs + 1, 0);
   main_ch.barrier();
-  return res;
+  return res_;
+}
+
+}  // namespace
+
+JobResult run_training(const JobConfig& cfg_in) {
+  JobConfig cfg = cfg_in;
+  cfg.validate();
+  if (cfg.eval_fanouts.empty()) cfg.eval_fanouts = cfg.fanouts;
+  TrainJob job(cfg);
+  for (int epoch = job.start_epoch(); epoch < cfg.epochs; ++epoch) {
+    job.train_epoch(epoch);
+    job.report_epoch(epoch);
+  }
+  return job.finish();
 }
 
 }  // namespace dsp

@@ -123,7 +123,9 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
                 "batch features have {} columns but the model expects {}", b.feature_dim,
                 cfg.in_dim);
   const int64_t n_in = s.blocks.front().num_src;
-  DSP_CHECK_ARG(static_cast<int64_t>(b.features.size()) == n_in * b.feature_dim,
+  DSP_CHECK_ARG(b.features_on_device() ? b.device_features != nullptr
+                                       : static_cast<int64_t>(b.features.size()) ==
+                                             n_in * b.feature_dim,
                 "batch has {} feature values, expected {} input nodes x {}", b.features.size(),
                 n_in, b.feature_dim);
   const int64_t n_seeds = s.blocks.back().num_dst;
@@ -134,6 +136,25 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
                   "label {} of seed {} (node {}) is outside [0, {})", b.labels[i], i,
                   i < s.seeds.size() ? s.seeds[i] : -1, cfg.out_dim);
   }
+}
+
+// The input features on the model's device, float32: host rows are wrapped without a copy (and
+// moved when the model is elsewhere); device rows are used where they are (widened from float16
+// there).
+torch::Tensor feature_tensor(const LoadedBatch& b, const torch::Device& device) {
+  const int64_t n = b.sample.blocks.front().num_src;
+  if (!b.features_on_device()) {
+    return torch::from_blob(const_cast<float*>(b.features.data()), {n, b.feature_dim},
+                            torch::kFloat32)
+        .to(device);
+  }
+  const torch::Device where(torch::kCUDA, static_cast<c10::DeviceIndex>(b.device.index));
+  const auto dtype = b.device_dtype == DType::kFloat16 ? torch::kFloat16 : torch::kFloat32;
+  DSP_CHECK_ARG(b.device_dtype == DType::kFloat16 || b.device_dtype == DType::kFloat32,
+                "device features of dtype {} are not supported", dtype_name(b.device_dtype));
+  return torch::from_blob(b.device_features.get(), {n, b.feature_dim},
+                          torch::TensorOptions().dtype(dtype).device(where))
+      .to(device, torch::kFloat32);
 }
 
 bool batch_empty(const LoadedBatch& b) {
@@ -154,10 +175,7 @@ float Trainer::train_step(const LoadedBatch& batch) {
   int64_t n_local = 0;
   if (!empty) {
     auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-    auto x =
-        torch::from_blob(const_cast<float*>(batch.features.data()),
-                         {batch.sample.blocks.front().num_src, batch.feature_dim}, torch::kFloat32)
-            .to(I.device);
+    auto x = feature_tensor(batch, I.device);
     auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
                               {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
                  .to(I.device);
@@ -181,32 +199,43 @@ float Trainer::train_step(const LoadedBatch& batch) {
     loss_sum = loss.item<double>();
     n_local = y.size(0);
   }
-  // One bucket: every gradient, then the loss sum and the seed count of this rank.
-  auto bucket = torch::zeros({I.numel + 2}, torch::kFloat32);
+  // One bucket on the model's device: every gradient, then the loss sum and the seed count.
+  auto bucket = torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
   int64_t off = 0;
   for (auto& p : I.params) {
     if (p.grad().defined()) bucket.narrow(0, off, p.numel()).copy_(p.grad().reshape(-1));
     off += p.numel();
   }
-  float* bp = bucket.data_ptr<float>();
-  bp[I.numel] = static_cast<float>(loss_sum);
-  bp[I.numel + 1] = static_cast<float>(n_local);
-  if (comm_.size() > 1) {
-    OpOptions o;
-    o.label = "train:grad_all_reduce";
-    comm_.all_reduce(bp, I.numel + 2, DType::kFloat32, ReduceOp::kSum, o);
-  }
-  const float n_total = bp[I.numel + 1];
+  bucket[I.numel] = static_cast<float>(loss_sum);
+  bucket[I.numel + 1] = static_cast<float>(n_local);
+  all_reduce_bucket(bucket);
+  auto totals = bucket.narrow(0, I.numel, 2).to(torch::kCPU);
+  const float loss_total = totals.data_ptr<float>()[0], n_total = totals.data_ptr<float>()[1];
   if (n_total == 0) return 0.0f;  // no rank had a seed: nothing to learn from (same on all ranks)
   bucket.narrow(0, 0, I.numel).div_(n_total);
   off = 0;
   for (auto& p : I.params) {
-    p.mutable_grad() = bucket.narrow(0, off, p.numel()).view_as(p).to(I.device).clone();
+    p.mutable_grad() = bucket.narrow(0, off, p.numel()).view_as(p).clone();
     off += p.numel();
   }
   I.optimizer->step();
   ++step_;
-  return bp[I.numel] / n_total;
+  return loss_total / n_total;
+}
+
+// Sums the bucket over the ranks where the communicator takes its buffers: in place when that is
+// the bucket's memory (host with MPI, device with NCCL), through a copy otherwise.
+void Trainer::all_reduce_bucket(torch::Tensor& bucket) {
+  if (comm_.size() == 1) return;
+  const bool comm_on_device = comm_.memory_space() == MemorySpace::kDevice;
+  torch::Tensor buf = bucket.is_cuda() == comm_on_device
+                          ? bucket
+                          : bucket.to(comm_on_device ? impl_->device : torch::Device(torch::kCPU));
+  OpOptions o;
+  o.label = "train:grad_all_reduce";
+  comm_.all_reduce(buf.data_ptr<float>(), buf.numel(), DType::kFloat32, ReduceOp::kSum, o);
+  comm_.synchronize(o);
+  if (!buf.is_same(bucket)) bucket.copy_(buf);
 }
 
 EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
@@ -217,10 +246,7 @@ EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
   torch::NoGradGuard ng;
   I.model->eval();
   auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-  auto x =
-      torch::from_blob(const_cast<float*>(batch.features.data()),
-                       {batch.sample.blocks.front().num_src, batch.feature_dim}, torch::kFloat32)
-          .to(I.device);
+  auto x = feature_tensor(batch, I.device);
   auto pred = I.model->forward(blocks, x, nullptr).argmax(1).to(torch::kCPU);
   const int64_t* pp = pred.data_ptr<int64_t>();
   for (size_t i = 0; i < batch.labels.size(); ++i) c.correct += pp[i] == batch.labels[i];

@@ -21,6 +21,11 @@
 namespace dsp {
 
 class GnnModel;
+}  // namespace dsp
+namespace at {
+class Tensor;
+}  // namespace at
+namespace dsp {
 
 struct EvalCounts {
   int64_t correct = 0;
@@ -77,6 +82,7 @@ class Trainer {
   GnnModel& model();
 
  private:
+  void all_reduce_bucket(at::Tensor& bucket);
   struct Impl;
   TrainConfig cfg_;
   Communicator& comm_;

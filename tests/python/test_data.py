@@ -1,4 +1,4 @@
-"""Dataset tools: convert, generate, load (zero-copy views), partition, and dsp.train."""
+"""Dataset tools: convert, generate, load (zero-copy views), partition."""
 import numpy as np
 import pytest
 
@@ -48,8 +48,3 @@ def test_convert_edge_list(tmp_path):
     with pytest.raises(dsp.Error):  # exists: needs overwrite=True
         dsp.convert_ogb(str(CORA_RAW), str(tmp_path / "tri"))
 
-
-def test_builtin_trainer(cora_p1):
-    r = dsp.train({"path": cora_p1, "fanouts": [5, 5], "epochs": 2, "batch_size": 64})
-    assert r["epochs_run"] == 2 and 0.0 <= r["best_val_acc"] <= 1.0
-    assert r["final_loss"] > 0

@@ -128,3 +128,14 @@ def test_abandoned_iterator_does_not_end_a_newer_epoch(cora_p1):
     del stale  # collecting the stale generator must leave epoch 1 running
     rest = list(fresh)
     assert first.epoch == 1 and [b.step for b in [first] + rest] == list(range(5))
+
+
+def test_cuda_device_is_a_clear_error_without_a_gpu(cora_p1):
+    # Without a GPU (CI), device="cuda" must fail with a message, not fall back to the CPU: in
+    # Python first, and in the C++ runtime for callers of the extension itself.
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the device path is checked by scripts/gpu-check.sh")
+    with pytest.raises(dsp.NotSupported, match="needs a CUDA device"):
+        dsp.Loader(cora_p1, fanouts=[5], batch_size=16, device="cuda")
+    with pytest.raises(dsp.InvalidArgument, match="--device cuda: "):
+        dsp._dsp._Loader(cora_p1, [5], 16, True, "train", 0, 0, "self", "metis", "cuda")

@@ -35,15 +35,8 @@ inline std::vector<int64_t> to_vec(const Array& a) {
   return v;
 }
 
-// test_train gets DSP_TEST_DATA_DIR from tests/CMakeLists.txt; test_train_mpi does not, so fall
-// back to the data folder next to this header's.
-inline std::string cora_dir() {
-#ifdef DSP_TEST_DATA_DIR
-  return DSP_TEST_DATA_DIR "/cora";
-#else
-  return (std::filesystem::path(__FILE__).parent_path() / ".." / "data" / "cora").string();
-#endif
-}
+// Every test binary gets DSP_TEST_DATA_DIR (an absolute path) from tests/CMakeLists.txt.
+inline std::string cora_dir() { return DSP_TEST_DATA_DIR "/cora"; }
 
 inline const CoraData& cora() {
   static const CoraData data = [] {

@@ -8,17 +8,9 @@
 #include <thread>
 
 #include "ccc/detail/common.hpp"
+#include "core/cuda/check.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
-
-#define DSP_CUDA_CHECK(call)                                                                 \
-  do {                                                                                       \
-    cudaError_t _e = (call);                                                                 \
-    if (_e != cudaSuccess) {                                                                 \
-      DSP_THROW_T(::dsp::CommError, "cuda: {} failed: {} ({})", #call, cudaGetErrorName(_e), \
-                  cudaGetErrorString(_e));                                                   \
-    }                                                                                        \
-  } while (0)
 
 #define DSP_NCCL_CHECK(call)                                                               \
   do {                                                                                     \
@@ -64,19 +56,7 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }
 
 // The calling thread may be any worker or the executor; NCCL and the stream belong to `device`.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    DSP_CUDA_CHECK(cudaGetDevice(&prev_));
-    if (prev_ != device) DSP_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceGuard() { cudaSetDevice(prev_); }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_ = 0;
-};
+using DeviceGuard = cuda::CudaDeviceGuard;
 
 }  // namespace
 

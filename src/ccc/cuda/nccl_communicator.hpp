@@ -53,10 +53,13 @@ class NcclCommunicator : public Communicator {
   // The host convenience overload needs host buffers; NCCL buffers are device memory.
   using Communicator::all_to_all_v;
 
+  MemorySpace memory_space() const override { return MemorySpace::kDevice; }
+  bool completes_on_return() const override { return false; }
+  // Waits for every op enqueued so far (see the timeout note above).
+  void synchronize(const OpOptions& o = {}) override;
+
   cudaStream_t stream() const;
   int device() const;
-  // Waits for every op enqueued so far (see the timeout note above).
-  void synchronize(const OpOptions& o = {});
 
  private:
   struct Impl;

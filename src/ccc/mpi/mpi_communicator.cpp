@@ -87,7 +87,7 @@ void copy_str(char* dst, size_t cap, const std::string& s) {
   dst[n] = '\0';
 }
 
-// Set by MpiCommunicator::abort_job; the executor honours it while it waits and while idle, so
+// Set by MpiCommunicator::abort_process; the executor honours it while it waits and while idle, so
 // that MPI_Abort is made by the thread that makes every other MPI call.
 std::atomic<bool> g_abort_requested{false};
 
@@ -405,11 +405,11 @@ MpiCommunicator::~MpiCommunicator() {
 int MpiCommunicator::rank() const { return st_->rank; }
 int MpiCommunicator::size() const { return st_->size; }
 std::chrono::milliseconds MpiCommunicator::timeout() const { return st_->timeout; }
-CommExecutor& MpiCommunicator::executor() { return MpiRuntime::get().exec(); }
+CommExecutor& MpiCommunicator::process_executor() { return MpiRuntime::get().exec(); }
 CommCounters MpiCommunicator::counters() const { return st_->book.get(); }
 void MpiCommunicator::reset_counters() { st_->book.reset(); }
 
-void MpiCommunicator::abort_job(const std::string& message) {
+void MpiCommunicator::abort_process(const std::string& message) {
   static std::atomic<bool> printed{false};
   if (!printed.exchange(true)) {
     std::string line = fmt::format("dsp: {}\n", message);

@@ -59,13 +59,15 @@ class MpiCommunicator : public Communicator {
 
   // The default per-op timeout in effect (CommOptions, or DSP_COMM_TIMEOUT); 0 = none.
   std::chrono::milliseconds timeout() const;
-  // The process-wide MPI executor thread (for the coordinator and the NCCL bootstrap).
-  static CommExecutor& executor();
+  // The process-wide MPI executor thread: every MPI call is made on it.
+  CommExecutor* executor() override { return &process_executor(); }
+  static CommExecutor& process_executor();
   // Ends the job from any thread because of a failure on this rank: prints "dsp: <message>" once
   // on stderr, then MPI_Abort(MPI_COMM_WORLD, 1). The executor thread makes that call (it checks
   // the request while it waits on MPI and while idle); if it does not within 2 s (stuck outside
   // MPI), the calling thread makes it. Without an initialized MPI it just exits with 1.
-  [[noreturn]] static void abort_job(const std::string& message);
+  [[noreturn]] void abort_job(const std::string& message) override { abort_process(message); }
+  [[noreturn]] static void abort_process(const std::string& message);
   // Tests only: use pieces of at most n elements (default INT_MAX), so the paths taken by >2^31
   // element messages run on small buffers. Every rank must set the same value.
   void set_max_count_for_testing(int64_t n);

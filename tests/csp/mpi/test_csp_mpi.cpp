@@ -1,7 +1,7 @@
-// P-invariance under mpiexec -n 1..4: every scheme sampled collectively on a P-part partition
-// gives exactly the blocks that a one-part reference sampler (self communicator, built on every
-// rank from the same renumbered graph) gives for the same seeds; the pull mode equals CSP; seeds
-// another rank owns are rejected on every rank.
+// P-invariance under mpiexec -n 1..4, for every backend (tests/backends.hpp): every scheme sampled
+// collectively on a P-part partition gives exactly the blocks that a one-part reference sampler
+// (CPU backend, self communicator, built on every rank from the same renumbered graph) gives for
+// the same seeds; the pull mode equals CSP; seeds another rank owns are rejected on every rank.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include "graph/generate.hpp"
 #include "layout/partition.hpp"
 
+#include "backends.hpp"
 #include "mpi_test_main.hpp"
 
 namespace dsp {
@@ -105,14 +106,14 @@ void expect_same(const SampledBatch& a, const SampledBatch& b, const std::string
   }
 }
 
-void check_scheme(SamplerOptions o, const std::string& what) {
+void check_scheme(SamplerOptions o, const std::string& what, const std::string& backend) {
   World& w = world();
   SamplerOptions ro = o;
   ro.mode = SampleMode::kCsp;
   CollectiveSampler ref(w.ref_part, *w.self, ro);
   for (SampleMode mode : {SampleMode::kCsp, SampleMode::kPull}) {
     o.mode = mode;
-    CollectiveSampler s(w.part, *g_comm, o);
+    CollectiveSampler s(w.part, *g_comm, o, test::sampler_backend(backend));
     for (int64_t batch = 0; batch < 3; ++batch) {
       // rank 1 samples nothing in batch 1: collectives still line up
       std::vector<int64_t> seeds =
@@ -127,29 +128,37 @@ void check_scheme(SamplerOptions o, const std::string& what) {
   }
 }
 
-TEST(PInvariance, UniformWithout) { check_scheme(SamplerOptions{{7, 5, 3}}, "uniform"); }
+class PInvariance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(GetParam()); }
+  void check_scheme(SamplerOptions o, const std::string& what) {
+    dsp::check_scheme(std::move(o), what + " [" + GetParam() + "]", GetParam());
+  }
+};
 
-TEST(PInvariance, UniformWith) {
+TEST_P(PInvariance, UniformWithout) { check_scheme(SamplerOptions{{7, 5, 3}}, "uniform"); }
+
+TEST_P(PInvariance, UniformWith) {
   SamplerOptions o{{6, 4}};
   o.replace = true;
   o.seed = 3;
   check_scheme(o, "uniform+replace");
 }
 
-TEST(PInvariance, WeightedWithout) {
+TEST_P(PInvariance, WeightedWithout) {
   SamplerOptions o{{5, 4}};
   o.biased = true;
   check_scheme(o, "weighted");
 }
 
-TEST(PInvariance, WeightedWith) {
+TEST_P(PInvariance, WeightedWith) {
   SamplerOptions o{{5, 4}};
   o.biased = true;
   o.replace = true;
   check_scheme(o, "weighted+replace");
 }
 
-TEST(PInvariance, LayerWise) {
+TEST_P(PInvariance, LayerWise) {
   for (bool biased : {false, true}) {
     SamplerOptions o{{40, 80}};
     o.scheme = SampleScheme::kLayerWise;
@@ -159,11 +168,11 @@ TEST(PInvariance, LayerWise) {
   }
 }
 
-TEST(PInvariance, RandomWalkAndPinSage) {
+TEST_P(PInvariance, RandomWalkAndPinSage) {
   World& w = world();
   SamplerOptions o{{1}};
   o.seed = 12;
-  CollectiveSampler s(w.part, *g_comm, o);
+  CollectiveSampler s(w.part, *g_comm, o, test::sampler_backend(GetParam()));
   CollectiveSampler ref(w.ref_part, *w.self, o);
   std::vector<int64_t> starts = my_seeds(0, 40);
   if (!starts.empty()) starts.push_back(starts[0]);  // a repeated start: its own draws
@@ -176,6 +185,9 @@ TEST(PInvariance, RandomWalkAndPinSage) {
   EXPECT_EQ(pa.ids, pb.ids);
   EXPECT_EQ(pa.counts, pb.counts);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, PInvariance, ::testing::ValuesIn(test::backend_names()),
+                         [](const auto& info) { return info.param; });
 
 TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
   World& w = world();

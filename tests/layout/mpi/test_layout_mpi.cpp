@@ -1,5 +1,6 @@
-// FeatureStore::gather under mpiexec -n 1..4: exactly features[ids] for random, empty, all-cold and
-// all-hot id sets; duplicate and out-of-range ids rejected before any communication.
+// FeatureStore::gather under mpiexec -n 1..4, for every backend (tests/backends.hpp): exactly
+// features[ids] for random, empty, all-cold and all-hot id sets; duplicate and out-of-range ids
+// rejected before any communication.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "layout/feature_store.hpp"
 #include "layout/partition.hpp"
 
+#include "backends.hpp"
 #include "mpi_test_main.hpp"
 
 namespace dsp {
@@ -30,7 +32,7 @@ struct Fixture {
   std::unique_ptr<FeatureStore> store;
 };
 
-Fixture make(const std::string& policy, double ratio) {
+Fixture make(const std::string& policy, double ratio, const std::string& backend) {
   Communicator& c = *g_comm;
   // Same name on every rank: rank 0's pid, broadcast.
   int64_t pid = ::getpid();
@@ -57,7 +59,8 @@ Fixture make(const std::string& policy, double ratio) {
   }
   c.barrier();
   f.part = load_partition(f.dir, c.rank(), c.size());
-  f.store = std::make_unique<FeatureStore>(f.part, c);
+  f.store = std::make_unique<FeatureStore>(f.part, c, std::vector<Array>{},
+                                           test::feature_backend(backend));
   return f;
 }
 
@@ -89,7 +92,15 @@ std::vector<int64_t> random_ids(int64_t n, int64_t k, uint64_t round) {
   return all;
 }
 
-TEST(Gather, RandomSetsEqualFeatureRows) {
+class Gather : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(GetParam()); }
+  Fixture make(const std::string& policy, double ratio) {
+    return dsp::make(policy, ratio, GetParam());
+  }
+};
+
+TEST_P(Gather, RandomSetsEqualFeatureRows) {
   Fixture f = make("in-degree", 0.3);
   for (uint64_t round = 0; round < 5; ++round) {
     auto ids = random_ids(f.store->num_nodes(), 50 + 100 * round + 37 * g_comm->rank(), round);
@@ -105,7 +116,7 @@ TEST(Gather, RandomSetsEqualFeatureRows) {
   cleanup(f);
 }
 
-TEST(Gather, EmptyOnSomeRanks) {
+TEST_P(Gather, EmptyOnSomeRanks) {
   Fixture f = make("in-degree", 0.5);
   std::vector<int64_t> ids;
   if (g_comm->rank() % 2 == 0) ids = random_ids(f.store->num_nodes(), 200, 9);
@@ -115,7 +126,7 @@ TEST(Gather, EmptyOnSomeRanks) {
   cleanup(f);
 }
 
-TEST(Gather, AllCold) {
+TEST_P(Gather, AllCold) {
   Fixture f = make("none", 0.0);
   auto ids = random_ids(f.store->num_nodes(), 300, 4);
   expect_rows(f, ids, f.store->gather(ids));
@@ -124,7 +135,7 @@ TEST(Gather, AllCold) {
   cleanup(f);
 }
 
-TEST(Gather, AllHot) {
+TEST_P(Gather, AllHot) {
   Fixture f = make("in-degree", 1.0);
   std::vector<int64_t> ids(f.store->num_nodes());
   std::iota(ids.begin(), ids.end(), 0);
@@ -135,7 +146,7 @@ TEST(Gather, AllHot) {
   cleanup(f);
 }
 
-TEST(Gather, DuplicateAndOutOfRangeIdsAreRejected) {
+TEST_P(Gather, DuplicateAndOutOfRangeIdsAreRejected) {
   Fixture f = make("in-degree", 0.2);
   try {
     f.store->gather(std::vector<int64_t>{1, 5, 1});
@@ -154,6 +165,9 @@ TEST(Gather, DuplicateAndOutOfRangeIdsAreRejected) {
   expect_rows(f, ids, f.store->gather(ids));
   cleanup(f);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, Gather, ::testing::ValuesIn(test::backend_names()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace dsp

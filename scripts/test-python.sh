@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The Python tests against the package as a user installs it: builds a wheel of dsp (pip,
+# scikit-build-core), installs it into a fresh venv that sees Debian's numpy and torch
+# (--system-site-packages), adds torch_geometric there when it installs, and runs tests/python
+# from outside the source tree, so `import dsp` can only find the installed package. The wheel's
+# CMake tree, build-<wheel tag>/, compiles what build/ compiled with the same commands, so with
+# ccache (and the same CCACHE_BASEDIR, if any) it costs little more than the links.
+# Usage: scripts/test-python.sh [pytest args...]
+#   DSP_PYTHON   the interpreter (default /usr/bin/python3: Debian's, with python3-torch)
+#   DSP_PYG      the torch_geometric requirement for the test venv (default: a release that
+#                supports torch 1.13); "none" skips it (its tests are then skipped and counted)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+py="${DSP_PYTHON:-/usr/bin/python3}"
+pyg="${DSP_PYG:-torch_geometric==2.5.3}"
+tools=build/python-tools       # kept: a venv with scikit-build-core, to build without isolation
+wheels=build/python-wheelhouse
+venv=build/python-test-venv    # made anew every run
+
+run_quiet() {  # run a command, show its log only if it fails
+  local log; log="$(mktemp)"
+  if ! "$@" >"$log" 2>&1; then
+    echo "test-python.sh: '$*' failed:" >&2; tail -n 60 "$log" >&2; rm -f "$log"; return 1
+  fi
+  rm -f "$log"
+}
+
+if ! "$tools/bin/python" -c "import scikit_build_core" 2>/dev/null; then
+  echo "test-python.sh: creating $tools (scikit-build-core from PyPI)"
+  rm -rf "$tools"
+  "$py" -m venv --system-site-packages "$tools"
+  run_quiet "$tools/bin/pip" install "scikit-build-core>=0.10"
+fi
+
+echo "test-python.sh: building the wheel"
+rm -rf "$wheels"
+start=$SECONDS
+run_quiet "$tools/bin/pip" wheel --no-build-isolation --no-deps -w "$wheels" .
+wheel=("$wheels"/dsp-*.whl)
+echo "test-python.sh: built $(basename "${wheel[0]}") in $((SECONDS - start)) s"
+
+rm -rf "$venv"
+"$py" -m venv --system-site-packages "$venv"
+run_quiet "$venv/bin/pip" install "${wheel[0]}"
+if [[ "$pyg" != "none" ]]; then
+  if run_quiet "$venv/bin/pip" install "$pyg"; then
+    echo "test-python.sh: installed $pyg into the test venv"
+  else
+    echo "test-python.sh: $pyg did not install: its tests are skipped"
+  fi
+fi
+
+echo "test-python.sh: pytest on the installed package"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+DSP_TEST_INSTALLED=1 "$here/$venv/bin/python" -m pytest -q -p no:cacheprovider -rs \
+  "$here/tests/python" "$@"

@@ -1,0 +1,97 @@
+#pragma once
+// CudaExec: the executor (core/host_exec.hpp states the contract) of the CUDA build. Everything is
+// issued on the executor's own stream of its device; for_each is a thin launcher of a one-line
+// kernel over the functor, scans are CUB's. Included by .cu files only.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cub/cub.cuh>
+
+#include "core/cuda/check.hpp"
+#include "core/cuda/memory.hpp"
+
+namespace dsp::cuda {
+
+template <class F>
+__global__ void for_each_kernel(int64_t n, F f) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) f(i);
+}
+
+class CudaExec {
+ public:
+  using Buffer = DeviceBuffer;
+  using Registration = HostRegistration;
+  static constexpr int kThreads = 256;
+
+  explicit CudaExec(int device) : device_(device) {
+    CudaDeviceGuard g(device_);
+    DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  CudaExec(CudaExec&& o) noexcept
+      : device_(o.device_), stream_(o.stream_), scan_tmp_(std::move(o.scan_tmp_)) {
+    o.stream_ = nullptr;
+  }
+  CudaExec(const CudaExec&) = delete;
+  CudaExec& operator=(const CudaExec&) = delete;
+  ~CudaExec() {
+    if (stream_) DSP_CUDA_CHECK_NO_THROW(cudaStreamDestroy(stream_));
+  }
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+
+  void to_device(void* d, const void* h, size_t bytes) { copy_kind(d, h, bytes, cudaMemcpyHostToDevice); }
+  void to_host(void* h, const void* d, size_t bytes) { copy_kind(h, d, bytes, cudaMemcpyDeviceToHost); }
+  void copy(void* d, const void* s, size_t bytes) { copy_kind(d, s, bytes, cudaMemcpyDeviceToDevice); }
+  void zero(void* d, size_t bytes) {
+    if (!bytes) return;
+    CudaDeviceGuard g(device_);
+    DSP_CUDA_CHECK(cudaMemsetAsync(d, 0, bytes, stream_));
+  }
+  template <class F>
+  void for_each(int64_t n, const F& f) {
+    if (n <= 0) return;
+    CudaDeviceGuard g(device_);
+    const int64_t blocks = (n + kThreads - 1) / kThreads;
+    for_each_kernel<F><<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(n, f);
+    DSP_CUDA_CHECK(cudaGetLastError());
+  }
+  void exclusive_scan(const int64_t* in, int64_t* out, int64_t n) { scan(in, out, n, false); }
+  void inclusive_scan(const int64_t* in, int64_t* out, int64_t n) { scan(in, out, n, true); }
+  const void* map_host(const void* p, size_t bytes, bool read_only, Registration& r) {
+    CudaDeviceGuard g(device_);
+    return r.map(p, bytes, read_only);
+  }
+  void sync() {
+    CudaDeviceGuard g(device_);
+    DSP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  void copy_kind(void* d, const void* s, size_t bytes, cudaMemcpyKind kind) {
+    if (!bytes) return;
+    CudaDeviceGuard g(device_);
+    DSP_CUDA_CHECK(cudaMemcpyAsync(d, s, bytes, kind, stream_));
+  }
+  void scan(const int64_t* in, int64_t* out, int64_t n, bool inclusive) {
+    if (n <= 0) return;
+    DSP_CHECK(n < (int64_t{1} << 31), "scan of {} elements (at most 2^31 - 1)", n);
+    CudaDeviceGuard g(device_);
+    size_t bytes = 0;
+    const int m = static_cast<int>(n);
+    if (inclusive) {
+      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, m, stream_));
+      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scan_tmp_.reserve(bytes), bytes, in, out, m, stream_));
+    } else {
+      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, m, stream_));
+      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_tmp_.reserve(bytes), bytes, in, out, m, stream_));
+    }
+  }
+
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer scan_tmp_;
+};
+
+}  // namespace dsp::cuda

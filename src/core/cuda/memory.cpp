@@ -1,0 +1,84 @@
+#include "core/cuda/memory.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+
+#include "core/cuda/check.hpp"
+
+namespace dsp::cuda {
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) DSP_CUDA_CHECK_NO_THROW(cudaFree(ptr_));
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) DSP_CUDA_CHECK_NO_THROW(cudaFree(ptr_));
+    ptr_ = o.ptr_;
+    cap_ = o.cap_;
+    o.ptr_ = nullptr;
+    o.cap_ = 0;
+  }
+  return *this;
+}
+
+void* DeviceBuffer::reserve(size_t bytes) {
+  if (bytes <= cap_ && ptr_) return ptr_;
+  const size_t cap = std::max<size_t>({bytes, cap_ + cap_ / 2, 256});
+  if (ptr_) {
+    DSP_CUDA_CHECK(cudaFree(ptr_));
+    ptr_ = nullptr;
+    cap_ = 0;
+  }
+  DSP_CUDA_CHECK(cudaMalloc(&ptr_, cap));
+  cap_ = cap;
+  return ptr_;
+}
+
+const void* HostRegistration::map(const void* ptr, size_t bytes, bool read_only) {
+  DSP_CHECK(host_ == nullptr, "HostRegistration: already holds a registration");
+  if (!ptr || bytes == 0) return ptr;
+  void* p = const_cast<void*>(ptr);
+  unsigned flags = cudaHostRegisterMapped | cudaHostRegisterPortable;
+  if (read_only) {
+    int dev = 0, ro = 0;
+    DSP_CUDA_CHECK(cudaGetDevice(&dev));
+    DSP_CUDA_CHECK(cudaDeviceGetAttribute(&ro, cudaDevAttrHostRegisterReadOnlySupported, dev));
+    if (ro) flags |= cudaHostRegisterReadOnly;
+  }
+  const cudaError_t err = cudaHostRegister(p, bytes, flags);
+  if (err == cudaErrorHostMemoryAlreadyRegistered) {
+    (void)cudaGetLastError();  // not sticky; clear it
+  } else {
+    DSP_CUDA_CHECK(err);
+    host_ = p;
+  }
+  void* dev = nullptr;
+  const cudaError_t gerr = cudaHostGetDevicePointer(&dev, p, 0);
+  if (gerr != cudaSuccess) {
+    if (host_) DSP_CUDA_CHECK_NO_THROW(cudaHostUnregister(host_));
+    host_ = nullptr;
+    DSP_CUDA_CHECK(gerr);
+  }
+  return dev;
+}
+
+HostRegistration::~HostRegistration() {
+  if (host_) DSP_CUDA_CHECK_NO_THROW(cudaHostUnregister(host_));
+}
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+void device_memory(size_t* free_bytes, size_t* total_bytes) {
+  DSP_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
+}  // namespace dsp::cuda

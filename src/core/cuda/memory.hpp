@@ -1,0 +1,51 @@
+#pragma once
+// Device memory of the CUDA build (dsp::cuda_core): growth-only device buffers and host ranges
+// registered for device access. Host C++ against the CUDA runtime (no kernels here).
+#include <cstddef>
+
+namespace dsp::cuda {
+
+// A growth-only device allocation: reserve() reallocates only to grow (geometrically), so a
+// buffer reused across batches stops allocating once sizes settle.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), cap_(o.cap_) { o.ptr_ = nullptr; o.cap_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  // At least `bytes` bytes; contents are not preserved when it grows.
+  void* reserve(size_t bytes);
+  void* data() const { return ptr_; }
+  size_t capacity() const { return cap_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t cap_ = 0;
+};
+
+// A host range registered for device access (mapped, portable; read-only when asked, as a
+// read-only file mapping needs: cudaHostRegisterReadOnly where the device supports it). A range
+// that is already registered (by another object or rank of this process) is used as it is, so a
+// second registration of the same range does not fail. Unregistered on destruction if this
+// object registered it.
+class HostRegistration {
+ public:
+  HostRegistration() = default;
+  ~HostRegistration();
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+  // Registers [ptr, ptr + bytes) and returns the device pointer of ptr.
+  const void* map(const void* ptr, size_t bytes, bool read_only);
+
+ private:
+  void* host_ = nullptr;
+};
+
+// Free and total memory of the current device, in bytes.
+void device_memory(size_t* free_bytes, size_t* total_bytes);
+// CUDA devices visible to this process (0 when the driver finds none).
+int device_count();
+
+}  // namespace dsp::cuda

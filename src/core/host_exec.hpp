@@ -1,0 +1,75 @@
+#pragma once
+// Executors: the few primitives a device data path is written against, so that one sequence of
+// buffers, copies, per-element loops and scans runs on a GPU (CudaExec, core/cuda/exec.cuh, in
+// the kernels of the CUDA build) and on the host (HostExec, here) in every CPU test.
+//
+// An executor E provides:
+//   E::Buffer        growth-only storage in E's memory: void* reserve(bytes) (contents are not kept
+//                    when it grows), data(), capacity()
+//   E::Registration  keeps a host range readable by E's loops (map_host), released on destruction
+//   to_device(d, h, bytes), to_host(h, d, bytes), copy(d, s, bytes), zero(d, bytes)
+//   for_each(n, f)   calls f(i) (a DSP_HOST_DEVICE functor) for every i in [0, n): in no
+//                    particular order, possibly concurrently, so f must not depend on either
+//   exclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i - 1] (int64), out[0] = 0
+//   inclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i]
+//   map_host(p, bytes, read_only, reg)  a pointer E's loops can read the host range through
+//   sync()           returns once everything issued so far has completed (host reads may follow)
+// Copies and loops are issued in order: each sees the effects of those before it.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace dsp {
+
+class HostExec {
+ public:
+  class Buffer {
+   public:
+    void* reserve(size_t bytes) {
+      if (bytes > mem_.size() * sizeof(uint64_t)) mem_.resize((bytes + 7) / 8);
+      return mem_.data();
+    }
+    void* data() const { return const_cast<uint64_t*>(mem_.data()); }
+    size_t capacity() const { return mem_.size() * sizeof(uint64_t); }
+
+   private:
+    std::vector<uint64_t> mem_;  // 8-byte aligned
+  };
+  struct Registration {};
+
+  void to_device(void* d, const void* h, size_t bytes) { copy(d, h, bytes); }
+  void to_host(void* h, const void* d, size_t bytes) { copy(h, d, bytes); }
+  void copy(void* d, const void* s, size_t bytes) {
+    if (bytes) std::memmove(d, s, bytes);
+  }
+  void zero(void* d, size_t bytes) {
+    if (bytes) std::memset(d, 0, bytes);
+  }
+  // A scrambled order (back to front, neighbours swapped): a device gives no order, so the host
+  // emulation must not give the natural one either, or order-dependent loops would pass here.
+  template <class F>
+  void for_each(int64_t n, const F& f) {
+    for (int64_t k = n - 1; k >= 0; --k) {
+      const int64_t i = (k ^ 1) < n ? (k ^ 1) : k;
+      f(i);
+    }
+  }
+  void exclusive_scan(const int64_t* in, int64_t* out, int64_t n) {
+    int64_t acc = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t x = in[i];
+      out[i] = acc;
+      acc += x;
+    }
+  }
+  void inclusive_scan(const int64_t* in, int64_t* out, int64_t n) {
+    int64_t acc = 0;
+    for (int64_t i = 0; i < n; ++i) out[i] = acc += in[i];
+  }
+  const void* map_host(const void* p, size_t /*bytes*/, bool /*read_only*/, Registration&) {
+    return p;
+  }
+  void sync() {}
+};
+
+}  // namespace dsp

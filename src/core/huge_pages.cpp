@@ -1,0 +1,44 @@
+#include "core/huge_pages.hpp"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace dsp {
+
+size_t available_memory_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (std::fgets(line, sizeof(line), f)) {
+    if (std::sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+
+HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share) {
+  HugePageBuffer b;
+  if (!src || bytes == 0) return b;
+  const size_t avail = available_memory_bytes();
+  if (avail == 0 || static_cast<double>(bytes) > max_share * static_cast<double>(avail)) return b;
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
+  // One extra huge page of address space, so the copy can start on a 2 MiB boundary (THP maps
+  // only aligned 2 MiB ranges).
+  void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+  if (raw == MAP_FAILED) return b;
+  const uintptr_t at = (reinterpret_cast<uintptr_t>(raw) + kHuge - 1) / kHuge * kHuge;
+  void* p = reinterpret_cast<void*>(at);
+  b.huge = ::madvise(p, len, MADV_HUGEPAGE) == 0;  // before the first touch: faults take 2 MiB
+  std::memcpy(p, src, bytes);
+  b.data = std::shared_ptr<void>(p, [raw, len](void*) { ::munmap(raw, len + kHuge); });
+  b.bytes = bytes;
+  return b;
+}
+
+}  // namespace dsp

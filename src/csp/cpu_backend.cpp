@@ -1,0 +1,407 @@
+// The CPU sampler backend: the local sample and relabel steps of a CSP layer on OpenMP threads
+// (backend.hpp). Per-node logic: sample_kernels.hpp.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/huge_pages.hpp"
+#include "core/parallel.hpp"
+#include "core/rng.hpp"
+#include "csp/backend.hpp"
+#include "csp/sample_kernels.hpp"
+#include "csp/sampler.hpp"
+
+namespace dsp {
+namespace {
+
+using csp::kPurposeNodeWise;
+using csp::task_fanout;
+using csp::task_id;
+
+class CpuSamplerBackend final : public SamplerBackend {
+ public:
+  CpuSamplerBackend(const LocalTopology& topo, const SamplerOptions& opts)
+      : topo_(topo), biased_(opts.biased), replace_(opts.replace) {
+    // The arrays a sampled edge reads at random on huge pages (a copy, when memory allows): with
+    // 4 KiB pages nearly every neighbour read also misses the TLB.
+    indptr_copy_ = huge_page_copy(topo.indptr, (topo.num_rows + 1) * sizeof(int64_t));
+    indices_copy_ = huge_page_copy(topo.indices, topo.indices_bytes());
+    if (indptr_copy_.data) topo_.indptr = static_cast<const int64_t*>(indptr_copy_.data.get());
+    if (indices_copy_.data) topo_.indices = indices_copy_.data.get();
+  }
+  std::string name() const override { return "cpu"; }
+  Device device() const override { return Device::cpu(); }
+  void sample(const int64_t* tasks, int64_t n, uint64_t key, TaskPicks& out) override;
+  void relabel(const std::vector<int64_t>& dst, const LayerPicks& lo, int layer,
+               Block& b) override;
+
+ private:
+  template <class Id>
+  void sample_tasks(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* slot,
+                    int32_t* cnt, int64_t* out, float* outw) const;
+  // Not inlined into relabel(): inlined, its probe loop loses registers (callgrind: +5%).
+  __attribute__((noinline)) void relabel_serial(const std::vector<int64_t>& dst,
+                                                const LayerPicks& lo, int layer, Block& b);
+  void relabel_parallel(const std::vector<int64_t>& dst, const LayerPicks& lo, int layer,
+                        int threads, Block& b);
+
+  LocalTopology topo_;
+  HugePageBuffer indptr_copy_, indices_copy_;
+  bool biased_, replace_;
+  std::vector<uint64_t> table_;     // relabel table, reused across layers and batches
+  std::vector<double> new_ratio_;   // per layer: new source ids per pick, last batch
+  std::vector<int64_t> slot_;       // per-task output slots, reused
+};
+
+template <class Id>
+void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t key,
+                                     const int64_t* slot, int32_t* cnt, int64_t* out,
+                                     float* outw) const {
+  const int64_t* ip = topo_.indptr;
+  const Id* idx = static_cast<const Id*>(topo_.indices);
+  const float* w = topo_.weights;
+  const double* cum = topo_.cum;
+  const bool biased = biased_, replace = replace_;
+  const int64_t base = topo_.row_base;
+  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
+    // Three-stage software pipeline over the latency chain task -> indptr -> row entries, so many
+    // misses are in flight at once: the indptr entry of task i+kFar is prefetched; task i+kNear
+    // (whose indptr is cached by now) draws its positions, which need only the degree, and
+    // prefetches the row entries at those positions; task i turns positions into ids.
+    constexpr int64_t kFar = 24, kNear = 12;
+    auto draw = [&](int64_t i) {
+      const int64_t v = task_id(tasks[i]);
+      const int64_t lv = v - base;
+      const int64_t p0 = ip[lv], deg = ip[lv + 1] - p0;
+      RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
+      int64_t* o = out + slot[i];
+      int c = csp::sample_positions(deg, task_fanout(tasks[i]), biased, replace,
+                                    biased ? cum + p0 : nullptr, s, o);
+      for (int j = 0; j < c; ++j) __builtin_prefetch(idx + p0 + o[j]);
+      cnt[i] = c;
+    };
+    for (int64_t i = b; i < std::min(e, b + kFar); ++i) {
+      __builtin_prefetch(ip + (task_id(tasks[i]) - base));
+    }
+    for (int64_t i = b; i < std::min(e, b + kNear); ++i) draw(i);
+    for (int64_t i = b; i < e; ++i) {
+      if (i + kFar < e) __builtin_prefetch(ip + (task_id(tasks[i + kFar]) - base));
+      if (i + kNear < e) draw(i + kNear);
+      const int64_t p0 = ip[task_id(tasks[i]) - base];
+      int64_t* o = out + slot[i];
+      const int c = cnt[i];
+      if (outw) {
+        for (int j = 0; j < c; ++j) outw[slot[i] + j] = w[p0 + o[j]];
+      }
+      for (int j = 0; j < c; ++j) o[j] = static_cast<int64_t>(idx[p0 + o[j]]);
+    }
+  });
+}
+
+// Samples into per-task slots at the fanout prefix, then compacts in place; out and slot_ keep
+// their capacity across layers and batches (no page faults on the hot path).
+void CpuSamplerBackend::sample(const int64_t* t, int64_t n, uint64_t key, TaskPicks& out) {
+  slot_.resize(n + 1);
+  int64_t* slot = slot_.data();
+  slot[0] = 0;
+  for (int64_t i = 0; i < n; ++i) slot[i + 1] = slot[i] + task_fanout(t[i]);
+  std::vector<int64_t>& res = out.nbrs;
+  std::vector<float>& resw = out.weights;
+  res.resize(slot[n]);
+  resw.resize(biased_ ? slot[n] : 0);
+  out.counts.resize(n);
+  int32_t* cnt = out.counts.data();
+  if (topo_.idx32) {
+    sample_tasks<int32_t>(t, n, key, slot, cnt, res.data(), biased_ ? resw.data() : nullptr);
+  } else {
+    sample_tasks<int64_t>(t, n, key, slot, cnt, res.data(), biased_ ? resw.data() : nullptr);
+  }
+  int64_t o = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (o != slot[i]) {
+      std::memmove(res.data() + o, res.data() + slot[i], cnt[i] * sizeof(int64_t));
+      if (biased_) std::memmove(resw.data() + o, resw.data() + slot[i], cnt[i] * sizeof(float));
+    }
+    o += cnt[i];
+  }
+  res.resize(o);
+  if (biased_) resw.resize(o);
+}
+
+void CpuSamplerBackend::relabel(const std::vector<int64_t>& dst, const LayerPicks& lo, int layer,
+                                Block& b) {
+  if (static_cast<int>(new_ratio_.size()) <= layer) new_ratio_.resize(layer + 1, 1.0);
+  const int64_t nd = static_cast<int64_t>(dst.size());
+  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  // The parallel relabel does about 1.8x the serial work at 2 threads (callgrind: 289M vs 159M
+  // instructions on a products-sized batch), so its slower thread does as much as the serial pass:
+  // it can only gain from 3 threads on.
+  const int threads = num_threads();
+  if (threads >= kParallelRelabelMinThreads && ne >= kParallelRelabelMinEdges &&
+      nd + ne < (int64_t{1} << 32) - 1) {
+    relabel_parallel(dst, lo, layer, threads, b);
+  } else {
+    relabel_serial(dst, lo, layer, b);
+  }
+  b.num_src = static_cast<int64_t>(b.src_ids.size());
+  if (ne > 0) new_ratio_[layer] = static_cast<double>(b.num_src - nd) / static_cast<double>(ne);
+  b.weights = lo.weights;
+}
+
+void CpuSamplerBackend::relabel_serial(const std::vector<int64_t>& dst, const LayerPicks& lo,
+                                       int layer, Block& b) {
+  const int64_t nd = static_cast<int64_t>(dst.size());
+  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  // The table is sized for the distinct ids this layer produced in the previous batch (share of
+  // new ids per pick), at load <= 1/2, and doubled if a batch outgrows it: a table sized for the
+  // worst case (every pick new) would be several times larger and fall out of cache.
+  const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
+  uint64_t cap = 1024;
+  int bits = 10;
+  while (static_cast<double>(cap) < 2 * expect) {
+    cap <<= 1;
+    ++bits;
+  }
+  if (table_.size() < cap) table_.resize(cap);
+  std::memset(table_.data(), 0, cap * sizeof(uint64_t));
+  uint64_t* t = table_.data();
+  uint64_t mask = cap - 1;
+  int shift = 64 - bits;
+  uint64_t limit = cap / 4 * 3;  // grow beyond load 3/4
+  b.num_dst = nd;
+  b.src_ids.reserve(static_cast<size_t>(expect) + 16);
+  b.src_ids.assign(dst.begin(), dst.end());
+  bool ins = false;
+  for (int64_t i = 0; i < nd; ++i) {
+    csp::relabel_insert(t, mask, shift, dst[i], static_cast<uint32_t>(i), &ins);
+  }
+  b.indptr = lo.offsets;
+  b.indices.resize(ne);
+  const int64_t* nb = lo.nbrs.data();
+  constexpr int64_t kAhead = 12;
+  for (int64_t e = 0; e < ne; ++e) {
+    if (e + kAhead < ne) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
+    uint32_t next = static_cast<uint32_t>(b.src_ids.size());
+    uint32_t id = csp::relabel_insert(t, mask, shift, nb[e], next, &ins);
+    if (ins) {
+      b.src_ids.push_back(nb[e]);
+      if (b.src_ids.size() > limit) {
+        // Rehash into a table twice as large; ids do not change.
+        cap <<= 1;
+        ++bits;
+        if (table_.size() < cap) table_.resize(cap);
+        std::memset(table_.data(), 0, cap * sizeof(uint64_t));
+        t = table_.data();
+        mask = cap - 1;
+        shift = 64 - bits;
+        limit = cap / 4 * 3;
+        for (size_t j = 0; j < b.src_ids.size(); ++j) {
+          csp::relabel_insert(t, mask, shift, b.src_ids[j], static_cast<uint32_t>(j), &ins);
+        }
+      }
+    }
+    b.indices[e] = id;
+  }
+}
+
+namespace {
+
+// Phase 1 of the parallel relabel: offers position `pos` as the first occurrence of `key`. The slot
+// of a key ends up holding its minimal position: slots of one key compare by their low 32 bits,
+// so a compare-exchange loop lowering the 64-bit value is an atomic min of the position. Returns
+// the key's slot; *claimed is set when this call took an empty slot, *won when the slot held
+// `pos` right after this call (claimed, or lowered to it).
+inline uint64_t offer_first(uint64_t* t, uint64_t mask, int shift, int64_t key, uint32_t pos,
+                            bool* claimed, bool* won) {
+  const uint64_t mine = csp::relabel_slot(key, pos);
+  const uint64_t want = static_cast<uint64_t>(key + 1);
+  uint64_t h = csp::relabel_hash(key, shift);
+  uint64_t s = __atomic_load_n(t + h, __ATOMIC_RELAXED);
+  while (true) {
+    if (s == csp::kEmptySlot) {
+      if (__atomic_compare_exchange_n(t + h, &s, mine, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        *claimed = *won = true;
+        return h;
+      }
+      continue;  // lost the race: s is what the winner stored (maybe this very key)
+    }
+    if ((s >> 32) == want) {
+      *claimed = false;
+      *won = false;
+      while (s > mine) {
+        if (__atomic_compare_exchange_n(t + h, &s, mine, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+          *won = true;
+          break;
+        }
+      }
+      return h;
+    }
+    h = (h + 1) & mask;
+    s = __atomic_load_n(t + h, __ATOMIC_RELAXED);
+  }
+}
+
+// Flags in b.indices during the parallel relabel, above the slot index (< 2^33) / the id.
+constexpr int64_t kCandidate = int64_t{1} << 62;  // phase 1 won; phase 2: first occurrence
+constexpr int64_t kFinal = int64_t{1} << 61;      // the entry is the pick's id already
+constexpr int kClaimBatch = 64;                   // claims a thread makes before publishing them
+
+}  // namespace
+
+// The CUDA kernel's scheme (cuda/sample_kernels.cu) on OpenMP threads. Positions are 0..nd-1 for
+// the destination nodes, then nd + e for pick e; thread c of T takes the c-th of T equal chunks of
+// positions in every phase. (1) Every position offers itself to its key's slot with an atomic min,
+// so afterwards a slot holds its key's first position; each pick keeps its slot index in
+// b.indices, flagged when its offer won. (2) Each thread finds which of its winners are their
+// key's first occurrence (a winner can still have been undercut by a smaller position of an
+// earlier chunk; the first chunk's winners cannot) and counts them. (3) After a prefix sum over
+// the chunk counts, each thread gives its first occurrences consecutive ids from its chunk's
+// offset, in order, writing the id into the slot (each slot has one writer: its first occurrence)
+// and the key into src_ids. (4) Every other pick reads its id from its slot. Destination nodes are
+// distinct and precede every pick, so each is its key's first occurrence and its position already
+// is its id. The ids are the ranks of first occurrences in position order: exactly the serial
+// first-seen order, whatever the number of threads.
+//
+// The table is sized as in the serial path; claims of empty slots are counted (published every
+// kClaimBatch claims per thread), and if the load passes 3/4 the pass stops and restarts with a
+// table twice as large. The published count lags the true one by under 2 * kClaimBatch per
+// thread, which the minimum capacity below keeps within the last quarter, so probes always end.
+void CpuSamplerBackend::relabel_parallel(const std::vector<int64_t>& dst, const LayerPicks& lo,
+                                         int layer, int threads, Block& b) {
+  const int64_t nd = static_cast<int64_t>(dst.size());
+  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  const int64_t np = nd + ne;
+  const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
+  uint64_t cap = 1024;
+  int bits = 10;
+  const uint64_t min_cap = std::max<uint64_t>(uint64_t{1} << 15, 16ULL * kClaimBatch * threads);
+  while (static_cast<double>(cap) < 2 * expect || cap < min_cap) {
+    cap <<= 1;
+    ++bits;
+  }
+  const int64_t* nb = lo.nbrs.data();
+  b.num_dst = nd;
+  b.indptr = lo.offsets;
+  b.indices.resize(ne);
+  int64_t* idx = b.indices.data();
+  std::vector<int64_t> firsts(threads + 1, 0);  // per chunk, then prefix offsets
+  uint64_t* t = nullptr;
+  int64_t mask = 0;
+  int team = 1;
+  while (true) {
+    if (table_.size() < cap) table_.resize(cap);
+    t = table_.data();
+    mask = static_cast<int64_t>(cap - 1);
+    const int shift = 64 - bits;
+    const int64_t limit = static_cast<int64_t>(cap / 4 * 3);
+    int64_t claimed_total = 0;
+    int aborted = 0;
+#pragma omp parallel num_threads(threads)
+    {
+      const int T = omp_get_num_threads(), me = omp_get_thread_num();
+      if (me == 0) team = T;
+      std::memset(t + cap * me / T, 0, (cap * (me + 1) / T - cap * me / T) * sizeof(uint64_t));
+#pragma omp barrier
+      // (1) atomic min of positions
+      const int64_t pb = np * me / T, pe = np * (me + 1) / T;
+      int64_t unpublished = 0;
+      bool stop = false, claimed = false, won = false;
+      auto count_claim = [&]() {
+        if (++unpublished == kClaimBatch) {
+          const int64_t total = __atomic_add_fetch(&claimed_total, unpublished, __ATOMIC_RELAXED);
+          unpublished = 0;
+          if (total > limit) __atomic_store_n(&aborted, 1, __ATOMIC_RELAXED);
+          stop = __atomic_load_n(&aborted, __ATOMIC_RELAXED) != 0;
+        }
+      };
+      constexpr int64_t kAhead = 12;
+      for (int64_t p = pb; p < std::min(pe, nd) && !stop; ++p) {
+        if (p + kAhead < nd) __builtin_prefetch(t + csp::relabel_hash(dst[p + kAhead], shift));
+        offer_first(t, cap - 1, shift, dst[p], static_cast<uint32_t>(p), &claimed, &won);
+        if (claimed) count_claim();
+      }
+      for (int64_t p = std::max(pb, nd); p < pe && !stop; ++p) {
+        const int64_t e = p - nd;
+        if (p + kAhead < pe) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
+        const uint64_t h =
+            offer_first(t, cap - 1, shift, nb[e], static_cast<uint32_t>(p), &claimed, &won);
+        idx[e] = static_cast<int64_t>(h) | (won ? kCandidate : 0);
+        if (claimed) count_claim();
+      }
+#pragma omp barrier
+      if (__atomic_load_n(&aborted, __ATOMIC_RELAXED) == 0) {
+        // (2) which winners are first occurrences; the first chunk's all are
+        int64_t c = 0;
+        const int64_t eb = std::max(pb, nd) - nd, ee = std::max(pe, nd) - nd;
+        if (me == 0) {
+          for (int64_t e = eb; e < ee; ++e) c += (idx[e] & kCandidate) != 0;
+        } else {
+          constexpr int64_t kAhead2 = 16;
+          for (int64_t e = eb; e < ee; ++e) {
+            if (e + kAhead2 < ee && (idx[e + kAhead2] & kCandidate)) {
+              __builtin_prefetch(t + (idx[e + kAhead2] & mask));
+            }
+            if (!(idx[e] & kCandidate)) continue;
+            if (csp::relabel_slot_value(t[idx[e] & mask]) == static_cast<uint32_t>(nd + e)) {
+              ++c;
+            } else {
+              idx[e] &= mask;
+            }
+          }
+        }
+        firsts[me + 1] = c;
+      }
+    }
+    if (!aborted) break;
+    cap <<= 1;  // outgrew the table: retry with one twice as large (ids do not depend on it)
+    ++bits;
+  }
+  firsts.resize(team + 1);
+  for (int c = 0; c < team; ++c) firsts[c + 1] += firsts[c];
+  b.src_ids.resize(nd + firsts[team]);
+  int64_t* src = b.src_ids.data();
+#pragma omp parallel num_threads(team)
+  {
+    const int T = omp_get_num_threads(), me = omp_get_thread_num();
+    // The chunks are the first region's; should this team be smaller, its first thread does all.
+    const int c0 = T == team ? me : (me == 0 ? 0 : team), c1 = T == team ? me + 1 : team;
+    for (int c = c0; c < c1; ++c) {
+      std::memcpy(src + nd * c / team, dst.data() + nd * c / team,
+                  (nd * (c + 1) / team - nd * c / team) * sizeof(int64_t));
+      // (3) consecutive ids for this chunk's first occurrences
+      const int64_t eb = std::max(np * c / team, nd) - nd,
+                    ee = std::max(np * (c + 1) / team, nd) - nd;
+      int64_t id = nd + firsts[c];
+      for (int64_t e = eb; e < ee; ++e) {
+        if (idx[e] & kCandidate) {
+          const int64_t h = idx[e] & mask;
+          t[h] = (t[h] & ~uint64_t{0xffffffff}) | static_cast<uint64_t>(id);
+          src[id] = nb[e];
+          idx[e] = id++ | kFinal;
+        }
+      }
+    }
+#pragma omp barrier
+    // (4) the other picks' ids
+    constexpr int64_t kAhead = 16;
+    const int64_t eb = ne * me / T, ee = ne * (me + 1) / T;
+    for (int64_t e = eb; e < ee; ++e) {
+      if (e + kAhead < ee && !(idx[e + kAhead] & kFinal)) {
+        __builtin_prefetch(t + (idx[e + kAhead] & mask));
+      }
+      const int64_t x = idx[e];
+      idx[e] = x & kFinal ? x & ~kFinal : csp::relabel_slot_value(t[x & mask]);
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<SamplerBackend> make_cpu_sampler_backend(const LocalTopology& topo,
+                                                         const SamplerOptions& opts) {
+  return std::make_unique<CpuSamplerBackend>(topo, opts);
+}
+
+}  // namespace dsp

@@ -1,0 +1,332 @@
+#pragma once
+// The device sampler backend (backend.hpp), written once against an executor (core/host_exec.hpp):
+// with CudaExec it is the CUDA backend (cuda/sampler_backend.cu), with HostExec the host emulation
+// every CPU test runs. Each kernel is one per-element functor over sample_kernels.hpp; everything
+// else is the executor's copies and scans, so what the CPU tests check is the sequence the GPU runs.
+//
+// sample: tasks in; slots = prefix sums of the fanouts (scan); one thread per task draws its
+// positions and writes ids at its slot; counts are scanned into offsets and the picks compacted
+// (one thread per task); counts and picks come back.
+// relabel: keys = destinations then picks; every position offers itself to its key's table slot
+// (atomic minimum: the slot ends at the key's first position); first occurrences are flagged and
+// scanned into ids; every position looks its id up; local ids and the distinct keys come back.
+// Both are deterministic whatever the order threads run in (HostExec runs them scrambled).
+//
+// Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
+// fits `index_budget` bytes. Otherwise the array is read where it is through map_host (UVA on a
+// GPU), and the hottest rows (LocalTopology::hot_nodes first, then ascending ids) that fit the
+// budget are copied to executor memory: DSP's adjacency position list, row_loc[r] = the row's
+// offset there, or -1 for a row read from the host. Buffers grow geometrically and are reused: no
+// allocation per batch once sizes settle.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/host_device.hpp"
+#include "core/rng.hpp"
+#include "csp/backend.hpp"
+#include "csp/sample_kernels.hpp"
+#include "csp/sampler.hpp"
+
+namespace dsp {
+namespace kernels {
+
+struct TaskFanout {
+  const int64_t* tasks;
+  int64_t* fan;
+  DSP_HOST_DEVICE void operator()(int64_t i) const { fan[i] = csp::task_fanout(tasks[i]); }
+};
+
+template <class Id>
+struct SampleTask {
+  const int64_t* tasks;
+  uint64_t key;
+  const int64_t* indptr;
+  const Id* indices;       // the whole neighbour array (executor memory, or host through UVA)
+  const Id* hot_indices;   // rows copied to executor memory, or null
+  const int64_t* row_loc;  // [rows]: offset of a row in hot_indices, -1 if not there; or null
+  int64_t row_base;
+  const double* cum;
+  const float* weights;
+  bool weighted, replace;
+  const int64_t* slot;
+  int32_t* cnt;
+  int64_t* out;  // positions first, converted to ids in place
+  float* outw;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t v = csp::task_id(tasks[i]);
+    const int64_t p0 = indptr[v - row_base], deg = indptr[v - row_base + 1] - p0;
+    RngStream s(key, static_cast<uint64_t>(v), csp::kPurposeNodeWise);
+    int64_t* o = out + slot[i];
+    const int c = csp::sample_positions(deg, csp::task_fanout(tasks[i]), weighted, replace,
+                                        weighted ? cum + p0 : nullptr, s, o);
+    const int64_t loc = row_loc ? row_loc[v - row_base] : -1;
+    const Id* row = loc >= 0 ? hot_indices + loc : indices + p0;
+    for (int j = 0; j < c; ++j) {
+      if (outw) outw[slot[i] + j] = weights[p0 + o[j]];
+      o[j] = static_cast<int64_t>(row[o[j]]);
+    }
+    cnt[i] = c;
+  }
+};
+
+struct WidenCounts {
+  const int32_t* cnt;
+  int64_t* wide;
+  DSP_HOST_DEVICE void operator()(int64_t i) const { wide[i] = cnt[i]; }
+};
+
+struct CompactPicks {
+  const int32_t* cnt;
+  const int64_t *slot, *out;
+  const float* outw;
+  const int64_t* offsets;
+  int64_t* picks;
+  float* picks_w;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t from = slot[i], to = offsets[i];
+    for (int j = 0; j < cnt[i]; ++j) {
+      picks[to + j] = out[from + j];
+      if (picks_w) picks_w[to + j] = outw[from + j];
+    }
+  }
+};
+
+struct RelabelOffer {
+  const int64_t* keys;
+  uint64_t* table;
+  uint64_t mask;
+  int shift;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    csp::relabel_offer_min(table, mask, shift, keys[i], static_cast<uint32_t>(i));
+  }
+};
+
+struct RelabelFlag {
+  const int64_t* keys;
+  const uint64_t* table;
+  uint64_t mask;
+  int shift;
+  int64_t* flag;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    flag[i] = csp::relabel_find(table, mask, shift, keys[i]) == static_cast<uint32_t>(i) ? 1 : 0;
+  }
+};
+
+// ids[i] = exclusive prefix of the first-occurrence flags at i's first occurrence.
+struct RelabelAssign {
+  const int64_t* keys;
+  const uint64_t* table;
+  uint64_t mask;
+  int shift;
+  const int64_t* ids;  // [n + 1]: ids[i] = flags before i
+  int64_t* local;
+  int64_t* src_ids;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const uint32_t first = csp::relabel_find(table, mask, shift, keys[i]);
+    local[i] = ids[first];
+    if (first == static_cast<uint32_t>(i)) src_ids[ids[i]] = keys[i];
+  }
+};
+
+}  // namespace kernels
+
+template <class Exec>
+class KernelSamplerBackend final : public SamplerBackend {
+ public:
+  KernelSamplerBackend(Exec exec, std::string name, Device device, const LocalTopology& topo,
+                       const SamplerOptions& opts, KernelBackendOptions kopts = {})
+      : ex_(std::move(exec)),
+        name_(std::move(name)),
+        device_(device),
+        topo_(topo),
+        biased_(opts.biased),
+        replace_(opts.replace) {
+    DSP_CHECK_ARG(topo.num_edges < (int64_t{1} << 31) || !topo.idx32,
+                  "sampler backend: int32 neighbour ids with more than 2^31 entries");
+    upload(indptr_, topo.indptr, static_cast<size_t>(topo.num_rows + 1) * sizeof(int64_t));
+    const size_t ib = topo.indices_bytes();
+    if (ib <= kopts.index_budget) {
+      indices_ = upload(indices_buf_, topo.indices, ib);
+    } else {
+      indices_ = ex_.map_host(topo.indices, ib, topo.indices_mapped, indices_reg_);
+      indices_on_host_ = true;
+      if (kopts.index_budget > 0) split_rows(kopts.index_budget);
+    }
+    if (biased_) {
+      upload(cum_, topo.cum, static_cast<size_t>(topo.num_edges) * sizeof(double));
+      upload(weights_, topo.weights, static_cast<size_t>(topo.num_edges) * sizeof(float));
+    }
+    ex_.sync();
+  }
+
+  std::string name() const override { return name_; }
+  Device device() const override { return device_; }
+  bool indices_on_host() const { return indices_on_host_; }
+  int64_t hot_rows() const { return hot_rows_; }
+
+  void sample(const int64_t* tasks, int64_t n, uint64_t key, TaskPicks& out) override {
+    out.counts.resize(n);
+    out.nbrs.clear();
+    out.weights.clear();
+    if (n == 0) return;
+    auto* t = upload(tasks_, tasks, n * sizeof(int64_t));
+    auto* fan = reserve<int64_t>(wide_, n);
+    ex_.for_each(n, kernels::TaskFanout{t, fan});
+    auto* slot = prefix_with_zero(slot_, fan, n);
+    const int64_t total = read_back(slot + n);
+    auto* cnt = reserve<int32_t>(cnt_, n);
+    auto* res = reserve<int64_t>(out_, std::max<int64_t>(total, 1));
+    float* resw = biased_ ? reserve<float>(outw_, std::max<int64_t>(total, 1)) : nullptr;
+    if (topo_.idx32) {
+      ex_.for_each(n, task_op<int32_t>(t, key, slot, cnt, res, resw));
+    } else {
+      ex_.for_each(n, task_op<int64_t>(t, key, slot, cnt, res, resw));
+    }
+    // compaction: offsets = prefix of the counts, picks moved to their offsets
+    ex_.for_each(n, kernels::WidenCounts{cnt, fan});
+    auto* off = prefix_with_zero(offsets_, fan, n);
+    const int64_t picked = read_back(off + n);
+    auto* picks = reserve<int64_t>(picks_, std::max<int64_t>(picked, 1));
+    float* picks_w = biased_ ? reserve<float>(picks_w_, std::max<int64_t>(picked, 1)) : nullptr;
+    ex_.for_each(n, kernels::CompactPicks{cnt, slot, res, resw, off, picks, picks_w});
+    out.nbrs.resize(picked);
+    download(out.counts.data(), cnt, n);
+    download(out.nbrs.data(), picks, picked);
+    if (biased_) {
+      out.weights.resize(picked);
+      download(out.weights.data(), picks_w, picked);
+    }
+    ex_.sync();
+  }
+
+  void relabel(const std::vector<int64_t>& dst, const LayerPicks& lo, int /*layer*/,
+               Block& b) override {
+    const int64_t nd = static_cast<int64_t>(dst.size());
+    const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+    const int64_t n = nd + ne;
+    DSP_CHECK(n < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", n);
+    b.num_dst = nd;
+    b.indptr = lo.offsets;
+    b.weights = lo.weights;
+    b.indices.resize(ne);
+    b.src_ids.clear();
+    b.num_src = 0;
+    if (n == 0) return;
+    auto* keys = reserve<int64_t>(keys_, n);
+    if (nd) ex_.to_device(keys, dst.data(), nd * sizeof(int64_t));
+    if (ne) ex_.to_device(keys + nd, lo.nbrs.data(), ne * sizeof(int64_t));
+    int bits = 10;
+    while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(n)) ++bits;
+    const uint64_t cap = uint64_t{1} << bits, mask = cap - 1;
+    const int shift = 64 - bits;
+    auto* table = reserve<uint64_t>(table_, static_cast<int64_t>(cap));
+    ex_.zero(table, cap * sizeof(uint64_t));
+    ex_.for_each(n, kernels::RelabelOffer{keys, table, mask, shift});
+    auto* flag = reserve<int64_t>(wide_, n);
+    ex_.for_each(n, kernels::RelabelFlag{keys, table, mask, shift, flag});
+    auto* ids = prefix_with_zero(slot_, flag, n);
+    auto* local = reserve<int64_t>(out_, n);
+    auto* src = reserve<int64_t>(picks_, n);
+    ex_.for_each(n, kernels::RelabelAssign{keys, table, mask, shift, ids, local, src});
+    b.num_src = read_back(ids + n);
+    b.src_ids.resize(b.num_src);
+    download(b.indices.data(), local + nd, ne);
+    download(b.src_ids.data(), src, b.num_src);
+    ex_.sync();
+  }
+
+ private:
+  using Buffer = typename Exec::Buffer;
+
+  // The adjacency position list: rows in hotness order while their entries fit the budget.
+  void split_rows(size_t budget) {
+    const LocalTopology& t = topo_;
+    const size_t elem = t.idx32 ? 4 : 8;
+    std::vector<int64_t> loc(static_cast<size_t>(t.num_rows), -1);
+    std::vector<unsigned char> hot;
+    auto take = [&](int64_t r) {
+      if (r < 0 || r >= t.num_rows || loc[r] >= 0) return true;
+      const int64_t deg = t.indptr[r + 1] - t.indptr[r];
+      if (hot.size() + deg * elem > budget) return false;
+      loc[r] = static_cast<int64_t>(hot.size() / elem);
+      const auto* src = static_cast<const unsigned char*>(t.indices) + t.indptr[r] * elem;
+      hot.insert(hot.end(), src, src + deg * elem);
+      return true;
+    };
+    bool room = true;
+    for (int64_t k = 0; k < t.num_hot && room; ++k) room = take(t.hot_nodes[k] - t.row_base);
+    for (int64_t r = 0; r < t.num_rows && room; ++r) room = take(r);
+    for (int64_t r = 0; r < t.num_rows; ++r) hot_rows_ += loc[r] >= 0;
+    upload(hot_indices_, hot.data(), hot.size());
+    upload(row_loc_, loc.data(), loc.size() * sizeof(int64_t));
+  }
+
+  template <class T>
+  T* reserve(Buffer& buf, int64_t count) {
+    return static_cast<T*>(buf.reserve(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
+  }
+  template <class T>
+  T* upload(Buffer& buf, const T* src, size_t bytes) {
+    void* d = buf.reserve(std::max<size_t>(bytes, 8));
+    if (bytes) ex_.to_device(d, src, bytes);
+    return static_cast<T*>(d);
+  }
+  const void* upload(Buffer& buf, const void* src, size_t bytes) {
+    return upload(buf, static_cast<const unsigned char*>(src), bytes);
+  }
+  template <class T>
+  void download(T* host, const T* dev, int64_t count) {
+    if (count) ex_.to_host(host, dev, static_cast<size_t>(count) * sizeof(T));
+  }
+  int64_t read_back(const int64_t* dev) {
+    int64_t v = 0;
+    ex_.to_host(&v, dev, sizeof(v));
+    ex_.sync();
+    return v;
+  }
+  // out[0] = 0, out[i + 1] = in[0] + ... + in[i]: n + 1 entries.
+  int64_t* prefix_with_zero(Buffer& buf, const int64_t* in, int64_t n) {
+    auto* out = reserve<int64_t>(buf, n + 1);
+    ex_.zero(out, sizeof(int64_t));
+    ex_.inclusive_scan(in, out + 1, n);
+    return out;
+  }
+  template <class Id>
+  kernels::SampleTask<Id> task_op(const int64_t* t, uint64_t key, const int64_t* slot,
+                                  int32_t* cnt, int64_t* res, float* resw) const {
+    return {t,
+            key,
+            static_cast<const int64_t*>(indptr_.data()),
+            static_cast<const Id*>(indices_),
+            hot_rows_ ? static_cast<const Id*>(hot_indices_.data()) : nullptr,
+            hot_rows_ ? static_cast<const int64_t*>(row_loc_.data()) : nullptr,
+            topo_.row_base,
+            biased_ ? static_cast<const double*>(cum_.data()) : nullptr,
+            biased_ ? static_cast<const float*>(weights_.data()) : nullptr,
+            biased_,
+            replace_,
+            slot,
+            cnt,
+            res,
+            resw};
+  }
+
+  Exec ex_;
+  std::string name_;
+  Device device_;
+  LocalTopology topo_;
+  bool biased_, replace_;
+  bool indices_on_host_ = false;
+  int64_t hot_rows_ = 0;
+  Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_;
+  typename Exec::Registration indices_reg_;
+  const void* indices_ = nullptr;
+  // Work buffers, reused across layers and batches.
+  Buffer tasks_, wide_, slot_, cnt_, out_, outw_, offsets_, picks_, picks_w_, keys_, table_;
+};
+
+}  // namespace dsp

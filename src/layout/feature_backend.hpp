@@ -1,0 +1,93 @@
+#pragma once
+// The device seam of the feature store: where one rank's rows live and how they are copied.
+//
+// FeatureStore (feature_store.hpp) runs the gather protocol once for every device: validate and
+// classify the requested ids against the feature position list, one all-to-all round each way for
+// rows cached by other ranks. The copies go through this interface:
+//
+//   local_pass   validates the ids and writes every row this rank serves without communication
+//                (cold rows, read from the shared features mapping, and rows of its own cache)
+//                to its place in `out`; flags the rows another rank caches;
+//   serve_slots  rows of this rank's cache, by slot, for the peers that asked (into host memory);
+//   place_rows   rows received from peers (host memory) into their places in `out`.
+//
+// `out` lives in the backend's memory (device()). Backends:
+//   host     make_host_feature_backend (host_features.cpp): the CPU build's fused, prefetching
+//            pass; its own hot rows are read from the mapping (same tier as a copy), the cache copy
+//            serves peers.
+//   device   KernelFeatureBackend<Exec> (kernel_features.hpp): hot rows in device memory, cold
+//            rows read from the mapping registered for device access; CudaExec on a GPU
+//            (cuda/feature_backend.cu, cuda_feature_backend), HostExec in every CPU test
+//            (make_emulated_feature_backend).
+// A new backend implements FeatureBackend, is built by a FeatureBackendFactory from the rank's
+// FeatureSource, and must pass the backend-parameterised gather tests (tests/layout).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "graph/array.hpp"
+
+namespace dsp {
+
+// What a backend serves from, prepared by the store (host memory, valid for the store's life).
+struct FeatureSource {
+  Array features;            // [N, F] (normally the shared read-only mapping)
+  size_t row_bytes = 0;
+  int64_t num_nodes = 0;
+  int64_t begin = 0, end = 0;  // the node ids this rank owns
+  Array cached;              // int64: this rank's cached ids in slot order (hottest first)
+  const int32_t* slot = nullptr;          // [N]: slot of every node in its owner's cache, or -1
+  const uint64_t* cached_bits = nullptr;  // bit v: node v is cached by some rank
+};
+
+// The position of a requested id: which rank serves it and how.
+enum class RowSource { kOutOfRange, kDuplicate, kHere, kPeer };
+
+// Per-id classification, shared by every backend's local pass: `lo`, `hi` is the rank's own id
+// range, `seen` marks ids of the current request (the caller clears the bits it set); rows a rank
+// caches itself are served here. A plain read-modify-write of `seen`, not an atomic: see
+// host_features.cpp for why and for its one consequence. Scalars rather than a FeatureSource, so
+// a caller's copy loop keeps them in registers.
+inline RowSource classify_row(uint64_t v, uint64_t num_nodes, uint64_t lo, uint64_t hi,
+                              const uint64_t* cached_bits, uint64_t* seen) {
+  if (v >= num_nodes) return RowSource::kOutOfRange;
+  const uint64_t bit = uint64_t{1} << (v & 63);
+  const uint64_t word = seen[v >> 6];
+  seen[v >> 6] = word | bit;
+  if (word & bit) return RowSource::kDuplicate;
+  const bool hot = (cached_bits[v >> 6] >> (v & 63)) & 1;
+  return !hot || (v >= lo && v < hi) ? RowSource::kHere : RowSource::kPeer;
+}
+
+struct LocalPass {
+  int64_t rows_cold = 0, rows_local_hot = 0;
+  int64_t bad_pos = -1, dup_pos = -1;  // first position found out of range / repeated, or -1
+};
+
+class FeatureBackend {
+ public:
+  virtual ~FeatureBackend() = default;
+  virtual std::string name() const = 0;
+  virtual Device device() const = 0;
+  // Validates ids[0, n) and copies rows it serves to out row i; peer[i] (zeroed by the caller) is
+  // set to 1 for each row another rank caches. On a bad id it stops early and reports its
+  // position, having set the `seen` bits of no more than the positions it visited.
+  virtual LocalPass local_pass(const int64_t* ids, int64_t n, void* out, uint8_t* peer,
+                               uint64_t* seen) = 0;
+  virtual void serve_slots(const int64_t* slots, int64_t n, unsigned char* rows) = 0;
+  virtual void place_rows(const unsigned char* rows, const int64_t* pos, int64_t n, void* out) = 0;
+  // Memory for `n` output rows in the backend's memory, and back to the host (tests, tools).
+  virtual std::shared_ptr<void> allocate_rows(int64_t n) = 0;
+  virtual void copy_to_host(const void* rows, int64_t n, void* host) = 0;
+};
+
+using FeatureBackendFactory = std::function<std::unique_ptr<FeatureBackend>(const FeatureSource&)>;
+
+std::unique_ptr<FeatureBackend> make_host_feature_backend(const FeatureSource& src);
+// The device backend (KernelFeatureBackend) executed on the host, for CPU tests.
+std::unique_ptr<FeatureBackend> make_emulated_feature_backend(const FeatureSource& src);
+
+}  // namespace dsp

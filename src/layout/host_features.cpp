@@ -1,0 +1,134 @@
+// The host feature backend (feature_backend.hpp): the CPU build's gather data path.
+#include <atomic>
+#include <cstring>
+
+#include "core/parallel.hpp"
+#include "layout/feature_backend.hpp"
+#include "layout/feature_store.hpp"
+
+namespace dsp {
+namespace {
+
+// Software prefetch of one row, kRowAhead rows before it is copied. Measured on this machine
+// (400-byte rows, 2.4M-row file, one run with the variants interleaved): the first and the last
+// line 4 rows ahead give 1.23x the plain per-row memcpy loop; every line 8 rows ahead gives 0.91x
+// (the misses it issues exceed what the core can track, so prefetches wait or are dropped); the
+// hardware prefetcher fills the lines in between as the copy streams through the row.
+constexpr int64_t kRowAhead = 4;
+inline void prefetch_row(const unsigned char* p, size_t row_bytes) {
+  __builtin_prefetch(p);
+  if (row_bytes > 64) __builtin_prefetch(p + row_bytes - 1);
+}
+
+class HostFeatureBackend final : public FeatureBackend {
+ public:
+  explicit HostFeatureBackend(const FeatureSource& src) : src_(src) {
+    const int64_t rows = src.cached.defined() ? src.cached.dim(0) : 0;
+    cache_.resize(static_cast<size_t>(rows) * src.row_bytes);
+    if (rows) {
+      gather_rows(static_cast<const unsigned char*>(src.features.raw()), src.row_bytes,
+                  src.cached.data<int64_t>(), rows, cache_.data());
+    }
+  }
+  std::string name() const override { return "host"; }
+  Device device() const override { return Device::cpu(); }
+  LocalPass local_pass(const int64_t* ids, int64_t n, void* out, uint8_t* peer,
+                       uint64_t* seen) override;
+  void serve_slots(const int64_t* slots, int64_t n, unsigned char* rows) override {
+    gather_rows(cache_.data(), src_.row_bytes, slots, n, rows);
+  }
+  void place_rows(const unsigned char* rows, const int64_t* pos, int64_t n, void* out) override {
+    auto* o = static_cast<unsigned char*>(out);
+    for (int64_t k = 0; k < n; ++k) {
+      std::memcpy(o + pos[k] * src_.row_bytes, rows + k * src_.row_bytes, src_.row_bytes);
+    }
+  }
+  std::shared_ptr<void> allocate_rows(int64_t n) override {
+    return std::shared_ptr<void>(new unsigned char[std::max<size_t>(n * src_.row_bytes, 1)],
+                                 [](void* p) { delete[] static_cast<unsigned char*>(p); });
+  }
+  void copy_to_host(const void* rows, int64_t n, void* host) override {
+    if (n) std::memcpy(host, rows, n * src_.row_bytes);
+  }
+
+ private:
+  FeatureSource src_;
+  std::vector<unsigned char> cache_;  // this rank's hot rows in slot order: what peers read
+};
+
+// One fused, software-pipelined pass: classify each id (range, duplicates, where its row is),
+// then copy cold and locally cached rows straight into place; ids cached by another rank are only
+// flagged. Whether a node is cached, and whether this call saw it already, are bits in two bitmaps
+// of N bits (300 KB each at 2.4M nodes: cache resident), so the pass adds no memory miss to the
+// row copy itself. The row of id i+kRowAhead is prefetched, so the row misses overlap.
+//
+// Rows this rank caches itself are read from the mapping too: on the CPU, cache and mapping are
+// the same tier of memory holding the same bytes, and going through the cache would add a
+// dependent slot lookup (4 bytes x N, not cache resident) before every hot row.
+//
+// The duplicate check is a plain read-modify-write, not a locked one: x86 locked instructions wait
+// for the row loads in flight and serialise the misses the prefetches overlap. With one thread the
+// check is exact; with several, a duplicate whose copies race in two threads' chunks can slip
+// through and is then merely copied twice.
+LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* out_raw,
+                                         uint8_t* peer, uint64_t* seen) {
+  // Everything the loop reads is hoisted into locals: the row copies go through `out`, an
+  // unsigned char pointer that may alias anything, so member reads inside the loop would be
+  // reloaded after every copy. Measured (400-byte rows, one thread): this loop with its checks
+  // runs at 1.3x the plain per-row memcpy loop; written with capturing lambdas, 0.87x.
+  auto* const out = static_cast<unsigned char*>(out_raw);
+  const auto* const base = static_cast<const unsigned char*>(src_.features.raw());
+  const uint64_t* const cached_bits = src_.cached_bits;
+  const size_t rb = src_.row_bytes;
+  const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
+  const uint64_t lo = static_cast<uint64_t>(src_.begin), hi = static_cast<uint64_t>(src_.end);
+  std::atomic<int64_t> bad_pos{-1}, dup_pos{-1}, n_cold{0}, n_local{0};
+  parallel_for(0, n, 16384, [=, &bad_pos, &dup_pos, &n_cold, &n_local](int64_t b, int64_t e) {
+    int64_t cold = 0, local = 0;
+    for (int64_t i = b; i < e; ++i) {
+      if (i + kRowAhead < e) {
+        const uint64_t w = static_cast<uint64_t>(ids[i + kRowAhead]);
+        if (w < nn && (!((cached_bits[w >> 6] >> (w & 63)) & 1) || (w >= lo && w < hi))) {
+          prefetch_row(base + w * rb, rb);
+        }
+      }
+      const uint64_t v = static_cast<uint64_t>(ids[i]);
+      const RowSource where = classify_row(v, nn, lo, hi, cached_bits, seen);
+      if (where == RowSource::kHere) {
+        std::memcpy(out + i * rb, base + v * rb, rb);
+        ((cached_bits[v >> 6] >> (v & 63)) & 1 ? local : cold) += 1;
+      } else if (where == RowSource::kPeer) {
+        peer[i] = 1;
+      } else {
+        int64_t expect = -1;
+        (where == RowSource::kOutOfRange ? bad_pos : dup_pos).compare_exchange_strong(expect, i);
+        return;
+      }
+    }
+    n_cold += cold;
+    n_local += local;
+  });
+  return {n_cold.load(), n_local.load(), bad_pos.load(), dup_pos.load()};
+}
+
+}  // namespace
+
+std::unique_ptr<FeatureBackend> make_host_feature_backend(const FeatureSource& src) {
+  return std::make_unique<HostFeatureBackend>(src);
+}
+
+void gather_rows(const unsigned char* base, size_t row_bytes, const int64_t* idx, int64_t n,
+                 unsigned char* out, const int64_t* out_pos) {
+  constexpr int64_t kAhead = kRowAhead;
+  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if (i + kAhead < e) {
+        prefetch_row(base + idx[i + kAhead] * row_bytes, row_bytes);
+      }
+      int64_t o = out_pos ? out_pos[i] : i;
+      std::memcpy(out + o * row_bytes, base + idx[i] * row_bytes, row_bytes);
+    }
+  });
+}
+
+}  // namespace dsp

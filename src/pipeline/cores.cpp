@@ -1,0 +1,185 @@
+#include "pipeline/cores.hpp"
+
+#include <dlfcn.h>
+#include <hwloc.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#ifdef DSP_HAVE_CUDA
+#include <hwloc/cudart.h>
+#endif
+
+namespace dsp {
+namespace {
+
+constexpr int kMaskWords = 64;  // cpusets of up to 4096 processing units travel in the gather
+
+class Topology {
+ public:
+  Topology() {
+    DSP_CHECK(hwloc_topology_init(&t_) == 0 && hwloc_topology_load(t_) == 0,
+              "hwloc: cannot load the machine topology");
+  }
+  ~Topology() { hwloc_topology_destroy(t_); }
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+  hwloc_topology_t get() const { return t_; }
+
+ private:
+  hwloc_topology_t t_ = nullptr;
+};
+
+class Bitmap {
+ public:
+  Bitmap() : b_(hwloc_bitmap_alloc()) {}
+  ~Bitmap() { hwloc_bitmap_free(b_); }
+  Bitmap(const Bitmap&) = delete;
+  Bitmap& operator=(const Bitmap&) = delete;
+  hwloc_bitmap_t get() const { return b_; }
+
+ private:
+  hwloc_bitmap_t b_;
+};
+
+uint64_t host_hash() {
+  char name[HOST_NAME_MAX + 1] = {0};
+  ::gethostname(name, HOST_NAME_MAX);
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (const char* p = name; *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 1099511628211ULL;
+  return h;
+}
+
+// The processing units this process may run on, narrowed to a GPU's neighbourhood when it has one.
+void allowed_cpus(const Topology& topo, const Device& device, hwloc_bitmap_t out) {
+  hwloc_const_cpuset_t machine = hwloc_topology_get_allowed_cpuset(topo.get());
+  if (hwloc_get_cpubind(topo.get(), out, HWLOC_CPUBIND_PROCESS) != 0) hwloc_bitmap_copy(out, machine);
+  hwloc_bitmap_and(out, out, machine);
+  if (hwloc_bitmap_iszero(out)) hwloc_bitmap_copy(out, machine);
+#ifdef DSP_HAVE_CUDA
+  if (device.is_cuda()) {
+    Bitmap near;
+    if (hwloc_cudart_get_device_cpuset(topo.get(), device.index, near.get()) == 0 &&
+        hwloc_bitmap_intersects(near.get(), out)) {
+      hwloc_bitmap_and(out, out, near.get());
+    }
+  }
+#else
+  (void)device;
+#endif
+}
+
+// The cores of `set` in topology order, each as the list of its processing units in `set`; PUs
+// when the topology shows no cores.
+std::vector<std::vector<int>> cores_of(const Topology& topo, hwloc_const_bitmap_t set) {
+  std::vector<std::vector<int>> cores;
+  const int n = hwloc_get_nbobjs_by_type(topo.get(), HWLOC_OBJ_CORE);
+  for (int i = 0; i < n; ++i) {
+    hwloc_obj_t core = hwloc_get_obj_by_type(topo.get(), HWLOC_OBJ_CORE, i);
+    std::vector<int> pus;
+    int pu = -1;
+    while ((pu = hwloc_bitmap_next(core->cpuset, pu)) != -1) {
+      if (hwloc_bitmap_isset(set, pu)) pus.push_back(pu);
+    }
+    if (!pus.empty()) cores.push_back(std::move(pus));
+  }
+  if (cores.empty()) {
+    int pu = -1;
+    while ((pu = hwloc_bitmap_next(set, pu)) != -1) cores.push_back({pu});
+  }
+  return cores;
+}
+
+}  // namespace
+
+std::string format_cpu_list(const std::vector<int>& cpus) {
+  std::string s;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += j > i ? fmt::format("{}-{}", cpus[i], cpus[j]) : fmt::format("{}", cpus[i]);
+    i = j + 1;
+  }
+  return s;
+}
+
+std::string CoreShare::describe() const {
+  return fmt::format("cpus {} ({} thread{}{}), node rank {} of {}{}", format_cpu_list(cpus),
+                     threads, threads == 1 ? "" : "s", bound ? ", bound" : "", node_rank,
+                     node_size, sharing > 1 ? fmt::format(", cpuset split {} ways", sharing) : "");
+}
+
+NodePlace node_place(Communicator& comm) {
+  const int64_t mine = static_cast<int64_t>(host_hash());
+  std::vector<int64_t> all(comm.size());
+  OpOptions o;
+  o.label = "cores.node";
+  comm.all_gather(&mine, all.data(), 1, DType::kInt64, o);
+  NodePlace p;
+  p.size = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (all[r] != mine) continue;
+    if (r == comm.rank()) p.rank = p.size;
+    ++p.size;
+  }
+  return p;
+}
+
+CoreShare share_cores(Communicator& comm, const Device& device, int requested, bool bind) {
+  Topology topo;
+  Bitmap allowed;
+  allowed_cpus(topo, device, allowed.get());
+  // Who shares this node, and who shares this very cpuset: one gather of (host, cpuset).
+  std::vector<int64_t> mine(1 + kMaskWords, 0), all(static_cast<size_t>(comm.size()) * (1 + kMaskWords));
+  mine[0] = static_cast<int64_t>(host_hash());
+  static_assert(sizeof(unsigned long) == 8, "hwloc bitmap words are 64-bit here");
+  for (int w = 0; w < kMaskWords; ++w) {
+    mine[1 + w] = static_cast<int64_t>(hwloc_bitmap_to_ith_ulong(allowed.get(), w));
+  }
+  OpOptions o;
+  o.label = "cores.gather";
+  comm.all_gather(mine.data(), all.data(), 1 + kMaskWords, DType::kInt64, o);
+  CoreShare s;
+  s.node_size = 0;
+  s.sharing = 0;
+  int share_index = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const int64_t* rec = all.data() + static_cast<size_t>(r) * (1 + kMaskWords);
+    if (rec[0] != mine[0]) continue;
+    if (r == comm.rank()) s.node_rank = s.node_size;
+    ++s.node_size;
+    if (std::equal(rec + 1, rec + 1 + kMaskWords, mine.begin() + 1)) {
+      if (r == comm.rank()) share_index = s.sharing;
+      ++s.sharing;
+    }
+  }
+  const std::vector<std::vector<int>> cores = cores_of(topo, allowed.get());
+  const int nc = static_cast<int>(cores.size()), k = s.sharing;
+  const int first = k <= nc ? share_index * nc / k : share_index % nc;
+  const int last = k <= nc ? (share_index + 1) * nc / k : first + 1;
+  for (int c = first; c < last; ++c) s.cpus.insert(s.cpus.end(), cores[c].begin(), cores[c].end());
+  std::sort(s.cpus.begin(), s.cpus.end());
+  s.threads = requested > 0 ? requested : std::max<int>(1, static_cast<int>(s.cpus.size()));
+  if (bind) {
+    Bitmap set;
+    for (int pu : s.cpus) hwloc_bitmap_set(set.get(), pu);
+    s.bound = hwloc_set_cpubind(topo.get(), set.get(), HWLOC_CPUBIND_PROCESS) == 0;
+    if (!s.bound) DSP_WARN("cores", "could not bind to cpus {}", format_cpu_list(s.cpus));
+  }
+  return s;
+}
+
+void set_thread_pools(int threads) {
+  omp_set_num_threads(threads);
+  if (auto* set_blas =
+          reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set_blas(threads);
+  }
+}
+
+}  // namespace dsp

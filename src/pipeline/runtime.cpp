@@ -1,0 +1,248 @@
+#include "pipeline/runtime.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/half.hpp"
+#include "core/logging.hpp"
+#include "graph/dataset.hpp"
+#include "layout/hotness.hpp"
+#include "pipeline/load_batch.hpp"
+#ifdef DSP_HAVE_CUDA
+#include "ccc/cuda/nccl_communicator.hpp"
+#include "core/cuda/memory.hpp"
+#include "csp/cuda/sampler_backend.hpp"
+#include "layout/cuda/feature_backend.hpp"
+#endif
+
+namespace dsp {
+namespace fs = std::filesystem;
+
+Device rank_device(const std::string& spec, int node_rank, int node_size, std::string* transport) {
+  Device d = Device::parse(spec);
+  const std::string want = *transport;
+  DSP_CHECK_ARG(want == "auto" || want == "mpi" || want == "nccl",
+                "unknown transport '{}' (auto, mpi, nccl)", want);
+  transport->clear();
+  if (!d.is_cuda()) return d;
+#ifdef DSP_HAVE_CUDA
+  const int gpus = cuda::device_count() - d.index;
+  DSP_CHECK_ARG(gpus > 0, "--device {}: no CUDA device {} is visible to this process", spec,
+                d.index);
+  *transport = want == "auto" ? (node_size <= gpus ? "nccl" : "mpi") : want;
+  DSP_CHECK_ARG(*transport == "mpi" || node_size <= gpus,
+                "--device {}: {} rank(s) on this node but {} GPU(s) from cuda:{}: NCCL needs one "
+                "GPU per rank (--transport mpi lets ranks share a GPU)",
+                spec, node_size, gpus, d.index);
+  return Device::cuda(d.index + node_rank % gpus);
+#else
+  (void)node_rank;
+  (void)node_size;
+  DSP_THROW_T(InvalidArgument, "--device {}: this dsp was built without CUDA (nvcc not found)",
+              spec);
+#endif
+}
+
+RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
+  DSP_CHECK_ARG(!opts_.path.empty(), "no partition or dataset directory given");
+  {
+    // Where this rank runs decides its trainer's data channel, so find the node place first, on
+    // a communicator of its own.
+    auto boot = make_communicator(opts_.backend, opts_.coord.comm);
+    const NodePlace place = node_place(*boot);
+    transport_ = opts_.transport;
+    device_ = rank_device(opts_.device, place.rank, place.size, &transport_);
+  }
+  coord_ = make_coordinator(opts_.backend, opts_.coord, trainer_channel());
+  CoordinatedCommunicator& ch = channel(WorkerKind::kMain);
+  ch.set_step(-1, 0);
+  cores_ = share_cores(ch, device_, opts_.threads, opts_.bind);
+  set_thread_pools(cores_.threads);
+  partition_if_needed();
+  part_ = load_partition(part_dir_, rank(), size());
+  if (!opts_.cache_policy.empty() || opts_.cache_ratio >= 0) {
+    if (!partitioned_on_the_fly()) override_cache();  // on the fly: the partition used them
+  }
+  log_startup();
+}
+
+RankRuntime::~RankRuntime() {
+  store_.reset();
+  if (leader() && !tmp_part_.empty()) {
+    std::error_code ec;
+    fs::remove_all(tmp_part_, ec);
+  }
+}
+
+// NCCL for the trainer's gradients when the transport says so (CUDA build), bootstrapped over the
+// control communicator; every other channel keeps the control backend (host buffers).
+DataCommFactory RankRuntime::trainer_channel() const {
+#ifdef DSP_HAVE_CUDA
+  if (transport_ == "nccl") {
+    const int device = device_.index;
+    const CommOptions comm = opts_.coord.comm;
+    return [device, comm](WorkerKind kind, Communicator& control) -> std::unique_ptr<Communicator> {
+      if (kind != WorkerKind::kTrainer) return nullptr;
+      return make_nccl_communicator(control, device, comm);
+    };
+  }
+#endif
+  return {};
+}
+
+// A dataset directory is partitioned on the fly by rank 0, into a temporary directory, with one
+// part per rank; every rank learns whether it worked.
+void RankRuntime::partition_if_needed() {
+  part_dir_ = opts_.path;
+  if (path_exists(opts_.path + "/partition.json")) return;
+  DSP_CHECK_T(IoError, path_exists(opts_.path + "/dataset.json"),
+              "{}: neither a partition directory (partition.json) nor a dataset directory "
+              "(dataset.json)",
+              opts_.path);
+  CoordinatedCommunicator& ch = channel(WorkerKind::kMain);
+  int64_t pid = ::getpid();
+  ch.broadcast(&pid, 1, DType::kInt64, 0);
+  static std::atomic<int> counter{0};  // several runtimes in one process get distinct directories
+  tmp_part_ = (fs::temp_directory_path() /
+               fmt::format("dsp-{}-{}-{}-{}", opts_.log_name, pid, size(), counter++))
+                  .string();
+  int64_t ok = 1;
+  std::string err;
+  if (leader()) {
+    try {
+      Dataset ds = load_dataset(opts_.path);
+      PartitionOptions po;
+      po.parts = size();
+      po.seed = opts_.seed;
+      po.method = opts_.partition_method;
+      po.overwrite = true;
+      po.verbose = log_level() <= LogLevel::kDebug;
+      if (!opts_.cache_policy.empty()) po.cache_policy = opts_.cache_policy;
+      if (opts_.cache_ratio >= 0) po.cache_ratio = opts_.cache_ratio;
+      DSP_INFO("runtime", "partitioning {} into {} part(s) ...", opts_.path, size());
+      partition_dataset(ds, po, tmp_part_);
+    } catch (const Error& e) {
+      ok = 0;
+      err = e.what();
+    }
+  }
+  ch.broadcast(&ok, 1, DType::kInt64, 0);
+  if (!ok) {
+    if (leader()) throw FormatError(err);
+    DSP_THROW("rank 0 failed to partition the dataset");
+  }
+  part_dir_ = tmp_part_;
+}
+
+// The cache lists of every part under another policy or ratio, computed identically on every rank
+// from replicated data (the in-degree array, or a seeded random score), so the feature position
+// lists agree.
+void RankRuntime::override_cache() {
+  const PartitionMeta& m = part_.meta;
+  const double ratio = opts_.cache_ratio < 0 ? m.cache_ratio : opts_.cache_ratio;
+  const CachePolicy policy =
+      parse_cache_policy(opts_.cache_policy.empty() ? m.cache_policy : opts_.cache_policy);
+  std::vector<int64_t> score(m.num_nodes, 0);
+  if (policy == CachePolicy::kInDegree) {
+    const int64_t* d = part_.in_degree.data<int64_t>();
+    std::copy(d, d + m.num_nodes, score.begin());
+  } else if (policy == CachePolicy::kRandom) {
+    Csr empty;
+    empty.num_nodes = m.num_nodes;
+    score = hotness_scores(CachePolicy::kRandom, empty, {}, opts_.seed);
+  } else {
+    DSP_CHECK_ARG(policy == CachePolicy::kNone,
+                  "cache policy '{}' cannot be overridden at train time; partition again",
+                  cache_policy_name(policy));
+  }
+  all_cached_.clear();
+  for (int p = 0; p < m.parts; ++p) {
+    const int64_t b = m.offsets[p], e = m.offsets[p + 1];
+    const int64_t k = policy == CachePolicy::kNone ? 0 : static_cast<int64_t>(ratio * (e - b));
+    all_cached_.push_back(Array::from_vector(top_k_by_score(score, b, e, k)));
+  }
+  part_.cached = all_cached_[part_.part];
+}
+
+// Rank 0 prints what every rank got: device, cores, threads.
+void RankRuntime::log_startup() {
+  constexpr int kLine = 160;
+  std::string line = fmt::format("rank {}: {}{}, {}", rank(), device_.str(),
+                                 transport_.empty() ? "" : " (" + transport_ + " gradients)",
+                                 cores_.describe());
+  line.resize(kLine, ' ');
+  std::vector<char> all(static_cast<size_t>(size()) * kLine);
+  OpOptions o;
+  o.label = "runtime.startup";
+  channel(WorkerKind::kMain).all_gather(line.data(), all.data(), kLine, DType::kUInt8, o);
+  if (!leader()) return;
+  for (int r = 0; r < size(); ++r) {
+    std::string l(all.data() + static_cast<size_t>(r) * kLine, kLine);
+    l.erase(l.find_last_not_of(' ') + 1);
+    DSP_INFO("runtime", "{}", l);
+  }
+}
+
+std::unique_ptr<CollectiveSampler> RankRuntime::make_sampler(const SamplerOptions& so,
+                                                             bool self_reliant) {
+  SamplerBackendFactory backend;
+#ifdef DSP_HAVE_CUDA
+  if (device_.is_cuda()) {
+    cuda::CudaSamplerOptions co;
+    co.device = device_.index;
+    backend = cuda::cuda_sampler_backend(co);
+  }
+#endif
+  if (self_reliant && part_.meta.hops > 0) {
+    DSP_CHECK_ARG(static_cast<int>(so.fanouts.size()) <= part_.meta.hops,
+                  "{}: the parts replicate {}-hop neighbourhoods (dsp partition --hops {}) but "
+                  "the sampler has {} layers",
+                  part_dir_, part_.meta.hops, part_.meta.hops, so.fanouts.size());
+    if (!self_comm_) {
+      local_ = replicated_view(part_);
+      self_comm_ = make_communicator("self");
+    }
+    return std::make_unique<CollectiveSampler>(local_, *self_comm_, so, backend);
+  }
+  return std::make_unique<CollectiveSampler>(part_, channel(WorkerKind::kSampler), so, backend);
+}
+
+FeatureStore& RankRuntime::store() {
+  if (!store_) {
+    DSP_CHECK_FORMAT(has_features(), "{}: the partition has no features to gather", part_dir_);
+    FeatureBackendFactory backend;
+#ifdef DSP_HAVE_CUDA
+    if (device_.is_cuda()) backend = cuda::cuda_feature_backend(device_.index);
+#endif
+    store_ = std::make_unique<FeatureStore>(part_, channel(WorkerKind::kLoader), all_cached_,
+                                            backend);
+  }
+  return *store_;
+}
+
+LoadedBatch RankRuntime::load(SampledBatch&& sb) {
+  return load_batch(std::move(sb), has_features() ? &store() : nullptr, part_.labels);
+}
+
+std::vector<int64_t> RankRuntime::local_ids(const std::string& split) const {
+  const Array* ids = split == "train"   ? &part_.seeds
+                     : split == "valid" ? &part_.valid_idx
+                     : split == "test"  ? &part_.test_idx
+                                        : nullptr;
+  DSP_CHECK_ARG(ids != nullptr, "split must be train, valid or test, got '{}'", split);
+  std::vector<int64_t> out;
+  if (!ids->defined()) return out;
+  const int64_t b = part_.meta.offsets[rank()], e = part_.meta.offsets[rank() + 1];
+  const int64_t* p = ids->data<int64_t>();
+  for (int64_t i = 0; i < ids->dim(0); ++i) {
+    if (p[i] >= b && p[i] < e) out.push_back(p[i]);
+  }
+  return out;
+}
+
+}  // namespace dsp

@@ -1,0 +1,108 @@
+#pragma once
+// One rank of a dsp job, built one way for every entry point (`dsp train`, `dsp bench`, the Python
+// Loader): the coordinator, the rank's device and share of the cores, its part of the partition
+// (partitioned on the fly from a dataset directory), the cache lists, and factories for the
+// sampler, the feature store and the loader stage on the rank's device.
+//
+// Construction is collective (every rank of the job builds its RankRuntime at the same point):
+// it agrees the node's core split, and rank 0 partitions a dataset directory into a temporary
+// directory that it removes when its runtime is destroyed. An error on one rank during
+// construction is an error of that rank: entry points end the job with it (Coordinator::abort_job)
+// unless every rank fails alike (a bad flag).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ccc/coordinator.hpp"
+#include "core/device.hpp"
+#include "csp/sampler.hpp"
+#include "layout/feature_store.hpp"
+#include "layout/partition.hpp"
+#include "pipeline/cores.hpp"
+
+namespace dsp {
+
+struct RankOptions {
+  std::string path;  // partition directory, or dataset directory (partitioned on the fly)
+  std::string backend = "auto";  // coordinator backend: auto | self | mpi
+  CoordinatorOptions coord;
+  std::string device = "cpu";  // cpu | cuda | cuda:N (N: first GPU of this node's ranks)
+  // How a GPU rank's trainer all-reduces gradients: "nccl" (one GPU per rank), "mpi" (staged
+  // through host memory, so ranks may share a GPU: NCCL refuses two ranks on one device), or
+  // "auto": nccl when the node has a GPU per rank, else mpi. Sampling and feature exchange use
+  // host buffers over MPI either way. Ignored on the CPU.
+  std::string transport = "auto";
+  int threads = 0;             // per rank; 0: the rank's share of its cores
+  bool bind = true;            // bind the process to its share of the cores
+  uint64_t seed = 0;           // partitioning (on the fly) and random cache policy
+  // On-the-fly partitioning, and the train-time cache override of a partition's lists.
+  std::string partition_method = "metis";
+  std::string cache_policy;  // empty: the partition's; in-degree | random | none
+  double cache_ratio = -1;   // < 0: the partition's
+  std::string log_name = "dsp";  // names the job in the startup log
+};
+
+class RankRuntime {
+ public:
+  explicit RankRuntime(RankOptions opts);
+  ~RankRuntime();
+  RankRuntime(const RankRuntime&) = delete;
+  RankRuntime& operator=(const RankRuntime&) = delete;
+
+  int rank() const { return coord_->rank(); }
+  int size() const { return coord_->size(); }
+  bool leader() const { return rank() == 0; }
+  Coordinator& coord() { return *coord_; }
+  CoordinatedCommunicator& channel(WorkerKind k) { return coord_->channel(k); }
+  const Device& device() const { return device_; }
+  const std::string& transport() const { return transport_; }  // "nccl", "mpi" or "" (CPU)
+  const CoreShare& cores() const { return cores_; }
+  const PartitionData& part() const { return part_; }
+  const std::string& partition_dir() const { return part_dir_; }
+  bool partitioned_on_the_fly() const { return !tmp_part_.empty(); }
+  const RankOptions& options() const { return opts_; }
+
+  // A sampler on the sampler channel and the rank's device. With `self_reliant` on a partition of
+  // self-reliant parts (dsp partition --method pagraph: each part replicates its seeds' L-hop
+  // in-neighbourhoods) the sampler reads the replicated rows on this rank alone (self
+  // communicator) and draws the blocks CSP would draw; only for this rank's training seeds.
+  std::unique_ptr<CollectiveSampler> make_sampler(const SamplerOptions& so,
+                                                  bool self_reliant = false);
+  // The feature store (on the loader channel, the rank's device), built on first use. The
+  // partition must have features.
+  FeatureStore& store();
+  bool has_features() const { return part_.meta.feature_dim > 0; }
+  // The loader stage: features of the input nodes (in the store's memory) and labels of the seeds.
+  LoadedBatch load(SampledBatch&& sb);
+  // This rank's seeds of a split: "train" (its co-partitioned training seeds), "valid", "test".
+  std::vector<int64_t> local_ids(const std::string& split) const;
+
+ private:
+  DataCommFactory trainer_channel() const;
+  void partition_if_needed();
+  void override_cache();
+  void log_startup();
+
+  RankOptions opts_;
+  std::unique_ptr<Coordinator> coord_;
+  Device device_;
+  std::string transport_;
+  CoreShare cores_;
+  std::string part_dir_, tmp_part_;
+  PartitionData part_;
+  std::vector<Array> all_cached_;  // overridden cache lists of every part, or empty
+  // Self-reliant sampling: the replicated view of the part and the self communicator, built on
+  // first use.
+  PartitionData local_;
+  std::unique_ptr<Communicator> self_comm_;
+  std::unique_ptr<FeatureStore> store_;
+};
+
+// Parses the device option and picks this rank's GPU: "cuda" means GPU (node rank), "cuda:N" adds
+// N; with the mpi transport ranks share GPUs round robin. InvalidArgument for a CUDA device in a
+// build without CUDA, or for more ranks on a node than GPUs with the nccl transport. `transport`
+// comes back resolved ("nccl" or "mpi"; "" on the CPU).
+Device rank_device(const std::string& spec, int node_rank, int node_size, std::string* transport);
+
+}  // namespace dsp

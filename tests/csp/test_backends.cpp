@@ -1,0 +1,176 @@
+// The sampler's device seam (csp/backend.hpp): every backend of this binary (tests/backends.hpp:
+// the device path executed on the host here, the CUDA backend in the CUDA build's
+// test_csp_backends_cuda) gives exactly the CPU backend's blocks, for every scheme, with int32 and
+// int64 neighbour ids, with the neighbour array in backend memory and read through map_host.
+// Multi-rank equivalence is in mpi/test_csp_mpi.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+#include <vector>
+
+#include "backends.hpp"
+#include "ccc/communicator.hpp"
+#include "core/rng.hpp"
+#include "csp/backend.hpp"
+#include "csp/sampler.hpp"
+#include "graph/generate.hpp"
+
+namespace dsp {
+namespace {
+
+// A community graph with positive and some zero weights; idx64: the same with int64 ids.
+const Csr& weighted_graph(bool idx64) {
+  static const Csr g32 = [] {
+    CommunityOptions co;
+    co.num_nodes = 3000;
+    co.num_edges = 20000;
+    co.num_communities = 8;
+    co.feature_dim = 0;
+    co.seed = 21;
+    Csr x = generate_community(co).graph;
+    std::vector<float> w(static_cast<size_t>(x.num_edges()));
+    RngStream s(rng_key(8), 0);
+    for (auto& v : w) v = (s.next_u32() % 6 == 0) ? 0.0f : 0.1f + 3 * s.uniform01();
+    x.weights = Array::from_vector(std::move(w));
+    return x;
+  }();
+  static const Csr g64 = [] {
+    Csr c = g32;
+    std::vector<int64_t> idx(static_cast<size_t>(c.num_edges()));
+    for (int64_t e = 0; e < c.num_edges(); ++e) idx[e] = c.indices.int_at(e);
+    c.indices = Array::from_vector(std::move(idx));
+    return c;
+  }();
+  return idx64 ? g64 : g32;
+}
+
+void expect_same_blocks(const SampledBatch& a, const SampledBatch& b) {
+  ASSERT_EQ(a.blocks.size(), b.blocks.size());
+  for (size_t l = 0; l < a.blocks.size(); ++l) {
+    SCOPED_TRACE(l);
+    EXPECT_EQ(a.blocks[l].num_dst, b.blocks[l].num_dst);
+    EXPECT_EQ(a.blocks[l].num_src, b.blocks[l].num_src);
+    EXPECT_EQ(a.blocks[l].indptr, b.blocks[l].indptr);
+    EXPECT_EQ(a.blocks[l].indices, b.blocks[l].indices);
+    EXPECT_EQ(a.blocks[l].src_ids, b.blocks[l].src_ids);
+    EXPECT_EQ(a.blocks[l].weights, b.blocks[l].weights);  // exact: the same float bits
+  }
+}
+
+struct Scheme {
+  const char* name;
+  SampleScheme scheme;
+  bool biased, replace, idx64;
+};
+
+class BackendBlocks : public ::testing::TestWithParam<std::tuple<std::string, Scheme>> {
+ protected:
+  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(std::get<0>(GetParam())); }
+};
+
+TEST_P(BackendBlocks, EqualCpuBackend) {
+  const std::string backend = std::get<0>(GetParam());
+  const Scheme c = std::get<1>(GetParam());
+  // Layer-wise fanouts are draws per layer, not per node: as many as node-wise's picks.
+  SamplerOptions o{c.scheme == SampleScheme::kLayerWise ? std::vector<int>{1000, 3000, 6000}
+                                                        : std::vector<int>{9, 4, 3}};
+  o.scheme = c.scheme;
+  o.biased = c.biased;
+  o.replace = c.replace;
+  o.seed = 77;
+  PartitionData part = single_part(weighted_graph(c.idx64));
+  auto comm = make_communicator("self");
+  CollectiveSampler cpu(part, *comm, o);
+  CollectiveSampler dev(part, *comm, o, test::sampler_backend(backend));
+  EXPECT_EQ(cpu.backend().name(), "cpu");
+  EXPECT_NE(dev.backend().name(), "cpu");
+  int64_t edges = 0;
+  for (int64_t batch = 0; batch < 3; ++batch) {
+    std::vector<int64_t> seeds;
+    for (int64_t v = batch; v < part.meta.num_nodes; v += 23) seeds.push_back(v);
+    SampledBatch a = cpu.sample(seeds, 1, batch), b = dev.sample(seeds, 1, batch);
+    expect_same_blocks(a, b);
+    for (const Block& bl : a.blocks) edges += bl.num_edges();
+  }
+  EXPECT_GT(edges, 1000);  // the comparison covered real work
+  // Degenerate batches: no seeds, one seed.
+  expect_same_blocks(cpu.sample({}, 0, 9), dev.sample({}, 0, 9));
+  expect_same_blocks(cpu.sample({17}, 0, 10), dev.sample({17}, 0, 10));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schemes, BackendBlocks,
+    ::testing::Combine(
+        ::testing::ValuesIn(test::backend_names(/*with_cpu=*/false, /*with_uva=*/true)),
+        ::testing::Values(Scheme{"uniform", SampleScheme::kNodeWise, false, false, false},
+                          Scheme{"uniform_replace", SampleScheme::kNodeWise, false, true, false},
+                          Scheme{"weighted", SampleScheme::kNodeWise, true, false, false},
+                          Scheme{"weighted_replace", SampleScheme::kNodeWise, true, true, false},
+                          Scheme{"uniform_idx64", SampleScheme::kNodeWise, false, false, true},
+                          Scheme{"weighted_idx64", SampleScheme::kNodeWise, true, false, true},
+                          Scheme{"layer", SampleScheme::kLayerWise, false, false, false},
+                          Scheme{"layer_weighted", SampleScheme::kLayerWise, true, false, false})),
+    [](const auto& info) {
+      std::string b = std::get<0>(info.param);
+      std::replace(b.begin(), b.end(), '-', '_');
+      return b + "_" + std::get<1>(info.param).name;
+    });
+
+class BackendRelabel : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(GetParam()); }
+};
+
+// Relabel alone on adversarial keys (many repeats, clustered and spread ids): destination nodes
+// first, then local ids in order of first occurrence, exactly as a hash map gives them.
+TEST_P(BackendRelabel, FirstOccurrenceOrder) {
+  PartitionData part = single_part(weighted_graph(false));
+  LocalTopology topo;
+  topo.num_rows = part.patch.num_nodes;
+  topo.num_edges = part.patch.num_edges();
+  topo.indptr = part.patch.rowptr();
+  topo.indices = part.patch.indices.raw();
+  topo.idx32 = true;
+  auto dev = test::sampler_backend(GetParam())(topo, SamplerOptions{{5}});
+  for (int64_t n : {1, 2, 1000, 200000}) {
+    SCOPED_TRACE(n);
+    std::vector<int64_t> dst;
+    for (int64_t i = 0; i < std::min<int64_t>(n, 7); ++i) dst.push_back(1000 + 3 * i);
+    LayerPicks picks;
+    picks.offsets.assign(dst.size() + 1, 0);
+    RngStream s(rng_key(5, n), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      picks.nbrs.push_back((s.next_u32() % 3 == 0) ? s.next_u32() % 50
+                                                    : s.next_u32() % 4000000000u);
+    }
+    picks.offsets.back() = n;  // every pick belongs to the last destination
+    std::unordered_map<int64_t, int64_t> first;
+    std::vector<int64_t> want_src, want_idx(n);
+    for (int64_t v : dst) first.emplace(v, static_cast<int64_t>(want_src.size())), want_src.push_back(v);
+    for (int64_t i = 0; i < n; ++i) {
+      auto it = first.emplace(picks.nbrs[i], static_cast<int64_t>(want_src.size()));
+      if (it.second) want_src.push_back(picks.nbrs[i]);
+      want_idx[i] = it.first->second;
+    }
+    Block b;
+    dev->relabel(dst, picks, 0, b);
+    EXPECT_EQ(b.num_dst, static_cast<int64_t>(dst.size()));
+    EXPECT_EQ(b.num_src, static_cast<int64_t>(want_src.size()));
+    EXPECT_EQ(b.src_ids, want_src);
+    EXPECT_EQ(b.indices, want_idx);
+    EXPECT_EQ(b.indptr, picks.offsets);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendRelabel,
+                         ::testing::ValuesIn(test::backend_names(/*with_cpu=*/true)),
+                         [](const auto& info) {
+                           std::string b = info.param;
+                           std::replace(b.begin(), b.end(), '-', '_');
+                           return b;
+                         });
+
+}  // namespace
+}  // namespace dsp

@@ -1,0 +1,63 @@
+// The NCCL communicator through the conformance suite (ccc/conformance.hpp) with device buffers,
+// bootstrapped over MPI. Run by scripts/gpu-check.sh at one rank (NCCL refuses two ranks on one
+// GPU; the lent machine has one). Without a GPU every test skips.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "ccc/conformance.hpp"
+#include "ccc/cuda/nccl_communicator.hpp"
+#include "core/cuda/check.hpp"
+#include "mpi_test_main.hpp"
+
+namespace dsp::test {
+namespace {
+
+class DeviceBuffers : public CommBuffers {
+ public:
+  ~DeviceBuffers() override { reset(); }
+  void* alloc(size_t bytes) override {
+    void* p = nullptr;
+    DSP_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 8)));
+    blocks_.push_back(p);
+    return p;
+  }
+  void put(void* dst, const void* host, size_t bytes) override {
+    if (bytes) DSP_CUDA_CHECK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
+  }
+  void get(void* host, const void* src, size_t bytes) override {
+    if (bytes) DSP_CUDA_CHECK(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost));
+  }
+  void reset() override {
+    for (void* p : blocks_) DSP_CUDA_CHECK_NO_THROW(cudaFree(p));
+    blocks_.clear();
+  }
+
+ private:
+  std::vector<void*> blocks_;
+};
+
+}  // namespace
+}  // namespace dsp::test
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  dsp::CommOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  auto mpi = dsp::make_communicator("mpi", opts);
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    // No GPU: run nothing but say so, counted as skipped by gpu-check.sh's summary.
+    if (mpi->rank() == 0) std::printf("[  SKIPPED ] nccl conformance: no CUDA device visible\n");
+    return 0;
+  }
+  auto nccl = dsp::make_nccl_communicator(*mpi, mpi->rank() % devices, opts);
+  dsp::test::DeviceBuffers dev;
+  dsp::test::conformance_env() = {nccl.get(), &dev};
+  const int failed = dsp::test::run_tests_on_all_ranks(*mpi);
+  dev.reset();
+  nccl.reset();
+  return failed;
+}

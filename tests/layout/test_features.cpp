@@ -1,0 +1,116 @@
+// The feature store's device seam (layout/feature_backend.hpp): every backend of this binary
+// (tests/backends.hpp: host memory and the device path executed on the host here, the CUDA
+// backend in the CUDA build's test_layout_backends_cuda) gathers exactly features[ids], bit for
+// bit, for row sizes that take every copy width (16, 8, 4, 2, 1 bytes), hot and cold rows, from a
+// read-only file mapping. Multi-rank gathers (remote-hot rows) are in mpi/test_layout_mpi.cpp.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numeric>
+
+#include "backends.hpp"
+#include "ccc/communicator.hpp"
+#include "core/fs.hpp"
+#include "core/rng.hpp"
+#include "layout/feature_store.hpp"
+
+namespace dsp {
+namespace {
+
+// Features [N, F] of dtype `dt` written to a file and mapped read-only, as a partition of one part
+// holds them; every 3rd node in the cached (hot) list.
+struct FeatureRig {
+  PartitionData part;
+  std::vector<unsigned char> bytes;
+  size_t row_bytes;
+  FeatureRig(int64_t n, int64_t f, DType dt) {
+    row_bytes = static_cast<size_t>(f) * dtype_size(dt);
+    bytes.resize(n * row_bytes);
+    RngStream s(rng_key(9, n, f), 0);
+    for (auto& b : bytes) b = static_cast<unsigned char>(s.next_u32());
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              fmt::format("dsp_features_{}_{}_{}.bin", ::getpid(), n, f))
+                                 .string();
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    auto mf = std::make_shared<MappedFile>(path);
+    std::filesystem::remove(path);
+    part.meta.parts = 1;
+    part.meta.num_nodes = n;
+    part.meta.offsets = {0, n};
+    part.part = 0;
+    part.features = Array(dt, {n, f}, mf->data(), mf);
+    std::vector<int64_t> cached;
+    for (int64_t v = n - 1; v >= 0; v -= 3) cached.push_back(v);
+    part.cached = Array::from_vector(std::move(cached));
+  }
+  std::vector<unsigned char> expect(const std::vector<int64_t>& ids) const {
+    std::vector<unsigned char> out(ids.size() * row_bytes);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::memcpy(out.data() + i * row_bytes, bytes.data() + ids[i] * row_bytes, row_bytes);
+    }
+    return out;
+  }
+};
+
+class BackendGather : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(GetParam()); }
+};
+
+TEST_P(BackendGather, RowsEqualFeaturesBitForBit) {
+  struct Shape {
+    int64_t n, f;
+    DType dt;
+  };
+  auto comm = make_communicator("self");
+  for (Shape sh : {Shape{3000, 100, DType::kFloat32}, Shape{2000, 6, DType::kFloat32},
+                   Shape{2000, 3, DType::kFloat32}, Shape{1500, 7, DType::kFloat16},
+                   Shape{1000, 1, DType::kUInt8}, Shape{10, 1024, DType::kFloat32}}) {
+    SCOPED_TRACE(std::to_string(sh.n) + "x" + std::to_string(sh.f));
+    FeatureRig rig(sh.n, sh.f, sh.dt);
+    FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
+    EXPECT_EQ(store.row_bytes(), rig.row_bytes);
+    std::vector<int64_t> ids(sh.n);
+    std::iota(ids.begin(), ids.end(), 0);
+    RngStream s(rng_key(1, sh.n), 0);
+    for (int64_t i = sh.n - 1; i > 0; --i) std::swap(ids[i], ids[s.uniform_int(i + 1)]);
+    ids.resize(sh.n * 2 / 3);
+    EXPECT_EQ(store.gather(ids), rig.expect(ids));
+    EXPECT_GT(store.stats().rows_local_hot, 0);
+    EXPECT_GT(store.stats().rows_cold, 0);
+    EXPECT_TRUE(store.gather(std::vector<int64_t>{}).empty());
+  }
+}
+
+TEST_P(BackendGather, BadIdsRejectedAndStoreStillWorks) {
+  auto comm = make_communicator("self");
+  FeatureRig rig(500, 5, DType::kFloat32);
+  FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
+  try {
+    store.gather(std::vector<int64_t>{4, 9, 4});
+    FAIL() << "duplicate accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("gather: id 4 is requested twice"), std::string::npos);
+  }
+  try {
+    store.gather(std::vector<int64_t>{3, 500});
+    FAIL() << "out-of-range id accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("gather: id 500 at position 1 is out of range [0, 500)"),
+              std::string::npos);
+  }
+  std::vector<int64_t> ids = {4, 9, 499, 0};
+  EXPECT_EQ(store.gather(ids), rig.expect(ids));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendGather, ::testing::ValuesIn(test::backend_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace dsp

@@ -1,0 +1,77 @@
+"""The installed package: no LibTorch in the extension, numpy-only use, version, file layout."""
+import importlib.metadata
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import dsp
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+TORCH_LIB = re.compile(r"\blib(torch|torch_cpu|torch_cuda|c10|c10_cuda)\.so")
+
+
+def dynamic_dependencies(path):
+    """The NEEDED entries of `path` (readelf) and every library the loader resolves (ldd)."""
+    needed = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True)
+    names = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", needed.stdout)
+    assert names, needed.stdout  # a pattern that matches nothing would pass any module
+    resolved = subprocess.run(["ldd", path], capture_output=True, text=True, check=True)
+    return names, resolved.stdout
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="binutils not installed")
+def test_extension_links_no_libtorch():
+    names, resolved = dynamic_dependencies(dsp._dsp.__file__)
+    assert any(n.startswith("libmpi") for n in names)  # the parser does see the real list
+    assert not [n for n in names if TORCH_LIB.search(n)], names
+    assert not TORCH_LIB.search(resolved), resolved
+
+
+def test_numpy_only_without_torch(cora_p1):
+    # A fresh interpreter in which `import torch` fails: dsp imports, the loader yields numpy
+    # arrays, and what needs torch says so.
+    code = f"""
+import sys
+sys.modules["torch"] = None
+import numpy as np
+import dsp
+blocks, x, y = next(iter(dsp.Loader({cora_p1!r}, fanouts=[5], batch_size=8)))
+assert isinstance(x, np.ndarray) and isinstance(blocks[0].indptr, np.ndarray), type(x)
+for call in (lambda: dsp.Loader({cora_p1!r}, fanouts=[5], as_tensor=True),
+             lambda: blocks[0].to_pyg()):
+    try:
+        call()
+        raise SystemExit("no ImportError")
+    except ImportError as e:
+        print(e)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == ("dsp.Loader(as_tensor=True) needs torch, which cannot be imported here: "
+                        "pip install torch, or pass as_tensor=False for numpy arrays")
+    assert lines[1].startswith("Block.to_pyg() needs torch, which cannot be imported here (")
+    assert lines[1].endswith("); install it with: pip install torch")
+
+
+def test_version():
+    project = re.search(r"project\(dsp VERSION ([0-9.]+)", (REPO / "CMakeLists.txt").read_text())
+    assert dsp.__version__ == project.group(1)
+    r = subprocess.run([dsp.cli_path(), "--version"], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == f"dsp {dsp.__version__}"
+
+
+@pytest.mark.skipif(os.environ.get("DSP_TEST_INSTALLED") != "1",
+                    reason="DSP_TEST_INSTALLED=1 only (scripts/test-python.sh)")
+def test_imported_from_the_installed_package():
+    pkg = pathlib.Path(dsp.__file__).resolve().parent
+    # The venv's site-packages: not python/dsp of the source tree, nor <build>/python/dsp.
+    assert pkg.parent.name == "site-packages", pkg
+    assert pathlib.Path(sys.prefix).resolve() in pkg.parents, (pkg, sys.prefix)
+    assert importlib.metadata.version("dsp") == dsp.__version__
+    assert pathlib.Path(dsp.cli_path()).parent == pkg / "bin"

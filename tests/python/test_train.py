@@ -1,0 +1,50 @@
+"""dsp.train runs the `dsp train` CLI shipped in the package out of process: result, output, MPI."""
+import os
+import shutil
+
+import pytest
+
+import dsp
+
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def test_result_and_forwarded_output(cora_p1, capsys):
+    r = dsp.train({"path": cora_p1, "fanouts": [5, 5], "epochs": 2, "batch_size": 64})
+    assert r["epochs_run"] == 2 and 0.0 <= r["best_val_acc"] <= 1.0
+    assert r["final_loss"] > 0 and r["best_epoch"] in (0, 1)
+    # The CLI's log reaches sys.stderr (so notebooks and capture see it) and agrees with the result.
+    err = capsys.readouterr().err
+    assert f"best val acc        {r['best_val_acc']:.4f} (epoch {r['best_epoch'] + 1})" in err
+    assert "epoch   2 | loss" in err
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed")
+def test_two_ranks_under_mpirun(cora_p2, monkeypatch, capsys):
+    for k, v in MPI_ENV.items():
+        monkeypatch.setenv(k, v)
+    r = dsp.train({"path": cora_p2, "fanouts": [5, 5], "epochs": 1, "batch_size": 32},
+                  ranks=2, mpirun=("mpirun", "--oversubscribe"))
+    assert r["epochs_run"] == 1 and r["bytes_communicated"] > 0  # rank 0 talked to rank 1
+    assert "2 rank(s)" in capsys.readouterr().err
+
+
+def test_refused_inside_an_mpi_job(cora_p1, monkeypatch):
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    with pytest.raises(dsp.NotSupported, match="call it from one process"):
+        dsp.train({"path": cora_p1, "epochs": 1})
+
+
+def test_bad_calls(cora_p1):
+    with pytest.raises(dsp.InvalidArgument, match="ranks must be an integer >= 1, got 0"):
+        dsp.train({"path": cora_p1}, ranks=0)
+    with pytest.raises(dsp.InvalidArgument, match="config must be a JSON-serialisable dict"):
+        dsp.train({"path": cora_p1, "epochs": object()})
+    with pytest.raises(dsp.NotSupported, match="cannot run no-such-launcher: not found"):
+        dsp.train({"path": cora_p1}, ranks=2, mpirun=("no-such-launcher",))
+
+
+def test_cli_ships_with_the_package():
+    exe = dsp.cli_path()
+    assert os.path.dirname(exe) == os.path.join(os.path.dirname(dsp._dsp.__file__), "bin")
+    assert os.access(exe, os.X_OK) and dsp._dsp.has_trainer
