@@ -45,7 +45,9 @@ else
   comm_args=(--nodes 2449029 --edges 71100000 --communities 1024)
   # Graph500 scale 21 with edge factor 14: 2,097,152 nodes, 29.35M undirected edges drawn.
   rmat_args=(--nodes 2097152 --edges 29360128)
-  sample_batches=20 cache_batches=60 pipe_steps=3 gather_iters=20
+  # cache: one epoch of the community graph (240 batches; R-MAT has 205), so the seed orders
+  # are compared over whole epochs
+  sample_batches=20 cache_batches=240 pipe_steps=3 gather_iters=20
 fi
 out="out/bench/$size"
 res="$out/results"
@@ -106,10 +108,40 @@ for g in "${graphs[@]}"; do
 done
 
 # --- cache policies vs the oracle (single process; also the reference sampler's throughput) ----
+# Traces with shuffled seeds and in BGL's BFS order; PreSC#K for K = 1, 2, 4.
 for g in "${graphs[@]}"; do
   run "cache_$g" "$dsp" bench cache "$out/$g" --ratios 0.05,0.1,0.2 --batches "$cache_batches" \
-    --fanouts 15,10,5 --batch-size 1024
+    --fanouts 15,10,5 --batch-size 1024 --orders random,bfs --presample-epochs 1,2,4
+  for s in 1 16; do
+    run "cache_${g}_bfs$s" "$dsp" bench cache "$out/$g" --ratios 0.05,0.1,0.2 \
+      --batches "$cache_batches" --fanouts 15,10,5 --batch-size 1024 --orders bfs \
+      --policies in-degree --bfs-sequences "$s"
+  done
 done
+
+# --- partition quality: METIS with and without the entries constraint, BGL, PaGraph, random ---
+for g in community rmat; do
+  q="$out/quality"
+  run "partition_${g}_random_p2" "$dsp" partition "$out/$g" "$q/$g-random" -p 2 --method random \
+    --overwrite
+  run "partition_${g}_metis_noentries_p2" "$dsp" partition "$out/$g" "$q/$g-metis-ne" -p 2 \
+    --no-entry-balance --overwrite
+  for p in 2 4; do
+    run "partition_${g}_bfs_blocks_p$p" "$dsp" partition "$out/$g" "$q/$g-bfs" -p "$p" \
+      --method bfs-blocks --overwrite
+    run "partition_${g}_metis_p$p" "$dsp" partition "$out/$g" "$q/$g-metis" -p "$p" --overwrite
+  done
+  run "partition_${g}_bfs_blocks_noentries_p2" "$dsp" partition "$out/$g" "$q/$g-bfs" -p 2 \
+    --method bfs-blocks --no-entry-balance --overwrite
+  run "partition_${g}_pagraph_l2_cap10_p2" "$dsp" partition "$out/$g" "$q/$g-pagraph" -p 2 \
+    --method pagraph --hops 2 --halo-cap 10 --overwrite
+  run "partition_${g}_pagraph_l3_cap10_p2" "$dsp" partition "$out/$g" "$q/$g-pagraph" -p 2 \
+    --method pagraph --hops 3 --halo-cap 10 --overwrite
+  rm -rf "$q"
+done
+run partition_community_pagraph_l2_p2 "$dsp" partition "$out/community" "$out/pagraph-tmp" -p 2 \
+  --method pagraph --hops 2 --overwrite
+rm -rf "$out/pagraph-tmp"
 
 # --- loader gather vs memcpy --------------------------------------------------------------------
 for g in community rmat; do

@@ -52,6 +52,152 @@ def save(fig, img_dir, name, rel):
     return f"![{name}]({rel}/{name})"
 
 
+PARTITION_VARIANTS = [  # (file suffix, label)
+    ("random", "random"),
+    ("metis_noentries", "METIS, nodes + seeds"),
+    ("metis", "METIS, nodes + seeds + entries"),
+    ("bfs_blocks_noentries", "BFS blocks (BGL), nodes + seeds"),
+    ("bfs_blocks", "BFS blocks, nodes + seeds + entries"),
+    ("pagraph_l2", "PaGraph L=2"),
+    ("pagraph_l2_cap10", "PaGraph L=2, halo cap 10"),
+    ("pagraph_l3_cap10", "PaGraph L=3, halo cap 10"),
+]
+
+
+def partition_section(res, stamp):
+    """Partition quality per method: cut, balance per constraint, replication, time, memory."""
+    rows, cmds = [], []
+    for g in GRAPHS:
+        for parts in (2, 4):
+            for suffix, label in PARTITION_VARIANTS:
+                name = f"partition_{g}_{suffix}_p{parts}"
+                j = load(res, name)
+                if not j:
+                    continue
+                cmds.append(command(res, name))
+                imb, rep = j["imbalance"], j.get("replication")
+                mrep = j["partition"]["extra"].get("method_report", {})
+                work = mrep.get("working_bytes")
+                n = j["partition"]["num_nodes"]
+                rows.append([
+                    g, parts, label, f"{100 * j['edge_cut_share']:.1f}%",
+                    f"{imb['nodes']:.3f} / {imb['seeds']:.3f} / {imb['entries']:.3f}",
+                    f"{rep['rows']:.2f}x / {rep['entries']:.2f}x / {rep['reach']:.2f}x" if rep
+                    else "-",
+                    f"{mrep.get('assign_s', 0):.1f}", f"{j['seconds']:.1f}",
+                    f"{j['peak_rss_bytes'] / 2**30:.2f}",
+                    f"{work / n:.0f}" if work else "-"])
+    if not rows:
+        return []
+    md = ["## Partition quality\n"]
+    md.append(
+        "`dsp partition G OUT -p P --method M --json F`. Edge cut: adjacency entries whose ends "
+        "have different owners. Imbalance: max / mean per part of nodes, training seeds and "
+        "adjacency entries (a rank's topology memory; for PaGraph its own rows plus the "
+        "replicated ones). Replication (PaGraph): rows and entries the parts hold together, and "
+        "the nodes within L hops of their seeds (the features they read), as multiples of the "
+        "graph. Assign: the method's own phase; total: the whole command (checksum, renumbering, "
+        "writing). Peak RSS counts the pages of the mapped dataset it read; working bytes/node: "
+        "the arrays of the method itself.\n")
+    md.append(stamp + "\n")
+    md.append(table(["graph", "parts", "method", "edge cut", "imbalance nodes / seeds / entries",
+                     "replication rows / entries / L-hop reach", "assign s", "total s",
+                     "peak RSS GiB", "working bytes/node"], rows) + "\n")
+    md.append("Commands:\n\n" + "\n".join(f"    {c}" for c in cmds) + "\n")
+    return md
+
+
+KEEP_BEGIN, KEEP_END = "<!-- kept: written by hand -->", "<!-- /kept -->"
+
+
+def kept_block(out_md):
+    """The hand-written block of the existing OUT.md (claims checked, accuracy runs), kept."""
+    if not os.path.exists(out_md):
+        return []
+    with open(out_md) as f:
+        text = f.read()
+    b, e = text.find(KEEP_BEGIN), text.find(KEEP_END)
+    return [text[b:e + len(KEEP_END)] + "\n"] if 0 <= b < e else []
+
+
+def presc_section(res, stamp):
+    """GNNLab's PreSC#K: hit rate as the number K of presampling epochs grows."""
+    rows, cmds = [], []
+    for g in GRAPHS:
+        j = load(res, "cache_" + g)
+        if not j:
+            continue
+        ks = sorted((p for p in j["policies"] if p.startswith("presample#")),
+                    key=lambda p: int(p.split("#")[1]))
+        if not ks:
+            continue
+        cmds.append(command(res, "cache_" + g))
+        for name in ks + ["in-degree"]:
+            pj = j["policies"][name]
+            rows.append([g, name, f"{pj['score_s']:.1f}"] +
+                        [f"{h:.3f} ({o:.3f})" for h, o in zip(pj["hit_rate"], pj["of_optimal"])])
+        rows.append([g, "**optimal**", "-"] + [f"**{h:.3f}**" for h in j["optimal"]])
+    if not rows:
+        return []
+    ratios = load(res, "cache_" + next(g for g in GRAPHS if load(res, "cache_" + g)))["ratios"]
+    md = ["## PreSC#K: presampling epochs\n"]
+    md.append(
+        "GNNLab's PreSC#K counts visits over K sampling-only epochs (drawn with other seeds than "
+        "the trace) and caches the most visited nodes; scored on the shuffled-order trace of the "
+        "cache section. In parentheses: share of the oracle's hit rate. Score s: time to compute "
+        "the hotness (K epochs of the single-process sampler).\n")
+    md.append(stamp + "\n")
+    md.append(table(["graph", "policy", "score s"] + [f"{100 * r:g}% cached" for r in ratios],
+                    rows) + "\n")
+    md.append("Commands: the `cache` commands above.\n")
+    return md
+
+
+def order_section(res, stamp):
+    """BGL's proximity-aware order against the shuffle: rows per batch, reuse, label mix."""
+    rows, cmds = [], []
+    for g in GRAPHS:
+        found = []  # (s or 0 for random, order figures, batches)
+        for name, s_override in [("cache_" + g, None)] + [(f"cache_{g}_bfs{s}", s)
+                                                           for s in (1, 16)]:
+            j = load(res, name)
+            if not j or "orders" not in j:
+                continue
+            cmds.append(command(res, name))
+            for order, o in j["orders"].items():
+                seqs = 0 if order == "random" else (s_override or j.get("bfs_sequences"))
+                found.append((seqs, o, j["batches"], j["ratios"]))
+        for seqs, o, batches, ratios in sorted(found, key=lambda f: f[0]):
+            reuse = ", ".join(
+                f"w={w['window_batches']}: {w['hit_rate']:.3f} @ {100 * w['size_share']:.1f}%"
+                f" (static {w['best_static_same_size']:.3f})" for w in o["window_reuse"])
+            best = [max(p["hit_rate"][i] for p in o["policies"].values())
+                    for i in range(len(ratios))]
+            rows.append([g, "random" if seqs == 0 else f"bfs, s={seqs}",
+                         f"{o['trace_accesses'] / batches / 1e3:,.0f}k", f"{o['label_tv']:.3f}",
+                         " / ".join(f"{h:.3f}" for h in best), reuse])
+    if not rows:
+        return []
+    md = ["## Seed order: BGL's proximity-aware ordering\n"]
+    md.append(
+        "`dsp bench cache --orders random,bfs`: sampler traces over one epoch with the seeds "
+        "shuffled and in BFS order (BGL: a pool of BFS sequences from random roots; per epoch s "
+        "of them, each rotated at random, interleaved round-robin). Rows/batch: distinct input "
+        "nodes of a batch (feature rows to load). Label TV: mean total-variation distance between "
+        "a batch's labels and all seeds' (how far from i.i.d.). Best static: the best policy's "
+        "hit rate at 5/10/20% cached. Reuse w=k: share of accesses that one of the previous k "
+        "batches made too, i.e. the hit rate of a cache holding exactly those batches' rows, @ "
+        "its mean size as a share of the nodes, next to the best static policy holding as many "
+        "nodes. The dynamic (FIFO) cache that would turn this reuse into hits is not implemented "
+        "yet.\n")
+    md.append(stamp + "\n")
+    md.append(table(["graph", "order", "rows/batch", "label TV", "best static hit rate",
+                     "reuse from the last w batches @ size (best static at that size)"],
+                    rows) + "\n")
+    md.append("Commands:\n\n" + "\n".join(f"    {c}" for c in cmds) + "\n")
+    return md
+
+
 def main():
     res, out_md, img_dir = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(img_dir, exist_ok=True)
@@ -219,9 +365,11 @@ def main():
         ratios = j["ratios"]
         rows = []
         for pname in POLICIES:
-            if pname not in j["policies"]:
+            # with several K (PreSC#K section below), PreSC#1 stands for presample here
+            key = pname if pname in j["policies"] else pname + "#1"
+            if key not in j["policies"]:
                 continue
-            pj = j["policies"][pname]
+            pj = j["policies"][key]
             rows.append([pname] + [f"{h:.3f} ({o:.2f})"
                                    for h, o in zip(pj["hit_rate"], pj["of_optimal"])])
             axes[ai].plot([100 * r for r in ratios], pj["hit_rate"], marker="o", label=pname)
@@ -349,6 +497,11 @@ def main():
     ax.legend(fontsize=7, ncol=4, loc="upper center")
     md.append("\n" + save(fig, img_dir, "bench_pipeline.png", rel) + "\n")
     md.append("Commands:\n\n" + "\n".join(f"    {c}" for c in cmds) + "\n")
+
+    md += kept_block(out_md)
+    md += presc_section(res, stamp)
+    md += order_section(res, stamp)
+    md += partition_section(res, stamp)
 
     md.append("## Training curves\n")
     md.append(

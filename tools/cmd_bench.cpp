@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "cache_trace.hpp"
 #include "ccc/communicator.hpp"
 #include "commands.hpp"
 #include "core/error.hpp"
@@ -20,6 +21,7 @@
 #include "layout/partition.hpp"
 #include "lists.hpp"
 #include "pipeline/runtime.hpp"
+#include "pipeline/seed_order.hpp"
 #ifdef DSP_HAVE_TRAIN
 #include "ccc/coordinator.hpp"
 #include "ccc/self_communicator.hpp"
@@ -303,13 +305,112 @@ void run_sample(const SampleArgs& a) {
 
 struct CacheArgs {
   std::string path, json, ratios = "0.05,0.1,0.2", fanouts = "15,10,5",
-                          policies = "in-degree,out-degree,presample,random";
+                          policies = "in-degree,out-degree,presample,random",
+                          presample_epochs = "1", orders = "random";
   int64_t batch_size = 1024;
   int batches = 50;
-  int presample_epochs = 1;
+  int bfs_sequences = 4;
   int threads = 1;
   uint64_t seed = 0;
 };
+
+// Hotness of every policy (presample once per K of PreSC#K: "presample#K" when several K are
+// asked for), computed once: static caches do not depend on the order of the seeds.
+struct ScoredPolicy {
+  std::string name;
+  std::vector<int64_t> score;
+  double seconds = 0;
+};
+std::vector<ScoredPolicy> score_policies(const CacheArgs& a, const Csr& graph,
+                                         const std::vector<int64_t>& train,
+                                         const SamplerOptions& so) {
+  std::vector<int> ks;
+  for (const std::string& k : split_list(a.presample_epochs)) {
+    try {
+      ks.push_back(std::stoi(k));
+    } catch (const std::logic_error&) {
+      DSP_THROW_T(InvalidArgument, "--presample-epochs: bad value '{}'", k);
+    }
+    DSP_CHECK_ARG(ks.back() > 0, "--presample-epochs must be positive, got {}", ks.back());
+  }
+  std::vector<ScoredPolicy> out;
+  for (const std::string& pname : split_list(a.policies)) {
+    CachePolicy p = parse_cache_policy(pname);
+    for (int k : p == CachePolicy::kPresample ? ks : std::vector<int>{1}) {
+      PresampleOptions po;
+      po.epochs = k;
+      po.batch_size = a.batch_size;
+      po.sampler = so;
+      po.sampler.seed = a.seed + 0x9e3779b9ULL;  // not the trace's draws
+      Stopwatch sw;
+      ScoredPolicy sp;
+      sp.name =
+          p == CachePolicy::kPresample && ks.size() > 1 ? fmt::format("presample#{}", k) : pname;
+      sp.score = hotness_scores(p, graph, train, a.seed + 1, make_presample_fn(po));
+      sp.seconds = sw.seconds();
+      out.push_back(std::move(sp));
+    }
+  }
+  return out;
+}
+
+// Hit rates of the policies and the oracle on one trace, its reuse and label mix.
+nlohmann::json score_trace(const CacheTrace& t, const std::vector<ScoredPolicy>& scored,
+                           const std::vector<double>& ratios, int64_t n) {
+  nlohmann::json opt = nlohmann::json::array(), pol = nlohmann::json::object();
+  for (double r : ratios) opt.push_back(optimal_hit_rate(t.ids, n, static_cast<int64_t>(r * n)));
+  for (const ScoredPolicy& sp : scored) {
+    nlohmann::json hits = nlohmann::json::array(), of_opt = nlohmann::json::array();
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      double h =
+          hit_rate(t.ids, n, top_k_by_score(sp.score, 0, n, static_cast<int64_t>(ratios[i] * n)));
+      hits.push_back(h);
+      of_opt.push_back(opt[i].get<double>() > 0 ? h / opt[i].get<double>() : 0.0);
+    }
+    pol[sp.name] = {{"hit_rate", hits}, {"of_optimal", of_opt}, {"score_s", sp.seconds}};
+  }
+  // Each window against the best static policy and the oracle holding as many nodes.
+  nlohmann::json reuse = nlohmann::json::array();
+  for (const WindowReuse& w : window_reuse(t, n, {1, 4, 16})) {
+    const int64_t k = static_cast<int64_t>(w.size_share * static_cast<double>(n));
+    double best = 0;
+    for (const ScoredPolicy& sp : scored) {
+      best = std::max(best, hit_rate(t.ids, n, top_k_by_score(sp.score, 0, n, k)));
+    }
+    reuse.push_back({{"window_batches", w.window},
+                     {"hit_rate", w.hit_rate},
+                     {"size_share", w.size_share},
+                     {"best_static_same_size", best},
+                     {"optimal_same_size", optimal_hit_rate(t.ids, n, k)}});
+  }
+  return {{"policies", pol},       {"optimal", opt},         {"trace_accesses", t.ids.size()},
+          {"window_reuse", reuse}, {"label_tv", t.label_tv}, {"sampling_s", t.seconds}};
+}
+
+void print_trace_scores(const std::string& order, const nlohmann::json& o,
+                        const std::vector<double>& ratios) {
+  fmt::print("  order {}: {} accesses, batch label TV distance {:.3f}\n", order,
+             o["trace_accesses"].get<int64_t>(), o["label_tv"].get<double>());
+  std::string head = fmt::format("    {:<12}", "policy");
+  for (double r : ratios) head += fmt::format(" {:>8.0f}%", r * 100);
+  fmt::print("{}\n", head);
+  auto row = [](const std::string& name, const nlohmann::json& v) {
+    std::string line = fmt::format("    {:<12}", name);
+    for (const auto& h : v) line += fmt::format(" {:>9.3f}", h.get<double>());
+    fmt::print("{}\n", line);
+  };
+  for (auto it = o["policies"].begin(); it != o["policies"].end(); ++it) {
+    row(it.key(), it.value()["hit_rate"]);
+  }
+  row("optimal", o["optimal"]);
+  for (const auto& w : o["window_reuse"]) {
+    fmt::print(
+        "    reuse from the last {:>2} batches: {:.3f} of accesses, holding {:.3f} of the nodes "
+        "(best static cache that size {:.3f}, optimal {:.3f})\n",
+        w["window_batches"].get<int>(), w["hit_rate"].get<double>(), w["size_share"].get<double>(),
+        w["best_static_same_size"].get<double>(), w["optimal_same_size"].get<double>());
+  }
+}
 
 // Hit rates of static caches on a recorded access trace, single process (GNNLab's evaluation):
 // every policy ranks the whole graph, caches its top ratio * N nodes and is scored against the
@@ -324,6 +425,7 @@ void run_cache(const CacheArgs& a) {
   const Csr* graph = nullptr;
   std::vector<int64_t> train;
   std::string name;
+  const Array* labels = nullptr;
   if (path_exists(a.path + "/partition.json")) {
     PartitionMeta m = load_partition_meta(a.path);
     DSP_CHECK_ARG(m.parts == 1,
@@ -334,6 +436,7 @@ void run_cache(const CacheArgs& a) {
     graph = &pd.patch;
     train.assign(pd.seeds.data<int64_t>(), pd.seeds.data<int64_t>() + pd.seeds.dim(0));
     name = pd.meta.dataset_name;
+    labels = &pd.labels;
   } else {
     LoadOptions lo;
     lo.validate = false;  // O(E) checks would dominate the run; dsp info validates
@@ -342,12 +445,14 @@ void run_cache(const CacheArgs& a) {
     DSP_CHECK_ARG(ds.train_idx.defined(), "{}: the dataset has no train_idx", a.path);
     for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) train.push_back(ds.train_idx.int_at(i));
     name = ds.meta.name;
+    labels = &ds.labels;
   }
   DSP_CHECK_ARG(!train.empty(), "{}: no training seeds", a.path);
   const int64_t N = graph->num_nodes;
 
-  // The trace: input nodes (the rows a loader would fetch) of `batches` batches of the reference
-  // sampler (one part, self communicator), continuing into further epochs if needed.
+  // Traces: input nodes (the rows a loader would fetch) of `batches` batches of the reference
+  // sampler (one part, self communicator), continuing into further epochs if needed, one per
+  // seed order.
   SamplerOptions so;
   so.fanouts = parse_int_list(a.fanouts, "--fanouts");
   so.seed = a.seed;
@@ -355,18 +460,8 @@ void run_cache(const CacheArgs& a) {
   auto self = make_communicator("self");
   CollectiveSampler sampler(single, *self, so);
   const int64_t bpe = (static_cast<int64_t>(train.size()) + a.batch_size - 1) / a.batch_size;
-  std::vector<int64_t> trace, order;
-  Stopwatch sw;
-  for (int b = 0; b < a.batches; ++b) {
-    int64_t e = b / bpe, bb = b % bpe;
-    if (bb == 0) order = shuffle_ids(train, a.seed, e);
-    SampledBatch sb = sampler.sample(presample_batch(order, a.batch_size, bb), e, bb);
-    const auto& in = sb.input_nodes();
-    trace.insert(trace.end(), in.begin(), in.end());
-  }
-  const double t_trace = sw.seconds();
-  const SamplerStats& st = sampler.stats();
-
+  const std::vector<double> ratios = parse_double_list(a.ratios, "--ratios", 0, 1);
+  const std::vector<ScoredPolicy> scored = score_policies(a, *graph, train, so);
   nlohmann::json j = {{"bench", "cache"},
                       {"path", a.path},
                       {"dataset", name},
@@ -376,59 +471,48 @@ void run_cache(const CacheArgs& a) {
                       {"batch_size", a.batch_size},
                       {"batches", a.batches},
                       {"batches_per_epoch", bpe},
-                      {"trace_accesses", trace.size()},
                       {"presample_epochs", a.presample_epochs},
+                      {"bfs_sequences", a.bfs_sequences},
                       {"threads", a.threads},
-                      // the single-process reference sampler's throughput, as a by-product
-                      {"reference_sampler",
-                       {{"sampled_edges", st.sampled_edges},
-                        {"seconds", t_trace},
-                        {"sampled_edges_per_s", st.sampled_edges / t_trace}}},
-                      {"ratios", parse_double_list(a.ratios, "--ratios", 0, 1)},
-                      {"policies", nlohmann::json::object()}};
-  std::vector<double> ratios = parse_double_list(a.ratios, "--ratios", 0, 1);
-  nlohmann::json opt = nlohmann::json::array();
-  for (double r : ratios) {
-    opt.push_back(optimal_hit_rate(trace, N, static_cast<int64_t>(r * N)));
-  }
-  j["optimal"] = opt;
-  for (const std::string& pname : split_list(a.policies)) {
-    CachePolicy p = parse_cache_policy(pname);
-    PresampleOptions po;
-    po.epochs = a.presample_epochs;
-    po.batch_size = a.batch_size;
-    po.sampler = so;
-    po.sampler.seed = a.seed + 0x9e3779b9ULL;  // not the trace's draws
-    sw.reset();
-    std::vector<int64_t> score =
-        hotness_scores(p, *graph, train, a.seed + 1, make_presample_fn(po));
-    const double t_score = sw.seconds();
-    nlohmann::json hits = nlohmann::json::array();
-    nlohmann::json of_opt = nlohmann::json::array();
-    for (size_t i = 0; i < ratios.size(); ++i) {
-      int64_t k = static_cast<int64_t>(ratios[i] * N);
-      double h = hit_rate(trace, N, top_k_by_score(score, 0, N, k));
-      hits.push_back(h);
-      of_opt.push_back(opt[i].get<double>() > 0 ? h / opt[i].get<double>() : 0.0);
+                      {"ratios", ratios},
+                      {"orders", nlohmann::json::object()}};
+  fmt::print("cache bench: {} ({} nodes), traces of {} batches x {} seeds, fanouts {}\n", name, N,
+             a.batches, a.batch_size, a.fanouts);
+  for (const std::string& order : split_list(a.orders)) {
+    DSP_CHECK_ARG(order == "random" || order == "bfs", "--orders: unknown order '{}' (random, bfs)",
+                  order);
+    std::unique_ptr<BfsSeedOrder> bfs;
+    Stopwatch sw;
+    if (order == "bfs") {
+      std::vector<int64_t> sorted = train;
+      std::sort(sorted.begin(), sorted.end());
+      bfs = std::make_unique<BfsSeedOrder>(*graph, 0, sorted, a.seed,
+                                           BfsOrderOptions{a.bfs_sequences, 0});
     }
-    j["policies"][pname] = {{"hit_rate", hits}, {"of_optimal", of_opt}, {"score_s", t_score}};
+    const double t_order = sw.seconds();
+    EpochOrderFn fn = [&](int64_t e) {
+      return bfs ? bfs->order(e, 0) : shuffle_ids(train, a.seed, e);
+    };
+    sampler.reset_stats();
+    CacheTrace t = record_trace(sampler, fn, static_cast<int64_t>(train.size()), a.batches,
+                                a.batch_size, labels);
+    nlohmann::json o = score_trace(t, scored, ratios, N);
+    o["order_setup_s"] = t_order;
+    if (j["orders"].empty()) {  // the first order's figures at the top level, as before
+      const SamplerStats& st = sampler.stats();
+      j["policies"] = o["policies"];
+      j["optimal"] = o["optimal"];
+      j["trace_accesses"] = o["trace_accesses"];
+      // the single-process reference sampler's throughput, as a by-product
+      j["reference_sampler"] = {{"sampled_edges", st.sampled_edges},
+                                {"seconds", t.seconds},
+                                {"sampled_edges_per_s", st.sampled_edges / t.seconds}};
+      fmt::print("  reference sampler: {:.2f} M sampled edges/s ({} thread(s))\n",
+                 st.sampled_edges / t.seconds / 1e6, a.threads);
+    }
+    print_trace_scores(order, o, ratios);
+    j["orders"][order] = o;
   }
-  fmt::print(
-      "cache bench: {} ({} nodes), trace of {} batches x {} seeds, fanouts {}: {} accesses\n", name,
-      N, a.batches, a.batch_size, a.fanouts, trace.size());
-  fmt::print("  reference sampler: {:.2f} M sampled edges/s ({} thread(s))\n",
-             st.sampled_edges / t_trace / 1e6, a.threads);
-  std::string head = fmt::format("  {:<12}", "policy");
-  for (double r : ratios) head += fmt::format(" {:>8.0f}%", r * 100);
-  fmt::print("{}\n", head);
-  for (auto it = j["policies"].begin(); it != j["policies"].end(); ++it) {
-    std::string line = fmt::format("  {:<12}", it.key());
-    for (const auto& h : it.value()["hit_rate"]) line += fmt::format(" {:>9.3f}", h.get<double>());
-    fmt::print("{}\n", line);
-  }
-  std::string line = fmt::format("  {:<12}", "optimal");
-  for (const auto& h : opt) line += fmt::format(" {:>9.3f}", h.get<double>());
-  fmt::print("{}\n", line);
   if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
 
@@ -762,15 +846,19 @@ void add_bench(CLI::App& app) {
   cs->add_option("--batches", ca->batches, "batches in the trace (default 50)");
   cs->add_option("--fanouts", ca->fanouts, "fanouts from the seeds out (default 15,10,5)");
   cs->add_option("--batch-size", ca->batch_size, "seeds per batch (default 1024)");
-  cs->add_option("--presample-epochs", ca->presample_epochs, "K of PreSC#K (default 1)");
+  cs->add_option("--presample-epochs", ca->presample_epochs,
+                 "K of PreSC#K, or a list (1,2,4: one presample#K policy each; default 1)");
+  cs->add_option("--orders", ca->orders,
+                 "seed orders to record a trace for: random (default), bfs, or random,bfs");
+  cs->add_option("--bfs-sequences", ca->bfs_sequences,
+                 "order bfs: BFS sequences interleaved per epoch (default 4)");
   cs->add_option("--threads", ca->threads, "OpenMP threads (default 1)");
   cs->add_option("--seed", ca->seed, "seed of the trace (presampling and random use others)")
       ->check(non_negative_integer());
   cs->add_option("--json", ca->json, "write the figures to this file");
   cs->callback([ca] {
-    DSP_CHECK_ARG(
-        ca->batch_size > 0 && ca->batches > 0 && ca->threads > 0 && ca->presample_epochs > 0,
-        "--batch-size, --batches, --threads and --presample-epochs must be positive");
+    DSP_CHECK_ARG(ca->batch_size > 0 && ca->batches > 0 && ca->threads > 0,
+                  "--batch-size, --batches and --threads must be positive");
     run_cache(*ca);
   });
 #ifdef DSP_HAVE_TRAIN

@@ -74,6 +74,12 @@ void add_train(CLI::App& app) {
                   "or mpi (through host memory; ranks may share a GPU)")
       ->check(CLI::IsMember({"auto", "nccl", "mpi"}));
   sub->add_flag("--no-progress", a->no_progress, "no progress bar");
+  sub->add_option("--order", a->c.order,
+                  "seed order per epoch: random (default, a shuffle) or bfs (BGL's "
+                  "proximity-aware order: BFS sequences from random roots, interleaved)")
+      ->check(CLI::IsMember({"random", "bfs"}));
+  sub->add_option("--bfs-sequences", a->c.bfs_sequences,
+                  "order bfs: sequences interleaved per epoch (default 4; fewer: more locality)");
   sub->add_option("--result", a->result_file,
                   "write the job's result (best_val_acc, test_acc_at_best, final_loss, ...) as "
                   "JSON to this file (rank 0)");
@@ -114,6 +120,8 @@ void add_train(CLI::App& app) {
     if (given("--seed")) c.seed = a->c.seed;
     if (given("--metrics")) c.metrics_file = a->c.metrics_file;
     if (given("--threads")) c.train.num_threads = a->c.train.num_threads;
+    if (given("--order")) c.order = a->c.order;
+    if (given("--bfs-sequences")) c.bfs_sequences = a->c.bfs_sequences;
     if (given("--device")) c.train.device = a->c.train.device;
     if (given("--transport")) c.transport = a->c.transport;
     if (a->no_progress) c.progress = false;

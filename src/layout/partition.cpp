@@ -15,24 +15,10 @@
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
 #include "layout/hotness.hpp"
+#include "layout/partition_detail.hpp"
 
 namespace dsp {
 namespace {
-
-// One progress line per phase: what, how long, and the peak memory so far.
-class Progress {
- public:
-  explicit Progress(bool on) : on_(on) {}
-  void phase(const std::string& what) {
-    if (on_) DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", what, sw_.seconds(),
-                      peak_rss_bytes() / 1073741824.0);
-    sw_.reset();
-  }
-
- private:
-  bool on_;
-  Stopwatch sw_;
-};
 
 template <class F>
 void for_each_entry(const Csr& g, F&& f) {  // f(row, neighbour, entry index)
@@ -60,7 +46,10 @@ nlohmann::json PartitionMeta::to_json() const {
                        {"end", s.end},
                        {"edges", s.edges},
                        {"seeds", s.seeds},
-                       {"cached", s.cached}});
+                       {"cached", s.cached},
+                       {"halo_nodes", s.halo_nodes},
+                       {"halo_edges", s.halo_edges},
+                       {"reach", s.reach}});
   }
   return {{"format_version", format_version},
           {"parts", parts},
@@ -72,6 +61,8 @@ nlohmann::json PartitionMeta::to_json() const {
           {"cache_rows", cache_rows},
           {"part", parts_j},
           {"edge_cut", edge_cut},
+          {"hops", hops},
+          {"halo_cap", halo_cap},
           {"num_nodes", num_nodes},
           {"num_edges", num_edges},
           {"feature_dim", feature_dim},
@@ -137,6 +128,10 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   m.source_checksum = hex("source_checksum");
   m.partition_id = hex("partition_id");
   if (j.contains("extra")) m.extra = j.at("extra");
+  // Written since self-reliant (pagraph) partitions exist; absent means no replication.
+  if (j.contains("hops")) get("hops", m.hops);
+  if (j.contains("halo_cap")) get("halo_cap", m.halo_cap);
+  DSP_CHECK_FORMAT(m.hops >= 0 && m.halo_cap >= 0, "{}: hops and halo_cap must be >= 0", what);
   DSP_CHECK_FORMAT(m.parts >= 1, "{}: parts must be >= 1, got {}", what, m.parts);
   DSP_CHECK_FORMAT(static_cast<int64_t>(m.offsets.size()) == m.parts + 1,
                    "{}: offsets has {} entries, expected parts + 1 = {}", what, m.offsets.size(),
@@ -157,6 +152,9 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
       s.edges = pj.at("edges");
       s.seeds = pj.at("seeds");
       s.cached = pj.at("cached");
+      s.halo_nodes = pj.value("halo_nodes", int64_t{0});
+      s.halo_edges = pj.value("halo_edges", int64_t{0});
+      s.reach = pj.value("reach", int64_t{0});
     } catch (const nlohmann::json::exception&) {
       DSP_THROW_T(FormatError, "{}: malformed part entry", what);
     }
@@ -193,16 +191,17 @@ std::vector<int32_t> assign_random(int64_t n, int parts, uint64_t seed) {
 }
 
 std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose,
-                                  int64_t max_entries) {
+                                  int64_t max_entries, bool balance_entries) {
   static_assert(sizeof(idx_t) == 4 || sizeof(idx_t) == 8, "unexpected METIS idx_t");
   if (sizeof(idx_t) == 4) max_entries = std::min(max_entries, kMetisMaxEntries);
   const Csr& g = ds.graph;
   const int64_t n = g.num_nodes;
   if (parts == 1) return std::vector<int32_t>(n, 0);
   DSP_CHECK_ARG(n <= max_entries,
-                "METIS uses 32-bit indices: {} nodes exceed its limit of {}; use --method random",
+                "METIS uses 32-bit indices: {} nodes exceed its limit of {}; use --method "
+                "bfs-blocks (or --method random)",
                 n, max_entries);
-  Progress progress(verbose);
+  detail::Progress progress(verbose);
 
   // METIS wants a symmetric adjacency without self loops.
   std::vector<idx_t> xadj(n + 1, 0);
@@ -211,7 +210,7 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     int64_t entries = g.num_edges();
     DSP_CHECK_ARG(entries <= max_entries,
                   "METIS uses 32-bit indices: the graph has {} adjacency entries, more than its "
-                  "limit of {}; use --method random",
+                  "limit of {}; use --method bfs-blocks (or --method random)",
                   entries, max_entries);
     adj.reserve(entries);
     for_each_entry(g, [&](int64_t v, int64_t u, int64_t) {
@@ -223,7 +222,7 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     const int64_t m = g.num_edges();
     DSP_CHECK_ARG(m <= max_entries,
                   "METIS uses 32-bit indices: {} directed edges exceed its limit of {} adjacency "
-                  "entries; use --method random",
+                  "entries; use --method bfs-blocks (or --method random)",
                   m, max_entries);
     std::vector<int32_t> src(m), dst(m);
     for_each_entry(g, [&](int64_t v, int64_t u, int64_t e) {
@@ -239,7 +238,7 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     std::vector<int32_t>().swap(dst);
     DSP_CHECK_ARG(sym.num_edges() <= max_entries,
                   "METIS uses 32-bit indices: the symmetrized graph has {} adjacency entries, more "
-                  "than its limit of {}; use --method random",
+                  "than its limit of {}; use --method bfs-blocks (or --method random)",
                   sym.num_edges(), max_entries);
     for (int64_t v = 0; v <= n; ++v) xadj[v] = static_cast<idx_t>(sym.rowptr()[v]);
     const int32_t* si = sym.indices.data<int32_t>();
@@ -247,12 +246,18 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
   }
   progress.phase("symmetrize");
 
-  // Two balance constraints: every node weighs 1 in the first, training seeds 1 in the second.
-  idx_t ncon = ds.train_idx.defined() && ds.train_idx.dim(0) > 0 ? 2 : 1;
+  // Balance constraints, one weight each per node: the node itself (1), training seeds (1 for a
+  // seed), and the adjacency entries the node's row brings into its part's patch (its in-degree:
+  // the topology memory of a rank, which on power-law graphs is far from proportional to nodes).
+  const bool seeds = ds.train_idx.defined() && ds.train_idx.dim(0) > 0;
+  idx_t ncon = 1 + (seeds ? 1 : 0) + (balance_entries ? 1 : 0);
   std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon, 0);
-  for (int64_t v = 0; v < n; ++v) vwgt[v * ncon] = 1;
-  if (ncon == 2) {
-    for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) vwgt[ds.train_idx.int_at(i) * 2 + 1] = 1;
+  for (int64_t v = 0; v < n; ++v) {
+    vwgt[v * ncon] = 1;
+    if (balance_entries) vwgt[v * ncon + ncon - 1] = static_cast<idx_t>(g.degree(v));
+  }
+  if (seeds) {
+    for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) vwgt[ds.train_idx.int_at(i) * ncon + 1] = 1;
   }
   idx_t nv = static_cast<idx_t>(n), np = parts, objval = 0;
   std::vector<real_t> ubvec(ncon, 1.03f);

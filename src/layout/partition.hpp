@@ -1,11 +1,11 @@
 #pragma once
-// Co-partitioning (DSP section 2.2): nodes are split into P parts (METIS k-way balancing nodes and
-// training seeds, or random), renumbered so part p owns the contiguous global id range
-// [offsets[p], offsets[p+1]) (owner lookup is a range check), and written as a partition
-// directory:
+// Co-partitioning (DSP section 2.2): nodes are split into P parts (METIS k-way balancing nodes,
+// training seeds and adjacency entries; BGL's BFS blocks; PaGraph's self-reliant L-hop parts; or
+// random), renumbered so part p owns the contiguous global id range [offsets[p], offsets[p+1])
+// (owner lookup is a range check), and written as a partition directory:
 //
 //   partition.json            parts, offsets, method, cache policy and capacity, per-part stats,
-//                             checksum of the source dataset, partition id
+//                             checksum of the source dataset, partition id, hops of replication
 //   features.npy, labels.npy  renumbered (row v is the node with new id v), shared by all ranks
 //   train_idx.npy, valid_idx.npy, test_idx.npy   new ids, ascending
 //   old2new.npy, new2old.npy  int64 id maps, inverse of each other
@@ -15,6 +15,11 @@
 //   part<p>/seeds.npy         the training seeds part p owns (new ids, ascending)
 //   part<p>/cached.npy        part p's cached nodes, hottest first (new ids)
 //   part<p>/part.json         part index, node range, partition id (detects mixed directories)
+//   part<p>/halo_ids.npy, halo_indptr.npy, halo_indices.npy[, halo_edge_weight.npy]
+//                             method pagraph only (hops L > 0): the rows part p replicates from
+//                             other parts, so that its sampler reaches every node within L-1 hops
+//                             of its seeds without asking another rank (halo_ids ascending, new
+//                             ids; rows as in indices.npy, cut to halo_cap entries if capped)
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,9 +34,40 @@ namespace dsp {
 
 constexpr int kPartitionFormatVersion = 1;
 
+// BGL's partitioner (NSDI'23 section 3.3), for graphs beyond METIS (more than 2^31-1 entries, or
+// more memory than the machine has): multi-source BFS grows blocks of at most block_size nodes,
+// small blocks merge into adjacent large ones (then at random), and blocks are assigned greedily
+// to the part maximising (block neighbours within `hops` hops already there) x (1 - seeds/seed
+// capacity) x (1 - nodes/node capacity) [x (1 - entries/entry capacity)]. Works on int32 or int64
+// entries, streaming over the
+// (mapped) CSR: O(N) small arrays plus the block graph, no copy of the entries.
+struct BfsBlockOptions {
+  // Nodes at which a BFS block stops growing; 0: N / (256 parts), at least min(256, N / (4 parts)).
+  int64_t block_size = 0;
+  int hops = 2;            // j: hops of block neighbours the assignment counts
+  double slack = 0.05;     // node, seed (and entry) capacity of a part: (1 + slack) * mean
+  // Adjacency entries as a third balance term (not in BGL): without it, a power-law graph's
+  // connected core may land in one part and the isolated nodes in the other.
+  bool balance_entries = true;
+};
+
+// PaGraph's self-reliant partitioner (GNNSys'21 section 3.2): training seeds are assigned one by
+// one to the part maximising (1 + its seeds among the seed's L-hop in-neighbours) x (seed quota
+// left) / (1 + nodes the part replicates), and every part replicates the L-hop in-neighbourhood
+// of its seeds (as halo rows), so a rank samples an L-layer batch without communication.
+// halo_cap > 0 keeps at most that many in-neighbours (a seeded choice) of every replicated row
+// and of every row the greedy scan walks: power-law graphs otherwise replicate nearly everything.
+struct PagraphOptions {
+  int hops = 2;          // L: layers of the model to be trained (fanouts)
+  int64_t halo_cap = 0;  // 0: replicate whole rows
+};
+
 struct PartitionOptions {
   int parts = 1;
-  std::string method = "metis";           // metis | random
+  std::string method = "metis";  // metis | random | bfs-blocks | pagraph
+  bool balance_entries = true;   // METIS: adjacency entries as a balance constraint
+  BfsBlockOptions bfs_blocks;
+  PagraphOptions pagraph;
   std::string cache_policy = "in-degree";  // in-degree | out-degree | presample | random | none
   double cache_ratio = 0.1;               // share of each part's nodes cached (if cache_bytes < 0)
   int64_t cache_bytes = -1;               // per-rank cache budget in bytes of feature rows
@@ -47,6 +83,8 @@ struct PartitionOptions {
 struct PartStats {
   int64_t begin = 0, end = 0;  // owned global id range
   int64_t edges = 0, seeds = 0, cached = 0;
+  int64_t halo_nodes = 0, halo_edges = 0;  // replicated rows (pagraph)
+  int64_t reach = 0;  // pagraph: nodes within L hops of the part's seeds (features it reads)
 };
 
 struct PartitionMeta {
@@ -59,6 +97,8 @@ struct PartitionMeta {
   int64_t cache_rows = 0;  // per part capacity in rows (the part's own count may be smaller)
   std::vector<PartStats> part;
   int64_t edge_cut = 0;          // entries whose endpoints are owned by different parts
+  int hops = 0;                  // > 0: parts replicate the halo rows of their L-hop samplers
+  int64_t halo_cap = 0;          // entries kept per replicated row (0: all)
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   DType feature_dtype = DType::kFloat32;
   DType index_dtype = DType::kInt32;
@@ -79,13 +119,29 @@ uint64_t dataset_checksum(const Dataset& ds);
 
 // Part assignment of every node (values in [0, parts)).
 std::vector<int32_t> assign_random(int64_t num_nodes, int parts, uint64_t seed);
-// METIS k-way on the symmetrized graph without self loops, with two balance constraints
-// (nodes, training seeds). Throws InvalidArgument naming METIS's 32-bit limit when the graph
-// has more than 2^31-1 adjacency entries.
+// METIS k-way on the symmetrized graph without self loops, with up to three balance
+// constraints: nodes, training seeds (when there are any), and adjacency entries of the parts'
+// patches (in-degrees; `balance_entries`). Throws InvalidArgument naming METIS's 32-bit limit
+// when the graph has more than 2^31-1 adjacency entries.
 // `max_entries` is METIS's limit (2^31-1 with Debian's 32-bit idx_t); tests lower it.
 constexpr int64_t kMetisMaxEntries = 2147483647;
 std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose,
-                                  int64_t max_entries = kMetisMaxEntries);
+                                  int64_t max_entries = kMetisMaxEntries,
+                                  bool balance_entries = true);
+// BGL's BFS blocks (see BfsBlockOptions). `report` (if given) receives block counts and the
+// time and memory of each phase.
+std::vector<int32_t> assign_bfs_blocks(const Csr& g, const Array& train_idx, int parts,
+                                       const BfsBlockOptions& opts, uint64_t seed, bool verbose,
+                                       nlohmann::json* report = nullptr);
+// PaGraph's greedy assignment of training seeds (see PagraphOptions); every other node goes to
+// the least loaded part among those whose seeds reach it within L hops (any part if none does).
+std::vector<int32_t> assign_pagraph(const Csr& g, const Array& train_idx, int parts,
+                                    const PagraphOptions& opts, uint64_t seed, bool verbose,
+                                    nlohmann::json* report = nullptr);
+// The in-neighbours of v that a replicated row keeps under halo_cap (all of them if cap <= 0 or
+// the row is short enough): the `cap` entries with the smallest seeded hash, in row order.
+std::vector<int64_t> capped_row(const Csr& g, int64_t v, int64_t cap, uint64_t seed);
+
 // Moves seeds between parts until every part has at most (1 + tol) * mean seeds, preferring seeds
 // with the most neighbours in the receiving part. Returns the number of nodes moved.
 int64_t rebalance_seeds(const Csr& g, const Array& train_idx, int parts, double tol,
@@ -108,12 +164,22 @@ struct PartitionData {
   Array labels;        // int64 [N]
   Array train_idx, valid_idx, test_idx;
   Array in_degree;     // int64 [N]
+  Array halo_ids;      // int64, ascending: replicated rows (pagraph partitions; else undefined)
+  Csr halo;            // their rows (num_nodes = halo_ids.dim(0)); entries are global ids
 };
 
 PartitionMeta load_partition_meta(const std::string& dir);
 // Loads part `part` of the partition in `dir`; `expected_parts` (if > 0) must equal the number of
 // parts (the world size of the job). Errors name the file and the fault.
 PartitionData load_partition(const std::string& dir, int part, int expected_parts = -1);
+// The sampling view of a self-reliant part (meta.hops > 0): one part over all N global ids whose
+// rows are part `part.part`'s own rows and its halo rows, every other row empty. A sampler over it
+// with the self communicator draws exactly the blocks the collective sampler draws over the whole
+// graph, for seeds of this part and up to meta.hops layers (halo_cap = 0), with no communication.
+// Costs 8 (N + 1) bytes of row pointers plus a copy of the part's rows. InvalidArgument if the
+// partition replicates nothing.
+PartitionData replicated_view(const PartitionData& part);
+
 // Throws FormatError if `ds` is not the dataset `meta` was made from.
 void check_partition_source(const PartitionMeta& meta, const Dataset& ds);
 

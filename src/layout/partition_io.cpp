@@ -11,8 +11,10 @@
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
 #include "graph/validate.hpp"
+#include "layout/graph_scan.hpp"
 #include "layout/hotness.hpp"
 #include "layout/partition.hpp"
+#include "layout/partition_detail.hpp"
 
 namespace dsp {
 namespace {
@@ -93,6 +95,86 @@ void build_patch(const Csr& g, const std::vector<int64_t>& old2new,
   });
 }
 
+// Loads and checks <pd>/<prefix>indptr.npy, indices.npy[, edge_weight.npy] as `rows` rows:
+// monotone indptr ending at the entry count, rows sorted without repeats of ids < N, one finite
+// weight >= 0 per entry. Faults name row first_row + r.
+template <class Need>
+Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows, int64_t first_row,
+              const PartitionMeta& m, Need&& need) {
+  const std::string base = pd + "/" + prefix;
+  Csr c;
+  c.num_nodes = rows;
+  c.indptr = load_npy(need(base + "indptr.npy"), DType::kInt64, 1);
+  c.indices = load_npy(need(base + "indices.npy"), m.index_dtype, 1);
+  DSP_CHECK_FORMAT(c.indptr.dim(0) == rows + 1, "{}indptr.npy: has {} entries, expected {}", base,
+                   c.indptr.dim(0), rows + 1);
+  if (m.has_weights) c.weights = load_npy(need(base + "edge_weight.npy"), DType::kFloat32, 1);
+  const int64_t* p = c.rowptr();
+  DSP_CHECK_FORMAT(p[0] == 0, "{}indptr.npy: indptr[0] = {}, expected 0", base, p[0]);
+  for (int64_t r = 0; r < rows; ++r) {
+    DSP_CHECK_FORMAT(p[r] <= p[r + 1], "{}indptr.npy: not monotone at row {}", base, r);
+  }
+  DSP_CHECK_FORMAT(p[rows] == c.num_edges(),
+                   "{}indptr.npy: ends at {} but {}indices.npy has {} entries", base, p[rows],
+                   prefix, c.num_edges());
+  // Rows sorted without repeats and in range, weights finite and >= 0 (graph/validate.hpp).
+  check_csr_rows(c.indptr, c.indices, m.num_nodes, first_row, base + "indices.npy");
+  if (m.has_weights) {
+    DSP_CHECK_FORMAT(c.weights.dim(0) == c.num_edges(),
+                     "{}edge_weight.npy: {} weights for {} entries", base, c.weights.dim(0),
+                     c.num_edges());
+    check_edge_weights(c.weights, c.indptr, first_row, base + "edge_weight.npy");
+  }
+  return c;
+}
+
+int64_t edge_cut(const Csr& g, const std::vector<int32_t>& assign) {
+  const int64_t* p = g.rowptr();
+  int64_t cut = 0;
+  with_indices(g, [&](const auto* idx) {
+#pragma omp parallel for reduction(+ : cut) schedule(dynamic, 4096)
+    for (int64_t v = 0; v < g.num_nodes; ++v) {
+      const int32_t ov = assign[v];
+      for (int64_t e = p[v]; e < p[v + 1]; ++e) cut += assign[static_cast<int64_t>(idx[e])] != ov;
+    }
+  });
+  return cut;
+}
+
+// The part of every node by opts.method; methods with a report fill `report`.
+std::vector<int32_t> assign_parts(const Dataset& ds, const PartitionOptions& opts,
+                                  nlohmann::json* report) {
+  if (opts.method == "metis") {
+    return assign_metis(ds, opts.parts, opts.seed, opts.verbose, kMetisMaxEntries,
+                        opts.balance_entries);
+  }
+  if (opts.method == "bfs-blocks") {
+    return assign_bfs_blocks(ds.graph, ds.train_idx, opts.parts, opts.bfs_blocks, opts.seed,
+                             opts.verbose, report);
+  }
+  if (opts.method == "pagraph") {
+    return assign_pagraph(ds.graph, ds.train_idx, opts.parts, opts.pagraph, opts.seed, opts.verbose,
+                          report);
+  }
+  return assign_random(ds.meta.num_nodes, opts.parts, opts.seed);
+}
+
+// PaGraph: part p's halo (see detail::build_halo) into <pd>/halo_*.npy, its sizes into st.
+void write_halo(const Csr& g, const Csr& halo_src, const PartitionMeta& meta,
+                const std::vector<int64_t>& old2new, const std::vector<int64_t>& new2old,
+                const std::vector<int64_t>& seeds, std::vector<int8_t>& depth,
+                const std::string& pd, PartStats& st) {
+  detail::Halo h =
+      detail::build_halo(g, halo_src, old2new, new2old, st.begin, st.end, seeds, meta.hops, depth);
+  st.halo_nodes = static_cast<int64_t>(h.ids.size());
+  st.halo_edges = h.rows.num_edges();
+  st.reach = h.reach;
+  save_npy(pd + "/halo_ids.npy", Array::from_vector(std::move(h.ids)));
+  save_npy(pd + "/halo_indptr.npy", h.rows.indptr);
+  save_npy(pd + "/halo_indices.npy", h.rows.indices);
+  if (h.rows.has_weights()) save_npy(pd + "/halo_edge_weight.npy", h.rows.weights);
+}
+
 }  // namespace
 
 PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
@@ -102,30 +184,27 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   DSP_CHECK_ARG(parts >= 1, "--parts must be >= 1, got {}", parts);
   DSP_CHECK_ARG(parts <= n, "--parts {} is larger than the node count {} of {}", parts, n,
                 ds.dir.empty() ? ds.meta.name : ds.dir);
-  DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random",
-                "unknown partition method '{}' (metis, random)", opts.method);
+  DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random" || opts.method == "bfs-blocks" ||
+                    opts.method == "pagraph",
+                "unknown partition method '{}' (metis, random, bfs-blocks, pagraph)", opts.method);
+  DSP_CHECK_ARG(opts.method != "pagraph" || (opts.pagraph.hops >= 1 && opts.pagraph.hops <= 100),
+                "--hops must be in [1, 100], got {}", opts.pagraph.hops);
   CachePolicy policy = parse_cache_policy(opts.cache_policy);
   DSP_CHECK_ARG(opts.cache_ratio >= 0.0 && opts.cache_ratio <= 1.0,
                 "--cache-ratio must be in [0, 1], got {}", opts.cache_ratio);
   DSP_CHECK_ARG(opts.seed_imbalance >= 0.0, "seed imbalance must be >= 0");
 
-  Stopwatch total, sw;
-  auto phase = [&](const std::string& what) {
-    if (opts.verbose) {
-      DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", what, sw.seconds(),
-               peak_rss_bytes() / 1073741824.0);
-    }
-    sw.reset();
-  };
+  Stopwatch total;
+  detail::Progress progress(opts.verbose);
+  auto phase = [&](const std::string& what) { return progress.phase(what); };
 
   PartitionMeta meta;
   meta.source_checksum = dataset_checksum(ds);
   phase("checksum source");
 
-  std::vector<int32_t> assign = opts.method == "metis"
-                                    ? assign_metis(ds, parts, opts.seed, opts.verbose)
-                                    : assign_random(n, parts, opts.seed);
-  sw.reset();
+  nlohmann::json method_report = nlohmann::json::object();
+  std::vector<int32_t> assign = assign_parts(ds, opts, &method_report);
+  method_report["assign_s"] = phase("assign parts");
   int64_t moved = rebalance_seeds(ds.graph, ds.train_idx, parts, opts.seed_imbalance, assign);
   phase(fmt::format("balance seeds ({} moved)", moved));
 
@@ -143,8 +222,10 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
       new2old[id] = v;
     }
   }
+  // Edge cut: adjacency entries whose two ends have different owners.
+  meta.edge_cut = edge_cut(ds.graph, assign);
   std::vector<int32_t>().swap(assign);
-  phase("renumber");
+  phase("renumber + edge cut");
 
   const Csr& g = ds.graph;
   meta.method = opts.method;
@@ -159,23 +240,15 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   meta.num_classes = ds.meta.num_classes;
   meta.has_weights = g.has_weights();
   meta.dataset_name = ds.meta.name;
-  meta.extra = {{"seed", opts.seed}, {"seeds_moved_for_balance", moved},
-                {"directed", ds.meta.directed}};
-
-  // Edge cut: adjacency entries whose two ends have different owners.
-  {
-    const int64_t* p = g.rowptr();
-    int64_t cut = 0;
-    dispatch_index(g.index_dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T* idx = g.indices.data<T>();
-#pragma omp parallel for reduction(+ : cut) schedule(dynamic, 4096)
-      for (int64_t v = 0; v < n; ++v) {
-        int ov = meta.owner(old2new[v]);
-        for (int64_t e = p[v]; e < p[v + 1]; ++e) cut += meta.owner(old2new[idx[e]]) != ov;
-      }
-    });
-    meta.edge_cut = cut;
+  meta.extra = {{"seed", opts.seed},
+                {"seeds_moved_for_balance", moved},
+                {"directed", ds.meta.directed},
+                {"method_report", method_report}};
+  if (opts.method == "metis") meta.extra["balance_entries"] = opts.balance_entries;
+  if (opts.method == "bfs-blocks") meta.extra["balance_entries"] = opts.bfs_blocks.balance_entries;
+  if (opts.method == "pagraph") {
+    meta.hops = opts.pagraph.hops;
+    meta.halo_cap = opts.pagraph.halo_cap;
   }
 
   // Hotness in new ids.
@@ -193,13 +266,14 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   } else {
     meta.cache_rows = -1;  // per part: cache_ratio of its own nodes
   }
-  phase("hotness + edge cut");
+  phase("hotness");
 
   StagedDir dir(out, opts.overwrite);
   Hasher pid;
   pid.update(&meta.source_checksum, sizeof(uint64_t));
   pid.update(new2old.data(), new2old.size() * sizeof(int64_t));
-  std::string pol = meta.cache_policy + meta.method;
+  std::string pol =
+      fmt::format("{}{}{}/{}", meta.cache_policy, meta.method, meta.hops, meta.halo_cap);
   pid.update(pol.data(), pol.size());
   meta.partition_id = pid.digest();
 
@@ -219,6 +293,13 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
 
   Array train_new = ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)
                                            : Array(DType::kInt64, {0});
+  // PaGraph: the rows replicated rows are cut from, and BFS scratch for the halos.
+  Csr halo_src;
+  std::vector<int8_t> depth;
+  if (meta.hops > 0) {
+    halo_src = detail::halo_rows_source(g, meta.halo_cap, opts.seed);
+    depth.assign(n, -1);
+  }
   for (int p = 0; p < parts; ++p) {
     PartStats st;
     st.begin = meta.offsets[p];
@@ -239,6 +320,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
       if (t[i] >= st.begin && t[i] < st.end) seeds.push_back(t[i]);
     }
     st.seeds = static_cast<int64_t>(seeds.size());
+    if (meta.hops > 0) write_halo(g, halo_src, meta, old2new, new2old, seeds, depth, pd, st);
     save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
     int64_t cap = policy == CachePolicy::kNone ? 0
                   : meta.cache_rows >= 0
@@ -316,31 +398,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     check_file_readable(path);
     return path;
   };
-  d.patch.num_nodes = rows;
-  d.patch.indptr = load_npy(need(pd + "/indptr.npy"), DType::kInt64, 1);
-  d.patch.indices = load_npy(need(pd + "/indices.npy"), m.index_dtype, 1);
-  DSP_CHECK_FORMAT(d.patch.indptr.dim(0) == rows + 1, "{}/indptr.npy: has {} entries, expected {}",
-                   pd, d.patch.indptr.dim(0), rows + 1);
-  if (m.has_weights) d.patch.weights = load_npy(need(pd + "/edge_weight.npy"), DType::kFloat32, 1);
-  {
-    // Structure: monotone indptr ending at the entry count, entries are global ids < N.
-    const int64_t* p = d.patch.rowptr();
-    DSP_CHECK_FORMAT(p[0] == 0, "{}/indptr.npy: indptr[0] = {}, expected 0", pd, p[0]);
-    for (int64_t r = 0; r < rows; ++r) {
-      DSP_CHECK_FORMAT(p[r] <= p[r + 1], "{}/indptr.npy: not monotone at row {}", pd, r);
-    }
-    DSP_CHECK_FORMAT(p[rows] == d.patch.num_edges(),
-                     "{}/indptr.npy: ends at {} but indices.npy has {} entries", pd, p[rows],
-                     d.patch.num_edges());
-    // Rows sorted without repeats and in range, weights finite and >= 0 (graph/validate.hpp).
-    check_csr_rows(d.patch.indptr, d.patch.indices, n, begin, pd + "/indices.npy");
-    if (m.has_weights) {
-      DSP_CHECK_FORMAT(d.patch.weights.dim(0) == d.patch.num_edges(),
-                       "{}/edge_weight.npy: {} weights for {} entries", pd, d.patch.weights.dim(0),
-                       d.patch.num_edges());
-      check_edge_weights(d.patch.weights, d.patch.indptr, begin, pd + "/edge_weight.npy");
-    }
-  }
+  d.patch = load_rows(pd, "", rows, begin, m, need);
   auto ids_in = [&](const std::string& path, int64_t lo, int64_t hi) {
     Array a = load_npy(need(path), DType::kInt64, 1);
     const int64_t* v = a.data<int64_t>();
@@ -367,6 +425,17 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
   d.train_idx = ids_in(dir + "/train_idx.npy", 0, n);
   if (path_exists(dir + "/valid_idx.npy")) d.valid_idx = ids_in(dir + "/valid_idx.npy", 0, n);
   if (path_exists(dir + "/test_idx.npy")) d.test_idx = ids_in(dir + "/test_idx.npy", 0, n);
+  if (m.hops > 0) {
+    // Replicated rows: ascending ids of other parts' nodes, then their rows.
+    d.halo_ids = ids_in(pd + "/halo_ids.npy", 0, n);
+    const int64_t* h = d.halo_ids.data<int64_t>();
+    for (int64_t i = 0; i < d.halo_ids.dim(0); ++i) {
+      DSP_CHECK_FORMAT((i == 0 || h[i - 1] < h[i]) && (h[i] < begin || h[i] >= end),
+                       "{}/halo_ids.npy: id {} at {} is not ascending or is owned by part {}", pd,
+                       h[i], i, part);
+    }
+    d.halo = load_rows(pd, "halo_", d.halo_ids.dim(0), 0, m, need);
+  }
   d.in_degree = load_npy(need(dir + "/in_degree.npy"), DType::kInt64, 1);
   DSP_CHECK_FORMAT(d.in_degree.dim(0) == n, "{}/in_degree.npy: {} entries for {} nodes", dir,
                    d.in_degree.dim(0), n);

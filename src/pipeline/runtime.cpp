@@ -188,7 +188,8 @@ void RankRuntime::log_startup() {
   }
 }
 
-std::unique_ptr<CollectiveSampler> RankRuntime::make_sampler(const SamplerOptions& so) {
+std::unique_ptr<CollectiveSampler> RankRuntime::make_sampler(const SamplerOptions& so,
+                                                             bool self_reliant) {
   SamplerBackendFactory backend;
 #ifdef DSP_HAVE_CUDA
   if (device_.is_cuda()) {
@@ -197,6 +198,17 @@ std::unique_ptr<CollectiveSampler> RankRuntime::make_sampler(const SamplerOption
     backend = cuda::cuda_sampler_backend(co);
   }
 #endif
+  if (self_reliant && part_.meta.hops > 0) {
+    DSP_CHECK_ARG(static_cast<int>(so.fanouts.size()) <= part_.meta.hops,
+                  "{}: the parts replicate {}-hop neighbourhoods (dsp partition --hops {}) but "
+                  "the sampler has {} layers",
+                  part_dir_, part_.meta.hops, part_.meta.hops, so.fanouts.size());
+    if (!self_comm_) {
+      local_ = replicated_view(part_);
+      self_comm_ = make_communicator("self");
+    }
+    return std::make_unique<CollectiveSampler>(local_, *self_comm_, so, backend);
+  }
   return std::make_unique<CollectiveSampler>(part_, channel(WorkerKind::kSampler), so, backend);
 }
 

@@ -64,8 +64,12 @@ class RankRuntime {
   bool partitioned_on_the_fly() const { return !tmp_part_.empty(); }
   const RankOptions& options() const { return opts_; }
 
-  // A sampler on the sampler channel and the rank's device.
-  std::unique_ptr<CollectiveSampler> make_sampler(const SamplerOptions& so);
+  // A sampler on the sampler channel and the rank's device. With `self_reliant` on a partition of
+  // self-reliant parts (dsp partition --method pagraph: each part replicates its seeds' L-hop
+  // in-neighbourhoods) the sampler reads the replicated rows on this rank alone (self
+  // communicator) and draws the blocks CSP would draw; only for this rank's training seeds.
+  std::unique_ptr<CollectiveSampler> make_sampler(const SamplerOptions& so,
+                                                  bool self_reliant = false);
   // The feature store (on the loader channel, the rank's device), built on first use. The
   // partition must have features.
   FeatureStore& store();
@@ -92,6 +96,10 @@ class RankRuntime {
   std::string part_dir_, tmp_part_;
   PartitionData part_;
   std::vector<Array> all_cached_;  // overridden cache lists of every part, or empty
+  // Self-reliant sampling: the replicated view of the part and the self communicator, built on
+  // first use.
+  PartitionData local_;
+  std::unique_ptr<Communicator> self_comm_;
   std::unique_ptr<FeatureStore> store_;
 };
 

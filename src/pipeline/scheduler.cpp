@@ -55,6 +55,14 @@ std::vector<int64_t> EpochScheduler::shuffled(const std::vector<int64_t>& sorted
   return v;
 }
 
+void EpochScheduler::use_bfs_order(const Csr& rows, int64_t begin, const BfsOrderOptions& opts) {
+  bfs_ = std::make_shared<const BfsSeedOrder>(rows, begin, seeds_, seed_, opts);
+}
+
+std::vector<int64_t> EpochScheduler::pass_order(int64_t epoch, int64_t pass) const {
+  return bfs_ ? bfs_->order(epoch, pass) : shuffled(seeds_, seed_, epoch, pass);
+}
+
 std::vector<int64_t> EpochScheduler::epoch_order(int64_t epoch) const {
   const int64_t steps = this->steps();
   const int64_t n = num_local_seeds();
@@ -63,7 +71,7 @@ std::vector<int64_t> EpochScheduler::epoch_order(int64_t epoch) const {
   std::vector<int64_t> order;
   order.reserve(static_cast<size_t>(len));
   for (int64_t pass = 0; static_cast<int64_t>(order.size()) < len; ++pass) {
-    std::vector<int64_t> p = shuffled(seeds_, seed_, epoch, pass);
+    std::vector<int64_t> p = pass_order(epoch, pass);
     const int64_t take = std::min<int64_t>(n, len - static_cast<int64_t>(order.size()));
     order.insert(order.end(), p.begin(), p.begin() + take);
   }

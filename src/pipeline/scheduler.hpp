@@ -12,10 +12,15 @@
 // The order is a pure function of (seed, epoch, the set of seed ids): seeds are sorted first and
 // each pass is a Fisher-Yates shuffle drawn from a counter-based stream keyed by (seed, epoch,
 // pass), so it is the same whatever order the ids came in, on whatever rank or thread computes it.
+//
+// With use_bfs_order(), every pass is BGL's proximity-aware order (seed_order.hpp) instead of a
+// shuffle: still a permutation of the seeds and a pure function of (seed, epoch, pass).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "pipeline/seed_order.hpp"
 
 namespace dsp {
 
@@ -47,11 +52,19 @@ class EpochScheduler {
   static std::vector<int64_t> shuffled(const std::vector<int64_t>& sorted, uint64_t seed,
                                        int64_t epoch, int64_t pass);
 
+  // Passes in BFS order over `rows` (the in-neighbour rows of global ids [begin, begin +
+  // rows.num_nodes), e.g. the rank's patch) instead of shuffled. Builds the sequence pool now.
+  void use_bfs_order(const Csr& rows, int64_t begin, const BfsOrderOptions& opts);
+  bool bfs_order() const { return bfs_ != nullptr; }
+  // The seeds of pass `pass` of `epoch` in the scheduler's order (shuffled or BFS).
+  std::vector<int64_t> pass_order(int64_t epoch, int64_t pass) const;
+
  private:
   std::vector<int64_t> seeds_;  // sorted
   int64_t batch_size_;
   uint64_t seed_;
   int64_t steps_ = -1;
+  std::shared_ptr<const BfsSeedOrder> bfs_;
 };
 
 }  // namespace dsp

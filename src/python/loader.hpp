@@ -41,6 +41,8 @@ struct LoaderOptions {
   std::string backend = "auto";
   // Partitioning on the fly (path is a dataset directory): method and cache.
   std::string partition_method = "metis";
+  std::string order = "random";  // with shuffle: random | bfs (BGL's proximity-aware order)
+  int bfs_sequences = 4;
   // cpu, cuda or cuda:N: where the sampler and the feature store run; with cuda the features of
   // each batch stay in device memory (LoadedBatch::device_features).
   std::string device = "cpu";

@@ -49,6 +49,9 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(cache_ratio == -1 || (cache_ratio >= 0 && cache_ratio <= 1),
                 "--cache-ratio must be in [0, 1], got {}", cache_ratio);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
+                order);
+  DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
   ModelConfig m = train.model;
   m.layers = static_cast<int>(fanouts.size());
   if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
@@ -67,7 +70,7 @@ nlohmann::json JobConfig::to_json() const {
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
           {"seed", seed},           {"backend", backend},      {"device", train.device},
-          {"transport", transport}};
+          {"transport", transport}, {"order", order},       {"bfs_sequences", bfs_sequences}};
 }
 
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
@@ -111,6 +114,8 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "device") c.train.device = v.get<std::string>();
       else if (k == "transport") c.transport = v.get<std::string>();
       else if (k == "layers") c.layers = v.get<int>();
+      else if (k == "order") c.order = v.get<std::string>();
+      else if (k == "bfs_sequences") c.bfs_sequences = v.get<int>();
       else {
         DSP_THROW_T(FormatError, "{}: unknown key '{}'", what, k);
       }
@@ -240,7 +245,9 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   SamplerOptions so;
   so.fanouts = cfg_.fanouts;
   so.seed = cfg_.seed;
-  sampler_ = rt_.make_sampler(so);
+  // On self-reliant (pagraph) parts training samples without communication; evaluation (any
+  // valid/test node) still samples collectively.
+  sampler_ = rt_.make_sampler(so, /*self_reliant=*/true);
   SamplerOptions eo = so;
   eo.fanouts = cfg_.eval_fanouts;
   eo.seed = cfg_.seed ^ 0x6576616cULL;  // "eval": evaluation draws independent of training's
@@ -261,6 +268,9 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   test_ids_ = rt_.local_ids("test");
 
   sched_ = std::make_unique<EpochScheduler>(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
+  if (cfg_.order == "bfs") {
+    sched_->use_bfs_order(part.patch, meta.offsets[rt_.rank()], {cfg_.bfs_sequences, 0});
+  }
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 1);
   steps_ = sched_->agree_steps(main_ch);

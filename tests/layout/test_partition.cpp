@@ -15,6 +15,7 @@
 #include "graph/import.hpp"
 #include "graph/npy.hpp"
 #include "layout/hotness.hpp"
+#include "layout/layout_fixtures.hpp"
 #include "layout/partition.hpp"
 
 namespace dsp {
@@ -22,20 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_dir(const std::string& name) {
-  auto p = fs::temp_directory_path() / fmt::format("dsp_layout_{}_{}", name, ::getpid());
-  fs::remove_all(p);
-  return p.string();
-}
-
-const Dataset& cora() {
-  static Dataset ds = [] {
-    OgbImportOptions o;
-    o.name = "cora";
-    return import_ogb_raw(std::string(DSP_TEST_DATA_DIR) + "/cora", o);
-  }();
-  return ds;
-}
+using testing::cora;
+using testing::temp_dir;
 
 const Dataset& rmat() {
   static Dataset ds = [] {
@@ -137,11 +126,13 @@ TEST_P(PartitionSweep, Invariants) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layout, PartitionSweep,
-    ::testing::Combine(::testing::Values("cora", "rmat"), ::testing::Values("metis", "random"),
+    ::testing::Combine(::testing::Values("cora", "rmat"),
+                       ::testing::Values("metis", "random", "bfs-blocks", "pagraph"),
                        ::testing::Values(1, 2, 3, 4)),
     [](const auto& info) {
-      return fmt::format("{}_{}_{}", std::get<0>(info.param), std::get<1>(info.param),
-                         std::get<2>(info.param));
+      std::string method = std::get<1>(info.param);
+      std::replace(method.begin(), method.end(), '-', '_');
+      return fmt::format("{}_{}_{}", std::get<0>(info.param), method, std::get<2>(info.param));
     });
 
 TEST(Partition, MetisCutsFarFewerEdgesThanRandomOnCommunityGraph) {
@@ -248,7 +239,7 @@ TEST(PartitionErrors, MetisIndexLimitIsAClearErrorNotAnOverflow) {
   } catch (const InvalidArgument& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("10556 adjacency entries"), std::string::npos) << m;
-    EXPECT_NE(m.find("--method random"), std::string::npos) << m;
+    EXPECT_NE(m.find("--method bfs-blocks"), std::string::npos) << m;
   }
   EXPECT_NO_THROW(assign_metis(ds, 2, 0, false, 10556));
   EXPECT_THROW(assign_metis(rmat(), 2, 0, false, 1000), InvalidArgument);  // directed
