@@ -589,7 +589,9 @@ void MpiCommunicator::State::timed_out(double waited) {
     std::this_thread::sleep_for(milliseconds(1));
   }
   std::string late;
-  bool lower_speaks = false;  // a lower rank timed out in this same op: it prints, we stay quiet
+  // A lower rank stuck in this same op (timing out already, or about to: its deadline is as near
+  // as ours) prints; we stay quiet unless it has not announced its abort within kDeferWait.
+  bool lower_speaks = false;
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
     std::string why;
@@ -599,7 +601,8 @@ void MpiCommunicator::State::timed_out(double waited) {
           "unreachable",
           grace.count() / 1e3);
     } else if (ans[p].seq >= my_seq) {
-      lower_speaks = lower_speaks || (p < rank && ans[p].seq == my_seq && ans[p].timing_out);
+      lower_speaks = lower_speaks ||
+                     (p < rank && ans[p].seq == my_seq && (ans[p].timing_out || ans[p].in_op));
       continue;  // started this op (or finished it): arrived
     } else if (ans[p].in_op) {
       why = fmt::format("still in op #{} '{}'", ans[p].seq, ans[p].name);
