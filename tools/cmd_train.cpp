@@ -51,6 +51,12 @@ void add_train(CLI::App& app) {
   sub->add_option("--cache-policy", a->c.cache_policy,
                   "override the partition's cache: in-degree, random or none");
   sub->add_option("--cache-ratio", a->c.cache_ratio, "override the share of nodes cached, [0, 1]");
+  sub->add_flag("--cache-auto", a->c.cache_auto,
+                "PaGraph: size the cache after the first batch from the memory left (host: "
+                "--cache-memory or the available memory; GPU: free device memory) minus the "
+                "batches in flight; the policy must be in-degree, random or none");
+  sub->add_option("--cache-memory", a->c.cache_memory,
+                  "--cache-auto: host bytes the cache may take (default: available memory)");
   sub->add_option("--pipeline", a->pipeline,
                   "auto (default: profile the first batches, then pipeline with per-stage core "
                   "shares only where it is faster), on (three workers) or off (stages one after "
@@ -111,6 +117,8 @@ void add_train(CLI::App& app) {
     if (given("--heads")) c.train.model.heads = a->c.train.model.heads;
     if (given("--cache-policy")) c.cache_policy = a->c.cache_policy;
     if (given("--cache-ratio")) c.cache_ratio = a->c.cache_ratio;
+    if (given("--cache-auto")) c.cache_auto = a->c.cache_auto;
+    if (given("--cache-memory")) c.cache_memory = a->c.cache_memory;
     if (given("--pipeline")) c.pipeline = a->pipeline;
     if (given("--ccc")) c.ccc = a->ccc == "on";
     if (given("--eval-every")) c.eval_every = a->c.eval_every;

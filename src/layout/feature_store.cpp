@@ -76,6 +76,8 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
                 ids[lp.dup_pos]);
   }
 
+  if (fifo_) serve_from_fifo(ids, n, out);
+
   // Requests for rows other ranks cache: their cache slots, grouped by owner.
   std::vector<int32_t> owner(n, -1);
   std::vector<int64_t> send_counts(P, 0);
@@ -119,6 +121,12 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
     comm_.all_to_all_v(rows_out.data(), sc, rows_in.data(), rc, DType::kUInt8, {{}, "gather.rows"});
   }
   backend_->place_rows(rows_in.data(), req_pos.data(), displ[P], out);
+  if (fifo_ && displ[P] > 0) {
+    std::vector<int64_t> got(displ[P]);
+    for (int64_t k = 0; k < displ[P]; ++k) got[k] = ids[req_pos[k]];
+    fifo_->insert(got.data(), rows_in.data(), displ[P]);
+    if (fifo_shared_) fifo_shared_->insert(got.data(), rows_in.data(), displ[P]);
+  }
 
   const int64_t rb = static_cast<int64_t>(row_bytes_);
   stats_.calls += 1;
@@ -128,6 +136,55 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
   stats_.bytes_remote_hot += displ[P] * rb;
   stats_.bytes_local_hot += lp.rows_local_hot * rb;
   stats_.bytes_cold += lp.rows_cold * rb;
+}
+
+void FeatureStore::enable_fifo(const FifoCacheOptions& o) {
+  DSP_CHECK_ARG(o.rows >= 0 && o.shared_rows >= 0, "fifo cache: negative capacity ({}, {})",
+                o.rows, o.shared_rows);
+  DSP_CHECK_ARG(o.shared_rows == 0 || o.rows > 0,
+                "fifo cache: a shared level needs a first level (rows > 0)");
+  fifo_.reset();
+  fifo_shared_.reset();
+  if (o.rows == 0) return;
+  fifo_ = std::make_unique<FifoRowCache>(o.rows, num_nodes_, row_bytes_);
+  if (o.shared_rows > 0) {
+    fifo_shared_ =
+        std::make_unique<FifoRowCache>(o.shared_rows, num_nodes_, row_bytes_, o.shared_name);
+  }
+}
+
+// Level 1, then level 2 for its misses (level 2 hits move into level 1, as BGL's CPU cache
+// feeds the GPU cache). Rows travel through host memory into the backend's `out`.
+void FeatureStore::serve_from_fifo(const int64_t* ids, int64_t n, void* out) {
+  std::vector<int64_t> want, pos;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!peer_[i]) continue;
+    want.push_back(ids[i]);
+    pos.push_back(i);
+  }
+  for (FifoRowCache* level : {fifo_.get(), fifo_shared_.get()}) {
+    if (level == nullptr || want.empty()) continue;
+    const int64_t m = static_cast<int64_t>(want.size());
+    std::vector<uint8_t> hit(m, 0);
+    std::vector<unsigned char> rows(m * row_bytes_);
+    const int64_t h = level->lookup(want.data(), m, hit.data(), rows.data());
+    if (h == 0) continue;
+    std::vector<int64_t> hit_ids, hit_pos, rest, rest_pos;
+    for (int64_t k = 0; k < m; ++k) {
+      (hit[k] ? hit_ids : rest).push_back(want[k]);
+      (hit[k] ? hit_pos : rest_pos).push_back(pos[k]);
+      if (hit[k]) peer_[pos[k]] = 0;
+    }
+    backend_->place_rows(rows.data(), hit_pos.data(), h, out);
+    if (level == fifo_shared_.get()) {
+      fifo_->insert(hit_ids.data(), rows.data(), h);
+      stats_.rows_fifo_shared += h;
+    } else {
+      stats_.rows_fifo += h;
+    }
+    want.swap(rest);
+    pos.swap(rest_pos);
+  }
 }
 
 std::vector<unsigned char> FeatureStore::gather(const std::vector<int64_t>& ids) {

@@ -15,10 +15,12 @@
 // gather's output lives in the backend's memory.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ccc/communicator.hpp"
 #include "layout/feature_backend.hpp"
+#include "layout/fifo_cache.hpp"
 #include "layout/partition.hpp"
 
 namespace dsp {
@@ -28,11 +30,24 @@ struct GatherStats {
   int64_t rows_remote_hot = 0;  // served by another rank's cache through the collective
   int64_t rows_local_hot = 0;   // served by this rank's cache
   int64_t rows_cold = 0;        // read from the mapped file
+  int64_t rows_fifo = 0;        // another rank's rows served by the FIFO cache (no request)
+  int64_t rows_fifo_shared = 0; // ... by the machine's shared FIFO level
   int64_t bytes_remote_hot = 0, bytes_local_hot = 0, bytes_cold = 0;
   double hit_rate() const {
-    int64_t total = rows_remote_hot + rows_local_hot + rows_cold;
-    return total ? static_cast<double>(rows_remote_hot + rows_local_hot) / total : 0.0;
+    const int64_t hot = rows_remote_hot + rows_local_hot + rows_fifo + rows_fifo_shared;
+    const int64_t total = hot + rows_cold;
+    return total ? static_cast<double>(hot) / total : 0.0;
   }
+};
+
+// BGL's dynamic cache of the rows other ranks serve (fifo_cache.hpp), in the protocol so every
+// backend uses it: rows found in it are placed with the backend's place_rows and not requested;
+// rows received from peers are inserted. Level 1 is the rank's own; level 2 (shared_rows > 0) a
+// shared memory object that the ranks of a machine opening the same `shared_name` share.
+struct FifoCacheOptions {
+  int64_t rows = 0;         // level 1 capacity (rows); 0: no FIFO cache
+  int64_t shared_rows = 0;  // level 2 capacity; 0: no second level
+  std::string shared_name;  // level 2's name ("/name"), the same on the ranks of a machine
 };
 
 class FeatureStore {
@@ -62,6 +77,10 @@ class FeatureStore {
   FeatureBackend& backend() { return *backend_; }
   Device device() const { return backend_->device(); }
 
+  // Adds the FIFO levels (replacing any). Not thread-safe against a concurrent gather.
+  void enable_fifo(const FifoCacheOptions& opts);
+  FifoRowCache* fifo(int level) { return level == 0 ? fifo_.get() : fifo_shared_.get(); }
+
   const GatherStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
@@ -79,6 +98,9 @@ class FeatureStore {
   std::vector<uint8_t> peer_;          // per requested id: cached by another rank
   std::unique_ptr<FeatureBackend> backend_;
   GatherStats stats_;
+  std::unique_ptr<FifoRowCache> fifo_, fifo_shared_;
+  // Serves the rows flagged in peer_ that a FIFO level holds (clearing their flags).
+  void serve_from_fifo(const int64_t* ids, int64_t n, void* out);
 };
 
 // Host memory: copies row idx[i] of `base` to row out_pos[i] of `out` (row i when out_pos is

@@ -11,10 +11,12 @@
 #include "core/half.hpp"
 #include "core/logging.hpp"
 #include "graph/dataset.hpp"
+#include "layout/cache_sizing.hpp"
 #include "layout/hotness.hpp"
 #include "pipeline/load_batch.hpp"
 #ifdef DSP_HAVE_CUDA
 #include "ccc/cuda/nccl_communicator.hpp"
+#include "core/cuda/check.hpp"
 #include "core/cuda/memory.hpp"
 #include "csp/cuda/sampler_backend.hpp"
 #include "layout/cuda/feature_backend.hpp"
@@ -167,6 +169,40 @@ void RankRuntime::override_cache() {
     all_cached_.push_back(Array::from_vector(top_k_by_score(score, b, e, k)));
   }
   part_.cached = all_cached_[part_.part];
+}
+
+double RankRuntime::size_cache_for_batch(int64_t batch_feature_bytes, int64_t prefetch_batches) {
+  DSP_CHECK_FORMAT(has_features(), "{}: the partition has no features to cache", part_dir_);
+  CacheSizing cs;
+  cs.memory_left = opts_.cache_memory > 0 ? opts_.cache_memory : host_available_memory();
+#ifdef DSP_HAVE_CUDA
+  if (device_.is_cuda()) {
+    size_t free_bytes = 0, total = 0;
+    cuda::CudaDeviceGuard guard(device_.index);
+    cuda::device_memory(&free_bytes, &total);
+    cs.memory_left = static_cast<int64_t>(free_bytes);
+  }
+#endif
+  cs.batch_feature_bytes = batch_feature_bytes;
+  cs.prefetch_batches = prefetch_batches;
+  const PartitionMeta& m = part_.meta;
+  cs.row_bytes = static_cast<size_t>(m.feature_dim) * dtype_size(part_.features.dtype());
+  const int64_t own = m.offsets[rank() + 1] - m.offsets[rank()];
+  cs.max_rows = own;
+  double ratio = own > 0 ? static_cast<double>(cache_rows_for_memory(cs)) / own : 1.0;
+  OpOptions o;
+  o.label = "runtime.cache_size";
+  channel(WorkerKind::kMain).all_reduce(&ratio, 1, DType::kFloat64, ReduceOp::kMin, o);
+  opts_.cache_ratio = ratio;
+  override_cache();
+  store_.reset();
+  if (leader()) {
+    DSP_INFO("runtime",
+             "cache sized after the first batch: {:.4f} of each part ({} MB left on rank 0, "
+             "{:.1f} MB per batch, {} prefetched)",
+             ratio, cs.memory_left >> 20, batch_feature_bytes / 1e6, prefetch_batches);
+  }
+  return ratio;
 }
 
 // Rank 0 prints what every rank got: device, cores, threads.

@@ -41,6 +41,9 @@ struct RankOptions {
   std::string partition_method = "metis";
   std::string cache_policy;  // empty: the partition's; in-degree | random | none
   double cache_ratio = -1;   // < 0: the partition's
+  // PaGraph's sizing (size_cache_for_batch): the host memory the cache may take, bytes; 0: the
+  // available memory (MemAvailable). Ignored on a GPU rank: its free device memory decides.
+  int64_t cache_memory = 0;
   std::string log_name = "dsp";  // names the job in the startup log
 };
 
@@ -79,6 +82,12 @@ class RankRuntime {
   // Pipeline options over the rank's threads, and its cpus when the process is bound to them (so
   // that `--pipeline auto` binds each stage's share inside them).
   PipelineOptions pipeline_options(PipelineMode mode) const;
+  // PaGraph's cache sizing (layout/cache_sizing.hpp), collective, before the first load: every
+  // rank computes the rows its memory left affords after reserving `prefetch_batches` + 1 batches
+  // of `batch_feature_bytes`, the job takes the smallest share of a part any rank affords (one
+  // ratio, so the position lists agree) and rebuilds the cache lists with it (the policy must be
+  // recomputable: in-degree, random or none). Returns that ratio.
+  double size_cache_for_batch(int64_t batch_feature_bytes, int64_t prefetch_batches);
   // This rank's seeds of a split: "train" (its co-partitioned training seeds), "valid", "test".
   std::vector<int64_t> local_ids(const std::string& split) const;
 

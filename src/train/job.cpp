@@ -49,6 +49,10 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(cache_ratio == -1 || (cache_ratio >= 0 && cache_ratio <= 1),
                 "--cache-ratio must be in [0, 1], got {}", cache_ratio);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  DSP_CHECK_ARG(!cache_auto || cache_ratio == -1,
+                "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
+                "not both");
+  DSP_CHECK_ARG(cache_memory >= 0, "--cache-memory must be >= 0, got {}", cache_memory);
   DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
                 order);
   DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
@@ -67,6 +71,7 @@ nlohmann::json JobConfig::to_json() const {
           {"epochs", epochs},       {"eval_every", eval_every},
           {"pipeline", pipeline},   {"ccc", ccc},
           {"cache_policy", cache_policy}, {"cache_ratio", cache_ratio},
+          {"cache_auto", cache_auto}, {"cache_memory", cache_memory},
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
           {"seed", seed},           {"backend", backend},      {"device", train.device},
@@ -105,6 +110,8 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "ccc") c.ccc = v.get<bool>();
       else if (k == "cache_policy") c.cache_policy = v.get<std::string>();
       else if (k == "cache_ratio") c.cache_ratio = v.get<double>();
+      else if (k == "cache_auto") c.cache_auto = v.get<bool>();
+      else if (k == "cache_memory") c.cache_memory = v.get<int64_t>();
       else if (k == "checkpoint_dir") c.checkpoint_dir = v.get<std::string>();
       else if (k == "checkpoint_every") c.checkpoint_every = v.get<int>();
       else if (k == "resume") c.resume = v.get<bool>();
@@ -187,6 +194,7 @@ RankOptions rank_options(const JobConfig& cfg) {
   ro.seed = cfg.seed;
   ro.cache_policy = cfg.cache_policy;
   ro.cache_ratio = cfg.cache_ratio;
+  ro.cache_memory = cfg.cache_memory;
   ro.log_name = "train";
   return ro;
 }
@@ -203,6 +211,7 @@ class TrainJob {
  private:
   EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void resume();
+  void size_cache(const PipelineOptions& popts);
   void write_metrics(int epoch, double loss, double train_acc, double val, double test);
   void checkpoint(int epoch);
 
@@ -274,6 +283,8 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 1);
   steps_ = sched_->agree_steps(main_ch);
+  const PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
+  if (cfg_.cache_auto) size_cache(popts);
   PipelineStages stages;
   stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
     return sampler_->sample(seeds, epoch, batch);
@@ -288,8 +299,7 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   stages.set_threads = [this](WorkerKind k, int n) {
     if (k == WorkerKind::kTrainer) trainer_->set_threads(n);
   };
-  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched_, stages,
-                                     rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline)));
+  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched_, stages, popts);
 
   if (rt_.leader()) {
     DSP_INFO("train",
@@ -303,6 +313,23 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
     metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));
     DSP_CHECK_T(IoError, metrics_ != nullptr, "{}: cannot open for writing", cfg_.metrics_file);
   }
+}
+
+// PaGraph's sizing: the first batch of the first epoch is sampled once more here (its draws are a
+// pure function of (seed, epoch, batch), so training samples the same blocks) to learn the feature
+// bytes a batch loads; the memory left then sets the cache, reserving the batches in flight.
+void TrainJob::size_cache(const PipelineOptions& popts) {
+  const std::vector<int64_t> seeds = sched_->batch_seeds(sched_->epoch_order(start_epoch_), 0);
+  rt_.channel(WorkerKind::kSampler).set_step(-1, 2);
+  const SampledBatch sb = sampler_->sample(seeds, start_epoch_, 0);
+  const PartitionData& part = rt_.part();
+  const int64_t bytes = static_cast<int64_t>(sb.input_nodes().size()) * part.meta.feature_dim *
+                        static_cast<int64_t>(dtype_size(part.features.dtype()));
+  // Pipelined: the loaded queue and the batch being loaded hold features besides the trained one.
+  const int64_t in_flight = popts.mode == PipelineMode::kSequential
+                                ? 0
+                                : static_cast<int64_t>(popts.queue_capacity) + 1;
+  rt_.size_cache_for_batch(bytes, in_flight);
 }
 
 void TrainJob::resume() {

@@ -26,6 +26,11 @@ struct JobConfig {
   bool ccc = true;                  // off only to show why the coordinator is needed
   std::string cache_policy;         // override of the partition's: in-degree | random | none
   double cache_ratio = -1;          // override (with cache_policy, or alone)
+  // PaGraph: with no cache_ratio, size the cache after the first batch from the memory left
+  // (RankRuntime::size_cache_for_batch). cache_memory: host bytes the cache may take (0: the
+  // available memory; a GPU rank uses its free device memory).
+  bool cache_auto = false;
+  int64_t cache_memory = 0;
   std::string checkpoint_dir;       // empty: no checkpoints
   int checkpoint_every = 0;         // epochs; 0: only at the end (if checkpoint_dir is set)
   bool resume = false;              // continue from checkpoint_dir/checkpoint.pt

@@ -184,6 +184,26 @@ TEST(Job, FaultsAreOneClearError) {
   }
 }
 
+// PaGraph's sizing after the first batch: no memory left for a cache caches nothing, ample memory
+// caches the whole part (one rank: every gathered row then comes from the cache).
+TEST(Job, CacheSizedAfterTheFirstBatchFromTheMemoryLeft) {
+  JobConfig c = cora_config();
+  c.epochs = 1;
+  c.cache_auto = true;
+  c.cache_memory = 1;
+  EXPECT_EQ(run_training(c).cache_hit_rate, 0.0);
+  c.cache_memory = int64_t{1} << 40;
+  EXPECT_EQ(run_training(c).cache_hit_rate, 1.0);
+  c.cache_ratio = 0.1;
+  try {
+    run_training(c);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("give it or --cache-ratio, not both"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Job, BadInput) {
   JobConfig c = cora_config();
   c.epochs = 1;

@@ -166,6 +166,40 @@ TEST_P(Gather, DuplicateAndOutOfRangeIdsAreRejected) {
   cleanup(f);
 }
 
+// BGL's FIFO levels in the protocol: rows served from them equal the features, rows another rank
+// caches are requested once and then found in the FIFO (small enough to evict), and the shared
+// level (one per machine: every rank here) serves rows a peer rank fetched.
+TEST_P(Gather, FifoLevelsServeEqualRowsAndSaveRequests) {
+  Fixture f = make("in-degree", 0.5);
+  int64_t pid = ::getpid();
+  g_comm->broadcast(&pid, 1, DType::kInt64, 0);
+  FifoCacheOptions fo;
+  fo.rows = 60;
+  fo.shared_rows = 400;
+  fo.shared_name = fmt::format("/dsp_test_fifo_{}", pid);
+  if (g_comm->rank() == 0) f.store->enable_fifo(fo);  // the creator first, then the attachers
+  g_comm->barrier();
+  if (g_comm->rank() != 0) f.store->enable_fifo(fo);
+  g_comm->barrier();
+  for (uint64_t round = 0; round < 8; ++round) {
+    // The same sets twice in a row: the second gather finds the peers' rows in the FIFO.
+    auto ids = random_ids(f.store->num_nodes(), 150, round / 2);
+    expect_rows(f, ids, f.store->gather(ids));
+    auto held = f.store->fifo(0)->held();
+    std::sort(held.begin(), held.end());
+    held.erase(std::remove(held.begin(), held.end(), int64_t{-1}), held.end());
+    EXPECT_EQ(std::adjacent_find(held.begin(), held.end()), held.end()) << "a row held twice";
+  }
+  const GatherStats& st = f.store->stats();
+  if (g_comm->size() > 1) {
+    EXPECT_GT(st.rows_fifo + st.rows_fifo_shared, 0);
+    EXPECT_GT(st.rows_remote_hot, 0);
+    EXPECT_GT(f.store->fifo(0)->stats().evictions, 0);
+  }
+  g_comm->barrier();  // no rank unlinks the shared level while another still attaches
+  cleanup(f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Gather, ::testing::ValuesIn(test::backend_names()),
                          [](const auto& info) { return info.param; });
 
