@@ -355,6 +355,12 @@ def main():
         "`dsp train ... --metrics FILE` writes one JSON record per epoch; "
         "`scripts/plot_metrics.py FILE OUT.png` draws loss and accuracy curves from it.\n"
     )
+    # The "Scale" section is written by scripts/scale.sh (a separate, much longer run): keep it.
+    if os.path.exists(out_md):
+        old = open(out_md).read()
+        at = old.find("\n## Scale\n")
+        if at >= 0:
+            md.append(old[at + 1:].rstrip() + "\n")
     with open(out_md, "w") as f:
         f.write("\n".join(md))
 
