@@ -7,7 +7,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 secs="${1:-20}"; shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(npy_header csv_numbers edge_list dataset_json)
+((${#targets[@]})) || targets=(npy_header csv_numbers edge_list dataset_json dataset_validate)
 
 log="$(mktemp)"
 if ! { cmake -S . -B build-fuzz -G Ninja -DDSP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -550,7 +550,7 @@ void add_bench(CLI::App& app) {
   g->add_option("--batch", a->batch, "distinct rows per gather (default 100000)");
   g->add_option("--iters", a->iters, "timed gathers (default 20)");
   g->add_option("--threads", a->threads, "OpenMP threads of the gather (default 1, as the loop)");
-  g->add_option("--seed", a->seed, "random seed of the id sets");
+  g->add_option("--seed", a->seed, "random seed of the id sets")->check(non_negative_integer());
   g->add_option("--device", a->device, "cpu (default), cuda or cuda:N: where the store gathers to");
   g->add_option("--json", a->json, "write the figures to this file");
   g->callback([a] {
@@ -574,7 +574,7 @@ void add_bench(CLI::App& app) {
   sp->add_flag("--per-layer-bytes", sa->per_layer_bytes,
                "also measure the bytes of every layer (one extra run per layer prefix)");
   sp->add_option("--threads", sa->threads, "OpenMP threads per rank (default 1)");
-  sp->add_option("--seed", sa->seed, "sampling seed");
+  sp->add_option("--seed", sa->seed, "sampling seed")->check(non_negative_integer());
   sp->add_option("--device", sa->device, "cpu (default), cuda or cuda:N: the sampler's backend");
   sp->add_option("--json", sa->json, "write the figures to this file");
   sp->callback([sa] {
@@ -596,7 +596,8 @@ void add_bench(CLI::App& app) {
   cs->add_option("--batch-size", ca->batch_size, "seeds per batch (default 1024)");
   cs->add_option("--presample-epochs", ca->presample_epochs, "K of PreSC#K (default 1)");
   cs->add_option("--threads", ca->threads, "OpenMP threads (default 1)");
-  cs->add_option("--seed", ca->seed, "seed of the trace (presampling and random use others)");
+  cs->add_option("--seed", ca->seed, "seed of the trace (presampling and random use others)")
+      ->check(non_negative_integer());
   cs->add_option("--json", ca->json, "write the figures to this file");
   cs->callback([ca] {
     DSP_CHECK_ARG(
@@ -622,7 +623,8 @@ void add_bench(CLI::App& app) {
   pp->add_option("--threads", pa->threads, "threads per rank (default cores / ranks)");
   pp->add_option("--backend", pa->backend, "auto (default), self or mpi");
   pp->add_option("--device", pa->device, "cpu (default), cuda or cuda:N");
-  pp->add_option("--seed", pa->seed, "seed of sampling, model and schedule");
+  pp->add_option("--seed", pa->seed, "seed of sampling, model and schedule")
+      ->check(non_negative_integer());
   pp->add_option("--json", pa->json, "write the figures to this file");
   pp->callback([pa] {
     DSP_CHECK_ARG(pa->batch_size > 0 && pa->hidden > 0 && pa->epochs > 0 && pa->warmup >= 0 &&

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "graph/dataset.hpp"
@@ -16,8 +17,8 @@ namespace {
 
 struct ConvertArgs {
   std::string from, input, output, name, split, memory_budget, sort_buffer;
-  bool undirected = false, directed = false, overwrite = false, no_self_loops = false;
-  bool out_of_core = false;
+  bool undirected = false, directed = false, overwrite = false, no_self_loops = false,
+       no_split = false, out_of_core = false;
   int64_t num_nodes = -1;
 };
 
@@ -28,6 +29,10 @@ DatasetMeta convert(const ConvertArgs& a, ImportStats& st, double& write_s) {
                               ? default_memory_budget()
                               : parse_bytes("--memory-budget", a.memory_budget);
   Dataset ds;
+  DSP_CHECK_ARG(!path_within(a.input, a.output),
+                "output {} is the input {} or contains it: writing there would destroy the input; "
+                "choose another output",
+                a.output, a.input);
   if (a.from == "ogb") {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
     DSP_CHECK_ARG(!a.out_of_core, "--out-of-core applies to --from edgelist only");
@@ -35,12 +40,14 @@ DatasetMeta convert(const ConvertArgs& a, ImportStats& st, double& write_s) {
                  "raise --memory-budget (the OGB importer holds the graph and features in memory; "
                  "an edge list converts out of core)");
     OgbImportOptions o;
+    DSP_CHECK_ARG(!(a.no_split && !a.split.empty()), "give --split or --no-split, not both");
     o.split = a.split;
+    o.require_split = !a.no_split;
     o.name = a.name;
     o.undirected = !a.directed;
     ds = import_ogb_raw(a.input, o, &st);
   } else if (a.from == "edgelist") {
-    DSP_CHECK_ARG(a.split.empty(), "--split applies to --from ogb only");
+    DSP_CHECK_ARG(a.split.empty() && !a.no_split, "--split/--no-split apply to --from ogb only");
     DSP_CHECK_ARG(!a.directed, "edge lists are directed unless --undirected is given");
     EdgeListOptions o;
     o.num_nodes = a.num_nodes;
@@ -105,6 +112,9 @@ void add_convert(CLI::App& app) {
   sub->add_option("--name", args->name, "dataset name (default: the input's name)");
   sub->add_option("--split", args->split,
                   "ogb: split folder under raw/split (default: the only or first one)");
+  sub->add_flag("--no-split", args->no_split,
+                "ogb: import a directory without raw/split (the dataset then has no train, valid "
+                "or test ids, and dsp train refuses it)");
   sub->add_flag("--undirected", args->undirected,
                 "edgelist: each line is an undirected edge (store both directions)");
   sub->add_flag("--directed", args->directed,

@@ -89,6 +89,7 @@ void add_common(CLI::App* sub, Common& c, int64_t nodes, int64_t edges, const ch
   sub->add_option("--valid-frac", c.valid_frac, "share of nodes in valid_idx (the rest: test)")
       ->capture_default_str();
   sub->add_option("--seed,-s", c.seed, "random seed; the output is a pure function of it")
+      ->check(non_negative_integer())
       ->capture_default_str();
   sub->add_option("--name", c.name, "dataset name recorded in dataset.json");
   sub->add_flag("--overwrite", c.overwrite, "replace an existing OUT");

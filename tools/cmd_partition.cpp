@@ -69,7 +69,8 @@ void add_partition(CLI::App& app) {
                   "share of each part's nodes whose features it caches, in [0, 1] (default 0.1)");
   sub->add_option("--cache-bytes", a->cache_bytes,
                   "per-rank cache budget in bytes (instead of a ratio)");
-  sub->add_option("--seed", a->o.seed, "random seed (METIS, random method and policy)");
+  sub->add_option("--seed", a->o.seed, "random seed (METIS, random method and policy)")
+      ->check(non_negative_integer());
   sub->add_option("--seed-imbalance", a->o.seed_imbalance,
                   "allowed excess of training seeds per part over the mean (default 0.05)");
   sub->add_flag("--overwrite", a->o.overwrite, "replace OUT if it exists");
@@ -98,6 +99,10 @@ void add_partition(CLI::App& app) {
       a->pre.sampler.seed = a->o.seed;
       a->o.presample = make_presample_fn(a->pre);
     }
+    DSP_CHECK_ARG(!path_within(a->dataset, a->out),
+                  "OUT {} is the dataset {} or contains it: writing the partition there would "
+                  "destroy the dataset; choose another OUT",
+                  a->out, a->dataset);
     if (plan_memory(a->dataset, a->o, a->memory_budget, a->dry_run)) return;
     Stopwatch sw;
     Dataset ds = load_dataset(a->dataset);

@@ -59,7 +59,8 @@ void add_train(CLI::App& app) {
   sub->add_option("--checkpoint-dir", a->c.checkpoint_dir, "write checkpoint.pt here");
   sub->add_option("--checkpoint-every", a->c.checkpoint_every, "every k epochs (0: at the end)");
   sub->add_flag("--resume", a->c.resume, "continue from --checkpoint-dir/checkpoint.pt");
-  sub->add_option("--seed", a->c.seed, "random seed (sampling, dropout, initialisation)");
+  sub->add_option("--seed", a->c.seed, "random seed (sampling, dropout, initialisation)")
+      ->check(non_negative_integer());
   sub->add_option("--metrics", a->c.metrics_file, "write one JSON record per epoch to this file");
   sub->add_option("--threads", a->c.train.num_threads,
                   "threads per rank (default: the rank's share of its cores)");

@@ -4,6 +4,17 @@
 #include <CLI/CLI.hpp>
 
 namespace dsp::cli {
+
+// For unsigned options (seeds): CLI11 would wrap "-1" into 2^64 - 1 and run with that.
+inline CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return "";
+        return "must be a non-negative integer, got '" + s + "'";
+      },
+      "");
+}
+
 void add_convert(CLI::App& app);
 void add_generate(CLI::App& app);
 void add_info(CLI::App& app);

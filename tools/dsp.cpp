@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ccc/job.hpp"
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -20,13 +21,17 @@ const char* error_class(const std::exception& e) {
   return "Error";
 }
 
+// One line naming the fault. On a rank of a multi-rank job the error also ends every other rank
+// at once: returning would run MPI_Finalize at exit, which waits for peers that may be blocked in
+// a collective this rank will never join.
 int report(const std::exception& e, int code) {
   const char* typed = std::getenv("DSP_ERROR_TYPE");
-  if (typed && std::strcmp(typed, "1") == 0) {
-    std::fprintf(stderr, "dsp: error (%s): %s\n", error_class(e), e.what());
-  } else {
-    std::fprintf(stderr, "dsp: error: %s\n", e.what());
+  const std::string cls =
+      typed && std::strcmp(typed, "1") == 0 ? fmt::format(" ({})", error_class(e)) : "";
+  if (dsp::job_has_peers()) {
+    dsp::abort_job(fmt::format("error{} on rank {}: {}", cls, dsp::job_rank(), e.what()), code);
   }
+  std::fprintf(stderr, "dsp: error%s: %s\n", cls.c_str(), e.what());
   return code;
 }
 }  // namespace

@@ -54,6 +54,19 @@ from ._train import cli_path, train  # noqa: F401  (re-exported)
 
 __version__ = _dsp.__version__
 
+
+
+def _end_job_on_uncaught(exc_type, exc, tb, _previous=sys.excepthook):
+    """Under mpirun, an exception no one catches on one rank ends every rank (as ``dsp train``
+    does): otherwise this rank's exit would wait in MPI_Finalize for peers that are blocked in a
+    collective it will never join. The traceback is printed first."""
+    _previous(exc_type, exc, tb)
+    if _dsp._job_has_peers():
+        _dsp._abort_job(f"error on rank {_dsp._job_rank()}: {exc_type.__name__}: {exc}")
+
+
+sys.excepthook = _end_job_on_uncaught
+
 __all__ = [
     "Block", "Batch", "Loader", "train", "convert_ogb", "convert_edge_list", "generate_community",
     "generate_rmat", "load_dataset", "load_partition_meta", "partition", "set_log_level", "Error",

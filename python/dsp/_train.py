@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 from . import _dsp
 
 # The CLI prints one line per error; DSP_ERROR_TYPE=1 makes it name the class (tools/dsp.cpp).
-_ERROR_LINE = re.compile(r"^dsp: error(?: \((\w+)\))?: (.*)$")
+_ERROR_LINE = re.compile(r"^dsp: error(?: \((\w+)\))?(?: on rank \d+)?: (.*)$")
 _MPI_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
 
 

@@ -195,24 +195,29 @@ void Coordinator::run(const OpId& id, const char* name, const std::function<void
     if (rank_ == 0) fifo_.push_back(&e);
     schedule_locked();
   }
-  if (timeout_.count() > 0 && fut.wait_for(timeout_) == std::future_status::timeout) {
+  // The timeout counts time this process was awake: a rank that was stopped must not blame its
+  // peers when it resumes.
+  detail::AwakeTimer awake;
+  while (timeout_.count() > 0 &&
+         fut.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
+    if (awake.elapsed() < timeout_) continue;
     std::unique_lock<std::mutex> lock(mu_);
-    if (!e.taken) {
-      // Never launched: withdraw it, so nothing runs it after this frame is gone.
-      pending_.erase(id);
-      auto it = std::find(fifo_.begin(), fifo_.end(), &e);
-      if (it != fifo_.end()) fifo_.erase(it);
-      std::string waiting =
-          rank_ == 0 ? std::string("(leader)")
-                     : (has_next_ ? fmt::format("waiting for its worker to issue {}", next_.str())
-                                  : std::string("waiting for the leader's next id"));
-      DSP_THROW_T(CommError,
-                  "ccc: collective '{}' {} was not launched within {:.1f} s on rank {} {}; last "
-                  "launched op: {} ({} launched); do all ranks issue the same collectives?",
-                  name, id.str(), timeout_.count() / 1e3, rank_, waiting,
-                  launched_ ? last_launched_.str() : std::string("none"), launched_);
-    }
-    // Launched: the backend's own timeout bounds it from here.
+    // Launched, or queued behind an op that is running: the backend's own timeout bounds that op
+    // and names the ranks it waits for. A follower still waiting for the leader's next id is
+    // inside the control broadcast, whose timeout names the leader when it is not responding.
+    if (e.taken || executing_ || (rank_ != 0 && !has_next_)) continue;
+    // Never launched: withdraw it, so nothing runs it after this frame is gone.
+    pending_.erase(id);
+    auto it = std::find(fifo_.begin(), fifo_.end(), &e);
+    if (it != fifo_.end()) fifo_.erase(it);
+    std::string waiting = rank_ == 0
+                              ? std::string("(leader)")
+                              : fmt::format("waiting for its worker to issue {}", next_.str());
+    DSP_THROW_T(CommError,
+                "ccc: collective '{}' {} was not launched within {:.1f} s on rank {} {}; last "
+                "launched op: {} ({} launched); do all ranks issue the same collectives?",
+                name, id.str(), timeout_.count() / 1e3, rank_, waiting,
+                launched_ ? last_launched_.str() : std::string("none"), launched_);
   }
   fut.get();
 }
@@ -247,6 +252,7 @@ void Coordinator::dispatch() {
       fifo_.pop_front();
       pending_.erase(e->id);
       e->taken = true;
+      executing_ = true;
       record(e->id);
       lock.unlock();
       if (size_ > 1) {
@@ -258,11 +264,13 @@ void Coordinator::dispatch() {
         } catch (...) {
           e->done->set_exception(std::current_exception());
           lock.lock();
+          executing_ = false;
           continue;
         }
       }
       execute(e);
       lock.lock();
+      executing_ = false;
       continue;
     }
     // Follower: take the leader's ids in broadcast order. Only listen while some op of ours is
@@ -295,11 +303,13 @@ void Coordinator::dispatch() {
     e = it->second;
     pending_.erase(it);
     e->taken = true;
+    executing_ = true;
     has_next_ = false;
     record(e->id);
     lock.unlock();
     execute(e);
     lock.lock();
+    executing_ = false;
   }
   dispatching_ = false;
   idle_cv_.notify_all();

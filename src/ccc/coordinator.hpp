@@ -188,6 +188,7 @@ class Coordinator {
   bool has_next_ = false;           // follower: id received from the leader, not yet launched
   OpId next_;
   bool dispatching_ = false;
+  bool executing_ = false;  // an op is running on the executor (its backend times it)
   OpId last_launched_;
   uint64_t launched_ = 0;
   uint64_t hash_ = 0;

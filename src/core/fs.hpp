@@ -7,10 +7,23 @@
 
 namespace dsp {
 
-// Writes `content` to `path.tmp.<pid>` and renames it onto `path`.
+// Writes `content` to `path.tmp.<pid>` and renames it onto `path`. IoError naming `path` and the
+// system's reason (e.g. "No space left on device") when it cannot; `path` is then unchanged.
 void write_file_atomic(const std::string& path, const std::string& content);
+// Removes `<path>.tmp.<pid>` and `<path>.old.<pid>` (files or directories) left by writers of
+// `path` that died: no process <pid> exists on this machine. Every writer of an output calls it
+// first, so an interrupted write is cleaned up by the next write of the same output. A concurrent
+// writer of the same output (a live pid) keeps its files.
+void remove_stale_temps(const std::string& path);
 std::string read_file(const std::string& path);  // IoError naming the path on failure
 bool path_exists(const std::string& path);
+// IoError unless `path` is a regular file this process can read: "<path>: <missing>" when it
+// does not exist, "<path>: cannot access: <reason>" / "cannot read: <reason>" otherwise (a
+// permission error is not a missing file).
+void check_file_readable(const std::string& path, const char* missing = "missing file");
+// True when `inner` is `outer` or lies inside it, after resolving ".", ".." and symbolic links
+// (parts that do not exist yet compare lexically). Replacing `outer` would destroy `inner`.
+bool path_within(const std::string& inner, const std::string& outer);
 uint64_t file_size(const std::string& path);
 
 // A directory written under a temporary sibling name and renamed into place by commit().

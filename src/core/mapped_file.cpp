@@ -1,8 +1,10 @@
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -17,17 +19,46 @@
 namespace dsp {
 namespace fs = std::filesystem;
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    DSP_CHECK_T(IoError, out.good(), "{}: cannot open for writing: {}", tmp, std::strerror(errno));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out.good()) {
-      std::remove(tmp.c_str());
-      DSP_THROW_T(IoError, "{}: write failed", tmp);
+void remove_stale_temps(const std::string& path) {
+  fs::path p(path);
+  while (p.has_parent_path() && p.filename().empty()) p = p.parent_path();  // trailing slash
+  const std::string base = p.filename().string();
+  fs::path dir = p.parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return;  // the directory does not exist yet: nothing to clean
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= base.size() + 5 || name.compare(0, base.size(), base) != 0) continue;
+    std::string rest = name.substr(base.size());
+    if (rest.compare(0, 5, ".tmp.") != 0 && rest.compare(0, 5, ".old.") != 0) continue;
+    rest = rest.substr(5);
+    if (rest.empty() || rest.size() > 9 ||
+        !std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
     }
+    const pid_t pid = static_cast<pid_t>(std::stol(rest));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM) continue;  // a live writer
+    fs::remove_all(entry.path(), ec);
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  remove_stale_temps(path);
+  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  DSP_CHECK_T(IoError, f != nullptr, "{}: cannot open for writing: {}", tmp, std::strerror(errno));
+  bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  ok = std::fflush(f) == 0 && ok;
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());
+    DSP_THROW_T(IoError, "{}: write failed: {} (nothing was replaced)", path, std::strerror(err));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
@@ -50,6 +81,31 @@ bool path_exists(const std::string& path) {
   return fs::exists(path, ec);
 }
 
+void check_file_readable(const std::string& path, const char* missing) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    DSP_CHECK_T(IoError, e != ENOENT && e != ENOTDIR, "{}: {}", path, missing);
+    DSP_THROW_T(IoError, "{}: cannot access: {}", path, std::strerror(e));
+  }
+  DSP_CHECK_T(IoError, S_ISREG(st.st_mode), "{}: not a regular file", path);
+  DSP_CHECK_T(IoError, ::access(path.c_str(), R_OK) == 0, "{}: cannot read: {}", path,
+              std::strerror(errno));
+}
+
+bool path_within(const std::string& inner, const std::string& outer) {
+  std::error_code ec;
+  fs::path a = fs::weakly_canonical(fs::absolute(inner, ec), ec);
+  fs::path b = fs::weakly_canonical(fs::absolute(outer, ec), ec);
+  if (ec) return false;
+  auto ia = a.begin(), ib = b.begin();
+  for (; ib != b.end(); ++ia, ++ib) {
+    if (ib->empty()) continue;  // a trailing separator
+    if (ia == a.end() || *ia != *ib) return false;
+  }
+  return true;
+}
+
 uint64_t file_size(const std::string& path) {
   std::error_code ec;
   auto s = fs::file_size(path, ec);
@@ -70,6 +126,7 @@ StagedDir::StagedDir(std::string final_path, bool overwrite)
     DSP_CHECK_T(IoError, !ec, "{}: cannot create parent directory: {}", parent.string(),
                 ec.message());
   }
+  remove_stale_temps(final_);
   tmp_ = fmt::format("{}.tmp.{}", final_, ::getpid());
   fs::remove_all(tmp_, ec);
   fs::create_directory(tmp_, ec);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "graph/validate.hpp"
 
 namespace dsp {
 namespace {
@@ -110,7 +111,8 @@ template Csr build_in_csr<int32_t>(int64_t, const int32_t*, const int32_t*, int6
 template Csr build_in_csr<int64_t>(int64_t, const int64_t*, const int64_t*, int64_t, const float*,
                                    const CsrBuildOptions&);
 
-void validate_csr(const Csr& g, const std::string& what) {
+void validate_csr(const Csr& g, const std::string& what, const std::string& weights_file) {
+  const std::string& weights_what = weights_file.empty() ? what : weights_file;
   DSP_CHECK_FORMAT(g.num_nodes >= 0, "{}: negative node count", what);
   DSP_CHECK_FORMAT(g.indptr.defined() && g.indptr.dtype() == DType::kInt64 &&
                        g.indptr.ndim() == 1 && g.indptr.dim(0) == g.num_nodes + 1,
@@ -120,36 +122,14 @@ void validate_csr(const Csr& g, const std::string& what) {
                        (g.indices.dtype() == DType::kInt32 || g.indices.dtype() == DType::kInt64),
                    "{}: indices must be a 1-d int32 or int64 array, got {}", what,
                    g.indices.defined() ? g.indices.describe() : "nothing");
-  const int64_t* p = g.rowptr();
   const int64_t e = g.num_edges();
-  DSP_CHECK_FORMAT(p[0] == 0, "{}: indptr[0] is {}, expected 0", what, p[0]);
-  for (int64_t v = 0; v < g.num_nodes; ++v) {
-    if (p[v + 1] < p[v]) {
-      DSP_THROW_T(FormatError, "{}: indptr is not monotone at row {} ({} > {})", what, v, p[v],
-                  p[v + 1]);
-    }
-  }
-  DSP_CHECK_FORMAT(p[g.num_nodes] == e, "{}: indptr[N] = {} but indices has {} entries", what,
-                   p[g.num_nodes], e);
-  const int64_t n = g.num_nodes;
-  dispatch_index(g.index_dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* idx = g.indices.data<T>();
-    int64_t bad = -1;
-#pragma omp parallel for reduction(max : bad)
-    for (int64_t i = 0; i < e; ++i) {
-      if (idx[i] < 0 || idx[i] >= n) bad = std::max<int64_t>(bad, i);
-    }
-    if (bad >= 0) {
-      DSP_THROW_T(FormatError, "{}: indices[{}] = {} is out of range [0, {})", what, bad,
-                  static_cast<int64_t>(idx[bad]), n);
-    }
-  });
+  check_indptr(g.indptr, e, what);
+  check_csr_rows(g.indptr, g.indices, g.num_nodes, 0, what);
   if (g.has_weights()) {
-    DSP_CHECK_FORMAT(g.weights.dtype() == DType::kFloat32 && g.weights.ndim() == 1 &&
-                         g.weights.dim(0) == e,
-                     "{}: edge weights must be float32[{}], got {}", what, e,
-                     g.weights.describe());
+    DSP_CHECK_FORMAT(
+        g.weights.dtype() == DType::kFloat32 && g.weights.ndim() == 1 && g.weights.dim(0) == e,
+        "{}: edge weights must be float32[{}], got {}", weights_what, e, g.weights.describe());
+    check_edge_weights(g.weights, g.indptr, 0, weights_what);
   }
 }
 

@@ -36,7 +36,9 @@ template <class Id>
 Csr build_in_csr(int64_t num_nodes, const Id* src, const Id* dst, int64_t m, const float* weights,
                  const CsrBuildOptions& opts = {});
 
-// Full structural validation; throws FormatError prefixed with `what` (e.g. the directory).
-void validate_csr(const Csr& g, const std::string& what);
+// Full validation (graph/validate.hpp): shapes, monotone indptr, every row sorted without a
+// repeated neighbour and in range, weights finite and >= 0. FormatError prefixed with `what`
+// (e.g. the indices file), or `weights_file` for faults of the weights when given.
+void validate_csr(const Csr& g, const std::string& what, const std::string& weights_file = "");
 
 }  // namespace dsp

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "graph/npy.hpp"
+#include "graph/validate.hpp"
 
 namespace dsp {
 namespace {
@@ -173,17 +174,7 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
       ip.defined() && ip.dtype() == DType::kInt64 && ip.ndim() == 1 && ip.dim(0) == n + 1,
       "{}: expected int64[{}], got {}", indptr_file, n + 1,
       ip.defined() ? ip.describe() : "nothing");
-  // indptr is checked here as well as in validate_csr so that its faults name indptr.npy.
-  const int64_t* p = ip.data<int64_t>();
-  DSP_CHECK_FORMAT(p[0] == 0, "{}: indptr[0] is {}, expected 0", indptr_file, p[0]);
-  for (int64_t v = 0; v < n; ++v) {
-    if (p[v + 1] < p[v]) {
-      DSP_THROW_T(FormatError, "{}: indptr is not monotone at row {} ({} > {})", indptr_file, v,
-                  p[v], p[v + 1]);
-    }
-  }
-  DSP_CHECK_FORMAT(p[n] == m.num_edges, "{}: indptr[N] = {} but dataset.json says {} edges",
-                   indptr_file, p[n], m.num_edges);
+  check_indptr(ip, m.num_edges, indptr_file);
   DSP_CHECK_FORMAT(
       ds.graph.indices.defined() && ds.graph.indices.ndim() == 1 &&
           ds.graph.indices.dtype() == m.index_dtype && ds.graph.num_edges() == m.num_edges,
@@ -192,7 +183,14 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
   DSP_CHECK_FORMAT(ds.graph.has_weights() == m.has_weights,
                    "{}: dataset.json says has_weights = {} but edge_weight.npy is {}", what,
                    m.has_weights, ds.graph.has_weights() ? "present" : "absent");
-  validate_csr(ds.graph, indices_file);
+  check_csr_rows(ip, ds.graph.indices, n, 0, indices_file);
+  if (m.has_weights) {
+    const std::string f = join_path(what, "edge_weight.npy");
+    const Array& w = ds.graph.weights;
+    DSP_CHECK_FORMAT(w.dtype() == DType::kFloat32 && w.ndim() == 1 && w.dim(0) == m.num_edges,
+                     "{}: expected float32[{}], got {}", f, m.num_edges, w.describe());
+    check_edge_weights(w, ip, 0, f);
+  }
 
   if (m.feature_dim > 0 || ds.features.defined()) {
     const std::string f = join_path(what, "features.npy");
@@ -203,6 +201,7 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
     DSP_CHECK_FORMAT(
         ds.features.ndim() == 2 && ds.features.dim(0) == n && ds.features.dim(1) == m.feature_dim,
         "{}: wrong shape: expected [{}, {}], got {}", f, n, m.feature_dim, ds.features.describe());
+    check_finite_features(ds.features, 0, n, f);
   }
   if (m.num_classes > 0 || ds.labels.defined()) {
     const std::string f = join_path(what, "labels.npy");
@@ -211,13 +210,7 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
     DSP_CHECK_FORMAT(
         ds.labels.dtype() == DType::kInt64 && ds.labels.ndim() == 1 && ds.labels.dim(0) == n,
         "{}: expected int64[{}], got {}", f, n, ds.labels.describe());
-    const int64_t* l = ds.labels.data<int64_t>();
-    for (int64_t i = 0; i < n; ++i) {
-      if (l[i] < -1 || l[i] >= m.num_classes) {
-        DSP_THROW_T(FormatError, "{}: label of node {} is {}, not in [-1, {})", f, i, l[i],
-                    m.num_classes);
-      }
-    }
+    check_labels(ds.labels, m.num_classes, f);
   }
   const struct {
     const Array* a;
@@ -243,7 +236,7 @@ Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
   Dataset ds;
   ds.dir = dir;
   const std::string json_path = join_path(dir, "dataset.json");
-  DSP_CHECK_T(IoError, path_exists(json_path), "{}: missing file", json_path);
+  check_file_readable(json_path);
   nlohmann::json j = nlohmann::json::parse(read_file(json_path), nullptr, false);
   DSP_CHECK_FORMAT(!j.is_discarded(), "{}: not valid JSON", json_path);
   ds.meta = DatasetMeta::from_json(j, json_path);
@@ -252,7 +245,7 @@ Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
 
   auto required = [&](const char* name) {
     std::string f = join_path(dir, name);
-    DSP_CHECK_T(IoError, path_exists(f), "{}: missing file", f);
+    check_file_readable(f);
     return f;
   };
   auto load_shaped = [&](const std::string& f, DType t, std::vector<int64_t> shape) {
@@ -303,6 +296,12 @@ void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
   // dataset.json last: a directory without it is never mistaken for a dataset.
   write_file_atomic(staged.file("dataset.json"), ds.meta.to_json().dump(2) + "\n");
   staged.commit();
+}
+
+void validate_staged_dataset(const std::string& staged_dir, const std::string& final_dir) {
+  LoadOptions lo;
+  lo.validate = false;
+  validate_dataset(load_dataset(staged_dir, lo), final_dir);
 }
 
 }  // namespace dsp

@@ -683,9 +683,11 @@ std::pair<int64_t, int64_t> merge_to_csr(ExternalSorter<uint64_t>& sorter, const
   return {w.entries(), w.max_degree()};
 }
 
-GenerateResult finish_out_of_core(StagedDir& staged, DatasetMeta meta, int64_t max_degree,
+GenerateResult finish_out_of_core(StagedDir& staged, const std::string& dir, DatasetMeta meta,
+                                  int64_t max_degree,
                                   const ExternalSorter<uint64_t>& sorter, const Stopwatch& sw) {
   write_file_atomic(staged.file("dataset.json"), meta.to_json().dump(2) + "\n");
+  validate_staged_dataset(staged.tmp_path(), dir);
   staged.commit();
   GenerateResult r;
   r.meta = std::move(meta);
@@ -721,7 +723,7 @@ GenerateResult rmat_out_of_core(const RmatOptions& o, const std::string& dir,
                                     o.feature_dim, o.feature_dtype, o.num_classes, o.train_frac,
                                     o.valid_frac);
   meta.extra = rmat_extra(o);
-  return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
+  return finish_out_of_core(staged, dir, std::move(meta), max_degree, sorter, sw);
 }
 
 template <class Id>
@@ -756,7 +758,7 @@ GenerateResult community_out_of_core(const CommunityOptions& o, const std::strin
   DatasetMeta meta = generated_meta(o.name, false, n, entries, index_dtype_for(n), o.feature_dim,
                                     o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
   meta.extra = community_extra(o, inside, entries);
-  return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
+  return finish_out_of_core(staged, dir, std::move(meta), max_degree, sorter, sw);
 }
 
 // In memory: generate, then write_dataset.

@@ -187,8 +187,7 @@ uint64_t estimate_text_bytes(const std::string& path) {
 }
 
 std::string require_file(const std::string& path) {
-  std::error_code ec;
-  DSP_CHECK_T(IoError, fs::is_regular_file(path, ec), "{}: missing file", path);
+  check_file_readable(path);
   return path;
 }
 
@@ -232,6 +231,64 @@ Csr build_from_sink(CompactSink& sink, int64_t n, const CsrBuildOptions& o,
     DSP_THROW_T(Error, "{}: out of memory building the CSR of {} nodes and {} edges", what, n,
                 sink.n);
   }
+}
+
+// The split of an OGB raw directory into ds's train/valid/test ids; returns the split's name
+// ("" when there is none and !opts.require_split). Every id must be a node id and appear once in
+// its file; errors name the CSV file and line.
+std::string read_ogb_split(const fs::path& raw, const OgbImportOptions& opts, int64_t n,
+                           Dataset& ds) {
+  std::error_code ec;
+  std::string split_name = opts.split;
+  const fs::path split_root = raw / "split";
+  if (split_name.empty()) {
+    std::vector<std::string> names;
+    if (fs::is_directory(split_root, ec)) {
+      for (const auto& e : fs::directory_iterator(split_root, ec)) {
+        if (e.is_directory()) names.push_back(e.path().filename().string());
+      }
+    }
+    std::sort(names.begin(), names.end());
+    if (names.empty()) {
+      DSP_CHECK_T(IoError, !opts.require_split,
+                  "{}: no split folder (OGB node datasets come with "
+                  "split/<name>/{{train,valid,test}}.csv.gz); pass --no-split to import the graph "
+                  "without training, validation and test ids",
+                  split_root.string());
+      return "";
+    }
+    split_name = names.front();
+    if (names.size() > 1) {
+      DSP_WARN("import", "{}: several splits ({}), using '{}' (choose one with --split)",
+               split_root.string(), names.size(), split_name);
+    }
+  }
+  const fs::path sdir = split_root / split_name;
+  DSP_CHECK_T(IoError, fs::is_directory(sdir, ec), "{}: no such split directory", sdir.string());
+  const std::pair<const char*, Array*> parts[] = {
+      {"train", &ds.train_idx}, {"valid", &ds.valid_idx}, {"test", &ds.test_idx}};
+  std::vector<bool> seen;
+  for (auto [stem, arr] : parts) {
+    std::string f = find_csv(sdir, stem);
+    DSP_CHECK_T(IoError, !f.empty(), "{}: missing file (a split has train, valid and test ids)",
+                (sdir / (std::string(stem) + ".csv.gz")).string());
+    auto ids = read_csv_file<int64_t>(f, 1);
+    seen.assign(static_cast<size_t>(n), false);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= n) {
+        DSP_THROW_T(FormatError, "{}:{}: split id out of range: {} is not in [0, {})", f, i + 1,
+                    ids[i], n);
+      }
+      if (seen[static_cast<size_t>(ids[i])]) {
+        const auto first = std::find(ids.begin(), ids.end(), ids[i]) - ids.begin();
+        DSP_THROW_T(FormatError, "{}:{}: node {} appears more than once (first on line {})", f,
+                    i + 1, ids[i], first + 1);
+      }
+      seen[static_cast<size_t>(ids[i])] = true;
+    }
+    *arr = Array::from_vector(std::move(ids));
+  }
+  return split_name;
 }
 
 }  // namespace
@@ -463,38 +520,7 @@ Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts, Imp
     ds.labels = Array::from_vector(std::move(labels));
   }
 
-  std::string split_name = opts.split;
-  const fs::path split_root = raw / "split";
-  if (split_name.empty() && fs::is_directory(split_root, ec)) {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(split_root, ec)) {
-      if (e.is_directory()) names.push_back(e.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    if (!names.empty()) split_name = names.front();
-    if (names.size() > 1) {
-      DSP_WARN("import", "{}: several splits ({}), using '{}' (choose one with --split)",
-               split_root.string(), names.size(), split_name);
-    }
-  }
-  if (!split_name.empty()) {
-    const fs::path sdir = split_root / split_name;
-    DSP_CHECK_T(IoError, fs::is_directory(sdir, ec), "{}: no such split directory", sdir.string());
-    const std::pair<const char*, Array*> parts[] = {
-        {"train", &ds.train_idx}, {"valid", &ds.valid_idx}, {"test", &ds.test_idx}};
-    for (auto [stem, arr] : parts) {
-      std::string f = find_csv(sdir, stem);
-      if (f.empty()) continue;
-      auto ids = read_csv_file<int64_t>(f, 1);
-      for (size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] < 0 || ids[i] >= n) {
-          DSP_THROW_T(FormatError, "{}:{}: split id out of range: {} is not in [0, {})", f, i + 1,
-                      ids[i], n);
-        }
-      }
-      *arr = Array::from_vector(std::move(ids));
-    }
-  }
+  const std::string split_name = read_ogb_split(raw, opts, n, ds);
   const double parse_s = sw.seconds();
 
   sw.reset();

@@ -64,13 +64,16 @@ Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
 
 struct OgbImportOptions {
   std::string split;       // "" = the only (or alphabetically first) folder under raw/split
+  bool require_split = true;  // false: a directory without raw/split imports with no splits
   bool undirected = true;  // OGB node datasets list each undirected edge once
   std::string name;        // "" = the dataset folder's name
 };
 
 // Imports an OGB node-property dataset in its raw CSV layout; `dir` is the dataset root holding
 // raw/, or raw/ itself. Uses edge.csv.gz, num-node-list.csv.gz, num-edge-list.csv.gz and, when
-// present, node-feat.csv.gz (float32), node-label.csv.gz (NaN -> -1) and split/<name>/.
+// present, node-feat.csv.gz (float32), node-label.csv.gz (NaN -> -1), and split/<name>/ with
+// train, valid and test (all three required; no split folder is an error unless
+// !require_split).
 Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts,
                        ImportStats* stats = nullptr);
 

@@ -48,13 +48,17 @@ void push_edges(ExternalSorter<Rec>& sorter, const EdgeListData& d, const EdgeLi
 template <class Rec>
 DatasetMeta import_sorted(const std::string& path, const EdgeListOptions& opts,
                           const std::string& name, StagedDir& staged,
-                          const OutOfCoreImportOptions& w, ImportStats* stats) {
+                          const OutOfCoreImportOptions& w, const EdgeListSample& sample,
+                          ImportStats* stats) {
   constexpr bool kWeighted = std::is_same_v<Rec, WeightedKey>;
   // stable_sort of weighted records takes a buffer of the same size.
   const uint64_t per_record = sizeof(Rec) * (kWeighted ? 2 : 1);
   const uint64_t left = memory_left(w.memory_budget);
   uint64_t bytes = left > kParseBytes + kSlackBytes ? left - kParseBytes - kSlackBytes : 0;
   if (w.sort_buffer_bytes > 0) bytes = std::min(bytes, w.sort_buffer_bytes);
+  // No more than the estimated entries need (a quarter over; a short estimate only spills).
+  const uint64_t expected = static_cast<uint64_t>(sample.edges) * (opts.undirected ? 2 : 1);
+  bytes = std::min(bytes, (expected + expected / 4 + 1024) * per_record);
   bytes = std::max(bytes, kMinSortBytes);
   Stopwatch sw;
   ExternalSorter<Rec> sorter(staged.file("sort-runs"), static_cast<size_t>(bytes / per_record));
@@ -118,8 +122,9 @@ DatasetMeta import_edge_list_to_dir(const std::string& path, const EdgeListOptio
   StagedDir staged(dir, w.overwrite);
   DatasetMeta m =
       sample.weighted && opts.weighted_auto
-          ? import_sorted<WeightedKey>(path, opts, name, staged, w, stats)
-          : import_sorted<uint64_t>(path, opts, name, staged, w, stats);
+          ? import_sorted<WeightedKey>(path, opts, name, staged, w, sample, stats)
+          : import_sorted<uint64_t>(path, opts, name, staged, w, sample, stats);
+  validate_staged_dataset(staged.tmp_path(), dir);
   staged.commit();
   return m;
 }

@@ -319,6 +319,7 @@ NpyWriter::NpyWriter(std::string path, DType dtype, std::vector<int64_t> shape)
     DSP_CHECK_ARG(d >= 0, "{}: negative dimension {}", path_, d);
     expected_ *= static_cast<uint64_t>(d);
   }
+  remove_stale_temps(path_);
   file_ = std::fopen(tmp_.c_str(), "wb");
   DSP_CHECK_T(IoError, file_ != nullptr, "{}: cannot open for writing: {}", tmp_,
               std::strerror(errno));

@@ -10,6 +10,7 @@
 #include "core/parallel.hpp"
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
+#include "graph/validate.hpp"
 #include "layout/hotness.hpp"
 #include "layout/partition.hpp"
 
@@ -266,7 +267,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
 
 PartitionMeta load_partition_meta(const std::string& dir) {
   std::string path = dir + "/partition.json";
-  DSP_CHECK_T(IoError, path_exists(path), "{}: missing (not a partition directory)", path);
+  check_file_readable(path, "missing (not a partition directory)");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_file(path));
@@ -298,7 +299,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
                 m.parts);
   std::string pd = part_dir(dir, part);
   std::string pj_path = pd + "/part.json";
-  DSP_CHECK_T(IoError, path_exists(pj_path), "{}: missing part file", pj_path);
+  check_file_readable(pj_path, "missing part file");
   nlohmann::json pj;
   try {
     pj = nlohmann::json::parse(read_file(pj_path));
@@ -312,7 +313,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
   const int64_t begin = m.offsets[part], end = m.offsets[part + 1], rows = end - begin;
   const int64_t n = m.num_nodes;
   auto need = [&](const std::string& path) {
-    DSP_CHECK_T(IoError, path_exists(path), "{}: missing file", path);
+    check_file_readable(path);
     return path;
   };
   d.patch.num_nodes = rows;
@@ -331,18 +332,13 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     DSP_CHECK_FORMAT(p[rows] == d.patch.num_edges(),
                      "{}/indptr.npy: ends at {} but indices.npy has {} entries", pd, p[rows],
                      d.patch.num_edges());
-    dispatch_index(m.index_dtype, [&](auto tag) {
-      using T = decltype(tag);
-      const T* idx = d.patch.indices.template data<T>();
-      for (int64_t e = 0; e < d.patch.num_edges(); ++e) {
-        DSP_CHECK_FORMAT(idx[e] >= 0 && idx[e] < n, "{}/indices.npy: entry {} = {} is not in [0, {})",
-                         pd, e, static_cast<int64_t>(idx[e]), n);
-      }
-    });
+    // Rows sorted without repeats and in range, weights finite and >= 0 (graph/validate.hpp).
+    check_csr_rows(d.patch.indptr, d.patch.indices, n, begin, pd + "/indices.npy");
     if (m.has_weights) {
       DSP_CHECK_FORMAT(d.patch.weights.dim(0) == d.patch.num_edges(),
                        "{}/edge_weight.npy: {} weights for {} entries", pd, d.patch.weights.dim(0),
                        d.patch.num_edges());
+      check_edge_weights(d.patch.weights, d.patch.indptr, begin, pd + "/edge_weight.npy");
     }
   }
   auto ids_in = [&](const std::string& path, int64_t lo, int64_t hi) {
@@ -361,6 +357,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     DSP_CHECK_FORMAT(d.features.dim(0) == n && d.features.dim(1) == m.feature_dim,
                      "{}/features.npy: shape {} does not match {} nodes x {} features", dir,
                      d.features.describe(), n, m.feature_dim);
+    check_finite_features(d.features, begin, end, dir + "/features.npy");  // this part's rows
   }
   if (path_exists(dir + "/labels.npy")) {
     d.labels = load_npy(dir + "/labels.npy", DType::kInt64, 1);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ccc/job.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -124,7 +125,9 @@ py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t 
   t.strides = nullptr;  // compact row-major
   t.byte_offset = 0;
   owner->managed.manager_ctx = owner;
-  owner->managed.deleter = [](DLManagedTensor* m) { delete static_cast<DlpackOwner*>(m->manager_ctx); };
+  owner->managed.deleter = [](DLManagedTensor* m) {
+    delete static_cast<DlpackOwner*>(m->manager_ctx);
+  };
   PyObject* cap = PyCapsule_New(&owner->managed, "dltensor", [](PyObject* c) {
     // Still named "dltensor": never consumed, so this capsule owns the tensor.
     if (PyCapsule_IsValid(c, "dltensor")) {
@@ -266,6 +269,13 @@ void bind(py::module_& m) {
       "set_log_level", [](const std::string& s) { set_log_level(parse_log_level(s)); },
       py::arg("level"), "trace|debug|info|warn|error|off");
 
+  // For dsp/__init__.py's uncaught-exception hook: a rank of a multi-rank job that fails ends
+  // every rank (ccc/job.hpp), as the CLI does.
+  m.def("_job_has_peers", &job_has_peers);
+  m.def("_job_rank", &job_rank);
+  m.def(
+      "_abort_job", [](const std::string& message) { abort_job(message, 1); }, py::arg("message"));
+
   m.def(
       "generate_community",
       [](const std::string& out, int64_t nodes, int64_t edges, int64_t communities,
@@ -342,9 +352,11 @@ void bind(py::module_& m) {
   m.def(
       "convert_ogb",
       [](const std::string& raw_dir, const std::string& out, const std::string& split,
-         bool directed, const std::string& name, bool overwrite) {
+         bool no_split, bool directed, const std::string& name, bool overwrite) {
+        DSP_CHECK_ARG(!(no_split && !split.empty()), "give split or no_split, not both");
         OgbImportOptions o;
         o.split = split;
+        o.require_split = !no_split;
         o.undirected = !directed;
         o.name = name;
         Dataset ds;
@@ -355,7 +367,8 @@ void bind(py::module_& m) {
         return write_and_describe(std::move(ds), out, overwrite);
       },
       py::arg("raw_dir"), py::arg("out"), py::kw_only(), py::arg("split") = "",
-      py::arg("directed") = false, py::arg("name") = "", py::arg("overwrite") = false,
+      py::arg("no_split") = false, py::arg("directed") = false, py::arg("name") = "",
+      py::arg("overwrite") = false,
       "Converts an OGB node dataset in its raw CSV layout (dsp convert --from ogb).");
 
   m.def(

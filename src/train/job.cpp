@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -71,6 +73,11 @@ nlohmann::json JobConfig::to_json() const {
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
   DSP_CHECK_FORMAT(j.is_object(), "{}: expected a JSON object", what);
   JobConfig c;
+  auto seed_of = [&](const nlohmann::json& v) {  // -1 must not wrap to 2^64 - 1
+    DSP_CHECK_T(FormatError, v.is_number_unsigned(), "{}: 'seed' must be a non-negative integer",
+                what);
+    return v.get<uint64_t>();
+  };
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     const auto& v = it.value();
@@ -99,7 +106,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "checkpoint_every") c.checkpoint_every = v.get<int>();
       else if (k == "resume") c.resume = v.get<bool>();
       else if (k == "metrics_file") c.metrics_file = v.get<std::string>();
-      else if (k == "seed") c.seed = v.get<uint64_t>();
+      else if (k == "seed") c.seed = seed_of(v);
       else if (k == "threads") c.train.num_threads = v.get<int>();
       else if (k == "device") c.train.device = v.get<std::string>();
       else if (k == "transport") c.transport = v.get<std::string>();
@@ -221,10 +228,15 @@ class TrainJob {
 TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   const PartitionData& part = rt_.part();
   const PartitionMeta& meta = part.meta;
-  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on",
-                   rt_.partition_dir());
+  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on", cfg_.path);
   DSP_CHECK_FORMAT(part.labels.defined() && meta.num_classes > 1,
-                   "{}: the dataset has no labels (or a single class)", rt_.partition_dir());
+                   "{}: the dataset has no labels (or a single class)", cfg_.path);
+  int64_t train_seeds = 0;
+  for (const PartStats& ps : meta.part) train_seeds += ps.seeds;
+  DSP_CHECK_FORMAT(train_seeds > 0,
+                   "{}: the dataset has no training ids (train_idx.npy missing or empty): there is "
+                   "nothing to train on",
+                   cfg_.path);
   SamplerOptions so;
   so.fanouts = cfg_.fanouts;
   so.seed = cfg_.seed;
@@ -379,8 +391,10 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
     rec["val_acc"] = val;
     rec["test_acc"] = test;
   }
-  std::fputs((rec.dump() + "\n").c_str(), metrics_.get());
-  std::fflush(metrics_.get());
+  const std::string line = rec.dump() + "\n";
+  if (std::fputs(line.c_str(), metrics_.get()) == EOF || std::fflush(metrics_.get()) != 0) {
+    DSP_THROW_T(IoError, "{}: write failed: {}", cfg_.metrics_file, std::strerror(errno));
+  }
 }
 
 void TrainJob::checkpoint(int epoch) {

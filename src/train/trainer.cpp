@@ -22,6 +22,8 @@ constexpr int kCheckpointVersion = 1;
 // Separates the dropout streams from the sampler's, which key on the same (seed, epoch, batch).
 constexpr uint64_t kDropoutPurpose = 0x44524f504f5554ULL;  // "DROPOUT"
 
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 std::string shape_str(at::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s.vec(), ", ")); }
 
 torch::Tensor bytes_tensor(const std::string& s) {
@@ -312,54 +314,74 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
   write_file_atomic(path, buffer);
 }
 
+namespace {
+
+// The header of a checkpoint against this trainer's model and optimizer: FormatError naming the
+// file and the first difference; returns the world size that wrote it.
+int64_t check_checkpoint_header(const std::string& path, const nlohmann::json& header,
+                                const std::vector<std::string>& names,
+                                const std::vector<torch::Tensor>& params, const TrainConfig& cfg) {
+  DSP_CHECK_FORMAT(header.value("format", "") == kCheckpointFormat &&
+                       header.value("version", 0) == kCheckpointVersion,
+                   "{} is not a dsp checkpoint of version {}", path, kCheckpointVersion);
+  const auto& ckcfg = header.at("config");
+  const std::string ck_model = ckcfg.at("model").dump();
+  const std::string my_model = cfg.model.to_json().dump();
+  const auto& ck_params = header.at("params");
+  DSP_CHECK_FORMAT(ck_params.size() == params.size(),
+                   "checkpoint {} holds {} parameter tensors but this model has {} "
+                   "(checkpoint model {}, this model {})",
+                   path, ck_params.size(), params.size(), ck_model, my_model);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto name = ck_params[i].at("name").get<std::string>();
+    const auto shape = ck_params[i].at("shape").get<std::vector<int64_t>>();
+    DSP_CHECK_FORMAT(name == names[i],
+                     "checkpoint {}: parameter {} is '{}' but this model's is '{}' (checkpoint "
+                     "model {}, this model {})",
+                     path, i, name, names[i], ck_model, my_model);
+    DSP_CHECK_FORMAT(shape == params[i].sizes().vec(),
+                     "checkpoint {}: parameter '{}' has shape {} in the checkpoint but {} in this "
+                     "model (checkpoint model {}, this model {})",
+                     path, name, shape_str(shape), shape_str(params[i].sizes()), ck_model,
+                     my_model);
+  }
+  const auto ck_opt = ckcfg.at("optimizer").get<std::string>();
+  DSP_CHECK_FORMAT(ck_opt == cfg.optimizer,
+                   "checkpoint {} holds {} optimizer state but this trainer uses {}", path, ck_opt,
+                   cfg.optimizer);
+  return header.at("world_size").get<int64_t>();
+}
+
+}  // namespace
+
 CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
   auto& I = *impl_;
   std::string data = read_file(path);
   torch::serialize::InputArchive ar;
   nlohmann::json header;
+  CheckpointInfo info;
   try {
     ar.load_from(data.data(), data.size());
     torch::Tensor h;
     ar.read("header", h);
     header = nlohmann::json::parse(
         std::string(reinterpret_cast<const char*>(h.data_ptr<uint8_t>()), h.numel()));
-  } catch (const std::exception& e) {
-    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: {}", path, e.what());
-  }
-  DSP_CHECK_FORMAT(header.value("format", "") == kCheckpointFormat &&
-                       header.value("version", 0) == kCheckpointVersion,
-                   "{} is not a dsp checkpoint of version {}", path, kCheckpointVersion);
-  const auto& ckcfg = header.at("config");
-  const std::string ck_model = ckcfg.at("model").dump();
-  const std::string my_model = cfg_.model.to_json().dump();
-  const auto& params = header.at("params");
-  DSP_CHECK_FORMAT(params.size() == I.params.size(),
-                   "checkpoint {} holds {} parameter tensors but this model has {} "
-                   "(checkpoint model {}, this model {})",
-                   path, params.size(), I.params.size(), ck_model, my_model);
-  for (size_t i = 0; i < I.params.size(); ++i) {
-    const auto name = params[i].at("name").get<std::string>();
-    const auto shape = params[i].at("shape").get<std::vector<int64_t>>();
-    DSP_CHECK_FORMAT(name == I.names[i],
-                     "checkpoint {}: parameter {} is '{}' but this model's is '{}' (checkpoint "
-                     "model {}, this model {})",
-                     path, i, name, I.names[i], ck_model, my_model);
-    DSP_CHECK_FORMAT(shape == I.params[i].sizes().vec(),
-                     "checkpoint {}: parameter '{}' has shape {} in the checkpoint but {} in this "
-                     "model (checkpoint model {}, this model {})",
-                     path, name, shape_str(shape), shape_str(I.params[i].sizes()), ck_model,
-                     my_model);
-  }
-  const auto ck_opt = ckcfg.at("optimizer").get<std::string>();
-  DSP_CHECK_FORMAT(ck_opt == cfg_.optimizer,
-                   "checkpoint {} holds {} optimizer state but this trainer uses {}", path, ck_opt,
-                   cfg_.optimizer);
-  const int64_t ck_world = header.at("world_size").get<int64_t>();
-  if (ck_world != comm_.size()) {
-    DSP_WARN("train",
-             "checkpoint {} was written by {} rank(s), resuming on {}: training continues, but "
-             "not bit-identically (dropout masks and batch shares depend on the rank)",
-             path, ck_world, comm_.size());
+    const int64_t ck_world = check_checkpoint_header(path, header, I.names, I.params, cfg_);
+    if (ck_world != comm_.size()) {
+      DSP_WARN("train",
+               "checkpoint {} was written by {} rank(s), resuming on {}: training continues, but "
+               "not bit-identically (dropout masks and batch shares depend on the rank)",
+               path, ck_world, comm_.size());
+    }
+    info.epoch = header.at("epoch").get<int64_t>();
+    info.step = header.at("step").get<int64_t>();
+    info.extra = header.value("extra", nlohmann::json::object());
+  } catch (const c10::Error& e) {
+    // what() of a LibTorch error carries a multi-line C++ backtrace: one line is the message.
+    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: {}", path,
+                first_line(e.what_without_backtrace()));
+  } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
   }
   try {
     torch::NoGradGuard ng;
@@ -373,12 +395,9 @@ CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
     I.optimizer->load(opt);
     if (!I.device.is_cpu()) move_optimizer_state(*I.optimizer, I.device);
   } catch (const c10::Error& e) {
-    DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path, e.what_without_backtrace());
+    DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
+                first_line(e.what_without_backtrace()));
   }
-  CheckpointInfo info;
-  info.epoch = header.at("epoch").get<int64_t>();
-  info.step = header.at("step").get<int64_t>();
-  info.extra = header.value("extra", nlohmann::json::object());
   step_ = info.step;
   return info;
 }

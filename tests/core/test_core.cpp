@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -146,6 +148,45 @@ TEST(StagedDir, NothingAppearsWithoutCommit) {
   EXPECT_FALSE(path_exists(final_dir + "/a.txt"));
   EXPECT_TRUE(path_exists(final_dir + "/b.txt"));
   std::filesystem::remove_all(root);
+}
+
+// The pid of a process that has exited (and been reaped).
+pid_t dead_pid() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// Interrupted writes leave <out>.tmp.<pid> (and StagedDir's <out>.old.<pid>); the next write of
+// the same output removes those of dead writers, and nothing else.
+TEST(AtomicWrite, NextWriteRemovesTempFilesOfDeadWriters) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dsp_stale_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const pid_t dead = dead_pid(), live = ::getppid();
+  auto touch = [&](const std::string& name) { dsp::write_file_atomic((dir / name).string(), "x"); };
+  for (const std::string& n :
+       {"out.json.tmp." + std::to_string(dead), "out.json.tmp." + std::to_string(live),
+        std::string("out.json.tmpx"), "other.json.tmp." + std::to_string(dead)}) {
+    touch(n);
+  }
+  fs::create_directories(dir / ("part.old." + std::to_string(dead)) / "sub");
+  fs::create_directories(dir / ("part.tmp." + std::to_string(dead)));
+  touch("out.json");
+  EXPECT_FALSE(fs::exists(dir / ("out.json.tmp." + std::to_string(dead))));
+  EXPECT_TRUE(fs::exists(dir / ("out.json.tmp." + std::to_string(live))));  // a live writer's
+  EXPECT_TRUE(fs::exists(dir / "out.json.tmpx"));
+  EXPECT_TRUE(fs::exists(dir / ("other.json.tmp." + std::to_string(dead))));  // another output
+  {
+    dsp::StagedDir staged((dir / "part").string(), false);
+    staged.commit();
+  }
+  EXPECT_FALSE(fs::exists(dir / ("part.old." + std::to_string(dead))));
+  EXPECT_FALSE(fs::exists(dir / ("part.tmp." + std::to_string(dead))));
+  EXPECT_TRUE(fs::is_directory(dir / "part"));
+  fs::remove_all(dir);
 }
 
 TEST(MappedFile, MapsContentAndNamesMissingFile) {

@@ -1,6 +1,7 @@
 #pragma once
 // A small valid dataset and a catalogue of ways to break its directory, shared by the library
 // tests (load_dataset must throw the message) and the CLI tests (`dsp info` must exit non-zero).
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -121,6 +122,58 @@ inline std::vector<BreakCase> break_cases() {
          });
        },
        "dataset.json: empty graph"},
+      // Row 3 lists in-neighbours {0, 5} (entries 3 and 4 of indices.npy).
+      {"unsorted_row",
+       [](const std::string& d) {
+         auto v = read_vec<int32_t>(d + "/indices.npy");
+         std::swap(v[3], v[4]);
+         save_npy(d + "/indices.npy", Array::from_vector(v));
+       },
+       "indices.npy: row 3 is not sorted: neighbour 0 (indices[4]) follows 5; each row must "
+       "list its neighbours in ascending order"},
+      {"repeated_neighbour",
+       [](const std::string& d) {
+         auto v = read_vec<int32_t>(d + "/indices.npy");
+         v[4] = v[3];
+         save_npy(d + "/indices.npy", Array::from_vector(v));
+       },
+       "indices.npy: row 3 lists neighbour 0 twice (indices[3] and [4])"},
+      {"nan_feature",
+       [](const std::string& d) {
+         auto v = read_vec<float>(d + "/features.npy");
+         v[4 * 2 + 1] = std::nanf("");
+         save_npy(d + "/features.npy", Array::from_vector(v, {6, 4}));
+       },
+       "features.npy: feature 1 of node 2 is NaN; features must be finite"},
+      {"infinite_feature",
+       [](const std::string& d) {
+         auto v = read_vec<float>(d + "/features.npy");
+         v[4 * 5 + 3] = -INFINITY;
+         save_npy(d + "/features.npy", Array::from_vector(v, {6, 4}));
+       },
+       "features.npy: feature 3 of node 5 is infinite"},
+      {"nan_weight",
+       [](const std::string& d) {
+         auto v = read_vec<float>(d + "/edge_weight.npy");
+         v[2] = std::nanf("");
+         save_npy(d + "/edge_weight.npy", Array::from_vector(v));
+       },
+       "edge_weight.npy: weight nan of edge entry 2 (row 2) is NaN; edge weights must be finite "
+       "and >= 0"},
+      {"infinite_weight",
+       [](const std::string& d) {
+         auto v = read_vec<float>(d + "/edge_weight.npy");
+         v[7] = INFINITY;
+         save_npy(d + "/edge_weight.npy", Array::from_vector(v));
+       },
+       "edge_weight.npy: weight inf of edge entry 7 (row 5) is infinite"},
+      {"negative_weight",
+       [](const std::string& d) {
+         auto v = read_vec<float>(d + "/edge_weight.npy");
+         v[0] = -0.5f;
+         save_npy(d + "/edge_weight.npy", Array::from_vector(v));
+       },
+       "edge_weight.npy: weight -0.5 of edge entry 0 (row 0) is negative"},
       {"edge_count_mismatch",
        [](const std::string& d) { edit_json(d, [](nlohmann::json& j) { j["num_edges"] = 9; }); },
        "indices.npy: wrong shape: expected int32[9], got int32[8]"},

@@ -1,8 +1,12 @@
 // `dsp convert` and `dsp info` as a user runs them: exit codes and the message on stderr.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "graph/dataset.hpp"
 #include "graph/dataset_cases.hpp"
@@ -95,6 +99,93 @@ TEST(Cli, ConvertReportsBadInput) {
   r = run_cli("convert --help", tmp);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--num-nodes"), std::string::npos);
+}
+
+// What used to be accepted without a word: a convert without a split, an output that replaces
+// the input, a negative seed.
+TEST(Cli, RefusesWhatWouldSilentlyGoWrong) {
+  TempDir tmp("cli_refuse");
+  const std::string cora = std::string(DSP_TEST_DATA_DIR) + "/cora";
+  std::filesystem::copy(cora, tmp / "raw_copy", std::filesystem::copy_options::recursive);
+  std::filesystem::remove_all(tmp / "raw_copy/raw/split");
+  expect_failure(run_cli("convert --from ogb " + tmp / "raw_copy " + tmp / "ns", tmp), 1,
+                 tmp / "raw_copy/raw/split: no split folder");
+  EXPECT_FALSE(std::filesystem::exists(tmp / "ns"));
+  auto r = run_cli("convert --from ogb --no-split " + tmp / "raw_copy " + tmp / "ns", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(load_dataset(tmp / "ns").meta.num_train, 0);
+  EXPECT_EQ(run_cli("convert --from ogb --no-split --split public " + cora + " " + tmp / "x", tmp)
+                .exit_code,
+            2);
+
+  // The output must not be the input (or contain it): --overwrite would destroy it.
+  r = run_cli("convert --from ogb " + cora + " " + tmp / "c", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string out : {tmp / "c", tmp / "c/.", tmp / "c/../c/", tmp.path()}) {
+    SCOPED_TRACE(out);
+    expect_failure(run_cli("partition " + tmp / "c " + out + " --parts 2 --overwrite", tmp), 2,
+                   "is the dataset " + tmp / "c" +
+                       " or contains it: writing the partition there would destroy the dataset");
+  }
+  EXPECT_EQ(load_dataset(tmp / "c").meta.num_nodes, 2708);  // intact
+  expect_failure(
+      run_cli("convert --from ogb --overwrite " + tmp / "raw_copy " + tmp / "raw_copy", tmp), 2,
+      "writing there would destroy the input");
+  EXPECT_TRUE(std::filesystem::exists(tmp / "raw_copy/raw/edge.csv.gz"));
+
+  // Seeds are non-negative: -1 must not wrap to 2^64 - 1.
+  std::vector<std::string> cmds = {"partition " + tmp / "c " + tmp / "p --parts 2",
+                                   "generate rmat " + tmp / "g"};
+  if (run_cli("--help", tmp).out.find("\n  train ") != std::string::npos) {  // built with LibTorch
+    cmds.push_back("train " + tmp / "c --epochs 1");
+  }
+  for (const std::string& cmd : cmds) {
+    SCOPED_TRACE(cmd);
+    expect_failure(run_cli(cmd + " --seed -1", tmp), 2,
+                   "--seed: must be a non-negative integer, got '-1'");
+  }
+}
+
+// A file the process may not read is reported as such, not as a missing file (as root, the
+// check runs as 'nobody' in a child process).
+TEST(Cli, PermissionErrorIsNotAMissingFile) {
+  TempDir tmp("cli_perm");
+  const std::string dir = tmp / "ds";
+  write_dataset(iotest::small_dataset(), dir);
+  ::chmod(tmp.path().c_str(), 0755);
+  ::chmod(dir.c_str(), 0755);
+  ::chmod((dir + "/features.npy").c_str(), 0);
+  auto load_as_nobody = [&]() -> std::string {
+    int fd[2];
+    if (::pipe(fd) != 0) return "pipe failed";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fd[0]);
+      std::string msg = "loaded";
+      if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) msg = "setuid failed";
+      try {
+        LoadOptions lo;
+        lo.validate = false;  // no OpenMP in a forked child; the fault is found before
+        if (msg == "loaded") load_dataset(dir, lo);
+      } catch (const Error& e) {
+        msg = e.what();
+      }
+      (void)!::write(fd[1], msg.data(), msg.size());
+      ::_exit(0);
+    }
+    ::close(fd[1]);
+    std::string out;
+    char buf[512];
+    for (ssize_t k; (k = ::read(fd[0], buf, sizeof(buf))) > 0;) out.append(buf, k);
+    ::close(fd[0]);
+    ::waitpid(pid, nullptr, 0);
+    return out;
+  };
+  const std::string msg = load_as_nobody();
+  EXPECT_EQ(msg, dir + "/features.npy: cannot read: Permission denied");
+  ::chmod((dir + "/features.npy").c_str(), 0644);
+  std::filesystem::remove(dir + "/features.npy");
+  EXPECT_EQ(load_as_nobody(), dir + "/features.npy: missing file");
 }
 
 }  // namespace

@@ -248,6 +248,7 @@ TEST(Import, EdgeListAndOgbTwinAreIdentical) {
   iotest::write_text(tmp / "twin.txt", txt);
   OgbImportOptions oo;
   oo.name = "twin";
+  oo.require_split = false;
   Dataset a = import_ogb_raw(tmp / "twin", oo);
   EdgeListOptions eo;
   eo.undirected = true;
@@ -269,31 +270,53 @@ TEST(Import, EdgeListAndOgbTwinAreIdentical) {
 TEST(Import, OgbRawErrorsNameFileAndLine) {
   TempDir tmp("imp_ogb_bad");
   const std::string root = tmp / "d";
+  OgbImportOptions no_split;
+  no_split.require_split = false;
   write_ogb(root, "0,1\n1,2\n", 3, 3);
-  expect_error([&] { import_ogb_raw(root, {}); },
+  expect_error([&] { import_ogb_raw(root, no_split); },
                "edge.csv.gz: has 2 edges but " + root + "/raw/num-edge-list.csv.gz says 3");
   write_ogb(root, "0,1\n1,3\n", 3, 2);
-  expect_error([&] { import_ogb_raw(root, {}); },
+  expect_error([&] { import_ogb_raw(root, no_split); },
                "raw/edge.csv.gz:2: node id 3 >= number of nodes 3");
   write_ogb(root, "0,1\n1,2\n", 3, 2);
   iotest::write_gz(root + "/raw/node-label.csv.gz", "1\n2.0\n2.5\n");
-  expect_error([&] { import_ogb_raw(root, {}); },
+  expect_error([&] { import_ogb_raw(root, no_split); },
                "node-label.csv.gz:3: label 2.5 is not a non-negative integer");
   iotest::write_gz(root + "/raw/node-label.csv.gz", "1\nnan\n4.0\n");
-  Dataset ds = import_ogb_raw(root, {});
+  Dataset ds = import_ogb_raw(root, no_split);
   EXPECT_EQ(ds.meta.num_classes, 5);
   EXPECT_EQ(ds.labels.data<int64_t>()[1], -1);
+  EXPECT_EQ(ds.meta.num_train + ds.meta.num_valid + ds.meta.num_test, 0);
+  // Without --no-split, a directory without a split is an error, not a dataset with none.
+  expect_error([&] { import_ogb_raw(root, {}); },
+               root +
+                   "/raw/split: no split folder (OGB node datasets come with "
+                   "split/<name>/{train,valid,test}.csv.gz); pass --no-split");
   iotest::write_gz(root + "/raw/node-feat.csv.gz", "1,2\n3,4\n5\n");
-  expect_error([&] { import_ogb_raw(root, {}); }, "node-feat.csv.gz:3: expected 2 columns, got 1");
+  expect_error([&] { import_ogb_raw(root, no_split); },
+               "node-feat.csv.gz:3: expected 2 columns, got 1");
   iotest::write_gz(root + "/raw/node-feat.csv.gz", "1,2\n3,4\n5,6\n");
   iotest::write_gz(root + "/raw/split/s/train.csv.gz", "0\n3\n");
   expect_error([&] { import_ogb_raw(root, {}); },
                "split/s/train.csv.gz:2: split id out of range: 3 is not in [0, 3)");
   iotest::write_gz(root + "/raw/split/s/train.csv.gz", "0\n2\n");
+  // Every file of a split is required.
+  expect_error([&] { import_ogb_raw(root, {}); },
+               root +
+                   "/raw/split/s/valid.csv.gz: missing file (a split has train, valid and "
+                   "test ids)");
+  iotest::write_gz(root + "/raw/split/s/valid.csv.gz", "1\n");
+  iotest::write_gz(root + "/raw/split/s/test.csv.gz", "1\n0\n1\n");
+  // A repeated id is named at its line in the CSV file (not blamed on an output file).
+  expect_error([&] { import_ogb_raw(root, {}); },
+               "split/s/test.csv.gz:3: node 1 appears more than once (first on line 1)");
+  iotest::write_gz(root + "/raw/split/s/test.csv.gz", "1\n");
   ds = import_ogb_raw(root, {});
   EXPECT_EQ(ds.meta.feature_dim, 2);
   EXPECT_EQ(ds.features.data<float>()[5], 6.0f);
   EXPECT_EQ(ds.meta.num_train, 2);
+  EXPECT_EQ(ds.meta.num_valid, 1);
+  EXPECT_EQ(ds.meta.num_test, 1);
   write_ogb(root, "", 0, 0);
   expect_error([&] { import_ogb_raw(root, {}); }, "num-node-list.csv.gz: empty graph");
   std::filesystem::remove(root + "/raw/edge.csv.gz");

@@ -279,6 +279,29 @@ TEST(OutOfCore, EdgeListConvertIdenticalToInMemory) {
   }
 }
 
+// What write_dataset refuses (a negative weight) is refused out of core too, with the same
+// message, and nothing is left at the output.
+TEST(OutOfCore, EdgeListRejectedLikeInMemory) {
+  TempDir tmp("ooc_convert_bad");
+  iotest::write_text(tmp / "e.txt", "0 1 1.5\n1 2 -2\n2 0 1\n");
+  std::string mem_error, ooc_error;
+  try {
+    write_dataset(import_edge_list(tmp / "e.txt", {}, "g"), tmp / "out");
+  } catch (const FormatError& e) {
+    mem_error = e.what();
+  }
+  OutOfCoreImportOptions w;
+  w.memory_budget = uint64_t{1} << 40;
+  try {
+    import_edge_list_to_dir(tmp / "e.txt", {}, "g", tmp / "out", w);
+  } catch (const FormatError& e) {
+    ooc_error = e.what();
+  }
+  EXPECT_NE(mem_error, "");
+  EXPECT_EQ(mem_error, ooc_error);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out"));
+}
+
 TEST(OutOfCore, ConvertCliChoosesAndRefuses) {
   TempDir tmp("ooc_convert_cli");
   iotest::write_text(tmp / "e.txt", edge_list_text(1000, 20000, true, 9));

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -9,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "graph/dataset.hpp"
+#include "graph/dataset_cases.hpp"
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
 #include "graph/npy.hpp"
@@ -314,6 +316,63 @@ TEST(PartitionErrors, BadOptionsAndMismatchedInputs) {
   }
   fs::remove_all(dir);
   fs::remove_all(other);
+}
+
+// Every loader validates what it maps: a part's rows sorted without repeats, its weights finite
+// and >= 0, and the features of the part's own rows finite.
+TEST(PartitionErrors, DamagedPartContentIsNamed) {
+  std::string dir = temp_dir("damaged");
+  PartitionOptions o;
+  o.parts = 2;
+  o.method = "random";
+  o.verbose = false;
+  Dataset ds = iotest::small_dataset();
+  partition_dataset(ds, o, dir);
+  auto expect_fault = [&](int part, const std::string& needle) {
+    try {
+      load_partition(dir, part, 2);
+      FAIL() << "no error, expected " << needle;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  const std::string pd = dir + "/part1";
+  const auto ptr = iotest::read_vec<int64_t>(pd + "/indptr.npy");
+  const auto idx = iotest::read_vec<int32_t>(pd + "/indices.npy");
+  const PartitionMeta m = load_partition_meta(dir);
+  int64_t r = 0;  // a row of part 1 with two neighbours or more
+  while (ptr[r + 1] - ptr[r] < 2) ++r;
+  const int64_t e = ptr[r];
+  auto with = [&](const std::function<void(std::vector<int32_t>&)>& f) {
+    auto v = idx;
+    f(v);
+    save_npy(pd + "/indices.npy", Array::from_vector(v));
+  };
+  with([&](std::vector<int32_t>& v) { std::swap(v[e], v[e + 1]); });
+  expect_fault(1, fmt::format("part1/indices.npy: row {} is not sorted", m.offsets[1] + r));
+  with([&](std::vector<int32_t>& v) { v[e + 1] = v[e]; });
+  expect_fault(1, fmt::format("part1/indices.npy: row {} lists neighbour {} twice",
+                              m.offsets[1] + r, idx[e]));
+  with([](std::vector<int32_t>&) {});
+  EXPECT_NO_THROW(load_partition(dir, 1, 2));
+
+  auto w = iotest::read_vec<float>(pd + "/edge_weight.npy");
+  w[e] = -1.0f;
+  save_npy(pd + "/edge_weight.npy", Array::from_vector(w));
+  expect_fault(1, fmt::format("part1/edge_weight.npy: weight -1 of edge entry {} (row {}) is "
+                              "negative",
+                              e, m.offsets[1] + r));
+  w[e] = 1.0f;
+  save_npy(pd + "/edge_weight.npy", Array::from_vector(w));
+
+  // A NaN feature in part 1's rows: part 1 fails, part 0 (which does not check them) loads.
+  auto f = iotest::read_vec<float>(dir + "/features.npy");
+  const int64_t node = m.offsets[1];
+  f[node * 4 + 2] = std::nanf("");
+  save_npy(dir + "/features.npy", Array::from_vector(f, {m.num_nodes, 4}));
+  expect_fault(1, fmt::format("features.npy: feature 2 of node {} is NaN", node));
+  EXPECT_NO_THROW(load_partition(dir, 0, 2));
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 """Dataset tools: convert, generate, load (zero-copy views), partition."""
+import shutil
+
 import numpy as np
 import pytest
 
@@ -47,4 +49,16 @@ def test_convert_edge_list(tmp_path):
         dsp.convert_edge_list(str(tmp_path / "missing.txt"), str(tmp_path / "x"))
     with pytest.raises(dsp.Error):  # exists: needs overwrite=True
         dsp.convert_ogb(str(CORA_RAW), str(tmp_path / "tri"))
+
+
+def test_convert_ogb_without_split(tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(str(CORA_RAW), str(raw), ignore=shutil.ignore_patterns("split"))
+    with pytest.raises(dsp.IoError, match="no split folder.*--no-split"):
+        dsp.convert_ogb(str(raw), str(tmp_path / "a"))
+    meta = dsp.convert_ogb(str(raw), str(tmp_path / "b"), no_split=True)
+    assert meta["num_nodes"] == 2708
+    assert not (tmp_path / "b" / "train_idx.npy").exists()
+    with pytest.raises(dsp.InvalidArgument, match="not both"):
+        dsp.convert_ogb(str(CORA_RAW), str(tmp_path / "c"), split="x", no_split=True)
 

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
@@ -85,26 +87,101 @@ TEST(Job, CommunityGraphReachesItsAttainableAccuracy) {
   fs::remove_all(dir);
 }
 
+// Every random draw is a function of (seed, epoch, batch, ...), evaluation included: a resumed
+// job equals an uninterrupted one in the model, the loss, the validation and test accuracies of
+// every epoch and the best epoch. A stale temporary file of an interrupted checkpoint write is
+// removed by the next write.
 TEST(Job, ResumeEqualsUninterruptedTraining) {
   JobConfig c = cora_config();
   c.epochs = 4;
-  c.eval_every = 0;
+  c.eval_every = 1;
   c.seed = 7;
   c.checkpoint_dir = temp_dir("ckpt_a");
+  c.metrics_file = temp_dir("metrics_a");
   JobResult straight = run_training(c);
 
   JobConfig first = c;
   first.checkpoint_dir = temp_dir("ckpt_b");
+  first.metrics_file = temp_dir("metrics_b");
   first.epochs = 2;
   run_training(first);
+  const std::string stale = first.checkpoint_dir + "/checkpoint.pt.tmp.999999999";
+  write_file_atomic(stale, "left by a killed writer");
   JobConfig second = first;
   second.epochs = 4;
   second.resume = true;
   JobResult resumed = run_training(second);
   EXPECT_EQ(resumed.epochs_run, 2);
   EXPECT_EQ(resumed.final_loss, straight.final_loss);  // bit-identical, not approximately
+  EXPECT_EQ(resumed.best_val_acc, straight.best_val_acc);
+  EXPECT_EQ(resumed.best_epoch, straight.best_epoch);
+  EXPECT_EQ(resumed.test_acc_at_best, straight.test_acc_at_best);
+  EXPECT_FALSE(fs::exists(stale));
+  // The per-epoch records (appended on resume) agree on everything drawn at random.
+  auto records = [](const std::string& f) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(read_file(f));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  };
+  const auto a = records(c.metrics_file), b = records(first.metrics_file);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(i);
+    for (const char* k : {"epoch", "loss", "train_acc", "val_acc", "test_acc"}) {
+      EXPECT_EQ(a[i].at(k), b[i].at(k)) << k;
+    }
+  }
   fs::remove_all(c.checkpoint_dir);
   fs::remove_all(first.checkpoint_dir);
+  fs::remove(c.metrics_file);
+  fs::remove(first.metrics_file);
+}
+
+// Faults that used to pass silently or print a LibTorch backtrace.
+TEST(Job, FaultsAreOneClearError) {
+  auto expect_error = [](const JobConfig& c, const std::string& needle) {
+    try {
+      run_training(c);
+      ADD_FAILURE() << "no error, expected " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  };
+  JobConfig c = cora_config();
+  c.epochs = 1;
+  c.metrics_file = "/dev/full";  // every write fails with ENOSPC
+  expect_error(c, "/dev/full: write failed: No space left on device");
+
+  c = cora_config();
+  c.epochs = 2;
+  c.checkpoint_dir = temp_dir("ckpt_corrupt");
+  fs::create_directories(c.checkpoint_dir);
+  c.resume = true;
+  write_file_atomic(c.checkpoint_dir + "/checkpoint.pt", std::string("PK\x03\x04 not a zip", 16));
+  expect_error(c, "checkpoint.pt is not a dsp checkpoint: PytorchStreamReader failed");
+  fs::remove_all(c.checkpoint_dir);
+
+  // A dataset without training ids (dsp convert --from ogb --no-split) has nothing to train on.
+  Dataset ds = load_dataset(cora_dir());
+  ds.train_idx = Array();
+  ds.sync_meta();
+  c = cora_config();
+  c.path = temp_dir("no_train");
+  write_dataset(ds, c.path);
+  expect_error(c, c.path + ": the dataset has no training ids");
+  fs::remove_all(c.path);
+
+  try {
+    JobConfig::from_json(nlohmann::json::parse(R"({"seed": -1})"), "cfg.json");
+    ADD_FAILURE() << "a negative seed was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("cfg.json: 'seed' must be a non-negative integer"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Job, BadInput) {

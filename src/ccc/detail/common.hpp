@@ -27,6 +27,35 @@ inline std::chrono::milliseconds op_timeout(const OpOptions& o, std::chrono::mil
   return o.timeout.count() > 0 ? o.timeout : dflt;
 }
 
+// Time spent waiting, not counting gaps longer than `stall` between consecutive calls of
+// elapsed(): a process that was stopped (SIGSTOP, a debugger) or starved for that long must not
+// blame its peers for the time it lost itself, so timeouts measure only the time it was awake.
+// Call elapsed() at least every stall / 2 while waiting.
+class AwakeTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit AwakeTimer(std::chrono::milliseconds stall = std::chrono::seconds(1))
+      : stall_(stall), last_(Clock::now()) {}
+  std::chrono::milliseconds elapsed() {
+    const auto now = Clock::now();
+    const auto step = now - last_;
+    last_ = now;
+    if (step > stall_) {
+      ++stalls_;
+    } else {
+      awake_ += step;
+    }
+    return std::chrono::duration_cast<std::chrono::milliseconds>(awake_);
+  }
+  int stalls() const { return stalls_; }  // gaps skipped so far
+
+ private:
+  std::chrono::milliseconds stall_;
+  Clock::time_point last_;
+  Clock::duration awake_{0};
+  int stalls_ = 0;
+};
+
 // Thread-safe counters, updated when an op completes. The accounting rules are documented on
 // Communicator::counters().
 class CounterBook {

@@ -1,46 +1,18 @@
 #include "ccc/mpi/mpi_communicator.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
-#include <atomic>
 #include <climits>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <list>
-#include <mutex>
-#include <thread>
 
-#include "ccc/detail/common.hpp"
 #include "ccc/executor.hpp"
+#include "ccc/mpi/mpi_runtime.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
 namespace dsp {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr int kTagQuery = 101;  // on the control communicator: int64 op number of the asker
-constexpr int kTagReply = 102;  // on the control communicator: StatusReply as bytes
-constexpr int kTagP2P = 103;    // on the data communicator: pieces of all_to_all_v
-
-std::string mpi_error_string(int code) {
-  char buf[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(code, buf, &len) != MPI_SUCCESS) return fmt::format("MPI error {}", code);
-  return std::string(buf, static_cast<size_t>(len));
-}
-
-// Data communicators use MPI_ERRORS_RETURN, so failures become exceptions naming the call.
-#define DSP_MPI_CHECK(call)                                                              \
-  do {                                                                                   \
-    int _rc = (call);                                                                    \
-    if (_rc != MPI_SUCCESS) {                                                            \
-      DSP_THROW_T(::dsp::CommError, "mpi: {} failed: {}", #call, mpi_error_string(_rc)); \
-    }                                                                                    \
-  } while (0)
+constexpr int kTagP2P = 103;  // on the data communicator: pieces of all_to_all_v
 
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
@@ -72,272 +44,7 @@ MPI_Op mpi_op(ReduceOp op) {
   return MPI_OP_NULL;
 }
 
-// What a rank answers about one communicator; sent as raw bytes (same binary on every rank).
-struct StatusReply {
-  int64_t seq;    // ops started on this communicator
-  int32_t in_op;  // 1 while op #seq has not completed
-  int32_t unused;
-  char name[32];   // op #seq's name
-  char label[64];  // and label
-};
-
-void copy_str(char* dst, size_t cap, const std::string& s) {
-  size_t n = std::min(cap - 1, s.size());
-  std::memcpy(dst, s.data(), n);
-  dst[n] = '\0';
-}
-
-// Set by MpiCommunicator::abort_process; the executor honours it while it waits and while idle, so
-// that MPI_Abort is made by the thread that makes every other MPI call.
-std::atomic<bool> g_abort_requested{false};
-
-[[noreturn]] void abort_now() {
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
-}
-
 }  // namespace
-
-// Process-wide MPI state: the executor thread that makes every MPI call, and the registry of live
-// communicators whose status queries it answers. Created on first use and never destroyed (its
-// executor is stopped, and MPI finalized, by an atexit handler), so no static destructor can run
-// before a communicator that still needs it.
-class MpiRuntime {
- public:
-  static MpiRuntime& get();
-  CommExecutor& exec() { return *exec_; }
-  bool finalized() const { return finalized_; }
-  // Executor thread only.
-  void add(MpiCommunicator::State* s) { live_.push_back(s); }
-  void remove(MpiCommunicator::State* s) { live_.remove(s); }
-  void service_all();
-
- private:
-  MpiRuntime();
-  void init_mpi();
-  void finalize_mpi();
-
-  std::unique_ptr<CommExecutor> exec_;
-  std::list<MpiCommunicator::State*> live_;
-  bool we_initialized_ = false;
-  bool finalized_ = false;
-};
-
-struct MpiCommunicator::State {
-  explicit State(MpiRuntime* r, int size_hint) : rt(r), book(size_hint) {}
-  MpiRuntime* rt;
-  MPI_Comm comm = MPI_COMM_NULL;  // collectives and all_to_all_v pieces
-  MPI_Comm ctl = MPI_COMM_NULL;   // timeout status queries, never blocked on by collectives
-  int rank = 0;
-  int size = 1;
-  std::chrono::milliseconds timeout{0};
-  int64_t max_count = INT_MAX;
-  detail::CounterBook book;
-
-  // Executor thread only.
-  int64_t seq = 0;
-  bool in_op = false;
-  std::string op_name;
-  std::string op_label;
-  Clock::time_point op_start;
-  Clock::time_point deadline;
-  bool has_deadline = false;
-  std::chrono::milliseconds op_timeout{0};
-  struct PendingReply {
-    StatusReply msg;
-    MPI_Request req;
-  };
-  std::list<PendingReply> replies;
-
-  void begin(const char* name, const OpOptions& o) {
-    ++seq;
-    in_op = true;
-    op_name = name;
-    op_label = o.label;
-    op_start = Clock::now();
-    op_timeout = detail::op_timeout(o, timeout);
-    has_deadline = op_timeout.count() > 0;
-    deadline = op_start + op_timeout;
-  }
-  void wait(MPI_Request* reqs, int n);
-  void service_queries();
-  [[noreturn]] void timed_out();
-};
-
-MpiRuntime& MpiRuntime::get() {
-  static std::mutex mu;
-  static MpiRuntime* rt = nullptr;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!rt) {
-    rt = new MpiRuntime();  // intentionally leaked, see the class comment
-    std::atexit([] {
-      try {
-        MpiRuntime::get().exec_->stop();
-      } catch (...) {
-      }
-    });
-  }
-  return *rt;
-}
-
-MpiRuntime::MpiRuntime() {
-  CommExecutor::Hooks hooks;
-  hooks.on_start = [this] { init_mpi(); };
-  hooks.on_idle = [this] { service_all(); };
-  hooks.on_stop = [this] { finalize_mpi(); };
-  hooks.idle_period = std::chrono::milliseconds(20);
-  exec_ = std::make_unique<CommExecutor>("mpi", std::move(hooks));
-}
-
-void MpiRuntime::init_mpi() {
-  int inited = 0, fin = 0;
-  MPI_Initialized(&inited);
-  MPI_Finalized(&fin);
-  DSP_CHECK_T(CommError, !fin, "mpi: MPI was already finalized; cannot create a communicator");
-  if (!inited) {
-    int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-    DSP_CHECK_T(CommError, rc == MPI_SUCCESS, "mpi: MPI_Init_thread failed: {}",
-                mpi_error_string(rc));
-    we_initialized_ = true;
-    // FUNNELED would do (this thread is the init thread and makes every call), so accept it.
-    DSP_CHECK_T(CommError, provided >= MPI_THREAD_FUNNELED,
-                "mpi: MPI_Init_thread provided thread level {}, need at least FUNNELED", provided);
-    return;
-  }
-  // The application initialized MPI on some other thread: our executor may call MPI only if the
-  // library accepts calls from any one thread at a time.
-  int provided = 0, is_main = 0;
-  MPI_Query_thread(&provided);
-  MPI_Is_thread_main(&is_main);
-  DSP_CHECK_T(CommError, provided >= MPI_THREAD_SERIALIZED || is_main,
-              "mpi: MPI was initialized with thread level {}; dsp makes its MPI calls from its "
-              "communication thread and needs MPI_THREAD_SERIALIZED (or let dsp initialize MPI)",
-              provided);
-}
-
-void MpiRuntime::finalize_mpi() {
-  for (auto* s : live_) {
-    for (auto& r : s->replies) MPI_Request_free(&r.req);
-    s->replies.clear();
-  }
-  if (we_initialized_ && !finalized_) {
-    int fin = 0;
-    MPI_Finalized(&fin);
-    if (!fin) MPI_Finalize();
-  }
-  finalized_ = true;
-}
-
-void MpiRuntime::service_all() {
-  if (finalized_) return;
-  if (g_abort_requested.load()) abort_now();
-  for (auto* s : live_) s->service_queries();
-}
-
-void MpiCommunicator::State::service_queries() {
-  for (;;) {
-    int flag = 0;
-    MPI_Status st;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagQuery, ctl, &flag, &st) != MPI_SUCCESS || !flag) break;
-    int64_t asker_seq = 0;
-    MPI_Recv(&asker_seq, 1, MPI_INT64_T, st.MPI_SOURCE, kTagQuery, ctl, MPI_STATUS_IGNORE);
-    replies.emplace_back();
-    PendingReply& r = replies.back();
-    std::memset(&r.msg, 0, sizeof(r.msg));
-    r.msg.seq = seq;
-    r.msg.in_op = in_op ? 1 : 0;
-    copy_str(r.msg.name, sizeof(r.msg.name), op_name);
-    copy_str(r.msg.label, sizeof(r.msg.label), op_label);
-    MPI_Isend(&r.msg, sizeof(r.msg), MPI_BYTE, st.MPI_SOURCE, kTagReply, ctl, &r.req);
-  }
-  for (auto it = replies.begin(); it != replies.end();) {
-    int done = 0;
-    MPI_Test(&it->req, &done, MPI_STATUS_IGNORE);
-    it = done ? replies.erase(it) : std::next(it);
-  }
-}
-
-void MpiCommunicator::State::wait(MPI_Request* reqs, int n) {
-  // Spin first (most ops finish in microseconds), then yield, then nap: ranks oversubscribe cores
-  // here, and a spinning waiter steals the CPU from the rank it is waiting for.
-  auto last_service = Clock::now();
-  for (long it = 0;; ++it) {
-    int done = 0;
-    DSP_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-    if (done) return;
-    if (it < 64) continue;
-    auto now = Clock::now();
-    if (now - last_service > std::chrono::milliseconds(2)) {
-      rt->service_all();
-      last_service = now;
-    }
-    if (has_deadline && now > deadline) timed_out();
-    if (g_abort_requested.load()) abort_now();
-    if (now - op_start < std::chrono::milliseconds(5)) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  }
-}
-
-void MpiCommunicator::State::timed_out() {
-  const double waited = std::chrono::duration<double>(Clock::now() - op_start).count();
-  const int64_t my_seq = seq;
-  std::vector<MPI_Request> queries;
-  for (int p = 0; p < size; ++p) {
-    if (p == rank) continue;
-    queries.emplace_back();
-    MPI_Isend(&my_seq, 1, MPI_INT64_T, p, kTagQuery, ctl, &queries.back());
-  }
-  std::vector<StatusReply> ans(size);
-  std::vector<char> got(size, 0);
-  int missing = size - 1;
-  auto grace = std::min<std::chrono::milliseconds>(std::chrono::seconds(2), op_timeout);
-  auto until = Clock::now() + grace;
-  while (missing > 0 && Clock::now() < until) {
-    int flag = 0;
-    MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, kTagReply, ctl, &flag, &st);
-    if (flag) {
-      StatusReply r;
-      MPI_Recv(&r, sizeof(r), MPI_BYTE, st.MPI_SOURCE, kTagReply, ctl, MPI_STATUS_IGNORE);
-      if (!got[st.MPI_SOURCE]) --missing;
-      got[st.MPI_SOURCE] = 1;
-      ans[st.MPI_SOURCE] = r;
-      continue;
-    }
-    // Peers stuck in this same op time out too and ask us; answering lets them name the culprit.
-    rt->service_all();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  std::string late;
-  for (int p = 0; p < size; ++p) {
-    if (p == rank) continue;
-    std::string why;
-    if (!got[p]) {
-      why = "no answer";
-    } else if (ans[p].seq >= my_seq) {
-      continue;  // started this op (or finished it): arrived
-    } else if (ans[p].in_op) {
-      why = fmt::format("still in op #{} '{}'", ans[p].seq, ans[p].name);
-    } else {
-      why = fmt::format("idle after op #{}", ans[p].seq);
-    }
-    late += fmt::format("{}{} ({})", late.empty() ? "" : ", ", p, why);
-  }
-  if (late.empty()) late = "none found (every rank answered that it had arrived)";
-  std::string label = op_label.empty() ? "" : fmt::format(", label '{}'", op_label);
-  std::string line = fmt::format(
-      "dsp: collective '{}' (op #{}{}) timed out after {:.1f} s on rank {}; ranks that "
-      "did not arrive: {}\n",
-      op_name, my_seq, label, waited, rank, late);
-  std::fwrite(line.data(), 1, line.size(), stderr);
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);  // MPI_Abort does not return; this keeps [[noreturn]] honest if it ever does
-}
 
 namespace {
 
@@ -369,19 +76,23 @@ MpiCommunicator::MpiCommunicator(const CommOptions& opts) {
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     auto s = std::make_unique<State>(&rt, size);
-    DSP_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &s->comm));
+    s->index = rt.next_index();
+    s->timeout = timeout;
+    // Nonblocking, so that a peer that finished without creating it is named, not waited for.
+    MPI_Request reqs[2];
+    DSP_MPI_CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &s->comm, &reqs[0]));
+    DSP_MPI_CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &s->ctl, &reqs[1]));
+    rt.wait_create(reqs, 2, s->index, timeout);
     DSP_MPI_CHECK(MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN));
-    DSP_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &s->ctl));
     DSP_MPI_CHECK(MPI_Comm_set_errhandler(s->ctl, MPI_ERRORS_RETURN));
     MPI_Comm_rank(s->comm, &s->rank);
     MPI_Comm_size(s->comm, &s->size);
     rt.add(s.get());
     return s;
   });
-  st_->timeout = timeout;
   set_log_rank(st_->rank, st_->size);
-  DSP_DEBUG("ccc", "mpi communicator: rank {} of {}, timeout {} ms", st_->rank, st_->size,
-            timeout.count());
+  DSP_DEBUG("ccc", "mpi communicator #{}: rank {} of {}, timeout {} ms", st_->index, st_->rank,
+            st_->size, timeout.count());
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -391,8 +102,7 @@ MpiCommunicator::~MpiCommunicator() {
     s->rt->exec().run("comm_free", [s] {
       s->rt->remove(s);
       if (s->rt->finalized()) return;
-      for (auto& r : s->replies) MPI_Request_free(&r.req);
-      s->replies.clear();
+      s->free_replies();
       MPI_Comm_free(&s->comm);
       MPI_Comm_free(&s->ctl);
     });
@@ -408,25 +118,6 @@ std::chrono::milliseconds MpiCommunicator::timeout() const { return st_->timeout
 CommExecutor& MpiCommunicator::process_executor() { return MpiRuntime::get().exec(); }
 CommCounters MpiCommunicator::counters() const { return st_->book.get(); }
 void MpiCommunicator::reset_counters() { st_->book.reset(); }
-
-void MpiCommunicator::abort_process(const std::string& message) {
-  static std::atomic<bool> printed{false};
-  if (!printed.exchange(true)) {
-    std::string line = fmt::format("dsp: {}\n", message);
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    std::fflush(stderr);
-  }
-  int inited = 0, fin = 0;
-  MPI_Initialized(&inited);
-  MPI_Finalized(&fin);
-  if (!inited || fin) std::_Exit(1);
-  MpiRuntime& rt = MpiRuntime::get();
-  if (rt.exec().on_executor_thread()) abort_now();
-  g_abort_requested = true;
-  auto until = Clock::now() + std::chrono::seconds(2);
-  while (Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  abort_now();  // the executor is stuck outside MPI; MPI_Abort from here is the last resort
-}
 
 void MpiCommunicator::set_max_count_for_testing(int64_t n) {
   DSP_CHECK_ARG(n >= 1 && n <= INT_MAX, "max count {} not in [1, INT_MAX]", n);

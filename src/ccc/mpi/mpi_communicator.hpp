@@ -8,13 +8,20 @@
 // the same collective everywhere) and owns a second, duplicated control communicator. While the
 // executor waits on an op, and every 20 ms while it has no work, it answers status queries that
 // arrive on the control communicators: (ops started, inside an op or not, that op's name/label).
-// When an op passes its deadline the rank sends a query to every peer, collects answers for
+// When an op passes its deadline (time this process was awake: a rank that was stopped does not
+// blame its peers for it) the rank sends a query to every peer, collects answers for
 // min(2 s, timeout), prints one line naming the op and the ranks that did not arrive, e.g.
 //   dsp: collective 'barrier' (op #3) timed out after 1.0 s on rank 0; ranks that did not
 //   arrive: 2 (idle after op #2)
-// and calls MPI_Abort(MPI_COMM_WORLD, 1). A rank that has started op #k or a later one counts as
-// arrived; "no answer" means its executor did not reach MPI during the grace period.
+// and aborts the job. A rank that has started op #k or a later one counts as arrived; "not
+// responding" means its executor did not answer during the grace period (stopped, hung outside
+// MPI, or unreachable). When several ranks time out in the same op, the lowest prints.
 //
+// Failures end the job with one message (mpi_runtime.hpp has the protocol): a rank that aborts
+// tells its peers first, so they stay silent; when the launcher ends the job because a rank
+// vanished (killed by a signal), the lowest surviving rank names it; a rank that finishes waits
+// at exit for every peer to finish too, and a peer still issuing collectives gets an error naming
+// it (e.g. ranks that iterate a different number of epochs), on both sides.
 // Counts. MPI counts are int. Larger messages are split into pieces of at most INT_MAX elements
 // (all_reduce, broadcast; all_gather through a resized contiguous datatype), chosen from the
 // count alone so every rank splits alike. all_to_all_v is pairwise nonblocking send/receive, with
@@ -63,11 +70,16 @@ class MpiCommunicator : public Communicator {
   CommExecutor* executor() override { return &process_executor(); }
   static CommExecutor& process_executor();
   // Ends the job from any thread because of a failure on this rank: prints "dsp: <message>" once
-  // on stderr, then MPI_Abort(MPI_COMM_WORLD, 1). The executor thread makes that call (it checks
-  // the request while it waits on MPI and while idle); if it does not within 2 s (stuck outside
-  // MPI), the calling thread makes it. Without an initialized MPI it just exits with 1.
+  // on stderr (nothing when a peer already announced that it ends the job), tells the peers, then
+  // MPI_Abort(MPI_COMM_WORLD, exit_code). The executor thread makes those calls (it checks the
+  // request while it waits on MPI and while idle); if it does not within 2 s (stuck outside MPI),
+  // the calling thread calls MPI_Abort. Without an initialized MPI it just exits.
+  [[noreturn]] static void abort_process(const std::string& message, int exit_code = 1);
   [[noreturn]] void abort_job(const std::string& message) override { abort_process(message); }
-  [[noreturn]] static void abort_process(const std::string& message);
+  // The world this process belongs to once an MpiCommunicator exists (0 before, and after MPI
+  // is finalized), and its rank. Never initialize MPI.
+  static int job_size();
+  static int job_rank();
   // Tests only: use pieces of at most n elements (default INT_MAX), so the paths taken by >2^31
   // element messages run on small buffers. Every rank must set the same value.
   void set_max_count_for_testing(int64_t n);

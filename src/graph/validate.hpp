@@ -1,0 +1,38 @@
+#pragma once
+// Content checks that every loader runs on the arrays it maps (load_dataset, hence `dsp info`,
+// `dsp partition` and the Python module; load_partition, hence `dsp train` and dsp.Loader). Each
+// is one streaming pass over its array, split over the OpenMP threads (rows in pieces of about
+// equal entries, so a skewed degree distribution does not leave one thread with most of the
+// work): validating a dataset costs about one read of it. Each throws FormatError naming the file
+// and the first fault.
+#include <cstdint>
+#include <string>
+
+#include "graph/array.hpp"
+
+namespace dsp {
+
+// Row pointers: int64 [rows + 1] from 0, never decreasing, ending at `entries`.
+void check_indptr(const Array& indptr, int64_t entries, const std::string& indptr_file);
+
+// Labels int64 [N]: each in [-1, num_classes) (-1: unlabeled).
+void check_labels(const Array& labels, int64_t num_classes, const std::string& labels_file);
+
+// The rows of a CSR: indptr int64 [rows + 1], already checked monotone from 0 to indices' length;
+// indices int32 or int64. Every entry must be an id in [0, num_ids), and every row strictly
+// increasing: sorted, no neighbour twice (the format's promise, which samplers rely on). Faults
+// name the row as `first_row + r` (its node id).
+void check_csr_rows(const Array& indptr, const Array& indices, int64_t num_ids, int64_t first_row,
+                    const std::string& indices_file);
+
+// Edge weights (float32, one per entry of the CSR whose indptr is given): finite and >= 0, as
+// biased sampling draws neighbours in proportion to them.
+void check_edge_weights(const Array& weights, const Array& indptr, int64_t first_row,
+                        const std::string& weights_file);
+
+// Rows [begin, end) of a float32 or float16 feature matrix [N, F]: every value finite (no NaN,
+// no infinity).
+void check_finite_features(const Array& features, int64_t begin, int64_t end,
+                           const std::string& features_file);
+
+}  // namespace dsp
