@@ -25,9 +25,8 @@ struct ConvertArgs {
 // Converts in memory, or (edge lists) out of core when the in-memory estimate exceeds the budget
 // or --out-of-core is given; refuses with one line when neither fits.
 DatasetMeta convert(const ConvertArgs& a, ImportStats& st, double& write_s) {
-  const uint64_t budget = a.memory_budget.empty()
-                              ? default_memory_budget()
-                              : parse_bytes("--memory-budget", a.memory_budget);
+  const uint64_t budget = a.memory_budget.empty() ? default_memory_budget()
+                                                  : parse_bytes("--memory-budget", a.memory_budget);
   Dataset ds;
   DSP_CHECK_ARG(!path_within(a.input, a.output),
                 "output {} is the input {} or contains it: writing there would destroy the input; "

@@ -144,13 +144,13 @@ void report(const GenerateResult& r, const Common& c, const char* kind) {
               static_cast<long long>(m.num_valid), static_cast<long long>(m.num_test));
   const double rss_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
   if (r.out_of_core) {
-    std::printf("  generated out of core in %.2f s (%d sorted runs, %s spilled), peak RSS %.0f "
-                "MiB -> %s\n",
-                r.generate_s, r.sort_runs, format_bytes(r.spilled_bytes).c_str(), rss_mib,
-                c.out.c_str());
+    std::printf(
+        "  generated out of core in %.2f s (%d sorted runs, %s spilled), peak RSS %.0f "
+        "MiB -> %s\n",
+        r.generate_s, r.sort_runs, format_bytes(r.spilled_bytes).c_str(), rss_mib, c.out.c_str());
   } else {
-    std::printf("  generated in %.2f s, written in %.2f s, peak RSS %.0f MiB -> %s\n",
-                r.generate_s, r.write_s, rss_mib, c.out.c_str());
+    std::printf("  generated in %.2f s, written in %.2f s, peak RSS %.0f MiB -> %s\n", r.generate_s,
+                r.write_s, rss_mib, c.out.c_str());
   }
 }
 

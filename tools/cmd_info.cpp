@@ -94,10 +94,10 @@ void run_info(const InfoArgs& a) {
   }
   fmt::print("classes      {}\n", m.num_classes);
   fmt::print("split        train {} / valid {} / test {}\n", m.num_train, m.num_valid, m.num_test);
-  fmt::print("memory       dsp partition -p 2 needs about {} (metis) or {} (random) beyond the "
-             "process itself; {} available\n",
-             format_bytes(metis_bytes), format_bytes(random_bytes),
-             format_bytes(available_memory()));
+  fmt::print(
+      "memory       dsp partition -p 2 needs about {} (metis) or {} (random) beyond the "
+      "process itself; {} available\n",
+      format_bytes(metis_bytes), format_bytes(random_bytes), format_bytes(available_memory()));
 }
 
 }  // namespace

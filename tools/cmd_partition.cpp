@@ -1,14 +1,14 @@
 #include "commands.hpp"
-#include "lists.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "core/memory.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "csp/presample.hpp"
 #include "graph/dataset.hpp"
 #include "layout/partition.hpp"
 #include "layout/partition_plan.hpp"
+#include "lists.hpp"
 
 namespace dsp::cli {
 namespace {
@@ -22,16 +22,17 @@ bool plan_memory(const std::string& dataset, const PartitionOptions& o,
   auto j = nlohmann::json::parse(read_file(json), nullptr, false);
   DSP_CHECK_FORMAT(!j.is_discarded(), "{}: not valid JSON", json);
   const DatasetMeta meta = DatasetMeta::from_json(j, json);
-  const uint64_t budget = budget_text.empty() ? default_memory_budget()
-                                              : parse_bytes("--memory-budget", budget_text);
+  const uint64_t budget =
+      budget_text.empty() ? default_memory_budget() : parse_bytes("--memory-budget", budget_text);
   const uint64_t need = estimate_partition_memory(meta, o);  // beyond what the process holds
   if (dry_run) {
-    fmt::print("partition of {} ({} nodes, {} edge entries) into {} parts by {}: needs about {} "
-               "of memory; budget {} ({} available){}\n",
-               dataset, meta.num_nodes, meta.num_edges, o.parts, o.method,
-               format_bytes(need + process_rss_bytes()),
-               format_bytes(budget), format_bytes(available_memory()),
-               need + process_rss_bytes() > budget ? ": it would be refused" : "");
+    fmt::print(
+        "partition of {} ({} nodes, {} edge entries) into {} parts by {}: needs about {} "
+        "of memory; budget {} ({} available){}\n",
+        dataset, meta.num_nodes, meta.num_edges, o.parts, o.method,
+        format_bytes(need + process_rss_bytes()), format_bytes(budget),
+        format_bytes(available_memory()),
+        need + process_rss_bytes() > budget ? ": it would be refused" : "");
     return true;
   }
   check_memory("dsp partition", need, budget, partition_memory_hint(meta, o));

@@ -61,9 +61,9 @@ uint64_t parse_bytes(const std::string& flag, const std::string& text) {
   } catch (const std::exception&) {
     used = 0;
   }
-  DSP_CHECK_ARG(mult > 0 && !s.empty() && used == s.size() && std::isfinite(v) && v >= 0 &&
-                    v * mult < 1.8e19,
-                "{}: expected a size such as 512M, 12G or 1.5GiB, got '{}'", flag, text);
+  DSP_CHECK_ARG(
+      mult > 0 && !s.empty() && used == s.size() && std::isfinite(v) && v >= 0 && v * mult < 1.8e19,
+      "{}: expected a size such as 512M, 12G or 1.5GiB, got '{}'", flag, text);
   return static_cast<uint64_t>(v * mult);
 }
 

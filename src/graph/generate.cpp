@@ -6,16 +6,16 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
-#include <tuple>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
-#include "core/fs.hpp"
-#include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "graph/external_sort.hpp"
 #include "graph/npy.hpp"
@@ -265,7 +265,9 @@ struct RmatDraw {
   const int64_t* perm;  // null: raw ids
 
   RmatDraw(const RmatOptions& o, const std::vector<int64_t>& p)
-      : n(o.num_nodes), key(key_for(o.seed, kGenRmat, kEdges)), perm(p.empty() ? nullptr : p.data()) {
+      : n(o.num_nodes),
+        key(key_for(o.seed, kGenRmat, kEdges)),
+        perm(p.empty() ? nullptr : p.data()) {
     while ((int64_t{1} << scale) < n) ++scale;
     // Quadrant thresholds on a 32-bit draw: r < ta -> a, < tab -> b, < tabc -> c, else d.
     const uint64_t two32 = uint64_t{1} << 32;
@@ -331,11 +333,16 @@ void check_rmat(const RmatOptions& o) {
 }
 
 nlohmann::json rmat_extra(const RmatOptions& o) {
-  return {{"generator", "rmat"},           {"seed", o.seed},
-          {"a", o.a},                      {"b", o.b},
-          {"c", o.c},                      {"undirected", o.undirected},
-          {"permuted", o.permute},         {"requested_edges", o.num_edges},
-          {"train_frac", o.train_frac},    {"valid_frac", o.valid_frac}};
+  return {{"generator", "rmat"},
+          {"seed", o.seed},
+          {"a", o.a},
+          {"b", o.b},
+          {"c", o.c},
+          {"undirected", o.undirected},
+          {"permuted", o.permute},
+          {"requested_edges", o.num_edges},
+          {"train_frac", o.train_frac},
+          {"valid_frac", o.valid_frac}};
 }
 
 // ---------------------------------------------------------------- community (DC-SBM)
@@ -635,23 +642,27 @@ void write_splits(const StagedDir& dir, int64_t n, double train_frac, double val
   save_npy(dir.file("test_idx.npy"), ds.test_idx);
 }
 
-// Bytes of the files a generated dataset takes (an upper bound: repeats are not dropped yet).
-uint64_t output_bytes(int64_t n, int64_t max_entries, int64_t dim, DType dtype, bool labels) {
-  return static_cast<uint64_t>(8 * (n + 1) + max_entries * id_bytes(n) +
-                               n * dim * static_cast<int64_t>(dtype_size(dtype)) +
-                               (labels ? 8 * n : 0) + 8 * n);
+// Peak disk of the out-of-core path (an upper bound: repeats are not dropped yet): the runs
+// (8 bytes per drawn entry) beside the CSR files while merging; the runs are gone before the
+// node files are written.
+uint64_t peak_disk_bytes(int64_t n, int64_t max_entries, int64_t dim, DType dtype, bool labels) {
+  const uint64_t graph = static_cast<uint64_t>(8 * (n + 1) + max_entries * id_bytes(n));
+  const uint64_t nodes = static_cast<uint64_t>(n * dim * static_cast<int64_t>(dtype_size(dtype)) +
+                                               (labels ? 8 * n : 0) + 8 * n);
+  return std::max(graph + 8 * static_cast<uint64_t>(max_entries), graph + nodes);
 }
 
-// Refuses before any work when the temporary runs plus the output cannot fit on OUT's disk.
+// Refuses before any work when the runs or the output cannot fit on OUT's disk.
 void check_disk(const std::string& out, uint64_t needed) {
   std::error_code ec;
   std::filesystem::path parent = std::filesystem::absolute(out, ec).parent_path();
   auto sp = std::filesystem::space(parent, ec);
   if (ec) return;
   if (needed > sp.available) {
-    DSP_THROW("dsp generate (out of core) needs about {} of disk under {} (sorted runs + output) "
-              "but {} is free: lower --edges or --features, or write elsewhere",
-              format_bytes(needed), parent.string(), format_bytes(sp.available));
+    DSP_THROW(
+        "dsp generate (out of core) needs about {} of disk under {} (sorted runs, then the "
+        "output) but {} is free: lower --edges or --features, or write elsewhere",
+        format_bytes(needed), parent.string(), format_bytes(sp.available));
   }
 }
 
@@ -683,11 +694,12 @@ std::pair<int64_t, int64_t> merge_to_csr(ExternalSorter<uint64_t>& sorter, const
   return {w.entries(), w.max_degree()};
 }
 
-GenerateResult finish_out_of_core(StagedDir& staged, const std::string& dir, DatasetMeta meta,
-                                  int64_t max_degree,
+GenerateResult finish_out_of_core(StagedDir& staged, DatasetMeta meta, int64_t max_degree,
                                   const ExternalSorter<uint64_t>& sorter, const Stopwatch& sw) {
   write_file_atomic(staged.file("dataset.json"), meta.to_json().dump(2) + "\n");
-  validate_staged_dataset(staged.tmp_path(), dir);
+  // Not validated again: reading it back would map every file into this process (its peak RSS
+  // would then be the dataset's size); the files equal the in-memory path's, which write_dataset
+  // validates (tests/graph/test_out_of_core.cpp).
   staged.commit();
   GenerateResult r;
   r.meta = std::move(meta);
@@ -702,8 +714,8 @@ GenerateResult finish_out_of_core(StagedDir& staged, const std::string& dir, Dat
 GenerateResult rmat_out_of_core(const RmatOptions& o, const std::string& dir,
                                 const GenerateWriteOptions& w) {
   const int64_t n = o.num_nodes, max_entries = o.undirected ? 2 * o.num_edges : o.num_edges;
-  check_disk(dir, output_bytes(n, max_entries, o.feature_dim, o.feature_dtype, o.num_classes > 0) +
-                      8 * static_cast<uint64_t>(max_entries));
+  check_disk(dir,
+             peak_disk_bytes(n, max_entries, o.feature_dim, o.feature_dtype, o.num_classes > 0));
   Stopwatch sw;
   StagedDir staged(dir, w.overwrite);
   std::vector<int64_t> perm = rmat_permutation(o);
@@ -719,19 +731,18 @@ GenerateResult rmat_out_of_core(const RmatOptions& o, const std::string& dir,
                    o.num_classes, RmatLabel{key_for(o.seed, kGenRmat, kLabels), o.num_classes},
                    node_chunk_bytes(w.memory_budget));
   write_splits(staged, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenRmat, kSplits));
-  DatasetMeta meta = generated_meta(o.name, !o.undirected, n, entries, index_dtype_for(n),
-                                    o.feature_dim, o.feature_dtype, o.num_classes, o.train_frac,
-                                    o.valid_frac);
+  DatasetMeta meta =
+      generated_meta(o.name, !o.undirected, n, entries, index_dtype_for(n), o.feature_dim,
+                     o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
   meta.extra = rmat_extra(o);
-  return finish_out_of_core(staged, dir, std::move(meta), max_degree, sorter, sw);
+  return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
 }
 
 template <class Id>
 GenerateResult community_out_of_core(const CommunityOptions& o, const std::string& dir,
                                      const GenerateWriteOptions& w) {
   const int64_t n = o.num_nodes, max_entries = 2 * o.num_edges;
-  check_disk(dir, output_bytes(n, max_entries, o.feature_dim, o.feature_dtype, true) +
-                      8 * static_cast<uint64_t>(max_entries));
+  check_disk(dir, peak_disk_bytes(n, max_entries, o.feature_dim, o.feature_dtype, true));
   Stopwatch sw;
   StagedDir staged(dir, w.overwrite);
   std::vector<int32_t> comm_of;
@@ -742,8 +753,7 @@ GenerateResult community_out_of_core(const CommunityOptions& o, const std::strin
     comm_of = community_of(cm);
   }
   const uint64_t fixed = n * (sizeof(typename SegmentedAlias<Id>::Entry) + 4);
-  ExternalSorter<uint64_t> sorter(staged.file("sort-runs"),
-                                  sort_capacity(w, fixed, max_entries));
+  ExternalSorter<uint64_t> sorter(staged.file("sort-runs"), sort_capacity(w, fixed, max_entries));
   draw_sorted(sorter, o.num_edges, /*symmetrize=*/true, *draw);
   draw.reset();
   int64_t inside = 0;
@@ -758,7 +768,7 @@ GenerateResult community_out_of_core(const CommunityOptions& o, const std::strin
   DatasetMeta meta = generated_meta(o.name, false, n, entries, index_dtype_for(n), o.feature_dim,
                                     o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
   meta.extra = community_extra(o, inside, entries);
-  return finish_out_of_core(staged, dir, std::move(meta), max_degree, sorter, sw);
+  return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
 }
 
 // In memory: generate, then write_dataset.
@@ -807,14 +817,14 @@ MemoryEstimate estimate_rmat_memory(const RmatOptions& o) {
 
 MemoryEstimate estimate_community_memory(const CommunityOptions& o) {
   const uint64_t n = o.num_nodes, id = id_bytes(o.num_nodes), m = o.num_edges;
-  const uint64_t entry = id == 4 ? 16 : 32;  // SegmentedAlias<Id>::Entry
+  const uint64_t entry = id == 4 ? 16 : 32;   // SegmentedAlias<Id>::Entry
   const uint64_t model = 16 * n + entry * n;  // theta + perm + alias tables
   const uint64_t node_data =
       n * o.feature_dim * dtype_size(o.feature_dtype) + 8 * n + 16 * n + 4 * n;
   MemoryEstimate e;
-  e.in_memory = std::max({model + 2 * m * id + 16 * n + 2 * m * id,
-                          8 * n + 2 * m * id + node_data}) +
-                kSlackBytes;
+  e.in_memory =
+      std::max({model + 2 * m * id + 16 * n + 2 * m * id, 8 * n + 2 * m * id + node_data}) +
+      kSlackBytes;
   e.out_of_core = model + 4 * n + kMinSortBytes + 2 * kMinNodeChunkBytes + kSlackBytes;
   return e;
 }
@@ -831,17 +841,18 @@ Dataset generate_rmat(const RmatOptions& o) {
   }
   Stopwatch node_sw;
   if (o.feature_dim > 0) {
-    ds.features = make_features(n, o.feature_dim, o.feature_dtype,
-                                RmatFeatureRow{key_for(o.seed, kGenRmat, kFeatures), o.feature_dim});
+    ds.features =
+        make_features(n, o.feature_dim, o.feature_dtype,
+                      RmatFeatureRow{key_for(o.seed, kGenRmat, kFeatures), o.feature_dim});
   }
   if (o.num_classes > 0) {
     ds.labels = make_labels(n, RmatLabel{key_for(o.seed, kGenRmat, kLabels), o.num_classes});
   }
   make_splits(ds, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenRmat, kSplits));
   DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
-  ds.meta = generated_meta(o.name, !o.undirected, n, ds.graph.num_edges(),
-                           ds.graph.index_dtype(), o.feature_dim, o.feature_dtype, o.num_classes,
-                           o.train_frac, o.valid_frac);
+  ds.meta =
+      generated_meta(o.name, !o.undirected, n, ds.graph.num_edges(), ds.graph.index_dtype(),
+                     o.feature_dim, o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
   ds.meta.extra = rmat_extra(o);
   return ds;
 }
@@ -863,8 +874,7 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
   }
   Stopwatch node_sw;
   if (o.feature_dim > 0) {
-    ds.features =
-        make_features(n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of));
+    ds.features = make_features(n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of));
   }
   ds.labels = make_labels(n, community_label(o, comm_of));
   make_splits(ds, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenCommunity, kSplits));
@@ -882,9 +892,9 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
     }
   });
   DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
-  ds.meta = generated_meta(o.name, false, n, ds.graph.num_edges(), ds.graph.index_dtype(),
-                           o.feature_dim, o.feature_dtype, o.num_classes, o.train_frac,
-                           o.valid_frac);
+  ds.meta =
+      generated_meta(o.name, false, n, ds.graph.num_edges(), ds.graph.index_dtype(), o.feature_dim,
+                     o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
   ds.meta.extra = community_extra(o, inside, ds.graph.num_edges());
   if (communities) *communities = std::move(comm_of);
   return ds;

@@ -596,7 +596,8 @@ EdgeListSample sample_edge_list(const std::string& path) {
   }
   s.weighted = sink.weighted_;
   s.max_id = sink.d.max_id;
-  const double per_line = static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(lines, 1));
+  const double per_line =
+      static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(lines, 1));
   s.edges = static_cast<int64_t>(static_cast<double>(est_bytes) / std::max(per_line, 1.0)) + 1;
   return s;
 }
@@ -618,7 +619,8 @@ uint64_t estimate_ogb_memory(const std::string& dir) {
   fs::path root = fs::path(dir);
   if (root.filename().empty()) root = root.parent_path();
   fs::path raw = fs::is_directory(root / "raw", ec) ? root / "raw" : root;
-  std::string nodes_file = find_csv(raw, "num-node-list"), edges_file = find_csv(raw, "num-edge-list");
+  std::string nodes_file = find_csv(raw, "num-node-list"),
+              edges_file = find_csv(raw, "num-edge-list");
   if (nodes_file.empty() || edges_file.empty()) return 0;  // the importer names what is missing
   const uint64_t n = static_cast<uint64_t>(read_single_count(nodes_file));
   const uint64_t m = static_cast<uint64_t>(read_single_count(edges_file));

@@ -120,10 +120,9 @@ DatasetMeta import_edge_list_to_dir(const std::string& path, const EdgeListOptio
   DSP_CHECK_ARG(opts.num_nodes >= -1, "--num-nodes must be non-negative, got {}", opts.num_nodes);
   const EdgeListSample sample = sample_edge_list(path);
   StagedDir staged(dir, w.overwrite);
-  DatasetMeta m =
-      sample.weighted && opts.weighted_auto
-          ? import_sorted<WeightedKey>(path, opts, name, staged, w, sample, stats)
-          : import_sorted<uint64_t>(path, opts, name, staged, w, sample, stats);
+  DatasetMeta m = sample.weighted && opts.weighted_auto
+                      ? import_sorted<WeightedKey>(path, opts, name, staged, w, sample, stats)
+                      : import_sorted<uint64_t>(path, opts, name, staged, w, sample, stats);
   validate_staged_dataset(staged.tmp_path(), dir);
   staged.commit();
   return m;

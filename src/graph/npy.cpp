@@ -391,8 +391,9 @@ void NpyWriter::close_with_first_dim(int64_t first_dim) {
 // Puts `head` over the reserved header. Headers are padded to 128 bytes for every shape of up
 // to two dimensions of 19 digits each, so the final header always has the reserved length.
 void NpyWriter::rewrite_header(const std::string& head) {
-  DSP_CHECK(head.size() == head_size_, "{}: the final .npy header ({} bytes) does not fit the {} "
-            "reserved", path_, head.size(), head_size_);
+  DSP_CHECK(head.size() == head_size_,
+            "{}: the final .npy header ({} bytes) does not fit the {} reserved",
+            path_, head.size(), head_size_);
   if (std::fflush(file_) != 0) fail("write failed");
   if (std::fseek(file_, 0, SEEK_SET) != 0) fail("seek failed");
   if (std::fwrite(head.data(), 1, head.size(), file_) != head.size()) fail("write failed");

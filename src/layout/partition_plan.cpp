@@ -46,8 +46,7 @@ std::string partition_memory_hint(const DatasetMeta& meta, const PartitionOption
     PartitionOptions r = opts;
     r.method = "random";
     const uint64_t random = estimate_partition_memory(meta, r) + process_rss_bytes();
-    return "use --method random (about " + format_bytes(random) +
-           ") or raise --memory-budget";
+    return "use --method random (about " + format_bytes(random) + ") or raise --memory-budget";
   }
   return "raise --memory-budget";
 }

@@ -136,8 +136,8 @@ TEST(OutOfCore, BudgetBelowTheInMemoryEstimateGoesOutOfCore) {
 
 TEST(OutOfCore, RefusesWithOneLineWhenNothingFits) {
   TempDir tmp("ooc_refuse");
-  auto r = run_cli("generate community " + tmp / "g" + " --nodes 2M --edges 10M --memory-budget 64M",
-                   tmp);
+  auto r = run_cli(
+      "generate community " + tmp / "g" + " --nodes 2M --edges 10M --memory-budget 64M", tmp);
   EXPECT_EQ(r.exit_code, 1);
   CommunityOptions o;
   o.num_nodes = 2000000;
@@ -156,11 +156,26 @@ TEST(OutOfCore, RefusesWithOneLineWhenNothingFits) {
       << r.err;
 }
 
+TEST(OutOfCore, RefusesWhenTheDiskCannotHoldIt) {
+  TempDir tmp("ooc_disk");
+  // 4 TB of features: out of core in memory, but not on this disk.
+  auto r = run_cli("generate rmat " + tmp / "g" + " --nodes 1M --edges 1M --features 1000000", tmp);
+  EXPECT_EQ(r.exit_code, 1);
+  const std::regex line(
+      "dsp: error: dsp generate \\(out of core\\) needs about [0-9.]+ GiB of "
+      "disk under " +
+      tmp.path() +
+      " \\(sorted runs, then the output\\) but [0-9.]+ [KMG]iB is free: lower "
+      "--edges or --features, or write elsewhere\n");
+  EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "g"));
+}
+
 TEST(OutOfCore, CliReportsTheOutOfCorePath) {
   TempDir tmp("ooc_cli");
-  auto r = run_cli("generate rmat " + tmp / "g" +
-                       " --nodes 2000 --edges 20000 --out-of-core --sort-buffer 64K",
-                   tmp);
+  auto r = run_cli(
+      "generate rmat " + tmp / "g" + " --nodes 2000 --edges 20000 --out-of-core --sort-buffer 64K",
+      tmp);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("generated out of core in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sorted runs"), std::string::npos) << r.out;
@@ -232,7 +247,7 @@ std::string edge_list_text(int64_t n, int64_t m, bool weighted, uint64_t seed) {
   };
   for (int64_t i = 0; i < m; ++i) {
     int64_t s = static_cast<int64_t>(next() % n), t = static_cast<int64_t>(next() % n);
-    if (i % 97 == 0) t = s;          // a self loop
+    if (i % 97 == 0) t = s;            // a self loop
     if (i % 13 == 0) t = (s + 1) % n;  // many repeats of (s, s + 1)
     text += std::to_string(s) + " " + std::to_string(t);
     if (weighted) text += " " + std::to_string(static_cast<double>(i % 1000) / 8.0);
@@ -307,9 +322,9 @@ TEST(OutOfCore, ConvertCliChoosesAndRefuses) {
   iotest::write_text(tmp / "e.txt", edge_list_text(1000, 20000, true, 9));
   auto r = run_cli("convert --from edgelist " + tmp / "e.txt " + tmp / "mem", tmp);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = run_cli("convert --from edgelist --out-of-core --sort-buffer 64K " + tmp / "e.txt " +
-                  tmp / "ooc",
-              tmp);
+  r = run_cli(
+      "convert --from edgelist --out-of-core --sort-buffer 64K " + tmp / "e.txt " + tmp / "ooc",
+      tmp);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_same_files(tmp / "mem", tmp / "ooc");
   // The in-memory estimate is 64 MiB of slack plus the edges: over a 64M budget, which the
