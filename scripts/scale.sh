@@ -78,7 +78,7 @@ runs = 8 * 2 * 1615685872
 print(f"Full size, extrapolated from 1/{f}: the dataset takes about {disk * f / 1e9:.0f} GB "
       f"(the 1-part partition as much again), the sorted runs up to {runs / 1e9:.1f} GB while "
       f"merging (deleted before the features are written), generation about "
-      f"{gen * f / 60:.0f} min and partitioning about {part * f / 60:.0f} min at least.")
+      f"{gen * f / 60:.0f} min and a 1-part partition about {part * f / 60:.0f} min at least.")
 PY
 )
 
@@ -92,6 +92,8 @@ papers100M-shaped community graphs generated out of core (\`scripts/scale.sh\`; 
 $(printf '%s\n' "${rows[@]}")
 
 $extrapolation
+
+Peak RSS counts the pages of mapped files: \`partition\` and \`bench sample\` map the dataset (page cache, which the kernel reclaims under pressure), so their figures grow with the files read, not with anonymous memory.
 
 Commands (for fraction F of papers100M):
 
