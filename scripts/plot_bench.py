@@ -517,6 +517,12 @@ def main():
         b, e = old.find("<!-- peer-bench:begin -->"), old.find("<!-- peer-bench:end -->")
         if 0 <= b < e:
             peer = "\n" + old[b:e + len("<!-- peer-bench:end -->")] + "\n"
+    # The "Scale" section is written by scripts/scale.sh (a separate, much longer run): keep it.
+    if os.path.exists(out_md):
+        old = open(out_md).read()
+        at = old.find("\n## Scale\n")
+        if at >= 0:
+            md.append(old[at + 1:].rstrip() + "\n")
     with open(out_md, "w") as f:
         f.write("\n".join(md) + peer)
 

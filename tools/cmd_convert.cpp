@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "graph/dataset.hpp"
 #include "graph/import.hpp"
@@ -15,22 +16,28 @@ namespace dsp::cli {
 namespace {
 
 struct ConvertArgs {
-  std::string from, input, output, name, split;
+  std::string from, input, output, name, split, memory_budget, sort_buffer;
   bool undirected = false, directed = false, overwrite = false, no_self_loops = false,
-       no_split = false;
+       no_split = false, out_of_core = false;
   int64_t num_nodes = -1;
 };
 
-void run_convert(const ConvertArgs& a) {
-  ImportStats st;
+// Converts in memory, or (edge lists) out of core when the in-memory estimate exceeds the budget
+// or --out-of-core is given; refuses with one line when neither fits.
+DatasetMeta convert(const ConvertArgs& a, ImportStats& st, double& write_s) {
+  const uint64_t budget = a.memory_budget.empty() ? default_memory_budget()
+                                                  : parse_bytes("--memory-budget", a.memory_budget);
   Dataset ds;
-  Stopwatch total;
   DSP_CHECK_ARG(!path_within(a.input, a.output),
                 "output {} is the input {} or contains it: writing there would destroy the input; "
                 "choose another output",
                 a.output, a.input);
   if (a.from == "ogb") {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
+    DSP_CHECK_ARG(!a.out_of_core, "--out-of-core applies to --from edgelist only");
+    check_memory("dsp convert --from ogb", estimate_ogb_memory(a.input), budget,
+                 "raise --memory-budget (the OGB importer holds the graph and features in memory; "
+                 "an edge list converts out of core)");
     OgbImportOptions o;
     DSP_CHECK_ARG(!(a.no_split && !a.split.empty()), "give --split or --no-split, not both");
     o.split = a.split;
@@ -45,14 +52,31 @@ void run_convert(const ConvertArgs& a) {
     o.num_nodes = a.num_nodes;
     o.undirected = a.undirected;
     o.remove_self_loops = a.no_self_loops;
+    if (a.out_of_core ||
+        estimate_edge_list_memory(sample_edge_list(a.input), o) > memory_left(budget)) {
+      check_memory("dsp convert (out of core)", edge_list_out_of_core_bytes(), budget,
+                   "raise --memory-budget");
+      OutOfCoreImportOptions w;
+      w.memory_budget = budget;
+      w.sort_buffer_bytes = a.sort_buffer.empty() ? 0 : parse_bytes("--sort-buffer", a.sort_buffer);
+      w.overwrite = a.overwrite;
+      return import_edge_list_to_dir(a.input, o, a.name, a.output, w, &st);
+    }
     ds = import_edge_list(a.input, o, a.name, &st);
   } else {
     DSP_THROW_T(InvalidArgument, "--from must be 'ogb' or 'edgelist', got '{}'", a.from);
   }
   Stopwatch sw;
   write_dataset(ds, a.output, a.overwrite);
-  const double write_s = sw.seconds();
-  const DatasetMeta& m = ds.meta;
+  write_s = sw.seconds();
+  return ds.meta;
+}
+
+void run_convert(const ConvertArgs& a) {
+  ImportStats st;
+  Stopwatch total;
+  double write_s = 0;
+  const DatasetMeta m = convert(a, st, write_s);
   fmt::print("{}: {} nodes, {} edge entries ({} input edges, {}), index {}\n", m.name, m.num_nodes,
              m.num_edges, st.input_edges, m.directed ? "directed" : "undirected",
              dtype_name(m.index_dtype));
@@ -98,6 +122,15 @@ void add_convert(CLI::App& app) {
                   "edgelist: number of nodes (default: largest id + 1); larger ids are errors");
   sub->add_flag("--no-self-loops", args->no_self_loops, "edgelist: drop u -> u edges");
   sub->add_flag("--overwrite", args->overwrite, "replace an existing output directory");
+  sub->add_option("--memory-budget", args->memory_budget,
+                  "memory the command may use, e.g. 12G (default: 3/4 of what is available); an "
+                  "edge list whose in-memory estimate exceeds it converts out of core");
+  sub->add_flag("--out-of-core", args->out_of_core,
+                "edgelist: sort the edges on disk (runs in the output's staging directory) even "
+                "if they fit in memory");
+  sub->add_option("--sort-buffer", args->sort_buffer,
+                  "out of core: cap on the sort buffer, e.g. 256M (default: what the budget "
+                  "leaves)");
   sub->callback([args] { run_convert(*args); });
 }
 

@@ -9,6 +9,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
@@ -68,6 +69,8 @@ struct Common {
   uint64_t seed = 0;
   std::string name;
   bool overwrite = false;
+  std::string memory_budget, sort_buffer;
+  bool out_of_core = false;
 };
 
 void add_common(CLI::App* sub, Common& c, int64_t nodes, int64_t edges, const char* edges_help) {
@@ -90,6 +93,25 @@ void add_common(CLI::App* sub, Common& c, int64_t nodes, int64_t edges, const ch
       ->capture_default_str();
   sub->add_option("--name", c.name, "dataset name recorded in dataset.json");
   sub->add_flag("--overwrite", c.overwrite, "replace an existing OUT");
+  sub->add_option("--memory-budget", c.memory_budget,
+                  "memory the command may use, e.g. 12G (default: 3/4 of what is available); "
+                  "a graph whose in-memory estimate exceeds it is generated out of core");
+  sub->add_flag("--out-of-core", c.out_of_core,
+                "generate out of core (edges through an external sort on disk) even if the graph "
+                "fits in memory");
+  sub->add_option("--sort-buffer", c.sort_buffer,
+                  "out of core: cap on the sort buffer, e.g. 256M (default: what the budget "
+                  "leaves)");
+}
+
+GenerateWriteOptions write_options(const Common& c) {
+  GenerateWriteOptions w;
+  w.memory_budget = c.memory_budget.empty() ? default_memory_budget()
+                                            : parse_bytes("--memory-budget", c.memory_budget);
+  w.sort_buffer_bytes = c.sort_buffer.empty() ? 0 : parse_bytes("--sort-buffer", c.sort_buffer);
+  w.overwrite = c.overwrite;
+  w.force_out_of_core = c.out_of_core;
+  return w;
 }
 
 // Fails before generating, not after minutes of work, when OUT is taken (write_dataset checks
@@ -99,16 +121,10 @@ void check_out(const Common& c) {
               "{}: already exists (pass --overwrite to replace it)", c.out);
 }
 
-void finish(Dataset& ds, const Common& c, const char* kind, double gen_seconds) {
-  Stopwatch sw;
-  write_dataset(ds, c.out, c.overwrite);
-  const double write_seconds = sw.seconds();
-
-  const Csr& g = ds.graph;
-  int64_t max_deg = 0;
-  for (int64_t v = 0; v < g.num_nodes; ++v) max_deg = std::max(max_deg, g.degree(v));
-  const double mean_deg = static_cast<double>(g.num_edges()) / static_cast<double>(g.num_nodes);
-  const DatasetMeta& m = ds.meta;
+void report(const GenerateResult& r, const Common& c, const char* kind) {
+  const DatasetMeta& m = r.meta;
+  const int64_t max_deg = r.max_in_degree;
+  const double mean_deg = static_cast<double>(m.num_edges) / static_cast<double>(m.num_nodes);
   std::string edges =
       m.directed ? fmt::format("{} edges", m.num_edges)
                  : fmt::format("{} undirected edges ({} stored)", m.num_edges / 2, m.num_edges);
@@ -126,9 +142,16 @@ void finish(Dataset& ds, const Common& c, const char* kind, double gen_seconds) 
               static_cast<long long>(m.feature_dim), dtype_name(m.feature_dtype),
               static_cast<long long>(m.num_classes), static_cast<long long>(m.num_train),
               static_cast<long long>(m.num_valid), static_cast<long long>(m.num_test));
-  std::printf("  generated in %.2f s, written in %.2f s, peak RSS %.0f MiB -> %s\n", gen_seconds,
-              write_seconds, static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0),
-              c.out.c_str());
+  const double rss_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
+  if (r.out_of_core) {
+    std::printf(
+        "  generated out of core in %.2f s (%d sorted runs, %s spilled), peak RSS %.0f "
+        "MiB -> %s\n",
+        r.generate_s, r.sort_runs, format_bytes(r.spilled_bytes).c_str(), rss_mib, c.out.c_str());
+  } else {
+    std::printf("  generated in %.2f s, written in %.2f s, peak RSS %.0f MiB -> %s\n", r.generate_s,
+                r.write_s, rss_mib, c.out.c_str());
+  }
 }
 
 }  // namespace
@@ -171,9 +194,7 @@ void add_generate(CLI::App& app) {
     o.permute = !*no_permute_flag;
     o.name = c.name.empty() ? "rmat" : c.name;
     check_out(c);
-    Stopwatch sw;
-    Dataset ds = generate_rmat(o);
-    finish(ds, c, "R-MAT", sw.seconds());
+    report(write_rmat(o, c.out, write_options(c)), c, "R-MAT");
   });
 
   // Community graph: the default dataset of the demo and the benchmarks.
@@ -215,9 +236,7 @@ void add_generate(CLI::App& app) {
     o.seed = c.seed;
     o.name = c.name.empty() ? "community" : c.name;
     check_out(c);
-    Stopwatch sw;
-    Dataset ds = generate_community(o);
-    finish(ds, c, "community", sw.seconds());
+    report(write_community(o, c.out, write_options(c)), c, "community");
   });
 }
 

@@ -9,7 +9,9 @@
 
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "graph/dataset.hpp"
+#include "layout/partition_plan.hpp"
 
 namespace dsp::cli {
 namespace {
@@ -44,12 +46,24 @@ DegreeStats in_degree_stats(const Csr& g) {
   return s;
 }
 
+// Peak memory of `dsp partition -p 2` by each method (the estimate `dsp partition --dry-run`
+// prints for any options).
+std::pair<uint64_t, uint64_t> partition_estimates(const DatasetMeta& m) {
+  PartitionOptions o;
+  o.parts = 2;
+  o.method = "metis";
+  const uint64_t metis = estimate_partition_memory(m, o);
+  o.method = "random";
+  return {metis, estimate_partition_memory(m, o)};
+}
+
 void run_info(const InfoArgs& a) {
   LoadOptions lo;
   lo.validate = !a.no_validate;
   Dataset ds = load_dataset(a.dir, lo);
   const DatasetMeta& m = ds.meta;
   DegreeStats d = in_degree_stats(ds.graph);
+  const auto [metis_bytes, random_bytes] = partition_estimates(m);
   if (a.json) {
     nlohmann::json j = m.to_json();
     j["dir"] = a.dir;
@@ -58,6 +72,8 @@ void run_info(const InfoArgs& a) {
                       {"median", d.median},
                       {"max", d.max},
                       {"zero_degree_nodes", d.zero}};
+    j["memory_estimate"] = {{"partition_2_metis", metis_bytes},
+                            {"partition_2_random", random_bytes}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -78,6 +94,10 @@ void run_info(const InfoArgs& a) {
   }
   fmt::print("classes      {}\n", m.num_classes);
   fmt::print("split        train {} / valid {} / test {}\n", m.num_train, m.num_valid, m.num_test);
+  fmt::print(
+      "memory       dsp partition -p 2 needs about {} (metis) or {} (random) beyond the "
+      "process itself; {} available\n",
+      format_bytes(metis_bytes), format_bytes(random_bytes), format_bytes(available_memory()));
 }
 
 }  // namespace

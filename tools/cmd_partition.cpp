@@ -1,12 +1,14 @@
 #include "commands.hpp"
-#include "lists.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "csp/presample.hpp"
 #include "graph/dataset.hpp"
 #include "layout/partition.hpp"
+#include "layout/partition_plan.hpp"
+#include "lists.hpp"
 
 namespace dsp::cli {
 namespace {
@@ -62,6 +64,32 @@ nlohmann::json report(const std::string& out, const PartitionMeta& m) {
   return j;
 }
 
+// Estimates the peak from dataset.json alone; prints it for --dry-run (returns true: stop), else
+// refuses with one line when it exceeds the budget.
+bool plan_memory(const std::string& dataset, const PartitionOptions& o,
+                 const std::string& budget_text, bool dry_run) {
+  const std::string json = dataset + "/dataset.json";
+  DSP_CHECK_T(IoError, path_exists(json), "{}: missing file", json);
+  auto j = nlohmann::json::parse(read_file(json), nullptr, false);
+  DSP_CHECK_FORMAT(!j.is_discarded(), "{}: not valid JSON", json);
+  const DatasetMeta meta = DatasetMeta::from_json(j, json);
+  const uint64_t budget =
+      budget_text.empty() ? default_memory_budget() : parse_bytes("--memory-budget", budget_text);
+  const uint64_t need = estimate_partition_memory(meta, o);  // beyond what the process holds
+  if (dry_run) {
+    fmt::print(
+        "partition of {} ({} nodes, {} edge entries) into {} parts by {}: needs about {} "
+        "of memory; budget {} ({} available){}\n",
+        dataset, meta.num_nodes, meta.num_edges, o.parts, o.method,
+        format_bytes(need + process_rss_bytes()), format_bytes(budget),
+        format_bytes(available_memory()),
+        need + process_rss_bytes() > budget ? ": it would be refused" : "");
+    return true;
+  }
+  check_memory("dsp partition", need, budget, partition_memory_hint(meta, o));
+  return false;
+}
+
 }  // namespace
 
 void add_partition(CLI::App& app) {
@@ -76,6 +104,8 @@ void add_partition(CLI::App& app) {
     int64_t cache_bytes = -1;
     PresampleOptions pre;
     std::string fanouts = "15,10,5", json;
+    std::string memory_budget;
+    bool dry_run = false;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("DATASET", a->dataset, "dataset directory (dsp convert / dsp generate)")
@@ -116,6 +146,11 @@ void add_partition(CLI::App& app) {
                   "cache policy presample: fanouts from the seeds out (default 15,10,5)");
   sub->add_option("--batch-size", a->pre.batch_size,
                   "cache policy presample: seeds per batch (default 1024)");
+  sub->add_option("--memory-budget", a->memory_budget,
+                  "memory the command may use, e.g. 12G (default: 3/4 of what is available); "
+                  "refuses before loading when the estimate exceeds it");
+  sub->add_flag("--dry-run", a->dry_run,
+                "print the memory estimate against the budget and exit without partitioning");
   sub->callback([a] {
     DSP_CHECK_ARG(!(a->cache_ratio >= 0 && a->cache_bytes >= 0),
                   "give --cache-ratio or --cache-bytes, not both");
@@ -135,6 +170,7 @@ void add_partition(CLI::App& app) {
                   "OUT {} is the dataset {} or contains it: writing the partition there would "
                   "destroy the dataset; choose another OUT",
                   a->out, a->dataset);
+    if (plan_memory(a->dataset, a->o, a->memory_budget, a->dry_run)) return;
     Stopwatch sw;
     Dataset ds = load_dataset(a->dataset);
     DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", "load + validate", sw.seconds(),

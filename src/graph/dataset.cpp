@@ -298,4 +298,10 @@ void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
   staged.commit();
 }
 
+void validate_staged_dataset(const std::string& staged_dir, const std::string& final_dir) {
+  LoadOptions lo;
+  lo.validate = false;
+  validate_dataset(load_dataset(staged_dir, lo), final_dir);
+}
+
 }  // namespace dsp

@@ -57,6 +57,9 @@ struct LoadOptions {
 Dataset load_dataset(const std::string& dir, const LoadOptions& opts = {});
 // Writes `ds` to `dir` via a staging directory renamed at the end.
 void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false);
+// For writers that stream a dataset into a staging directory: loads it (mapped) and validates it
+// as write_dataset does, errors naming `final_dir`, before the directory is committed.
+void validate_staged_dataset(const std::string& staged_dir, const std::string& final_dir);
 // Checks every invariant (shapes vs meta, CSR structure, label and split ranges, no repeated ids
 // in a split). FormatError prefixed with `what`.
 void validate_dataset(const Dataset& ds, const std::string& what);

@@ -3,15 +3,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "core/timer.hpp"
+#include "graph/external_sort.hpp"
+#include "graph/npy.hpp"
 
 namespace dsp {
 namespace {
@@ -36,6 +43,12 @@ uint64_t key_for(uint64_t seed, uint64_t generator, uint64_t purpose) {
 
 constexpr int64_t kEdgeGrain = int64_t{1} << 15;
 constexpr int64_t kNodeGrain = int64_t{1} << 12;
+// Out of core: the smallest sort buffer, the rows of features/labels written per step, and room
+// for what the estimates do not itemise (thread stacks, allocator slack, the binary).
+constexpr uint64_t kMinSortBytes = uint64_t{1} << 16;
+constexpr uint64_t kMinNodeChunkBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxNodeChunkBytes = uint64_t{64} << 20;
+constexpr uint64_t kSlackBytes = uint64_t{64} << 20;
 
 // A uniformly random permutation of [0, n): Fisher-Yates where the swap partner of position i
 // comes from its own stream, so it is a pure function of (key, n).
@@ -87,25 +100,47 @@ uint16_t float_to_half(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-// Allocates features [n, dim] of `dtype` and fills row v with fill(v, float* row) in parallel.
+// Fills rows [b, e) of `out` (row-major, row b first) with fill(v, float* row), converted to
+// `dtype` (float32 or float16), in parallel.
 template <class Fill>
-Array make_features(int64_t n, int64_t dim, DType dtype, const Fill& fill) {
-  Array out(dtype, {n, dim});
+void fill_feature_rows(int64_t b, int64_t e, int64_t dim, DType dtype, const Fill& fill,
+                       void* out) {
   if (dtype == DType::kFloat32) {
-    float* x = out.mutable_data<float>();
-    parallel_for(0, n, kNodeGrain, [&](int64_t b, int64_t e) {
-      for (int64_t v = b; v < e; ++v) fill(v, x + v * dim);
+    float* x = static_cast<float*>(out);
+    parallel_for(b, e, kNodeGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t v = lo; v < hi; ++v) fill(v, x + (v - b) * dim);
     });
   } else {
-    uint16_t* x = out.mutable_data<uint16_t>();
-    parallel_for(0, n, kNodeGrain, [&](int64_t b, int64_t e) {
+    uint16_t* x = static_cast<uint16_t*>(out);
+    parallel_for(b, e, kNodeGrain, [&](int64_t lo, int64_t hi) {
       std::vector<float> row(dim);
-      for (int64_t v = b; v < e; ++v) {
+      for (int64_t v = lo; v < hi; ++v) {
         fill(v, row.data());
-        for (int64_t j = 0; j < dim; ++j) x[v * dim + j] = float_to_half(row[j]);
+        for (int64_t j = 0; j < dim; ++j) x[(v - b) * dim + j] = float_to_half(row[j]);
       }
     });
   }
+}
+
+template <class Label>
+void fill_labels(int64_t b, int64_t e, const Label& label, int64_t* out) {
+  parallel_for(b, e, kNodeGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t v = lo; v < hi; ++v) out[v - b] = label(v);
+  });
+}
+
+// Features [n, dim] of `dtype` in memory.
+template <class Fill>
+Array make_features(int64_t n, int64_t dim, DType dtype, const Fill& fill) {
+  Array out(dtype, {n, dim});
+  fill_feature_rows(0, n, dim, dtype, fill, out.raw_mutable());
+  return out;
+}
+
+template <class Label>
+Array make_labels(int64_t n, const Label& label) {
+  Array out(DType::kInt64, {n});
+  fill_labels(0, n, label, out.mutable_data<int64_t>());
   return out;
 }
 
@@ -142,77 +177,172 @@ void check_common(int64_t num_nodes, int64_t num_edges, int64_t feature_dim, DTy
                 train_frac, valid_frac);
 }
 
-void fill_meta(Dataset& ds, const std::string& name, bool directed) {
-  DatasetMeta& m = ds.meta;
-  m.name = name;
-  m.num_nodes = ds.graph.num_nodes;
-  m.num_edges = ds.graph.num_edges();
-  m.directed = directed;
-  m.index_dtype = ds.graph.index_dtype();
-  m.feature_dim = ds.features.defined() ? ds.features.dim(1) : 0;
-  if (ds.features.defined()) m.feature_dtype = ds.features.dtype();
-  m.has_weights = false;
-  m.num_train = ds.train_idx.defined() ? ds.train_idx.numel() : 0;
-  m.num_valid = ds.valid_idx.defined() ? ds.valid_idx.numel() : 0;
-  m.num_test = ds.test_idx.defined() ? ds.test_idx.numel() : 0;
+// Sizes of the train and valid splits (the rest is test).
+std::pair<int64_t, int64_t> split_sizes(int64_t n, double train_frac, double valid_frac) {
+  int64_t ntr = std::min<int64_t>(n, std::llround(train_frac * static_cast<double>(n)));
+  int64_t nva = std::min<int64_t>(n - ntr, std::llround(valid_frac * static_cast<double>(n)));
+  return {ntr, nva};
 }
 
-// ---------------------------------------------------------------- R-MAT
+// dataset.json of a generated graph; feature_dtype stays the default when there are no features.
+DatasetMeta generated_meta(const std::string& name, bool directed, int64_t n, int64_t entries,
+                           DType index_dtype, int64_t feature_dim, DType feature_dtype,
+                           int64_t num_classes, double train_frac, double valid_frac) {
+  DatasetMeta m;
+  m.name = name;
+  m.num_nodes = n;
+  m.num_edges = entries;
+  m.directed = directed;
+  m.index_dtype = index_dtype;
+  m.feature_dim = feature_dim;
+  if (feature_dim > 0) m.feature_dtype = feature_dtype;
+  m.has_weights = false;
+  m.num_classes = num_classes;
+  auto [ntr, nva] = split_sizes(n, train_frac, valid_frac);
+  m.num_train = ntr;
+  m.num_valid = nva;
+  m.num_test = n - ntr - nva;
+  return m;
+}
 
-template <class Id>
-Csr rmat_edges(const RmatOptions& o) {
-  const int64_t n = o.num_nodes, m = o.num_edges;
-  int scale = 0;
-  while ((int64_t{1} << scale) < n) ++scale;
-  // Quadrant thresholds on a 32-bit draw: r < ta -> a, < tab -> b, < tabc -> c, else d.
-  const uint64_t two32 = uint64_t{1} << 32;
-  const uint64_t ta = static_cast<uint64_t>(o.a * two32);
-  const uint64_t tab = static_cast<uint64_t>((o.a + o.b) * two32);
-  const uint64_t tabc = static_cast<uint64_t>((o.a + o.b + o.c) * two32);
-  std::vector<int64_t> perm;
-  if (o.permute) perm = random_permutation(n, key_for(o.seed, kGenRmat, kPermutation));
+DType index_dtype_for(int64_t n) { return n < (int64_t{1} << 31) ? DType::kInt32 : DType::kInt64; }
+int64_t id_bytes(int64_t n) { return n < (int64_t{1} << 31) ? 4 : 8; }
 
+// ---------------------------------------------------------------- drawing edges
+
+// Draws edges [0, m) with draw(i, u, v) and builds the CSR in memory.
+template <class Id, class Draw>
+Csr draw_csr(int64_t n, int64_t m, bool symmetrize, const Draw& draw) {
   Stopwatch sw;
   std::vector<Id> src(m), dst(m);
-  const uint64_t key = key_for(o.seed, kGenRmat, kEdges);
-  // Redraws until both ends are < n; with a >= b, c the acceptance is at least about a, so the
-  // fallback (folding ids with a modulo) is essentially never taken.
-  constexpr int kMaxAttempts = 64;
   parallel_for(0, m, kEdgeGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      RngStream s(key, static_cast<uint64_t>(i));
-      int64_t u = 0, v = 0;
-      for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-        u = 0;
-        v = 0;
-        for (int l = 0; l < scale; ++l) {
-          uint64_t r = s.next_u32();
-          int64_t bu = r >= tab, bv = (r >= ta && r < tab) || r >= tabc;
-          u = (u << 1) | bu;
-          v = (v << 1) | bv;
-        }
-        if (u < n && v < n) break;
-      }
-      u %= n;
-      v %= n;
-      if (o.permute) {
-        u = perm[u];
-        v = perm[v];
-      }
+      int64_t u, v;
+      draw(i, u, v);
       src[i] = static_cast<Id>(u);
       dst[i] = static_cast<Id>(v);
     }
   });
-  perm = {};
   DSP_DEBUG("generate", "drew {} edges in {:.2f} s", m, sw.seconds());
   sw.reset();
   CsrBuildOptions co;
-  co.symmetrize = o.undirected;
+  co.symmetrize = symmetrize;
   co.dedup = true;
   co.remove_self_loops = true;
   Csr g = build_in_csr<Id>(n, src.data(), dst.data(), m, nullptr, co);
   DSP_DEBUG("generate", "built the CSR ({} entries) in {:.2f} s", g.num_edges(), sw.seconds());
   return g;
+}
+
+// Draws edges [0, m) into an external sort as in-neighbour keys, self loops dropped: the same
+// entries draw_csr keeps, before repeats are removed.
+template <class Draw>
+void draw_sorted(ExternalSorter<uint64_t>& sorter, int64_t m, bool symmetrize, const Draw& draw) {
+  const int64_t per = symmetrize ? 2 : 1;
+  const int64_t chunk = static_cast<int64_t>(sorter.capacity()) / per;
+  for (int64_t b0 = 0; b0 < m; b0 += chunk) {
+    const int64_t e0 = std::min(m, b0 + chunk);
+    uint64_t* out = sorter.append_space(static_cast<size_t>((e0 - b0) * per));
+    parallel_for(b0, e0, kEdgeGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        int64_t u, v;
+        draw(i, u, v);
+        uint64_t* slot = out + (i - b0) * per;
+        slot[0] = u == v ? kNoEdge : edge_key(v, u);
+        if (symmetrize) slot[1] = u == v ? kNoEdge : edge_key(u, v);
+      }
+    });
+    sorter.appended(static_cast<size_t>((e0 - b0) * per));
+  }
+}
+
+// ---------------------------------------------------------------- R-MAT
+
+struct RmatDraw {
+  int64_t n;
+  int scale = 0;
+  uint64_t ta, tab, tabc, key;
+  const int64_t* perm;  // null: raw ids
+
+  RmatDraw(const RmatOptions& o, const std::vector<int64_t>& p)
+      : n(o.num_nodes),
+        key(key_for(o.seed, kGenRmat, kEdges)),
+        perm(p.empty() ? nullptr : p.data()) {
+    while ((int64_t{1} << scale) < n) ++scale;
+    // Quadrant thresholds on a 32-bit draw: r < ta -> a, < tab -> b, < tabc -> c, else d.
+    const uint64_t two32 = uint64_t{1} << 32;
+    ta = static_cast<uint64_t>(o.a * two32);
+    tab = static_cast<uint64_t>((o.a + o.b) * two32);
+    tabc = static_cast<uint64_t>((o.a + o.b + o.c) * two32);
+  }
+  // Redraws until both ends are < n; with a >= b, c the acceptance is at least about a, so the
+  // fallback (folding ids with a modulo) is essentially never taken.
+  void operator()(int64_t i, int64_t& u, int64_t& v) const {
+    constexpr int kMaxAttempts = 64;
+    RngStream s(key, static_cast<uint64_t>(i));
+    u = 0;
+    v = 0;
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+      u = 0;
+      v = 0;
+      for (int l = 0; l < scale; ++l) {
+        uint64_t r = s.next_u32();
+        int64_t bu = r >= tab, bv = (r >= ta && r < tab) || r >= tabc;
+        u = (u << 1) | bu;
+        v = (v << 1) | bv;
+      }
+      if (u < n && v < n) break;
+    }
+    u %= n;
+    v %= n;
+    if (perm) {
+      u = perm[u];
+      v = perm[v];
+    }
+  }
+};
+
+std::vector<int64_t> rmat_permutation(const RmatOptions& o) {
+  return o.permute ? random_permutation(o.num_nodes, key_for(o.seed, kGenRmat, kPermutation))
+                   : std::vector<int64_t>{};
+}
+
+struct RmatFeatureRow {
+  uint64_t key;
+  int64_t dim;
+  void operator()(int64_t v, float* row) const {
+    RngStream s(key, static_cast<uint64_t>(v));
+    for (int64_t j = 0; j < dim; ++j) row[j] = 2.0f * s.uniform01f() - 1.0f;
+  }
+};
+
+struct RmatLabel {
+  uint64_t key;
+  int64_t classes;
+  int64_t operator()(int64_t v) const {
+    return static_cast<int64_t>(RngStream(key, v).uniform_int(classes));
+  }
+};
+
+void check_rmat(const RmatOptions& o) {
+  check_common(o.num_nodes, o.num_edges, o.feature_dim, o.feature_dtype, o.num_classes,
+               o.train_frac, o.valid_frac);
+  DSP_CHECK_ARG(o.a >= 0 && o.b >= 0 && o.c >= 0 && o.a + o.b + o.c < 1,
+                "R-MAT needs a, b, c >= 0 with a + b + c < 1, got {}, {}, {}", o.a, o.b, o.c);
+  DSP_CHECK_ARG(o.num_nodes <= (int64_t{1} << 62), "too many nodes: {}", o.num_nodes);
+}
+
+nlohmann::json rmat_extra(const RmatOptions& o) {
+  return {{"generator", "rmat"},
+          {"seed", o.seed},
+          {"a", o.a},
+          {"b", o.b},
+          {"c", o.c},
+          {"undirected", o.undirected},
+          {"permuted", o.permute},
+          {"requested_edges", o.num_edges},
+          {"train_frac", o.train_frac},
+          {"valid_frac", o.valid_frac}};
 }
 
 // ---------------------------------------------------------------- community (DC-SBM)
@@ -275,113 +405,14 @@ struct SegmentedAlias {
   }
 };
 
-template <class Id>
-Csr community_edges(const CommunityOptions& o, const std::vector<int64_t>& cstart,
-                    const std::vector<double>& theta, const std::vector<int64_t>& perm) {
-  const int64_t n = o.num_nodes, m = o.num_edges, k = o.num_communities;
-  // Per-community alias tables over theta, and one over community volumes.
-  SegmentedAlias<Id> seg;
-  seg.start = cstart;
-  seg.entry.resize(n);
-  std::vector<double> volume(k, 0.0);
-  parallel_for(0, k, 1, [&](int64_t cb, int64_t ce) {
-    AliasTable t;
-    for (int64_t c = cb; c < ce; ++c) {
-      int64_t b = cstart[c], len = cstart[c + 1] - b;
-      t.build(theta.data() + b, len);
-      double vol = 0;
-      for (int64_t i = 0; i < len; ++i) {
-        vol += theta[b + i];
-        auto& e = seg.entry[b + i];
-        e.thresh = static_cast<uint32_t>(std::min<uint64_t>(t.thresh[i], 0xffffffffULL));
-        e.self = static_cast<Id>(perm[b + i]);
-        e.alias = static_cast<Id>(perm[b + t.alias[i]]);
-      }
-      volume[c] = vol;
-    }
-  });
-  AliasTable comm;
-  comm.build(volume.data(), k);
+// The model behind the community graph: community ranges, node weights and the published ids.
+struct CommunityModel {
+  std::vector<int64_t> cstart;  // [k + 1]: internal ids of community c are [cstart[c], cstart[c+1])
+  std::vector<double> theta;
+  std::vector<int64_t> perm;  // internal id -> published id
+};
 
-  Stopwatch sw;
-  std::vector<Id> src(m), dst(m);
-  const uint64_t key = key_for(o.seed, kGenCommunity, kEdges);
-  const uint64_t intra = static_cast<uint64_t>(o.intra_fraction * 4294967296.0);
-  constexpr int kMaxAttempts = 64;
-  parallel_for(0, m, kEdgeGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      RngStream s(key, static_cast<uint64_t>(i));
-      int64_t cu = comm.pick(s);
-      Id u = seg.pick(s, cu);
-      int64_t cv = cu;
-      if (k > 1 && s.next_u32() >= intra) {
-        // An inter-community edge: the other end's community follows the volumes, excluding cu.
-        for (int attempt = 0; attempt < kMaxAttempts && cv == cu; ++attempt) cv = comm.pick(s);
-        if (cv == cu) cv = (cu + 1) % k;
-      }
-      src[i] = u;
-      dst[i] = seg.pick(s, cv);
-    }
-  });
-  DSP_DEBUG("generate", "drew {} edges in {:.2f} s", m, sw.seconds());
-  sw.reset();
-  CsrBuildOptions co;
-  co.symmetrize = true;
-  co.dedup = true;
-  co.remove_self_loops = true;
-  Csr g = build_in_csr<Id>(n, src.data(), dst.data(), m, nullptr, co);
-  DSP_DEBUG("generate", "built the CSR ({} entries) in {:.2f} s", g.num_edges(), sw.seconds());
-  return g;
-}
-
-}  // namespace
-
-Dataset generate_rmat(const RmatOptions& o) {
-  check_common(o.num_nodes, o.num_edges, o.feature_dim, o.feature_dtype, o.num_classes,
-               o.train_frac, o.valid_frac);
-  DSP_CHECK_ARG(o.a >= 0 && o.b >= 0 && o.c >= 0 && o.a + o.b + o.c < 1,
-                "R-MAT needs a, b, c >= 0 with a + b + c < 1, got {}, {}, {}", o.a, o.b, o.c);
-  DSP_CHECK_ARG(o.num_nodes <= (int64_t{1} << 62), "too many nodes: {}", o.num_nodes);
-  Dataset ds;
-  ds.graph = o.num_nodes < (int64_t{1} << 31) ? rmat_edges<int32_t>(o) : rmat_edges<int64_t>(o);
-
-  Stopwatch node_sw;
-  if (o.feature_dim > 0) {
-    const uint64_t key = key_for(o.seed, kGenRmat, kFeatures);
-    const int64_t dim = o.feature_dim;
-    ds.features = make_features(o.num_nodes, dim, o.feature_dtype, [&](int64_t v, float* row) {
-      RngStream s(key, static_cast<uint64_t>(v));
-      for (int64_t j = 0; j < dim; ++j) row[j] = 2.0f * s.uniform01f() - 1.0f;
-    });
-  }
-  if (o.num_classes > 0) {
-    ds.labels = Array(DType::kInt64, {o.num_nodes});
-    int64_t* y = ds.labels.mutable_data<int64_t>();
-    const uint64_t key = key_for(o.seed, kGenRmat, kLabels);
-    parallel_for(0, o.num_nodes, kNodeGrain, [&](int64_t b, int64_t e) {
-      for (int64_t v = b; v < e; ++v) {
-        y[v] = static_cast<int64_t>(RngStream(key, v).uniform_int(o.num_classes));
-      }
-    });
-  }
-  make_splits(ds, o.num_nodes, o.train_frac, o.valid_frac, key_for(o.seed, kGenRmat, kSplits));
-  DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
-  fill_meta(ds, o.name, /*directed=*/!o.undirected);
-  ds.meta.num_classes = o.num_classes;
-  ds.meta.extra = {{"generator", "rmat"},
-                   {"seed", o.seed},
-                   {"a", o.a},
-                   {"b", o.b},
-                   {"c", o.c},
-                   {"undirected", o.undirected},
-                   {"permuted", o.permute},
-                   {"requested_edges", o.num_edges},
-                   {"train_frac", o.train_frac},
-                   {"valid_frac", o.valid_frac}};
-  return ds;
-}
-
-Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* communities) {
+void check_community(const CommunityOptions& o) {
   check_common(o.num_nodes, o.num_edges, o.feature_dim, o.feature_dtype, o.num_classes,
                o.train_frac, o.valid_frac);
   DSP_CHECK_ARG(o.num_classes >= 1, "the community graph needs at least one class, got {}",
@@ -399,84 +430,453 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
                 "the feature noise must be >= 0, got {}", o.feature_noise);
   DSP_CHECK_ARG(o.label_noise >= 0 && o.label_noise <= 1, "the label noise {} is outside [0, 1]",
                 o.label_noise);
-  const int64_t n = o.num_nodes, k = o.num_communities;
+}
 
+CommunityModel community_model(const CommunityOptions& o) {
+  const int64_t n = o.num_nodes, k = o.num_communities;
+  CommunityModel cm;
   // Internal ids put each community in one contiguous range (equal sizes up to one node);
   // perm maps them to the published ids, so communities are scattered over the id space.
-  std::vector<int64_t> cstart(k + 1);
-  for (int64_t c = 0; c <= k; ++c) cstart[c] = n * c / k;
+  cm.cstart.resize(k + 1);
+  for (int64_t c = 0; c <= k; ++c) cm.cstart[c] = n * c / k;
 
   // Node weights: Pareto(exponent - 1) with minimum 1, capped so that no expected degree exceeds
   // max_degree. Expected degree = theta * 2m / sum(theta); the cap and the sum depend on each
   // other, so iterate a few times (the sum is serial, hence independent of the thread count).
-  std::vector<double> theta(n);
-  {
-    const uint64_t key = key_for(o.seed, kGenCommunity, kThetas);
-    const double inv = -1.0 / (o.degree_exponent - 1.0);
-    parallel_for(0, n, kNodeGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        double u = (static_cast<double>(RngStream(key, i).next_u32()) + 0.5) / 4294967296.0;
-        theta[i] = std::pow(u, inv);
-      }
-    });
-    const double max_deg = o.max_degree > 0
-                               ? static_cast<double>(o.max_degree)
-                               : std::max(1.0, std::sqrt(2.0 * static_cast<double>(o.num_edges)));
-    const double two_m = 2.0 * static_cast<double>(std::max<int64_t>(o.num_edges, 1));
-    for (int iter = 0; iter < 4; ++iter) {
-      double sum = 0;
-      for (int64_t i = 0; i < n; ++i) sum += theta[i];
-      double cap = std::max(1.0, max_deg * sum / two_m);
-      for (int64_t i = 0; i < n; ++i) theta[i] = std::min(theta[i], cap);
+  std::vector<double>& theta = cm.theta;
+  theta.resize(n);
+  const uint64_t key = key_for(o.seed, kGenCommunity, kThetas);
+  const double inv = -1.0 / (o.degree_exponent - 1.0);
+  parallel_for(0, n, kNodeGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      double u = (static_cast<double>(RngStream(key, i).next_u32()) + 0.5) / 4294967296.0;
+      theta[i] = std::pow(u, inv);
+    }
+  });
+  const double max_deg = o.max_degree > 0
+                             ? static_cast<double>(o.max_degree)
+                             : std::max(1.0, std::sqrt(2.0 * static_cast<double>(o.num_edges)));
+  const double two_m = 2.0 * static_cast<double>(std::max<int64_t>(o.num_edges, 1));
+  for (int iter = 0; iter < 4; ++iter) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += theta[i];
+    double cap = std::max(1.0, max_deg * sum / two_m);
+    for (int64_t i = 0; i < n; ++i) theta[i] = std::min(theta[i], cap);
+  }
+  cm.perm = random_permutation(n, key_for(o.seed, kGenCommunity, kPermutation));
+  return cm;
+}
+
+// Community of every published id.
+std::vector<int32_t> community_of(const CommunityModel& cm) {
+  const int64_t k = static_cast<int64_t>(cm.cstart.size()) - 1;
+  std::vector<int32_t> comm_of(cm.perm.size());
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t i = cm.cstart[c]; i < cm.cstart[c + 1]; ++i) {
+      comm_of[cm.perm[i]] = static_cast<int32_t>(c);
     }
   }
-  std::vector<int64_t> perm = random_permutation(n, key_for(o.seed, kGenCommunity, kPermutation));
+  return comm_of;
+}
 
-  Dataset ds;
-  ds.graph = n < (int64_t{1} << 31) ? community_edges<int32_t>(o, cstart, theta, perm)
-                                    : community_edges<int64_t>(o, cstart, theta, perm);
-  theta = {};
+template <class Id>
+struct CommunityDraw {
+  SegmentedAlias<Id> seg;  // per-community alias tables over theta
+  AliasTable comm;         // over community volumes
+  uint64_t key = 0, intra = 0;
+  int64_t k = 0;
 
-  // Community of every published id.
-  std::vector<int32_t> comm_of(n);
-  for (int64_t c = 0; c < k; ++c) {
-    for (int64_t i = cstart[c]; i < cstart[c + 1]; ++i) comm_of[perm[i]] = static_cast<int32_t>(c);
+  CommunityDraw(const CommunityOptions& o, const CommunityModel& cm) {
+    const int64_t n = o.num_nodes;
+    k = o.num_communities;
+    key = key_for(o.seed, kGenCommunity, kEdges);
+    intra = static_cast<uint64_t>(o.intra_fraction * 4294967296.0);
+    seg.start = cm.cstart;
+    seg.entry.resize(n);
+    std::vector<double> volume(k, 0.0);
+    parallel_for(0, k, 1, [&](int64_t cb, int64_t ce) {
+      AliasTable t;
+      for (int64_t c = cb; c < ce; ++c) {
+        int64_t b = cm.cstart[c], len = cm.cstart[c + 1] - b;
+        t.build(cm.theta.data() + b, len);
+        double vol = 0;
+        for (int64_t i = 0; i < len; ++i) {
+          vol += cm.theta[b + i];
+          auto& e = seg.entry[b + i];
+          e.thresh = static_cast<uint32_t>(std::min<uint64_t>(t.thresh[i], 0xffffffffULL));
+          e.self = static_cast<Id>(cm.perm[b + i]);
+          e.alias = static_cast<Id>(cm.perm[b + t.alias[i]]);
+        }
+        volume[c] = vol;
+      }
+    });
+    comm.build(volume.data(), k);
   }
-  perm = {};
 
-  Stopwatch node_sw;
-  if (o.feature_dim > 0) {
-    const int64_t dim = o.feature_dim;
-    std::vector<float> centroid(k * dim);
+  void operator()(int64_t i, int64_t& u, int64_t& v) const {
+    constexpr int kMaxAttempts = 64;
+    RngStream s(key, static_cast<uint64_t>(i));
+    int64_t cu = comm.pick(s);
+    u = seg.pick(s, cu);
+    int64_t cv = cu;
+    if (k > 1 && s.next_u32() >= intra) {
+      // An inter-community edge: the other end's community follows the volumes, excluding cu.
+      for (int attempt = 0; attempt < kMaxAttempts && cv == cu; ++attempt) cv = comm.pick(s);
+      if (cv == cu) cv = (cu + 1) % k;
+    }
+    v = seg.pick(s, cv);
+  }
+};
+
+struct CommunityFeatureRow {
+  std::vector<float> centroid;  // [k, dim], entries N(0, 1)
+  const int32_t* comm_of;
+  uint64_t key;
+  int64_t dim;
+  float noise;
+
+  CommunityFeatureRow(const CommunityOptions& o, const std::vector<int32_t>& comm)
+      : centroid(o.num_communities * o.feature_dim),
+        comm_of(comm.data()),
+        key(key_for(o.seed, kGenCommunity, kFeatures)),
+        dim(o.feature_dim),
+        noise(static_cast<float>(o.feature_noise)) {
     const uint64_t ckey = key_for(o.seed, kGenCommunity, kCentroids);
-    for (int64_t c = 0; c < k; ++c) {
+    for (int64_t c = 0; c < o.num_communities; ++c) {
       RngStream s(ckey, c);
       normals(s, centroid.data() + c * dim, dim);
     }
-    const uint64_t key = key_for(o.seed, kGenCommunity, kFeatures);
-    const float noise = static_cast<float>(o.feature_noise);
-    ds.features = make_features(n, dim, o.feature_dtype, [&](int64_t v, float* row) {
-      RngStream s(key, static_cast<uint64_t>(v));
-      const float* mu = centroid.data() + comm_of[v] * dim;
-      normals(s, row, dim);
-      for (int64_t j = 0; j < dim; ++j) row[j] = mu[j] + noise * row[j];
-    });
   }
+  void operator()(int64_t v, float* row) const {
+    RngStream s(key, static_cast<uint64_t>(v));
+    const float* mu = centroid.data() + comm_of[v] * dim;
+    normals(s, row, dim);
+    for (int64_t j = 0; j < dim; ++j) row[j] = mu[j] + noise * row[j];
+  }
+};
 
-  ds.labels = Array(DType::kInt64, {n});
-  {
-    int64_t* y = ds.labels.mutable_data<int64_t>();
-    const uint64_t key = key_for(o.seed, kGenCommunity, kLabels);
-    const int64_t classes = o.num_classes;
-    const double noise = o.label_noise;
-    parallel_for(0, n, kNodeGrain, [&](int64_t b, int64_t e) {
-      for (int64_t v = b; v < e; ++v) {
-        RngStream s(key, v);
-        y[v] = comm_of[v] % classes;
-        if (s.uniform01() < noise) y[v] = static_cast<int64_t>(s.uniform_int(classes));
-      }
-    });
+struct CommunityLabel {
+  const int32_t* comm_of;
+  uint64_t key;
+  int64_t classes;
+  double noise;
+  int64_t operator()(int64_t v) const {
+    RngStream s(key, v);
+    int64_t y = comm_of[v] % classes;
+    if (s.uniform01() < noise) y = static_cast<int64_t>(s.uniform_int(classes));
+    return y;
   }
+};
+
+CommunityLabel community_label(const CommunityOptions& o, const std::vector<int32_t>& comm) {
+  return {comm.data(), key_for(o.seed, kGenCommunity, kLabels), o.num_classes, o.label_noise};
+}
+
+// Entries of sorted keys whose two ends share a community (an integer count: exact in parallel).
+int64_t count_inside(const uint64_t* keys, size_t count, const int32_t* comm_of) {
+  int64_t inside = 0;
+  const int64_t c = static_cast<int64_t>(count);
+#pragma omp parallel for reduction(+ : inside) schedule(static, 65536)
+  for (int64_t i = 0; i < c; ++i) {
+    inside += comm_of[keys[i] >> 32] == comm_of[keys[i] & 0xffffffffu];
+  }
+  return inside;
+}
+
+nlohmann::json community_extra(const CommunityOptions& o, int64_t inside, int64_t stored) {
+  const double bound = 1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
+  return {{"generator", "community"},
+          {"seed", o.seed},
+          {"num_communities", o.num_communities},
+          {"intra_fraction", o.intra_fraction},
+          {"measured_intra_fraction",
+           stored > 0 ? static_cast<double>(inside) / static_cast<double>(stored) : 0.0},
+          {"degree_exponent", o.degree_exponent},
+          {"max_degree", o.max_degree},
+          {"feature_noise", o.feature_noise},
+          {"label_noise", o.label_noise},
+          {"accuracy_bound", bound},
+          {"requested_edges", o.num_edges},
+          {"train_frac", o.train_frac},
+          {"valid_frac", o.valid_frac},
+          {"community_to_class", "community % num_classes"}};
+}
+
+// ---------------------------------------------------------------- out of core
+
+// Streams features and labels into the staged directory, `chunk_bytes` of rows at a time.
+template <class Fill, class Label>
+void write_node_files(const StagedDir& dir, int64_t n, int64_t dim, DType dtype, const Fill& fill,
+                      int64_t classes, const Label& label, uint64_t chunk_bytes) {
+  if (dim > 0) {
+    const int64_t row_bytes = dim * static_cast<int64_t>(dtype_size(dtype));
+    const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes) / row_bytes);
+    std::vector<unsigned char> buf(static_cast<size_t>(std::min(rows, n) * row_bytes));
+    NpyWriter w(dir.file("features.npy"), dtype, {n, dim});
+    for (int64_t b = 0; b < n; b += rows) {
+      const int64_t e = std::min(n, b + rows);
+      fill_feature_rows(b, e, dim, dtype, fill, buf.data());
+      w.write(buf.data(), static_cast<size_t>((e - b) * row_bytes));
+    }
+    w.close();
+  }
+  if (classes > 0) {
+    const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / 8));
+    std::vector<int64_t> buf(static_cast<size_t>(std::min(rows, n)));
+    NpyWriter w(dir.file("labels.npy"), DType::kInt64, {n});
+    for (int64_t b = 0; b < n; b += rows) {
+      const int64_t e = std::min(n, b + rows);
+      fill_labels(b, e, label, buf.data());
+      w.write(buf.data(), static_cast<size_t>(e - b) * 8);
+    }
+    w.close();
+  }
+}
+
+void write_splits(const StagedDir& dir, int64_t n, double train_frac, double valid_frac,
+                  uint64_t key) {
+  Dataset ds;
+  make_splits(ds, n, train_frac, valid_frac, key);
+  save_npy(dir.file("train_idx.npy"), ds.train_idx);
+  save_npy(dir.file("valid_idx.npy"), ds.valid_idx);
+  save_npy(dir.file("test_idx.npy"), ds.test_idx);
+}
+
+// Peak disk of the out-of-core path (an upper bound: repeats are not dropped yet): the runs
+// (8 bytes per drawn entry) beside the CSR files while merging; the runs are gone before the
+// node files are written.
+uint64_t peak_disk_bytes(int64_t n, int64_t max_entries, int64_t dim, DType dtype, bool labels) {
+  const uint64_t graph = static_cast<uint64_t>(8 * (n + 1) + max_entries * id_bytes(n));
+  const uint64_t nodes = static_cast<uint64_t>(n * dim * static_cast<int64_t>(dtype_size(dtype)) +
+                                               (labels ? 8 * n : 0) + 8 * n);
+  return std::max(graph + 8 * static_cast<uint64_t>(max_entries), graph + nodes);
+}
+
+// Refuses before any work when the runs or the output cannot fit on OUT's disk.
+void check_disk(const std::string& out, uint64_t needed) {
+  std::error_code ec;
+  std::filesystem::path parent = std::filesystem::absolute(out, ec).parent_path();
+  auto sp = std::filesystem::space(parent, ec);
+  if (ec) return;
+  if (needed > sp.available) {
+    DSP_THROW(
+        "dsp generate (out of core) needs about {} of disk under {} (sorted runs, then the "
+        "output) but {} is free: lower --edges or --features, or write elsewhere",
+        format_bytes(needed), parent.string(), format_bytes(sp.available));
+  }
+}
+
+// Sort buffer of the out-of-core path: what the budget leaves beside `fixed` (or the explicit
+// cap), no more than the entries drawn (records are 8 bytes).
+size_t sort_capacity(const GenerateWriteOptions& w, uint64_t fixed, int64_t max_entries) {
+  const uint64_t left = memory_left(w.memory_budget);
+  uint64_t bytes = left > fixed + kSlackBytes ? left - fixed - kSlackBytes : 0;
+  if (w.sort_buffer_bytes > 0) bytes = std::min(bytes, w.sort_buffer_bytes);
+  bytes = std::max(bytes, kMinSortBytes);
+  return static_cast<size_t>(std::min<uint64_t>(bytes / 8, static_cast<uint64_t>(max_entries) + 1));
+}
+
+// Rows of features and labels are produced and written this many bytes at a time.
+uint64_t node_chunk_bytes(uint64_t budget) {
+  return std::clamp(budget / 16, kMinNodeChunkBytes, kMaxNodeChunkBytes);
+}
+
+// Merges the sorted entries into indptr.npy / indices.npy; on_block(keys, count) sees each block.
+template <class OnBlock>
+std::pair<int64_t, int64_t> merge_to_csr(ExternalSorter<uint64_t>& sorter, const StagedDir& dir,
+                                         int64_t n, int64_t max_entries, const OnBlock& on_block) {
+  CsrFileWriter w(dir.tmp_path(), n, max_entries, index_dtype_for(n), /*weighted=*/false);
+  sorter.merge([&](const uint64_t* keys, size_t count) {
+    w.add(keys, count);
+    on_block(keys, count);
+  });
+  w.finish();
+  return {w.entries(), w.max_degree()};
+}
+
+GenerateResult finish_out_of_core(StagedDir& staged, DatasetMeta meta, int64_t max_degree,
+                                  const ExternalSorter<uint64_t>& sorter, const Stopwatch& sw) {
+  write_file_atomic(staged.file("dataset.json"), meta.to_json().dump(2) + "\n");
+  // Not validated again: reading it back would map every file into this process (its peak RSS
+  // would then be the dataset's size); the files equal the in-memory path's, which write_dataset
+  // validates (tests/graph/test_out_of_core.cpp).
+  staged.commit();
+  GenerateResult r;
+  r.meta = std::move(meta);
+  r.max_in_degree = max_degree;
+  r.out_of_core = true;
+  r.sort_runs = sorter.runs();
+  r.spilled_bytes = sorter.spilled_bytes();
+  r.generate_s = sw.seconds();
+  return r;
+}
+
+GenerateResult rmat_out_of_core(const RmatOptions& o, const std::string& dir,
+                                const GenerateWriteOptions& w) {
+  const int64_t n = o.num_nodes, max_entries = o.undirected ? 2 * o.num_edges : o.num_edges;
+  check_disk(dir,
+             peak_disk_bytes(n, max_entries, o.feature_dim, o.feature_dtype, o.num_classes > 0));
+  Stopwatch sw;
+  StagedDir staged(dir, w.overwrite);
+  std::vector<int64_t> perm = rmat_permutation(o);
+  ExternalSorter<uint64_t> sorter(staged.file("sort-runs"), sort_capacity(w, 8 * n, max_entries));
+  draw_sorted(sorter, o.num_edges, o.undirected, RmatDraw(o, perm));
+  perm = {};
+  auto [entries, max_degree] =
+      merge_to_csr(sorter, staged, n, max_entries, [](const uint64_t*, size_t) {});
+  DSP_DEBUG("generate", "edges out of core: {} runs, {} spilled, {:.2f} s", sorter.runs(),
+            format_bytes(sorter.spilled_bytes()), sw.seconds());
+  write_node_files(staged, n, o.feature_dim, o.feature_dtype,
+                   RmatFeatureRow{key_for(o.seed, kGenRmat, kFeatures), o.feature_dim},
+                   o.num_classes, RmatLabel{key_for(o.seed, kGenRmat, kLabels), o.num_classes},
+                   node_chunk_bytes(w.memory_budget));
+  write_splits(staged, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenRmat, kSplits));
+  DatasetMeta meta =
+      generated_meta(o.name, !o.undirected, n, entries, index_dtype_for(n), o.feature_dim,
+                     o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
+  meta.extra = rmat_extra(o);
+  return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
+}
+
+template <class Id>
+GenerateResult community_out_of_core(const CommunityOptions& o, const std::string& dir,
+                                     const GenerateWriteOptions& w) {
+  const int64_t n = o.num_nodes, max_entries = 2 * o.num_edges;
+  check_disk(dir, peak_disk_bytes(n, max_entries, o.feature_dim, o.feature_dtype, true));
+  Stopwatch sw;
+  StagedDir staged(dir, w.overwrite);
+  std::vector<int32_t> comm_of;
+  std::unique_ptr<CommunityDraw<Id>> draw;
+  {
+    CommunityModel cm = community_model(o);
+    draw = std::make_unique<CommunityDraw<Id>>(o, cm);
+    comm_of = community_of(cm);
+  }
+  const uint64_t fixed = n * (sizeof(typename SegmentedAlias<Id>::Entry) + 4);
+  ExternalSorter<uint64_t> sorter(staged.file("sort-runs"), sort_capacity(w, fixed, max_entries));
+  draw_sorted(sorter, o.num_edges, /*symmetrize=*/true, *draw);
+  draw.reset();
+  int64_t inside = 0;
+  auto [entries, max_degree] =
+      merge_to_csr(sorter, staged, n, max_entries, [&](const uint64_t* keys, size_t count) {
+        inside += count_inside(keys, count, comm_of.data());
+      });
+  write_node_files(staged, n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of),
+                   o.num_classes, community_label(o, comm_of), node_chunk_bytes(w.memory_budget));
+  comm_of = {};
+  write_splits(staged, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenCommunity, kSplits));
+  DatasetMeta meta = generated_meta(o.name, false, n, entries, index_dtype_for(n), o.feature_dim,
+                                    o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
+  meta.extra = community_extra(o, inside, entries);
+  return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
+}
+
+// In memory: generate, then write_dataset.
+GenerateResult write_in_memory(Dataset ds, const std::string& dir, bool overwrite,
+                               double generate_s) {
+  Stopwatch sw;
+  write_dataset(ds, dir, overwrite);
+  GenerateResult r;
+  r.generate_s = generate_s;
+  r.write_s = sw.seconds();
+  for (int64_t v = 0; v < ds.graph.num_nodes; ++v) {
+    r.max_in_degree = std::max(r.max_in_degree, ds.graph.degree(v));
+  }
+  r.meta = std::move(ds.meta);
+  return r;
+}
+
+// Picks the path: in memory when its estimate fits the budget (and it is not forced out of
+// core), else out of core when that fits, else the one-line refusal.
+bool choose_out_of_core(const MemoryEstimate& est, int64_t n, const GenerateWriteOptions& w) {
+  if (!w.force_out_of_core && est.in_memory <= memory_left(w.memory_budget)) return false;
+  DSP_CHECK_ARG(n <= kMaxExternalNodes, "out-of-core generation supports up to {} nodes, got {}",
+                kMaxExternalNodes, n);
+  check_memory("dsp generate (out of core)", est.out_of_core, w.memory_budget,
+               "lower --nodes or raise --memory-budget");
+  return true;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_rmat_memory(const RmatOptions& o) {
+  const uint64_t n = o.num_nodes, id = id_bytes(o.num_nodes), m = o.num_edges;
+  const uint64_t entries = o.undirected ? 2 * m : m;
+  const uint64_t node_data =
+      n * o.feature_dim * dtype_size(o.feature_dtype) + (o.num_classes > 0 ? 8 * n : 0) + 16 * n;
+  MemoryEstimate e;
+  // Drawing (permutation + endpoints), building the CSR (endpoints + CSR + a row cursor), then
+  // the node data beside the CSR.
+  e.in_memory = std::max({8 * n + 2 * m * id, 2 * m * id + 16 * n + entries * id,
+                          8 * n + entries * id + node_data}) +
+                kSlackBytes;
+  // The permutation while drawing, the splits at the end; a sort buffer and a chunk of rows.
+  e.out_of_core = 16 * n + kMinSortBytes + 2 * kMinNodeChunkBytes + kSlackBytes;
+  return e;
+}
+
+MemoryEstimate estimate_community_memory(const CommunityOptions& o) {
+  const uint64_t n = o.num_nodes, id = id_bytes(o.num_nodes), m = o.num_edges;
+  const uint64_t entry = id == 4 ? 16 : 32;   // SegmentedAlias<Id>::Entry
+  const uint64_t model = 16 * n + entry * n;  // theta + perm + alias tables
+  const uint64_t node_data =
+      n * o.feature_dim * dtype_size(o.feature_dtype) + 8 * n + 16 * n + 4 * n;
+  MemoryEstimate e;
+  e.in_memory =
+      std::max({model + 2 * m * id + 16 * n + 2 * m * id, 8 * n + 2 * m * id + node_data}) +
+      kSlackBytes;
+  e.out_of_core = model + 4 * n + kMinSortBytes + 2 * kMinNodeChunkBytes + kSlackBytes;
+  return e;
+}
+
+Dataset generate_rmat(const RmatOptions& o) {
+  check_rmat(o);
+  const int64_t n = o.num_nodes;
+  Dataset ds;
+  {
+    std::vector<int64_t> perm = rmat_permutation(o);
+    RmatDraw draw(o, perm);
+    ds.graph = n < (int64_t{1} << 31) ? draw_csr<int32_t>(n, o.num_edges, o.undirected, draw)
+                                      : draw_csr<int64_t>(n, o.num_edges, o.undirected, draw);
+  }
+  Stopwatch node_sw;
+  if (o.feature_dim > 0) {
+    ds.features =
+        make_features(n, o.feature_dim, o.feature_dtype,
+                      RmatFeatureRow{key_for(o.seed, kGenRmat, kFeatures), o.feature_dim});
+  }
+  if (o.num_classes > 0) {
+    ds.labels = make_labels(n, RmatLabel{key_for(o.seed, kGenRmat, kLabels), o.num_classes});
+  }
+  make_splits(ds, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenRmat, kSplits));
+  DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
+  ds.meta =
+      generated_meta(o.name, !o.undirected, n, ds.graph.num_edges(), ds.graph.index_dtype(),
+                     o.feature_dim, o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
+  ds.meta.extra = rmat_extra(o);
+  return ds;
+}
+
+Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* communities) {
+  check_community(o);
+  const int64_t n = o.num_nodes;
+  Dataset ds;
+  std::vector<int32_t> comm_of;
+  {
+    CommunityModel cm = community_model(o);
+    if (n < (int64_t{1} << 31)) {
+      ds.graph = draw_csr<int32_t>(n, o.num_edges, true, CommunityDraw<int32_t>(o, cm));
+    } else {
+      ds.graph = draw_csr<int64_t>(n, o.num_edges, true, CommunityDraw<int64_t>(o, cm));
+    }
+    cm.theta = {};
+    comm_of = community_of(cm);
+  }
+  Stopwatch node_sw;
+  if (o.feature_dim > 0) {
+    ds.features = make_features(n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of));
+  }
+  ds.labels = make_labels(n, community_label(o, comm_of));
   make_splits(ds, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenCommunity, kSplits));
 
   // Share of stored edges inside a community, after repeats and self loops were removed
@@ -491,29 +891,36 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
       for (int64_t j = ptr[v]; j < ptr[v + 1]; ++j) inside += comm_of[idx[j]] == comm_of[v];
     }
   });
-  const int64_t stored = ds.graph.num_edges();
-
   DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
-  fill_meta(ds, o.name, /*directed=*/false);
-  ds.meta.num_classes = o.num_classes;
-  const double bound = 1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
-  ds.meta.extra = {{"generator", "community"},
-                   {"seed", o.seed},
-                   {"num_communities", o.num_communities},
-                   {"intra_fraction", o.intra_fraction},
-                   {"measured_intra_fraction",
-                    stored > 0 ? static_cast<double>(inside) / static_cast<double>(stored) : 0.0},
-                   {"degree_exponent", o.degree_exponent},
-                   {"max_degree", o.max_degree},
-                   {"feature_noise", o.feature_noise},
-                   {"label_noise", o.label_noise},
-                   {"accuracy_bound", bound},
-                   {"requested_edges", o.num_edges},
-                   {"train_frac", o.train_frac},
-                   {"valid_frac", o.valid_frac},
-                   {"community_to_class", "community % num_classes"}};
+  ds.meta =
+      generated_meta(o.name, false, n, ds.graph.num_edges(), ds.graph.index_dtype(), o.feature_dim,
+                     o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
+  ds.meta.extra = community_extra(o, inside, ds.graph.num_edges());
   if (communities) *communities = std::move(comm_of);
   return ds;
+}
+
+GenerateResult write_rmat(const RmatOptions& o, const std::string& dir,
+                          const GenerateWriteOptions& w) {
+  check_rmat(o);
+  if (choose_out_of_core(estimate_rmat_memory(o), o.num_nodes, w)) {
+    return rmat_out_of_core(o, dir, w);
+  }
+  Stopwatch sw;
+  Dataset ds = generate_rmat(o);
+  return write_in_memory(std::move(ds), dir, w.overwrite, sw.seconds());
+}
+
+GenerateResult write_community(const CommunityOptions& o, const std::string& dir,
+                               const GenerateWriteOptions& w) {
+  check_community(o);
+  if (choose_out_of_core(estimate_community_memory(o), o.num_nodes, w)) {
+    return o.num_nodes < (int64_t{1} << 31) ? community_out_of_core<int32_t>(o, dir, w)
+                                            : community_out_of_core<int64_t>(o, dir, w);
+  }
+  Stopwatch sw;
+  Dataset ds = generate_community(o);
+  return write_in_memory(std::move(ds), dir, w.overwrite, sw.seconds());
 }
 
 }  // namespace dsp

@@ -80,4 +80,41 @@ struct CommunityOptions {
 Dataset generate_community(const CommunityOptions& opts,
                            std::vector<int32_t>* communities = nullptr);
 
+// ---------------------------------------------------------------- writing to a directory
+
+// Peak memory of the two ways to produce a dataset directory: in memory (the whole graph, then
+// write_dataset) and out of core (edges through an external sort on disk, node data streamed;
+// this is its minimum: per-node arrays and the smallest buffers).
+struct MemoryEstimate {
+  uint64_t in_memory = 0;
+  uint64_t out_of_core = 0;
+};
+MemoryEstimate estimate_rmat_memory(const RmatOptions& opts);
+MemoryEstimate estimate_community_memory(const CommunityOptions& opts);
+
+struct GenerateWriteOptions {
+  uint64_t memory_budget = 0;      // bytes the command may use (default_memory_budget())
+  bool overwrite = false;          // replace an existing directory
+  bool force_out_of_core = false;  // out of core even when the graph fits in memory
+  uint64_t sort_buffer_bytes = 0;  // cap on the external sort's buffer (0: what the budget leaves)
+};
+
+struct GenerateResult {
+  DatasetMeta meta;
+  int64_t max_in_degree = 0;
+  bool out_of_core = false;
+  int sort_runs = 0;           // sorted runs written to disk (0: the edges fit in one buffer)
+  uint64_t spilled_bytes = 0;  // bytes of those runs
+  double generate_s = 0, write_s = 0;  // out of core: all of it counts as generate_s
+};
+
+// Generates and writes the dataset to `dir` (staged, renamed at the end). In memory when its
+// estimate fits the budget, else out of core; the files are identical either way. Throws Error
+// with one line (needed, budget, available, what lowers it) when neither fits, and before
+// starting when the out-of-core runs and output would not fit on the disk.
+GenerateResult write_rmat(const RmatOptions& opts, const std::string& dir,
+                          const GenerateWriteOptions& w);
+GenerateResult write_community(const CommunityOptions& opts, const std::string& dir,
+                               const GenerateWriteOptions& w);
+
 }  // namespace dsp

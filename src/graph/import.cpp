@@ -545,4 +545,116 @@ Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts, Imp
   return ds;
 }
 
+// ---------------------------------------------------------------- memory planning, streaming
+
+namespace {
+
+// Thrown to stop reading a file once a sample is complete.
+struct StopSampling {};
+
+// Edges of one chunk, with the weighted-ness of every edge line so far (the column-count check
+// of parse_edges spans chunks).
+struct StreamSink {
+  EdgeListData d;
+  size_t total = 0;
+  bool weighted_ = false;
+  size_t size() const { return total; }
+  bool weighted() const { return weighted_; }
+  void add(int64_t s, int64_t t) {
+    d.src.push_back(s);
+    d.dst.push_back(t);
+    d.max_id = std::max(d.max_id, std::max(s, t));
+    ++total;
+  }
+  void add(int64_t s, int64_t t, float w) {
+    if (total == 0) weighted_ = true;
+    add(s, t);
+    d.weight.push_back(w);
+  }
+};
+
+}  // namespace
+
+EdgeListSample sample_edge_list(const std::string& path) {
+  require_file(path);
+  EdgeListSample s;
+  const uint64_t est_bytes = estimate_text_bytes(path);
+  uint64_t bytes = 0;
+  int64_t lines = 0;
+  StreamSink sink;
+  try {
+    for_each_text_chunk(
+        path,
+        [&](std::string_view text, int64_t line) {
+          parse_edges(text, sink, path, line, -1);
+          bytes += text.size();
+          lines += std::count(text.begin(), text.end(), '\n');
+          if (sink.total > 0 && bytes >= (size_t{1} << 20)) throw StopSampling{};
+        },
+        size_t{1} << 20);
+  } catch (const StopSampling&) {
+  }
+  s.weighted = sink.weighted_;
+  s.max_id = sink.d.max_id;
+  const double per_line =
+      static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(lines, 1));
+  s.edges = static_cast<int64_t>(static_cast<double>(est_bytes) / std::max(per_line, 1.0)) + 1;
+  return s;
+}
+
+uint64_t estimate_edge_list_memory(const EdgeListSample& s, const EdgeListOptions& opts) {
+  const uint64_t m = static_cast<uint64_t>(s.edges);
+  const uint64_t n = static_cast<uint64_t>(opts.num_nodes >= 0 ? opts.num_nodes : s.max_id + 1);
+  const uint64_t in_id = s.max_id > INT32_MAX ? 8 : 4, out_id = n < (uint64_t{1} << 31) ? 4 : 8;
+  const uint64_t w = s.weighted && opts.weighted_auto ? 4 : 0;
+  const uint64_t entries = opts.undirected ? 2 * m : m;
+  // The parsed edges (reserved once, 2% over the estimate) beside the CSR being built and its
+  // row cursor; the (neighbour, weight) pairs of weighted rows are per thread, one row each.
+  return m * (2 * in_id + w) * 102 / 100 + 8 * n + entries * (out_id + w) + 8 * n +
+         (uint64_t{64} << 20);
+}
+
+uint64_t estimate_ogb_memory(const std::string& dir) {
+  std::error_code ec;
+  fs::path root = fs::path(dir);
+  if (root.filename().empty()) root = root.parent_path();
+  fs::path raw = fs::is_directory(root / "raw", ec) ? root / "raw" : root;
+  std::string nodes_file = find_csv(raw, "num-node-list"),
+              edges_file = find_csv(raw, "num-edge-list");
+  if (nodes_file.empty() || edges_file.empty()) return 0;  // the importer names what is missing
+  const uint64_t n = static_cast<uint64_t>(read_single_count(nodes_file));
+  const uint64_t m = static_cast<uint64_t>(read_single_count(edges_file));
+  uint64_t dim = 0;
+  if (std::string f = find_csv(raw, "node-feat"); !f.empty()) {
+    try {
+      for_each_text_chunk(
+          f,
+          [&](std::string_view text, int64_t) {
+            std::string_view first = text.substr(0, text.find('\n'));
+            dim = static_cast<uint64_t>(std::count(first.begin(), first.end(), ',')) + 1;
+            throw StopSampling{};
+          },
+          size_t{1} << 16);
+    } catch (const StopSampling&) {
+    }
+  }
+  // Edges (int32 pairs), the symmetric CSR, features (float32, held twice while the dataset is
+  // assembled: the parsed vector moves, so once), labels parsed as float then int64.
+  return 8 * m + 16 * n + 2 * m * 4 + 8 * n + n * dim * 4 + 12 * n + (uint64_t{64} << 20);
+}
+
+void stream_edge_list(const std::string& path, const EdgeListOptions& opts,
+                      const std::function<void(const EdgeListData&)>& fn) {
+  DSP_CHECK_ARG(opts.num_nodes >= -1, "--num-nodes must be non-negative, got {}", opts.num_nodes);
+  require_file(path);
+  StreamSink sink;
+  for_each_text_chunk(path, [&](std::string_view text, int64_t line) {
+    parse_edges(text, sink, path, line, opts.num_nodes);
+    fn(sink.d);
+    sink.d.src.clear();
+    sink.d.dst.clear();
+    sink.d.weight.clear();
+  });
+}
+
 }  // namespace dsp

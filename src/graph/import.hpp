@@ -77,4 +77,41 @@ struct OgbImportOptions {
 Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts,
                        ImportStats* stats = nullptr);
 
+// ---------------------------------------------------------------- memory planning, streaming
+
+// What the start of an edge list says about the whole: an estimate of its edge count (from the
+// file's size, or gzip's recorded size, over the first MiB's mean line length), the largest id
+// in that sample, and whether lines carry a weight.
+struct EdgeListSample {
+  int64_t edges = 0;
+  int64_t max_id = -1;
+  bool weighted = false;
+};
+EdgeListSample sample_edge_list(const std::string& path);
+// Peak memory of import_edge_list + write_dataset for such a file.
+uint64_t estimate_edge_list_memory(const EdgeListSample& sample, const EdgeListOptions& opts);
+// Peak memory of import_ogb_raw (from the node and edge counts and the feature width); 0 when
+// the count files are missing (the importer then names them).
+uint64_t estimate_ogb_memory(const std::string& dir);
+
+// Parses an edge list a chunk at a time, with import_edge_list's checks (ids below
+// opts.num_nodes, one column count throughout), calling fn with each chunk's edges.
+void stream_edge_list(const std::string& path, const EdgeListOptions& opts,
+                      const std::function<void(const EdgeListData&)>& fn);
+
+struct OutOfCoreImportOptions {
+  uint64_t memory_budget = 0;      // the sort buffer is what this leaves
+  uint64_t sort_buffer_bytes = 0;  // cap on the sort buffer (0: none)
+  bool overwrite = false;
+};
+// The least memory import_edge_list_to_dir needs (parse buffers, smallest sort buffer).
+uint64_t edge_list_out_of_core_bytes();
+
+// import_edge_list + write_dataset out of core: edges go through an external sort whose runs
+// live in the output's staging directory; the files are identical to the in-memory path's.
+// Node ids must be below 2^32 - 1. Returns the metadata written.
+DatasetMeta import_edge_list_to_dir(const std::string& path, const EdgeListOptions& opts,
+                                    const std::string& name, const std::string& dir,
+                                    const OutOfCoreImportOptions& w, ImportStats* stats = nullptr);
+
 }  // namespace dsp

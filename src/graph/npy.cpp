@@ -309,7 +309,10 @@ std::string npy_header_bytes(DType dtype, const std::vector<int64_t>& shape_v) {
 }
 
 NpyWriter::NpyWriter(std::string path, DType dtype, std::vector<int64_t> shape)
-    : path_(std::move(path)), tmp_(fmt::format("{}.tmp.{}", path_, ::getpid())) {
+    : path_(std::move(path)),
+      tmp_(fmt::format("{}.tmp.{}", path_, ::getpid())),
+      dtype_(dtype),
+      shape_(shape) {
   DSP_CHECK_ARG(!shape.empty(), "{}: cannot write a 0-d array", path_);
   expected_ = dtype_size(dtype);
   for (auto d : shape) {
@@ -321,6 +324,7 @@ NpyWriter::NpyWriter(std::string path, DType dtype, std::vector<int64_t> shape)
   DSP_CHECK_T(IoError, file_ != nullptr, "{}: cannot open for writing: {}", tmp_,
               std::strerror(errno));
   std::string head = npy_header_bytes(dtype, shape);
+  head_size_ = head.size();
   if (std::fwrite(head.data(), 1, head.size(), file_) != head.size()) fail("write failed");
 }
 
@@ -370,6 +374,30 @@ void NpyWriter::close() {
     std::remove(tmp_.c_str());
     DSP_THROW_T(IoError, "{}: cannot rename into place: {}", path_, ec.message());
   }
+}
+
+void NpyWriter::close_with_first_dim(int64_t first_dim) {
+  DSP_CHECK(file_ != nullptr, "{}: closed twice", path_);
+  DSP_CHECK(first_dim >= 0 && first_dim <= shape_[0], "{}: {} rows exceed the bound {}", path_,
+            first_dim, shape_[0]);
+  shape_[0] = first_dim;
+  expected_ = dtype_size(dtype_);
+  for (auto d : shape_) expected_ *= static_cast<uint64_t>(d);
+  DSP_CHECK(written_ == expected_, "{}: {} of {} data bytes written", path_, written_, expected_);
+  rewrite_header(npy_header_bytes(dtype_, shape_));
+  close();
+}
+
+// Puts `head` over the reserved header. Headers are padded to 128 bytes for every shape of up
+// to two dimensions of 19 digits each, so the final header always has the reserved length.
+void NpyWriter::rewrite_header(const std::string& head) {
+  DSP_CHECK(head.size() == head_size_,
+            "{}: the final .npy header ({} bytes) does not fit the {} reserved",
+            path_, head.size(), head_size_);
+  if (std::fflush(file_) != 0) fail("write failed");
+  if (std::fseek(file_, 0, SEEK_SET) != 0) fail("seek failed");
+  if (std::fwrite(head.data(), 1, head.size(), file_) != head.size()) fail("write failed");
+  if (std::fseek(file_, 0, SEEK_END) != 0) fail("seek failed");
 }
 
 void save_npy(const std::string& path, const Array& a) {

@@ -46,11 +46,19 @@ class NpyWriter {
   NpyWriter& operator=(const NpyWriter&) = delete;
   void write(const void* data, size_t bytes);
   void close();
+  // For a payload whose length is known only at the end (a merge that drops repeats): the
+  // constructor's shape[0] was an upper bound; the header is rewritten for `first_dim` rows,
+  // exactly as save_npy would write it, and exactly that many rows must have been written.
+  void close_with_first_dim(int64_t first_dim);
 
  private:
   [[noreturn]] void fail(const char* what);
+  void rewrite_header(const std::string& head);
   std::string path_, tmp_;
   std::FILE* file_ = nullptr;
+  DType dtype_;
+  std::vector<int64_t> shape_;
+  size_t head_size_ = 0;
   uint64_t expected_ = 0, written_ = 0;
 };
 

@@ -1,0 +1,67 @@
+#include "layout/partition_plan.hpp"
+
+#include <algorithm>
+
+#include "core/dtype.hpp"
+#include "core/memory.hpp"
+
+namespace dsp {
+namespace {
+
+constexpr uint64_t kSlackBytes = uint64_t{64} << 20;
+
+// The assignment step: METIS on the symmetric graph (32-bit indices, plus its coarsened copies and
+// work arrays: about twice the input again), or the random method's keyed shuffle.
+uint64_t assignment_bytes(const DatasetMeta& m, const PartitionOptions& o) {
+  const uint64_t n = m.num_nodes, e = m.num_edges;
+  if (o.parts <= 1) return 4 * n;
+  if (o.method == "metis") {
+    const uint64_t sym = m.directed ? 2 * e : e;
+    const uint64_t input = 4 * (n + 1) + 4 * sym + 8 * n;  // xadj, adjncy, two vertex weights
+    // A directed graph is first symmetrized from (src, dst) pairs through a CSR build.
+    const uint64_t symmetrize = m.directed ? 8 * e + 8 * (n + 1) + 4 * sym + 8 * n : 0;
+    return std::max(symmetrize, 3 * input) + 4 * n;
+  }
+  if (o.method == "bfs-blocks") {
+    // Block id, queue slot and result per node (the CSR is only read); the block graph is small
+    // (about 256 blocks per part) next to them.
+    return 12 * n + 4 * n;
+  }
+  if (o.method == "pagraph") {
+    // Stamps and owners, one bit per node and part, the assignment; the halo rows written per part
+    // are counted with the largest patch below.
+    return 8 * n + n * static_cast<uint64_t>(o.parts) / 8 + 4 * n;
+  }
+  return 16 * n + 4 * n;  // (key, id) pairs + the assignment
+}
+
+// Renumbering and writing: old2new and new2old, the hotness scores (twice while they are
+// renumbered), the in-degrees, and the largest part's CSR patch (parts hold about 1/P each; a
+// quarter more for imbalance) with its sorting pairs when weighted.
+uint64_t writing_bytes(const DatasetMeta& m, const PartitionOptions& o) {
+  const uint64_t n = m.num_nodes, e = m.num_edges, p = std::max(o.parts, 1);
+  const uint64_t id = dtype_size(m.index_dtype), w = m.has_weights ? 4 : 0;
+  const uint64_t patch = (e / p + e / (4 * p)) * (id + w) + 8 * (n / p + n / (4 * p) + 1);
+  return 16 * n + 16 * n + 8 * n + patch;
+}
+
+}  // namespace
+
+uint64_t estimate_partition_memory(const DatasetMeta& meta, const PartitionOptions& opts) {
+  return std::max(assignment_bytes(meta, opts), writing_bytes(meta, opts)) + kSlackBytes;
+}
+
+std::string partition_memory_hint(const DatasetMeta& meta, const PartitionOptions& opts) {
+  if (opts.method == "metis" && opts.parts > 1) {
+    PartitionOptions r = opts;
+    r.method = "bfs-blocks";
+    const uint64_t blocks = estimate_partition_memory(meta, r) + process_rss_bytes();
+    r.method = "random";
+    const uint64_t random = estimate_partition_memory(meta, r) + process_rss_bytes();
+    return "use --method bfs-blocks (about " + format_bytes(blocks) + ") or --method random (about " +
+           format_bytes(random) + "), or raise --memory-budget";
+  }
+  return "raise --memory-budget";
+}
+
+}  // namespace dsp

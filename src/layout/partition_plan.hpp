@@ -1,0 +1,22 @@
+#pragma once
+// Memory planning for partition_dataset: its peak, known from dataset.json alone, so `dsp
+// partition` refuses before loading instead of being killed, and `dsp partition --dry-run` and
+// `dsp info` can print it.
+#include <cstdint>
+#include <string>
+
+#include "graph/dataset.hpp"
+#include "layout/partition.hpp"
+
+namespace dsp {
+
+// Anonymous memory partition_dataset needs at its peak for a dataset with this metadata. The
+// dataset's own arrays are mapped files (page cache, reclaimable) and are not counted.
+uint64_t estimate_partition_memory(const DatasetMeta& meta, const PartitionOptions& opts);
+
+// What lowers the estimate, for the refusal line: "use --method bfs-blocks (about X) or --method
+// random (about Y), or raise --memory-budget", X and Y counting the process's resident memory as
+// check_memory does.
+std::string partition_memory_hint(const DatasetMeta& meta, const PartitionOptions& opts);
+
+}  // namespace dsp
