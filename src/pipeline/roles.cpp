@@ -8,9 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "ccc/self_communicator.hpp"
 #include "core/error.hpp"
 #include "csp/sampler.hpp"
 #include "graph/npy.hpp"
+#include "pipeline/load_batch.hpp"
 
 namespace dsp {
 
@@ -325,6 +327,50 @@ PipelineStages RoleStages::stages() {
   st.load = [this](SampledBatch&& sb) { return exchange(std::move(sb)); };
   st.train = [this](LoadedBatch&& lb) { train_(std::move(lb)); };
   return st;
+}
+
+WholeGraphStages::WholeGraphStages(const std::string& dir, const SamplerOptions& so)
+    : part_(load_whole_partition(dir)),
+      self_s_(std::make_unique<SelfCommunicator>()),
+      self_l_(std::make_unique<SelfCommunicator>()) {
+  sampler_ = std::make_unique<CollectiveSampler>(part_, *self_s_, so);
+  if (part_.meta.feature_dim > 0) {
+    store_ = std::make_unique<FeatureStore>(part_, *self_l_, std::vector<Array>{part_.cached});
+  }
+}
+
+WholeGraphStages::~WholeGraphStages() = default;
+
+LocalStages WholeGraphStages::stages() {
+  LocalStages l;
+  l.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
+    return sampler_->sample(seeds, epoch, batch);
+  };
+  l.load = [this](SampledBatch&& sb) {
+    return load_batch(std::move(sb), store_.get(), part_.labels);
+  };
+  return l;
+}
+
+RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout layout,
+                        int64_t batch_size, uint64_t seed, const SamplerOptions& so,
+                        std::function<void(LoadedBatch&&)> train,
+                        const std::function<std::vector<int64_t>(std::vector<int64_t>)>& filter) {
+  layout.validate();
+  RoleRank r;
+  LocalStages local;
+  if (layout.is_sampler(coord.rank())) {
+    r.whole = std::make_unique<WholeGraphStages>(dir, so);
+    local = r.whole->stages();
+  }
+  std::vector<std::vector<int64_t>> seeds;
+  for (int j = 0; j < layout.trainers(); ++j) {
+    std::vector<int64_t> s = trainer_seeds(dir, j, layout.trainers());
+    seeds.push_back(filter ? filter(std::move(s)) : std::move(s));
+  }
+  r.roles = std::make_unique<RoleStages>(coord, layout, seeds, batch_size, seed, std::move(local),
+                                         std::move(train));
+  return r;
 }
 
 }  // namespace dsp

@@ -34,6 +34,8 @@
 
 #include "ccc/coordinator.hpp"
 #include "csp/block.hpp"
+#include "csp/sampler.hpp"
+#include "layout/feature_store.hpp"
 #include "layout/partition.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/scheduler.hpp"
@@ -78,6 +80,21 @@ struct LocalStages {
   std::function<LoadedBatch(SampledBatch&&)> load;
 };
 
+// A sampler rank's local stages: the whole graph of the partition in `dir`, sampled by the CPU
+// backend over a communicator of one, features gathered from the mapped file.
+class WholeGraphStages {
+ public:
+  WholeGraphStages(const std::string& dir, const SamplerOptions& so);
+  ~WholeGraphStages();
+  LocalStages stages();
+
+ private:
+  PartitionData part_;
+  std::unique_ptr<Communicator> self_s_, self_l_;
+  std::unique_ptr<CollectiveSampler> sampler_;
+  std::unique_ptr<FeatureStore> store_;
+};
+
 // The stages of one rank of a role layout, for a Pipeline built over scheduler(). `train` runs on
 // every rank: trainers get their batch, samplers an empty one (no seeds, the model's block count)
 // so that they join the gradient all-reduce. `local` is needed on sampler ranks only.
@@ -114,5 +131,18 @@ class RoleStages {
   std::vector<int64_t> order_epoch_;
   std::unique_ptr<Pending> pending_;
 };
+
+// One rank of a role layout over the partition in `dir`, built the same way for `dsp train
+// --roles` and `dsp bench pipeline --modes roles`: trainer seeds from trainer_seeds (each passed
+// through `filter` when given), a WholeGraphStages on sampler ranks. `train` as RoleStages'.
+struct RoleRank {
+  std::unique_ptr<WholeGraphStages> whole;  // sampler ranks
+  std::unique_ptr<RoleStages> roles;
+};
+RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout layout,
+                        int64_t batch_size, uint64_t seed, const SamplerOptions& so,
+                        std::function<void(LoadedBatch&&)> train,
+                        const std::function<std::vector<int64_t>(std::vector<int64_t>)>& filter =
+                            {});
 
 }  // namespace dsp
