@@ -96,14 +96,30 @@ PartitionData load_whole_partition(const std::string& dir) {
   return w;
 }
 
-std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers) {
+std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers,
+                                   const SeedFilter& filter) {
   const PartitionMeta meta = load_partition_meta(dir);
   DSP_CHECK_ARG(trainers >= 1 && trainer >= 0 && trainer < trainers,
                 "roles: trainer {} of {} does not exist", trainer, trainers);
+  auto part_seeds = [&](int p) {
+    Array a = load_npy(fmt::format("{}/part{}/seeds.npy", dir, p), DType::kInt64, 1);
+    std::vector<int64_t> s(a.data<int64_t>(), a.data<int64_t>() + a.dim(0));
+    return filter ? filter(std::move(s)) : s;
+  };
   std::vector<int64_t> out;
-  for (int p = trainer; p < meta.parts; p += trainers) {
-    Array s = load_npy(fmt::format("{}/part{}/seeds.npy", dir, p), DType::kInt64, 1);
-    out.insert(out.end(), s.data<int64_t>(), s.data<int64_t>() + s.dim(0));
+  if (meta.parts % trainers == 0) {
+    for (int p = trainer; p < meta.parts; p += trainers) {
+      const std::vector<int64_t> s = part_seeds(p);
+      out.insert(out.end(), s.begin(), s.end());
+    }
+  } else {
+    std::vector<int64_t> all;
+    for (int p = 0; p < meta.parts; ++p) {
+      const std::vector<int64_t> s = part_seeds(p);
+      all.insert(all.end(), s.begin(), s.end());
+    }
+    std::sort(all.begin(), all.end());
+    for (size_t i = trainer; i < all.size(); i += trainers) out.push_back(all[i]);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -354,8 +370,7 @@ LocalStages WholeGraphStages::stages() {
 
 RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout layout,
                         int64_t batch_size, uint64_t seed, const SamplerOptions& so,
-                        std::function<void(LoadedBatch&&)> train,
-                        const std::function<std::vector<int64_t>(std::vector<int64_t>)>& filter) {
+                        std::function<void(LoadedBatch&&)> train, const SeedFilter& filter) {
   layout.validate();
   RoleRank r;
   LocalStages local;
@@ -365,8 +380,7 @@ RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout l
   }
   std::vector<std::vector<int64_t>> seeds;
   for (int j = 0; j < layout.trainers(); ++j) {
-    std::vector<int64_t> s = trainer_seeds(dir, j, layout.trainers());
-    seeds.push_back(filter ? filter(std::move(s)) : std::move(s));
+    seeds.push_back(trainer_seeds(dir, j, layout.trainers(), filter));
   }
   r.roles = std::make_unique<RoleStages>(coord, layout, seeds, batch_size, seed, std::move(local),
                                          std::move(train));

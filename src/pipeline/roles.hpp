@@ -64,8 +64,15 @@ struct RoleLayout {
 // cache list), for a rank that samples and gathers without peers. Errors are load_partition's.
 PartitionData load_whole_partition(const std::string& dir);
 
-// Trainer j's seeds of T trainers: the seeds of the parts p with p % T == j, ascending.
-std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers);
+// A part's training seeds -> the ones a job uses (bench: a random subset).
+using SeedFilter = std::function<std::vector<int64_t>(std::vector<int64_t>)>;
+
+// Trainer j's seeds of T trainers, ascending, each part's seeds passed through `filter` first:
+// when T divides the parts, the seeds of the parts p with p % T == j (with as many parts as
+// trainers: exactly what rank j of a symmetric job trains); otherwise every T-th of all seeds in
+// id order from the j-th (so that the trainers get equal shares).
+std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers,
+                                   const SeedFilter& filter = {});
 
 // The global queue's wire format for a loaded batch with host features.
 std::vector<uint8_t> pack_batch(const LoadedBatch& b);
@@ -133,16 +140,14 @@ class RoleStages {
 };
 
 // One rank of a role layout over the partition in `dir`, built the same way for `dsp train
-// --roles` and `dsp bench pipeline --modes roles`: trainer seeds from trainer_seeds (each passed
-// through `filter` when given), a WholeGraphStages on sampler ranks. `train` as RoleStages'.
+// --roles` and `dsp bench pipeline --modes roles`: trainer seeds from trainer_seeds (with
+// `filter`), a WholeGraphStages on sampler ranks. `train` as RoleStages'.
 struct RoleRank {
   std::unique_ptr<WholeGraphStages> whole;  // sampler ranks
   std::unique_ptr<RoleStages> roles;
 };
 RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout layout,
                         int64_t batch_size, uint64_t seed, const SamplerOptions& so,
-                        std::function<void(LoadedBatch&&)> train,
-                        const std::function<std::vector<int64_t>(std::vector<int64_t>)>& filter =
-                            {});
+                        std::function<void(LoadedBatch&&)> train, const SeedFilter& filter = {});
 
 }  // namespace dsp
