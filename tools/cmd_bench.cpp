@@ -25,9 +25,7 @@
 #include "pipeline/seed_order.hpp"
 #ifdef DSP_HAVE_TRAIN
 #include "ccc/coordinator.hpp"
-#include "ccc/self_communicator.hpp"
 #include "pipeline/bench.hpp"
-#include "pipeline/load_batch.hpp"
 #include "pipeline/roles.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/trainer.hpp"
@@ -604,30 +602,10 @@ class RolesBenchMode {
 
   void build(int samplers) {
     Coordinator& coord = rt_.coord();
-    const RoleLayout layout{coord.size(), samplers};
-    layout.validate();
-    const std::string& dir = rt_.partition_dir();
-    LocalStages local;
-    if (layout.is_sampler(coord.rank())) {
-      whole_ = std::make_unique<PartitionData>(load_whole_partition(dir));
-      self_s_ = std::make_unique<SelfCommunicator>();
-      self_l_ = std::make_unique<SelfCommunicator>();
-      sampler_ = std::make_unique<CollectiveSampler>(*whole_, *self_s_, so_);
-      store_ =
-          std::make_unique<FeatureStore>(*whole_, *self_l_, std::vector<Array>{whole_->cached});
-      local.sample = [this](int64_t e, int64_t b, const std::vector<int64_t>& s) {
-        return sampler_->sample(s, e, b);
-      };
-      local.load = [this](SampledBatch&& sb) {
-        return load_batch(std::move(sb), store_.get(), whole_->labels);
-      };
-    }
-    std::vector<std::vector<int64_t>> seeds;
-    for (int j = 0; j < layout.trainers(); ++j) {
-      seeds.push_back(bench_seeds(trainer_seeds(dir, j, layout.trainers()), a_));
-    }
-    roles_ =
-        std::make_unique<RoleStages>(coord, layout, seeds, a_.batch_size, a_.seed, local, train_);
+    rank_ = make_role_rank(coord, rt_.partition_dir(), RoleLayout{coord.size(), samplers},
+                           a_.batch_size, a_.seed, so_, train_,
+                           [this](std::vector<int64_t> s) { return bench_seeds(std::move(s), a_); });
+    roles_ = rank_.roles.get();
     PipelineOptions po = base_;
     po.mode = PipelineMode::kPipelined;
     PipelineStages st = roles_->stages();
@@ -643,11 +621,8 @@ class RolesBenchMode {
   SamplerOptions so_;
   std::function<void(LoadedBatch&&)> train_;
   nlohmann::json chose_;
-  std::unique_ptr<PartitionData> whole_;
-  std::unique_ptr<SelfCommunicator> self_s_, self_l_;
-  std::unique_ptr<CollectiveSampler> sampler_;
-  std::unique_ptr<FeatureStore> store_;
-  std::unique_ptr<RoleStages> roles_;
+  RoleRank rank_;
+  RoleStages* roles_ = nullptr;
   std::unique_ptr<Pipeline> pipe_;
 };
 

@@ -62,6 +62,9 @@ void add_train(CLI::App& app) {
                   "shares only where it is faster), on (three workers) or off (stages one after "
                   "another)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  sub->add_option("--roles", a->c.roles,
+                  "GNNLab's factored layout: this many ranks (the last ones) only sample and load, "
+                  "the others only train (default 0: every rank does every stage)");
   sub->add_option("--ccc", a->ccc, "on (default); off shows why the coordinator is needed")
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--eval-every", a->c.eval_every, "evaluate every k epochs (default 1; 0: at the end)");
@@ -121,6 +124,7 @@ void add_train(CLI::App& app) {
     if (given("--cache-memory")) c.cache_memory = a->c.cache_memory;
     if (given("--pipeline")) c.pipeline = a->pipeline;
     if (given("--ccc")) c.ccc = a->ccc == "on";
+    if (given("--roles")) c.roles = a->c.roles;
     if (given("--eval-every")) c.eval_every = a->c.eval_every;
     if (given("--checkpoint-dir")) c.checkpoint_dir = a->c.checkpoint_dir;
     if (given("--checkpoint-every")) c.checkpoint_every = a->c.checkpoint_every;

@@ -94,7 +94,10 @@ nlohmann::json StagePlan::to_json() const {
 double stage_time(const StageCost& s, int full_cores, double cores) {
   DSP_CHECK_ARG(cores > 0 && full_cores > 0, "stage_time: cores must be positive");
   const double compute = std::max(0.0, s.wall_s - s.comm_s);
-  return s.comm_s + std::max(compute, s.cpu_s / std::min<double>(cores, full_cores));
+  // CPU seconds beyond what the computing part could burn on all cores were burnt while waiting
+  // (the executor's polling, pools winding down): they do not scale, so T(full) is the wall.
+  const double work = std::min(s.cpu_s, compute * full_cores);
+  return s.comm_s + std::max(compute, work / std::min<double>(cores, full_cores));
 }
 
 StagePlan plan_stages(const PipelineProfile& p, const std::vector<int>& cpus,

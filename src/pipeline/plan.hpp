@@ -7,9 +7,9 @@
 // records, per stage and batch: wall seconds w, seconds inside collectives m (waiting for peers,
 // no CPU), and CPU seconds u of the whole process while the stage ran (its OpenMP/BLAS pools and
 // its collectives included). A stage on c cores is modelled as
-//     T(c) = m + max(w - m, u / c)
+//     T(c) = m + max(w - m, min(u, (w - m) C) / c)
 // (its computing part scales with cores up to what it reached on all C; a serial stage does not
-// slow down on fewer cores). Candidate layouts, each a min-max over integer core counts:
+// slow down on fewer cores; CPU seconds beyond (w - m) C were burnt while waiting, so T(C) = w). Candidate layouts, each a min-max over integer core counts:
 //   * shared:   every stage on all C cores (no isolation): max(max_i T_i(C), sum_i u_i / C);
 //   * split:    the trainer on c_t cores, sampler and loader sharing the other C - c_t (C >= 2):
 //               max(T_t(c_t), T_s(c), T_l(c), (u_s + u_l) / c);

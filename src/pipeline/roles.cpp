@@ -8,9 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "ccc/self_communicator.hpp"
 #include "core/error.hpp"
 #include "csp/sampler.hpp"
 #include "graph/npy.hpp"
+#include "pipeline/load_batch.hpp"
 
 namespace dsp {
 
@@ -94,14 +96,30 @@ PartitionData load_whole_partition(const std::string& dir) {
   return w;
 }
 
-std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers) {
+std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers,
+                                   const SeedFilter& filter) {
   const PartitionMeta meta = load_partition_meta(dir);
   DSP_CHECK_ARG(trainers >= 1 && trainer >= 0 && trainer < trainers,
                 "roles: trainer {} of {} does not exist", trainer, trainers);
+  auto part_seeds = [&](int p) {
+    Array a = load_npy(fmt::format("{}/part{}/seeds.npy", dir, p), DType::kInt64, 1);
+    std::vector<int64_t> s(a.data<int64_t>(), a.data<int64_t>() + a.dim(0));
+    return filter ? filter(std::move(s)) : s;
+  };
   std::vector<int64_t> out;
-  for (int p = trainer; p < meta.parts; p += trainers) {
-    Array s = load_npy(fmt::format("{}/part{}/seeds.npy", dir, p), DType::kInt64, 1);
-    out.insert(out.end(), s.data<int64_t>(), s.data<int64_t>() + s.dim(0));
+  if (meta.parts % trainers == 0) {
+    for (int p = trainer; p < meta.parts; p += trainers) {
+      const std::vector<int64_t> s = part_seeds(p);
+      out.insert(out.end(), s.begin(), s.end());
+    }
+  } else {
+    std::vector<int64_t> all;
+    for (int p = 0; p < meta.parts; ++p) {
+      const std::vector<int64_t> s = part_seeds(p);
+      all.insert(all.end(), s.begin(), s.end());
+    }
+    std::sort(all.begin(), all.end());
+    for (size_t i = trainer; i < all.size(); i += trainers) out.push_back(all[i]);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -325,6 +343,48 @@ PipelineStages RoleStages::stages() {
   st.load = [this](SampledBatch&& sb) { return exchange(std::move(sb)); };
   st.train = [this](LoadedBatch&& lb) { train_(std::move(lb)); };
   return st;
+}
+
+WholeGraphStages::WholeGraphStages(const std::string& dir, const SamplerOptions& so)
+    : part_(load_whole_partition(dir)),
+      self_s_(std::make_unique<SelfCommunicator>()),
+      self_l_(std::make_unique<SelfCommunicator>()) {
+  sampler_ = std::make_unique<CollectiveSampler>(part_, *self_s_, so);
+  if (part_.meta.feature_dim > 0) {
+    store_ = std::make_unique<FeatureStore>(part_, *self_l_, std::vector<Array>{part_.cached});
+  }
+}
+
+WholeGraphStages::~WholeGraphStages() = default;
+
+LocalStages WholeGraphStages::stages() {
+  LocalStages l;
+  l.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
+    return sampler_->sample(seeds, epoch, batch);
+  };
+  l.load = [this](SampledBatch&& sb) {
+    return load_batch(std::move(sb), store_.get(), part_.labels);
+  };
+  return l;
+}
+
+RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout layout,
+                        int64_t batch_size, uint64_t seed, const SamplerOptions& so,
+                        std::function<void(LoadedBatch&&)> train, const SeedFilter& filter) {
+  layout.validate();
+  RoleRank r;
+  LocalStages local;
+  if (layout.is_sampler(coord.rank())) {
+    r.whole = std::make_unique<WholeGraphStages>(dir, so);
+    local = r.whole->stages();
+  }
+  std::vector<std::vector<int64_t>> seeds;
+  for (int j = 0; j < layout.trainers(); ++j) {
+    seeds.push_back(trainer_seeds(dir, j, layout.trainers(), filter));
+  }
+  r.roles = std::make_unique<RoleStages>(coord, layout, seeds, batch_size, seed, std::move(local),
+                                         std::move(train));
+  return r;
 }
 
 }  // namespace dsp

@@ -34,6 +34,8 @@
 
 #include "ccc/coordinator.hpp"
 #include "csp/block.hpp"
+#include "csp/sampler.hpp"
+#include "layout/feature_store.hpp"
 #include "layout/partition.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/scheduler.hpp"
@@ -62,8 +64,15 @@ struct RoleLayout {
 // cache list), for a rank that samples and gathers without peers. Errors are load_partition's.
 PartitionData load_whole_partition(const std::string& dir);
 
-// Trainer j's seeds of T trainers: the seeds of the parts p with p % T == j, ascending.
-std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers);
+// A part's training seeds -> the ones a job uses (bench: a random subset).
+using SeedFilter = std::function<std::vector<int64_t>(std::vector<int64_t>)>;
+
+// Trainer j's seeds of T trainers, ascending, each part's seeds passed through `filter` first:
+// when T divides the parts, the seeds of the parts p with p % T == j (with as many parts as
+// trainers: exactly what rank j of a symmetric job trains); otherwise every T-th of all seeds in
+// id order from the j-th (so that the trainers get equal shares).
+std::vector<int64_t> trainer_seeds(const std::string& dir, int trainer, int trainers,
+                                   const SeedFilter& filter = {});
 
 // The global queue's wire format for a loaded batch with host features.
 std::vector<uint8_t> pack_batch(const LoadedBatch& b);
@@ -76,6 +85,21 @@ struct LocalStages {
   std::function<SampledBatch(int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds)>
       sample;
   std::function<LoadedBatch(SampledBatch&&)> load;
+};
+
+// A sampler rank's local stages: the whole graph of the partition in `dir`, sampled by the CPU
+// backend over a communicator of one, features gathered from the mapped file.
+class WholeGraphStages {
+ public:
+  WholeGraphStages(const std::string& dir, const SamplerOptions& so);
+  ~WholeGraphStages();
+  LocalStages stages();
+
+ private:
+  PartitionData part_;
+  std::unique_ptr<Communicator> self_s_, self_l_;
+  std::unique_ptr<CollectiveSampler> sampler_;
+  std::unique_ptr<FeatureStore> store_;
 };
 
 // The stages of one rank of a role layout, for a Pipeline built over scheduler(). `train` runs on
@@ -114,5 +138,16 @@ class RoleStages {
   std::vector<int64_t> order_epoch_;
   std::unique_ptr<Pending> pending_;
 };
+
+// One rank of a role layout over the partition in `dir`, built the same way for `dsp train
+// --roles` and `dsp bench pipeline --modes roles`: trainer seeds from trainer_seeds (with
+// `filter`), a WholeGraphStages on sampler ranks. `train` as RoleStages'.
+struct RoleRank {
+  std::unique_ptr<WholeGraphStages> whole;  // sampler ranks
+  std::unique_ptr<RoleStages> roles;
+};
+RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout layout,
+                        int64_t batch_size, uint64_t seed, const SamplerOptions& so,
+                        std::function<void(LoadedBatch&&)> train, const SeedFilter& filter = {});
 
 }  // namespace dsp

@@ -18,6 +18,7 @@
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/roles.hpp"
 #include "pipeline/runtime.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/trainer.hpp"
@@ -38,6 +39,7 @@ void JobConfig::validate() const {
                 fanouts.size());
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
+  DSP_CHECK_ARG(roles >= 0, "--roles must be >= 0 (sampler-only ranks), got {}", roles);
   DSP_CHECK_ARG(eval_every >= 0 && checkpoint_every >= 0, "--eval-every/--checkpoint-every >= 0");
   parse_pipeline_mode(pipeline);
   DSP_CHECK_ARG(cache_policy.empty() || cache_policy == "in-degree" || cache_policy == "random" ||
@@ -69,7 +71,7 @@ nlohmann::json JobConfig::to_json() const {
           {"fanouts", fanouts},     {"layers", layers},     {"eval_fanouts", eval_fanouts},
           {"batch_size", batch_size}, {"eval_batch_size", eval_batch_size},
           {"epochs", epochs},       {"eval_every", eval_every},
-          {"pipeline", pipeline},   {"ccc", ccc},
+          {"pipeline", pipeline},   {"ccc", ccc},          {"roles", roles},
           {"cache_policy", cache_policy}, {"cache_ratio", cache_ratio},
           {"cache_auto", cache_auto}, {"cache_memory", cache_memory},
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
@@ -108,6 +110,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "eval_every") c.eval_every = v.get<int>();
       else if (k == "pipeline") c.pipeline = v.get<std::string>();
       else if (k == "ccc") c.ccc = v.get<bool>();
+      else if (k == "roles") c.roles = v.get<int>();
       else if (k == "cache_policy") c.cache_policy = v.get<std::string>();
       else if (k == "cache_ratio") c.cache_ratio = v.get<double>();
       else if (k == "cache_auto") c.cache_auto = v.get<bool>();
@@ -221,6 +224,7 @@ class TrainJob {
   TrainConfig tc_;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<EpochScheduler> sched_;
+  RoleRank role_;  // --roles
   std::unique_ptr<Pipeline> pipe_;
   int64_t steps_ = 0;
   int start_epoch_ = 0;
@@ -276,15 +280,6 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   valid_ids_ = rt_.local_ids("valid");
   test_ids_ = rt_.local_ids("test");
 
-  sched_ = std::make_unique<EpochScheduler>(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
-  if (cfg_.order == "bfs") {
-    sched_->use_bfs_order(part.patch, meta.offsets[rt_.rank()], {cfg_.bfs_sequences, 0});
-  }
-  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
-  main_ch.set_step(-1, 1);
-  steps_ = sched_->agree_steps(main_ch);
-  const PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
-  if (cfg_.cache_auto) size_cache(popts);
   PipelineStages stages;
   stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
     return sampler_->sample(seeds, epoch, batch);
@@ -299,15 +294,39 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   stages.set_threads = [this](WorkerKind k, int n) {
     if (k == WorkerKind::kTrainer) trainer_->set_threads(n);
   };
-  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched_, stages, popts);
+  const PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
+  EpochScheduler* sched = nullptr;
+  if (cfg_.roles > 0) {
+    // GNNLab's factored layout: evaluation stays symmetric (every rank holds its part).
+    role_ = make_role_rank(rt_.coord(), rt_.partition_dir(), RoleLayout{rt_.size(), cfg_.roles},
+                           cfg_.batch_size, cfg_.seed, so, stages.train);
+    PipelineStages rs = role_.roles->stages();
+    rs.set_threads = stages.set_threads;
+    stages = std::move(rs);
+    sched = &role_.roles->scheduler();
+  } else {
+    sched_ = std::make_unique<EpochScheduler>(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
+    if (cfg_.order == "bfs") {
+      sched_->use_bfs_order(part.patch, meta.offsets[rt_.rank()], {cfg_.bfs_sequences, 0});
+    }
+    sched = sched_.get();
+  }
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 1);
+  steps_ = sched->agree_steps(main_ch);
+  if (cfg_.cache_auto) size_cache(popts);
+  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
 
   if (rt_.leader()) {
     DSP_INFO("train",
              "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
-             "steps of {} seeds per rank per epoch, fanouts {}, pipeline {}",
+             "steps of {} seeds per rank per epoch, fanouts {}, pipeline {}{}",
              tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim,
              meta.num_classes, rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
-             cfg_.batch_size, fmt::join(cfg_.fanouts, ","), cfg_.pipeline);
+             cfg_.batch_size, fmt::join(cfg_.fanouts, ","), cfg_.pipeline,
+             cfg_.roles > 0 ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s)",
+                                          cfg_.roles, rt_.size() - cfg_.roles)
+                            : "");
   }
   if (rt_.leader() && !cfg_.metrics_file.empty()) {
     metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));

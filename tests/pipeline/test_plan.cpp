@@ -40,6 +40,12 @@ TEST(PipelinePlan, StageTimeScalesOnlyTheComputingPart) {
   EXPECT_DOUBLE_EQ(stage_time(parallel, 4, 2), 0.2 + 1.6);
   EXPECT_DOUBLE_EQ(stage_time(parallel, 4, 1), 0.2 + 3.2);
   EXPECT_THROW(stage_time(serial, 4, 0), InvalidArgument);
+  // Measured on a 2-rank R-MAT job (one core per rank): the trainer's process burnt 0.332 CPU-s
+  // in 0.339 s of which 0.073 s waiting in its all-reduce. On its one core it takes its wall
+  // time, not 0.073 + 0.332.
+  const StageCost waits{0.339, 0.073, 0.332};
+  EXPECT_NEAR(stage_time(waits, 1, 1), 0.339, 1e-12);
+  EXPECT_DOUBLE_EQ(stage_time(waits, 2, 1), 0.073 + 0.332);  // half its CPU came from a 2nd core
 }
 
 TEST(PipelinePlan, OneComputeBoundCoreStaysSequential) {

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "ccc/coordinator.hpp"
-#include "ccc/self_communicator.hpp"
 #include "core/error.hpp"
 #include "csp/sampler.hpp"
 #include "layout/feature_store.hpp"
@@ -82,7 +81,7 @@ int run(int argc, char** argv) {
     }
     trainer.train_step(lb);
   };
-  auto boom = [&](int64_t epoch, int64_t batch) {
+  auto boom = [rank, fail_rank, fail_batch](int64_t epoch, int64_t batch) {
     if (rank == fail_rank && epoch == 1 && batch == fail_batch) {
       DSP_THROW("injected failure in the sampler-only rank {} at batch {}", rank, batch);
     }
@@ -93,8 +92,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<PartitionData> part;
   std::unique_ptr<CollectiveSampler> sampler;
   std::unique_ptr<FeatureStore> store;
-  std::unique_ptr<SelfCommunicator> self_s, self_l;
-  std::unique_ptr<RoleStages> roles;
+  RoleRank role;
   std::unique_ptr<EpochScheduler> sym;
   PipelineStages st;
   EpochScheduler* sched = nullptr;
@@ -112,29 +110,14 @@ int run(int argc, char** argv) {
     st.load = [&](SampledBatch&& sb) { return load_batch(std::move(sb), store.get(), part->labels); };
     st.train = train;
   } else {
-    RoleLayout layout{P, samplers};
-    LocalStages local;
-    if (layout.is_sampler(rank)) {
-      part = std::make_unique<PartitionData>(load_whole_partition(dir));
-      self_s = std::make_unique<SelfCommunicator>();
-      self_l = std::make_unique<SelfCommunicator>();
-      sampler = std::make_unique<CollectiveSampler>(*part, *self_s, so);
-      store = std::make_unique<FeatureStore>(*part, *self_l, std::vector<Array>{part->cached});
-      local.sample = [&](int64_t e, int64_t b, const std::vector<int64_t>& s) {
-        boom(e, b);
-        return sampler->sample(s, e, b);
-      };
-      local.load = [&](SampledBatch&& sb) {
-        return load_batch(std::move(sb), store.get(), part->labels);
-      };
-    }
-    std::vector<std::vector<int64_t>> seeds;
-    for (int j = 0; j < layout.trainers(); ++j) {
-      seeds.push_back(trainer_seeds(dir, j, layout.trainers()));
-    }
-    roles = std::make_unique<RoleStages>(*coord, layout, seeds, batch_size, 11, local, train);
-    sched = &roles->scheduler();
-    st = roles->stages();
+    role = make_role_rank(*coord, dir, RoleLayout{P, samplers}, batch_size, 11, so, train);
+    sched = &role.roles->scheduler();
+    st = role.roles->stages();
+    auto sample = st.sample;
+    st.sample = [=](int64_t e, int64_t b, const std::vector<int64_t>& s) {
+      boom(e, b);
+      return sample(e, b, s);
+    };
   }
   Pipeline p(*coord, *sched, st, po);
   for (int e = 0; e < 2; ++e) p.run_epoch(e);
