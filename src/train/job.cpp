@@ -58,6 +58,9 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
                 order);
   DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
+  DSP_CHECK_ARG(roles == 0 || (order == "random" && !cache_auto),
+                "--roles runs the random seed order with the partition's cache: --order bfs and "
+                "--cache-auto are for symmetric jobs");
   ModelConfig m = train.model;
   m.layers = static_cast<int>(fanouts.size());
   if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
