@@ -149,7 +149,7 @@ train_p1="$(parts "$comm" 1)"
   echo " \"torch\": \"$("$vpy" -c 'import torch; print(torch.__version__)')\","
   echo " \"dgl\": \"$("$vpy" -c 'import dgl; print(dgl.__version__)' 2>/dev/null | tail -1)\","
   echo " \"libtorch\": \"$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo unknown)\","
-  echo " \"size\": \"$size\", \"rounds\": $rounds, \"steps\": $steps, \"threads\": \"${threads_list[*]}\"}"
+  echo " \"size\": \"$size\", \"rounds\": $rounds, \"steps\": $steps, \"lock\": \"${DSP_PEER_LOCK:-}\", \"threads\": \"${threads_list[*]}\"}"
 } >"$res/meta.json"
 
 # --- sampling, alternating -----------------------------------------------------------------------

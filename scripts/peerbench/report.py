@@ -131,7 +131,8 @@ def end_to_end(res, md, meta):
               "+ SAGEConv. Epoch 2's wall time (median over the rounds) and where it went: dsp's "
               "three stages run concurrently with the pipeline on (busy seconds of each worker, "
               "inflated when they share a core), one after another with it off, as DGL's. "
-              "Speedup = DGL's epoch time / dsp's.\n")
+              "Speedup = DGL's epoch time / dsp's. On one core the pipeline's three workers only "
+              "take turns, so it costs (thread switches, caches shared) rather than overlaps.\n")
     md.append(table(["threads", "system", "epoch s", "sample s", "load s", "train s",
                      "speedup"], rows))
     md.append("\nLearning per step: mean training loss over epoch 1, one value per round (round r "
@@ -196,7 +197,12 @@ def main():
               f"with other work (runs alternate dsp / DGL, {meta['rounds']} rounds, medians). "
               f"Date: {meta['date']}, commit {meta['commit']}, `{meta['size']}` sizes. dsp: "
               f"LibTorch {meta['libtorch']} (Debian); DGL {meta['dgl']} on torch {meta['torch']} "
-              "(PyPI).\n")
+              "(PyPI). "
+              + (f"Each timed phase held `{meta['lock']}` (no concurrent builds)."
+                 if meta.get("lock") else
+                 "Timed without a build lock: other builds and test runs shared the 2 cores, so "
+                 "absolute times (and the memory latency) are inflated; only the ratios of runs "
+                 "alternating in one script run carry.") + "\n")
     sampling(res, md)
     end_to_end(res, md, meta)
     step(res, md)
