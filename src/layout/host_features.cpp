@@ -63,8 +63,8 @@ class HostFeatureBackend final : public FeatureBackend {
 
  private:
   FeatureSource src_;
-  HugePageBuffer rows_copy_;    // the feature rows on huge pages, when they fit
-  const unsigned char* rows_;  // where rows are read: rows_copy_ or the mapping
+  HugePageBuffer rows_copy_;          // the feature rows on huge pages, when they fit
+  const unsigned char* rows_;         // where rows are read: rows_copy_ or the mapping
   std::vector<unsigned char> cache_;  // this rank's hot rows in slot order: what peers read
 };
 
