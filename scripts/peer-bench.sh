@@ -10,27 +10,37 @@
 #     a community graph (dsp generate community) for end-to-end training.
 #  3. Sampling: `dsp bench sample` (one part, one thread) against DGL's default and fused
 #     NeighborSampler paths (scripts/peerbench/dgl_sampling.py), uniform [15,10,5], 1024 seeds.
-#  4. End to end: `dsp train` against the standard DGL loop (scripts/peerbench/dgl_train.py:
-#     NeighborSampler + DataLoader + 3 x SAGEConv('mean'), Adam), GraphSAGE-mean, hidden 128,
-#     [15,10,5], batch 1024, 2 epochs each (the second is timed, the first's mean loss compares
-#     learning per step), on 1 and 2 threads. Then the train step's breakdown: `dsp bench pipeline`
-#     and dgl_train.py --stages.
+#  4. End to end: `dsp train` (--pipeline off, then on) against the standard DGL loop
+#     (scripts/peerbench/dgl_train.py: NeighborSampler + DataLoader + 3 x SAGEConv('mean'), Adam),
+#     GraphSAGE-mean, hidden 128, [15,10,5], batch 1024, 2 epochs each (the second is timed, the
+#     first's mean loss compares learning per step), on 1 and 2 threads. Then the train step's
+#     breakdown: `dsp bench pipeline` and dgl_train.py --stages.
 #  Every comparison alternates dsp and DGL, --rounds times; the table reports medians.
 #
-# Usage: scripts/peer-bench.sh [--quick] [--rounds N] [--no-build] [--report-only]
-#   --quick   R-MAT scale 18 and a 200k-node community graph (default: scale 21, 1M nodes)
-# Env: DSP_PEER_VENV (the venv), DSP_PEER_THREADS (default "1 2").
+# Usage: scripts/peer-bench.sh [--quick] [--rounds N] [--steps N] [--data DIR] [--no-build]
+#                              [--report-only]
+#   --quick    R-MAT scale 18 and a 200k-node community graph (default: scale 21, 1M nodes)
+#   --steps N  end to end on the community graph with N x 1024 training seeds (and 1024
+#              validation / test nodes): epochs of N steps for both systems (default: all of its
+#              training nodes)
+#   --data DIR graphs made earlier: DIR/comm1m (dsp dataset), DIR/rmat21 (dsp dataset) and
+#              DIR/rmat21dgl (its int64 CSC copy), instead of generating them
+# Env: DSP_PEER_VENV (the venv), DSP_PEER_THREADS (default "1 2"), DSP_PEER_LOCK (a file each
+# timed phase holds with flock, e.g. the lock concurrent builds on a shared machine take).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-quick=0 rounds=2 build=1 report_only=0
+quick=0 rounds=2 build=1 report_only=0 steps=0 data=""
 while (($#)); do
   case "$1" in
     --quick) quick=1 ;;
     --rounds) rounds="$2"; shift ;;
+    --steps) steps="$2"; shift ;;
+    --data) data="$2"; shift ;;
     --no-build) build=0 ;;
     --report-only) report_only=1 build=0 ;;
-    *) echo "usage: scripts/peer-bench.sh [--quick] [--rounds N] [--no-build] [--report-only]" >&2
+    *) echo "usage: scripts/peer-bench.sh [--quick] [--rounds N] [--steps N] [--data DIR]" \
+         "[--no-build] [--report-only]" >&2
        exit 2 ;;
   esac
   shift
@@ -84,25 +94,53 @@ run() {
   echo "$*" >"$res/$name.cmd"
   "$@" >"$res/$name.log" 2>&1 || { tail -n 20 "$res/$name.log" >&2; exit 1; }
 }
+# Each timed phase (a few minutes) holds $DSP_PEER_LOCK when set.
+if [[ -n "${DSP_PEER_LOCK:-}" ]]; then exec 9>>"$DSP_PEER_LOCK"; fi
+phase() {
+  [[ -n "${DSP_PEER_LOCK:-}" ]] || return 0
+  flock -u 9
+  log "waiting for $DSP_PEER_LOCK ($1)"
+  flock 9
+}
 
 # --- graphs --------------------------------------------------------------------------------------
-if [[ ! -f "$out/rmat-dsp/dataset.json" ]]; then
-  log "generating R-MAT scale $rmat_scale"
-  "$vpy" "$pb/gen_rmat.py" "$out/rmat-raw" "$rmat_scale"
-  "$vpy" "$pb/dedup.py" "$out/rmat-raw" "$out/rmat-dsp" "$out/rmat-dgl"
-  rm -rf "$out/rmat-raw"
+if [[ -n "$data" ]]; then
+  rmat_dsp="$data/rmat21" rmat_dgl="$data/rmat21dgl" comm="$data/comm1m"
+else
+  rmat_dsp="$out/rmat-dsp" rmat_dgl="$out/rmat-dgl" comm="$out/community"
+  if [[ ! -f "$rmat_dsp/dataset.json" ]]; then
+    log "generating R-MAT scale $rmat_scale"
+    "$vpy" "$pb/gen_rmat.py" "$out/rmat-raw" "$rmat_scale"
+    "$vpy" "$pb/dedup.py" "$out/rmat-raw" "$rmat_dsp" "$rmat_dgl"
+    rm -rf "$out/rmat-raw"
+  fi
+  if [[ ! -f "$comm/dataset.json" ]]; then
+    log "generating the community graph"
+    "$dsp" generate community "$comm" "${comm_args[@]}" --features 100 --classes 47 \
+      --name community --overwrite >/dev/null
+  fi
 fi
-[[ -f "$out/rmat-p1/partition.json" ]] ||
-  "$dsp" partition "$out/rmat-dsp" "$out/rmat-p1" --parts 1 --overwrite >/dev/null
-if [[ ! -f "$out/community/dataset.json" ]]; then
-  log "generating the community graph"
-  "$dsp" generate community "$out/community" "${comm_args[@]}" --features 100 --classes 47 \
-    --name community --overwrite >/dev/null
+# part P of graph G: the one under --data when there, else made under $out.
+parts() {
+  local g="$1" p="$2"
+  if [[ -f "$g-p$p/partition.json" ]]; then echo "$g-p$p"; return; fi
+  local d="$out/$(basename "$g")-p$p"
+  [[ -f "$d/partition.json" ]] || "$dsp" partition "$g" "$d" --parts "$p" --overwrite >/dev/null
+  echo "$d"
+}
+rmat_p1="$(parts "$rmat_dsp" 1)"
+# The train step's breakdown: the whole graph (dsp bench pipeline cuts the epoch to --max-steps).
+step_p1="$(parts "$comm" 1)" step_p2="$(parts "$comm" 2)"
+step_comm="$comm"
+if ((steps > 0)); then
+  # The same graph and features with N x 1024 training seeds: both systems run epochs of N steps.
+  sub="$out/community-s$steps"
+  if [[ ! -f "$sub/dataset.json" ]]; then
+    "$vpy" "$pb/subset.py" "$comm" "$sub" $((steps * 1024)) 1024
+  fi
+  comm="$sub"
 fi
-for p in 1 2; do
-  [[ -f "$out/community-p$p/partition.json" ]] ||
-    "$dsp" partition "$out/community" "$out/community-p$p" --parts "$p" --overwrite >/dev/null
-done
+train_p1="$(parts "$comm" 1)"
 
 {
   echo "{\"date\": \"$(date -u +%FT%RZ)\", \"commit\": \"$(git rev-parse --short HEAD)\","
@@ -111,38 +149,49 @@ done
   echo " \"torch\": \"$("$vpy" -c 'import torch; print(torch.__version__)')\","
   echo " \"dgl\": \"$("$vpy" -c 'import dgl; print(dgl.__version__)' 2>/dev/null | tail -1)\","
   echo " \"libtorch\": \"$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo unknown)\","
-  echo " \"size\": \"$size\", \"rounds\": $rounds, \"threads\": \"${threads_list[*]}\"}"
+  echo " \"size\": \"$size\", \"rounds\": $rounds, \"steps\": $steps, \"lock\": \"${DSP_PEER_LOCK:-}\", \"threads\": \"${threads_list[*]}\"}"
 } >"$res/meta.json"
 
 # --- sampling, alternating -----------------------------------------------------------------------
+phase sampling
 for ((r = 0; r < rounds; ++r)); do
-  run "sample_dsp_r$r" "$dsp" bench sample "$out/rmat-p1" --threads 1 --batches "$sample_batches" \
+  run "sample_dsp_r$r" "$dsp" bench sample "$rmat_p1" --threads 1 --batches "$sample_batches" \
     --seed "$r" --json "$res/sample_dsp_r$r.json"
-  OMP_NUM_THREADS=1 run "sample_dgl_r$r" "$vpy" "$pb/dgl_sampling.py" 1 "$out/rmat-dgl" \
+  OMP_NUM_THREADS=1 run "sample_dgl_r$r" "$vpy" "$pb/dgl_sampling.py" 1 "$rmat_dgl" \
     "$res/sample_dgl_r$r.json"
 done
+
+# The memory latency the sampler's random reads pay (a dependent chain of loads, 1 GiB buffer).
+cc -O2 -o "$out/pointer_chase" "$pb/pointer_chase.c"
+run "latency" "$out/pointer_chase" 1024 20000000
+tail -n 1 "$res/latency.log" >"$res/latency.json"
 
 # --- end to end, alternating ---------------------------------------------------------------------
 # Evaluation runs with fanouts 1,1,1: only the training loss and the epoch times are compared,
 # and the epoch time dsp reports excludes evaluation anyway.
 for T in "${threads_list[@]}"; do
   for ((r = 0; r < rounds; ++r)); do
-    run "train_dsp_t${T}_r$r" "$dsp" train "$out/community-p1" --epochs 2 --threads "$T" \
-      --hidden 128 --fanouts 15,10,5 --batch-size 1024 --eval-fanouts 1,1,1 --seed "$r" \
-      --no-progress --metrics "$res/train_dsp_t${T}_r$r.jsonl"
-    OMP_NUM_THREADS=$T run "train_dgl_t${T}_r$r" "$vpy" "$pb/dgl_train.py" "$out/community" "$T" \
+    phase "end to end, $T thread(s), round $r"
+    for pipe in off on; do
+      run "train_dsp_${pipe}_t${T}_r$r" "$dsp" train "$train_p1" --epochs 2 --threads "$T" \
+        --hidden 128 --fanouts 15,10,5 --batch-size 1024 --eval-fanouts 1,1,1 --seed "$r" \
+        --pipeline "$pipe" --no-progress --metrics "$res/train_dsp_${pipe}_t${T}_r$r.jsonl"
+    done
+    OMP_NUM_THREADS=$T run "train_dgl_t${T}_r$r" "$vpy" "$pb/dgl_train.py" "$comm" "$T" \
       "$res/train_dgl_t${T}_r$r.json" --epochs 2 --seed "$r"
   done
 done
 
 # --- the train step's breakdown ------------------------------------------------------------------
-run "step_dsp" "$dsp" bench pipeline "$out/community-p1" --threads 1 --hidden 128 \
+phase "the train step"
+run "step_dsp" "$dsp" bench pipeline "$step_p1" --threads 1 --hidden 128 \
   --fanouts 15,10,5 --epochs 1 --warmup 1 --max-steps 20 --json "$res/step_dsp.json"
 # Two ranks, one thread each: the gradient all-reduce is real (MPI through shared memory).
 run "step_dsp_p2" mpirun --oversubscribe --bind-to none -np 2 "$dsp" bench pipeline \
-  "$out/community-p2" --threads 1 --hidden 128 --fanouts 15,10,5 --epochs 1 --warmup 1 \
+  "$step_p2" --threads 1 --hidden 128 --fanouts 15,10,5 --epochs 1 --warmup 1 \
   --max-steps 20 --json "$res/step_dsp_p2.json"
-OMP_NUM_THREADS=1 run "step_dgl" "$vpy" "$pb/dgl_train.py" "$out/community" 1 \
+OMP_NUM_THREADS=1 run "step_dgl" "$vpy" "$pb/dgl_train.py" "$step_comm" 1 \
   "$res/step_dgl.json" --stages 20
 
+[[ -z "${DSP_PEER_LOCK:-}" ]] || flock -u 9
 report

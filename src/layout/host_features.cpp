@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/huge_pages.hpp"
 #include "core/parallel.hpp"
 #include "layout/feature_backend.hpp"
 #include "layout/feature_store.hpp"
@@ -23,6 +24,15 @@ inline void prefetch_row(const unsigned char* p, size_t row_bytes) {
 class HostFeatureBackend final : public FeatureBackend {
  public:
   explicit HostFeatureBackend(const FeatureSource& src) : src_(src) {
+    // Rows are read at random, a few hundred bytes at a time: with the mapping's 4 KiB pages
+    // nearly every row also misses the TLB. An anonymous copy on huge pages when it fits
+    // (core/huge_pages.hpp). Measured (dsp bench gather, 1M rows of 400 B, one thread, three
+    // rounds alternating): gather / contiguous memcpy 0.61 (0.60-0.64) against 0.53 (0.49-0.54)
+    // from the mapping. Streaming stores for the output were tried and lost (0.31): rows that
+    // do not start on a cache line leave partial write-combining lines.
+    rows_copy_ = huge_page_copy(src.features.raw(), src.features.nbytes());
+    rows_ = static_cast<const unsigned char*>(rows_copy_.data ? rows_copy_.data.get()
+                                                              : src.features.raw());
     const int64_t rows = src.cached.defined() ? src.cached.dim(0) : 0;
     cache_.resize(static_cast<size_t>(rows) * src.row_bytes);
     if (rows) {
@@ -53,6 +63,8 @@ class HostFeatureBackend final : public FeatureBackend {
 
  private:
   FeatureSource src_;
+  HugePageBuffer rows_copy_;          // the feature rows on huge pages, when they fit
+  const unsigned char* rows_;         // where rows are read: rows_copy_ or the mapping
   std::vector<unsigned char> cache_;  // this rank's hot rows in slot order: what peers read
 };
 
@@ -77,7 +89,7 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
   // reloaded after every copy. Measured (400-byte rows, one thread): this loop with its checks
   // runs at 1.3x the plain per-row memcpy loop; written with capturing lambdas, 0.87x.
   auto* const out = static_cast<unsigned char*>(out_raw);
-  const auto* const base = static_cast<const unsigned char*>(src_.features.raw());
+  const auto* const base = rows_;
   const uint64_t* const cached_bits = src_.cached_bits;
   const size_t rb = src_.row_bytes;
   const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
