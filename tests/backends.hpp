@@ -26,6 +26,7 @@ namespace dsp::test {
 inline std::vector<std::string> backend_names(bool with_cpu = true, bool with_uva = false) {
   std::vector<std::string> v;
 #ifdef DSP_TEST_CUDA
+  (void)with_cpu;  // the CUDA binary has no CPU backend
   v = {"cuda"};
   if (with_uva) v.insert(v.end(), {"cuda-uva", "cuda-split"});
 #else

@@ -68,11 +68,7 @@ nlohmann::json report(const std::string& out, const PartitionMeta& m) {
 // refuses with one line when it exceeds the budget.
 bool plan_memory(const std::string& dataset, const PartitionOptions& o,
                  const std::string& budget_text, bool dry_run) {
-  const std::string json = dataset + "/dataset.json";
-  DSP_CHECK_T(IoError, path_exists(json), "{}: missing file", json);
-  auto j = nlohmann::json::parse(read_file(json), nullptr, false);
-  DSP_CHECK_FORMAT(!j.is_discarded(), "{}: not valid JSON", json);
-  const DatasetMeta meta = DatasetMeta::from_json(j, json);
+  const DatasetMeta meta = load_dataset_meta(dataset);
   const uint64_t budget =
       budget_text.empty() ? default_memory_budget() : parse_bytes("--memory-budget", budget_text);
   const uint64_t need = estimate_partition_memory(meta, o);  // beyond what the process holds

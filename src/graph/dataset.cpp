@@ -229,17 +229,22 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
   }
 }
 
-Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
+DatasetMeta load_dataset_meta(const std::string& dir) {
   std::error_code ec;
   DSP_CHECK_T(IoError, std::filesystem::is_directory(dir, ec), "{}: no such dataset directory",
               dir);
-  Dataset ds;
-  ds.dir = dir;
   const std::string json_path = join_path(dir, "dataset.json");
   check_file_readable(json_path);
   nlohmann::json j = nlohmann::json::parse(read_file(json_path), nullptr, false);
   DSP_CHECK_FORMAT(!j.is_discarded(), "{}: not valid JSON", json_path);
-  ds.meta = DatasetMeta::from_json(j, json_path);
+  return DatasetMeta::from_json(j, json_path);
+}
+
+Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
+  Dataset ds;
+  ds.dir = dir;
+  ds.meta = load_dataset_meta(dir);
+  const std::string json_path = join_path(dir, "dataset.json");
   const DatasetMeta& m = ds.meta;
   DSP_CHECK_FORMAT(m.num_nodes > 0, "{}: empty graph: num_nodes is 0", json_path);
 

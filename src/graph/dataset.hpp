@@ -55,6 +55,9 @@ struct LoadOptions {
 
 // Loads and validates a dataset directory. Errors name the file and the fault.
 Dataset load_dataset(const std::string& dir, const LoadOptions& opts = {});
+// dataset.json of a dataset directory, checked as load_dataset checks it (the same errors: a
+// missing directory, an unreadable or invalid file), without touching the arrays.
+DatasetMeta load_dataset_meta(const std::string& dir);
 // Writes `ds` to `dir` via a staging directory renamed at the end.
 void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite = false);
 // For writers that stream a dataset into a staging directory: loads it (mapped) and validates it
