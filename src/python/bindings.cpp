@@ -15,6 +15,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "csp/presample.hpp"
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
@@ -224,6 +225,18 @@ void register_exceptions(py::module_& m) {
   });
 }
 
+// The budget rules of `dsp generate` (graph/generate.hpp): empty strings take the defaults.
+GenerateWriteOptions generate_write_options(bool overwrite, const std::string& memory_budget,
+                                            bool out_of_core, const std::string& sort_buffer) {
+  GenerateWriteOptions w;
+  w.memory_budget = memory_budget.empty() ? default_memory_budget()
+                                          : parse_bytes("memory_budget", memory_budget);
+  w.sort_buffer_bytes = sort_buffer.empty() ? 0 : parse_bytes("sort_buffer", sort_buffer);
+  w.overwrite = overwrite;
+  w.force_out_of_core = out_of_core;
+  return w;
+}
+
 py::object write_and_describe(Dataset&& ds, const std::string& out, bool overwrite) {
   {
     py::gil_scoped_release nogil;
@@ -282,7 +295,8 @@ void bind(py::module_& m) {
          double intra_fraction, double degree_exponent, int64_t max_degree, int64_t feature_dim,
          const std::string& feature_dtype_name, int64_t classes, double feature_noise,
          double label_noise, double train_frac, double valid_frac, uint64_t seed,
-         const std::string& name, bool overwrite) {
+         const std::string& name, bool overwrite, const std::string& memory_budget,
+         bool out_of_core, const std::string& sort_buffer) {
         CommunityOptions o;
         o.num_nodes = nodes;
         o.num_edges = edges;
@@ -299,12 +313,14 @@ void bind(py::module_& m) {
         o.valid_frac = valid_frac;
         o.seed = seed;
         o.name = name;
-        Dataset ds;
+        const GenerateWriteOptions w =
+            generate_write_options(overwrite, memory_budget, out_of_core, sort_buffer);
+        GenerateResult r;
         {
           py::gil_scoped_release nogil;
-          ds = generate_community(o);
+          r = write_community(o, out, w);
         }
-        return write_and_describe(std::move(ds), out, overwrite);
+        return json_to_py(r.meta.to_json());
       },
       py::arg("out"), py::kw_only(), py::arg("nodes") = 100000, py::arg("edges") = 1000000,
       py::arg("communities") = 64, py::arg("intra_fraction") = 0.9,
@@ -312,14 +328,19 @@ void bind(py::module_& m) {
       py::arg("feature_dtype") = "float32", py::arg("classes") = 16, py::arg("feature_noise") = 4.0,
       py::arg("label_noise") = 0.1, py::arg("train_frac") = 0.1, py::arg("valid_frac") = 0.05,
       py::arg("seed") = 0, py::arg("name") = "community", py::arg("overwrite") = false,
-      "Writes a degree-corrected SBM dataset (dsp generate community); returns its meta.");
+      py::arg("memory_budget") = "", py::arg("out_of_core") = false, py::arg("sort_buffer") = "",
+      "Writes a degree-corrected SBM dataset (dsp generate community); returns its meta. Out of "
+      "core (an external sort on disk) when the in-memory estimate exceeds memory_budget (e.g. "
+      "'12G'; default 3/4 of the available memory) or with out_of_core=True; the files are "
+      "identical either way.");
 
   m.def(
       "generate_rmat",
       [](const std::string& out, int64_t nodes, int64_t edges, double a, double b, double c,
          bool undirected, bool permute, int64_t feature_dim, const std::string& feature_dtype_name,
          int64_t classes, double train_frac, double valid_frac, uint64_t seed,
-         const std::string& name, bool overwrite) {
+         const std::string& name, bool overwrite, const std::string& memory_budget,
+         bool out_of_core, const std::string& sort_buffer) {
         RmatOptions o;
         o.num_nodes = nodes;
         o.num_edges = edges;
@@ -335,19 +356,23 @@ void bind(py::module_& m) {
         o.valid_frac = valid_frac;
         o.seed = seed;
         o.name = name;
-        Dataset ds;
+        const GenerateWriteOptions w =
+            generate_write_options(overwrite, memory_budget, out_of_core, sort_buffer);
+        GenerateResult r;
         {
           py::gil_scoped_release nogil;
-          ds = generate_rmat(o);
+          r = write_rmat(o, out, w);
         }
-        return write_and_describe(std::move(ds), out, overwrite);
+        return json_to_py(r.meta.to_json());
       },
       py::arg("out"), py::kw_only(), py::arg("nodes") = 100000, py::arg("edges") = 1600000,
       py::arg("a") = 0.57, py::arg("b") = 0.19, py::arg("c") = 0.19, py::arg("undirected") = false,
       py::arg("permute") = true, py::arg("feature_dim") = 0, py::arg("feature_dtype") = "float32",
       py::arg("classes") = 0, py::arg("train_frac") = 0.1, py::arg("valid_frac") = 0.05,
       py::arg("seed") = 0, py::arg("name") = "rmat", py::arg("overwrite") = false,
-      "Writes an R-MAT dataset (dsp generate rmat); returns its meta.");
+      py::arg("memory_budget") = "", py::arg("out_of_core") = false, py::arg("sort_buffer") = "",
+      "Writes an R-MAT dataset (dsp generate rmat); returns its meta. memory_budget, out_of_core "
+      "and sort_buffer as for generate_community.");
 
   m.def(
       "convert_ogb",
