@@ -569,7 +569,7 @@ class RolesBenchMode {
 
  private:
   EpochMetrics run_epoch(int64_t epoch) {
-    if (pipe_) return pipe_->run_epoch(epoch);
+    if (pipe_) return count_switched(pipe_->run_epoch(epoch));
     Coordinator& coord = rt_.coord();
     int samplers = a_.samplers;
     chose_ = nlohmann::json::object();
@@ -592,7 +592,25 @@ class RolesBenchMode {
     if (rt_.leader())
       DSP_INFO("bench", "{}: {} ({})", mode().name, chose_["mode"].get<std::string>(),
                chose_["why"].get<std::string>());
-    return pipe_->run_epoch(epoch);
+    return count_switched(pipe_->run_epoch(epoch));
+  }
+
+  // With switching: how many extra-slot batches the samplers trained themselves so far, of how
+  // many (collective, on every rank after every epoch).
+  EpochMetrics count_switched(EpochMetrics m) {
+    if (switching_ == RoleSwitch::kOff) return m;
+    const RoleLayout& l = roles_->layout();
+    double n = static_cast<double>(roles_->switched());
+    CoordinatedCommunicator& main = rt_.coord().channel(WorkerKind::kMain);
+    main.set_step(m.epoch, -20);
+    main.all_reduce(&n, 1, DType::kFloat64, ReduceOp::kSum);
+    offered_ += m.steps * l.samplers;
+    chose_["switched"] = {{"trained_by_samplers", static_cast<int64_t>(n)},
+                          {"extra_slot_batches", offered_}};
+    chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s), switching on: samplers trained {} "
+                                 "of their {} extra-slot batches",
+                                 l.samplers, l.trainers(), static_cast<int64_t>(n), offered_);
+    return m;
   }
 
   void build(int samplers) {
@@ -623,6 +641,7 @@ class RolesBenchMode {
   SamplerOptions so_;
   Trainer& trainer_;
   RoleSwitch switching_;
+  int64_t offered_ = 0;
   nlohmann::json chose_;
   RoleRank rank_;
   RoleStages* roles_ = nullptr;
@@ -633,7 +652,7 @@ class RolesBenchMode {
 // (means over the measured epochs of every repeat).
 void print_pipeline_table(const nlohmann::json& j) {
   fmt::print(
-      "  {:<5} {:>8} {:>7} | busy s: {:>6} {:>6} {:>6} | comm s: {:>6} {:>6} {:>6} | cpu s: "
+      "  {:<12} {:>8} {:>7} | busy s: {:>6} {:>6} {:>6} | comm s: {:>6} {:>6} {:>6} | cpu s: "
       "{:>6} {:>6} {:>6} {:>6} {:>6}\n",
       "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train", "sample",
       "load", "train", "comm", "all");
@@ -652,7 +671,7 @@ void print_pipeline_table(const nlohmann::json& j) {
       cpu[4] += e["cpu"]["process_s"].get<double>() / ne;
     }
     fmt::print(
-        "  {:<5} {:>8.3f} {:>7.2f} | {:>14.3f} {:>6.3f} {:>6.3f} | {:>14.3f} {:>6.3f} "
+        "  {:<12} {:>8.3f} {:>7.2f} | {:>14.3f} {:>6.3f} {:>6.3f} | {:>14.3f} {:>6.3f} "
         "{:>6.3f} | {:>13.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>6.3f}\n",
         mode.get<std::string>(), r["epoch_s"].get<double>(), r["batches_per_s"].get<double>(),
         busy[0], busy[1], busy[2], comm[0], comm[1], comm[2], cpu[0], cpu[1], cpu[2], cpu[3],

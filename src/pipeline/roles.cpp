@@ -467,6 +467,7 @@ LoadedBatch RoleStages::exchange(SampledBatch&& sb) {
     for (auto& [slot, lb] : loaded) {
       if (slot == keep) {
         mine.emplace_back(slot, std::move(lb));
+        ++switched_;
       } else {
         append_record(out[layout_.owner(slot)], slot, pack_batch(lb));
       }

@@ -48,6 +48,7 @@
 //
 // Switching costs one P-row gradient all-reduce instead of a one-row one, and only pays where a
 // sampler idles: on a rank whose sampling and loading for its slots take less than a train step.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -198,6 +199,8 @@ class RoleStages {
   // the seeds of the largest slot (the steps of the P-rank symmetric job).
   EpochScheduler& scheduler() { return *own_; }
   PipelineStages stages();
+  // Batches this rank trained itself after switching (sampler ranks), since construction.
+  int64_t switched() const { return switched_; }
 
  private:
   SampledBatch sample(int64_t epoch, int64_t batch);
@@ -220,6 +223,7 @@ class RoleStages {
   std::vector<std::vector<int64_t>> orders_;  // per slot, of epoch order_epoch_[v]
   std::vector<int64_t> order_epoch_;
   std::unique_ptr<Pending> pending_;
+  std::atomic<int64_t> switched_{0};
 };
 
 // One rank of a role layout over the partition in `dir`, built the same way for `dsp train
