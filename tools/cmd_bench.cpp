@@ -583,8 +583,7 @@ class RolesBenchMode {
     } else {
       chose_["why"] = "--samplers";
     }
-    DSP_CHECK_ARG(samplers >= 1, "bench pipeline --modes {}: needs at least 2 ranks",
-                  mode().name);
+    DSP_CHECK_ARG(samplers >= 1, "bench pipeline --modes {}: needs at least 2 ranks", mode().name);
     build(samplers);
     chose_["layout"] = roles_->layout().to_json();
     chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s), switching {}", samplers,
@@ -607,9 +606,10 @@ class RolesBenchMode {
     offered_ += m.steps * l.samplers;
     chose_["switched"] = {{"trained_by_samplers", static_cast<int64_t>(n)},
                           {"extra_slot_batches", offered_}};
-    chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s), switching on: samplers trained {} "
-                                 "of their {} extra-slot batches",
-                                 l.samplers, l.trainers(), static_cast<int64_t>(n), offered_);
+    chose_["mode"] = fmt::format(
+        "{} sampler(s), {} trainer(s), switching on: samplers trained {} of their {} extra-slot "
+        "batches",
+        l.samplers, l.trainers(), static_cast<int64_t>(n), offered_);
     return m;
   }
 

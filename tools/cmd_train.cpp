@@ -26,8 +26,8 @@ void add_train(CLI::App& app) {
       "(partitioned on the fly into one part per rank)");
   struct Args {
     JobConfig c;
-    std::string config_file, result_file, fanouts, eval_fanouts, pipeline = "auto", ccc = "on",
-                roles;
+    std::string config_file, result_file, fanouts, eval_fanouts, pipeline = "auto", ccc = "on";
+    std::string roles;
     bool no_progress = false;
   };
   auto a = std::make_shared<Args>();
@@ -139,8 +139,7 @@ void add_train(CLI::App& app) {
         char* end = nullptr;
         const long n = std::strtol(a->roles.c_str(), &end, 10);
         DSP_CHECK_ARG(!a->roles.empty() && *end == '\0' && n >= 0 && n < (1 << 20),
-                      "--roles must be auto or a number of sampler-only ranks, got '{}'",
-                      a->roles);
+                      "--roles must be auto or a number of sampler-only ranks, got '{}'", a->roles);
         c.roles = static_cast<int>(n);
       }
     }

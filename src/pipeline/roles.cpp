@@ -72,7 +72,8 @@ RoleAllocation profile_roles(Coordinator& coord, const EpochScheduler& sched,
     sb.batch = b;
     cl.set_step(-2, b);
     LoadedBatch lb = stages.load(std::move(sb));
-    const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double load_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double train_s = train_probe(lb);
     if (b == 0) continue;  // warm-up
     t[0] += load_s;
@@ -96,10 +97,14 @@ RoleSwitch parse_role_switch(const std::string& s) {
 
 const char* role_switch_name(RoleSwitch s) {
   switch (s) {
-    case RoleSwitch::kOff: return "off";
-    case RoleSwitch::kNever: return "never";
-    case RoleSwitch::kQueueFull: return "on";
-    case RoleSwitch::kAlways: return "always";
+    case RoleSwitch::kOff:
+      return "off";
+    case RoleSwitch::kNever:
+      return "never";
+    case RoleSwitch::kQueueFull:
+      return "on";
+    case RoleSwitch::kAlways:
+      return "always";
   }
   return "?";
 }
@@ -434,8 +439,8 @@ SlotBatches RoleStages::received(const std::vector<uint8_t>& recv,
                        counts[from]);
       DSP_CHECK(slot >= 0 && slot < layout_.slots() && layout_.sampler_for(slot) == from &&
                     layout_.owner(slot) == rank_,
-                "roles: rank {} got slot {} from rank {}, which the layout does not send it",
-                rank_, slot, from);
+                "roles: rank {} got slot {} from rank {}, which the layout does not send it", rank_,
+                slot, from);
       LoadedBatch lb = unpack_batch(recv.data() + at, static_cast<size_t>(n));
       at += static_cast<size_t>(n);
       DSP_CHECK(lb.sample.epoch == epoch && lb.sample.batch == batch,

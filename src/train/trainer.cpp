@@ -326,8 +326,8 @@ double Trainer::time_backward(const LoadedBatch& batch) {
   I.model->train();
   const StepTimes saved = times_;
   const auto t0 = std::chrono::steady_clock::now();
-  auto row = torch::zeros({I.numel + 2},
-                          torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  auto row =
+      torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
   backward_into(batch, static_cast<uint64_t>(comm_.rank()), row, nullptr);
   for (auto& p : I.params) p.mutable_grad() = torch::Tensor();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -335,21 +335,20 @@ double Trainer::time_backward(const LoadedBatch& batch) {
   return s;
 }
 
-float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots,
-                           EvalCounts* correct) {
+float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, EvalCounts* correct) {
   auto& I = *impl_;
   DSP_CHECK_ARG(slots >= 1, "train_slots: {} slots", slots);
   I.model->train();
   const double cpu0 = thread_cpu_seconds();
   const AggregationTimes agg0 = aggregation_times();
   const int64_t width = I.numel + 2;
-  auto rows = torch::zeros({slots * width},
-                           torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  auto rows =
+      torch::zeros({slots * width}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
   std::vector<bool> seen(slots, false);
   for (const SlotBatch& b : batches) {
     DSP_CHECK_ARG(b.slot >= 0 && b.slot < slots && !seen[b.slot] && b.batch != nullptr,
-                  "train_slots: slot {} of {} given twice, out of range or without a batch",
-                  b.slot, slots);
+                  "train_slots: slot {} of {} given twice, out of range or without a batch", b.slot,
+                  slots);
     seen[b.slot] = true;
     if (!batch_empty(*b.batch)) {
       backward_into(*b.batch, static_cast<uint64_t>(b.slot), rows.narrow(0, b.slot * width, width),

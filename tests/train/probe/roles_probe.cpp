@@ -88,8 +88,8 @@ int run(int argc, char** argv) {
   int64_t switched = 0;
   auto record = [&](int slot, const LoadedBatch& lb) {
     if (lb.sample.seeds.empty()) return;
-    lines.push_back(fmt::format("batch {} {} {} {:016x}", slot, lb.sample.epoch, lb.sample.batch,
-                                digest(lb)));
+    lines.push_back(
+        fmt::format("batch {} {} {} {:016x}", slot, lb.sample.epoch, lb.sample.batch, digest(lb)));
     if (rank >= P - samplers && samplers > 0) ++switched;
     if (fail_where == "failtrain" && rank == fail_rank && lb.sample.epoch == 1 &&
         lb.sample.batch == fail_batch) {
@@ -156,7 +156,9 @@ int run(int argc, char** argv) {
   Pipeline p(*coord, *sched, st, po);
   for (int e = 0; e < 2; ++e) p.run_epoch(e);
   for (const std::string& l : lines) std::printf("%s\n", l.c_str());
-  if (switched > 0) std::fprintf(stderr, "rank %d switched %ld\n", rank, static_cast<long>(switched));
+  if (switched > 0) {
+    std::fprintf(stderr, "rank %d switched %ld\n", rank, static_cast<long>(switched));
+  }
   // Every replica equals rank 0's.
   std::vector<float> mine = trainer.flat_parameters();
   std::vector<float> all(mine.size() * P);
