@@ -531,6 +531,7 @@ struct PipeArgs {
   std::string modes = "on,off";
   int64_t batch_size = 1024, hidden = 256, max_steps = 0;
   int epochs = 2, warmup = 1, threads = 0, repeats = 1, samplers = 0;
+  std::string roles_switch = "on";  // the policy of mode roles-switch
   uint64_t seed = 0;
 };
 
@@ -607,9 +608,9 @@ class RolesBenchMode {
     chose_["switched"] = {{"trained_by_samplers", static_cast<int64_t>(n)},
                           {"extra_slot_batches", offered_}};
     chose_["mode"] = fmt::format(
-        "{} sampler(s), {} trainer(s), switching on: samplers trained {} of their {} extra-slot "
+        "{} sampler(s), {} trainer(s), switching {}: samplers trained {} of their {} extra-slot "
         "batches",
-        l.samplers, l.trainers(), static_cast<int64_t>(n), offered_);
+        l.samplers, l.trainers(), role_switch_name(switching_), static_cast<int64_t>(n), offered_);
     return m;
   }
 
@@ -763,7 +764,8 @@ void run_pipeline_bench(const PipeArgs& a) {
   sampler->reset_stats();
   store.reset_stats();
   RolesBenchMode roles(a, rt, sched, stages, base, so, trainer, RoleSwitch::kOff);
-  RolesBenchMode roles_switch(a, rt, sched, stages, base, so, trainer, RoleSwitch::kQueueFull);
+  RolesBenchMode roles_switch(a, rt, sched, stages, base, so, trainer,
+                              parse_role_switch(a.roles_switch));
   nlohmann::json j =
       bench_pipeline(*coord, sched, stages, base, bo, {roles.mode(), roles_switch.mode()});
   j["device"] = rt.device().str();
@@ -886,6 +888,10 @@ void add_bench(CLI::App& app) {
   pp->add_option("--modes", pa->modes,
                  "modes to compare, in this order: off, on, auto, roles, roles-switch (GNNLab's "
                  "factored layout without and with dynamic switching; default on,off)");
+  pp->add_option("--roles-switch", pa->roles_switch,
+                 "roles-switch: on (a sampler trains while its queue is full; default), always or "
+                 "never")
+      ->check(CLI::IsMember({"on", "always", "never"}));
   pp->add_option("--samplers", pa->samplers,
                  "roles: sampler-only ranks (default 0: GNNLab's rule over a few profiled "
                  "batches)");
