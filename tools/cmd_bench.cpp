@@ -531,6 +531,7 @@ struct PipeArgs {
   std::string modes = "on,off";
   int64_t batch_size = 1024, hidden = 256, max_steps = 0;
   int epochs = 2, warmup = 1, threads = 0, repeats = 1, samplers = 0;
+  std::string roles_switch = "on";  // the policy of mode roles-switch
   uint64_t seed = 0;
 };
 
@@ -544,67 +545,87 @@ std::vector<int64_t> bench_seeds(std::vector<int64_t> seeds, const PipeArgs& a) 
   return seeds;
 }
 
-// `--modes roles`: GNNLab's factored layout (pipeline/roles.hpp) over the same partition, model
-// and trainer. Built on the mode's first epoch; with --samplers 0 that epoch runs the symmetric
-// stages sequentially as the profile of GNNLab's allocation rule (it is then the mode's first
-// warm-up epoch) and the slowest rank's per-batch sample+load and train times choose the samplers.
+// `--modes roles` and `roles-switch`: GNNLab's factored layout (pipeline/roles.hpp) over the same
+// partition, model and trainer, without and with dynamic switching. Built on the mode's first
+// epoch; with --samplers 0, GNNLab's allocation rule over profile_roles (a few symmetric batches,
+// timed without training them) chooses the samplers first. That epoch is a warm-up one.
 class RolesBenchMode {
  public:
   RolesBenchMode(const PipeArgs& a, RankRuntime& rt, EpochScheduler& sched,
                  const PipelineStages& symmetric, const PipelineOptions& base,
-                 const SamplerOptions& so, std::function<void(LoadedBatch&&)> train)
+                 const SamplerOptions& so, Trainer& trainer, RoleSwitch switching)
       : a_(a),
         rt_(rt),
         sched_(sched),
         sym_(symmetric),
         base_(base),
         so_(so),
-        train_(std::move(train)) {}
+        trainer_(trainer),
+        switching_(switching) {}
 
   BenchMode mode() {
-    return {"roles", [this](int64_t e) { return run_epoch(e); }, [this] { return chose_; }};
+    return {switching_ == RoleSwitch::kOff ? "roles" : "roles-switch",
+            [this](int64_t e) { return run_epoch(e); }, [this] { return chose_; }};
   }
 
  private:
   EpochMetrics run_epoch(int64_t epoch) {
-    if (pipe_) return pipe_->run_epoch(epoch);
+    if (pipe_) return count_switched(pipe_->run_epoch(epoch));
     Coordinator& coord = rt_.coord();
-    EpochMetrics profile;
     int samplers = a_.samplers;
     chose_ = nlohmann::json::object();
     if (samplers == 0) {
-      PipelineOptions po = base_;
-      po.mode = PipelineMode::kSequential;
-      Pipeline seq(coord, sched_, sym_, po);
-      profile = seq.run_epoch(epoch);
-      const double n = static_cast<double>(std::max<int64_t>(1, profile.steps));
-      double t[2] = {(profile.sampler.busy_s + profile.loader.busy_s) / n,
-                     profile.trainer.busy_s / n};
-      CoordinatedCommunicator& main = coord.channel(WorkerKind::kMain);
-      main.set_step(epoch, -10);
-      main.all_reduce(t, 2, DType::kFloat64, ReduceOp::kMax);
-      samplers = gnnlab_samplers(coord.size(), t[0], t[1]);
-      chose_["profile"] = {{"sample_load_s", t[0]}, {"train_s", t[1]}};
-      chose_["why"] = fmt::format(
-          "GNNLab: K = train / (sample + load) = {:.3f} / {:.3f}, samplers = ceil({} / (K + 1))",
-          t[1], t[0], coord.size());
+      const RoleAllocation al = profile_roles(
+          coord, sched_, sym_, [this](const LoadedBatch& lb) { return trainer_.time_backward(lb); },
+          epoch);
+      samplers = al.samplers;
+      chose_["profile"] = al.to_json();
+      chose_["why"] = al.why;
     } else {
       chose_["why"] = "--samplers";
     }
+    DSP_CHECK_ARG(samplers >= 1, "bench pipeline --modes {}: needs at least 2 ranks", mode().name);
     build(samplers);
     chose_["layout"] = roles_->layout().to_json();
-    chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s)", samplers, coord.size() - samplers);
+    chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s), switching {}", samplers,
+                                 coord.size() - samplers, role_switch_name(switching_));
     if (rt_.leader())
-      DSP_INFO("bench", "roles: {} ({})", chose_["mode"].get<std::string>(),
+      DSP_INFO("bench", "{}: {} ({})", mode().name, chose_["mode"].get<std::string>(),
                chose_["why"].get<std::string>());
-    return a_.samplers == 0 ? profile : pipe_->run_epoch(epoch);
+    return count_switched(pipe_->run_epoch(epoch));
+  }
+
+  // With switching: how many extra-slot batches the samplers trained themselves so far, of how
+  // many (collective, on every rank after every epoch).
+  EpochMetrics count_switched(EpochMetrics m) {
+    if (switching_ == RoleSwitch::kOff) return m;
+    const RoleLayout& l = roles_->layout();
+    double n = static_cast<double>(roles_->switched());
+    CoordinatedCommunicator& main = rt_.coord().channel(WorkerKind::kMain);
+    main.set_step(m.epoch, -20);
+    main.all_reduce(&n, 1, DType::kFloat64, ReduceOp::kSum);
+    offered_ += m.steps * l.samplers;
+    chose_["switched"] = {{"trained_by_samplers", static_cast<int64_t>(n)},
+                          {"extra_slot_batches", offered_}};
+    chose_["mode"] = fmt::format(
+        "{} sampler(s), {} trainer(s), switching {}: samplers trained {} of their {} extra-slot "
+        "batches",
+        l.samplers, l.trainers(), role_switch_name(switching_), static_cast<int64_t>(n), offered_);
+    return m;
   }
 
   void build(int samplers) {
     Coordinator& coord = rt_.coord();
-    rank_ = make_role_rank(coord, rt_.partition_dir(), RoleLayout{coord.size(), samplers},
-                           a_.batch_size, a_.seed, so_, train_,
-                           [this](std::vector<int64_t> s) { return bench_seeds(std::move(s), a_); });
+    RoleLayout layout{coord.size(), samplers};
+    layout.switching = switching_;
+    SlotTrain train_slots = [this](SlotBatches&& mine, int slots) {
+      std::vector<Trainer::SlotBatch> sb;
+      for (const auto& [slot, lb] : mine) sb.push_back({slot, &lb});
+      trainer_.train_slots(sb, slots);
+    };
+    rank_ = make_role_rank(
+        coord, rt_.partition_dir(), layout, a_.batch_size, a_.seed, so_, sym_.train,
+        [this](std::vector<int64_t> s) { return bench_seeds(std::move(s), a_); }, train_slots);
     roles_ = rank_.roles.get();
     PipelineOptions po = base_;
     po.mode = PipelineMode::kPipelined;
@@ -619,7 +640,9 @@ class RolesBenchMode {
   const PipelineStages& sym_;
   PipelineOptions base_;
   SamplerOptions so_;
-  std::function<void(LoadedBatch&&)> train_;
+  Trainer& trainer_;
+  RoleSwitch switching_;
+  int64_t offered_ = 0;
   nlohmann::json chose_;
   RoleRank rank_;
   RoleStages* roles_ = nullptr;
@@ -630,7 +653,7 @@ class RolesBenchMode {
 // (means over the measured epochs of every repeat).
 void print_pipeline_table(const nlohmann::json& j) {
   fmt::print(
-      "  {:<5} {:>8} {:>7} | busy s: {:>6} {:>6} {:>6} | comm s: {:>6} {:>6} {:>6} | cpu s: "
+      "  {:<12} {:>8} {:>7} | busy s: {:>6} {:>6} {:>6} | comm s: {:>6} {:>6} {:>6} | cpu s: "
       "{:>6} {:>6} {:>6} {:>6} {:>6}\n",
       "mode", "epoch s", "batch/s", "sample", "load", "train", "sample", "load", "train", "sample",
       "load", "train", "comm", "all");
@@ -649,7 +672,7 @@ void print_pipeline_table(const nlohmann::json& j) {
       cpu[4] += e["cpu"]["process_s"].get<double>() / ne;
     }
     fmt::print(
-        "  {:<5} {:>8.3f} {:>7.2f} | {:>14.3f} {:>6.3f} {:>6.3f} | {:>14.3f} {:>6.3f} "
+        "  {:<12} {:>8.3f} {:>7.2f} | {:>14.3f} {:>6.3f} {:>6.3f} | {:>14.3f} {:>6.3f} "
         "{:>6.3f} | {:>13.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>6.3f}\n",
         mode.get<std::string>(), r["epoch_s"].get<double>(), r["batches_per_s"].get<double>(),
         busy[0], busy[1], busy[2], comm[0], comm[1], comm[2], cpu[0], cpu[1], cpu[2], cpu[3],
@@ -740,8 +763,11 @@ void run_pipeline_bench(const PipeArgs& a) {
   const PipelineOptions base = rt.pipeline_options(PipelineMode::kAuto);
   sampler->reset_stats();
   store.reset_stats();
-  RolesBenchMode roles(a, rt, sched, stages, base, so, stages.train);
-  nlohmann::json j = bench_pipeline(*coord, sched, stages, base, bo, {roles.mode()});
+  RolesBenchMode roles(a, rt, sched, stages, base, so, trainer, RoleSwitch::kOff);
+  RolesBenchMode roles_switch(a, rt, sched, stages, base, so, trainer,
+                              parse_role_switch(a.roles_switch));
+  nlohmann::json j =
+      bench_pipeline(*coord, sched, stages, base, bo, {roles.mode(), roles_switch.mode()});
   j["device"] = rt.device().str();
   j["bench"] = "pipeline";
   j["partition"] = a.part_dir;
@@ -860,9 +886,15 @@ void add_bench(CLI::App& app) {
   pp->add_option("--fanouts", pa->fanouts, "fanouts from the seeds out (default 15,10,5)");
   pp->add_option("--batch-size", pa->batch_size, "seeds per rank and step (default 1024)");
   pp->add_option("--modes", pa->modes,
-                 "modes to compare, in this order: off, on, auto, roles (default on,off)");
+                 "modes to compare, in this order: off, on, auto, roles, roles-switch (GNNLab's "
+                 "factored layout without and with dynamic switching; default on,off)");
+  pp->add_option("--roles-switch", pa->roles_switch,
+                 "roles-switch: on (a sampler trains while its queue is full; default), always or "
+                 "never")
+      ->check(CLI::IsMember({"on", "always", "never"}));
   pp->add_option("--samplers", pa->samplers,
-                 "roles: sampler-only ranks (default 0: GNNLab's rule over a profiled epoch)");
+                 "roles: sampler-only ranks (default 0: GNNLab's rule over a few profiled "
+                 "batches)");
   pp->add_option("--repeats", pa->repeats,
                  "run the modes in turn this many times; epoch_s is the median (default 1)");
   pp->add_option("--epochs", pa->epochs, "measured epochs per mode (default 2)");

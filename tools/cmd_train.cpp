@@ -27,6 +27,7 @@ void add_train(CLI::App& app) {
   struct Args {
     JobConfig c;
     std::string config_file, result_file, fanouts, eval_fanouts, pipeline = "auto", ccc = "on";
+    std::string roles;
     bool no_progress = false;
   };
   auto a = std::make_shared<Args>();
@@ -62,9 +63,16 @@ void add_train(CLI::App& app) {
                   "shares only where it is faster), on (three workers) or off (stages one after "
                   "another)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  sub->add_option("--roles", a->c.roles,
+  sub->add_option("--roles", a->roles,
                   "GNNLab's factored layout: this many ranks (the last ones) only sample and load, "
-                  "the others only train (default 0: every rank does every stage)");
+                  "the others only train (default 0: every rank does every stage); auto: GNNLab's "
+                  "allocation rule over a profile of a few batches (logged)");
+  sub->add_option("--roles-switch", a->c.roles_switch,
+                  "with --roles: on = a sampler rank trains a batch itself while its queue is "
+                  "full (GNNLab's dynamic switching; the same batches and updates as a symmetric "
+                  "job on all ranks), always, never, or off (default: the trainers train one "
+                  "batch each per step)")
+      ->check(CLI::IsMember({"off", "on", "always", "never"}));
   sub->add_option("--ccc", a->ccc, "on (default); off shows why the coordinator is needed")
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--eval-every", a->c.eval_every, "evaluate every k epochs (default 1; 0: at the end)");
@@ -124,7 +132,18 @@ void add_train(CLI::App& app) {
     if (given("--cache-memory")) c.cache_memory = a->c.cache_memory;
     if (given("--pipeline")) c.pipeline = a->pipeline;
     if (given("--ccc")) c.ccc = a->ccc == "on";
-    if (given("--roles")) c.roles = a->c.roles;
+    if (given("--roles")) {
+      if (a->roles == "auto") {
+        c.roles = JobConfig::kRolesAuto;
+      } else {
+        char* end = nullptr;
+        const long n = std::strtol(a->roles.c_str(), &end, 10);
+        DSP_CHECK_ARG(!a->roles.empty() && *end == '\0' && n >= 0 && n < (1 << 20),
+                      "--roles must be auto or a number of sampler-only ranks, got '{}'", a->roles);
+        c.roles = static_cast<int>(n);
+      }
+    }
+    if (given("--roles-switch")) c.roles_switch = a->c.roles_switch;
     if (given("--eval-every")) c.eval_every = a->c.eval_every;
     if (given("--checkpoint-dir")) c.checkpoint_dir = a->c.checkpoint_dir;
     if (given("--checkpoint-every")) c.checkpoint_every = a->c.checkpoint_every;

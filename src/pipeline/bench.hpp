@@ -1,8 +1,9 @@
 #pragma once
 // What `dsp bench pipeline` reports: epoch time and per-stage breakdown of each way to run the
 // stages (`--modes`: off = DSP-Seq, on = the three-worker pipeline, auto = chosen from a profile,
-// roles = sampler-only and trainer-only ranks), as JSON. The CLI builds the real stages and
-// scheduler from a partition directory and calls bench_modes on every rank.
+// roles = sampler-only and trainer-only ranks, roles-switch = the same with dynamic switching), as
+// JSON. The CLI builds the real stages and scheduler from a partition directory and calls
+// bench_modes on every rank.
 #include <nlohmann/json.hpp>
 
 #include <cstddef>

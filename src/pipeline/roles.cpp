@@ -1,6 +1,7 @@
 #include "pipeline/roles.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -16,32 +17,127 @@
 
 namespace dsp {
 
+RoleAllocation gnnlab_allocation(int ranks, double sample_s, double train_s) {
+  DSP_CHECK_ARG(ranks >= 1, "roles: need at least one rank, got {}", ranks);
+  DSP_CHECK_ARG(sample_s > 0 && train_s > 0,
+                "roles: stage times must be positive (sample {} s, train {} s)", sample_s, train_s);
+  RoleAllocation a;
+  a.ranks = ranks;
+  a.sample_s = sample_s;
+  a.train_s = train_s;
+  a.k = train_s / sample_s;
+  a.formula = ranks / (a.k + 1.0);
+  const int n = static_cast<int>(std::ceil(a.formula - 1e-9));
+  a.samplers = ranks == 1 ? 0 : std::min(ranks - 1, std::max(1, n));
+  std::string note;
+  if (ranks == 1) {
+    note = ": one rank cannot split roles, symmetric";
+  } else if (n >= ranks) {
+    note = fmt::format(" (the formula asks for all {} ranks: one must train)", ranks);
+  }
+  a.why = fmt::format(
+      "GNNLab: sample+load {:.4f} s, train {:.4f} s per batch, K = {:.3f}, ceil({} / (K + 1)) = "
+      "ceil({:.3f}) = {} -> {} sampler(s), {} trainer(s){}",
+      sample_s, train_s, a.k, ranks, a.formula, n, a.samplers, ranks - a.samplers, note);
+  return a;
+}
+
+nlohmann::json RoleAllocation::to_json() const {
+  return {{"ranks", ranks},     {"sample_load_s", sample_s}, {"train_s", train_s}, {"k", k},
+          {"formula", formula}, {"samplers", samplers},      {"why", why}};
+}
+
 int gnnlab_samplers(int ranks, double sample_s, double train_s) {
   DSP_CHECK_ARG(ranks >= 2, "roles need at least 2 ranks (one sampler, one trainer), got {}",
                 ranks);
-  DSP_CHECK_ARG(sample_s > 0 && train_s > 0,
-                "roles: stage times must be positive (sample {} s, train {} s)", sample_s, train_s);
-  const double k = train_s / sample_s;
-  const int n = static_cast<int>(std::ceil(ranks / (k + 1.0) - 1e-9));
-  return std::min(ranks - 1, std::max(1, n));
+  return gnnlab_allocation(ranks, sample_s, train_s).samplers;
+}
+
+RoleAllocation profile_roles(Coordinator& coord, const EpochScheduler& sched,
+                             const PipelineStages& stages,
+                             const std::function<double(const LoadedBatch&)>& train_probe,
+                             int64_t epoch, int batches) {
+  DSP_CHECK_ARG(batches >= 1, "roles: profile of {} batches", batches);
+  EpochScheduler s = sched;
+  s.set_steps(std::max<int64_t>(s.local_steps(), batches + 1));
+  const std::vector<int64_t> order = s.epoch_order(epoch);
+  CoordinatedCommunicator& cs = coord.channel(WorkerKind::kSampler);
+  CoordinatedCommunicator& cl = coord.channel(WorkerKind::kLoader);
+  double t[2] = {0, 0};  // sample+load, train: seconds over the profiled batches
+  for (int64_t b = 0; b <= batches; ++b) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cs.set_step(-2, b);
+    SampledBatch sb = stages.sample(epoch, b, s.batch_seeds(order, b));
+    sb.epoch = epoch;
+    sb.batch = b;
+    cl.set_step(-2, b);
+    LoadedBatch lb = stages.load(std::move(sb));
+    const double load_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double train_s = train_probe(lb);
+    if (b == 0) continue;  // warm-up
+    t[0] += load_s;
+    t[1] += train_s;
+  }
+  CoordinatedCommunicator& main = coord.channel(WorkerKind::kMain);
+  main.set_step(-2, 0);
+  OpOptions o;
+  o.label = "roles auto profile";
+  main.all_reduce(t, 2, DType::kFloat64, ReduceOp::kMax, o);
+  return gnnlab_allocation(coord.size(), t[0] / batches, t[1] / batches);
+}
+
+RoleSwitch parse_role_switch(const std::string& s) {
+  if (s == "off") return RoleSwitch::kOff;
+  if (s == "never") return RoleSwitch::kNever;
+  if (s == "on") return RoleSwitch::kQueueFull;
+  if (s == "always") return RoleSwitch::kAlways;
+  DSP_THROW_T(InvalidArgument, "role switching must be off, on, never or always, got '{}'", s);
+}
+
+const char* role_switch_name(RoleSwitch s) {
+  switch (s) {
+    case RoleSwitch::kOff:
+      return "off";
+    case RoleSwitch::kNever:
+      return "never";
+    case RoleSwitch::kQueueFull:
+      return "on";
+    case RoleSwitch::kAlways:
+      return "always";
+  }
+  return "?";
 }
 
 void RoleLayout::validate() const {
   DSP_CHECK_ARG(samplers >= 1 && samplers < ranks,
                 "roles: need 1 <= samplers < ranks, got {} sampler(s) of {} rank(s)", samplers,
                 ranks);
+  DSP_CHECK_ARG(full_at >= 0, "roles: full_at must be >= 0, got {}", full_at);
 }
 
-std::vector<int> RoleLayout::trainers_of(int rank) const {
+std::vector<int> RoleLayout::slots_of(int rank) const {
   std::vector<int> out;
-  for (int j = 0; j < trainers(); ++j) {
-    if (sampler_for(j) == rank) out.push_back(j);
+  for (int v = 0; v < slots(); ++v) {
+    if (sampler_for(v) == rank) out.push_back(v);
   }
   return out;
 }
 
+int RoleLayout::extra_slot(int rank) const {
+  if (switching == RoleSwitch::kOff || !is_sampler(rank)) return -1;
+  for (int v = trainers(); v < slots(); ++v) {
+    if (sampler_for(v) == rank) return v;
+  }
+  return -1;
+}
+
 nlohmann::json RoleLayout::to_json() const {
-  return {{"ranks", ranks}, {"samplers", samplers}, {"trainers", trainers()}};
+  return {{"ranks", ranks},
+          {"samplers", samplers},
+          {"trainers", trainers()},
+          {"slots", slots()},
+          {"switching", role_switch_name(switching)}};
 }
 
 PartitionData load_whole_partition(const std::string& dir) {
@@ -228,34 +324,49 @@ LoadedBatch unpack_batch(const uint8_t* data, size_t size) {
   return b;
 }
 
-// Packed batches a sampler rank has produced and its loader has not sent yet, in step order
-// (the pipeline hands batches from the sampler to the loader in order).
+// Batches a sampler rank has loaded and its loader has not sent yet, in step order (the pipeline
+// hands batches from the sampler to the loader in order), and, with switching, the slots a rank
+// trains in the steps its loader has exchanged and its trainer not yet trained.
 struct RoleStages::Pending {
   std::mutex mu;
-  std::deque<std::pair<int64_t, std::vector<std::vector<uint8_t>>>> q;  // (batch, per rank)
-  // What the rank itself trains (no seeds, one empty block per layer), made once by the sampler
-  // thread: the local sampler and store belong to that thread.
+  std::deque<std::pair<int64_t, SlotBatches>> loaded;  // (batch, per slot of this sampler)
+  std::deque<std::pair<int64_t, SlotBatches>> ready;   // (batch, the slots this rank trains)
+  // What a sampler rank trains without switching (no seeds, one empty block per layer), made
+  // once by the sampler thread: the local sampler and store belong to that thread.
   std::unique_ptr<LoadedBatch> empty;
 };
 
 RoleStages::RoleStages(Coordinator& coord, RoleLayout layout,
                        const std::vector<std::vector<int64_t>>& seeds, int64_t batch_size,
-                       uint64_t seed, LocalStages local, std::function<void(LoadedBatch&&)> train)
+                       uint64_t seed, LocalStages local, std::function<void(LoadedBatch&&)> train,
+                       SlotTrain train_slots)
     : coord_(coord),
       layout_(layout),
       rank_(coord.rank()),
       local_(std::move(local)),
       train_(std::move(train)),
+      train_slots_(std::move(train_slots)),
       pending_(std::make_unique<Pending>()) {
   layout_.validate();
   DSP_CHECK_ARG(layout_.ranks == coord.size(), "roles: layout of {} ranks in a job of {}",
                 layout_.ranks, coord.size());
-  DSP_CHECK_ARG(static_cast<int>(seeds.size()) == layout_.trainers(),
-                "roles: {} seed lists for {} trainers", seeds.size(), layout_.trainers());
-  DSP_CHECK_ARG(train_, "roles: a train stage is required");
+  DSP_CHECK_ARG(static_cast<int>(seeds.size()) == layout_.slots(),
+                "roles: {} seed lists for {} slots", seeds.size(), layout_.slots());
+  const bool switching = layout_.switching != RoleSwitch::kOff;
+  DSP_CHECK_ARG(switching ? static_cast<bool>(train_slots_) : static_cast<bool>(train_),
+                "roles: a train stage is required ({} switching)",
+                switching ? "train_slots with" : "train without");
   for (const auto& s : seeds) scheds_.emplace_back(s, batch_size, seed);
   if (sampler()) {
     DSP_CHECK_ARG(local_.sample && local_.load, "roles: a sampler rank needs local stages");
+  }
+  if (switching) {
+    size_t largest = 0;
+    for (size_t v = 1; v < seeds.size(); ++v) {
+      if (seeds[v].size() > seeds[largest].size()) largest = v;
+    }
+    own_ = std::make_unique<EpochScheduler>(seeds[largest], batch_size, seed);
+  } else if (sampler()) {
     own_ = std::make_unique<EpochScheduler>(std::vector<int64_t>{}, batch_size, seed);
   } else {
     own_ = std::make_unique<EpochScheduler>(seeds[rank_], batch_size, seed);
@@ -266,50 +377,107 @@ RoleStages::RoleStages(Coordinator& coord, RoleLayout layout,
 
 RoleStages::~RoleStages() = default;
 
-const std::vector<int64_t>& RoleStages::order(int trainer, int64_t epoch) {
-  if (order_epoch_[trainer] != epoch) {
-    EpochScheduler& s = scheds_[trainer];
+const std::vector<int64_t>& RoleStages::order(int slot, int64_t epoch) {
+  if (order_epoch_[slot] != epoch) {
+    EpochScheduler& s = scheds_[slot];
     s.set_steps(own_->steps());
-    orders_[trainer] = s.epoch_order(epoch);
-    order_epoch_[trainer] = epoch;
+    orders_[slot] = s.epoch_order(epoch);
+    order_epoch_[slot] = epoch;
   }
-  return orders_[trainer];
+  return orders_[slot];
 }
-
 
 SampledBatch RoleStages::sample(int64_t epoch, int64_t batch) {
   SampledBatch sb;
   if (!sampler()) return sb;
-  std::vector<std::vector<uint8_t>> out(layout_.ranks);
-  for (int j : layout_.trainers_of(rank_)) {
-    const std::vector<int64_t> seeds = scheds_[j].batch_seeds(order(j, epoch), batch);
+  SlotBatches out;
+  for (int v : layout_.slots_of(rank_)) {
+    const std::vector<int64_t> seeds = scheds_[v].batch_seeds(order(v, epoch), batch);
     LoadedBatch lb = local_.load(local_.sample(epoch, batch, seeds));
     lb.sample.epoch = epoch;
     lb.sample.batch = batch;
-    out[j] = pack_batch(lb);
+    out.emplace_back(v, std::move(lb));
   }
   std::unique_ptr<LoadedBatch> empty;
-  if (!pending_->empty) {
+  if (layout_.switching == RoleSwitch::kOff && !pending_->empty) {
     empty = std::make_unique<LoadedBatch>(local_.load(local_.sample(epoch, batch, {})));
   }
   std::lock_guard<std::mutex> lock(pending_->mu);
   if (empty) pending_->empty = std::move(empty);
-  pending_->q.emplace_back(batch, std::move(out));
+  pending_->loaded.emplace_back(batch, std::move(out));
   return sb;
+}
+
+namespace {
+
+// A step's message from one rank to another in the global queue: records of (slot, byte count,
+// packed batch), back to back.
+void append_record(std::vector<uint8_t>& buf, int slot, const std::vector<uint8_t>& bytes) {
+  const int64_t head[2] = {slot, static_cast<int64_t>(bytes.size())};
+  const auto* h = reinterpret_cast<const uint8_t*>(head);
+  buf.insert(buf.end(), h, h + sizeof(head));
+  buf.insert(buf.end(), bytes.begin(), bytes.end());
+}
+
+}  // namespace
+
+SlotBatches RoleStages::received(const std::vector<uint8_t>& recv,
+                                 const std::vector<int64_t>& counts, int64_t epoch,
+                                 int64_t batch) const {
+  SlotBatches got;
+  size_t at = 0;
+  for (int from = 0; from < layout_.ranks; ++from) {
+    const size_t end = at + static_cast<size_t>(counts[from]);
+    while (at < end) {
+      int64_t head[2];
+      DSP_CHECK_FORMAT(end - at >= sizeof(head), "roles: truncated record from rank {}", from);
+      std::memcpy(head, recv.data() + at, sizeof(head));
+      at += sizeof(head);
+      const int64_t slot = head[0], n = head[1];
+      DSP_CHECK_FORMAT(n >= 0 && static_cast<uint64_t>(n) <= end - at,
+                       "roles: record of {} bytes from rank {} overruns its {}", n, from,
+                       counts[from]);
+      DSP_CHECK(slot >= 0 && slot < layout_.slots() && layout_.sampler_for(slot) == from &&
+                    layout_.owner(slot) == rank_,
+                "roles: rank {} got slot {} from rank {}, which the layout does not send it", rank_,
+                slot, from);
+      LoadedBatch lb = unpack_batch(recv.data() + at, static_cast<size_t>(n));
+      at += static_cast<size_t>(n);
+      DSP_CHECK(lb.sample.epoch == epoch && lb.sample.batch == batch,
+                "roles: rank {} got batch (e{}, b{}) when expecting (e{}, b{})", rank_,
+                lb.sample.epoch, lb.sample.batch, epoch, batch);
+      got.emplace_back(static_cast<int>(slot), std::move(lb));
+    }
+  }
+  return got;
 }
 
 LoadedBatch RoleStages::exchange(SampledBatch&& sb) {
   std::vector<std::vector<uint8_t>> out(layout_.ranks);
-  LoadedBatch empty;
+  SlotBatches mine;
+  LoadedBatch marker;
   if (sampler()) {
     std::lock_guard<std::mutex> lock(pending_->mu);
-    empty = *pending_->empty;
-    empty.sample.epoch = sb.epoch;
-    empty.sample.batch = sb.batch;
-    DSP_CHECK(!pending_->q.empty() && pending_->q.front().first == sb.batch,
+    auto& q = pending_->loaded;
+    DSP_CHECK(!q.empty() && q.front().first == sb.batch,
               "roles: the loader expected batch {} from the sampler", sb.batch);
-    out = std::move(pending_->q.front().second);
-    pending_->q.pop_front();
+    SlotBatches loaded = std::move(q.front().second);
+    q.pop_front();
+    // The queue is full when the sampler has later steps ready: it would wait for this one.
+    const bool full = static_cast<int>(q.size()) >= layout_.full_at;
+    const int keep = layout_.switching == RoleSwitch::kAlways ||
+                             (layout_.switching == RoleSwitch::kQueueFull && full)
+                         ? layout_.extra_slot(rank_)
+                         : -1;
+    for (auto& [slot, lb] : loaded) {
+      if (slot == keep) {
+        mine.emplace_back(slot, std::move(lb));
+        ++switched_;
+      } else {
+        append_record(out[layout_.owner(slot)], slot, pack_batch(lb));
+      }
+    }
+    if (layout_.switching == RoleSwitch::kOff) marker = *pending_->empty;
   }
   std::vector<int64_t> counts(layout_.ranks);
   std::vector<uint8_t> send;
@@ -322,17 +490,35 @@ LoadedBatch RoleStages::exchange(SampledBatch&& sb) {
   CoordinatedCommunicator& ch = coord_.channel(WorkerKind::kLoader);
   std::vector<int64_t> rc;
   std::vector<uint8_t> recv = ch.all_to_all_v(send, counts, &rc, o);
-  if (sampler()) return empty;
-  const int from = layout_.sampler_for(rank_);
-  int64_t at = 0;
-  for (int p = 0; p < from; ++p) at += rc[p];
-  DSP_CHECK(rc[from] > 0, "roles: trainer {} got no batch {} from sampler {}", rank_, sb.batch,
-            from);
-  LoadedBatch lb = unpack_batch(recv.data() + at, static_cast<size_t>(rc[from]));
-  DSP_CHECK(lb.sample.epoch == sb.epoch && lb.sample.batch == sb.batch,
-            "roles: trainer {} got batch (e{}, b{}) when expecting (e{}, b{})", rank_,
-            lb.sample.epoch, lb.sample.batch, sb.epoch, sb.batch);
-  return lb;
+  SlotBatches got = received(recv, rc, sb.epoch, sb.batch);
+  marker.sample.epoch = sb.epoch;
+  marker.sample.batch = sb.batch;
+  if (layout_.switching == RoleSwitch::kOff) {
+    if (sampler()) return marker;
+    DSP_CHECK(got.size() == 1, "roles: trainer {} got {} batches for step {}, expected 1", rank_,
+              got.size(), sb.batch);
+    return std::move(got.front().second);
+  }
+  for (auto& g : got) mine.push_back(std::move(g));
+  std::sort(mine.begin(), mine.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::lock_guard<std::mutex> lock(pending_->mu);
+  pending_->ready.emplace_back(sb.batch, std::move(mine));
+  return marker;
+}
+
+void RoleStages::train(LoadedBatch&& lb) {
+  if (layout_.switching == RoleSwitch::kOff) return train_(std::move(lb));
+  SlotBatches mine;
+  {
+    std::lock_guard<std::mutex> lock(pending_->mu);
+    auto& q = pending_->ready;
+    DSP_CHECK(!q.empty() && q.front().first == lb.sample.batch,
+              "roles: the trainer expected step {} from the loader", lb.sample.batch);
+    mine = std::move(q.front().second);
+    q.pop_front();
+  }
+  train_slots_(std::move(mine), layout_.slots());
 }
 
 PipelineStages RoleStages::stages() {
@@ -341,7 +527,7 @@ PipelineStages RoleStages::stages() {
     return sample(epoch, batch);
   };
   st.load = [this](SampledBatch&& sb) { return exchange(std::move(sb)); };
-  st.train = [this](LoadedBatch&& lb) { train_(std::move(lb)); };
+  st.train = [this](LoadedBatch&& lb) { train(std::move(lb)); };
   return st;
 }
 
@@ -370,7 +556,8 @@ LocalStages WholeGraphStages::stages() {
 
 RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout layout,
                         int64_t batch_size, uint64_t seed, const SamplerOptions& so,
-                        std::function<void(LoadedBatch&&)> train, const SeedFilter& filter) {
+                        std::function<void(LoadedBatch&&)> train, const SeedFilter& filter,
+                        SlotTrain train_slots) {
   layout.validate();
   RoleRank r;
   LocalStages local;
@@ -379,11 +566,11 @@ RoleRank make_role_rank(Coordinator& coord, const std::string& dir, RoleLayout l
     local = r.whole->stages();
   }
   std::vector<std::vector<int64_t>> seeds;
-  for (int j = 0; j < layout.trainers(); ++j) {
-    seeds.push_back(trainer_seeds(dir, j, layout.trainers(), filter));
+  for (int v = 0; v < layout.slots(); ++v) {
+    seeds.push_back(trainer_seeds(dir, v, layout.slots(), filter));
   }
   r.roles = std::make_unique<RoleStages>(coord, layout, seeds, batch_size, seed, std::move(local),
-                                         std::move(train));
+                                         std::move(train), std::move(train_slots));
   return r;
 }
 

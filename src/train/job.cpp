@@ -39,7 +39,11 @@ void JobConfig::validate() const {
                 fanouts.size());
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
-  DSP_CHECK_ARG(roles >= 0, "--roles must be >= 0 (sampler-only ranks), got {}", roles);
+  DSP_CHECK_ARG(roles >= 0 || roles == kRolesAuto,
+                "--roles must be auto or >= 0 (sampler-only ranks), got {}", roles);
+  parse_role_switch(roles_switch);
+  DSP_CHECK_ARG(roles != 0 || roles_switch == "off",
+                "--roles-switch {} needs --roles (sampler-only ranks to switch)", roles_switch);
   DSP_CHECK_ARG(eval_every >= 0 && checkpoint_every >= 0, "--eval-every/--checkpoint-every >= 0");
   parse_pipeline_mode(pipeline);
   DSP_CHECK_ARG(cache_policy.empty() || cache_policy == "in-degree" || cache_policy == "random" ||
@@ -74,7 +78,9 @@ nlohmann::json JobConfig::to_json() const {
           {"fanouts", fanouts},     {"layers", layers},     {"eval_fanouts", eval_fanouts},
           {"batch_size", batch_size}, {"eval_batch_size", eval_batch_size},
           {"epochs", epochs},       {"eval_every", eval_every},
-          {"pipeline", pipeline},   {"ccc", ccc},          {"roles", roles},
+          {"pipeline", pipeline},   {"ccc", ccc},
+          {"roles", roles == kRolesAuto ? nlohmann::json("auto") : nlohmann::json(roles)},
+          {"roles_switch", roles_switch},
           {"cache_policy", cache_policy}, {"cache_ratio", cache_ratio},
           {"cache_auto", cache_auto}, {"cache_memory", cache_memory},
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
@@ -113,7 +119,10 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "eval_every") c.eval_every = v.get<int>();
       else if (k == "pipeline") c.pipeline = v.get<std::string>();
       else if (k == "ccc") c.ccc = v.get<bool>();
-      else if (k == "roles") c.roles = v.get<int>();
+      else if (k == "roles") c.roles = v.is_string() && v.get<std::string>() == "auto"
+                                            ? kRolesAuto
+                                            : v.get<int>();
+      else if (k == "roles_switch") c.roles_switch = v.get<std::string>();
       else if (k == "cache_policy") c.cache_policy = v.get<std::string>();
       else if (k == "cache_ratio") c.cache_ratio = v.get<double>();
       else if (k == "cache_auto") c.cache_auto = v.get<bool>();
@@ -218,6 +227,7 @@ class TrainJob {
   EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void resume();
   void size_cache(const PipelineOptions& popts);
+  int auto_samplers(const PipelineStages& symmetric);
   void write_metrics(int epoch, double loss, double train_acc, double val, double test);
   void checkpoint(int epoch);
 
@@ -227,7 +237,8 @@ class TrainJob {
   TrainConfig tc_;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<EpochScheduler> sched_;
-  RoleRank role_;  // --roles
+  RoleRank role_;    // --roles
+  int samplers_ = 0;  // --roles, or what --roles auto chose
   std::unique_ptr<Pipeline> pipe_;
   int64_t steps_ = 0;
   int start_epoch_ = 0;
@@ -288,21 +299,31 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
     return sampler_->sample(seeds, epoch, batch);
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
-  stages.train = [this](LoadedBatch&& lb) {
-    const float loss = trainer_->train_step(lb, &train_counts_);
+  auto account = [this](float loss) {
     loss_sum_ += loss;
     ++loss_count_;
     if (bar_) bar_->update(loss_count_, loss_sum_ / loss_count_);
+  };
+  stages.train = [this, account](LoadedBatch&& lb) {
+    account(trainer_->train_step(lb, &train_counts_));
   };
   stages.set_threads = [this](WorkerKind k, int n) {
     if (k == WorkerKind::kTrainer) trainer_->set_threads(n);
   };
   const PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
+  samplers_ = cfg_.roles == JobConfig::kRolesAuto ? auto_samplers(stages) : cfg_.roles;
   EpochScheduler* sched = nullptr;
-  if (cfg_.roles > 0) {
+  if (samplers_ > 0) {
     // GNNLab's factored layout: evaluation stays symmetric (every rank holds its part).
-    role_ = make_role_rank(rt_.coord(), rt_.partition_dir(), RoleLayout{rt_.size(), cfg_.roles},
-                           cfg_.batch_size, cfg_.seed, so, stages.train);
+    RoleLayout layout{rt_.size(), samplers_};
+    layout.switching = parse_role_switch(cfg_.roles_switch);
+    SlotTrain train_slots = [this, account](SlotBatches&& mine, int slots) {
+      std::vector<Trainer::SlotBatch> sb;
+      for (const auto& [slot, lb] : mine) sb.push_back({slot, &lb});
+      account(trainer_->train_slots(sb, slots, &train_counts_));
+    };
+    role_ = make_role_rank(rt_.coord(), rt_.partition_dir(), layout, cfg_.batch_size, cfg_.seed,
+                           so, stages.train, {}, train_slots);
     PipelineStages rs = role_.roles->stages();
     rs.set_threads = stages.set_threads;
     stages = std::move(rs);
@@ -327,14 +348,26 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
              tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim,
              meta.num_classes, rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
              cfg_.batch_size, fmt::join(cfg_.fanouts, ","), cfg_.pipeline,
-             cfg_.roles > 0 ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s)",
-                                          cfg_.roles, rt_.size() - cfg_.roles)
-                            : "");
+             samplers_ > 0
+                 ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
+                               samplers_, rt_.size() - samplers_, cfg_.roles_switch)
+                 : "");
   }
   if (rt_.leader() && !cfg_.metrics_file.empty()) {
     metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));
     DSP_CHECK_T(IoError, metrics_ != nullptr, "{}: cannot open for writing", cfg_.metrics_file);
   }
+}
+
+// `--roles auto`: GNNLab's rule over a few batches of the symmetric stages (profile_roles), timed
+// without training them, so the job then trains exactly what `--roles N` with the chosen N does.
+int TrainJob::auto_samplers(const PipelineStages& symmetric) {
+  EpochScheduler sym(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
+  const RoleAllocation a = profile_roles(
+      rt_.coord(), sym, symmetric,
+      [this](const LoadedBatch& lb) { return trainer_->time_backward(lb); }, start_epoch_);
+  if (rt_.leader()) DSP_INFO("train", "--roles auto: {}", a.why);
+  return a.samplers;
 }
 
 // PaGraph's sizing: the first batch of the first epoch is sampled once more here (its draws are a

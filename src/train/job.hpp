@@ -24,7 +24,11 @@ struct JobConfig {
   int eval_every = 1;               // 0: evaluate only after the last epoch
   std::string pipeline = "auto";    // auto (profiled choice) | on | off (DSP-Seq, the ablation)
   bool ccc = true;                  // off only to show why the coordinator is needed
-  int roles = 0;  // sampler-only ranks (GNNLab's factored layout, pipeline/roles.hpp); 0: symmetric
+  // Sampler-only ranks (GNNLab's factored layout, pipeline/roles.hpp); 0: symmetric; kRolesAuto:
+  // GNNLab's allocation rule over a short profile of the symmetric stages.
+  int roles = 0;
+  static constexpr int kRolesAuto = -1;
+  std::string roles_switch = "off";  // off | on | always | never (pipeline/roles.hpp RoleSwitch)
   std::string cache_policy;         // override of the partition's: in-degree | random | none
   double cache_ratio = -1;          // override (with cache_policy, or alone)
   // PaGraph: with no cache_ratio, size the cache after the first batch from the memory left

@@ -233,81 +233,141 @@ double seconds_since(std::chrono::steady_clock::time_point& t) {
 
 }  // namespace
 
-float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
+// Forward and backward of one batch with the dropout stream of `stream` (the rank of the
+// symmetric job that trains it); its gradients, loss sum and seed count go into `row` (numel + 2
+// floats, zero on entry). The gradients of the parameters are left set.
+void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Tensor row,
+                            EvalCounts* correct) {
   auto& I = *impl_;
-  const bool empty = batch_empty(batch);
-  if (!empty) check_batch(batch, cfg_.model);
-  I.model->train();
+  check_batch(batch, cfg_.model);
   for (auto& p : I.params) {
     if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
   }
   auto clock = std::chrono::steady_clock::now();
-  const double cpu0 = thread_cpu_seconds();
-  const AggregationTimes agg0 = aggregation_times();
-  double loss_sum = 0.0;
-  int64_t n_local = 0;
-  if (!empty) {
-    auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-    auto x = feature_tensor(batch, I.device);
-    auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
-                              {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
-                 .to(I.device);
-    const uint64_t key = mix64(rng_key(cfg_.seed, batch.sample.epoch, batch.sample.batch,
-                                       static_cast<uint64_t>(comm_.rank())) ^
-                               kDropoutPurpose);
-    at::Generator gen;
-    if (I.device.is_cpu()) {
-      gen = at::detail::createCPUGenerator(key);
-    } else {
-      // Device generators cannot be created without the device headers; the trainer is the only
-      // user of the device's default generator, so reseeding it per step is just as reproducible.
-      gen = at::globalContext().defaultGenerator(I.device);
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_current_seed(key);
-    }
-    auto logits = I.model->forward(blocks, x, &gen);
-    if (correct) *correct += count_correct(logits, batch.labels);
-    auto loss = torch::nn::functional::cross_entropy(
-        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    times_.forward_s += seconds_since(clock);
-    loss.backward();
-    loss_sum = loss.item<double>();
-    n_local = y.size(0);
-    times_.backward_s += seconds_since(clock);
+  auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
+  auto x = feature_tensor(batch, I.device);
+  auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
+                            {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
+               .to(I.device);
+  const uint64_t key =
+      mix64(rng_key(cfg_.seed, batch.sample.epoch, batch.sample.batch, stream) ^ kDropoutPurpose);
+  at::Generator gen;
+  if (I.device.is_cpu()) {
+    gen = at::detail::createCPUGenerator(key);
+  } else {
+    // Device generators cannot be created without the device headers; the trainer is the only
+    // user of the device's default generator, so reseeding it per step is just as reproducible.
+    gen = at::globalContext().defaultGenerator(I.device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(key);
   }
-  const AggregationTimes& agg1 = aggregation_times();
-  times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
-  times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
-  // One bucket on the model's device: every gradient, then the loss sum and the seed count.
-  auto bucket =
-      torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  auto logits = I.model->forward(blocks, x, &gen);
+  if (correct) *correct += count_correct(logits, batch.labels);
+  auto loss = torch::nn::functional::cross_entropy(
+      logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  times_.forward_s += seconds_since(clock);
+  loss.backward();
   int64_t off = 0;
   for (auto& p : I.params) {
-    if (p.grad().defined()) bucket.narrow(0, off, p.numel()).copy_(p.grad().reshape(-1));
+    if (p.grad().defined()) row.narrow(0, off, p.numel()).copy_(p.grad().reshape(-1));
     off += p.numel();
   }
-  bucket[I.numel] = static_cast<float>(loss_sum);
-  bucket[I.numel + 1] = static_cast<float>(n_local);
-  all_reduce_bucket(bucket);
-  auto totals = bucket.narrow(0, I.numel, 2).to(torch::kCPU);
+  row[I.numel] = static_cast<float>(loss.item<double>());
+  row[I.numel + 1] = static_cast<float>(y.size(0));
+  times_.backward_s += seconds_since(clock);
+}
+
+// The step from the summed gradients, loss sum and seed count (`sum`, numel + 2 floats): the
+// mean gradient over the step's seeds, then the optimizer. Returns the mean loss.
+float Trainer::apply_step(torch::Tensor sum) {
+  auto& I = *impl_;
+  auto clock = std::chrono::steady_clock::now();
+  auto totals = sum.narrow(0, I.numel, 2).to(torch::kCPU);
   const float loss_total = totals.data_ptr<float>()[0], n_total = totals.data_ptr<float>()[1];
-  times_.all_reduce_s += seconds_since(clock);
   ++times_.steps;
-  if (n_total == 0) {  // no rank had a seed: nothing to learn from (same on all ranks)
-    times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
-    return 0.0f;
-  }
-  bucket.narrow(0, 0, I.numel).div_(n_total);
-  off = 0;
+  if (n_total == 0) return 0.0f;  // no rank had a seed: nothing to learn from (same on all ranks)
+  sum.narrow(0, 0, I.numel).div_(n_total);
+  int64_t off = 0;
   for (auto& p : I.params) {
-    p.mutable_grad() = bucket.narrow(0, off, p.numel()).view_as(p).clone();
+    p.mutable_grad() = sum.narrow(0, off, p.numel()).view_as(p).clone();
     off += p.numel();
   }
   I.optimizer->step();
   ++step_;
   times_.optimizer_s += seconds_since(clock);
-  times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
   return loss_total / n_total;
+}
+
+float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
+  auto& I = *impl_;
+  I.model->train();
+  const double cpu0 = thread_cpu_seconds();
+  const AggregationTimes agg0 = aggregation_times();
+  // One bucket on the model's device: every gradient, then the loss sum and the seed count.
+  auto bucket =
+      torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  if (!batch_empty(batch)) {
+    backward_into(batch, static_cast<uint64_t>(comm_.rank()), bucket, correct);
+  }
+  const AggregationTimes& agg1 = aggregation_times();
+  times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
+  times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
+  auto clock = std::chrono::steady_clock::now();
+  all_reduce_bucket(bucket);
+  times_.all_reduce_s += seconds_since(clock);
+  const float loss = apply_step(bucket);
+  times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
+  return loss;
+}
+
+double Trainer::time_backward(const LoadedBatch& batch) {
+  if (batch_empty(batch)) return 0;
+  auto& I = *impl_;
+  I.model->train();
+  const StepTimes saved = times_;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto row =
+      torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  backward_into(batch, static_cast<uint64_t>(comm_.rank()), row, nullptr);
+  for (auto& p : I.params) p.mutable_grad() = torch::Tensor();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  times_ = saved;
+  return s;
+}
+
+float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, EvalCounts* correct) {
+  auto& I = *impl_;
+  DSP_CHECK_ARG(slots >= 1, "train_slots: {} slots", slots);
+  I.model->train();
+  const double cpu0 = thread_cpu_seconds();
+  const AggregationTimes agg0 = aggregation_times();
+  const int64_t width = I.numel + 2;
+  auto rows =
+      torch::zeros({slots * width}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  std::vector<bool> seen(slots, false);
+  for (const SlotBatch& b : batches) {
+    DSP_CHECK_ARG(b.slot >= 0 && b.slot < slots && !seen[b.slot] && b.batch != nullptr,
+                  "train_slots: slot {} of {} given twice, out of range or without a batch", b.slot,
+                  slots);
+    seen[b.slot] = true;
+    if (!batch_empty(*b.batch)) {
+      backward_into(*b.batch, static_cast<uint64_t>(b.slot), rows.narrow(0, b.slot * width, width),
+                    correct);
+    }
+  }
+  const AggregationTimes& agg1 = aggregation_times();
+  times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
+  times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
+  auto clock = std::chrono::steady_clock::now();
+  // Exactly one rank fills each row, so the all-reduce adds exact zeros; the rows are then summed
+  // in slot order on every rank, whoever trained which slot.
+  all_reduce_bucket(rows);
+  auto sum = rows.narrow(0, 0, width).clone();
+  for (int v = 1; v < slots; ++v) sum.add_(rows.narrow(0, v * width, width));
+  times_.all_reduce_s += seconds_since(clock);
+  const float loss = apply_step(sum);
+  times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
+  return loss;
 }
 
 // Sums the bucket over the ranks where the communicator takes its buffers: in place when that is

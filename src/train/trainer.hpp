@@ -74,6 +74,24 @@ class Trainer {
   // With `correct`, also adds the local seeds' predictions of this step's (training-mode) forward
   // against their labels: the epoch's train accuracy without a second forward pass.
   float train_step(const LoadedBatch& batch, EvalCounts* correct = nullptr);
+  // One synchronous step over `slots` batch slots, of which this rank trains `batches` (any
+  // number, each slot at most once; collective: every rank calls it with the same `slots`). The
+  // batch of slot v draws its dropout from the stream of rank v; each slot's gradient fills its
+  // own row of a slots-row buffer, the rows are all-reduced (one rank fills each, so the others
+  // add exact zeros) and summed in slot order. The update is therefore a function of the slots'
+  // batches only, the same whichever rank trains which slot; with one batch per rank and slot =
+  // rank it is the symmetric step, reduced in rank order (bit-identical to train_step for up to 2
+  // ranks). Costs a slots-times larger all-reduce. Returns the mean loss.
+  struct SlotBatch {
+    int slot = 0;
+    const LoadedBatch* batch = nullptr;
+  };
+  float train_slots(const std::vector<SlotBatch>& batches, int slots,
+                    EvalCounts* correct = nullptr);
+  // Seconds of a train step's forward and backward pass over `batch` (its dropout stream as this
+  // rank's), without the all-reduce and the update: the model, optimizer and step times are left
+  // as they were. 0 for an empty batch. Local (no communication): a profile for `--roles auto`.
+  double time_backward(const LoadedBatch& batch);
   // LibTorch's intra-op threads for the steps that follow on the calling thread (and process-wide
   // default for threads that start later).
   void set_threads(int threads);
@@ -104,6 +122,9 @@ class Trainer {
 
  private:
   void all_reduce_bucket(at::Tensor& bucket);
+  void backward_into(const LoadedBatch& batch, uint64_t stream, at::Tensor row,
+                     EvalCounts* correct);
+  float apply_step(at::Tensor sum);
   struct Impl;
   TrainConfig cfg_;
   Communicator& comm_;

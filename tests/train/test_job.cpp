@@ -204,6 +204,37 @@ TEST(Job, CacheSizedAfterTheFirstBatchFromTheMemoryLeft) {
   }
 }
 
+// `--roles auto` on one rank: GNNLab's rule has no roles to split (0 samplers), the job trains
+// symmetrically. Bad --roles/--roles-switch combinations are one clear error.
+TEST(Job, RolesAutoOnOneRankTrainsSymmetrically) {
+  JobConfig c = cora_config();
+  c.epochs = 1;
+  c.roles = JobConfig::kRolesAuto;
+  EXPECT_EQ(run_training(c).epochs_run, 1);
+  EXPECT_EQ(JobConfig::from_json(nlohmann::json::parse(R"({"roles": "auto"})"), "cfg.json").roles,
+            JobConfig::kRolesAuto);
+  EXPECT_EQ(c.to_json()["roles"], "auto");
+  c = cora_config();
+  c.roles_switch = "on";
+  try {
+    run_training(c);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("--roles-switch on needs --roles"), std::string::npos)
+        << e.what();
+  }
+  c.roles = 1;
+  c.roles_switch = "sometimes";
+  try {
+    run_training(c);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("role switching must be off, on, never or always"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Job, BadInput) {
   JobConfig c = cora_config();
   c.epochs = 1;

@@ -235,6 +235,43 @@ TEST(Trainer, EmptyShareStillSteps) {
   EXPECT_EQ(t.eval_batch(empty).total, 0);
 }
 
+// The step of dynamic role switching (pipeline/roles.hpp): one slot per symmetric rank, the update
+// a function of the slots' batches only. Alone, one slot is train_step exactly; the order the
+// slots are handed in does not matter; a slot given twice is one clear error.
+TEST(Trainer, SlotStepsDependOnTheSlotsOnly) {
+  const CoraData& d = cora();
+  auto comm = make_communicator("self");
+  auto batch = [&](int64_t first, int64_t step) {
+    // Cora has 140 training ids: 16 per batch, at most 6 batches below.
+    std::vector<int64_t> seeds(d.train.begin() + first, d.train.begin() + first + 16);
+    return load_batch(d, sample_batch(d.ds.graph, seeds, {10, 10}, 1, 0, step));
+  };
+  Trainer a(cora_config("sage", 1), *comm), b(cora_config("sage", 1), *comm);
+  for (int64_t s = 0; s < 3; ++s) {
+    auto x = batch(16 * s, s);
+    EXPECT_EQ(a.train_step(x), b.train_slots({{0, &x}}, 1));
+  }
+  EXPECT_TRUE(a.flat_parameters() == b.flat_parameters());
+
+  Trainer c(cora_config("sage", 1), *comm), e(cora_config("sage", 1), *comm);
+  for (int64_t s = 0; s < 3; ++s) {
+    auto x = batch(32 * s, s), y = batch(32 * s + 16, s);
+    c.train_slots({{0, &x}, {1, &y}}, 2);
+    e.train_slots({{1, &y}, {0, &x}}, 2);
+  }
+  EXPECT_TRUE(c.flat_parameters() == e.flat_parameters());
+  EXPECT_FALSE(c.flat_parameters() == a.flat_parameters());
+
+  auto x = batch(0, 0);
+  try {
+    c.train_slots({{1, &x}, {1, &x}}, 2);
+    FAIL() << "a slot given twice was accepted";
+  } catch (const InvalidArgument& err) {
+    EXPECT_STREQ(err.what(),
+                 "train_slots: slot 1 of 2 given twice, out of range or without a batch");
+  }
+}
+
 TEST(Trainer, SgdFitsOneBatch) {
   // SGD on row-normalised Cora is slow to start, so this only checks that its steps descend:
   // without dropout, repeating one batch must drive its loss down.

@@ -1,13 +1,18 @@
 // Trains two epochs of GraphSAGE through the pipeline under mpiexec, either symmetric (DSP: every
 // rank samples, loads and trains its part) or in GNNLab's factored roles (pipeline/roles.hpp), and
 // prints what a user relies on, for roles_equal.sh to compare across runs:
-//   batch <trainer> <epoch> <batch> <digest>   every batch a trainer trained (blocks, features,
-//                                              labels), one line each, from every trainer rank
-//   params <digest>                            the model after training (rank 0; every replica,
-//                                              sampler ranks' included, must be bit-identical)
-// Usage: roles_probe PARTITION SAMPLERS [fail <rank> <batch>]
-//   SAMPLERS 0: symmetric over a partition with one part per rank; S >= 1: the last S ranks
-//   sample for the others. `fail`: that rank's sampler stage throws at that batch (epoch 1).
+//   batch <slot> <epoch> <batch> <digest>   every batch trained (blocks, features, labels), one
+//                                           line each, from the rank that trained it; the slot is
+//                                           the symmetric rank whose batch it is
+//   params <digest>                         the model after training (rank 0; every replica,
+//                                           sampler ranks' included, must be bit-identical)
+//   switched <n>                            batches sampler ranks trained themselves (stderr)
+// Usage: roles_probe PARTITION SAMPLERS [SWITCH] [fail|failtrain <rank> <batch>]
+//   SAMPLERS 0: symmetric over a partition with one part per rank (SWITCH `ordered`: its gradients
+//   reduced by Trainer::train_slots, slot = rank); S >= 1: the last S ranks sample for the others,
+//   SWITCH off (default), never, on or always (pipeline/roles.hpp). `fail`: that rank's sampler
+//   stage throws at that batch (epoch 1); `failtrain`: that rank throws when it trains a batch of
+//   that step (epoch 1), which a sampler rank only does after switching.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,14 +53,20 @@ uint64_t digest(const LoadedBatch& b) {
 }
 
 int run(int argc, char** argv) {
-  if (argc != 3 && argc != 6) {
-    std::fprintf(stderr, "usage: roles_probe PARTITION SAMPLERS [fail <rank> <batch>]\n");
+  if (argc != 3 && argc != 4 && argc != 7) {
+    std::fprintf(stderr,
+                 "usage: roles_probe PARTITION SAMPLERS [SWITCH] [fail|failtrain <rank> "
+                 "<batch>]\n");
     return 2;
   }
   const std::string dir = argv[1];
   const int samplers = std::atoi(argv[2]);
-  const int fail_rank = argc == 6 ? std::atoi(argv[4]) : -1;
-  const int64_t fail_batch = argc == 6 ? std::atoll(argv[5]) : -1;
+  const std::string sw = argc >= 4 ? argv[3] : "off";
+  const bool ordered = samplers == 0 && sw == "ordered";
+  const RoleSwitch switching = samplers == 0 ? RoleSwitch::kOff : parse_role_switch(sw);
+  const std::string fail_where = argc == 7 ? argv[4] : "";
+  const int fail_rank = argc == 7 ? std::atoi(argv[5]) : -1;
+  const int64_t fail_batch = argc == 7 ? std::atoll(argv[6]) : -1;
   auto coord = make_coordinator("mpi");
   const int rank = coord->rank(), P = coord->size();
   const PartitionMeta meta = load_partition_meta(dir);
@@ -74,15 +85,36 @@ int run(int argc, char** argv) {
   const int64_t batch_size = 32;
 
   std::vector<std::string> lines;
-  auto train = [&](LoadedBatch&& lb) {
-    if (!lb.sample.seeds.empty()) {
-      lines.push_back(fmt::format("batch {} {} {} {:016x}", rank, lb.sample.epoch, lb.sample.batch,
-                                  digest(lb)));
+  int64_t switched = 0;
+  auto record = [&](int slot, const LoadedBatch& lb) {
+    if (lb.sample.seeds.empty()) return;
+    lines.push_back(
+        fmt::format("batch {} {} {} {:016x}", slot, lb.sample.epoch, lb.sample.batch, digest(lb)));
+    if (rank >= P - samplers && samplers > 0) ++switched;
+    if (fail_where == "failtrain" && rank == fail_rank && lb.sample.epoch == 1 &&
+        lb.sample.batch == fail_batch) {
+      DSP_THROW("injected failure in rank {} training slot {} at batch {}", rank, slot,
+                lb.sample.batch);
     }
-    trainer.train_step(lb);
   };
-  auto boom = [rank, fail_rank, fail_batch](int64_t epoch, int64_t batch) {
-    if (rank == fail_rank && epoch == 1 && batch == fail_batch) {
+  auto train = [&](LoadedBatch&& lb) {
+    record(rank, lb);
+    if (ordered) {
+      trainer.train_slots({{rank, &lb}}, P);
+    } else {
+      trainer.train_step(lb);
+    }
+  };
+  auto train_slots = [&](SlotBatches&& mine, int slots) {
+    std::vector<Trainer::SlotBatch> sb;
+    for (const auto& [slot, lb] : mine) {
+      record(slot, lb);
+      sb.push_back({slot, &lb});
+    }
+    trainer.train_slots(sb, slots);
+  };
+  auto boom = [rank, fail_where, fail_rank, fail_batch](int64_t epoch, int64_t batch) {
+    if (fail_where == "fail" && rank == fail_rank && epoch == 1 && batch == fail_batch) {
       DSP_THROW("injected failure in the sampler-only rank {} at batch {}", rank, batch);
     }
   };
@@ -110,7 +142,9 @@ int run(int argc, char** argv) {
     st.load = [&](SampledBatch&& sb) { return load_batch(std::move(sb), store.get(), part->labels); };
     st.train = train;
   } else {
-    role = make_role_rank(*coord, dir, RoleLayout{P, samplers}, batch_size, 11, so, train);
+    RoleLayout layout{P, samplers};
+    layout.switching = switching;
+    role = make_role_rank(*coord, dir, layout, batch_size, 11, so, train, {}, train_slots);
     sched = &role.roles->scheduler();
     st = role.roles->stages();
     auto sample = st.sample;
@@ -122,6 +156,9 @@ int run(int argc, char** argv) {
   Pipeline p(*coord, *sched, st, po);
   for (int e = 0; e < 2; ++e) p.run_epoch(e);
   for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+  if (switched > 0) {
+    std::fprintf(stderr, "rank %d switched %ld\n", rank, static_cast<long>(switched));
+  }
   // Every replica equals rank 0's.
   std::vector<float> mine = trainer.flat_parameters();
   std::vector<float> all(mine.size() * P);
