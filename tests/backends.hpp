@@ -90,7 +90,7 @@ inline SamplerBackendFactory turbo_backend(const std::string& name) {
 
 inline SamplerBackendFactory sampler_backend(const std::string& name) {
   const std::string turbo = "-turbo";
-  if (name.size() > turbo.size() && name.compare(name.size() - turbo.size(), turbo.size(), turbo) == 0) {
+  if (name.size() > turbo.size() && name.substr(name.size() - turbo.size()) == turbo) {
     return turbo_backend(name);
   }
   KernelBackendOptions uva;

@@ -131,13 +131,16 @@ void CpuSamplerBackend::for_split(int64_t n, const F& fn) const {
 void CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key,
                                      const int64_t* slot, int32_t* cnt, int64_t* out,
                                      float* outw) {
+  auto run = [&](const int64_t* tasks, const int64_t* slots, int32_t* counts) {
+    if (topo_.idx32) {
+      sample_tasks<int32_t>(tasks, n, key, slots, counts, out, outw);
+    } else {
+      sample_tasks<int64_t>(tasks, n, key, slots, counts, out, outw);
+    }
+  };
   const int bins = static_cast<int>(parallel_chunks(n, grain_));
   if (!turbo_ || bins <= 1) {
-    if (topo_.idx32) {
-      sample_tasks<int32_t>(t, n, key, slot, cnt, out, outw);
-    } else {
-      sample_tasks<int64_t>(t, n, key, slot, cnt, out, outw);
-    }
+    run(t, slot, cnt);
     return;
   }
   split_keys_.resize(n);
@@ -161,13 +164,7 @@ void CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key,
     }
   });
   split_ = &snake_;
-  if (topo_.idx32) {
-    sample_tasks<int32_t>(split_tasks_.data(), n, key, split_slot_.data(), split_cnt_.data(), out,
-                          outw);
-  } else {
-    sample_tasks<int64_t>(split_tasks_.data(), n, key, split_slot_.data(), split_cnt_.data(), out,
-                          outw);
-  }
+  run(split_tasks_.data(), split_slot_.data(), split_cnt_.data());
   split_ = nullptr;
   parallel_for(0, n, grain_, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) cnt[order[j]] = split_cnt_[j];

@@ -40,7 +40,8 @@ TEST(DegreeOrder, StableDescending) {
   csp::degree_order(keys.data(), static_cast<int64_t>(keys.size()), order, count);
   std::vector<int64_t> want(keys.size());
   std::iota(want.begin(), want.end(), 0);
-  std::stable_sort(want.begin(), want.end(), [&](int64_t a, int64_t b) { return keys[a] > keys[b]; });
+  std::stable_sort(want.begin(), want.end(),
+                   [&](int64_t a, int64_t b) { return keys[a] > keys[b]; });
   EXPECT_EQ(order, want);
 }
 
@@ -74,8 +75,8 @@ TEST(SnakeSplit, PermutationBalancedWithinLargestKey) {
         min_size = std::min(min_size, sp.bounds[c + 1] - sp.bounds[c]);
         max_size = std::max(max_size, sp.bounds[c + 1] - sp.bounds[c]);
       }
-      EXPECT_LE(hi - lo, max_key);            // the snake bound
-      EXPECT_LE(max_size - min_size, 1);      // as many tasks per thread as equal chunks
+      EXPECT_LE(hi - lo, max_key);        // the snake bound
+      EXPECT_LE(max_size - min_size, 1);  // as many tasks per thread as equal chunks
     }
   }
 }
@@ -138,7 +139,7 @@ TEST(WarpSnake, SharedSlotPolicy) {
   EXPECT_EQ(WarpSnake::shared_slot(500), 48);
   EXPECT_EQ(WarpSnake::shared_slot(0), 0);
   EXPECT_TRUE(csp::uses_shared_slot(100, 10, 15));
-  EXPECT_FALSE(csp::uses_shared_slot(10, 10, 15));  // takes the whole row: nothing to draw
+  EXPECT_FALSE(csp::uses_shared_slot(10, 10, 15));   // takes the whole row: nothing to draw
   EXPECT_FALSE(csp::uses_shared_slot(100, 20, 15));  // its fanout does not fit the slot
 }
 
@@ -182,8 +183,8 @@ TEST(TurboKernel, SameBlocksAsDefaultAtAnyThreadCount) {
       const SampledBatch want = ref.sample(seeds, 0, 1);
       EXPECT_GT(want.blocks[1].num_edges(), 40000);  // 4000 tasks in both layers
       for (int threads : {1, 2, 3}) {
-        SCOPED_TRACE(::testing::Message() << "biased=" << biased << " replace=" << replace
-                                          << " threads=" << threads);
+        SCOPED_TRACE(::testing::Message()
+                     << "biased=" << biased << " replace=" << replace << " threads=" << threads);
         omp_set_num_threads(threads);
         for (const char* name : {"cpu-turbo", "emulated-turbo"}) {
           SCOPED_TRACE(name);

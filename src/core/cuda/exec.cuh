@@ -68,8 +68,8 @@ class CudaExec {
     if (blocks <= 0) return;
     DSP_CHECK(blocks < (int64_t{1} << 31), "launch of {} blocks (at most 2^31 - 1)", blocks);
     CudaDeviceGuard g(device_);
-    for_each_block_kernel<F>
-        <<<static_cast<unsigned>(blocks), static_cast<unsigned>(threads), shared_bytes, stream_>>>(f);
+    const auto grid = static_cast<unsigned>(blocks), block = static_cast<unsigned>(threads);
+    for_each_block_kernel<F><<<grid, block, shared_bytes, stream_>>>(f);
     DSP_CUDA_CHECK(cudaGetLastError());
   }
   void exclusive_scan(const int64_t* in, int64_t* out, int64_t n) { scan(in, out, n, false); }
