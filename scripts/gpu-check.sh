@@ -214,5 +214,9 @@ for dev in cpu cuda; do
   bench "sample $dev" "sample_$dev" sample $G/p1 --device $dev --batches 40 --threads "$(nproc)"
   bench "gather $dev" "gather_$dev" gather $G/p1 --device $dev --threads "$(nproc)"
 done
+# TurboGNN's schedule (degree-sorted snake order, shared-memory positions) vs the default kernel
+# above: its blocks are checked equal by the cuda-turbo cases of the test groups.
+bench "sample cuda turbo" sample_cuda_turbo sample $G/p1 --device cuda --batches 40 \
+  --threads "$(nproc)" --sample-kernel turbo
 bench "pipeline cuda (sage 15,10,5 h256)" pipeline_cuda pipeline $G/p1 --device cuda --hidden 256 --epochs 1
 exit $status

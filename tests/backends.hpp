@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "csp/backend.hpp"
+#include "csp/sampler.hpp"
 #include "layout/feature_backend.hpp"
 #ifdef DSP_TEST_CUDA
 #include <cuda_runtime_api.h>
@@ -37,6 +38,19 @@ inline std::vector<std::string> backend_names(bool with_cpu = true, bool with_uv
   return v;
 }
 
+// Sampler backends: backend_names() and their "-turbo" variants (SampleKernel::kTurbo; the CPU
+// one splits batches over threads from 16 tasks per thread on).
+inline std::vector<std::string> sampler_backend_names(bool with_cpu = true, bool with_uva = false) {
+  std::vector<std::string> v = backend_names(with_cpu, with_uva);
+#ifdef DSP_TEST_CUDA
+  v.push_back("cuda-turbo");
+#else
+  if (with_cpu) v.push_back("cpu-turbo");
+  v.push_back("emulated-turbo");
+#endif
+  return v;
+}
+
 // Why `name` cannot run here, or "" when it can.
 inline std::string backend_unavailable(const std::string& name) {
 #ifdef DSP_TEST_CUDA
@@ -55,7 +69,30 @@ inline std::string backend_unavailable(const std::string& name) {
     if (!dsp_why_.empty()) GTEST_SKIP() << "backend " << (name) << ": " << dsp_why_; \
   } while (0)
 
+inline SamplerBackendFactory sampler_backend(const std::string& name);
+
+// `name` without its "-turbo", run with SampleKernel::kTurbo.
+inline SamplerBackendFactory turbo_backend(const std::string& name) {
+  SamplerBackendFactory base;
+  if (name == "cpu-turbo") {
+    CpuBackendOptions co;
+    co.split_grain = 16;
+    base = cpu_sampler_backend(co);
+  } else {
+    base = sampler_backend(name.substr(0, name.size() - 6));
+  }
+  return [base](const LocalTopology& t, const SamplerOptions& o) {
+    SamplerOptions turbo = o;
+    turbo.kernel = SampleKernel::kTurbo;
+    return base(t, turbo);
+  };
+}
+
 inline SamplerBackendFactory sampler_backend(const std::string& name) {
+  const std::string turbo = "-turbo";
+  if (name.size() > turbo.size() && name.substr(name.size() - turbo.size()) == turbo) {
+    return turbo_backend(name);
+  }
   KernelBackendOptions uva;
   uva.index_budget = 0;
   if (name == "emulated") return emulated_sampler_backend();

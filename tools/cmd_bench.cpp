@@ -144,6 +144,7 @@ void run_gather(const GatherArgs& a) {
 
 struct SampleArgs {
   std::string part_dir, json, fanouts = "15,10,5", mode = "csp", scheme = "node", device = "cpu";
+  std::string kernel = "default";
   int64_t batch_size = 1024;
   int batches = 20;
   int threads = 1;
@@ -165,6 +166,7 @@ nlohmann::json bench_sample_mode(const SampleArgs& a, RankRuntime& rt, SampleMod
   o.replace = a.replace;
   o.seed = a.seed;
   o.mode = mode;
+  o.kernel = parse_sample_kernel(a.kernel);
   std::unique_ptr<CollectiveSampler> sp = rt.make_sampler(o);
   CollectiveSampler& sampler = *sp;
   std::vector<int64_t> seeds;
@@ -238,6 +240,7 @@ void run_sample(const SampleArgs& a) {
                       {"scheme", a.scheme},
                       {"biased", a.biased},
                       {"replace", a.replace},
+                      {"sample_kernel", a.kernel},
                       {"num_nodes", part.meta.num_nodes},
                       {"num_edges", part.meta.num_edges},
                       {"modes", nlohmann::json::array()}};
@@ -840,10 +843,14 @@ void add_bench(CLI::App& app) {
   sp->add_option("--threads", sa->threads, "OpenMP threads per rank (default 1)");
   sp->add_option("--seed", sa->seed, "sampling seed")->check(non_negative_integer());
   sp->add_option("--device", sa->device, "cpu (default), cuda or cuda:N: the sampler's backend");
+  sp->add_option("--sample-kernel", sa->kernel,
+                 "default, or turbo: degree-sorted snake scheduling of tasks (GPU: to warps and "
+                 "blocks, shared-memory positions; CPU: to threads)");
   sp->add_option("--json", sa->json, "write the figures to this file");
   sp->callback([sa] {
     DSP_CHECK_ARG(sa->batch_size > 0 && sa->batches > 0 && sa->threads > 0,
                   "--batch-size, --batches and --threads must be positive");
+    parse_sample_kernel(sa->kernel);
     run_sample(*sa);
   });
   auto ca = std::make_shared<CacheArgs>();

@@ -73,6 +73,10 @@ void add_train(CLI::App& app) {
                   "job on all ranks), always, never, or off (default: the trainers train one "
                   "batch each per step)")
       ->check(CLI::IsMember({"off", "on", "always", "never"}));
+  sub->add_option("--sample-kernel", a->c.sample_kernel,
+                  "default, or turbo: tasks degree-sorted and dealt in snake order (TurboGNN): to "
+                  "warps and blocks with shared-memory positions on a GPU, to threads on the CPU; "
+                  "the same blocks either way");
   sub->add_option("--ccc", a->ccc, "on (default); off shows why the coordinator is needed")
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--eval-every", a->c.eval_every, "evaluate every k epochs (default 1; 0: at the end)");
@@ -152,6 +156,7 @@ void add_train(CLI::App& app) {
     if (given("--metrics")) c.metrics_file = a->c.metrics_file;
     if (given("--threads")) c.train.num_threads = a->c.train.num_threads;
     if (given("--order")) c.order = a->c.order;
+    if (given("--sample-kernel")) c.sample_kernel = a->c.sample_kernel;
     if (given("--bfs-sequences")) c.bfs_sequences = a->c.bfs_sequences;
     if (given("--device")) c.train.device = a->c.train.device;
     if (given("--transport")) c.transport = a->c.transport;

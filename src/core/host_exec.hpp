@@ -10,11 +10,17 @@
 //   to_device(d, h, bytes), to_host(h, d, bytes), copy(d, s, bytes), zero(d, bytes)
 //   for_each(n, f)   calls f(i) (a DSP_HOST_DEVICE functor) for every i in [0, n): in no
 //                    particular order, possibly concurrently, so f must not depend on either
+//   for_each_block(blocks, threads, shared_bytes, f)  calls f(b, t, shared) for every thread t in
+//                    [0, threads) of every block b in [0, blocks): blocks in no particular order,
+//                    a block's threads possibly concurrently; `shared` is the block's scratch of
+//                    shared_bytes (8-byte aligned; contents undefined on entry), shared by its
+//                    threads only. A thread must only use its own part of it (there is no barrier)
 //   exclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i - 1] (int64), out[0] = 0
 //   inclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i]
 //   map_host(p, bytes, read_only, reg)  a pointer E's loops can read the host range through
 //   sync()           returns once everything issued so far has completed (host reads may follow)
 // Copies and loops are issued in order: each sees the effects of those before it.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -52,6 +58,17 @@ class HostExec {
     for (int64_t k = n - 1; k >= 0; --k) {
       const int64_t i = (k ^ 1) < n ? (k ^ 1) : k;
       f(i);
+    }
+  }
+  // Blocks and threads scrambled as in for_each; the scratch is refilled with garbage for every
+  // block, as a GPU's shared memory holds whatever the previous block left there.
+  template <class F>
+  void for_each_block(int64_t blocks, int threads, size_t shared_bytes, const F& f) {
+    std::vector<uint64_t> shared((shared_bytes + 7) / 8 + 1);
+    for (int64_t k = blocks - 1; k >= 0; --k) {
+      const int64_t b = (k ^ 1) < blocks ? (k ^ 1) : k;
+      std::fill(shared.begin(), shared.end(), 0xA5A5A5A5A5A5A5A5ULL ^ static_cast<uint64_t>(b));
+      for (int j = threads - 1; j >= 0; --j) f(b, (j ^ 1) < threads ? (j ^ 1) : j, shared.data());
     }
   }
   void exclusive_scan(const int64_t* in, int64_t* out, int64_t n) {

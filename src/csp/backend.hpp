@@ -12,7 +12,8 @@
 // blocks in global ids (tested: CPU backend vs the device path executed on the host, at 1..4
 // ranks). Backends:
 //
-//   cpu        make_cpu_sampler_backend (cpu_backend.cpp): OpenMP loops, software-prefetched.
+//   cpu        make_cpu_sampler_backend (cpu_backend.cpp): OpenMP loops, software-prefetched;
+//              SampleKernel::kTurbo splits tasks over threads degree-sorted (degree_schedule.hpp).
 //   device     KernelSamplerBackend<Exec> (kernel_backend.hpp): the device path as per-element
 //              kernels and scans; with CudaExec on a GPU (cuda/sampler_backend.cu,
 //              make_cuda_sampler_backend), with HostExec on the host in every CPU test
@@ -87,6 +88,12 @@ using SamplerBackendFactory =
 // The CPU backend (the default when a sampler is given no factory).
 std::unique_ptr<SamplerBackend> make_cpu_sampler_backend(const LocalTopology& topo,
                                                          const SamplerOptions& opts);
+struct CpuBackendOptions {
+  // Fewest tasks per thread: a layer of n tasks is split over min(threads, n / split_grain)
+  // threads (tests lower it to split small batches).
+  int64_t split_grain = 4096;
+};
+SamplerBackendFactory cpu_sampler_backend(CpuBackendOptions opts);
 struct KernelBackendOptions {
   // Bytes of device memory the neighbour array may take; beyond it, the array is read where it is
   // (host memory, through UVA on a GPU) except for the hottest rows that fit.

@@ -9,6 +9,7 @@
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
+#include "csp/degree_schedule.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
 
@@ -21,8 +22,12 @@ using csp::task_id;
 
 class CpuSamplerBackend final : public SamplerBackend {
  public:
-  CpuSamplerBackend(const LocalTopology& topo, const SamplerOptions& opts)
-      : topo_(topo), biased_(opts.biased), replace_(opts.replace) {
+  CpuSamplerBackend(const LocalTopology& topo, const SamplerOptions& opts, CpuBackendOptions co)
+      : topo_(topo),
+        biased_(opts.biased),
+        replace_(opts.replace),
+        turbo_(opts.kernel == SampleKernel::kTurbo),
+        grain_(std::max<int64_t>(co.split_grain, 1)) {
     // The arrays a sampled edge reads at random on huge pages (a copy, when memory allows): with
     // 4 KiB pages nearly every neighbour read also misses the TLB.
     indptr_copy_ = huge_page_copy(topo.indptr, (topo.num_rows + 1) * sizeof(int64_t));
@@ -40,6 +45,11 @@ class CpuSamplerBackend final : public SamplerBackend {
   template <class Id>
   void sample_tasks(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* slot,
                     int32_t* cnt, int64_t* out, float* outw) const;
+  void sample_split(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* slot,
+                    int32_t* cnt, int64_t* out, float* outw);
+  // The split of tasks over threads: parallel_for's equal chunks, or split_'s bins (turbo).
+  template <class F>
+  void for_split(int64_t n, const F& fn) const;
   // Not inlined into relabel(): inlined, its probe loop loses registers (callgrind: +5%).
   __attribute__((noinline)) void relabel_serial(const std::vector<int64_t>& dst,
                                                 const LayerPicks& lo, int layer, Block& b);
@@ -48,7 +58,12 @@ class CpuSamplerBackend final : public SamplerBackend {
 
   LocalTopology topo_;
   HugePageBuffer indptr_copy_, indices_copy_;
-  bool biased_, replace_;
+  bool biased_, replace_, turbo_;
+  int64_t grain_;
+  const csp::SnakeSplit* split_ = nullptr;  // set while sample_split runs
+  csp::SnakeSplit snake_;
+  std::vector<int64_t> split_keys_, split_tasks_, split_slot_;
+  std::vector<int32_t> split_cnt_;
   std::vector<uint64_t> table_;     // relabel table, reused across layers and batches
   std::vector<double> new_ratio_;   // per layer: new source ids per pick, last batch
   std::vector<int64_t> slot_;       // per-task output slots, reused
@@ -64,7 +79,7 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
   const double* cum = topo_.cum;
   const bool biased = biased_, replace = replace_;
   const int64_t base = topo_.row_base;
-  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
+  for_split(n, [&](int64_t b, int64_t e) {
     // Three-stage software pipeline over the latency chain task -> indptr -> row entries, so many
     // misses are in flight at once: the indptr entry of task i+kFar is prefetched; task i+kNear
     // (whose indptr is cached by now) draws its positions, which need only the degree, and
@@ -99,6 +114,63 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
   });
 }
 
+template <class F>
+void CpuSamplerBackend::for_split(int64_t n, const F& fn) const {
+  if (!split_) {
+    parallel_for(0, n, grain_, fn);
+    return;
+  }
+  const int bins = static_cast<int>(split_->bounds.size()) - 1;
+  const int64_t* bounds = split_->bounds.data();
+#pragma omp parallel for num_threads(bins) schedule(static, 1)
+  for (int c = 0; c < bins; ++c) fn(bounds[c], bounds[c + 1]);
+}
+
+// The turbo split (degree_schedule.hpp): the tasks in SnakeSplit order, each thread's bin one
+// range of it; the slots stay the tasks' own, so only the counts are permuted back.
+void CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key,
+                                     const int64_t* slot, int32_t* cnt, int64_t* out,
+                                     float* outw) {
+  auto run = [&](const int64_t* tasks, const int64_t* slots, int32_t* counts) {
+    if (topo_.idx32) {
+      sample_tasks<int32_t>(tasks, n, key, slots, counts, out, outw);
+    } else {
+      sample_tasks<int64_t>(tasks, n, key, slots, counts, out, outw);
+    }
+  };
+  const int bins = static_cast<int>(parallel_chunks(n, grain_));
+  if (!turbo_ || bins <= 1) {
+    run(t, slot, cnt);
+    return;
+  }
+  split_keys_.resize(n);
+  const int64_t* ip = topo_.indptr;
+  const int64_t base = topo_.row_base;
+  parallel_for(0, n, grain_, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t r = task_id(t[i]) - base;
+      split_keys_[i] = csp::degree_key(ip[r + 1] - ip[r]);
+    }
+  });
+  snake_.build(split_keys_.data(), n, bins);
+  const int64_t* order = snake_.order.data();
+  split_tasks_.resize(n);
+  split_slot_.resize(n);
+  split_cnt_.resize(n);
+  parallel_for(0, n, grain_, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      split_tasks_[j] = t[order[j]];
+      split_slot_[j] = slot[order[j]];
+    }
+  });
+  split_ = &snake_;
+  run(split_tasks_.data(), split_slot_.data(), split_cnt_.data());
+  split_ = nullptr;
+  parallel_for(0, n, grain_, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) cnt[order[j]] = split_cnt_[j];
+  });
+}
+
 // Samples into per-task slots at the fanout prefix, then compacts in place; out and slot_ keep
 // their capacity across layers and batches (no page faults on the hot path).
 void CpuSamplerBackend::sample(const int64_t* t, int64_t n, uint64_t key, TaskPicks& out) {
@@ -112,11 +184,7 @@ void CpuSamplerBackend::sample(const int64_t* t, int64_t n, uint64_t key, TaskPi
   resw.resize(biased_ ? slot[n] : 0);
   out.counts.resize(n);
   int32_t* cnt = out.counts.data();
-  if (topo_.idx32) {
-    sample_tasks<int32_t>(t, n, key, slot, cnt, res.data(), biased_ ? resw.data() : nullptr);
-  } else {
-    sample_tasks<int64_t>(t, n, key, slot, cnt, res.data(), biased_ ? resw.data() : nullptr);
-  }
+  sample_split(t, n, key, slot, cnt, res.data(), biased_ ? resw.data() : nullptr);
   int64_t o = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (o != slot[i]) {
@@ -401,7 +469,13 @@ void CpuSamplerBackend::relabel_parallel(const std::vector<int64_t>& dst, const 
 
 std::unique_ptr<SamplerBackend> make_cpu_sampler_backend(const LocalTopology& topo,
                                                          const SamplerOptions& opts) {
-  return std::make_unique<CpuSamplerBackend>(topo, opts);
+  return std::make_unique<CpuSamplerBackend>(topo, opts, CpuBackendOptions{});
+}
+
+SamplerBackendFactory cpu_sampler_backend(CpuBackendOptions co) {
+  return [co](const LocalTopology& topo, const SamplerOptions& opts) {
+    return std::unique_ptr<SamplerBackend>(std::make_unique<CpuSamplerBackend>(topo, opts, co));
+  };
 }
 
 }  // namespace dsp

@@ -6,7 +6,9 @@
 //
 // sample: tasks in; slots = prefix sums of the fanouts (scan); one thread per task draws its
 // positions and writes ids at its slot; counts are scanned into offsets and the picks compacted
-// (one thread per task); counts and picks come back.
+// (one thread per task); counts and picks come back. With SampleKernel::kTurbo the draws run as
+// TurboSampleTask (csp/degree_schedule.hpp): the same draws per task, tasks degree-sorted and
+// dealt to warps and blocks in snake order, high-degree tasks' positions in shared memory.
 // relabel: keys = destinations then picks; every position offers itself to its key's table slot
 // (atomic minimum: the slot ends at the key's first position); first occurrences are flagged and
 // scanned into ids; every position looks its id up; local ids and the distinct keys come back.
@@ -28,6 +30,7 @@
 #include "core/host_device.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
+#include "csp/degree_schedule.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
 
@@ -56,20 +59,54 @@ struct SampleTask {
   int32_t* cnt;
   int64_t* out;  // positions first, converted to ids in place
   float* outw;
-  DSP_HOST_DEVICE void operator()(int64_t i) const {
+  DSP_HOST_DEVICE void operator()(int64_t i) const { run(i, nullptr, 0); }
+  // Task i; its positions go to `shared` (a thread's slot of `slot_cap` positions) when
+  // csp::uses_shared_slot says so, else to its output slot, converted to ids in place.
+  DSP_HOST_DEVICE void run(int64_t i, int64_t* shared, int slot_cap) const {
     const int64_t v = csp::task_id(tasks[i]);
+    const int k = csp::task_fanout(tasks[i]);
     const int64_t p0 = indptr[v - row_base], deg = indptr[v - row_base + 1] - p0;
     RngStream s(key, static_cast<uint64_t>(v), csp::kPurposeNodeWise);
     int64_t* o = out + slot[i];
-    const int c = csp::sample_positions(deg, csp::task_fanout(tasks[i]), weighted, replace,
-                                        weighted ? cum + p0 : nullptr, s, o);
+    int64_t* pos = shared && csp::uses_shared_slot(deg, k, slot_cap) ? shared : o;
+    const int c = csp::sample_positions(deg, k, weighted, replace, weighted ? cum + p0 : nullptr,
+                                        s, pos);
     const int64_t loc = row_loc ? row_loc[v - row_base] : -1;
     const Id* row = loc >= 0 ? hot_indices + loc : indices + p0;
     for (int j = 0; j < c; ++j) {
-      if (outw) outw[slot[i] + j] = weights[p0 + o[j]];
-      o[j] = static_cast<int64_t>(row[o[j]]);
+      if (outw) outw[slot[i] + j] = weights[p0 + pos[j]];
+      o[j] = static_cast<int64_t>(row[pos[j]]);
     }
     cnt[i] = c;
+  }
+};
+
+// Sort key of task i (csp::degree_key of its row's degree).
+struct TaskDegreeKey {
+  const int64_t* tasks;
+  const int64_t* indptr;
+  int64_t row_base;
+  int64_t* keys;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t r = csp::task_id(tasks[i]) - row_base;
+    keys[i] = csp::degree_key(indptr[r + 1] - indptr[r]);
+  }
+};
+
+// The turbo kernel (csp/degree_schedule.hpp): thread t of block b samples the task at the sorted
+// position WarpSnake gives it, with the block's shared memory as kThreads slots of slot_cap
+// positions. Results land at the task's own slots, so no merge follows.
+template <class Id>
+struct TurboSampleTask {
+  SampleTask<Id> task;
+  const int64_t* order;  // sorted position -> task
+  csp::WarpSnake geo;
+  int slot_cap;
+  DSP_HOST_DEVICE void operator()(int64_t b, int t, void* shared) const {
+    const int64_t p = geo.position(b, t);
+    if (p < 0) return;
+    task.run(order[p], static_cast<int64_t*>(shared) + static_cast<int64_t>(t) * slot_cap,
+             slot_cap);
   }
 };
 
@@ -144,7 +181,8 @@ class KernelSamplerBackend final : public SamplerBackend {
         device_(device),
         topo_(topo),
         biased_(opts.biased),
-        replace_(opts.replace) {
+        replace_(opts.replace),
+        turbo_(opts.kernel == SampleKernel::kTurbo) {
     DSP_CHECK_ARG(topo.num_edges < (int64_t{1} << 31) || !topo.idx32,
                   "sampler backend: int32 neighbour ids with more than 2^31 entries");
     upload(indptr_, topo.indptr, static_cast<size_t>(topo.num_rows + 1) * sizeof(int64_t));
@@ -182,9 +220,9 @@ class KernelSamplerBackend final : public SamplerBackend {
     auto* res = reserve<int64_t>(out_, std::max<int64_t>(total, 1));
     float* resw = biased_ ? reserve<float>(outw_, std::max<int64_t>(total, 1)) : nullptr;
     if (topo_.idx32) {
-      ex_.for_each(n, task_op<int32_t>(t, key, slot, cnt, res, resw));
+      launch(n, tasks, t, task_op<int32_t>(t, key, slot, cnt, res, resw));
     } else {
-      ex_.for_each(n, task_op<int64_t>(t, key, slot, cnt, res, resw));
+      launch(n, tasks, t, task_op<int64_t>(t, key, slot, cnt, res, resw));
     }
     // compaction: offsets = prefix of the counts, picks moved to their offsets
     ex_.for_each(n, kernels::WidenCounts{cnt, fan});
@@ -241,6 +279,34 @@ class KernelSamplerBackend final : public SamplerBackend {
 
  private:
   using Buffer = typename Exec::Buffer;
+
+  // One thread per task in task order, or the turbo schedule: sort keys computed on the device,
+  // counting-sorted on the host (one O(n) pass), the order uploaded.
+  template <class Id>
+  void launch(int64_t n, const int64_t* host_tasks, const int64_t* t,
+              const kernels::SampleTask<Id>& op) {
+    if (!turbo_) {
+      ex_.for_each(n, op);
+      return;
+    }
+    auto* keys = reserve<int64_t>(keys_, n);
+    ex_.for_each(n, kernels::TaskDegreeKey{t, static_cast<const int64_t*>(indptr_.data()),
+                                           topo_.row_base, keys});
+    host_keys_.resize(n);
+    download(host_keys_.data(), keys, n);
+    ex_.sync();
+    csp::degree_order(host_keys_.data(), n, host_order_, host_count_);
+    const int64_t* order = upload(order_, host_order_.data(), n * sizeof(int64_t));
+    int max_fanout = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      max_fanout = std::max(max_fanout, csp::task_fanout(host_tasks[i]));
+    }
+    const int cap = csp::WarpSnake::shared_slot(max_fanout);
+    const csp::WarpSnake geo = csp::WarpSnake::of(n);
+    ex_.for_each_block(geo.blocks, csp::WarpSnake::kThreads,
+                       static_cast<size_t>(cap) * csp::WarpSnake::kThreads * sizeof(int64_t),
+                       kernels::TurboSampleTask<Id>{op, order, geo, cap});
+  }
 
   // The adjacency position list: rows in hotness order while their entries fit the budget.
   void split_rows(size_t budget) {
@@ -319,14 +385,15 @@ class KernelSamplerBackend final : public SamplerBackend {
   std::string name_;
   Device device_;
   LocalTopology topo_;
-  bool biased_, replace_;
+  bool biased_, replace_, turbo_;
   bool indices_on_host_ = false;
   int64_t hot_rows_ = 0;
   Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_;
   typename Exec::Registration indices_reg_;
   const void* indices_ = nullptr;
   // Work buffers, reused across layers and batches.
-  Buffer tasks_, wide_, slot_, cnt_, out_, outw_, offsets_, picks_, picks_w_, keys_, table_;
+  Buffer tasks_, wide_, slot_, cnt_, out_, outw_, offsets_, picks_, picks_w_, keys_, table_, order_;
+  std::vector<int64_t> host_keys_, host_order_, host_count_;  // the turbo schedule's
 };
 
 }  // namespace dsp

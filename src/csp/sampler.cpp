@@ -77,6 +77,16 @@ SampleMode parse_sample_mode(const std::string& s) {
   DSP_THROW_T(InvalidArgument, "unknown sampling mode '{}' (csp, pull)", s);
 }
 
+SampleKernel parse_sample_kernel(const std::string& s) {
+  if (s == "default") return SampleKernel::kDefault;
+  if (s == "turbo") return SampleKernel::kTurbo;
+  DSP_THROW_T(InvalidArgument, "unknown sampling kernel '{}' (default, turbo)", s);
+}
+
+const char* sample_kernel_name(SampleKernel k) {
+  return k == SampleKernel::kTurbo ? "turbo" : "default";
+}
+
 nlohmann::json SamplerStats::to_json() const {
   return {{"batches", batches},
           {"seeds", seeds},

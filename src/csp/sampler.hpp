@@ -45,8 +45,16 @@ enum class SampleScheme { kNodeWise, kLayerWise };
 // locally (the ablation of DSP Fig. 11). Both give the same blocks.
 enum class SampleMode { kCsp, kPull };
 
+// Who samples which task (the picks do not depend on it: csp/degree_schedule.hpp). kDefault: one
+// thread per task in task order (CPU: equal chunks per thread). kTurbo: tasks sorted by degree and
+// dealt in snake order (TurboGNN): to warps and blocks on a GPU, with high-degree tasks' positions
+// in shared memory; to threads on the CPU.
+enum class SampleKernel { kDefault, kTurbo };
+
 SampleScheme parse_sample_scheme(const std::string& s);  // "node" | "layer" (InvalidArgument)
 SampleMode parse_sample_mode(const std::string& s);      // "csp" | "pull"
+SampleKernel parse_sample_kernel(const std::string& s);  // "default" | "turbo"
+const char* sample_kernel_name(SampleKernel k);
 
 // The parameters of DSP's Table 2 plus the RNG seed and the mode.
 struct SamplerOptions {
@@ -56,6 +64,7 @@ struct SamplerOptions {
   bool replace = false;  // node-wise draws with replacement (layer-wise: within each node)
   uint64_t seed = 0;
   SampleMode mode = SampleMode::kCsp;
+  SampleKernel kernel = SampleKernel::kDefault;
   // Seeds must be owned by the calling rank (co-partitioned seeds, DSP 2.2). Off, any rank may
   // sample any node (e.g. evaluation over arbitrary ids).
   bool require_owned_seeds = true;

@@ -61,6 +61,7 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(cache_memory >= 0, "--cache-memory must be >= 0, got {}", cache_memory);
   DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
                 order);
+  parse_sample_kernel(sample_kernel);  // "unknown sampling kernel ..." for anything else
   DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
   DSP_CHECK_ARG(roles == 0 || (order == "random" && !cache_auto),
                 "--roles runs the random seed order with the partition's cache: --order bfs and "
@@ -86,7 +87,8 @@ nlohmann::json JobConfig::to_json() const {
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
           {"seed", seed},           {"backend", backend},      {"device", train.device},
-          {"transport", transport}, {"order", order},       {"bfs_sequences", bfs_sequences}};
+          {"transport", transport}, {"order", order},       {"bfs_sequences", bfs_sequences},
+          {"sample_kernel", sample_kernel}};
 }
 
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
@@ -138,6 +140,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "layers") c.layers = v.get<int>();
       else if (k == "order") c.order = v.get<std::string>();
       else if (k == "bfs_sequences") c.bfs_sequences = v.get<int>();
+      else if (k == "sample_kernel") c.sample_kernel = v.get<std::string>();
       else {
         DSP_THROW_T(FormatError, "{}: unknown key '{}'", what, k);
       }
@@ -272,6 +275,7 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   SamplerOptions so;
   so.fanouts = cfg_.fanouts;
   so.seed = cfg_.seed;
+  so.kernel = parse_sample_kernel(cfg_.sample_kernel);
   // On self-reliant (pagraph) parts training samples without communication; evaluation (any
   // valid/test node) still samples collectively.
   sampler_ = rt_.make_sampler(so, /*self_reliant=*/true);

@@ -43,6 +43,7 @@ struct JobConfig {
   uint64_t seed = 0;
   bool progress = true;             // progress bar on a terminal (rank 0)
   std::string backend = "auto";     // auto | self | mpi
+  std::string sample_kernel = "default";  // default | turbo (SampleKernel, csp/sampler.hpp)
   std::string order = "random";     // seed order per pass: random (shuffle) | bfs (BGL)
   int bfs_sequences = 4;            // order bfs: BFS sequences interleaved per pass
   std::string transport = "auto";   // GPU ranks' gradients: auto | nccl | mpi (RankOptions)

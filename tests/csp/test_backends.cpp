@@ -103,7 +103,7 @@ TEST_P(BackendBlocks, EqualCpuBackend) {
 INSTANTIATE_TEST_SUITE_P(
     Schemes, BackendBlocks,
     ::testing::Combine(
-        ::testing::ValuesIn(test::backend_names(/*with_cpu=*/false, /*with_uva=*/true)),
+        ::testing::ValuesIn(test::sampler_backend_names(/*with_cpu=*/false, /*with_uva=*/true)),
         ::testing::Values(Scheme{"uniform", SampleScheme::kNodeWise, false, false, false},
                           Scheme{"uniform_replace", SampleScheme::kNodeWise, false, true, false},
                           Scheme{"weighted", SampleScheme::kNodeWise, true, false, false},
@@ -165,7 +165,7 @@ TEST_P(BackendRelabel, FirstOccurrenceOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendRelabel,
-                         ::testing::ValuesIn(test::backend_names(/*with_cpu=*/true)),
+                         ::testing::ValuesIn(test::sampler_backend_names(/*with_cpu=*/true)),
                          [](const auto& info) {
                            std::string b = info.param;
                            std::replace(b.begin(), b.end(), '-', '_');

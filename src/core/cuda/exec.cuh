@@ -18,6 +18,12 @@ __global__ void for_each_kernel(int64_t n, F f) {
   if (i < n) f(i);
 }
 
+template <class F>
+__global__ void for_each_block_kernel(F f) {
+  extern __shared__ uint64_t dsp_block_shared[];
+  f(static_cast<int64_t>(blockIdx.x), static_cast<int>(threadIdx.x), dsp_block_shared);
+}
+
 class CudaExec {
  public:
   using Buffer = DeviceBuffer;
@@ -55,6 +61,15 @@ class CudaExec {
     CudaDeviceGuard g(device_);
     const int64_t blocks = (n + kThreads - 1) / kThreads;
     for_each_kernel<F><<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(n, f);
+    DSP_CUDA_CHECK(cudaGetLastError());
+  }
+  template <class F>
+  void for_each_block(int64_t blocks, int threads, size_t shared_bytes, const F& f) {
+    if (blocks <= 0) return;
+    DSP_CHECK(blocks < (int64_t{1} << 31), "launch of {} blocks (at most 2^31 - 1)", blocks);
+    CudaDeviceGuard g(device_);
+    const auto grid = static_cast<unsigned>(blocks), block = static_cast<unsigned>(threads);
+    for_each_block_kernel<F><<<grid, block, shared_bytes, stream_>>>(f);
     DSP_CUDA_CHECK(cudaGetLastError());
   }
   void exclusive_scan(const int64_t* in, int64_t* out, int64_t n) { scan(in, out, n, false); }

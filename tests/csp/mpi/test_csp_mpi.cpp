@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -186,8 +187,13 @@ TEST_P(PInvariance, RandomWalkAndPinSage) {
   EXPECT_EQ(pa.counts, pb.counts);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, PInvariance, ::testing::ValuesIn(test::backend_names()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, PInvariance,
+                         ::testing::ValuesIn(test::sampler_backend_names()),
+                         [](const auto& info) {
+                           std::string b = info.param;
+                           std::replace(b.begin(), b.end(), '-', '_');
+                           return b;
+                         });
 
 TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
   World& w = world();
