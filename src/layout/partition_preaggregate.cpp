@@ -131,9 +131,8 @@ Array load_preaggregated(const PartitionData& part, const std::string& kind) {
   const auto& have = m.preaggregated;
   DSP_CHECK_ARG(std::find(have.begin(), have.end(), kind) != have.end(),
                 "{}: the partition has no pre-aggregated '{}' rows (it has: {}); write them with "
-                "dsp partition --preaggregate {}",
-                part.dir, kind, have.empty() ? "none" : fmt::format("{}", fmt::join(have, ", ")),
-                kind);
+                "dsp partition --preaggregate",
+                part.dir, kind, have.empty() ? "none" : fmt::format("{}", fmt::join(have, ", ")));
   const std::string path = fmt::format("{}/preaggregated_{}.npy", part.dir, kind);
   check_file_readable(path);
   Array a = load_npy(path, m.feature_dtype, 2);
