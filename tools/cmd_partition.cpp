@@ -1,3 +1,5 @@
+#include <fmt/ranges.h>
+
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -50,6 +52,11 @@ nlohmann::json report(const std::string& out, const PartitionMeta& m) {
   fmt::print("  imbalance (max / mean): nodes {:.3f}, seeds {:.3f}, entries {:.3f}\n",
              j["imbalance"]["nodes"].get<double>(), j["imbalance"]["seeds"].get<double>(),
              j["imbalance"]["entries"].get<double>());
+  if (!m.preaggregated.empty()) {
+    j["preaggregated"] = m.preaggregated;
+    fmt::print("  pre-aggregated first layer (PaGraph): {} (preaggregated_<kind>.npy, [{}, {}])\n",
+               fmt::join(m.preaggregated, ", "), m.num_nodes, 2 * m.feature_dim);
+  }
   if (halo) {
     j["replication"] = {{"rows", double(rows) / m.num_nodes},
                         {"entries", m.num_edges ? double(tot_entries) / m.num_edges : 0.0},
@@ -100,8 +107,8 @@ void add_partition(CLI::App& app) {
     int64_t cache_bytes = -1;
     PresampleOptions pre;
     std::string fanouts = "15,10,5", json;
-    std::string memory_budget;
-    bool dry_run = false;
+    std::string memory_budget, preaggregate_kinds;
+    bool dry_run = false, preaggregate = false;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("DATASET", a->dataset, "dataset directory (dsp convert / dsp generate)")
@@ -124,6 +131,12 @@ void add_partition(CLI::App& app) {
                   "bfs-blocks: nodes at which a BFS block stops growing (default N / (256 parts), at least 256)");
   sub->add_option("--block-hops", a->o.bfs_blocks.hops,
                   "bfs-blocks: hops of block neighbours the assignment counts (default 2)");
+  sub->add_flag("--preaggregate", a->preaggregate,
+                "PaGraph's first-layer pre-aggregation: also store [x_v | a_v] per node, a_v "
+                "aggregated over v's whole in-neighbourhood (mean for GraphSAGE, the normalised "
+                "sum for GCN), so that dsp train --preaggregate samples one hop fewer");
+  sub->add_option("--preaggregate-kinds", a->preaggregate_kinds,
+                  "with --preaggregate: mean, gcn or mean,gcn (default: both)");
   sub->add_option("--cache-policy", a->o.cache_policy,
                   "in-degree (default), out-degree, presample, random, none");
   sub->add_option("--cache-ratio", a->cache_ratio,
@@ -148,6 +161,12 @@ void add_partition(CLI::App& app) {
   sub->add_flag("--dry-run", a->dry_run,
                 "print the memory estimate against the budget and exit without partitioning");
   sub->callback([a] {
+    DSP_CHECK_ARG(a->preaggregate || a->preaggregate_kinds.empty(),
+                  "--preaggregate-kinds needs --preaggregate");
+    if (a->preaggregate) {
+      a->o.preaggregate =
+          split_list(a->preaggregate_kinds.empty() ? "mean,gcn" : a->preaggregate_kinds);
+    }
     DSP_CHECK_ARG(!(a->cache_ratio >= 0 && a->cache_bytes >= 0),
                   "give --cache-ratio or --cache-bytes, not both");
     a->o.bfs_blocks.balance_entries = a->o.balance_entries;

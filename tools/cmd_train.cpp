@@ -101,6 +101,11 @@ void add_train(CLI::App& app) {
       ->check(CLI::IsMember({"random", "bfs"}));
   sub->add_option("--bfs-sequences", a->c.bfs_sequences,
                   "order bfs: sequences interleaved per epoch (default 4; fewer: more locality)");
+  sub->add_flag("--preaggregate", a->c.preaggregate,
+                "sage, gcn: PaGraph's pre-aggregated first layer, from a partition written with "
+                "dsp partition --preaggregate (a dataset directory is partitioned so): the input "
+                "layer's fanout (the last) is not sampled, its aggregation covers every "
+                "in-neighbour");
   sub->add_option("--result", a->result_file,
                   "write the job's result (best_val_acc, test_acc_at_best, final_loss, ...) as "
                   "JSON to this file (rank 0)");
@@ -158,6 +163,7 @@ void add_train(CLI::App& app) {
     if (given("--order")) c.order = a->c.order;
     if (given("--sample-kernel")) c.sample_kernel = a->c.sample_kernel;
     if (given("--bfs-sequences")) c.bfs_sequences = a->c.bfs_sequences;
+    if (given("--preaggregate")) c.preaggregate = true;
     if (given("--device")) c.train.device = a->c.train.device;
     if (given("--transport")) c.transport = a->c.transport;
     if (a->no_progress) c.progress = false;

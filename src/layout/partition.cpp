@@ -63,6 +63,7 @@ nlohmann::json PartitionMeta::to_json() const {
           {"edge_cut", edge_cut},
           {"hops", hops},
           {"halo_cap", halo_cap},
+          {"preaggregated", preaggregated},
           {"num_nodes", num_nodes},
           {"num_edges", num_edges},
           {"feature_dim", feature_dim},
@@ -131,6 +132,8 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   // Written since self-reliant (pagraph) partitions exist; absent means no replication.
   if (j.contains("hops")) get("hops", m.hops);
   if (j.contains("halo_cap")) get("halo_cap", m.halo_cap);
+  // Written since PaGraph's pre-aggregation exists; absent means none.
+  if (j.contains("preaggregated")) get("preaggregated", m.preaggregated);
   DSP_CHECK_FORMAT(m.hops >= 0 && m.halo_cap >= 0, "{}: hops and halo_cap must be >= 0", what);
   DSP_CHECK_FORMAT(m.parts >= 1, "{}: parts must be >= 1, got {}", what, m.parts);
   DSP_CHECK_FORMAT(static_cast<int64_t>(m.offsets.size()) == m.parts + 1,

@@ -20,6 +20,10 @@
 //                             other parts, so that its sampler reaches every node within L-1 hops
 //                             of its seeds without asking another rank (halo_ids ascending, new
 //                             ids; rows as in indices.npy, cut to halo_cap entries if capped)
+//   preaggregated_<kind>.npy  with --preaggregate (PaGraph's PP, kind mean or gcn): [N, 2 F] in
+//                             the features' dtype, row v = [x_v | a_v], a_v the first layer's
+//                             aggregation over v's whole in-neighbourhood (see preaggregate_kinds);
+//                             renumbered and shared like features.npy
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -75,6 +79,8 @@ struct PartitionOptions {
   uint64_t seed = 0;
   bool overwrite = false;
   bool verbose = true;                    // progress lines per phase (time, peak memory)
+  // PaGraph's first-layer pre-aggregation: kinds of preaggregated_<kind>.npy to write (mean, gcn).
+  std::vector<std::string> preaggregate;
   // Visit counts for cache_policy "presample" (the sampler module's make_presample_fn); layout
   // cannot depend on the sampler, so the caller injects it.
   PresampleFn presample;
@@ -99,6 +105,7 @@ struct PartitionMeta {
   int64_t edge_cut = 0;          // entries whose endpoints are owned by different parts
   int hops = 0;                  // > 0: parts replicate the halo rows of their L-hop samplers
   int64_t halo_cap = 0;          // entries kept per replicated row (0: all)
+  std::vector<std::string> preaggregated;  // kinds of preaggregated_<kind>.npy (PaGraph's PP)
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   DType feature_dtype = DType::kFloat32;
   DType index_dtype = DType::kInt32;
@@ -179,6 +186,27 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
 // Costs 8 (N + 1) bytes of row pointers plus a copy of the part's rows. InvalidArgument if the
 // partition replicates nothing.
 PartitionData replicated_view(const PartitionData& part);
+
+// PaGraph's first-layer pre-aggregation (PP). The first layer of GraphSAGE-mean and of GCN is a
+// linear map of [x_v | a_v]; with a_v computed once over v's whole in-neighbourhood N(v) (the
+// in-neighbour rows of the graph, edge weights ignored as the models ignore them) a job samples one
+// hop fewer and loads the rows of the last sampled frontier only:
+//   mean: a_v = mean_{u in N(v)} x_u (0 when N(v) is empty): SAGEConv's neighbour mean;
+//   gcn:  a_v = sum_{u in N(v) + v} x_u / sqrt((d_out(u) + 1)(|N(v)| + 1)), d_out(u) the entries
+//         naming u in the whole graph: the GCN layer's norm='both' aggregation (aggregate.hpp) on
+//         the block whose destinations are all nodes, i.e. Kipf & Welling's normalisation.
+// Sums run in double in row order and round once to the features' dtype.
+const std::vector<std::string>& preaggregate_kinds();  // {"mean", "gcn"}
+// The PP kind the first layer of `model` uses: "mean" (sage), "gcn" (gcn); "" for any other.
+std::string preaggregate_kind_of(const std::string& model);
+// Writes preaggregated_<kind>.npy for the dataset's graph and features, rows in the order
+// new2old (row i is the node new2old[i]), streamed in chunks of rows.
+void write_preaggregated(const Csr& g, const Array& features, const std::vector<int64_t>& new2old,
+                         const std::string& kind, const std::string& path);
+// Maps `dir`/preaggregated_<kind>.npy of a loaded part, checks its shape and dtype and the part's
+// rows are finite. FormatError naming the file; InvalidArgument when the partition was written
+// without that kind (naming the dsp partition option that writes it).
+Array load_preaggregated(const PartitionData& part, const std::string& kind);
 
 // Throws FormatError if `ds` is not the dataset `meta` was made from.
 void check_partition_source(const PartitionMeta& meta, const Dataset& ds);

@@ -193,6 +193,13 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   DSP_CHECK_ARG(opts.cache_ratio >= 0.0 && opts.cache_ratio <= 1.0,
                 "--cache-ratio must be in [0, 1], got {}", opts.cache_ratio);
   DSP_CHECK_ARG(opts.seed_imbalance >= 0.0, "seed imbalance must be >= 0");
+  for (const std::string& k : opts.preaggregate) {
+    const auto& kinds = preaggregate_kinds();
+    DSP_CHECK_ARG(std::find(kinds.begin(), kinds.end(), k) != kinds.end(),
+                  "unknown --preaggregate kind '{}' (mean, gcn)", k);
+    DSP_CHECK_ARG(ds.features.defined(), "--preaggregate needs node features, and {} has none",
+                  ds.dir.empty() ? ds.meta.name : ds.dir);
+  }
 
   Stopwatch total;
   detail::Progress progress(opts.verbose);
@@ -246,6 +253,12 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
                 {"method_report", method_report}};
   if (opts.method == "metis") meta.extra["balance_entries"] = opts.balance_entries;
   if (opts.method == "bfs-blocks") meta.extra["balance_entries"] = opts.bfs_blocks.balance_entries;
+  for (const std::string& k : opts.preaggregate) {
+    if (std::find(meta.preaggregated.begin(), meta.preaggregated.end(), k) ==
+        meta.preaggregated.end()) {
+      meta.preaggregated.push_back(k);
+    }
+  }
   if (opts.method == "pagraph") {
     meta.hops = opts.pagraph.hops;
     meta.halo_cap = opts.pagraph.halo_cap;
@@ -278,6 +291,9 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   meta.partition_id = pid.digest();
 
   if (ds.features.defined()) write_gathered_rows(dir.file("features.npy"), ds.features, new2old);
+  for (const std::string& k : meta.preaggregated) {
+    write_preaggregated(g, ds.features, new2old, k, dir.file(fmt::format("preaggregated_{}.npy", k)));
+  }
   if (ds.labels.defined()) write_gathered_rows(dir.file("labels.npy"), ds.labels, new2old);
   save_npy(dir.file("train_idx.npy"),
            ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)

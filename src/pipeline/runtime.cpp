@@ -67,6 +67,8 @@ RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
   set_thread_pools(cores_.threads);
   partition_if_needed();
   part_ = load_partition(part_dir_, rank(), size());
+  // PaGraph's PP: the store gathers [x_v | a_v] rows instead of x_v (the meta keeps F).
+  if (!opts_.preaggregate.empty()) part_.features = load_preaggregated(part_, opts_.preaggregate);
   if (!opts_.cache_policy.empty() || opts_.cache_ratio >= 0) {
     if (!partitioned_on_the_fly()) override_cache();  // on the fly: the partition used them
   }
@@ -126,6 +128,7 @@ void RankRuntime::partition_if_needed() {
       po.verbose = log_level() <= LogLevel::kDebug;
       if (!opts_.cache_policy.empty()) po.cache_policy = opts_.cache_policy;
       if (opts_.cache_ratio >= 0) po.cache_ratio = opts_.cache_ratio;
+      if (!opts_.preaggregate.empty()) po.preaggregate = {opts_.preaggregate};
       DSP_INFO("runtime", "partitioning {} into {} part(s) ...", opts_.path, size());
       partition_dataset(ds, po, tmp_part_);
     } catch (const Error& e) {
@@ -186,7 +189,7 @@ double RankRuntime::size_cache_for_batch(int64_t batch_feature_bytes, int64_t pr
   cs.batch_feature_bytes = batch_feature_bytes;
   cs.prefetch_batches = prefetch_batches;
   const PartitionMeta& m = part_.meta;
-  cs.row_bytes = static_cast<size_t>(m.feature_dim) * dtype_size(part_.features.dtype());
+  cs.row_bytes = static_cast<size_t>(part_.features.dim(1)) * dtype_size(part_.features.dtype());
   const int64_t own = m.offsets[rank() + 1] - m.offsets[rank()];
   cs.max_rows = own;
   double ratio = own > 0 ? static_cast<double>(cache_rows_for_memory(cs)) / own : 1.0;

@@ -44,6 +44,9 @@ struct RankOptions {
   // PaGraph's sizing (size_cache_for_batch): the host memory the cache may take, bytes; 0: the
   // available memory (MemAvailable). Ignored on a GPU rank: its free device memory decides.
   int64_t cache_memory = 0;
+  // PaGraph's PP: the kind (mean, gcn) of pre-aggregated rows the store gathers in place of the
+  // features (layout/partition.hpp; on-the-fly partitioning writes them); empty: the features.
+  std::string preaggregate;
   std::string log_name = "dsp";  // names the job in the startup log
 };
 

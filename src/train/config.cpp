@@ -12,13 +12,22 @@ void ModelConfig::validate() const {
   DSP_CHECK_ARG(hidden > 0, "hidden size must be positive, got {}", hidden);
   DSP_CHECK_ARG(layers >= 1, "a model needs at least one layer, got {}", layers);
   DSP_CHECK_ARG(dropout >= 0.0 && dropout < 1.0, "dropout must lie in [0, 1), got {}", dropout);
+  DSP_CHECK_ARG(!preaggregated || model == "sage" || model == "gcn",
+                "--preaggregate works with sage and gcn, whose first layer is a linear map of a "
+                "neighbour aggregate; {}'s first layer cannot be computed ahead of sampling",
+                model);
+  DSP_CHECK_ARG(!preaggregated || layers >= 2,
+                "--preaggregate needs 2 or more layers (the first is pre-aggregated, the others "
+                "are sampled), got {}",
+                layers);
   DSP_CHECK_ARG(heads >= 1 && out_heads >= 1, "attention heads must be >= 1, got {} and {}", heads,
                 out_heads);
 }
 
 nlohmann::json ModelConfig::to_json() const {
   return {{"model", model},   {"in_dim", in_dim},   {"hidden", hidden}, {"out_dim", out_dim},
-          {"layers", layers}, {"dropout", dropout}, {"heads", heads},   {"out_heads", out_heads}};
+          {"layers", layers}, {"dropout", dropout}, {"heads", heads},   {"out_heads", out_heads},
+          {"preaggregated", preaggregated}};
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
@@ -32,6 +41,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     c.dropout = j.at("dropout").get<double>();
     c.heads = j.at("heads").get<int>();
     c.out_heads = j.at("out_heads").get<int>();
+    c.preaggregated = j.value("preaggregated", false);  // absent in older checkpoints
   } catch (const nlohmann::json::exception& e) {
     DSP_THROW_T(FormatError, "bad model config {}: {}", j.dump(), e.what());
   }

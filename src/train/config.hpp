@@ -18,7 +18,13 @@ struct ModelConfig {
   double dropout = 0.5;        // on the input of every layer (and on GAT attention weights)
   int heads = 1;               // GAT heads of the hidden layers (concatenated)
   int out_heads = 1;           // GAT heads of the output layer (averaged)
+  // PaGraph's pre-aggregation (sage, gcn): the first layer reads [x_v | a_v] rows (2 in_dim wide,
+  // a_v aggregated over v's whole in-neighbourhood when partitioning) instead of a block, so a
+  // batch carries layers - 1 blocks and the rows of the outermost one's sources.
+  bool preaggregated = false;
 
+  int num_blocks() const { return preaggregated ? layers - 1 : layers; }
+  int64_t input_width() const { return preaggregated ? 2 * in_dim : in_dim; }
   // Throws InvalidArgument naming the field ("unknown model 'x' (sage, gcn, gat)", ...).
   void validate() const;
   nlohmann::json to_json() const;

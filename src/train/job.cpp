@@ -66,8 +66,11 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(roles == 0 || (order == "random" && !cache_auto),
                 "--roles runs the random seed order with the partition's cache: --order bfs and "
                 "--cache-auto are for symmetric jobs");
+  DSP_CHECK_ARG(roles == 0 || !preaggregate,
+                "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
   ModelConfig m = train.model;
   m.layers = static_cast<int>(fanouts.size());
+  m.preaggregated = preaggregate;
   if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
   if (m.out_dim == 0) m.out_dim = 2;
   m.validate();
@@ -88,7 +91,8 @@ nlohmann::json JobConfig::to_json() const {
           {"resume", resume},       {"metrics_file", metrics_file},
           {"seed", seed},           {"backend", backend},      {"device", train.device},
           {"transport", transport}, {"order", order},       {"bfs_sequences", bfs_sequences},
-          {"sample_kernel", sample_kernel}};
+          {"sample_kernel", sample_kernel},
+          {"preaggregate", preaggregate}};
 }
 
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
@@ -141,6 +145,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "order") c.order = v.get<std::string>();
       else if (k == "bfs_sequences") c.bfs_sequences = v.get<int>();
       else if (k == "sample_kernel") c.sample_kernel = v.get<std::string>();
+      else if (k == "preaggregate") c.preaggregate = v.get<bool>();
       else {
         DSP_THROW_T(FormatError, "{}: unknown key '{}'", what, k);
       }
@@ -155,7 +160,8 @@ nlohmann::json JobResult::to_json() const {
   return {{"epochs_run", epochs_run},       {"best_val_acc", best_val_acc},
           {"best_epoch", best_epoch},       {"test_acc_at_best", test_acc_at_best},
           {"final_loss", final_loss},       {"mean_epoch_s", mean_epoch_s},
-          {"cache_hit_rate", cache_hit_rate}, {"bytes_communicated", bytes_communicated}};
+          {"cache_hit_rate", cache_hit_rate}, {"bytes_communicated", bytes_communicated},
+          {"feature_bytes_per_batch", feature_bytes_per_batch}};
 }
 
 namespace {
@@ -214,6 +220,7 @@ RankOptions rank_options(const JobConfig& cfg) {
   ro.cache_ratio = cfg.cache_ratio;
   ro.cache_memory = cfg.cache_memory;
   ro.log_name = "train";
+  if (cfg.preaggregate) ro.preaggregate = preaggregate_kind_of(cfg.train.model.model);
   return ro;
 }
 
@@ -231,6 +238,8 @@ class TrainJob {
   void resume();
   void size_cache(const PipelineOptions& popts);
   int auto_samplers(const PipelineStages& symmetric);
+  void log_preaggregation() const;
+  double feature_bytes_per_batch();
   void write_metrics(int epoch, double loss, double train_acc, double val, double test);
   void checkpoint(int epoch);
 
@@ -276,11 +285,14 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   so.fanouts = cfg_.fanouts;
   so.seed = cfg_.seed;
   so.kernel = parse_sample_kernel(cfg_.sample_kernel);
+  // Fanouts run from the seeds out: with PP the last one (the input layer's) is not sampled.
+  if (cfg_.preaggregate) so.fanouts.pop_back();
   // On self-reliant (pagraph) parts training samples without communication; evaluation (any
   // valid/test node) still samples collectively.
   sampler_ = rt_.make_sampler(so, /*self_reliant=*/true);
   SamplerOptions eo = so;
   eo.fanouts = cfg_.eval_fanouts;
+  if (cfg_.preaggregate) eo.fanouts.pop_back();
   eo.seed = cfg_.seed ^ 0x6576616cULL;  // "eval": evaluation draws independent of training's
   eval_sampler_ = rt_.make_sampler(eo);
 
@@ -288,6 +300,7 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   tc_.model.in_dim = meta.feature_dim;
   tc_.model.out_dim = meta.num_classes;
   tc_.model.layers = static_cast<int>(cfg_.fanouts.size());
+  tc_.model.preaggregated = cfg_.preaggregate;
   tc_.seed = cfg_.seed;
   tc_.num_threads = rt_.cores().threads;
   tc_.device = rt_.device().str();
@@ -356,6 +369,7 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
                  ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
                                samplers_, rt_.size() - samplers_, cfg_.roles_switch)
                  : "");
+    log_preaggregation();
   }
   if (rt_.leader() && !cfg_.metrics_file.empty()) {
     metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));
@@ -382,13 +396,44 @@ void TrainJob::size_cache(const PipelineOptions& popts) {
   rt_.channel(WorkerKind::kSampler).set_step(-1, 2);
   const SampledBatch sb = sampler_->sample(seeds, start_epoch_, 0);
   const PartitionData& part = rt_.part();
-  const int64_t bytes = static_cast<int64_t>(sb.input_nodes().size()) * part.meta.feature_dim *
+  const int64_t bytes = static_cast<int64_t>(sb.input_nodes().size()) * part.features.dim(1) *
                         static_cast<int64_t>(dtype_size(part.features.dtype()));
   // Pipelined: the loaded queue and the batch being loaded hold features besides the trained one.
   const int64_t in_flight = popts.mode == PipelineMode::kSequential
                                 ? 0
                                 : static_cast<int64_t>(popts.queue_capacity) + 1;
   rt_.size_cache_for_batch(bytes, in_flight);
+}
+
+// What the first layer reads, said once: a pre-aggregated partition must not change what a job
+// computes unless asked (--preaggregate).
+void TrainJob::log_preaggregation() const {
+  const PartitionMeta& meta = rt_.part().meta;
+  const std::string kind = preaggregate_kind_of(tc_.model.model);
+  if (cfg_.preaggregate) {
+    DSP_INFO("train",
+             "first layer pre-aggregated (PaGraph): {} over every in-neighbour, read from "
+             "preaggregated_{}.npy as [x | a] rows; sampling fanouts {} (the input layer's {} is "
+             "not sampled)",
+             kind == "mean" ? "the mean" : "the GCN-normalised sum", kind,
+             fmt::join(cfg_.fanouts.begin(), cfg_.fanouts.end() - 1, ","), cfg_.fanouts.back());
+  } else if (!meta.preaggregated.empty()) {
+    DSP_INFO("train",
+             "the partition holds pre-aggregated rows ({}); the first layer samples its "
+             "neighbours as usual{}",
+             fmt::join(meta.preaggregated, ", "),
+             std::find(meta.preaggregated.begin(), meta.preaggregated.end(), kind) !=
+                     meta.preaggregated.end()
+                 ? " (dsp train --preaggregate would use them)"
+                 : "");
+  }
+}
+
+// Bytes of input rows the training loads of the epoch just run read per batch (this rank).
+double TrainJob::feature_bytes_per_batch() {
+  const GatherStats& g = rt_.store().stats();
+  const double bytes = static_cast<double>(g.bytes_cold + g.bytes_local_hot + g.bytes_remote_hot);
+  return steps_ > 0 ? bytes / static_cast<double>(steps_) : 0.0;
 }
 
 void TrainJob::resume() {
@@ -437,6 +482,7 @@ void TrainJob::train_epoch(int epoch) {
   sampler_->reset_stats();
   rt_.store().reset_stats();
   em_ = pipe_->run_epoch(epoch);
+  if (cfg_.roles == 0) res_.feature_bytes_per_batch = feature_bytes_per_batch();
   bar_->finish();
   epoch_time_sum_ += em_.wall_s;
   ++res_.epochs_run;
@@ -483,7 +529,8 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                         {"epoch_s", em_.wall_s},
                         {"pipeline", em_.to_json()},
                         {"sampler", sampler_->stats().to_json()},
-                        {"cache_hit_rate", res_.cache_hit_rate}};
+                        {"cache_hit_rate", res_.cache_hit_rate},
+                        {"feature_bytes_per_batch", res_.feature_bytes_per_batch}};
   if (val >= 0) {
     rec["val_acc"] = val;
     rec["test_acc"] = test;
@@ -520,9 +567,11 @@ JobResult TrainJob::finish() {
                "  final loss          {:.4f}\n"
                "  time per epoch      {:.2f} s\n"
                "  cache hit rate      {:.3f}\n"
-               "  bytes sent (rank 0) {:.1f} MB\n",
+               "  bytes sent (rank 0) {:.1f} MB\n"
+               "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
                res_.best_val_acc, res_.best_epoch + 1, res_.test_acc_at_best, res_.final_loss,
-               res_.mean_epoch_s, res_.cache_hit_rate, res_.bytes_communicated / 1e6);
+               res_.mean_epoch_s, res_.cache_hit_rate, res_.bytes_communicated / 1e6,
+               res_.feature_bytes_per_batch / 1e6);
   }
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(cfg_.epochs + 1, 0);

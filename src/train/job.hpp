@@ -36,6 +36,10 @@ struct JobConfig {
   // available memory; a GPU rank uses its free device memory).
   bool cache_auto = false;
   int64_t cache_memory = 0;
+  // PaGraph's first-layer pre-aggregation (sage, gcn): the partition's preaggregated_<kind>.npy
+  // rows replace the input layer's sampled block; the sampler draws fanouts[0, L-1) and the
+  // input layer's fanout (the last) is not used. Off: a pre-aggregated partition trains normally.
+  bool preaggregate = false;
   std::string checkpoint_dir;       // empty: no checkpoints
   int checkpoint_every = 0;         // epochs; 0: only at the end (if checkpoint_dir is set)
   bool resume = false;              // continue from checkpoint_dir/checkpoint.pt
@@ -63,6 +67,7 @@ struct JobResult {
   double mean_epoch_s = 0;
   double cache_hit_rate = 0;
   uint64_t bytes_communicated = 0;  // this rank, all workers
+  double feature_bytes_per_batch = 0;  // this rank's loaded input rows, last epoch's training
   nlohmann::json to_json() const;
 };
 

@@ -34,14 +34,16 @@ torch::Tensor GnnModel::dropout(const torch::Tensor& x, double p, at::Generator*
 }
 
 void GnnModel::check_inputs(const std::vector<BlockTensors>& blocks, const torch::Tensor& x) const {
-  DSP_CHECK_ARG(static_cast<int>(blocks.size()) == cfg_.layers,
-                "the batch has {} blocks but the {}-layer model needs one per layer (the number "
-                "of fanouts must equal the number of layers)",
-                blocks.size(), cfg_.layers);
-  DSP_CHECK_ARG(x.dim() == 2 && x.size(0) == blocks.front().num_src && x.size(1) == cfg_.in_dim,
-                "input features are {} but the model expects [{}, {}] (input nodes x in_dim)",
-                fmt::format("[{}]", fmt::join(x.sizes().vec(), ", ")), blocks.front().num_src,
-                cfg_.in_dim);
+  DSP_CHECK_ARG(static_cast<int>(blocks.size()) == cfg_.num_blocks(),
+                "the batch has {} blocks but the {}-layer model{} needs {} (the number of fanouts "
+                "must equal the number of layers)",
+                blocks.size(), cfg_.layers, cfg_.preaggregated ? " with a pre-aggregated input" : "",
+                cfg_.num_blocks());
+  const int64_t rows = blocks.front().num_src;
+  DSP_CHECK_ARG(x.dim() == 2 && x.size(0) == rows && x.size(1) == cfg_.input_width(),
+                "input features are {} but the model expects [{}, {}] (input nodes x {})",
+                fmt::format("[{}]", fmt::join(x.sizes().vec(), ", ")), rows, cfg_.input_width(),
+                cfg_.preaggregated ? "2 in_dim: [x | pre-aggregated]" : "in_dim");
 }
 
 namespace {
@@ -50,6 +52,12 @@ class Layer : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, double attn_drop,
                                 at::Generator* gen, const GnnModel& owner) = 0;
+  // The layer on pre-aggregated rows [x_v | a_v] (PaGraph's PP): what forward computes for v
+  // when a_v is its aggregation over v's whole in-neighbourhood. Only sage and gcn have one
+  // (ModelConfig::validate refuses the others).
+  virtual torch::Tensor forward_preaggregated(const torch::Tensor& /*xa*/) {
+    DSP_THROW_T(InvalidArgument, "this layer has no pre-aggregated form");
+  }
 };
 
 class SageLayer : public Layer {
@@ -77,6 +85,11 @@ class SageLayer : public Layer {
     return torch::addmm(self_->bias, aggregate_concat_self(b, h, Aggregation::kMean), w.t());
   }
 
+  // W_self x_v + W_neigh mean_v + b: the rows are already [h_dst | mean].
+  torch::Tensor forward_preaggregated(const torch::Tensor& xa) override {
+    return torch::addmm(self_->bias, xa, torch::cat({self_->weight, neigh_->weight}, 1).t());
+  }
+
  private:
   int64_t in_, out_;
   torch::nn::Linear self_, neigh_;
@@ -96,6 +109,11 @@ class GcnLayer : public Layer {
                         const GnnModel&) override {
     if (in_ > out_) return aggregate(b, lin_(h), Aggregation::kGcn) + bias_;
     return lin_(aggregate(b, h, Aggregation::kGcn)) + bias_;
+  }
+
+  // W a_v + b on the aggregate half of [x_v | a_v].
+  torch::Tensor forward_preaggregated(const torch::Tensor& xa) override {
+    return lin_(xa.narrow(1, in_, in_)) + bias_;
   }
 
  private:
@@ -173,8 +191,11 @@ class StackModel : public GnnModel {
     // DGL's placements: GATConv drops out the input of every layer (feat_drop), the GraphSAGE
     // and GCN examples only the hidden activations, not the raw features.
     torch::Tensor h = gat ? dropout(x, cfg_.dropout, gen) : x;
+    // With pre-aggregated input, layer 0 is dense and layer l reads block l - 1.
+    const size_t skip = cfg_.preaggregated ? 1 : 0;
     for (size_t l = 0; l < layers_.size(); ++l) {
-      h = layers_[l]->forward(blocks[l], h, cfg_.dropout, gen, *this);
+      h = l < skip ? layers_[l]->forward_preaggregated(h)
+                   : layers_[l]->forward(blocks[l - skip], h, cfg_.dropout, gen, *this);
       if (l + 1 == layers_.size()) return gat ? h.mean(1) : h;
       h = gat ? dropout(torch::elu(h.flatten(1)), cfg_.dropout, gen)
               : dropout(h, cfg_.dropout, gen, /*relu=*/true);

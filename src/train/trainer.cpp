@@ -147,13 +147,14 @@ namespace {
 
 void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
   const auto& s = b.sample;
-  DSP_CHECK_ARG(static_cast<int>(s.blocks.size()) == cfg.layers,
-                "the batch has {} blocks but the {}-layer model needs one per layer (the number "
-                "of fanouts must equal the number of layers)",
-                s.blocks.size(), cfg.layers);
-  DSP_CHECK_ARG(b.feature_dim == cfg.in_dim,
+  DSP_CHECK_ARG(static_cast<int>(s.blocks.size()) == cfg.num_blocks(),
+                "the batch has {} blocks but the {}-layer model{} needs {} (the number of fanouts "
+                "must equal the number of layers)",
+                s.blocks.size(), cfg.layers, cfg.preaggregated ? " with a pre-aggregated input" : "",
+                cfg.num_blocks());
+  DSP_CHECK_ARG(b.feature_dim == cfg.input_width(),
                 "batch features have {} columns but the model expects {}", b.feature_dim,
-                cfg.in_dim);
+                cfg.input_width());
   const int64_t n_in = s.blocks.front().num_src;
   DSP_CHECK_ARG(b.features_on_device() ? b.device_features != nullptr
                                        : static_cast<int64_t>(b.features.size()) ==
