@@ -61,7 +61,7 @@ figures() {
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$res/$1.time")
   echo "$wall $rss"
 }
-json() { /usr/bin/python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$3"; }
+json() { /usr/bin/python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($1)" "$2"; }
 
 summary="$res/summary.tsv"  # size, nodes, entries, disk, then phase wall/rss pairs
 : >"$summary"
