@@ -1,119 +1,190 @@
 #!/usr/bin/env bash
 # The "Scale" section of docs/benchmarks.md: papers100M-shaped community graphs (111,059,956 nodes,
-# 1,615,685,872 edges, 128 float16 features, 172 classes in full) generated out of core at
-# fractions of that size, then sampled, each phase timed with its peak RSS (/usr/bin/time -v).
-# Not part of CI: at 1/8 it writes about 9 GB and runs for minutes.
+# 1,615,685,872 edges, 172 classes in full) generated out of core at fractions of that size,
+# partitioned into 2 parts (bfs-blocks) and into 1, sampled and trained at 2 ranks and at 1, each
+# phase timed with its peak RSS (/usr/bin/time -v), and a plot of both against size.
+# Not part of CI: at 3/4 of papers100M with 16 float16 features it needs about 30 GB of disk and
+# an hour.
 #
-# Usage: scripts/scale.sh [--fractions 64,8] [--budget 4G] [--keep] [--no-build]
-#   --fractions  which fractions of papers100M to run (default 64,8; 1 is the full size)
-#   --budget     --memory-budget of `dsp generate` (default 2G: the out-of-core path under a
-#                budget below the graph, as the full size needs)
-#   --keep       keep the generated datasets under out/scale/ (default: deleted after measuring)
-# Results: out/scale/results/*.time (time -v) and *.log; the section is rewritten in place.
+# Usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 16] [--budget 4G] [--steps 300]
+#                         [--out out/scale] [--keep] [--reuse] [--no-build]
+#   --fractions  which fractions a/b of papers100M to run (default 1/64,1/8; 1/1 is the full size)
+#   --features   float16 feature columns (papers100M has 128; fewer shrink the dataset and the
+#                partition's copy of it: 16 columns take 32 bytes a node instead of 256)
+#   --budget     --memory-budget of `dsp generate` (default 4G: out of core, as the full size needs)
+#   --steps      training steps per rank (`dsp bench pipeline --max-steps`, one epoch)
+#   --out        where datasets, partitions and results go (results under OUT/results)
+#   --keep       keep the datasets and partitions (default: deleted as soon as they are used)
+#   --reuse      skip a phase whose result (OUT/results/<phase>_<a>-<b>.time) exists, e.g. after
+#                running the largest size's phases by hand with the commands below
+# The 2-part partition is deleted before the 1-part one is written (disk), unless --keep.
+# Writes the Scale section of docs/benchmarks.md and docs/img/scale.svg in place.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-fractions=64,8 budget=2G keep=0 build=1
+fractions=1/64,1/8 features=16 budget=4G steps=300 out=out/scale keep=0 reuse=0 build=1
+usage="usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 16] [--budget 4G] [--steps 300] [--out DIR] [--keep] [--reuse] [--no-build]"
 while (($#)); do
   case "$1" in
     --fractions) fractions="$2"; shift ;;
+    --features) features="$2"; shift ;;
     --budget) budget="$2"; shift ;;
+    --steps) steps="$2"; shift ;;
+    --out) out="$2"; shift ;;
     --keep) keep=1 ;;
+    --reuse) reuse=1 ;;
     --no-build) build=0 ;;
-    *) echo "usage: scripts/scale.sh [--fractions 64,8] [--budget 4G] [--keep] [--no-build]" >&2
-       exit 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
   shift
 done
 if ((build)); then cmake --build build -j2 --target dsp; fi
-dsp=build/tools/dsp
-out=out/scale
+dsp="$here/build/tools/dsp"
 res="$out/results"
 mkdir -p "$res"
+# Features and topology read through their mappings (page cache as the cold tier): no anonymous
+# huge-page copies, which at this size would take most of the memory (core/huge_pages.hpp).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 DSP_HUGE_PAGES=0
 log() { echo "scale.sh [$(date +%T)] $*" >&2; }
-# Runs "$@" under time -v into $res/<name>.{log,time}; prints "<wall s> <peak RSS KiB>".
+# Runs "$@" under time -v into $res/<name>.{log,time} (unless --reuse finds them).
 timed() {
   local name="$1"; shift
-  /usr/bin/time -v -o "$res/$name.time" "$@" >"$res/$name.log" 2>&1
+  if ((reuse)) && [[ -s "$res/$name.time" ]]; then log "reusing $res/$name.time"; return; fi
+  log "$name: $*"
+  nice -n 19 ionice -c3 /usr/bin/time -v -o "$res/$name.time" "$@" >"$res/$name.log" 2>&1
+}
+# "<wall s> <peak RSS KiB>" of a timed phase (for mpirun: the largest rank's peak).
+figures() {
   local wall rss
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$res/$name.time" |
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$res/$1.time" |
          awk -F: '{ if (NF == 3) print $1 * 3600 + $2 * 60 + $3; else print $1 * 60 + $2 }')
-  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$res/$name.time")
+  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$res/$1.time")
   echo "$wall $rss"
 }
-rows=()
+json() { /usr/bin/python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($1)" "$2"; }
+
+summary="$res/summary.tsv"  # size, nodes, entries, disk, then phase wall/rss pairs
+: >"$summary"
 IFS=, read -ra fr <<<"$fractions"
 for f in "${fr[@]}"; do
-  nodes=$((111059956 / f))
-  edges=$((1615685872 / f))
+  a=${f%/*} b=${f#*/} tag="${f%/*}-${f#*/}"
+  nodes=$((111059956 * a / b))
+  edges=$((1615685872 * a / b))
   # About 10,000 nodes per community (172 at least, one per class): communities of papers100M's
   # mean degree that do not force repeated edges.
   comms=$((nodes / 10000 > 172 ? nodes / 10000 : 172))
-  ds="$out/papers-1-$f"
-  rm -rf "$ds"
-  log "1/$f: $nodes nodes, $edges undirected edges drawn"
-  read -r gwall grss < <(timed "generate_$f" "$dsp" generate community "$ds" --nodes "$nodes" \
-    --edges "$edges" --communities "$comms" --features 128 --feature-dtype float16 --classes 172 \
-    --memory-budget "$budget" --out-of-core)
-  disk=$(du -sb "$ds" | awk '{print $1}')
-  entries=$("$dsp" info --json --no-validate "$ds" | /usr/bin/python3 -c \
-    'import json, sys; print(json.load(sys.stdin)["num_edges"])')
-  read -r pwall prss < <(timed "partition_$f" "$dsp" partition "$ds" "$ds-p1" -p 1 \
-    --cache-policy none)
-  read -r swall srss < <(timed "sample_$f" "$dsp" bench sample "$ds-p1" --fanouts 15,10,5 \
-    --batch-size 1024 --batches 50 --json "$res/sample_$f.json")
-  meps=$(/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-print("%.1f" % (d["modes"][0]["sampled_edges_per_s"] / 1e6))' "$res/sample_$f.json")
-  runs=$(grep -o '[0-9]* sorted runs, [0-9.]* [KMG]*i*B spilled' "$res/generate_$f.log" || echo "in memory")
-  rows+=("| 1/$f | $nodes | $edges | $entries | $(numfmt --to=iec "$disk") | ${gwall} s / $((grss / 1024)) MiB | $runs | ${pwall} s / $((prss / 1024)) MiB | ${swall} s / $((srss / 1024)) MiB | $meps |")
-  if ((!keep)); then rm -rf "$ds" "$ds-p1"; fi
-  last=("$f" "$disk" "$gwall" "$pwall")
+  ds="$out/papers-$tag"
+  log "$f: $nodes nodes, $edges undirected edges drawn"
+  # With --reuse, a dataset deleted after its phases ran is generated again only if one is missing.
+  missing=0
+  for ph in generate partition2 sample2 train2 partition1 sample1 train1; do
+    [[ -s "$res/${ph}_$tag.time" ]] || missing=1
+  done
+  if ! ((reuse)) || { ((missing)) && [[ ! -d "$ds" ]]; }; then
+    rm -rf "$ds" "$res/generate_$tag.time"
+  fi
+  timed "generate_$tag" "$dsp" generate community "$ds" --nodes "$nodes" --edges "$edges" \
+    --communities "$comms" --features "$features" --feature-dtype float16 --classes 172 \
+    --memory-budget "$budget" --out-of-core
+  [[ -d "$ds" ]] && echo "$(du -sb "$ds" | awk '{print $1}')" \
+    "$("$dsp" info --json --no-validate "$ds" | json 'd["num_edges"]' /dev/stdin)" \
+    >"$res/dataset_$tag.txt"
+  read -r disk entries <"$res/dataset_$tag.txt"
+  for p in 2 1; do
+    pd="$ds-p$p"
+    run=(mpirun -np "$p")
+    # A phase to run on a partition that is gone: partition again.
+    for ph in sample train; do
+      if [[ ! -d "$pd" && ! -s "$res/$ph${p}_$tag.time" ]]; then
+        rm -f "$res/partition${p}_$tag.time"
+      fi
+    done
+    timed "partition${p}_$tag" "$dsp" partition "$ds" "$pd" -p "$p" --method bfs-blocks \
+      --cache-policy none --overwrite
+    timed "sample${p}_$tag" "${run[@]}" "$dsp" bench sample "$pd" --fanouts 15,10,5 \
+      --batch-size 1024 --batches 50 --json "$res/sample${p}_$tag.json"
+    timed "train${p}_$tag" "${run[@]}" "$dsp" bench pipeline "$pd" --modes off --epochs 1 \
+      --warmup 0 --max-steps "$steps" --fanouts 15,10,5 --batch-size 1024 \
+      --json "$res/train${p}_$tag.json"
+    if ((!keep)); then rm -rf "$pd"; fi
+  done
+  if ((!keep)); then rm -rf "$ds"; fi
+  row="$f	$nodes	$entries	$disk"
+  for ph in generate partition2 sample2 train2 partition1 sample1 train1; do
+    row+="	$(figures "${ph}_$tag" | tr ' ' '\t')"
+  done
+  row+="	$(json '"%.2f" % (d["modes"][0]["sampled_edges_per_s"] / 1e6)' "$res/sample2_$tag.json")"
+  row+="	$(json '"%.2f" % (d["modes"][0]["sampled_edges_per_s"] / 1e6)' "$res/sample1_$tag.json")"
+  row+="	$(json '"%.0f" % (1e3 * d["off"]["epoch_s"] / d["off"]["steps_per_epoch"])' "$res/train2_$tag.json")"
+  row+="	$(json '"%.0f" % (1e3 * d["off"]["epoch_s"] / d["off"]["steps_per_epoch"])' "$res/train1_$tag.json")"
+  row+="	$(grep -o '[0-9]* sorted runs, [0-9.]* [KMG]*i*B spilled' "$res/generate_$tag.log" || echo "in memory")"
+  row+="	$(json 'd["off"]["steps_per_epoch"]' "$res/train2_$tag.json")"
+  row+="	$(json 'd["off"]["steps_per_epoch"]' "$res/train1_$tag.json")"
+  echo "$row" >>"$summary"
 done
-# The full size, extrapolated linearly from the largest fraction run (sorting is n log n, so time
-# is a lower bound); the runs hold 8 bytes per stored direction of every drawn edge.
-extrapolation=$(/usr/bin/python3 - "${last[@]}" <<'PY'
-import sys
-f, disk, gen, part = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-runs = 8 * 2 * 1615685872
-print(f"Full size, extrapolated from 1/{f}: the dataset takes about {disk * f / 1e9:.0f} GB "
-      f"(the 1-part partition as much again), the sorted runs up to {runs / 1e9:.1f} GB while "
-      f"merging (deleted before the features are written), generation about "
-      f"{gen * f / 60:.0f} min and a 1-part partition about {part * f / 60:.0f} min at least.")
-PY
-)
 
-section=$(cat <<MD
-## Scale
+# Tables, the plot and the section from the summary.
+/usr/bin/python3 - "$summary" "$features" "$budget" "$steps" "$(nproc)" \
+  "$(free -g | awk '/Mem:/ {print $2}')" "$(git rev-parse --short HEAD)" <<'PY'
+import re, sys, time
+summary, features, budget, steps, cores, mem, commit = sys.argv[1:]
+phases = ["generate", "partition2", "sample2", "train2", "partition1", "sample1", "train1"]
+rows = []
+for line in open(summary):
+    c = line.rstrip("\n").split("\t")
+    r = {"size": c[0], "nodes": int(c[1]), "entries": int(c[2]), "disk": int(c[3])}
+    for i, ph in enumerate(phases):
+        r[ph] = (float(c[4 + 2 * i]), int(c[5 + 2 * i]) / 1048576)
+    r["meps2"], r["meps1"], r["ms2"], r["ms1"], r["runs"], r["steps2"], r["steps1"] = c[18:25]
+    rows.append(r)
 
-papers100M-shaped community graphs generated out of core (\`scripts/scale.sh\`; machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD)). Full size: 111,059,956 nodes, 1,615,685,872 undirected edges drawn, 128 float16 features, 172 classes. Each phase: wall time / peak RSS from \`/usr/bin/time -v\`; generation runs with \`--memory-budget $budget --out-of-core\` (edges through an external sort on disk, node data streamed). Sampling: \`dsp bench sample\`, 1 rank, 1 thread, fanouts [15,10,5], 1024 seeds per batch, 50 batches, over a 1-part partition (features memory-mapped).
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+xs = [r["nodes"] / 1e6 for r in rows]
+for ph in phases:
+    ax1.plot(xs, [r[ph][0] for r in rows], marker="o", label=ph)
+    ax2.plot(xs, [r[ph][1] for r in rows], marker="o", label=ph)
+for ax, what in ((ax1, "wall time (s)"), (ax2, "peak RSS (GiB)")):
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes (millions; papers100M: 111)")
+    ax.set_ylabel(what)
+    ax.grid(True, which="both", alpha=0.3)
+ax2.axhline(20, color="red", linestyle="--", linewidth=1)
+ax1.legend(fontsize=7)
+fig.suptitle(f"papers100M-shaped community graphs, {features} float16 features ({cores} cores, {mem} GiB)")
+fig.tight_layout()
+fig.savefig("docs/img/scale.svg")
 
-| size | nodes | edges drawn | stored entries | disk | generate | sort | partition -p 1 | bench sample | M edges/s |
-|---|---|---|---|---|---|---|---|---|---|
-$(printf '%s\n' "${rows[@]}")
-
-$extrapolation
-
-Peak RSS counts the pages of mapped files: \`partition\` and \`bench sample\` map the dataset (page cache, which the kernel reclaims under pressure), so their figures grow with the files read, not with anonymous memory.
-
-Commands (for fraction F of papers100M):
-
-    build/tools/dsp generate community out/scale/papers-1-F --nodes 111059956/F --edges 1615685872/F --communities max(172, nodes/10000) --features 128 --feature-dtype float16 --classes 172 --memory-budget $budget --out-of-core
-    build/tools/dsp partition out/scale/papers-1-F out/scale/papers-1-F-p1 -p 1 --cache-policy none
-    build/tools/dsp bench sample out/scale/papers-1-F-p1 --fanouts 15,10,5 --batch-size 1024 --batches 50
-MD
-)
-/usr/bin/python3 - "$section" <<'PY'
-import re, sys
+gib = lambda b: f"{b / 2**30:.1f} GiB"
+ph = lambda r, p: f"{r[p][0]:.0f} s / {r[p][1]:.1f}"
+lines = [
+    "## Scale", "",
+    f"papers100M-shaped community graphs generated out of core, partitioned, sampled and trained (`scripts/scale.sh`; machine: {cores} cores, {mem} GiB, shared with other builds; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}). Full size: 111,059,956 nodes, 1,615,685,872 undirected edges drawn (each stored in both directions), 172 classes; here with {features} float16 feature columns (papers100M has 128, see below). Each phase: wall time (s) / peak RSS (GiB) from `/usr/bin/time -v` (under mpirun: the largest rank's). Generation: `--memory-budget {budget} --out-of-core`. Partitions: `--method bfs-blocks --cache-policy none`. Sampling: `dsp bench sample`, 1 thread per rank, fanouts [15,10,5], 1024 seeds per rank and batch, 50 batches (M edges/s: all ranks). Training: `dsp bench pipeline --modes off --max-steps {steps}` (GraphSAGE, hidden 256, Adam; {steps} steps of 1024 seeds per rank, one epoch; ms per step).", "",
+    "| size | nodes | stored entries | dataset | sort |", "|---|---|---|---|---|"]
+for r in rows:
+    lines.append(f"| {r['size']} | {r['nodes']:,} | {r['entries']:,} | {gib(r['disk'])} | {r['runs']} |")
+lines += ["", "| size | generate | partition -p 2 | sample, 2 ranks | train, 2 ranks | partition -p 1 | sample, 1 rank | train, 1 rank |", "|---|---|---|---|---|---|---|---|"]
+for r in rows:
+    lines.append(f"| {r['size']} | {ph(r, 'generate')} | {ph(r, 'partition2')} | {ph(r, 'sample2')}: {r['meps2']} M edges/s | {ph(r, 'train2')}: {r['ms2']} ms/step ({r['steps2']} steps) | {ph(r, 'partition1')} | {ph(r, 'sample1')}: {r['meps1']} M edges/s | {ph(r, 'train1')}: {r['ms1']} ms/step ({r['steps1']} steps) |")
+lines += ["", "![time and peak RSS against size](img/scale.svg)", ""]
+section = "\n".join(lines) + "\n"
 path = "docs/benchmarks.md"
 text = open(path).read()
-section = sys.argv[1].rstrip() + "\n"
 m = re.search(r"^## Scale\n", text, re.M)
+notes = ""
 if m:
-    nxt = re.search(r"^## ", text[m.end():], re.M)
+    nxt = re.search(r"^## |^<!-- peer-bench", text[m.end():], re.M)
     end = m.end() + nxt.start() if nxt else len(text)
-    text = text[:m.start()] + section + ("\n" + text[end:] if nxt else "")
+    old = text[m.start():end]
+    # Hand-written notes after the generated part are kept.
+    k = old.find("<!-- scale:notes -->")
+    notes = old[k:].rstrip() + "\n" if k >= 0 else ""
+    text = text[:m.start()] + section + ("\n" + notes if notes else "") + ("\n" + text[end:] if nxt else "")
 else:
     text = text.rstrip() + "\n\n" + section
 open(path, "w").write(text)
 PY
-log "wrote the Scale section of docs/benchmarks.md"
+log "wrote the Scale section of docs/benchmarks.md and docs/img/scale.svg"

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <string>
 
 namespace dsp {
 
@@ -23,6 +25,7 @@ size_t available_memory_bytes() {
 HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share) {
   HugePageBuffer b;
   if (!src || bytes == 0) return b;
+  if (const char* off = std::getenv("DSP_HUGE_PAGES"); off && std::string(off) == "0") return b;
   const size_t avail = available_memory_bytes();
   if (avail == 0 || static_cast<double>(bytes) > max_share * static_cast<double>(avail)) return b;
   constexpr size_t kHuge = size_t{2} << 20;

@@ -81,6 +81,10 @@ struct PartitionOptions {
   bool verbose = true;                    // progress lines per phase (time, peak memory)
   // PaGraph's first-layer pre-aggregation: kinds of preaggregated_<kind>.npy to write (mean, gcn).
   std::vector<std::string> preaggregate;
+  // Bytes of a part's rows (row pointers and entries) built at a time, renumbered and sorted,
+  // before they are appended to its files; a row longer than that is built alone. <= 0: the
+  // whole part at once (its patch in memory).
+  int64_t write_chunk_bytes = int64_t{64} << 20;
   // Visit counts for cache_policy "presample" (the sampler module's make_presample_fn); layout
   // cannot depend on the sampler, so the caller injects it.
   PresampleFn presample;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -52,29 +53,19 @@ void write_gathered_rows(const std::string& path, const Array& src,
   w.close();
 }
 
-// The in-neighbour rows of new ids [begin, end), entries renumbered and sorted.
+// The in-neighbour rows of new ids [b, e) into idx (their weights into ow when weighted): entries
+// renumbered, each row sorted; ptr[r - b] is row r's offset in idx.
 template <class T>
-void build_patch(const Csr& g, const std::vector<int64_t>& old2new,
-                 const std::vector<int64_t>& new2old, int64_t begin, int64_t end, Csr& out) {
-  const int64_t rows = end - begin;
+void fill_rows(const Csr& g, const std::vector<int64_t>& old2new,
+               const std::vector<int64_t>& new2old, int64_t b, int64_t e,
+               const std::vector<int64_t>& ptr, T* idx, float* ow) {
   const int64_t* p = g.rowptr();
-  out.num_nodes = rows;
-  out.indptr = Array(DType::kInt64, {rows + 1});
-  int64_t* ptr = out.indptr.mutable_data<int64_t>();
-  for (int64_t r = 0; r < rows; ++r) ptr[r + 1] = ptr[r] + g.degree(new2old[begin + r]);
-  out.indices = Array(dtype_of<T>(), {ptr[rows]});
-  T* idx = out.indices.mutable_data<T>();
   const T* src = g.indices.data<T>();
   const float* w = g.has_weights() ? g.weights.data<float>() : nullptr;
-  float* ow = nullptr;
-  if (w) {
-    out.weights = Array(DType::kFloat32, {ptr[rows]});
-    ow = out.weights.mutable_data<float>();
-  }
-  parallel_for(0, rows, 1024, [&](int64_t lo, int64_t hi) {
+  parallel_for(0, e - b, 1024, [&](int64_t lo, int64_t hi) {
     std::vector<std::pair<T, float>> tmp;
     for (int64_t r = lo; r < hi; ++r) {
-      int64_t v = new2old[begin + r], len = ptr[r + 1] - ptr[r];
+      int64_t v = new2old[b + r], len = ptr[r + 1] - ptr[r];
       T* row = idx + ptr[r];
       if (!w) {
         for (int64_t j = 0; j < len; ++j) row[j] = static_cast<T>(old2new[src[p[v] + j]]);
@@ -85,7 +76,7 @@ void build_patch(const Csr& g, const std::vector<int64_t>& old2new,
           tmp[j] = {static_cast<T>(old2new[src[p[v] + j]]), w[p[v] + j]};
         }
         std::sort(tmp.begin(), tmp.end(),
-                  [](const auto& a, const auto& b) { return a.first < b.first; });
+                  [](const auto& x, const auto& y) { return x.first < y.first; });
         for (int64_t j = 0; j < len; ++j) {
           row[j] = tmp[j].first;
           ow[ptr[r] + j] = tmp[j].second;
@@ -93,6 +84,58 @@ void build_patch(const Csr& g, const std::vector<int64_t>& old2new,
       }
     }
   });
+}
+
+// The in-neighbour rows of new ids [begin, end) into <pd>/indptr.npy, indices.npy[,
+// edge_weight.npy], entries renumbered and each row sorted, in one pass over the (mapped) source
+// rows: rows are built chunk_bytes at a time (row pointers and entries; a row longer than that
+// alone) and appended to the files, so a part of billions of entries never sits in memory whole.
+// chunk_bytes <= 0 builds the whole part at once. Returns the part's entry count.
+template <class T>
+int64_t write_patch(const Csr& g, const std::vector<int64_t>& old2new,
+                    const std::vector<int64_t>& new2old, int64_t begin, int64_t end,
+                    const std::string& pd, int64_t chunk_bytes) {
+  int64_t entries = 0;
+  for (int64_t r = begin; r < end; ++r) entries += g.degree(new2old[r]);
+  const bool weighted = g.has_weights();
+  const int64_t entry_bytes = sizeof(T) + (weighted ? sizeof(float) : 0);
+  NpyWriter ptr_out(pd + "/indptr.npy", DType::kInt64, {end - begin + 1});
+  NpyWriter idx_out(pd + "/indices.npy", dtype_of<T>(), {entries});
+  std::optional<NpyWriter> w_out;
+  if (weighted) w_out.emplace(pd + "/edge_weight.npy", DType::kFloat32, std::vector{entries});
+  std::vector<int64_t> ptr, global;
+  std::vector<T> idx;
+  std::vector<float> ow;
+  int64_t written = 0;  // entries of the rows before the chunk
+  const int64_t zero = 0;
+  ptr_out.write(&zero, sizeof(zero));
+  for (int64_t b = begin; b < end;) {
+    // Rows [b, e): at least one, then as many as fit chunk_bytes.
+    int64_t e = b;
+    ptr.assign(1, 0);
+    while (e < end) {
+      const int64_t len = g.degree(new2old[e]);
+      const int64_t bytes = (ptr.back() + len) * entry_bytes + 8 * static_cast<int64_t>(ptr.size());
+      if (e > b && chunk_bytes > 0 && bytes > chunk_bytes) break;
+      ptr.push_back(ptr.back() + len);
+      ++e;
+    }
+    const int64_t n = ptr.back();
+    idx.resize(n);
+    ow.resize(weighted ? n : 0);
+    fill_rows<T>(g, old2new, new2old, b, e, ptr, idx.data(), ow.data());
+    global.resize(ptr.size() - 1);
+    for (size_t i = 1; i < ptr.size(); ++i) global[i - 1] = written + ptr[i];
+    ptr_out.write(global.data(), global.size() * sizeof(int64_t));
+    idx_out.write(idx.data(), n * sizeof(T));
+    if (weighted) w_out->write(ow.data(), n * sizeof(float));
+    written += n;
+    b = e;
+  }
+  ptr_out.close();
+  idx_out.close();
+  if (weighted) w_out->close();
+  return entries;
 }
 
 // Loads and checks <pd>/<prefix>indptr.npy, indices.npy[, edge_weight.npy] as `rows` rows:
@@ -320,16 +363,12 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
     PartStats st;
     st.begin = meta.offsets[p];
     st.end = meta.offsets[p + 1];
-    Csr patch;
-    dispatch_index(g.index_dtype(), [&](auto tag) {
-      build_patch<decltype(tag)>(g, old2new, new2old, st.begin, st.end, patch);
-    });
-    st.edges = patch.num_edges();
     std::string pd = part_dir(dir.tmp_path(), p);
     std::filesystem::create_directories(pd);
-    save_npy(pd + "/indptr.npy", patch.indptr);
-    save_npy(pd + "/indices.npy", patch.indices);
-    if (patch.has_weights()) save_npy(pd + "/edge_weight.npy", patch.weights);
+    dispatch_index(g.index_dtype(), [&](auto tag) {
+      st.edges = write_patch<decltype(tag)>(g, old2new, new2old, st.begin, st.end, pd,
+                                            opts.write_chunk_bytes);
+    });
     std::vector<int64_t> seeds;
     const int64_t* t = train_new.data<int64_t>();
     for (int64_t i = 0; i < train_new.dim(0); ++i) {

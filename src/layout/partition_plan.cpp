@@ -36,13 +36,19 @@ uint64_t assignment_bytes(const DatasetMeta& m, const PartitionOptions& o) {
 }
 
 // Renumbering and writing: old2new and new2old, the hotness scores (twice while they are
-// renumbered), the in-degrees, and the largest part's CSR patch (parts hold about 1/P each; a
-// quarter more for imbalance) with its sorting pairs when weighted.
+// renumbered), the in-degrees, and the rows being written: each part's patch streams through a
+// buffer of write_chunk_bytes (the largest part's patch, about 1/P of the entries and a quarter
+// more for imbalance, when that is smaller or chunking is off). PaGraph's halo rows are built in
+// memory per part after its patch is written: as large as that patch at most.
 uint64_t writing_bytes(const DatasetMeta& m, const PartitionOptions& o) {
   const uint64_t n = m.num_nodes, e = m.num_edges, p = std::max(o.parts, 1);
   const uint64_t id = dtype_size(m.index_dtype), w = m.has_weights ? 4 : 0;
   const uint64_t patch = (e / p + e / (4 * p)) * (id + w) + 8 * (n / p + n / (4 * p) + 1);
-  return 16 * n + 16 * n + 8 * n + patch;
+  const uint64_t chunk = o.write_chunk_bytes > 0
+                             ? std::min(patch, static_cast<uint64_t>(o.write_chunk_bytes))
+                             : patch;
+  const uint64_t halo = o.method == "pagraph" ? patch : 0;
+  return 16 * n + 16 * n + 8 * n + std::max(chunk, halo);
 }
 
 }  // namespace

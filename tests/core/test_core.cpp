@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/huge_pages.hpp"
 #include "core/logging.hpp"
 #include "core/metrics.hpp"
 #include "core/rng.hpp"
@@ -224,3 +227,20 @@ TEST(Half, ConvertsExactly) {
 }
 }  // namespace
 }  // namespace dsp
+
+// A huge-page copy equals its source; DSP_HUGE_PAGES=0 makes none (callers read the source).
+TEST(HugePages, CopyEqualsSourceAndTheEnvironmentTurnsItOff) {
+  std::vector<int32_t> src(1 << 20);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<int32_t>(i * 2654435761u);
+  const size_t bytes = src.size() * sizeof(int32_t);
+  ::unsetenv("DSP_HUGE_PAGES");
+  dsp::HugePageBuffer b = dsp::huge_page_copy(src.data(), bytes, 1.0);
+  ASSERT_TRUE(b.data != nullptr);
+  EXPECT_EQ(b.bytes, bytes);
+  EXPECT_EQ(std::memcmp(b.data.get(), src.data(), bytes), 0);
+  ::setenv("DSP_HUGE_PAGES", "0", 1);
+  dsp::HugePageBuffer off = dsp::huge_page_copy(src.data(), bytes, 1.0);
+  ::unsetenv("DSP_HUGE_PAGES");
+  EXPECT_TRUE(off.data == nullptr);
+  EXPECT_EQ(off.bytes, 0u);
+}

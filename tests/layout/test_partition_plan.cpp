@@ -48,5 +48,26 @@ TEST(PartitionPlan, PartitionDryRunAndRefusal) {
       << r.out;
 }
 
+// The writer streams each part's rows through write_chunk_bytes: beyond the assignment, the
+// estimate grows with the nodes, not with the adjacency entries (papers100M-sized: 2^31 entries
+// and more), and building whole parts in memory costs the largest part's patch on top.
+TEST(PartitionPlan, StreamedWriterEstimateDoesNotGrowWithEntries) {
+  DatasetMeta m;
+  m.num_nodes = 83294967;
+  m.num_edges = 2267925586;
+  m.index_dtype = DType::kInt32;
+  PartitionOptions o;
+  o.parts = 2;
+  o.method = "bfs-blocks";
+  const uint64_t n = m.num_nodes, streamed = estimate_partition_memory(m, o);
+  // Id maps, scores twice and in-degrees (40 bytes a node), the 64 MiB buffer, 64 MiB of slack.
+  EXPECT_EQ(streamed, 40 * n + (uint64_t{64} << 20) + (uint64_t{64} << 20));
+  m.num_edges *= 2;
+  EXPECT_EQ(estimate_partition_memory(m, o), streamed);
+  o.write_chunk_bytes = 0;  // whole parts: the larger part's patch (5/8 of the entries) in memory
+  const uint64_t patch = (m.num_edges / 2 + m.num_edges / 8) * 4 + 8 * (n / 2 + n / 8 + 1);
+  EXPECT_EQ(estimate_partition_memory(m, o), 40 * n + patch + (uint64_t{64} << 20));
+}
+
 }  // namespace
 }  // namespace dsp
