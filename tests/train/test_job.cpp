@@ -259,6 +259,14 @@ TEST(Job, BadInput) {
   c.fanouts = {10, 0};
   EXPECT_THROW(run_training(c), InvalidArgument);
   c = cora_config();
+  c.sample_kernel = "fast";
+  try {
+    run_training(c);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "unknown sampling kernel 'fast' (default, turbo)");
+  }
+  c = cora_config();
   c.path = temp_dir("nothing_here");
   try {
     run_training(c);
