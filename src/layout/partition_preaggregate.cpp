@@ -102,9 +102,8 @@ void write_preaggregated(const Csr& g, const Array& features, const std::vector<
   const int64_t n = static_cast<int64_t>(new2old.size()), f = features.dim(1);
   std::vector<int64_t> out_deg;
   if (gcn) {
-    out_deg = dispatch_index(g.index_dtype(), [&](auto tag) {
-      return out_degrees<decltype(tag)>(g);
-    });
+    out_deg =
+        dispatch_index(g.index_dtype(), [&](auto tag) { return out_degrees<decltype(tag)>(g); });
   }
   const size_t row_bytes = 2 * static_cast<size_t>(f) * dtype_size(features.dtype());
   NpyWriter w(path, features.dtype(), {n, 2 * f});

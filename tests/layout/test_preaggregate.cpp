@@ -64,7 +64,8 @@ TEST(Preaggregate, RowsEqualTheNeighbourAggregateAt1And2Parts) {
       int64_t bad = 0;
       for (int64_t i = 0; i < n; ++i) {
         const int64_t v = n2o.data<int64_t>()[i];
-        const std::vector<float> a = reference_aggregate(ds, out_deg, v, kind == std::string("gcn"));
+        const std::vector<float> a =
+            reference_aggregate(ds, out_deg, v, kind == std::string("gcn"));
         for (int64_t j = 0; j < f; ++j) {
           bad += r[i * 2 * f + j] != x[v * f + j];
           bad += r[i * 2 * f + f + j] != a[j];
@@ -98,8 +99,9 @@ TEST(Preaggregate, MissingKindAndBadKindAreNamed) {
     FAIL() << "a missing kind was accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_EQ(std::string(e.what()),
-              dir + ": the partition has no pre-aggregated 'gcn' rows (it has: mean); write them "
-                    "with dsp partition --preaggregate");
+              dir +
+                  ": the partition has no pre-aggregated 'gcn' rows (it has: mean); write them "
+                  "with dsp partition --preaggregate");
   }
   std::filesystem::remove_all(dir);
 }

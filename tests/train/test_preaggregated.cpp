@@ -36,8 +36,8 @@ TEST(Preaggregated, FirstLayerEqualsTheFullNeighbourhoodLayer) {
   Csr g = directed_graph(n);
   torch::manual_seed(3);
   torch::Tensor x = torch::randn({n, f});
-  Array xa = Array::from_vector(std::vector<float>(x.data_ptr<float>(), x.data_ptr<float>() + n * f),
-                                {n, f});
+  Array xa = Array::from_vector(
+      std::vector<float>(x.data_ptr<float>(), x.data_ptr<float>() + n * f), {n, f});
   std::vector<int64_t> ids(n);
   for (int64_t v = 0; v < n; ++v) ids[v] = v;
   // The full-neighbourhood blocks: every node is a destination of the input block (so GCN's
@@ -78,7 +78,8 @@ TEST(Preaggregated, FirstLayerEqualsTheFullNeighbourhoodLayer) {
     write_preaggregated(g, xa, ids, preaggregate_kind_of(model), path);
     Array rows = load_npy(path, DType::kFloat32, 2);
     ASSERT_EQ(rows.dim(1), 2 * f);
-    auto xpp = torch::from_blob(const_cast<float*>(rows.data<float>()), {n, 2 * f}, torch::kFloat32);
+    auto xpp =
+        torch::from_blob(const_cast<float*>(rows.data<float>()), {n, 2 * f}, torch::kFloat32);
     auto want = full->forward(blocks, x);
     auto got = pp->forward({blocks[1]}, xpp);
     EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-6))
