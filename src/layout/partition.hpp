@@ -179,6 +179,11 @@ struct PartitionData {
   Csr halo;            // their rows (num_nodes = halo_ids.dim(0)); entries are global ids
 };
 
+// Makes `to` share `from`'s node-indexed arrays (features, labels, splits, in-degrees): every
+// part of a partition maps the same node files, so a view built from one part (the replicated
+// view, the roles' whole-graph view) takes them as they are, without copies.
+void share_node_arrays(const PartitionData& from, PartitionData& to);
+
 PartitionMeta load_partition_meta(const std::string& dir);
 // Loads part `part` of the partition in `dir`; `expected_parts` (if > 0) must equal the number of
 // parts (the world size of the job). Errors name the file and the fault.

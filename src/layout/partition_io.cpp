@@ -422,6 +422,15 @@ void check_partition_source(const PartitionMeta& meta, const Dataset& ds) {
                    ds.dir.empty() ? ds.meta.name : ds.dir, meta.source_checksum, ds.meta.name, sum);
 }
 
+void share_node_arrays(const PartitionData& from, PartitionData& to) {
+  to.features = from.features;
+  to.labels = from.labels;
+  to.train_idx = from.train_idx;
+  to.valid_idx = from.valid_idx;
+  to.test_idx = from.test_idx;
+  to.in_degree = from.in_degree;
+}
+
 PartitionData load_partition(const std::string& dir, int part, int expected_parts) {
   PartitionData d;
   d.meta = load_partition_meta(dir);

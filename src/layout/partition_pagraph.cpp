@@ -361,12 +361,7 @@ PartitionData replicated_view(const PartitionData& part) {
   v.dir = part.dir;
   v.part = 0;
   v.seeds = part.seeds;
-  v.features = part.features;
-  v.labels = part.labels;
-  v.train_idx = part.train_idx;
-  v.valid_idx = part.valid_idx;
-  v.test_idx = part.test_idx;
-  v.in_degree = part.in_degree;
+  share_node_arrays(part, v);
   // Row v comes from the own patch, the halo (binary search in halo_ids) or nowhere.
   std::vector<int64_t> ptr(n + 1, 0);
   for (int64_t x = 0, j = 0; x < n; ++x) {

@@ -183,12 +183,7 @@ PartitionData load_whole_partition(const std::string& dir) {
   w.dir = dir;
   w.seeds = Array::from_vector(std::move(seeds));
   w.cached = Array(DType::kInt64, {0});
-  w.features = first.features;
-  w.labels = first.labels;
-  w.train_idx = first.train_idx;
-  w.valid_idx = first.valid_idx;
-  w.test_idx = first.test_idx;
-  w.in_degree = first.in_degree;
+  share_node_arrays(first, w);
   return w;
 }
 
