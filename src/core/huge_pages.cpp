@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -22,24 +24,60 @@ size_t available_memory_bytes() {
   return kb * 1024;
 }
 
+namespace {
+
+std::atomic<size_t> g_held{0};
+
+// Ranks of this node sharing its memory, as the launcher reports them (1 when run alone).
+double node_ranks() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    if (const char* s = std::getenv(v)) {
+      const long n = std::strtol(s, nullptr, 10);
+      if (n > 0) return static_cast<double>(n);
+    }
+  }
+  return 1.0;
+}
+
+// Takes `bytes` from the process's budget, or nothing (false) when they do not fit.
+bool reserve(size_t bytes, double max_share) {
+  const size_t avail = available_memory_bytes();
+  if (avail == 0) return false;
+  size_t held = g_held.load();
+  do {
+    const double budget = max_share * static_cast<double>(avail + held) / node_ranks();
+    if (static_cast<double>(held + bytes) > budget) return false;
+  } while (!g_held.compare_exchange_weak(held, held + bytes));
+  return true;
+}
+
+}  // namespace
+
+size_t huge_page_bytes_held() { return g_held.load(); }
+
 HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share) {
   HugePageBuffer b;
   if (!src || bytes == 0) return b;
   if (const char* off = std::getenv("DSP_HUGE_PAGES"); off && std::string(off) == "0") return b;
-  const size_t avail = available_memory_bytes();
-  if (avail == 0 || static_cast<double>(bytes) > max_share * static_cast<double>(avail)) return b;
+  if (!reserve(bytes, max_share)) return b;
   constexpr size_t kHuge = size_t{2} << 20;
   const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
   // One extra huge page of address space, so the copy can start on a 2 MiB boundary (THP maps
   // only aligned 2 MiB ranges).
   void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                      -1, 0);
-  if (raw == MAP_FAILED) return b;
+  if (raw == MAP_FAILED) {
+    g_held -= bytes;
+    return b;
+  }
   const uintptr_t at = (reinterpret_cast<uintptr_t>(raw) + kHuge - 1) / kHuge * kHuge;
   void* p = reinterpret_cast<void*>(at);
   b.huge = ::madvise(p, len, MADV_HUGEPAGE) == 0;  // before the first touch: faults take 2 MiB
   std::memcpy(p, src, bytes);
-  b.data = std::shared_ptr<void>(p, [raw, len](void*) { ::munmap(raw, len + kHuge); });
+  b.data = std::shared_ptr<void>(p, [raw, len, bytes](void*) {
+    ::munmap(raw, len + kHuge);
+    g_held -= bytes;
+  });
   b.bytes = bytes;
   return b;
 }

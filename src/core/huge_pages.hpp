@@ -15,14 +15,19 @@ struct HugePageBuffer {
 };
 
 // A copy of [src, src + bytes) in anonymous memory advised for huge pages, or an empty buffer when
-// the copy would take more than `max_share` of the memory available now (MemAvailable), or the
-// mapping fails: callers then keep reading `src`. DSP_HUGE_PAGES=0 in the environment makes no
-// copies: each call judges only its own array against what is available now, so the ranks of a
-// node and the several arrays of each may together take most of the memory (a graph larger than
-// memory is then read through its mappings, the page cache as the cold tier).
+// the copy would not fit this process's share of memory, or the mapping fails: callers then keep
+// reading `src` (a graph larger than memory is read through its mappings, the page cache as the
+// cold tier). The share is one budget for all the copies a process holds at once: they may
+// together take `max_share` of the memory available to the process (MemAvailable now plus what its
+// live copies hold), divided among the ranks of the node the launcher reports
+// (OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS), so several arrays and several ranks stay
+// within `max_share` of the machine together. DSP_HUGE_PAGES=0 in the environment makes no copies.
 HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share = 0.25);
 
 // Bytes of memory available for new allocations without swapping (MemAvailable), 0 if unknown.
 size_t available_memory_bytes();
+
+// Bytes the live huge-page copies of this process hold.
+size_t huge_page_bytes_held();
 
 }  // namespace dsp

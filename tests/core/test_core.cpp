@@ -244,3 +244,29 @@ TEST(HugePages, CopyEqualsSourceAndTheEnvironmentTurnsItOff) {
   EXPECT_TRUE(off.data == nullptr);
   EXPECT_EQ(off.bytes, 0u);
 }
+
+// All the copies of a process share one budget (several arrays, several ranks of a node): two
+// copies that each fit alone do not fit together, and freeing one makes room again.
+TEST(HugePages, CopiesShareOneBudgetPerProcessAndNode) {
+  ::unsetenv("DSP_HUGE_PAGES");
+  ::unsetenv("MPI_LOCALNRANKS");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const size_t avail = dsp::available_memory_bytes();
+  ASSERT_GT(avail, size_t{64} << 20);
+  const double share = static_cast<double>(size_t{8} << 20) / static_cast<double>(avail);
+  std::vector<char> src(size_t{5} << 20, 7);  // 5 MiB: one fits an 8 MiB budget, two do not
+  ASSERT_EQ(dsp::huge_page_bytes_held(), 0u);
+  dsp::HugePageBuffer a = dsp::huge_page_copy(src.data(), src.size(), share);
+  ASSERT_TRUE(a.data != nullptr);
+  EXPECT_EQ(dsp::huge_page_bytes_held(), src.size());
+  EXPECT_TRUE(dsp::huge_page_copy(src.data(), src.size(), share).data == nullptr);
+  a = {};
+  EXPECT_EQ(dsp::huge_page_bytes_held(), 0u);
+  dsp::HugePageBuffer c = dsp::huge_page_copy(src.data(), src.size(), share);
+  EXPECT_TRUE(c.data != nullptr);
+  // Two ranks on the node: each gets half, so one 5 MiB copy no longer fits.
+  c = {};
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  EXPECT_TRUE(dsp::huge_page_copy(src.data(), src.size(), share).data == nullptr);
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+}
