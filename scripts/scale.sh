@@ -39,7 +39,10 @@ while (($#)); do
   shift
 done
 if ((build)); then cmake --build build -j2 --target dsp; fi
-dsp="$here/build/tools/dsp"
+# DSP_BIN: the dsp binary to run (default build/tools/dsp), e.g. a copy, so that rebuilding the
+# tree during an hour-long run does not change the binary between phases.
+dsp="${DSP_BIN:-$here/build/tools/dsp}"
+commit="$(git rev-parse --short HEAD)"  # the report names the commit the run started at
 res="$out/results"
 mkdir -p "$res"
 # Features and topology read through their mappings (page cache as the cold tier): no anonymous
@@ -125,7 +128,7 @@ done
 
 # Tables, the plot and the section from the summary.
 /usr/bin/python3 - "$summary" "$features" "$budget" "$steps" "$(nproc)" \
-  "$(free -g | awk '/Mem:/ {print $2}')" "$(git rev-parse --short HEAD)" <<'PY'
+  "$(free -g | awk '/Mem:/ {print $2}')" "$commit" <<'PY'
 import re, sys, time
 summary, features, budget, steps, cores, mem, commit = sys.argv[1:]
 phases = ["generate", "partition2", "sample2", "train2", "partition1", "sample1", "train1"]
