@@ -58,6 +58,12 @@ void add_train(CLI::App& app) {
                 "batches in flight; the policy must be in-degree, random or none");
   sub->add_option("--cache-memory", a->c.cache_memory,
                   "--cache-auto: host bytes the cache may take (default: available memory)");
+  sub->add_option("--fifo-rows", a->c.fifo_rows,
+                  "BGL's dynamic cache: keep this many of the rows other ranks serve per rank, "
+                  "first in first out, so a repeat needs no request (default 0: off)");
+  sub->add_option("--fifo-shared-rows", a->c.fifo_shared_rows,
+                  "with --fifo-rows: a second FIFO level of this many rows in shared memory, "
+                  "shared by the ranks of a machine (default 0: none)");
   sub->add_option("--pipeline", a->pipeline,
                   "auto (default: profile the first batches, then pipeline with per-stage core "
                   "shares only where it is faster), on (three workers) or off (stages one after "
@@ -139,6 +145,8 @@ void add_train(CLI::App& app) {
     if (given("--cache-ratio")) c.cache_ratio = a->c.cache_ratio;
     if (given("--cache-auto")) c.cache_auto = a->c.cache_auto;
     if (given("--cache-memory")) c.cache_memory = a->c.cache_memory;
+    if (given("--fifo-rows")) c.fifo_rows = a->c.fifo_rows;
+    if (given("--fifo-shared-rows")) c.fifo_shared_rows = a->c.fifo_shared_rows;
     if (given("--pipeline")) c.pipeline = a->pipeline;
     if (given("--ccc")) c.ccc = a->ccc == "on";
     if (given("--roles")) {

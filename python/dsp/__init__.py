@@ -172,6 +172,10 @@ class Loader:
             GPU of its node rank, + N); the batches are CUDA tensors (features gathered straight
             into device memory, handed over through DLPack without a copy). CUDA builds only.
         backend: "auto" (MPI under mpirun, else a single process), "self" or "mpi".
+        fifo_rows: BGL's dynamic cache, as ``dsp train --fifo-rows``: this many of the rows other
+            ranks serve kept per rank, first in first out, so a repeat needs no request (0: off).
+        fifo_shared_rows: with ``fifo_rows``, a second level of this many rows shared by the
+            ranks of a machine (``--fifo-shared-rows``).
 
     Under MPI every rank must create the same loaders in the same order and iterate the same
     epochs; an epoch a rank leaves early is finished in the background so its peers are served.
@@ -180,7 +184,8 @@ class Loader:
     def __init__(self, path: str, fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024,
                  shuffle: bool = True, split: str = "train", seed: int = 0, prefetch: int = 2,
                  as_tensor: Optional[bool] = None, backend: str = "auto",
-                 partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu"):
+                 partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
+                 fifo_rows: int = 0, fifo_shared_rows: int = 0):
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
@@ -200,7 +205,8 @@ class Loader:
         self._pin = bool(pin_memory)
         self._impl = _dsp._Loader(str(path), [int(f) for f in fanouts], int(batch_size),
                                   bool(shuffle), split, int(seed), int(prefetch), backend,
-                                  partition_method, device)
+                                  partition_method, device, int(fifo_rows),
+                                  int(fifo_shared_rows))
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
         self._epoch = 0

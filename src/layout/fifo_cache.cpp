@@ -114,12 +114,17 @@ FifoRowCache::FifoRowCache(int64_t capacity, int64_t num_nodes, size_t row_bytes
                   std::strerror(errno));
       fd = shm_open(shm_name.c_str(), O_RDWR, 0600);
       DSP_CHECK_T(IoError, fd >= 0, "fifo cache: shm_open({}): {}", shm_name, std::strerror(errno));
-    } else if (ftruncate(fd, static_cast<off_t>(map_bytes_)) != 0) {
-      const int err = errno;
-      close(fd);
-      shm_unlink(shm_name.c_str());
-      DSP_THROW_T(IoError, "fifo cache: cannot size {} to {} bytes: {}", shm_name, map_bytes_,
-                  std::strerror(err));
+    } else {
+      // Reserved, not only sized: on a full /dev/shm (containers often give it 64 MB) writing a
+      // sparse object's page kills the process with SIGBUS, leaving the object behind.
+      int err = ftruncate(fd, static_cast<off_t>(map_bytes_)) != 0 ? errno : 0;
+      if (err == 0) err = posix_fallocate(fd, 0, static_cast<off_t>(map_bytes_));
+      if (err != 0) {
+        close(fd);
+        shm_unlink(shm_name.c_str());
+        DSP_THROW_T(IoError, "fifo cache: cannot reserve {} bytes of shared memory for {}: {}",
+                    map_bytes_, shm_name, std::strerror(err));
+      }
     }
     if (!creator_) attach_check(fd);
     map_ = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -47,6 +47,11 @@ struct RankOptions {
   // PaGraph's PP: the kind (mean, gcn) of pre-aggregated rows the store gathers in place of the
   // features (layout/partition.hpp; on-the-fly partitioning writes them); empty: the features.
   std::string preaggregate;
+  // BGL's dynamic cache of the rows other ranks serve (FeatureStore::enable_fifo): level 1 holds
+  // `fifo_rows` per rank, level 2 `fifo_shared_rows` in a shared memory object of the machine
+  // (needs level 1). 0: off. The entry point calls enable_fifo() once the store's cache is set.
+  int64_t fifo_rows = 0;
+  int64_t fifo_shared_rows = 0;
   std::string log_name = "dsp";  // names the job in the startup log
 };
 
@@ -93,6 +98,12 @@ class RankRuntime {
   double size_cache_for_batch(int64_t batch_feature_bytes, int64_t prefetch_batches);
   // This rank's seeds of a split: "train" (its co-partitioned training seeds), "valid", "test".
   std::vector<int64_t> local_ids(const std::string& split) const;
+  // Adds the FIFO levels of `fifo_rows`/`fifo_shared_rows` (capped at the node count) to the
+  // store, building it: collective, before the first load. The shared level's object exists only
+  // while the ranks open it (its name is unlinked before this returns), so none is left in
+  // /dev/shm however the job ends. size_cache_for_batch keeps the levels (empty again).
+  void enable_fifo();
+  bool fifo_requested() const { return opts_.fifo_rows > 0; }
 
  private:
   DataCommFactory trainer_channel() const;
@@ -113,6 +124,8 @@ class RankRuntime {
   PartitionData local_;
   std::unique_ptr<Communicator> self_comm_;
   std::unique_ptr<FeatureStore> store_;
+  std::string fifo_name_;  // the shared level's name, the same on every rank of the job
+  bool fifo_on_ = false;
 };
 
 // Parses the device option and picks this rank's GPU: "cuda" means GPU (node rank), "cuda:N" adds

@@ -20,6 +20,11 @@ void LoaderOptions::validate() const {
   DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
                 order);
   DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
+  DSP_CHECK_ARG(fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", fifo_rows);
+  DSP_CHECK_ARG(fifo_shared_rows >= 0, "--fifo-shared-rows must be >= 0, got {}", fifo_shared_rows);
+  DSP_CHECK_ARG(fifo_shared_rows == 0 || fifo_rows > 0,
+                "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
+                "rank's own FIFO level");
 }
 
 
@@ -33,7 +38,10 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   ro.device = opts_.device;
   ro.bind = false;  // the user's process: its other threads are not ours to bind
   ro.log_name = "loader";
+  ro.fifo_rows = opts_.fifo_rows;
+  ro.fifo_shared_rows = opts_.fifo_shared_rows;
   rt_ = std::make_unique<RankRuntime>(ro);
+  rt_->enable_fifo();  // no-op without fifo_rows
   seeds_ = rt_->local_ids(opts_.split);
   std::sort(seeds_.begin(), seeds_.end());
 

@@ -46,6 +46,9 @@ struct LoaderOptions {
   // cpu, cuda or cuda:N: where the sampler and the feature store run; with cuda the features of
   // each batch stay in device memory (LoadedBatch::device_features).
   std::string device = "cpu";
+  // BGL's FIFO levels of the rows other ranks serve (dsp train --fifo-rows, --fifo-shared-rows).
+  int64_t fifo_rows = 0;
+  int64_t fifo_shared_rows = 0;
 
   void validate() const;  // InvalidArgument with the CLI's messages
 };

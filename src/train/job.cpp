@@ -59,6 +59,11 @@ void JobConfig::validate() const {
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
   DSP_CHECK_ARG(cache_memory >= 0, "--cache-memory must be >= 0, got {}", cache_memory);
+  DSP_CHECK_ARG(fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", fifo_rows);
+  DSP_CHECK_ARG(fifo_shared_rows >= 0, "--fifo-shared-rows must be >= 0, got {}", fifo_shared_rows);
+  DSP_CHECK_ARG(fifo_shared_rows == 0 || fifo_rows > 0,
+                "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
+                "rank's own FIFO level");
   DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
                 order);
   parse_sample_kernel(sample_kernel);  // "unknown sampling kernel ..." for anything else
@@ -68,6 +73,10 @@ void JobConfig::validate() const {
                 "--cache-auto are for symmetric jobs");
   DSP_CHECK_ARG(roles == 0 || !preaggregate,
                 "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
+  DSP_CHECK_ARG(roles == 0 || fifo_rows == 0,
+                "--roles: sampler ranks read every row from their own mapping and trainers load "
+                "none, so no rows come from peers for a FIFO to keep: --fifo-rows is for "
+                "symmetric jobs");
   ModelConfig m = train.model;
   m.layers = static_cast<int>(fanouts.size());
   m.preaggregated = preaggregate;
@@ -87,6 +96,7 @@ nlohmann::json JobConfig::to_json() const {
           {"roles_switch", roles_switch},
           {"cache_policy", cache_policy}, {"cache_ratio", cache_ratio},
           {"cache_auto", cache_auto}, {"cache_memory", cache_memory},
+          {"fifo_rows", fifo_rows}, {"fifo_shared_rows", fifo_shared_rows},
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
           {"seed", seed},           {"backend", backend},      {"device", train.device},
@@ -133,6 +143,8 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "cache_ratio") c.cache_ratio = v.get<double>();
       else if (k == "cache_auto") c.cache_auto = v.get<bool>();
       else if (k == "cache_memory") c.cache_memory = v.get<int64_t>();
+      else if (k == "fifo_rows") c.fifo_rows = v.get<int64_t>();
+      else if (k == "fifo_shared_rows") c.fifo_shared_rows = v.get<int64_t>();
       else if (k == "checkpoint_dir") c.checkpoint_dir = v.get<std::string>();
       else if (k == "checkpoint_every") c.checkpoint_every = v.get<int>();
       else if (k == "resume") c.resume = v.get<bool>();
@@ -161,7 +173,10 @@ nlohmann::json JobResult::to_json() const {
           {"best_epoch", best_epoch},       {"test_acc_at_best", test_acc_at_best},
           {"final_loss", final_loss},       {"mean_epoch_s", mean_epoch_s},
           {"cache_hit_rate", cache_hit_rate}, {"bytes_communicated", bytes_communicated},
-          {"feature_bytes_per_batch", feature_bytes_per_batch}};
+          {"feature_bytes_per_batch", feature_bytes_per_batch},
+          {"peer_bytes_per_batch", peer_bytes_per_batch},
+          {"fifo_hits", fifo_hits},         {"fifo_shared_hits", fifo_shared_hits},
+          {"fifo_hit_rate", fifo_hit_rate}};
 }
 
 namespace {
@@ -219,6 +234,8 @@ RankOptions rank_options(const JobConfig& cfg) {
   ro.cache_policy = cfg.cache_policy;
   ro.cache_ratio = cfg.cache_ratio;
   ro.cache_memory = cfg.cache_memory;
+  ro.fifo_rows = cfg.fifo_rows;
+  ro.fifo_shared_rows = cfg.fifo_shared_rows;
   ro.log_name = "train";
   if (cfg.preaggregate) ro.preaggregate = preaggregate_kind_of(cfg.train.model.model);
   return ro;
@@ -239,7 +256,7 @@ class TrainJob {
   void size_cache(const PipelineOptions& popts);
   int auto_samplers(const PipelineStages& symmetric);
   void log_preaggregation() const;
-  double feature_bytes_per_batch();
+  void account_gather();
   void write_metrics(int epoch, double loss, double train_acc, double val, double test);
   void checkpoint(int epoch);
 
@@ -356,6 +373,7 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   main_ch.set_step(-1, 1);
   steps_ = sched->agree_steps(main_ch);
   if (cfg_.cache_auto) size_cache(popts);
+  rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
 
   if (rt_.leader()) {
@@ -429,11 +447,22 @@ void TrainJob::log_preaggregation() const {
   }
 }
 
-// Bytes of input rows the training loads of the epoch just run read per batch (this rank).
-double TrainJob::feature_bytes_per_batch() {
+// What the training loads of the epoch just run gathered (this rank): bytes of input rows per
+// batch, wherever they came from (the FIFO levels' rows too, so the figure does not depend on
+// them), the bytes other ranks sent, and the FIFO levels' hits.
+void TrainJob::account_gather() {
   const GatherStats& g = rt_.store().stats();
-  const double bytes = static_cast<double>(g.bytes_cold + g.bytes_local_hot + g.bytes_remote_hot);
-  return steps_ > 0 ? bytes / static_cast<double>(steps_) : 0.0;
+  const int64_t fifo_rows = g.rows_fifo + g.rows_fifo_shared;
+  const double steps = steps_ > 0 ? static_cast<double>(steps_) : 1.0;
+  const double bytes =
+      static_cast<double>(g.bytes_cold + g.bytes_local_hot + g.bytes_remote_hot +
+                          fifo_rows * static_cast<int64_t>(rt_.store().row_bytes()));
+  res_.feature_bytes_per_batch = bytes / steps;
+  res_.peer_bytes_per_batch = static_cast<double>(g.bytes_remote_hot) / steps;
+  res_.fifo_hits = g.rows_fifo;
+  res_.fifo_shared_hits = g.rows_fifo_shared;
+  const int64_t peer_rows = fifo_rows + g.rows_remote_hot;
+  res_.fifo_hit_rate = peer_rows > 0 ? static_cast<double>(fifo_rows) / peer_rows : 0.0;
 }
 
 void TrainJob::resume() {
@@ -482,7 +511,7 @@ void TrainJob::train_epoch(int epoch) {
   sampler_->reset_stats();
   rt_.store().reset_stats();
   em_ = pipe_->run_epoch(epoch);
-  if (cfg_.roles == 0) res_.feature_bytes_per_batch = feature_bytes_per_batch();
+  if (cfg_.roles == 0) account_gather();
   bar_->finish();
   epoch_time_sum_ += em_.wall_s;
   ++res_.epochs_run;
@@ -508,10 +537,12 @@ void TrainJob::report_epoch(int epoch) {
   res_.cache_hit_rate = rt_.store().stats().hit_rate();
   if (rt_.leader()) {
     const std::string evals = do_eval ? fmt::format(" | val {:.4f} | test {:.4f}", val, test) : "";
+    const std::string fifo =
+        rt_.fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
     fmt::print(stderr,
-               "epoch {:>3} | loss {:.4f} | train {:.4f}{} | {:.2f} s (sample {:.2f}, load "
+               "epoch {:>3} | loss {:.4f} | train {:.4f}{}{} | {:.2f} s (sample {:.2f}, load "
                "{:.2f}, train {:.2f} s busy)\n",
-               epoch + 1, loss, train_acc.accuracy(), evals, em_.wall_s, em_.sampler.busy_s,
+               epoch + 1, loss, train_acc.accuracy(), evals, fifo, em_.wall_s, em_.sampler.busy_s,
                em_.loader.busy_s, em_.trainer.busy_s);
     write_metrics(epoch, loss, train_acc.accuracy(), do_eval ? val : -1, do_eval ? test : -1);
   }
@@ -530,7 +561,13 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                         {"pipeline", em_.to_json()},
                         {"sampler", sampler_->stats().to_json()},
                         {"cache_hit_rate", res_.cache_hit_rate},
-                        {"feature_bytes_per_batch", res_.feature_bytes_per_batch}};
+                        {"feature_bytes_per_batch", res_.feature_bytes_per_batch},
+                        {"peer_bytes_per_batch", res_.peer_bytes_per_batch}};
+  if (rt_.fifo_requested()) {
+    rec["fifo"] = {{"hits", res_.fifo_hits},
+                   {"shared_hits", res_.fifo_shared_hits},
+                   {"hit_rate", res_.fifo_hit_rate}};
+  }
   if (val >= 0) {
     rec["val_acc"] = val;
     rec["test_acc"] = test;
@@ -572,6 +609,14 @@ JobResult TrainJob::finish() {
                res_.best_val_acc, res_.best_epoch + 1, res_.test_acc_at_best, res_.final_loss,
                res_.mean_epoch_s, res_.cache_hit_rate, res_.bytes_communicated / 1e6,
                res_.feature_bytes_per_batch / 1e6);
+    if (rt_.fifo_requested()) {
+      fmt::print(stderr,
+                 "  fifo hit rate       {:.3f} of the rows other ranks serve ({} + {} shared rows, "
+                 "rank 0, last epoch)\n"
+                 "  rows from peers     {:.3f} MB / batch (rank 0, last epoch)\n",
+                 res_.fifo_hit_rate, res_.fifo_hits, res_.fifo_shared_hits,
+                 res_.peer_bytes_per_batch / 1e6);
+    }
   }
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(cfg_.epochs + 1, 0);

@@ -36,6 +36,10 @@ struct JobConfig {
   // available memory; a GPU rank uses its free device memory).
   bool cache_auto = false;
   int64_t cache_memory = 0;
+  // BGL's dynamic FIFO cache of the rows other ranks serve (RankOptions::fifo_rows): rows per
+  // rank, and rows shared by the ranks of a machine (needs fifo_rows). 0: off.
+  int64_t fifo_rows = 0;
+  int64_t fifo_shared_rows = 0;
   // PaGraph's first-layer pre-aggregation (sage, gcn): the partition's preaggregated_<kind>.npy
   // rows replace the input layer's sampled block; the sampler draws fanouts[0, L-1) and the
   // input layer's fanout (the last) is not used. Off: a pre-aggregated partition trains normally.
@@ -68,6 +72,11 @@ struct JobResult {
   double cache_hit_rate = 0;
   uint64_t bytes_communicated = 0;  // this rank, all workers
   double feature_bytes_per_batch = 0;  // this rank's loaded input rows, last epoch's training
+  // Of those, the bytes received from other ranks' caches per batch, and the rows the FIFO
+  // levels served instead (rank, machine) with their share of the rows other ranks serve.
+  double peer_bytes_per_batch = 0;
+  int64_t fifo_hits = 0, fifo_shared_hits = 0;
+  double fifo_hit_rate = 0;
   nlohmann::json to_json() const;
 };
 

@@ -65,6 +65,8 @@ def test_bad_arguments(cora_p1):
         dsp.Loader(cora_p1, fanouts=[5], batch_size=0)
     with pytest.raises(dsp.InvalidArgument, match="split must be train, valid or test"):
         dsp.Loader(cora_p1, fanouts=[5], split="dev")
+    with pytest.raises(dsp.InvalidArgument, match="^--fifo-rows must be >= 0, got -1$"):
+        dsp.Loader(cora_p1, fanouts=[5], fifo_rows=-1)
     with pytest.raises(dsp.FormatError, match="unknown key 'epoch'"):
         dsp.train({"path": cora_p1, "epoch": 3})
 

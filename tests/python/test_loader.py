@@ -38,6 +38,17 @@ def test_matches_cpp_reference(cora_p1, prefetch):
             assert_batch_equal(g, r)
 
 
+def test_fifo_cache_keeps_the_batches(cora_p1):
+    # BGL's FIFO levels (one rank: every row is its own, so they stay empty) change nothing.
+    loader = dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=7, prefetch=0,
+                        fifo_rows=64, fifo_shared_rows=128)
+    ref = dsp._reference_epoch(cora_p1, FANOUTS, 32, 7, 0)
+    got = batches(loader)
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        assert_batch_equal(g, r)
+
+
 def test_tensor_types_and_zero_copy(cora_p1):
     blocks, x, y = next(iter(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=16)))
     assert x.dtype == torch.float32 and y.dtype == torch.int64
