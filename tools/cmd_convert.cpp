@@ -22,7 +22,15 @@ struct ConvertArgs {
   int64_t num_nodes = -1;
 };
 
-// Converts in memory, or (edge lists) out of core when the in-memory estimate exceeds the budget
+OutOfCoreImportOptions out_of_core_options(const ConvertArgs& a, uint64_t budget) {
+  OutOfCoreImportOptions w;
+  w.memory_budget = budget;
+  w.sort_buffer_bytes = a.sort_buffer.empty() ? 0 : parse_bytes("--sort-buffer", a.sort_buffer);
+  w.overwrite = a.overwrite;
+  return w;
+}
+
+// Converts in memory, or out of core when the in-memory estimate exceeds what the budget leaves
 // or --out-of-core is given; refuses with one line when neither fits.
 DatasetMeta convert(const ConvertArgs& a, ImportStats& st, double& write_s) {
   const uint64_t budget = a.memory_budget.empty() ? default_memory_budget()
@@ -34,16 +42,17 @@ DatasetMeta convert(const ConvertArgs& a, ImportStats& st, double& write_s) {
                 a.output, a.input);
   if (a.from == "ogb") {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
-    DSP_CHECK_ARG(!a.out_of_core, "--out-of-core applies to --from edgelist only");
-    check_memory("dsp convert --from ogb", estimate_ogb_memory(a.input), budget,
-                 "raise --memory-budget (the OGB importer holds the graph and features in memory; "
-                 "an edge list converts out of core)");
     OgbImportOptions o;
     DSP_CHECK_ARG(!(a.no_split && !a.split.empty()), "give --split or --no-split, not both");
     o.split = a.split;
     o.require_split = !a.no_split;
     o.name = a.name;
     o.undirected = !a.directed;
+    if (a.out_of_core || estimate_ogb_memory(a.input) > memory_left(budget)) {
+      check_memory("dsp convert (out of core)", ogb_out_of_core_bytes(a.input), budget,
+                   "raise --memory-budget");
+      return import_ogb_to_dir(a.input, o, a.output, out_of_core_options(a, budget), &st);
+    }
     ds = import_ogb_raw(a.input, o, &st);
   } else if (a.from == "edgelist") {
     DSP_CHECK_ARG(a.split.empty() && !a.no_split, "--split/--no-split apply to --from ogb only");
@@ -56,11 +65,8 @@ DatasetMeta convert(const ConvertArgs& a, ImportStats& st, double& write_s) {
         estimate_edge_list_memory(sample_edge_list(a.input), o) > memory_left(budget)) {
       check_memory("dsp convert (out of core)", edge_list_out_of_core_bytes(), budget,
                    "raise --memory-budget");
-      OutOfCoreImportOptions w;
-      w.memory_budget = budget;
-      w.sort_buffer_bytes = a.sort_buffer.empty() ? 0 : parse_bytes("--sort-buffer", a.sort_buffer);
-      w.overwrite = a.overwrite;
-      return import_edge_list_to_dir(a.input, o, a.name, a.output, w, &st);
+      return import_edge_list_to_dir(a.input, o, a.name, a.output, out_of_core_options(a, budget),
+                                     &st);
     }
     ds = import_edge_list(a.input, o, a.name, &st);
   } else {
@@ -86,6 +92,7 @@ void run_convert(const ConvertArgs& a) {
   if (m.num_train + m.num_valid + m.num_test > 0) {
     fmt::print("split: train {} / valid {} / test {}\n", m.num_train, m.num_valid, m.num_test);
   }
+  if (st.sort_runs >= 0) fmt::print("out of core: {} sorted runs\n", st.sort_runs);
   fmt::print("time: parse {:.2f} s, build CSR {:.2f} s, write {:.2f} s, total {:.2f} s\n",
              st.parse_s, st.build_s, write_s, total.seconds());
   fmt::print("peak RSS: {:.1f} MiB\n", static_cast<double>(peak_rss_bytes()) / (1 << 20));
@@ -124,10 +131,10 @@ void add_convert(CLI::App& app) {
   sub->add_flag("--overwrite", args->overwrite, "replace an existing output directory");
   sub->add_option("--memory-budget", args->memory_budget,
                   "memory the command may use, e.g. 12G (default: 3/4 of what is available); an "
-                  "edge list whose in-memory estimate exceeds it converts out of core");
+                  "input whose in-memory estimate exceeds it converts out of core");
   sub->add_flag("--out-of-core", args->out_of_core,
-                "edgelist: sort the edges on disk (runs in the output's staging directory) even "
-                "if they fit in memory");
+                "sort the edges on disk (runs in the output's staging directory) and stream the "
+                "features even if they fit in memory");
   sub->add_option("--sort-buffer", args->sort_buffer,
                   "out of core: cap on the sort buffer, e.g. 256M (default: what the budget "
                   "leaves)");

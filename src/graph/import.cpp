@@ -17,6 +17,7 @@
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/timer.hpp"
+#include "graph/import_detail.hpp"
 
 namespace dsp {
 namespace fs = std::filesystem;
@@ -454,55 +455,63 @@ Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
   return ds;
 }
 
-Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts, ImportStats* stats) {
+namespace detail {
+
+OgbRaw open_ogb_raw(const std::string& dir) {
   std::error_code ec;
   DSP_CHECK_T(IoError, fs::is_directory(dir, ec), "{}: no such directory", dir);
-  fs::path root = fs::path(dir);
-  if (root.filename().empty()) root = root.parent_path();  // a trailing slash
-  fs::path raw = fs::is_directory(root / "raw", ec) ? root / "raw" : root;
-  std::string edge_file = find_csv(raw, "edge");
-  DSP_CHECK_T(IoError, !edge_file.empty(), "{}: missing file (not an OGB raw directory)",
-              (raw / "edge.csv.gz").string());
+  OgbRaw in;
+  in.root = fs::path(dir);
+  if (in.root.filename().empty()) in.root = in.root.parent_path();  // a trailing slash
+  in.raw = fs::is_directory(in.root / "raw", ec) ? in.root / "raw" : in.root;
+  in.edge_file = find_csv(in.raw, "edge");
+  DSP_CHECK_T(IoError, !in.edge_file.empty(), "{}: missing file (not an OGB raw directory)",
+              (in.raw / "edge.csv.gz").string());
   auto count_file = [&](const char* stem) {
-    std::string f = find_csv(raw, stem);
-    return f.empty() ? (raw / (std::string(stem) + ".csv.gz")).string() : f;
+    std::string f = find_csv(in.raw, stem);
+    return f.empty() ? (in.raw / (std::string(stem) + ".csv.gz")).string() : f;
   };
+  in.nodes_file = count_file("num-node-list");
+  in.edges_file = count_file("num-edge-list");
+  in.num_nodes = read_single_count(in.nodes_file);
+  in.num_edges = read_single_count(in.edges_file);
+  DSP_CHECK_FORMAT(in.num_nodes > 0, "{}: empty graph: 0 nodes", in.nodes_file);
+  return in;
+}
 
-  Stopwatch sw;
-  const std::string nodes_file = count_file("num-node-list");
-  const std::string edges_file = count_file("num-edge-list");
-  const int64_t n = read_single_count(nodes_file);
-  const int64_t m = read_single_count(edges_file);
-  DSP_CHECK_FORMAT(n > 0, "{}: empty graph: 0 nodes", nodes_file);
+std::string find_ogb_csv(const OgbRaw& in, const std::string& stem) {
+  return find_csv(in.raw, stem);
+}
 
-  CompactSink sink;
-  sink.reserve(static_cast<size_t>(m));
-  for_each_text_chunk(edge_file, [&](std::string_view text, int64_t line) {
-    parse_edges(text, sink, edge_file, line, n);
+void check_ogb_edges(const OgbRaw& in, bool weighted, int64_t edges) {
+  DSP_CHECK_FORMAT(!weighted, "{}: expected two columns 'src,dst', got three", in.edge_file);
+  DSP_CHECK_FORMAT(edges == in.num_edges, "{}: has {} edges but {} says {}", in.edge_file, edges,
+                   in.edges_file, in.num_edges);
+}
+
+int64_t stream_ogb_features(const std::string& file, int64_t num_nodes,
+                            const std::function<void(const std::vector<float>&, int64_t)>& fn) {
+  int64_t dim = -1, rows = 0;
+  std::vector<float> values;
+  for_each_text_chunk(file, [&](std::string_view text, int64_t line) {
+    if (dim < 0) {
+      // The width is the first line's field count; every later line must match it.
+      std::string_view first = text.substr(0, text.find('\n'));
+      dim = static_cast<int64_t>(std::count(first.begin(), first.end(), ',')) + 1;
+    }
+    values.clear();
+    parse_csv_numbers<float>(text, dim, values, file, line);
+    rows += static_cast<int64_t>(values.size()) / dim;
+    fn(values, dim);
   });
-  DSP_CHECK_FORMAT(!sink.weighted(), "{}: expected two columns 'src,dst', got three", edge_file);
-  DSP_CHECK_FORMAT(static_cast<int64_t>(sink.n) == m, "{}: has {} edges but {} says {}", edge_file,
-                   sink.n, edges_file, m);
+  DSP_CHECK_FORMAT(rows == num_nodes, "{}: has {} rows but the graph has {} nodes", file, rows,
+                   num_nodes);
+  return dim;
+}
 
-  Dataset ds;
-  if (std::string f = find_csv(raw, "node-feat"); !f.empty()) {
-    int64_t dim = -1;
-    std::vector<float> feat;
-    for_each_text_chunk(f, [&](std::string_view text, int64_t line) {
-      if (dim < 0) {
-        // The width is the first line's field count; every later line must match it.
-        size_t eol = text.find('\n');
-        std::string_view first = text.substr(0, eol);
-        dim = static_cast<int64_t>(std::count(first.begin(), first.end(), ',')) + 1;
-        feat.reserve(static_cast<size_t>(n) * static_cast<size_t>(dim));
-      }
-      parse_csv_numbers<float>(text, dim, feat, f, line);
-    });
-    const int64_t rows = dim > 0 ? static_cast<int64_t>(feat.size()) / dim : 0;
-    DSP_CHECK_FORMAT(rows == n, "{}: has {} rows but the graph has {} nodes", f, rows, n);
-    ds.features = Array::from_vector(std::move(feat), {n, dim});
-  }
-  if (std::string f = find_csv(raw, "node-label"); !f.empty()) {
+std::string read_ogb_labels_and_split(const OgbRaw& in, const OgbImportOptions& opts, Dataset& ds) {
+  const int64_t n = in.num_nodes;
+  if (std::string f = find_csv(in.raw, "node-label"); !f.empty()) {
     auto raw_labels = read_csv_file<float>(f, 1, static_cast<size_t>(n));
     DSP_CHECK_FORMAT(static_cast<int64_t>(raw_labels.size()) == n,
                      "{}: has {} rows but the graph has {} nodes", f, raw_labels.size(), n);
@@ -519,28 +528,59 @@ Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts, Imp
     }
     ds.labels = Array::from_vector(std::move(labels));
   }
+  return read_ogb_split(in.raw, opts, n, ds);
+}
 
-  const std::string split_name = read_ogb_split(raw, opts, n, ds);
+DatasetMeta ogb_meta(const OgbRaw& in, const OgbImportOptions& opts, const std::string& split) {
+  DatasetMeta m;
+  std::string base = in.root.filename().string();
+  if (base == "raw") base = in.root.parent_path().filename().string();
+  m.name = opts.name.empty() ? base : opts.name;
+  m.directed = !opts.undirected;
+  m.extra = {{"importer", "ogb-raw"},
+             {"source", fs::absolute(in.root).string()},
+             {"split", split},
+             {"input_edges", in.num_edges}};
+  return m;
+}
+
+}  // namespace detail
+
+Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts, ImportStats* stats) {
+  Stopwatch sw;
+  const detail::OgbRaw in = detail::open_ogb_raw(dir);
+  const int64_t n = in.num_nodes;
+  CompactSink sink;
+  sink.reserve(static_cast<size_t>(in.num_edges));
+  for_each_text_chunk(in.edge_file, [&](std::string_view text, int64_t line) {
+    parse_edges(text, sink, in.edge_file, line, n);
+  });
+  detail::check_ogb_edges(in, sink.weighted(), static_cast<int64_t>(sink.n));
+
+  Dataset ds;
+  if (std::string f = detail::find_ogb_csv(in, "node-feat"); !f.empty()) {
+    std::vector<float> feat;
+    const int64_t dim =
+        detail::stream_ogb_features(f, n, [&](const std::vector<float>& rows, int64_t d) {
+          if (feat.empty()) feat.reserve(static_cast<size_t>(n) * static_cast<size_t>(d));
+          feat.insert(feat.end(), rows.begin(), rows.end());
+        });
+    ds.features = Array::from_vector(std::move(feat), {n, dim});
+  }
+  const std::string split_name = detail::read_ogb_labels_and_split(in, opts, ds);
   const double parse_s = sw.seconds();
 
   sw.reset();
   CsrBuildOptions o;
   o.symmetrize = opts.undirected;
-  ds.graph = build_from_sink(sink, n, o, edge_file);
+  ds.graph = build_from_sink(sink, n, o, in.edge_file);
   sink = CompactSink();
-  std::string base = root.filename().string();
-  if (base == "raw") base = root.parent_path().filename().string();
-  ds.meta.name = opts.name.empty() ? base : opts.name;
-  ds.meta.directed = !opts.undirected;
-  ds.meta.extra = {{"importer", "ogb-raw"},
-                   {"source", fs::absolute(root).string()},
-                   {"split", split_name},
-                   {"input_edges", m}};
+  ds.meta = detail::ogb_meta(in, opts, split_name);
   ds.sync_meta();
   if (stats) {
     stats->parse_s = parse_s;
     stats->build_s = sw.seconds();
-    stats->input_edges = m;
+    stats->input_edges = in.num_edges;
   }
   return ds;
 }
@@ -614,16 +654,29 @@ uint64_t estimate_edge_list_memory(const EdgeListSample& s, const EdgeListOption
          (uint64_t{64} << 20);
 }
 
-uint64_t estimate_ogb_memory(const std::string& dir) {
+namespace {
+
+// The node and edge counts of an OGB directory; false when a count file is missing (the importer
+// then names it).
+bool read_ogb_counts(const std::string& dir, fs::path& raw, uint64_t& n, uint64_t& m) {
   std::error_code ec;
   fs::path root = fs::path(dir);
   if (root.filename().empty()) root = root.parent_path();
-  fs::path raw = fs::is_directory(root / "raw", ec) ? root / "raw" : root;
+  raw = fs::is_directory(root / "raw", ec) ? root / "raw" : root;
   std::string nodes_file = find_csv(raw, "num-node-list"),
               edges_file = find_csv(raw, "num-edge-list");
-  if (nodes_file.empty() || edges_file.empty()) return 0;  // the importer names what is missing
-  const uint64_t n = static_cast<uint64_t>(read_single_count(nodes_file));
-  const uint64_t m = static_cast<uint64_t>(read_single_count(edges_file));
+  if (nodes_file.empty() || edges_file.empty()) return false;
+  n = static_cast<uint64_t>(read_single_count(nodes_file));
+  m = static_cast<uint64_t>(read_single_count(edges_file));
+  return true;
+}
+
+}  // namespace
+
+uint64_t estimate_ogb_memory(const std::string& dir) {
+  fs::path raw;
+  uint64_t n = 0, m = 0;
+  if (!read_ogb_counts(dir, raw, n, m)) return 0;
   uint64_t dim = 0;
   if (std::string f = find_csv(raw, "node-feat"); !f.empty()) {
     try {
@@ -641,6 +694,15 @@ uint64_t estimate_ogb_memory(const std::string& dir) {
   // Edges (int32 pairs), the symmetric CSR, features (float32, held twice while the dataset is
   // assembled: the parsed vector moves, so once), labels parsed as float then int64.
   return 8 * m + 16 * n + 2 * m * 4 + 8 * n + n * dim * 4 + 12 * n + (uint64_t{64} << 20);
+}
+
+uint64_t ogb_out_of_core_bytes(const std::string& dir) {
+  fs::path raw;
+  uint64_t n = 0, m = 0;
+  if (!read_ogb_counts(dir, raw, n, m)) return edge_list_out_of_core_bytes();
+  // The edge list path's buffers, then the per-node data held while the graph is on disk: labels
+  // parsed as float then int64 (12 bytes a node), the labels beside the split's ids (up to 16).
+  return edge_list_out_of_core_bytes() + 24 * n;
 }
 
 void stream_edge_list(const std::string& path, const EdgeListOptions& opts,

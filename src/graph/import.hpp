@@ -55,6 +55,7 @@ struct ImportStats {
   double parse_s = 0;  // reading and parsing the text files
   double build_s = 0;  // building the CSR
   int64_t input_edges = 0;
+  int sort_runs = -1;  // out of core: the sorted runs spilled to disk (-1: in memory)
 };
 
 // Imports an edge list (src -> dst per line). Ids >= opts.num_nodes (when given) are an error
@@ -63,10 +64,10 @@ Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
                          const std::string& name, ImportStats* stats = nullptr);
 
 struct OgbImportOptions {
-  std::string split;       // "" = the only (or alphabetically first) folder under raw/split
+  std::string split;          // "" = the only (or alphabetically first) folder under raw/split
   bool require_split = true;  // false: a directory without raw/split imports with no splits
-  bool undirected = true;  // OGB node datasets list each undirected edge once
-  std::string name;        // "" = the dataset folder's name
+  bool undirected = true;     // OGB node datasets list each undirected edge once
+  std::string name;           // "" = the dataset folder's name
 };
 
 // Imports an OGB node-property dataset in its raw CSV layout; `dir` is the dataset root holding
@@ -93,6 +94,9 @@ uint64_t estimate_edge_list_memory(const EdgeListSample& sample, const EdgeListO
 // Peak memory of import_ogb_raw (from the node and edge counts and the feature width); 0 when
 // the count files are missing (the importer then names them).
 uint64_t estimate_ogb_memory(const std::string& dir);
+// The least memory import_ogb_to_dir needs: edge_list_out_of_core_bytes() and the per-node data
+// it holds (labels, split ids).
+uint64_t ogb_out_of_core_bytes(const std::string& dir);
 
 // Parses an edge list a chunk at a time, with import_edge_list's checks (ids below
 // opts.num_nodes, one column count throughout), calling fn with each chunk's edges.
@@ -113,5 +117,13 @@ uint64_t edge_list_out_of_core_bytes();
 DatasetMeta import_edge_list_to_dir(const std::string& path, const EdgeListOptions& opts,
                                     const std::string& name, const std::string& dir,
                                     const OutOfCoreImportOptions& w, ImportStats* stats = nullptr);
+
+// import_ogb_raw + write_dataset out of core: edge.csv streams through the external sort (as
+// above), node-feat straight into features.npy a piece at a time; labels and splits (O(N)) are
+// held. The same checks and errors as import_ogb_raw, the same files byte for byte, and nothing
+// at `out_dir` on failure. At most 2^32 - 1 nodes. Returns the metadata written.
+DatasetMeta import_ogb_to_dir(const std::string& dir, const OgbImportOptions& opts,
+                              const std::string& out_dir, const OutOfCoreImportOptions& w,
+                              ImportStats* stats = nullptr);
 
 }  // namespace dsp

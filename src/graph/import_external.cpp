@@ -1,7 +1,9 @@
-// `dsp convert --from edgelist` out of core: the edge list streams through an external sort into
-// the dataset directory (graph/external_sort.hpp), so its size is bounded by disk, not memory.
+// `dsp convert` out of core (edge lists and OGB raw directories): the edges stream through an
+// external sort into the dataset directory (graph/external_sort.hpp), node features straight into
+// features.npy, so the size is bounded by disk, not memory.
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <type_traits>
 
 #include "core/error.hpp"
@@ -11,11 +13,14 @@
 #include "core/timer.hpp"
 #include "graph/external_sort.hpp"
 #include "graph/import.hpp"
+#include "graph/import_detail.hpp"
+#include "graph/npy.hpp"
 
 namespace dsp {
 namespace {
 
-constexpr uint64_t kMinSortBytes = uint64_t{1} << 16;
+// The sort buffer's floor: 1024 keys, the sorter's own least capacity.
+constexpr uint64_t kMinSortBytes = uint64_t{1} << 13;
 // A parsed chunk (16 MiB of text, up to about 1M edges as int64 pairs and weights) and its text.
 constexpr uint64_t kParseBytes = uint64_t{64} << 20;
 constexpr uint64_t kSlackBytes = uint64_t{64} << 20;
@@ -45,23 +50,46 @@ void push_edges(ExternalSorter<Rec>& sorter, const EdgeListData& d, const EdgeLi
   }
 }
 
+DType csr_index_dtype(int64_t n) { return n < (int64_t{1} << 31) ? DType::kInt32 : DType::kInt64; }
+
+// Records of the sort buffer: what the budget leaves beside the parse buffers, capped by
+// --sort-buffer and by what `expected` entries need (a quarter over; a short estimate only spills).
+template <class Rec>
+size_t sort_capacity(const OutOfCoreImportOptions& w, uint64_t expected) {
+  // stable_sort of weighted records takes a buffer of the same size.
+  const uint64_t per_record = sizeof(Rec) * (std::is_same_v<Rec, WeightedKey> ? 2 : 1);
+  const uint64_t left = memory_left(w.memory_budget);
+  uint64_t bytes = left > kParseBytes + kSlackBytes ? left - kParseBytes - kSlackBytes : 0;
+  if (w.sort_buffer_bytes > 0) bytes = std::min(bytes, w.sort_buffer_bytes);
+  bytes = std::min(bytes, (expected + expected / 4 + 1024) * per_record);
+  bytes = std::max(bytes, kMinSortBytes);
+  return static_cast<size_t>(bytes / per_record);
+}
+
+// Merges the sorted entries into the staged directory's indptr.npy, indices.npy and (weighted
+// records) edge_weight.npy; returns the entries written.
+template <class Rec>
+int64_t write_sorted_csr(ExternalSorter<Rec>& sorter, const StagedDir& staged, int64_t n,
+                         int64_t max_entries, ImportStats* stats) {
+  CsrFileWriter writer(staged.tmp_path(), n, max_entries, csr_index_dtype(n),
+                       std::is_same_v<Rec, WeightedKey>);
+  sorter.merge([&](const Rec* recs, size_t count) { writer.add(recs, count); });
+  writer.finish();
+  DSP_DEBUG("convert", "{} sorted runs, {} spilled", sorter.runs(),
+            format_bytes(sorter.spilled_bytes()));
+  if (stats) stats->sort_runs = sorter.runs();
+  return writer.entries();
+}
+
 template <class Rec>
 DatasetMeta import_sorted(const std::string& path, const EdgeListOptions& opts,
                           const std::string& name, StagedDir& staged,
                           const OutOfCoreImportOptions& w, const EdgeListSample& sample,
                           ImportStats* stats) {
   constexpr bool kWeighted = std::is_same_v<Rec, WeightedKey>;
-  // stable_sort of weighted records takes a buffer of the same size.
-  const uint64_t per_record = sizeof(Rec) * (kWeighted ? 2 : 1);
-  const uint64_t left = memory_left(w.memory_budget);
-  uint64_t bytes = left > kParseBytes + kSlackBytes ? left - kParseBytes - kSlackBytes : 0;
-  if (w.sort_buffer_bytes > 0) bytes = std::min(bytes, w.sort_buffer_bytes);
-  // No more than the estimated entries need (a quarter over; a short estimate only spills).
   const uint64_t expected = static_cast<uint64_t>(sample.edges) * (opts.undirected ? 2 : 1);
-  bytes = std::min(bytes, (expected + expected / 4 + 1024) * per_record);
-  bytes = std::max(bytes, kMinSortBytes);
   Stopwatch sw;
-  ExternalSorter<Rec> sorter(staged.file("sort-runs"), static_cast<size_t>(bytes / per_record));
+  ExternalSorter<Rec> sorter(staged.file("sort-runs"), sort_capacity<Rec>(w, expected));
   int64_t max_id = -1, input_edges = 0;
   stream_edge_list(path, opts, [&](const EdgeListData& d) {
     if (d.src.empty()) return;
@@ -83,23 +111,17 @@ DatasetMeta import_sorted(const std::string& path, const EdgeListOptions& opts,
                    path, n);
   sw.reset();
   const int64_t max_entries = input_edges * (opts.undirected ? 2 : 1);
-  const DType index_dtype = n < (int64_t{1} << 31) ? DType::kInt32 : DType::kInt64;
-  CsrFileWriter writer(staged.tmp_path(), n, max_entries, index_dtype, kWeighted);
-  sorter.merge([&](const Rec* recs, size_t count) { writer.add(recs, count); });
-  writer.finish();
-  DSP_DEBUG("convert", "{} sorted runs, {} spilled", sorter.runs(),
-            format_bytes(sorter.spilled_bytes()));
 
   // The metadata import_edge_list + sync_meta produce.
   DatasetMeta m;
+  m.num_edges = write_sorted_csr(sorter, staged, n, max_entries, stats);
   m.name = name.empty() ? std::filesystem::path(path).stem().string() : name;
   m.directed = !opts.undirected;
   m.extra = {{"importer", "edgelist"},
              {"source", std::filesystem::absolute(path).string()},
              {"input_edges", input_edges}};
   m.num_nodes = n;
-  m.num_edges = writer.entries();
-  m.index_dtype = index_dtype;
+  m.index_dtype = csr_index_dtype(n);
   m.has_weights = kWeighted;
   write_file_atomic(staged.file("dataset.json"), m.to_json().dump(2) + "\n");
   if (stats) {
@@ -108,6 +130,59 @@ DatasetMeta import_sorted(const std::string& path, const EdgeListOptions& opts,
     stats->input_edges = input_edges;
   }
   return m;
+}
+
+// edge.csv through the external sort into the staged CSR files, with import_ogb_raw's checks
+// (ids below the node count, two columns, the edge count); returns the entries written.
+int64_t sort_ogb_edges(const detail::OgbRaw& in, const OgbImportOptions& opts, StagedDir& staged,
+                       const OutOfCoreImportOptions& w, ImportStats* stats) {
+  EdgeListOptions eo;
+  eo.num_nodes = in.num_nodes;
+  eo.undirected = opts.undirected;  // symmetrized, repeats merged and self loops kept, as there
+  const int64_t per = opts.undirected ? 2 : 1;
+  Stopwatch sw;
+  ExternalSorter<uint64_t> sorter(
+      staged.file("sort-runs"),
+      sort_capacity<uint64_t>(w, static_cast<uint64_t>(per * in.num_edges)));
+  int64_t edges = 0;
+  bool weighted = false;
+  stream_edge_list(in.edge_file, eo, [&](const EdgeListData& d) {
+    weighted = weighted || !d.weight.empty();
+    push_edges(sorter, d, eo);
+    edges += static_cast<int64_t>(d.src.size());
+  });
+  detail::check_ogb_edges(in, weighted, edges);
+  const double parse_s = sw.seconds();
+  sw.reset();
+  const int64_t entries = write_sorted_csr(sorter, staged, in.num_nodes, edges * per, stats);
+  if (stats) {
+    stats->parse_s = parse_s;
+    stats->build_s = sw.seconds();
+  }
+  return entries;
+}
+
+// node-feat streamed into the staged features.npy (float32 [N, F]); returns F, 0 without the file.
+int64_t write_ogb_features(const detail::OgbRaw& in, StagedDir& staged) {
+  const std::string f = detail::find_ogb_csv(in, "node-feat");
+  if (f.empty()) return 0;
+  const int64_t n = in.num_nodes;
+  std::unique_ptr<NpyWriter> out;
+  int64_t rows = 0;
+  const int64_t dim =
+      detail::stream_ogb_features(f, n, [&](const std::vector<float>& v, int64_t d) {
+        if (!out) {
+          out = std::make_unique<NpyWriter>(staged.file("features.npy"), DType::kFloat32,
+                                            std::vector<int64_t>{n, d});
+        }
+        // Rows past the node count are only counted: stream_ogb_features names the fault at the
+        // end.
+        const int64_t r = std::min(static_cast<int64_t>(v.size()) / d, n - rows);
+        out->write(v.data(), static_cast<size_t>(r * d) * sizeof(float));
+        rows += r;
+      });
+  out->close();
+  return dim;
 }
 
 }  // namespace
@@ -124,6 +199,46 @@ DatasetMeta import_edge_list_to_dir(const std::string& path, const EdgeListOptio
                       ? import_sorted<WeightedKey>(path, opts, name, staged, w, sample, stats)
                       : import_sorted<uint64_t>(path, opts, name, staged, w, sample, stats);
   validate_staged_dataset(staged.tmp_path(), dir);
+  staged.commit();
+  return m;
+}
+
+DatasetMeta import_ogb_to_dir(const std::string& dir, const OgbImportOptions& opts,
+                              const std::string& out_dir, const OutOfCoreImportOptions& w,
+                              ImportStats* stats) {
+  const detail::OgbRaw in = detail::open_ogb_raw(dir);
+  DSP_CHECK_FORMAT(in.num_nodes <= kMaxExternalNodes,
+                   "{}: {} nodes are too many for the out-of-core import", in.nodes_file,
+                   in.num_nodes);
+  StagedDir staged(out_dir, w.overwrite);
+  // The graph goes to disk first, so that the sort buffer is gone when the node data is read.
+  const int64_t entries = sort_ogb_edges(in, opts, staged, w, stats);
+  Stopwatch sw;
+  const int64_t dim = write_ogb_features(in, staged);
+  Dataset node_data;  // labels and split ids, written as write_dataset writes them
+  const std::string split = detail::read_ogb_labels_and_split(in, opts, node_data);
+  const std::pair<const char*, const Array*> arrays[] = {{"labels.npy", &node_data.labels},
+                                                         {"train_idx.npy", &node_data.train_idx},
+                                                         {"valid_idx.npy", &node_data.valid_idx},
+                                                         {"test_idx.npy", &node_data.test_idx}};
+  for (auto [file, a] : arrays) {
+    if (a->defined()) save_npy(staged.file(file), *a);
+  }
+  // What import_ogb_raw + sync_meta produce: the counts of the held arrays, then the graph's and
+  // the features' (node_data has neither).
+  node_data.meta = detail::ogb_meta(in, opts, split);
+  node_data.sync_meta();
+  DatasetMeta& m = node_data.meta;
+  m.num_nodes = in.num_nodes;
+  m.num_edges = entries;
+  m.index_dtype = csr_index_dtype(in.num_nodes);
+  m.feature_dim = dim;
+  if (stats) {
+    stats->parse_s += sw.seconds();
+    stats->input_edges = in.num_edges;
+  }
+  write_file_atomic(staged.file("dataset.json"), m.to_json().dump(2) + "\n");
+  validate_staged_dataset(staged.tmp_path(), out_dir);
   staged.commit();
   return m;
 }

@@ -338,5 +338,131 @@ TEST(OutOfCore, ConvertCliChoosesAndRefuses) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "x"));
 }
 
+// Out of core with a sort buffer of 1024 keys: Cora's 5278 edges spill into many runs.
+OutOfCoreImportOptions tiny_sort_buffer() {
+  OutOfCoreImportOptions w;
+  w.memory_budget = uint64_t{1} << 40;
+  w.sort_buffer_bytes = 8 << 10;
+  return w;
+}
+
+TEST(OutOfCore, OgbConvertIdenticalToInMemory) {
+  TempDir tmp("ooc_ogb");
+  const std::string cora = std::string(DSP_TEST_DATA_DIR) + "/cora";
+  std::filesystem::copy(cora, tmp / "nosplit", std::filesystem::copy_options::recursive);
+  std::filesystem::remove_all(tmp / "nosplit/raw/split");
+  struct Case {
+    std::string input;
+    bool undirected, require_split;
+  } cases[] = {{cora, true, true}, {cora, false, true}, {tmp / "nosplit", true, false}};
+  int i = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(i);
+    OgbImportOptions o;
+    o.undirected = c.undirected;
+    o.require_split = c.require_split;
+    const std::string a = tmp / ("mem" + std::to_string(i)), b = tmp / ("ooc" + std::to_string(i));
+    Dataset ds = import_ogb_raw(c.input, o);
+    write_dataset(ds, a);
+    ImportStats st;
+    DatasetMeta m = import_ogb_to_dir(c.input, o, b, tiny_sort_buffer(), &st);
+    EXPECT_GT(st.sort_runs, 4);  // the merge of many runs is what is tested
+    EXPECT_EQ(st.input_edges, 5278);
+    EXPECT_EQ(m.to_json(), ds.meta.to_json());
+    EXPECT_EQ(m.num_train > 0, c.require_split);
+    expect_same_files(a, b);
+    EXPECT_FALSE(std::filesystem::exists(b + "/sort-runs"));
+    load_dataset(b);  // and it validates
+    ++i;
+  }
+}
+
+// The message of whatever import_ogb_raw + write_dataset, or import_ogb_to_dir, throws.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Faulty OGB inputs fail out of core with the in-memory path's one line, leaving nothing at the
+// output (nor a staging directory).
+TEST(OutOfCore, OgbRejectedLikeInMemory) {
+  TempDir tmp("ooc_ogb_bad");
+  const std::string root = tmp / "in/d", out = tmp / "out/d";
+  std::filesystem::create_directories(tmp / "out");
+  auto write_ogb = [&](const std::string& edges, int64_t n, int64_t m, const std::string& feat) {
+    std::filesystem::remove_all(root);
+    iotest::write_gz(root + "/raw/edge.csv.gz", edges);
+    iotest::write_gz(root + "/raw/num-node-list.csv.gz", std::to_string(n) + "\n");
+    iotest::write_gz(root + "/raw/num-edge-list.csv.gz", std::to_string(m) + "\n");
+    iotest::write_gz(root + "/raw/node-feat.csv.gz", feat);
+    iotest::write_gz(root + "/raw/split/s/train.csv.gz", "0\n");
+    iotest::write_gz(root + "/raw/split/s/valid.csv.gz", "1\n");
+    iotest::write_gz(root + "/raw/split/s/test.csv.gz", "2\n");
+  };
+  struct Case {
+    std::string edges;
+    int64_t m;
+    std::string feat, expect;
+  } cases[] = {
+      {"0,1\n1,2\n", 3, "1,2\n3,4\n5,6\n", "has 2 edges but " + root + "/raw/num-edge-list"},
+      {"0,1\n1,3\n", 2, "1,2\n3,4\n5,6\n", "edge.csv.gz:2: node id 3 >= number of nodes 3"},
+      {"0,1,2\n1,2,3\n", 2, "1,2\n3,4\n5,6\n", "expected two columns 'src,dst', got three"},
+      {"0,1\n1,2\n", 2, "1,2\n3,4\n5\n", "node-feat.csv.gz:3: expected 2 columns, got 1"},
+      {"0,1\n1,2\n", 2, "1,2\n3,4\n5,6\n7,8\n", "node-feat.csv.gz: has 4 rows but the graph has 3"},
+      {"0,1\n1,2\n", 2, "1,2\n,4\n5,6\n", out + "/features.npy"},  // NaN: write_dataset's check
+      {"0,1\n1,2\n", 2, "1,2\n3,4\n5,6\n", "valid.csv.gz: missing file"},
+      {"0,1\n1,2\n", 2, "1,2\n3,4\n5,6\n", "edge.csv.gz: missing file"}};
+  int i = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expect);
+    write_ogb(c.edges, 3, c.m, c.feat);
+    if (i == 6) std::filesystem::remove(root + "/raw/split/s/valid.csv.gz");
+    if (i == 7) std::filesystem::remove(root + "/raw/edge.csv.gz");
+    const std::string mem = error_of([&] { write_dataset(import_ogb_raw(root, {}), out); });
+    EXPECT_FALSE(std::filesystem::exists(out));
+    const std::string ooc = error_of([&] { import_ogb_to_dir(root, {}, out, tiny_sort_buffer()); });
+    EXPECT_NE(mem.find(c.expect), std::string::npos) << mem;
+    EXPECT_EQ(mem, ooc);
+    EXPECT_EQ(mem.find('\n'), std::string::npos) << mem;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    EXPECT_TRUE(std::filesystem::is_empty(tmp / "out"));  // no staging directory left
+    ++i;
+  }
+  // The fixture is sound: without a fault both paths succeed.
+  write_ogb("0,1\n1,2\n", 3, 2, "1,2\n3,4\n5,6\n");
+  write_dataset(import_ogb_raw(root, {}), tmp / "mem");
+  import_ogb_to_dir(root, {}, out, tiny_sort_buffer());
+  expect_same_files(tmp / "mem", out);
+}
+
+TEST(OutOfCore, OgbConvertCliChoosesAndRefuses) {
+  TempDir tmp("ooc_ogb_cli");
+  const std::string cora = std::string(DSP_TEST_DATA_DIR) + "/cora ";
+  auto r = run_cli("convert --from ogb " + cora + tmp / "mem", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("out of core"), std::string::npos) << r.out;
+  r = run_cli("convert --from ogb --out-of-core --sort-buffer 8K " + cora + tmp / "ooc", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2708 nodes, 10556 edge entries (5278 input edges"), std::string::npos)
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("out of core: ([5-9]|[1-9][0-9]+) sorted runs")))
+      << r.out;
+  expect_same_files(tmp / "mem", tmp / "ooc");
+  // Cora's in-memory estimate (64 MiB of slack, features, graph) is over a 64M budget, and so is
+  // the out-of-core minimum (parse buffers, slack): the one-line refusal, nothing written.
+  r = run_cli("convert --from ogb --memory-budget 64M " + cora + tmp / "x", tmp);
+  EXPECT_EQ(r.exit_code, 1);
+  const std::regex line(
+      "dsp: error: dsp convert \\(out of core\\) needs about [0-9.]+ MiB of memory but the budget "
+      "is 64\\.0 MiB \\([0-9.]+ [KMG]iB available\\): raise --memory-budget\n");
+  EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "x"));
+}
+
 }  // namespace
 }  // namespace dsp
