@@ -10,7 +10,10 @@
 // train (the limit was too tight) the limit rises by one, up to `ceiling` (what the queues can
 // hold). So the lead stays bounded near what keeps the trainer busy, whatever the queues' sizes.
 //
-// The batches and their order do not change: pacing only delays the sampler.
+// The batches and their order do not change: pacing only delays the sampler. In a job of several
+// ranks only the leader (rank 0) paces: the coordinator runs every rank's collectives in the
+// order the leader's workers register them, so a paced leader paces them all, while a follower
+// pacing on its own lead could withhold an op the leader's order needs next (pipeline.cpp).
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>

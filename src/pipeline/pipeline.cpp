@@ -242,8 +242,7 @@ void Pipeline::profile_segment(int64_t epoch, const EpochMetrics& seg, int64_t n
   decided_epoch_ = epoch;
   decided_batch_ = seg.steps;
   if (coord_.rank() == 0) {
-    DSP_INFO("pipeline", "auto: {}; chose {} ({})", plan_.why,
-             pipeline_mode_name(plan_.mode),
+    DSP_INFO("pipeline", "auto: {}; chose {} ({})", plan_.why, pipeline_mode_name(plan_.mode),
              plan_.mode == PipelineMode::kPipelined ? plan_.shares.describe()
                                                     : "all stages in turn on every thread");
   }
@@ -312,8 +311,8 @@ EpochMetrics Pipeline::run_epoch(int64_t epoch) {
   return m;
 }
 
-EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>& order,
-                                      int64_t t0, int64_t t1) {
+EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>& order, int64_t t0,
+                                      int64_t t1) {
   EpochMetrics m;
   CoordinatedCommunicator& cs = coord_.channel(WorkerKind::kSampler);
   CoordinatedCommunicator& cl = coord_.channel(WorkerKind::kLoader);
@@ -370,8 +369,8 @@ EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>&
   return m;
 }
 
-EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& order,
-                                     int64_t t0, int64_t t1, const StageShares& shares) {
+EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& order, int64_t t0,
+                                     int64_t t1, const StageShares& shares) {
   EpochMetrics m;
   CoordinatedCommunicator& cs = coord_.channel(WorkerKind::kSampler);
   CoordinatedCommunicator& cl = coord_.channel(WorkerKind::kLoader);
@@ -379,8 +378,13 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
   const double c0s = cs.wait_seconds(), c0l = cl.wait_seconds(), c0t = ct.wait_seconds();
   BoundedQueue<SampledBatch> to_loader(opts_.queue_capacity);
   BoundedQueue<LoadedBatch> to_trainer(opts_.queue_capacity);
-  // The sampler can be ahead by both queues plus the batch each later worker holds.
-  PaceController pace(2 * opts_.queue_capacity + 2, opts_.pace_window, opts_.pace);
+  // The sampler can be ahead by both queues plus the batch each later worker holds. Only the
+  // leader paces its sampler: a follower runs its collectives in the leader's launch order, so
+  // the leader's lead bounds every rank's; a follower that throttled on its own could hold back a
+  // sampler op the leader ordered before one of its trainer's, and its trainer would then wait
+  // behind that op while the sampler waits for the trainer (DSP section 2.7's deadlock again).
+  PaceController pace(2 * opts_.queue_capacity + 2, opts_.pace_window,
+                      opts_.pace && coord_.rank() == 0);
   FirstFailure failure;
   const bool abort_job = abort_on_error();
 

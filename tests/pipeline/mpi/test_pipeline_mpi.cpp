@@ -10,9 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "ccc/coordinator.hpp"
@@ -96,6 +98,37 @@ TEST(PipelineMpi, ThousandsOfBatchesWithRandomDelaysOneLaunchOrder) {
     std::printf("[ stress   ] P=%d: %lld batches, %llu ops, %.2f s (%.0f batch/s)\n", P,
                 (long long)batches, (unsigned long long)coord->launched(), wall, batches / wall);
   }
+}
+
+// Pace control on followers could withhold a sampler op that the leader's launch order needs
+// before a trainer op, while the sampler waits for that trainer: a deadlock. Only the leader
+// paces; followers, whose trainers are slow here (their lead grows every batch, which would
+// throttle them at window 1), never do, and the run completes with one launch order.
+TEST(PipelineMpi, OnlyTheLeaderPacesItsSampler) {
+  const int P = g_world->size(), r = g_world->rank();
+  auto coord = coordinator();
+  test::StandInConfig cfg;
+  cfg.max_delay_us = 200;
+  test::StandIn si(*coord, cfg);
+  PipelineStages stages = si.stages();
+  if (r > 0) {
+    auto train = stages.train;
+    stages.train = [train](LoadedBatch&& b) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      train(std::move(b));
+    };
+  }
+  EpochScheduler sched(owned_seeds(r, P, 400 + 50 * r), 4, 3);
+  PipelineOptions po;
+  po.mode = PipelineMode::kPipelined;
+  po.pace_window = 1;
+  Pipeline p(*coord, sched, stages, po);
+  for (int e = 0; e < 2; ++e) {
+    EpochMetrics m = p.run_epoch(e);
+    EXPECT_EQ(m.trainer.batches, m.steps);
+    if (r > 0) EXPECT_EQ(m.pace_throttles, 0) << "rank " << r << " paced its sampler";
+  }
+  expect_same_launch_order_everywhere(*coord);
 }
 
 TEST(PipelineMpi, PipelinedDeliversExactlyTheSequentialBatches) {
