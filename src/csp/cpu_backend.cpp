@@ -38,14 +38,13 @@ class CpuSamplerBackend final : public SamplerBackend {
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::cpu(); }
   void sample(const int64_t* tasks, int64_t n, uint64_t key, TaskPicks& out) override;
-  void relabel(const std::vector<int64_t>& dst, const LayerPicks& lo, int layer,
-               Block& b) override;
+  void relabel(const std::vector<int64_t>& dst, const LayerPicks& lo, int layer, Block& b) override;
 
  private:
   template <class Id>
   void sample_tasks(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* slot,
-                    int32_t* cnt, int64_t* out, float* outw) const;
-  void sample_split(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* slot,
+                    bool compact, int32_t* cnt, int64_t* out, float* outw) const;
+  bool sample_split(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* slot,
                     int32_t* cnt, int64_t* out, float* outw);
   // The split of tasks over threads: parallel_for's equal chunks, or split_'s bins (turbo).
   template <class F>
@@ -64,14 +63,18 @@ class CpuSamplerBackend final : public SamplerBackend {
   csp::SnakeSplit snake_;
   std::vector<int64_t> split_keys_, split_tasks_, split_slot_;
   std::vector<int32_t> split_cnt_;
-  std::vector<uint64_t> table_;     // relabel table, reused across layers and batches
-  std::vector<double> new_ratio_;   // per layer: new source ids per pick, last batch
-  std::vector<int64_t> slot_;       // per-task output slots, reused
+  std::vector<uint64_t> table_;    // relabel table, reused across layers and batches
+  std::vector<double> new_ratio_;  // per layer: new source ids per pick, last batch
+  std::vector<int64_t> slot_;      // per-task output slots, reused
 };
 
+// Task i's positions are drawn into out[slot[i], ...); its ids replace them there, or, with
+// `compact` (one chunk: the tasks run in order on one thread), go straight after the previous
+// task's ids, so that no compaction pass is needed. That is safe in place: the write offset
+// never passes slot[i], and task i's ids end before slot[i + 1], where later tasks' positions are.
 template <class Id>
 void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t key,
-                                     const int64_t* slot, int32_t* cnt, int64_t* out,
+                                     const int64_t* slot, bool compact, int32_t* cnt, int64_t* out,
                                      float* outw) const {
   const int64_t* ip = topo_.indptr;
   const Id* idx = static_cast<const Id*>(topo_.indices);
@@ -100,16 +103,19 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
       __builtin_prefetch(ip + (task_id(tasks[i]) - base));
     }
     for (int64_t i = b; i < std::min(e, b + kNear); ++i) draw(i);
+    int64_t at = slot[b];  // where the next ids go with `compact`
     for (int64_t i = b; i < e; ++i) {
       if (i + kFar < e) __builtin_prefetch(ip + (task_id(tasks[i + kFar]) - base));
       if (i + kNear < e) draw(i + kNear);
       const int64_t p0 = ip[task_id(tasks[i]) - base];
-      int64_t* o = out + slot[i];
+      const int64_t* o = out + slot[i];
+      const int64_t to = compact ? at : slot[i];
       const int c = cnt[i];
       if (outw) {
-        for (int j = 0; j < c; ++j) outw[slot[i] + j] = w[p0 + o[j]];
+        for (int j = 0; j < c; ++j) outw[to + j] = w[p0 + o[j]];
       }
-      for (int j = 0; j < c; ++j) o[j] = static_cast<int64_t>(idx[p0 + o[j]]);
+      for (int j = 0; j < c; ++j) out[to + j] = static_cast<int64_t>(idx[p0 + o[j]]);
+      at += c;
     }
   });
 }
@@ -127,21 +133,22 @@ void CpuSamplerBackend::for_split(int64_t n, const F& fn) const {
 }
 
 // The turbo split (degree_schedule.hpp): the tasks in SnakeSplit order, each thread's bin one
-// range of it; the slots stay the tasks' own, so only the counts are permuted back.
-void CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key,
-                                     const int64_t* slot, int32_t* cnt, int64_t* out,
-                                     float* outw) {
+// range of it; the slots stay the tasks' own, so only the counts are permuted back. Returns
+// whether the picks came out compacted (one chunk).
+bool CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key, const int64_t* slot,
+                                     int32_t* cnt, int64_t* out, float* outw) {
+  const int bins = static_cast<int>(parallel_chunks(n, grain_));
+  const bool compact = bins <= 1;
   auto run = [&](const int64_t* tasks, const int64_t* slots, int32_t* counts) {
     if (topo_.idx32) {
-      sample_tasks<int32_t>(tasks, n, key, slots, counts, out, outw);
+      sample_tasks<int32_t>(tasks, n, key, slots, compact, counts, out, outw);
     } else {
-      sample_tasks<int64_t>(tasks, n, key, slots, counts, out, outw);
+      sample_tasks<int64_t>(tasks, n, key, slots, compact, counts, out, outw);
     }
   };
-  const int bins = static_cast<int>(parallel_chunks(n, grain_));
-  if (!turbo_ || bins <= 1) {
+  if (!turbo_ || compact) {
     run(t, slot, cnt);
-    return;
+    return compact;
   }
   split_keys_.resize(n);
   const int64_t* ip = topo_.indptr;
@@ -169,10 +176,12 @@ void CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key,
   parallel_for(0, n, grain_, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) cnt[order[j]] = split_cnt_[j];
   });
+  return false;
 }
 
-// Samples into per-task slots at the fanout prefix, then compacts in place; out and slot_ keep
-// their capacity across layers and batches (no page faults on the hot path).
+// Samples into per-task slots at the fanout prefix, then compacts in place (unless one chunk
+// wrote them compacted); out and slot_ keep their capacity across layers and batches (no page
+// faults on the hot path).
 void CpuSamplerBackend::sample(const int64_t* t, int64_t n, uint64_t key, TaskPicks& out) {
   slot_.resize(n + 1);
   int64_t* slot = slot_.data();
@@ -184,9 +193,11 @@ void CpuSamplerBackend::sample(const int64_t* t, int64_t n, uint64_t key, TaskPi
   resw.resize(biased_ ? slot[n] : 0);
   out.counts.resize(n);
   int32_t* cnt = out.counts.data();
-  sample_split(t, n, key, slot, cnt, res.data(), biased_ ? resw.data() : nullptr);
+  const bool compacted =
+      sample_split(t, n, key, slot, cnt, res.data(), biased_ ? resw.data() : nullptr);
   int64_t o = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n && compacted; ++i) o += cnt[i];
+  for (int64_t i = 0; i < n && !compacted; ++i) {
     if (o != slot[i]) {
       std::memmove(res.data() + o, res.data() + slot[i], cnt[i] * sizeof(int64_t));
       if (biased_) std::memmove(resw.data() + o, resw.data() + slot[i], cnt[i] * sizeof(float));

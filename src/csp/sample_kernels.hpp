@@ -35,9 +35,59 @@ DSP_HOST_DEVICE DSP_FORCEINLINE int task_fanout(int64_t t) {
   return static_cast<int>(t >> kTaskShift);
 }
 
+// The draws of a stream from its position on, for a task that knows about how many it will take
+// (`expected`): up to four Philox blocks are computed at once (RngStream::blocks), so a task's
+// draws cost about a third of one block after another. Draw for draw equal to the stream's own
+// next_u32 from the same position; the stream itself does not advance.
+class TaskDraws {
+ public:
+  DSP_HOST_DEVICE TaskDraws(const RngStream& s, uint32_t expected)
+      : s_(s), pos_(s.position()), end_(s.position() + expected) {}
+  DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t next_u32() {
+    if (pos_ >= hi_) refill();
+    return buf_[pos_++ - lo_];
+  }
+  DSP_HOST_DEVICE uint64_t next_u64() {
+    const uint64_t hi = next_u32();
+    return (hi << 32) | next_u32();
+  }
+
+ private:
+  // The block holding draw pos_ and the next ones the task still expects, up to 4 in all (one
+  // at a time past the expected draws: a rejection's extra draws).
+  DSP_HOST_DEVICE void refill() {
+    const uint32_t b = pos_ >> 2;
+    lo_ = b << 2;
+    const uint32_t want = end_ > lo_ ? (end_ - lo_ + 3) >> 2 : 1;
+    switch (want >= 4 ? 4 : want) {
+      case 4:
+        s_.blocks<4>(b, buf_);
+        hi_ = lo_ + 16;
+        break;
+      case 3:
+        s_.blocks<3>(b, buf_);
+        hi_ = lo_ + 12;
+        break;
+      case 2:
+        s_.blocks<2>(b, buf_);
+        hi_ = lo_ + 8;
+        break;
+      default:
+        s_.blocks<1>(b, buf_);
+        hi_ = lo_ + 4;
+        break;
+    }
+  }
+  const RngStream& s_;
+  uint32_t pos_, end_, lo_ = 0, hi_ = 0;
+  uint32_t buf_[16];
+};
+
 // Unbiased integer in [0, bound), 1 <= bound < 2^32: Lemire's multiply-shift with rejection, so it
 // is exact (no modulo bias) and costs one 32-bit draw except with probability bound / 2^32.
-DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t draw_below(RngStream& s, uint32_t bound) {
+// Draws: an RngStream or TaskDraws.
+template <class Draws>
+DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t draw_below(Draws& s, uint32_t bound) {
   uint64_t m = static_cast<uint64_t>(s.next_u32()) * bound;
   uint32_t lo = static_cast<uint32_t>(m);
   if (lo < bound) {
@@ -50,9 +100,11 @@ DSP_HOST_DEVICE DSP_FORCEINLINE uint32_t draw_below(RngStream& s, uint32_t bound
   return static_cast<uint32_t>(m >> 32);
 }
 
-DSP_HOST_DEVICE DSP_FORCEINLINE int64_t draw_index(RngStream& s, int64_t bound) {
+// Above 2^32 - 1: RngStream::uniform_int's 64-bit draw modulo the bound.
+template <class Draws>
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t draw_index(Draws& s, int64_t bound) {
   if (bound <= 0xffffffffLL) return draw_below(s, static_cast<uint32_t>(bound));
-  return static_cast<int64_t>(s.uniform_int(static_cast<uint64_t>(bound)));
+  return static_cast<int64_t>(s.next_u64() % static_cast<uint64_t>(bound));
 }
 
 DSP_HOST_DEVICE DSP_FORCEINLINE void sort_small(int64_t* a, int n) {
@@ -67,14 +119,118 @@ DSP_HOST_DEVICE DSP_FORCEINLINE void sort_small(int64_t* a, int n) {
   }
 }
 
+// Branch-free sorting of a[0, N) for N = 4, 8 or 16 (Batcher's odd-even merge sort: 5, 19 and 63
+// compare-exchanges): no data-dependent branch, so none is mispredicted, where insertion sort
+// mispredicts about once per element.
+DSP_HOST_DEVICE DSP_FORCEINLINE void cmp_swap(int64_t& x, int64_t& y) {
+  const int64_t lo = x < y ? x : y, hi = x < y ? y : x;
+  x = lo;
+  y = hi;
+}
+template <int N>
+DSP_HOST_DEVICE DSP_FORCEINLINE void sort_network(int64_t* a) {
+  static_assert(N == 4 || N == 8 || N == 16, "networks of 4, 8 and 16 inputs");
+  cmp_swap(a[0], a[1]);
+  cmp_swap(a[2], a[3]);
+  cmp_swap(a[0], a[2]);
+  cmp_swap(a[1], a[3]);
+  cmp_swap(a[1], a[2]);
+  if (N == 4) return;
+  cmp_swap(a[4], a[5]);
+  cmp_swap(a[6], a[7]);
+  cmp_swap(a[4], a[6]);
+  cmp_swap(a[5], a[7]);
+  cmp_swap(a[5], a[6]);
+  cmp_swap(a[0], a[4]);
+  cmp_swap(a[2], a[6]);
+  cmp_swap(a[2], a[4]);
+  cmp_swap(a[1], a[5]);
+  cmp_swap(a[3], a[7]);
+  cmp_swap(a[3], a[5]);
+  cmp_swap(a[1], a[2]);
+  cmp_swap(a[3], a[4]);
+  cmp_swap(a[5], a[6]);
+  if (N == 8) return;
+  cmp_swap(a[8], a[9]);
+  cmp_swap(a[10], a[11]);
+  cmp_swap(a[8], a[10]);
+  cmp_swap(a[9], a[11]);
+  cmp_swap(a[9], a[10]);
+  cmp_swap(a[12], a[13]);
+  cmp_swap(a[14], a[15]);
+  cmp_swap(a[12], a[14]);
+  cmp_swap(a[13], a[15]);
+  cmp_swap(a[13], a[14]);
+  cmp_swap(a[8], a[12]);
+  cmp_swap(a[10], a[14]);
+  cmp_swap(a[10], a[12]);
+  cmp_swap(a[9], a[13]);
+  cmp_swap(a[11], a[15]);
+  cmp_swap(a[11], a[13]);
+  cmp_swap(a[9], a[10]);
+  cmp_swap(a[11], a[12]);
+  cmp_swap(a[13], a[14]);
+  cmp_swap(a[0], a[8]);
+  cmp_swap(a[4], a[12]);
+  cmp_swap(a[4], a[8]);
+  cmp_swap(a[2], a[10]);
+  cmp_swap(a[6], a[14]);
+  cmp_swap(a[6], a[10]);
+  cmp_swap(a[2], a[4]);
+  cmp_swap(a[6], a[8]);
+  cmp_swap(a[10], a[12]);
+  cmp_swap(a[1], a[9]);
+  cmp_swap(a[5], a[13]);
+  cmp_swap(a[5], a[9]);
+  cmp_swap(a[3], a[11]);
+  cmp_swap(a[7], a[15]);
+  cmp_swap(a[7], a[11]);
+  cmp_swap(a[3], a[5]);
+  cmp_swap(a[7], a[9]);
+  cmp_swap(a[11], a[13]);
+  cmp_swap(a[1], a[2]);
+  cmp_swap(a[3], a[4]);
+  cmp_swap(a[5], a[6]);
+  cmp_swap(a[7], a[8]);
+  cmp_swap(a[9], a[10]);
+  cmp_swap(a[11], a[12]);
+  cmp_swap(a[13], a[14]);
+}
+
+// Floyd's algorithm (below) for k <= N, N = 4, 8 or 16: the picks in a[N] (unused lanes -1, never a
+// position), membership over all N lanes (a fixed trip, no branch to mispredict), then
+// sort_network. The same picks, in the same order, as the general loop.
+template <int N>
+DSP_HOST_DEVICE inline int floyd_small(int64_t deg, int k, TaskDraws& s, int64_t* pos) {
+  int64_t a[N];
+  for (int i = 0; i < N; ++i) a[i] = -1;
+  for (int n = 0; n < k; ++n) {
+    const int64_t j = deg - k + n;
+    const int64_t t = draw_index(s, j + 1);
+    bool seen = false;
+    for (int i = 0; i < N; ++i) seen |= a[i] == t;
+    a[n] = seen ? j : t;
+  }
+  for (int i = k; i < N; ++i) a[i] = INT64_MAX;  // sorts after every pick
+  sort_network<N>(a);
+  for (int i = 0; i < k; ++i) pos[i] = a[i];
+  return k;
+}
+
 // k distinct positions of [0, deg), uniformly (every k-subset equally likely), by Robert Floyd's
 // algorithm: k draws whatever the degree, O(k^2) membership checks on a k-sized buffer (k is a
 // fanout, small). When deg <= k every position is taken. Writes pos[0, n) sorted; returns n.
-DSP_HOST_DEVICE inline int uniform_without(int64_t deg, int k, RngStream& s, int64_t* pos) {
+// The draws are s's from its position (TaskDraws); s does not advance.
+DSP_HOST_DEVICE inline int uniform_without(int64_t deg, int k, const RngStream& stream,
+                                           int64_t* pos) {
   if (deg <= k) {
     for (int64_t i = 0; i < deg; ++i) pos[i] = i;
     return static_cast<int>(deg);
   }
+  TaskDraws s(stream, static_cast<uint32_t>(k));
+  if (k <= 4) return floyd_small<4>(deg, k, s, pos);
+  if (k <= 8) return floyd_small<8>(deg, k, s, pos);
+  if (k <= 16) return floyd_small<16>(deg, k, s, pos);
   int n = 0;
   for (int64_t j = deg - k; j < deg; ++j) {
     int64_t t = draw_index(s, j + 1);
@@ -86,9 +242,11 @@ DSP_HOST_DEVICE inline int uniform_without(int64_t deg, int k, RngStream& s, int
   return n;
 }
 
-// k independent uniform positions of [0, deg) (repeats possible); none when deg == 0.
-DSP_HOST_DEVICE inline int uniform_with(int64_t deg, int k, RngStream& s, int64_t* pos) {
+// k independent uniform positions of [0, deg) (repeats possible); none when deg == 0. The draws
+// are s's from its position (TaskDraws); s does not advance.
+DSP_HOST_DEVICE inline int uniform_with(int64_t deg, int k, const RngStream& stream, int64_t* pos) {
   if (deg <= 0) return 0;
+  TaskDraws s(stream, static_cast<uint32_t>(k));
   for (int i = 0; i < k; ++i) pos[i] = draw_index(s, deg);
   sort_small(pos, k);
   return k;
@@ -205,7 +363,9 @@ DSP_HOST_DEVICE inline int weighted_without(const double* cum, int64_t deg, int 
 }
 
 // The node-wise step for one task: k positions of a row of `deg` entries; cum (inclusive prefix
-// sums of the row's weights) is needed only when weighted. Returns the number of positions.
+// sums of the row's weights) is needed only when weighted. Returns the number of positions. The
+// draws start at s's position; the uniform schemes leave s where it was, the weighted ones
+// advance it: callers use one fresh stream per task.
 DSP_HOST_DEVICE inline int sample_positions(int64_t deg, int k, bool weighted, bool replace,
                                             const double* cum, RngStream& s, int64_t* pos) {
   if (k <= 0 || deg <= 0) return 0;

@@ -66,6 +66,20 @@ TEST(Rng, PureFunctionOfKeyAndCounter) {
   EXPECT_NE(x, RngStream(key, 12345 + (uint64_t{1} << 32)).at(0));
 }
 
+// blocks<N> computes N Philox blocks side by side: the same words as next_u32 / at().
+TEST(Rng, BlocksEqualSequentialDraws) {
+  RngStream s(rng_key(9, 8, 7, 6), (uint64_t{3} << 32) + 5, 2);
+  uint32_t out[16];
+  for (uint32_t b : {0u, 1u, 5u, 1000u}) {
+    s.blocks<4>(b, out);
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], s.at(4 * b + i)) << b << " " << i;
+    s.blocks<3>(b, out);
+    for (int i = 0; i < 12; ++i) EXPECT_EQ(out[i], s.at(4 * b + i)) << b << " " << i;
+    s.blocks<1>(b, out);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], s.at(4 * b + i)) << b << " " << i;
+  }
+}
+
 TEST(Rng, KnownAnswerIsStableAcrossBuilds) {
   // Pins the stream definition: a change here silently changes every sampled batch.
   RngStream s(rng_key(0), 0);

@@ -451,6 +451,66 @@ TEST(Blocks, IdenticalWithOneAndSeveralThreadsOnTheParallelPath) {
   }
 }
 
+// TaskDraws computes up to four Philox blocks at a time: draw for draw it is the stream's own
+// sequence, from any position, for any expected count, past it (rejections) and in 64-bit draws.
+TEST(SharedKernels, TaskDrawsEqualTheStreamDrawForDraw) {
+  const uint64_t key = rng_key(5, 1, 2, 3);
+  for (uint32_t start = 0; start < 9; ++start) {
+    for (uint32_t expected : {0u, 1u, 3u, 4u, 5u, 15u, 16u, 17u, 40u}) {
+      RngStream s(key, 1234567 + start, csp::kPurposeNodeWise);
+      for (uint32_t i = 0; i < start; ++i) s.next_u32();
+      RngStream ref = s;
+      csp::TaskDraws d(s, expected);
+      for (int i = 0; i < 70; ++i) {
+        if (i % 7 == 3) {
+          ASSERT_EQ(d.next_u64(), ref.next_u64()) << start << " " << expected << " " << i;
+        } else {
+          ASSERT_EQ(d.next_u32(), ref.next_u32()) << start << " " << expected << " " << i;
+        }
+      }
+      EXPECT_EQ(s.position(), start);  // the stream itself does not advance
+    }
+  }
+}
+
+// Floyd's algorithm drawing from the stream one draw at a time: the uniform schemes take exactly
+// these picks (TaskDraws only changes how the draws are computed).
+std::vector<int64_t> floyd_reference(int64_t deg, int k, RngStream s) {
+  std::vector<int64_t> pos;
+  if (deg <= k) {
+    for (int64_t i = 0; i < deg; ++i) pos.push_back(i);
+    return pos;
+  }
+  for (int64_t j = deg - k; j < deg; ++j) {
+    const int64_t t = j + 1 <= 0xffffffffLL
+                          ? csp::draw_below(s, static_cast<uint32_t>(j + 1))
+                          : static_cast<int64_t>(s.next_u64() % static_cast<uint64_t>(j + 1));
+    pos.push_back(std::find(pos.begin(), pos.end(), t) == pos.end() ? t : j);
+  }
+  std::sort(pos.begin(), pos.end());
+  return pos;
+}
+
+TEST(SharedKernels, UniformPicksAreFloydsOverTheStream) {
+  const uint64_t key = rng_key(11, 0, 7, 1);
+  int64_t pos[64];
+  for (int64_t v = 0; v < 3000; ++v) {
+    const int k = 1 + static_cast<int>(v % 40);
+    // Degrees around k, large, and beyond 2^32 (the 64-bit draws).
+    const int64_t deg = v % 3 == 0 ? k - 1 + v % 5 : v % 3 == 1 ? 1000 + v : (int64_t{1} << 33) + v;
+    RngStream s(key, static_cast<uint64_t>(v), csp::kPurposeNodeWise);
+    const int n = csp::sample_positions(deg, k, false, false, nullptr, s, pos);
+    ASSERT_EQ(std::vector<int64_t>(pos, pos + n), floyd_reference(deg, k, s)) << v;
+    if (deg == 0) continue;
+    RngStream one_by_one = s;  // s has not advanced
+    std::vector<int64_t> with(k);
+    for (int i = 0; i < k; ++i) with[i] = csp::draw_index(one_by_one, deg);
+    std::sort(with.begin(), with.end());
+    const int m = csp::sample_positions(deg, k, false, true, nullptr, s, pos);
+    ASSERT_EQ(std::vector<int64_t>(pos, pos + m), with) << v;
+  }
+}
+
 // The CUDA kernels run sample_positions / relabel_insert from sample_kernels.hpp: recompute every
 // row of a CPU-sampled block with them directly.
 TEST(SharedKernels, PerNodeFunctionsReproduceTheSampler) {
