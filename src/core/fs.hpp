@@ -45,6 +45,16 @@ class StagedDir {
   bool overwrite_, committed_ = false;
 };
 
+// Drops this process's page-table entries for the whole pages inside [data, data + bytes) of a
+// read-only file mapping such as MappedFile's (madvise MADV_DONTNEED; the partial pages at either
+// end are kept), so that they stop counting in its resident set. The pages stay in the page cache
+// (or on disk) and a later read maps them again: nothing is lost. For a process that reads a large
+// mapped file once (the partitioner), what it holds mapped then stays bounded by what it reads
+// between releases. Only for PROT_READ file mappings: on anonymous or private memory DONTNEED
+// discards the contents (reads return zeros), so callers check (Array::release_pages: mapped
+// views only). Advisory: a failure is ignored.
+void release_mapped_pages(const void* data, size_t bytes);
+
 // A read-only, shared memory mapping of a whole file. Empty files map to data() == nullptr.
 class MappedFile {
  public:

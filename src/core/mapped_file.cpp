@@ -159,6 +159,14 @@ void StagedDir::commit() {
   committed_ = true;
 }
 
+void release_mapped_pages(const void* data, size_t bytes) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  if (data == nullptr) return;
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t lo = (begin + page - 1) / page * page, hi = (begin + bytes) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   DSP_CHECK_T(IoError, fd >= 0, "{}: cannot open: {}", path, std::strerror(errno));

@@ -2,6 +2,10 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
+#include "core/fs.hpp"
+
 namespace dsp {
 
 Array::Array(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
@@ -31,6 +35,21 @@ int64_t Array::numel() const {
 void* Array::raw_mutable() {
   DSP_CHECK(mutable_, "array {} is a read-only view of a mapped file", describe());
   return data_;
+}
+
+void Array::release_pages(size_t offset, size_t bytes) const {
+  const size_t total = nbytes();
+  if (!is_mapped() || offset >= total) return;
+  release_mapped_pages(static_cast<const unsigned char*>(data_) + offset,
+                       std::min(bytes, total - offset));
+}
+
+void Array::release_rows(int64_t begin, int64_t end) const {
+  if (!is_mapped() || shape_[0] <= 0) return;
+  begin = std::clamp<int64_t>(begin, 0, shape_[0]);
+  end = std::clamp<int64_t>(end, begin, shape_[0]);
+  const size_t row = nbytes() / static_cast<size_t>(shape_[0]);
+  release_pages(static_cast<size_t>(begin) * row, static_cast<size_t>(end - begin) * row);
 }
 
 std::string Array::describe() const {

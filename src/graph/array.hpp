@@ -17,7 +17,8 @@ class Array {
   Array() = default;
   // Zero-initialized owned array.
   Array(DType dtype, std::vector<int64_t> shape);
-  // A view over `data`, kept alive by `keepalive` (e.g. a shared MappedFile). Read-only.
+  // A view over `data`, kept alive by `keepalive` (e.g. a shared MappedFile). Read-only, and
+  // `data` must lie in a read-only file mapping: release_pages() drops its pages.
   Array(DType dtype, std::vector<int64_t> shape, const void* data, std::shared_ptr<const void> keepalive);
 
   template <class T>
@@ -66,6 +67,14 @@ class Array {
     DSP_CHECK(!shape_.empty() && n >= 0 && n <= shape_[0], "shrink_first_dim: bad size {}", n);
     shape_[0] = n;
   }
+  // Drops this process's resident pages of a mapped array, whole, bytes [offset, offset + bytes)
+  // or rows [begin, end) of the first dimension (release_mapped_pages: whole pages inside the
+  // range; ranges are clipped to the array). The data stays in the file and is mapped again when
+  // read. A no-op for an owned array (anonymous memory, which it would zero). For code that reads
+  // a large mapped dataset piece by piece: what it has read stops counting in its resident set.
+  void release_pages() const { release_pages(0, nbytes()); }
+  void release_pages(size_t offset, size_t bytes) const;
+  void release_rows(int64_t begin, int64_t end) const;
   // A human-readable "int64[2708]" / "float32[2708, 1433]".
   std::string describe() const;
 

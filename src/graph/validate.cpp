@@ -16,14 +16,17 @@ namespace {
 constexpr int64_t kNone = INT64_MAX;
 
 // The smallest position scan(b, e) reports over the pieces [bounds[c], bounds[c + 1]) (kNone:
-// none), pieces run in parallel. scan must not throw (it runs inside an OpenMP region).
-template <class F>
-int64_t first_fault(const std::vector<int64_t>& bounds, const F& scan) {
+// none), pieces run in parallel; done(b, e) follows each piece's scan (it drops the mapped pages
+// the piece read: every byte is read once, and a large mapped input would otherwise stay resident
+// whole). Neither may throw (they run inside an OpenMP region).
+template <class F, class D>
+int64_t first_fault(const std::vector<int64_t>& bounds, const F& scan, const D& done) {
   const int64_t pieces = static_cast<int64_t>(bounds.size()) - 1;
   int64_t best = kNone;
 #pragma omp parallel for schedule(dynamic, 1) reduction(min : best)
   for (int64_t c = 0; c < pieces; ++c) {
     const int64_t f = scan(bounds[c], bounds[c + 1]);
+    done(bounds[c], bounds[c + 1]);
     if (f < best) best = f;
   }
   return best;
@@ -57,24 +60,27 @@ int64_t row_of(const int64_t* indptr, int64_t rows, int64_t e) {
   return std::upper_bound(indptr, indptr + rows + 1, e) - indptr - 1;
 }
 
-template <class T>
+template <class T, class D>
 void check_rows_typed(const int64_t* p, int64_t rows, const T* idx, int64_t n, int64_t first_row,
-                      const std::string& file) {
-  const int64_t bad = first_fault(row_bounds(p, rows), [&](int64_t rb, int64_t re) {
-    for (int64_t r = rb; r < re; ++r) {
-      const int64_t b = p[r], e = p[r + 1];
-      if (b == e) continue;
-      // A strictly increasing row is in range when its ends are; the branch-free reduction
-      // vectorizes (1.5x the per-entry loop with three conditions on one thread, measured).
-      bool fault = idx[b] < 0 || idx[e - 1] >= n;
-      for (int64_t j = b + 1; j < e; ++j) fault |= idx[j] <= idx[j - 1];
-      if (!fault) continue;
-      for (int64_t j = b; j < e; ++j) {  // the first faulty entry of the row
-        if (idx[j] < 0 || idx[j] >= n || (j > b && idx[j] <= idx[j - 1])) return j;
-      }
-    }
-    return kNone;
-  });
+                      const std::string& file, const D& done) {
+  const int64_t bad = first_fault(
+      row_bounds(p, rows),
+      [&](int64_t rb, int64_t re) {
+        for (int64_t r = rb; r < re; ++r) {
+          const int64_t b = p[r], e = p[r + 1];
+          if (b == e) continue;
+          // A strictly increasing row is in range when its ends are; the branch-free reduction
+          // vectorizes (1.5x the per-entry loop with three conditions on one thread, measured).
+          bool fault = idx[b] < 0 || idx[e - 1] >= n;
+          for (int64_t j = b + 1; j < e; ++j) fault |= idx[j] <= idx[j - 1];
+          if (!fault) continue;
+          for (int64_t j = b; j < e; ++j) {  // the first faulty entry of the row
+            if (idx[j] < 0 || idx[j] >= n || (j > b && idx[j] <= idx[j - 1])) return j;
+          }
+        }
+        return kNone;
+      },
+      done);
   if (bad == kNone) return;
   const int64_t node = first_row + row_of(p, rows, bad);
   const auto v = static_cast<int64_t>(idx[bad]);
@@ -101,12 +107,15 @@ void check_indptr(const Array& indptr, int64_t entries, const std::string& indpt
   const int64_t* p = indptr.data<int64_t>();
   const int64_t rows = indptr.dim(0) - 1;
   DSP_CHECK_FORMAT(p[0] == 0, "{}: indptr[0] is {}, expected 0", indptr_file, p[0]);
-  const int64_t bad = first_fault(even_bounds(rows, 1 << 18), [&](int64_t b, int64_t e) {
-    for (int64_t v = b; v < e; ++v) {
-      if (p[v + 1] < p[v]) return v;
-    }
-    return kNone;
-  });
+  const int64_t bad = first_fault(
+      even_bounds(rows, 1 << 18),
+      [&](int64_t b, int64_t e) {
+        for (int64_t v = b; v < e; ++v) {
+          if (p[v + 1] < p[v]) return v;
+        }
+        return kNone;
+      },
+      [&](int64_t b, int64_t e) { indptr.release_rows(b, e + 1); });
   if (bad != kNone) {
     DSP_THROW_T(FormatError, "{}: indptr is not monotone at row {} ({} > {})", indptr_file, bad,
                 p[bad], p[bad + 1]);
@@ -117,12 +126,15 @@ void check_indptr(const Array& indptr, int64_t entries, const std::string& indpt
 
 void check_labels(const Array& labels, int64_t num_classes, const std::string& labels_file) {
   const int64_t* l = labels.data<int64_t>();
-  const int64_t bad = first_fault(even_bounds(labels.numel(), 1 << 18), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      if (l[i] < -1 || l[i] >= num_classes) return i;
-    }
-    return kNone;
-  });
+  const int64_t bad = first_fault(
+      even_bounds(labels.numel(), 1 << 18),
+      [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          if (l[i] < -1 || l[i] >= num_classes) return i;
+        }
+        return kNone;
+      },
+      [&](int64_t b, int64_t e) { labels.release_rows(b, e); });
   if (bad != kNone) {
     DSP_THROW_T(FormatError, "{}: label of node {} is {}, not in [-1, {})", labels_file, bad,
                 l[bad], num_classes);
@@ -135,7 +147,11 @@ void check_csr_rows(const Array& indptr, const Array& indices, int64_t num_ids, 
   const int64_t* p = indptr.data<int64_t>();
   dispatch_index(indices.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    check_rows_typed<T>(p, rows, indices.data<T>(), num_ids, first_row, indices_file);
+    check_rows_typed<T>(p, rows, indices.data<T>(), num_ids, first_row, indices_file,
+                        [&](int64_t rb, int64_t re) {
+                          indices.release_rows(p[rb], p[re]);
+                          indptr.release_rows(rb, re + 1);
+                        });
   });
 }
 
@@ -143,12 +159,15 @@ void check_edge_weights(const Array& weights, const Array& indptr, int64_t first
                         const std::string& weights_file) {
   const float* w = weights.data<float>();
   // !(x >= 0) is true for NaN as well as for negative values.
-  const int64_t bad = first_fault(even_bounds(weights.numel(), 1 << 16), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      if (!(w[i] >= 0.0f) || std::isinf(w[i])) return i;
-    }
-    return kNone;
-  });
+  const int64_t bad = first_fault(
+      even_bounds(weights.numel(), 1 << 16),
+      [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          if (!(w[i] >= 0.0f) || std::isinf(w[i])) return i;
+        }
+        return kNone;
+      },
+      [&](int64_t b, int64_t e) { weights.release_rows(b, e); });
   if (bad == kNone) return;
   const int64_t node = first_row + row_of(indptr.data<int64_t>(), indptr.dim(0) - 1, bad);
   const float x = w[bad];
@@ -164,24 +183,34 @@ void check_finite_features(const Array& features, int64_t begin, int64_t end,
   const int64_t b0 = begin * f, e0 = end * f;
   int64_t bad = kNone;
   float x = 0;
+  const size_t es = dtype_size(features.dtype());
+  auto done = [&](int64_t b, int64_t e) {
+    features.release_pages(static_cast<size_t>(b0 + b) * es, static_cast<size_t>(e - b) * es);
+  };
   if (features.dtype() == DType::kFloat16) {
     // Exponent bits all set: infinity or NaN.
     const uint16_t* h = features.data<uint16_t>();
-    bad = first_fault(even_bounds(e0 - b0, 1 << 18), [&](int64_t b, int64_t e) {
-      for (int64_t i = b0 + b; i < b0 + e; ++i) {
-        if ((h[i] & 0x7c00) == 0x7c00) return i;
-      }
-      return kNone;
-    });
+    bad = first_fault(
+        even_bounds(e0 - b0, 1 << 18),
+        [&](int64_t b, int64_t e) {
+          for (int64_t i = b0 + b; i < b0 + e; ++i) {
+            if ((h[i] & 0x7c00) == 0x7c00) return i;
+          }
+          return kNone;
+        },
+        done);
     if (bad != kNone) x = half_to_float(h[bad]);
   } else {
     const float* v = features.data<float>();
-    bad = first_fault(even_bounds(e0 - b0, 1 << 18), [&](int64_t b, int64_t e) {
-      for (int64_t i = b0 + b; i < b0 + e; ++i) {
-        if (!std::isfinite(v[i])) return i;
-      }
-      return kNone;
-    });
+    bad = first_fault(
+        even_bounds(e0 - b0, 1 << 18),
+        [&](int64_t b, int64_t e) {
+          for (int64_t i = b0 + b; i < b0 + e; ++i) {
+            if (!std::isfinite(v[i])) return i;
+          }
+          return kNone;
+        },
+        done);
     if (bad != kNone) x = v[bad];
   }
   if (bad == kNone) return;

@@ -3,8 +3,10 @@
 // `dsp partition` and the Python module; load_partition, hence `dsp train` and dsp.Loader). Each
 // is one streaming pass over its array, split over the OpenMP threads (rows in pieces of about
 // equal entries, so a skewed degree distribution does not leave one thread with most of the
-// work): validating a dataset costs about one read of it. Each throws FormatError naming the file
-// and the first fault.
+// work): validating a dataset costs about one read of it. Each drops the pages of a mapped array
+// as it finishes a piece of it (Array::release_pages), so validating a dataset larger than memory
+// leaves little of it resident; a later read maps the pages again. Each throws FormatError naming
+// the file and the first fault.
 #include <cstdint>
 #include <string>
 

@@ -175,7 +175,11 @@ uint64_t dataset_checksum(const Dataset& ds) {
   h.update(s.data(), s.size());
   for (const Array* a : {&ds.graph.indptr, &ds.graph.indices, &ds.graph.weights, &ds.features,
                          &ds.labels, &ds.train_idx, &ds.valid_idx, &ds.test_idx}) {
-    if (a->defined()) h.update(a->raw(), a->nbytes());
+    // 64 MiB at a time, each piece's mapped pages released once hashed (the digest is the same).
+    if (a->defined()) {
+      h.update_pieces(a->raw(), a->nbytes(), size_t{64} << 20,
+                      [&](size_t offset, size_t bytes) { a->release_pages(offset, bytes); });
+    }
     uint64_t sep = a->defined() ? a->nbytes() : ~0ULL;
     h.update(&sep, sizeof(sep));
   }
@@ -248,6 +252,7 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     adj.assign(si, si + sym.num_edges());
   }
   progress.phase("symmetrize");
+  detail::release_pages(g);  // METIS works on its copy
 
   // Balance constraints, one weight each per node: the node itself (1), training seeds (1 for a
   // seed), and the adjacency entries the node's row brings into its part's patch (its in-degree:

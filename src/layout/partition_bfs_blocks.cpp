@@ -4,7 +4,8 @@
 // is reused as the counting-sort order of the nodes by block, and the int32 result; per block a
 // few counters; the block graph (at most min(entries, blocks^2) weighted pairs). The entries are
 // only read, row by row, so a mapped CSR of any size (int32 or int64 indices, more than 2^31-1
-// entries) stays on disk except for the pages being read.
+// entries) stays on disk except for the pages being read; each phase releases the pages it read
+// (the rows are read out of order, so within a phase they stay mapped).
 #include <algorithm>
 #include <array>
 #include <numeric>
@@ -431,6 +432,7 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   bfs_coarsen<Q>(g, idx, t, rng_key(seed, 0x6266'7362), block, size, queue);  // "bfsb"
   rep["blocks_bfs"] = size.size();
   rep["bfs_s"] = progress.phase(fmt::format("BFS blocks ({})", size.size()));
+  detail::release_pages(g);
 
   // Multi-level merging until about the blocks of t nodes it takes to hold the graph are left, or
   // a level changes nothing. A level reads the rows of its small blocks only; the block graph of
@@ -441,6 +443,7 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
     std::vector<uint8_t> large = large_blocks(size, t), small(nb);
     for (int64_t b = 0; b < nb; ++b) small[b] = !large[b];
     BlockGraph sg = block_graph<Q>(g, idx, block, nb, queue, &small);
+    detail::release_pages(g);
     std::vector<int32_t> into;
     const int64_t groups =
         merge_level(sg, size, large, t, rng_key(seed, 0x6d72'6765, level), into);
@@ -456,6 +459,7 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   // adjacency entries between blocks (each pair's weight counts both rows)
   rep["entries_between_blocks"] = std::accumulate(bg.w.begin(), bg.w.end(), int64_t{0}) / 2;
   rep["merge_s"] = progress.phase(fmt::format("merge blocks ({})", bg.blocks()));
+  detail::release_pages(g);
 
   std::vector<Load> load(bg.blocks(), Load{});
   const int64_t s = train_idx.defined() ? train_idx.dim(0) : 0;
@@ -471,6 +475,7 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
   std::vector<int32_t> part = BlockAssigner(bg, load, parts, o.hops, cap).run();
   for (int64_t v = 0; v < n; ++v) block[v] = part[block[v]];  // uncoarsen in place
   rep["assign_s"] = progress.phase("assign blocks");
+  detail::release_pages(g);
   // Working memory of the arrays above (the mapped entries excluded).
   rep["working_bytes"] =
       static_cast<int64_t>(n * (sizeof(int32_t) + sizeof(Q)) + bg.adj.size() * 12 +

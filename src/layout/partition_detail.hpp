@@ -2,30 +2,55 @@
 // Internal to the partitioners (src/layout/partition*.cpp): progress lines per phase.
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/logging.hpp"
 #include "core/timer.hpp"
 #include "graph/csr.hpp"
+#include "graph/dataset.hpp"
 
 namespace dsp::detail {
 
-// Anonymous resident memory of this process now (RssAnon of /proc/self/status): what the
-// partitioner holds itself, without the pages of the mapped dataset files that peak RSS counts.
-inline long long anon_rss_bytes() {
+// A line of /proc/self/status in bytes now ("RssAnon", "RssFile"), -1 if missing. RssAnon is what
+// the partitioner holds itself; RssFile the pages of mapped files (the dataset) that peak RSS
+// counts as well.
+inline long long status_bytes(const char* key) {
   std::FILE* f = std::fopen("/proc/self/status", "r");
   if (!f) return -1;
   char line[256];
   long long kb = -1;
+  const size_t k = std::strlen(key);
   while (std::fgets(line, sizeof(line), f)) {
-    if (std::sscanf(line, "RssAnon: %lld kB", &kb) == 1) break;
+    if (std::strncmp(line, key, k) == 0 && line[k] == ':' &&
+        std::sscanf(line + k + 1, "%lld", &kb) == 1) {
+      break;
+    }
   }
   std::fclose(f);
   return kb < 0 ? -1 : kb * 1024;
 }
+inline long long anon_rss_bytes() { return status_bytes("RssAnon"); }
 
-// One line per phase: what, how long, the peak RSS so far and the anonymous memory now.
+// The partitioners read the dataset through its mappings, and every page read stays in the
+// resident set until released: they drop the pages of the whole graph (or dataset) when a phase
+// is done with it, and the writer those of each chunk's source rows (partition_io.cpp), so that
+// what stays mapped is what one phase or chunk reads, not the dataset (no-ops for owned arrays).
+inline void release_pages(const Csr& g) {
+  g.indptr.release_pages();
+  g.indices.release_pages();
+  g.weights.release_pages();
+}
+inline void release_pages(const Dataset& ds) {
+  release_pages(ds.graph);
+  for (const Array* a : {&ds.features, &ds.labels, &ds.train_idx, &ds.valid_idx, &ds.test_idx}) {
+    a->release_pages();
+  }
+}
+
+// One line per phase: what, how long, the peak RSS so far, the anonymous memory and the mapped
+// file pages now (before the phase's release).
 class Progress {
  public:
   explicit Progress(bool on) : on_(on) {}
@@ -33,8 +58,10 @@ class Progress {
   double phase(const std::string& what) {
     double s = sw_.seconds();
     if (on_) {
-      DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB, anon {:.2f} GiB", what, s,
-               peak_rss_bytes() / 1073741824.0, anon_rss_bytes() / 1073741824.0);
+      DSP_INFO("partition",
+               "{:<28} {:7.2f} s   peak RSS {:.2f} GiB, anon {:.2f} GiB, file {:.2f} GiB", what, s,
+               peak_rss_bytes() / 1073741824.0, anon_rss_bytes() / 1073741824.0,
+               status_bytes("RssFile") / 1073741824.0);
     }
     sw_.reset();
     return s;

@@ -31,7 +31,9 @@ Array map_ids_sorted(const Array& ids, const std::vector<int64_t>& old2new) {
 }
 
 // Rows of `src` in the order `order` (row i of the result is src row order[i]), streamed to a
-// .npy file in chunks so the renumbered copy never sits in memory whole.
+// .npy file in chunks so the renumbered copy never sits in memory whole. A mapped `src` keeps only
+// the span of source rows of one chunk mapped: within a part new ids follow old ones, so the
+// chunks of a part read the source forward, and each chunk's span is released once written.
 void write_gathered_rows(const std::string& path, const Array& src,
                          const std::vector<int64_t>& order) {
   const int64_t n = static_cast<int64_t>(order.size());
@@ -49,8 +51,20 @@ void write_gathered_rows(const std::string& path, const Array& src,
       }
     });
     w.write(buf.data(), static_cast<size_t>(e - b) * row_bytes);
+    const auto [lo, hi] = std::minmax_element(order.begin() + b, order.begin() + e);
+    src.release_rows(*lo, *hi + 1);
   }
   w.close();
+  src.release_pages();
+}
+
+// Drops the pages of g's rows [lo, hi) (old ids) once a chunk of the writer has read them.
+void release_rows(const Csr& g, int64_t lo, int64_t hi) {
+  const int64_t* p = g.rowptr();
+  const int64_t eb = p[lo], ee = p[hi];
+  g.indices.release_rows(eb, ee);
+  g.weights.release_rows(eb, ee);
+  g.indptr.release_rows(lo, hi + 1);
 }
 
 // The in-neighbour rows of new ids [b, e) into idx (their weights into ow when weighted): entries
@@ -90,13 +104,17 @@ void fill_rows(const Csr& g, const std::vector<int64_t>& old2new,
 // edge_weight.npy], entries renumbered and each row sorted, in one pass over the (mapped) source
 // rows: rows are built chunk_bytes at a time (row pointers and entries; a row longer than that
 // alone) and appended to the files, so a part of billions of entries never sits in memory whole.
-// chunk_bytes <= 0 builds the whole part at once. Returns the part's entry count.
+// chunk_bytes <= 0 builds the whole part at once. Returns the part's entry count. The source rows
+// a chunk read (the span from its lowest to its highest old id: within a part new ids follow old
+// ones, so the chunks read the source forward) are released after it, so a mapped source holds
+// about one chunk's span resident, not the part's rows.
 template <class T>
 int64_t write_patch(const Csr& g, const std::vector<int64_t>& old2new,
                     const std::vector<int64_t>& new2old, int64_t begin, int64_t end,
                     const std::string& pd, int64_t chunk_bytes) {
   int64_t entries = 0;
   for (int64_t r = begin; r < end; ++r) entries += g.degree(new2old[r]);
+  g.indptr.release_pages();
   const bool weighted = g.has_weights();
   const int64_t entry_bytes = sizeof(T) + (weighted ? sizeof(float) : 0);
   NpyWriter ptr_out(pd + "/indptr.npy", DType::kInt64, {end - begin + 1});
@@ -111,13 +129,15 @@ int64_t write_patch(const Csr& g, const std::vector<int64_t>& old2new,
   ptr_out.write(&zero, sizeof(zero));
   for (int64_t b = begin; b < end;) {
     // Rows [b, e): at least one, then as many as fit chunk_bytes.
-    int64_t e = b;
+    int64_t e = b, lo = INT64_MAX, hi = -1;  // [lo, hi]: the chunk's source rows
     ptr.assign(1, 0);
     while (e < end) {
-      const int64_t len = g.degree(new2old[e]);
+      const int64_t v = new2old[e], len = g.degree(v);
       const int64_t bytes = (ptr.back() + len) * entry_bytes + 8 * static_cast<int64_t>(ptr.size());
       if (e > b && chunk_bytes > 0 && bytes > chunk_bytes) break;
       ptr.push_back(ptr.back() + len);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
       ++e;
     }
     const int64_t n = ptr.back();
@@ -129,6 +149,7 @@ int64_t write_patch(const Csr& g, const std::vector<int64_t>& old2new,
     ptr_out.write(global.data(), global.size() * sizeof(int64_t));
     idx_out.write(idx.data(), n * sizeof(T));
     if (weighted) w_out->write(ow.data(), n * sizeof(float));
+    release_rows(g, lo, hi + 1);
     written += n;
     b = e;
   }
@@ -171,14 +192,23 @@ Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows, in
   return c;
 }
 
+// One pass over the rows, a range of about 16M entries at a time, each range's mapped pages
+// released once counted.
 int64_t edge_cut(const Csr& g, const std::vector<int32_t>& assign) {
   const int64_t* p = g.rowptr();
+  const int64_t n = g.num_nodes;
   int64_t cut = 0;
   with_indices(g, [&](const auto* idx) {
+    for (int64_t b = 0; b < n;) {
+      const int64_t e = std::max<int64_t>(
+          b + 1, std::upper_bound(p + b + 1, p + n + 1, p[b] + (int64_t{1} << 24)) - p - 1);
 #pragma omp parallel for reduction(+ : cut) schedule(dynamic, 4096)
-    for (int64_t v = 0; v < g.num_nodes; ++v) {
-      const int32_t ov = assign[v];
-      for (int64_t e = p[v]; e < p[v + 1]; ++e) cut += assign[static_cast<int64_t>(idx[e])] != ov;
+      for (int64_t v = b; v < e; ++v) {
+        const int32_t ov = assign[v];
+        for (int64_t j = p[v]; j < p[v + 1]; ++j) cut += assign[static_cast<int64_t>(idx[j])] != ov;
+      }
+      release_rows(g, b, e);
+      b = e;
     }
   });
   return cut;
@@ -246,7 +276,11 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
 
   Stopwatch total;
   detail::Progress progress(opts.verbose);
-  auto phase = [&](const std::string& what) { return progress.phase(what); };
+  auto phase = [&](const std::string& what) {
+    const double s = progress.phase(what);
+    detail::release_pages(ds);
+    return s;
+  };
 
   PartitionMeta meta;
   meta.source_checksum = dataset_checksum(ds);
@@ -336,6 +370,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   if (ds.features.defined()) write_gathered_rows(dir.file("features.npy"), ds.features, new2old);
   for (const std::string& k : meta.preaggregated) {
     write_preaggregated(g, ds.features, new2old, k, dir.file(fmt::format("preaggregated_{}.npy", k)));
+    detail::release_pages(ds);
   }
   if (ds.labels.defined()) write_gathered_rows(dir.file("labels.npy"), ds.labels, new2old);
   save_npy(dir.file("train_idx.npy"),
@@ -376,6 +411,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
     }
     st.seeds = static_cast<int64_t>(seeds.size());
     if (meta.hops > 0) write_halo(g, halo_src, meta, old2new, new2old, seeds, depth, pd, st);
+    detail::release_pages(g);
     save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
     int64_t cap = policy == CachePolicy::kNone ? 0
                   : meta.cache_rows >= 0

@@ -246,13 +246,16 @@ std::vector<int32_t> assign_pagraph(const Csr& g, const Array& train_idx, int pa
   const Csr rows = cap_rows(g, o.halo_cap, seed);
   nlohmann::json rep = {{"hops", o.hops}, {"halo_cap", o.halo_cap}};
   rep["cap_s"] = progress.phase("cap rows");
+  detail::release_pages(g);
   PagraphGreedy greedy(rows, parts, o.hops);
   const int64_t visits = greedy.seeds(train_idx);
   rep["greedy_s"] = progress.phase(fmt::format("greedy seeds ({} visits)", visits));
+  detail::release_pages(g);
   rep["visits"] = visits;
   rep["replicated_nodes"] = greedy.replicated();
   std::vector<int32_t> belongs = greedy.owners(g);
   rep["owners_s"] = progress.phase("owners of other nodes");
+  detail::release_pages(g);
   // stamps and owners, the PV bits, the capped rows
   rep["working_bytes"] = static_cast<int64_t>(n * 8 + parts * ((n + 63) / 64) * 8 +
                                               (o.halo_cap > 0 ? rows.num_edges() * 8 + n * 8 : 0));

@@ -11,6 +11,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/hash.hpp"
 #include "core/huge_pages.hpp"
 #include "core/logging.hpp"
 #include "core/metrics.hpp"
@@ -218,6 +219,30 @@ TEST(MappedFile, MapsContentAndNamesMissingFile) {
     FAIL();
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/dsp.bin"), std::string::npos);
+  }
+}
+
+// Hashing a buffer a piece at a time (the partitioner's checksum, which releases each piece of a
+// mapped dataset once hashed) gives update()'s digest, whatever the pieces and the length; the
+// pieces cover the buffer once, in order.
+TEST(Hasher, PiecesGiveTheDigestOfOneUpdate) {
+  std::vector<unsigned char> buf(1000);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<unsigned char>(i * 37 + 11);
+  for (size_t n : {size_t{0}, size_t{7}, size_t{31}, size_t{32}, size_t{95}, size_t{999}}) {
+    Hasher whole;
+    whole.update(buf.data(), n);
+    whole.update(buf.data() + 1, 3);  // a second update after: the state carries over alike
+    for (size_t piece : {size_t{1}, size_t{32}, size_t{40}, size_t{64}, size_t{4096}}) {
+      Hasher h;
+      size_t next = 0;
+      h.update_pieces(buf.data(), n, piece, [&](size_t offset, size_t bytes) {
+        EXPECT_EQ(offset, next);
+        next += bytes;
+      });
+      EXPECT_EQ(next, n);
+      h.update(buf.data() + 1, 3);
+      EXPECT_EQ(h.digest(), whole.digest()) << n << " bytes in pieces of " << piece;
+    }
   }
 }
 

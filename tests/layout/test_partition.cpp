@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <numeric>
 #include <set>
@@ -220,6 +224,122 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(method.begin(), method.end(), '-', '_');
       return fmt::format("{}_{}_{}", std::get<0>(info.param), method, std::get<2>(info.param));
     });
+
+// Resident bytes of the mapping that holds `p` (its Rss line in /proc/self/smaps), -1 if none.
+long long mapping_rss_bytes(const void* p) {
+  std::ifstream f("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool in = false;
+  while (std::getline(f, line)) {
+    unsigned long lo = 0, hi = 0;
+    long long kb = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {
+      in = lo <= at && at < hi;
+    } else if (in && std::sscanf(line.c_str(), "Rss: %lld kB", &kb) == 1) {
+      return kb * 1024;
+    }
+  }
+  return -1;
+}
+
+// The partitioner's release of what it has read: the pages of a mapped range leave the process's
+// resident set (smaps Rss of the mapping; the page cache keeps them, so mincore would not tell),
+// whole pages inside the range only, and the data reads back unchanged; an owned array, whose
+// memory has no file behind it (DONTNEED would zero it), is left alone.
+TEST(ReleasePages, MappedRangesLeaveTheResidentSetAndReadBack) {
+  const long long page = ::sysconf(_SC_PAGESIZE);
+  const int64_t n = int64_t{1} << 20;  // 4 MiB of int32
+  std::vector<int32_t> v(n);
+  std::iota(v.begin(), v.end(), 7);
+  const std::string path = temp_dir("release_pages") + ".npy";
+  save_npy(path, Array::from_vector(v));
+  Array a = load_npy(path, DType::kInt32, 1);
+  ASSERT_TRUE(a.is_mapped());
+  auto same = [&](const Array& x) {
+    return std::equal(v.begin(), v.end(), x.data<int32_t>());  // reads every page
+  };
+  ASSERT_TRUE(same(a));
+  EXPECT_GE(mapping_rss_bytes(a.raw()), n * 4);
+
+  // Rows strictly inside: the pages holding the first and last 1000 rows stay.
+  a.release_rows(1000, n - 1000);
+  long long rss = mapping_rss_bytes(a.raw());
+  EXPECT_GE(rss, 2 * page);
+  EXPECT_LE(rss, 4 * page);
+  EXPECT_TRUE(same(a));
+  EXPECT_GE(mapping_rss_bytes(a.raw()), n * 4);
+  // The whole array: at most the pages it shares with the header and the file's partial end.
+  a.release_pages();
+  EXPECT_LE(mapping_rss_bytes(a.raw()), 2 * page);
+  EXPECT_TRUE(same(a));
+  // Ranges are clipped to the array.
+  a.release_rows(-5, n + 5);
+  a.release_pages(size_t{4} * n - 8, size_t{1} << 40);
+  EXPECT_LE(mapping_rss_bytes(a.raw()), 2 * page);
+  EXPECT_TRUE(same(a));
+
+  // The core helper on a whole MappedFile: only the file's partial last page may stay.
+  {
+    MappedFile f(path);
+    const std::string bytes = read_file(path);
+    ASSERT_EQ(f.size(), bytes.size());
+    EXPECT_EQ(std::memcmp(f.data(), bytes.data(), f.size()), 0);
+    EXPECT_GE(mapping_rss_bytes(f.data()), n * 4);
+    release_mapped_pages(f.data(), f.size());
+    EXPECT_LE(mapping_rss_bytes(f.data()), page);
+    EXPECT_EQ(std::memcmp(f.data(), bytes.data(), f.size()), 0);
+  }
+
+  // Owned arrays are not mapped: releasing them is a no-op, their data stays.
+  Array owned = Array::from_vector(v);
+  ASSERT_FALSE(owned.is_mapped());
+  owned.release_pages();
+  owned.release_rows(0, n);
+  EXPECT_TRUE(same(owned));
+  Array zeros(DType::kInt32, {n});
+  zeros.mutable_data<int32_t>()[n - 1] = 5;
+  zeros.release_pages();
+  EXPECT_EQ(zeros.data<int32_t>()[n - 1], 5);
+  Array().release_pages();  // undefined: nothing to do
+  fs::remove(path);
+}
+
+// A dataset read through its mappings (load_dataset, as dsp partition does): the partitioner
+// releases what it read (validation, checksum, phases and the writer's chunks), so its mappings
+// end with at most their partial end pages resident, and the directory is byte-identical to the
+// one written from the same dataset in memory, for the methods that read the rows out of order.
+TEST(Partition, MappedSourceIsReleasedAndWritesTheSameParts) {
+  const long long page = ::sysconf(_SC_PAGESIZE);
+  const std::string src = temp_dir("mapped_source");
+  write_dataset(rmat_weighted(), src, false);
+  const Dataset mapped = load_dataset(src);
+  ASSERT_TRUE(mapped.graph.indices.is_mapped());
+  ASSERT_TRUE(mapped.features.is_mapped());
+  const std::vector<const Array*> arrays = {&mapped.graph.indptr, &mapped.graph.indices,
+                                            &mapped.graph.weights, &mapped.features,
+                                            &mapped.labels};
+  for (const char* method : {"bfs-blocks", "pagraph", "random"}) {
+    SCOPED_TRACE(method);
+    PartitionOptions o;
+    o.parts = 2;
+    o.method = method;
+    o.verbose = false;
+    o.write_chunk_bytes = 4096;
+    if (std::string(method) == "pagraph") o.preaggregate = {"mean"};
+    const std::string in_memory = temp_dir(fmt::format("in_memory_{}", method));
+    const std::string from_map = temp_dir(fmt::format("from_map_{}", method));
+    partition_dataset(rmat_weighted(), o, in_memory);
+    partition_dataset(mapped, o, from_map);
+    expect_same_tree(in_memory, from_map);
+    for (const Array* a : arrays) {
+      EXPECT_LE(mapping_rss_bytes(a->raw()), 2 * page) << a->describe();
+    }
+    fs::remove_all(in_memory);
+    fs::remove_all(from_map);
+  }
+  fs::remove_all(src);
+}
 
 TEST(Partition, MetisCutsFarFewerEdgesThanRandomOnCommunityGraph) {
   CommunityOptions co;
