@@ -46,6 +46,9 @@ std::atomic<bool> g_abort_requested{false};
 std::atomic<int> g_abort_code{1};
 std::atomic<int> g_signal{0};
 std::atomic<bool> g_peer_aborting{false};
+// This process handles a timeout (of an op on any of its communicators): its status replies say
+// so, and a higher rank timing out meanwhile, maybe in another op, leaves the message to it.
+std::atomic<bool> g_timing_out{false};
 std::atomic<int> g_job_size{0};
 std::atomic<int> g_job_rank{0};
 std::atomic<bool> g_printed{false};
@@ -505,6 +508,7 @@ void MpiCommunicator::State::service_queries() {
     r.msg.seq = seq;
     r.msg.in_op = in_op ? 1 : 0;
     r.msg.timing_out = timing_out ? 1 : 0;
+    r.msg.process_timing_out = g_timing_out.load() ? 1 : 0;
     copy_str(r.msg.name, sizeof(r.msg.name), op_name);
     copy_str(r.msg.label, sizeof(r.msg.label), op_label);
     MPI_Isend(&r.msg, sizeof(r.msg), MPI_BYTE, st.MPI_SOURCE, kTagReply, ctl, &r.req);
@@ -559,6 +563,7 @@ void MpiCommunicator::State::wait(MPI_Request* reqs, int n) {
 
 void MpiCommunicator::State::timed_out(double waited) {
   timing_out = true;
+  g_timing_out = true;
   const int64_t my_seq = seq;
   std::vector<MPI_Request> queries;
   for (int p = 0; p < size; ++p) {
@@ -590,10 +595,13 @@ void MpiCommunicator::State::timed_out(double waited) {
   }
   std::string late;
   // A lower rank stuck in this same op (timing out already, or about to: its deadline is as near
-  // as ours) prints; we stay quiet unless it has not announced its abort within kDeferWait.
+  // as ours), or timing out in any op (ranks stuck behind one missing peer time out in whatever
+  // op each waits in), prints; we stay quiet unless it has not announced its abort within
+  // kDeferWait.
   bool lower_speaks = false;
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
+    lower_speaks = lower_speaks || (p < rank && got[p] && ans[p].process_timing_out);
     std::string why;
     if (!got[p]) {
       why = fmt::format(
@@ -601,8 +609,8 @@ void MpiCommunicator::State::timed_out(double waited) {
           "unreachable",
           grace.count() / 1e3);
     } else if (ans[p].seq >= my_seq) {
-      lower_speaks = lower_speaks ||
-                     (p < rank && ans[p].seq == my_seq && (ans[p].timing_out || ans[p].in_op));
+      lower_speaks =
+          lower_speaks || (p < rank && ans[p].seq == my_seq && (ans[p].timing_out || ans[p].in_op));
       continue;  // started this op (or finished it): arrived
     } else if (ans[p].in_op) {
       why = fmt::format("still in op #{} '{}'", ans[p].seq, ans[p].name);

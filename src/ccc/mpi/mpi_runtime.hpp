@@ -45,11 +45,12 @@ std::string mpi_error_string(int code);
 
 // What a rank answers about one communicator; sent as raw bytes (same binary on every rank).
 struct StatusReply {
-  int64_t seq;         // ops started on this communicator
-  int32_t in_op;       // 1 while op #seq has not completed
-  int32_t timing_out;  // 1 while this rank handles a timeout of op #seq
-  char name[32];       // op #seq's name
-  char label[64];      // and label
+  int64_t seq;                 // ops started on this communicator
+  int32_t in_op;               // 1 while op #seq has not completed
+  int32_t timing_out;          // 1 while this rank handles a timeout of op #seq
+  int32_t process_timing_out;  // 1 while this rank handles a timeout of any op
+  char name[32];               // op #seq's name
+  char label[64];              // and label
 };
 
 struct MpiCommunicator::State {
