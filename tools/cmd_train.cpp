@@ -44,6 +44,9 @@ void add_train(CLI::App& app) {
   sub->add_option("--eval-fanouts", a->eval_fanouts, "fanouts for evaluation (default: --fanouts)");
   sub->add_option("--batch-size", a->c.batch_size, "training seeds per rank per step (default 1024)");
   sub->add_option("--epochs", a->c.epochs, "epochs (default 10)");
+  sub->add_option("--max-steps", a->c.max_steps,
+                  "train at most N steps per epoch: the first N batches of the epoch's shuffled "
+                  "order, the same count on every rank (default 0: the whole epoch)");
   sub->add_option("--lr", a->c.train.lr, "learning rate (default 0.01)");
   sub->add_option("--weight-decay", a->c.train.weight_decay, "weight decay (default 5e-4)");
   sub->add_option("--optimizer", a->c.train.optimizer, "adam (default) or sgd");
@@ -136,6 +139,7 @@ void add_train(CLI::App& app) {
     if (given("--eval-fanouts")) c.eval_fanouts = parse_int_list(a->eval_fanouts, "--eval-fanouts");
     if (given("--batch-size")) c.batch_size = a->c.batch_size;
     if (given("--epochs")) c.epochs = a->c.epochs;
+    if (given("--max-steps")) c.max_steps = a->c.max_steps;
     if (given("--lr")) c.train.lr = a->c.train.lr;
     if (given("--weight-decay")) c.train.weight_decay = a->c.train.weight_decay;
     if (given("--optimizer")) c.train.optimizer = a->c.train.optimizer;

@@ -72,7 +72,8 @@ def _run(cmd: List[str], env: dict) -> Tuple[int, List[Tuple[Optional[str], str]
 def train(config: dict, *, ranks: int = 1, mpirun: Sequence[str] = ("mpirun",)) -> dict:
     """Runs the built-in trainer, ``dsp train --config``, with a config dict; returns its result.
 
-    Keys as in a ``dsp train --config`` file (``path``, ``model``, ``fanouts``, ``epochs``, ...).
+    Keys as in a ``dsp train --config`` file (``path``, ``model``, ``fanouts``, ``epochs``,
+    ``max_steps``, ...).
     The job runs in a child process: the CLI shipped in this package (``dsp.cli_path()``), which
     carries its own LibTorch, so the interpreter's torch (any version, or none) is not involved.
     Its output is forwarded to ``sys.stdout``/``sys.stderr``.

@@ -59,6 +59,7 @@ RoleAllocation profile_roles(Coordinator& coord, const EpochScheduler& sched,
                              int64_t epoch, int batches) {
   DSP_CHECK_ARG(batches >= 1, "roles: profile of {} batches", batches);
   EpochScheduler s = sched;
+  s.set_max_steps(0);  // the profile's batches, whatever cap the job's epochs have
   s.set_steps(std::max<int64_t>(s.local_steps(), batches + 1));
   const std::vector<int64_t> order = s.epoch_order(epoch);
   CoordinatedCommunicator& cs = coord.channel(WorkerKind::kSampler);
@@ -375,7 +376,8 @@ RoleStages::~RoleStages() = default;
 const std::vector<int64_t>& RoleStages::order(int slot, int64_t epoch) {
   if (order_epoch_[slot] != epoch) {
     EpochScheduler& s = scheds_[slot];
-    s.set_steps(own_->steps());
+    s.set_max_steps(own_->max_steps());  // --max-steps: the slots stop where the job does
+    s.set_steps(own_->full_steps());
     orders_[slot] = s.epoch_order(epoch);
     order_epoch_[slot] = epoch;
   }

@@ -28,18 +28,31 @@ int64_t EpochScheduler::agree_steps(Communicator& comm) {
   o.label = "epoch steps";
   comm.all_reduce(&s, 1, DType::kInt64, ReduceOp::kMax, o);
   set_steps(s);
-  return s;
+  return steps_;  // capped
 }
 
 void EpochScheduler::set_steps(int64_t steps) {
   DSP_CHECK_ARG(steps >= local_steps(), "{} steps per epoch cannot cover {} seeds in batches of {}",
                 steps, num_local_seeds(), batch_size_);
-  steps_ = steps;
+  full_steps_ = steps;
+  steps_ = max_steps_ > 0 ? std::min(steps, max_steps_) : steps;
 }
 
 int64_t EpochScheduler::steps() const {
   DSP_CHECK(steps_ >= 0, "epoch scheduler: steps not agreed yet (call agree_steps)");
   return steps_;
+}
+
+int64_t EpochScheduler::full_steps() const {
+  DSP_CHECK(full_steps_ >= 0, "epoch scheduler: steps not agreed yet (call agree_steps)");
+  return full_steps_;
+}
+
+void EpochScheduler::set_max_steps(int64_t max_steps) {
+  DSP_CHECK_ARG(max_steps >= 0, "max steps per epoch must be >= 0 (0: no limit), got {}",
+                max_steps);
+  max_steps_ = max_steps;
+  if (full_steps_ >= 0) set_steps(full_steps_);
 }
 
 std::vector<int64_t> EpochScheduler::shuffled(const std::vector<int64_t>& sorted, uint64_t seed,
@@ -67,6 +80,7 @@ std::vector<int64_t> EpochScheduler::epoch_order(int64_t epoch) const {
   const int64_t steps = this->steps();
   const int64_t n = num_local_seeds();
   if (n == 0) return {};
+  // A capped epoch (steps < local_steps()) is a prefix of the uncapped one's order.
   const int64_t len = local_steps() == steps ? n : steps * batch_size_;
   std::vector<int64_t> order;
   order.reserve(static_cast<size_t>(len));

@@ -13,6 +13,10 @@
 // each pass is a Fisher-Yates shuffle drawn from a counter-based stream keyed by (seed, epoch,
 // pass), so it is the same whatever order the ids came in, on whatever rank or thread computes it.
 //
+// With set_max_steps(N), an epoch stops after N steps: the agreed count is capped (on every rank
+// alike, so ranks with uneven seeds still stop together), and the epoch's batches are the first N
+// of the uncapped epoch's, a prefix of the same per-epoch order, so each epoch sees other seeds.
+//
 // With use_bfs_order(), every pass is BGL's proximity-aware order (seed_order.hpp) instead of a
 // shuffle: still a permutation of the seeds and a pure function of (seed, epoch, pass).
 #include <cstdint>
@@ -35,11 +39,16 @@ class EpochScheduler {
   // ceil(local seeds / batch size): the steps this rank alone would need.
   int64_t local_steps() const;
   // The steps of every epoch: max of local_steps() over the ranks of comm (an all_reduce, so
-  // every rank must call it at the same point). Remembered for steps().
+  // every rank must call it at the same point), capped by max_steps(). Remembered for steps().
   int64_t agree_steps(Communicator& comm);
-  // Sets the steps without communicating (single rank, tests); must be >= local_steps().
+  // Sets the steps of a whole epoch without communicating (single rank, tests); must be >=
+  // local_steps(). steps() is then the smaller of them and max_steps().
   void set_steps(int64_t steps);
-  int64_t steps() const;  // after agree_steps or set_steps
+  int64_t steps() const;       // after agree_steps or set_steps
+  int64_t full_steps() const;  // the same before the max_steps() cap
+  // At most this many steps per epoch; 0 (the default): no limit. Call before agree_steps.
+  void set_max_steps(int64_t max_steps);
+  int64_t max_steps() const { return max_steps_; }
 
   // The seeds of every step of `epoch`, concatenated; step t is [t*B, min((t+1)*B, size())).
   // A rank whose local_steps() equals steps() has a partial last batch; the others wrap around.
@@ -63,7 +72,8 @@ class EpochScheduler {
   std::vector<int64_t> seeds_;  // sorted
   int64_t batch_size_;
   uint64_t seed_;
-  int64_t steps_ = -1;
+  int64_t steps_ = -1, full_steps_ = -1;
+  int64_t max_steps_ = 0;
   std::shared_ptr<const BfsSeedOrder> bfs_;
 };
 

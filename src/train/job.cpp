@@ -39,6 +39,7 @@ void JobConfig::validate() const {
                 fanouts.size());
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
+  DSP_CHECK_ARG(max_steps >= 0, "--max-steps must be >= 0 (0: no limit), got {}", max_steps);
   DSP_CHECK_ARG(roles >= 0 || roles == kRolesAuto,
                 "--roles must be auto or >= 0 (sampler-only ranks), got {}", roles);
   parse_role_switch(roles_switch);
@@ -90,7 +91,7 @@ nlohmann::json JobConfig::to_json() const {
   return {{"path", path},           {"train", train.to_json()},
           {"fanouts", fanouts},     {"layers", layers},     {"eval_fanouts", eval_fanouts},
           {"batch_size", batch_size}, {"eval_batch_size", eval_batch_size},
-          {"epochs", epochs},       {"eval_every", eval_every},
+          {"epochs", epochs},       {"max_steps", max_steps},  {"eval_every", eval_every},
           {"pipeline", pipeline},   {"ccc", ccc},
           {"roles", roles == kRolesAuto ? nlohmann::json("auto") : nlohmann::json(roles)},
           {"roles_switch", roles_switch},
@@ -132,6 +133,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "batch_size") c.batch_size = v.get<int64_t>();
       else if (k == "eval_batch_size") c.eval_batch_size = v.get<int64_t>();
       else if (k == "epochs") c.epochs = v.get<int>();
+      else if (k == "max_steps") c.max_steps = v.get<int64_t>();
       else if (k == "eval_every") c.eval_every = v.get<int>();
       else if (k == "pipeline") c.pipeline = v.get<std::string>();
       else if (k == "ccc") c.ccc = v.get<bool>();
@@ -369,6 +371,8 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
     }
     sched = sched_.get();
   }
+  // The cap on the scheduler the pipeline runs over: every epoch's step agreement applies it.
+  sched->set_max_steps(cfg_.max_steps);
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 1);
   steps_ = sched->agree_steps(main_ch);
@@ -379,9 +383,12 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   if (rt_.leader()) {
     DSP_INFO("train",
              "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
-             "steps of {} seeds per rank per epoch, fanouts {}, pipeline {}{}",
-             tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim,
-             meta.num_classes, rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
+             "steps{} of {} seeds per rank per epoch, fanouts {}, pipeline {}{}",
+             tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim, meta.num_classes,
+             rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
+             cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})",
+                                              cfg_.max_steps, sched->full_steps())
+                                : "",
              cfg_.batch_size, fmt::join(cfg_.fanouts, ","), cfg_.pipeline,
              samplers_ > 0
                  ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
@@ -558,6 +565,7 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                         {"loss", loss},
                         {"train_acc", train_acc},
                         {"epoch_s", em_.wall_s},
+                        {"max_steps", cfg_.max_steps},  // the cap of pipeline.steps
                         {"pipeline", em_.to_json()},
                         {"sampler", sampler_->stats().to_json()},
                         {"cache_hit_rate", res_.cache_hit_rate},

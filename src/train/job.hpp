@@ -21,6 +21,9 @@ struct JobConfig {
   int64_t batch_size = 1024;            // seeds per rank per step
   int64_t eval_batch_size = 4096;
   int epochs = 10;
+  // At most this many steps per epoch (0: no limit): the epoch stops after the first N batches of
+  // its usual order (every rank at the same step; evaluation and checkpoints as usual).
+  int64_t max_steps = 0;
   int eval_every = 1;               // 0: evaluate only after the last epoch
   std::string pipeline = "auto";    // auto (profiled choice) | on | off (DSP-Seq, the ablation)
   bool ccc = true;                  // off only to show why the coordinator is needed

@@ -130,6 +130,40 @@ TEST(EpochScheduler, AgreeStepsThroughCoordinator) {
   EXPECT_EQ(s.steps(), 4);
 }
 
+// --max-steps: the agreed count is capped alike on every rank, so a rank with fewer seeds (it
+// wraps around) and one with more (it is cut) stop at the same step; a capped epoch is the first
+// batches of the uncapped one, and each epoch's prefix holds other seeds.
+TEST(EpochScheduler, MaxStepsCutsEveryRankAtTheSameStepOfTheUsualOrder) {
+  EpochScheduler few(iota_ids(100), 32, 7), many(iota_ids(300, 1), 32, 7);
+  EpochScheduler few_full = few, many_full = many;
+  few_full.set_steps(many.local_steps());  // what agree_steps gives both: 10
+  many_full.set_steps(many.local_steps());
+  for (EpochScheduler* s : {&few, &many}) {
+    s->set_max_steps(6);
+    s->set_steps(many.local_steps());
+    EXPECT_EQ(s->steps(), 6);
+    EXPECT_EQ(s->full_steps(), 10);
+  }
+  for (const auto& [capped, full] : {std::pair{&few, &few_full}, std::pair{&many, &many_full}}) {
+    const auto o = capped->epoch_order(2), f = full->epoch_order(2);
+    ASSERT_EQ(o.size(), 6u * 32);
+    EXPECT_TRUE(std::equal(o.begin(), o.end(), f.begin()));
+    for (int64_t t = 0; t < 6; ++t) EXPECT_EQ(capped->batch_seeds(o, t), full->batch_seeds(f, t));
+    EXPECT_THROW(capped->batch_seeds(o, 6), InvalidArgument);
+  }
+  EXPECT_NE(many.epoch_order(2), many.epoch_order(3));
+  // A cap at or above the epoch changes nothing; 0 lifts it; a negative cap is refused.
+  many.set_max_steps(10);
+  EXPECT_EQ(many.steps(), 10);
+  EXPECT_EQ(many.epoch_order(2), many_full.epoch_order(2));
+  many.set_max_steps(0);
+  EXPECT_EQ(many.steps(), 10);
+  EXPECT_THROW(many.set_max_steps(-1), InvalidArgument);
+  auto coord = make_coordinator("self");
+  many.set_max_steps(3);
+  EXPECT_EQ(many.agree_steps(coord->channel(WorkerKind::kMain)), 3);
+}
+
 std::vector<test::StandIn::Seen> run_standin(PipelineMode mode, int max_delay_us, int epochs,
                                              std::vector<EpochMetrics>* metrics = nullptr) {
   auto coord = make_coordinator("self");

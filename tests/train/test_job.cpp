@@ -90,12 +90,21 @@ TEST(Job, CommunityGraphReachesItsAttainableAccuracy) {
   fs::remove_all(dir);
 }
 
+std::vector<nlohmann::json> metrics_records(const std::string& f) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(read_file(f));
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 // Every random draw is a function of (seed, epoch, batch, ...), evaluation included: a resumed
 // job equals an uninterrupted one in the model, the loss, the validation and test accuracies of
-// every epoch and the best epoch. A stale temporary file of an interrupted checkpoint write is
-// removed by the next write.
-TEST(Job, ResumeEqualsUninterruptedTraining) {
+// every epoch and the best epoch, with or without --max-steps. A stale temporary file of an
+// interrupted checkpoint write is removed by the next write.
+void expect_resume_equals_uninterrupted(int64_t max_steps) {
+  SCOPED_TRACE(max_steps);
   JobConfig c = cora_config();
+  c.max_steps = max_steps;
   c.epochs = 4;
   c.eval_every = 1;
   c.seed = 7;
@@ -121,13 +130,7 @@ TEST(Job, ResumeEqualsUninterruptedTraining) {
   EXPECT_EQ(resumed.test_acc_at_best, straight.test_acc_at_best);
   EXPECT_FALSE(fs::exists(stale));
   // The per-epoch records (appended on resume) agree on everything drawn at random.
-  auto records = [](const std::string& f) {
-    std::vector<nlohmann::json> out;
-    std::istringstream in(read_file(f));
-    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-    return out;
-  };
-  const auto a = records(c.metrics_file), b = records(first.metrics_file);
+  const auto a = metrics_records(c.metrics_file), b = metrics_records(first.metrics_file);
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), 4u);
   for (size_t i = 0; i < a.size(); ++i) {
@@ -135,11 +138,63 @@ TEST(Job, ResumeEqualsUninterruptedTraining) {
     for (const char* k : {"epoch", "loss", "train_acc", "val_acc", "test_acc"}) {
       EXPECT_EQ(a[i].at(k), b[i].at(k)) << k;
     }
+    EXPECT_EQ(a[i].at("pipeline").at("steps"), b[i].at("pipeline").at("steps"));
   }
   fs::remove_all(c.checkpoint_dir);
   fs::remove_all(first.checkpoint_dir);
   fs::remove(c.metrics_file);
   fs::remove(first.metrics_file);
+}
+
+TEST(Job, ResumeEqualsUninterruptedTraining) { expect_resume_equals_uninterrupted(0); }
+TEST(Job, ResumeEqualsUninterruptedTrainingWithMaxSteps) { expect_resume_equals_uninterrupted(3); }
+
+// --max-steps N: every epoch trains exactly N steps (the first N batches of its usual order), the
+// same job twice gives the same losses, and a cap at or above the epoch's steps is no cap at all.
+TEST(Job, MaxStepsTrainsThatManyStepsPerEpoch) {
+  JobConfig c = cora_config();
+  c.epochs = 3;
+  c.seed = 3;
+  c.max_steps = 2;
+  c.metrics_file = temp_dir("metrics_max_steps");
+  const JobResult capped = run_training(c);
+  const auto rec = metrics_records(c.metrics_file);
+  ASSERT_EQ(rec.size(), 3u);
+  for (const auto& r : rec) {
+    EXPECT_EQ(r.at("pipeline").at("steps"), 2) << r.dump();
+    EXPECT_EQ(r.at("max_steps"), 2);
+  }
+  const JobResult again = run_training(c);
+  EXPECT_EQ(again.final_loss, capped.final_loss);  // bit-identical
+  EXPECT_EQ(again.best_val_acc, capped.best_val_acc);
+  EXPECT_EQ(metrics_records(c.metrics_file).back().at("loss"), rec.back().at("loss"));
+
+  // Cora's 140 training seeds in batches of 16: 9 steps. A cap of 9 or more changes nothing.
+  c.epochs = 2;
+  c.max_steps = 0;
+  const JobResult plain = run_training(c);
+  EXPECT_EQ(metrics_records(c.metrics_file).back().at("pipeline").at("steps"), 9);
+  EXPECT_NE(plain.final_loss, capped.final_loss);
+  for (int64_t cap : {9, 1000}) {
+    c.max_steps = cap;
+    const JobResult r = run_training(c);
+    EXPECT_EQ(r.final_loss, plain.final_loss) << cap;
+    EXPECT_EQ(r.best_val_acc, plain.best_val_acc) << cap;
+    EXPECT_EQ(r.test_acc_at_best, plain.test_acc_at_best) << cap;
+  }
+  fs::remove(c.metrics_file);
+
+  // The --config key, and the usage error.
+  EXPECT_EQ(
+      JobConfig::from_json(nlohmann::json::parse(R"({"max_steps": 5})"), "cfg.json").max_steps, 5);
+  EXPECT_EQ(c.to_json()["max_steps"], 1000);
+  c.max_steps = -1;
+  try {
+    run_training(c);
+    ADD_FAILURE() << "a negative --max-steps was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "--max-steps must be >= 0 (0: no limit), got -1");
+  }
 }
 
 // Faults that used to pass silently or print a LibTorch backtrace.

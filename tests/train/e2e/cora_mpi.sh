@@ -7,7 +7,9 @@
 # sampler must send nothing); bfs (BGL's proximity-aware seed order); preaggregate (PaGraph's
 # pre-aggregated first layer, from a partition written with --preaggregate: the job must say so);
 # fifo (BGL's FIFO levels, --fifo-rows/--fifo-shared-rows: the job must equal the one without them
-# bit for bit, the levels must serve rows peers would have sent, and leave nothing in /dev/shm).
+# bit for bit, the levels must serve rows peers would have sent, and leave nothing in /dev/shm);
+# maxsteps (--max-steps 10 over batches of 7: on 2 ranks a 68-seed part needs 10 steps, a 72-seed
+# part 11; both must stop at step 10 every epoch, and the header must say the cap).
 # FLAGS: more `dsp train` flags, e.g. --roles 1.
 set -euo pipefail
 dsp="$1" mpiexec="$2" data="$3" np="$4" model="${5:-sage}" variant="${6:-default}"
@@ -16,6 +18,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 "$dsp" convert --from ogb "$data/cora" "$tmp/cora" >/dev/null
 extra=(--hidden 32)
+bs=$((16 / np))
 [[ "$model" == "gat" ]] && extra=(--heads 8 --hidden 8 --lr 0.005 --dropout 0.6)
 path="$tmp/cora"
 case "$variant" in
@@ -33,10 +36,13 @@ case "$variant" in
     extra+=(--pipeline on)  # auto may give the trainer other core counts run to run: not bit-equal
     plain_extra=("${extra[@]}")
     extra+=(--fifo-rows 10 --fifo-shared-rows 200 --result "$tmp/result.json") ;;
+  maxsteps)
+    bs=7
+    extra+=(--max-steps 10) ;;
   *) echo "unknown variant $variant"; exit 2 ;;
 esac
 "$mpiexec" --oversubscribe -n "$np" "$dsp" train "$path" --model "$model" --fanouts 10,10 \
-  --eval-fanouts 25,25 --batch-size $((16 / np)) --epochs 20 --seed 1 --no-progress \
+  --eval-fanouts 25,25 --batch-size "$bs" --epochs 20 --seed 1 --no-progress \
   --metrics "$tmp/metrics.jsonl" "${extra[@]}" "$@" 2>&1 | tee "$tmp/log"
 acc="$(awk '/test acc at best/ {print $NF}' "$tmp/log")"
 lines="$(wc -l < "$tmp/metrics.jsonl")"
@@ -45,6 +51,13 @@ awk -v a="$acc" 'BEGIN { exit !(a >= 0.78) }' || { echo "FAIL: test accuracy $ac
 if [[ "$variant" == preaggregate ]]; then
   grep -q "first layer pre-aggregated (PaGraph)" "$tmp/log" ||
     { echo "FAIL: the job did not report the pre-aggregated first layer"; exit 1; }
+fi
+if [[ "$variant" == maxsteps ]]; then
+  grep -q "10 steps (--max-steps 10; a whole epoch is 11) of 7 seeds" "$tmp/log" ||
+    { echo "FAIL: the header does not show the step cap"; exit 1; }
+  steps="$(python3 -c 'import json, sys
+print(sorted({(r["pipeline"]["steps"], r["max_steps"]) for r in map(json.loads, open(sys.argv[1]))}))' "$tmp/metrics.jsonl")"
+  [[ "$steps" == "[(10, 10)]" ]] || { echo "FAIL: (steps, max_steps) per epoch: $steps"; exit 1; }
 fi
 if [[ "$variant" == pagraph ]]; then
   sent="$(python3 -c 'import json, sys
