@@ -42,11 +42,16 @@ template <class Rec>
 class ExternalSorter {
  public:
   // Holds up to `capacity` records in memory; runs go to files under `tmp_dir` (created here,
-  // removed with the sorter).
-  ExternalSorter(std::string tmp_dir, size_t capacity)
-      : dir_(std::move(tmp_dir)), capacity_(std::max<size_t>(capacity, 1024)) {
+  // removed with the sorter). At most `max_fan_in` runs are open at once: more are first merged
+  // in consecutive groups into longer runs (files and memory stay bounded however many runs a
+  // small buffer made).
+  ExternalSorter(std::string tmp_dir, size_t capacity, size_t max_fan_in = kMaxFanIn)
+      : dir_(std::move(tmp_dir)),
+        capacity_(std::max<size_t>(capacity, 1024)),
+        fan_in_(std::max<size_t>(max_fan_in, 2)) {
     buf_.reset(new Rec[capacity_]);
   }
+  static constexpr size_t kMaxFanIn = 256;
   ~ExternalSorter() {
     std::error_code ec;
     if (made_dir_) std::filesystem::remove_all(dir_, ec);
@@ -55,7 +60,7 @@ class ExternalSorter {
   ExternalSorter& operator=(const ExternalSorter&) = delete;
 
   size_t capacity() const { return capacity_; }
-  int runs() const { return static_cast<int>(runs_.size()); }
+  int runs() const { return spilled_runs_; }  // runs spilled from the buffer
   uint64_t spilled_bytes() const { return spilled_; }
 
   // Room for n <= capacity() more records (a run is spilled first when the buffer lacks it);
@@ -83,9 +88,59 @@ class ExternalSorter {
     } else {
       if (size_ > 0) spill();
       buf_.reset();
+      while (runs_.size() > fan_in_) merge_level();
       const size_t per = std::max<size_t>(capacity_ / runs_.size(), 4096);
       for (const Run& r : runs_) src.push_back(Source::open(r, per));
     }
+    merge_sources(src, out);
+    buf_.reset();
+    src.clear();
+    std::error_code ec;
+    if (made_dir_) std::filesystem::remove_all(dir_, ec);
+    made_dir_ = false;
+  }
+
+ private:
+  static constexpr size_t kBlock = size_t{1} << 16;
+  struct Run {
+    std::string path;
+    uint64_t count;
+  };
+  struct Source;
+
+  // One level of the cascade: consecutive groups of fan_in_ runs become one run each (repeats
+  // dropped, the first kept: the groups keep the runs' order, so the final merge keeps the same
+  // first record of every key).
+  void merge_level() {
+    std::vector<Run> next;
+    const size_t per = std::max<size_t>(capacity_ / fan_in_, 4096);
+    for (size_t g = 0; g < runs_.size(); g += fan_in_) {
+      std::vector<Source> src;
+      for (size_t i = g; i < std::min(runs_.size(), g + fan_in_); ++i) {
+        src.push_back(Source::open(runs_[i], per));
+      }
+      Run r{dir_ + "/merged" + std::to_string(merged_++), 0};
+      std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(r.path.c_str(), "wb"),
+                                                        &std::fclose);
+      DSP_CHECK_T(IoError, f != nullptr, "{}: cannot create a sort run", r.path);
+      merge_sources(src, [&](const Rec* recs, size_t count) {
+        DSP_CHECK_T(IoError, std::fwrite(recs, sizeof(Rec), count, f.get()) == count,
+                    "{}: writing a sort run failed (disk full?)", r.path);
+        r.count += count;
+      });
+      DSP_CHECK_T(IoError, std::fclose(f.release()) == 0, "{}: writing a sort run failed", r.path);
+      for (size_t i = g; i < std::min(runs_.size(), g + fan_in_); ++i) {
+        std::error_code ec;
+        std::filesystem::remove(runs_[i].path, ec);
+      }
+      next.push_back(r);
+    }
+    runs_ = std::move(next);
+  }
+
+  // The k-way merge of sorted sources: out(recs, count) in blocks, one record per distinct key.
+  template <class Out>
+  void merge_sources(std::vector<Source>& src, Out&& out) {
     using Head = std::pair<uint64_t, size_t>;  // (key, source); ties go to the lower source
     std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heap;
     for (size_t i = 0; i < src.size(); ++i) {
@@ -110,19 +165,8 @@ class ExternalSorter {
       if (src[i].ready()) heap.push({key_of(*src[i].cur), i});
     }
     if (!block.empty()) out(block.data(), block.size());
-    buf_.reset();
-    src.clear();
-    std::error_code ec;
-    if (made_dir_) std::filesystem::remove_all(dir_, ec);
-    made_dir_ = false;
   }
 
- private:
-  static constexpr size_t kBlock = size_t{1} << 16;
-  struct Run {
-    std::string path;
-    uint64_t count;
-  };
   // A sorted sequence: a span in memory, or a run file read through a buffer.
   struct Source {
     const Rec* cur = nullptr;
@@ -197,6 +241,7 @@ class ExternalSorter {
       DSP_CHECK_T(IoError, ok, "{}: writing a sort run failed (disk full?)", r.path);
       spilled_ += r.count * sizeof(Rec);
       runs_.push_back(r);
+      ++spilled_runs_;
     }
     size_ = 0;
   }
@@ -206,6 +251,9 @@ class ExternalSorter {
   std::unique_ptr<Rec[]> buf_;
   std::vector<std::pair<size_t, size_t>> pieces_;
   std::vector<Run> runs_;
+  size_t fan_in_;
+  int64_t merged_ = 0;
+  int spilled_runs_ = 0;
   uint64_t spilled_ = 0;
   bool made_dir_ = false;
 };

@@ -50,6 +50,11 @@ constexpr uint64_t kMinSortBytes = uint64_t{1} << 16;
 constexpr uint64_t kMinNodeChunkBytes = uint64_t{1} << 20;
 constexpr uint64_t kMaxNodeChunkBytes = uint64_t{64} << 20;
 constexpr uint64_t kSlackBytes = uint64_t{64} << 20;
+// The most runs a budget-sized sort buffer may spill (a buffer of 1/4096 of the entries at least).
+constexpr uint64_t kMaxSortRuns = 4096;
+uint64_t min_sort_bytes(uint64_t entries) {
+  return std::max(kMinSortBytes, 8 * entries / kMaxSortRuns);
+}
 
 // A uniformly random permutation of [0, n): Fisher-Yates where the swap partner of position i
 // comes from its own stream, so it is a pure function of (key, n).
@@ -642,11 +647,22 @@ void check_disk(const std::string& out, uint64_t needed) {
   }
 }
 
-// Sort buffer of the out-of-core path: what the budget leaves beside `fixed` (or the explicit
-// cap), no more than the entries drawn (records are 8 bytes).
-size_t sort_capacity(const GenerateWriteOptions& w, uint64_t fixed, int64_t max_entries) {
+// Sort buffer of the out-of-core path: what the budget leaves beside what the process holds
+// already (the draw's tables are built by now, so they are in its resident set), or the explicit
+// cap; no more than the entries drawn (records are 8 bytes). When the budget leaves a buffer that
+// would spill more than kMaxSortRuns runs (each a file, merged kMaxFanIn at a time), the command
+// stops with the one-line refusal instead of writing thousands of tiny runs.
+size_t sort_capacity(const GenerateWriteOptions& w, int64_t max_entries) {
   const uint64_t left = memory_left(w.memory_budget);
-  uint64_t bytes = left > fixed + kSlackBytes ? left - fixed - kSlackBytes : 0;
+  uint64_t bytes = left > kSlackBytes ? left - kSlackBytes : 0;
+  const uint64_t need = min_sort_bytes(static_cast<uint64_t>(max_entries));
+  if (w.sort_buffer_bytes == 0 || w.sort_buffer_bytes >= need) {
+    check_memory(
+        "dsp generate (out of core)", std::max(bytes, need) + kSlackBytes, w.memory_budget,
+        fmt::format("raise --memory-budget: the external sort needs a buffer of {} at least "
+                    "(the draw's tables take the rest)",
+                    format_bytes(need)));
+  }
   if (w.sort_buffer_bytes > 0) bytes = std::min(bytes, w.sort_buffer_bytes);
   bytes = std::max(bytes, kMinSortBytes);
   return static_cast<size_t>(std::min<uint64_t>(bytes / 8, static_cast<uint64_t>(max_entries) + 1));
@@ -695,7 +711,7 @@ GenerateResult rmat_out_of_core(const RmatOptions& o, const std::string& dir,
   Stopwatch sw;
   StagedDir staged(dir, w.overwrite);
   std::vector<int64_t> perm = rmat_permutation(o);
-  ExternalSorter<uint64_t> sorter(staged.file("sort-runs"), sort_capacity(w, 8 * n, max_entries));
+  ExternalSorter<uint64_t> sorter(staged.file("sort-runs"), sort_capacity(w, max_entries));
   draw_sorted(sorter, o.num_edges, o.undirected, RmatDraw(o, perm));
   perm = {};
   auto [entries, max_degree] =
@@ -728,8 +744,7 @@ GenerateResult community_out_of_core(const CommunityOptions& o, const std::strin
     draw = std::make_unique<CommunityDraw<Id>>(o, cm);
     comm_of = community_of(cm);
   }
-  const uint64_t fixed = n * (sizeof(typename SegmentedAlias<Id>::Entry) + 4);
-  ExternalSorter<uint64_t> sorter(staged.file("sort-runs"), sort_capacity(w, fixed, max_entries));
+  ExternalSorter<uint64_t> sorter(staged.file("sort-runs"), sort_capacity(w, max_entries));
   draw_sorted(sorter, o.num_edges, /*symmetrize=*/true, *draw);
   draw.reset();
   int64_t inside = 0;
@@ -787,7 +802,7 @@ MemoryEstimate estimate_rmat_memory(const RmatOptions& o) {
                           8 * n + entries * id + node_data}) +
                 kSlackBytes;
   // The permutation while drawing, the splits at the end; a sort buffer and a chunk of rows.
-  e.out_of_core = 16 * n + kMinSortBytes + 2 * kMinNodeChunkBytes + kSlackBytes;
+  e.out_of_core = 16 * n + min_sort_bytes(entries) + 2 * kMinNodeChunkBytes + kSlackBytes;
   return e;
 }
 
@@ -801,7 +816,7 @@ MemoryEstimate estimate_community_memory(const CommunityOptions& o) {
   e.in_memory =
       std::max({model + 2 * m * id + 16 * n + 2 * m * id, 8 * n + 2 * m * id + node_data}) +
       kSlackBytes;
-  e.out_of_core = model + 4 * n + kMinSortBytes + 2 * kMinNodeChunkBytes + kSlackBytes;
+  e.out_of_core = model + 4 * n + min_sort_bytes(2 * m) + 2 * kMinNodeChunkBytes + kSlackBytes;
   return e;
 }
 

@@ -234,6 +234,37 @@ TEST(OutOfCore, SorterKeepsTheFirstWeightOfRepeats) {
   }
 }
 
+// More runs than the sorter opens at once: they are merged in consecutive groups first (two levels
+// here), with the same result as one merge: every key once, in order, with its first weight; the
+// group files are gone afterwards.
+TEST(OutOfCore, SorterMergesManyRunsInGroups) {
+  TempDir tmp("ooc_sort_groups");
+  for (size_t fan_in : {size_t{3}, size_t{4}, size_t{1000}}) {
+    SCOPED_TRACE(fan_in);
+    ExternalSorter<WeightedKey> s(tmp / "runs", 1024, fan_in);
+    std::map<uint64_t, float> first;
+    for (int i = 0; i < 40000; ++i) {
+      WeightedKey* r = s.append_space(1);
+      const uint64_t k = edge_key(static_cast<uint64_t>((i * 7919) % 4001), i % 3);
+      r->key = k;
+      r->weight = static_cast<float>(i);
+      first.emplace(k, r->weight);
+      s.appended(1);
+    }
+    std::vector<WeightedKey> out;
+    s.merge([&](const WeightedKey* r, size_t n) { out.insert(out.end(), r, r + n); });
+    EXPECT_GT(s.runs(), 27);  // three levels of groups at fan-in 3
+    ASSERT_EQ(out.size(), first.size());
+    size_t i = 0;
+    for (const auto& [k, w] : first) {
+      ASSERT_EQ(out[i].key, k);
+      ASSERT_EQ(out[i].weight, w);
+      ++i;
+    }
+    EXPECT_FALSE(std::filesystem::exists(tmp / "runs"));
+  }
+}
+
 // An edge list with repeats (weights differing between them), self loops, comments and blank
 // lines; ids up to `n - 1`.
 std::string edge_list_text(int64_t n, int64_t m, bool weighted, uint64_t seed) {
