@@ -118,6 +118,10 @@ TEST(Models, ShapesGradientsAndDeterministicDropout) {
     c.out_dim = 5;
     c.layers = 2;
     c.dropout = 0.5;
+    // A fixed initialisation: LibTorch seeds its default generator at random per process, and
+    // about 1 in 40 initialisations cuts every hidden unit at the ReLU, so that the output
+    // ignores the masks (init seeds 17, 50, 79, 80 and 118 of 0..200 do).
+    torch::manual_seed(1);
     auto m = make_model(c);
     Block inner = tiny_block();  // 2 dst <- 4 src
     Block outer;                 // 1 seed <- both of inner's dst
