@@ -41,6 +41,16 @@ void expect_same_files(const std::string& a, const std::string& b) {
   }
 }
 
+// `dsp convert --memory-budget 64M` refused with the one-line message, nothing left at `out`.
+void expect_convert_refused_at_64m(const iotest::CliResult& r, const std::string& out) {
+  EXPECT_EQ(r.exit_code, 1);
+  const std::regex line(
+      "dsp: error: dsp convert \\(out of core\\) needs about [0-9.]+ MiB of memory but the budget "
+      "is 64\\.0 MiB \\([0-9.]+ [KMG]iB available\\): raise --memory-budget\n");
+  EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 GenerateWriteOptions in_memory() {
   GenerateWriteOptions w;
   w.memory_budget = uint64_t{1} << 40;
@@ -355,12 +365,7 @@ TEST(OutOfCore, ConvertCliChoosesAndRefuses) {
   // The in-memory estimate is 64 MiB of slack plus the edges: over a 64M budget, which the
   // out-of-core path's minimum (parse buffers, 64 MiB of slack, a sort buffer) exceeds too.
   r = run_cli("convert --from edgelist --memory-budget 64M " + tmp / "e.txt " + tmp / "x", tmp);
-  EXPECT_EQ(r.exit_code, 1);
-  const std::regex line(
-      "dsp: error: dsp convert \\(out of core\\) needs about [0-9.]+ MiB of memory but the budget "
-      "is 64\\.0 MiB \\([0-9.]+ [KMG]iB available\\): raise --memory-budget\n");
-  EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(tmp / "x"));
+  expect_convert_refused_at_64m(r, tmp / "x");
 }
 
 // Out of core with a sort buffer of 1024 keys: Cora's 5278 edges spill into many runs.
@@ -481,12 +486,7 @@ TEST(OutOfCore, OgbConvertCliChoosesAndRefuses) {
   // Cora's in-memory estimate (64 MiB of slack, features, graph) is over a 64M budget, and so is
   // the out-of-core minimum (parse buffers, slack): the one-line refusal, nothing written.
   r = run_cli("convert --from ogb --memory-budget 64M " + cora + tmp / "x", tmp);
-  EXPECT_EQ(r.exit_code, 1);
-  const std::regex line(
-      "dsp: error: dsp convert \\(out of core\\) needs about [0-9.]+ MiB of memory but the budget "
-      "is 64\\.0 MiB \\([0-9.]+ [KMG]iB available\\): raise --memory-budget\n");
-  EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(tmp / "x"));
+  expect_convert_refused_at_64m(r, tmp / "x");
 }
 
 }  // namespace
