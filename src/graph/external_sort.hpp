@@ -107,6 +107,25 @@ class ExternalSorter {
     uint64_t count;
   };
   struct Source;
+  // A run file being written: records appended in key order; finish() closes it (checked).
+  struct RunFile {
+    Run run;
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f;
+    explicit RunFile(std::string path)
+        : run{std::move(path), 0}, f(std::fopen(run.path.c_str(), "wb"), &std::fclose) {
+      DSP_CHECK_T(IoError, f != nullptr, "{}: cannot create a sort run", run.path);
+    }
+    void write(const Rec* recs, size_t n) {
+      DSP_CHECK_T(IoError, std::fwrite(recs, sizeof(Rec), n, f.get()) == n,
+                  "{}: writing a sort run failed (disk full?)", run.path);
+      run.count += n;
+    }
+    Run finish() {
+      DSP_CHECK_T(IoError, std::fclose(f.release()) == 0,
+                  "{}: writing a sort run failed (disk full?)", run.path);
+      return run;
+    }
+  };
 
   // One level of the cascade: consecutive groups of fan_in_ runs become one run each (repeats
   // dropped, the first kept: the groups keep the runs' order, so the final merge keeps the same
@@ -119,21 +138,13 @@ class ExternalSorter {
       for (size_t i = g; i < std::min(runs_.size(), g + fan_in_); ++i) {
         src.push_back(Source::open(runs_[i], per));
       }
-      Run r{dir_ + "/merged" + std::to_string(merged_++), 0};
-      std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(r.path.c_str(), "wb"),
-                                                        &std::fclose);
-      DSP_CHECK_T(IoError, f != nullptr, "{}: cannot create a sort run", r.path);
-      merge_sources(src, [&](const Rec* recs, size_t count) {
-        DSP_CHECK_T(IoError, std::fwrite(recs, sizeof(Rec), count, f.get()) == count,
-                    "{}: writing a sort run failed (disk full?)", r.path);
-        r.count += count;
-      });
-      DSP_CHECK_T(IoError, std::fclose(f.release()) == 0, "{}: writing a sort run failed", r.path);
+      RunFile w(dir_ + "/merged" + std::to_string(merged_++));
+      merge_sources(src, [&](const Rec* recs, size_t count) { w.write(recs, count); });
       for (size_t i = g; i < std::min(runs_.size(), g + fan_in_); ++i) {
         std::error_code ec;
         std::filesystem::remove(runs_[i].path, ec);
       }
-      next.push_back(r);
+      next.push_back(w.finish());
     }
     runs_ = std::move(next);
   }
@@ -233,14 +244,10 @@ class ExternalSorter {
       made_dir_ = true;
     }
     for (auto [b, e] : pieces_) {
-      Run r{dir_ + "/run" + std::to_string(runs_.size()), e - b};
-      std::FILE* f = std::fopen(r.path.c_str(), "wb");
-      DSP_CHECK_T(IoError, f != nullptr, "{}: cannot create a sort run", r.path);
-      bool ok = std::fwrite(buf_.get() + b, sizeof(Rec), r.count, f) == r.count;
-      ok = std::fclose(f) == 0 && ok;
-      DSP_CHECK_T(IoError, ok, "{}: writing a sort run failed (disk full?)", r.path);
-      spilled_ += r.count * sizeof(Rec);
-      runs_.push_back(r);
+      RunFile w(dir_ + "/run" + std::to_string(runs_.size()));
+      w.write(buf_.get() + b, e - b);
+      spilled_ += (e - b) * sizeof(Rec);
+      runs_.push_back(w.finish());
       ++spilled_runs_;
     }
     size_ = 0;
