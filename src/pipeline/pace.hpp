@@ -4,11 +4,16 @@
 // keep up, and a sampler that runs further ahead only holds memory and takes cores from them.
 //
 // The controller counts the batches the sampler is ahead of the trainer (sampled, not yet
-// trained). After `window` consecutive batches that each found it further ahead, it lowers the
-// sampler's limit to half the lead reached (at least 1); the sampler then waits until its lead
-// falls below the limit before it samples the next batch. Each time the trainer finds nothing to
-// train (the limit was too tight) the limit rises by one, up to `ceiling` (what the queues can
-// hold). So the lead stays bounded near what keeps the trainer busy, whatever the queues' sizes.
+// trained). When that lead has risen `window` batches above the lowest it was since the last
+// throttle, the sampler is outpacing the stages after it: the controller lowers the sampler's
+// limit to half the lead reached (at least 1), and the sampler then waits until its lead falls
+// below the limit before it samples the next batch. Measuring the rise from the lowest lead, not
+// over consecutive batches, catches a sampler that is only a little faster than the trainer: its
+// lead creeps up with the trainer's steps in between and would never rise `window` times in a
+// row. Each time the trainer finds nothing to train (the limit was too tight) the limit rises by
+// one, up to `ceiling` (what the queues can hold). So the lead stays bounded near what keeps the
+// trainer busy, whatever the queues' sizes: at most the larger of `window` above its low and
+// the limit.
 //
 // The batches and their order do not change: pacing only delays the sampler. In a job of several
 // ranks only the leader (rank 0) paces: the coordinator runs every rank's collectives in the
@@ -27,7 +32,7 @@ class PaceController {
  public:
   PaceController(size_t ceiling, int window, bool enabled = true)
       : ceiling_(std::max<size_t>(1, ceiling)),
-        window_(window),
+        window_(std::max(1, window)),
         enabled_(enabled),
         limit_(ceiling_) {}
 
@@ -42,17 +47,17 @@ class PaceController {
     }
     return !aborted_;
   }
-  // Sampler, after a batch left it.
+  // Sampler, once it has sampled a batch (before the batch is queued, so that the trainer can
+  // never have consumed more batches than this has counted).
   void produced() {
     std::lock_guard<std::mutex> lock(mu_);
     ++produced_;
     const size_t lead = ahead();
     max_ahead_ = std::max(max_ahead_, lead);
-    streak_ = lead > last_ ? streak_ + 1 : 0;
-    last_ = lead;
-    if (enabled_ && streak_ >= window_) {
+    low_ = std::min(low_, lead);
+    if (enabled_ && lead >= low_ + static_cast<size_t>(window_)) {
       limit_ = std::max<size_t>(1, lead / 2);
-      streak_ = 0;
+      low_ = lead;
       ++throttles_;
     }
   }
@@ -73,6 +78,11 @@ class PaceController {
     cv_.notify_all();
   }
 
+  // The lead the sampler may reach now.
+  size_t limit() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return limit_;
+  }
   size_t max_ahead() const {
     std::lock_guard<std::mutex> lock(mu_);
     return max_ahead_;
@@ -96,8 +106,7 @@ class PaceController {
   const bool enabled_;
   size_t limit_;
   int64_t produced_ = 0, consumed_ = 0;
-  size_t last_ = 0, max_ahead_ = 0;
-  int streak_ = 0;
+  size_t low_ = 0, max_ahead_ = 0;  // low_: the lowest lead since the last throttle
   int64_t throttles_ = 0;
   double wait_s_ = 0;
   bool aborted_ = false;

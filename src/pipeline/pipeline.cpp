@@ -417,8 +417,8 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
           sb.batch = t;
         }
         ++m.sampler.batches;
-        if (!to_loader.push(std::move(sb))) return;  // aborted
         pace.produced();
+        if (!to_loader.push(std::move(sb))) return;  // aborted
       }
       to_loader.close();
     } catch (...) {

@@ -3,6 +3,7 @@
 // batches of the sequential one and says what it chose.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -150,6 +151,27 @@ TEST(PaceControl, BoundsTheLeadAndLoosensWhenTheConsumerStarves) {
   EXPECT_EQ(off.throttles(), 0);
   off.abort();
   EXPECT_FALSE(off.wait_turn());
+}
+
+// A sampler only a little faster than the trainer: two batches per trainer step, so its lead
+// creeps up by one with a trainer step in between and never grows five batches in a row. Pace
+// control still stops it at `window` above its lowest lead and holds it near half of that.
+TEST(PaceControl, CatchesASamplerThatCreepsAheadBetweenTrainerSteps) {
+  PaceController pace(34, 5);
+  size_t ahead = 0, late_max = 0;
+  for (int step = 0; step < 200; ++step) {
+    for (int k = 0; k < 2 && ahead < pace.limit(); ++k) {
+      ASSERT_TRUE(pace.wait_turn());  // does not block: the lead is below the limit
+      pace.produced();
+      ++ahead;
+    }
+    if (step >= 10) late_max = std::max(late_max, ahead);
+    pace.consumed(false);
+    --ahead;
+  }
+  EXPECT_EQ(pace.max_ahead(), 5u);
+  EXPECT_EQ(pace.throttles(), 1);
+  EXPECT_EQ(late_max, 2u);
 }
 
 // A sampler much faster than the trainer, with deep queues: pace control keeps its lead near the

@@ -126,7 +126,9 @@ TEST(PipelineMpi, OnlyTheLeaderPacesItsSampler) {
   for (int e = 0; e < 2; ++e) {
     EpochMetrics m = p.run_epoch(e);
     EXPECT_EQ(m.trainer.batches, m.steps);
-    if (r > 0) EXPECT_EQ(m.pace_throttles, 0) << "rank " << r << " paced its sampler";
+    if (r > 0) {
+      EXPECT_EQ(m.pace_throttles, 0) << "rank " << r << " paced its sampler";
+    }
   }
   expect_same_launch_order_everywhere(*coord);
 }
