@@ -9,6 +9,15 @@
 #define DSP_FORCEINLINE inline __attribute__((always_inline))
 #endif
 
+// Asks the compiler to unroll the next loop completely (its trip count must be a constant).
+#if defined(__CUDA_ARCH__)
+#define DSP_UNROLL _Pragma("unroll")
+#elif defined(__clang__)
+#define DSP_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define DSP_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 #include <cstdint>
 
 namespace dsp {

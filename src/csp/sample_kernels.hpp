@@ -197,23 +197,33 @@ DSP_HOST_DEVICE DSP_FORCEINLINE void sort_network(int64_t* a) {
   cmp_swap(a[13], a[14]);
 }
 
-// Floyd's algorithm (below) for k <= N, N = 4, 8 or 16: the picks in a[N] (unused lanes -1, never a
-// position), membership over all N lanes (a fixed trip, no branch to mispredict), then
-// sort_network. The same picks, in the same order, as the general loop.
+// Floyd's algorithm (below) for k <= N, N = 4, 8 or 16, unrolled over the N lanes so that every
+// index is a constant and the picks stay in registers: pick n checks only the n picks before it
+// (no branch to mispredict but `n < k`, the same for every task of a layer), and the dependency
+// from one pick to the next is a compare and a select, not a store and reload. Lanes from k on
+// hold INT64_MAX, which sorts after every pick. The same picks, in the same order, as the
+// general loop.
 template <int N>
 DSP_HOST_DEVICE inline int floyd_small(int64_t deg, int k, TaskDraws& s, int64_t* pos) {
   int64_t a[N];
-  for (int i = 0; i < N; ++i) a[i] = -1;
-  for (int n = 0; n < k; ++n) {
-    const int64_t j = deg - k + n;
-    const int64_t t = draw_index(s, j + 1);
-    bool seen = false;
-    for (int i = 0; i < N; ++i) seen |= a[i] == t;
-    a[n] = seen ? j : t;
+  DSP_UNROLL
+  for (int n = 0; n < N; ++n) {
+    if (n < k) {
+      const int64_t j = deg - k + n;
+      const int64_t t = draw_index(s, j + 1);
+      bool seen = false;
+      DSP_UNROLL
+      for (int i = 0; i < n; ++i) seen |= a[i] == t;
+      a[n] = seen ? j : t;
+    } else {
+      a[n] = INT64_MAX;
+    }
   }
-  for (int i = k; i < N; ++i) a[i] = INT64_MAX;  // sorts after every pick
   sort_network<N>(a);
-  for (int i = 0; i < k; ++i) pos[i] = a[i];
+  DSP_UNROLL
+  for (int i = 0; i < N; ++i) {
+    if (i < k) pos[i] = a[i];
+  }
   return k;
 }
 
