@@ -10,8 +10,11 @@
 #endif
 
 // Asks the compiler to unroll the next loop completely (its trip count must be a constant).
+// Nothing in nvcc's host pass, whose front end knows neither GCC's nor clang's form.
 #if defined(__CUDA_ARCH__)
 #define DSP_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#define DSP_UNROLL
 #elif defined(__clang__)
 #define DSP_UNROLL _Pragma("clang loop unroll(full)")
 #else
