@@ -1,7 +1,8 @@
 #pragma once
 // The collective communication interface every worker uses (through the coordinator, later).
 // Backends: "self" (world of one, no MPI), "mpi" (OpenMPI; all MPI calls of a rank run on one
-// communication executor thread), "nccl" (CUDA build only, device buffers).
+// communication executor thread), "nccl" (CUDA build only, device buffers), "<host>-staged"
+// (device buffers over a host backend, staged through host memory: staged_communicator.hpp).
 //
 // Unsupported combinations throw NotSupported("<backend> does not support <what>"). A collective
 // that has not completed within its timeout aborts the whole job with a message naming the op and
@@ -9,7 +10,8 @@
 //
 // What a backend states about itself, so callers (the coordinator above all) need no special
 // cases:
-//  * memory_space(): where op buffers must live (host: self, mpi; device: nccl).
+//  * memory_space(): where op buffers must live (host: self, mpi; device: nccl, staged), unless
+//    an op says its buffers are host memory (OpOptions::host_buffers).
 //  * completion: host backends complete every op before returning; a stream-ordered backend
 //    (nccl) only enqueues it, and synchronize() waits for every op issued so far. Work that reads
 //    a result on the host must call synchronize() first unless completes_on_return().
@@ -41,6 +43,11 @@ struct CommOptions {
 struct OpOptions {
   std::chrono::milliseconds timeout{0};  // 0: the communicator's default
   std::string label;                     // names the op in timeout messages and logs
+  // The op's buffers are host memory whatever memory_space() says. A device-space backend moves
+  // them on its host path (nccl: its bootstrap communicator; staged: its host communicator);
+  // host backends ignore it. For small control payloads (counts, flags, scalars, slots) that
+  // a device-space channel carries beside its device data.
+  bool host_buffers = false;
 };
 
 // Bytes moved, per peer, since construction or the last reset, counted when an op completes. Bytes

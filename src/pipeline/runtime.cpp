@@ -21,6 +21,7 @@
 #include "pipeline/load_batch.hpp"
 #ifdef DSP_HAVE_CUDA
 #include "ccc/cuda/nccl_communicator.hpp"
+#include "ccc/cuda/staging.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/memory.hpp"
 #include "csp/cuda/sampler_backend.hpp"
@@ -94,16 +95,22 @@ RankRuntime::~RankRuntime() {
   }
 }
 
-// NCCL for the trainer's gradients when the transport says so (CUDA build), bootstrapped over the
-// control communicator; every other channel keeps the control backend (host buffers).
+// A GPU rank's trainer channel is device-space (the gradient bucket stays on the device): NCCL
+// bootstrapped over the control communicator with the nccl transport, else the control backend
+// staged through pinned host memory (ranks sharing a GPU). Every other channel keeps the control
+// backend (host buffers).
 DataCommFactory RankRuntime::trainer_channel() const {
 #ifdef DSP_HAVE_CUDA
-  if (transport_ == "nccl") {
+  if (!transport_.empty()) {
     const int device = device_.index;
     const CommOptions comm = opts_.coord.comm;
-    return [device, comm](WorkerKind kind, Communicator& control) -> std::unique_ptr<Communicator> {
+    const bool nccl = transport_ == "nccl";
+    return [device, comm, nccl](WorkerKind kind,
+                                Communicator& control) -> std::unique_ptr<Communicator> {
       if (kind != WorkerKind::kTrainer) return nullptr;
-      return make_nccl_communicator(control, device, comm);
+      if (nccl) return make_nccl_communicator(control, device, comm);
+      return make_staged_communicator(make_communicator(control.backend(), comm),
+                                      make_cuda_staging(device));
     };
   }
 #endif

@@ -30,7 +30,8 @@ struct RankOptions {
   CoordinatorOptions coord;
   std::string device = "cpu";  // cpu | cuda | cuda:N (N: first GPU of this node's ranks)
   // How a GPU rank's trainer all-reduces gradients: "nccl" (one GPU per rank), "mpi" (staged
-  // through host memory, so ranks may share a GPU: NCCL refuses two ranks on one device), or
+  // through pinned host memory, ccc/staged_communicator.hpp, so ranks may share a GPU: NCCL
+  // refuses two ranks on one device), or
   // "auto": nccl when the node has a GPU per rank, else mpi. Sampling and feature exchange use
   // host buffers over MPI either way. Ignored on the CPU.
   std::string transport = "auto";

@@ -118,6 +118,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
     }
     OpOptions o;
     o.label = "train:init_params";
+    o.host_buffers = true;  // once per job: `flat` is host memory whatever the channel's space
     comm_.broadcast(flat.data_ptr<float>(), impl_->numel, DType::kFloat32, 0, o);
     torch::NoGradGuard ng;
     off = 0;
@@ -405,6 +406,7 @@ EvalCounts Trainer::all_reduce(const EvalCounts& local) {
   if (comm_.size() > 1) {
     OpOptions o;
     o.label = "train:eval_counts";
+    o.host_buffers = true;
     comm_.all_reduce(buf, 2, DType::kInt64, ReduceOp::kSum, o);
   }
   return {buf[0], buf[1]};

@@ -209,6 +209,44 @@ TEST(ConformanceAllGather, RankMajorBlocks) {
   check_all_gather(2500);
 }
 
+// Small control payloads in host memory on any backend (OpOptions::host_buffers): a
+// device-space communicator moves them on its host path, a host one ignores the flag.
+TEST(ConformanceHostBuffers, EveryOpOnHostMemory) {
+  Communicator& c = *conformance_env().comm;
+  const int r = c.rank(), P = c.size();
+  OpOptions o;
+  o.label = "host buffers";
+  o.host_buffers = true;
+  std::vector<int64_t> sc(P), send;
+  for (int p = 0; p < P; ++p) {
+    sc[p] = seg_mod3(r, p, P) + 1;
+    for (int64_t i = 0; i < sc[p]; ++i) send.push_back(encode<int64_t>(r, p, i));
+  }
+  std::vector<int64_t> rc = c.exchange_counts(sc, o);
+  std::vector<int64_t> recv(std::accumulate(rc.begin(), rc.end(), int64_t{0}), -1);
+  c.all_to_all_v(send.data(), sc, recv.data(), rc, DType::kInt64, o);
+  size_t k = 0;
+  for (int p = 0; p < P; ++p) {
+    ASSERT_EQ(rc[p], seg_mod3(p, r, P) + 1);
+    for (int64_t i = 0; i < rc[p]; ++i) ASSERT_EQ(recv[k++], encode<int64_t>(p, r, i)) << p;
+  }
+  int64_t sum[2] = {r, 1};
+  c.all_reduce(sum, 2, DType::kInt64, ReduceOp::kSum, o);
+  EXPECT_EQ(sum[0], int64_t{P} * (P - 1) / 2);
+  EXPECT_EQ(sum[1], P);
+  double b[3] = {r + 0.5, r + 1.5, r + 2.5};
+  c.broadcast(b, 3, DType::kFloat64, P - 1, o);
+  EXPECT_EQ(b[0], P - 0.5);
+  EXPECT_EQ(b[2], P + 1.5);
+  std::vector<int32_t> g(2 * P, -1);
+  const int32_t mine[2] = {10 * r, 10 * r + 1};
+  c.all_gather(mine, g.data(), 2, DType::kInt32, o);
+  for (int p = 0; p < P; ++p) {
+    EXPECT_EQ(g[2 * p], 10 * p);
+    EXPECT_EQ(g[2 * p + 1], 10 * p + 1);
+  }
+}
+
 TEST(ConformanceBarrier, Repeated) {
   for (int i = 0; i < 20; ++i) conformance_env().comm->barrier();
 }

@@ -151,6 +151,10 @@ void NcclCommunicator::all_to_all_v(const void* send, const std::vector<int64_t>
                                     DType dtype, const OpOptions& o) {
   Impl& m = *impl_;
   m.check_usable("all_to_all_v");
+  if (o.host_buffers) {
+    m.bootstrap.all_to_all_v(send, send_counts, recv, recv_counts, dtype, o);
+    return m.book.add_all_to_all(send_counts, recv_counts, dtype_size(dtype));
+  }
   detail::check_counts(send_counts, m.size, "all_to_all_v", "send_counts");
   detail::check_counts(recv_counts, m.size, "all_to_all_v", "recv_counts");
   DSP_CHECK_ARG(send_counts[m.rank] == recv_counts[m.rank],
@@ -190,6 +194,10 @@ void NcclCommunicator::all_reduce(void* buf, int64_t count, DType dtype, ReduceO
                                   const OpOptions& o) {
   Impl& m = *impl_;
   m.check_usable("all_reduce");
+  if (o.host_buffers) {
+    m.bootstrap.all_reduce(buf, count, dtype, op, o);
+    return m.book.add_symmetric(static_cast<uint64_t>(count) * dtype_size(dtype));
+  }
   detail::check_count(count, "all_reduce");
   if (dtype != DType::kFloat16) detail::check_reduce_dtype(dtype, "nccl");
   DeviceGuard g(m.device);
@@ -203,6 +211,10 @@ void NcclCommunicator::broadcast(void* buf, int64_t count, DType dtype, int root
                                  const OpOptions& o) {
   Impl& m = *impl_;
   m.check_usable("broadcast");
+  if (o.host_buffers) {
+    m.bootstrap.broadcast(buf, count, dtype, root, o);
+    return m.book.add_broadcast(static_cast<uint64_t>(count) * dtype_size(dtype), root, m.rank);
+  }
   detail::check_count(count, "broadcast");
   detail::check_root(root, m.size, "broadcast");
   DeviceGuard g(m.device);
@@ -216,6 +228,10 @@ void NcclCommunicator::all_gather(const void* send, void* recv, int64_t count, D
                                   const OpOptions& o) {
   Impl& m = *impl_;
   m.check_usable("all_gather");
+  if (o.host_buffers) {
+    m.bootstrap.all_gather(send, recv, count, dtype, o);
+    return m.book.add_symmetric(static_cast<uint64_t>(count) * dtype_size(dtype));
+  }
   detail::check_count(count, "all_gather");
   DeviceGuard g(m.device);
   DSP_NCCL_CHECK(

@@ -6,7 +6,8 @@
 // stream-ordered. all_to_all_v, all_reduce, broadcast and all_gather enqueue on stream() and
 // return; call synchronize() (or order other streams after stream()) before using the results.
 // barrier() waits for everything enqueued so far. exchange_counts() has host vectors on both sides
-// and goes through the MPI bootstrap communicator, because its result sizes host allocations.
+// and goes through the MPI bootstrap communicator, because its result sizes host allocations; so
+// does every op whose OpOptions::host_buffers is set (it completes on return).
 //
 // Byte counters follow Communicator::counters() exactly and are added when an op is enqueued.
 // Timeouts: synchronize()/barrier() poll the stream; past the op timeout, or when NCCL reports an

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "core/timer.hpp"
 
 #include "ccc/conformance.hpp"
+#include "ccc/staged_communicator.hpp"
 #include "mpi_test_main.hpp"
 
 namespace dsp {
@@ -196,9 +198,17 @@ int main(int argc, char** argv) {
   auto comm = std::make_unique<dsp::MpiCommunicator>(opts);
   dsp::g_comm = comm.get();
   dsp::test::HostBuffers host;
-  dsp::test::conformance_env() = {comm.get(), &host};
+  // --staged: the conformance suite runs on the device-space communicator staged over MPI
+  // (staged_communicator.hpp), with host memory standing in for the device's.
+  std::unique_ptr<dsp::Communicator> staged;
+  if (argc > 1 && std::string(argv[1]) == "--staged") {
+    staged = dsp::make_staged_communicator(std::make_unique<dsp::MpiCommunicator>(opts),
+                                           dsp::make_host_staging());
+  }
+  dsp::test::conformance_env() = {staged ? staged.get() : comm.get(), &host};
   const int failed = dsp::test::run_tests_on_all_ranks(*comm);
   dsp::g_comm = nullptr;
+  staged.reset();
   comm.reset();
   return failed;
 }

@@ -11,6 +11,7 @@
 
 #include "../cora_batches.hpp"  // the mpi binary has no tests/ include path
 #include "ccc/communicator.hpp"
+#include "ccc/staged_communicator.hpp"
 #include "core/error.hpp"
 #include "train/trainer.hpp"
 
@@ -156,6 +157,34 @@ TEST_P(CoraAccuracy2, ThreeSeedsReach78Percent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CoraAccuracy2, ::testing::Values("sage", "gcn", "gat"));
+
+// A GPU rank's trainer channel is device-space (NCCL, or MPI staged through pinned memory); its
+// host payloads (initial parameters, evaluation counts) travel as OpOptions::host_buffers. Over
+// the staged communicator (host memory standing in for the device) the replicas train exactly
+// what they train over MPI itself.
+TEST(StagedChannel, TrainsBitIdenticallyToTheHostChannel) {
+  const CoraData& d = cora();
+  Communicator& c = *g_comm;
+  auto staged = make_staged_communicator(make_communicator("mpi"), make_host_staging());
+  ASSERT_EQ(staged->memory_space(), MemorySpace::kDevice);
+  const TrainConfig cfg = cora_config("sage", 4);
+  Trainer host(cfg, c), dev(cfg, *staged);
+  auto seeds = rank_share(std::vector<int64_t>(d.train.begin(), d.train.begin() + 60), c.rank(),
+                          c.size());
+  for (int64_t b = 0; b < 3; ++b) {
+    auto batch = load_batch(d, sample_batch(d.ds.graph, seeds, {10, 5}, 4, 0, b));
+    EXPECT_EQ(host.train_step(batch), dev.train_step(batch)) << "step " << b;
+  }
+  const auto a = host.flat_parameters(), z = dev.flat_parameters();
+  ASSERT_EQ(a.size(), z.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), z.data(), a.size() * sizeof(float)));
+  CoraRunOptions o;
+  const EvalCounts ea = cora_evaluate(host, d, d.valid, o, 0);
+  const EvalCounts ez = cora_evaluate(dev, d, d.valid, o, 0);
+  EXPECT_EQ(ea.total, 500);
+  EXPECT_EQ(ez.total, 500);
+  EXPECT_EQ(ea.correct, ez.correct);
+}
 
 }  // namespace
 }  // namespace dsp
