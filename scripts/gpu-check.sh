@@ -166,6 +166,9 @@ for np in 1 2; do
   group "gathers, $np rank(s) on the GPU" "layout_mpi_np$np.log" "$MPIEXEC" -n $np "$B/test_layout_mpi_cuda"
 done
 group "NCCL conformance, 1 rank" nccl.log "$MPIEXEC" -n 1 "$B/test_nccl"
+for np in 1 2; do  # the MPI transport of device buffers (pinned staging): ranks share the GPU
+  group "staged MPI conformance, $np rank(s)" "staged_np$np.log" "$MPIEXEC" -n $np "$B/test_nccl" --staged
+done
 if command -v compute-sanitizer >/dev/null; then
   for suite in csp_backends layout_backends; do
     t=$(date +%s)

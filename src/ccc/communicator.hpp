@@ -107,7 +107,8 @@ class Communicator {
   // default ends this process with exit code 1, which ends a job of one.
   [[noreturn]] virtual void abort_job(const std::string& message);
 
-  // Host convenience: count exchange + payload in one call; recv_counts optional.
+  // Host convenience: count exchange + payload in one call; recv_counts optional. Host vectors,
+  // so on any backend (the payload is marked host_buffers).
   template <class T>
   std::vector<T> all_to_all_v(const std::vector<T>& send, const std::vector<int64_t>& send_counts,
                               std::vector<int64_t>* recv_counts = nullptr,
@@ -116,7 +117,9 @@ class Communicator {
     int64_t total = 0;
     for (auto c : rc) total += c;
     std::vector<T> out(static_cast<size_t>(total));
-    all_to_all_v(send.data(), send_counts, out.data(), rc, dtype_of<T>(), o);
+    OpOptions host = o;
+    host.host_buffers = true;
+    all_to_all_v(send.data(), send_counts, out.data(), rc, dtype_of<T>(), host);
     if (recv_counts) *recv_counts = std::move(rc);
     return out;
   }

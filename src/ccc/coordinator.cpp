@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include "ccc/detail/common.hpp"
 #include "ccc/executor.hpp"
@@ -317,7 +318,10 @@ void Coordinator::dispatch() {
   idle_cv_.notify_all();
 }
 
-void Coordinator::abort_job(const std::string& message) { control_->abort_job(message); }
+void Coordinator::abort_job(const std::string& message) {
+  control_->abort_job(message);
+  std::terminate();  // not reached: abort_job never returns (tells the compiler so)
+}
 
 std::unique_ptr<Coordinator> make_coordinator(const std::string& backend,
                                               const CoordinatorOptions& opts,

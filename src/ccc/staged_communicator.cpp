@@ -1,6 +1,7 @@
 #include "ccc/staged_communicator.hpp"
 
 #include <cstring>
+#include <exception>
 #include <numeric>
 #include <vector>
 
@@ -76,7 +77,10 @@ class StagedCommunicator final : public Communicator {
   bool completes_on_return() const override { return host_->completes_on_return(); }
   void synchronize(const OpOptions& o) override { host_->synchronize(o); }
   CommExecutor* executor() override { return host_->executor(); }
-  [[noreturn]] void abort_job(const std::string& message) override { host_->abort_job(message); }
+  [[noreturn]] void abort_job(const std::string& message) override {
+    host_->abort_job(message);
+    std::terminate();  // not reached: abort_job never returns (tells the compiler so)
+  }
 
  private:
   static size_t bytes(int64_t count, size_t elem) { return static_cast<size_t>(count) * elem; }

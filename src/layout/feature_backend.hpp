@@ -8,10 +8,13 @@
 //   local_pass   validates the ids and writes every row this rank serves without communication
 //                (cold rows, read from the shared features mapping, and rows of its own cache)
 //                to its place in `out`; flags the rows another rank caches;
-//   serve_slots  rows of this rank's cache, by slot, for the peers that asked (into host memory);
-//   place_rows   rows received from peers (host memory) into their places in `out`.
+//   serve_slots  rows of this rank's cache, by slot, for the peers that asked;
+//   place_rows   rows received from peers into their places in `out`.
 //
-// `out` lives in the backend's memory (device()). Backends:
+// `out` lives in the backend's memory (device()). The rows of serve_slots and place_rows live
+// where the store's communicator takes its buffers (RowSpace): host memory, or the backend's
+// memory when the channel is device-space (NCCL, or MPI staged), so rows go from one GPU's cache
+// to another's without a host copy in dsp. Backends:
 //   host     make_host_feature_backend (host_features.cpp): the CPU build's fused, prefetching
 //            pass; its own hot rows are read from the mapping (same tier as a copy), the cache copy
 //            serves peers.
@@ -27,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "ccc/communicator.hpp"
 #include "core/device.hpp"
 #include "graph/array.hpp"
 
@@ -77,8 +81,12 @@ class FeatureBackend {
   // position, having set the `seen` bits of no more than the positions it visited.
   virtual LocalPass local_pass(const int64_t* ids, int64_t n, void* out, uint8_t* peer,
                                uint64_t* seen) = 0;
-  virtual void serve_slots(const int64_t* slots, int64_t n, unsigned char* rows) = 0;
-  virtual void place_rows(const unsigned char* rows, const int64_t* pos, int64_t n, void* out) = 0;
+  // slots: host memory. rows: n * row_bytes in `space` (kHost: host memory; kDevice: the
+  // backend's memory, e.g. from allocate_rows). Both complete on return.
+  virtual void serve_slots(const int64_t* slots, int64_t n, void* rows, MemorySpace space) = 0;
+  // Row k of `rows` (in `space`) to row pos[k] (host memory) of out.
+  virtual void place_rows(const void* rows, MemorySpace space, const int64_t* pos, int64_t n,
+                          void* out) = 0;
   // Memory for `n` output rows in the backend's memory, and back to the host (tests, tools).
   virtual std::shared_ptr<void> allocate_rows(int64_t n) = 0;
   virtual void copy_to_host(const void* rows, int64_t n, void* host) = 0;

@@ -1,6 +1,8 @@
 #include "layout/feature_store.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "core/error.hpp"
 #include "graph/npy.hpp"
@@ -97,37 +99,7 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
     }
   }
 
-  // One round: slots to owners, rows back. Owners serve from their cache.
-  std::vector<int64_t> recv_counts = comm_.exchange_counts(send_counts, {{}, "gather.counts"});
-  int64_t total_in = 0;
-  for (auto c : recv_counts) total_in += c;
-  std::vector<int64_t> slots_in(total_in);
-  comm_.all_to_all_v(req.data(), send_counts, slots_in.data(), recv_counts, DType::kInt64,
-                     {{}, "gather.slots"});
-  for (int64_t s : slots_in) {
-    DSP_CHECK(s >= 0 && s < cache_rows_, "gather: peer asked for cache slot {} of {}", s,
-              cache_rows_);
-  }
-  std::vector<unsigned char> rows_out(total_in * row_bytes_);
-  backend_->serve_slots(slots_in.data(), total_in, rows_out.data());
-  std::vector<unsigned char> rows_in(displ[P] * row_bytes_);
-  {
-    // Rows travel as bytes: counts in rows * row_bytes.
-    std::vector<int64_t> sc(P), rc(P);
-    for (int p = 0; p < P; ++p) {
-      sc[p] = recv_counts[p] * static_cast<int64_t>(row_bytes_);
-      rc[p] = send_counts[p] * static_cast<int64_t>(row_bytes_);
-    }
-    comm_.all_to_all_v(rows_out.data(), sc, rows_in.data(), rc, DType::kUInt8, {{}, "gather.rows"});
-  }
-  backend_->place_rows(rows_in.data(), req_pos.data(), displ[P], out);
-  if (fifo_ && displ[P] > 0) {
-    std::vector<int64_t> got(displ[P]);
-    for (int64_t k = 0; k < displ[P]; ++k) got[k] = ids[req_pos[k]];
-    fifo_->insert(got.data(), rows_in.data(), displ[P]);
-    if (fifo_shared_) fifo_shared_->insert(got.data(), rows_in.data(), displ[P]);
-  }
-
+  exchange_rows(ids, req, req_pos, send_counts, out);
   const int64_t rb = static_cast<int64_t>(row_bytes_);
   stats_.calls += 1;
   stats_.rows_remote_hot += displ[P];
@@ -136,6 +108,61 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
   stats_.bytes_remote_hot += displ[P] * rb;
   stats_.bytes_local_hot += lp.rows_local_hot * rb;
   stats_.bytes_cold += lp.rows_cold * rb;
+}
+
+// One round: slots to their owners (host buffers: small, and checked here), rows back in the
+// channel's memory space: the backend's memory on a device-space channel (NCCL or staged MPI on a
+// GPU rank), so a peer's hot rows go from its cache to `out` without a host copy here.
+void FeatureStore::exchange_rows(const int64_t* ids, const std::vector<int64_t>& req,
+                                 const std::vector<int64_t>& req_pos,
+                                 const std::vector<int64_t>& send_counts, void* out) {
+  const int P = comm_.size();
+  OpOptions slots_op{{}, "gather.slots"};
+  slots_op.host_buffers = true;
+  std::vector<int64_t> recv_counts = comm_.exchange_counts(send_counts, {{}, "gather.counts"});
+  int64_t total_in = 0;
+  for (auto c : recv_counts) total_in += c;
+  std::vector<int64_t> slots_in(total_in);
+  comm_.all_to_all_v(req.data(), send_counts, slots_in.data(), recv_counts, DType::kInt64,
+                     slots_op);
+  for (int64_t s : slots_in) {
+    DSP_CHECK(s >= 0 && s < cache_rows_, "gather: peer asked for cache slot {} of {}", s,
+              cache_rows_);
+  }
+  const MemorySpace space = comm_.memory_space();
+  auto rows = [&](int64_t n) -> std::shared_ptr<void> {
+    if (space == MemorySpace::kDevice) return backend_->allocate_rows(n);
+    return std::shared_ptr<void>(new unsigned char[std::max<size_t>(n * row_bytes_, 1)],
+                                 [](void* p) { delete[] static_cast<unsigned char*>(p); });
+  };
+  const int64_t n_in = static_cast<int64_t>(req.size());
+  std::shared_ptr<void> rows_out = rows(total_in), rows_in = rows(n_in);
+  backend_->serve_slots(slots_in.data(), total_in, rows_out.get(), space);
+  {
+    // Rows travel as bytes: counts in rows * row_bytes.
+    std::vector<int64_t> sc(P), rc(P);
+    for (int p = 0; p < P; ++p) {
+      sc[p] = recv_counts[p] * static_cast<int64_t>(row_bytes_);
+      rc[p] = send_counts[p] * static_cast<int64_t>(row_bytes_);
+    }
+    const OpOptions rows_op{{}, "gather.rows"};
+    comm_.all_to_all_v(rows_out.get(), sc, rows_in.get(), rc, DType::kUInt8, rows_op);
+    comm_.synchronize(rows_op);
+  }
+  backend_->place_rows(rows_in.get(), space, req_pos.data(), n_in, out);
+  if (fifo_ && n_in > 0) {
+    std::vector<int64_t> got(n_in);
+    for (int64_t k = 0; k < n_in; ++k) got[k] = ids[req_pos[k]];
+    std::vector<unsigned char> host;
+    const unsigned char* r = static_cast<const unsigned char*>(rows_in.get());
+    if (space == MemorySpace::kDevice) {
+      host.resize(n_in * row_bytes_);
+      backend_->copy_to_host(rows_in.get(), n_in, host.data());
+      r = host.data();
+    }
+    fifo_->insert(got.data(), r, n_in);
+    if (fifo_shared_) fifo_shared_->insert(got.data(), r, n_in);
+  }
 }
 
 void FeatureStore::enable_fifo(const FifoCacheOptions& o) {
@@ -175,7 +202,7 @@ void FeatureStore::serve_from_fifo(const int64_t* ids, int64_t n, void* out) {
       (hit[k] ? hit_pos : rest_pos).push_back(pos[k]);
       if (hit[k]) peer_[pos[k]] = 0;
     }
-    backend_->place_rows(rows.data(), hit_pos.data(), h, out);
+    backend_->place_rows(rows.data(), MemorySpace::kHost, hit_pos.data(), h, out);
     if (level == fifo_shared_.get()) {
       fifo_->insert(hit_ids.data(), rows.data(), h);
       stats_.rows_fifo_shared += h;

@@ -12,7 +12,10 @@
 // Devices: this class is the protocol, written once; the copies go through a FeatureBackend
 // (feature_backend.hpp): host memory by default, device memory in the CUDA build (hot rows on
 // the GPU, cold rows read from the registered mapping), or the device path on the host in tests.
-// gather's output lives in the backend's memory.
+// gather's output lives in the backend's memory. Slots and counts cross in host memory; rows
+// cross in the communicator's memory space (device-space channels: NCCL, or MPI staged through
+// pinned memory, ccc/staged_communicator.hpp), so that a GPU rank's peers read its cache without
+// dsp copying rows through the host.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -101,6 +104,11 @@ class FeatureStore {
   std::unique_ptr<FifoRowCache> fifo_, fifo_shared_;
   // Serves the rows flagged in peer_ that a FIFO level holds (clearing their flags).
   void serve_from_fifo(const int64_t* ids, int64_t n, void* out);
+  // The collective round of gather: req (slots, grouped by owner: send_counts[p] each) out, rows
+  // back to positions req_pos of out.
+  void exchange_rows(const int64_t* ids, const std::vector<int64_t>& req,
+                     const std::vector<int64_t>& req_pos, const std::vector<int64_t>& send_counts,
+                     void* out);
 };
 
 // Host memory: copies row idx[i] of `base` to row out_pos[i] of `out` (row i when out_pos is

@@ -44,13 +44,16 @@ class HostFeatureBackend final : public FeatureBackend {
   Device device() const override { return Device::cpu(); }
   LocalPass local_pass(const int64_t* ids, int64_t n, void* out, uint8_t* peer,
                        uint64_t* seen) override;
-  void serve_slots(const int64_t* slots, int64_t n, unsigned char* rows) override {
-    gather_rows(cache_.data(), src_.row_bytes, slots, n, rows);
+  // Host memory is this backend's memory: `space` names the same memory either way.
+  void serve_slots(const int64_t* slots, int64_t n, void* rows, MemorySpace) override {
+    gather_rows(cache_.data(), src_.row_bytes, slots, n, static_cast<unsigned char*>(rows));
   }
-  void place_rows(const unsigned char* rows, const int64_t* pos, int64_t n, void* out) override {
+  void place_rows(const void* rows, MemorySpace, const int64_t* pos, int64_t n,
+                  void* out) override {
     auto* o = static_cast<unsigned char*>(out);
+    const auto* r = static_cast<const unsigned char*>(rows);
     for (int64_t k = 0; k < n; ++k) {
-      std::memcpy(o + pos[k] * src_.row_bytes, rows + k * src_.row_bytes, src_.row_bytes);
+      std::memcpy(o + pos[k] * src_.row_bytes, r + k * src_.row_bytes, src_.row_bytes);
     }
   }
   std::shared_ptr<void> allocate_rows(int64_t n) override {

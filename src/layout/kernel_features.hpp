@@ -106,22 +106,29 @@ class KernelFeatureBackend final : public FeatureBackend {
     return lp;
   }
 
-  void serve_slots(const int64_t* slots, int64_t n, unsigned char* rows) override {
+  // Rows in the executor's memory are written / read in place; host rows go through `stage_`.
+  void serve_slots(const int64_t* slots, int64_t n, void* rows, MemorySpace space) override {
     if (n == 0) return;
-    void* staged = stage_.reserve(n * src_.row_bytes);
+    const bool here = space == MemorySpace::kDevice;
+    void* dst = here ? rows : stage_.reserve(n * src_.row_bytes);
     std::vector<int64_t> s(slots, slots + n);
-    copy_rows(s, {}, cache_, staged, ids_a_, pos_a_);
-    ex_.to_host(rows, staged, n * src_.row_bytes);
+    copy_rows(s, {}, cache_, dst, ids_a_, pos_a_);
+    if (!here) ex_.to_host(rows, dst, n * src_.row_bytes);
     ex_.sync();
   }
 
-  void place_rows(const unsigned char* rows, const int64_t* pos, int64_t n, void* out) override {
+  void place_rows(const void* rows, MemorySpace space, const int64_t* pos, int64_t n,
+                  void* out) override {
     if (n == 0) return;
-    void* staged = stage_.reserve(n * src_.row_bytes);
-    ex_.to_device(staged, rows, n * src_.row_bytes);
+    const void* src = rows;
+    if (space != MemorySpace::kDevice) {
+      void* staged = stage_.reserve(n * src_.row_bytes);
+      ex_.to_device(staged, rows, n * src_.row_bytes);
+      src = staged;
+    }
     std::vector<int64_t> iota(n), p(pos, pos + n);
     for (int64_t k = 0; k < n; ++k) iota[k] = k;
-    copy_rows(iota, p, staged, out, ids_a_, pos_a_);
+    copy_rows(iota, p, src, out, ids_a_, pos_a_);
     ex_.sync();
   }
 

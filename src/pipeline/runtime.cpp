@@ -95,10 +95,11 @@ RankRuntime::~RankRuntime() {
   }
 }
 
-// A GPU rank's trainer channel is device-space (the gradient bucket stays on the device): NCCL
-// bootstrapped over the control communicator with the nccl transport, else the control backend
-// staged through pinned host memory (ranks sharing a GPU). Every other channel keeps the control
-// backend (host buffers).
+// A GPU rank's trainer and loader channels are device-space (the gradient bucket and the
+// feature rows stay on the device): NCCL bootstrapped over the control communicator with the nccl
+// transport (one communicator and stream per worker), else the control backend staged through
+// pinned host memory (ranks sharing a GPU). The sampler and main channels keep the control
+// backend (host buffers: the CSP protocol's buffers are host memory).
 DataCommFactory RankRuntime::trainer_channel() const {
 #ifdef DSP_HAVE_CUDA
   if (!transport_.empty()) {
@@ -107,7 +108,7 @@ DataCommFactory RankRuntime::trainer_channel() const {
     const bool nccl = transport_ == "nccl";
     return [device, comm, nccl](WorkerKind kind,
                                 Communicator& control) -> std::unique_ptr<Communicator> {
-      if (kind != WorkerKind::kTrainer) return nullptr;
+      if (kind != WorkerKind::kTrainer && kind != WorkerKind::kLoader) return nullptr;
       if (nccl) return make_nccl_communicator(control, device, comm);
       return make_staged_communicator(make_communicator(control.backend(), comm),
                                       make_cuda_staging(device));

@@ -29,11 +29,11 @@ struct RankOptions {
   std::string backend = "auto";  // coordinator backend: auto | self | mpi
   CoordinatorOptions coord;
   std::string device = "cpu";  // cpu | cuda | cuda:N (N: first GPU of this node's ranks)
-  // How a GPU rank's trainer all-reduces gradients: "nccl" (one GPU per rank), "mpi" (staged
-  // through pinned host memory, ccc/staged_communicator.hpp, so ranks may share a GPU: NCCL
-  // refuses two ranks on one device), or
-  // "auto": nccl when the node has a GPU per rank, else mpi. Sampling and feature exchange use
-  // host buffers over MPI either way. Ignored on the CPU.
+  // How a GPU rank's trainer (gradients) and loader (feature rows) move device buffers: "nccl"
+  // (one GPU per rank), "mpi" (staged through pinned host memory, ccc/staged_communicator.hpp, so
+  // ranks may share a GPU: NCCL refuses two ranks on one device), or "auto": nccl when the node
+  // has a GPU per rank, else mpi. Sampling uses host buffers over MPI either way. Ignored on the
+  // CPU.
   std::string transport = "auto";
   int threads = 0;             // per rank; 0: the rank's share of its cores
   bool bind = true;            // bind the process to its share of the cores

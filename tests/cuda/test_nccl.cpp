@@ -1,14 +1,18 @@
 // The NCCL communicator through the conformance suite (ccc/conformance.hpp) with device buffers,
 // bootstrapped over MPI. Run by scripts/gpu-check.sh at one rank (NCCL refuses two ranks on one
-// GPU; the lent machine has one). Without a GPU every test skips.
+// GPU; the lent machine has one). With --staged: the staged communicator instead (MPI through
+// pinned host memory, ccc/cuda/staging.hpp), which 2 ranks on one GPU can run. Without a GPU
+// nothing runs (a line says so).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ccc/conformance.hpp"
 #include "ccc/cuda/nccl_communicator.hpp"
+#include "ccc/cuda/staging.hpp"
 #include "core/cuda/check.hpp"
 #include "mpi_test_main.hpp"
 
@@ -53,11 +57,19 @@ int main(int argc, char** argv) {
     if (mpi->rank() == 0) std::printf("[  SKIPPED ] nccl conformance: no CUDA device visible\n");
     return 0;
   }
-  auto nccl = dsp::make_nccl_communicator(*mpi, mpi->rank() % devices, opts);
+  const int device = mpi->rank() % devices;
+  DSP_CUDA_CHECK(cudaSetDevice(device));
+  std::unique_ptr<dsp::Communicator> comm;
+  if (argc > 1 && std::string(argv[1]) == "--staged") {
+    comm = dsp::make_staged_communicator(dsp::make_communicator("mpi", opts),
+                                         dsp::make_cuda_staging(device));
+  } else {
+    comm = dsp::make_nccl_communicator(*mpi, device, opts);
+  }
   dsp::test::DeviceBuffers dev;
-  dsp::test::conformance_env() = {nccl.get(), &dev};
+  dsp::test::conformance_env() = {comm.get(), &dev};
   const int failed = dsp::test::run_tests_on_all_ranks(*mpi);
   dev.reset();
-  nccl.reset();
+  comm.reset();
   return failed;
 }

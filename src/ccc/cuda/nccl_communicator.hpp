@@ -51,7 +51,7 @@ class NcclCommunicator : public Communicator {
   CommCounters counters() const override;
   void reset_counters() override;
 
-  // The host convenience overload needs host buffers; NCCL buffers are device memory.
+  // The host convenience overload (host buffers, over the bootstrap communicator).
   using Communicator::all_to_all_v;
 
   MemorySpace memory_space() const override { return MemorySpace::kDevice; }

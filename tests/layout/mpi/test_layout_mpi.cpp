@@ -1,6 +1,8 @@
-// FeatureStore::gather under mpiexec -n 1..4, for every backend (tests/backends.hpp): exactly
-// features[ids] for random, empty, all-cold and all-hot id sets; duplicate and out-of-range ids
-// rejected before any communication.
+// FeatureStore::gather under mpiexec -n 1..4, for every backend (tests/backends.hpp), on the MPI
+// communicator and on the device-space channel a GPU rank gets ("+staged": MPI staged through
+// host memory here, through the GPU's pinned memory in the CUDA binary): exactly features[ids]
+// for random, empty, all-cold and all-hot id sets; duplicate and out-of-range ids rejected before
+// any communication.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <numeric>
 
 #include "ccc/communicator.hpp"
+#include "ccc/staged_communicator.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "graph/generate.hpp"
@@ -18,12 +21,18 @@
 
 #include "backends.hpp"
 #include "mpi_test_main.hpp"
+#ifdef DSP_TEST_CUDA_STAGING
+#include <cuda_runtime_api.h>
+
+#include "ccc/cuda/staging.hpp"
+#endif
 
 namespace dsp {
 namespace {
 
 namespace fs = std::filesystem;
 Communicator* g_comm = nullptr;
+Communicator* g_staged = nullptr;  // device-space channel over MPI, or null where none is made
 
 // Rank 0 partitions a small community graph with the given cache settings; everyone loads it.
 struct Fixture {
@@ -32,8 +41,12 @@ struct Fixture {
   std::unique_ptr<FeatureStore> store;
 };
 
-Fixture make(const std::string& policy, double ratio, const std::string& backend) {
+// `param`: "<backend>" or "<backend>+staged" (the store's channel is then g_staged).
+Fixture make(const std::string& policy, double ratio, const std::string& param) {
   Communicator& c = *g_comm;
+  const size_t plus = param.find('+');
+  const std::string backend = param.substr(0, plus);
+  Communicator& channel = plus == std::string::npos ? c : *g_staged;
   // Same name on every rank: rank 0's pid, broadcast.
   int64_t pid = ::getpid();
   c.broadcast(&pid, 1, DType::kInt64, 0);
@@ -59,7 +72,7 @@ Fixture make(const std::string& policy, double ratio, const std::string& backend
   }
   c.barrier();
   f.part = load_partition(f.dir, c.rank(), c.size());
-  f.store = std::make_unique<FeatureStore>(f.part, c, std::vector<Array>{},
+  f.store = std::make_unique<FeatureStore>(f.part, channel, std::vector<Array>{},
                                            test::feature_backend(backend));
   return f;
 }
@@ -94,7 +107,11 @@ std::vector<int64_t> random_ids(int64_t n, int64_t k, uint64_t round) {
 
 class Gather : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(GetParam()); }
+  void SetUp() override {
+    const std::string& p = GetParam();
+    DSP_SKIP_UNAVAILABLE_BACKEND(p.substr(0, p.find('+')));
+    if (p.find('+') != std::string::npos && g_staged == nullptr) GTEST_SKIP() << "no staging";
+  }
   Fixture make(const std::string& policy, double ratio) {
     return dsp::make(policy, ratio, GetParam());
   }
@@ -200,8 +217,18 @@ TEST_P(Gather, FifoLevelsServeEqualRowsAndSaveRequests) {
   cleanup(f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Gather, ::testing::ValuesIn(test::backend_names()),
-                         [](const auto& info) { return info.param; });
+std::vector<std::string> gather_params() {
+  std::vector<std::string> v = test::backend_names();
+  for (const std::string& b : test::backend_names()) v.push_back(b + "+staged");
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Gather, ::testing::ValuesIn(gather_params()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '+', '_');
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace dsp
@@ -212,7 +239,23 @@ int main(int argc, char** argv) {
   opts.timeout = std::chrono::seconds(60);
   auto comm = dsp::make_communicator("mpi", opts);
   dsp::g_comm = comm.get();
+  std::unique_ptr<dsp::DeviceStaging> staging;
+#if defined(DSP_TEST_CUDA_STAGING)
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+    staging = dsp::make_cuda_staging(comm->rank() % devices);
+  }
+#elif !defined(DSP_TEST_CUDA)
+  staging = dsp::make_host_staging();
+#endif
+  std::unique_ptr<dsp::Communicator> staged;
+  if (staging) {
+    staged = dsp::make_staged_communicator(dsp::make_communicator("mpi", opts), std::move(staging));
+  }
+  dsp::g_staged = staged.get();
   const int failed = dsp::test::run_tests_on_all_ranks(*comm);
+  dsp::g_staged = nullptr;
+  staged.reset();
   dsp::g_comm = nullptr;
   comm.reset();
   return failed;
