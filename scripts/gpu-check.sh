@@ -193,8 +193,21 @@ else
   row "Cora on the GPU" FAIL "test_cuda_train not built (needs a CUDA LibTorch)"; status=1
 fi
 
-# Benchmarks on a generated products-sized community graph (one part), CPU and GPU in one run.
 DSP="$BUILD/tools/dsp"
+# `dsp train --device cuda` end to end on Cora: 1 rank (NCCL channels), 2 ranks on the one GPU
+# (the MPI transport, staged through pinned memory); the accuracy band of the CPU build (>= 0.78).
+for np in 1 2; do
+  t=$(date +%s)
+  if tests/train/e2e/cora_mpi.sh "$DSP" "$MPIEXEC" tests/data $np sage default --device cuda \
+       >"$OUT/cora_e2e_np$np.log" 2>&1; then
+    row "dsp train cora --device cuda, $np rank(s)" ok \
+      "test acc $(awk '/test acc at best/ {print $NF}' "$OUT/cora_e2e_np$np.log"), $(elapsed $t)"
+  else
+    row "dsp train cora --device cuda, $np rank(s)" FAIL "see cora_e2e_np$np.log"; status=1
+  fi
+done
+
+# Benchmarks on a generated products-sized community graph (one part), CPU and GPU in one run.
 G=/tmp/dsp-gpu-bench
 t=$(date +%s)
 if [[ ! -f $G/p1/partition.json ]] &&
@@ -208,7 +221,7 @@ bench() {  # name log args...
   local name=$1 log=$2 t; shift 2
   t=$(date +%s)
   if "$DSP" bench "$@" --json "$OUT/$log.json" >"$OUT/$log.log" 2>&1; then
-    row "$name" ok "$(grep -m1 -E 'M sampled edges/s|FeatureStore::gather|speedup' "$OUT/$log.log" | tr -s ' '), $(elapsed $t)"
+    row "$name" ok "$(grep -E 'M sampled edges/s|FeatureStore::gather|gather / d2d|speedup' "$OUT/$log.log" | head -n 2 | tr -s ' ' | paste -sd ';'), $(elapsed $t)"
   else
     row "$name" FAIL "see $log.log"; status=1
   fi
@@ -217,6 +230,9 @@ for dev in cpu cuda; do
   bench "sample $dev" "sample_$dev" sample $G/p1 --device $dev --batches 40 --threads "$(nproc)"
   bench "gather $dev" "gather_$dev" gather $G/p1 --device $dev --threads "$(nproc)"
 done
+# The neighbour array read from pinned host memory through UVA (none of it on the device).
+bench "sample cuda uva" sample_cuda_uva sample $G/p1 --device cuda --batches 40 \
+  --threads "$(nproc)" --topology-memory 0
 # TurboGNN's schedule (degree-sorted snake order, shared-memory positions) vs the default kernel
 # above: its blocks are checked equal by the cuda-turbo cases of the test groups.
 bench "sample cuda turbo" sample_cuda_turbo sample $G/p1 --device cuda --batches 40 \

@@ -11,6 +11,10 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
+#ifdef DSP_HAVE_CUDA
+#include "core/cuda/memory.hpp"
+#endif
 #include "core/rng.hpp"
 #include "core/timer.hpp"
 #include "csp/presample.hpp"
@@ -50,13 +54,41 @@ std::vector<int64_t> draw_ids(std::vector<int64_t>& perm, int64_t k, uint64_t ke
   return std::vector<int64_t>(perm.begin(), perm.begin() + k);
 }
 
-RankOptions bench_rank(const std::string& path, int threads, const std::string& device) {
+// topology_memory: --topology-memory's text, or empty for the default.
+RankOptions bench_rank(const std::string& path, int threads, const std::string& device,
+                       const std::string& topology_memory = "") {
   RankOptions ro;
   ro.path = path;
   ro.threads = threads;
   ro.device = device;
+  if (!topology_memory.empty()) {
+    ro.topology_memory = static_cast<int64_t>(parse_bytes("--topology-memory", topology_memory));
+  }
   ro.log_name = "bench";
   return ro;
+}
+
+// On a GPU rank, the copy ceilings of a gather into device memory, measured in the same run: a
+// device-to-device copy and a pinned host-to-device copy of the same bytes (hot rows are read at
+// the first, cold rows through UVA at most at the second).
+void add_device_ceilings(const Device& device, size_t bytes, int iters, nlohmann::json& j,
+                         bool print) {
+#ifdef DSP_HAVE_CUDA
+  if (!device.is_cuda()) return;
+  const cuda::CopyBandwidth bw = cuda::copy_bandwidth(device.index, bytes, iters);
+  const double gather = j["gather_GBps"].get<double>();
+  j["device_to_device_GBps"] = bw.device_to_device_gbps;
+  j["host_to_device_GBps"] = bw.host_to_device_gbps;
+  j["gather_vs_device_to_device"] = gather / bw.device_to_device_gbps;
+  j["gather_vs_host_to_device"] = gather / bw.host_to_device_gbps;
+  if (!print) return;
+  fmt::print("  device-to-device copy    {:8.2f} GB/s   (gather / d2d = {:.2f})\n",
+             bw.device_to_device_gbps, gather / bw.device_to_device_gbps);
+  fmt::print("  pinned host-to-device    {:8.2f} GB/s   (gather / h2d = {:.2f})\n",
+             bw.host_to_device_gbps, gather / bw.host_to_device_gbps);
+#else
+  (void)device, (void)bytes, (void)iters, (void)j, (void)print;
+#endif
 }
 
 void run_gather(const GatherArgs& a) {
@@ -138,13 +170,14 @@ void run_gather(const GatherArgs& a) {
         j["contiguous_memcpy_GBps"].get<double>(), j["gather_vs_memcpy"].get<double>());
     fmt::print("  hit rate {:.3f}: remote hot {}, local hot {}, cold {} rows\n", st.hit_rate(),
                st.rows_remote_hot, st.rows_local_hot, st.rows_cold);
-    if (!a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
   }
+  add_device_ceilings(rt.device(), batch * rb, a.iters, j, comm->rank() == 0);
+  if (comm->rank() == 0 && !a.json.empty()) write_file_atomic(a.json, j.dump(2) + "\n");
 }
 
 struct SampleArgs {
   std::string part_dir, json, fanouts = "15,10,5", mode = "csp", scheme = "node", device = "cpu";
-  std::string kernel = "default";
+  std::string kernel = "default", topology_memory;
   int64_t batch_size = 1024;
   int batches = 20;
   int threads = 1;
@@ -226,7 +259,7 @@ nlohmann::json bench_sample_mode(const SampleArgs& a, RankRuntime& rt, SampleMod
 }
 
 void run_sample(const SampleArgs& a) {
-  RankRuntime rt(bench_rank(a.part_dir, a.threads, a.device));
+  RankRuntime rt(bench_rank(a.part_dir, a.threads, a.device, a.topology_memory));
   const PartitionData& part = rt.part();
   Communicator* comm = &rt.channel(WorkerKind::kSampler);
   nlohmann::json j = {{"bench", "sample"},
@@ -531,7 +564,7 @@ void run_cache(const CacheArgs& a) {
 #ifdef DSP_HAVE_TRAIN
 struct PipeArgs {
   std::string part_dir, json, model = "sage", fanouts = "15,10,5", backend = "auto", device = "cpu";
-  std::string modes = "on,off";
+  std::string modes = "on,off", topology_memory;
   int64_t batch_size = 1024, hidden = 256, max_steps = 0;
   int epochs = 2, warmup = 1, threads = 0, repeats = 1, samplers = 0;
   std::string roles_switch = "on";  // the policy of mode roles-switch
@@ -700,7 +733,7 @@ void print_pipeline_table(const nlohmann::json& j) {
 // The stages of `dsp train` (src/train/job.cpp, without evaluation, checkpoints and metrics),
 // timed by bench_pipeline with the pipeline on and off.
 void run_pipeline_bench(const PipeArgs& a) {
-  RankOptions ro = bench_rank(a.part_dir, a.threads, a.device);
+  RankOptions ro = bench_rank(a.part_dir, a.threads, a.device, a.topology_memory);
   ro.backend = a.backend;
   RankRuntime rt(ro);
   auto coord = &rt.coord();
@@ -843,6 +876,9 @@ void add_bench(CLI::App& app) {
   sp->add_option("--threads", sa->threads, "OpenMP threads per rank (default 1)");
   sp->add_option("--seed", sa->seed, "sampling seed")->check(non_negative_integer());
   sp->add_option("--device", sa->device, "cpu (default), cuda or cuda:N: the sampler's backend");
+  sp->add_option("--topology-memory", sa->topology_memory,
+                 "GPU: device memory the neighbour array may take (default: half the free device "
+                 "memory); the rest through UVA, hottest rows on the device; 0: all through UVA");
   sp->add_option("--sample-kernel", sa->kernel,
                  "default, or turbo: degree-sorted snake scheduling of tasks (GPU: to warps and "
                  "blocks, shared-memory positions; CPU: to threads)");
@@ -911,6 +947,8 @@ void add_bench(CLI::App& app) {
   pp->add_option("--threads", pa->threads, "threads per rank (default cores / ranks)");
   pp->add_option("--backend", pa->backend, "auto (default), self or mpi");
   pp->add_option("--device", pa->device, "cpu (default), cuda or cuda:N");
+  pp->add_option("--topology-memory", pa->topology_memory,
+                 "GPU: device memory the neighbour array may take (see dsp bench sample)");
   pp->add_option("--seed", pa->seed, "seed of sampling, model and schedule")
       ->check(non_negative_integer());
   pp->add_option("--json", pa->json, "write the figures to this file");

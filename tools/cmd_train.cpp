@@ -4,6 +4,7 @@
 #include "lists.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/memory.hpp"
 #include "train/job.hpp"
 
 namespace dsp::cli {
@@ -27,7 +28,7 @@ void add_train(CLI::App& app) {
   struct Args {
     JobConfig c;
     std::string config_file, result_file, fanouts, eval_fanouts, pipeline = "auto", ccc = "on";
-    std::string roles;
+    std::string roles, topology_memory;
     bool no_progress = false;
   };
   auto a = std::make_shared<Args>();
@@ -100,9 +101,14 @@ void add_train(CLI::App& app) {
   sub->add_option("--device", a->c.train.device,
                   "cpu (default), cuda or cuda:N: each rank takes the GPU of its node rank (+N)");
   sub->add_option("--transport", a->c.transport,
-                  "GPU ranks' gradient all-reduce: auto (default: nccl with a GPU per rank), nccl, "
-                  "or mpi (through host memory; ranks may share a GPU)")
+                  "GPU ranks' device buffers (gradients, feature rows): auto (default: nccl with a "
+                  "GPU per rank), nccl, or mpi (staged through pinned host memory; ranks may "
+                  "share a GPU)")
       ->check(CLI::IsMember({"auto", "nccl", "mpi"}));
+  sub->add_option("--topology-memory", a->topology_memory,
+                  "GPU ranks: device memory the neighbour array may take, e.g. 8G (default: half "
+                  "the free device memory); the rest is read from pinned host memory through UVA, "
+                  "hottest rows on the device; 0: all through UVA");
   sub->add_flag("--no-progress", a->no_progress, "no progress bar");
   sub->add_option("--order", a->c.order,
                   "seed order per epoch: random (default, a shuffle) or bfs (BGL's "
@@ -178,6 +184,10 @@ void add_train(CLI::App& app) {
     if (given("--preaggregate")) c.preaggregate = true;
     if (given("--device")) c.train.device = a->c.train.device;
     if (given("--transport")) c.transport = a->c.transport;
+    if (given("--topology-memory")) {
+      c.topology_memory =
+          static_cast<int64_t>(parse_bytes("--topology-memory", a->topology_memory));
+    }
     if (a->no_progress) c.progress = false;
     DSP_CHECK_ARG(!c.path.empty(), "give a partition or dataset directory (PATH or 'path' in --config)");
     JobResult r = run_training(c);

@@ -59,6 +59,8 @@ Device rank_device(const std::string& spec, int node_rank, int node_size, std::s
 RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
   DSP_CHECK_ARG(!opts_.path.empty(), "no partition or dataset directory given");
   DSP_CHECK_ARG(opts_.fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", opts_.fifo_rows);
+  DSP_CHECK_ARG(opts_.topology_memory >= -1, "--topology-memory must be >= 0, got {}",
+                opts_.topology_memory);
   DSP_CHECK_ARG(opts_.fifo_shared_rows >= 0, "--fifo-shared-rows must be >= 0, got {}",
                 opts_.fifo_shared_rows);
   DSP_CHECK_ARG(opts_.fifo_shared_rows == 0 || opts_.fifo_rows > 0,
@@ -254,6 +256,7 @@ std::unique_ptr<CollectiveSampler> RankRuntime::make_sampler(const SamplerOption
   if (device_.is_cuda()) {
     cuda::CudaSamplerOptions co;
     co.device = device_.index;
+    if (opts_.topology_memory >= 0) co.index_budget = static_cast<size_t>(opts_.topology_memory);
     backend = cuda::cuda_sampler_backend(co);
   }
 #endif

@@ -35,6 +35,10 @@ struct RankOptions {
   // has a GPU per rank, else mpi. Sampling uses host buffers over MPI either way. Ignored on the
   // CPU.
   std::string transport = "auto";
+  // GPU ranks: bytes of device memory the sampler's neighbour array may take; beyond it the
+  // array is read from pinned host memory through UVA, with the hottest rows that fit on the
+  // device (DSP's adjacency position list). -1: half the device's free memory; 0: all through UVA.
+  int64_t topology_memory = -1;
   int threads = 0;             // per rank; 0: the rank's share of its cores
   bool bind = true;            // bind the process to its share of the cores
   uint64_t seed = 0;           // partitioning (on the fly) and random cache policy

@@ -101,7 +101,7 @@ nlohmann::json JobConfig::to_json() const {
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
           {"seed", seed},           {"backend", backend},      {"device", train.device},
-          {"transport", transport}, {"order", order},       {"bfs_sequences", bfs_sequences},
+          {"transport", transport}, {"topology_memory", topology_memory}, {"order", order},       {"bfs_sequences", bfs_sequences},
           {"sample_kernel", sample_kernel},
           {"preaggregate", preaggregate}};
 }
@@ -155,6 +155,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
       else if (k == "threads") c.train.num_threads = v.get<int>();
       else if (k == "device") c.train.device = v.get<std::string>();
       else if (k == "transport") c.transport = v.get<std::string>();
+      else if (k == "topology_memory") c.topology_memory = v.get<int64_t>();
       else if (k == "layers") c.layers = v.get<int>();
       else if (k == "order") c.order = v.get<std::string>();
       else if (k == "bfs_sequences") c.bfs_sequences = v.get<int>();
@@ -231,6 +232,7 @@ RankOptions rank_options(const JobConfig& cfg) {
   ro.coord.ccc = cfg.ccc;
   ro.device = cfg.train.device;
   ro.transport = cfg.transport;
+  ro.topology_memory = cfg.topology_memory;
   ro.threads = cfg.train.num_threads;
   ro.seed = cfg.seed;
   ro.cache_policy = cfg.cache_policy;

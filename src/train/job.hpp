@@ -58,6 +58,7 @@ struct JobConfig {
   std::string order = "random";     // seed order per pass: random (shuffle) | bfs (BGL)
   int bfs_sequences = 4;            // order bfs: BFS sequences interleaved per pass
   std::string transport = "auto";   // GPU ranks' gradients: auto | nccl | mpi (RankOptions)
+  int64_t topology_memory = -1;     // GPU ranks' neighbour array on the device (RankOptions)
 
   void validate() const;  // InvalidArgument naming the field
   nlohmann::json to_json() const;

@@ -334,6 +334,15 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
   expect_usage(bad,
                "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
                "rank's own FIFO level");
+  // --topology-memory (GPU ranks' neighbour array budget): the key, and its check.
+  const JobConfig t = JobConfig::from_json(
+      nlohmann::json::parse(R"({"topology_memory": 1048576})"), "cfg.json");
+  EXPECT_EQ(t.topology_memory, 1048576);
+  EXPECT_EQ(t.to_json()["topology_memory"], 1048576);
+  EXPECT_EQ(cora_config().topology_memory, -1);
+  bad = cora_config();
+  bad.topology_memory = -2;
+  expect_usage(bad, "--topology-memory must be >= 0, got -2");
   bad = cora_config();
   bad.fifo_rows = 10;
   bad.roles = 1;

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "core/cuda/check.hpp"
 
@@ -75,6 +77,56 @@ int device_count() {
     return 0;
   }
   return n;
+}
+
+namespace {
+
+// What copy_bandwidth allocates besides its device buffers, released however it returns.
+struct CopyScratch {
+  void* host = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ~CopyScratch() {
+    if (start) DSP_CUDA_CHECK_NO_THROW(cudaEventDestroy(start));
+    if (stop) DSP_CUDA_CHECK_NO_THROW(cudaEventDestroy(stop));
+    if (stream) DSP_CUDA_CHECK_NO_THROW(cudaStreamDestroy(stream));
+    if (host) DSP_CUDA_CHECK_NO_THROW(cudaFreeHost(host));
+  }
+};
+
+}  // namespace
+
+CopyBandwidth copy_bandwidth(int device, size_t bytes, int iters) {
+  CudaDeviceGuard g(device);
+  bytes = std::max<size_t>(bytes, 1);
+  DeviceBuffer a, b;
+  void* src = a.reserve(bytes);
+  void* dst = b.reserve(bytes);
+  CopyScratch k;
+  DSP_CUDA_CHECK(cudaMallocHost(&k.host, bytes));
+  std::memset(k.host, 1, bytes);
+  DSP_CUDA_CHECK(cudaMemset(src, 1, bytes));
+  DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+  DSP_CUDA_CHECK(cudaEventCreate(&k.start));
+  DSP_CUDA_CHECK(cudaEventCreate(&k.stop));
+  auto median_gbps = [&](const void* from, cudaMemcpyKind kind) {
+    std::vector<float> ms;
+    for (int it = -1; it < std::max(iters, 1); ++it) {
+      DSP_CUDA_CHECK(cudaEventRecord(k.start, k.stream));
+      DSP_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, kind, k.stream));
+      DSP_CUDA_CHECK(cudaEventRecord(k.stop, k.stream));
+      DSP_CUDA_CHECK(cudaEventSynchronize(k.stop));
+      float t = 0;
+      DSP_CUDA_CHECK(cudaEventElapsedTime(&t, k.start, k.stop));
+      if (it >= 0) ms.push_back(t);
+    }
+    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    return static_cast<double>(bytes) / std::max(1e-9, ms[ms.size() / 2] * 1e-3) / 1e9;
+  };
+  CopyBandwidth out;
+  out.device_to_device_gbps = median_gbps(src, cudaMemcpyDeviceToDevice);
+  out.host_to_device_gbps = median_gbps(k.host, cudaMemcpyHostToDevice);
+  return out;
 }
 
 void device_memory(size_t* free_bytes, size_t* total_bytes) {

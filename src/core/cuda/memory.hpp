@@ -48,4 +48,13 @@ void device_memory(size_t* free_bytes, size_t* total_bytes);
 // CUDA devices visible to this process (0 when the driver finds none).
 int device_count();
 
+// The copy ceilings a gather's GB/s is read against, measured on `device`: `bytes` copied between
+// two device buffers, and from pinned host memory to the device, each the median of `iters`
+// rounds (after one warm-up) timed with CUDA events.
+struct CopyBandwidth {
+  double device_to_device_gbps = 0;
+  double host_to_device_gbps = 0;
+};
+CopyBandwidth copy_bandwidth(int device, size_t bytes, int iters);
+
 }  // namespace dsp::cuda

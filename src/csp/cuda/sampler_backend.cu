@@ -1,7 +1,10 @@
 // The CUDA sampler backend: the shared device path (csp/kernel_backend.hpp) on CudaExec.
 #include <limits>
+#include <string>
 
 #include "core/cuda/exec.cuh"
+#include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "csp/cuda/sampler_backend.hpp"
 #include "csp/kernel_backend.hpp"
 
@@ -17,8 +20,16 @@ SamplerBackendFactory cuda_sampler_backend(CudaSamplerOptions opts) {
       device_memory(&free_bytes, &total);
       ko.index_budget = free_bytes / 2;
     }
-    return std::make_unique<KernelSamplerBackend<CudaExec>>(CudaExec(opts.device), "cuda",
-                                                            Device::cuda(opts.device), topo, so, ko);
+    auto b = std::make_unique<KernelSamplerBackend<CudaExec>>(
+        CudaExec(opts.device), "cuda", Device::cuda(opts.device), topo, so, ko);
+    const std::string where =
+        !b->indices_on_host()
+            ? std::string("in device memory")
+            : fmt::format("through UVA from host memory, {} of {} rows on the device",
+                          b->hot_rows(), topo.num_rows);
+    DSP_INFO("csp", "cuda:{} sampler: neighbour array of {} (budget {}) {}", opts.device,
+             format_bytes(topo.indices_bytes()), format_bytes(ko.index_budget), where);
+    return b;
   };
 }
 
