@@ -21,6 +21,9 @@
 #include "core/logging.hpp"
 #include "core/rng.hpp"
 #include "train/model.hpp"
+#ifdef DSP_TRAIN_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace dsp {
 
@@ -373,7 +376,7 @@ float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, Eva
 }
 
 // Sums the bucket over the ranks where the communicator takes its buffers: in place when that is
-// the bucket's memory (host with MPI, device with NCCL), through a copy otherwise.
+// the bucket's memory (host with MPI; device with NCCL or staged MPI), through a copy otherwise.
 void Trainer::all_reduce_bucket(torch::Tensor& bucket) {
   if (comm_.size() == 1) return;
   const bool comm_on_device = comm_.memory_space() == MemorySpace::kDevice;
@@ -382,6 +385,11 @@ void Trainer::all_reduce_bucket(torch::Tensor& bucket) {
                           : bucket.to(comm_on_device ? impl_->device : torch::Device(torch::kCPU));
   OpOptions o;
   o.label = "train:grad_all_reduce";
+#ifdef DSP_TRAIN_CUDA
+  // The channel reads the bucket on its own stream (NCCL) or thread (staged copies): LibTorch's
+  // writes to it, queued on the current stream, must have completed.
+  if (buf.is_cuda()) c10::cuda::getCurrentCUDAStream(buf.device().index()).synchronize();
+#endif
   comm_.all_reduce(buf.data_ptr<float>(), buf.numel(), DType::kFloat32, ReduceOp::kSum, o);
   comm_.synchronize(o);
   if (!buf.is_same(bucket)) bucket.copy_(buf);
