@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 
+#include "ccc/staged_communicator.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/half.hpp"
@@ -73,8 +74,10 @@ RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
     const NodePlace place = node_place(*boot);
     transport_ = opts_.transport;
     device_ = rank_device(opts_.device, place.rank, place.size, &transport_);
+    DSP_CHECK_ARG(!opts_.emulate_device || !device_.is_cuda(),
+                  "the emulated device path runs on a CPU rank, not on {}", device_.str());
   }
-  coord_ = make_coordinator(opts_.backend, opts_.coord, trainer_channel());
+  coord_ = make_coordinator(opts_.backend, opts_.coord, device_channels());
   CoordinatedCommunicator& ch = channel(WorkerKind::kMain);
   ch.set_step(-1, 0);
   cores_ = share_cores(ch, device_, opts_.threads, opts_.bind);
@@ -100,17 +103,28 @@ RankRuntime::~RankRuntime() {
 // A GPU rank's trainer and loader channels are device-space (the gradient bucket and the
 // feature rows stay on the device): NCCL bootstrapped over the control communicator with the nccl
 // transport (one communicator and stream per worker), else the control backend staged through
-// pinned host memory (ranks sharing a GPU). The sampler and main channels keep the control
-// backend (host buffers: the CSP protocol's buffers are host memory).
-DataCommFactory RankRuntime::trainer_channel() const {
+// pinned host memory (ranks sharing a GPU; host memory with emulate_device). The sampler and main
+// channels keep the control backend (host buffers: the CSP protocol's buffers are host memory).
+DataCommFactory RankRuntime::device_channels() const {
+  const CommOptions comm = opts_.coord.comm;
+  const auto device_space = [](WorkerKind k) {
+    return k == WorkerKind::kTrainer || k == WorkerKind::kLoader;
+  };
+  if (opts_.emulate_device) {
+    return [comm, device_space](WorkerKind kind,
+                                Communicator& control) -> std::unique_ptr<Communicator> {
+      if (!device_space(kind)) return nullptr;
+      return make_staged_communicator(make_communicator(control.backend(), comm),
+                                      make_host_staging());
+    };
+  }
 #ifdef DSP_HAVE_CUDA
   if (!transport_.empty()) {
     const int device = device_.index;
-    const CommOptions comm = opts_.coord.comm;
     const bool nccl = transport_ == "nccl";
-    return [device, comm, nccl](WorkerKind kind,
-                                Communicator& control) -> std::unique_ptr<Communicator> {
-      if (kind != WorkerKind::kTrainer && kind != WorkerKind::kLoader) return nullptr;
+    return [device, comm, nccl, device_space](
+               WorkerKind kind, Communicator& control) -> std::unique_ptr<Communicator> {
+      if (!device_space(kind)) return nullptr;
       if (nccl) return make_nccl_communicator(control, device, comm);
       return make_staged_communicator(make_communicator(control.backend(), comm),
                                       make_cuda_staging(device));
@@ -233,9 +247,13 @@ double RankRuntime::size_cache_for_batch(int64_t batch_feature_bytes, int64_t pr
 // Rank 0 prints what every rank got: device, cores, threads.
 void RankRuntime::log_startup() {
   constexpr int kLine = 160;
-  std::string line = fmt::format("rank {}: {}{}, {}", rank(), device_.str(),
-                                 transport_.empty() ? "" : " (" + transport_ + " gradients)",
-                                 cores_.describe());
+  const std::string channels = channel(WorkerKind::kLoader).backend();
+  std::string line = fmt::format(
+      "rank {}: {}{}, {}", rank(), device_.str(),
+      opts_.emulate_device ? " (device path emulated, " + channels + " channels)"
+      : transport_.empty() ? ""
+                           : " (" + channels + " channels)",
+      cores_.describe());
   line.resize(kLine, ' ');
   std::vector<char> all(static_cast<size_t>(size()) * kLine);
   OpOptions o;
@@ -252,6 +270,7 @@ void RankRuntime::log_startup() {
 std::unique_ptr<CollectiveSampler> RankRuntime::make_sampler(const SamplerOptions& so,
                                                              bool self_reliant) {
   SamplerBackendFactory backend;
+  if (opts_.emulate_device) backend = emulated_sampler_backend();
 #ifdef DSP_HAVE_CUDA
   if (device_.is_cuda()) {
     cuda::CudaSamplerOptions co;
@@ -278,6 +297,7 @@ FeatureStore& RankRuntime::store() {
   if (!store_) {
     DSP_CHECK_FORMAT(has_features(), "{}: the partition has no features to gather", part_dir_);
     FeatureBackendFactory backend;
+    if (opts_.emulate_device) backend = make_emulated_feature_backend;
 #ifdef DSP_HAVE_CUDA
     if (device_.is_cuda()) backend = cuda::cuda_feature_backend(device_.index);
 #endif

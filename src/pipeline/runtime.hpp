@@ -58,6 +58,12 @@ struct RankOptions {
   int64_t fifo_rows = 0;
   int64_t fifo_shared_rows = 0;
   std::string log_name = "dsp";  // names the job in the startup log
+  // Tests: a CPU rank run as a GPU rank is, but for the kernels and LibTorch's device: the device
+  // sampler and feature backends executed on the host (HostExec), and device-space trainer and
+  // loader channels (MPI staged through host memory standing in for the device's). Every
+  // protocol, channel and pipeline step of a GPU rank runs, and the job trains exactly what the
+  // CPU job trains.
+  bool emulate_device = false;
 };
 
 class RankRuntime {
@@ -111,7 +117,7 @@ class RankRuntime {
   bool fifo_requested() const { return opts_.fifo_rows > 0; }
 
  private:
-  DataCommFactory trainer_channel() const;
+  DataCommFactory device_channels() const;
   void partition_if_needed();
   void override_cache();
   void log_startup();

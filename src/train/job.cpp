@@ -233,6 +233,7 @@ RankOptions rank_options(const JobConfig& cfg) {
   ro.device = cfg.train.device;
   ro.transport = cfg.transport;
   ro.topology_memory = cfg.topology_memory;
+  ro.emulate_device = cfg.emulate_device;
   ro.threads = cfg.train.num_threads;
   ro.seed = cfg.seed;
   ro.cache_policy = cfg.cache_policy;

@@ -59,6 +59,7 @@ struct JobConfig {
   int bfs_sequences = 4;            // order bfs: BFS sequences interleaved per pass
   std::string transport = "auto";   // GPU ranks' gradients: auto | nccl | mpi (RankOptions)
   int64_t topology_memory = -1;     // GPU ranks' neighbour array on the device (RankOptions)
+  bool emulate_device = false;      // tests only: RankOptions::emulate_device (no flag, no key)
 
   void validate() const;  // InvalidArgument naming the field
   nlohmann::json to_json() const;
