@@ -225,6 +225,15 @@ TEST(Job, EmulatedDevicePathTrainsWhatTheCpuJobTrains) {
   EXPECT_EQ(dev.peer_bytes_per_batch, cpu.peer_bytes_per_batch);
   if (c.size() > 1) {
     EXPECT_GT(dev.peer_bytes_per_batch, 0.0);
+    // GNNLab's roles: the global queue's packed batches cross the device-space loader channel
+    // as host buffers.
+    cfg.roles = 1;
+    cfg.emulate_device = false;
+    const JobResult cpu_roles = run_training(cfg);
+    cfg.emulate_device = true;
+    const JobResult dev_roles = run_training(cfg);
+    EXPECT_EQ(dev_roles.final_loss, cpu_roles.final_loss);
+    EXPECT_EQ(dev_roles.test_acc_at_best, cpu_roles.test_acc_at_best);
   }
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
