@@ -189,6 +189,21 @@ TEST(StagedChannel, TrainsBitIdenticallyToTheHostChannel) {
   EXPECT_EQ(ea.correct, ez.correct);
 }
 
+// `cfg` run as it is and with emulate_device: the same losses, accuracies and traffic. Returns
+// the emulated job's result.
+JobResult expect_emulated_equals_cpu(JobConfig cfg, const std::string& what) {
+  cfg.emulate_device = false;
+  const JobResult cpu = run_training(cfg);
+  cfg.emulate_device = true;
+  const JobResult dev = run_training(cfg);
+  EXPECT_EQ(dev.final_loss, cpu.final_loss) << what;
+  EXPECT_EQ(dev.best_val_acc, cpu.best_val_acc) << what;
+  EXPECT_EQ(dev.test_acc_at_best, cpu.test_acc_at_best) << what;
+  EXPECT_EQ(dev.feature_bytes_per_batch, cpu.feature_bytes_per_batch) << what;
+  EXPECT_EQ(dev.peer_bytes_per_batch, cpu.peer_bytes_per_batch) << what;
+  return dev;
+}
+
 // The whole job as a GPU rank runs it, kernels aside (RankOptions::emulate_device: device
 // sampler and feature backends on the host, device-space trainer and loader channels staged over
 // MPI), trains exactly what the CPU job trains: same losses, same accuracies.
@@ -215,25 +230,13 @@ TEST(Job, EmulatedDevicePathTrainsWhatTheCpuJobTrains) {
   cfg.seed = 3;
   cfg.pipeline = "on";  // the same stage threads in both jobs: bit-equal sums
   cfg.progress = false;
-  const JobResult cpu = run_training(cfg);
-  cfg.emulate_device = true;
-  const JobResult dev = run_training(cfg);
-  EXPECT_EQ(dev.final_loss, cpu.final_loss);
-  EXPECT_EQ(dev.best_val_acc, cpu.best_val_acc);
-  EXPECT_EQ(dev.test_acc_at_best, cpu.test_acc_at_best);
-  EXPECT_EQ(dev.feature_bytes_per_batch, cpu.feature_bytes_per_batch);
-  EXPECT_EQ(dev.peer_bytes_per_batch, cpu.peer_bytes_per_batch);
+  const JobResult sym = expect_emulated_equals_cpu(cfg, "symmetric");
   if (c.size() > 1) {
-    EXPECT_GT(dev.peer_bytes_per_batch, 0.0);
+    EXPECT_GT(sym.peer_bytes_per_batch, 0.0) << "no rows crossed the loader channel";
     // GNNLab's roles: the global queue's packed batches cross the device-space loader channel
     // as host buffers.
     cfg.roles = 1;
-    cfg.emulate_device = false;
-    const JobResult cpu_roles = run_training(cfg);
-    cfg.emulate_device = true;
-    const JobResult dev_roles = run_training(cfg);
-    EXPECT_EQ(dev_roles.final_loss, cpu_roles.final_loss);
-    EXPECT_EQ(dev_roles.test_acc_at_best, cpu_roles.test_acc_at_best);
+    expect_emulated_equals_cpu(cfg, "--roles 1");
   }
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
