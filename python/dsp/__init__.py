@@ -15,7 +15,7 @@ buffers) into torch tensors with ``torch.from_numpy``, so no data is copied and 
 """
 import os
 import sys
-from typing import List, NamedTuple, Optional, Sequence
+from typing import List, NamedTuple, Optional, Sequence, Union
 
 # Open MPI loads its components with dlopen and expects libmpi's symbols to be global; an
 # extension module is loaded RTLD_LOCAL by default, which breaks MPI_Init under mpirun.
@@ -171,6 +171,13 @@ class Loader:
         device: "cpu" (default), "cuda" or "cuda:N": sample and gather on this rank's GPU (the
             GPU of its node rank, + N); the batches are CUDA tensors (features gathered straight
             into device memory, handed over through DLPack without a copy). CUDA builds only.
+        transport: with a GPU, how feature rows cross ranks, as ``dsp train --transport``:
+            "auto" (NCCL when every rank of a node has its own GPU, else "mpi"), "nccl", or "mpi"
+            (staged through pinned host memory; ranks may share a GPU).
+        topology_memory: with a GPU, the device memory the sampler's neighbour array may take,
+            bytes or a size such as "8G" (``--topology-memory``; default: half the free device
+            memory, which leaves the rest to the model); the rest is read from pinned host memory
+            through UVA, the hottest rows on the device; 0: all through UVA.
         backend: "auto" (MPI under mpirun, else a single process), "self" or "mpi".
         fifo_rows: BGL's dynamic cache, as ``dsp train --fifo-rows``: this many of the rows other
             ranks serve kept per rank, first in first out, so a repeat needs no request (0: off).
@@ -185,7 +192,8 @@ class Loader:
                  shuffle: bool = True, split: str = "train", seed: int = 0, prefetch: int = 2,
                  as_tensor: Optional[bool] = None, backend: str = "auto",
                  partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
-                 fifo_rows: int = 0, fifo_shared_rows: int = 0):
+                 fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
+                 topology_memory: Optional[Union[int, str]] = None):
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
@@ -206,7 +214,8 @@ class Loader:
         self._impl = _dsp._Loader(str(path), [int(f) for f in fanouts], int(batch_size),
                                   bool(shuffle), split, int(seed), int(prefetch), backend,
                                   partition_method, device, int(fifo_rows),
-                                  int(fifo_shared_rows))
+                                  int(fifo_shared_rows), transport,
+                                  "" if topology_memory is None else str(topology_memory))
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
         self._epoch = 0

@@ -485,7 +485,8 @@ void bind(py::module_& m) {
       .def(py::init([](const std::string& path, std::vector<int> fanouts, int64_t batch_size,
                        bool shuffle, const std::string& split, uint64_t seed, int prefetch,
                        const std::string& backend, const std::string& partition_method,
-                       const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows) {
+                       const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
+                       const std::string& transport, const std::string& topology_memory) {
              pyext::LoaderOptions o;
              o.path = path;
              o.fanouts = std::move(fanouts);
@@ -499,6 +500,11 @@ void bind(py::module_& m) {
              o.device = device;
              o.fifo_rows = fifo_rows;
              o.fifo_shared_rows = fifo_shared_rows;
+             o.transport = transport;
+             if (!topology_memory.empty()) {
+               o.topology_memory =
+                   static_cast<int64_t>(parse_bytes("topology_memory", topology_memory));
+             }
              o.validate();  // before the GIL is released: cheap, and the common failure
              py::gil_scoped_release nogil;
              return std::make_unique<pyext::Loader>(std::move(o));
@@ -506,7 +512,8 @@ void bind(py::module_& m) {
            py::arg("path"), py::arg("fanouts"), py::arg("batch_size"), py::arg("shuffle"),
            py::arg("split"), py::arg("seed"), py::arg("prefetch"), py::arg("backend"),
            py::arg("partition_method"), py::arg("device") = "cpu", py::arg("fifo_rows") = 0,
-           py::arg("fifo_shared_rows") = 0)
+           py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
+           py::arg("topology_memory") = "")
       .def_property_readonly("rank", &pyext::Loader::rank)
       .def_property_readonly("device",
                              [](const pyext::Loader& l) { return l.runtime().device().str(); })

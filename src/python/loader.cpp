@@ -21,6 +21,7 @@ void LoaderOptions::validate() const {
                 order);
   DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
   DSP_CHECK_ARG(fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", fifo_rows);
+  DSP_CHECK_ARG(topology_memory >= -1, "--topology-memory must be >= 0, got {}", topology_memory);
   DSP_CHECK_ARG(fifo_shared_rows >= 0, "--fifo-shared-rows must be >= 0, got {}", fifo_shared_rows);
   DSP_CHECK_ARG(fifo_shared_rows == 0 || fifo_rows > 0,
                 "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
@@ -36,6 +37,8 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   ro.seed = opts_.seed;
   ro.partition_method = opts_.partition_method;
   ro.device = opts_.device;
+  ro.transport = opts_.transport;
+  ro.topology_memory = opts_.topology_memory;
   ro.bind = false;  // the user's process: its other threads are not ours to bind
   ro.log_name = "loader";
   ro.fifo_rows = opts_.fifo_rows;

@@ -46,6 +46,10 @@ struct LoaderOptions {
   // cpu, cuda or cuda:N: where the sampler and the feature store run; with cuda the features of
   // each batch stay in device memory (LoadedBatch::device_features).
   std::string device = "cpu";
+  // GPU ranks: how device buffers cross ranks, and the device memory of the sampler's neighbour
+  // array (RankOptions::transport, topology_memory: dsp train --transport, --topology-memory).
+  std::string transport = "auto";
+  int64_t topology_memory = -1;
   // BGL's FIFO levels of the rows other ranks serve (dsp train --fifo-rows, --fifo-shared-rows).
   int64_t fifo_rows = 0;
   int64_t fifo_shared_rows = 0;
