@@ -107,8 +107,9 @@ RankRuntime::~RankRuntime() {
 // channels keep the control backend (host buffers: the CSP protocol's buffers are host memory).
 DataCommFactory RankRuntime::device_channels() const {
   const CommOptions comm = opts_.coord.comm;
-  const auto device_space = [](WorkerKind k) {
-    return k == WorkerKind::kTrainer || k == WorkerKind::kLoader;
+  const bool trains = opts_.trains;
+  const auto device_space = [trains](WorkerKind k) {
+    return (k == WorkerKind::kTrainer && trains) || k == WorkerKind::kLoader;
   };
   if (opts_.emulate_device) {
     return [comm, device_space](WorkerKind kind,

@@ -39,6 +39,9 @@ struct RankOptions {
   // array is read from pinned host memory through UVA, with the hottest rows that fit on the
   // device (DSP's adjacency position list). -1: half the device's free memory; 0: all through UVA.
   int64_t topology_memory = -1;
+  // False when nothing trains on this rank's trainer channel (the Python Loader: the user's model
+  // trains): it stays a host channel, so a GPU rank builds no NCCL communicator it never uses.
+  bool trains = true;
   int threads = 0;             // per rank; 0: the rank's share of its cores
   bool bind = true;            // bind the process to its share of the cores
   uint64_t seed = 0;           // partitioning (on the fly) and random cache policy

@@ -40,6 +40,7 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   ro.transport = opts_.transport;
   ro.topology_memory = opts_.topology_memory;
   ro.bind = false;  // the user's process: its other threads are not ours to bind
+  ro.trains = false;  // the user's model trains, not ours: no device trainer channel
   ro.log_name = "loader";
   ro.fifo_rows = opts_.fifo_rows;
   ro.fifo_shared_rows = opts_.fifo_shared_rows;
