@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ccc/detail/common.hpp"
+#include "core/host_exec.hpp"
 
 namespace dsp {
 namespace {
@@ -91,11 +92,7 @@ class StagedCommunicator final : public Communicator {
 
 class HostStaging final : public DeviceStaging {
  public:
-  void* host(int which, size_t bytes) override {
-    std::vector<uint64_t>& b = buf_[which];
-    if (b.size() * 8 < bytes) b.resize((bytes + 7) / 8);
-    return b.data();
-  }
+  void* host(int which, size_t bytes) override { return buf_[which].reserve(bytes); }
   void to_host(void* host, const void* device, size_t bytes) override {
     std::memcpy(host, device, bytes);
   }
@@ -104,7 +101,7 @@ class HostStaging final : public DeviceStaging {
   }
 
  private:
-  std::vector<uint64_t> buf_[2];
+  HostExec::Buffer buf_[2];
 };
 
 }  // namespace

@@ -106,33 +106,27 @@ RankRuntime::~RankRuntime() {
 // pinned host memory (ranks sharing a GPU; host memory with emulate_device). The sampler and main
 // channels keep the control backend (host buffers: the CSP protocol's buffers are host memory).
 DataCommFactory RankRuntime::device_channels() const {
+  std::function<std::unique_ptr<DeviceStaging>()> staging;  // the staged MPI transport
+  [[maybe_unused]] bool nccl = false;
+  [[maybe_unused]] const int device = device_.index;
+  if (opts_.emulate_device) {
+    staging = make_host_staging;
+  } else if (!transport_.empty()) {
+#ifdef DSP_HAVE_CUDA
+    nccl = transport_ == "nccl";
+    staging = [device] { return make_cuda_staging(device); };
+#endif
+  }
+  if (!staging) return {};
   const CommOptions comm = opts_.coord.comm;
   const bool trains = opts_.trains;
-  const auto device_space = [trains](WorkerKind k) {
-    return (k == WorkerKind::kTrainer && trains) || k == WorkerKind::kLoader;
-  };
-  if (opts_.emulate_device) {
-    return [comm, device_space](WorkerKind kind,
-                                Communicator& control) -> std::unique_ptr<Communicator> {
-      if (!device_space(kind)) return nullptr;
-      return make_staged_communicator(make_communicator(control.backend(), comm),
-                                      make_host_staging());
-    };
-  }
+  return [=](WorkerKind kind, Communicator& control) -> std::unique_ptr<Communicator> {
+    if (kind != WorkerKind::kLoader && !(kind == WorkerKind::kTrainer && trains)) return nullptr;
 #ifdef DSP_HAVE_CUDA
-  if (!transport_.empty()) {
-    const int device = device_.index;
-    const bool nccl = transport_ == "nccl";
-    return [device, comm, nccl, device_space](
-               WorkerKind kind, Communicator& control) -> std::unique_ptr<Communicator> {
-      if (!device_space(kind)) return nullptr;
-      if (nccl) return make_nccl_communicator(control, device, comm);
-      return make_staged_communicator(make_communicator(control.backend(), comm),
-                                      make_cuda_staging(device));
-    };
-  }
+    if (nccl) return make_nccl_communicator(control, device, comm);
 #endif
-  return {};
+    return make_staged_communicator(make_communicator(control.backend(), comm), staging());
+  };
 }
 
 // A dataset directory is partitioned on the fly by rank 0, into a temporary directory, with one

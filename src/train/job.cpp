@@ -101,7 +101,8 @@ nlohmann::json JobConfig::to_json() const {
           {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
           {"resume", resume},       {"metrics_file", metrics_file},
           {"seed", seed},           {"backend", backend},      {"device", train.device},
-          {"transport", transport}, {"topology_memory", topology_memory}, {"order", order},       {"bfs_sequences", bfs_sequences},
+          {"transport", transport}, {"topology_memory", topology_memory},
+          {"order", order},         {"bfs_sequences", bfs_sequences},
           {"sample_kernel", sample_kernel},
           {"preaggregate", preaggregate}};
 }
