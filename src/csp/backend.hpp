@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "ccc/communicator.hpp"
 #include "core/device.hpp"
 #include "csp/block.hpp"
 
@@ -52,34 +53,87 @@ struct LocalTopology {
   size_t indices_bytes() const { return static_cast<size_t>(num_edges) * (idx32 ? 4 : 8); }
 };
 
-// One layer's picks in destination (frontier) order: destination i's picks are
-// nbrs[offsets[i], offsets[i + 1]), with their edge weights when sampling is biased.
+// Storage in a backend's memory (SamplerBackend::memory()): growth-only, its contents not kept
+// when it grows. The protocol's per-layer arrays live in these, so a device backend's tasks and
+// picks stay on the device.
+class BackendBuffer {
+ public:
+  virtual ~BackendBuffer() = default;
+  virtual void* reserve(size_t bytes) = 0;
+  virtual void* data() const = 0;
+  template <class T>
+  T* reserve_n(int64_t n) {
+    return static_cast<T*>(reserve(static_cast<size_t>(n > 0 ? n : 1) * sizeof(T)));
+  }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data());
+  }
+};
+
+// One layer's picks in destination (frontier) order, in the backend's memory: destination i's
+// picks are nbrs[offsets[i], offsets[i + 1]), with their edge weights when sampling is biased.
 struct LayerPicks {
-  std::vector<int64_t> offsets;  // [destinations + 1]
-  std::vector<int64_t> nbrs;
-  std::vector<float> weights;  // empty unless biased
+  const int64_t* offsets = nullptr;  // [destinations + 1]
+  const int64_t* nbrs = nullptr;     // [total]
+  const float* weights = nullptr;    // [total], or null unless biased
+  int64_t total = 0;
 };
 
-// What sampling a list of tasks produced, compacted in task order.
-struct TaskPicks {
-  std::vector<int32_t> counts;  // [tasks]
-  std::vector<int64_t> nbrs;    // sum(counts) global ids, task by task, each task's sorted by row
-                                // position (so by id)
-  std::vector<float> weights;   // same length when biased, else empty
-};
-
+// The local steps of a CSP layer. Pointers are the backend's memory unless a parameter says
+// host; every call has completed when it returns (its outputs may go straight to a communicator).
 class SamplerBackend {
  public:
   virtual ~SamplerBackend() = default;
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
-  // Samples tasks[0, n) (csp::pack_task(global id, fanout), every id owned by this rank) under
-  // `key` with csp::sample_positions: out.counts[i] picks for task i. Reuses out's capacity.
-  virtual void sample(const int64_t* tasks, int64_t n, uint64_t key, TaskPicks& out) = 0;
+  // Where the protocol's buffers live: host (cpu), or device (the kernel backends, emulated ones
+  // included, so that tests exercise the device-space channels).
+  virtual MemorySpace memory() const = 0;
+  virtual std::unique_ptr<BackendBuffer> make_buffer() const = 0;
+  virtual void to_backend(void* dst, const void* host, size_t bytes) = 0;
+  virtual void to_host(void* host, const void* src, size_t bytes) = 0;
+
+  // Groups frontier[0, n) by owner: node i gets a task, csp::pack_task(id, k) with k = fanout[i]
+  // (fanout non-null) or `uniform`, when k > 0; its owner p has offsets[p] <= id < offsets[p + 1]
+  // (host, P + 1 entries). Owner chunks in rank order, frontier order within a chunk: tasks and
+  // perm (grouped position -> frontier index) get sum(counts) entries (room for n), counts (host)
+  // the tasks per owner.
+  virtual void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
+                     const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
+                     std::vector<int64_t>& counts) = 0;
+  // Samples tasks[0, n) (every id owned by this rank; no fanout above max_fanout) under `key`
+  // with csp::sample_positions: counts[i] picks for task i (room for n); the picks, compacted in
+  // task order, each task's sorted by row position (so by id), into nbrs (and weights, biased
+  // only; null otherwise). Returns the number of picks.
+  virtual int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key,
+                         int32_t* counts, BackendBuffer& nbrs, BackendBuffer* weights) = 0;
+  // sums[p] = counts[off[p]] + ... + counts[off[p + 1] - 1] for every p (off and sums: host).
+  virtual std::vector<int64_t> segment_sums(const int32_t* counts,
+                                            const std::vector<int64_t>& off) = 0;
+  // Picks in grouped order (counts[ng], nbrs and weights compacted) to frontier order: frontier
+  // index perm[pos] gets grouped position pos's picks, indices no position names none. Writes
+  // out_offsets ([nf + 1]); out_nbrs/out_weights get the picks unless perm is null (the grouped
+  // order is the frontier order, ng == nf: the picks stay where they are).
+  virtual void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
+                         const int64_t* nbrs, const float* weights, BackendBuffer& out_offsets,
+                         BackendBuffer& out_nbrs, BackendBuffer* out_weights) = 0;
   // The block of one layer (`layer` counts from the seeds out; backends may keep per-layer sizing
-  // hints): destination nodes first, then new sources in first-seen order over `picks`.
-  virtual void relabel(const std::vector<int64_t>& dst, const LayerPicks& picks, int layer,
-                       Block& out) = 0;
+  // hints): destination nodes dst[0, nd) first, then new sources in first-seen order over
+  // `picks`. The block is host memory; its source ids also go to `src` (the next frontier).
+  virtual void relabel(const int64_t* dst, int64_t nd, const LayerPicks& picks, int layer,
+                       Block& out, BackendBuffer& src) = 0;
+};
+
+// A BackendBuffer over an executor's buffer type (core/host_exec.hpp: E::Buffer).
+template <class B>
+class BackendBufferOf final : public BackendBuffer {
+ public:
+  void* reserve(size_t bytes) override { return b_.reserve(bytes); }
+  void* data() const override { return b_.data(); }
+
+ private:
+  B b_;
 };
 
 using SamplerBackendFactory =

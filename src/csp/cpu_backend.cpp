@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/host_exec.hpp"
 #include "core/huge_pages.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
@@ -37,8 +38,28 @@ class CpuSamplerBackend final : public SamplerBackend {
   }
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::cpu(); }
-  void sample(const int64_t* tasks, int64_t n, uint64_t key, TaskPicks& out) override;
-  void relabel(const std::vector<int64_t>& dst, const LayerPicks& lo, int layer, Block& b) override;
+  MemorySpace memory() const override { return MemorySpace::kHost; }
+  std::unique_ptr<BackendBuffer> make_buffer() const override {
+    return std::make_unique<BackendBufferOf<HostExec::Buffer>>();
+  }
+  void to_backend(void* dst, const void* host, size_t bytes) override {
+    if (bytes) std::memcpy(dst, host, bytes);
+  }
+  void to_host(void* host, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(host, src, bytes);
+  }
+  void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
+             const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
+             std::vector<int64_t>& counts) override;
+  int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key, int32_t* counts,
+                 BackendBuffer& nbrs, BackendBuffer* weights) override;
+  std::vector<int64_t> segment_sums(const int32_t* counts,
+                                    const std::vector<int64_t>& off) override;
+  void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
+                 const int64_t* nbrs, const float* weights, BackendBuffer& out_offsets,
+                 BackendBuffer& out_nbrs, BackendBuffer* out_weights) override;
+  void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int layer, Block& b,
+               BackendBuffer& src) override;
 
  private:
   template <class Id>
@@ -50,9 +71,9 @@ class CpuSamplerBackend final : public SamplerBackend {
   template <class F>
   void for_split(int64_t n, const F& fn) const;
   // Not inlined into relabel(): inlined, its probe loop loses registers (callgrind: +5%).
-  __attribute__((noinline)) void relabel_serial(const std::vector<int64_t>& dst,
+  __attribute__((noinline)) void relabel_serial(const int64_t* dst, int64_t nd,
                                                 const LayerPicks& lo, int layer, Block& b);
-  void relabel_parallel(const std::vector<int64_t>& dst, const LayerPicks& lo, int layer,
+  void relabel_parallel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int layer,
                         int threads, Block& b);
 
   LocalTopology topo_;
@@ -66,6 +87,8 @@ class CpuSamplerBackend final : public SamplerBackend {
   std::vector<uint64_t> table_;    // relabel table, reused across layers and batches
   std::vector<double> new_ratio_;  // per layer: new source ids per pick, last batch
   std::vector<int64_t> slot_;      // per-task output slots, reused
+  std::vector<int32_t> owner_;     // group: per frontier node
+  std::vector<int64_t> start_;     // unpermute: per grouped position
 };
 
 // Task i's positions are drawn into out[slot[i], ...); its ids replace them there, or, with
@@ -180,58 +203,120 @@ bool CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key, 
 }
 
 // Samples into per-task slots at the fanout prefix, then compacts in place (unless one chunk
-// wrote them compacted); out and slot_ keep their capacity across layers and batches (no page
-// faults on the hot path).
-void CpuSamplerBackend::sample(const int64_t* t, int64_t n, uint64_t key, TaskPicks& out) {
+// wrote them compacted); the buffers and slot_ keep their capacity across layers and batches (no
+// page faults on the hot path).
+int64_t CpuSamplerBackend::sample(const int64_t* t, int64_t n, int /*max_fanout*/, uint64_t key,
+                                  int32_t* cnt, BackendBuffer& nbrs, BackendBuffer* weights) {
   slot_.resize(n + 1);
   int64_t* slot = slot_.data();
   slot[0] = 0;
   for (int64_t i = 0; i < n; ++i) slot[i + 1] = slot[i] + task_fanout(t[i]);
-  std::vector<int64_t>& res = out.nbrs;
-  std::vector<float>& resw = out.weights;
-  res.resize(slot[n]);
-  resw.resize(biased_ ? slot[n] : 0);
-  out.counts.resize(n);
-  int32_t* cnt = out.counts.data();
-  const bool compacted =
-      sample_split(t, n, key, slot, cnt, res.data(), biased_ ? resw.data() : nullptr);
+  int64_t* res = nbrs.reserve_n<int64_t>(slot[n]);
+  float* resw = biased_ ? weights->reserve_n<float>(slot[n]) : nullptr;
+  const bool compacted = sample_split(t, n, key, slot, cnt, res, resw);
   int64_t o = 0;
   for (int64_t i = 0; i < n && compacted; ++i) o += cnt[i];
   for (int64_t i = 0; i < n && !compacted; ++i) {
     if (o != slot[i]) {
-      std::memmove(res.data() + o, res.data() + slot[i], cnt[i] * sizeof(int64_t));
-      if (biased_) std::memmove(resw.data() + o, resw.data() + slot[i], cnt[i] * sizeof(float));
+      std::memmove(res + o, res + slot[i], cnt[i] * sizeof(int64_t));
+      if (resw) std::memmove(resw + o, resw + slot[i], cnt[i] * sizeof(float));
     }
     o += cnt[i];
   }
-  res.resize(o);
-  if (biased_) resw.resize(o);
+  return o;
 }
 
-void CpuSamplerBackend::relabel(const std::vector<int64_t>& dst, const LayerPicks& lo, int layer,
-                                Block& b) {
+void CpuSamplerBackend::group(const int64_t* frontier, int64_t nf, const int32_t* fanout,
+                              int uniform, const std::vector<int64_t>& offsets, int64_t* tasks,
+                              int64_t* perm, std::vector<int64_t>& counts) {
+  const int P = static_cast<int>(offsets.size()) - 1;
+  owner_.resize(nf);
+  counts.assign(P, 0);
+  for (int64_t i = 0; i < nf; ++i) {
+    const int k = fanout ? fanout[i] : uniform;
+    if (k <= 0) {
+      owner_[i] = -1;
+      continue;
+    }
+    const int o = P == 1 ? 0 : csp::owner_of(offsets.data(), P, frontier[i]);
+    owner_[i] = o;
+    ++counts[o];
+  }
+  std::vector<int64_t> cur(P, 0);
+  for (int p = 1; p < P; ++p) cur[p] = cur[p - 1] + counts[p - 1];
+  for (int64_t i = 0; i < nf; ++i) {
+    if (owner_[i] < 0) continue;
+    const int64_t pos = cur[owner_[i]]++;
+    perm[pos] = i;
+    tasks[pos] = csp::pack_task(frontier[i], fanout ? fanout[i] : uniform);
+  }
+}
+
+std::vector<int64_t> CpuSamplerBackend::segment_sums(const int32_t* counts,
+                                                     const std::vector<int64_t>& off) {
+  std::vector<int64_t> sums(off.size() - 1, 0);
+  for (size_t p = 0; p + 1 < off.size(); ++p) {
+    for (int64_t i = off[p]; i < off[p + 1]; ++i) sums[p] += counts[i];
+  }
+  return sums;
+}
+
+void CpuSamplerBackend::unpermute(const int64_t* perm, int64_t ng, int64_t nf,
+                                  const int32_t* counts, const int64_t* nbrs, const float* weights,
+                                  BackendBuffer& out_offsets, BackendBuffer& out_nbrs,
+                                  BackendBuffer* out_weights) {
+  int64_t* off = out_offsets.reserve_n<int64_t>(nf + 1);
+  off[0] = 0;
+  if (!perm) {
+    for (int64_t i = 0; i < nf; ++i) off[i + 1] = off[i] + counts[i];
+    return;
+  }
+  std::fill(off + 1, off + nf + 1, 0);
+  start_.resize(ng);
+  int64_t at = 0;
+  for (int64_t pos = 0; pos < ng; ++pos) {
+    start_[pos] = at;
+    at += counts[pos];
+    off[perm[pos] + 1] = counts[pos];
+  }
+  for (int64_t i = 0; i < nf; ++i) off[i + 1] += off[i];
+  int64_t* out = out_nbrs.reserve_n<int64_t>(off[nf]);
+  float* outw = weights ? out_weights->reserve_n<float>(off[nf]) : nullptr;
+  for (int64_t pos = 0; pos < ng; ++pos) {
+    const int64_t to = off[perm[pos]];
+    std::memcpy(out + to, nbrs + start_[pos], counts[pos] * sizeof(int64_t));
+    if (outw) std::memcpy(outw + to, weights + start_[pos], counts[pos] * sizeof(float));
+  }
+}
+
+void CpuSamplerBackend::relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int layer,
+                                Block& b, BackendBuffer& src) {
   if (static_cast<int>(new_ratio_.size()) <= layer) new_ratio_.resize(layer + 1, 1.0);
-  const int64_t nd = static_cast<int64_t>(dst.size());
-  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  const int64_t ne = lo.total;
   // The parallel relabel does about 1.8x the serial work at 2 threads (callgrind: 289M vs 159M
   // instructions on a products-sized batch), so its slower thread does as much as the serial pass:
   // it can only gain from 3 threads on.
   const int threads = num_threads();
   if (threads >= kParallelRelabelMinThreads && ne >= kParallelRelabelMinEdges &&
       nd + ne < (int64_t{1} << 32) - 1) {
-    relabel_parallel(dst, lo, layer, threads, b);
+    relabel_parallel(dst, nd, lo, layer, threads, b);
   } else {
-    relabel_serial(dst, lo, layer, b);
+    relabel_serial(dst, nd, lo, layer, b);
   }
   b.num_src = static_cast<int64_t>(b.src_ids.size());
   if (ne > 0) new_ratio_[layer] = static_cast<double>(b.num_src - nd) / static_cast<double>(ne);
-  b.weights = lo.weights;
+  b.indptr.assign(lo.offsets, lo.offsets + nd + 1);
+  if (lo.weights) {
+    b.weights.assign(lo.weights, lo.weights + ne);
+  } else {
+    b.weights.clear();
+  }
+  std::memcpy(src.reserve_n<int64_t>(b.num_src), b.src_ids.data(), b.num_src * sizeof(int64_t));
 }
 
-void CpuSamplerBackend::relabel_serial(const std::vector<int64_t>& dst, const LayerPicks& lo,
+void CpuSamplerBackend::relabel_serial(const int64_t* dst, int64_t nd, const LayerPicks& lo,
                                        int layer, Block& b) {
-  const int64_t nd = static_cast<int64_t>(dst.size());
-  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  const int64_t ne = lo.total;
   // The table is sized for the distinct ids this layer produced in the previous batch (share of
   // new ids per pick), at load <= 1/2, and doubled if a batch outgrows it: a table sized for the
   // worst case (every pick new) would be several times larger and fall out of cache.
@@ -250,14 +335,13 @@ void CpuSamplerBackend::relabel_serial(const std::vector<int64_t>& dst, const La
   uint64_t limit = cap / 4 * 3;  // grow beyond load 3/4
   b.num_dst = nd;
   b.src_ids.reserve(static_cast<size_t>(expect) + 16);
-  b.src_ids.assign(dst.begin(), dst.end());
+  b.src_ids.assign(dst, dst + nd);
   bool ins = false;
   for (int64_t i = 0; i < nd; ++i) {
     csp::relabel_insert(t, mask, shift, dst[i], static_cast<uint32_t>(i), &ins);
   }
-  b.indptr = lo.offsets;
   b.indices.resize(ne);
-  const int64_t* nb = lo.nbrs.data();
+  const int64_t* nb = lo.nbrs;
   constexpr int64_t kAhead = 12;
   for (int64_t e = 0; e < ne; ++e) {
     if (e + kAhead < ne) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
@@ -347,10 +431,9 @@ constexpr int kClaimBatch = 64;                   // claims a thread makes befor
 // kClaimBatch claims per thread), and if the load passes 3/4 the pass stops and restarts with a
 // table twice as large. The published count lags the true one by under 2 * kClaimBatch per
 // thread, which the minimum capacity below keeps within the last quarter, so probes always end.
-void CpuSamplerBackend::relabel_parallel(const std::vector<int64_t>& dst, const LayerPicks& lo,
+void CpuSamplerBackend::relabel_parallel(const int64_t* dst, int64_t nd, const LayerPicks& lo,
                                          int layer, int threads, Block& b) {
-  const int64_t nd = static_cast<int64_t>(dst.size());
-  const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  const int64_t ne = lo.total;
   const int64_t np = nd + ne;
   const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
   uint64_t cap = 1024;
@@ -360,9 +443,8 @@ void CpuSamplerBackend::relabel_parallel(const std::vector<int64_t>& dst, const 
     cap <<= 1;
     ++bits;
   }
-  const int64_t* nb = lo.nbrs.data();
+  const int64_t* nb = lo.nbrs;
   b.num_dst = nd;
-  b.indptr = lo.offsets;
   b.indices.resize(ne);
   int64_t* idx = b.indices.data();
   std::vector<int64_t> firsts(threads + 1, 0);  // per chunk, then prefix offsets
@@ -447,7 +529,7 @@ void CpuSamplerBackend::relabel_parallel(const std::vector<int64_t>& dst, const 
     // The chunks are the first region's; should this team be smaller, its first thread does all.
     const int c0 = T == team ? me : (me == 0 ? 0 : team), c1 = T == team ? me + 1 : team;
     for (int c = c0; c < c1; ++c) {
-      std::memcpy(src + nd * c / team, dst.data() + nd * c / team,
+      std::memcpy(src + nd * c / team, dst + nd * c / team,
                   (nd * (c + 1) / team - nd * c / team) * sizeof(int64_t));
       // (3) consecutive ids for this chunk's first occurrences
       const int64_t eb = std::max(np * c / team, nd) - nd,

@@ -169,6 +169,78 @@ struct RelabelAssign {
   }
 };
 
+// Owner rank of frontier node i (csp::owner_of), or -1 when it gets no task (fanout 0).
+struct GroupOwner {
+  const int64_t* frontier;
+  const int32_t* fanout;  // or null: `uniform` for every node
+  int uniform;
+  const int64_t* offsets;  // [P + 1]
+  int P;
+  int64_t* owner;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const int k = fanout ? fanout[i] : uniform;
+    owner[i] = k <= 0 ? -1 : (P == 1 ? 0 : csp::owner_of(offsets, P, frontier[i]));
+  }
+};
+
+struct FlagOwner {
+  const int64_t* owner;
+  int64_t p;
+  int64_t* flag;
+  DSP_HOST_DEVICE void operator()(int64_t i) const { flag[i] = owner[i] == p ? 1 : 0; }
+};
+
+// Node i of owner p goes to grouped position base + (its rank among p's nodes).
+struct GroupScatter {
+  const int64_t* frontier;
+  const int32_t* fanout;
+  int uniform;
+  const int64_t* owner;
+  int64_t p, base;
+  const int64_t* rank;  // exclusive prefix of the owner-p flags
+  int64_t* tasks;
+  int64_t* perm;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    if (owner[i] != p) return;
+    const int64_t at = base + rank[i];
+    tasks[at] = csp::pack_task(frontier[i], fanout ? fanout[i] : uniform);
+    perm[at] = i;
+  }
+};
+
+struct GatherAt {
+  const int64_t* from;
+  const int64_t* at;
+  int64_t* out;
+  DSP_HOST_DEVICE void operator()(int64_t i) const { out[i] = from[at[i]]; }
+};
+
+struct ScatterCounts {
+  const int64_t* perm;
+  const int32_t* cnt;
+  int64_t* to;  // [nf], zeroed
+  DSP_HOST_DEVICE void operator()(int64_t pos) const { to[perm[pos]] = cnt[pos]; }
+};
+
+// Grouped position pos's picks (from start[pos]) to its frontier index's offset.
+struct MovePicks {
+  const int64_t* perm;
+  const int32_t* cnt;
+  const int64_t* start;
+  const int64_t* offsets;
+  const int64_t* nbrs;
+  const float* weights;
+  int64_t* out;
+  float* outw;
+  DSP_HOST_DEVICE void operator()(int64_t pos) const {
+    const int64_t from = start[pos], to = offsets[perm[pos]];
+    for (int j = 0; j < cnt[pos]; ++j) {
+      out[to + j] = nbrs[from + j];
+      if (outw) outw[to + j] = weights[from + j];
+    }
+  }
+};
+
 }  // namespace kernels
 
 template <class Exec>
@@ -206,57 +278,130 @@ class KernelSamplerBackend final : public SamplerBackend {
   bool indices_on_host() const { return indices_on_host_; }
   int64_t hot_rows() const { return hot_rows_; }
 
-  void sample(const int64_t* tasks, int64_t n, uint64_t key, TaskPicks& out) override {
-    out.counts.resize(n);
-    out.nbrs.clear();
-    out.weights.clear();
+  MemorySpace memory() const override { return MemorySpace::kDevice; }
+  std::unique_ptr<BackendBuffer> make_buffer() const override {
+    return std::make_unique<BackendBufferOf<Buffer>>();
+  }
+  void to_backend(void* dst, const void* host, size_t bytes) override {
+    if (bytes) ex_.to_device(dst, host, bytes);
+    ex_.sync();
+  }
+  void to_host(void* host, const void* src, size_t bytes) override {
+    if (bytes) ex_.to_host(host, src, bytes);
+    ex_.sync();
+  }
+
+  // Owners per node, then per owner a flag scan giving each node its grouped position (P is a
+  // few ranks: one count read back per owner).
+  void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
+             const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
+             std::vector<int64_t>& counts) override {
+    const int P = static_cast<int>(offsets.size()) - 1;
+    counts.assign(P, 0);
     if (n == 0) return;
-    auto* t = upload(tasks_, tasks, n * sizeof(int64_t));
+    const int64_t* off = upload(small_, offsets.data(), offsets.size() * sizeof(int64_t));
+    auto* owner = reserve<int64_t>(owner_, n);
+    ex_.for_each(n, kernels::GroupOwner{frontier, fanout, uniform, off, P, owner});
+    auto* flag = reserve<int64_t>(wide_, n);
+    int64_t base = 0;
+    for (int p = 0; p < P; ++p) {
+      ex_.for_each(n, kernels::FlagOwner{owner, p, flag});
+      auto* rank = prefix_with_zero(slot_, flag, n);
+      ex_.for_each(n, kernels::GroupScatter{frontier, fanout, uniform, owner, p, base, rank,
+                                            tasks, perm});
+      counts[p] = read_back(rank + n);
+      base += counts[p];
+    }
+    ex_.sync();
+  }
+
+  int64_t sample(const int64_t* t, int64_t n, int max_fanout, uint64_t key, int32_t* cnt,
+                 BackendBuffer& nbrs, BackendBuffer* weights) override {
+    if (n == 0) return 0;
     auto* fan = reserve<int64_t>(wide_, n);
     ex_.for_each(n, kernels::TaskFanout{t, fan});
     auto* slot = prefix_with_zero(slot_, fan, n);
     const int64_t total = read_back(slot + n);
-    auto* cnt = reserve<int32_t>(cnt_, n);
-    auto* res = reserve<int64_t>(out_, std::max<int64_t>(total, 1));
-    float* resw = biased_ ? reserve<float>(outw_, std::max<int64_t>(total, 1)) : nullptr;
+    auto* res = reserve<int64_t>(out_, total);
+    float* resw = biased_ ? reserve<float>(outw_, total) : nullptr;
     if (topo_.idx32) {
-      launch(n, tasks, t, task_op<int32_t>(t, key, slot, cnt, res, resw));
+      launch(n, max_fanout, t, task_op<int32_t>(t, key, slot, cnt, res, resw));
     } else {
-      launch(n, tasks, t, task_op<int64_t>(t, key, slot, cnt, res, resw));
+      launch(n, max_fanout, t, task_op<int64_t>(t, key, slot, cnt, res, resw));
     }
     // compaction: offsets = prefix of the counts, picks moved to their offsets
     ex_.for_each(n, kernels::WidenCounts{cnt, fan});
     auto* off = prefix_with_zero(offsets_, fan, n);
     const int64_t picked = read_back(off + n);
-    auto* picks = reserve<int64_t>(picks_, std::max<int64_t>(picked, 1));
-    float* picks_w = biased_ ? reserve<float>(picks_w_, std::max<int64_t>(picked, 1)) : nullptr;
+    auto* picks = nbrs.reserve_n<int64_t>(picked);
+    float* picks_w = biased_ ? weights->reserve_n<float>(picked) : nullptr;
     ex_.for_each(n, kernels::CompactPicks{cnt, slot, res, resw, off, picks, picks_w});
-    out.nbrs.resize(picked);
-    download(out.counts.data(), cnt, n);
-    download(out.nbrs.data(), picks, picked);
-    if (biased_) {
-      out.weights.resize(picked);
-      download(out.weights.data(), picks_w, picked);
+    ex_.sync();
+    return picked;
+  }
+
+  std::vector<int64_t> segment_sums(const int32_t* counts,
+                                    const std::vector<int64_t>& off) override {
+    const int64_t m = static_cast<int64_t>(off.size());
+    const int64_t n = off.back();
+    auto* wide = reserve<int64_t>(wide_, n);
+    ex_.for_each(n, kernels::WidenCounts{counts, wide});
+    auto* scan = prefix_with_zero(slot_, wide, n);
+    const int64_t* at = upload(small_, off.data(), m * sizeof(int64_t));
+    auto* got = reserve<int64_t>(small_out_, m);
+    ex_.for_each(m, kernels::GatherAt{scan, at, got});
+    std::vector<int64_t> ends(m);
+    download(ends.data(), got, m);
+    ex_.sync();
+    std::vector<int64_t> sums(m - 1);
+    for (int64_t p = 0; p + 1 < m; ++p) sums[p] = ends[p + 1] - ends[p];
+    return sums;
+  }
+
+  void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
+                 const int64_t* nbrs, const float* weights, BackendBuffer& out_offsets,
+                 BackendBuffer& out_nbrs, BackendBuffer* out_weights) override {
+    auto* off = out_offsets.reserve_n<int64_t>(nf + 1);
+    auto* per_node = reserve<int64_t>(wide_, nf);
+    if (!perm) {
+      ex_.for_each(nf, kernels::WidenCounts{counts, per_node});
+      scan_into(off, per_node, nf);
+      ex_.sync();
+      return;
     }
+    ex_.zero(per_node, static_cast<size_t>(nf) * sizeof(int64_t));
+    ex_.for_each(ng, kernels::ScatterCounts{perm, counts, per_node});
+    scan_into(off, per_node, nf);
+    auto* wide = reserve<int64_t>(owner_, ng);
+    ex_.for_each(ng, kernels::WidenCounts{counts, wide});
+    auto* start = prefix_with_zero(slot_, wide, ng);
+    const int64_t total = read_back(off + nf);
+    auto* out = out_nbrs.reserve_n<int64_t>(total);
+    float* outw = weights ? out_weights->reserve_n<float>(total) : nullptr;
+    ex_.for_each(ng, kernels::MovePicks{perm, counts, start, off, nbrs, weights, out, outw});
     ex_.sync();
   }
 
-  void relabel(const std::vector<int64_t>& dst, const LayerPicks& lo, int /*layer*/,
-               Block& b) override {
-    const int64_t nd = static_cast<int64_t>(dst.size());
-    const int64_t ne = static_cast<int64_t>(lo.nbrs.size());
+  void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
+               BackendBuffer& src_out) override {
+    const int64_t ne = lo.total;
     const int64_t n = nd + ne;
     DSP_CHECK(n < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", n);
     b.num_dst = nd;
-    b.indptr = lo.offsets;
-    b.weights = lo.weights;
+    b.indptr.resize(nd + 1);
+    download(b.indptr.data(), lo.offsets, nd + 1);
+    b.weights.resize(lo.weights ? ne : 0);
+    if (lo.weights) download(b.weights.data(), lo.weights, ne);
     b.indices.resize(ne);
     b.src_ids.clear();
     b.num_src = 0;
-    if (n == 0) return;
+    if (n == 0) {
+      ex_.sync();
+      return;
+    }
     auto* keys = reserve<int64_t>(keys_, n);
-    if (nd) ex_.to_device(keys, dst.data(), nd * sizeof(int64_t));
-    if (ne) ex_.to_device(keys + nd, lo.nbrs.data(), ne * sizeof(int64_t));
+    if (nd) ex_.copy(keys, dst, nd * sizeof(int64_t));
+    if (ne) ex_.copy(keys + nd, lo.nbrs, ne * sizeof(int64_t));
     int bits = 10;
     while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(n)) ++bits;
     const uint64_t cap = uint64_t{1} << bits, mask = cap - 1;
@@ -274,6 +419,7 @@ class KernelSamplerBackend final : public SamplerBackend {
     b.src_ids.resize(b.num_src);
     download(b.indices.data(), local + nd, ne);
     download(b.src_ids.data(), src, b.num_src);
+    ex_.copy(src_out.reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
     ex_.sync();
   }
 
@@ -283,8 +429,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   // One thread per task in task order, or the turbo schedule: sort keys computed on the device,
   // counting-sorted on the host (one O(n) pass), the order uploaded.
   template <class Id>
-  void launch(int64_t n, const int64_t* host_tasks, const int64_t* t,
-              const kernels::SampleTask<Id>& op) {
+  void launch(int64_t n, int max_fanout, const int64_t* t, const kernels::SampleTask<Id>& op) {
     if (!turbo_) {
       ex_.for_each(n, op);
       return;
@@ -297,10 +442,6 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.sync();
     csp::degree_order(host_keys_.data(), n, host_order_, host_count_);
     const int64_t* order = upload(order_, host_order_.data(), n * sizeof(int64_t));
-    int max_fanout = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      max_fanout = std::max(max_fanout, csp::task_fanout(host_tasks[i]));
-    }
     const int cap = csp::WarpSnake::shared_slot(max_fanout);
     const csp::WarpSnake geo = csp::WarpSnake::of(n);
     ex_.for_each_block(geo.blocks, csp::WarpSnake::kThreads,
@@ -357,9 +498,12 @@ class KernelSamplerBackend final : public SamplerBackend {
   // out[0] = 0, out[i + 1] = in[0] + ... + in[i]: n + 1 entries.
   int64_t* prefix_with_zero(Buffer& buf, const int64_t* in, int64_t n) {
     auto* out = reserve<int64_t>(buf, n + 1);
-    ex_.zero(out, sizeof(int64_t));
-    ex_.inclusive_scan(in, out + 1, n);
+    scan_into(out, in, n);
     return out;
+  }
+  void scan_into(int64_t* out, const int64_t* in, int64_t n) {
+    ex_.zero(out, sizeof(int64_t));
+    if (n) ex_.inclusive_scan(in, out + 1, n);
   }
   template <class Id>
   kernels::SampleTask<Id> task_op(const int64_t* t, uint64_t key, const int64_t* slot,
@@ -392,7 +536,8 @@ class KernelSamplerBackend final : public SamplerBackend {
   typename Exec::Registration indices_reg_;
   const void* indices_ = nullptr;
   // Work buffers, reused across layers and batches.
-  Buffer tasks_, wide_, slot_, cnt_, out_, outw_, offsets_, picks_, picks_w_, keys_, table_, order_;
+  Buffer wide_, slot_, out_, outw_, offsets_, picks_, keys_, table_, order_, owner_, small_,
+      small_out_;
   std::vector<int64_t> host_keys_, host_order_, host_count_;  // the turbo schedule's
 };
 

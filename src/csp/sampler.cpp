@@ -51,6 +51,7 @@ std::vector<T> a2a(Communicator& c, const std::vector<T>& send, const std::vecto
   std::vector<T> out(static_cast<size_t>(total));
   OpOptions o;
   o.label = label;
+  o.host_buffers = true;
   c.all_to_all_v(send.data(), sc, out.data(), rc, dtype_of<T>(), o);
   return out;
 }
@@ -165,7 +166,9 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
       for (int64_t v = 0; v < g.num_nodes; ++v) {
         mine[v] = ip[v + 1] > ip[v] ? cum_[ip[v + 1] - 1] : 0.0;
       }
-      comm_.all_gather(mine.data(), all.data(), maxrows, DType::kFloat64);
+      OpOptions o;
+      o.host_buffers = true;
+      comm_.all_gather(mine.data(), all.data(), maxrows, DType::kFloat64, o);
       weight_sum_.resize(part_.meta.num_nodes);
       for (int p = 0; p < size_; ++p) {
         std::copy(all.begin() + p * maxrows,
@@ -195,6 +198,13 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
   }
   backend_ = backend ? backend(topo, opts_) : make_cpu_sampler_backend(topo, opts_);
   DSP_CHECK(backend_ != nullptr, "sampler: the backend factory returned no backend");
+  DSP_CHECK_ARG(size_ == 1 || backend_->memory() == MemorySpace::kHost ||
+                    comm_.memory_space() == MemorySpace::kDevice,
+                "sampler: the {} backend keeps its tasks and picks in device memory, and the '{}' "
+                "communicator moves host memory only (give the sampler a device-space channel: "
+                "nccl, or one staged through host memory)",
+                backend_->name(), comm_.backend());
+  buf_ = std::make_unique<Buffers>(*backend_);
 }
 
 CollectiveSampler::~CollectiveSampler() = default;
@@ -206,7 +216,9 @@ void CollectiveSampler::reset_stats() {
 
 void CollectiveSampler::check_collective(bool ok, const std::string& msg) {
   int64_t bad = ok ? 0 : 1;
-  if (size_ > 1) comm_.all_reduce(&bad, 1, DType::kInt64, ReduceOp::kMax);
+  OpOptions o;
+  o.host_buffers = true;
+  if (size_ > 1) comm_.all_reduce(&bad, 1, DType::kInt64, ReduceOp::kMax, o);
   if (!ok) DSP_THROW_T(InvalidArgument, "{}", msg);
   if (bad) DSP_THROW_T(InvalidArgument, "sampler: another rank passed invalid input");
 }
@@ -269,257 +281,221 @@ void compact(int64_t n, const int64_t* slot, const int32_t* cnt, const int64_t* 
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// One CSP layer in five phases. Positions: the frontier is grouped by owner rank ("grouped
-// order": owner chunks in rank order, frontier order within a chunk); what a rank serves is laid
-// out by requesting rank ("served order", its own chunk being its local tasks).
+// One CSP layer in five phases, on buffers in the backend's memory (only per-rank counts are
+// host values). Positions: the frontier is grouped by owner rank ("grouped order": owner chunks in
+// rank order, frontier order within a chunk); what a rank serves is laid out by requesting rank
+// ("served order", its own chunk being its local tasks, which reach it through the all-to-all's
+// self part: a local copy).
 
-// Phase 1: the frontier's tasks grouped by owner (a range check on the partition offsets).
-// Nodes with fanout 0 get no task and an empty row.
-void CollectiveSampler::group_by_owner(const std::vector<int64_t>& frontier,
-                                       const std::vector<int32_t>& fanout, int uniform_fanout,
-                                       Grouped& g) const {
-  const int P = size_;
-  const int64_t nf = static_cast<int64_t>(frontier.size());
-  std::vector<int32_t> own(nf);
-  g.count.assign(P, 0);
-  for (int64_t i = 0; i < nf; ++i) {
-    const int k = fanout.empty() ? uniform_fanout : fanout[i];
-    if (k <= 0) {
-      own[i] = -1;
-      continue;
-    }
-    const int64_t v = frontier[i];
-    const int o = P == 1 ? 0
-                         : static_cast<int>(std::upper_bound(offsets_.begin() + 1, offsets_.end(),
-                                                             v) -
-                                            (offsets_.begin() + 1));
-    own[i] = o;
-    ++g.count[o];
+namespace {
+// A buffer's first n elements readable on the host: the buffer itself for a host backend.
+template <class T>
+const T* host_view(SamplerBackend& be, const BackendBuffer& buf, int64_t n, std::vector<T>& tmp) {
+  if (be.memory() == MemorySpace::kHost) return buf.as<T>();
+  tmp.resize(n);
+  be.to_host(tmp.data(), buf.data(), n * sizeof(T));
+  return tmp.data();
+}
+template <class T>
+void upload(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
+  be.to_backend(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(), v.size() * sizeof(T));
+}
+int64_t sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+}  // namespace
+
+CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
+  for (auto* b : {&tasks, &perm, &served, &counts, &nbrs, &weights, &answer_counts, &answer_nbrs,
+                  &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier,
+                  &next}) {
+    *b = be.make_buffer();
   }
-  g.off = prefix(g.count);
-  g.tasks.resize(g.off[P]);
-  g.perm.resize(g.off[P]);
-  std::vector<int64_t> cur(g.off.begin(), g.off.end() - 1);
-  for (int64_t i = 0; i < nf; ++i) {
-    if (own[i] < 0) continue;
-    const int64_t pos = cur[own[i]]++;
-    g.perm[pos] = i;
-    g.tasks[pos] = pack_task(frontier[i], fanout.empty() ? uniform_fanout : fanout[i]);
-  }
-  // Grouped order == frontier order (one rank, or everything local, nothing skipped): results
-  // need no un-permuting.
-  g.identity = g.off[P] == nf;
-  for (int64_t pos = 0; pos < g.off[P] && g.identity; ++pos) g.identity = g.perm[pos] == pos;
 }
 
-// Phase 2 (shuffle): remote tasks to their owners; served = tasks by requesting rank, the self
-// chunk being this rank's own tasks. With one rank the grouped tasks are all served here: they
-// move over (the later phases of a world of one need only the grouping's counts and order).
-void CollectiveSampler::shuffle(Grouped& g, Served& s) {
-  const int P = size_;
-  s.recv_counts.assign(P, 0);
-  if (P == 1) {
-    std::swap(s.tasks, g.tasks);
-    s.off = {0, static_cast<int64_t>(s.tasks.size())};
-    return;
-  }
-  std::vector<int64_t> send_counts = g.count;
-  send_counts[rank_] = 0;
+// An all-to-all of protocol buffers (backend memory), complete on return.
+void CollectiveSampler::exchange(const BackendBuffer& send, const std::vector<int64_t>& sc,
+                                 BackendBuffer& recv, const std::vector<int64_t>& rc, DType t,
+                                 const char* label) {
   OpOptions o;
-  o.label = "csp.shuffle.counts";
-  s.recv_counts = comm_.exchange_counts(send_counts, o);
-  std::vector<int64_t> recv =
-      a2a(comm_, without_self(g.tasks, g.off, rank_), send_counts, s.recv_counts, "csp.shuffle");
-  std::vector<int64_t> rc = s.recv_counts;
-  rc[rank_] = g.count[rank_];
-  s.off = prefix(rc);
-  s.tasks.resize(s.off[P]);
-  int64_t r = 0;
-  for (int p = 0; p < P; ++p) {
-    if (p == rank_) {
-      std::copy(g.tasks.begin() + g.off[p], g.tasks.begin() + g.off[p + 1],
-                s.tasks.begin() + s.off[p]);
-    } else {
-      std::copy(recv.begin() + r, recv.begin() + r + s.recv_counts[p], s.tasks.begin() + s.off[p]);
-      r += s.recv_counts[p];
-    }
+  o.label = label;
+  o.host_buffers = backend_->memory() == MemorySpace::kHost;
+  recv.reserve(static_cast<size_t>(std::max<int64_t>(sum(rc), 1)) * dtype_size(t));
+  comm_.all_to_all_v(send.data(), sc, recv.data(), rc, t, o);
+  if (!comm_.completes_on_return()) comm_.synchronize(o);
+}
+
+// Phase 2 (shuffle): tasks to their owners; served = tasks by requesting rank. With one rank the
+// grouped tasks are the served ones.
+void CollectiveSampler::shuffle() {
+  Buffers& b = *buf_;
+  if (size_ == 1) {
+    std::swap(b.tasks, b.served);
+    served_count_ = grouped_count_;
+  } else {
+    OpOptions o;
+    o.label = "csp.shuffle.counts";
+    served_count_ = comm_.exchange_counts(grouped_count_, o);
+    exchange(*b.tasks, grouped_count_, *b.served, served_count_, DType::kInt64, "csp.shuffle");
   }
+  served_off_ = prefix(served_count_);
 }
 
 // Phase 3 (sample): the backend samples every served task. Pull mode instead answers remote
 // tasks with whole rows (the degree as the count), for the requester to sample; its own tasks
 // are sampled here as in CSP.
-void CollectiveSampler::serve(const Served& s, uint64_t key, TaskPicks& out) {
-  const bool pull = opts_.mode == SampleMode::kPull && size_ > 1;
-  if (!pull) {
-    backend_->sample(s.tasks.data(), s.off[size_], key, out);
+void CollectiveSampler::serve(uint64_t key, int max_fanout) {
+  Buffers& b = *buf_;
+  const int64_t n = served_off_[size_];
+  if (opts_.mode != SampleMode::kPull || size_ == 1) {
+    served_picks_ = backend_->sample(b.served->as<int64_t>(), n, max_fanout, key,
+                                     b.counts->reserve_n<int32_t>(n), *b.nbrs,
+                                     opts_.biased ? b.weights.get() : nullptr);
     return;
   }
-  const int64_t n = s.off[size_];
-  const int64_t self_b = s.off[rank_], self_e = s.off[rank_ + 1];
-  TaskPicks local;
-  backend_->sample(s.tasks.data() + self_b, self_e - self_b, key, local);
+  const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
+  const int64_t nl = backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b,
+                                      max_fanout, key, b.answer_counts->reserve_n<int32_t>(n),
+                                      *b.answer_nbrs, opts_.biased ? b.answer_weights.get() : nullptr);
+  std::vector<int64_t> ht, ln;
+  std::vector<int32_t> lc;
+  std::vector<float> lw;
+  const int64_t* tasks = host_view(*backend_, *b.served, n, ht);
+  const int32_t* lcnt = host_view(*backend_, *b.answer_counts, self_e - self_b, lc);
+  const int64_t* lnb = host_view(*backend_, *b.answer_nbrs, nl, ln);
+  const float* lwt = opts_.biased ? host_view(*backend_, *b.answer_weights, nl, lw) : nullptr;
   const int64_t* ip = part_.patch.rowptr();
   const float* w = opts_.biased ? part_.patch.weights.data<float>() : nullptr;
-  out.counts.assign(n, 0);
-  out.nbrs.clear();
-  out.weights.clear();
-  for (int64_t i = 0; i < n; ++i) {
+  std::vector<int32_t> counts(n, 0);
+  std::vector<int64_t> nbrs;
+  std::vector<float> weights;
+  for (int64_t i = 0; i <= n; ++i) {
     if (i == self_b) {
-      std::copy(local.counts.begin(), local.counts.end(), out.counts.begin() + self_b);
-      out.nbrs.insert(out.nbrs.end(), local.nbrs.begin(), local.nbrs.end());
-      out.weights.insert(out.weights.end(), local.weights.begin(), local.weights.end());
+      std::copy(lcnt, lcnt + (self_e - self_b), counts.begin() + self_b);
+      nbrs.insert(nbrs.end(), lnb, lnb + nl);
+      if (lwt) weights.insert(weights.end(), lwt, lwt + nl);
     }
-    if (i >= self_b && i < self_e) continue;
-    const int64_t lv = task_id(s.tasks[i]) - begin_;
-    out.counts[i] = static_cast<int32_t>(ip[lv + 1] - ip[lv]);
-    for (int64_t e = ip[lv]; e < ip[lv + 1]; ++e) out.nbrs.push_back(part_.patch.indices.int_at(e));
-    if (w) out.weights.insert(out.weights.end(), w + ip[lv], w + ip[lv + 1]);
+    if (i == n || (i >= self_b && i < self_e)) continue;
+    const int64_t lv = task_id(tasks[i]) - begin_;
+    counts[i] = static_cast<int32_t>(ip[lv + 1] - ip[lv]);
+    for (int64_t e = ip[lv]; e < ip[lv + 1]; ++e) nbrs.push_back(part_.patch.indices.int_at(e));
+    if (w) weights.insert(weights.end(), w + ip[lv], w + ip[lv + 1]);
   }
-  if (self_b == n) {  // the self chunk is last and empty loops never reached it
-    out.nbrs.insert(out.nbrs.end(), local.nbrs.begin(), local.nbrs.end());
-    out.weights.insert(out.weights.end(), local.weights.begin(), local.weights.end());
-  }
+  upload(*backend_, *b.counts, counts);
+  upload(*backend_, *b.nbrs, nbrs);
+  if (w) upload(*backend_, *b.weights, weights);
+  served_picks_ = static_cast<int64_t>(nbrs.size());
 }
 
-// Phase 4 (reshuffle): the answers to remote requests go back (counts, whose sizes both sides
-// know, then the data); `answers` holds what this rank's own remote tasks got, in grouped order
-// without the self chunk (in pull mode: whole rows, sampled next by sample_pulled_rows).
-void CollectiveSampler::reshuffle(const Grouped& g, const Served& s, const TaskPicks& served,
-                                  TaskPicks& answers) {
-  const int P = size_;
-  std::vector<int64_t> dcount(P, 0);  // data elements per requesting rank
-  {
-    int64_t k = 0;
-    for (int p = 0; p < P; ++p) {
-      for (int64_t i = s.off[p]; i < s.off[p + 1]; ++i) dcount[p] += served.counts[k++];
-    }
-  }
-  std::vector<int64_t> doff = prefix(dcount);
-  std::vector<int64_t> send_counts = g.count;  // what this rank asked of each owner
-  send_counts[rank_] = 0;
-  std::vector<int64_t> sc_cnt = s.recv_counts, sc_data = dcount;
-  sc_cnt[rank_] = 0;
-  sc_data[rank_] = 0;
-  answers.counts = a2a(comm_, without_self(served.counts, s.off, rank_), sc_cnt, send_counts,
-                       "csp.reshuffle.counts");
-  std::vector<int64_t> rc_data(P, 0);
-  {
-    int64_t r = 0;
-    for (int p = 0; p < P; ++p) {
-      if (p == rank_) continue;
-      for (int64_t i = 0; i < send_counts[p]; ++i) rc_data[p] += answers.counts[r++];
-    }
-  }
-  answers.nbrs = a2a(comm_, without_self(served.nbrs, doff, rank_), sc_data, rc_data,
-                     "csp.reshuffle");
+// Phase 4 (reshuffle): the answers go back to the requesters (counts, whose sizes both sides
+// know, then the data): answer_* hold what this rank's tasks got, in grouped order (in pull mode:
+// whole rows for remote tasks, sampled next by sample_pulled_rows).
+void CollectiveSampler::reshuffle() {
+  Buffers& b = *buf_;
+  const std::vector<int64_t> sc_data = backend_->segment_sums(b.counts->as<int32_t>(), served_off_);
+  exchange(*b.counts, served_count_, *b.answer_counts, grouped_count_, DType::kInt32,
+           "csp.reshuffle.counts");
+  const std::vector<int64_t> rc_data =
+      backend_->segment_sums(b.answer_counts->as<int32_t>(), prefix(grouped_count_));
+  exchange(*b.nbrs, sc_data, *b.answer_nbrs, rc_data, DType::kInt64, "csp.reshuffle");
   if (opts_.biased) {
-    answers.weights = a2a(comm_, without_self(served.weights, doff, rank_), sc_data, rc_data,
-                          "csp.reshuffle.w");
+    exchange(*b.weights, sc_data, *b.answer_weights, rc_data, DType::kFloat32, "csp.reshuffle.w");
   }
+  answer_picks_ = sum(rc_data);
 }
 
-// Pull mode, requester side: samples the fetched rows with the owners' exact per-node logic.
-void CollectiveSampler::sample_pulled_rows(const Grouped& g, uint64_t key, TaskPicks& rows) {
-  std::vector<int64_t> rtasks = without_self(g.tasks, g.off, rank_);
-  const int64_t n = static_cast<int64_t>(rtasks.size());
-  std::vector<int64_t> roff(n + 1, 0), slot(n + 1, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    roff[i + 1] = roff[i] + rows.counts[i];
-    slot[i + 1] = slot[i] + task_fanout(rtasks[i]);
+// Pull mode, requester side: samples the fetched rows (grouped positions outside the self chunk)
+// with the owners' exact per-node logic; the self chunk was sampled by its owner, this rank.
+void CollectiveSampler::sample_pulled_rows(uint64_t key) {
+  Buffers& b = *buf_;
+  const std::vector<int64_t> goff = prefix(grouped_count_);
+  const int64_t ng = goff[size_], self_b = goff[rank_], self_e = goff[rank_ + 1];
+  std::vector<int64_t> ht, hn;
+  std::vector<int32_t> hc;
+  std::vector<float> hw;
+  const int64_t* tasks = host_view(*backend_, *b.tasks, ng, ht);
+  const int32_t* rc = host_view(*backend_, *b.answer_counts, ng, hc);
+  const int64_t* rows = host_view(*backend_, *b.answer_nbrs, answer_picks_, hn);
+  const float* rw = opts_.biased ? host_view(*backend_, *b.answer_weights, answer_picks_, hw)
+                                 : nullptr;
+  std::vector<int64_t> roff(ng + 1, 0), slot(ng + 1, 0);
+  for (int64_t i = 0; i < ng; ++i) {
+    const bool self = i >= self_b && i < self_e;
+    roff[i + 1] = roff[i] + rc[i];
+    slot[i + 1] = slot[i] + (self ? rc[i] : task_fanout(tasks[i]));
   }
-  std::vector<int64_t> buf(slot[n]);
-  std::vector<float> bufw(opts_.biased ? slot[n] : 0);
-  std::vector<int32_t> c(n);
-  sample_pulled<int64_t>(rtasks.data(), n, key, roff.data(), rows.nbrs.data(),
-                         opts_.biased ? rows.weights.data() : nullptr, slot.data(), c.data(),
-                         buf.data(), opts_.biased ? bufw.data() : nullptr);
-  compact(n, slot.data(), c.data(), buf.data(), opts_.biased ? bufw.data() : nullptr, rows.nbrs,
-          rows.weights);
-  rows.counts = std::move(c);
+  std::vector<int64_t> buf(slot[ng]);
+  std::vector<float> bufw(rw ? slot[ng] : 0);
+  std::vector<int32_t> c(ng);
+  for (const auto& [from, to] : {std::pair{int64_t{0}, self_b}, std::pair{self_e, ng}}) {
+    sample_pulled<int64_t>(tasks + from, to - from, key, roff.data() + from, rows, rw,
+                           slot.data() + from, c.data() + from, buf.data(),
+                           rw ? bufw.data() : nullptr);
+  }
+  for (int64_t i = self_b; i < self_e; ++i) {
+    c[i] = rc[i];
+    std::copy(rows + roff[i], rows + roff[i + 1], buf.begin() + slot[i]);
+    if (rw) std::copy(rw + roff[i], rw + roff[i + 1], bufw.begin() + slot[i]);
+  }
+  std::vector<int64_t> nbrs;
+  std::vector<float> weights;
+  compact(ng, slot.data(), c.data(), buf.data(), rw ? bufw.data() : nullptr, nbrs, weights);
+  upload(*backend_, *b.answer_counts, c);
+  upload(*backend_, *b.answer_nbrs, nbrs);
+  if (rw) upload(*backend_, *b.answer_weights, weights);
+  answer_picks_ = static_cast<int64_t>(nbrs.size());
 }
 
-// Phase 5 (un-permute): the remote answers with the self chunk spliced in at this rank's place
-// give every grouped position its picks; they are written back in frontier order.
-void CollectiveSampler::unpermute(const Grouped& g, const Served& s, TaskPicks& served,
-                                  TaskPicks& answers, int64_t nf, LayerPicks& out) {
-  const int P = size_;
-  out.offsets.assign(nf + 1, 0);
-  if (P == 1 && g.identity) {
-    for (int64_t i = 0; i < nf; ++i) out.offsets[i + 1] = out.offsets[i] + served.counts[i];
-    std::swap(out.nbrs, served.nbrs);  // keeps both buffers' capacity for the next layer
-    std::swap(out.weights, served.weights);
-    return;
-  }
-  // Grouped counts, and where each grouped position's picks start in `answers` or `served`.
-  const int64_t ng = g.off[P];
-  const int64_t self_b = s.off[rank_];
-  int64_t self_data = 0;  // served data before the self chunk
-  for (int64_t i = 0; i < self_b; ++i) self_data += served.counts[i];
-  std::vector<int32_t> cnt(ng);
-  std::vector<const int64_t*> from(ng);
-  std::vector<const float*> from_w(ng, nullptr);
-  const bool biased = opts_.biased;
-  int64_t a = 0, d = 0;
-  for (int64_t pos = 0; pos < ng; ++pos) {
-    const bool self = pos >= g.off[rank_] && pos < g.off[rank_ + 1];
-    if (self) {
-      const int64_t i = self_b + (pos - g.off[rank_]);
-      cnt[pos] = served.counts[i];
-      from[pos] = served.nbrs.data() + self_data;
-      if (biased) from_w[pos] = served.weights.data() + self_data;
-      self_data += cnt[pos];
-    } else {
-      cnt[pos] = answers.counts[a++];
-      from[pos] = answers.nbrs.data() + d;
-      if (biased) from_w[pos] = answers.weights.data() + d;
-      d += cnt[pos];
-    }
-  }
-  for (int64_t pos = 0; pos < ng; ++pos) out.offsets[g.perm[pos] + 1] = cnt[pos];
-  for (int64_t i = 0; i < nf; ++i) out.offsets[i + 1] += out.offsets[i];
-  out.nbrs.resize(out.offsets[nf]);
-  out.weights.resize(biased ? out.offsets[nf] : 0);
-  for (int64_t pos = 0; pos < ng; ++pos) {
-    const int64_t at = out.offsets[g.perm[pos]];
-    std::memcpy(out.nbrs.data() + at, from[pos], cnt[pos] * sizeof(int64_t));
-    if (biased) std::memcpy(out.weights.data() + at, from_w[pos], cnt[pos] * sizeof(float));
-  }
-}
-
-void CollectiveSampler::run_layer(const std::vector<int64_t>& frontier,
-                                  const std::vector<int32_t>& fanout, int uniform_fanout,
-                                  uint64_t key, LayerPicks& out) {
+// Phases 1-5 of one layer: the picks of frontier[0, nf) in frontier order (phase 5, un-permute:
+// every grouped position's picks written back at its frontier index).
+LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
+                                        int uniform_fanout, uint64_t key) {
   Stopwatch sw;
-  Grouped& g = grouped_;
-  group_by_owner(frontier, fanout, uniform_fanout, g);
-  stats_.tasks_local += g.count[rank_];
-  stats_.tasks_remote += g.off[size_] - g.count[rank_];
-  Served& s = served_;
-  shuffle(g, s);
+  Buffers& b = *buf_;
+  // Phase 1: the frontier's tasks grouped by owner; nodes with fanout 0 get no task.
+  backend_->group(frontier, nf, fanout, uniform_fanout, offsets_, b.tasks->reserve_n<int64_t>(nf),
+                  b.perm->reserve_n<int64_t>(nf), grouped_count_);
+  const int64_t ng = sum(grouped_count_);
+  stats_.tasks_local += grouped_count_[rank_];
+  stats_.tasks_remote += ng - grouped_count_[rank_];
+  shuffle();
   stats_.t_shuffle += sw.seconds();
   sw.reset();
-  serve(s, key, served_picks_);
+  serve(key, uniform_fanout);
   stats_.t_sample += sw.seconds();
   sw.reset();
   if (size_ > 1) {
-    reshuffle(g, s, served_picks_, answers_);
+    reshuffle();
     stats_.t_reshuffle += sw.seconds();
     sw.reset();
     if (opts_.mode == SampleMode::kPull) {
-      sample_pulled_rows(g, key, answers_);
+      sample_pulled_rows(key);
       stats_.t_sample += sw.seconds();
       sw.reset();
     }
+  } else {
+    std::swap(b.counts, b.answer_counts);
+    std::swap(b.nbrs, b.answer_nbrs);
+    std::swap(b.weights, b.answer_weights);
+    answer_picks_ = served_picks_;
   }
-  unpermute(g, s, served_picks_, answers_, static_cast<int64_t>(frontier.size()), out);
+  // Grouped order == frontier order (one rank, nothing skipped): the picks stay where they are.
+  const bool identity = size_ == 1 && ng == nf;
+  BackendBuffer* w = opts_.biased ? b.layer_weights.get() : nullptr;
+  backend_->unpermute(identity ? nullptr : b.perm->as<int64_t>(), ng, nf,
+                      b.answer_counts->as<int32_t>(), b.answer_nbrs->as<int64_t>(),
+                      opts_.biased ? b.answer_weights->as<float>() : nullptr, *b.offsets,
+                      *b.layer_nbrs, w);
+  LayerPicks out;
+  out.offsets = b.offsets->as<int64_t>();
+  out.nbrs = (identity ? b.answer_nbrs : b.layer_nbrs)->as<int64_t>();
+  if (opts_.biased) out.weights = (identity ? b.answer_weights : b.layer_weights)->as<float>();
+  out.total = answer_picks_;
   stats_.t_relabel += sw.seconds();  // reordering is part of block assembly
+  return out;
 }
 
 
-std::vector<int32_t> CollectiveSampler::layerwise_counts(const std::vector<int64_t>& frontier,
+std::vector<int32_t> CollectiveSampler::layerwise_counts(const int64_t* frontier, int64_t F,
                                                          int n, uint64_t key) const {
-  const int64_t F = static_cast<int64_t>(frontier.size());
   std::vector<int32_t> c(F, 0);
   if (F == 0) return c;
   std::vector<double> cum(F);
@@ -570,22 +546,32 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   out.seeds = seeds;
   std::vector<Block> blocks;
   blocks.reserve(L);
-  std::vector<int64_t> frontier = seeds;
+  // The frontier in backend memory (the previous block's sources; first the seeds), and on the
+  // host (the same ids in the previous block) where layer-wise counts need it.
+  Buffers& bf = *buf_;
+  upload(*backend_, *bf.frontier, seeds);
+  const int64_t* host_frontier = seeds.data();
+  int64_t nf = static_cast<int64_t>(seeds.size());
   std::vector<int32_t> fan;
-  LayerPicks& lo = layer_out_;
   for (int l = 0; l < L; ++l) {
     Stopwatch lsw;
     uint64_t key = rng_key(opts_.seed, epoch, batch, l);
+    const int32_t* fanout = nullptr;
     if (opts_.scheme == SampleScheme::kLayerWise) {
-      fan = layerwise_counts(frontier, opts_.fanouts[l], key);
+      fan = layerwise_counts(host_frontier, nf, opts_.fanouts[l], key);
+      upload(*backend_, *bf.fanout, fan);
+      fanout = bf.fanout->as<int32_t>();
     }
-    run_layer(frontier, fan, opts_.fanouts[l], key, lo);
+    const int64_t* frontier = bf.frontier->as<int64_t>();
+    LayerPicks lo = run_layer(frontier, nf, fanout, opts_.fanouts[l], key);
     Stopwatch rsw;
     blocks.emplace_back();
-    backend_->relabel(frontier, lo, l, blocks.back());
+    backend_->relabel(frontier, nf, lo, l, blocks.back(), *bf.next);
+    std::swap(bf.frontier, bf.next);
+    host_frontier = blocks.back().src_ids.data();
+    nf = blocks.back().num_src;
     stats_.t_relabel += rsw.seconds();
     stats_.sampled_edges += blocks.back().num_edges();
-    if (l + 1 < L) frontier = blocks.back().src_ids;
     stats_.t_layer[l] += lsw.seconds();
   }
   std::reverse(blocks.begin(), blocks.end());

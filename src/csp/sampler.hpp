@@ -129,39 +129,36 @@ class CollectiveSampler {
   struct Impl;
 
  private:
-  // The frontier of one layer grouped by owner (owner chunks in rank order, frontier order within).
-  struct Grouped {
-    std::vector<int64_t> count;  // [P] tasks per owner
-    std::vector<int64_t> off;    // [P + 1]
-    std::vector<int64_t> tasks;  // packed (global id, fanout)
-    std::vector<int64_t> perm;   // grouped position -> frontier index
-    bool identity = false;       // grouped order is the frontier order
-  };
-  // The tasks this rank serves, by requesting rank (its own chunk: its local tasks).
-  struct Served {
-    std::vector<int64_t> recv_counts;  // [P] tasks received from each rank (own: 0)
-    std::vector<int64_t> off;          // [P + 1]
-    std::vector<int64_t> tasks;
+  // The protocol's per-layer arrays, in the backend's memory; reused, so they keep their capacity.
+  struct Buffers {
+    explicit Buffers(const SamplerBackend& be);
+    // grouped order: tasks (packed id and fanout) and perm (grouped position -> frontier index)
+    std::unique_ptr<BackendBuffer> tasks, perm;
+    // served order: tasks, then their picks (counts int32, nbrs, weights when biased)
+    std::unique_ptr<BackendBuffer> served, counts, nbrs, weights;
+    // grouped order: the picks this rank's tasks got
+    std::unique_ptr<BackendBuffer> answer_counts, answer_nbrs, answer_weights;
+    // frontier order: the layer's picks; the frontier, its fanouts (layer-wise) and the next one
+    std::unique_ptr<BackendBuffer> offsets, layer_nbrs, layer_weights, fanout, frontier, next;
   };
   void check_collective(bool ok, const std::string& msg);
-  // fanout: per frontier node (layer-wise) or empty, then every node gets `uniform_fanout`.
-  void run_layer(const std::vector<int64_t>& frontier, const std::vector<int32_t>& fanout,
-                 int uniform_fanout, uint64_t key, LayerPicks& out);
-  void group_by_owner(const std::vector<int64_t>& frontier, const std::vector<int32_t>& fanout,
-                      int uniform_fanout, Grouped& g) const;
-  void shuffle(Grouped& g, Served& s);
-  void serve(const Served& s, uint64_t key, TaskPicks& out);
-  void reshuffle(const Grouped& g, const Served& s, const TaskPicks& served, TaskPicks& answers);
-  void sample_pulled_rows(const Grouped& g, uint64_t key, TaskPicks& rows);
-  void unpermute(const Grouped& g, const Served& s, TaskPicks& served, TaskPicks& answers,
-                 int64_t nf, LayerPicks& out);
+  // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
+  // `uniform_fanout`. The picks stay valid until the next layer.
+  LayerPicks run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
+                       int uniform_fanout, uint64_t key);
+  void exchange(const BackendBuffer& send, const std::vector<int64_t>& sc, BackendBuffer& recv,
+                const std::vector<int64_t>& rc, DType t, const char* label);
+  void shuffle();
+  void serve(uint64_t key, int max_fanout);
+  void reshuffle();
+  void sample_pulled_rows(uint64_t key);
   uint64_t remote_bytes_sent() const;
   uint64_t remote_bytes_recv() const;
   template <class Id>
   void sample_pulled(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* row_off,
                      const int64_t* rows, const float* w, const int64_t* slot, int32_t* cnt,
                      int64_t* out, float* outw) const;
-  std::vector<int32_t> layerwise_counts(const std::vector<int64_t>& frontier, int n,
+  std::vector<int32_t> layerwise_counts(const int64_t* frontier, int64_t n, int draws,
                                         uint64_t key) const;
 
   const PartitionData& part_;
@@ -173,11 +170,10 @@ class CollectiveSampler {
   std::vector<double> cum_;         // per patch entry: inclusive prefix of its row's weights
   std::vector<double> weight_sum_;  // [N] total in-weight per node (biased layer-wise only)
   std::unique_ptr<SamplerBackend> backend_;
-  // Per-layer state, reused so its buffers keep their capacity.
-  Grouped grouped_;
-  Served served_;
-  TaskPicks served_picks_, answers_;
-  LayerPicks layer_out_;
+  std::unique_ptr<Buffers> buf_;
+  // Per-rank task counts of the current layer (host): grouped by owner, served by requester.
+  std::vector<int64_t> grouped_count_, served_count_, served_off_;
+  int64_t served_picks_ = 0, answer_picks_ = 0;
   SamplerStats stats_;
 };
 

@@ -100,11 +100,11 @@ RankRuntime::~RankRuntime() {
   }
 }
 
-// A GPU rank's trainer and loader channels are device-space (the gradient bucket and the
-// feature rows stay on the device): NCCL bootstrapped over the control communicator with the nccl
-// transport (one communicator and stream per worker), else the control backend staged through
-// pinned host memory (ranks sharing a GPU; host memory with emulate_device). The sampler and main
-// channels keep the control backend (host buffers: the CSP protocol's buffers are host memory).
+// A GPU rank's sampler, loader and trainer channels are device-space (CSP's tasks and picks, the
+// feature rows and the gradient bucket stay on the device): NCCL bootstrapped over the control
+// communicator with the nccl transport (one communicator and stream per worker), else the
+// control backend staged through pinned host memory (ranks sharing a GPU; host memory with
+// emulate_device). The main channel keeps the control backend.
 DataCommFactory RankRuntime::device_channels() const {
   std::function<std::unique_ptr<DeviceStaging>()> staging;  // the staged MPI transport
   [[maybe_unused]] bool nccl = false;
@@ -121,7 +121,7 @@ DataCommFactory RankRuntime::device_channels() const {
   const CommOptions comm = opts_.coord.comm;
   const bool trains = opts_.trains;
   return [=](WorkerKind kind, Communicator& control) -> std::unique_ptr<Communicator> {
-    if (kind != WorkerKind::kLoader && !(kind == WorkerKind::kTrainer && trains)) return nullptr;
+    if (kind == WorkerKind::kMain || (kind == WorkerKind::kTrainer && !trains)) return nullptr;
 #ifdef DSP_HAVE_CUDA
     if (nccl) return make_nccl_communicator(control, device, comm);
 #endif

@@ -14,11 +14,25 @@
 #include "ccc/communicator.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
+#include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
 #include "graph/generate.hpp"
 
 namespace dsp {
 namespace {
+
+template <class T>
+std::unique_ptr<BackendBuffer> upload(SamplerBackend& be, const std::vector<T>& v) {
+  auto b = be.make_buffer();
+  be.to_backend(b->reserve_n<T>(static_cast<int64_t>(v.size())), v.data(), v.size() * sizeof(T));
+  return b;
+}
+template <class T>
+std::vector<T> download(SamplerBackend& be, const BackendBuffer& b, int64_t n) {
+  std::vector<T> v(n);
+  be.to_host(v.data(), b.data(), n * sizeof(T));
+  return v;
+}
 
 // A community graph with positive and some zero weights; idx64: the same with int64 ids.
 const Csr& weighted_graph(bool idx64) {
@@ -138,30 +152,112 @@ TEST_P(BackendRelabel, FirstOccurrenceOrder) {
     SCOPED_TRACE(n);
     std::vector<int64_t> dst;
     for (int64_t i = 0; i < std::min<int64_t>(n, 7); ++i) dst.push_back(1000 + 3 * i);
-    LayerPicks picks;
-    picks.offsets.assign(dst.size() + 1, 0);
+    std::vector<int64_t> offsets(dst.size() + 1, 0), nbrs;
     RngStream s(rng_key(5, n), 0);
     for (int64_t i = 0; i < n; ++i) {
-      picks.nbrs.push_back((s.next_u32() % 3 == 0) ? s.next_u32() % 50
-                                                    : s.next_u32() % 4000000000u);
+      nbrs.push_back((s.next_u32() % 3 == 0) ? s.next_u32() % 50 : s.next_u32() % 4000000000u);
     }
-    picks.offsets.back() = n;  // every pick belongs to the last destination
+    offsets.back() = n;  // every pick belongs to the last destination
     std::unordered_map<int64_t, int64_t> first;
     std::vector<int64_t> want_src, want_idx(n);
     for (int64_t v : dst) first.emplace(v, static_cast<int64_t>(want_src.size())), want_src.push_back(v);
     for (int64_t i = 0; i < n; ++i) {
-      auto it = first.emplace(picks.nbrs[i], static_cast<int64_t>(want_src.size()));
-      if (it.second) want_src.push_back(picks.nbrs[i]);
+      auto it = first.emplace(nbrs[i], static_cast<int64_t>(want_src.size()));
+      if (it.second) want_src.push_back(nbrs[i]);
       want_idx[i] = it.first->second;
     }
+    auto d_dst = upload(*dev, dst), d_off = upload(*dev, offsets), d_nbrs = upload(*dev, nbrs);
+    LayerPicks picks;
+    picks.offsets = d_off->as<int64_t>();
+    picks.nbrs = d_nbrs->as<int64_t>();
+    picks.total = n;
     Block b;
-    dev->relabel(dst, picks, 0, b);
+    auto src = dev->make_buffer();
+    dev->relabel(d_dst->as<int64_t>(), static_cast<int64_t>(dst.size()), picks, 0, b, *src);
     EXPECT_EQ(b.num_dst, static_cast<int64_t>(dst.size()));
     EXPECT_EQ(b.num_src, static_cast<int64_t>(want_src.size()));
     EXPECT_EQ(b.src_ids, want_src);
     EXPECT_EQ(b.indices, want_idx);
-    EXPECT_EQ(b.indptr, picks.offsets);
+    EXPECT_EQ(b.indptr, offsets);
+    EXPECT_EQ(download<int64_t>(*dev, *src, b.num_src), want_src);
   }
+}
+
+// The protocol's other local steps against a plain reference: grouping by owner (stable, nodes
+// of fanout 0 skipped, an empty part), per-rank sums of counts, and un-permuting picks.
+TEST_P(BackendRelabel, GroupSumAndUnpermute) {
+  PartitionData part = single_part(weighted_graph(false));
+  LocalTopology topo;
+  topo.num_rows = part.patch.num_nodes;
+  topo.num_edges = part.patch.num_edges();
+  topo.indptr = part.patch.rowptr();
+  topo.indices = part.patch.indices.raw();
+  topo.idx32 = true;
+  auto dev = test::sampler_backend(GetParam())(topo, SamplerOptions{{5}});
+  const std::vector<int64_t> offsets{0, 300, 300, 700, 1000};  // part 1 is empty
+  RngStream s(rng_key(9, 1), 0);
+  const int64_t nf = 5000;
+  std::vector<int64_t> frontier(nf);
+  std::vector<int32_t> fanout(nf);
+  for (int64_t i = 0; i < nf; ++i) {
+    frontier[i] = s.next_u32() % 1000;
+    fanout[i] = static_cast<int32_t>(s.next_u32() % 4);  // a quarter get no task
+  }
+  std::vector<int64_t> want_tasks, want_perm, want_count(4, 0);
+  for (int p = 0; p < 4; ++p) {
+    for (int64_t i = 0; i < nf; ++i) {
+      if (fanout[i] == 0 || frontier[i] < offsets[p] || frontier[i] >= offsets[p + 1]) continue;
+      want_tasks.push_back(csp::pack_task(frontier[i], fanout[i]));
+      want_perm.push_back(i);
+      ++want_count[p];
+    }
+  }
+  const int64_t ng = static_cast<int64_t>(want_tasks.size());
+  auto d_front = upload(*dev, frontier), d_fan = upload(*dev, fanout);
+  auto tasks = dev->make_buffer(), perm = dev->make_buffer();
+  std::vector<int64_t> count;
+  dev->group(d_front->as<int64_t>(), nf, d_fan->as<int32_t>(), 0, offsets,
+             tasks->reserve_n<int64_t>(nf), perm->reserve_n<int64_t>(nf), count);
+  EXPECT_EQ(count, want_count);
+  EXPECT_EQ(download<int64_t>(*dev, *tasks, ng), want_tasks);
+  EXPECT_EQ(download<int64_t>(*dev, *perm, ng), want_perm);
+
+  // counts per grouped position, picks = (position, j)
+  std::vector<int32_t> cnt(ng);
+  std::vector<int64_t> nbrs;
+  for (int64_t pos = 0; pos < ng; ++pos) {
+    cnt[pos] = static_cast<int32_t>(s.next_u32() % 5);
+    for (int j = 0; j < cnt[pos]; ++j) nbrs.push_back(pos * 10 + j);
+  }
+  std::vector<int64_t> goff{0};
+  for (int p = 0; p < 4; ++p) goff.push_back(goff.back() + want_count[p]);
+  std::vector<int64_t> want_sums(4, 0);
+  for (int p = 0; p < 4; ++p) {
+    for (int64_t pos = goff[p]; pos < goff[p + 1]; ++pos) want_sums[p] += cnt[pos];
+  }
+  auto d_cnt = upload(*dev, cnt), d_nbrs = upload(*dev, nbrs);
+  EXPECT_EQ(dev->segment_sums(d_cnt->as<int32_t>(), goff), want_sums);
+
+  std::vector<int64_t> want_off(nf + 1, 0), want_nbrs;
+  std::vector<std::vector<int64_t>> per_node(nf);
+  for (int64_t pos = 0, at = 0; pos < ng; at += cnt[pos], ++pos) {
+    per_node[want_perm[pos]].assign(nbrs.begin() + at, nbrs.begin() + at + cnt[pos]);
+  }
+  for (int64_t i = 0; i < nf; ++i) {
+    want_off[i + 1] = want_off[i] + static_cast<int64_t>(per_node[i].size());
+    want_nbrs.insert(want_nbrs.end(), per_node[i].begin(), per_node[i].end());
+  }
+  auto off = dev->make_buffer(), out = dev->make_buffer();
+  dev->unpermute(perm->as<int64_t>(), ng, nf, d_cnt->as<int32_t>(), d_nbrs->as<int64_t>(),
+                 nullptr, *off, *out, nullptr);
+  EXPECT_EQ(download<int64_t>(*dev, *off, nf + 1), want_off);
+  EXPECT_EQ(download<int64_t>(*dev, *out, want_off[nf]), want_nbrs);
+  // identity order: offsets only, the picks stay where they are
+  dev->unpermute(nullptr, ng, ng, d_cnt->as<int32_t>(), d_nbrs->as<int64_t>(), nullptr, *off,
+                 *out, nullptr);
+  std::vector<int64_t> want_id(ng + 1, 0);
+  for (int64_t pos = 0; pos < ng; ++pos) want_id[pos + 1] = want_id[pos] + cnt[pos];
+  EXPECT_EQ(download<int64_t>(*dev, *off, ng + 1), want_id);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendRelabel,

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "ccc/communicator.hpp"
+#include "ccc/staged_communicator.hpp"
 #include "core/error.hpp"
 #include "csp/sampler.hpp"
 #include "graph/generate.hpp"
@@ -17,12 +18,24 @@
 
 #include "backends.hpp"
 #include "mpi_test_main.hpp"
+#ifdef DSP_TEST_CUDA_STAGING
+#include <cuda_runtime_api.h>
+
+#include "ccc/cuda/staging.hpp"
+#endif
 
 namespace dsp {
 namespace {
 
 namespace fs = std::filesystem;
 Communicator* g_comm = nullptr;
+// The device-space channel a device backend's sampler gets (MPI staged through host memory: pinned
+// on a GPU, plain with the emulated backends), or null where none is made (no GPU).
+Communicator* g_staged = nullptr;
+
+Communicator& channel_for(const std::string& backend) {
+  return backend.rfind("cpu", 0) == 0 ? *g_comm : *g_staged;
+}
 
 struct World {
   std::string dir;
@@ -114,7 +127,7 @@ void check_scheme(SamplerOptions o, const std::string& what, const std::string& 
   CollectiveSampler ref(w.ref_part, *w.self, ro);
   for (SampleMode mode : {SampleMode::kCsp, SampleMode::kPull}) {
     o.mode = mode;
-    CollectiveSampler s(w.part, *g_comm, o, test::sampler_backend(backend));
+    CollectiveSampler s(w.part, channel_for(backend), o, test::sampler_backend(backend));
     for (int64_t batch = 0; batch < 3; ++batch) {
       // rank 1 samples nothing in batch 1: collectives still line up
       std::vector<int64_t> seeds =
@@ -173,7 +186,7 @@ TEST_P(PInvariance, RandomWalkAndPinSage) {
   World& w = world();
   SamplerOptions o{{1}};
   o.seed = 12;
-  CollectiveSampler s(w.part, *g_comm, o, test::sampler_backend(GetParam()));
+  CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
   CollectiveSampler ref(w.ref_part, *w.self, o);
   std::vector<int64_t> starts = my_seeds(0, 40);
   if (!starts.empty()) starts.push_back(starts[0]);  // a repeated start: its own draws
@@ -211,6 +224,30 @@ TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
   EXPECT_EQ(ok.blocks.size(), 1u);
 }
 
+#ifndef DSP_TEST_CUDA
+// A device backend's tasks and picks cannot go through a host-memory communicator: one clear error
+// when the sampler is built (a single rank never exchanges them, so it may).
+TEST(BadInput, DeviceBackendNeedsADeviceSpaceChannel) {
+  World& w = world();
+  auto make = [&] {
+    CollectiveSampler s(w.part, *g_comm, SamplerOptions{{3}}, test::sampler_backend("emulated"));
+  };
+  if (g_comm->size() == 1) {
+    EXPECT_NO_THROW(make());
+    return;
+  }
+  try {
+    make();
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "sampler: the emulated-device backend keeps its tasks and picks in device memory, and "
+                 "the 'mpi' communicator moves host memory only (give the sampler a device-space "
+                 "channel: nccl, or one staged through host memory)");
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace dsp
 
@@ -220,7 +257,23 @@ int main(int argc, char** argv) {
   opts.timeout = std::chrono::seconds(60);
   auto comm = dsp::make_communicator("mpi", opts);
   dsp::g_comm = comm.get();
+  std::unique_ptr<dsp::DeviceStaging> staging;
+#if defined(DSP_TEST_CUDA_STAGING)
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+    staging = dsp::make_cuda_staging(comm->rank() % devices);
+  }
+#elif !defined(DSP_TEST_CUDA)
+  staging = dsp::make_host_staging();
+#endif
+  std::unique_ptr<dsp::Communicator> staged;
+  if (staging) {
+    staged = dsp::make_staged_communicator(dsp::make_communicator("mpi", opts), std::move(staging));
+  }
+  dsp::g_staged = staged.get();
   const int failed = dsp::test::run_tests_on_all_ranks(*comm);
+  dsp::g_staged = nullptr;
+  staged.reset();
   if (comm->rank() == 0) {
     std::error_code ec;
     std::filesystem::remove_all(dsp::world().dir, ec);
