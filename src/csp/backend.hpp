@@ -2,14 +2,18 @@
 // The device seam of the collective sampler: the local work of one rank in a CSP layer.
 //
 // CollectiveSampler (sampler.hpp) runs the protocol once for every device, against Communicator:
-// owner grouping, count exchange, shuffle, reshuffle, un-permuting, layer-wise counts, walks and
-// pull mode. What a rank computes on its own goes through this interface:
+// the order of the steps and exchanges and the per-rank counts, layer-wise counts, walks and pull
+// mode. The per-layer arrays live in the backend's memory (BackendBuffer), and every
+// per-element step goes through this interface:
 //
-//   sample   the received tasks of one layer, each a node this rank owns, into their picks;
-//   relabel  one layer's destination nodes and picks into a Block (block.hpp conventions).
+//   group         a frontier into tasks grouped by owner rank (and the permutation back);
+//   sample        the received tasks of one layer, each a node this rank owns, into their picks;
+//   segment_sums  per-rank totals of per-task counts (what the reshuffle's sizes need);
+//   unpermute     picks in grouped order back to frontier order;
+//   relabel       one layer's destination nodes and picks into a Block (block.hpp conventions).
 //
-// Both follow the per-node logic of sample_kernels.hpp exactly, so every backend gives the same
-// blocks in global ids (tested: CPU backend vs the device path executed on the host, at 1..4
+// Sample and relabel follow the per-node logic of sample_kernels.hpp exactly, so every backend
+// gives the same blocks in global ids (tested: CPU backend vs the device path executed on the host, at 1..4
 // ranks). Backends:
 //
 //   cpu        make_cpu_sampler_backend (cpu_backend.cpp): OpenMP loops, software-prefetched;
@@ -20,8 +24,8 @@
 //              (emulated_sampler_backend).
 //
 // A new backend implements SamplerBackend, is built by a SamplerBackendFactory from the rank's
-// LocalTopology, and must pass the backend-parameterised tests (tests/csp: BackendEquivalence,
-// and the P-invariance suite under mpiexec).
+// LocalTopology, and must pass the backend-parameterised tests (tests/csp: BackendBlocks,
+// BackendRelabel, and the P-invariance suite under mpiexec).
 #include <cstdint>
 #include <functional>
 #include <memory>

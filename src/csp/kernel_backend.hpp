@@ -4,14 +4,21 @@
 // every CPU test runs. Each kernel is one per-element functor over sample_kernels.hpp; everything
 // else is the executor's copies and scans, so what the CPU tests check is the sequence the GPU runs.
 //
-// sample: tasks in; slots = prefix sums of the fanouts (scan); one thread per task draws its
-// positions and writes ids at its slot; counts are scanned into offsets and the picks compacted
-// (one thread per task); counts and picks come back. With SampleKernel::kTurbo the draws run as
-// TurboSampleTask (csp/degree_schedule.hpp): the same draws per task, tasks degree-sorted and
-// dealt to warps and blocks in snake order, high-degree tasks' positions in shared memory.
+// Every array is executor memory (the sampler's BackendBuffers); only sizes are read back.
+// group: an owner per node (csp::owner_of), then per owner rank a flag scan giving each of its
+// nodes its place in the owner's chunk (stable) and a scatter of tasks and permutation.
+// sample: slots = prefix sums of the fanouts (scan); one thread per task draws its positions and
+// writes ids at its slot; counts are scanned into offsets and the picks compacted (one thread per
+// task). With SampleKernel::kTurbo the draws run as TurboSampleTask (csp/degree_schedule.hpp): the
+// same draws per task, tasks degree-sorted and dealt to warps and blocks in snake order,
+// high-degree tasks' positions in shared memory.
+// segment_sums: counts widened and scanned, the scan read at the segment bounds.
+// unpermute: per-node counts scattered through the permutation and scanned into offsets; one
+// thread per grouped position moves its picks.
 // relabel: keys = destinations then picks; every position offers itself to its key's table slot
 // (atomic minimum: the slot ends at the key's first position); first occurrences are flagged and
-// scanned into ids; every position looks its id up; local ids and the distinct keys come back.
+// scanned into ids; every position looks its id up; the block comes back to the host and its
+// source ids also stay in executor memory (the next frontier).
 // Both are deterministic whatever the order threads run in (HostExec runs them scrambled).
 //
 // Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it

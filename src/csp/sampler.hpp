@@ -1,11 +1,12 @@
 #pragma once
 // The collective sampling primitive (CSP, DSP section 2.3) on the partitioned layout.
 //
-// Per layer, every rank: groups its frontier by owner and sends each remote node to its owner
-// (shuffle: one count exchange + one all_to_all_v; nodes this rank owns skip communication),
-// samples all received tasks in one local pass (sample), returns the picked neighbours and
-// per-task counts to the requesters (reshuffle: two all_to_all_v with sizes known in advance), and
-// builds the layer's block (relabel). The next frontier is the block's source node set.
+// Per layer, every rank: groups its frontier by owner and sends each node to its owner (shuffle:
+// one count exchange + one all_to_all_v; a rank's own nodes go through its self part, a local
+// copy), samples all received tasks in one local pass (sample), returns the picked neighbours and
+// per-task counts to the requesters (reshuffle: two all_to_all_v with sizes known in advance), puts
+// the picks back in frontier order (un-permute) and builds the layer's block (relabel). The next
+// frontier is the block's source node set.
 //
 // Collective: every rank calls sample() / random_walks() / pinsage_neighbors() for the same
 // (epoch, batch), possibly with no seeds. Bad input on any rank makes every rank throw (one
@@ -15,9 +16,11 @@
 // only, so any number of ranks, any thread count, the pull mode and every backend give the same
 // blocks in global ids.
 //
-// Devices: this class is the protocol, written once. The local sample and relabel steps go through
-// a SamplerBackend (backend.hpp): CPU by default, the CUDA kernels in the CUDA build, or the device
-// path executed on the host in tests.
+// Devices: this class is the protocol, written once. Its per-layer arrays live in a
+// SamplerBackend's memory and every per-element step is a backend op (backend.hpp): CPU by
+// default, the CUDA kernels in the CUDA build, or the device path executed on the host in tests.
+// Only per-rank counts (and each finished block) cross to the host, so `comm` must move the
+// backend's memory: a device backend needs a device-space channel when P > 1 (checked).
 //
 // Conventions (block.hpp): fanouts from the seeds out; blocks[0] is the input layer; destination
 // nodes are a prefix of source nodes. Source node order: destination nodes in frontier order,
