@@ -266,15 +266,11 @@ void CollectiveSampler::sample_pulled(const int64_t* tasks, int64_t n, uint64_t 
 namespace {
 // Compacts per-task slots (slot[i], cnt[i]) into contiguous arrays, in task order.
 void compact(int64_t n, const int64_t* slot, const int32_t* cnt, const int64_t* data,
-             const float* w, std::vector<int64_t>& out, std::vector<float>& outw) {
-  int64_t total = 0;
-  for (int64_t i = 0; i < n; ++i) total += cnt[i];
-  out.resize(total);
-  if (w) outw.resize(total);
+             const float* w, int64_t* out, float* outw) {
   int64_t o = 0;
   for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(out.data() + o, data + slot[i], cnt[i] * sizeof(int64_t));
-    if (w) std::memcpy(outw.data() + o, w + slot[i], cnt[i] * sizeof(float));
+    std::memcpy(out + o, data + slot[i], cnt[i] * sizeof(int64_t));
+    if (w) std::memcpy(outw + o, w + slot[i], cnt[i] * sizeof(float));
     o += cnt[i];
   }
 }
@@ -296,6 +292,32 @@ const T* host_view(SamplerBackend& be, const BackendBuffer& buf, int64_t n, std:
   be.to_host(tmp.data(), buf.data(), n * sizeof(T));
   return tmp.data();
 }
+// Host memory that becomes a buffer's first n elements: the buffer itself for a host backend,
+// else a host array copied over by done(). (Pull mode's host steps.)
+template <class T>
+class HostFill {
+ public:
+  HostFill(SamplerBackend& be, BackendBuffer& buf, int64_t n) : be_(be), buf_(buf), n_(n) {
+    if (be.memory() == MemorySpace::kHost) {
+      p_ = buf.reserve_n<T>(n);
+    } else {
+      tmp_.resize(n);
+      p_ = tmp_.data();
+    }
+  }
+  T* data() { return p_; }
+  void done() {
+    if (be_.memory() == MemorySpace::kHost) return;
+    be_.to_backend(buf_.reserve_n<T>(n_), p_, n_ * sizeof(T));
+  }
+
+ private:
+  SamplerBackend& be_;
+  BackendBuffer& buf_;
+  int64_t n_;
+  T* p_ = nullptr;
+  std::vector<T> tmp_;
+};
 template <class T>
 void upload(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
   be.to_backend(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(), v.size() * sizeof(T));
@@ -364,25 +386,37 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout) {
   const float* lwt = opts_.biased ? host_view(*backend_, *b.answer_weights, nl, lw) : nullptr;
   const int64_t* ip = part_.patch.rowptr();
   const float* w = opts_.biased ? part_.patch.weights.data<float>() : nullptr;
-  std::vector<int32_t> counts(n, 0);
-  std::vector<int64_t> nbrs;
-  std::vector<float> weights;
-  for (int64_t i = 0; i <= n; ++i) {
-    if (i == self_b) {
-      std::copy(lcnt, lcnt + (self_e - self_b), counts.begin() + self_b);
-      nbrs.insert(nbrs.end(), lnb, lnb + nl);
-      if (lwt) weights.insert(weights.end(), lwt, lwt + nl);
+  HostFill<int32_t> counts(*backend_, *b.counts, n);
+  int32_t* c = counts.data();
+  int64_t total = nl, self_at = 0;  // picks in all; where the self chunk's go
+  for (int64_t i = 0; i < n; ++i) {
+    if (i >= self_b && i < self_e) {
+      c[i] = lcnt[i - self_b];
+      continue;
     }
-    if (i == n || (i >= self_b && i < self_e)) continue;
     const int64_t lv = task_id(tasks[i]) - begin_;
-    counts[i] = static_cast<int32_t>(ip[lv + 1] - ip[lv]);
-    for (int64_t e = ip[lv]; e < ip[lv + 1]; ++e) nbrs.push_back(part_.patch.indices.int_at(e));
-    if (w) weights.insert(weights.end(), w + ip[lv], w + ip[lv + 1]);
+    c[i] = static_cast<int32_t>(ip[lv + 1] - ip[lv]);
+    total += c[i];
+    if (i < self_b) self_at += c[i];
   }
-  upload(*backend_, *b.counts, counts);
-  upload(*backend_, *b.nbrs, nbrs);
-  if (w) upload(*backend_, *b.weights, weights);
-  served_picks_ = static_cast<int64_t>(nbrs.size());
+  HostFill<int64_t> nbrs(*backend_, *b.nbrs, total);
+  HostFill<float> weights(*backend_, *b.weights, w ? total : 0);
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == self_b) {
+      std::copy(lnb, lnb + nl, nbrs.data() + self_at);
+      if (w) std::copy(lwt, lwt + nl, weights.data() + self_at);
+      at += nl;
+    }
+    if (i >= self_b && i < self_e) continue;
+    const int64_t lv = task_id(tasks[i]) - begin_;
+    for (int64_t e = ip[lv]; e < ip[lv + 1]; ++e) nbrs.data()[at++] = part_.patch.indices.int_at(e);
+    if (w) std::copy(w + ip[lv], w + ip[lv + 1], weights.data() + at - c[i]);
+  }
+  counts.done();
+  nbrs.done();
+  if (w) weights.done();
+  served_picks_ = total;
 }
 
 // Phase 4 (reshuffle): the answers go back to the requesters (counts, whose sizes both sides
@@ -435,13 +469,16 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
     std::copy(rows + roff[i], rows + roff[i + 1], buf.begin() + slot[i]);
     if (rw) std::copy(rw + roff[i], rw + roff[i + 1], bufw.begin() + slot[i]);
   }
-  std::vector<int64_t> nbrs;
-  std::vector<float> weights;
-  compact(ng, slot.data(), c.data(), buf.data(), rw ? bufw.data() : nullptr, nbrs, weights);
+  // `rows` is read no more: the answers can be overwritten
+  const int64_t total = std::accumulate(c.begin(), c.end(), int64_t{0});
+  HostFill<int64_t> nbrs(*backend_, *b.answer_nbrs, total);
+  HostFill<float> weights(*backend_, *b.answer_weights, rw ? total : 0);
+  compact(ng, slot.data(), c.data(), buf.data(), rw ? bufw.data() : nullptr, nbrs.data(),
+          rw ? weights.data() : nullptr);
   upload(*backend_, *b.answer_counts, c);
-  upload(*backend_, *b.answer_nbrs, nbrs);
-  if (rw) upload(*backend_, *b.answer_weights, weights);
-  answer_picks_ = static_cast<int64_t>(nbrs.size());
+  nbrs.done();
+  if (rw) weights.done();
+  answer_picks_ = total;
 }
 
 // Phases 1-5 of one layer: the picks of frontier[0, nf) in frontier order (phase 5, un-permute:
