@@ -19,6 +19,8 @@
 //   inclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i]
 //   map_host(p, bytes, read_only, reg)  a pointer E's loops can read the host range through
 //   sync()           returns once everything issued so far has completed (host reads may follow)
+//   E::read(h, d, bytes)  static: copies E memory to the host, synchronously, from any thread
+//                    (for arrays handed out to other threads: no stream of an E instance)
 // Copies and loops are issued in order: each sees the effects of those before it.
 #include <algorithm>
 #include <cstdint>
@@ -87,6 +89,9 @@ class HostExec {
     return p;
   }
   void sync() {}
+  static void read(void* h, const void* d, size_t bytes) {
+    if (bytes) std::memcpy(h, d, bytes);
+  }
 };
 
 }  // namespace dsp

@@ -10,6 +10,7 @@
 //  * in every block the destination nodes are a prefix of the source nodes: src_ids[0, num_dst)
 //    == the destination nodes, in order, so a GNN layer can read h_dst = h_src[:num_dst].
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +20,23 @@
 
 namespace dsp {
 
+// A block's edge arrays left where a device sampler backend built them
+// (SamplerOptions::blocks_on_device), so a trainer on that device reads them without a round trip
+// through the host. `keep` owns the memory (shared with whatever wraps the arrays); copy(host, src,
+// bytes) brings a range to the host.
+struct BlockEdges {
+  Device device;
+  const int64_t* indptr = nullptr;   // [num_dst + 1]
+  const int64_t* indices = nullptr;  // [num_edges]
+  const float* weights = nullptr;    // [num_edges], or null
+  int64_t num_edges = 0;
+  std::shared_ptr<void> keep;
+  std::function<void(void* host, const void* src, size_t bytes)> copy;
+};
+
 // One layer's message-flow graph: edges from source nodes to destination nodes, in local ids.
+// The edge arrays are host vectors, or, with `on_device` set, only there (the vectors empty):
+// edges_to_host() brings them back for a consumer that reads them on the host.
 struct Block {
   int64_t num_dst = 0;
   int64_t num_src = 0;
@@ -27,9 +44,24 @@ struct Block {
   std::vector<int64_t> indices;  // [num_edges]: local source ids in [0, num_src)
   std::vector<float> weights;    // [num_edges] edge weights, or empty (unweighted sampling)
   std::vector<int64_t> src_ids;  // [num_src]: global id of every source node (prefix: dst nodes)
+  std::shared_ptr<const BlockEdges> on_device;
 
-  int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
+  int64_t num_edges() const {
+    return on_device ? on_device->num_edges : static_cast<int64_t>(indices.size());
+  }
   const int64_t* dst_ids() const { return src_ids.data(); }
+  // Copies device-resident edge arrays into the vectors and drops `on_device` (no-op otherwise).
+  void edges_to_host() {
+    if (!on_device) return;
+    const BlockEdges& e = *on_device;
+    indptr.resize(num_dst + 1);
+    indices.resize(e.num_edges);
+    weights.resize(e.weights ? e.num_edges : 0);
+    e.copy(indptr.data(), e.indptr, indptr.size() * sizeof(int64_t));
+    if (e.num_edges) e.copy(indices.data(), e.indices, indices.size() * sizeof(int64_t));
+    if (e.weights && e.num_edges) e.copy(weights.data(), e.weights, weights.size() * sizeof(float));
+    on_device.reset();
+  }
 };
 
 // One mini-batch of one rank after sampling.

@@ -30,6 +30,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -261,7 +263,8 @@ class KernelSamplerBackend final : public SamplerBackend {
         topo_(topo),
         biased_(opts.biased),
         replace_(opts.replace),
-        turbo_(opts.kernel == SampleKernel::kTurbo) {
+        turbo_(opts.kernel == SampleKernel::kTurbo),
+        blocks_on_device_(opts.blocks_on_device) {
     DSP_CHECK_ARG(topo.num_edges < (int64_t{1} << 31) || !topo.idx32,
                   "sampler backend: int32 neighbour ids with more than 2^31 entries");
     upload(indptr_, topo.indptr, static_cast<size_t>(topo.num_rows + 1) * sizeof(int64_t));
@@ -395,13 +398,19 @@ class KernelSamplerBackend final : public SamplerBackend {
     const int64_t n = nd + ne;
     DSP_CHECK(n < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", n);
     b.num_dst = nd;
-    b.indptr.resize(nd + 1);
-    download(b.indptr.data(), lo.offsets, nd + 1);
-    b.weights.resize(lo.weights ? ne : 0);
-    if (lo.weights) download(b.weights.data(), lo.weights, ne);
-    b.indices.resize(ne);
     b.src_ids.clear();
     b.num_src = 0;
+    int64_t* indices = nullptr;  // where the local ids go
+    if (blocks_on_device_) {
+      indices = edges_on_device(nd, lo, b);
+    } else {
+      b.on_device.reset();
+      b.indptr.resize(nd + 1);
+      download(b.indptr.data(), lo.offsets, nd + 1);
+      b.weights.resize(lo.weights ? ne : 0);
+      if (lo.weights) download(b.weights.data(), lo.weights, ne);
+      b.indices.resize(ne);
+    }
     if (n == 0) {
       ex_.sync();
       return;
@@ -424,7 +433,11 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.for_each(n, kernels::RelabelAssign{keys, table, mask, shift, ids, local, src});
     b.num_src = read_back(ids + n);
     b.src_ids.resize(b.num_src);
-    download(b.indices.data(), local + nd, ne);
+    if (indices) {
+      if (ne) ex_.copy(indices, local + nd, ne * sizeof(int64_t));
+    } else {
+      download(b.indices.data(), local + nd, ne);
+    }
     download(b.src_ids.data(), src, b.num_src);
     ex_.copy(src_out.reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
     ex_.sync();
@@ -432,6 +445,54 @@ class KernelSamplerBackend final : public SamplerBackend {
 
  private:
   using Buffer = typename Exec::Buffer;
+  // The edge arrays of blocks handed out with Block::on_device, reused once a block is released;
+  // the pool is shared with the blocks, so a block may outlive the backend. A block is released
+  // after its consumer's work on it has completed (the trainer reads its loss back first).
+  struct EdgeArrays {
+    Buffer indptr, indices, weights;
+  };
+  struct EdgePool {
+    std::mutex mu;
+    std::vector<std::unique_ptr<EdgeArrays>> free;
+  };
+
+  // Block b's offsets and weights copied into pooled arrays of executor memory, set as
+  // b.on_device (the host edge vectors emptied); returns where its local ids go.
+  int64_t* edges_on_device(int64_t nd, const LayerPicks& lo, Block& b) {
+    std::unique_ptr<EdgeArrays> a;
+    {
+      std::lock_guard<std::mutex> lock(edge_pool_->mu);
+      if (!edge_pool_->free.empty()) {
+        a = std::move(edge_pool_->free.back());
+        edge_pool_->free.pop_back();
+      }
+    }
+    if (!a) a = std::make_unique<EdgeArrays>();
+    auto e = std::make_shared<BlockEdges>();
+    e->device = device_;
+    e->num_edges = lo.total;
+    auto* indptr = reserve<int64_t>(a->indptr, nd + 1);
+    ex_.copy(indptr, lo.offsets, (nd + 1) * sizeof(int64_t));
+    e->indptr = indptr;
+    e->indices = reserve<int64_t>(a->indices, lo.total);
+    if (lo.weights) {
+      auto* w = reserve<float>(a->weights, lo.total);
+      if (lo.total) ex_.copy(w, lo.weights, lo.total * sizeof(float));
+      e->weights = w;
+    }
+    e->copy = &Exec::read;
+    std::shared_ptr<EdgePool> pool = edge_pool_;
+    EdgeArrays* raw = a.release();
+    e->keep = std::shared_ptr<void>(raw, [pool](void* p) {
+      std::lock_guard<std::mutex> lock(pool->mu);
+      pool->free.emplace_back(static_cast<EdgeArrays*>(p));
+    });
+    b.indptr.clear();
+    b.indices.clear();
+    b.weights.clear();
+    b.on_device = e;
+    return const_cast<int64_t*>(e->indices);
+  }
 
   // One thread per task in task order, or the turbo schedule: sort keys computed on the device,
   // counting-sorted on the host (one O(n) pass), the order uploaded.
@@ -536,8 +597,9 @@ class KernelSamplerBackend final : public SamplerBackend {
   std::string name_;
   Device device_;
   LocalTopology topo_;
-  bool biased_, replace_, turbo_;
+  bool biased_, replace_, turbo_, blocks_on_device_;
   bool indices_on_host_ = false;
+  std::shared_ptr<EdgePool> edge_pool_ = std::make_shared<EdgePool>();
   int64_t hot_rows_ = 0;
   Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_;
   typename Exec::Registration indices_reg_;

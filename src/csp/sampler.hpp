@@ -71,6 +71,9 @@ struct SamplerOptions {
   // Seeds must be owned by the calling rank (co-partitioned seeds, DSP 2.2). Off, any rank may
   // sample any node (e.g. evaluation over arbitrary ids).
   bool require_owned_seeds = true;
+  // A device backend leaves each block's edge arrays in its memory (Block::on_device) instead of
+  // copying them to the host: for a trainer on that device. The CPU backend ignores it.
+  bool blocks_on_device = false;
 };
 
 // Accumulated since construction or reset_stats(), this rank only. Times are wall seconds.

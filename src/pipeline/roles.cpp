@@ -281,7 +281,13 @@ std::vector<uint8_t> pack_batch(const LoadedBatch& b) {
   w.put(b.sample.batch);
   w.put_vec(b.sample.seeds);
   w.put<int64_t>(static_cast<int64_t>(b.sample.blocks.size()));
-  for (const Block& k : b.sample.blocks) {
+  for (const Block& blk : b.sample.blocks) {
+    Block host;  // a block whose edges the sampler left on its device, brought back
+    if (blk.on_device) {
+      host = blk;
+      host.edges_to_host();
+    }
+    const Block& k = blk.on_device ? host : blk;
     w.put(k.num_dst);
     w.put(k.num_src);
     w.put_vec(k.indptr);

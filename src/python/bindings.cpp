@@ -148,6 +148,7 @@ py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t 
 py::tuple batch_to_py(LoadedBatch&& lb) {
   py::list blocks;
   for (Block& b : lb.sample.blocks) {
+    b.edges_to_host();
     py::dict d;
     d["num_src"] = b.num_src;
     d["num_dst"] = b.num_dst;

@@ -19,19 +19,47 @@
 
 namespace dsp {
 
+namespace {
+// A block's edge arrays where the sampler left them (Block::on_device), wrapped without a copy
+// (the tensors share the arrays' owner), then moved to `device` if that is elsewhere.
+void wrap_device_edges(const Block& b, const torch::Device& device, BlockTensors& t) {
+  const BlockEdges& e = *b.on_device;
+  const torch::Device where = e.device.is_cuda()
+                                  ? torch::Device(torch::kCUDA,
+                                                  static_cast<c10::DeviceIndex>(e.device.index))
+                                  : torch::Device(torch::kCPU);
+  auto opts = torch::TensorOptions().dtype(torch::kInt64).device(where);
+  std::shared_ptr<const BlockEdges> keep = b.on_device;
+  auto hold = [keep](void*) {};
+  t.indptr = torch::from_blob(const_cast<int64_t*>(e.indptr), {b.num_dst + 1}, hold, opts);
+  t.indices = e.num_edges > 0
+                  ? torch::from_blob(const_cast<int64_t*>(e.indices), {e.num_edges}, hold, opts)
+                  : torch::empty({0}, opts);
+  if (where != device) {
+    t.indptr = t.indptr.to(device);
+    t.indices = t.indices.to(device);
+  }
+}
+}  // namespace
+
 BlockTensors block_to_tensors(const Block& b, const torch::Device& device) {
   DSP_CHECK_ARG(b.num_dst >= 0 && b.num_dst <= b.num_src,
                 "block has {} destination nodes but only {} source nodes (dst must prefix src)",
                 b.num_dst, b.num_src);
+  BlockTensors t;
+  t.num_dst = b.num_dst;
+  t.num_src = b.num_src;
+  t.cache = std::make_shared<BlockCache>();
+  if (b.on_device) {  // built by the sampler's device backend: its invariants hold there
+    wrap_device_edges(b, device, t);
+    return t;
+  }
   DSP_CHECK_ARG(static_cast<int64_t>(b.indptr.size()) == b.num_dst + 1,
                 "block indptr has {} entries, expected num_dst + 1 = {}", b.indptr.size(),
                 b.num_dst + 1);
   DSP_CHECK_ARG(b.indptr.front() == 0 && b.indptr.back() == b.num_edges(),
                 "block indptr spans [{}, {}] but the block has {} edges", b.indptr.front(),
                 b.indptr.back(), b.num_edges());
-  BlockTensors t;
-  t.num_dst = b.num_dst;
-  t.num_src = b.num_src;
   auto opts = torch::TensorOptions().dtype(torch::kInt64);
   // from_blob does not copy; the tensors are never written, so the const_cast is safe.
   t.indptr = torch::from_blob(const_cast<int64_t*>(b.indptr.data()), {b.num_dst + 1}, opts);
@@ -42,7 +70,6 @@ BlockTensors block_to_tensors(const Block& b, const torch::Device& device) {
     t.indptr = t.indptr.to(device);
     t.indices = t.indices.to(device);
   }
-  t.cache = std::make_shared<BlockCache>();
   return t;
 }
 

@@ -308,6 +308,9 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   so.fanouts = cfg_.fanouts;
   so.seed = cfg_.seed;
   so.kernel = parse_sample_kernel(cfg_.sample_kernel);
+  // The trainer runs on the rank's device, where a device sampler backend builds the blocks: their
+  // edge arrays stay there (Block::on_device; the CPU backend ignores this).
+  so.blocks_on_device = true;
   // Fanouts run from the seeds out: with PP the last one (the input layer's) is not sampled.
   if (cfg_.preaggregate) so.fanouts.pop_back();
   // On self-reliant (pagraph) parts training samples without communication; evaluation (any

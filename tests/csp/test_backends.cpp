@@ -109,6 +109,31 @@ TEST_P(BackendBlocks, EqualCpuBackend) {
     for (const Block& bl : a.blocks) edges += bl.num_edges();
   }
   EXPECT_GT(edges, 1000);  // the comparison covered real work
+  // Edge arrays left in the backend's memory: the same blocks once brought back, and held blocks
+  // keep theirs while later batches are sampled (the arrays are pooled).
+  SamplerOptions od = o;
+  od.blocks_on_device = true;
+  CollectiveSampler devb(part, *comm, od, test::sampler_backend(backend));
+  std::vector<SampledBatch> held;
+  for (int64_t batch = 0; batch < 3; ++batch) {
+    std::vector<int64_t> seeds;
+    for (int64_t v = batch; v < part.meta.num_nodes; v += 23) seeds.push_back(v);
+    held.push_back(devb.sample(seeds, 1, batch));
+  }
+  for (int64_t batch = 0; batch < 3; ++batch) {
+    std::vector<int64_t> seeds;
+    for (int64_t v = batch; v < part.meta.num_nodes; v += 23) seeds.push_back(v);
+    SampledBatch want = cpu.sample(seeds, 1, batch);
+    SampledBatch& got = held[batch];
+    for (size_t l = 0; l < got.blocks.size(); ++l) {
+      ASSERT_NE(got.blocks[l].on_device, nullptr);
+      EXPECT_TRUE(got.blocks[l].indices.empty());
+      EXPECT_EQ(got.blocks[l].num_edges(), want.blocks[l].num_edges());
+      got.blocks[l].edges_to_host();
+      EXPECT_EQ(got.blocks[l].on_device, nullptr);
+    }
+    expect_same_blocks(want, got);
+  }
   // Degenerate batches: no seeds, one seed.
   expect_same_blocks(cpu.sample({}, 0, 9), dev.sample({}, 0, 9));
   expect_same_blocks(cpu.sample({17}, 0, 10), dev.sample({17}, 0, 10));

@@ -82,6 +82,9 @@ class CudaExec {
     CudaDeviceGuard g(device_);
     DSP_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
+  static void read(void* h, const void* d, size_t bytes) {
+    if (bytes) DSP_CUDA_CHECK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+  }
 
  private:
   void copy_kind(void* d, const void* s, size_t bytes, cudaMemcpyKind kind) {
