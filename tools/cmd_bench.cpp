@@ -200,6 +200,7 @@ nlohmann::json bench_sample_mode(const SampleArgs& a, RankRuntime& rt, SampleMod
   o.seed = a.seed;
   o.mode = mode;
   o.kernel = parse_sample_kernel(a.kernel);
+  o.blocks_on_device = true;  // as dsp train samples: a device backend's blocks stay there
   std::unique_ptr<CollectiveSampler> sp = rt.make_sampler(o);
   CollectiveSampler& sampler = *sp;
   std::vector<int64_t> seeds;
@@ -745,6 +746,7 @@ void run_pipeline_bench(const PipeArgs& a) {
   SamplerOptions so;
   so.fanouts = parse_int_list(a.fanouts, "--fanouts");
   so.seed = a.seed;
+  so.blocks_on_device = true;  // the trainer runs on the rank's device, as in dsp train
   std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
   FeatureStore& store = rt.store();
   TrainConfig tc;
