@@ -5,8 +5,9 @@
 // else is the executor's copies and scans, so what the CPU tests check is the sequence the GPU runs.
 //
 // Every array is executor memory (the sampler's BackendBuffers); only sizes are read back.
-// group: an owner per node (csp::owner_of), then per owner rank a flag scan giving each of its
-// nodes its place in the owner's chunk (stable) and a scatter of tasks and permutation.
+// group: an owner per node (csp::owner_of); one exclusive scan of the owner-major flag matrix
+// (P x n) gives every node its grouped position (stable within an owner); one scatter of tasks
+// and permutation.
 // sample: slots = prefix sums of the fanouts (scan); one thread per task draws its positions and
 // writes ids at its slot; counts are scanned into offsets and the picks compacted (one thread per
 // task). With SampleKernel::kTurbo the draws run as TurboSampleTask (csp/degree_schedule.hpp): the
@@ -192,26 +193,28 @@ struct GroupOwner {
   }
 };
 
-struct FlagOwner {
+// flag[p * n + i] = 1 when node i belongs to owner p: the owner-major flag matrix, whose exclusive
+// scan is every node's grouped position (the nodes of lower owners, then p's before i).
+struct FlagOwners {
   const int64_t* owner;
-  int64_t p;
+  int64_t n;
   int64_t* flag;
-  DSP_HOST_DEVICE void operator()(int64_t i) const { flag[i] = owner[i] == p ? 1 : 0; }
+  DSP_HOST_DEVICE void operator()(int64_t k) const { flag[k] = owner[k % n] == k / n ? 1 : 0; }
 };
 
-// Node i of owner p goes to grouped position base + (its rank among p's nodes).
 struct GroupScatter {
   const int64_t* frontier;
   const int32_t* fanout;
   int uniform;
   const int64_t* owner;
-  int64_t p, base;
-  const int64_t* rank;  // exclusive prefix of the owner-p flags
+  int64_t n;
+  const int64_t* rank;  // exclusive scan of the flag matrix
   int64_t* tasks;
   int64_t* perm;
   DSP_HOST_DEVICE void operator()(int64_t i) const {
-    if (owner[i] != p) return;
-    const int64_t at = base + rank[i];
+    const int64_t p = owner[i];
+    if (p < 0) return;
+    const int64_t at = rank[p * n + i];
     tasks[at] = csp::pack_task(frontier[i], fanout ? fanout[i] : uniform);
     perm[at] = i;
   }
@@ -301,8 +304,8 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.sync();
   }
 
-  // Owners per node, then per owner a flag scan giving each node its grouped position (P is a
-  // few ranks: one count read back per owner).
+  // Owners per node, one scan of the owner-major flag matrix (P x n: P is a few ranks) giving
+  // every node its grouped position, one scatter; the P chunk sizes come back in one copy.
   void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
              const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
              std::vector<int64_t>& counts) override {
@@ -312,17 +315,18 @@ class KernelSamplerBackend final : public SamplerBackend {
     const int64_t* off = upload(small_, offsets.data(), offsets.size() * sizeof(int64_t));
     auto* owner = reserve<int64_t>(owner_, n);
     ex_.for_each(n, kernels::GroupOwner{frontier, fanout, uniform, off, P, owner});
-    auto* flag = reserve<int64_t>(wide_, n);
-    int64_t base = 0;
-    for (int p = 0; p < P; ++p) {
-      ex_.for_each(n, kernels::FlagOwner{owner, p, flag});
-      auto* rank = prefix_with_zero(slot_, flag, n);
-      ex_.for_each(n, kernels::GroupScatter{frontier, fanout, uniform, owner, p, base, rank,
-                                            tasks, perm});
-      counts[p] = read_back(rank + n);
-      base += counts[p];
-    }
+    auto* flag = reserve<int64_t>(wide_, P * n);
+    ex_.for_each(P * n, kernels::FlagOwners{owner, n, flag});
+    auto* rank = prefix_with_zero(slot_, flag, P * n);
+    ex_.for_each(n, kernels::GroupScatter{frontier, fanout, uniform, owner, n, rank, tasks, perm});
+    std::vector<int64_t> bounds(P + 1);
+    for (int p = 0; p <= P; ++p) bounds[p] = p * n;
+    const int64_t* at = upload(bounds_, bounds.data(), bounds.size() * sizeof(int64_t));
+    auto* got = reserve<int64_t>(small_out_, P + 1);
+    ex_.for_each(P + 1, kernels::GatherAt{rank, at, got});
+    download(bounds.data(), got, P + 1);
     ex_.sync();
+    for (int p = 0; p < P; ++p) counts[p] = bounds[p + 1] - bounds[p];
   }
 
   int64_t sample(const int64_t* t, int64_t n, int max_fanout, uint64_t key, int32_t* cnt,
@@ -606,7 +610,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   const void* indices_ = nullptr;
   // Work buffers, reused across layers and batches.
   Buffer wide_, slot_, out_, outw_, offsets_, picks_, keys_, table_, order_, owner_, small_,
-      small_out_;
+      bounds_, small_out_;
   std::vector<int64_t> host_keys_, host_order_, host_count_;  // the turbo schedule's
 };
 
