@@ -157,6 +157,17 @@ INSTANTIATE_TEST_SUITE_P(
       return b + "_" + std::get<1>(info.param).name;
     });
 
+// The local topology of a one-part, int32-indexed partition.
+LocalTopology topology_of(const PartitionData& part) {
+  LocalTopology topo;
+  topo.num_rows = part.patch.num_nodes;
+  topo.num_edges = part.patch.num_edges();
+  topo.indptr = part.patch.rowptr();
+  topo.indices = part.patch.indices.raw();
+  topo.idx32 = true;
+  return topo;
+}
+
 class BackendRelabel : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(GetParam()); }
@@ -166,13 +177,7 @@ class BackendRelabel : public ::testing::TestWithParam<std::string> {
 // first, then local ids in order of first occurrence, exactly as a hash map gives them.
 TEST_P(BackendRelabel, FirstOccurrenceOrder) {
   PartitionData part = single_part(weighted_graph(false));
-  LocalTopology topo;
-  topo.num_rows = part.patch.num_nodes;
-  topo.num_edges = part.patch.num_edges();
-  topo.indptr = part.patch.rowptr();
-  topo.indices = part.patch.indices.raw();
-  topo.idx32 = true;
-  auto dev = test::sampler_backend(GetParam())(topo, SamplerOptions{{5}});
+  auto dev = test::sampler_backend(GetParam())(topology_of(part), SamplerOptions{{5}});
   for (int64_t n : {1, 2, 1000, 200000}) {
     SCOPED_TRACE(n);
     std::vector<int64_t> dst;
@@ -212,13 +217,7 @@ TEST_P(BackendRelabel, FirstOccurrenceOrder) {
 // of fanout 0 skipped, an empty part), per-rank sums of counts, and un-permuting picks.
 TEST_P(BackendRelabel, GroupSumAndUnpermute) {
   PartitionData part = single_part(weighted_graph(false));
-  LocalTopology topo;
-  topo.num_rows = part.patch.num_nodes;
-  topo.num_edges = part.patch.num_edges();
-  topo.indptr = part.patch.rowptr();
-  topo.indices = part.patch.indices.raw();
-  topo.idx32 = true;
-  auto dev = test::sampler_backend(GetParam())(topo, SamplerOptions{{5}});
+  auto dev = test::sampler_backend(GetParam())(topology_of(part), SamplerOptions{{5}});
   const std::vector<int64_t> offsets{0, 300, 300, 700, 1000};  // part 1 is empty
   RngStream s(rng_key(9, 1), 0);
   const int64_t nf = 5000;
