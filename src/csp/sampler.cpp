@@ -17,7 +17,6 @@ using csp::kPurposeNodeWise;
 
 namespace {
 
-using csp::pack_task;
 using csp::task_fanout;
 using csp::task_id;
 constexpr int kMaxFanout = (1 << 22);
@@ -31,18 +30,7 @@ std::vector<int64_t> prefix(const std::vector<int64_t>& c) {
   return o;
 }
 
-// Elements of `chunks` (laid out by rank with offsets `off`) without rank `self`'s chunk: what an
-// all_to_all_v sends when the self part is handled locally.
-template <class T>
-std::vector<T> without_self(const std::vector<T>& data, const std::vector<int64_t>& off, int self) {
-  std::vector<T> out;
-  out.reserve(data.size() - (off[self + 1] - off[self]));
-  out.insert(out.end(), data.begin(), data.begin() + off[self]);
-  out.insert(out.end(), data.begin() + off[self + 1], data.end());
-  return out;
-}
-
-// all_to_all_v with known receive counts.
+// all_to_all_v of host vectors with known receive counts (walks).
 template <class T>
 std::vector<T> a2a(Communicator& c, const std::vector<T>& send, const std::vector<int64_t>& sc,
                    const std::vector<int64_t>& rc, const char* label) {
