@@ -33,8 +33,15 @@ class HostExec {
  public:
   class Buffer {
    public:
+    // Grows by at least half (as DeviceBuffer does), dropping the contents: sizes that creep up
+    // batch after batch settle after a few growths.
     void* reserve(size_t bytes) {
-      if (bytes > mem_.size() * sizeof(uint64_t)) mem_.resize((bytes + 7) / 8);
+      const size_t words = (bytes + 7) / 8;
+      if (words > mem_.size()) {
+        const size_t grown = std::max(words, mem_.size() + mem_.size() / 2);
+        std::vector<uint64_t>().swap(mem_);
+        mem_.resize(grown);
+      }
       return mem_.data();
     }
     void* data() const { return const_cast<uint64_t*>(mem_.data()); }
