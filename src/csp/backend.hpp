@@ -13,8 +13,8 @@
 //   relabel       one layer's destination nodes and picks into a Block (block.hpp conventions).
 //
 // Sample and relabel follow the per-node logic of sample_kernels.hpp exactly, so every backend
-// gives the same blocks in global ids (tested: CPU backend vs the device path executed on the host, at 1..4
-// ranks). Backends:
+// gives the same blocks in global ids (tested: CPU backend vs the device path executed on the
+// host, at 1..4 ranks). Backends:
 //
 //   cpu        make_cpu_sampler_backend (cpu_backend.cpp): OpenMP loops, software-prefetched;
 //              SampleKernel::kTurbo splits tasks over threads degree-sorted (degree_schedule.hpp).
@@ -124,9 +124,10 @@ class SamplerBackend {
                          BackendBuffer& out_nbrs, BackendBuffer* out_weights) = 0;
   // The block of one layer (`layer` counts from the seeds out; backends may keep per-layer sizing
   // hints): destination nodes dst[0, nd) first, then new sources in first-seen order over
-  // `picks`. The block is host memory; its source ids also go to `src` (the next frontier).
+  // `picks`. The block is host memory (edges: see SamplerOptions::blocks_on_device); its source
+  // ids also go to `src` unless it is null (the next frontier, when it lives in backend memory).
   virtual void relabel(const int64_t* dst, int64_t nd, const LayerPicks& picks, int layer,
-                       Block& out, BackendBuffer& src) = 0;
+                       Block& out, BackendBuffer* src) = 0;
 };
 
 // A BackendBuffer over an executor's buffer type (core/host_exec.hpp: E::Buffer).

@@ -32,12 +32,12 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/host_device.hpp"
+#include "core/recycle_pool.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
 #include "csp/degree_schedule.hpp"
@@ -397,7 +397,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
 
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
-               BackendBuffer& src_out) override {
+               BackendBuffer* src_out) override {
     const int64_t ne = lo.total;
     const int64_t n = nd + ne;
     DSP_CHECK(n < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", n);
@@ -443,35 +443,24 @@ class KernelSamplerBackend final : public SamplerBackend {
       download(b.indices.data(), local + nd, ne);
     }
     download(b.src_ids.data(), src, b.num_src);
-    ex_.copy(src_out.reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
+    if (src_out) {
+      ex_.copy(src_out->reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
+    }
     ex_.sync();
   }
 
  private:
   using Buffer = typename Exec::Buffer;
-  // The edge arrays of blocks handed out with Block::on_device, reused once a block is released;
-  // the pool is shared with the blocks, so a block may outlive the backend. A block is released
-  // after its consumer's work on it has completed (the trainer reads its loss back first).
+  // The edge arrays of blocks handed out with Block::on_device, reused once a block is released
+  // (after its consumer's work on it has completed: the trainer reads its loss back first).
   struct EdgeArrays {
     Buffer indptr, indices, weights;
-  };
-  struct EdgePool {
-    std::mutex mu;
-    std::vector<std::unique_ptr<EdgeArrays>> free;
   };
 
   // Block b's offsets and weights copied into pooled arrays of executor memory, set as
   // b.on_device (the host edge vectors emptied); returns where its local ids go.
   int64_t* edges_on_device(int64_t nd, const LayerPicks& lo, Block& b) {
-    std::unique_ptr<EdgeArrays> a;
-    {
-      std::lock_guard<std::mutex> lock(edge_pool_->mu);
-      if (!edge_pool_->free.empty()) {
-        a = std::move(edge_pool_->free.back());
-        edge_pool_->free.pop_back();
-      }
-    }
-    if (!a) a = std::make_unique<EdgeArrays>();
+    std::shared_ptr<EdgeArrays> a = RecyclePool<EdgeArrays>::lend(edge_pool_);
     auto e = std::make_shared<BlockEdges>();
     e->device = device_;
     e->num_edges = lo.total;
@@ -485,12 +474,7 @@ class KernelSamplerBackend final : public SamplerBackend {
       e->weights = w;
     }
     e->copy = &Exec::read;
-    std::shared_ptr<EdgePool> pool = edge_pool_;
-    EdgeArrays* raw = a.release();
-    e->keep = std::shared_ptr<void>(raw, [pool](void* p) {
-      std::lock_guard<std::mutex> lock(pool->mu);
-      pool->free.emplace_back(static_cast<EdgeArrays*>(p));
-    });
+    e->keep = std::move(a);
     b.indptr.clear();
     b.indices.clear();
     b.weights.clear();
@@ -603,7 +587,8 @@ class KernelSamplerBackend final : public SamplerBackend {
   LocalTopology topo_;
   bool biased_, replace_, turbo_, blocks_on_device_;
   bool indices_on_host_ = false;
-  std::shared_ptr<EdgePool> edge_pool_ = std::make_shared<EdgePool>();
+  std::shared_ptr<RecyclePool<EdgeArrays>> edge_pool_ =
+      std::make_shared<RecyclePool<EdgeArrays>>();
   int64_t hot_rows_ = 0;
   Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_;
   typename Exec::Registration indices_reg_;

@@ -310,7 +310,9 @@ template <class T>
 void upload(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
   be.to_backend(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(), v.size() * sizeof(T));
 }
-int64_t sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+int64_t sum(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{0});
+}
 }  // namespace
 
 CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
@@ -362,9 +364,10 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout) {
     return;
   }
   const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
-  const int64_t nl = backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b,
-                                      max_fanout, key, b.answer_counts->reserve_n<int32_t>(n),
-                                      *b.answer_nbrs, opts_.biased ? b.answer_weights.get() : nullptr);
+  const int64_t nl =
+      backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout, key,
+                       b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
+                       opts_.biased ? b.answer_weights.get() : nullptr);
   std::vector<int64_t> ht, ln;
   std::vector<int32_t> lc;
   std::vector<float> lw;
@@ -571,10 +574,16 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   out.seeds = seeds;
   std::vector<Block> blocks;
   blocks.reserve(L);
-  // The frontier in backend memory (the previous block's sources; first the seeds), and on the
-  // host (the same ids in the previous block) where layer-wise counts need it.
+  // The frontier: the seeds, then the previous block's sources. A host backend reads them where
+  // they are; a device backend gets the seeds uploaded and keeps each next frontier in its memory.
+  // Layer-wise counts read them on the host.
   Buffers& bf = *buf_;
-  upload(*backend_, *bf.frontier, seeds);
+  const bool host = backend_->memory() == MemorySpace::kHost;
+  const int64_t* frontier = seeds.data();
+  if (!host) {
+    upload(*backend_, *bf.frontier, seeds);
+    frontier = bf.frontier->as<int64_t>();
+  }
   const int64_t* host_frontier = seeds.data();
   int64_t nf = static_cast<int64_t>(seeds.size());
   std::vector<int32_t> fan;
@@ -587,14 +596,19 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
       upload(*backend_, *bf.fanout, fan);
       fanout = bf.fanout->as<int32_t>();
     }
-    const int64_t* frontier = bf.frontier->as<int64_t>();
     LayerPicks lo = run_layer(frontier, nf, fanout, opts_.fanouts[l], key);
     Stopwatch rsw;
     blocks.emplace_back();
-    backend_->relabel(frontier, nf, lo, l, blocks.back(), *bf.next);
-    std::swap(bf.frontier, bf.next);
+    const bool next_on_device = !host && l + 1 < L;
+    backend_->relabel(frontier, nf, lo, l, blocks.back(), next_on_device ? bf.next.get() : nullptr);
     host_frontier = blocks.back().src_ids.data();
     nf = blocks.back().num_src;
+    if (next_on_device) {
+      std::swap(bf.frontier, bf.next);
+      frontier = bf.frontier->as<int64_t>();
+    } else {
+      frontier = host_frontier;
+    }
     stats_.t_relabel += rsw.seconds();
     stats_.sampled_edges += blocks.back().num_edges();
     stats_.t_layer[l] += lsw.seconds();

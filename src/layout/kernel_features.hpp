@@ -15,11 +15,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/recycle_pool.hpp"
 #include "core/host_device.hpp"
 #include "layout/feature_backend.hpp"
 
@@ -135,10 +135,9 @@ class KernelFeatureBackend final : public FeatureBackend {
   // Output rows come from a pool of growth-only buffers: a batch's buffer returns to the pool when
   // the batch is dropped, so once sizes settle no batch allocates (no cudaMalloc on the hot path).
   std::shared_ptr<void> allocate_rows(int64_t n) override {
-    std::shared_ptr<Buffer> buf = pool_->take();
+    std::shared_ptr<Buffer> buf = RecyclePool<Buffer>::lend(pool_);
     void* p = buf->reserve(std::max<size_t>(n * src_.row_bytes, 16));
-    std::shared_ptr<RowPool> pool = pool_;
-    return std::shared_ptr<void>(p, [pool, buf](void*) mutable { pool->give(std::move(buf)); });
+    return std::shared_ptr<void>(buf, p);
   }
   void copy_to_host(const void* rows, int64_t n, void* host) override {
     if (n == 0) return;
@@ -148,22 +147,6 @@ class KernelFeatureBackend final : public FeatureBackend {
 
  private:
   using Buffer = typename Exec::Buffer;
-  // Shared with the batches' deleters, so a batch may outlive the backend.
-  struct RowPool {
-    std::mutex mu;
-    std::vector<std::shared_ptr<Buffer>> free;
-    std::shared_ptr<Buffer> take() {
-      std::lock_guard<std::mutex> lock(mu);
-      if (free.empty()) return std::make_shared<Buffer>();
-      std::shared_ptr<Buffer> b = std::move(free.back());
-      free.pop_back();
-      return b;
-    }
-    void give(std::shared_ptr<Buffer> b) {
-      std::lock_guard<std::mutex> lock(mu);
-      free.push_back(std::move(b));
-    }
-  };
 
   // out row pos[r] (r when pos is empty) = row rows[r] of base, r < rows.size().
   void copy_rows(const std::vector<int64_t>& rows, const std::vector<int64_t>& pos,
@@ -206,7 +189,7 @@ class KernelFeatureBackend final : public FeatureBackend {
   int64_t cached_rows_ = 0;
   Buffer stage_, ids_a_, pos_a_, ids_b_, pos_b_;
   std::vector<int64_t> cold_ids_, cold_pos_, hot_slots_, hot_pos_;
-  std::shared_ptr<RowPool> pool_ = std::make_shared<RowPool>();
+  std::shared_ptr<RecyclePool<Buffer>> pool_ = std::make_shared<RecyclePool<Buffer>>();
 };
 
 }  // namespace dsp

@@ -203,7 +203,8 @@ TEST_P(BackendRelabel, FirstOccurrenceOrder) {
     picks.total = n;
     Block b;
     auto src = dev->make_buffer();
-    dev->relabel(d_dst->as<int64_t>(), static_cast<int64_t>(dst.size()), picks, 0, b, *src);
+    dev->relabel(d_dst->as<int64_t>(), static_cast<int64_t>(dst.size()), picks, 0, b,
+                 src.get());
     EXPECT_EQ(b.num_dst, static_cast<int64_t>(dst.size()));
     EXPECT_EQ(b.num_src, static_cast<int64_t>(want_src.size()));
     EXPECT_EQ(b.src_ids, want_src);
