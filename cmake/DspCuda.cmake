@@ -24,6 +24,9 @@ if(NOT DSP_WITH_CUDA STREQUAL "OFF" AND NOT DSP_FUZZ)
       set(ENV{TORCH_CUDA_ARCH_LIST} "${_dsp_torch_archs}")
     endif()
     enable_language(CUDA)
+    # The shared CUDA runtime, as LibTorch links it: one cudart (one set of runtime state,
+    # registrations and streams) in a process that holds both, never a static copy beside it.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)

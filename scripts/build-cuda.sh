@@ -11,7 +11,9 @@
 # NCCL) under /usr/local/cuda (CUDA_HOME overrides) and python3 with venv (Debian: python3-venv).
 #
 # Usage: scripts/build-cuda.sh [-jN] [extra cmake args...]   (default -j1: a shared 2-core box)
-# Env: DSP_CUDA_BUILD_DIR (default build-cuda), DSP_CUDA_ARCHS (default "80;90").
+#        scripts/build-cuda.sh --venv-only                  (only the torch venv)
+# Env: DSP_CUDA_BUILD_DIR (default build-cuda), DSP_CUDA_ARCHS (default "80;90"), DSP_CUDA_TARGETS
+# (space-separated targets to build; default all).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -22,6 +24,9 @@ archs="${DSP_CUDA_ARCHS:-80;90}"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 venv="$here/.venv-cuda"
 [[ -x "$cuda/bin/nvcc" ]] || { echo "build-cuda.sh: no nvcc under $cuda (set CUDA_HOME)" >&2; exit 1; }
+
+venv_only=0
+[[ "${1:-}" == --venv-only ]] && venv_only=1
 
 t0=$(date +%s)
 if [[ -n "${DSP_TORCH_PREFIX:-}" ]]; then
@@ -41,6 +46,7 @@ else
   fi
   torch_prefix="$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
 fi
+((venv_only)) && exit 0
 t1=$(date +%s)
 
 # Torch's CMake config looks for the CUDA toolkit itself (FindCUDAToolkit): point it at the one
@@ -57,7 +63,8 @@ if ! cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CU
 fi
 grep -E "^-- (dsp:|Found CUDA|Found CUDAToolkit|Found Torch|Caffe2: CUDA)" "$log" | sed 's/^/  /' || true
 t2=$(date +%s)
-if ! cmake --build "$build" -j "$jobs" >"$log" 2>&1; then
+read -r -a targets <<<"${DSP_CUDA_TARGETS:-}"
+if ! cmake --build "$build" -j "$jobs" ${targets[@]:+--target "${targets[@]}"} >"$log" 2>&1; then
   echo "build-cuda.sh: build failed:" >&2; grep -E "error|Error" "$log" | head -n 40 >&2
   tail -n 40 "$log" >&2; exit 1
 fi

@@ -67,18 +67,45 @@ TEST(CudaRng, DrawsEqualHostStreams) {
 }
 
 // A second registration of a range (another store or rank of this process registered it first)
-// must not fail, and the first owner's unregistering must not be undone by the second's.
-TEST(CudaMemory, SecondRegistrationOfARangeSucceeds) {
+// must not fail, and the first owner's unregistering must not pull the range from under the
+// second (registrations are counted per base address).
+TEST(CudaMemory, BorrowerOutlivesTheFirstOwner) {
   REQUIRE_GPU();
   std::vector<unsigned char> host(1 << 20, 7);
-  cuda::HostRegistration a, b;
-  const void* da = a.map(host.data(), host.size(), false);
+  auto a = std::make_unique<cuda::HostRegistration>();
+  cuda::HostRegistration b, inner;
+  const void* da = a->map(host.data(), host.size(), false);
   const void* db = b.map(host.data(), host.size(), false);
+  const void* di = inner.map(host.data() + 4096, 4096, true);
   EXPECT_NE(da, nullptr);
   EXPECT_EQ(da, db);
+  EXPECT_EQ(static_cast<const unsigned char*>(da) + 4096, di);
+  a.reset();  // the first owner lets go
+  host[5] = 9;
   Dev<unsigned char> out(16);
   DSP_CUDA_CHECK(cudaMemcpy(out.p, db, 16, cudaMemcpyDefault));
-  EXPECT_EQ(out.get(), std::vector<unsigned char>(16, 7));
+  std::vector<unsigned char> want(16, 7);
+  want[5] = 9;
+  EXPECT_EQ(out.get(), want);
+}
+
+// A read-only file mapping (how a partition's neighbour array is opened) is readable by the
+// device: registered read-only where the device supports it, else through a pinned copy.
+TEST(CudaMemory, ReadOnlyFileMappingIsReadable) {
+  REQUIRE_GPU();
+  std::printf("read-only host registration supported: %s\n",
+              cuda::read_only_registration_supported() ? "yes" : "no (pinned copy)");
+  const std::string path = testing::TempDir() + "dsp_ro_mapping.bin";
+  std::vector<unsigned char> bytes(3 << 20);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 31 + 7);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  MappedFile f(path);
+  cuda::HostRegistration r;
+  const void* d = r.map(f.data(), f.size(), true);
+  Dev<unsigned char> out(bytes.size());
+  DSP_CUDA_CHECK(cudaMemcpy(out.p, d, bytes.size(), cudaMemcpyDefault));
+  EXPECT_EQ(out.get(), bytes);
+  std::remove(path.c_str());
 }
 
 }  // namespace

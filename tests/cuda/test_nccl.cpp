@@ -2,7 +2,7 @@
 // bootstrapped over MPI. Run by scripts/gpu-check.sh at one rank (NCCL refuses two ranks on one
 // GPU; the lent machine has one). With --staged: the staged communicator instead (MPI through
 // pinned host memory, ccc/cuda/staging.hpp), which 2 ranks on one GPU can run. Without a GPU
-// nothing runs (a line says so).
+// nothing runs: a line says so and the exit code is ctest's skip code.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -53,9 +53,9 @@ int main(int argc, char** argv) {
   auto mpi = dsp::make_communicator("mpi", opts);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    // No GPU: run nothing but say so, counted as skipped by gpu-check.sh's summary.
+    // No GPU: run nothing, say so, and exit as skipped (ctest and gpu-check.sh count it so).
     if (mpi->rank() == 0) std::printf("[  SKIPPED ] nccl conformance: no CUDA device visible\n");
-    return 0;
+    return dsp::test::kSkipExitCode;
   }
   const int device = mpi->rank() % devices;
   DSP_CUDA_CHECK(cudaSetDevice(device));

@@ -107,6 +107,7 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device, const Co
   DeviceGuard g(device);
   DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   DSP_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&m.scratch), sizeof(int32_t)));
+  DSP_CUDA_CHECK(cudaMemset(m.scratch, 0, sizeof(int32_t)));  // barrier() all-reduces it: never read uninitialised
   DSP_NCCL_CHECK(ncclCommInitRank(&m.comm, m.size, id, m.rank));
   DSP_DEBUG("ccc", "nccl communicator: rank {} of {} on cuda:{}", m.rank, m.size, device);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cuda/check.hpp"
+#include "core/shared_ranges.hpp"
 
 namespace dsp::cuda {
 
@@ -38,36 +39,78 @@ void* DeviceBuffer::reserve(size_t bytes) {
   return ptr_;
 }
 
+namespace {
+
+// A private copy of a read-only range in mapped pinned memory, for a device that cannot register
+// it in place.
+SharedRanges::Visible pinned_copy(void* p, size_t bytes, const char* why) {
+  DSP_INFO("cuda", "host range of {} bytes copied into pinned memory for device reads ({})", bytes, why);
+  void* pinned = nullptr;
+  DSP_CUDA_CHECK(cudaHostAlloc(&pinned, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+  std::memcpy(pinned, p, bytes);
+  SharedRanges::Visible v;
+  v.copy = true;
+  v.undo = [pinned] { DSP_CUDA_CHECK_NO_THROW(cudaFreeHost(pinned)); };
+  DSP_CUDA_CHECK(cudaHostGetDevicePointer(&v.device, pinned, 0));
+  return v;
+}
+
+SharedRanges::Visible register_range(void* p, size_t bytes, bool read_only) {
+  unsigned flags = cudaHostRegisterMapped | cudaHostRegisterPortable;
+  if (read_only) {
+    if (!read_only_registration_supported())
+      return pinned_copy(p, bytes, "the device does not support read-only registration");
+    flags |= cudaHostRegisterReadOnly;
+  }
+  SharedRanges::Visible v;
+  const cudaError_t err = cudaHostRegister(p, bytes, flags);
+  if (err == cudaErrorHostMemoryAlreadyRegistered) {
+    (void)cudaGetLastError();  // registered outside dsp: used as it is, never unregistered here
+  } else if (err != cudaSuccess && read_only) {
+    (void)cudaGetLastError();
+    return pinned_copy(p, bytes, cudaGetErrorString(err));
+  } else {
+    DSP_CUDA_CHECK(err);
+    v.undo = [p] { DSP_CUDA_CHECK_NO_THROW(cudaHostUnregister(p)); };
+  }
+  const cudaError_t gerr = cudaHostGetDevicePointer(&v.device, p, 0);
+  if (gerr != cudaSuccess) {
+    if (v.undo) v.undo();
+    DSP_CUDA_CHECK(gerr);
+  }
+  return v;
+}
+
+SharedRanges& process_ranges() {
+  static SharedRanges* ranges = new SharedRanges(register_range);  // outlives static destructors
+  return *ranges;
+}
+
+}  // namespace
+
+bool read_only_registration_supported() {
+  int dev = 0, ro = 0;
+  DSP_CUDA_CHECK(cudaGetDevice(&dev));
+  DSP_CUDA_CHECK(cudaDeviceGetAttribute(&ro, cudaDevAttrHostRegisterReadOnlySupported, dev));
+  return ro != 0;
+}
+
 const void* HostRegistration::map(const void* ptr, size_t bytes, bool read_only) {
   DSP_CHECK(host_ == nullptr, "HostRegistration: already holds a registration");
   if (!ptr || bytes == 0) return ptr;
   void* p = const_cast<void*>(ptr);
-  unsigned flags = cudaHostRegisterMapped | cudaHostRegisterPortable;
-  if (read_only) {
-    int dev = 0, ro = 0;
-    DSP_CUDA_CHECK(cudaGetDevice(&dev));
-    DSP_CUDA_CHECK(cudaDeviceGetAttribute(&ro, cudaDevAttrHostRegisterReadOnlySupported, dev));
-    if (ro) flags |= cudaHostRegisterReadOnly;
-  }
-  const cudaError_t err = cudaHostRegister(p, bytes, flags);
-  if (err == cudaErrorHostMemoryAlreadyRegistered) {
-    (void)cudaGetLastError();  // not sticky; clear it
-  } else {
-    DSP_CUDA_CHECK(err);
-    host_ = p;
-  }
-  void* dev = nullptr;
-  const cudaError_t gerr = cudaHostGetDevicePointer(&dev, p, 0);
-  if (gerr != cudaSuccess) {
-    if (host_) DSP_CUDA_CHECK_NO_THROW(cudaHostUnregister(host_));
-    host_ = nullptr;
-    DSP_CUDA_CHECK(gerr);
-  }
+  void* dev = process_ranges().acquire(p, bytes, read_only);
+  host_ = p;
   return dev;
 }
 
 HostRegistration::~HostRegistration() {
-  if (host_) DSP_CUDA_CHECK_NO_THROW(cudaHostUnregister(host_));
+  if (!host_) return;
+  try {
+    process_ranges().release(host_);
+  } catch (const std::exception& e) {
+    DSP_WARN("cuda", "host registration release: {}", e.what());
+  }
 }
 
 int device_count() {

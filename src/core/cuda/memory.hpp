@@ -25,23 +25,28 @@ class DeviceBuffer {
   size_t cap_ = 0;
 };
 
-// A host range registered for device access (mapped, portable; read-only when asked, as a
-// read-only file mapping needs: cudaHostRegisterReadOnly where the device supports it). A range
-// that is already registered (by another object or rank of this process) is used as it is, so a
-// second registration of the same range does not fail. Unregistered on destruction if this
-// object registered it.
+// A host range made readable by the device (mapped, portable). Registrations are shared by the
+// whole process and counted per base address (core/shared_ranges.hpp): a second object or rank
+// mapping the same range, or one inside it, borrows the first registration, and the range is
+// unregistered when its last holder is destroyed. A read-only range (a read-only file mapping) is
+// registered with cudaHostRegisterReadOnly; where the device does not support that, or the
+// registration is refused, the range is copied once into mapped pinned memory instead (logged).
+// A range registered outside dsp (e.g. by LibTorch) is used as it is and never unregistered here.
 class HostRegistration {
  public:
   HostRegistration() = default;
   ~HostRegistration();
   HostRegistration(const HostRegistration&) = delete;
   HostRegistration& operator=(const HostRegistration&) = delete;
-  // Registers [ptr, ptr + bytes) and returns the device pointer of ptr.
+  // Makes [ptr, ptr + bytes) readable by the current device and returns its device pointer.
   const void* map(const void* ptr, size_t bytes, bool read_only);
 
  private:
   void* host_ = nullptr;
 };
+
+// Whether the current device can register host memory read-only (cudaHostRegisterReadOnly).
+bool read_only_registration_supported();
 
 // Free and total memory of the current device, in bytes.
 void device_memory(size_t* free_bytes, size_t* total_bytes);

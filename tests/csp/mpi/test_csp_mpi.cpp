@@ -256,6 +256,7 @@ int main(int argc, char** argv) {
   dsp::CommOptions opts;
   opts.timeout = std::chrono::seconds(60);
   auto comm = dsp::make_communicator("mpi", opts);
+  if (dsp::test::no_cuda_device(comm->rank())) return dsp::test::kSkipExitCode;
   dsp::g_comm = comm.get();
   std::unique_ptr<dsp::Communicator> staged = dsp::test::make_staged_channel(opts, comm->rank());
   dsp::g_staged = staged.get();

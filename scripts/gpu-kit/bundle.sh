@@ -1,0 +1,96 @@
+# shellcheck shell=bash
+# `scripts/gpu-check.sh bundle` (here) and the device's fallback build (sourced by gpu-check.sh).
+
+# The NCCL of torch's wheel: its folder (header and libnccl.so.2 side by side in lib/ in 2.28).
+nccl_of() {  # PYTHON -> "LIBRARY INCLUDE_DIR"
+  local root inc
+  root="$("$1" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)"
+  [[ -n "$root" && -e "$root/lib/libnccl.so.2" ]] || return 1
+  inc="$root/include"
+  [[ -f "$inc/nccl.h" ]] || inc="$root/lib"
+  [[ -f "$inc/nccl.h" ]] || return 1
+  echo "$root/lib/libnccl.so.2 $inc"
+}
+
+fetch_debs() {  # DIR PACKAGES...: Debian's .debs of this machine's release
+  local dir=$1
+  shift
+  rm -rf "$dir" && mkdir -p "$dir"
+  (cd "$dir" && apt-get download "$@" >/dev/null 2>&1) || { echo "bundle: apt-get download failed: $*" >&2; return 1; }
+}
+
+# Bytes of what a device call carries: tracked and untracked-not-ignored files, plus the kit.
+carried_mb() {
+  local tree kit
+  tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s+=$1} END {print s+0}')
+  kit=$(du -sb "$KIT" | cut -f1)
+  echo $(((tree + kit + 1048575) / 1048576))
+}
+
+bundle() {
+  local t py lib inc stage b
+  t=$(date +%s)
+  py="$here/.venv-cuda/bin/python"
+  DSP_CUDA_BUILD_DIR="${DSP_KIT_BUILD_DIR:-build-kit}"
+  # The kit's build: sm_90 only, no RPATH (the device sets the library path), tests/data relative
+  # to the repository root, source paths relative in every message (-ffile-prefix-map).
+  [[ -x "$py" ]] || bash scripts/build-cuda.sh --venv-only || return 1
+  read -r lib inc < <(nccl_of "$py") || { echo "bundle: no nvidia-nccl wheel beside $py's torch" >&2; return 1; }
+  DSP_CUDA_BUILD_DIR="$DSP_CUDA_BUILD_DIR" DSP_CUDA_ARCHS=90 DSP_CUDA_TARGETS="${bins[*]} _dsp" \
+    bash scripts/build-cuda.sh "-j${DSP_KIT_JOBS:-2}" -DCMAKE_SKIP_RPATH=ON -DDSP_TEST_DATA_DIR=tests/data \
+    -DDSP_WITH_PYTHON=ON -DPython_EXECUTABLE="$py" \
+    -DDSP_NCCL_LIBRARY="$lib" -DDSP_NCCL_INCLUDE_DIR="$inc" \
+    "-DCMAKE_CXX_FLAGS=-ffile-prefix-map=$here/=" "-DCMAKE_CUDA_FLAGS=-Xcompiler=-ffile-prefix-map=$here/=" ||
+    return 1
+  rm -rf "$KIT" && mkdir -p "$KIT"
+  stage="$(mktemp -d)"
+  for b in "${bins[@]}"; do
+    find "$DSP_CUDA_BUILD_DIR" -name "$b" -type f -perm -u+x -exec cp {} "$stage/" \; -quit
+    [[ -f "$stage/$b" ]] || { echo "bundle: $b was not built" >&2; return 1; }
+    strip --strip-unneeded "$stage/$b"
+  done
+  tar -cJf "$KIT/bin.tar.xz" -C "$stage" . && rm -rf "$stage"
+  # The Python extension is compiled on the device for its Python (py_recipe.py).
+  stage="$(mktemp -d)"
+  python3 scripts/gpu-kit/py_recipe.py record "$here/$DSP_CUDA_BUILD_DIR" "$here" "$stage" || return 1
+  tar -cJf "$KIT/py.tar.xz" -C "$stage" . && rm -rf "$stage"
+  fetch_debs "$KIT/debs" "${runtime_debs[@]}" && fetch_debs "$KIT/debs-dev" "${dev_debs[@]}" || return 1
+  {
+    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+    echo "built: $(date -u +%FT%TZ) on $(. /etc/os-release; echo "$PRETTY_NAME"), sm_90"
+    echo "torch: $("$py" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
+    echo "nccl: $lib"
+    echo "nvcc: $(nvcc --version | tail -1)"
+    echo "binaries: ${bins[*]}"
+  } >"$KIT/KIT.txt"
+  echo "bundle: $KIT in $(elapsed "$t"): $(du -sh "$KIT" | cut -f1), with the tree $(carried_mb) MiB (limit $MAX_KIT_MB)"
+  (($(carried_mb) <= MAX_KIT_MB)) || { echo "bundle: over $MAX_KIT_MB MiB" >&2; return 1; }
+}
+
+# The fallback on the device: build from the kit's -dev packages and the image's torch, then put
+# the binaries where `run` takes them.
+build_on_device() {
+  local t R ML lib inc torch_prefix b
+  kit_unpack || return 1
+  t=$(date +%s)
+  R="$KR/root" ML="$KR/root/usr/lib/x86_64-linux-gnu"
+  for f in "$KIT"/debs-dev/*.deb; do dpkg -x "$f" "$R"; done
+  kit_env || return 1
+  read -r lib inc < <(nccl_of "$PY") || { row nccl FAIL "no nvidia-nccl wheel beside $PY's torch"; return 1; }
+  torch_prefix="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+  if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CUDA=ON \
+       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$torch_prefix;$R/usr" -DDSP_WITH_PYTHON=OFF \
+       -DDSP_NCCL_LIBRARY="$lib" -DDSP_NCCL_INCLUDE_DIR="$inc" -DMPI_SKIP_COMPILER_WRAPPER=ON \
+       -DMPI_C_HEADER_DIR="$ML/openmpi/include" -DMPI_C_LIB_NAMES=mpi -DMPI_mpi_LIBRARY="$ML/libmpi.so.40" \
+       -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DZLIB_INCLUDE_DIR="$R/usr/include" \
+       -DZLIB_LIBRARY="$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)" \
+       -DDSP_TEST_DATA_DIR=tests/data >"$KR/configure.log" 2>&1; then
+    row "build on the device" FAIL "configure, see configure.log"; tail -n 30 "$KR/configure.log"; return 1
+  fi
+  if ! timed 420 cmake --build build-gpu -j "$(nproc)" --target "${bins[@]}" >"$KR/build.log" 2>&1; then
+    row "build on the device" FAIL "see build.log"; grep -m 20 error "$KR/build.log"; return 1
+  fi
+  for b in "${bins[@]}"; do find build-gpu -name "$b" -type f -perm -u+x -exec cp {} "$KR/bin/" \; -quit; done
+  row "build on the device" ok "$(elapsed "$t")"
+  KIT_READY=1
+}

@@ -1,0 +1,213 @@
+# shellcheck shell=bash
+# `scripts/gpu-check.sh run` (sourced by gpu-check.sh): the kit's one call on the device. Also run
+# by `--dry-run` here with DSP_KIT_DRY=1, where a step that needs a GPU must report "no GPU".
+
+DRY="${DSP_KIT_DRY:-0}"
+
+gtest_counts() {  # LOG -> "<passed> <failed> <skipped>", summed over a (multi-rank) gtest log
+  local p f s
+  p=$(grep -oE '\[  PASSED  \] [0-9]+ test' "$1" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+  f=$(grep -cE '^\[  FAILED  \] [A-Za-z]' "$1")
+  s=$(grep -oE '\[  SKIPPED \] [0-9]+ test' "$1" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+  echo "${p:-0} ${f:-0} ${s:-0}"
+}
+
+# not_started NAME: true (and a row) when the deadline leaves no time to start a step.
+not_started() {
+  (($(left) >= 5)) && return 1
+  row "$1" FAIL "not started: the ${DSP_KIT_DEADLINE:-480} s deadline passed"
+  status=1
+}
+
+# group NAME LOG SECONDS cmd...: a gtest group; fails on a non-zero exit (77: skipped), a failed
+# test, a timeout, or zero tests run (on the device; in the dry run that is what must happen).
+group() {
+  local name=$1 log=$2 secs=$3 t p f s rc detail
+  shift 3
+  not_started "$name" && return
+  t=$(date +%s)
+  timed "$secs" "$@" >"$LOGS/$log" 2>&1
+  rc=$?
+  read -r p f s < <(gtest_counts "$LOGS/$log")
+  detail="$p passed, $f failed, $s skipped, $(elapsed "$t")"
+  if ((rc == 124 || rc == 137)); then
+    row "$name" FAIL "timed out after $secs s ($detail), see $log"; status=1
+  elif ((rc != 0 && rc != 77 || f != 0)); then
+    row "$name" FAIL "exit $rc, $detail, see $log"; status=1
+    grep -E '^\[  FAILED  \]|Failure|rror' "$LOGS/$log" | head -n 8
+  elif ((p == 0)); then
+    if ((DRY)); then row "$name" skip "no GPU: nothing ran, as it must here"
+    else row "$name" FAIL "ran zero tests ($s skipped), see $log"; status=1; fi
+  else
+    row "$name" ok "$detail"
+  fi
+}
+
+# cmd_step NAME LOG SECONDS cmd...: a command that must exit 0.
+cmd_step() {
+  local name=$1 log=$2 secs=$3 t rc
+  shift 3
+  not_started "$name" && return 1
+  t=$(date +%s)
+  timed "$secs" "$@" >"$LOGS/$log" 2>&1
+  rc=$?
+  ((rc == 0)) && return 0
+  row "$name" FAIL "exit $rc$( ((rc == 124)) && echo " (timed out after $secs s)"), see $log"
+  tail -n 5 "$LOGS/$log"
+  status=1
+  return 1
+}
+
+preamble() {
+  local gpu b n=0 listed=0 ro
+  nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1
+  if gpu="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null)"; then
+    row GPU ok "$gpu"
+  elif ((DRY)); then row GPU skip "no GPU (dry run)"
+  else row GPU FAIL "nvidia-smi: $(head -1 "$LOGS/nvidia-smi.txt")"; status=1; fi
+  if cmd_step "mpiexec -n 2 hostname" mpiexec.log 30 "$MPIEXEC" -n 2 hostname; then
+    row "mpiexec -n 2 hostname" ok "$(sort -u "$LOGS/mpiexec.log" | paste -sd ' ') ($(wc -l <"$LOGS/mpiexec.log") lines)"
+  fi
+  # Every binary loads with the kit's library path and lists its tests, from another directory.
+  for b in "${bins[@]}"; do
+    [[ $b == dsp ]] && continue
+    n=$((n + 1))
+    if (cd /tmp && timed 30 "$KR/bin/$b" --gtest_list_tests) >"$LOGS/list_$b.log" 2>&1; then
+      listed=$((listed + $(grep -cE '^  ' "$LOGS/list_$b.log")))
+    else
+      row "load $b" FAIL "$(grep -m1 -E 'error|not found' "$LOGS/list_$b.log")"; status=1
+    fi
+  done
+  (cd /tmp && timed 30 "$KR/bin/dsp" --help) >"$LOGS/dsp_help.log" 2>&1 ||
+    { row "load dsp" FAIL "$(head -1 "$LOGS/dsp_help.log")"; status=1; }
+  row "binaries load ($n tests + dsp)" ok "$listed tests listed"
+  group "host registration" registration.log 60 "$KR/bin/test_cuda" --gtest_filter='CudaMemory.*'
+  ro="$(grep -m1 -oE 'read-only host registration supported: .*' "$LOGS/registration.log")"
+  [[ -n "$ro" ]] && row "  ${ro%%:*}" "" "${ro#*: }"
+}
+
+test_groups() {
+  local np
+  group "test_cuda (RNG)" test_cuda.log 60 "$KR/bin/test_cuda" --gtest_filter='-CudaMemory.*'
+  group "sampler backends vs CPU" csp_backends.log 180 "$KR/bin/test_csp_backends_cuda"
+  group "feature backends vs features[ids]" layout_backends.log 180 "$KR/bin/test_layout_backends_cuda"
+  for np in 1 2; do
+    group "P-invariance, $np rank(s) on the GPU" "csp_mpi_np$np.log" 180 "$MPIEXEC" -n $np "$KR/bin/test_csp_mpi_cuda"
+    group "gathers, $np rank(s) on the GPU" "layout_mpi_np$np.log" 180 "$MPIEXEC" -n $np "$KR/bin/test_layout_mpi_cuda"
+  done
+  group "NCCL conformance, 1 rank" nccl.log 90 "$MPIEXEC" -n 1 "$KR/bin/test_nccl"
+  for np in 1 2; do  # the MPI transport of device buffers (pinned staging): ranks share the GPU
+    group "staged MPI conformance, $np rank(s)" "staged_np$np.log" 90 "$MPIEXEC" -n $np "$KR/bin/test_nccl" --staged
+  done
+}
+
+# `dsp train` on Cora end to end (tests/train/e2e/cora_mpi.sh: the CPU build's band, >= 0.78) at
+# 1 rank (NCCL channels) and 2 ranks on the one GPU (staged MPI); on the CPU in the dry run.
+cora_steps() {
+  local np dev=cuda name
+  ((DRY)) && dev=cpu
+  for np in 1 2; do
+    name="dsp train cora --device $dev, $np rank(s)"
+    cmd_step "$name" "cora_e2e_np$np.log" 150 tests/train/e2e/cora_mpi.sh "$KR/bin/dsp" "$MPIEXEC" \
+      tests/data $np sage default --device $dev &&
+      row "$name" ok "test acc $(awk '/test acc at best/ {print $NF}' "$LOGS/cora_e2e_np$np.log" | tail -1)"
+  done
+  group "Cora in LibTorch on the GPU (sage)" cora_gpu.log 240 "$KR/bin/test_cuda_train" \
+    --gtest_filter='Models/CudaCoraAccuracy.*/sage'
+  grep -oE 'model=[a-z]+ mean test=[0-9.]+' "$LOGS/cora_gpu.log" | while read -r l; do echo "$l"; done >"$LOGS/cora_gpu_mean.txt"
+  [[ -s "$LOGS/cora_gpu_mean.txt" ]] && row "  $(cut -d' ' -f1 "$LOGS/cora_gpu_mean.txt")" "" "$(cut -d' ' -f2- "$LOGS/cora_gpu_mean.txt")"
+}
+
+# The extension compiled for the device's Python against the kit (py_recipe.py), then
+# dsp.Loader(device="cuda") against the CPU Loader (loader_check.py); on the CPU in the dry run.
+python_steps() {
+  local dev=cuda work
+  ((DRY)) && dev=cpu
+  cmd_step "python extension for $PY" py_build.log 150 "$PY" scripts/gpu-kit/py_recipe.py build \
+    "$KR/py" "$KR/root" "$KR/bin/dsp" "$KR/pyout" || return
+  row "python extension for $PY" ok "$(tail -1 "$LOGS/py_build.log")"
+  work="$(mktemp -d)"
+  cmd_step "dsp.Loader(device=\"$dev\")" loader.log 120 "$PY" scripts/gpu-kit/loader_check.py \
+    "$KR/pyout" tests/data/cora "$work" $dev && row "dsp.Loader(device=\"$dev\")" ok "$(tail -1 "$LOGS/loader.log")"
+  rm -rf "$work"
+}
+
+memcheck_steps() {
+  local suite t
+  for suite in csp_backends layout_backends; do
+    not_started "memcheck $suite" && continue
+    if ! command -v compute-sanitizer >/dev/null; then
+      if ((DRY)); then row "memcheck $suite" skip "no compute-sanitizer here"
+      else row "memcheck $suite" FAIL "compute-sanitizer not on PATH"; status=1; fi
+      continue
+    fi
+    t=$(date +%s)
+    timed 150 compute-sanitizer --tool memcheck --error-exitcode 3 --leak-check no \
+      "$KR/bin/test_${suite}_cuda" --gtest_filter='*cuda*' >"$LOGS/memcheck_$suite.log" 2>&1
+    local rc=$? errs
+    errs="$(grep -m1 -oE 'ERROR SUMMARY: [0-9]+ errors?' "$LOGS/memcheck_$suite.log")"
+    if ((rc == 0)) && [[ -n "$errs" ]]; then row "memcheck $suite" ok "$errs, $(elapsed "$t")"
+    else row "memcheck $suite" FAIL "exit $rc, ${errs:-no summary}, see memcheck_$suite.log"; status=1; fi
+  done
+}
+
+# bench NAME LOG ARGS...: a `dsp bench` run; its headline figures go into the row.
+bench() {
+  local name=$1 log=$2
+  shift 2
+  cmd_step "$name" "$log.log" 150 "$KR/bin/dsp" bench "$@" --json "$LOGS/$log.json" &&
+    row "$name" ok "$(grep -E 'M sampled edges/s|FeatureStore::gather|gather / d2d|speedup|epoch' "$LOGS/$log.log" |
+      head -n 2 | tr -s ' ' | paste -sd ';')"
+}
+
+# On a generated community graph (products-sized by default: DSP_GPU_BENCH_NODES / _EDGES).
+bench_steps() {
+  local G=/tmp/dsp-gpu-bench dev devs=(cpu cuda) th
+  th=$(nproc)
+  ((DRY)) && devs=(cpu)
+  cmd_step "bench graph" bench_data.log 150 bash -c "rm -rf $G && '$KR/bin/dsp' generate community $G/ds \
+    --nodes ${DSP_GPU_BENCH_NODES:-2.4M} --edges ${DSP_GPU_BENCH_EDGES:-62M} --classes 47 &&
+    '$KR/bin/dsp' partition $G/ds $G/p1 --parts 1" || return
+  row "bench graph (${DSP_GPU_BENCH_NODES:-2.4M} nodes, ${DSP_GPU_BENCH_EDGES:-62M} edges)" ok ""
+  for dev in "${devs[@]}"; do
+    bench "sample $dev" "sample_$dev" sample $G/p1 --device $dev --batches 40 --threads "$th"
+    bench "gather $dev" "gather_$dev" gather $G/p1 --device $dev --threads "$th"
+  done
+  if ((DRY)); then
+    row "sample cuda, uva, turbo; pipeline cuda" skip "no GPU (dry run)"
+    bench "pipeline cpu (sage 15,10,5 h64)" pipeline_cpu pipeline $G/p1 --device cpu --hidden 64 --epochs 1 --warmup 0 --max-steps 4
+    return
+  fi
+  # The neighbour array read from pinned host memory through UVA (none of it on the device).
+  bench "sample cuda uva" sample_cuda_uva sample $G/p1 --device cuda --batches 40 --threads "$th" --topology-memory 0
+  # TurboGNN's schedule (degree-sorted snake order, shared-memory positions) vs the default kernel.
+  bench "sample cuda turbo" sample_cuda_turbo sample $G/p1 --device cuda --batches 40 --threads "$th" --sample-kernel turbo
+  bench "pipeline cuda (sage 15,10,5 h256)" pipeline_cuda pipeline $G/p1 --device cuda --hidden 256 --epochs 1
+}
+
+finish() {
+  local rc=$?
+  ((rc != 0)) && status=1
+  if [[ -d "${LOGS:-}" ]]; then
+    tar -czf "$OUT/logs.tar.gz" -C "$LOGS" . && rm -rf "$LOGS"
+  fi
+  table | tee "$OUT/summary.txt"
+  exit "$status"
+}
+
+run_kit() {  # [EXTRA_FN]: more checks run last, before the summary (the dry run's)
+  OUT="${OUT:-$here/out/gpu-check}"
+  LOGS="$OUT/logs"
+  rm -rf "$LOGS" && mkdir -p "$LOGS"
+  trap finish EXIT
+  if [[ -z "${KIT_READY:-}" ]]; then kit_unpack || exit 1; else cp "$KR"/*.log "$LOGS/" 2>/dev/null; fi
+  kit_env || exit 1
+  preamble
+  test_groups
+  cora_steps
+  python_steps
+  memcheck_steps
+  bench_steps
+  [[ -n "${1:-}" ]] && "$1"
+  return 0
+}
