@@ -40,9 +40,9 @@ else
     echo "build-cuda.sh: creating $venv ..."
     "$py" -m venv "$venv"
   fi
-  if ! "$venv/bin/python" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.11.0")' 2>/dev/null; then
-    echo "build-cuda.sh: installing torch==2.11.0 (cu130, ~5 GB) into $venv ..."
-    "$venv/bin/python" -m pip install -q torch==2.11.0
+  if ! "$venv/bin/python" -c 'import numpy, torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.11.0")' 2>/dev/null; then
+    echo "build-cuda.sh: installing torch==2.11.0 (cu130, ~5 GB) and numpy into $venv ..."
+    "$venv/bin/python" -m pip install -q torch==2.11.0 numpy
   fi
   torch_prefix="$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
 fi

@@ -361,13 +361,9 @@ std::vector<ScoredPolicy> score_policies(const CacheArgs& a, const Csr& graph,
                                          const std::vector<int64_t>& train,
                                          const SamplerOptions& so) {
   std::vector<int> ks;
-  for (const std::string& k : split_list(a.presample_epochs)) {
-    try {
-      ks.push_back(std::stoi(k));
-    } catch (const std::logic_error&) {
-      DSP_THROW_T(InvalidArgument, "--presample-epochs: bad value '{}'", k);
-    }
-    DSP_CHECK_ARG(ks.back() > 0, "--presample-epochs must be positive, got {}", ks.back());
+  for (int k : parse_int_list(a.presample_epochs, "--presample-epochs")) {
+    DSP_CHECK_ARG(k > 0, "--presample-epochs must be positive, got {}", k);
+    ks.push_back(k);
   }
   std::vector<ScoredPolicy> out;
   for (const std::string& pname : split_list(a.policies)) {

@@ -38,7 +38,7 @@ bundle() {
   read -r lib inc < <(nccl_of "$py") || { echo "bundle: no nvidia-nccl wheel beside $py's torch" >&2; return 1; }
   DSP_CUDA_BUILD_DIR="$DSP_CUDA_BUILD_DIR" DSP_CUDA_ARCHS=90 DSP_CUDA_TARGETS="${bins[*]} _dsp" \
     bash scripts/build-cuda.sh "-j${DSP_KIT_JOBS:-2}" -DCMAKE_SKIP_RPATH=ON -DDSP_TEST_DATA_DIR=tests/data \
-    -DDSP_WITH_PYTHON=ON -DPython_EXECUTABLE="$py" \
+    -DDSP_WITH_PYTHON=ON -DPython_EXECUTABLE="$py" -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST \
     -DDSP_NCCL_LIBRARY="$lib" -DDSP_NCCL_INCLUDE_DIR="$inc" \
     "-DCMAKE_CXX_FLAGS=-ffile-prefix-map=$here/=" "-DCMAKE_CUDA_FLAGS=-Xcompiler=-ffile-prefix-map=$here/=" ||
     return 1

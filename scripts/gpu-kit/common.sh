@@ -47,7 +47,8 @@ kit_unpack() {
 
 kit_env() {
   local R="$KR/root" ML="$KR/root/usr/lib/x86_64-linux-gnu" py torch_lib nv cuda
-  export OPAL_PREFIX="$R/usr" PMIX_INSTALL_PREFIX="$ML/pmix2"
+  # PMIx ignores its prefix variable for plugins: their folder is given (zlib compression).
+  export OPAL_PREFIX="$R/usr" PMIX_PREFIX="$ML/pmix2" PMIX_MCA_mca_base_component_path="$ML/pmix2/lib/pmix"
   export OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
   export OMPI_MCA_pml=ob1 OMPI_MCA_osc=sm OMPI_MCA_mtl=^ofi OMPI_MCA_btl_base_warn_component_unused=0
   export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -58,7 +59,7 @@ kit_env() {
   [[ -n "$torch_lib" ]] || { row torch FAIL "$PY cannot import torch"; return 1; }
   nv="$(dirname "$(dirname "$torch_lib")")/nvidia"
   cuda="${CUDA_HOME:-/usr/local/cuda}"
-  export LD_LIBRARY_PATH="$ML:$ML/openmpi/lib:$torch_lib:$nv/cu13/lib:$nv/nccl/lib:$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$ML:$R/lib/x86_64-linux-gnu:$ML/openmpi/lib:$torch_lib:$nv/cu13/lib:$nv/nccl/lib:$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$KR/bin:$cuda/bin:$PATH"
   row "torch ($PY)" ok "$("$PY" -c 'import torch; print(torch.__version__, "cuda available:", torch.cuda.is_available())' 2>&1 | tail -1)"
 }

@@ -10,12 +10,13 @@ dry_run() {
   exec unshare --mount --propagation private bash "$here/scripts/gpu-check.sh" --dry-run-inner
 }
 
-# What the device image lacks and this machine has: the system's OpenMPI and PMIx (their
-# libraries stay visible: the library check below catches any that is loaded), ssh and rsh.
+# What the device image lacks and this machine has: the system's OpenMPI, PMIx and hwloc plugins
+# (their libraries stay visible: the library check below catches any that is loaded), ssh, rsh.
 hide_system() {
   local H=/tmp/dsp-kit-hide p
   mkdir -p "$H/dir" && : >"$H/file" && chmod 644 "$H/file"
-  for p in /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 /etc/openmpi /usr/share/openmpi; do
+  for p in /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 /etc/openmpi /usr/share/openmpi \
+           /usr/lib/x86_64-linux-gnu/hwloc; do
     [[ -d $p ]] && mount --bind "$H/dir" "$p"
   done
   for p in ssh rsh mpiexec mpirun orterun orted mpiexec.openmpi mpirun.openmpi; do
@@ -25,19 +26,28 @@ hide_system() {
   return 0
 }
 
-# Every shared library a kit process loaded (LD_DEBUG=libs logs) came from the kit, torch and its
-# CUDA libraries, CUDA, or the C/C++ runtime every image has.
+# Every shared library a kit program loaded (LD_DEBUG=libs logs) came from the kit, torch and its
+# CUDA libraries, CUDA, or the C/C++ runtime every image has. In a log, a program's "calling init"
+# lines come before its "initialize program" line (a process that exec'd has several programs).
+kit_loads() {  # LOG_PREFIX -> the libraries kit programs loaded, one per line
+  cat "$1".* 2>/dev/null | awk -v kr="$KR/" '
+    /calling init: / { sub(/.*calling init: /, ""); libs[n++] = $0; next }
+    /initialize program: / { p = $0; sub(/.*initialize program: /, "", p)
+                             if (index(p, kr) == 1) { progs++; for (i = 0; i < n; i++) print libs[i] }
+                             n = 0 }
+    END { print "#programs " progs + 0 }' | sort -u
+}
+
 library_check() {
-  local ld=$1 torch_dir bad
+  local loads torch_dir bad
+  loads="$(kit_loads "$1")"
   torch_dir="$(dirname "$(dirname "$("$PY" -c 'import torch; print(torch.__file__)')")")"
-  bad="$(grep -l "needed by $KR/" "$ld".* 2>/dev/null | xargs -r grep -h 'calling init: ' |
-    sed 's/.*calling init: //' | sort -u |
-    grep -vE "^($KR/|$torch_dir/|/usr/local/cuda)" |
+  bad="$(echo "$loads" | grep -v '^#' | grep -vE "^($KR/|$torch_dir/|/usr/local/cuda)" |
     grep -vE '/(libc|libm|libdl|libpthread|librt|libutil|libresolv|ld-linux-x86-64|libstdc\+\+|libgcc_s|libz|libnss_[a-z]+)\.so')"
   if [[ -n "$bad" ]]; then
     row "libraries from outside the kit" FAIL "$(echo "$bad" | xargs -n1 basename | paste -sd ' ')"; status=1
   else
-    row "libraries from outside the kit" ok "none ($(grep -l "needed by $KR/" "$ld".* | wc -l) kit processes)"
+    row "libraries from outside the kit" ok "none ($(echo "$loads" | grep -c -v '^#') libraries, $(echo "$loads" | sed -n 's/^#programs //p') kit programs)"
   fi
 }
 
@@ -60,7 +70,8 @@ dry_run_inner() {
   export DSP_KIT_DRY=1 DSP_KIT_DEADLINE="${DSP_KIT_DEADLINE:-1800}"
   export DSP_GPU_BENCH_NODES="${DSP_GPU_BENCH_NODES:-100k}" DSP_GPU_BENCH_EDGES="${DSP_GPU_BENCH_EDGES:-1M}"
   export OUT="${OUT:-$here/out/gpu-check-dry}"
-  LDDBG="$(mktemp -d)"
+  LDDBG="$KR-ld"
+  rm -rf "$LDDBG" && mkdir -p "$LDDBG"
   export LD_DEBUG=libs LD_DEBUG_OUTPUT="$LDDBG/ld"
   run_kit dry_checks
 }

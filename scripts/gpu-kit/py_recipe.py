@@ -24,16 +24,29 @@ SOURCES = ("src/python/bindings.cpp", "src/python/loader.cpp")
 MULTIARCH = "/usr/lib/x86_64-linux-gnu/"
 
 
+# Arguments that name what every compiler or system has under another path: the C/C++ runtime's
+# OpenMP and pthread libraries (g++ finds its own), zlib (Debian's libz.so points at an absolute
+# path), the CUDA runtime (-lcudart follows, with CUDA's library folder).
+SYSTEM_ARGS = [(r".*/libgomp\.so$", "-fopenmp"), (r".*/libpthread\.a$", "-lpthread"),
+               (r".*/libz\.so$", "-l:libz.so.1"), (r".*/libcudart\.so$", None),
+               (r"^-ffile-prefix-map=.*", None)]
+
+
 def relocate(args, build, repo, kit_lib):
-    """Placeholders for this machine's paths; static libraries copied into kit_lib."""
+    """Placeholders for this machine's paths; the build's static libraries copied into kit_lib."""
     out = []
     for a in args:
+        rule = next((r for r in SYSTEM_ARGS if re.match(r[0], a)), None)
+        if rule:
+            if rule[1]:
+                out.append(rule[1])
+            continue
         if a.endswith(".a") and not a.startswith("-"):
             src = pathlib.Path(a) if os.path.isabs(a) else pathlib.Path(build) / a
             shutil.copy2(src, kit_lib / src.name)
             a = "@KIT@/lib/" + src.name
         a = a.replace(f"{build}/", "@BUILD@/").replace(f"{repo}/", "")
-        a = re.sub(r"/usr/include/python3\.[0-9]+", "@PYINC@", a)
+        a = re.sub(r"[^ ]*/include/python3\.[0-9]+", "@PYINC@", a)
         a = a.replace(MULTIARCH, "@ROOT@" + MULTIARCH)
         a = re.sub(r"\.venv-cuda/lib/python3\.[0-9]+/site-packages/nvidia/", "@NV@/", a)
         out.append(a)
@@ -53,13 +66,15 @@ def record(build, repo, kit):
         compiles.append(relocate(args, build, repo, kit_lib))
     cmds = subprocess.run(["ninja", "-C", build, "-t", "commands", "_dsp"], check=True,
                           capture_output=True, text=True).stdout.strip().splitlines()
-    link = shlex.split(cmds[-1].split("&&")[-1].strip() if "&&" in cmds[-1] else cmds[-1])
+    # Ninja's line is ": && <link> && :" (or the link alone): keep the part that writes _dsp.
+    link = shlex.split(next(p for p in cmds[-1].split("&&") if " -o " in p and "_dsp" in p))
     objs = {f"src/python/CMakeFiles/_dsp.dir/{pathlib.Path(s).name}.o": pathlib.Path(s).stem for s in SOURCES}
     link = ["@OUT@/" + objs[a] + ".o" if a in objs else a for a in link]
     i = link.index("-o")
     link[i + 1] = "@OUT@/dsp/_dsp@SUFFIX@"
     link = relocate(link, build, repo, kit_lib)
-    left = [a for a in sum(compiles, []) + link if "@BUILD@" in a or "/work/" in a or a.startswith(repo)]
+    left = [a for a in sum(compiles, []) + link
+            if "@BUILD@" in a or repo in a or "/root/" in a or ".venv" in a or "/gcc/" in a]
     if left:
         sys.exit(f"py_recipe: paths of this build left in the recipe: {left}")
     (pathlib.Path(kit) / "recipe.json").write_text(json.dumps({"compile": compiles, "link": link}, indent=1))
@@ -89,7 +104,9 @@ def build(kit, deb_root, dsp_bin, out):
               "@OUT@": out, "@NV@": str(nv), "@SUFFIX@": sysconfig.get_config_var("EXT_SUFFIX")}
     pkg = pathlib.Path(out) / "dsp"
     (pkg / "bin").mkdir(parents=True, exist_ok=True)
-    extra = ["-isystem", f"{deb_root}/usr/include", "-isystem", pybind_inc]
+    # After the system's own include folders: a -isystem /usr/include-like folder would break
+    # libstdc++'s #include_next <stdlib.h>.
+    extra = ["-idirafter", f"{deb_root}/usr/include", "-idirafter", pybind_inc]
     procs = [subprocess.Popen(fill(c, values) + extra) for c in recipe["compile"]]
     if any(p.wait() != 0 for p in procs):
         sys.exit("py_recipe: compiling src/python failed")

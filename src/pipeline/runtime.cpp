@@ -38,6 +38,10 @@ Device rank_device(const std::string& spec, int node_rank, int node_size, std::s
   DSP_CHECK_ARG(want == "auto" || want == "mpi" || want == "nccl",
                 "unknown transport '{}' (auto, mpi, nccl)", want);
   transport->clear();
+  DSP_CHECK_ARG(d.is_cuda() || want == "auto",
+                "--transport {}: only GPU ranks (--device cuda) choose a transport; a CPU rank's "
+                "channels are its communicator's (--backend)",
+                want);
   if (!d.is_cuda()) return d;
 #ifdef DSP_HAVE_CUDA
   const int gpus = cuda::device_count() - d.index;

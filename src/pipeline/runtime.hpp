@@ -144,8 +144,9 @@ class RankRuntime {
 
 // Parses the device option and picks this rank's GPU: "cuda" means GPU (node rank), "cuda:N" adds
 // N; with the mpi transport ranks share GPUs round robin. InvalidArgument for a CUDA device in a
-// build without CUDA, or for more ranks on a node than GPUs with the nccl transport. `transport`
-// comes back resolved ("nccl" or "mpi"; "" on the CPU).
+// build without CUDA, for more ranks on a node than GPUs with the nccl transport, or for a
+// transport other than "auto" on the CPU (it would be ignored). `transport` comes back resolved
+// ("nccl" or "mpi"; "" on the CPU).
 Device rank_device(const std::string& spec, int node_rank, int node_size, std::string* transport);
 
 }  // namespace dsp

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "ccc/coordinator.hpp"
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
@@ -78,6 +79,11 @@ void JobConfig::validate() const {
                 "--roles: sampler ranks read every row from their own mapping and trainers load "
                 "none, so no rows come from peers for a FIFO to keep: --fifo-rows is for "
                 "symmetric jobs");
+  DSP_CHECK_ARG(roles == 0 || !Device::parse(train.device).is_cuda(),
+                "--roles with --device {}: sampler-only ranks sample on the CPU (GPU sampler "
+                "ranks are not implemented): train on the GPU without --roles, or use --roles "
+                "on the CPU",
+                train.device);
   ModelConfig m = train.model;
   m.layers = static_cast<int>(fanouts.size());
   m.preaggregated = preaggregate;

@@ -144,6 +144,11 @@ TEST(Cli, RefusesWhatWouldSilentlyGoWrong) {
     expect_failure(run_cli(cmd + " --seed -1", tmp), 2,
                    "--seed: must be a non-negative integer, got '-1'");
   }
+  // A count with trailing junk is refused, not read as its leading digits.
+  r = run_cli("partition " + tmp / "c " + tmp / "p1 --parts 1", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_failure(run_cli("bench cache " + tmp / "p1 --presample-epochs 2x", tmp), 2,
+                 "--presample-epochs: '2x' is not an integer");
 }
 
 // A file the process may not read is reported as such, not as a missing file (as root, the

@@ -73,6 +73,11 @@ def test_bad_arguments(cora_p1):
         dsp.Loader(cora_p1, fanouts=[5], topology_memory="12Q")
     with pytest.raises(dsp.InvalidArgument, match=r"^unknown transport 'tcp' \(auto, mpi, nccl\)$"):
         dsp.Loader(cora_p1, fanouts=[5], transport="tcp")
+    with pytest.raises(dsp.InvalidArgument,
+                       match=r"^--transport nccl: only GPU ranks \(--device cuda\) choose a "
+                             r"transport; a CPU rank's channels are its communicator's "
+                             r"\(--backend\)$"):
+        dsp.Loader(cora_p1, fanouts=[5], transport="nccl")
     with pytest.raises(dsp.FormatError, match="unknown key 'epoch'"):
         dsp.train({"path": cora_p1, "epoch": 3})
 

@@ -350,6 +350,14 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
                "--roles: sampler ranks read every row from their own mapping and trainers load "
                "none, so no rows come from peers for a FIFO to keep: --fifo-rows is for "
                "symmetric jobs");
+  // No silent downgrade: sampler ranks on the CPU while the job asked for the GPU is refused.
+  bad = cora_config();
+  bad.roles = 1;
+  bad.train.device = "cuda";
+  expect_usage(bad,
+               "--roles with --device cuda: sampler-only ranks sample on the CPU (GPU sampler "
+               "ranks are not implemented): train on the GPU without --roles, or use --roles on "
+               "the CPU");
 }
 
 // `--roles auto` on one rank: GNNLab's rule has no roles to split (0 samplers), the job trains
