@@ -24,12 +24,12 @@ SOURCES = ("src/python/bindings.cpp", "src/python/loader.cpp")
 MULTIARCH = "/usr/lib/x86_64-linux-gnu/"
 
 
-# Arguments that name what every compiler or system has under another path: the C/C++ runtime's
-# OpenMP and pthread libraries (g++ finds its own), zlib (Debian's libz.so points at an absolute
-# path), the CUDA runtime (-lcudart follows, with CUDA's library folder).
-SYSTEM_ARGS = [(r".*/libgomp\.so$", "-fopenmp"), (r".*/libpthread\.a$", "-lpthread"),
-               (r".*/libz\.so$", "-l:libz.so.1"), (r".*/libcudart\.so$", None),
-               (r"^-ffile-prefix-map=.*", None)]
+# Arguments that name what every compiler or system has under another path: the compiler (from
+# PATH), the C/C++ runtime's OpenMP and pthread libraries (g++ finds its own), zlib (Debian's
+# libz.so points at an absolute path), the CUDA runtime (-lcudart follows, with CUDA's folder).
+SYSTEM_ARGS = [(r"^/usr/bin/(c\+\+|g\+\+)$", "c++"), (r".*/libgomp\.so$", "-fopenmp"),
+               (r".*/libpthread\.a$", "-lpthread"), (r".*/libz\.so$", "-l:libz.so.1"),
+               (r".*/libcudart\.so$", None), (r"^-ffile-prefix-map=.*", None)]
 
 
 def relocate(args, build, repo, kit_lib):
