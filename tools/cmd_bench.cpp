@@ -9,6 +9,7 @@
 #include "ccc/communicator.hpp"
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/lists.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
@@ -24,7 +25,6 @@
 #include "layout/fifo_cache.hpp"
 #include "layout/hotness.hpp"
 #include "layout/partition.hpp"
-#include "lists.hpp"
 #include "pipeline/runtime.hpp"
 #include "pipeline/seed_order.hpp"
 #ifdef DSP_HAVE_TRAIN

@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/lists.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
@@ -10,7 +11,6 @@
 #include "graph/dataset.hpp"
 #include "layout/partition.hpp"
 #include "layout/partition_plan.hpp"
-#include "lists.hpp"
 
 namespace dsp::cli {
 namespace {

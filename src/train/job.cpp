@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include <fmt/ranges.h>
@@ -22,6 +23,7 @@
 #include "pipeline/roles.hpp"
 #include "pipeline/runtime.hpp"
 #include "pipeline/scheduler.hpp"
+#include "train/job_options.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -94,85 +96,30 @@ void JobConfig::validate() const {
 }
 
 nlohmann::json JobConfig::to_json() const {
-  return {{"path", path},           {"train", train.to_json()},
-          {"fanouts", fanouts},     {"layers", layers},     {"eval_fanouts", eval_fanouts},
-          {"batch_size", batch_size}, {"eval_batch_size", eval_batch_size},
-          {"epochs", epochs},       {"max_steps", max_steps},  {"eval_every", eval_every},
-          {"pipeline", pipeline},   {"ccc", ccc},
-          {"roles", roles == kRolesAuto ? nlohmann::json("auto") : nlohmann::json(roles)},
-          {"roles_switch", roles_switch},
-          {"cache_policy", cache_policy}, {"cache_ratio", cache_ratio},
-          {"cache_auto", cache_auto}, {"cache_memory", cache_memory},
-          {"fifo_rows", fifo_rows}, {"fifo_shared_rows", fifo_shared_rows},
-          {"checkpoint_dir", checkpoint_dir}, {"checkpoint_every", checkpoint_every},
-          {"resume", resume},       {"metrics_file", metrics_file},
-          {"seed", seed},           {"backend", backend},      {"device", train.device},
-          {"transport", transport}, {"topology_memory", topology_memory},
-          {"order", order},         {"bfs_sequences", bfs_sequences},
-          {"sample_kernel", sample_kernel},
-          {"preaggregate", preaggregate}};
+  nlohmann::json j = nlohmann::json::object();
+  for (const JobOption& o : job_options())
+    if (!o.key.empty()) j[o.key] = o.write(*this);
+  return j;
 }
 
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
   DSP_CHECK_FORMAT(j.is_object(), "{}: expected a JSON object", what);
+  static const std::map<std::string, const JobOption*> by_key = [] {
+    std::map<std::string, const JobOption*> m;
+    for (const JobOption& o : job_options())
+      if (!o.key.empty()) m[o.key] = &o;
+    return m;
+  }();
   JobConfig c;
-  auto seed_of = [&](const nlohmann::json& v) {  // -1 must not wrap to 2^64 - 1
-    DSP_CHECK_T(FormatError, v.is_number_unsigned(), "{}: 'seed' must be a non-negative integer",
-                what);
-    return v.get<uint64_t>();
-  };
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    const auto& v = it.value();
+    auto o = by_key.find(it.key());
+    DSP_CHECK_FORMAT(o != by_key.end(), "{}: unknown key '{}'", what, it.key());
     try {
-      if (k == "path") c.path = v.get<std::string>();
-      else if (k == "model") c.train.model.model = v.get<std::string>();
-      else if (k == "hidden") c.train.model.hidden = v.get<int64_t>();
-      else if (k == "dropout") c.train.model.dropout = v.get<double>();
-      else if (k == "heads") c.train.model.heads = v.get<int>();
-      else if (k == "out_heads") c.train.model.out_heads = v.get<int>();
-      else if (k == "optimizer") c.train.optimizer = v.get<std::string>();
-      else if (k == "lr") c.train.lr = v.get<double>();
-      else if (k == "weight_decay") c.train.weight_decay = v.get<double>();
-      else if (k == "momentum") c.train.momentum = v.get<double>();
-      else if (k == "fanouts") c.fanouts = v.get<std::vector<int>>();
-      else if (k == "eval_fanouts") c.eval_fanouts = v.get<std::vector<int>>();
-      else if (k == "batch_size") c.batch_size = v.get<int64_t>();
-      else if (k == "eval_batch_size") c.eval_batch_size = v.get<int64_t>();
-      else if (k == "epochs") c.epochs = v.get<int>();
-      else if (k == "max_steps") c.max_steps = v.get<int64_t>();
-      else if (k == "eval_every") c.eval_every = v.get<int>();
-      else if (k == "pipeline") c.pipeline = v.get<std::string>();
-      else if (k == "ccc") c.ccc = v.get<bool>();
-      else if (k == "roles") c.roles = v.is_string() && v.get<std::string>() == "auto"
-                                            ? kRolesAuto
-                                            : v.get<int>();
-      else if (k == "roles_switch") c.roles_switch = v.get<std::string>();
-      else if (k == "cache_policy") c.cache_policy = v.get<std::string>();
-      else if (k == "cache_ratio") c.cache_ratio = v.get<double>();
-      else if (k == "cache_auto") c.cache_auto = v.get<bool>();
-      else if (k == "cache_memory") c.cache_memory = v.get<int64_t>();
-      else if (k == "fifo_rows") c.fifo_rows = v.get<int64_t>();
-      else if (k == "fifo_shared_rows") c.fifo_shared_rows = v.get<int64_t>();
-      else if (k == "checkpoint_dir") c.checkpoint_dir = v.get<std::string>();
-      else if (k == "checkpoint_every") c.checkpoint_every = v.get<int>();
-      else if (k == "resume") c.resume = v.get<bool>();
-      else if (k == "metrics_file") c.metrics_file = v.get<std::string>();
-      else if (k == "seed") c.seed = seed_of(v);
-      else if (k == "threads") c.train.num_threads = v.get<int>();
-      else if (k == "device") c.train.device = v.get<std::string>();
-      else if (k == "transport") c.transport = v.get<std::string>();
-      else if (k == "topology_memory") c.topology_memory = v.get<int64_t>();
-      else if (k == "layers") c.layers = v.get<int>();
-      else if (k == "order") c.order = v.get<std::string>();
-      else if (k == "bfs_sequences") c.bfs_sequences = v.get<int>();
-      else if (k == "sample_kernel") c.sample_kernel = v.get<std::string>();
-      else if (k == "preaggregate") c.preaggregate = v.get<bool>();
-      else {
-        DSP_THROW_T(FormatError, "{}: unknown key '{}'", what, k);
-      }
+      o->second->read(c, it.value());
     } catch (const nlohmann::json::exception&) {
-      DSP_THROW_T(FormatError, "{}: key '{}' has the wrong type", what, k);
+      DSP_THROW_T(FormatError, "{}: key '{}' has the wrong type", what, it.key());
+    } catch (const FormatError& e) {
+      DSP_THROW_T(FormatError, "{}: {}", what, e.what());
     }
   }
   return c;

@@ -1,10 +1,10 @@
-#include "lists.hpp"
+#include "core/lists.hpp"
 
 #include <stdexcept>
 
 #include "core/error.hpp"
 
-namespace dsp::cli {
+namespace dsp {
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -52,4 +52,28 @@ std::vector<double> parse_double_list(const std::string& s, const char* flag, do
   return v;
 }
 
-}  // namespace dsp::cli
+int64_t parse_int(const std::string& text, const char* flag) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  DSP_CHECK_ARG(!text.empty() && used == text.size(), "{}: '{}' is not an integer", flag, text);
+  return v;
+}
+
+double parse_double(const std::string& text, const char* flag) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  DSP_CHECK_ARG(!text.empty() && used == text.size(), "{}: '{}' is not a number", flag, text);
+  return v;
+}
+
+}  // namespace dsp
