@@ -755,7 +755,7 @@ void run_pipeline_bench(const PipeArgs& a) {
   tc.num_threads = threads;
   tc.device = rt.device().str();
   tc.validate();
-  check_fanouts(so.fanouts, tc.model);
+  check_fanout_count(so.fanouts, tc.model);
   Trainer trainer(tc, coord->channel(WorkerKind::kTrainer));
 
   std::vector<int64_t> seeds =

@@ -114,14 +114,18 @@ PartitionData single_part(const Csr& g) {
 }
 
 
+void check_fanouts(const std::vector<int>& fanouts, const std::string& what) {
+  DSP_CHECK_ARG(!fanouts.empty(), "{}: at least one layer (fanout) is needed", what);
+  for (int f : fanouts) {
+    DSP_CHECK_ARG(f > 0 && f <= kMaxFanout, "{}: fanouts must be in [1, {}], got {}", what,
+                  kMaxFanout, f);
+  }
+}
+
 CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& comm,
                                      SamplerOptions opts, const SamplerBackendFactory& backend)
     : part_(part), comm_(comm), opts_(std::move(opts)) {
-  DSP_CHECK_ARG(!opts_.fanouts.empty(), "sampler: at least one layer (fanout) is needed");
-  for (int f : opts_.fanouts) {
-    DSP_CHECK_ARG(f > 0 && f <= kMaxFanout, "sampler: fanouts must be in [1, {}], got {}",
-                  kMaxFanout, f);
-  }
+  check_fanouts(opts_.fanouts, "sampler");
   rank_ = comm_.rank();
   size_ = comm_.size();
   DSP_CHECK_ARG(part_.meta.parts == size_ && part_.part == rank_,

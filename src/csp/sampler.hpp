@@ -59,6 +59,10 @@ SampleMode parse_sample_mode(const std::string& s);      // "csp" | "pull"
 SampleKernel parse_sample_kernel(const std::string& s);  // "default" | "turbo"
 const char* sample_kernel_name(SampleKernel k);
 
+// The one check of a list of fanouts, wherever one is given (dsp train, the Loader, the benches,
+// the sampler itself): at least one layer, each fanout in [1, 2^22]. `what` names the option.
+void check_fanouts(const std::vector<int>& fanouts, const std::string& what);
+
 // The parameters of DSP's Table 2 plus the RNG seed and the mode.
 struct SamplerOptions {
   std::vector<int> fanouts{15, 10, 5};  // from the seeds out; each > 0

@@ -61,16 +61,18 @@ Device rank_device(const std::string& spec, int node_rank, int node_size, std::s
 #endif
 }
 
-RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
-  DSP_CHECK_ARG(!opts_.path.empty(), "no partition or dataset directory given");
-  DSP_CHECK_ARG(opts_.fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", opts_.fifo_rows);
-  DSP_CHECK_ARG(opts_.topology_memory >= -1, "--topology-memory must be >= 0, got {}",
-                opts_.topology_memory);
-  DSP_CHECK_ARG(opts_.fifo_shared_rows >= 0, "--fifo-shared-rows must be >= 0, got {}",
-                opts_.fifo_shared_rows);
-  DSP_CHECK_ARG(opts_.fifo_shared_rows == 0 || opts_.fifo_rows > 0,
+void RankOptions::validate() const {
+  DSP_CHECK_ARG(!path.empty(), "no partition or dataset directory given");
+  DSP_CHECK_ARG(fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", fifo_rows);
+  DSP_CHECK_ARG(topology_memory >= -1, "--topology-memory must be >= 0, got {}", topology_memory);
+  DSP_CHECK_ARG(fifo_shared_rows >= 0, "--fifo-shared-rows must be >= 0, got {}", fifo_shared_rows);
+  DSP_CHECK_ARG(fifo_shared_rows == 0 || fifo_rows > 0,
                 "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
                 "rank's own FIFO level");
+}
+
+RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
+  opts_.validate();
   {
     // Where this rank runs decides its trainer's data channel, so find the node place first, on
     // a communicator of its own.

@@ -25,6 +25,12 @@
 namespace dsp {
 
 struct RankOptions {
+  // The one check of the rank options below that have one (FIFO levels, topology memory), with
+  // the CLI's messages: RankRuntime, dsp train (JobConfig::validate, before any rank starts) and
+  // the Python Loader call it. Transport and device are checked where they are resolved
+  // (rank_device).
+  void validate() const;
+
   std::string path;  // partition directory, or dataset directory (partitioned on the fly)
   std::string backend = "auto";  // coordinator backend: auto | self | mpi
   CoordinatorOptions coord;
@@ -32,8 +38,8 @@ struct RankOptions {
   // How a GPU rank's trainer (gradients) and loader (feature rows) move device buffers: "nccl"
   // (one GPU per rank), "mpi" (staged through pinned host memory, ccc/staged_communicator.hpp, so
   // ranks may share a GPU: NCCL refuses two ranks on one device), or "auto": nccl when the node
-  // has a GPU per rank, else mpi. Sampling uses host buffers over MPI either way. Ignored on the
-  // CPU.
+  // has a GPU per rank, else mpi. Sampling uses host buffers over MPI either way. A CPU rank
+  // takes only "auto" (rank_device refuses the others).
   std::string transport = "auto";
   // GPU ranks: bytes of device memory the sampler's neighbour array may take; beyond it the
   // array is read from pinned host memory through UVA, with the hottest rows that fit on the

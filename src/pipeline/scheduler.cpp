@@ -8,6 +8,12 @@
 
 namespace dsp {
 
+void check_seed_order(const std::string& order, int bfs_sequences) {
+  DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
+                order);
+  DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
+}
+
 namespace {
 constexpr uint32_t kPurposeShuffle = 0x5eed5u;
 }

@@ -21,12 +21,17 @@
 // shuffle: still a permutation of the seeds and a pure function of (seed, epoch, pass).
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ccc/communicator.hpp"
 #include "pipeline/seed_order.hpp"
 
 namespace dsp {
+
+// The one check of a seed order option pair (dsp train --order/--bfs-sequences, the Loader's
+// order/bfs_sequences): random or bfs, and at least one BFS sequence.
+void check_seed_order(const std::string& order, int bfs_sequences);
 
 class EpochScheduler {
  public:

@@ -9,42 +9,38 @@
 namespace dsp::pyext {
 
 void LoaderOptions::validate() const {
-  // Same checks and messages as JobConfig::validate (`dsp train`).
+  // The checks of `dsp train`'s options, from the same functions (same messages).
   DSP_CHECK_ARG(!path.empty(), "no partition or dataset directory given");
-  DSP_CHECK_ARG(!fanouts.empty(), "--fanouts must list one fanout per layer");
-  for (int f : fanouts) DSP_CHECK_ARG(f > 0, "fanouts must be > 0, got {}", f);
+  check_fanouts(fanouts, "--fanouts");
   DSP_CHECK_ARG(batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test",
                 "split must be train, valid or test, got '{}'", split);
   DSP_CHECK_ARG(prefetch >= 0, "prefetch must be >= 0, got {}", prefetch);
-  DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
-                order);
-  DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
-  DSP_CHECK_ARG(fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", fifo_rows);
-  DSP_CHECK_ARG(topology_memory >= -1, "--topology-memory must be >= 0, got {}", topology_memory);
-  DSP_CHECK_ARG(fifo_shared_rows >= 0, "--fifo-shared-rows must be >= 0, got {}", fifo_shared_rows);
-  DSP_CHECK_ARG(fifo_shared_rows == 0 || fifo_rows > 0,
-                "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
-                "rank's own FIFO level");
+  check_seed_order(order, bfs_sequences);
+  rank_options().validate();  // FIFO levels, topology memory: RankOptions' own checks
+}
+
+RankOptions LoaderOptions::rank_options() const {
+  RankOptions ro;
+  ro.path = path;
+  ro.backend = backend;
+  ro.seed = seed;
+  ro.partition_method = partition_method;
+  ro.device = device;
+  ro.transport = transport;
+  ro.topology_memory = topology_memory;
+  ro.bind = false;    // the user's process: its other threads are not ours to bind
+  ro.trains = false;  // the user's model trains, not ours: no device trainer channel
+  ro.log_name = "loader";
+  ro.fifo_rows = fifo_rows;
+  ro.fifo_shared_rows = fifo_shared_rows;
+  return ro;
 }
 
 
 Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   opts_.validate();
-  RankOptions ro;
-  ro.path = opts_.path;
-  ro.backend = opts_.backend;
-  ro.seed = opts_.seed;
-  ro.partition_method = opts_.partition_method;
-  ro.device = opts_.device;
-  ro.transport = opts_.transport;
-  ro.topology_memory = opts_.topology_memory;
-  ro.bind = false;  // the user's process: its other threads are not ours to bind
-  ro.trains = false;  // the user's model trains, not ours: no device trainer channel
-  ro.log_name = "loader";
-  ro.fifo_rows = opts_.fifo_rows;
-  ro.fifo_shared_rows = opts_.fifo_shared_rows;
-  rt_ = std::make_unique<RankRuntime>(ro);
+  rt_ = std::make_unique<RankRuntime>(opts_.rank_options());
   rt_->enable_fifo();  // no-op without fifo_rows
   seeds_ = rt_->local_ids(opts_.split);
   std::sort(seeds_.begin(), seeds_.end());

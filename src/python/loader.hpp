@@ -55,6 +55,7 @@ struct LoaderOptions {
   int64_t fifo_shared_rows = 0;
 
   void validate() const;  // InvalidArgument with the CLI's messages
+  RankOptions rank_options() const;  // the runtime of the Loader's rank
 };
 
 

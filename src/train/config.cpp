@@ -65,14 +65,10 @@ nlohmann::json TrainConfig::to_json() const {
           {"weight_decay", weight_decay}, {"momentum", momentum},   {"seed", seed}};
 }
 
-void check_fanouts(const std::vector<int>& fanouts, const ModelConfig& model) {
+void check_fanout_count(const std::vector<int>& fanouts, const ModelConfig& model) {
   DSP_CHECK_ARG(static_cast<int>(fanouts.size()) == model.layers,
                 "{} fanouts given for a {}-layer model: give exactly one fanout per layer",
                 fanouts.size(), model.layers);
-  for (size_t i = 0; i < fanouts.size(); ++i) {
-    DSP_CHECK_ARG(fanouts[i] > 0 || fanouts[i] == -1,
-                  "fanout {} is {}: use a positive count, or -1 for all neighbours", i, fanouts[i]);
-  }
 }
 
 }  // namespace dsp

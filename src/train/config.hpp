@@ -52,7 +52,8 @@ struct TrainConfig {
   nlohmann::json to_json() const;
 };
 
-// The CLI's early check: one fanout per layer. InvalidArgument otherwise.
-void check_fanouts(const std::vector<int>& fanouts, const ModelConfig& model);
+// One fanout per layer of `model` (each fanout's value is csp's check_fanouts). InvalidArgument
+// otherwise.
+void check_fanout_count(const std::vector<int>& fanouts, const ModelConfig& model);
 
 }  // namespace dsp

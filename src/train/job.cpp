@@ -29,14 +29,17 @@
 namespace dsp {
 namespace fs = std::filesystem;
 
+namespace {
+RankOptions rank_options(const JobConfig& cfg);
+}  // namespace
+
 void JobConfig::validate() const {
   DSP_CHECK_ARG(!path.empty(), "no partition or dataset directory given");
-  DSP_CHECK_ARG(!fanouts.empty(), "--fanouts must list one fanout per layer");
+  check_fanouts(fanouts, "--fanouts");
   DSP_CHECK_ARG(layers == 0 || layers == static_cast<int>(fanouts.size()),
                 "--fanouts has {} entries but the model has {} layers (one fanout per layer)",
                 fanouts.size(), layers);
-  for (int f : fanouts) DSP_CHECK_ARG(f > 0, "fanouts must be > 0, got {}", f);
-  for (int f : eval_fanouts) DSP_CHECK_ARG(f > 0, "eval fanouts must be > 0, got {}", f);
+  if (!eval_fanouts.empty()) check_fanouts(eval_fanouts, "--eval-fanouts");
   DSP_CHECK_ARG(eval_fanouts.empty() || eval_fanouts.size() == fanouts.size(),
                 "--eval-fanouts has {} entries but --fanouts has {}", eval_fanouts.size(),
                 fanouts.size());
@@ -63,15 +66,9 @@ void JobConfig::validate() const {
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
   DSP_CHECK_ARG(cache_memory >= 0, "--cache-memory must be >= 0, got {}", cache_memory);
-  DSP_CHECK_ARG(fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", fifo_rows);
-  DSP_CHECK_ARG(fifo_shared_rows >= 0, "--fifo-shared-rows must be >= 0, got {}", fifo_shared_rows);
-  DSP_CHECK_ARG(fifo_shared_rows == 0 || fifo_rows > 0,
-                "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
-                "rank's own FIFO level");
-  DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
-                order);
+  rank_options(*this).validate();  // FIFO levels, topology memory: checked where they belong
+  check_seed_order(order, bfs_sequences);
   parse_sample_kernel(sample_kernel);  // "unknown sampling kernel ..." for anything else
-  DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
   DSP_CHECK_ARG(roles == 0 || (order == "random" && !cache_auto),
                 "--roles runs the random seed order with the partition's cache: --order bfs and "
                 "--cache-auto are for symmetric jobs");
@@ -92,7 +89,7 @@ void JobConfig::validate() const {
   if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
   if (m.out_dim == 0) m.out_dim = 2;
   m.validate();
-  check_fanouts(fanouts, m);
+  check_fanout_count(fanouts, m);
 }
 
 nlohmann::json JobConfig::to_json() const {

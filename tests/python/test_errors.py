@@ -50,7 +50,7 @@ def test_missing_dataset_for_partition(tmp_path):
 def test_bad_fanouts(cora_p1):
     with pytest.raises(dsp.InvalidArgument) as e:
         dsp.Loader(cora_p1, fanouts=[10, 0])
-    assert str(e.value) == "fanouts must be > 0, got 0"
+    assert str(e.value) == "--fanouts: fanouts must be in [1, 4194304], got 0"
     with pytest.raises(ValueError):  # InvalidArgument is a ValueError
         dsp.Loader(cora_p1, fanouts=[-1])
     with pytest.raises(dsp.InvalidArgument) as e2:

@@ -10,6 +10,7 @@
 #include "cora_batches.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "csp/sampler.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -194,11 +195,13 @@ TEST(BadInput, UnknownModelAndOptimizer) {
 TEST(BadInput, FanoutCountMustEqualLayers) {
   const CoraData& d = cora();
   ModelConfig m = cora_config("sage", 1).model;
-  EXPECT_NO_THROW(check_fanouts({10, 5}, m));
-  std::string msg = error_of<InvalidArgument>([&] { check_fanouts({15, 10, 5}, m); });
+  EXPECT_NO_THROW(check_fanout_count({10, 5}, m));
+  std::string msg = error_of<InvalidArgument>([&] { check_fanout_count({15, 10, 5}, m); });
   EXPECT_NE(msg.find("3 fanouts given for a 2-layer model"), std::string::npos) << msg;
-  msg = error_of<InvalidArgument>([&] { check_fanouts({10, 0}, m); });
-  EXPECT_NE(msg.find("fanout 1 is 0"), std::string::npos) << msg;
+  msg = error_of<InvalidArgument>([&] { check_fanouts({10, 0}, "--fanouts"); });
+  EXPECT_EQ(msg, "--fanouts: fanouts must be in [1, 4194304], got 0");
+  msg = error_of<InvalidArgument>([&] { check_fanouts({}, "--eval-fanouts"); });
+  EXPECT_EQ(msg, "--eval-fanouts: at least one layer (fanout) is needed");
 
   auto comm = make_communicator("self");
   Trainer t(cora_config("gat", 1), *comm);
