@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/lists.hpp"
 #include "core/fs.hpp"
 #include "core/memory.hpp"
 #include "core/timer.hpp"
@@ -43,14 +44,9 @@ int64_t parse_count(const std::string& flag, const std::string& text) {
     }
     if (mult != 1) s.pop_back();
   }
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  DSP_CHECK_ARG(!s.empty() && used == s.size() && std::isfinite(v),
+  const std::optional<double> parsed = whole_double(s);
+  const double v = parsed.value_or(0);
+  DSP_CHECK_ARG(parsed && std::isfinite(v),
                 "{}: expected a count such as 100000, 2.4M or 62m, got '{}'", flag, text);
   double r = std::round(v * mult);
   DSP_CHECK_ARG(std::fabs(r - v * mult) < 1e-6 * std::max(1.0, std::fabs(v * mult)),

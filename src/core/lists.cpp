@@ -1,5 +1,6 @@
 #include "core/lists.hpp"
 
+#include <optional>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -52,28 +53,40 @@ std::vector<double> parse_double_list(const std::string& s, const char* flag, do
   return v;
 }
 
-int64_t parse_int(const std::string& text, const char* flag) {
+namespace {
+// The value `parse` reads from the whole of `text`, or nothing (empty, junk after it, out of range).
+template <class T, class Parse>
+std::optional<T> whole(const std::string& text, Parse parse) {
   size_t used = 0;
-  int64_t v = 0;
+  T v{};
   try {
-    v = std::stoll(text, &used);
+    v = parse(text, &used);
   } catch (const std::logic_error&) {
-    used = 0;
+    return std::nullopt;
   }
-  DSP_CHECK_ARG(!text.empty() && used == text.size(), "{}: '{}' is not an integer", flag, text);
+  if (text.empty() || used != text.size()) return std::nullopt;
   return v;
+}
+}  // namespace
+
+std::optional<int64_t> whole_int(const std::string& text) {
+  return whole<int64_t>(text, [](const std::string& t, size_t* u) { return std::stoll(t, u); });
+}
+
+std::optional<double> whole_double(const std::string& text) {
+  return whole<double>(text, [](const std::string& t, size_t* u) { return std::stod(t, u); });
+}
+
+int64_t parse_int(const std::string& text, const char* flag) {
+  const std::optional<int64_t> v = whole_int(text);
+  DSP_CHECK_ARG(v.has_value(), "{}: '{}' is not an integer", flag, text);
+  return *v;
 }
 
 double parse_double(const std::string& text, const char* flag) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::logic_error&) {
-    used = 0;
-  }
-  DSP_CHECK_ARG(!text.empty() && used == text.size(), "{}: '{}' is not a number", flag, text);
-  return v;
+  const std::optional<double> v = whole_double(text);
+  DSP_CHECK_ARG(v.has_value(), "{}: '{}' is not a number", flag, text);
+  return *v;
 }
 
 }  // namespace dsp

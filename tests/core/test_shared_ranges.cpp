@@ -8,9 +8,11 @@
 
 #include "core/error.hpp"
 #include "core/shared_ranges.hpp"
+#include "error_of.hpp"
 
 namespace dsp {
 namespace {
+using test::error_of;
 
 // A fake device: maps a host range to base + kOffset, records every registration and undo.
 struct FakeDevice {
@@ -28,16 +30,6 @@ struct FakeDevice {
     };
   }
 };
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(SharedRanges, SecondHolderBorrowsAndTheLastUndoes) {
   FakeDevice dev;

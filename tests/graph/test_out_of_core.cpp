@@ -15,9 +15,11 @@
 #include "graph/import.hpp"
 #include "graph/io_test_util.hpp"
 #include "graph/npy.hpp"
+#include "error_of.hpp"
 
 namespace dsp {
 namespace {
+using test::error_of;
 using iotest::run_cli;
 using iotest::slurp;
 using iotest::TempDir;
@@ -405,17 +407,6 @@ TEST(OutOfCore, OgbConvertIdenticalToInMemory) {
     load_dataset(b);  // and it validates
     ++i;
   }
-}
-
-// The message of whatever import_ogb_raw + write_dataset, or import_ogb_to_dir, throws.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Faulty OGB inputs fail out of core with the in-memory path's one line, leaving nothing at the

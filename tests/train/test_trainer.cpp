@@ -12,9 +12,11 @@
 #include "core/fs.hpp"
 #include "csp/sampler.hpp"
 #include "train/trainer.hpp"
+#include "error_of.hpp"
 
 namespace dsp {
 namespace {
+using test::error_of;
 
 using namespace dsp::test;
 namespace fs = std::filesystem;
@@ -53,16 +55,6 @@ namespace fs = std::filesystem;
 
 std::string temp_path(const std::string& name) {
   return (fs::temp_directory_path() / fmt::format("dsp_train_{}_{}", ::getpid(), name)).string();
-}
-
-template <class E>
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
 }
 
 // A short run configuration for the tests that are not about accuracy.
