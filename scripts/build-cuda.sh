@@ -49,6 +49,9 @@ fi
 ((venv_only)) && exit 0
 t1=$(date +%s)
 
+# TorchConfig finds libtorch and libc10 with a plain find_library, so the system's (Debian's
+# LibTorch 1.13 in /usr/lib) would win over the prefix's: name this LibTorch's own.
+torch_lib="$(cd "$torch_prefix/../../lib" && pwd)"
 # Torch's CMake config looks for the CUDA toolkit itself (FindCUDAToolkit): point it at the one
 # nvcc belongs to. It links the CUDA runtime libraries of the wheel by absolute path (nvidia-*).
 export CUDAToolkit_ROOT="$cuda" CUDA_TOOLKIT_ROOT_DIR="$cuda" CUDACXX="$cuda/bin/nvcc"
@@ -58,6 +61,7 @@ log="$(mktemp)"
 if ! cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CUDA=ON \
      -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES="$archs" \
      -DCUDAToolkit_ROOT="$cuda" -DCMAKE_PREFIX_PATH="$torch_prefix" \
+     -DTORCH_LIBRARY="$torch_lib/libtorch.so" -Dc10_LIBRARY="$torch_lib/libc10.so" \
      -DDSP_WITH_PYTHON=OFF "$@" >"$log" 2>&1; then
   echo "build-cuda.sh: configure failed:" >&2; tail -n 60 "$log" >&2; exit 1
 fi

@@ -67,24 +67,30 @@ bundle() {
   (($(carried_mb) <= MAX_KIT_MB)) || { echo "bundle: over $MAX_KIT_MB MiB" >&2; return 1; }
 }
 
-# The fallback on the device: build from the kit's -dev packages and the image's torch, then put
-# the binaries where `run` takes them.
+# The fallback's configure (on the device; the dry run checks it here): the kit's -dev packages,
+# the image's torch, NCCL from its wheel, MPI from the kit. BUILD_DIR LOG.
+configure_on_device() {
+  local R="$KR/root" ML="$KR/root/usr/lib/x86_64-linux-gnu" lib inc torch_prefix torch_lib
+  read -r lib inc < <(nccl_of "$PY") || { echo "no nvidia-nccl wheel beside $PY's torch" >"$2"; return 1; }
+  torch_prefix="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+  torch_lib="$(cd "$torch_prefix/../../lib" && pwd)"
+  cmake -S . -B "$1" -G Ninja -DTORCH_LIBRARY="$torch_lib/libtorch.so" -Dc10_LIBRARY="$torch_lib/libc10.so" -DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$torch_prefix;$R/usr" -DDSP_WITH_PYTHON=OFF \
+    -DDSP_NCCL_LIBRARY="$lib" -DDSP_NCCL_INCLUDE_DIR="$inc" -DMPI_SKIP_COMPILER_WRAPPER=ON \
+    -DMPI_C_HEADER_DIR="$ML/openmpi/include" -DMPI_C_LIB_NAMES=mpi -DMPI_mpi_LIBRARY="$ML/libmpi.so.40" \
+    -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DZLIB_INCLUDE_DIR="$R/usr/include" \
+    -DZLIB_LIBRARY="$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)" \
+    -DDSP_TEST_DATA_DIR=tests/data >"$2" 2>&1
+}
+
+# The fallback on the device: build as configured above, then put the binaries where `run`
+# takes them.
 build_on_device() {
-  local t R ML lib inc torch_prefix b
+  local t b
   kit_unpack || return 1
   t=$(date +%s)
-  R="$KR/root" ML="$KR/root/usr/lib/x86_64-linux-gnu"
-  for f in "$KIT"/debs-dev/*.deb; do dpkg -x "$f" "$R"; done
   kit_env || return 1
-  read -r lib inc < <(nccl_of "$PY") || { row nccl FAIL "no nvidia-nccl wheel beside $PY's torch"; return 1; }
-  torch_prefix="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-  if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CUDA=ON \
-       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$torch_prefix;$R/usr" -DDSP_WITH_PYTHON=OFF \
-       -DDSP_NCCL_LIBRARY="$lib" -DDSP_NCCL_INCLUDE_DIR="$inc" -DMPI_SKIP_COMPILER_WRAPPER=ON \
-       -DMPI_C_HEADER_DIR="$ML/openmpi/include" -DMPI_C_LIB_NAMES=mpi -DMPI_mpi_LIBRARY="$ML/libmpi.so.40" \
-       -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DZLIB_INCLUDE_DIR="$R/usr/include" \
-       -DZLIB_LIBRARY="$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)" \
-       -DDSP_TEST_DATA_DIR=tests/data >"$KR/configure.log" 2>&1; then
+  if ! configure_on_device build-gpu "$KR/configure.log"; then
     row "build on the device" FAIL "configure, see configure.log"; tail -n 30 "$KR/configure.log"; return 1
   fi
   if ! timed 420 cmake --build build-gpu -j "$(nproc)" --target "${bins[@]}" >"$KR/build.log" 2>&1; then

@@ -51,6 +51,23 @@ library_check() {
   fi
 }
 
+# The fallback build's configure: every dependency it found must come from the kit's packages
+# (this machine's /usr has them all too, the device's image does not), but the C runtime's librt,
+# the compiler's OpenMP and pybind11 (the fallback builds no Python module).
+fallback_configure_check() {
+  local B=/tmp/dsp-kit-configure outside
+  rm -rf "$B"
+  if ! configure_on_device "$B" "$LOGS/fallback_configure.log"; then
+    row "fallback build: configure" FAIL "see fallback_configure.log"; status=1; return
+  fi
+  outside="$(grep -E '^[A-Za-z0-9_]+_(DIR|LIBRARY|INCLUDE_DIR|LIBRARY_RELEASE|INCLUDE_DIRS)[:A-Z]*=' "$B/CMakeCache.txt" |
+    grep -vE "=($KR/|/usr/local/cuda|$(dirname "$(dirname "$("$PY" -c 'import torch; print(torch.__file__)')")")|.*-NOTFOUND$|$)" |
+    grep -E '=/usr/(lib|include|share)' | cut -d= -f1 |
+    grep -vE '^(CUDAToolkit_rt_LIBRARY|OpenMP_[a-z]+_LIBRARY|pybind11_)' | paste -sd ' ')"
+  if [[ -n "$outside" ]]; then row "fallback build: configure" FAIL "found outside the kit: $outside"; status=1
+  else row "fallback build: configure" ok "every dependency from the kit, torch or CUDA"; fi
+}
+
 dry_checks() {
   local b hits mb
   unset LD_DEBUG LD_DEBUG_OUTPUT
@@ -59,6 +76,7 @@ dry_checks() {
   if [[ -n "$hits" ]]; then row "no path of this machine in binaries" FAIL "$here in:$hits"; status=1
   else row "no path of this machine in binaries" ok "$here absent"; fi
   source "$here/scripts/gpu-kit/bundle.sh"
+  fallback_configure_check
   mb=$(carried_mb)
   if ((mb <= MAX_KIT_MB)); then row "tree + kit carried" ok "$mb MiB (limit $MAX_KIT_MB)"
   else row "tree + kit carried" FAIL "$mb MiB (limit $MAX_KIT_MB)"; status=1; fi
