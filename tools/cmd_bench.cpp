@@ -367,8 +367,8 @@ std::vector<ScoredPolicy> score_policies(const CacheArgs& a, const Csr& graph,
   }
   std::vector<ScoredPolicy> out;
   for (const std::string& pname : split_list(a.policies)) {
-    CachePolicy p = parse_cache_policy(pname);
-    for (int k : p == CachePolicy::kPresample ? ks : std::vector<int>{1}) {
+    const bool presample = std::string(static_cache_policy(pname).name()) == "presample";
+    for (int k : presample ? ks : std::vector<int>{1}) {
       PresampleOptions po;
       po.epochs = k;
       po.batch_size = a.batch_size;
@@ -377,8 +377,8 @@ std::vector<ScoredPolicy> score_policies(const CacheArgs& a, const Csr& graph,
       Stopwatch sw;
       ScoredPolicy sp;
       sp.name =
-          p == CachePolicy::kPresample && ks.size() > 1 ? fmt::format("presample#{}", k) : pname;
-      sp.score = hotness_scores(p, graph, train, a.seed + 1, make_presample_fn(po));
+          presample && ks.size() > 1 ? fmt::format("presample#{}", k) : pname;
+      sp.score = hotness_scores(pname, graph, train, a.seed + 1, make_presample_fn(po));
       sp.seconds = sw.seconds();
       out.push_back(std::move(sp));
     }

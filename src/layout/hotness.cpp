@@ -8,27 +8,6 @@
 
 namespace dsp {
 
-CachePolicy parse_cache_policy(const std::string& name) {
-  if (name == "in-degree") return CachePolicy::kInDegree;
-  if (name == "out-degree") return CachePolicy::kOutDegree;
-  if (name == "presample") return CachePolicy::kPresample;
-  if (name == "random") return CachePolicy::kRandom;
-  if (name == "none") return CachePolicy::kNone;
-  DSP_THROW_T(InvalidArgument,
-              "unknown cache policy '{}' (in-degree, out-degree, presample, random, none)", name);
-}
-
-const char* cache_policy_name(CachePolicy p) {
-  switch (p) {
-    case CachePolicy::kInDegree: return "in-degree";
-    case CachePolicy::kOutDegree: return "out-degree";
-    case CachePolicy::kPresample: return "presample";
-    case CachePolicy::kRandom: return "random";
-    case CachePolicy::kNone: return "none";
-  }
-  return "?";
-}
-
 std::vector<int64_t> top_k_by_score(const std::vector<int64_t>& score, int64_t begin, int64_t end,
                                     int64_t k) {
   DSP_CHECK_ARG(begin >= 0 && begin <= end && end <= static_cast<int64_t>(score.size()),
@@ -44,40 +23,118 @@ std::vector<int64_t> top_k_by_score(const std::vector<int64_t>& score, int64_t b
   return ids;
 }
 
-std::vector<int64_t> hotness_scores(CachePolicy policy, const Csr& g,
+namespace {
+
+const Csr& graph_of(const CacheScoreInputs& in, const char* policy) {
+  DSP_CHECK_ARG(in.graph != nullptr,
+                "cache policy '{}' scores the whole graph: it is chosen at partition time", policy);
+  return *in.graph;
+}
+
+class InDegree final : public StaticCachePolicy {
+ public:
+  const char* name() const override { return "in-degree"; }
+  bool at_train_time() const override { return true; }
+  std::vector<int64_t> scores(const CacheScoreInputs& in) const override {
+    std::vector<int64_t> s(in.num_nodes);
+    if (in.in_degree) {
+      std::copy(in.in_degree, in.in_degree + in.num_nodes, s.begin());
+    } else {
+      const Csr& g = graph_of(in, name());
+      for (int64_t v = 0; v < in.num_nodes; ++v) s[v] = g.degree(v);
+    }
+    return s;
+  }
+};
+
+class OutDegree final : public StaticCachePolicy {
+ public:
+  const char* name() const override { return "out-degree"; }
+  bool at_train_time() const override { return false; }
+  std::vector<int64_t> scores(const CacheScoreInputs& in) const override {
+    const Csr& g = graph_of(in, name());
+    std::vector<int64_t> s(in.num_nodes, 0);
+    dispatch_index(g.index_dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* idx = g.indices.data<T>();
+      for (int64_t e = 0, m = g.num_edges(); e < m; ++e) ++s[idx[e]];
+    });
+    return s;
+  }
+};
+
+class Presample final : public StaticCachePolicy {
+ public:
+  const char* name() const override { return "presample"; }
+  bool at_train_time() const override { return false; }
+  std::vector<int64_t> scores(const CacheScoreInputs& in) const override {
+    const Csr& g = graph_of(in, name());
+    DSP_CHECK_ARG(static_cast<bool>(in.presample),
+                  "cache policy 'presample' needs the sampler's visit-count hook");
+    static const std::vector<int64_t> none;
+    std::vector<int64_t> s = in.presample(g, in.train_ids ? *in.train_ids : none);
+    DSP_CHECK(static_cast<int64_t>(s.size()) == in.num_nodes,
+              "presample hook returned {} counts for {} nodes", s.size(), in.num_nodes);
+    return s;
+  }
+};
+
+class Random final : public StaticCachePolicy {
+ public:
+  const char* name() const override { return "random"; }
+  bool at_train_time() const override { return true; }
+  std::vector<int64_t> scores(const CacheScoreInputs& in) const override {
+    std::vector<int64_t> s(in.num_nodes);
+    const uint64_t key = rng_key(in.seed, 0x7261'6e64);  // "rand"
+    for (int64_t v = 0; v < in.num_nodes; ++v) {
+      s[v] = static_cast<int64_t>(RngStream(key, v).next_u64() >> 1);
+    }
+    return s;
+  }
+};
+
+class NoCache final : public StaticCachePolicy {
+ public:
+  const char* name() const override { return "none"; }
+  bool at_train_time() const override { return true; }
+  bool caches() const override { return false; }
+  std::vector<int64_t> scores(const CacheScoreInputs& in) const override {
+    return std::vector<int64_t>(in.num_nodes, 0);
+  }
+};
+
+}  // namespace
+
+const StaticCachePolicy& static_cache_policy(const std::string& name) {
+  static const InDegree in_degree;
+  static const OutDegree out_degree;
+  static const Presample presample;
+  static const Random random;
+  static const NoCache none;
+  static const StaticCachePolicy* const all[] = {&in_degree, &out_degree, &presample, &random, &none};
+  for (const StaticCachePolicy* p : all)
+    if (name == p->name()) return *p;
+  DSP_THROW_T(InvalidArgument,
+              "unknown cache policy '{}' (in-degree, out-degree, presample, random, none)", name);
+}
+
+void check_train_time_cache_policy(const std::string& name) {
+  DSP_CHECK_ARG(static_cache_policy(name).at_train_time(),
+                "cache policy '{}' is chosen at partition time (dsp partition --cache-policy ...): "
+                "a job may choose or resize the cache only with in-degree, random or none",
+                name);
+}
+
+std::vector<int64_t> hotness_scores(const std::string& policy, const Csr& g,
                                     const std::vector<int64_t>& train_ids, uint64_t seed,
                                     const PresampleFn& presample) {
-  const int64_t n = g.num_nodes;
-  std::vector<int64_t> score(n, 0);
-  switch (policy) {
-    case CachePolicy::kInDegree:
-      for (int64_t v = 0; v < n; ++v) score[v] = g.degree(v);
-      break;
-    case CachePolicy::kOutDegree:
-      dispatch_index(g.index_dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        const T* idx = g.indices.data<T>();
-        for (int64_t e = 0, m = g.num_edges(); e < m; ++e) ++score[idx[e]];
-      });
-      break;
-    case CachePolicy::kPresample:
-      DSP_CHECK_ARG(static_cast<bool>(presample),
-                    "cache policy 'presample' needs the sampler's visit-count hook");
-      score = presample(g, train_ids);
-      DSP_CHECK(static_cast<int64_t>(score.size()) == n,
-                "presample hook returned {} counts for {} nodes", score.size(), n);
-      break;
-    case CachePolicy::kRandom: {
-      uint64_t key = rng_key(seed, 0x7261'6e64);  // "rand"
-      for (int64_t v = 0; v < n; ++v) {
-        score[v] = static_cast<int64_t>(RngStream(key, v).next_u64() >> 1);
-      }
-      break;
-    }
-    case CachePolicy::kNone:
-      break;
-  }
-  return score;
+  CacheScoreInputs in;
+  in.num_nodes = g.num_nodes;
+  in.graph = &g;
+  in.train_ids = &train_ids;
+  in.seed = seed;
+  in.presample = presample;
+  return static_cache_policy(policy).scores(in);
 }
 
 double optimal_hit_rate(const std::vector<int64_t>& trace, int64_t num_nodes, int64_t capacity) {

@@ -262,7 +262,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
                 "unknown partition method '{}' (metis, random, bfs-blocks, pagraph)", opts.method);
   DSP_CHECK_ARG(opts.method != "pagraph" || (opts.pagraph.hops >= 1 && opts.pagraph.hops <= 100),
                 "--hops must be in [1, 100], got {}", opts.pagraph.hops);
-  CachePolicy policy = parse_cache_policy(opts.cache_policy);
+  const StaticCachePolicy& policy = static_cache_policy(opts.cache_policy);
   DSP_CHECK_ARG(opts.cache_ratio >= 0.0 && opts.cache_ratio <= 1.0,
                 "--cache-ratio must be in [0, 1], got {}", opts.cache_ratio);
   DSP_CHECK_ARG(opts.seed_imbalance >= 0.0, "seed imbalance must be >= 0");
@@ -313,7 +313,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
 
   const Csr& g = ds.graph;
   meta.method = opts.method;
-  meta.cache_policy = cache_policy_name(policy);
+  meta.cache_policy = policy.name();
   meta.cache_ratio = opts.cache_ratio;
   meta.cache_bytes = opts.cache_bytes;
   meta.num_nodes = n;
@@ -346,7 +346,8 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   for (int64_t i = 0; ds.train_idx.defined() && i < ds.train_idx.dim(0); ++i) {
     train_old.push_back(ds.train_idx.int_at(i));
   }
-  std::vector<int64_t> score_old = hotness_scores(policy, g, train_old, opts.seed, opts.presample);
+  std::vector<int64_t> score_old =
+      hotness_scores(policy.name(), g, train_old, opts.seed, opts.presample);
   std::vector<int64_t> score(n);
   for (int64_t v = 0; v < n; ++v) score[old2new[v]] = score_old[v];
   std::vector<int64_t>().swap(score_old);
@@ -413,7 +414,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
     if (meta.hops > 0) write_halo(g, halo_src, meta, old2new, new2old, seeds, depth, pd, st);
     detail::release_pages(g);
     save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
-    int64_t cap = policy == CachePolicy::kNone ? 0
+    int64_t cap = !policy.caches() ? 0
                   : meta.cache_rows >= 0
                       ? meta.cache_rows
                       : static_cast<int64_t>(opts.cache_ratio * static_cast<double>(st.end - st.begin));

@@ -186,25 +186,18 @@ void RankRuntime::partition_if_needed() {
 void RankRuntime::override_cache() {
   const PartitionMeta& m = part_.meta;
   const double ratio = opts_.cache_ratio < 0 ? m.cache_ratio : opts_.cache_ratio;
-  const CachePolicy policy =
-      parse_cache_policy(opts_.cache_policy.empty() ? m.cache_policy : opts_.cache_policy);
-  std::vector<int64_t> score(m.num_nodes, 0);
-  if (policy == CachePolicy::kInDegree) {
-    const int64_t* d = part_.in_degree.data<int64_t>();
-    std::copy(d, d + m.num_nodes, score.begin());
-  } else if (policy == CachePolicy::kRandom) {
-    Csr empty;
-    empty.num_nodes = m.num_nodes;
-    score = hotness_scores(CachePolicy::kRandom, empty, {}, opts_.seed);
-  } else {
-    DSP_CHECK_ARG(policy == CachePolicy::kNone,
-                  "cache policy '{}' cannot be overridden at train time; partition again",
-                  cache_policy_name(policy));
-  }
+  const std::string name = opts_.cache_policy.empty() ? m.cache_policy : opts_.cache_policy;
+  check_train_time_cache_policy(name);
+  const StaticCachePolicy& policy = static_cache_policy(name);
+  CacheScoreInputs in;
+  in.num_nodes = m.num_nodes;
+  in.in_degree = part_.in_degree.data<int64_t>();
+  in.seed = opts_.seed;
+  const std::vector<int64_t> score = policy.scores(in);
   all_cached_.clear();
   for (int p = 0; p < m.parts; ++p) {
     const int64_t b = m.offsets[p], e = m.offsets[p + 1];
-    const int64_t k = policy == CachePolicy::kNone ? 0 : static_cast<int64_t>(ratio * (e - b));
+    const int64_t k = !policy.caches() ? 0 : static_cast<int64_t>(ratio * (e - b));
     all_cached_.push_back(Array::from_vector(top_k_by_score(score, b, e, k)));
   }
   part_.cached = all_cached_[part_.part];

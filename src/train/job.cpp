@@ -18,6 +18,7 @@
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/timer.hpp"
+#include "layout/hotness.hpp"
 #include "csp/sampler.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/roles.hpp"
@@ -53,12 +54,7 @@ void JobConfig::validate() const {
                 "--roles-switch {} needs --roles (sampler-only ranks to switch)", roles_switch);
   DSP_CHECK_ARG(eval_every >= 0 && checkpoint_every >= 0, "--eval-every/--checkpoint-every >= 0");
   parse_pipeline_mode(pipeline);
-  DSP_CHECK_ARG(cache_policy.empty() || cache_policy == "in-degree" || cache_policy == "random" ||
-                    cache_policy == "none",
-                "--cache-policy override must be in-degree, random or none (out-degree and "
-                "presample are chosen at partition time: dsp partition --cache-policy ...), got "
-                "'{}'",
-                cache_policy);
+  if (!cache_policy.empty()) check_train_time_cache_policy(cache_policy);
   DSP_CHECK_ARG(cache_ratio == -1 || (cache_ratio >= 0 && cache_ratio <= 1),
                 "--cache-ratio must be in [0, 1], got {}", cache_ratio);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");

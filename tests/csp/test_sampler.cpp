@@ -568,7 +568,7 @@ TEST(Presample, CountsMatchBruteForce) {
   EXPECT_GT(std::accumulate(counts.begin(), counts.end(), int64_t{0}), 0);
   // wired into hotness_scores
   std::vector<int64_t> h =
-      hotness_scores(CachePolicy::kPresample, ds.graph, train, 0, make_presample_fn(po));
+      hotness_scores("presample", ds.graph, train, 0, make_presample_fn(po));
   EXPECT_EQ(h, ref);
 }
 

@@ -22,9 +22,11 @@
 #include "layout/hotness.hpp"
 #include "layout/layout_fixtures.hpp"
 #include "layout/partition.hpp"
+#include "error_of.hpp"
 
 namespace dsp {
 namespace {
+using test::error_of;
 
 namespace fs = std::filesystem;
 
@@ -393,7 +395,7 @@ TEST(Hotness, InDegreePicksTopKOfEachPatch) {
 
 TEST(Hotness, OutDegreeCountsAppearances) {
   const Dataset& ds = rmat();
-  auto score = hotness_scores(CachePolicy::kOutDegree, ds.graph, {}, 0);
+  auto score = hotness_scores("out-degree", ds.graph, {}, 0);
   std::vector<int64_t> brute(ds.meta.num_nodes, 0);
   for (int64_t e = 0; e < ds.graph.num_edges(); ++e) ++brute[ds.graph.indices.int_at(e)];
   EXPECT_EQ(score, brute);
@@ -401,14 +403,49 @@ TEST(Hotness, OutDegreeCountsAppearances) {
 
 TEST(Hotness, PresampleUsesTheHookAndRequiresIt) {
   const Dataset& ds = rmat();
-  EXPECT_THROW(hotness_scores(CachePolicy::kPresample, ds.graph, {}, 0), InvalidArgument);
+  EXPECT_THROW(hotness_scores("presample", ds.graph, {}, 0), InvalidArgument);
   PresampleFn fake = [](const Csr& g, const std::vector<int64_t>&) {
     std::vector<int64_t> c(g.num_nodes);
     std::iota(c.begin(), c.end(), 0);
     return c;
   };
-  auto s = hotness_scores(CachePolicy::kPresample, ds.graph, {}, 0, fake);
+  auto s = hotness_scores("presample", ds.graph, {}, 0, fake);
   EXPECT_EQ(s[17], 17);
+}
+
+// One registry of static policies: names, which a job may choose at train time, and the same
+// scores from the whole graph (partition time) as from what every rank holds (train time).
+TEST(Hotness, PoliciesByNameScoreAlikeAtPartitionAndTrainTime) {
+  const Dataset& ds = rmat();
+  const int64_t n = ds.meta.num_nodes;
+  std::vector<int64_t> indeg(n);
+  for (int64_t v = 0; v < n; ++v) indeg[v] = ds.graph.degree(v);
+  CacheScoreInputs at_train;
+  at_train.num_nodes = n;
+  at_train.in_degree = indeg.data();
+  at_train.seed = 9;
+  for (const std::string name : {"in-degree", "out-degree", "presample", "random", "none"}) {
+    SCOPED_TRACE(name);
+    const StaticCachePolicy& p = static_cache_policy(name);
+    EXPECT_EQ(p.name(), name);
+    EXPECT_EQ(p.caches(), name != "none");
+    const bool train_time = name == "in-degree" || name == "random" || name == "none";
+    EXPECT_EQ(p.at_train_time(), train_time);
+    if (train_time) {
+      EXPECT_NO_THROW(check_train_time_cache_policy(name));
+      EXPECT_EQ(p.scores(at_train), hotness_scores(name, ds.graph, {}, 9));
+    } else {
+      EXPECT_EQ(error_of([&] { check_train_time_cache_policy(name); }),
+                "cache policy '" + name + "' is chosen at partition time (dsp partition "
+                "--cache-policy ...): a job may choose or resize the cache only with in-degree, "
+                "random or none");
+      EXPECT_EQ(error_of([&] { p.scores(at_train); }),
+                "cache policy '" + name + "' scores the whole graph: it is chosen at partition "
+                "time");
+    }
+  }
+  EXPECT_EQ(error_of([] { static_cache_policy("lru"); }),
+            "unknown cache policy 'lru' (in-degree, out-degree, presample, random, none)");
 }
 
 TEST(Hotness, TopKTiesGoToLowerIds) {
