@@ -119,7 +119,7 @@ void add_partition(CLI::App& app) {
   sub->add_option("--method", a->o.method,
                   "metis (default), random, bfs-blocks (BGL: for graphs beyond METIS) or pagraph "
                   "(self-reliant parts: each replicates its seeds' L-hop neighbourhood)")
-      ->check(CLI::IsMember({"metis", "random", "bfs-blocks", "pagraph"}));
+      ->type_name("TEXT:{metis,random,bfs-blocks,pagraph}");
   sub->add_flag("--no-entry-balance{false}", a->o.balance_entries,
                 "metis, bfs-blocks: balance nodes and seeds only, not adjacency entries");
   sub->add_option("--hops", a->o.pagraph.hops,
@@ -181,10 +181,8 @@ void add_partition(CLI::App& app) {
       a->pre.sampler.seed = a->o.seed;
       a->o.presample = make_presample_fn(a->pre);
     }
-    DSP_CHECK_ARG(!path_within(a->dataset, a->out),
-                  "OUT {} is the dataset {} or contains it: writing the partition there would "
-                  "destroy the dataset; choose another OUT",
-                  a->out, a->dataset);
+    check_partition_method(a->o);  // before loading the dataset, as partition_dataset does
+    check_partition_out(a->dataset, a->out);
     if (plan_memory(a->dataset, a->o, a->memory_budget, a->dry_run)) return;
     Stopwatch sw;
     Dataset ds = load_dataset(a->dataset);

@@ -158,9 +158,17 @@ std::vector<int64_t> capped_row(const Csr& g, int64_t v, int64_t cap, uint64_t s
 int64_t rebalance_seeds(const Csr& g, const Array& train_idx, int parts, double tol,
                         std::vector<int32_t>& assign);
 
-// Runs the whole pipeline and writes `out` atomically. Returns the meta it wrote.
+// Runs the whole pipeline and writes `out` atomically. Returns the meta it wrote. Refuses an
+// `out` that is the dataset's directory or contains it (check_partition_out).
 PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
                                 const std::string& out);
+// The method and its own options (pagraph's hops): partition_dataset checks them; the CLI also
+// calls it before loading the dataset.
+void check_partition_method(const PartitionOptions& opts);
+// InvalidArgument when writing a partition to `out` would destroy the dataset in `dataset_dir`
+// (the same directory, or one containing it; --overwrite would replace it). partition_dataset
+// checks it; the CLI also calls it before loading the dataset.
+void check_partition_out(const std::string& dataset_dir, const std::string& out);
 
 // What one rank loads: the meta, its own patch and seeds and cache list, and the shared arrays
 // (mapped, not copied).

@@ -250,18 +250,30 @@ void write_halo(const Csr& g, const Csr& halo_src, const PartitionMeta& meta,
 
 }  // namespace
 
-PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
-                                const std::string& out) {
-  const int64_t n = ds.meta.num_nodes;
-  const int parts = opts.parts;
-  DSP_CHECK_ARG(parts >= 1, "--parts must be >= 1, got {}", parts);
-  DSP_CHECK_ARG(parts <= n, "--parts {} is larger than the node count {} of {}", parts, n,
-                ds.dir.empty() ? ds.meta.name : ds.dir);
+void check_partition_method(const PartitionOptions& opts) {
   DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random" || opts.method == "bfs-blocks" ||
                     opts.method == "pagraph",
                 "unknown partition method '{}' (metis, random, bfs-blocks, pagraph)", opts.method);
   DSP_CHECK_ARG(opts.method != "pagraph" || (opts.pagraph.hops >= 1 && opts.pagraph.hops <= 100),
                 "--hops must be in [1, 100], got {}", opts.pagraph.hops);
+}
+
+void check_partition_out(const std::string& dataset_dir, const std::string& out) {
+  DSP_CHECK_ARG(!path_within(dataset_dir, out),
+                "OUT {} is the dataset {} or contains it: writing the partition there would "
+                "destroy the dataset; choose another OUT",
+                out, dataset_dir);
+}
+
+PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
+                                const std::string& out) {
+  if (!ds.dir.empty()) check_partition_out(ds.dir, out);
+  const int64_t n = ds.meta.num_nodes;
+  const int parts = opts.parts;
+  DSP_CHECK_ARG(parts >= 1, "--parts must be >= 1, got {}", parts);
+  DSP_CHECK_ARG(parts <= n, "--parts {} is larger than the node count {} of {}", parts, n,
+                ds.dir.empty() ? ds.meta.name : ds.dir);
+  check_partition_method(opts);
   const StaticCachePolicy& policy = static_cache_policy(opts.cache_policy);
   DSP_CHECK_ARG(opts.cache_ratio >= 0.0 && opts.cache_ratio <= 1.0,
                 "--cache-ratio must be in [0, 1], got {}", opts.cache_ratio);

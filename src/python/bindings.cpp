@@ -438,11 +438,7 @@ void bind(py::module_& m) {
          const std::string& method, const std::string& cache_policy, double cache_ratio,
          int64_t cache_bytes, double seed_imbalance, uint64_t seed, bool overwrite, bool verbose,
          std::vector<int> presample_fanouts, int64_t presample_batch_size, int presample_epochs) {
-        DSP_CHECK_ARG(cache_ratio >= 0.0 && cache_ratio <= 1.0,
-                      "--cache-ratio must be in [0, 1], got {}", cache_ratio);
-        DSP_CHECK_ARG(method == "metis" || method == "random",
-                      "--method must be metis or random, got '{}'", method);
-        PartitionOptions o;
+        PartitionOptions o;  // checked by partition_dataset, as for the CLI
         o.parts = parts;
         o.method = method;
         o.cache_policy = cache_policy;

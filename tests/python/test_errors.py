@@ -47,6 +47,26 @@ def test_missing_dataset_for_partition(tmp_path):
     assert missing in str(e.value)
 
 
+def test_partition_never_replaces_its_dataset(cora, tmp_path):
+    # The CLI's guard, in the library: dsp.partition(ds, ds, overwrite=True) would have replaced
+    # the dataset it reads.
+    before = sorted(os.listdir(cora))
+    with pytest.raises(dsp.InvalidArgument) as e:
+        dsp.partition(cora, cora, parts=1, overwrite=True)
+    assert "writing the partition there would destroy the dataset" in str(e.value)
+    assert str(e.value) == cli_error("partition", cora, cora, "--parts", "1", "--overwrite")
+    assert sorted(os.listdir(cora)) == before
+    # The CLI's methods and checks, the same from Python.
+    with pytest.raises(dsp.InvalidArgument) as e:
+        dsp.partition(cora, str(tmp_path / "x"), parts=2, method="kway")
+    assert str(e.value) == cli_error("partition", cora, str(tmp_path / "y"), "--parts", "2",
+                                     "--method", "kway")
+    with pytest.raises(dsp.InvalidArgument, match=r"^--cache-ratio must be in \[0, 1\], got 2"):
+        dsp.partition(cora, str(tmp_path / "z"), parts=1, cache_ratio=2.0)
+    meta = dsp.partition(cora, str(tmp_path / "blocks"), parts=2, method="bfs-blocks")
+    assert meta["parts"] == 2 and meta["method"] == "bfs-blocks"
+
+
 def test_bad_fanouts(cora_p1):
     with pytest.raises(dsp.InvalidArgument) as e:
         dsp.Loader(cora_p1, fanouts=[10, 0])
