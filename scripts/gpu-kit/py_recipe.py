@@ -104,9 +104,12 @@ def build(kit, deb_root, dsp_bin, out):
               "@OUT@": out, "@NV@": str(nv), "@SUFFIX@": sysconfig.get_config_var("EXT_SUFFIX")}
     pkg = pathlib.Path(out) / "dsp"
     (pkg / "bin").mkdir(parents=True, exist_ok=True)
-    # After the system's own include folders: a -isystem /usr/include-like folder would break
-    # libstdc++'s #include_next <stdlib.h>.
-    extra = ["-idirafter", f"{deb_root}/usr/include", "-idirafter", pybind_inc]
+    # The kit's headers (fmt, json, ...) before any the image may have; /usr/include itself (where
+    # Debian's pybind11 is) must not be named: -isystem /usr/include breaks libstdc++'s
+    # #include_next <stdlib.h>.
+    extra = ["-isystem", f"{deb_root}/usr/include"]
+    if pybind_inc != "/usr/include":
+        extra += ["-isystem", pybind_inc]
     procs = [subprocess.Popen(fill(c, values) + extra) for c in recipe["compile"]]
     if any(p.wait() != 0 for p in procs):
         sys.exit("py_recipe: compiling src/python failed")
