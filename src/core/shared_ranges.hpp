@@ -47,17 +47,20 @@ class SharedRanges {
       if (a < base + e.bytes) {
         DSP_CHECK(a + bytes <= base + e.bytes,
                   "host range [{:#x}, +{}) overlaps the registered range [{:#x}, +{}) without "
-                  "lying inside it", a, bytes, base, e.bytes);
+                  "lying inside it",
+                  a, bytes, base, e.bytes);
         DSP_CHECK(read_only || !e.v.copy,
                   "host range [{:#x}, +{}) is visible to the device as a read-only copy and "
-                  "cannot be mapped writable", a, bytes);
+                  "cannot be mapped writable",
+                  a, bytes);
         ++e.holders;
         ++borrowed_[a];
         return static_cast<char*>(e.v.device) + (a - base);
       }
     }
     DSP_CHECK(it == ranges_.end() || a + bytes <= it->first,
-              "host range [{:#x}, +{}) overlaps the registered range at {:#x}", a, bytes, it->first);
+              "host range [{:#x}, +{}) overlaps the registered range at {:#x}", a, bytes,
+              it->first);
     Entry e{bytes, make_(p, bytes, read_only), 1};
     void* dev = e.v.device;
     ranges_.emplace(a, std::move(e));
@@ -97,8 +100,8 @@ class SharedRanges {
   };
   MakeVisible make_;
   mutable std::mutex mu_;
-  std::map<uintptr_t, Entry> ranges_;        // by base address
-  std::map<uintptr_t, int64_t> borrowed_;    // acquire()d addresses and how often
+  std::map<uintptr_t, Entry> ranges_;      // by base address
+  std::map<uintptr_t, int64_t> borrowed_;  // acquire()d addresses and how often
 };
 
 }  // namespace dsp

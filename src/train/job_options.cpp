@@ -70,14 +70,16 @@ JobOption toggle(std::string flag, std::string key, std::string help, Get get) {
   return o;
 }
 
+// clang-format off
 #define DSP_FIELD(member) [](JobConfig& c) -> auto& { return c.member; }
+// clang-format on
 
 JobOption roles_option() {
-  JobOption o = declare(
-      "--roles", "roles",
-      "GNNLab's factored layout: this many ranks (the last ones) only sample and load, "
-      "the others only train (default 0: every rank does every stage); auto: GNNLab's "
-      "allocation rule over a profile of a few batches (logged)");
+  JobOption o =
+      declare("--roles", "roles",
+              "GNNLab's factored layout: this many ranks (the last ones) only sample and load, "
+              "the others only train (default 0: every rank does every stage); auto: GNNLab's "
+              "allocation rule over a profile of a few batches (logged)");
   o.type = "TEXT";
   o.parse = [](JobConfig& c, const std::string& s) {
     if (s == "auto") {
@@ -91,7 +93,8 @@ JobOption roles_option() {
     c.roles = static_cast<int>(n);
   };
   o.read = [](JobConfig& c, const json& v) {
-    c.roles = v.is_string() && v.get<std::string>() == "auto" ? JobConfig::kRolesAuto : v.get<int>();
+    c.roles =
+        v.is_string() && v.get<std::string>() == "auto" ? JobConfig::kRolesAuto : v.get<int>();
   };
   o.write = [](const JobConfig& c) {
     return c.roles == JobConfig::kRolesAuto ? json("auto") : json(c.roles);
@@ -148,7 +151,8 @@ JobOption quiet_option() {  // a command-line switch only
 
 std::vector<JobOption> model_and_sampling() {
   return {
-      value("", "path", "partition directory (dsp partition) or dataset directory", DSP_FIELD(path)),
+      value("", "path", "partition directory (dsp partition) or dataset directory",
+            DSP_FIELD(path)),
       value("--model", "model", "sage (default), gcn or gat", DSP_FIELD(train.model.model)),
       value("--hidden", "hidden", "hidden width (GAT: per head; default 128)",
             DSP_FIELD(train.model.hidden)),

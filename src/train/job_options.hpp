@@ -21,7 +21,7 @@ struct JobOption {
   std::string help;
   std::string type;         // the value in --help: INT, UINT, FLOAT, TEXT, LIST, TEXT:{a,b}, ...
   bool takes_value = true;  // false: a switch (--resume), `parse` gets ""
-  std::function<void(JobConfig&, const std::string&)> parse;   // the flag's text
+  std::function<void(JobConfig&, const std::string&)> parse;    // the flag's text
   std::function<void(JobConfig&, const nlohmann::json&)> read;  // the key's JSON value
   std::function<nlohmann::json(const JobConfig&)> write;        // the key's JSON value
 };

@@ -38,7 +38,8 @@ TEST(SharedRanges, SecondHolderBorrowsAndTheLastUndoes) {
   void* a = r.acquire(host.data(), host.size(), false);
   void* b = r.acquire(host.data(), host.size(), true);
   EXPECT_EQ(a, b);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(host.data()) + FakeDevice::kOffset);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a),
+            reinterpret_cast<uintptr_t>(host.data()) + FakeDevice::kOffset);
   EXPECT_EQ(r.holders(host.data()), 2);
   r.release(host.data());  // the first owner lets go: the borrower must still be served
   EXPECT_EQ(dev.log, std::vector<std::string>({"register 4096"}));
@@ -70,10 +71,13 @@ TEST(SharedRanges, PartialOverlapAndForeignReleaseAreRefused) {
   std::vector<char> host(4096);
   SharedRanges r(dev.make());
   r.acquire(host.data() + 1024, 1024, false);
-  EXPECT_NE(error_of([&] { r.acquire(host.data() + 1500, 1024, false); })
-                .find("overlaps the registered range"), std::string::npos);
-  EXPECT_NE(error_of([&] { r.acquire(host.data(), 2048, false); }).find("overlaps the registered range"),
+  EXPECT_NE(error_of([&] {
+              r.acquire(host.data() + 1500, 1024, false);
+            }).find("overlaps the registered range"),
             std::string::npos);
+  EXPECT_NE(
+      error_of([&] { r.acquire(host.data(), 2048, false); }).find("overlaps the registered range"),
+      std::string::npos);
   EXPECT_NE(error_of([&] { r.release(host.data()); }).find("which is not held"), std::string::npos);
   // Adjacent ranges are separate registrations.
   r.acquire(host.data(), 1024, false);
@@ -93,8 +97,10 @@ TEST(SharedRanges, ReadOnlyCopyIsNotLentWritable) {
   r.acquire(host.data(), host.size(), true);
   EXPECT_EQ(dev.log, std::vector<std::string>({"copy 4096"}));
   EXPECT_NE(r.acquire(host.data(), 10, true), nullptr);
-  EXPECT_NE(error_of([&] { r.acquire(host.data(), 10, false); })
-                .find("read-only copy and cannot be mapped writable"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              r.acquire(host.data(), 10, false);
+            }).find("read-only copy and cannot be mapped writable"),
+            std::string::npos);
   r.release(host.data());
   r.release(host.data());
   EXPECT_EQ(dev.log.back(), "undo 4096");

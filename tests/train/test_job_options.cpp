@@ -72,7 +72,8 @@ TEST(JobOptions, EveryKeyRoundTripsThroughAConfigFile) {
   for (const JobOption& o : job_options()) {
     if (o.key.empty()) continue;
     EXPECT_TRUE(keys.insert(o.key).second) << "key declared twice: " << o.key;
-    EXPECT_NE(j.at(o.key), defaults.at(o.key)) << "unusual_config leaves '" << o.key << "' at its default";
+    EXPECT_NE(j.at(o.key), defaults.at(o.key))
+        << "unusual_config leaves '" << o.key << "' at its default";
   }
   EXPECT_EQ(keys.size(), j.size());
   EXPECT_EQ(JobConfig::from_json(j, "cfg.json").to_json(), j);

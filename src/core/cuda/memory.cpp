@@ -44,7 +44,8 @@ namespace {
 // A private copy of a read-only range in mapped pinned memory, for a device that cannot register
 // it in place.
 SharedRanges::Visible pinned_copy(void* p, size_t bytes, const char* why) {
-  DSP_INFO("cuda", "host range of {} bytes copied into pinned memory for device reads ({})", bytes, why);
+  DSP_INFO("cuda", "host range of {} bytes copied into pinned memory for device reads ({})", bytes,
+           why);
   void* pinned = nullptr;
   DSP_CUDA_CHECK(cudaHostAlloc(&pinned, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
   std::memcpy(pinned, p, bytes);
