@@ -11,7 +11,6 @@
 #include <functional>
 #include <random>
 
-#include "ccc/staged_communicator.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/half.hpp"
@@ -20,46 +19,9 @@
 #include "layout/cache_sizing.hpp"
 #include "layout/hotness.hpp"
 #include "pipeline/load_batch.hpp"
-#ifdef DSP_HAVE_CUDA
-#include "ccc/cuda/nccl_communicator.hpp"
-#include "ccc/cuda/staging.hpp"
-#include "core/cuda/check.hpp"
-#include "core/cuda/memory.hpp"
-#include "csp/cuda/sampler_backend.hpp"
-#include "layout/cuda/feature_backend.hpp"
-#endif
 
 namespace dsp {
 namespace fs = std::filesystem;
-
-Device rank_device(const std::string& spec, int node_rank, int node_size, std::string* transport) {
-  Device d = Device::parse(spec);
-  const std::string want = *transport;
-  DSP_CHECK_ARG(want == "auto" || want == "mpi" || want == "nccl",
-                "unknown transport '{}' (auto, mpi, nccl)", want);
-  transport->clear();
-  DSP_CHECK_ARG(d.is_cuda() || want == "auto",
-                "--transport {}: only GPU ranks (--device cuda) choose a transport; a CPU rank's "
-                "channels are its communicator's (--backend)",
-                want);
-  if (!d.is_cuda()) return d;
-#ifdef DSP_HAVE_CUDA
-  const int gpus = cuda::device_count() - d.index;
-  DSP_CHECK_ARG(gpus > 0, "--device {}: no CUDA device {} is visible to this process", spec,
-                d.index);
-  *transport = want == "auto" ? (node_size <= gpus ? "nccl" : "mpi") : want;
-  DSP_CHECK_ARG(*transport == "mpi" || node_size <= gpus,
-                "--device {}: {} rank(s) on this node but {} GPU(s) from cuda:{}: NCCL needs one "
-                "GPU per rank (--transport mpi lets ranks share a GPU)",
-                spec, node_size, gpus, d.index);
-  return Device::cuda(d.index + node_rank % gpus);
-#else
-  (void)node_rank;
-  (void)node_size;
-  DSP_THROW_T(InvalidArgument, "--device {}: this dsp was built without CUDA (nvcc not found)",
-              spec);
-#endif
-}
 
 void RankOptions::validate() const {
   DSP_CHECK_ARG(!path.empty(), "no partition or dataset directory given");
@@ -82,6 +44,7 @@ RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
     device_ = rank_device(opts_.device, place.rank, place.size, &transport_);
     DSP_CHECK_ARG(!opts_.emulate_device || !device_.is_cuda(),
                   "the emulated device path runs on a CPU rank, not on {}", device_.str());
+    backends_ = make_backends(device_, transport_, opts_.emulate_device, opts_.topology_memory);
   }
   coord_ = make_coordinator(opts_.backend, opts_.coord, device_channels());
   CoordinatedCommunicator& ch = channel(WorkerKind::kMain);
@@ -112,26 +75,13 @@ RankRuntime::~RankRuntime() {
 // control backend staged through pinned host memory (ranks sharing a GPU; host memory with
 // emulate_device). The main channel keeps the control backend.
 DataCommFactory RankRuntime::device_channels() const {
-  std::function<std::unique_ptr<DeviceStaging>()> staging;  // the staged MPI transport
-  [[maybe_unused]] bool nccl = false;
-  [[maybe_unused]] const int device = device_.index;
-  if (opts_.emulate_device) {
-    staging = make_host_staging;
-  } else if (!transport_.empty()) {
-#ifdef DSP_HAVE_CUDA
-    nccl = transport_ == "nccl";
-    staging = [device] { return make_cuda_staging(device); };
-#endif
-  }
-  if (!staging) return {};
+  const auto make = backends_.device_channel;  // pipeline/backends.hpp
+  if (!make) return {};
   const CommOptions comm = opts_.coord.comm;
   const bool trains = opts_.trains;
   return [=](WorkerKind kind, Communicator& control) -> std::unique_ptr<Communicator> {
     if (kind == WorkerKind::kMain || (kind == WorkerKind::kTrainer && !trains)) return nullptr;
-#ifdef DSP_HAVE_CUDA
-    if (nccl) return make_nccl_communicator(control, device, comm);
-#endif
-    return make_staged_communicator(make_communicator(control.backend(), comm), staging());
+    return make(control, comm);
   };
 }
 
@@ -207,14 +157,7 @@ double RankRuntime::size_cache_for_batch(int64_t batch_feature_bytes, int64_t pr
   DSP_CHECK_FORMAT(has_features(), "{}: the partition has no features to cache", part_dir_);
   CacheSizing cs;
   cs.memory_left = opts_.cache_memory > 0 ? opts_.cache_memory : host_available_memory();
-#ifdef DSP_HAVE_CUDA
-  if (device_.is_cuda()) {
-    size_t free_bytes = 0, total = 0;
-    cuda::CudaDeviceGuard guard(device_.index);
-    cuda::device_memory(&free_bytes, &total);
-    cs.memory_left = static_cast<int64_t>(free_bytes);
-  }
-#endif
+  if (device_.is_cuda()) cs.memory_left = free_device_memory(device_);
   cs.batch_feature_bytes = batch_feature_bytes;
   cs.prefetch_batches = prefetch_batches;
   const PartitionMeta& m = part_.meta;
@@ -263,16 +206,7 @@ void RankRuntime::log_startup() {
 
 std::unique_ptr<CollectiveSampler> RankRuntime::make_sampler(const SamplerOptions& so,
                                                              bool self_reliant) {
-  SamplerBackendFactory backend;
-  if (opts_.emulate_device) backend = emulated_sampler_backend();
-#ifdef DSP_HAVE_CUDA
-  if (device_.is_cuda()) {
-    cuda::CudaSamplerOptions co;
-    co.device = device_.index;
-    if (opts_.topology_memory >= 0) co.index_budget = static_cast<size_t>(opts_.topology_memory);
-    backend = cuda::cuda_sampler_backend(co);
-  }
-#endif
+  const SamplerBackendFactory& backend = backends_.sampler;
   if (self_reliant && part_.meta.hops > 0) {
     DSP_CHECK_ARG(static_cast<int>(so.fanouts.size()) <= part_.meta.hops,
                   "{}: the parts replicate {}-hop neighbourhoods (dsp partition --hops {}) but "
@@ -290,13 +224,8 @@ std::unique_ptr<CollectiveSampler> RankRuntime::make_sampler(const SamplerOption
 FeatureStore& RankRuntime::store() {
   if (!store_) {
     DSP_CHECK_FORMAT(has_features(), "{}: the partition has no features to gather", part_dir_);
-    FeatureBackendFactory backend;
-    if (opts_.emulate_device) backend = make_emulated_feature_backend;
-#ifdef DSP_HAVE_CUDA
-    if (device_.is_cuda()) backend = cuda::cuda_feature_backend(device_.index);
-#endif
     store_ = std::make_unique<FeatureStore>(part_, channel(WorkerKind::kLoader), all_cached_,
-                                            backend);
+                                            backends_.features);
   }
   return *store_;
 }

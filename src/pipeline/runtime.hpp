@@ -19,6 +19,7 @@
 #include "csp/sampler.hpp"
 #include "layout/feature_store.hpp"
 #include "layout/partition.hpp"
+#include "pipeline/backends.hpp"
 #include "pipeline/cores.hpp"
 #include "pipeline/pipeline.hpp"
 
@@ -135,6 +136,7 @@ class RankRuntime {
   std::unique_ptr<Coordinator> coord_;
   Device device_;
   std::string transport_;
+  RankBackends backends_;  // chosen from the device (pipeline/backends.hpp)
   CoreShare cores_;
   std::string part_dir_, tmp_part_;
   PartitionData part_;
@@ -148,11 +150,5 @@ class RankRuntime {
   bool fifo_on_ = false;
 };
 
-// Parses the device option and picks this rank's GPU: "cuda" means GPU (node rank), "cuda:N" adds
-// N; with the mpi transport ranks share GPUs round robin. InvalidArgument for a CUDA device in a
-// build without CUDA, for more ranks on a node than GPUs with the nccl transport, or for a
-// transport other than "auto" on the CPU (it would be ignored). `transport` comes back resolved
-// ("nccl" or "mpi"; "" on the CPU).
-Device rank_device(const std::string& spec, int node_rank, int node_size, std::string* transport);
 
 }  // namespace dsp
