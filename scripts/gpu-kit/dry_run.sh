@@ -84,6 +84,7 @@ dry_checks() {
 }
 
 dry_run_inner() {
+  step=--dry-run  # the summary's title
   hide_system || exit 1
   export DSP_KIT_DRY=1 DSP_KIT_DEADLINE="${DSP_KIT_DEADLINE:-1800}"
   export DSP_GPU_BENCH_NODES="${DSP_GPU_BENCH_NODES:-100k}" DSP_GPU_BENCH_EDGES="${DSP_GPU_BENCH_EDGES:-1M}"

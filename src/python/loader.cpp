@@ -10,14 +10,13 @@ namespace dsp::pyext {
 
 void LoaderOptions::validate() const {
   // The checks of `dsp train`'s options, from the same functions (same messages).
-  DSP_CHECK_ARG(!path.empty(), "no partition or dataset directory given");
+  rank_options().validate();  // path, FIFO levels, topology memory: RankOptions' own checks
   check_fanouts(fanouts, "--fanouts");
   DSP_CHECK_ARG(batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test",
                 "split must be train, valid or test, got '{}'", split);
   DSP_CHECK_ARG(prefetch >= 0, "prefetch must be >= 0, got {}", prefetch);
   check_seed_order(order, bfs_sequences);
-  rank_options().validate();  // FIFO levels, topology memory: RankOptions' own checks
 }
 
 RankOptions LoaderOptions::rank_options() const {

@@ -18,8 +18,8 @@
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/timer.hpp"
-#include "layout/hotness.hpp"
 #include "csp/sampler.hpp"
+#include "layout/hotness.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/roles.hpp"
 #include "pipeline/runtime.hpp"
@@ -35,7 +35,7 @@ RankOptions rank_options(const JobConfig& cfg);
 }  // namespace
 
 void JobConfig::validate() const {
-  DSP_CHECK_ARG(!path.empty(), "no partition or dataset directory given");
+  rank_options(*this).validate();  // path, FIFO levels, topology memory: checked where they belong
   check_fanouts(fanouts, "--fanouts");
   DSP_CHECK_ARG(layers == 0 || layers == static_cast<int>(fanouts.size()),
                 "--fanouts has {} entries but the model has {} layers (one fanout per layer)",
@@ -62,7 +62,6 @@ void JobConfig::validate() const {
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
   DSP_CHECK_ARG(cache_memory >= 0, "--cache-memory must be >= 0, got {}", cache_memory);
-  rank_options(*this).validate();  // FIFO levels, topology memory: checked where they belong
   check_seed_order(order, bfs_sequences);
   parse_sample_kernel(sample_kernel);  // "unknown sampling kernel ..." for anything else
   DSP_CHECK_ARG(roles == 0 || (order == "random" && !cache_auto),
