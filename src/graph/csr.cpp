@@ -10,76 +10,76 @@
 namespace dsp {
 namespace {
 
-template <class Out, class Id>
-Csr build_typed(int64_t n, const Id* src, const Id* dst, int64_t m, const float* w,
-                const CsrBuildOptions& o) {
-  int64_t entries = o.symmetrize ? 2 * m : m;
-  Csr g;
-  g.num_nodes = n;
-  g.indptr = Array(DType::kInt64, {n + 1});
-  int64_t* ptr = g.indptr.mutable_data<int64_t>();
+// Fills ptr[0, n] with the row offsets of the in-CSR of the m edges src[i] -> dst[i] (both
+// directions when symmetrize), checking every id is in [0, n). ptr must be zero.
+template <class Id>
+void count_rows(int64_t n, const Id* src, const Id* dst, int64_t m, bool symmetrize, int64_t* ptr) {
   for (int64_t i = 0; i < m; ++i) {
     int64_t s = src[i], d = dst[i];
     DSP_CHECK_FORMAT(s >= 0 && s < n && d >= 0 && d < n,
                      "edge {} ({} -> {}) has a node id outside [0, {})", i, s, d, n);
     ++ptr[d + 1];
-    if (o.symmetrize) ++ptr[s + 1];
+    if (symmetrize) ++ptr[s + 1];
   }
   for (int64_t v = 0; v < n; ++v) ptr[v + 1] += ptr[v];
+}
 
-  g.indices = Array(dtype_of<Out>(), {entries});
-  Out* idx = g.indices.mutable_data<Out>();
-  float* wt = nullptr;
-  if (w) {
-    g.weights = Array(DType::kFloat32, {entries});
-    wt = g.weights.mutable_data<float>();
-  }
-  {
-    std::vector<int64_t> pos(ptr, ptr + n);
-    for (int64_t i = 0; i < m; ++i) {
-      int64_t p = pos[dst[i]]++;
-      idx[p] = static_cast<Out>(src[i]);
+// Places each edge's source (and weight, when wt) in its destination's row, in edge order; with
+// symmetrize also its destination in its source's row.
+template <class Out, class Id>
+void fill_rows(int64_t n, const Id* src, const Id* dst, int64_t m, const float* w, bool symmetrize,
+               const int64_t* ptr, Out* idx, float* wt) {
+  std::vector<int64_t> pos(ptr, ptr + n);
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t p = pos[dst[i]]++;
+    idx[p] = static_cast<Out>(src[i]);
+    if (wt) wt[p] = w[i];
+    if (symmetrize) {
+      p = pos[src[i]]++;
+      idx[p] = static_cast<Out>(dst[i]);
       if (wt) wt[p] = w[i];
-      if (o.symmetrize) {
-        p = pos[src[i]]++;
-        idx[p] = static_cast<Out>(dst[i]);
-        if (wt) wt[p] = w[i];
-      }
     }
   }
+}
 
-  // Sort each row, drop duplicates / self loops, and record the new row lengths.
-  std::vector<int64_t> kept(n, 0);
-  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
-    std::vector<std::pair<Out, float>> tmp;
-    for (int64_t v = b; v < e; ++v) {
-      Out* row = idx + ptr[v];
-      int64_t len = ptr[v + 1] - ptr[v];
-      int64_t out = 0;
-      if (!wt) {
-        std::sort(row, row + len);
-        for (int64_t j = 0; j < len; ++j) {
-          if (o.remove_self_loops && row[j] == static_cast<Out>(v)) continue;
-          if (o.dedup && out > 0 && row[out - 1] == row[j]) continue;
-          row[out++] = row[j];
-        }
-      } else {
-        float* wrow = wt + ptr[v];
-        tmp.resize(len);
-        for (int64_t j = 0; j < len; ++j) tmp[j] = {row[j], wrow[j]};
-        std::stable_sort(tmp.begin(), tmp.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (int64_t j = 0; j < len; ++j) {
-          if (o.remove_self_loops && tmp[j].first == static_cast<Out>(v)) continue;
-          if (o.dedup && out > 0 && row[out - 1] == tmp[j].first) continue;
-          row[out] = tmp[j].first;
-          wrow[out++] = tmp[j].second;
-        }
-      }
-      kept[v] = out;
-    }
-  });
-  // Compact rows to the left (in place: rows only move towards lower addresses).
+// Sorts row v (len entries), dropping duplicates / self loops as o says; returns the row's new
+// length.
+template <class Out>
+int64_t clean_row(Out* row, int64_t len, int64_t v, const CsrBuildOptions& o) {
+  int64_t out = 0;
+  std::sort(row, row + len);
+  for (int64_t j = 0; j < len; ++j) {
+    if (o.remove_self_loops && row[j] == static_cast<Out>(v)) continue;
+    if (o.dedup && out > 0 && row[out - 1] == row[j]) continue;
+    row[out++] = row[j];
+  }
+  return out;
+}
+
+// clean_row for a weighted row: a stable sort, so duplicates keep their first weight; tmp is
+// scratch.
+template <class Out>
+int64_t clean_weighted_row(Out* row, float* wrow, int64_t len, int64_t v, const CsrBuildOptions& o,
+                           std::vector<std::pair<Out, float>>& tmp) {
+  int64_t out = 0;
+  tmp.resize(len);
+  for (int64_t j = 0; j < len; ++j) tmp[j] = {row[j], wrow[j]};
+  std::stable_sort(tmp.begin(), tmp.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (int64_t j = 0; j < len; ++j) {
+    if (o.remove_self_loops && tmp[j].first == static_cast<Out>(v)) continue;
+    if (o.dedup && out > 0 && row[out - 1] == tmp[j].first) continue;
+    row[out] = tmp[j].first;
+    wrow[out++] = tmp[j].second;
+  }
+  return out;
+}
+
+// Compacts the rows to the left (in place: rows only move towards lower addresses), row v keeping
+// its first kept[v] entries, and rewrites ptr to match; returns the number of entries.
+template <class Out>
+int64_t compact_rows(int64_t n, const std::vector<int64_t>& kept, int64_t* ptr, Out* idx,
+                     float* wt) {
   int64_t write = 0;
   for (int64_t v = 0; v < n; ++v) {
     int64_t read = ptr[v];
@@ -91,6 +91,40 @@ Csr build_typed(int64_t n, const Id* src, const Id* dst, int64_t m, const float*
     write += kept[v];
   }
   ptr[n] = write;
+  return write;
+}
+
+template <class Out, class Id>
+Csr build_typed(int64_t n, const Id* src, const Id* dst, int64_t m, const float* w,
+                const CsrBuildOptions& o) {
+  int64_t entries = o.symmetrize ? 2 * m : m;
+  Csr g;
+  g.num_nodes = n;
+  g.indptr = Array(DType::kInt64, {n + 1});
+  int64_t* ptr = g.indptr.mutable_data<int64_t>();
+  count_rows(n, src, dst, m, o.symmetrize, ptr);
+
+  g.indices = Array(dtype_of<Out>(), {entries});
+  Out* idx = g.indices.mutable_data<Out>();
+  float* wt = nullptr;
+  if (w) {
+    g.weights = Array(DType::kFloat32, {entries});
+    wt = g.weights.mutable_data<float>();
+  }
+  fill_rows(n, src, dst, m, w, o.symmetrize, ptr, idx, wt);
+
+  // Sort each row, drop duplicates / self loops, and record the new row lengths.
+  std::vector<int64_t> kept(n, 0);
+  parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
+    std::vector<std::pair<Out, float>> tmp;
+    for (int64_t v = b; v < e; ++v) {
+      Out* row = idx + ptr[v];
+      int64_t len = ptr[v + 1] - ptr[v];
+      kept[v] =
+          wt ? clean_weighted_row(row, wt + ptr[v], len, v, o, tmp) : clean_row(row, len, v, o);
+    }
+  });
+  const int64_t write = compact_rows(n, kept, ptr, idx, wt);
   g.indices.shrink_first_dim(write);
   if (wt) g.weights.shrink_first_dim(write);
   return g;

@@ -161,7 +161,10 @@ void Dataset::sync_meta() {
   meta.num_test = test_idx.defined() ? test_idx.numel() : 0;
 }
 
-void validate_dataset(const Dataset& ds, const std::string& what) {
+namespace {
+
+// The graph against dataset.json: node count, indptr, indices, and edge weights when it says so.
+void validate_graph(const Dataset& ds, const std::string& what) {
   const DatasetMeta& m = ds.meta;
   const int64_t n = m.num_nodes;
   DSP_CHECK_FORMAT(n > 0, "{}: empty graph: num_nodes is 0", what);
@@ -191,7 +194,12 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
                      "{}: expected float32[{}], got {}", f, m.num_edges, w.describe());
     check_edge_weights(w, ip, 0, f);
   }
+}
 
+// The features, when dataset.json gives a dimension or the dataset has them.
+void validate_features(const Dataset& ds, const std::string& what) {
+  const DatasetMeta& m = ds.meta;
+  const int64_t n = m.num_nodes;
   if (m.feature_dim > 0 || ds.features.defined()) {
     const std::string f = join_path(what, "features.npy");
     DSP_CHECK_FORMAT(ds.features.defined(), "{}: missing (dataset.json says feature_dim = {})", f,
@@ -203,6 +211,12 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
         "{}: wrong shape: expected [{}, {}], got {}", f, n, m.feature_dim, ds.features.describe());
     check_finite_features(ds.features, 0, n, f);
   }
+}
+
+// The labels, when dataset.json gives classes or the dataset has them.
+void validate_labels(const Dataset& ds, const std::string& what) {
+  const DatasetMeta& m = ds.meta;
+  const int64_t n = m.num_nodes;
   if (m.num_classes > 0 || ds.labels.defined()) {
     const std::string f = join_path(what, "labels.npy");
     DSP_CHECK_FORMAT(ds.labels.defined(), "{}: missing (dataset.json says num_classes = {})", f,
@@ -212,6 +226,11 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
         "{}: expected int64[{}], got {}", f, n, ds.labels.describe());
     check_labels(ds.labels, m.num_classes, f);
   }
+}
+
+// The train, valid and test ids: each present with dataset.json's count, or absent with count 0.
+void validate_splits(const Dataset& ds, const std::string& what) {
+  const DatasetMeta& m = ds.meta;
   const struct {
     const Array* a;
     int64_t count;
@@ -225,8 +244,17 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
       DSP_CHECK_FORMAT(s.count == 0, "{}: missing (dataset.json says {} ids)", f, s.count);
       continue;
     }
-    check_split(*s.a, s.count, n, f);
+    check_split(*s.a, s.count, m.num_nodes, f);
   }
+}
+
+}  // namespace
+
+void validate_dataset(const Dataset& ds, const std::string& what) {
+  validate_graph(ds, what);
+  validate_features(ds, what);
+  validate_labels(ds, what);
+  validate_splits(ds, what);
 }
 
 DatasetMeta load_dataset_meta(const std::string& dir) {

@@ -99,6 +99,62 @@ struct CompactSink {
   }
 };
 
+// Checks a node id of line `line`: not negative, at most kMaxNodeId, and below limit when
+// limit >= 0.
+void check_node_id(int64_t id, const std::string& what, int64_t line, int64_t limit) {
+  DSP_CHECK_FORMAT(id >= 0, "{}:{}: negative node id {}", what, line, id);
+  DSP_CHECK_FORMAT(id <= kMaxNodeId, "{}:{}: node id {} is too large", what, line, id);
+  if (limit >= 0 && id >= limit) {
+    DSP_THROW_T(FormatError, "{}:{}: node id {} >= number of nodes {}", what, line, id, limit);
+  }
+}
+
+// Parses the columns of the edge line [p, le) (up to a '#' comment) into ids[0, 2) and w; returns
+// their number (0: a blank or comment line). Ids must be < limit when limit >= 0.
+int parse_edge_columns(const char* p, const char* le, int64_t* ids, float& w,
+                       const std::string& what, int64_t line, int64_t limit) {
+  int ntok = 0;
+  const char* q = p;
+  while (true) {
+    while (q < le && is_sep(*q)) ++q;
+    if (q >= le || *q == '#') break;
+    if (ntok == 3) {
+      DSP_THROW_T(FormatError, "{}:{}: too many columns (expected 'src dst [weight]')", what, line);
+    }
+    const char* tok = q;
+    std::from_chars_result r;
+    if (ntok < 2) {
+      r = std::from_chars(q, le, ids[ntok]);
+    } else {
+      r = std::from_chars(q, le, w);
+    }
+    if (r.ec != std::errc() || (r.ptr < le && !is_sep(*r.ptr) && *r.ptr != '#')) {
+      DSP_THROW_T(FormatError, "{}:{}: bad {} '{}'", what, line,
+                  ntok < 2 ? "node id" : "edge weight", token_at(tok, le));
+    }
+    if (ntok < 2) check_node_id(ids[ntok], what, line, limit);
+    q = r.ptr;
+    ++ntok;
+  }
+  return ntok;
+}
+
+// Adds the edge of line `line` to sink, weighted when has_w; every line must agree with the
+// sink's first on whether there is a weight column.
+template <class Sink>
+void add_edge(Sink& sink, const int64_t* ids, float w, bool has_w, const std::string& what,
+              int64_t line) {
+  if (sink.size() > 0 && has_w != sink.weighted()) {
+    DSP_THROW_T(FormatError, "{}:{}: {} a weight column but earlier lines {}", what, line,
+                has_w ? "has" : "lacks", has_w ? "do not" : "do");
+  }
+  if (has_w) {
+    sink.add(ids[0], ids[1], w);
+  } else {
+    sink.add(ids[0], ids[1]);
+  }
+}
+
 // Parses edge lines into `sink`; ids must be < limit when limit >= 0. Returns the number of the
 // line after the text.
 template <class Sink>
@@ -111,53 +167,11 @@ int64_t parse_edges(std::string_view text, Sink& sink, const std::string& what, 
     const char* le = nl ? nl : end;
     int64_t ids[2] = {0, 0};
     float w = 0;
-    int ntok = 0;
-    const char* q = p;
-    while (true) {
-      while (q < le && is_sep(*q)) ++q;
-      if (q >= le || *q == '#') break;
-      if (ntok == 3) {
-        DSP_THROW_T(FormatError, "{}:{}: too many columns (expected 'src dst [weight]')", what,
-                    line);
-      }
-      const char* tok = q;
-      std::from_chars_result r;
-      if (ntok < 2) {
-        r = std::from_chars(q, le, ids[ntok]);
-      } else {
-        r = std::from_chars(q, le, w);
-      }
-      if (r.ec != std::errc() || (r.ptr < le && !is_sep(*r.ptr) && *r.ptr != '#')) {
-        DSP_THROW_T(FormatError, "{}:{}: bad {} '{}'", what, line,
-                    ntok < 2 ? "node id" : "edge weight", token_at(tok, le));
-      }
-      if (ntok < 2) {
-        DSP_CHECK_FORMAT(ids[ntok] >= 0, "{}:{}: negative node id {}", what, line, ids[ntok]);
-        DSP_CHECK_FORMAT(ids[ntok] <= kMaxNodeId, "{}:{}: node id {} is too large", what, line,
-                         ids[ntok]);
-        if (limit >= 0 && ids[ntok] >= limit) {
-          DSP_THROW_T(FormatError, "{}:{}: node id {} >= number of nodes {}", what, line, ids[ntok],
-                      limit);
-        }
-      }
-      q = r.ptr;
-      ++ntok;
-    }
+    const int ntok = parse_edge_columns(p, le, ids, w, what, line, limit);
     if (ntok == 1) {
       DSP_THROW_T(FormatError, "{}:{}: expected 'src dst [weight]', got one column", what, line);
     }
-    if (ntok >= 2) {
-      const bool has_w = ntok == 3;
-      if (sink.size() > 0 && has_w != sink.weighted()) {
-        DSP_THROW_T(FormatError, "{}:{}: {} a weight column but earlier lines {}", what, line,
-                    has_w ? "has" : "lacks", has_w ? "do not" : "do");
-      }
-      if (has_w) {
-        sink.add(ids[0], ids[1], w);
-      } else {
-        sink.add(ids[0], ids[1]);
-      }
-    }
+    if (ntok >= 2) add_edge(sink, ids, w, ntok == 3, what, line);
     ++line;
     p = nl ? nl + 1 : end;
   }
@@ -300,6 +314,64 @@ void parse_edge_list_text(std::string_view text, EdgeListData& out, const std::s
   parse_edges(text, sink, what, first_line, -1);
 }
 
+namespace {
+
+// The field [*b, *e) without leading and trailing spaces and tabs.
+void trim_field(const char*& b, const char*& e) {
+  while (b < e && (*b == ' ' || *b == '\t')) ++b;
+  while (e > b && (e[-1] == ' ' || e[-1] == '\t')) --e;
+}
+
+// The number in the trimmed field [b, e), column col (0-based) of line `line`; an empty field is
+// NaN for floating-point T and an error for integers.
+template <class T>
+T parse_csv_field(const char* b, const char* e, int64_t col, int64_t expected_cols,
+                  const std::string& what, int64_t line) {
+  T v{};
+  if (b == e) {
+    if constexpr (std::is_floating_point_v<T>) {
+      v = std::numeric_limits<T>::quiet_NaN();
+    } else {
+      DSP_THROW_T(FormatError, "{}:{}: empty field in column {} (expected {} integers)", what, line,
+                  col + 1, expected_cols);
+    }
+  } else {
+    auto r = std::from_chars(b, e, v);
+    if (r.ec != std::errc() || r.ptr != e) {
+      DSP_THROW_T(FormatError, "{}:{}: bad number '{}' in column {}", what, line,
+                  std::string_view(b, static_cast<size_t>(std::min<ptrdiff_t>(e - b, 40))),
+                  col + 1);
+    }
+  }
+  return v;
+}
+
+// Appends the comma-separated numbers of the line [p, le) to out, at most expected_cols of them;
+// returns their number.
+template <class T>
+int64_t parse_csv_line(const char* p, const char* le, int64_t expected_cols, std::vector<T>& out,
+                       const std::string& what, int64_t line) {
+  int64_t col = 0;
+  const char* q = p;
+  while (true) {
+    const char* fe = static_cast<const char*>(std::memchr(q, ',', static_cast<size_t>(le - q)));
+    if (!fe) fe = le;
+    const char* b = q;
+    const char* e = fe;
+    trim_field(b, e);
+    if (col == expected_cols) {
+      DSP_THROW_T(FormatError, "{}:{}: too many columns (expected {})", what, line, expected_cols);
+    }
+    out.push_back(parse_csv_field<T>(b, e, col, expected_cols, what, line));
+    ++col;
+    if (fe == le) break;
+    q = fe + 1;
+  }
+  return col;
+}
+
+}  // namespace
+
 template <class T>
 void parse_csv_numbers(std::string_view text, int64_t expected_cols, std::vector<T>& out,
                        const std::string& what, int64_t first_line) {
@@ -311,40 +383,7 @@ void parse_csv_numbers(std::string_view text, int64_t expected_cols, std::vector
     const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
     const char* le = nl ? nl : end;
     if (le > p && le[-1] == '\r') --le;
-    int64_t col = 0;
-    const char* q = p;
-    while (true) {
-      const char* fe = static_cast<const char*>(std::memchr(q, ',', static_cast<size_t>(le - q)));
-      if (!fe) fe = le;
-      const char* b = q;
-      const char* e = fe;
-      while (b < e && (*b == ' ' || *b == '\t')) ++b;
-      while (e > b && (e[-1] == ' ' || e[-1] == '\t')) --e;
-      if (col == expected_cols) {
-        DSP_THROW_T(FormatError, "{}:{}: too many columns (expected {})", what, line,
-                    expected_cols);
-      }
-      T v{};
-      if (b == e) {
-        if constexpr (std::is_floating_point_v<T>) {
-          v = std::numeric_limits<T>::quiet_NaN();
-        } else {
-          DSP_THROW_T(FormatError, "{}:{}: empty field in column {} (expected {} integers)", what,
-                      line, col + 1, expected_cols);
-        }
-      } else {
-        auto r = std::from_chars(b, e, v);
-        if (r.ec != std::errc() || r.ptr != e) {
-          DSP_THROW_T(FormatError, "{}:{}: bad number '{}' in column {}", what, line,
-                      std::string_view(b, static_cast<size_t>(std::min<ptrdiff_t>(e - b, 40))),
-                      col + 1);
-        }
-      }
-      out.push_back(v);
-      ++col;
-      if (fe == le) break;
-      q = fe + 1;
-    }
+    const int64_t col = parse_csv_line(p, le, expected_cols, out, what, line);
     if (col != expected_cols) {
       DSP_THROW_T(FormatError, "{}:{}: expected {} columns, got {}", what, line, expected_cols,
                   col);
