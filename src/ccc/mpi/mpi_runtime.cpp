@@ -561,72 +561,107 @@ void MpiCommunicator::State::wait(MPI_Request* reqs, int n) {
   }
 }
 
+namespace {
+
+// The peers' answers to a timed-out rank's status query, by rank.
+struct PeerAnswers {
+  std::vector<StatusReply> ans;
+  std::vector<char> got;
+};
+
+// Sends op number *my_seq to every peer of s as a status query. The number and the requests must
+// outlive the sends (timed_out never returns).
+void send_queries(const MpiCommunicator::State& s, const int64_t* my_seq,
+                  std::vector<MPI_Request>& queries) {
+  for (int p = 0; p < s.size; ++p) {
+    if (p == s.rank) continue;
+    queries.emplace_back();
+    MPI_Isend(my_seq, 1, MPI_INT64_T, p, kTagQuery, s.ctl, &queries.back());
+  }
+}
+
+// Collects the peers' answers for up to `grace`, meanwhile answering the queries of peers timing
+// out too; ends quietly if a peer announces that it ends the job.
+PeerAnswers collect_answers(const MpiCommunicator::State& s, milliseconds grace) {
+  PeerAnswers a{std::vector<StatusReply>(s.size), std::vector<char>(s.size, 0)};
+  int missing = s.size - 1;
+  const auto until = Clock::now() + grace;
+  while (missing > 0 && Clock::now() < until) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kTagReply, s.ctl, &flag, &st);
+    if (flag) {
+      StatusReply r;
+      MPI_Recv(&r, sizeof(r), MPI_BYTE, st.MPI_SOURCE, kTagReply, s.ctl, MPI_STATUS_IGNORE);
+      if (!a.got[st.MPI_SOURCE]) --missing;
+      a.got[st.MPI_SOURCE] = 1;
+      a.ans[st.MPI_SOURCE] = r;
+      continue;
+    }
+    // Peers stuck in this same op time out too and ask us; answering lets them name the culprit.
+    s.rt->service_all();
+    if (s.rt->peer_aborting()) s.rt->quiet_end();
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return a;
+}
+
+// The peers that did not arrive at op #my_seq, each with why: "p (why), ..." (empty: none).
+// Sets *lower_speaks when a lower rank will print the timeout instead: one stuck in this same op
+// (timing out already, or about to: its deadline is as near as ours), or timing out in any op
+// (ranks stuck behind one missing peer time out in whatever op each waits in).
+std::string late_peers(const MpiCommunicator::State& s, const PeerAnswers& a, int64_t my_seq,
+                       milliseconds grace, bool* lower_speaks) {
+  std::string late;
+  for (int p = 0; p < s.size; ++p) {
+    if (p == s.rank) continue;
+    const StatusReply& r = a.ans[p];
+    *lower_speaks = *lower_speaks || (p < s.rank && a.got[p] && r.process_timing_out);
+    std::string why;
+    if (!a.got[p]) {
+      why = fmt::format(
+          "not responding: no answer within {:.1f} s; stopped, hung outside MPI, or "
+          "unreachable",
+          grace.count() / 1e3);
+    } else if (r.seq >= my_seq) {
+      *lower_speaks = *lower_speaks || (p < s.rank && r.seq == my_seq && (r.timing_out || r.in_op));
+      continue;  // started this op (or finished it): arrived
+    } else if (r.in_op) {
+      why = fmt::format("still in op #{} '{}'", r.seq, r.name);
+    } else {
+      why = fmt::format("idle after op #{}", r.seq);
+    }
+    late += fmt::format("{}{} ({})", late.empty() ? "" : ", ", p, why);
+  }
+  return late;
+}
+
+// Leaves the message to a lower rank: waits up to kDeferWait for it to announce that it ends the
+// job, answering queries and notices meanwhile.
+void defer_to_lower_rank(MpiRuntime& rt) {
+  const auto defer_until = Clock::now() + kDeferWait;
+  while (Clock::now() < defer_until && !rt.peer_aborting()) {
+    rt.service_all();
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+}
+
+}  // namespace
+
 void MpiCommunicator::State::timed_out(double waited) {
   timing_out = true;
   g_timing_out = true;
   const int64_t my_seq = seq;
   std::vector<MPI_Request> queries;
-  for (int p = 0; p < size; ++p) {
-    if (p == rank) continue;
-    queries.emplace_back();
-    MPI_Isend(&my_seq, 1, MPI_INT64_T, p, kTagQuery, ctl, &queries.back());
-  }
-  std::vector<StatusReply> ans(size);
-  std::vector<char> got(size, 0);
-  int missing = size - 1;
+  send_queries(*this, &my_seq, queries);
   const auto grace = std::min<milliseconds>(kQueryGrace, op_timeout);
-  const auto until = Clock::now() + grace;
-  while (missing > 0 && Clock::now() < until) {
-    int flag = 0;
-    MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, kTagReply, ctl, &flag, &st);
-    if (flag) {
-      StatusReply r;
-      MPI_Recv(&r, sizeof(r), MPI_BYTE, st.MPI_SOURCE, kTagReply, ctl, MPI_STATUS_IGNORE);
-      if (!got[st.MPI_SOURCE]) --missing;
-      got[st.MPI_SOURCE] = 1;
-      ans[st.MPI_SOURCE] = r;
-      continue;
-    }
-    // Peers stuck in this same op time out too and ask us; answering lets them name the culprit.
-    rt->service_all();
-    if (rt->peer_aborting()) rt->quiet_end();
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  std::string late;
-  // A lower rank stuck in this same op (timing out already, or about to: its deadline is as near
-  // as ours), or timing out in any op (ranks stuck behind one missing peer time out in whatever
-  // op each waits in), prints; we stay quiet unless it has not announced its abort within
-  // kDeferWait.
+  const PeerAnswers answers = collect_answers(*this, grace);
+  // A lower rank that prints (late_peers) is left to it; we stay quiet unless it has not
+  // announced its abort within kDeferWait.
   bool lower_speaks = false;
-  for (int p = 0; p < size; ++p) {
-    if (p == rank) continue;
-    lower_speaks = lower_speaks || (p < rank && got[p] && ans[p].process_timing_out);
-    std::string why;
-    if (!got[p]) {
-      why = fmt::format(
-          "not responding: no answer within {:.1f} s; stopped, hung outside MPI, or "
-          "unreachable",
-          grace.count() / 1e3);
-    } else if (ans[p].seq >= my_seq) {
-      lower_speaks =
-          lower_speaks || (p < rank && ans[p].seq == my_seq && (ans[p].timing_out || ans[p].in_op));
-      continue;  // started this op (or finished it): arrived
-    } else if (ans[p].in_op) {
-      why = fmt::format("still in op #{} '{}'", ans[p].seq, ans[p].name);
-    } else {
-      why = fmt::format("idle after op #{}", ans[p].seq);
-    }
-    late += fmt::format("{}{} ({})", late.empty() ? "" : ", ", p, why);
-  }
+  std::string late = late_peers(*this, answers, my_seq, grace, &lower_speaks);
   if (late.empty()) late = "none found (every rank answered that it had arrived)";
-  if (lower_speaks) {
-    const auto defer_until = Clock::now() + kDeferWait;
-    while (Clock::now() < defer_until && !rt->peer_aborting()) {
-      rt->service_all();
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-  }
+  if (lower_speaks) defer_to_lower_rank(*rt);
   if (rt->peer_aborting()) rt->quiet_end();
   print_once(fmt::format("{} timed out after {:.1f} s on rank {}; ranks that did not arrive: {}",
                          describe_op(), waited, rank, late));
