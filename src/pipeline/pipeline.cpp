@@ -369,6 +369,96 @@ EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>&
   return m;
 }
 
+namespace {
+
+// The sampler of a pipelined epoch: samples steps [*step, t1), each once the pace controller
+// gives it its turn, and pushes them to the loader, closing the queue after the last. Returns
+// early, the queue open, when the epoch is aborted. *step is the step in hand.
+void sample_steps(const PipelineStages& stages, const EpochScheduler& sched,
+                  const std::vector<int64_t>& order, CoordinatedCommunicator& cs, int64_t epoch,
+                  int64_t t1, PaceController& pace, BoundedQueue<SampledBatch>& to_loader,
+                  StageMetrics& sm, int64_t* step) {
+  for (int64_t& t = *step; t < t1; ++t) {
+    if (!pace.wait_turn()) return;  // aborted
+    SampledBatch sb;
+    {
+      StageTimer timer(&sm.busy_s, &sm.cpu_s);
+      cs.set_step(epoch, t);
+      sb = stages.sample(epoch, t, sched.batch_seeds(order, t));
+      sb.epoch = epoch;
+      sb.batch = t;
+    }
+    ++sm.batches;
+    pace.produced();
+    if (!to_loader.push(std::move(sb))) return;  // aborted
+  }
+  to_loader.close();
+}
+
+// The loader of a pipelined epoch: loads every sampled batch and pushes it to the trainer,
+// closing the queue after the last. Returns early, the queue open, when the epoch is aborted.
+// *step is the step in hand (-1 before the first).
+void load_steps(const PipelineStages& stages, CoordinatedCommunicator& cl, int64_t epoch,
+                BoundedQueue<SampledBatch>& to_loader, BoundedQueue<LoadedBatch>& to_trainer,
+                StageMetrics& lm, int64_t* step) {
+  int64_t& t = *step;
+  SampledBatch sb;
+  while (to_loader.pop(&sb)) {
+    t = sb.batch;
+    LoadedBatch lb;
+    {
+      StageTimer timer(&lm.busy_s, &lm.cpu_s);
+      cl.set_step(epoch, t);
+      lb = stages.load(std::move(sb));
+      lb.sample.epoch = epoch;
+      lb.sample.batch = t;
+    }
+    ++lm.batches;
+    if (!to_trainer.push(std::move(lb))) return;
+  }
+  to_trainer.close();
+}
+
+// The trainer of a pipelined epoch: trains every loaded batch, checking they come in step order
+// from t0, and tells the pace controller whether it waited for each. *step is the step in hand
+// (-1 before the first).
+void train_steps(const PipelineStages& stages, CoordinatedCommunicator& ct, int64_t epoch,
+                 int64_t t0, BoundedQueue<LoadedBatch>& to_trainer, PaceController& pace,
+                 StageMetrics& tm, int64_t* step) {
+  int64_t& t = *step;
+  LoadedBatch lb;
+  for (;;) {
+    const bool starved = to_trainer.size() == 0;
+    if (!to_trainer.pop(&lb)) break;
+    t = lb.sample.batch;
+    DSP_CHECK(t == t0 + tm.batches, "pipeline: trainer got batch {} when expecting {}", t,
+              t0 + tm.batches);
+    {
+      StageTimer timer(&tm.busy_s, &tm.cpu_s);
+      ct.set_step(epoch, t);
+      stages.train(std::move(lb));
+    }
+    ++tm.batches;
+    pace.consumed(starved && tm.batches > 1);  // the first batch always waits
+  }
+}
+
+// A pipelined epoch's idle times (waits on its queues and on the pace controller), queue
+// occupancies and the sampler's lead.
+void record_queue_figures(const BoundedQueue<SampledBatch>& to_loader,
+                          const BoundedQueue<LoadedBatch>& to_trainer, const PaceController& pace,
+                          EpochMetrics* m) {
+  m->sampler.idle_s = to_loader.push_wait_seconds() + pace.wait_seconds();
+  m->loader.idle_s = to_loader.pop_wait_seconds() + to_trainer.push_wait_seconds();
+  m->trainer.idle_s = to_trainer.pop_wait_seconds();
+  m->load_queue_occupancy = to_loader.mean_occupancy();
+  m->train_queue_occupancy = to_trainer.mean_occupancy();
+  m->ahead_max = static_cast<int64_t>(pace.max_ahead());
+  m->pace_throttles = pace.throttles();
+}
+
+}  // namespace
+
 EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& order, int64_t t0,
                                      int64_t t1, const StageShares& shares) {
   EpochMetrics m;
@@ -406,21 +496,7 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
     int64_t t = t0;
     try {
       enter_stage(WorkerKind::kSampler, shares.threads[0], shares.cpus[0]);
-      for (; t < t1; ++t) {
-        if (!pace.wait_turn()) return;  // aborted
-        SampledBatch sb;
-        {
-          StageTimer timer(&m.sampler.busy_s, &m.sampler.cpu_s);
-          cs.set_step(epoch, t);
-          sb = stages_.sample(epoch, t, sched_.batch_seeds(order, t));
-          sb.epoch = epoch;
-          sb.batch = t;
-        }
-        ++m.sampler.batches;
-        pace.produced();
-        if (!to_loader.push(std::move(sb))) return;  // aborted
-      }
-      to_loader.close();
+      sample_steps(stages_, sched_, order, cs, epoch, t1, pace, to_loader, m.sampler, &t);
     } catch (...) {
       fail("sampler", t);
     }
@@ -429,21 +505,7 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
     int64_t t = -1;
     try {
       enter_stage(WorkerKind::kLoader, shares.threads[1], shares.cpus[1]);
-      SampledBatch sb;
-      while (to_loader.pop(&sb)) {
-        t = sb.batch;
-        LoadedBatch lb;
-        {
-          StageTimer timer(&m.loader.busy_s, &m.loader.cpu_s);
-          cl.set_step(epoch, t);
-          lb = stages_.load(std::move(sb));
-          lb.sample.epoch = epoch;
-          lb.sample.batch = t;
-        }
-        ++m.loader.batches;
-        if (!to_trainer.push(std::move(lb))) return;
-      }
-      to_trainer.close();
+      load_steps(stages_, cl, epoch, to_loader, to_trainer, m.loader, &t);
     } catch (...) {
       fail("loader", t);
     }
@@ -452,21 +514,7 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
     int64_t t = -1;
     try {
       enter_stage(WorkerKind::kTrainer, shares.threads[2], shares.cpus[2]);
-      LoadedBatch lb;
-      for (;;) {
-        const bool starved = to_trainer.size() == 0;
-        if (!to_trainer.pop(&lb)) break;
-        t = lb.sample.batch;
-        DSP_CHECK(t == t0 + m.trainer.batches, "pipeline: trainer got batch {} when expecting {}",
-                  t, t0 + m.trainer.batches);
-        {
-          StageTimer timer(&m.trainer.busy_s, &m.trainer.cpu_s);
-          ct.set_step(epoch, t);
-          stages_.train(std::move(lb));
-        }
-        ++m.trainer.batches;
-        pace.consumed(starved && m.trainer.batches > 1);  // the first batch always waits
-      }
+      train_steps(stages_, ct, epoch, t0, to_trainer, pace, m.trainer, &t);
     } catch (...) {
       fail("trainer", t);
     }
@@ -478,13 +526,7 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
   if (failure.error) std::rethrow_exception(failure.error);
   DSP_CHECK(m.trainer.batches == t1 - t0, "pipeline: epoch {} trained {} of {} batches", epoch,
             m.trainer.batches, t1 - t0);
-  m.sampler.idle_s = to_loader.push_wait_seconds() + pace.wait_seconds();
-  m.loader.idle_s = to_loader.pop_wait_seconds() + to_trainer.push_wait_seconds();
-  m.trainer.idle_s = to_trainer.pop_wait_seconds();
-  m.load_queue_occupancy = to_loader.mean_occupancy();
-  m.train_queue_occupancy = to_trainer.mean_occupancy();
-  m.ahead_max = static_cast<int64_t>(pace.max_ahead());
-  m.pace_throttles = pace.throttles();
+  record_queue_figures(to_loader, to_trainer, pace, &m);
   m.sampler.comm_s = cs.wait_seconds() - c0s;
   m.loader.comm_s = cl.wait_seconds() - c0l;
   m.trainer.comm_s = ct.wait_seconds() - c0t;
