@@ -113,7 +113,6 @@ PartitionData single_part(const Csr& g) {
   return d;
 }
 
-
 void check_fanouts(const std::vector<int>& fanouts, const std::string& what) {
   DSP_CHECK_ARG(!fanouts.empty(), "{}: at least one layer (fanout) is needed", what);
   for (int f : fanouts) {
@@ -121,6 +120,67 @@ void check_fanouts(const std::vector<int>& fanouts, const std::string& what) {
                   kMaxFanout, f);
   }
 }
+
+namespace {
+
+// Per patch entry, the inclusive prefix sum of its row's weights (rows in parallel).
+std::vector<double> row_prefix_sums(const Csr& g) {
+  std::vector<double> cum(g.num_edges());
+  const int64_t* ip = g.rowptr();
+  const float* w = g.weights.data<float>();
+  parallel_for(0, g.num_nodes, 4096, [&](int64_t b, int64_t e) {
+    for (int64_t v = b; v < e; ++v) row_prefix(w + ip[v], ip[v + 1] - ip[v], cum.data() + ip[v]);
+  });
+  return cum;
+}
+
+// W_u of every node (its total in-weight), replicated on every rank by one all_gather of each
+// rank's row sums (cum: the patch's row_prefix_sums): layer-wise sampling reads remote frontier
+// nodes' without a round trip.
+std::vector<double> replicate_weight_sums(const Csr& g, const std::vector<double>& cum,
+                                          const std::vector<int64_t>& offsets, int64_t num_nodes,
+                                          Communicator& comm) {
+  const int size = comm.size();
+  const int64_t* ip = g.rowptr();
+  int64_t maxrows = 0;
+  for (int p = 0; p < size; ++p) maxrows = std::max(maxrows, offsets[p + 1] - offsets[p]);
+  std::vector<double> mine(maxrows, 0.0), all(maxrows * size);
+  for (int64_t v = 0; v < g.num_nodes; ++v) {
+    mine[v] = ip[v + 1] > ip[v] ? cum[ip[v + 1] - 1] : 0.0;
+  }
+  OpOptions o;
+  o.host_buffers = true;
+  comm.all_gather(mine.data(), all.data(), maxrows, DType::kFloat64, o);
+  std::vector<double> sums(num_nodes);
+  for (int p = 0; p < size; ++p) {
+    std::copy(all.begin() + p * maxrows, all.begin() + p * maxrows + (offsets[p + 1] - offsets[p]),
+              sums.begin() + offsets[p]);
+  }
+  return sums;
+}
+
+// What a sampler backend reads of this rank's part: the patch rows from global id `begin`, the
+// weights' prefix sums (cum, biased sampling only, else null) and the cache list as hot rows.
+LocalTopology local_topology(const PartitionData& part, int64_t begin, const double* cum) {
+  const Csr& g = part.patch;
+  LocalTopology topo;
+  topo.num_rows = g.num_nodes;
+  topo.num_edges = g.num_edges();
+  topo.row_base = begin;
+  topo.indptr = g.rowptr();
+  topo.indices = g.num_edges() ? g.indices.raw() : nullptr;
+  topo.idx32 = g.num_edges() == 0 || g.index_dtype() == DType::kInt32;
+  topo.indices_mapped = g.num_edges() && g.indices.is_mapped();
+  topo.weights = g.has_weights() ? g.weights.data<float>() : nullptr;
+  topo.cum = cum;
+  if (part.cached.defined() && part.cached.dim(0) > 0) {
+    topo.hot_nodes = part.cached.data<int64_t>();
+    topo.num_hot = part.cached.dim(0);
+  }
+  return topo;
+}
+
+}  // namespace
 
 CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& comm,
                                      SamplerOptions opts, const SamplerBackendFactory& backend)
@@ -143,51 +203,16 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
                 "sampler: biased (weighted) sampling needs edge weights, and the graph has none");
   stats_.t_layer.assign(opts_.fanouts.size(), 0.0);
   if (opts_.biased) {
-    const Csr& g = part_.patch;
-    cum_.resize(g.num_edges());
-    const int64_t* ip = g.rowptr();
-    const float* w = g.weights.data<float>();
-    parallel_for(0, g.num_nodes, 4096, [&](int64_t b, int64_t e) {
-      for (int64_t v = b; v < e; ++v) row_prefix(w + ip[v], ip[v + 1] - ip[v], cum_.data() + ip[v]);
-    });
+    cum_ = row_prefix_sums(part_.patch);
     if (opts_.scheme == SampleScheme::kLayerWise) {
-      // W_u of remote frontier nodes without a round trip: replicate every node's weight sum once.
-      int64_t maxrows = 0;
-      for (int p = 0; p < size_; ++p) maxrows = std::max(maxrows, offsets_[p + 1] - offsets_[p]);
-      std::vector<double> mine(maxrows, 0.0), all(maxrows * size_);
-      for (int64_t v = 0; v < g.num_nodes; ++v) {
-        mine[v] = ip[v + 1] > ip[v] ? cum_[ip[v + 1] - 1] : 0.0;
-      }
-      OpOptions o;
-      o.host_buffers = true;
-      comm_.all_gather(mine.data(), all.data(), maxrows, DType::kFloat64, o);
-      weight_sum_.resize(part_.meta.num_nodes);
-      for (int p = 0; p < size_; ++p) {
-        std::copy(all.begin() + p * maxrows,
-                  all.begin() + p * maxrows + (offsets_[p + 1] - offsets_[p]),
-                  weight_sum_.begin() + offsets_[p]);
-      }
+      weight_sum_ = replicate_weight_sums(part_.patch, cum_, offsets_, part_.meta.num_nodes, comm_);
     }
   }
   if (opts_.scheme == SampleScheme::kLayerWise && !opts_.biased) {
     DSP_CHECK_ARG(part_.in_degree.defined() && part_.in_degree.dim(0) == part_.meta.num_nodes,
                   "sampler: layer-wise sampling needs the replicated in-degree array");
   }
-  const Csr& g = part_.patch;
-  LocalTopology topo;
-  topo.num_rows = g.num_nodes;
-  topo.num_edges = g.num_edges();
-  topo.row_base = begin_;
-  topo.indptr = g.rowptr();
-  topo.indices = g.num_edges() ? g.indices.raw() : nullptr;
-  topo.idx32 = g.num_edges() == 0 || g.index_dtype() == DType::kInt32;
-  topo.indices_mapped = g.num_edges() && g.indices.is_mapped();
-  topo.weights = g.has_weights() ? g.weights.data<float>() : nullptr;
-  topo.cum = opts_.biased ? cum_.data() : nullptr;
-  if (part_.cached.defined() && part_.cached.dim(0) > 0) {
-    topo.hot_nodes = part_.cached.data<int64_t>();
-    topo.num_hot = part_.cached.dim(0);
-  }
+  const LocalTopology topo = local_topology(part_, begin_, opts_.biased ? cum_.data() : nullptr);
   backend_ = backend ? backend(topo, opts_) : make_cpu_sampler_backend(topo, opts_);
   DSP_CHECK(backend_ != nullptr, "sampler: the backend factory returned no backend");
   DSP_CHECK_ARG(size_ == 1 || backend_->memory() == MemorySpace::kHost ||
@@ -320,9 +345,9 @@ int64_t sum(const std::vector<int64_t>& v) {
 }  // namespace
 
 CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
-  for (auto* b : {&tasks, &perm, &served, &counts, &nbrs, &weights, &answer_counts, &answer_nbrs,
-                  &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier,
-                  &next}) {
+  for (auto* b :
+       {&tasks, &perm, &served, &counts, &nbrs, &weights, &answer_counts, &answer_nbrs,
+        &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier, &next}) {
     *b = be.make_buffer();
   }
 }
@@ -368,10 +393,9 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout) {
     return;
   }
   const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
-  const int64_t nl =
-      backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout, key,
-                       b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
-                       opts_.biased ? b.answer_weights.get() : nullptr);
+  const int64_t nl = backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout,
+                                      key, b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
+                                      opts_.biased ? b.answer_weights.get() : nullptr);
   std::vector<int64_t> ht, ln;
   std::vector<int32_t> lc;
   std::vector<float> lw;
@@ -443,8 +467,8 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
   const int64_t* tasks = host_view(*backend_, *b.tasks, ng, ht);
   const int32_t* rc = host_view(*backend_, *b.answer_counts, ng, hc);
   const int64_t* rows = host_view(*backend_, *b.answer_nbrs, answer_picks_, hn);
-  const float* rw = opts_.biased ? host_view(*backend_, *b.answer_weights, answer_picks_, hw)
-                                 : nullptr;
+  const float* rw =
+      opts_.biased ? host_view(*backend_, *b.answer_weights, answer_picks_, hw) : nullptr;
   std::vector<int64_t> roff(ng + 1, 0), slot(ng + 1, 0);
   for (int64_t i = 0; i < ng; ++i) {
     const bool self = i >= self_b && i < self_e;
@@ -525,9 +549,8 @@ LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, con
   return out;
 }
 
-
-std::vector<int32_t> CollectiveSampler::layerwise_counts(const int64_t* frontier, int64_t F,
-                                                         int n, uint64_t key) const {
+std::vector<int32_t> CollectiveSampler::layerwise_counts(const int64_t* frontier, int64_t F, int n,
+                                                         uint64_t key) const {
   std::vector<int32_t> c(F, 0);
   if (F == 0) return c;
   std::vector<double> cum(F);
@@ -632,8 +655,19 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
 // come from the same stream (draws 0-1 and 2-3), so the requester decides restarts and the owner
 // the move, and the result does not depend on who computes what.
 
-WalkResult CollectiveSampler::random_walks(const std::vector<int64_t>& starts, int length,
-                                           double restart_prob, int64_t epoch, int64_t batch) {
+namespace {
+
+// The stream of the j-th walk from `start` at the step with key `key`.
+RngStream walk_stream(uint64_t key, int64_t start, uint32_t j) {
+  return RngStream(key, static_cast<uint64_t>(start), csp::kPurposeWalk + 4 * j);
+}
+
+// What is wrong with random_walks' arguments on this rank (empty: nothing): the length, the
+// restart probability, and each start (a node id; owned by the rank [begin, end) when
+// require_owned).
+std::string walk_argument_error(const std::vector<int64_t>& starts, int length, double restart_prob,
+                                int64_t num_nodes, bool require_owned, int rank, int64_t begin,
+                                int64_t end) {
   std::string err;
   if (length < 0) err = fmt::format("random_walks: length must be >= 0, got {}", length);
   if (!(restart_prob >= 0 && restart_prob <= 1)) {
@@ -641,13 +675,109 @@ WalkResult CollectiveSampler::random_walks(const std::vector<int64_t>& starts, i
   }
   for (size_t i = 0; i < starts.size() && err.empty(); ++i) {
     int64_t s = starts[i];
-    if (s < 0 || s >= part_.meta.num_nodes) {
+    if (s < 0 || s >= num_nodes) {
       err = fmt::format("random_walks: start {} is not a node id", s);
-    } else if (opts_.require_owned_seeds && (s < begin_ || s >= end_)) {
-      err = fmt::format("random_walks: start {} is not owned by rank {} (owns [{}, {}))", s, rank_,
-                        begin_, end_);
+    } else if (require_owned && (s < begin || s >= end)) {
+      err = fmt::format("random_walks: start {} is not owned by rank {} (owns [{}, {}))", s, rank,
+                        begin, end);
     }
   }
+  return err;
+}
+
+// Per walk, how many earlier walks have the same start (walks from one start use distinct
+// streams).
+std::vector<uint32_t> walk_occurrences(const std::vector<int64_t>& starts) {
+  std::vector<uint32_t> occ(starts.size());
+  std::unordered_map<int64_t, uint32_t> seen;
+  for (size_t i = 0; i < starts.size(); ++i) occ[i] = seen[starts[i]]++;
+  return occ;
+}
+
+// The walks that move along an edge in one step, per owner of their current node: records
+// (node, start, occurrence) and the walk of each record.
+struct WalkMoves {
+  std::vector<std::vector<int64_t>> by_owner;
+  std::vector<std::vector<int64_t>> which;
+};
+
+// One step's requester side: each live walk (cur[i] >= 0) restarts (cur[i] = its start) with
+// probability restart_prob, or else is routed to the owner of its node under offsets.
+WalkMoves route_walks(const std::vector<int64_t>& starts, const std::vector<uint32_t>& occ,
+                      double restart_prob, uint64_t key, const std::vector<int64_t>& offsets, int P,
+                      std::vector<int64_t>& cur) {
+  WalkMoves mv{std::vector<std::vector<int64_t>>(P), std::vector<std::vector<int64_t>>(P)};
+  for (size_t i = 0; i < cur.size(); ++i) {
+    if (cur[i] < 0) continue;
+    RngStream s = walk_stream(key, starts[i], occ[i]);
+    if (s.uniform01() < restart_prob) {
+      cur[i] = starts[i];
+      continue;
+    }
+    int o = P == 1 ? 0
+                   : static_cast<int>(std::upper_bound(offsets.begin() + 1, offsets.end(), cur[i]) -
+                                      (offsets.begin() + 1));
+    mv.by_owner[o].insert(mv.by_owner[o].end(), {cur[i], starts[i], static_cast<int64_t>(occ[i])});
+    mv.which[o].push_back(static_cast<int64_t>(i));
+  }
+  return mv;
+}
+
+// The owner's side of a move: the node of record rec (node, start, occurrence) steps to a
+// uniform in-neighbour in the patch (rows from global id begin), or ends (-1) if it has none.
+int64_t walk_move(const Csr& patch, int64_t begin, uint64_t key, const int64_t* rec) {
+  const int64_t* ip = patch.rowptr();
+  int64_t lv = rec[0] - begin;
+  int64_t deg = ip[lv + 1] - ip[lv];
+  if (deg == 0) return int64_t{-1};
+  RngStream s = walk_stream(key, rec[1], static_cast<uint32_t>(rec[2]));
+  (void)s.uniform01();  // draws 0-1: the restart decision
+  return patch.indices.int_at(ip[lv] + csp::draw_index(s, deg));
+}
+
+// One step's moves: records owned elsewhere go to their owners ("walk.shuffle"), which answer
+// them ("walk.reshuffle"); this rank's own are answered in place. Sets cur of every moved walk.
+void move_walks(Communicator& comm, int rank, const Csr& patch, int64_t begin, uint64_t key,
+                const WalkMoves& mv, std::vector<int64_t>& cur) {
+  const int P = comm.size();
+  std::vector<int64_t> sc(P), send;
+  for (int p = 0; p < P; ++p) {
+    sc[p] = p == rank ? 0 : static_cast<int64_t>(mv.by_owner[p].size());
+    if (p != rank) send.insert(send.end(), mv.by_owner[p].begin(), mv.by_owner[p].end());
+  }
+  std::vector<int64_t> rc(P, 0);
+  std::vector<int64_t> recv;
+  if (P > 1) {
+    rc = comm.exchange_counts(sc);
+    recv = a2a(comm, send, sc, rc, "walk.shuffle");
+  }
+  std::vector<int64_t> ans(recv.size() / 3);
+  for (size_t i = 0; i < ans.size(); ++i)
+    ans[i] = walk_move(patch, begin, key, recv.data() + 3 * i);
+  for (size_t i = 0; i < mv.which[rank].size(); ++i) {
+    cur[mv.which[rank][i]] = walk_move(patch, begin, key, mv.by_owner[rank].data() + 3 * i);
+  }
+  if (P > 1) {
+    std::vector<int64_t> sc2(P), rc2(P);
+    for (int p = 0; p < P; ++p) {
+      sc2[p] = rc[p] / 3;
+      rc2[p] = sc[p] / 3;
+    }
+    std::vector<int64_t> back = a2a(comm, ans, sc2, rc2, "walk.reshuffle");
+    int64_t k = 0;
+    for (int p = 0; p < P; ++p) {
+      if (p == rank) continue;
+      for (int64_t i : mv.which[p]) cur[i] = back[k++];
+    }
+  }
+}
+
+}  // namespace
+
+WalkResult CollectiveSampler::random_walks(const std::vector<int64_t>& starts, int length,
+                                           double restart_prob, int64_t epoch, int64_t batch) {
+  const std::string err = walk_argument_error(starts, length, restart_prob, part_.meta.num_nodes,
+                                              opts_.require_owned_seeds, rank_, begin_, end_);
   check_collective(err.empty(), err);
 
   const int64_t W = static_cast<int64_t>(starts.size());
@@ -656,75 +786,13 @@ WalkResult CollectiveSampler::random_walks(const std::vector<int64_t>& starts, i
   r.num_walks = W;
   r.length = length;
   r.paths.assign(W * stride, -1);
-  std::vector<uint32_t> occ(W);
-  {
-    std::unordered_map<int64_t, uint32_t> seen;
-    for (int64_t i = 0; i < W; ++i) occ[i] = seen[starts[i]]++;
-  }
+  const std::vector<uint32_t> occ = walk_occurrences(starts);
   std::vector<int64_t> cur(starts);
   for (int64_t i = 0; i < W; ++i) r.paths[i * stride] = starts[i];
-  const int P = size_;
-  const int64_t* ip = part_.patch.rowptr();
-  const auto& idx = part_.patch.indices;
   for (int t = 0; t < length; ++t) {
     const uint64_t key = rng_key(opts_.seed ^ kWalkSalt, epoch, batch, t);
-    auto stream = [&](int64_t start, uint32_t j) {
-      return RngStream(key, static_cast<uint64_t>(start), csp::kPurposeWalk + 4 * j);
-    };
-    // records (node, start, occurrence) of the walks that move along an edge this step
-    std::vector<std::vector<int64_t>> by_owner(P);
-    std::vector<std::vector<int64_t>> which(P);
-    for (int64_t i = 0; i < W; ++i) {
-      if (cur[i] < 0) continue;
-      RngStream s = stream(starts[i], occ[i]);
-      if (s.uniform01() < restart_prob) {
-        cur[i] = starts[i];
-        continue;
-      }
-      int o =
-          P == 1 ? 0
-                 : static_cast<int>(std::upper_bound(offsets_.begin() + 1, offsets_.end(), cur[i]) -
-                                    (offsets_.begin() + 1));
-      by_owner[o].insert(by_owner[o].end(), {cur[i], starts[i], static_cast<int64_t>(occ[i])});
-      which[o].push_back(i);
-    }
-    auto step = [&](const int64_t* rec) {
-      int64_t lv = rec[0] - begin_;
-      int64_t deg = ip[lv + 1] - ip[lv];
-      if (deg == 0) return int64_t{-1};
-      RngStream s = stream(rec[1], static_cast<uint32_t>(rec[2]));
-      (void)s.uniform01();  // draws 0-1: the restart decision
-      return idx.int_at(ip[lv] + csp::draw_index(s, deg));
-    };
-    std::vector<int64_t> sc(P), send;
-    for (int p = 0; p < P; ++p) {
-      sc[p] = p == rank_ ? 0 : static_cast<int64_t>(by_owner[p].size());
-      if (p != rank_) send.insert(send.end(), by_owner[p].begin(), by_owner[p].end());
-    }
-    std::vector<int64_t> rc(P, 0);
-    std::vector<int64_t> recv;
-    if (P > 1) {
-      rc = comm_.exchange_counts(sc);
-      recv = a2a(comm_, send, sc, rc, "walk.shuffle");
-    }
-    std::vector<int64_t> ans(recv.size() / 3);
-    for (size_t i = 0; i < ans.size(); ++i) ans[i] = step(recv.data() + 3 * i);
-    for (size_t i = 0; i < which[rank_].size(); ++i) {
-      cur[which[rank_][i]] = step(by_owner[rank_].data() + 3 * i);
-    }
-    if (P > 1) {
-      std::vector<int64_t> sc2(P), rc2(P);
-      for (int p = 0; p < P; ++p) {
-        sc2[p] = rc[p] / 3;
-        rc2[p] = sc[p] / 3;
-      }
-      std::vector<int64_t> back = a2a(comm_, ans, sc2, rc2, "walk.reshuffle");
-      int64_t k = 0;
-      for (int p = 0; p < P; ++p) {
-        if (p == rank_) continue;
-        for (int64_t i : which[p]) cur[i] = back[k++];
-      }
-    }
+    const WalkMoves mv = route_walks(starts, occ, restart_prob, key, offsets_, size_, cur);
+    move_walks(comm_, rank_, part_.patch, begin_, key, mv, cur);
     for (int64_t i = 0; i < W; ++i) r.paths[i * stride + t + 1] = cur[i];
   }
   return r;
