@@ -10,12 +10,12 @@
 
 #include "csp/backend.hpp"
 #include "csp/sampler.hpp"
-#include "layout/feature_backend.hpp"
+#include "layout/store/feature_backend.hpp"
 #ifdef DSP_TEST_CUDA
 #include <cuda_runtime_api.h>
 
 #include "csp/cuda/sampler_backend.hpp"
-#include "layout/cuda/feature_backend.hpp"
+#include "layout/store/cuda/feature_backend.hpp"
 #endif
 
 namespace dsp::test {
@@ -63,9 +63,9 @@ inline std::string backend_unavailable(const std::string& name) {
   return "";
 }
 
-#define DSP_SKIP_UNAVAILABLE_BACKEND(name)                                         \
-  do {                                                                             \
-    const std::string dsp_why_ = ::dsp::test::backend_unavailable(name);           \
+#define DSP_SKIP_UNAVAILABLE_BACKEND(name)                                           \
+  do {                                                                               \
+    const std::string dsp_why_ = ::dsp::test::backend_unavailable(name);             \
     if (!dsp_why_.empty()) GTEST_SKIP() << "backend " << (name) << ": " << dsp_why_; \
   } while (0)
 

@@ -9,8 +9,8 @@
 #include "ccc/communicator.hpp"
 #include "commands.hpp"
 #include "core/error.hpp"
-#include "core/lists.hpp"
 #include "core/fs.hpp"
+#include "core/lists.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #ifdef DSP_HAVE_CUDA
@@ -21,11 +21,11 @@
 #include "csp/presample.hpp"
 #include "csp/sampler.hpp"
 #include "graph/dataset.hpp"
-#include "layout/feature_store.hpp"
-#include "layout/fifo_cache.hpp"
-#include "layout/hotness.hpp"
-#include "layout/partition.hpp"
-#include "pipeline/runtime.hpp"
+#include "layout/partition/partition.hpp"
+#include "layout/store/feature_store.hpp"
+#include "layout/store/fifo_cache.hpp"
+#include "layout/store/hotness.hpp"
+#include "pipeline/rank/runtime.hpp"
 #include "pipeline/seed_order.hpp"
 #ifdef DSP_HAVE_TRAIN
 #include "ccc/coordinator.hpp"
@@ -60,7 +60,7 @@ RankOptions bench_rank(const std::string& path, int threads, const std::string& 
   RankOptions ro;
   ro.path = path;
   ro.threads = threads;
-  ro.device = device;
+  ro.device = Device::parse(device);
   if (!topology_memory.empty()) {
     ro.topology_memory = static_cast<int64_t>(parse_bytes("--topology-memory", topology_memory));
   }
@@ -376,8 +376,7 @@ std::vector<ScoredPolicy> score_policies(const CacheArgs& a, const Csr& graph,
       po.sampler.seed = a.seed + 0x9e3779b9ULL;  // not the trace's draws
       Stopwatch sw;
       ScoredPolicy sp;
-      sp.name =
-          presample && ks.size() > 1 ? fmt::format("presample#{}", k) : pname;
+      sp.name = presample && ks.size() > 1 ? fmt::format("presample#{}", k) : pname;
       sp.score = hotness_scores(pname, graph, train, a.seed + 1, make_presample_fn(po));
       sp.seconds = sw.seconds();
       out.push_back(std::move(sp));
@@ -753,7 +752,7 @@ void run_pipeline_bench(const PipeArgs& a) {
   tc.model.layers = static_cast<int>(so.fanouts.size());
   tc.seed = a.seed;
   tc.num_threads = threads;
-  tc.device = rt.device().str();
+  tc.device = rt.device();
   tc.validate();
   check_fanout_count(so.fanouts, tc.model);
   Trainer trainer(tc, coord->channel(WorkerKind::kTrainer));

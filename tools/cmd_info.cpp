@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "graph/dataset.hpp"
-#include "layout/partition_plan.hpp"
+#include "layout/partition/partition_plan.hpp"
 
 namespace dsp::cli {
 namespace {

@@ -3,8 +3,8 @@
 
 #include "commands.hpp"
 #include "core/error.hpp"
-#include "core/lists.hpp"
 #include "core/fs.hpp"
+#include "core/lists.hpp"
 #include "core/memory.hpp"
 #include "train/job.hpp"
 #include "train/job_options.hpp"
@@ -29,7 +29,7 @@ void add_train(CLI::App& app) {
       "(partitioned on the fly into one part per rank)");
   struct Args {
     std::string path, config_file, result_file;
-    std::map<std::string, std::string> text;  // flag -> its text, as given
+    std::unique_ptr<TableFlags<JobConfig>> flags;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("PATH", a->path, "partition directory (dsp partition) or dataset directory");
@@ -37,14 +37,7 @@ void add_train(CLI::App& app) {
                   "JSON file with any of the options below (keys as the long flags, '-' -> '_'; "
                   "--metrics: metrics_file); flags given on the command line override it");
   // Every job option from its one declaration (train/job_options.hpp).
-  for (const JobOption& o : job_options()) {
-    if (o.flag.empty()) continue;
-    if (o.takes_value) {
-      sub->add_option(o.flag, a->text[o.flag], o.help)->type_name(o.type);
-    } else {
-      sub->add_flag(o.flag, o.help);
-    }
-  }
+  a->flags = std::make_unique<TableFlags<JobConfig>>(sub, job_options());
   sub->add_option("--result", a->result_file,
                   "write the job's result (best_val_acc, test_acc_at_best, final_loss, ...) as "
                   "JSON to this file (rank 0)");
@@ -60,11 +53,10 @@ void add_train(CLI::App& app) {
       c = JobConfig::from_json(j, a->config_file);
     }
     // Flags given explicitly override the config file.
-    if (sub->count("PATH")) c.path = a->path;
-    for (const JobOption& o : job_options()) {
-      if (!o.flag.empty() && sub->count(o.flag)) o.parse(c, o.takes_value ? a->text[o.flag] : "");
-    }
-    DSP_CHECK_ARG(!c.path.empty(), "give a partition or dataset directory (PATH or 'path' in --config)");
+    if (sub->count("PATH")) c.rank.path = a->path;
+    a->flags->apply(c);
+    DSP_CHECK_ARG(!c.rank.path.empty(),
+                  "give a partition or dataset directory (PATH or 'path' in --config)");
     JobResult r = run_training(c);
     if (!a->result_file.empty() && launcher_rank() == 0) {
       write_file_atomic(a->result_file, r.to_json().dump(2) + "\n");

@@ -127,6 +127,7 @@ class Communicator {
 
 // backend: "auto" (mpi when launched by mpirun/mpiexec, else self), "self", "mpi".
 // "nccl" communicators are made by make_nccl_communicator (CUDA build), bootstrapped over MPI.
+// The backends by name: ccc/registry.cpp.
 std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto",
                                                 const CommOptions& opts = {});
 // True when this process was started by an MPI launcher (OMPI_/PMI_/PMIX_ environment).

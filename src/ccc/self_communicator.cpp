@@ -53,4 +53,8 @@ void SelfCommunicator::all_gather(const void* send, void* recv, int64_t count, D
 
 void SelfCommunicator::barrier(const OpOptions&) { book_.add_empty(); }
 
+std::unique_ptr<Communicator> make_self_communicator(const CommOptions& opts) {
+  return std::make_unique<SelfCommunicator>(opts);
+}
+
 }  // namespace dsp

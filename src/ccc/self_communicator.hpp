@@ -34,4 +34,7 @@ class SelfCommunicator : public Communicator {
   detail::CounterBook book_{1};
 };
 
+// The factory of the "self" backend (ccc/registry.cpp: make_communicator by name).
+std::unique_ptr<Communicator> make_self_communicator(const CommOptions& opts);
+
 }  // namespace dsp

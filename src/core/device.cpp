@@ -17,6 +17,6 @@ Device Device::parse(const std::string& s) {
     }
     if (i >= 0 && pos == s.size() - 5) return cuda(i);
   }
-  DSP_THROW_T(InvalidArgument, "unknown device '{}' (expected cpu, cuda or cuda:N)", s);
+  DSP_THROW_T(InvalidArgument, "unknown device '{}' (cpu, cuda, cuda:<index>)", s);
 }
 }  // namespace dsp

@@ -53,4 +53,13 @@ PresampleFn make_presample_fn(const PresampleOptions& opts) {
   };
 }
 
+PresampleFn presample_hook(const PartitionCommand& cmd) {
+  PresampleOptions pre;
+  pre.epochs = cmd.presample_epochs;
+  pre.batch_size = cmd.presample_batch_size;
+  pre.sampler.fanouts = cmd.presample_fanouts;
+  pre.sampler.seed = cmd.o.seed;
+  return make_presample_fn(pre);
+}
+
 }  // namespace dsp

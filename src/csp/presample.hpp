@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "csp/sampler.hpp"
-#include "layout/hotness.hpp"
+#include "layout/partition/partition_command.hpp"
+#include "layout/store/hotness.hpp"
 
 namespace dsp {
 
@@ -24,6 +25,8 @@ std::vector<int64_t> presample_counts(const Csr& graph, const std::vector<int64_
 
 // The hook for hotness_scores / PartitionOptions::presample.
 PresampleFn make_presample_fn(const PresampleOptions& opts);
+// The hook of a `dsp partition` command's presample options (run_partition's `presample`).
+PresampleFn presample_hook(const PartitionCommand& cmd);
 
 // The seeds of batch `batch` of epoch `epoch`: a seeded shuffle of train_ids (a pure function of
 // (seed, epoch)), cut into consecutive batches.

@@ -36,7 +36,7 @@
 #include "ccc/communicator.hpp"
 #include "csp/backend.hpp"
 #include "csp/block.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 
 namespace dsp {
 

@@ -4,7 +4,7 @@
 // the labels of its seeds. Collective through `store` (every rank calls it for the same batch).
 #include "csp/block.hpp"
 #include "graph/array.hpp"
-#include "layout/feature_store.hpp"
+#include "layout/store/feature_store.hpp"
 
 namespace dsp {
 

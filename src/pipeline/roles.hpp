@@ -59,8 +59,8 @@
 #include "ccc/coordinator.hpp"
 #include "csp/block.hpp"
 #include "csp/sampler.hpp"
-#include "layout/feature_store.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
+#include "layout/store/feature_store.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/scheduler.hpp"
 

@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
-#include "layout/graph_scan.hpp"
+#include "layout/partition/graph_scan.hpp"
 
 namespace dsp {
 namespace {

@@ -17,10 +17,9 @@
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #include "csp/presample.hpp"
+#include "graph/commands.hpp"
 #include "graph/dataset.hpp"
-#include "graph/generate.hpp"
-#include "graph/import.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition_command.hpp"
 #include "pipeline/load_batch.hpp"
 #include "python/loader.hpp"
 
@@ -31,6 +30,39 @@ namespace {
 
 py::object json_to_py(const nlohmann::json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
+}
+
+nlohmann::json py_to_json(const py::handle& o) {
+  return nlohmann::json::parse(
+      py::str(py::module_::import("json").attr("dumps")(o)).cast<std::string>());
+}
+
+// A command's option table (core/options.hpp) as Python sees it: keyword, flag, default, help.
+template <class C>
+py::list options_to_py(const OptionTable<C>& table) {
+  const C defaults{};
+  py::list l;
+  for (const Option<C>& o : table) {
+    if (o.key.empty()) continue;
+    py::dict d;
+    d["key"] = o.key;
+    d["flag"] = o.flag;
+    d["default"] = json_to_py(o.write(defaults));
+    d["help"] = o.help;
+    l.append(d);
+  }
+  return l;
+}
+
+template <class C>
+std::string describe_options(const OptionTable<C>& table) {
+  const C defaults{};
+  std::string s;
+  for (const Option<C>& o : table) {
+    if (o.key.empty()) continue;
+    s += fmt::format("  {} = {} ({}): {}\n", o.key, o.write(defaults).dump(), o.flag, o.help);
+  }
+  return s;
 }
 
 // A numpy array owning `v` (moved to the heap; freed when the array dies).
@@ -227,25 +259,6 @@ void register_exceptions(py::module_& m) {
 }
 
 // The budget rules of `dsp generate` (graph/generate.hpp): empty strings take the defaults.
-GenerateWriteOptions generate_write_options(bool overwrite, const std::string& memory_budget,
-                                            bool out_of_core, const std::string& sort_buffer) {
-  GenerateWriteOptions w;
-  w.memory_budget = memory_budget.empty() ? default_memory_budget()
-                                          : parse_bytes("memory_budget", memory_budget);
-  w.sort_buffer_bytes = sort_buffer.empty() ? 0 : parse_bytes("sort_buffer", sort_buffer);
-  w.overwrite = overwrite;
-  w.force_out_of_core = out_of_core;
-  return w;
-}
-
-py::object write_and_describe(Dataset&& ds, const std::string& out, bool overwrite) {
-  {
-    py::gil_scoped_release nogil;
-    write_dataset(ds, out, overwrite);
-  }
-  return json_to_py(ds.meta.to_json());
-}
-
 py::dict dataset_to_py(Dataset&& ds) {
   py::dict d;
   d["meta"] = json_to_py(ds.meta.to_json());
@@ -259,13 +272,6 @@ py::dict dataset_to_py(Dataset&& ds) {
   d["valid_idx"] = array_to_numpy(ds.valid_idx);
   d["test_idx"] = array_to_numpy(ds.test_idx);
   return d;
-}
-
-DType feature_dtype(const std::string& s) {
-  DType t = parse_dtype(s);
-  DSP_CHECK_ARG(t == DType::kFloat32 || t == DType::kFloat16,
-                "feature dtype must be float32 or float16, got '{}'", s);
-  return t;
 }
 
 }  // namespace
@@ -292,130 +298,66 @@ void bind(py::module_& m) {
 
   m.def(
       "generate_community",
-      [](const std::string& out, int64_t nodes, int64_t edges, int64_t communities,
-         double intra_fraction, double degree_exponent, int64_t max_degree, int64_t feature_dim,
-         const std::string& feature_dtype_name, int64_t classes, double feature_noise,
-         double label_noise, double train_frac, double valid_frac, uint64_t seed,
-         const std::string& name, bool overwrite, const std::string& memory_budget,
-         bool out_of_core, const std::string& sort_buffer) {
-        CommunityOptions o;
-        o.num_nodes = nodes;
-        o.num_edges = edges;
-        o.num_communities = communities;
-        o.intra_fraction = intra_fraction;
-        o.degree_exponent = degree_exponent;
-        o.max_degree = max_degree;
-        o.feature_dim = feature_dim;
-        o.feature_dtype = feature_dtype(feature_dtype_name);
-        o.num_classes = classes;
-        o.feature_noise = feature_noise;
-        o.label_noise = label_noise;
-        o.train_frac = train_frac;
-        o.valid_frac = valid_frac;
-        o.seed = seed;
-        o.name = name;
-        const GenerateWriteOptions w =
-            generate_write_options(overwrite, memory_budget, out_of_core, sort_buffer);
-        GenerateResult r;
-        {
-          py::gil_scoped_release nogil;
-          r = write_community(o, out, w);
-        }
+      [](const std::string& out, const py::kwargs& kw) {
+        CommunityCommand cmd;  // dsp generate community's table and run (graph/commands.hpp)
+        read_options(community_options(), py_to_json(kw), cmd, "dsp.generate_community");
+        cmd.run.out = out;
+        py::gil_scoped_release nogil;
+        const GenerateResult r = run_generate(cmd);
+        py::gil_scoped_acquire gil;
         return json_to_py(r.meta.to_json());
       },
-      py::arg("out"), py::kw_only(), py::arg("nodes") = 100000, py::arg("edges") = 1000000,
-      py::arg("communities") = 64, py::arg("intra_fraction") = 0.9,
-      py::arg("degree_exponent") = 2.5, py::arg("max_degree") = 0, py::arg("feature_dim") = 100,
-      py::arg("feature_dtype") = "float32", py::arg("classes") = 16, py::arg("feature_noise") = 4.0,
-      py::arg("label_noise") = 0.1, py::arg("train_frac") = 0.1, py::arg("valid_frac") = 0.05,
-      py::arg("seed") = 0, py::arg("name") = "community", py::arg("overwrite") = false,
-      py::arg("memory_budget") = "", py::arg("out_of_core") = false, py::arg("sort_buffer") = "",
-      "Writes a degree-corrected SBM dataset (dsp generate community); returns its meta. Out of "
-      "core (an external sort on disk) when the in-memory estimate exceeds memory_budget (e.g. "
-      "'12G'; default 3/4 of the available memory) or with out_of_core=True; the files are "
-      "identical either way.");
+      py::arg("out"),
+      ("Writes a degree-corrected SBM dataset (dsp generate community); returns its meta. Out of "
+       "core (an external sort on disk) when the in-memory estimate exceeds memory_budget or with "
+       "out_of_core=True; the files are identical either way. Keywords, as the CLI's flags:\n" +
+       describe_options(community_options()))
+          .c_str());
 
   m.def(
       "generate_rmat",
-      [](const std::string& out, int64_t nodes, int64_t edges, double a, double b, double c,
-         bool undirected, bool permute, int64_t feature_dim, const std::string& feature_dtype_name,
-         int64_t classes, double train_frac, double valid_frac, uint64_t seed,
-         const std::string& name, bool overwrite, const std::string& memory_budget,
-         bool out_of_core, const std::string& sort_buffer) {
-        RmatOptions o;
-        o.num_nodes = nodes;
-        o.num_edges = edges;
-        o.a = a;
-        o.b = b;
-        o.c = c;
-        o.undirected = undirected;
-        o.permute = permute;
-        o.feature_dim = feature_dim;
-        o.feature_dtype = feature_dtype(feature_dtype_name);
-        o.num_classes = classes;
-        o.train_frac = train_frac;
-        o.valid_frac = valid_frac;
-        o.seed = seed;
-        o.name = name;
-        const GenerateWriteOptions w =
-            generate_write_options(overwrite, memory_budget, out_of_core, sort_buffer);
-        GenerateResult r;
-        {
-          py::gil_scoped_release nogil;
-          r = write_rmat(o, out, w);
-        }
+      [](const std::string& out, const py::kwargs& kw) {
+        RmatCommand cmd;  // dsp generate rmat's table and run (graph/commands.hpp)
+        read_options(rmat_options(), py_to_json(kw), cmd, "dsp.generate_rmat");
+        cmd.run.out = out;
+        py::gil_scoped_release nogil;
+        const GenerateResult r = run_generate(cmd);
+        py::gil_scoped_acquire gil;
         return json_to_py(r.meta.to_json());
       },
-      py::arg("out"), py::kw_only(), py::arg("nodes") = 100000, py::arg("edges") = 1600000,
-      py::arg("a") = 0.57, py::arg("b") = 0.19, py::arg("c") = 0.19, py::arg("undirected") = false,
-      py::arg("permute") = true, py::arg("feature_dim") = 0, py::arg("feature_dtype") = "float32",
-      py::arg("classes") = 0, py::arg("train_frac") = 0.1, py::arg("valid_frac") = 0.05,
-      py::arg("seed") = 0, py::arg("name") = "rmat", py::arg("overwrite") = false,
-      py::arg("memory_budget") = "", py::arg("out_of_core") = false, py::arg("sort_buffer") = "",
-      "Writes an R-MAT dataset (dsp generate rmat); returns its meta. memory_budget, out_of_core "
-      "and sort_buffer as for generate_community.");
+      py::arg("out"),
+      ("Writes an R-MAT dataset (dsp generate rmat); returns its meta. Keywords, as the CLI's "
+       "flags:\n" +
+       describe_options(rmat_options()))
+          .c_str());
 
-  m.def(
-      "convert_ogb",
-      [](const std::string& raw_dir, const std::string& out, const std::string& split,
-         bool no_split, bool directed, const std::string& name, bool overwrite) {
-        DSP_CHECK_ARG(!(no_split && !split.empty()), "give split or no_split, not both");
-        OgbImportOptions o;
-        o.split = split;
-        o.require_split = !no_split;
-        o.undirected = !directed;
-        o.name = name;
-        Dataset ds;
-        {
-          py::gil_scoped_release nogil;
-          ds = import_ogb_raw(raw_dir, o);
-        }
-        return write_and_describe(std::move(ds), out, overwrite);
-      },
-      py::arg("raw_dir"), py::arg("out"), py::kw_only(), py::arg("split") = "",
-      py::arg("no_split") = false, py::arg("directed") = false, py::arg("name") = "",
-      py::arg("overwrite") = false,
-      "Converts an OGB node dataset in its raw CSV layout (dsp convert --from ogb).");
-
-  m.def(
-      "convert_edge_list",
-      [](const std::string& path, const std::string& out, const std::string& name, bool undirected,
-         int64_t num_nodes, bool no_self_loops, bool overwrite) {
-        EdgeListOptions o;
-        o.num_nodes = num_nodes;
-        o.undirected = undirected;
-        o.remove_self_loops = no_self_loops;
-        Dataset ds;
-        {
-          py::gil_scoped_release nogil;
-          ds = import_edge_list(path, o, name);
-        }
-        return write_and_describe(std::move(ds), out, overwrite);
-      },
-      py::arg("path"), py::arg("out"), py::kw_only(), py::arg("name") = "",
-      py::arg("undirected") = false, py::arg("num_nodes") = -1, py::arg("no_self_loops") = false,
-      py::arg("overwrite") = false,
-      "Converts a text edge list 'src dst [weight]' (dsp convert --from edgelist).");
+  // dsp convert --from ogb | edgelist: the same table and run (graph/commands.hpp), the format
+  // given by the function.
+  auto convert = [](const char* from, const char* what) {
+    return [from, what](const std::string& input, const std::string& out, const py::kwargs& kw) {
+      ConvertCommand cmd;
+      read_options(convert_options(), py_to_json(kw), cmd, what);
+      DSP_CHECK_ARG(cmd.from.empty(), "{}: the format is the function's ({})", what, from);
+      cmd.from = from;
+      cmd.input = input;
+      cmd.output = out;
+      py::gil_scoped_release nogil;
+      const DatasetMeta m = run_convert(cmd);
+      py::gil_scoped_acquire gil;
+      return json_to_py(m.to_json());
+    };
+  };
+  m.def("convert_ogb", convert("ogb", "dsp.convert_ogb"), py::arg("raw_dir"), py::arg("out"),
+        ("Converts an OGB node dataset in its raw CSV layout (dsp convert --from ogb). Keywords, "
+         "as the CLI's flags:\n" +
+         describe_options(convert_options()))
+            .c_str());
+  m.def("convert_edge_list", convert("edgelist", "dsp.convert_edge_list"), py::arg("path"),
+        py::arg("out"),
+        ("Converts a text edge list 'src dst [weight]' (dsp convert --from edgelist). Keywords, as "
+         "the CLI's flags:\n" +
+         describe_options(convert_options()))
+            .c_str());
 
   m.def(
       "load_dataset",
@@ -432,46 +374,38 @@ void bind(py::module_& m) {
       py::arg("dir"), py::kw_only(), py::arg("validate") = true,
       "Loads a dataset directory: meta plus read-only numpy views over the mapped .npy files.");
 
+  // The option tables of the commands Python shares with the CLI (tests/python compare them).
+  m.def(
+      "_options",
+      [](const std::string& command) -> py::list {
+        if (command == "partition") return options_to_py(partition_options());
+        if (command == "convert") return options_to_py(convert_options());
+        if (command == "generate rmat") return options_to_py(rmat_options());
+        if (command == "generate community") return options_to_py(community_options());
+        DSP_THROW_T(InvalidArgument, "no option table for '{}'", command);
+      },
+      py::arg("command"));
+
   m.def(
       "partition",
-      [](const std::string& dataset_dir, const std::string& out, int parts,
-         const std::string& method, const std::string& cache_policy, double cache_ratio,
-         int64_t cache_bytes, double seed_imbalance, uint64_t seed, bool overwrite, bool verbose,
-         std::vector<int> presample_fanouts, int64_t presample_batch_size, int presample_epochs) {
-        PartitionOptions o;  // checked by partition_dataset, as for the CLI
-        o.parts = parts;
-        o.method = method;
-        o.cache_policy = cache_policy;
-        o.cache_ratio = cache_ratio;
-        o.cache_bytes = cache_bytes;
-        o.seed_imbalance = seed_imbalance;
-        o.seed = seed;
-        o.overwrite = overwrite;
-        o.verbose = verbose;
-        if (cache_policy == "presample") {
-          PresampleOptions pre;
-          pre.sampler.fanouts = presample_fanouts;
-          pre.sampler.seed = seed;
-          pre.batch_size = presample_batch_size;
-          pre.epochs = presample_epochs;
-          o.presample = make_presample_fn(pre);
-        }
+      [](const std::string& dataset_dir, const std::string& out, const py::kwargs& kw) {
+        PartitionCommand cmd;  // dsp partition's table, checks and run (partition_command.hpp)
+        cmd.dataset = dataset_dir;
+        cmd.out = out;
+        read_options(partition_options(), py_to_json(kw), cmd, "dsp.partition");
         PartitionMeta meta;
+        PartitionPlan plan;
         {
           py::gil_scoped_release nogil;
-          Dataset ds = load_dataset(dataset_dir);
-          meta = partition_dataset(ds, o, out);
+          meta = run_partition(cmd, presample_hook, &plan);
         }
-        return json_to_py(meta.to_json());
+        return json_to_py(cmd.dry_run ? plan.to_json() : meta.to_json());
       },
-      py::arg("dataset_dir"), py::arg("out"), py::kw_only(), py::arg("parts") = 1,
-      py::arg("method") = "metis", py::arg("cache_policy") = "in-degree",
-      py::arg("cache_ratio") = 0.1, py::arg("cache_bytes") = -1, py::arg("seed_imbalance") = 0.05,
-      py::arg("seed") = 0, py::arg("overwrite") = false, py::arg("verbose") = false,
-      py::arg("presample_fanouts") = std::vector<int>{15, 10, 5},
-      py::arg("presample_batch_size") = 1024, py::arg("presample_epochs") = 1,
-      "Co-partitions a dataset directory into `parts` parts (dsp partition); returns the "
-      "partition meta.");
+      py::arg("dataset_dir"), py::arg("out"),
+      ("Co-partitions a dataset directory (dsp partition): returns the partition meta, or with "
+       "dry_run=True the memory estimate. Keywords, as dsp partition's flags:\n" +
+       describe_options(partition_options()))
+          .c_str());
 
   m.def(
       "load_partition_meta",
@@ -485,21 +419,21 @@ void bind(py::module_& m) {
                        const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
                        const std::string& transport, const std::string& topology_memory) {
              pyext::LoaderOptions o;
-             o.path = path;
+             o.rank.path = path;
              o.fanouts = std::move(fanouts);
              o.batch_size = batch_size;
              o.shuffle = shuffle;
              o.split = split;
              o.seed = seed;
              o.prefetch = prefetch;
-             o.backend = backend;
-             o.partition_method = partition_method;
-             o.device = device;
-             o.fifo_rows = fifo_rows;
-             o.fifo_shared_rows = fifo_shared_rows;
-             o.transport = transport;
+             o.rank.backend = backend;
+             o.rank.partition_method = partition_method;
+             o.rank.device = Device::parse(device);
+             o.rank.fifo_rows = fifo_rows;
+             o.rank.fifo_shared_rows = fifo_shared_rows;
+             o.rank.transport = Transport::parse(transport);
              if (!topology_memory.empty()) {
-               o.topology_memory =
+               o.rank.topology_memory =
                    static_cast<int64_t>(parse_bytes("topology_memory", topology_memory));
              }
              o.validate();  // before the GIL is released: cheap, and the common failure

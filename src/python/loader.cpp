@@ -10,7 +10,7 @@ namespace dsp::pyext {
 
 void LoaderOptions::validate() const {
   // The checks of `dsp train`'s options, from the same functions (same messages).
-  rank_options().validate();  // path, FIFO levels, topology memory: RankOptions' own checks
+  rank_options().validate();  // the rank's own options: RankOptions' own checks
   check_fanouts(fanouts, "--fanouts");
   DSP_CHECK_ARG(batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test",
@@ -20,22 +20,13 @@ void LoaderOptions::validate() const {
 }
 
 RankOptions LoaderOptions::rank_options() const {
-  RankOptions ro;
-  ro.path = path;
-  ro.backend = backend;
+  RankOptions ro = rank;
   ro.seed = seed;
-  ro.partition_method = partition_method;
-  ro.device = device;
-  ro.transport = transport;
-  ro.topology_memory = topology_memory;
   ro.bind = false;    // the user's process: its other threads are not ours to bind
   ro.trains = false;  // the user's model trains, not ours: no device trainer channel
   ro.log_name = "loader";
-  ro.fifo_rows = fifo_rows;
-  ro.fifo_shared_rows = fifo_shared_rows;
   return ro;
 }
-
 
 Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   opts_.validate();

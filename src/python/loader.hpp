@@ -24,40 +24,31 @@
 #include "ccc/coordinator.hpp"
 #include "csp/block.hpp"
 #include "csp/sampler.hpp"
-#include "layout/partition.hpp"
-#include "pipeline/runtime.hpp"
+#include "layout/partition/partition.hpp"
+#include "pipeline/rank/runtime.hpp"
 #include "pipeline/scheduler.hpp"
 
 namespace dsp::pyext {
 
 struct LoaderOptions {
-  std::string path;  // partition directory, or dataset directory (partitioned on the fly)
+  // The rank's own options (pipeline/rank/options.hpp; dsp train's flags of the same names):
+  // the partition or dataset directory (partitioned on the fly with `rank.partition_method`), the
+  // communicator backend, the device (with cuda the features of each batch stay in device memory,
+  // LoadedBatch::device_features), transport and topology memory, BGL's FIFO levels. Its seed is
+  // `seed`; it never binds the user's process and trains nothing on its channels.
+  RankOptions rank;
   std::vector<int> fanouts{15, 10, 5};
   int64_t batch_size = 1024;
   bool shuffle = true;          // false: ascending seed order, no wrap-around
   std::string split = "train";  // train (the part's co-partitioned seeds) | valid | test
   uint64_t seed = 0;
   int prefetch = 2;  // batches sampled and loaded ahead on a background thread; 0: on next()
-  std::string backend = "auto";
-  // Partitioning on the fly (path is a dataset directory): method and cache.
-  std::string partition_method = "metis";
   std::string order = "random";  // with shuffle: random | bfs (BGL's proximity-aware order)
   int bfs_sequences = 4;
-  // cpu, cuda or cuda:N: where the sampler and the feature store run; with cuda the features of
-  // each batch stay in device memory (LoadedBatch::device_features).
-  std::string device = "cpu";
-  // GPU ranks: how device buffers cross ranks, and the device memory of the sampler's neighbour
-  // array (RankOptions::transport, topology_memory: dsp train --transport, --topology-memory).
-  std::string transport = "auto";
-  int64_t topology_memory = -1;
-  // BGL's FIFO levels of the rows other ranks serve (dsp train --fifo-rows, --fifo-shared-rows).
-  int64_t fifo_rows = 0;
-  int64_t fifo_shared_rows = 0;
 
-  void validate() const;  // InvalidArgument with the CLI's messages
+  void validate() const;             // InvalidArgument with the CLI's messages
   RankOptions rank_options() const;  // the runtime of the Loader's rank
 };
-
 
 class Loader {
  public:

@@ -25,9 +25,9 @@ void ModelConfig::validate() const {
 }
 
 nlohmann::json ModelConfig::to_json() const {
-  return {{"model", model},   {"in_dim", in_dim},   {"hidden", hidden}, {"out_dim", out_dim},
-          {"layers", layers}, {"dropout", dropout}, {"heads", heads},   {"out_heads", out_heads},
-          {"preaggregated", preaggregated}};
+  return {{"model", model},     {"in_dim", in_dim},       {"hidden", hidden},
+          {"out_dim", out_dim}, {"layers", layers},       {"dropout", dropout},
+          {"heads", heads},     {"out_heads", out_heads}, {"preaggregated", preaggregated}};
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
@@ -55,8 +55,6 @@ void TrainConfig::validate() const {
   DSP_CHECK_ARG(lr > 0, "learning rate must be positive, got {}", lr);
   DSP_CHECK_ARG(weight_decay >= 0, "weight decay must be >= 0, got {}", weight_decay);
   DSP_CHECK_ARG(momentum >= 0, "momentum must be >= 0, got {}", momentum);
-  DSP_CHECK_ARG(device == "cpu" || device.rfind("cuda", 0) == 0,
-                "unknown device '{}' (cpu, cuda, cuda:<index>)", device);
   DSP_CHECK_ARG(num_threads >= 0, "thread count must be >= 0, got {}", num_threads);
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/device.hpp"
+
 namespace dsp {
 
 struct ModelConfig {
@@ -44,9 +46,9 @@ struct TrainConfig {
   // LibTorch intra-op threads; 0 leaves LibTorch's setting alone. The CPU build gives each rank
   // cores / ranks (DESIGN.md), which the caller computes.
   int num_threads = 0;
-  // Where the replica lives: "cpu", "cuda" or "cuda:<i>" (a CUDA-enabled LibTorch). Gradients
-  // travel through a host bucket either way, since the communicator used here works on host memory.
-  std::string device = "cpu";
+  // Where the replica lives: the CPU or a GPU (a CUDA-enabled LibTorch); a job's trainer lives on
+  // its rank's device (RankRuntime::device).
+  Device device = Device::cpu();
 
   void validate() const;
   nlohmann::json to_json() const;

@@ -19,10 +19,10 @@
 #include "core/logging.hpp"
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
-#include "layout/hotness.hpp"
+#include "layout/store/hotness.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/rank/runtime.hpp"
 #include "pipeline/roles.hpp"
-#include "pipeline/runtime.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/job_options.hpp"
 #include "train/trainer.hpp"
@@ -35,7 +35,7 @@ RankOptions rank_options(const JobConfig& cfg);
 }  // namespace
 
 void JobConfig::validate() const {
-  rank_options(*this).validate();  // path, FIFO levels, topology memory: checked where they belong
+  rank_options(*this).validate();  // the rank's own options: checked where they belong
   check_fanouts(fanouts, "--fanouts");
   DSP_CHECK_ARG(layers == 0 || layers == static_cast<int>(fanouts.size()),
                 "--fanouts has {} entries but the model has {} layers (one fanout per layer)",
@@ -54,14 +54,10 @@ void JobConfig::validate() const {
                 "--roles-switch {} needs --roles (sampler-only ranks to switch)", roles_switch);
   DSP_CHECK_ARG(eval_every >= 0 && checkpoint_every >= 0, "--eval-every/--checkpoint-every >= 0");
   parse_pipeline_mode(pipeline);
-  if (!cache_policy.empty()) check_train_time_cache_policy(cache_policy);
-  DSP_CHECK_ARG(cache_ratio == -1 || (cache_ratio >= 0 && cache_ratio <= 1),
-                "--cache-ratio must be in [0, 1], got {}", cache_ratio);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
-  DSP_CHECK_ARG(!cache_auto || cache_ratio == -1,
+  DSP_CHECK_ARG(!cache_auto || rank.cache_ratio == -1,
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
-  DSP_CHECK_ARG(cache_memory >= 0, "--cache-memory must be >= 0, got {}", cache_memory);
   check_seed_order(order, bfs_sequences);
   parse_sample_kernel(sample_kernel);  // "unknown sampling kernel ..." for anything else
   DSP_CHECK_ARG(roles == 0 || (order == "random" && !cache_auto),
@@ -69,15 +65,15 @@ void JobConfig::validate() const {
                 "--cache-auto are for symmetric jobs");
   DSP_CHECK_ARG(roles == 0 || !preaggregate,
                 "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
-  DSP_CHECK_ARG(roles == 0 || fifo_rows == 0,
+  DSP_CHECK_ARG(roles == 0 || rank.fifo_rows == 0,
                 "--roles: sampler ranks read every row from their own mapping and trainers load "
                 "none, so no rows come from peers for a FIFO to keep: --fifo-rows is for "
                 "symmetric jobs");
-  DSP_CHECK_ARG(roles == 0 || !Device::parse(train.device).is_cuda(),
+  DSP_CHECK_ARG(roles == 0 || !rank.device.is_cuda(),
                 "--roles with --device {}: sampler-only ranks sample on the CPU (GPU sampler "
                 "ranks are not implemented): train on the GPU without --roles, or use --roles "
                 "on the CPU",
-                train.device);
+                rank.device.str());
   ModelConfig m = train.model;
   m.layers = static_cast<int>(fanouts.size());
   m.preaggregated = preaggregate;
@@ -87,44 +83,27 @@ void JobConfig::validate() const {
   check_fanout_count(fanouts, m);
 }
 
-nlohmann::json JobConfig::to_json() const {
-  nlohmann::json j = nlohmann::json::object();
-  for (const JobOption& o : job_options())
-    if (!o.key.empty()) j[o.key] = o.write(*this);
-  return j;
-}
+nlohmann::json JobConfig::to_json() const { return write_options(job_options(), *this); }
 
 JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
-  DSP_CHECK_FORMAT(j.is_object(), "{}: expected a JSON object", what);
-  static const std::map<std::string, const JobOption*> by_key = [] {
-    std::map<std::string, const JobOption*> m;
-    for (const JobOption& o : job_options())
-      if (!o.key.empty()) m[o.key] = &o;
-    return m;
-  }();
   JobConfig c;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    auto o = by_key.find(it.key());
-    DSP_CHECK_FORMAT(o != by_key.end(), "{}: unknown key '{}'", what, it.key());
-    try {
-      o->second->read(c, it.value());
-    } catch (const nlohmann::json::exception&) {
-      DSP_THROW_T(FormatError, "{}: key '{}' has the wrong type", what, it.key());
-    } catch (const FormatError& e) {
-      DSP_THROW_T(FormatError, "{}: {}", what, e.what());
-    }
-  }
+  read_options(job_options(), j, c, what);
   return c;
 }
 
 nlohmann::json JobResult::to_json() const {
-  return {{"epochs_run", epochs_run},       {"best_val_acc", best_val_acc},
-          {"best_epoch", best_epoch},       {"test_acc_at_best", test_acc_at_best},
-          {"final_loss", final_loss},       {"mean_epoch_s", mean_epoch_s},
-          {"cache_hit_rate", cache_hit_rate}, {"bytes_communicated", bytes_communicated},
+  return {{"epochs_run", epochs_run},
+          {"best_val_acc", best_val_acc},
+          {"best_epoch", best_epoch},
+          {"test_acc_at_best", test_acc_at_best},
+          {"final_loss", final_loss},
+          {"mean_epoch_s", mean_epoch_s},
+          {"cache_hit_rate", cache_hit_rate},
+          {"bytes_communicated", bytes_communicated},
           {"feature_bytes_per_batch", feature_bytes_per_batch},
           {"peer_bytes_per_batch", peer_bytes_per_batch},
-          {"fifo_hits", fifo_hits},         {"fifo_shared_hits", fifo_shared_hits},
+          {"fifo_hits", fifo_hits},
+          {"fifo_shared_hits", fifo_shared_hits},
           {"fifo_hit_rate", fifo_hit_rate}};
 }
 
@@ -144,8 +123,8 @@ class ProgressBar {
     std::string bar(fill, '=');
     if (fill < width) bar += '>' + std::string(width - fill - 1, ' ');
     std::fprintf(stderr, "\r  epoch %d/%d [%s] %lld/%lld  ETA %.0fs  loss %.4f ", epoch_ + 1,
-                 epochs_, bar.c_str(), static_cast<long long>(done),
-                 static_cast<long long>(steps_), eta, loss);
+                 epochs_, bar.c_str(), static_cast<long long>(done), static_cast<long long>(steps_),
+                 eta, loss);
     std::fflush(stderr);
   }
   void finish() {
@@ -172,21 +151,10 @@ int64_t eval_control_id(int split, int k) {
 }
 
 RankOptions rank_options(const JobConfig& cfg) {
-  RankOptions ro;
-  ro.path = cfg.path;
-  ro.backend = cfg.backend;
+  RankOptions ro = cfg.rank;
   ro.coord.ccc = cfg.ccc;
-  ro.device = cfg.train.device;
-  ro.transport = cfg.transport;
-  ro.topology_memory = cfg.topology_memory;
-  ro.emulate_device = cfg.emulate_device;
   ro.threads = cfg.train.num_threads;
   ro.seed = cfg.seed;
-  ro.cache_policy = cfg.cache_policy;
-  ro.cache_ratio = cfg.cache_ratio;
-  ro.cache_memory = cfg.cache_memory;
-  ro.fifo_rows = cfg.fifo_rows;
-  ro.fifo_shared_rows = cfg.fifo_shared_rows;
   ro.log_name = "train";
   if (cfg.preaggregate) ro.preaggregate = preaggregate_kind_of(cfg.train.model.model);
   return ro;
@@ -217,7 +185,7 @@ class TrainJob {
   TrainConfig tc_;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<EpochScheduler> sched_;
-  RoleRank role_;    // --roles
+  RoleRank role_;     // --roles
   int samplers_ = 0;  // --roles, or what --roles auto chose
   std::unique_ptr<Pipeline> pipe_;
   int64_t steps_ = 0;
@@ -240,15 +208,16 @@ class TrainJob {
 TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   const PartitionData& part = rt_.part();
   const PartitionMeta& meta = part.meta;
-  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on", cfg_.path);
+  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on",
+                   cfg_.rank.path);
   DSP_CHECK_FORMAT(part.labels.defined() && meta.num_classes > 1,
-                   "{}: the dataset has no labels (or a single class)", cfg_.path);
+                   "{}: the dataset has no labels (or a single class)", cfg_.rank.path);
   int64_t train_seeds = 0;
   for (const PartStats& ps : meta.part) train_seeds += ps.seeds;
   DSP_CHECK_FORMAT(train_seeds > 0,
                    "{}: the dataset has no training ids (train_idx.npy missing or empty): there is "
                    "nothing to train on",
-                   cfg_.path);
+                   cfg_.rank.path);
   SamplerOptions so;
   so.fanouts = cfg_.fanouts;
   so.seed = cfg_.seed;
@@ -274,7 +243,7 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   tc_.model.preaggregated = cfg_.preaggregate;
   tc_.seed = cfg_.seed;
   tc_.num_threads = rt_.cores().threads;
-  tc_.device = rt_.device().str();
+  tc_.device = rt_.device();
   trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
   ckpt_ = cfg_.checkpoint_dir.empty() ? "" : cfg_.checkpoint_dir + "/checkpoint.pt";
   if (cfg_.resume) resume();
@@ -310,8 +279,8 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
       for (const auto& [slot, lb] : mine) sb.push_back({slot, &lb});
       account(trainer_->train_slots(sb, slots, &train_counts_));
     };
-    role_ = make_role_rank(rt_.coord(), rt_.partition_dir(), layout, cfg_.batch_size, cfg_.seed,
-                           so, stages.train, {}, train_slots);
+    role_ = make_role_rank(rt_.coord(), rt_.partition_dir(), layout, cfg_.batch_size, cfg_.seed, so,
+                           stages.train, {}, train_slots);
     PipelineStages rs = role_.roles->stages();
     rs.set_threads = stages.set_threads;
     stages = std::move(rs);
@@ -376,9 +345,8 @@ void TrainJob::size_cache(const PipelineOptions& popts) {
   const int64_t bytes = static_cast<int64_t>(sb.input_nodes().size()) * part.features.dim(1) *
                         static_cast<int64_t>(dtype_size(part.features.dtype()));
   // Pipelined: the loaded queue and the batch being loaded hold features besides the trained one.
-  const int64_t in_flight = popts.mode == PipelineMode::kSequential
-                                ? 0
-                                : static_cast<int64_t>(popts.queue_capacity) + 1;
+  const int64_t in_flight =
+      popts.mode == PipelineMode::kSequential ? 0 : static_cast<int64_t>(popts.queue_capacity) + 1;
   rt_.size_cache_for_batch(bytes, in_flight);
 }
 
@@ -540,12 +508,13 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
 
 void TrainJob::checkpoint(int epoch) {
   if (!rt_.leader()) return;  // replicas are identical: rank 0 writes
-  trainer_->save_checkpoint(ckpt_, epoch + 1,
-                            {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
-                             {"dataset", rt_.part().meta.dataset_name},
-                             {"best_val_acc", best_val_},
-                             {"test_acc_at_best", test_at_best_},
-                             {"best_epoch", best_epoch_}});
+  trainer_->save_checkpoint(
+      ckpt_, epoch + 1,
+      {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
+       {"dataset", rt_.part().meta.dataset_name},
+       {"best_val_acc", best_val_},
+       {"test_acc_at_best", test_at_best_},
+       {"best_epoch", best_epoch_}});
 }
 
 JobResult TrainJob::finish() {

@@ -7,14 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/rank/options.hpp"
 #include "train/config.hpp"
 
 namespace dsp {
 
 struct JobConfig {
-  std::string path;  // a partition directory (dsp partition), or a dataset directory: then it is
-                     // partitioned on the fly into one part per rank (METIS)
-  TrainConfig train;                 // model.in_dim/out_dim/layers are filled from the data
+  // What each rank is built from (pipeline/rank/options.hpp): the partition or dataset directory
+  // (a dataset directory is partitioned on the fly into one part per rank), the communicator
+  // backend, device and transport, the cache override and memory, BGL's FIFO levels. Its seed and
+  // threads are the job's (seed, train.num_threads), set when the rank is built.
+  RankOptions rank;
+  TrainConfig train;                    // model.in_dim/out_dim/layers are filled from the data
   std::vector<int> fanouts{15, 10, 5};  // from the seeds out; one per layer
   int layers = 0;                       // 0: fanouts.size(); else must equal it
   std::vector<int> eval_fanouts;        // default: fanouts
@@ -24,42 +28,30 @@ struct JobConfig {
   // At most this many steps per epoch (0: no limit): the epoch stops after the first N batches of
   // its usual order (every rank at the same step; evaluation and checkpoints as usual).
   int64_t max_steps = 0;
-  int eval_every = 1;               // 0: evaluate only after the last epoch
-  std::string pipeline = "auto";    // auto (profiled choice) | on | off (DSP-Seq, the ablation)
-  bool ccc = true;                  // off only to show why the coordinator is needed
+  int eval_every = 1;             // 0: evaluate only after the last epoch
+  std::string pipeline = "auto";  // auto (profiled choice) | on | off (DSP-Seq, the ablation)
+  bool ccc = true;                // off only to show why the coordinator is needed
   // Sampler-only ranks (GNNLab's factored layout, pipeline/roles.hpp); 0: symmetric; kRolesAuto:
   // GNNLab's allocation rule over a short profile of the symmetric stages.
   int roles = 0;
   static constexpr int kRolesAuto = -1;
   std::string roles_switch = "off";  // off | on | always | never (pipeline/roles.hpp RoleSwitch)
-  std::string cache_policy;         // override of the partition's: in-degree | random | none
-  double cache_ratio = -1;          // override (with cache_policy, or alone)
-  // PaGraph: with no cache_ratio, size the cache after the first batch from the memory left
-  // (RankRuntime::size_cache_for_batch). cache_memory: host bytes the cache may take (0: the
-  // available memory; a GPU rank uses its free device memory).
+  // PaGraph: with no rank.cache_ratio, size the cache after the first batch from the memory left
+  // (RankRuntime::size_cache_for_batch, within rank.cache_memory).
   bool cache_auto = false;
-  int64_t cache_memory = 0;
-  // BGL's dynamic FIFO cache of the rows other ranks serve (RankOptions::fifo_rows): rows per
-  // rank, and rows shared by the ranks of a machine (needs fifo_rows). 0: off.
-  int64_t fifo_rows = 0;
-  int64_t fifo_shared_rows = 0;
   // PaGraph's first-layer pre-aggregation (sage, gcn): the partition's preaggregated_<kind>.npy
   // rows replace the input layer's sampled block; the sampler draws fanouts[0, L-1) and the
   // input layer's fanout (the last) is not used. Off: a pre-aggregated partition trains normally.
   bool preaggregate = false;
-  std::string checkpoint_dir;       // empty: no checkpoints
-  int checkpoint_every = 0;         // epochs; 0: only at the end (if checkpoint_dir is set)
-  bool resume = false;              // continue from checkpoint_dir/checkpoint.pt
-  std::string metrics_file;         // JSON lines, one record per epoch (rank 0)
+  std::string checkpoint_dir;  // empty: no checkpoints
+  int checkpoint_every = 0;    // epochs; 0: only at the end (if checkpoint_dir is set)
+  bool resume = false;         // continue from checkpoint_dir/checkpoint.pt
+  std::string metrics_file;    // JSON lines, one record per epoch (rank 0)
   uint64_t seed = 0;
-  bool progress = true;             // progress bar on a terminal (rank 0)
-  std::string backend = "auto";     // auto | self | mpi
+  bool progress = true;                   // progress bar on a terminal (rank 0)
   std::string sample_kernel = "default";  // default | turbo (SampleKernel, csp/sampler.hpp)
-  std::string order = "random";     // seed order per pass: random (shuffle) | bfs (BGL)
-  int bfs_sequences = 4;            // order bfs: BFS sequences interleaved per pass
-  std::string transport = "auto";   // GPU ranks' gradients: auto | nccl | mpi (RankOptions)
-  int64_t topology_memory = -1;     // GPU ranks' neighbour array on the device (RankOptions)
-  bool emulate_device = false;      // tests only: RankOptions::emulate_device (no flag, no key)
+  std::string order = "random";           // seed order per pass: random (shuffle) | bfs (BGL)
+  int bfs_sequences = 4;                  // order bfs: BFS sequences interleaved per pass
 
   void validate() const;  // InvalidArgument naming the field
   nlohmann::json to_json() const;
@@ -75,7 +67,7 @@ struct JobResult {
   double final_loss = 0;
   double mean_epoch_s = 0;
   double cache_hit_rate = 0;
-  uint64_t bytes_communicated = 0;  // this rank, all workers
+  uint64_t bytes_communicated = 0;     // this rank, all workers
   double feature_bytes_per_batch = 0;  // this rank's loaded input rows, last epoch's training
   // Of those, the bytes received from other ranks' caches per batch, and the rows the FIFO
   // levels served instead (rank, machine) with their share of the rows other ranks serve.

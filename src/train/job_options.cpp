@@ -1,8 +1,6 @@
 #include "train/job_options.hpp"
 
 #include <cstdlib>
-#include <limits>
-#include <type_traits>
 
 #include "core/error.hpp"
 #include "core/lists.hpp"
@@ -11,63 +9,17 @@
 namespace dsp {
 namespace {
 using json = nlohmann::json;
+using options::declare;
 
-// A value of type T from a flag's text, one way for every option of that type.
-template <class T>
-T from_text(const std::string& s, const std::string& flag) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return s;
-  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
-    return parse_int_list(s, flag.c_str());
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return parse_double(s, flag.c_str());
-  } else {
-    const int64_t v = parse_int(s, flag.c_str());
-    DSP_CHECK_ARG(v >= std::numeric_limits<T>::min() && v <= std::numeric_limits<T>::max(),
-                  "{}: {} is out of range", flag, v);
-    return static_cast<T>(v);
-  }
-}
-
-JobOption declare(std::string flag, std::string key, std::string help, bool takes_value = true) {
-  JobOption o;
-  o.flag = std::move(flag);
-  o.key = std::move(key);
-  o.help = std::move(help);
-  o.takes_value = takes_value;
-  return o;
-}
-
-template <class T>
-const char* type_of() {
-  if constexpr (std::is_same_v<T, std::string>) return "TEXT";
-  if constexpr (std::is_same_v<T, std::vector<int>>) return "LIST";
-  if constexpr (std::is_floating_point_v<T>) return "FLOAT";
-  if constexpr (std::is_unsigned_v<T>) return "UINT";
-  return "INT";
-}
-
-// A field of JobConfig (or of its TrainConfig) read and written as it is. `choices` only shows in
-// --help: JobConfig::validate checks the value.
 template <class Get>
 JobOption value(std::string flag, std::string key, std::string help, Get get,
                 const std::string& choices = "") {
-  using T = std::decay_t<decltype(get(std::declval<JobConfig&>()))>;
-  JobOption o = declare(flag, std::move(key), std::move(help));
-  o.type = choices.empty() ? type_of<T>() : "TEXT:{" + choices + "}";
-  o.parse = [get, flag](JobConfig& c, const std::string& s) { get(c) = from_text<T>(s, flag); };
-  o.read = [get](JobConfig& c, const json& v) { get(c) = v.get<T>(); };
-  o.write = [get](const JobConfig& c) { return json(get(const_cast<JobConfig&>(c))); };
-  return o;
+  return options::value<JobConfig>(std::move(flag), std::move(key), std::move(help), get, choices);
 }
 
-// A switch: given on the command line means true; a boolean in JSON.
 template <class Get>
 JobOption toggle(std::string flag, std::string key, std::string help, Get get) {
-  JobOption o = value(std::move(flag), std::move(key), std::move(help), get);
-  o.takes_value = false;
-  o.parse = [get](JobConfig& c, const std::string&) { get(c) = true; };
-  return o;
+  return options::toggle<JobConfig>(std::move(flag), std::move(key), std::move(help), get);
 }
 
 // clang-format off
@@ -75,11 +27,11 @@ JobOption toggle(std::string flag, std::string key, std::string help, Get get) {
 // clang-format on
 
 JobOption roles_option() {
-  JobOption o =
-      declare("--roles", "roles",
-              "GNNLab's factored layout: this many ranks (the last ones) only sample and load, "
-              "the others only train (default 0: every rank does every stage); auto: GNNLab's "
-              "allocation rule over a profile of a few batches (logged)");
+  JobOption o = declare<JobConfig>(
+      "--roles", "roles",
+      "GNNLab's factored layout: this many ranks (the last ones) only sample and load, "
+      "the others only train (default 0: every rank does every stage); auto: GNNLab's "
+      "allocation rule over a profile of a few batches (logged)");
   o.type = "TEXT";
   o.parse = [](JobConfig& c, const std::string& s) {
     if (s == "auto") {
@@ -103,7 +55,8 @@ JobOption roles_option() {
 }
 
 JobOption ccc_option() {
-  JobOption o = declare("--ccc", "ccc", "on (default); off shows why the coordinator is needed");
+  JobOption o =
+      declare<JobConfig>("--ccc", "ccc", "on (default); off shows why the coordinator is needed");
   o.type = "TEXT:{on,off}";
   o.parse = [](JobConfig& c, const std::string& s) {
     DSP_CHECK_ARG(s == "on" || s == "off", "--ccc must be on or off, got '{}'", s);
@@ -114,37 +67,17 @@ JobOption ccc_option() {
   return o;
 }
 
-JobOption seed_option() {  // -1 must not wrap to 2^64 - 1
-  JobOption o = declare("--seed", "seed", "random seed (sampling, dropout, initialisation)");
-  o.type = "UINT";
-  o.parse = [](JobConfig& c, const std::string& s) {
-    DSP_CHECK_ARG(!s.empty() && s.find_first_not_of("0123456789") == std::string::npos,
-                  "--seed: must be a non-negative integer, got '{}'", s);
-    c.seed = std::stoull(s);
-  };
-  o.read = [](JobConfig& c, const json& v) {
-    DSP_CHECK_FORMAT(v.is_number_unsigned(), "'seed' must be a non-negative integer");
-    c.seed = v.get<uint64_t>();
-  };
-  o.write = [](const JobConfig& c) { return json(c.seed); };
-  return o;
-}
-
 JobOption topology_memory_option() {
-  JobOption o = value("--topology-memory", "topology_memory",
-                      "GPU ranks: device memory the neighbour array may take, e.g. 8G (default: "
-                      "half the free device memory); the rest is read from pinned host memory "
-                      "through UVA, hottest rows on the device; 0: all through UVA",
-                      DSP_FIELD(topology_memory));
-  o.type = "SIZE";
-  o.parse = [](JobConfig& c, const std::string& s) {
-    c.topology_memory = static_cast<int64_t>(parse_bytes("--topology-memory", s));
-  };
-  return o;
+  return options::bytes<JobConfig>(
+      "--topology-memory", "topology_memory",
+      "GPU ranks: device memory the neighbour array may take, e.g. 8G (default: half the free "
+      "device memory); the rest is read from pinned host memory through UVA, hottest rows on the "
+      "device; 0: all through UVA",
+      DSP_FIELD(rank.topology_memory));
 }
 
 JobOption quiet_option() {  // a command-line switch only
-  JobOption o = declare("--no-progress", "", "no progress bar", false);
+  JobOption o = declare<JobConfig>("--no-progress", "", "no progress bar", false);
   o.parse = [](JobConfig& c, const std::string&) { c.progress = false; };
   return o;
 }
@@ -152,7 +85,7 @@ JobOption quiet_option() {  // a command-line switch only
 std::vector<JobOption> model_and_sampling() {
   return {
       value("", "path", "partition directory (dsp partition) or dataset directory",
-            DSP_FIELD(path)),
+            DSP_FIELD(rank.path)),
       value("--model", "model", "sage (default), gcn or gat", DSP_FIELD(train.model.model)),
       value("--hidden", "hidden", "hidden width (GAT: per head; default 128)",
             DSP_FIELD(train.model.hidden)),
@@ -187,9 +120,10 @@ std::vector<JobOption> model_and_sampling() {
 std::vector<JobOption> caches_and_pipeline() {
   return {
       value("--cache-policy", "cache_policy",
-            "override the partition's cache: in-degree, random or none", DSP_FIELD(cache_policy)),
+            "override the partition's cache: in-degree, random or none",
+            DSP_FIELD(rank.cache_policy)),
       value("--cache-ratio", "cache_ratio", "override the share of nodes cached, [0, 1]",
-            DSP_FIELD(cache_ratio)),
+            DSP_FIELD(rank.cache_ratio)),
       toggle("--cache-auto", "cache_auto",
              "PaGraph: size the cache after the first batch from the memory left (host: "
              "--cache-memory or the available memory; GPU: free device memory) minus the batches "
@@ -197,15 +131,15 @@ std::vector<JobOption> caches_and_pipeline() {
              DSP_FIELD(cache_auto)),
       value("--cache-memory", "cache_memory",
             "--cache-auto: host bytes the cache may take (default: available memory)",
-            DSP_FIELD(cache_memory)),
+            DSP_FIELD(rank.cache_memory)),
       value("--fifo-rows", "fifo_rows",
             "BGL's dynamic cache: keep this many of the rows other ranks serve per rank, first in "
             "first out, so a repeat needs no request (default 0: off)",
-            DSP_FIELD(fifo_rows)),
+            DSP_FIELD(rank.fifo_rows)),
       value("--fifo-shared-rows", "fifo_shared_rows",
             "with --fifo-rows: a second FIFO level of this many rows in shared memory, shared by "
             "the ranks of a machine (default 0: none)",
-            DSP_FIELD(fifo_shared_rows)),
+            DSP_FIELD(rank.fifo_shared_rows)),
       value("--pipeline", "pipeline",
             "auto (default: profile the first batches, then pipeline with per-stage core shares "
             "only where it is faster), on (three workers) or off (stages one after another)",
@@ -235,20 +169,20 @@ std::vector<JobOption> run_and_placement() {
             DSP_FIELD(checkpoint_every)),
       toggle("--resume", "resume", "continue from --checkpoint-dir/checkpoint.pt",
              DSP_FIELD(resume)),
-      seed_option(),
+      value("--seed", "seed", "random seed (sampling, dropout, initialisation)", DSP_FIELD(seed)),
       value("--metrics", "metrics_file", "write one JSON record per epoch to this file",
             DSP_FIELD(metrics_file)),
       value("--threads", "threads", "threads per rank (default: the rank's share of its cores)",
             DSP_FIELD(train.num_threads)),
       value("", "backend", "the job's communicator: auto (default), self or mpi",
-            DSP_FIELD(backend)),
+            DSP_FIELD(rank.backend)),
       value("--device", "device",
             "cpu (default), cuda or cuda:N: each rank takes the GPU of its node rank (+N)",
-            DSP_FIELD(train.device)),
+            DSP_FIELD(rank.device)),
       value("--transport", "transport",
             "GPU ranks' device buffers (gradients, feature rows): auto (default: nccl with a GPU "
             "per rank), nccl, or mpi (staged through pinned host memory; ranks may share a GPU)",
-            DSP_FIELD(transport), "auto,nccl,mpi"),
+            DSP_FIELD(rank.transport), "auto,nccl,mpi"),
       topology_memory_option(),
       quiet_option(),
       value("--order", "order",

@@ -16,12 +16,12 @@
 //          layers.
 // With ModelConfig::preaggregated (PaGraph's PP, sage and gcn) the first layer reads rows
 // [x_v | a_v] of the outermost block's sources, a_v aggregated over the whole in-neighbourhood
-// when partitioning (layout/partition.hpp: mean for sage, the normalised sum for gcn), and the
-// batch has one block fewer: sage W_self x_v + W_neigh a_v + b, gcn W a_v + b.
-// Dropout (train mode) as in DGL's models: on the hidden activations of GraphSAGE and GCN (after
-// the ReLU, fused with it; not on the raw input features), on the input of every GAT layer and on
-// GAT's attention weights. Masks come from keys drawn from the generator passed to forward, so
-// training is reproducible per step (see TrainConfig::seed).
+// when partitioning (layout/partition/partition.hpp: mean for sage, the normalised sum for gcn),
+// and the batch has one block fewer: sage W_self x_v + W_neigh a_v + b, gcn W a_v + b. Dropout
+// (train mode) as in DGL's models: on the hidden activations of GraphSAGE and GCN (after the ReLU,
+// fused with it; not on the raw input features), on the input of every GAT layer and on GAT's
+// attention weights. Masks come from keys drawn from the generator passed to forward, so training
+// is reproducible per step (see TrainConfig::seed).
 #include <torch/torch.h>
 
 #include <memory>
@@ -37,9 +37,9 @@ class GnnModel : public torch::nn::Module {
  public:
   explicit GnnModel(ModelConfig cfg) : cfg_(std::move(cfg)) {}
   // blocks[0] is the input layer; x holds the features of blocks[0]'s source nodes (with
-  // cfg.preaggregated: their [x | a] rows, and blocks[0] is the second layer's block). Returns logits
-  // [blocks.back().num_dst, out_dim]. `gen` draws the dropout masks (training mode only); null uses
-  // LibTorch's default generator of x's device.
+  // cfg.preaggregated: their [x | a] rows, and blocks[0] is the second layer's block). Returns
+  // logits [blocks.back().num_dst, out_dim]. `gen` draws the dropout masks (training mode only);
+  // null uses LibTorch's default generator of x's device.
   virtual torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x,
                                 at::Generator* gen = nullptr) = 0;
   const ModelConfig& config() const { return cfg_; }

@@ -96,14 +96,12 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
   if (cfg_.num_threads > 0) torch::set_num_threads(cfg_.num_threads);
   // Seeded initialisation makes runs reproducible; the broadcast below makes the replicas
   // identical even if some rank's default generator was used differently before.
-  try {
-    impl_->device = torch::Device(cfg_.device);
-  } catch (const c10::Error& e) {
-    DSP_THROW_T(InvalidArgument, "unknown device '{}': {}", cfg_.device,
-                e.what_without_backtrace());
-  }
+  impl_->device =
+      cfg_.device.is_cuda()
+          ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cfg_.device.index))
+          : torch::Device(torch::kCPU);
   DSP_CHECK_ARG(impl_->device.is_cpu() || torch::cuda::is_available(),
-                "device '{}' requested but this LibTorch sees no CUDA device", cfg_.device);
+                "device '{}' requested but this LibTorch sees no CUDA device", cfg_.device.str());
   torch::manual_seed(cfg_.seed);
   impl_->model = make_model(cfg_.model);
   impl_->model->to(impl_->device);
@@ -154,15 +152,15 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
   DSP_CHECK_ARG(static_cast<int>(s.blocks.size()) == cfg.num_blocks(),
                 "the batch has {} blocks but the {}-layer model{} needs {} (the number of fanouts "
                 "must equal the number of layers)",
-                s.blocks.size(), cfg.layers, cfg.preaggregated ? " with a pre-aggregated input" : "",
-                cfg.num_blocks());
+                s.blocks.size(), cfg.layers,
+                cfg.preaggregated ? " with a pre-aggregated input" : "", cfg.num_blocks());
   DSP_CHECK_ARG(b.feature_dim == cfg.input_width(),
                 "batch features have {} columns but the model expects {}", b.feature_dim,
                 cfg.input_width());
   const int64_t n_in = s.blocks.front().num_src;
-  DSP_CHECK_ARG(b.features_on_device() ? b.device_features != nullptr
-                                       : static_cast<int64_t>(b.features.size()) ==
-                                             n_in * b.feature_dim,
+  DSP_CHECK_ARG(b.features_on_device()
+                    ? b.device_features != nullptr
+                    : static_cast<int64_t>(b.features.size()) == n_in * b.feature_dim,
                 "batch has {} feature values, expected {} input nodes x {}", b.features.size(),
                 n_in, b.feature_dim);
   const int64_t n_seeds = s.blocks.back().num_dst;

@@ -16,6 +16,7 @@
 #include "core/logging.hpp"
 #include "core/metrics.hpp"
 #include "core/rng.hpp"
+#include "error_of.hpp"
 
 namespace dsp {
 namespace {
@@ -44,7 +45,8 @@ TEST(Device, Parse) {
   EXPECT_EQ(Device::parse("cuda:3").index, 3);
   EXPECT_EQ(Device::parse("cuda:3").str(), "cuda:3");
   EXPECT_THROW(Device::parse("cuda:x"), InvalidArgument);
-  EXPECT_THROW(Device::parse("tpu"), InvalidArgument);
+  EXPECT_EQ(test::error_of<InvalidArgument>([] { Device::parse("tpu"); }),
+            "unknown device 'tpu' (cpu, cuda, cuda:<index>)");
 }
 
 TEST(Rng, PureFunctionOfKeyAndCounter) {

@@ -8,7 +8,7 @@
 #include "csp/presample.hpp"
 #include "csp/sampler.hpp"
 #include "graph/generate.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 
 namespace dsp {
 namespace {

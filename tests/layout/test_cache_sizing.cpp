@@ -1,8 +1,8 @@
-// PaGraph's cache sizing (layout/cache_sizing.hpp) as the pure function it is.
+// PaGraph's cache sizing (layout/store/cache_sizing.hpp) as the pure function it is.
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "layout/cache_sizing.hpp"
+#include "layout/store/cache_sizing.hpp"
 
 namespace dsp {
 namespace {

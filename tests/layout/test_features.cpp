@@ -1,4 +1,4 @@
-// The feature store's device seam (layout/feature_backend.hpp): every backend of this binary
+// The feature store's device seam (layout/store/feature_backend.hpp): every backend of this binary
 // (tests/backends.hpp: host memory and the device path executed on the host here, the CUDA
 // backend in the CUDA build's test_layout_backends_cuda) gathers exactly features[ids], bit for
 // bit, for row sizes that take every copy width (16, 8, 4, 2, 1 bytes), hot and cold rows, from a
@@ -17,7 +17,7 @@
 #include "ccc/communicator.hpp"
 #include "core/fs.hpp"
 #include "core/rng.hpp"
-#include "layout/feature_store.hpp"
+#include "layout/store/feature_store.hpp"
 
 namespace dsp {
 namespace {
@@ -37,7 +37,8 @@ struct FeatureRig {
                               fmt::format("dsp_features_{}_{}_{}.bin", ::getpid(), n, f))
                                  .string();
     std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
     auto mf = std::make_shared<MappedFile>(path);
     std::filesystem::remove(path);
     part.meta.parts = 1;

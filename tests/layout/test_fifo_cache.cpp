@@ -1,5 +1,5 @@
-// BGL's FIFO feature cache (layout/fifo_cache.hpp): a row is never held twice, the oldest row is
-// evicted first, hits return the source rows, and the shared level stays consistent when
+// BGL's FIFO feature cache (layout/store/fifo_cache.hpp): a row is never held twice, the oldest row
+// is evicted first, hits return the source rows, and the shared level stays consistent when
 // processes and threads insert into it concurrently.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "layout/fifo_cache.hpp"
+#include "layout/store/fifo_cache.hpp"
 
 namespace dsp {
 namespace {

@@ -14,15 +14,15 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
+#include "error_of.hpp"
 #include "graph/dataset.hpp"
 #include "graph/dataset_cases.hpp"
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
 #include "graph/npy.hpp"
-#include "layout/hotness.hpp"
 #include "layout/layout_fixtures.hpp"
-#include "layout/partition.hpp"
-#include "error_of.hpp"
+#include "layout/partition/partition.hpp"
+#include "layout/store/hotness.hpp"
 
 namespace dsp {
 namespace {
@@ -105,9 +105,11 @@ void check_invariants(const Dataset& ds, const std::string& dir, int parts, bool
       }
     }
   }
-  for (int64_t v = 0; v < n; ++v) ASSERT_EQ(seen[v], 1) << "node " << v << " in " << seen[v] << " parts";
+  for (int64_t v = 0; v < n; ++v)
+    ASSERT_EQ(seen[v], 1) << "node " << v << " in " << seen[v] << " parts";
   std::set<int64_t> want_seeds;
-  for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) want_seeds.insert(old2new[ds.train_idx.int_at(i)]);
+  for (int64_t i = 0; i < ds.train_idx.dim(0); ++i)
+    want_seeds.insert(old2new[ds.train_idx.int_at(i)]);
   EXPECT_EQ(all_seeds, want_seeds);
   if (metis && total_seeds > 0) {
     EXPECT_LE(static_cast<double>(max_seeds), 1.10 * total_seeds / parts)
@@ -115,7 +117,8 @@ void check_invariants(const Dataset& ds, const std::string& dir, int parts, bool
   }
 }
 
-class PartitionSweep : public ::testing::TestWithParam<std::tuple<std::string, std::string, int>> {};
+class PartitionSweep : public ::testing::TestWithParam<std::tuple<std::string, std::string, int>> {
+};
 
 TEST_P(PartitionSweep, Invariants) {
   auto [graph, method, parts] = GetParam();
@@ -131,16 +134,17 @@ TEST_P(PartitionSweep, Invariants) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Layout, PartitionSweep,
-    ::testing::Combine(::testing::Values("cora", "rmat"),
-                       ::testing::Values("metis", "random", "bfs-blocks", "pagraph"),
-                       ::testing::Values(1, 2, 3, 4)),
-    [](const auto& info) {
-      std::string method = std::get<1>(info.param);
-      std::replace(method.begin(), method.end(), '-', '_');
-      return fmt::format("{}_{}_{}", std::get<0>(info.param), method, std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Layout, PartitionSweep,
+                         ::testing::Combine(::testing::Values("cora", "rmat"),
+                                            ::testing::Values("metis", "random", "bfs-blocks",
+                                                              "pagraph"),
+                                            ::testing::Values(1, 2, 3, 4)),
+                         [](const auto& info) {
+                           std::string method = std::get<1>(info.param);
+                           std::replace(method.begin(), method.end(), '-', '_');
+                           return fmt::format("{}_{}_{}", std::get<0>(info.param), method,
+                                              std::get<2>(info.param));
+                         });
 
 // rmat() with a weight on every entry (a function of the entry, so rows reorder them).
 const Dataset& rmat_weighted() {
@@ -206,7 +210,8 @@ TEST_P(PartitionStreaming, ChunkedPartsAreByteIdenticalToWholeParts) {
   partition_dataset(ds, o, whole);
   for (int64_t chunk : {int64_t{24}, int64_t{4096}}) {
     o.write_chunk_bytes = chunk;
-    const std::string streamed = temp_dir(fmt::format("chunk{}_{}_{}_{}", chunk, graph, method, parts));
+    const std::string streamed =
+        temp_dir(fmt::format("chunk{}_{}_{}_{}", chunk, graph, method, parts));
     partition_dataset(ds, o, streamed);
     SCOPED_TRACE(fmt::format("chunk {} bytes", chunk));
     expect_same_tree(whole, streamed);
@@ -216,16 +221,17 @@ TEST_P(PartitionStreaming, ChunkedPartsAreByteIdenticalToWholeParts) {
   fs::remove_all(whole);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Layout, PartitionStreaming,
-    ::testing::Combine(::testing::Values("rmat", "weighted", "small"),
-                       ::testing::Values("metis", "random", "bfs-blocks", "pagraph"),
-                       ::testing::Values(1, 2, 3)),
-    [](const auto& info) {
-      std::string method = std::get<1>(info.param);
-      std::replace(method.begin(), method.end(), '-', '_');
-      return fmt::format("{}_{}_{}", std::get<0>(info.param), method, std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Layout, PartitionStreaming,
+                         ::testing::Combine(::testing::Values("rmat", "weighted", "small"),
+                                            ::testing::Values("metis", "random", "bfs-blocks",
+                                                              "pagraph"),
+                                            ::testing::Values(1, 2, 3)),
+                         [](const auto& info) {
+                           std::string method = std::get<1>(info.param);
+                           std::replace(method.begin(), method.end(), '-', '_');
+                           return fmt::format("{}_{}_{}", std::get<0>(info.param), method,
+                                              std::get<2>(info.param));
+                         });
 
 // Resident bytes of the mapping that holds `p` (its Rss line in /proc/self/smaps), -1 if none.
 long long mapping_rss_bytes(const void* p) {
@@ -357,7 +363,8 @@ TEST(Partition, MetisCutsFarFewerEdgesThanRandomOnCommunityGraph) {
   auto mm = partition_dataset(ds, o, a);
   o.method = "random";
   auto mr = partition_dataset(ds, o, b);
-  EXPECT_LT(mm.edge_cut * 3, mr.edge_cut) << "METIS " << mm.edge_cut << " vs random " << mr.edge_cut;
+  EXPECT_LT(mm.edge_cut * 3, mr.edge_cut)
+      << "METIS " << mm.edge_cut << " vs random " << mr.edge_cut;
   fs::remove_all(a);
   fs::remove_all(b);
 }
@@ -435,13 +442,16 @@ TEST(Hotness, PoliciesByNameScoreAlikeAtPartitionAndTrainTime) {
       EXPECT_NO_THROW(check_train_time_cache_policy(name));
       EXPECT_EQ(p.scores(at_train), hotness_scores(name, ds.graph, {}, 9));
     } else {
-      EXPECT_EQ(error_of([&] { check_train_time_cache_policy(name); }),
-                "cache policy '" + name + "' is chosen at partition time (dsp partition "
-                "--cache-policy ...): a job may choose or resize the cache only with in-degree, "
-                "random or none");
+      EXPECT_EQ(
+          error_of([&] { check_train_time_cache_policy(name); }),
+          "cache policy '" + name +
+              "' is chosen at partition time (dsp partition "
+              "--cache-policy ...): a job may choose or resize the cache only with in-degree, "
+              "random or none");
       EXPECT_EQ(error_of([&] { p.scores(at_train); }),
-                "cache policy '" + name + "' scores the whole graph: it is chosen at partition "
-                "time");
+                "cache policy '" + name +
+                    "' scores the whole graph: it is chosen at partition "
+                    "time");
     }
   }
   EXPECT_EQ(error_of([] { static_cache_policy("lru"); }),

@@ -13,7 +13,7 @@
 #include "graph/import.hpp"
 #include "graph/npy.hpp"
 #include "layout/layout_fixtures.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 
 namespace dsp {
 namespace {

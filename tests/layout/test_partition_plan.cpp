@@ -9,7 +9,7 @@
 #include "core/memory.hpp"
 #include "graph/dataset.hpp"
 #include "graph/io_test_util.hpp"
-#include "layout/partition_plan.hpp"
+#include "layout/partition/partition_plan.hpp"
 
 namespace dsp {
 namespace {

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "graph/npy.hpp"
 #include "layout/layout_fixtures.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 
 namespace dsp {
 namespace {

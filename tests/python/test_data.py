@@ -22,14 +22,14 @@ def test_load_dataset_views(cora):
 
 def test_generate_partition_load(tmp_path):
     out = str(tmp_path / "sbm")
-    meta = dsp.generate_community(out, nodes=2000, edges=10000, communities=8, feature_dim=16,
+    meta = dsp.generate_community(out, nodes=2000, edges=10000, communities=8, features=16,
                                   classes=4, seed=1)
     assert meta["num_nodes"] == 2000 and meta["feature_dim"] == 16
     pm = dsp.partition(out, str(tmp_path / "sbm-p2"), parts=2, method="random",
                        cache_policy="random", cache_ratio=0.2)
     assert pm["parts"] == 2 and pm["method"] == "random"
     assert dsp.load_partition_meta(str(tmp_path / "sbm-p2"))["partition_id"] == pm["partition_id"]
-    rm = dsp.generate_rmat(str(tmp_path / "rmat"), nodes=1000, edges=5000, feature_dim=8,
+    rm = dsp.generate_rmat(str(tmp_path / "rmat"), nodes=1000, edges=5000, features=8,
                            classes=3, feature_dtype="float16")
     assert rm["feature_dtype"] == "float16"
     # float16 features are widened to float32 by the loader.
@@ -49,7 +49,7 @@ def test_generate_out_of_core_identical(tmp_path, kind):
     # The generators take dsp generate's budget rules: out of core (external sort on disk), the
     # dataset is the same, byte for byte, as the in-memory one.
     gen = dsp.generate_rmat if kind == "rmat" else dsp.generate_community
-    args = dict(nodes=3000, edges=20000, feature_dim=8, classes=4, feature_dtype="float16", seed=7)
+    args = dict(nodes=3000, edges=20000, features=8, classes=4, feature_dtype="float16", seed=7)
     gen(str(tmp_path / "mem"), **args)
     gen(str(tmp_path / "ooc"), out_of_core=True, sort_buffer="64k", **args)
     mem, ooc = _files(tmp_path / "mem"), _files(tmp_path / "ooc")
@@ -60,7 +60,7 @@ def test_generate_out_of_core_identical(tmp_path, kind):
                                         r"is 1\.0 MiB"):
         gen(str(tmp_path / "small"), memory_budget="1M", **args)
     assert not (tmp_path / "small").exists()
-    with pytest.raises(dsp.Error, match="memory_budget: expected a size such as 512M"):
+    with pytest.raises(dsp.Error, match="--memory-budget: expected a size such as 512M"):
         gen(str(tmp_path / "bad"), memory_budget="12X", **args)
 
 

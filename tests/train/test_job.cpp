@@ -13,7 +13,7 @@
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 #include "train/job.hpp"
 
 namespace dsp {
@@ -39,7 +39,7 @@ const std::string& cora_dir() {
 
 JobConfig cora_config() {
   JobConfig c;
-  c.path = cora_dir();
+  c.rank.path = cora_dir();
   c.train.model.model = "sage";
   c.train.model.hidden = 32;
   c.train.lr = 0.01;
@@ -49,7 +49,7 @@ JobConfig cora_config() {
   c.eval_fanouts = {25, 25};
   c.batch_size = 16;
   c.epochs = 20;
-  c.backend = "self";
+  c.rank.backend = "self";
   c.progress = false;
   return c;
 }
@@ -76,13 +76,13 @@ TEST(Job, CommunityGraphReachesItsAttainableAccuracy) {
   std::string dir = temp_dir("community");
   write_dataset(ds, dir);
   JobConfig c;
-  c.path = dir;
+  c.rank.path = dir;
   c.train.model.hidden = 64;
   c.train.num_threads = 1;
   c.fanouts = {10, 5};
   c.batch_size = 256;
   c.epochs = 4;
-  c.backend = "self";
+  c.rank.backend = "self";
   c.progress = false;
   JobResult r = run_training(c);
   // Features alone give about half of this (the generator's test); the graph must add the rest.
@@ -227,10 +227,10 @@ TEST(Job, FaultsAreOneClearError) {
   ds.train_idx = Array();
   ds.sync_meta();
   c = cora_config();
-  c.path = temp_dir("no_train");
-  write_dataset(ds, c.path);
-  expect_error(c, c.path + ": the dataset has no training ids");
-  fs::remove_all(c.path);
+  c.rank.path = temp_dir("no_train");
+  write_dataset(ds, c.rank.path);
+  expect_error(c, c.rank.path + ": the dataset has no training ids");
+  fs::remove_all(c.rank.path);
 
   try {
     JobConfig::from_json(nlohmann::json::parse(R"({"seed": -1})"), "cfg.json");
@@ -248,11 +248,11 @@ TEST(Job, CacheSizedAfterTheFirstBatchFromTheMemoryLeft) {
   JobConfig c = cora_config();
   c.epochs = 1;
   c.cache_auto = true;
-  c.cache_memory = 1;
+  c.rank.cache_memory = 1;
   EXPECT_EQ(run_training(c).cache_hit_rate, 0.0);
-  c.cache_memory = int64_t{1} << 40;
+  c.rank.cache_memory = int64_t{1} << 40;
   EXPECT_EQ(run_training(c).cache_hit_rate, 1.0);
-  c.cache_ratio = 0.1;
+  c.rank.cache_ratio = 0.1;
   try {
     run_training(c);
     FAIL();
@@ -296,8 +296,8 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
   c.seed = 5;
   const JobResult plain = run_training(c);
   const std::set<std::string> before = fifo_objects();
-  c.fifo_rows = 64;
-  c.fifo_shared_rows = 128;
+  c.rank.fifo_rows = 64;
+  c.rank.fifo_shared_rows = 128;
   const JobResult fifo = run_training(c);
   EXPECT_EQ(fifo.final_loss, plain.final_loss);
   EXPECT_EQ(fifo.best_val_acc, plain.best_val_acc);
@@ -311,8 +311,8 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
   // The --config keys, and the usage errors.
   const JobConfig j = JobConfig::from_json(
       nlohmann::json::parse(R"({"fifo_rows": 10, "fifo_shared_rows": 20})"), "cfg.json");
-  EXPECT_EQ(j.fifo_rows, 10);
-  EXPECT_EQ(j.fifo_shared_rows, 20);
+  EXPECT_EQ(j.rank.fifo_rows, 10);
+  EXPECT_EQ(j.rank.fifo_shared_rows, 20);
   EXPECT_EQ(c.to_json()["fifo_shared_rows"], 128);
   auto expect_usage = [](const JobConfig& bad, const std::string& message) {
     try {
@@ -323,28 +323,28 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
     }
   };
   JobConfig bad = cora_config();
-  bad.fifo_rows = -1;
+  bad.rank.fifo_rows = -1;
   expect_usage(bad, "--fifo-rows must be >= 0, got -1");
   bad = cora_config();
-  bad.fifo_rows = 10;
-  bad.fifo_shared_rows = -5;
+  bad.rank.fifo_rows = 10;
+  bad.rank.fifo_shared_rows = -5;
   expect_usage(bad, "--fifo-shared-rows must be >= 0, got -5");
-  bad.fifo_rows = 0;
-  bad.fifo_shared_rows = 5;
+  bad.rank.fifo_rows = 0;
+  bad.rank.fifo_shared_rows = 5;
   expect_usage(bad,
                "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
                "rank's own FIFO level");
   // --topology-memory (GPU ranks' neighbour array budget): the key, and its check.
-  const JobConfig t = JobConfig::from_json(
-      nlohmann::json::parse(R"({"topology_memory": 1048576})"), "cfg.json");
-  EXPECT_EQ(t.topology_memory, 1048576);
+  const JobConfig t =
+      JobConfig::from_json(nlohmann::json::parse(R"({"topology_memory": 1048576})"), "cfg.json");
+  EXPECT_EQ(t.rank.topology_memory, 1048576);
   EXPECT_EQ(t.to_json()["topology_memory"], 1048576);
-  EXPECT_EQ(cora_config().topology_memory, -1);
+  EXPECT_EQ(cora_config().rank.topology_memory, -1);
   bad = cora_config();
-  bad.topology_memory = -2;
+  bad.rank.topology_memory = -2;
   expect_usage(bad, "--topology-memory must be >= 0, got -2");
   bad = cora_config();
-  bad.fifo_rows = 10;
+  bad.rank.fifo_rows = 10;
   bad.roles = 1;
   expect_usage(bad,
                "--roles: sampler ranks read every row from their own mapping and trainers load "
@@ -353,9 +353,9 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
   // No silent downgrade: sampler ranks on the CPU while the job asked for the GPU is refused.
   bad = cora_config();
   bad.roles = 1;
-  bad.train.device = "cuda";
+  bad.rank.device = Device::cuda(0);
   expect_usage(bad,
-               "--roles with --device cuda: sampler-only ranks sample on the CPU (GPU sampler "
+               "--roles with --device cuda:0: sampler-only ranks sample on the CPU (GPU sampler "
                "ranks are not implemented): train on the GPU without --roles, or use --roles on "
                "the CPU");
 }
@@ -423,7 +423,7 @@ TEST(Job, BadInput) {
     EXPECT_STREQ(e.what(), "unknown sampling kernel 'fast' (default, turbo)");
   }
   c = cora_config();
-  c.path = temp_dir("nothing_here");
+  c.rank.path = temp_dir("nothing_here");
   try {
     run_training(c);
     FAIL();
@@ -454,7 +454,7 @@ TEST(Job, BadInput) {
   Dataset other = generate_community(co);
   std::string other_dir = temp_dir("other");
   write_dataset(other, other_dir);
-  c.path = other_dir;
+  c.rank.path = other_dir;
   c.train.model.hidden = 32;
   try {
     run_training(c);
@@ -470,7 +470,7 @@ TEST(Job, BadInput) {
   po.verbose = false;
   partition_dataset(load_dataset(cora_dir()), po, part);
   c = cora_config();
-  c.path = part;
+  c.rank.path = part;
   try {
     run_training(c);
     FAIL();

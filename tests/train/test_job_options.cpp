@@ -19,7 +19,7 @@ using iotest::TempDir;
 // read into the wrong field, shows up as a difference.
 JobConfig unusual_config() {
   JobConfig c;
-  c.path = "/data/x";
+  c.rank.path = "/data/x";
   c.train.model.model = "gat";
   c.train.model.hidden = 7;
   c.fanouts = {3, 2};
@@ -36,12 +36,12 @@ JobConfig unusual_config() {
   c.train.model.dropout = 0.125;
   c.train.model.heads = 3;
   c.train.model.out_heads = 2;
-  c.cache_policy = "random";
-  c.cache_ratio = 0.5;
+  c.rank.cache_policy = "random";
+  c.rank.cache_ratio = 0.5;
   c.cache_auto = true;
-  c.cache_memory = 12345;
-  c.fifo_rows = 11;
-  c.fifo_shared_rows = 22;
+  c.rank.cache_memory = 12345;
+  c.rank.fifo_rows = 11;
+  c.rank.fifo_shared_rows = 22;
   c.pipeline = "on";
   c.roles = JobConfig::kRolesAuto;
   c.roles_switch = "always";
@@ -54,10 +54,10 @@ JobConfig unusual_config() {
   c.seed = uint64_t{1} << 40;
   c.metrics_file = "/m.jsonl";
   c.train.num_threads = 6;
-  c.backend = "mpi";
-  c.train.device = "cuda:1";
-  c.transport = "mpi";
-  c.topology_memory = 1 << 20;
+  c.rank.backend = "mpi";
+  c.rank.device = Device::cuda(1);
+  c.rank.transport = Transport::parse("mpi");
+  c.rank.topology_memory = 1 << 20;
   c.order = "bfs";
   c.bfs_sequences = 8;
   c.preaggregate = true;

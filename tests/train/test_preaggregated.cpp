@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "graph/npy.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 #include "train/model.hpp"
 
 namespace dsp {

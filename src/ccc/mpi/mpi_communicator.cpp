@@ -296,4 +296,8 @@ void MpiCommunicator::barrier(const OpOptions& o) {
   s.book.add_empty();
 }
 
+std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& opts) {
+  return std::make_unique<MpiCommunicator>(opts);
+}
+
 }  // namespace dsp

@@ -90,4 +90,7 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<State> st_;
 };
 
+// The factory of the "mpi" backend (ccc/registry.cpp: make_communicator by name).
+std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& opts);
+
 }  // namespace dsp

@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "csp/sampler.hpp"
 #include "graph/generate.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 
 #include "backends.hpp"
 #include "mpi_test_main.hpp"
@@ -200,8 +200,7 @@ TEST_P(PInvariance, RandomWalkAndPinSage) {
   EXPECT_EQ(pa.counts, pb.counts);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, PInvariance,
-                         ::testing::ValuesIn(test::sampler_backend_names()),
+INSTANTIATE_TEST_SUITE_P(Backends, PInvariance, ::testing::ValuesIn(test::sampler_backend_names()),
                          [](const auto& info) {
                            std::string b = info.param;
                            std::replace(b.begin(), b.end(), '-', '_');
@@ -240,10 +239,11 @@ TEST(BadInput, DeviceBackendNeedsADeviceSpaceChannel) {
     make();
     ADD_FAILURE() << "no error";
   } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(),
-                 "sampler: the emulated-device backend keeps its tasks and picks in device memory, and "
-                 "the 'mpi' communicator moves host memory only (give the sampler a device-space "
-                 "channel: nccl, or one staged through host memory)");
+    EXPECT_STREQ(
+        e.what(),
+        "sampler: the emulated-device backend keeps its tasks and picks in device memory, and "
+        "the 'mpi' communicator moves host memory only (give the sampler a device-space "
+        "channel: nccl, or one staged through host memory)");
   }
 }
 #endif

@@ -25,7 +25,7 @@ TEST_P(CudaCoraAccuracy, ThreeSeedsReach78PercentOnGpu) {
   double sum = 0;
   for (uint64_t seed : {1, 2, 3}) {
     TrainConfig cfg = cora_config(GetParam(), seed);
-    cfg.device = "cuda";
+    cfg.device = Device::cuda(0);
     Trainer t(cfg, *comm);
     CoraRunResult r = train_cora(t, d, o);
     std::printf("[cora-gpu] model=%s seed=%llu best_val=%.3f (epoch %d) test=%.3f\n",

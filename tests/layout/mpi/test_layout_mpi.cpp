@@ -15,8 +15,8 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "graph/generate.hpp"
-#include "layout/feature_store.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
+#include "layout/store/feature_store.hpp"
 
 #include "backends.hpp"
 #include "mpi_test_main.hpp"
@@ -46,8 +46,8 @@ Fixture make(const std::string& policy, double ratio, const std::string& param) 
   int64_t pid = ::getpid();
   c.broadcast(&pid, 1, DType::kInt64, 0);
   Fixture f;
-  f.dir = (fs::temp_directory_path() /
-           fmt::format("dsp_gather_{}_{}_{}_{}", pid, c.size(), policy, static_cast<int>(ratio * 100)))
+  f.dir = (fs::temp_directory_path() / fmt::format("dsp_gather_{}_{}_{}_{}", pid, c.size(), policy,
+                                                   static_cast<int>(ratio * 100)))
               .string();
   if (c.rank() == 0) {
     CommunityOptions co;

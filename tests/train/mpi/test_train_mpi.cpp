@@ -172,8 +172,8 @@ TEST(StagedChannel, TrainsBitIdenticallyToTheHostChannel) {
   ASSERT_EQ(staged->memory_space(), MemorySpace::kDevice);
   const TrainConfig cfg = cora_config("sage", 4);
   Trainer host(cfg, c), dev(cfg, *staged);
-  auto seeds = rank_share(std::vector<int64_t>(d.train.begin(), d.train.begin() + 60), c.rank(),
-                          c.size());
+  auto seeds =
+      rank_share(std::vector<int64_t>(d.train.begin(), d.train.begin() + 60), c.rank(), c.size());
   for (int64_t b = 0; b < 3; ++b) {
     auto batch = load_batch(d, sample_batch(d.ds.graph, seeds, {10, 5}, 4, 0, b));
     EXPECT_EQ(host.train_step(batch), dev.train_step(batch)) << "step " << b;
@@ -192,9 +192,9 @@ TEST(StagedChannel, TrainsBitIdenticallyToTheHostChannel) {
 // `cfg` run as it is and with emulate_device: the same losses, accuracies and traffic. Returns
 // the emulated job's result.
 JobResult expect_emulated_equals_cpu(JobConfig cfg, const std::string& what) {
-  cfg.emulate_device = false;
+  cfg.rank.emulate_device = false;
   const JobResult cpu = run_training(cfg);
-  cfg.emulate_device = true;
+  cfg.rank.emulate_device = true;
   const JobResult dev = run_training(cfg);
   EXPECT_EQ(dev.final_loss, cpu.final_loss) << what;
   EXPECT_EQ(dev.best_val_acc, cpu.best_val_acc) << what;
@@ -220,7 +220,7 @@ TEST(Job, EmulatedDevicePathTrainsWhatTheCpuJobTrains) {
   }
   c.barrier();
   JobConfig cfg;
-  cfg.path = dir;
+  cfg.rank.path = dir;
   cfg.train.model.model = "sage";
   cfg.train.model.hidden = 16;
   cfg.train.num_threads = 1;

@@ -23,7 +23,7 @@
 #include "ccc/coordinator.hpp"
 #include "core/error.hpp"
 #include "csp/sampler.hpp"
-#include "layout/feature_store.hpp"
+#include "layout/store/feature_store.hpp"
 #include "pipeline/load_batch.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/roles.hpp"
@@ -139,7 +139,9 @@ int run(int argc, char** argv) {
     st.sample = [&](int64_t e, int64_t b, const std::vector<int64_t>& s) {
       return sampler->sample(s, e, b);
     };
-    st.load = [&](SampledBatch&& sb) { return load_batch(std::move(sb), store.get(), part->labels); };
+    st.load = [&](SampledBatch&& sb) {
+      return load_batch(std::move(sb), store.get(), part->labels);
+    };
     st.train = train;
   } else {
     RoleLayout layout{P, samplers};

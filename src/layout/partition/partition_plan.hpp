@@ -6,7 +6,7 @@
 #include <string>
 
 #include "graph/dataset.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 
 namespace dsp {
 

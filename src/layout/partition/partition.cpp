@@ -1,4 +1,4 @@
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 
 #include <metis.h>
 
@@ -14,8 +14,8 @@
 #include "core/rng.hpp"
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
-#include "layout/hotness.hpp"
-#include "layout/partition_detail.hpp"
+#include "layout/partition/partition_detail.hpp"
+#include "layout/store/hotness.hpp"
 
 namespace dsp {
 namespace {
@@ -277,7 +277,7 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
   int rc = METIS_PartGraphKway(&nv, &ncon, xadj.data(), adj.data(), vwgt.data(), nullptr, nullptr,
                                &np, nullptr, ubvec.data(), options, &objval, part.data());
   DSP_CHECK(rc == METIS_OK, "METIS_PartGraphKway failed ({})",
-            rc == METIS_ERROR_MEMORY ? "out of memory"
+            rc == METIS_ERROR_MEMORY  ? "out of memory"
             : rc == METIS_ERROR_INPUT ? "invalid input"
                                       : "error");
   progress.phase("METIS k-way");
@@ -295,8 +295,8 @@ int64_t rebalance_seeds(const Csr& g, const Array& train_idx, int parts, double 
     ++count[assign[v]];
     seeds_of[assign[v]].push_back(v);
   }
-  const int64_t cap = std::max<int64_t>((s + parts - 1) / parts,
-                                        static_cast<int64_t>((1.0 + tol) * s / parts));
+  const int64_t cap =
+      std::max<int64_t>((s + parts - 1) / parts, static_cast<int64_t>((1.0 + tol) * s / parts));
   int64_t moved = 0;
   const int64_t* p = g.rowptr();
   for (int src = 0; src < parts; ++src) {

@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA feature backend (CUDA build, dsp::layout_cuda): KernelFeatureBackend<CudaExec>, hot rows
 // in device memory, cold rows read through UVA from the registered features mapping. Host header.
-#include "layout/feature_backend.hpp"
+#include "layout/store/feature_backend.hpp"
 
 namespace dsp::cuda {
 

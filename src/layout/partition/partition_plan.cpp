@@ -1,4 +1,4 @@
-#include "layout/partition_plan.hpp"
+#include "layout/partition/partition_plan.hpp"
 
 #include <algorithm>
 
@@ -44,9 +44,8 @@ uint64_t writing_bytes(const DatasetMeta& m, const PartitionOptions& o) {
   const uint64_t n = m.num_nodes, e = m.num_edges, p = std::max(o.parts, 1);
   const uint64_t id = dtype_size(m.index_dtype), w = m.has_weights ? 4 : 0;
   const uint64_t patch = (e / p + e / (4 * p)) * (id + w) + 8 * (n / p + n / (4 * p) + 1);
-  const uint64_t chunk = o.write_chunk_bytes > 0
-                             ? std::min(patch, static_cast<uint64_t>(o.write_chunk_bytes))
-                             : patch;
+  const uint64_t chunk =
+      o.write_chunk_bytes > 0 ? std::min(patch, static_cast<uint64_t>(o.write_chunk_bytes)) : patch;
   const uint64_t halo = o.method == "pagraph" ? patch : 0;
   return 16 * n + 16 * n + 8 * n + std::max(chunk, halo);
 }
@@ -64,8 +63,8 @@ std::string partition_memory_hint(const DatasetMeta& meta, const PartitionOption
     const uint64_t blocks = estimate_partition_memory(meta, r) + process_rss_bytes();
     r.method = "random";
     const uint64_t random = estimate_partition_memory(meta, r) + process_rss_bytes();
-    return "use --method bfs-blocks (about " + format_bytes(blocks) + ") or --method random (about " +
-           format_bytes(random) + "), or raise --memory-budget";
+    return "use --method bfs-blocks (about " + format_bytes(blocks) +
+           ") or --method random (about " + format_bytes(random) + "), or raise --memory-budget";
   }
   return "raise --memory-budget";
 }

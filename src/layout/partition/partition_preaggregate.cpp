@@ -12,7 +12,7 @@
 #include "core/parallel.hpp"
 #include "graph/npy.hpp"
 #include "graph/validate.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
 
 namespace dsp {
 namespace {

@@ -1,4 +1,4 @@
-#include "layout/feature_store.hpp"
+#include "layout/store/feature_store.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -31,9 +31,9 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
   seen_bits_.assign((num_nodes_ + 63) / 64, 0);
   for (int p = 0; p < meta_.parts; ++p) {
     Array cached = !all_cached.empty() ? all_cached.at(p)
-                   : p == part.part  ? part.cached
-                                     : load_npy(fmt::format("{}/part{}/cached.npy", part.dir, p),
-                                                DType::kInt64, 1);
+                   : p == part.part    ? part.cached
+                                       : load_npy(fmt::format("{}/part{}/cached.npy", part.dir, p),
+                                                  DType::kInt64, 1);
     const int64_t* c = cached.data<int64_t>();
     for (int64_t s = 0; s < cached.dim(0); ++s) {
       DSP_CHECK_FORMAT(c[s] >= meta_.offsets[p] && c[s] < meta_.offsets[p + 1],
@@ -166,8 +166,8 @@ void FeatureStore::exchange_rows(const int64_t* ids, const std::vector<int64_t>&
 }
 
 void FeatureStore::enable_fifo(const FifoCacheOptions& o) {
-  DSP_CHECK_ARG(o.rows >= 0 && o.shared_rows >= 0, "fifo cache: negative capacity ({}, {})",
-                o.rows, o.shared_rows);
+  DSP_CHECK_ARG(o.rows >= 0 && o.shared_rows >= 0, "fifo cache: negative capacity ({}, {})", o.rows,
+                o.shared_rows);
   DSP_CHECK_ARG(o.shared_rows == 0 || o.rows > 0,
                 "fifo cache: a shared level needs a first level (rows > 0)");
   fifo_.reset();

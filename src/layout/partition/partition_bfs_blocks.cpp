@@ -12,9 +12,9 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
-#include "layout/graph_scan.hpp"
-#include "layout/partition.hpp"
-#include "layout/partition_detail.hpp"
+#include "layout/partition/graph_scan.hpp"
+#include "layout/partition/partition.hpp"
+#include "layout/partition/partition_detail.hpp"
 
 namespace dsp {
 namespace {
@@ -445,8 +445,7 @@ std::vector<int32_t> bfs_blocks_impl(const Csr& g, const T* idx, const Array& tr
     BlockGraph sg = block_graph<Q>(g, idx, block, nb, queue, &small);
     detail::release_pages(g);
     std::vector<int32_t> into;
-    const int64_t groups =
-        merge_level(sg, size, large, t, rng_key(seed, 0x6d72'6765, level), into);
+    const int64_t groups = merge_level(sg, size, large, t, rng_key(seed, 0x6d72'6765, level), into);
     if (groups == nb) break;
     std::vector<int64_t> merged(groups, 0);
     for (int64_t b = 0; b < nb; ++b) merged[into[b]] += size[b];

@@ -10,16 +10,16 @@
 //   random      a uniform random choice (baseline)
 //   none        no cache
 // The dynamic policy, BGL's FIFO of rows other ranks serve, sits in the feature store
-// (layout/fifo_cache.hpp). A new static policy: one class in hotness.cpp, one registry line.
+// (layout/store/fifo_cache.hpp). A new static policy: one class in hotness.cpp, one registry line.
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "graph/array.hpp"
 #include "graph/csr.hpp"
 
 namespace dsp {
-
 
 // The k nodes of [begin, end) with the highest score, hottest first; ties go to the lower id.
 std::vector<int64_t> top_k_by_score(const std::vector<int64_t>& score, int64_t begin, int64_t end,
@@ -27,8 +27,8 @@ std::vector<int64_t> top_k_by_score(const std::vector<int64_t>& score, int64_t b
 
 // Visit counts per node (indexed by global id, size N) from `epochs` sampling-only epochs over
 // `train_ids` with the real sampler, fanouts and batch size. Provided by the sampler module.
-using PresampleFn = std::function<std::vector<int64_t>(const Csr& graph,
-                                                       const std::vector<int64_t>& train_ids)>;
+using PresampleFn =
+    std::function<std::vector<int64_t>(const Csr& graph, const std::vector<int64_t>& train_ids)>;
 
 // What a policy may score from: the whole graph at partition time, or at train time only what
 // every rank holds (the partition's replicated in-degree array, a seed).
@@ -37,8 +37,8 @@ struct CacheScoreInputs {
   const Csr* graph = nullptr;          // partition time
   const int64_t* in_degree = nullptr;  // train time: in_degree[v] for every global id v
   const std::vector<int64_t>* train_ids = nullptr;
-  uint64_t seed = 0;                   // random
-  PresampleFn presample;               // presample
+  uint64_t seed = 0;      // random
+  PresampleFn presample;  // presample
 };
 
 class StaticCachePolicy {
@@ -59,6 +59,14 @@ const StaticCachePolicy& static_cache_policy(const std::string& name);
 // The one check of a train-time cache choice (dsp train --cache-policy, and --cache-ratio on a
 // partition whose policy cannot be recomputed): InvalidArgument unless at_train_time().
 void check_train_time_cache_policy(const std::string& name);
+// A job's own cache lists, one per part (part p owns ids [offsets[p], offsets[p+1])), under a
+// train-time policy (checked here) and `ratio` of each part: computed identically on every rank
+// from what every rank holds (the replicated in-degree array of `num_nodes` entries, the seed), so
+// the feature position lists agree.
+std::vector<Array> train_time_cache_lists(const std::string& policy, double ratio,
+                                          const std::vector<int64_t>& offsets,
+                                          const int64_t* in_degree, int64_t num_nodes,
+                                          uint64_t seed);
 
 // Hotness of every node of `g` under the named policy (partition time).
 std::vector<int64_t> hotness_scores(const std::string& policy, const Csr& g,

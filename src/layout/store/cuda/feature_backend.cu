@@ -1,7 +1,7 @@
-// The CUDA feature backend: the shared device path (layout/kernel_features.hpp) on CudaExec.
+// The CUDA feature backend: the shared device path (layout/store/kernel_features.hpp) on CudaExec.
 #include "core/cuda/exec.cuh"
-#include "layout/cuda/feature_backend.hpp"
-#include "layout/kernel_features.hpp"
+#include "layout/store/cuda/feature_backend.hpp"
+#include "layout/store/kernel_features.hpp"
 
 namespace dsp::cuda {
 

@@ -4,8 +4,8 @@
 
 #include "core/huge_pages.hpp"
 #include "core/parallel.hpp"
-#include "layout/feature_backend.hpp"
-#include "layout/feature_store.hpp"
+#include "layout/store/feature_backend.hpp"
+#include "layout/store/feature_store.hpp"
 
 namespace dsp {
 namespace {

@@ -1,4 +1,4 @@
-#include "layout/cache_sizing.hpp"
+#include "layout/store/cache_sizing.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -16,9 +16,9 @@ int64_t cache_rows_for_memory(const CacheSizing& s) {
                 s.memory_left, s.batch_feature_bytes, s.prefetch_batches, s.max_rows);
   DSP_CHECK_ARG(s.headroom >= 0 && s.headroom < 1, "cache sizing: headroom {} not in [0, 1)",
                 s.headroom);
-  const double usable = static_cast<double>(s.memory_left) * (1 - s.headroom) -
-                        static_cast<double>(s.prefetch_batches + 1) *
-                            static_cast<double>(s.batch_feature_bytes);
+  const double usable =
+      static_cast<double>(s.memory_left) * (1 - s.headroom) -
+      static_cast<double>(s.prefetch_batches + 1) * static_cast<double>(s.batch_feature_bytes);
   if (usable <= 0) return 0;
   const double rows = usable / static_cast<double>(s.row_bytes);
   return rows >= static_cast<double>(s.max_rows) ? s.max_rows : static_cast<int64_t>(rows);

@@ -22,19 +22,19 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
-#include "layout/feature_backend.hpp"
-#include "layout/fifo_cache.hpp"
-#include "layout/partition.hpp"
+#include "layout/partition/partition.hpp"
+#include "layout/store/feature_backend.hpp"
+#include "layout/store/fifo_cache.hpp"
 
 namespace dsp {
 
 struct GatherStats {
   int64_t calls = 0;
-  int64_t rows_remote_hot = 0;  // served by another rank's cache through the collective
-  int64_t rows_local_hot = 0;   // served by this rank's cache
-  int64_t rows_cold = 0;        // read from the mapped file
-  int64_t rows_fifo = 0;        // another rank's rows served by the FIFO cache (no request)
-  int64_t rows_fifo_shared = 0; // ... by the machine's shared FIFO level
+  int64_t rows_remote_hot = 0;   // served by another rank's cache through the collective
+  int64_t rows_local_hot = 0;    // served by this rank's cache
+  int64_t rows_cold = 0;         // read from the mapped file
+  int64_t rows_fifo = 0;         // another rank's rows served by the FIFO cache (no request)
+  int64_t rows_fifo_shared = 0;  // ... by the machine's shared FIFO level
   int64_t bytes_remote_hot = 0, bytes_local_hot = 0, bytes_cold = 0;
   double hit_rate() const {
     const int64_t hot = rows_remote_hot + rows_local_hot + rows_fifo + rows_fifo_shared;

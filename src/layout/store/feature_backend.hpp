@@ -38,12 +38,12 @@ namespace dsp {
 
 // What a backend serves from, prepared by the store (host memory, valid for the store's life).
 struct FeatureSource {
-  Array features;            // [N, F] (normally the shared read-only mapping)
+  Array features;  // [N, F] (normally the shared read-only mapping)
   size_t row_bytes = 0;
   int64_t num_nodes = 0;
-  int64_t begin = 0, end = 0;  // the node ids this rank owns
-  Array cached;              // int64: this rank's cached ids in slot order (hottest first)
-  const int32_t* slot = nullptr;          // [N]: slot of every node in its owner's cache, or -1
+  int64_t begin = 0, end = 0;     // the node ids this rank owns
+  Array cached;                   // int64: this rank's cached ids in slot order (hottest first)
+  const int32_t* slot = nullptr;  // [N]: slot of every node in its owner's cache, or -1
   const uint64_t* cached_bits = nullptr;  // bit v: node v is cached by some rank
 };
 

@@ -1,4 +1,4 @@
-#include "layout/fifo_cache.hpp"
+#include "layout/store/fifo_cache.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-#include "layout/hotness.hpp"
+#include "layout/store/hotness.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -111,7 +111,8 @@ const StaticCachePolicy& static_cache_policy(const std::string& name) {
   static const Presample presample;
   static const Random random;
   static const NoCache none;
-  static const StaticCachePolicy* const all[] = {&in_degree, &out_degree, &presample, &random, &none};
+  static const StaticCachePolicy* const all[] = {&in_degree, &out_degree, &presample, &random,
+                                                 &none};
   for (const StaticCachePolicy* p : all)
     if (name == p->name()) return *p;
   DSP_THROW_T(InvalidArgument,
@@ -123,6 +124,26 @@ void check_train_time_cache_policy(const std::string& name) {
                 "cache policy '{}' is chosen at partition time (dsp partition --cache-policy ...): "
                 "a job may choose or resize the cache only with in-degree, random or none",
                 name);
+}
+
+std::vector<Array> train_time_cache_lists(const std::string& policy, double ratio,
+                                          const std::vector<int64_t>& offsets,
+                                          const int64_t* in_degree, int64_t num_nodes,
+                                          uint64_t seed) {
+  check_train_time_cache_policy(policy);
+  const StaticCachePolicy& p = static_cache_policy(policy);
+  CacheScoreInputs in;
+  in.num_nodes = num_nodes;
+  in.in_degree = in_degree;
+  in.seed = seed;
+  const std::vector<int64_t> score = p.scores(in);
+  std::vector<Array> lists;
+  for (size_t part = 0; part + 1 < offsets.size(); ++part) {
+    const int64_t b = offsets[part], e = offsets[part + 1];
+    const int64_t k = !p.caches() ? 0 : static_cast<int64_t>(ratio * (e - b));
+    lists.push_back(Array::from_vector(top_k_by_score(score, b, e, k)));
+  }
+  return lists;
 }
 
 std::vector<int64_t> hotness_scores(const std::string& policy, const Csr& g,

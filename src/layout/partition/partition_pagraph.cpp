@@ -4,9 +4,9 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
-#include "layout/graph_scan.hpp"
-#include "layout/partition.hpp"
-#include "layout/partition_detail.hpp"
+#include "layout/partition/graph_scan.hpp"
+#include "layout/partition/partition.hpp"
+#include "layout/partition/partition_detail.hpp"
 
 namespace dsp {
 namespace {

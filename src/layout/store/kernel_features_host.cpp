@@ -1,7 +1,7 @@
 // The device feature backend executed on the host (feature_backend.hpp:
 // make_emulated_feature_backend).
 #include "core/host_exec.hpp"
-#include "layout/kernel_features.hpp"
+#include "layout/store/kernel_features.hpp"
 
 namespace dsp {
 

@@ -12,10 +12,10 @@
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
 #include "graph/validate.hpp"
-#include "layout/graph_scan.hpp"
-#include "layout/hotness.hpp"
-#include "layout/partition.hpp"
-#include "layout/partition_detail.hpp"
+#include "layout/partition/graph_scan.hpp"
+#include "layout/partition/partition.hpp"
+#include "layout/partition/partition_detail.hpp"
+#include "layout/store/hotness.hpp"
 
 namespace dsp {
 namespace {
@@ -37,8 +37,8 @@ Array map_ids_sorted(const Array& ids, const std::vector<int64_t>& old2new) {
 void write_gathered_rows(const std::string& path, const Array& src,
                          const std::vector<int64_t>& order) {
   const int64_t n = static_cast<int64_t>(order.size());
-  const size_t row_bytes = src.ndim() > 1 ? src.nbytes() / std::max<int64_t>(src.dim(0), 1)
-                                          : dtype_size(src.dtype());
+  const size_t row_bytes =
+      src.ndim() > 1 ? src.nbytes() / std::max<int64_t>(src.dim(0), 1) : dtype_size(src.dtype());
   NpyWriter w(path, src.dtype(), src.shape());
   const int64_t chunk = std::max<int64_t>(1, (8 << 20) / std::max<size_t>(row_bytes, 1));
   std::vector<unsigned char> buf(static_cast<size_t>(std::min(chunk, n)) * row_bytes);
@@ -363,7 +363,8 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   std::vector<int64_t> score(n);
   for (int64_t v = 0; v < n; ++v) score[old2new[v]] = score_old[v];
   std::vector<int64_t>().swap(score_old);
-  const size_t row_bytes = static_cast<size_t>(ds.meta.feature_dim) * dtype_size(ds.meta.feature_dtype);
+  const size_t row_bytes =
+      static_cast<size_t>(ds.meta.feature_dim) * dtype_size(ds.meta.feature_dtype);
   if (opts.cache_bytes >= 0) {
     meta.cache_rows = row_bytes == 0 ? 0 : static_cast<int64_t>(opts.cache_bytes / row_bytes);
   } else {
@@ -382,15 +383,17 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
 
   if (ds.features.defined()) write_gathered_rows(dir.file("features.npy"), ds.features, new2old);
   for (const std::string& k : meta.preaggregated) {
-    write_preaggregated(g, ds.features, new2old, k, dir.file(fmt::format("preaggregated_{}.npy", k)));
+    write_preaggregated(g, ds.features, new2old, k,
+                        dir.file(fmt::format("preaggregated_{}.npy", k)));
     detail::release_pages(ds);
   }
   if (ds.labels.defined()) write_gathered_rows(dir.file("labels.npy"), ds.labels, new2old);
-  save_npy(dir.file("train_idx.npy"),
-           ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)
-                                  : Array(DType::kInt64, {0}));
-  if (ds.valid_idx.defined()) save_npy(dir.file("valid_idx.npy"), map_ids_sorted(ds.valid_idx, old2new));
-  if (ds.test_idx.defined()) save_npy(dir.file("test_idx.npy"), map_ids_sorted(ds.test_idx, old2new));
+  save_npy(dir.file("train_idx.npy"), ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)
+                                                             : Array(DType::kInt64, {0}));
+  if (ds.valid_idx.defined())
+    save_npy(dir.file("valid_idx.npy"), map_ids_sorted(ds.valid_idx, old2new));
+  if (ds.test_idx.defined())
+    save_npy(dir.file("test_idx.npy"), map_ids_sorted(ds.test_idx, old2new));
   {
     std::vector<int64_t> indeg(n);
     for (int64_t v = 0; v < n; ++v) indeg[old2new[v]] = g.degree(v);
@@ -398,8 +401,8 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   }
   phase("write shared arrays");
 
-  Array train_new = ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)
-                                           : Array(DType::kInt64, {0});
+  Array train_new =
+      ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new) : Array(DType::kInt64, {0});
   // PaGraph: the rows replicated rows are cut from, and BFS scratch for the halos.
   Csr halo_src;
   std::vector<int8_t> depth;
@@ -426,10 +429,11 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
     if (meta.hops > 0) write_halo(g, halo_src, meta, old2new, new2old, seeds, depth, pd, st);
     detail::release_pages(g);
     save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
-    int64_t cap = !policy.caches() ? 0
-                  : meta.cache_rows >= 0
-                      ? meta.cache_rows
-                      : static_cast<int64_t>(opts.cache_ratio * static_cast<double>(st.end - st.begin));
+    int64_t cap =
+        !policy.caches() ? 0
+        : meta.cache_rows >= 0
+            ? meta.cache_rows
+            : static_cast<int64_t>(opts.cache_ratio * static_cast<double>(st.end - st.begin));
     std::vector<int64_t> cached = top_k_by_score(score, st.begin, st.end, cap);
     st.cached = static_cast<int64_t>(cached.size());
     save_npy(pd + "/cached.npy", Array::from_vector(std::move(cached)));
@@ -498,9 +502,8 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
   nlohmann::json pj;
   try {
     pj = nlohmann::json::parse(read_file(pj_path));
-    DSP_CHECK_FORMAT(pj.at("part").get<int>() == part &&
-                         pj.at("partition_id").get<std::string>() ==
-                             fmt::format("{:016x}", m.partition_id),
+    DSP_CHECK_FORMAT(pj.at("part").get<int>() == part && pj.at("partition_id").get<std::string>() ==
+                                                             fmt::format("{:016x}", m.partition_id),
                      "{}: belongs to another partition than {}/partition.json", pj_path, dir);
   } catch (const nlohmann::json::exception&) {
     DSP_THROW_T(FormatError, "{}: malformed", pj_path);

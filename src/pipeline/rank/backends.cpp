@@ -1,4 +1,4 @@
-#include "pipeline/backends.hpp"
+#include "pipeline/rank/backends.hpp"
 
 #include "ccc/staged_communicator.hpp"
 #include "core/error.hpp"
@@ -8,37 +8,30 @@
 #include "core/cuda/check.hpp"
 #include "core/cuda/memory.hpp"
 #include "csp/cuda/sampler_backend.hpp"
-#include "layout/cuda/feature_backend.hpp"
+#include "layout/store/cuda/feature_backend.hpp"
 #endif
 
 namespace dsp {
 
-Device rank_device(const std::string& spec, int node_rank, int node_size, std::string* transport) {
-  Device d = Device::parse(spec);
-  const std::string want = *transport;
-  DSP_CHECK_ARG(want == "auto" || want == "mpi" || want == "nccl",
-                "unknown transport '{}' (auto, mpi, nccl)", want);
-  transport->clear();
-  DSP_CHECK_ARG(d.is_cuda() || want == "auto",
-                "--transport {}: only GPU ranks (--device cuda) choose a transport; a CPU rank's "
-                "channels are its communicator's (--backend)",
-                want);
-  if (!d.is_cuda()) return d;
+RankPlace place_rank(const Device& requested, Transport transport, int node_rank, int node_size) {
+  if (!requested.is_cuda()) return {requested, transport};
 #ifdef DSP_HAVE_CUDA
-  const int gpus = cuda::device_count() - d.index;
-  DSP_CHECK_ARG(gpus > 0, "--device {}: no CUDA device {} is visible to this process", spec,
-                d.index);
-  *transport = want == "auto" ? (node_size <= gpus ? "nccl" : "mpi") : want;
-  DSP_CHECK_ARG(*transport == "mpi" || node_size <= gpus,
+  using K = Transport::Kind;
+  const int first = requested.index;
+  const int gpus = cuda::device_count() - first;
+  DSP_CHECK_ARG(gpus > 0, "--device {}: no CUDA device {} is visible to this process",
+                requested.str(), first);
+  if (transport.kind == K::kAuto) transport.kind = node_size <= gpus ? K::kNccl : K::kMpi;
+  DSP_CHECK_ARG(transport.kind == K::kMpi || node_size <= gpus,
                 "--device {}: {} rank(s) on this node but {} GPU(s) from cuda:{}: NCCL needs one "
                 "GPU per rank (--transport mpi lets ranks share a GPU)",
-                spec, node_size, gpus, d.index);
-  return Device::cuda(d.index + node_rank % gpus);
+                requested.str(), node_size, gpus, first);
+  return {Device::cuda(first + node_rank % gpus), transport};
 #else
   (void)node_rank;
   (void)node_size;
   DSP_THROW_T(InvalidArgument, "--device {}: this dsp was built without CUDA (nvcc not found)",
-              spec);
+              requested.str());
 #endif
 }
 
@@ -55,8 +48,7 @@ auto staged_channel(Staging staging) {
 
 }  // namespace
 
-RankBackends make_backends(const Device& device, const std::string& transport, bool emulate_device,
-                           int64_t topology_memory) {
+RankBackends make_backends(const RankPlace& place, bool emulate_device, int64_t topology_memory) {
   RankBackends b;
   if (emulate_device) {
     b.sampler = emulated_sampler_backend();
@@ -64,15 +56,15 @@ RankBackends make_backends(const Device& device, const std::string& transport, b
     b.device_channel = staged_channel(make_host_staging);
     return b;
   }
-  if (!device.is_cuda()) return b;
+  if (!place.device.is_cuda()) return b;
 #ifdef DSP_HAVE_CUDA
-  const int dev = device.index;
+  const int dev = place.device.index;
   cuda::CudaSamplerOptions co;
   co.device = dev;
   if (topology_memory >= 0) co.index_budget = static_cast<size_t>(topology_memory);
   b.sampler = cuda::cuda_sampler_backend(co);
   b.features = cuda::cuda_feature_backend(dev);
-  if (transport == "nccl") {
+  if (place.transport.kind == Transport::Kind::kNccl) {
     b.device_channel = [dev](Communicator& control, const CommOptions& comm) {
       return make_nccl_communicator(control, dev, comm);
     };
@@ -80,7 +72,6 @@ RankBackends make_backends(const Device& device, const std::string& transport, b
     b.device_channel = staged_channel([dev] { return make_cuda_staging(dev); });
   }
 #else
-  (void)transport;
   (void)topology_memory;
 #endif
   return b;

@@ -32,7 +32,7 @@
 #include "graph/array.hpp"
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
-#include "layout/hotness.hpp"
+#include "layout/store/hotness.hpp"
 
 namespace dsp {
 
@@ -48,8 +48,8 @@ constexpr int kPartitionFormatVersion = 1;
 struct BfsBlockOptions {
   // Nodes at which a BFS block stops growing; 0: N / (256 parts), at least min(256, N / (4 parts)).
   int64_t block_size = 0;
-  int hops = 2;            // j: hops of block neighbours the assignment counts
-  double slack = 0.05;     // node, seed (and entry) capacity of a part: (1 + slack) * mean
+  int hops = 2;         // j: hops of block neighbours the assignment counts
+  double slack = 0.05;  // node, seed (and entry) capacity of a part: (1 + slack) * mean
   // Adjacency entries as a third balance term (not in BGL): without it, a power-law graph's
   // connected core may land in one part and the isolated nodes in the other.
   bool balance_entries = true;
@@ -73,12 +73,12 @@ struct PartitionOptions {
   BfsBlockOptions bfs_blocks;
   PagraphOptions pagraph;
   std::string cache_policy = "in-degree";  // in-degree | out-degree | presample | random | none
-  double cache_ratio = 0.1;               // share of each part's nodes cached (if cache_bytes < 0)
-  int64_t cache_bytes = -1;               // per-rank cache budget in bytes of feature rows
-  double seed_imbalance = 0.05;           // allowed relative excess of seeds per part
+  double cache_ratio = 0.1;                // share of each part's nodes cached (if cache_bytes < 0)
+  int64_t cache_bytes = -1;                // per-rank cache budget in bytes of feature rows
+  double seed_imbalance = 0.05;            // allowed relative excess of seeds per part
   uint64_t seed = 0;
   bool overwrite = false;
-  bool verbose = true;                    // progress lines per phase (time, peak memory)
+  bool verbose = true;  // progress lines per phase (time, peak memory)
   // PaGraph's first-layer pre-aggregation: kinds of preaggregated_<kind>.npy to write (mean, gcn).
   std::vector<std::string> preaggregate;
   // Bytes of a part's rows (row pointers and entries) built at a time, renumbered and sorted,
@@ -106,9 +106,9 @@ struct PartitionMeta {
   int64_t cache_bytes = -1;
   int64_t cache_rows = 0;  // per part capacity in rows (the part's own count may be smaller)
   std::vector<PartStats> part;
-  int64_t edge_cut = 0;          // entries whose endpoints are owned by different parts
-  int hops = 0;                  // > 0: parts replicate the halo rows of their L-hop samplers
-  int64_t halo_cap = 0;          // entries kept per replicated row (0: all)
+  int64_t edge_cut = 0;  // entries whose endpoints are owned by different parts
+  int hops = 0;          // > 0: parts replicate the halo rows of their L-hop samplers
+  int64_t halo_cap = 0;  // entries kept per replicated row (0: all)
   std::vector<std::string> preaggregated;  // kinds of preaggregated_<kind>.npy (PaGraph's PP)
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   DType feature_dtype = DType::kFloat32;
@@ -176,15 +176,15 @@ struct PartitionData {
   PartitionMeta meta;
   std::string dir;
   int part = 0;
-  Csr patch;           // num_nodes = rows of the part; entries are global ids
-  Array seeds;         // int64
-  Array cached;        // int64, hottest first
-  Array features;      // [N, F] mapped, renumbered
-  Array labels;        // int64 [N]
+  Csr patch;       // num_nodes = rows of the part; entries are global ids
+  Array seeds;     // int64
+  Array cached;    // int64, hottest first
+  Array features;  // [N, F] mapped, renumbered
+  Array labels;    // int64 [N]
   Array train_idx, valid_idx, test_idx;
-  Array in_degree;     // int64 [N]
-  Array halo_ids;      // int64, ascending: replicated rows (pagraph partitions; else undefined)
-  Csr halo;            // their rows (num_nodes = halo_ids.dim(0)); entries are global ids
+  Array in_degree;  // int64 [N]
+  Array halo_ids;   // int64, ascending: replicated rows (pagraph partitions; else undefined)
+  Csr halo;         // their rows (num_nodes = halo_ids.dim(0)); entries are global ids
 };
 
 // Makes `to` share `from`'s node-indexed arrays (features, labels, splits, in-degrees): every

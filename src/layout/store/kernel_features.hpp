@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/recycle_pool.hpp"
 #include "core/host_device.hpp"
-#include "layout/feature_backend.hpp"
+#include "core/recycle_pool.hpp"
+#include "layout/store/feature_backend.hpp"
 
 namespace dsp {
 namespace kernels {
@@ -34,9 +34,9 @@ template <class V>
 struct CopyRows {
   const int64_t* src_rows;  // row of `base` for output row r
   const V* base;
-  const int64_t* dst_pos;   // output row of r, or null: r
+  const int64_t* dst_pos;  // output row of r, or null: r
   V* out;
-  int64_t words;            // V-sized words per row
+  int64_t words;  // V-sized words per row
   DSP_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t r = i / words, w = i - r * words;
     const int64_t to = dst_pos ? dst_pos[r] : r;

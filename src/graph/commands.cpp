@@ -1,0 +1,346 @@
+#include "graph/commands.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "core/lists.hpp"
+#include "core/memory.hpp"
+#include "core/timer.hpp"
+
+namespace dsp {
+namespace {
+using json = nlohmann::json;
+using options::value;
+
+// --- dsp convert --------------------------------------------------------------------------------
+
+using Conv = ConvertCommand;
+// clang-format off
+#define DSP_CONV(member) [](Conv& c) -> auto& { return c.member; }
+// clang-format on
+
+OptionTable<Conv> all_convert_options() {
+  auto flag = [](const char* f, const char* k, const char* help, auto get) {
+    return options::toggle<Conv>(f, k, help, get);
+  };
+  return {
+      value<Conv>("--from", "from", "input format: ogb | edgelist", DSP_CONV(from), "ogb,edgelist"),
+      value<Conv>("--name", "name", "dataset name (default: the input's name)", DSP_CONV(name)),
+      value<Conv>("--split", "split",
+                  "ogb: split folder under raw/split (default: the only or first one)",
+                  DSP_CONV(split)),
+      flag("--no-split", "no_split",
+           "ogb: import a directory without raw/split (the dataset then has no train, valid or "
+           "test ids, and dsp train refuses it)",
+           DSP_CONV(no_split)),
+      flag("--undirected", "undirected",
+           "edgelist: each line is an undirected edge (store both directions)",
+           DSP_CONV(undirected)),
+      flag("--directed", "directed",
+           "ogb: keep edges one-directional (default: symmetrize, as OGB intends)",
+           DSP_CONV(directed)),
+      value<Conv>("--num-nodes", "num_nodes",
+                  "edgelist: number of nodes (default: largest id + 1); larger ids are errors",
+                  DSP_CONV(num_nodes)),
+      flag("--no-self-loops", "no_self_loops", "edgelist: drop u -> u edges",
+           DSP_CONV(no_self_loops)),
+      flag("--overwrite", "overwrite", "replace an existing output directory", DSP_CONV(overwrite)),
+      value<Conv>("--memory-budget", "memory_budget",
+                  "memory the command may use, e.g. 12G (default: 3/4 of what is available); an "
+                  "input whose in-memory estimate exceeds it converts out of core",
+                  DSP_CONV(memory_budget)),
+      flag("--out-of-core", "out_of_core",
+           "sort the edges on disk (runs in the output's staging directory) and stream the "
+           "features even if they fit in memory",
+           DSP_CONV(out_of_core)),
+      value<Conv>("--sort-buffer", "sort_buffer",
+                  "out of core: cap on the sort buffer, e.g. 256M (default: what the budget "
+                  "leaves)",
+                  DSP_CONV(sort_buffer)),
+  };
+}
+
+OutOfCoreImportOptions out_of_core_options(const ConvertCommand& a, uint64_t budget) {
+  OutOfCoreImportOptions w;
+  w.memory_budget = budget;
+  w.sort_buffer_bytes = a.sort_buffer.empty() ? 0 : parse_bytes("--sort-buffer", a.sort_buffer);
+  w.overwrite = a.overwrite;
+  return w;
+}
+
+// Converts in memory, or out of core when the in-memory estimate exceeds what the budget leaves
+// or --out-of-core is given; refuses with one line when neither fits.
+DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
+  const uint64_t budget = a.memory_budget.empty() ? default_memory_budget()
+                                                  : parse_bytes("--memory-budget", a.memory_budget);
+  Dataset ds;
+  DSP_CHECK_ARG(!path_within(a.input, a.output),
+                "output {} is the input {} or contains it: writing there would destroy the input; "
+                "choose another output",
+                a.output, a.input);
+  if (a.from == "ogb") {
+    DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
+    OgbImportOptions o;
+    DSP_CHECK_ARG(!(a.no_split && !a.split.empty()), "give --split or --no-split, not both");
+    o.split = a.split;
+    o.require_split = !a.no_split;
+    o.name = a.name;
+    o.undirected = !a.directed;
+    if (a.out_of_core || estimate_ogb_memory(a.input) > memory_left(budget)) {
+      check_memory("dsp convert (out of core)", ogb_out_of_core_bytes(a.input), budget,
+                   "raise --memory-budget");
+      return import_ogb_to_dir(a.input, o, a.output, out_of_core_options(a, budget), &st);
+    }
+    ds = import_ogb_raw(a.input, o, &st);
+  } else if (a.from == "edgelist") {
+    DSP_CHECK_ARG(a.split.empty() && !a.no_split, "--split/--no-split apply to --from ogb only");
+    DSP_CHECK_ARG(!a.directed, "edge lists are directed unless --undirected is given");
+    EdgeListOptions o;
+    o.num_nodes = a.num_nodes;
+    o.undirected = a.undirected;
+    o.remove_self_loops = a.no_self_loops;
+    if (a.out_of_core ||
+        estimate_edge_list_memory(sample_edge_list(a.input), o) > memory_left(budget)) {
+      check_memory("dsp convert (out of core)", edge_list_out_of_core_bytes(), budget,
+                   "raise --memory-budget");
+      return import_edge_list_to_dir(a.input, o, a.name, a.output, out_of_core_options(a, budget),
+                                     &st);
+    }
+    ds = import_edge_list(a.input, o, a.name, &st);
+  } else {
+    DSP_THROW_T(InvalidArgument, "--from must be 'ogb' or 'edgelist', got '{}'", a.from);
+  }
+  Stopwatch sw;
+  write_dataset(ds, a.output, a.overwrite);
+  write_s = sw.seconds();
+  return ds.meta;
+}
+
+// --- dsp generate -------------------------------------------------------------------------------
+
+// A count option: "2.4M" on the command line, a number or such a text in JSON.
+template <class C, class Get>
+Option<C> count(std::string flag, std::string key, std::string help, Get get) {
+  Option<C> o = value<C>(flag, std::move(key), std::move(help), get);
+  o.type = "COUNT";
+  o.parse = [get, flag](C& c, const std::string& s) { get(c) = parse_count(flag, s); };
+  o.read = [get, flag](C& c, const json& v) {
+    get(c) = v.is_string() ? parse_count(flag, v.get<std::string>()) : v.get<int64_t>();
+  };
+  return o;
+}
+
+// The feature dtype of a generated dataset: float32 or float16.
+template <class C>
+Option<C> feature_dtype_option() {
+  Option<C> o = options::declare<C>("--feature-dtype", "feature_dtype", "float32 or float16");
+  o.type = "TEXT:{float32,float16}";
+  auto set = [](C& c, const std::string& s) {
+    const DType t = parse_dtype(s);
+    DSP_CHECK_ARG(t == DType::kFloat32 || t == DType::kFloat16,
+                  "--feature-dtype must be float32 or float16, got '{}'", s);
+    c.o.feature_dtype = t;
+  };
+  o.parse = set;
+  o.read = [set](C& c, const json& v) { set(c, v.get<std::string>()); };
+  o.write = [](const C& c) { return json(dtype_name(c.o.feature_dtype)); };
+  return o;
+}
+
+Option<RmatCommand> no_permute_option() {
+  Option<RmatCommand> o = options::toggle<RmatCommand>(
+      "--no-permute", "no_permute",
+      "keep R-MAT's raw ids (hubs at low ids) instead of a random relabelling",
+      [](RmatCommand & c) -> auto& { return c.o.permute; });
+  o.parse = [](RmatCommand& c, const std::string&) { c.o.permute = false; };
+  o.read = [](RmatCommand& c, const json& v) { c.o.permute = !v.get<bool>(); };
+  o.write = [](const RmatCommand& c) { return json(!c.o.permute); };
+  return o;
+}
+
+// The options both generators share: sizes, features, labels, splits, seed, name, writing.
+template <class C>
+OptionTable<C> common_options(const char* edges_help) {
+  // clang-format off
+#define DSP_GEN(member) [](C& c) -> auto& { return c.member; }
+  // clang-format on
+  auto flag = [](const char* f, const char* k, const char* help, auto get) {
+    return options::toggle<C>(f, k, help, get);
+  };
+  return {
+      count<C>("--nodes", "nodes", "number of nodes (suffixes k, M, G allowed)",
+               DSP_GEN(o.num_nodes)),
+      count<C>("--edges", "edges", edges_help, DSP_GEN(o.num_edges)),
+      value<C>("--features", "features", "feature dimension (0: no features)",
+               DSP_GEN(o.feature_dim)),
+      feature_dtype_option<C>(),
+      value<C>("--classes", "classes", "number of classes", DSP_GEN(o.num_classes)),
+      value<C>("--train-frac", "train_frac", "share of nodes in train_idx", DSP_GEN(o.train_frac)),
+      value<C>("--valid-frac", "valid_frac", "share of nodes in valid_idx (the rest: test)",
+               DSP_GEN(o.valid_frac)),
+      value<C>("--seed", "seed", "random seed; the output is a pure function of it",
+               DSP_GEN(o.seed)),
+      value<C>("--name", "name", "dataset name recorded in dataset.json", DSP_GEN(o.name)),
+      flag("--overwrite", "overwrite", "replace an existing OUT", DSP_GEN(run.overwrite)),
+      value<C>("--memory-budget", "memory_budget",
+               "memory the command may use, e.g. 12G (default: 3/4 of what is available); a graph "
+               "whose in-memory estimate exceeds it is generated out of core",
+               DSP_GEN(run.memory_budget)),
+      flag("--out-of-core", "out_of_core",
+           "generate out of core (edges through an external sort on disk) even if the graph fits "
+           "in memory",
+           DSP_GEN(run.out_of_core)),
+      value<C>("--sort-buffer", "sort_buffer",
+               "out of core: cap on the sort buffer, e.g. 256M (default: what the budget leaves)",
+               DSP_GEN(run.sort_buffer)),
+  };
+#undef DSP_GEN
+}
+
+// The CLI's one-letter spellings of the generators' flags.
+template <class C>
+OptionTable<C> with_short_flags(OptionTable<C> t) {
+  const std::pair<const char*, const char*> shorts[] = {
+      {"--nodes", "-n"},   {"--edges", "-m"}, {"--features", "-f"},
+      {"--classes", "-c"}, {"--seed", "-s"},  {"--communities", "-k"}};
+  for (Option<C>& o : t) {
+    for (const auto& [flag, s] : shorts)
+      if (o.flag == flag) o.short_flag = s;
+  }
+  return t;
+}
+
+OptionTable<RmatCommand> all_rmat_options() {
+  using C = RmatCommand;
+  OptionTable<C> t =
+      common_options<C>("number of edges drawn (self loops and repeats are dropped)");
+  t.push_back(value<C>(
+      "--a", "a", "R-MAT quadrant probability a", [](C & c) -> auto& { return c.o.a; }));
+  t.push_back(value<C>(
+      "--b", "b", "R-MAT quadrant probability b", [](C & c) -> auto& { return c.o.b; }));
+  t.push_back(value<C>(
+      "--c", "c", "R-MAT quadrant probability c (d = 1 - a - b - c)",
+      [](C & c) -> auto& { return c.o.c; }));
+  t.push_back(options::toggle<C>(
+      "--undirected", "undirected", "store every edge in both directions",
+      [](C & c) -> auto& { return c.o.undirected; }));
+  t.push_back(no_permute_option());
+  return t;
+}
+
+OptionTable<CommunityCommand> all_community_options() {
+  using C = CommunityCommand;
+  // clang-format off
+#define DSP_COMM(member) [](C& c) -> auto& { return c.o.member; }
+  // clang-format on
+  OptionTable<C> t = common_options<C>(
+      "number of undirected edges drawn (each stored in both directions; repeats dropped)");
+  t.push_back(
+      value<C>("--communities", "communities", "number of communities", DSP_COMM(num_communities)));
+  t.push_back(
+      value<C>("--intra", "intra", "share of edges inside a community", DSP_COMM(intra_fraction)));
+  t.push_back(value<C>("--degree-exponent", "degree_exponent",
+                       "power-law exponent of the expected degrees", DSP_COMM(degree_exponent)));
+  t.push_back(value<C>("--max-degree", "max_degree",
+                       "cap on a node's expected degree (0: sqrt(2 * edges))",
+                       DSP_COMM(max_degree)));
+  t.push_back(value<C>("--feature-noise", "feature_noise",
+                       "std of the gaussian noise around the community centroid (entries N(0, 1))",
+                       DSP_COMM(feature_noise)));
+  t.push_back(value<C>("--label-noise", "label_noise", "share of nodes given a random label",
+                       DSP_COMM(label_noise)));
+#undef DSP_COMM
+  return t;
+}
+
+GenerateWriteOptions write_options(const GenerateRun& r) {
+  // Fails before generating, not after minutes of work, when OUT is taken (write_dataset checks
+  // again, atomically).
+  DSP_CHECK_T(IoError, r.overwrite || !path_exists(r.out),
+              "{}: already exists (pass --overwrite to replace it)", r.out);
+  GenerateWriteOptions w;
+  w.memory_budget = r.memory_budget.empty() ? default_memory_budget()
+                                            : parse_bytes("--memory-budget", r.memory_budget);
+  w.sort_buffer_bytes = r.sort_buffer.empty() ? 0 : parse_bytes("--sort-buffer", r.sort_buffer);
+  w.overwrite = r.overwrite;
+  w.force_out_of_core = r.out_of_core;
+  return w;
+}
+
+}  // namespace
+
+const OptionTable<ConvertCommand>& convert_options() {
+  static const OptionTable<ConvertCommand> t = all_convert_options();
+  return t;
+}
+
+DatasetMeta run_convert(const ConvertCommand& cmd, ImportStats* stats, double* write_s) {
+  ImportStats st;
+  double ws = 0;
+  DatasetMeta m = convert(cmd, st, ws);
+  if (stats) *stats = st;
+  if (write_s) *write_s = ws;
+  return m;
+}
+
+RmatCommand::RmatCommand() {
+  o.feature_dim = 100;
+  o.num_classes = 16;
+}
+
+const OptionTable<RmatCommand>& rmat_options() {
+  static const OptionTable<RmatCommand> t = with_short_flags(all_rmat_options());
+  return t;
+}
+
+const OptionTable<CommunityCommand>& community_options() {
+  static const OptionTable<CommunityCommand> t = with_short_flags(all_community_options());
+  return t;
+}
+
+GenerateResult run_generate(const RmatCommand& cmd) {
+  return write_rmat(cmd.o, cmd.run.out, write_options(cmd.run));
+}
+
+GenerateResult run_generate(const CommunityCommand& cmd) {
+  return write_community(cmd.o, cmd.run.out, write_options(cmd.run));
+}
+
+int64_t parse_count(const std::string& flag, const std::string& text) {
+  std::string s = text;
+  double mult = 1;
+  if (!s.empty()) {
+    switch (s.back()) {
+      case 'k':
+      case 'K':
+        mult = 1e3;
+        break;
+      case 'm':
+      case 'M':
+        mult = 1e6;
+        break;
+      case 'g':
+      case 'G':
+      case 'b':
+      case 'B':
+        mult = 1e9;
+        break;
+      default:
+        break;
+    }
+    if (mult != 1) s.pop_back();
+  }
+  const std::optional<double> parsed = whole_double(s);
+  const double v = parsed.value_or(0);
+  DSP_CHECK_ARG(parsed && std::isfinite(v),
+                "{}: expected a count such as 100000, 2.4M or 62m, got '{}'", flag, text);
+  double r = std::round(v * mult);
+  DSP_CHECK_ARG(std::fabs(r - v * mult) < 1e-6 * std::max(1.0, std::fabs(v * mult)),
+                "{}: '{}' is not a whole number", flag, text);
+  DSP_CHECK_ARG(std::fabs(r) < 9.2e18, "{}: '{}' is too large", flag, text);
+  return static_cast<int64_t>(r);
+}
+
+}  // namespace dsp

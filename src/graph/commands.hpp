@@ -1,0 +1,68 @@
+#pragma once
+// `dsp convert` and `dsp generate rmat|community` as commands shared by the CLI (tools/) and
+// Python (dsp.convert_ogb, dsp.convert_edge_list, dsp.generate_rmat, dsp.generate_community): each
+// command's options declared once (a table of core/options.hpp: the flag, the key = the Python
+// keyword, help, default), checked once and run once.
+#include <cstdint>
+#include <string>
+
+#include "core/options.hpp"
+#include "graph/dataset.hpp"
+#include "graph/generate.hpp"
+#include "graph/import.hpp"
+
+namespace dsp {
+
+// --- dsp convert --------------------------------------------------------------------------------
+
+struct ConvertCommand {
+  std::string from;    // ogb | edgelist
+  std::string input;   // ogb: the dataset folder (holding raw/) or raw/; edgelist: a text file
+  std::string output;  // the dataset directory to write
+  std::string name, split, memory_budget, sort_buffer;
+  bool undirected = false, directed = false, overwrite = false, no_self_loops = false,
+       no_split = false, out_of_core = false;
+  int64_t num_nodes = -1;
+};
+
+const OptionTable<ConvertCommand>& convert_options();
+
+// Converts in memory, or out of core when the in-memory estimate exceeds what the budget leaves
+// or out_of_core is set; refuses with one line when neither fits, when an option does not apply
+// to the format, or when the output is the input or contains it. Returns the meta written;
+// `stats` and `write_s` (seconds writing, in memory) when given.
+DatasetMeta run_convert(const ConvertCommand& cmd, ImportStats* stats = nullptr,
+                        double* write_s = nullptr);
+
+// --- dsp generate -------------------------------------------------------------------------------
+
+// How a generated dataset is written (both generators).
+struct GenerateRun {
+  std::string out;
+  bool overwrite = false;
+  std::string memory_budget, sort_buffer;  // e.g. "12G"; empty: the defaults
+  bool out_of_core = false;
+};
+
+struct RmatCommand {
+  RmatCommand();  // the CLI's defaults: 100 features, 16 classes (trainable)
+  GenerateRun run;
+  RmatOptions o;
+};
+
+struct CommunityCommand {
+  GenerateRun run;
+  CommunityOptions o;
+};
+
+const OptionTable<RmatCommand>& rmat_options();
+const OptionTable<CommunityCommand>& community_options();
+
+// Refuses an existing output before generating (unless overwrite), then generates and writes.
+GenerateResult run_generate(const RmatCommand& cmd);
+GenerateResult run_generate(const CommunityCommand& cmd);
+
+// A count such as "2400000", "2.4M", "62m", "100k" or "1e6". InvalidArgument naming `flag`.
+int64_t parse_count(const std::string& flag, const std::string& text);
+
+}  // namespace dsp
