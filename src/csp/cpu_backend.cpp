@@ -312,8 +312,7 @@ void CpuSamplerBackend::relabel(const int64_t* dst, int64_t nd, const LayerPicks
     b.weights.clear();
   }
   if (src) {
-    std::memcpy(src->reserve_n<int64_t>(b.num_src), b.src_ids.data(),
-                b.num_src * sizeof(int64_t));
+    std::memcpy(src->reserve_n<int64_t>(b.num_src), b.src_ids.data(), b.num_src * sizeof(int64_t));
   }
 }
 
@@ -414,6 +413,176 @@ constexpr int64_t kCandidate = int64_t{1} << 62;  // phase 1 won; phase 2: first
 constexpr int64_t kFinal = int64_t{1} << 61;      // the entry is the pick's id already
 constexpr int kClaimBatch = 64;                   // claims a thread makes before publishing them
 
+// The parallel relabel's table: cap = 2^bits slots (the caller's vector), and the count of
+// claimed slots past which a pass stops (load 3/4).
+struct RelabelTable {
+  uint64_t* t;
+  uint64_t cap;
+  int shift;  // 64 - bits
+  int64_t limit;
+};
+
+// The table's bits: as the serial path sizes it (load <= 1/2 for `expect` distinct ids), and at
+// least min_cap slots.
+inline int parallel_table_bits(double expect, uint64_t min_cap) {
+  uint64_t cap = 1024;
+  int bits = 10;
+  while (static_cast<double>(cap) < 2 * expect || cap < min_cap) {
+    cap <<= 1;
+    ++bits;
+  }
+  return bits;
+}
+
+// Phase 1 for one thread's positions [pb, pe): offers each position to its key's slot; each
+// pick keeps its slot index in idx[e], flagged kCandidate when its offer won. Claims of empty
+// slots are published to *claimed_total every kClaimBatch; once the total passes the table's
+// limit, *aborted is set and every thread stops at its next publication.
+DSP_FORCEINLINE void offer_positions(const RelabelTable& tab, const int64_t* dst, int64_t nd,
+                                     const int64_t* nb, int64_t pb, int64_t pe, int64_t* idx,
+                                     int64_t* claimed_total, int* aborted) {
+  uint64_t* t = tab.t;
+  const uint64_t cap = tab.cap;
+  const int shift = tab.shift;
+  const int64_t limit = tab.limit;
+  int64_t unpublished = 0;
+  bool stop = false, claimed = false, won = false;
+  auto count_claim = [&]() {
+    if (++unpublished == kClaimBatch) {
+      const int64_t total = __atomic_add_fetch(claimed_total, unpublished, __ATOMIC_RELAXED);
+      unpublished = 0;
+      if (total > limit) __atomic_store_n(aborted, 1, __ATOMIC_RELAXED);
+      stop = __atomic_load_n(aborted, __ATOMIC_RELAXED) != 0;
+    }
+  };
+  constexpr int64_t kAhead = 12;
+  for (int64_t p = pb; p < std::min(pe, nd) && !stop; ++p) {
+    if (p + kAhead < nd) __builtin_prefetch(t + csp::relabel_hash(dst[p + kAhead], shift));
+    offer_first(t, cap - 1, shift, dst[p], static_cast<uint32_t>(p), &claimed, &won);
+    if (claimed) count_claim();
+  }
+  for (int64_t p = std::max(pb, nd); p < pe && !stop; ++p) {
+    const int64_t e = p - nd;
+    if (p + kAhead < pe) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
+    const uint64_t h =
+        offer_first(t, cap - 1, shift, nb[e], static_cast<uint32_t>(p), &claimed, &won);
+    idx[e] = static_cast<int64_t>(h) | (won ? kCandidate : 0);
+    if (claimed) count_claim();
+  }
+}
+
+// Phase 2 for the picks [eb, ee) of a chunk after the first: counts the winners that are still
+// their slot's position (their key's first occurrence) and unflags the others, undercut by an
+// earlier chunk.
+DSP_FORCEINLINE int64_t count_first_occurrences(const uint64_t* t, int64_t mask, int64_t nd,
+                                                int64_t eb, int64_t ee, int64_t* idx) {
+  int64_t c = 0;
+  constexpr int64_t kAhead = 16;
+  for (int64_t e = eb; e < ee; ++e) {
+    if (e + kAhead < ee && (idx[e + kAhead] & kCandidate)) {
+      __builtin_prefetch(t + (idx[e + kAhead] & mask));
+    }
+    if (!(idx[e] & kCandidate)) continue;
+    if (csp::relabel_slot_value(t[idx[e] & mask]) == static_cast<uint32_t>(nd + e)) {
+      ++c;
+    } else {
+      idx[e] &= mask;
+    }
+  }
+  return c;
+}
+
+// Phase 3 for the picks [eb, ee) of one chunk: gives its first occurrences consecutive ids from
+// `id`, in order, writing each id into its slot and the pick's key into src[id].
+DSP_FORCEINLINE void number_first_occurrences(uint64_t* t, int64_t mask, const int64_t* nb,
+                                              int64_t eb, int64_t ee, int64_t id, int64_t* idx,
+                                              int64_t* src) {
+  for (int64_t e = eb; e < ee; ++e) {
+    if (idx[e] & kCandidate) {
+      const int64_t h = idx[e] & mask;
+      t[h] = (t[h] & ~uint64_t{0xffffffff}) | static_cast<uint64_t>(id);
+      src[id] = nb[e];
+      idx[e] = id++ | kFinal;
+    }
+  }
+}
+
+// Phase 4 for the picks [eb, ee): every pick not numbered in phase 3 reads its id from its slot.
+DSP_FORCEINLINE void read_ids(const uint64_t* t, int64_t mask, int64_t eb, int64_t ee,
+                              int64_t* idx) {
+  constexpr int64_t kAhead = 16;
+  for (int64_t e = eb; e < ee; ++e) {
+    if (e + kAhead < ee && !(idx[e + kAhead] & kFinal)) {
+      __builtin_prefetch(t + (idx[e + kAhead] & mask));
+    }
+    const int64_t x = idx[e];
+    idx[e] = x & kFinal ? x & ~kFinal : csp::relabel_slot_value(t[x & mask]);
+  }
+}
+
+// Phases 1 and 2 on `threads` threads, each zeroing its share of the table first. Returns false
+// when the claims passed the table's limit (the pass stopped early); otherwise firsts[c + 1] is
+// chunk c's count of first occurrences and *team the number of threads that ran.
+bool offer_pass(const RelabelTable& tab, const int64_t* dst, int64_t nd, const int64_t* nb,
+                int64_t ne, int64_t* idx, int threads, std::vector<int64_t>& firsts, int* team) {
+  uint64_t* t = tab.t;
+  const uint64_t cap = tab.cap;
+  const int64_t mask = static_cast<int64_t>(cap - 1);
+  const int64_t np = nd + ne;
+  int64_t claimed_total = 0;
+  int aborted = 0;
+#pragma omp parallel num_threads(threads)
+  {
+    const int T = omp_get_num_threads(), me = omp_get_thread_num();
+    if (me == 0) *team = T;
+    std::memset(t + cap * me / T, 0, (cap * (me + 1) / T - cap * me / T) * sizeof(uint64_t));
+#pragma omp barrier
+    // (1) atomic min of positions
+    const int64_t pb = np * me / T, pe = np * (me + 1) / T;
+    offer_positions(tab, dst, nd, nb, pb, pe, idx, &claimed_total, &aborted);
+#pragma omp barrier
+    if (__atomic_load_n(&aborted, __ATOMIC_RELAXED) == 0) {
+      // (2) which winners are first occurrences; the first chunk's all are
+      int64_t c = 0;
+      const int64_t eb = std::max(pb, nd) - nd, ee = std::max(pe, nd) - nd;
+      if (me == 0) {
+        for (int64_t e = eb; e < ee; ++e) c += (idx[e] & kCandidate) != 0;
+      } else {
+        c = count_first_occurrences(t, mask, nd, eb, ee, idx);
+      }
+      firsts[me + 1] = c;
+    }
+  }
+  return !aborted;
+}
+
+// Phases 3 and 4 on the `team` threads of offer_pass, firsts now the chunks' prefix offsets; the
+// destination nodes' ids are their positions, copied into src alongside.
+void assign_ids(const RelabelTable& tab, const int64_t* dst, int64_t nd, const int64_t* nb,
+                int64_t ne, int64_t* idx, int team, const std::vector<int64_t>& firsts,
+                int64_t* src) {
+  uint64_t* t = tab.t;
+  const int64_t mask = static_cast<int64_t>(tab.cap - 1);
+  const int64_t np = nd + ne;
+#pragma omp parallel num_threads(team)
+  {
+    const int T = omp_get_num_threads(), me = omp_get_thread_num();
+    // The chunks are the first region's; should this team be smaller, its first thread does all.
+    const int c0 = T == team ? me : (me == 0 ? 0 : team), c1 = T == team ? me + 1 : team;
+    for (int c = c0; c < c1; ++c) {
+      std::memcpy(src + nd * c / team, dst + nd * c / team,
+                  (nd * (c + 1) / team - nd * c / team) * sizeof(int64_t));
+      // (3) consecutive ids for this chunk's first occurrences
+      const int64_t eb = std::max(np * c / team, nd) - nd,
+                    ee = std::max(np * (c + 1) / team, nd) - nd;
+      number_first_occurrences(t, mask, nb, eb, ee, nd + firsts[c], idx, src);
+    }
+#pragma omp barrier
+    // (4) the other picks' ids
+    read_ids(t, mask, ne * me / T, ne * (me + 1) / T, idx);
+  }
+}
+
 }  // namespace
 
 // The CUDA kernel's scheme (cuda/sample_kernels.cu) on OpenMP threads. Positions are 0..nd-1 for
@@ -437,128 +606,26 @@ constexpr int kClaimBatch = 64;                   // claims a thread makes befor
 void CpuSamplerBackend::relabel_parallel(const int64_t* dst, int64_t nd, const LayerPicks& lo,
                                          int layer, int threads, Block& b) {
   const int64_t ne = lo.total;
-  const int64_t np = nd + ne;
   const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
-  uint64_t cap = 1024;
-  int bits = 10;
   const uint64_t min_cap = std::max<uint64_t>(uint64_t{1} << 15, 16ULL * kClaimBatch * threads);
-  while (static_cast<double>(cap) < 2 * expect || cap < min_cap) {
-    cap <<= 1;
-    ++bits;
-  }
-  const int64_t* nb = lo.nbrs;
+  int bits = parallel_table_bits(expect, min_cap);
   b.num_dst = nd;
   b.indices.resize(ne);
   int64_t* idx = b.indices.data();
   std::vector<int64_t> firsts(threads + 1, 0);  // per chunk, then prefix offsets
-  uint64_t* t = nullptr;
-  int64_t mask = 0;
+  RelabelTable tab{};
   int team = 1;
   while (true) {
+    const uint64_t cap = uint64_t{1} << bits;
     if (table_.size() < cap) table_.resize(cap);
-    t = table_.data();
-    mask = static_cast<int64_t>(cap - 1);
-    const int shift = 64 - bits;
-    const int64_t limit = static_cast<int64_t>(cap / 4 * 3);
-    int64_t claimed_total = 0;
-    int aborted = 0;
-#pragma omp parallel num_threads(threads)
-    {
-      const int T = omp_get_num_threads(), me = omp_get_thread_num();
-      if (me == 0) team = T;
-      std::memset(t + cap * me / T, 0, (cap * (me + 1) / T - cap * me / T) * sizeof(uint64_t));
-#pragma omp barrier
-      // (1) atomic min of positions
-      const int64_t pb = np * me / T, pe = np * (me + 1) / T;
-      int64_t unpublished = 0;
-      bool stop = false, claimed = false, won = false;
-      auto count_claim = [&]() {
-        if (++unpublished == kClaimBatch) {
-          const int64_t total = __atomic_add_fetch(&claimed_total, unpublished, __ATOMIC_RELAXED);
-          unpublished = 0;
-          if (total > limit) __atomic_store_n(&aborted, 1, __ATOMIC_RELAXED);
-          stop = __atomic_load_n(&aborted, __ATOMIC_RELAXED) != 0;
-        }
-      };
-      constexpr int64_t kAhead = 12;
-      for (int64_t p = pb; p < std::min(pe, nd) && !stop; ++p) {
-        if (p + kAhead < nd) __builtin_prefetch(t + csp::relabel_hash(dst[p + kAhead], shift));
-        offer_first(t, cap - 1, shift, dst[p], static_cast<uint32_t>(p), &claimed, &won);
-        if (claimed) count_claim();
-      }
-      for (int64_t p = std::max(pb, nd); p < pe && !stop; ++p) {
-        const int64_t e = p - nd;
-        if (p + kAhead < pe) __builtin_prefetch(t + csp::relabel_hash(nb[e + kAhead], shift));
-        const uint64_t h =
-            offer_first(t, cap - 1, shift, nb[e], static_cast<uint32_t>(p), &claimed, &won);
-        idx[e] = static_cast<int64_t>(h) | (won ? kCandidate : 0);
-        if (claimed) count_claim();
-      }
-#pragma omp barrier
-      if (__atomic_load_n(&aborted, __ATOMIC_RELAXED) == 0) {
-        // (2) which winners are first occurrences; the first chunk's all are
-        int64_t c = 0;
-        const int64_t eb = std::max(pb, nd) - nd, ee = std::max(pe, nd) - nd;
-        if (me == 0) {
-          for (int64_t e = eb; e < ee; ++e) c += (idx[e] & kCandidate) != 0;
-        } else {
-          constexpr int64_t kAhead2 = 16;
-          for (int64_t e = eb; e < ee; ++e) {
-            if (e + kAhead2 < ee && (idx[e + kAhead2] & kCandidate)) {
-              __builtin_prefetch(t + (idx[e + kAhead2] & mask));
-            }
-            if (!(idx[e] & kCandidate)) continue;
-            if (csp::relabel_slot_value(t[idx[e] & mask]) == static_cast<uint32_t>(nd + e)) {
-              ++c;
-            } else {
-              idx[e] &= mask;
-            }
-          }
-        }
-        firsts[me + 1] = c;
-      }
-    }
-    if (!aborted) break;
-    cap <<= 1;  // outgrew the table: retry with one twice as large (ids do not depend on it)
-    ++bits;
+    tab = RelabelTable{table_.data(), cap, 64 - bits, static_cast<int64_t>(cap / 4 * 3)};
+    if (offer_pass(tab, dst, nd, lo.nbrs, ne, idx, threads, firsts, &team)) break;
+    ++bits;  // outgrew the table: retry with one twice as large (ids do not depend on it)
   }
   firsts.resize(team + 1);
   for (int c = 0; c < team; ++c) firsts[c + 1] += firsts[c];
   b.src_ids.resize(nd + firsts[team]);
-  int64_t* src = b.src_ids.data();
-#pragma omp parallel num_threads(team)
-  {
-    const int T = omp_get_num_threads(), me = omp_get_thread_num();
-    // The chunks are the first region's; should this team be smaller, its first thread does all.
-    const int c0 = T == team ? me : (me == 0 ? 0 : team), c1 = T == team ? me + 1 : team;
-    for (int c = c0; c < c1; ++c) {
-      std::memcpy(src + nd * c / team, dst + nd * c / team,
-                  (nd * (c + 1) / team - nd * c / team) * sizeof(int64_t));
-      // (3) consecutive ids for this chunk's first occurrences
-      const int64_t eb = std::max(np * c / team, nd) - nd,
-                    ee = std::max(np * (c + 1) / team, nd) - nd;
-      int64_t id = nd + firsts[c];
-      for (int64_t e = eb; e < ee; ++e) {
-        if (idx[e] & kCandidate) {
-          const int64_t h = idx[e] & mask;
-          t[h] = (t[h] & ~uint64_t{0xffffffff}) | static_cast<uint64_t>(id);
-          src[id] = nb[e];
-          idx[e] = id++ | kFinal;
-        }
-      }
-    }
-#pragma omp barrier
-    // (4) the other picks' ids
-    constexpr int64_t kAhead = 16;
-    const int64_t eb = ne * me / T, ee = ne * (me + 1) / T;
-    for (int64_t e = eb; e < ee; ++e) {
-      if (e + kAhead < ee && !(idx[e + kAhead] & kFinal)) {
-        __builtin_prefetch(t + (idx[e + kAhead] & mask));
-      }
-      const int64_t x = idx[e];
-      idx[e] = x & kFinal ? x & ~kFinal : csp::relabel_slot_value(t[x & mask]);
-    }
-  }
+  assign_ids(tab, dst, nd, lo.nbrs, ne, idx, team, firsts, b.src_ids.data());
 }
 
 }  // namespace
