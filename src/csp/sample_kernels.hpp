@@ -328,6 +328,51 @@ DSP_HOST_DEVICE inline int weighted_with(const double* cum, int64_t deg, int k, 
   return k;
 }
 
+// The positions of [0, deg) with a positive weight, in order, into pos; returns their number.
+DSP_HOST_DEVICE DSP_FORCEINLINE int positive_positions(const double* cum, int64_t deg,
+                                                       int64_t* pos) {
+  int n = 0;
+  for (int64_t i = 0; i < deg; ++i) {
+    if (weight_at(cum, i) > 0) pos[n++] = i;
+  }
+  return n;
+}
+
+// The total weight of the entries of [0, deg) not among pos[0, n) (sorted, so "picked?" is a
+// merge-like walk).
+DSP_HOST_DEVICE DSP_FORCEINLINE double remaining_weight(const double* cum, int64_t deg,
+                                                        const int64_t* pos, int n) {
+  double remaining = 0;
+  for (int64_t i = 0, j = 0; i < deg; ++i) {
+    if (j < n && pos[j] == i) {
+      ++j;
+      continue;
+    }
+    remaining += weight_at(cum, i);
+  }
+  return remaining;
+}
+
+// The entry not among pos[0, n) (sorted) at which the running sum of those entries' positive
+// weights first exceeds x, in [0, their total); the last such entry should rounding leave none.
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t remaining_at(const double* cum, int64_t deg,
+                                                     const int64_t* pos, int n, double x) {
+  double acc = 0;
+  int64_t last = -1;
+  for (int64_t i = 0, j = 0; i < deg; ++i) {
+    if (j < n && pos[j] == i) {
+      ++j;
+      continue;
+    }
+    double w = weight_at(cum, i);
+    if (!(w > 0)) continue;
+    last = i;
+    acc += w;
+    if (acc > x) break;
+  }
+  return last;
+}
+
 // Weighted sampling without replacement, as successive sampling: each next pick is drawn among
 // the not-yet-picked entries with probability w_i / (sum of their weights), stopping after k picks
 // or when no positive weight remains (zero-weight entries are never picked). So a row with at
@@ -338,13 +383,7 @@ DSP_HOST_DEVICE inline int weighted_with(const double* cum, int64_t deg, int k, 
 DSP_HOST_DEVICE inline int weighted_without(const double* cum, int64_t deg, int k, RngStream& s,
                                             int64_t* pos) {
   if (deg <= 0) return 0;
-  if (deg <= k) {
-    int n = 0;
-    for (int64_t i = 0; i < deg; ++i) {
-      if (weight_at(cum, i) > 0) pos[n++] = i;
-    }
-    return n;
-  }
+  if (deg <= k) return positive_positions(cum, deg, pos);
   int n = 0;
   while (n < k) {
     int64_t pick = -1;
@@ -356,30 +395,10 @@ DSP_HOST_DEVICE inline int weighted_without(const double* cum, int64_t deg, int 
       if (!seen) pick = i;
     }
     if (pick < 0) {
-      // pos[0, n) is kept sorted here, so "picked?" is a merge-like walk.
-      double remaining = 0;
-      for (int64_t i = 0, j = 0; i < deg; ++i) {
-        if (j < n && pos[j] == i) {
-          ++j;
-          continue;
-        }
-        remaining += weight_at(cum, i);
-      }
+      // pos[0, n) is kept sorted here.
+      const double remaining = remaining_weight(cum, deg, pos, n);
       if (!(remaining > 0)) break;
-      double x = s.uniform01() * remaining, acc = 0;
-      int64_t last = -1;
-      for (int64_t i = 0, j = 0; i < deg; ++i) {
-        if (j < n && pos[j] == i) {
-          ++j;
-          continue;
-        }
-        double w = weight_at(cum, i);
-        if (!(w > 0)) continue;
-        last = i;
-        acc += w;
-        if (acc > x) break;
-      }
-      pick = last;
+      pick = remaining_at(cum, deg, pos, n, s.uniform01() * remaining);
     }
     pos[n++] = pick;
     sort_small(pos, n);
