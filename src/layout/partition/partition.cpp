@@ -77,6 +77,49 @@ nlohmann::json PartitionMeta::to_json() const {
           {"extra", extra}};
 }
 
+namespace {
+
+// The counts and offsets of a meta read from `what`: FormatError naming the fault.
+void check_layout(const PartitionMeta& m, const std::string& what) {
+  DSP_CHECK_FORMAT(m.hops >= 0 && m.halo_cap >= 0, "{}: hops and halo_cap must be >= 0", what);
+  DSP_CHECK_FORMAT(m.parts >= 1, "{}: parts must be >= 1, got {}", what, m.parts);
+  DSP_CHECK_FORMAT(static_cast<int64_t>(m.offsets.size()) == m.parts + 1,
+                   "{}: offsets has {} entries, expected parts + 1 = {}", what, m.offsets.size(),
+                   m.parts + 1);
+  DSP_CHECK_FORMAT(m.offsets.front() == 0 && m.offsets.back() == m.num_nodes,
+                   "{}: offsets must run from 0 to num_nodes = {}", what, m.num_nodes);
+  for (int p = 0; p < m.parts; ++p) {
+    DSP_CHECK_FORMAT(m.offsets[p] <= m.offsets[p + 1], "{}: offsets decrease at part {}", what, p);
+  }
+}
+
+// The per-part entries of partition.json.
+std::vector<PartStats> parse_parts(const nlohmann::json& j, int parts, const std::string& what) {
+  DSP_CHECK_FORMAT(j.contains("part") && j.at("part").is_array() &&
+                       static_cast<int>(j.at("part").size()) == parts,
+                   "{}: 'part' must list {} parts", what, parts);
+  std::vector<PartStats> out;
+  for (const auto& pj : j.at("part")) {
+    PartStats s;
+    try {
+      s.begin = pj.at("begin");
+      s.end = pj.at("end");
+      s.edges = pj.at("edges");
+      s.seeds = pj.at("seeds");
+      s.cached = pj.at("cached");
+      s.halo_nodes = pj.value("halo_nodes", int64_t{0});
+      s.halo_edges = pj.value("halo_edges", int64_t{0});
+      s.reach = pj.value("reach", int64_t{0});
+    } catch (const nlohmann::json::exception&) {
+      DSP_THROW_T(FormatError, "{}: malformed part entry", what);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
 PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::string& what) {
   PartitionMeta m;
   auto get = [&](const char* key, auto& out) {
@@ -134,35 +177,8 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   if (j.contains("halo_cap")) get("halo_cap", m.halo_cap);
   // Written since PaGraph's pre-aggregation exists; absent means none.
   if (j.contains("preaggregated")) get("preaggregated", m.preaggregated);
-  DSP_CHECK_FORMAT(m.hops >= 0 && m.halo_cap >= 0, "{}: hops and halo_cap must be >= 0", what);
-  DSP_CHECK_FORMAT(m.parts >= 1, "{}: parts must be >= 1, got {}", what, m.parts);
-  DSP_CHECK_FORMAT(static_cast<int64_t>(m.offsets.size()) == m.parts + 1,
-                   "{}: offsets has {} entries, expected parts + 1 = {}", what, m.offsets.size(),
-                   m.parts + 1);
-  DSP_CHECK_FORMAT(m.offsets.front() == 0 && m.offsets.back() == m.num_nodes,
-                   "{}: offsets must run from 0 to num_nodes = {}", what, m.num_nodes);
-  for (int p = 0; p < m.parts; ++p) {
-    DSP_CHECK_FORMAT(m.offsets[p] <= m.offsets[p + 1], "{}: offsets decrease at part {}", what, p);
-  }
-  DSP_CHECK_FORMAT(j.contains("part") && j.at("part").is_array() &&
-                       static_cast<int>(j.at("part").size()) == m.parts,
-                   "{}: 'part' must list {} parts", what, m.parts);
-  for (const auto& pj : j.at("part")) {
-    PartStats s;
-    try {
-      s.begin = pj.at("begin");
-      s.end = pj.at("end");
-      s.edges = pj.at("edges");
-      s.seeds = pj.at("seeds");
-      s.cached = pj.at("cached");
-      s.halo_nodes = pj.value("halo_nodes", int64_t{0});
-      s.halo_edges = pj.value("halo_edges", int64_t{0});
-      s.reach = pj.value("reach", int64_t{0});
-    } catch (const nlohmann::json::exception&) {
-      DSP_THROW_T(FormatError, "{}: malformed part entry", what);
-    }
-    m.part.push_back(s);
-  }
+  check_layout(m, what);
+  m.part = parse_parts(j, m.parts, what);
   return m;
 }
 
@@ -197,22 +213,20 @@ std::vector<int32_t> assign_random(int64_t n, int parts, uint64_t seed) {
   return assign;
 }
 
-std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose,
-                                  int64_t max_entries, bool balance_entries) {
-  static_assert(sizeof(idx_t) == 4 || sizeof(idx_t) == 8, "unexpected METIS idx_t");
-  if (sizeof(idx_t) == 4) max_entries = std::min(max_entries, kMetisMaxEntries);
+namespace {
+
+// METIS's input: a symmetric adjacency without self loops, in its index type.
+struct MetisGraph {
+  std::vector<idx_t> xadj, adj;
+};
+
+MetisGraph metis_graph(const Dataset& ds, int64_t max_entries) {
   const Csr& g = ds.graph;
   const int64_t n = g.num_nodes;
-  if (parts == 1) return std::vector<int32_t>(n, 0);
-  DSP_CHECK_ARG(n <= max_entries,
-                "METIS uses 32-bit indices: {} nodes exceed its limit of {}; use --method "
-                "bfs-blocks (or --method random)",
-                n, max_entries);
-  detail::Progress progress(verbose);
-
-  // METIS wants a symmetric adjacency without self loops.
-  std::vector<idx_t> xadj(n + 1, 0);
-  std::vector<idx_t> adj;
+  MetisGraph mg;
+  std::vector<idx_t>& xadj = mg.xadj;
+  std::vector<idx_t>& adj = mg.adj;
+  xadj.assign(n + 1, 0);
   if (!ds.meta.directed) {
     int64_t entries = g.num_edges();
     DSP_CHECK_ARG(entries <= max_entries,
@@ -251,12 +265,15 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
     const int32_t* si = sym.indices.data<int32_t>();
     adj.assign(si, si + sym.num_edges());
   }
-  progress.phase("symmetrize");
-  detail::release_pages(g);  // METIS works on its copy
+  return mg;
+}
 
-  // Balance constraints, one weight each per node: the node itself (1), training seeds (1 for a
-  // seed), and the adjacency entries the node's row brings into its part's patch (its in-degree:
-  // the topology memory of a rank, which on power-law graphs is far from proportional to nodes).
+// Balance constraints, one weight each per node: the node itself (1), training seeds (1 for a
+// seed), and the adjacency entries the node's row brings into its part's patch (its in-degree:
+// the topology memory of a rank, which on power-law graphs is far from proportional to nodes).
+std::vector<idx_t> metis_weights(const Dataset& ds, bool balance_entries, idx_t* ncon_out) {
+  const Csr& g = ds.graph;
+  const int64_t n = g.num_nodes;
   const bool seeds = ds.train_idx.defined() && ds.train_idx.dim(0) > 0;
   idx_t ncon = 1 + (seeds ? 1 : 0) + (balance_entries ? 1 : 0);
   std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon, 0);
@@ -267,6 +284,31 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
   if (seeds) {
     for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) vwgt[ds.train_idx.int_at(i) * ncon + 1] = 1;
   }
+  *ncon_out = ncon;
+  return vwgt;
+}
+
+}  // namespace
+
+std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, bool verbose,
+                                  int64_t max_entries, bool balance_entries) {
+  static_assert(sizeof(idx_t) == 4 || sizeof(idx_t) == 8, "unexpected METIS idx_t");
+  if (sizeof(idx_t) == 4) max_entries = std::min(max_entries, kMetisMaxEntries);
+  const Csr& g = ds.graph;
+  const int64_t n = g.num_nodes;
+  if (parts == 1) return std::vector<int32_t>(n, 0);
+  DSP_CHECK_ARG(n <= max_entries,
+                "METIS uses 32-bit indices: {} nodes exceed its limit of {}; use --method "
+                "bfs-blocks (or --method random)",
+                n, max_entries);
+  detail::Progress progress(verbose);
+
+  MetisGraph mg = metis_graph(ds, max_entries);
+  progress.phase("symmetrize");
+  detail::release_pages(g);  // METIS works on its copy
+
+  idx_t ncon = 0;
+  std::vector<idx_t> vwgt = metis_weights(ds, balance_entries, &ncon);
   idx_t nv = static_cast<idx_t>(n), np = parts, objval = 0;
   std::vector<real_t> ubvec(ncon, 1.03f);
   idx_t options[METIS_NOPTIONS];
@@ -274,8 +316,8 @@ std::vector<int32_t> assign_metis(const Dataset& ds, int parts, uint64_t seed, b
   options[METIS_OPTION_SEED] = static_cast<idx_t>(seed & 0x7fffffff);
   options[METIS_OPTION_NUMBERING] = 0;
   std::vector<idx_t> part(n, 0);
-  int rc = METIS_PartGraphKway(&nv, &ncon, xadj.data(), adj.data(), vwgt.data(), nullptr, nullptr,
-                               &np, nullptr, ubvec.data(), options, &objval, part.data());
+  int rc = METIS_PartGraphKway(&nv, &ncon, mg.xadj.data(), mg.adj.data(), vwgt.data(), nullptr,
+                               nullptr, &np, nullptr, ubvec.data(), options, &objval, part.data());
   DSP_CHECK(rc == METIS_OK, "METIS_PartGraphKway failed ({})",
             rc == METIS_ERROR_MEMORY  ? "out of memory"
             : rc == METIS_ERROR_INPUT ? "invalid input"

@@ -265,16 +265,20 @@ void check_partition_out(const std::string& dataset_dir, const std::string& out)
                 out, dataset_dir);
 }
 
-PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
-                                const std::string& out) {
-  if (!ds.dir.empty()) check_partition_out(ds.dir, out);
+namespace {
+
+const std::string& dataset_label(const Dataset& ds) {
+  return ds.dir.empty() ? ds.meta.name : ds.dir;
+}
+
+// The checks of `opts` against `ds`, before any work.
+void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
   const int64_t n = ds.meta.num_nodes;
-  const int parts = opts.parts;
-  DSP_CHECK_ARG(parts >= 1, "--parts must be >= 1, got {}", parts);
-  DSP_CHECK_ARG(parts <= n, "--parts {} is larger than the node count {} of {}", parts, n,
-                ds.dir.empty() ? ds.meta.name : ds.dir);
+  DSP_CHECK_ARG(opts.parts >= 1, "--parts must be >= 1, got {}", opts.parts);
+  DSP_CHECK_ARG(opts.parts <= n, "--parts {} is larger than the node count {} of {}", opts.parts, n,
+                dataset_label(ds));
   check_partition_method(opts);
-  const StaticCachePolicy& policy = static_cache_policy(opts.cache_policy);
+  static_cache_policy(opts.cache_policy);  // "unknown cache policy ..."
   DSP_CHECK_ARG(opts.cache_ratio >= 0.0 && opts.cache_ratio <= 1.0,
                 "--cache-ratio must be in [0, 1], got {}", opts.cache_ratio);
   DSP_CHECK_ARG(opts.seed_imbalance >= 0.0, "seed imbalance must be >= 0");
@@ -283,52 +287,41 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
     DSP_CHECK_ARG(std::find(kinds.begin(), kinds.end(), k) != kinds.end(),
                   "unknown --preaggregate kind '{}' (mean, gcn)", k);
     DSP_CHECK_ARG(ds.features.defined(), "--preaggregate needs node features, and {} has none",
-                  ds.dir.empty() ? ds.meta.name : ds.dir);
+                  dataset_label(ds));
   }
+}
 
-  Stopwatch total;
-  detail::Progress progress(opts.verbose);
-  auto phase = [&](const std::string& what) {
-    const double s = progress.phase(what);
-    detail::release_pages(ds);
-    return s;
-  };
+// Renumbering: part p's nodes, in old-id order, get the ids [offsets[p], offsets[p+1]).
+struct Renumbering {
+  std::vector<int64_t> offsets, old2new, new2old;
+};
 
-  PartitionMeta meta;
-  meta.source_checksum = dataset_checksum(ds);
-  phase("checksum source");
-
-  nlohmann::json method_report = nlohmann::json::object();
-  std::vector<int32_t> assign = assign_parts(ds, opts, &method_report);
-  method_report["assign_s"] = phase("assign parts");
-  int64_t moved = rebalance_seeds(ds.graph, ds.train_idx, parts, opts.seed_imbalance, assign);
-  phase(fmt::format("balance seeds ({} moved)", moved));
-
-  // Renumber: part p's nodes, in old-id order, get the ids [offsets[p], offsets[p+1]).
-  meta.parts = parts;
-  meta.offsets.assign(parts + 1, 0);
-  for (int64_t v = 0; v < n; ++v) ++meta.offsets[assign[v] + 1];
-  for (int p = 0; p < parts; ++p) meta.offsets[p + 1] += meta.offsets[p];
-  std::vector<int64_t> old2new(n), new2old(n);
-  {
-    std::vector<int64_t> cursor(meta.offsets.begin(), meta.offsets.end() - 1);
-    for (int64_t v = 0; v < n; ++v) {
-      int64_t id = cursor[assign[v]]++;
-      old2new[v] = id;
-      new2old[id] = v;
-    }
+Renumbering renumber(const std::vector<int32_t>& assign, int parts) {
+  const int64_t n = static_cast<int64_t>(assign.size());
+  Renumbering r;
+  r.offsets.assign(parts + 1, 0);
+  for (int64_t v = 0; v < n; ++v) ++r.offsets[assign[v] + 1];
+  for (int p = 0; p < parts; ++p) r.offsets[p + 1] += r.offsets[p];
+  r.old2new.resize(n);
+  r.new2old.resize(n);
+  std::vector<int64_t> cursor(r.offsets.begin(), r.offsets.end() - 1);
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t id = cursor[assign[v]]++;
+    r.old2new[v] = id;
+    r.new2old[id] = v;
   }
-  // Edge cut: adjacency entries whose two ends have different owners.
-  meta.edge_cut = edge_cut(ds.graph, assign);
-  std::vector<int32_t>().swap(assign);
-  phase("renumber + edge cut");
+  return r;
+}
 
+// The meta's description of the dataset, the method and the cache.
+void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& opts,
+              const StaticCachePolicy& policy, int64_t moved, nlohmann::json method_report) {
   const Csr& g = ds.graph;
   meta.method = opts.method;
   meta.cache_policy = policy.name();
   meta.cache_ratio = opts.cache_ratio;
   meta.cache_bytes = opts.cache_bytes;
-  meta.num_nodes = n;
+  meta.num_nodes = ds.meta.num_nodes;
   meta.num_edges = g.num_edges();
   meta.feature_dim = ds.meta.feature_dim;
   meta.feature_dtype = ds.meta.feature_dtype;
@@ -339,7 +332,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   meta.extra = {{"seed", opts.seed},
                 {"seeds_moved_for_balance", moved},
                 {"directed", ds.meta.directed},
-                {"method_report", method_report}};
+                {"method_report", std::move(method_report)}};
   if (opts.method == "metis") meta.extra["balance_entries"] = opts.balance_entries;
   if (opts.method == "bfs-blocks") meta.extra["balance_entries"] = opts.bfs_blocks.balance_entries;
   for (const std::string& k : opts.preaggregate) {
@@ -352,17 +345,6 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
     meta.hops = opts.pagraph.hops;
     meta.halo_cap = opts.pagraph.halo_cap;
   }
-
-  // Hotness in new ids.
-  std::vector<int64_t> train_old;
-  for (int64_t i = 0; ds.train_idx.defined() && i < ds.train_idx.dim(0); ++i) {
-    train_old.push_back(ds.train_idx.int_at(i));
-  }
-  std::vector<int64_t> score_old =
-      hotness_scores(policy.name(), g, train_old, opts.seed, opts.presample);
-  std::vector<int64_t> score(n);
-  for (int64_t v = 0; v < n; ++v) score[old2new[v]] = score_old[v];
-  std::vector<int64_t>().swap(score_old);
   const size_t row_bytes =
       static_cast<size_t>(ds.meta.feature_dim) * dtype_size(ds.meta.feature_dtype);
   if (opts.cache_bytes >= 0) {
@@ -370,87 +352,163 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   } else {
     meta.cache_rows = -1;  // per part: cache_ratio of its own nodes
   }
-  phase("hotness");
+}
 
-  StagedDir dir(out, opts.overwrite);
+// Hotness of every node under the policy, indexed by new id.
+std::vector<int64_t> new_id_scores(const Dataset& ds, const PartitionOptions& opts,
+                                   const StaticCachePolicy& policy,
+                                   const std::vector<int64_t>& old2new) {
+  std::vector<int64_t> train_old;
+  for (int64_t i = 0; ds.train_idx.defined() && i < ds.train_idx.dim(0); ++i) {
+    train_old.push_back(ds.train_idx.int_at(i));
+  }
+  std::vector<int64_t> score_old =
+      hotness_scores(policy.name(), ds.graph, train_old, opts.seed, opts.presample);
+  std::vector<int64_t> score(old2new.size());
+  for (size_t v = 0; v < old2new.size(); ++v) score[old2new[v]] = score_old[v];
+  return score;
+}
+
+uint64_t partition_id(const PartitionMeta& meta, const std::vector<int64_t>& new2old) {
   Hasher pid;
   pid.update(&meta.source_checksum, sizeof(uint64_t));
   pid.update(new2old.data(), new2old.size() * sizeof(int64_t));
   std::string pol =
       fmt::format("{}{}{}/{}", meta.cache_policy, meta.method, meta.hops, meta.halo_cap);
   pid.update(pol.data(), pol.size());
-  meta.partition_id = pid.digest();
+  return pid.digest();
+}
 
-  if (ds.features.defined()) write_gathered_rows(dir.file("features.npy"), ds.features, new2old);
+// The arrays every rank maps: features (and pre-aggregated rows), labels, splits, in-degrees.
+void write_shared_arrays(StagedDir& dir, const Dataset& ds, const PartitionMeta& meta,
+                         const Renumbering& r) {
+  const Csr& g = ds.graph;
+  const std::vector<int64_t>& old2new = r.old2new;
+  if (ds.features.defined()) write_gathered_rows(dir.file("features.npy"), ds.features, r.new2old);
   for (const std::string& k : meta.preaggregated) {
-    write_preaggregated(g, ds.features, new2old, k,
+    write_preaggregated(g, ds.features, r.new2old, k,
                         dir.file(fmt::format("preaggregated_{}.npy", k)));
     detail::release_pages(ds);
   }
-  if (ds.labels.defined()) write_gathered_rows(dir.file("labels.npy"), ds.labels, new2old);
+  if (ds.labels.defined()) write_gathered_rows(dir.file("labels.npy"), ds.labels, r.new2old);
   save_npy(dir.file("train_idx.npy"), ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)
                                                              : Array(DType::kInt64, {0}));
   if (ds.valid_idx.defined())
     save_npy(dir.file("valid_idx.npy"), map_ids_sorted(ds.valid_idx, old2new));
   if (ds.test_idx.defined())
     save_npy(dir.file("test_idx.npy"), map_ids_sorted(ds.test_idx, old2new));
-  {
-    std::vector<int64_t> indeg(n);
-    for (int64_t v = 0; v < n; ++v) indeg[old2new[v]] = g.degree(v);
-    save_npy(dir.file("in_degree.npy"), Array::from_vector(std::move(indeg)));
+  std::vector<int64_t> indeg(old2new.size());
+  for (size_t v = 0; v < old2new.size(); ++v) indeg[old2new[v]] = g.degree(static_cast<int64_t>(v));
+  save_npy(dir.file("in_degree.npy"), Array::from_vector(std::move(indeg)));
+}
+
+// What every part's writer shares: the graph, the renumbering, the scores, the halo sources.
+struct PartWriter {
+  const Csr& g;
+  const PartitionOptions& opts;
+  const StaticCachePolicy& policy;
+  const PartitionMeta& meta;
+  const Renumbering& r;
+  const std::vector<int64_t>& score;
+  const Array& train_new;
+  Csr halo_src;               // PaGraph: the rows replicated rows are cut from
+  std::vector<int8_t> depth;  // PaGraph: BFS scratch for the halos
+
+  // Part p's patch, seeds, halo and cache list into <tmp>/part<p>/.
+  PartStats write(const std::string& tmp, int p);
+};
+
+PartStats PartWriter::write(const std::string& tmp, int p) {
+  PartStats st;
+  st.begin = meta.offsets[p];
+  st.end = meta.offsets[p + 1];
+  std::string pd = part_dir(tmp, p);
+  std::filesystem::create_directories(pd);
+  dispatch_index(g.index_dtype(), [&](auto tag) {
+    st.edges = write_patch<decltype(tag)>(g, r.old2new, r.new2old, st.begin, st.end, pd,
+                                          opts.write_chunk_bytes);
+  });
+  std::vector<int64_t> seeds;
+  const int64_t* t = train_new.data<int64_t>();
+  for (int64_t i = 0; i < train_new.dim(0); ++i) {
+    if (t[i] >= st.begin && t[i] < st.end) seeds.push_back(t[i]);
   }
+  st.seeds = static_cast<int64_t>(seeds.size());
+  if (meta.hops > 0) write_halo(g, halo_src, meta, r.old2new, r.new2old, seeds, depth, pd, st);
+  detail::release_pages(g);
+  save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
+  int64_t cap =
+      !policy.caches() ? 0
+      : meta.cache_rows >= 0
+          ? meta.cache_rows
+          : static_cast<int64_t>(opts.cache_ratio * static_cast<double>(st.end - st.begin));
+  std::vector<int64_t> cached = top_k_by_score(score, st.begin, st.end, cap);
+  st.cached = static_cast<int64_t>(cached.size());
+  save_npy(pd + "/cached.npy", Array::from_vector(std::move(cached)));
+  nlohmann::json pj = {{"part", p},
+                       {"begin", st.begin},
+                       {"end", st.end},
+                       {"partition_id", fmt::format("{:016x}", meta.partition_id)}};
+  write_file_atomic(pd + "/part.json", pj.dump(2) + "\n");
+  return st;
+}
+
+}  // namespace
+
+PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
+                                const std::string& out) {
+  if (!ds.dir.empty()) check_partition_out(ds.dir, out);
+  check_partition_options(ds, opts);
+  const StaticCachePolicy& policy = static_cache_policy(opts.cache_policy);
+  Stopwatch total;
+  detail::Progress progress(opts.verbose);
+  auto phase = [&](const std::string& what) {
+    const double s = progress.phase(what);
+    detail::release_pages(ds);
+    return s;
+  };
+
+  PartitionMeta meta;
+  meta.source_checksum = dataset_checksum(ds);
+  phase("checksum source");
+  nlohmann::json method_report = nlohmann::json::object();
+  std::vector<int32_t> assign = assign_parts(ds, opts, &method_report);
+  method_report["assign_s"] = phase("assign parts");
+  const int64_t moved =
+      rebalance_seeds(ds.graph, ds.train_idx, opts.parts, opts.seed_imbalance, assign);
+  phase(fmt::format("balance seeds ({} moved)", moved));
+
+  Renumbering r = renumber(assign, opts.parts);
+  meta.parts = opts.parts;
+  meta.offsets = r.offsets;
+  meta.edge_cut = edge_cut(ds.graph, assign);  // entries whose two ends have different owners
+  std::vector<int32_t>().swap(assign);
+  phase("renumber + edge cut");
+
+  describe(meta, ds, opts, policy, moved, std::move(method_report));
+  const std::vector<int64_t> score = new_id_scores(ds, opts, policy, r.old2new);
+  phase("hotness");
+
+  StagedDir dir(out, opts.overwrite);
+  meta.partition_id = partition_id(meta, r.new2old);
+  write_shared_arrays(dir, ds, meta, r);
   phase("write shared arrays");
 
-  Array train_new =
-      ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new) : Array(DType::kInt64, {0});
-  // PaGraph: the rows replicated rows are cut from, and BFS scratch for the halos.
-  Csr halo_src;
-  std::vector<int8_t> depth;
+  const Array train_new =
+      ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, r.old2new) : Array(DType::kInt64, {0});
+  PartWriter w{ds.graph, opts, policy, meta, r, score, train_new, {}, {}};
   if (meta.hops > 0) {
-    halo_src = detail::halo_rows_source(g, meta.halo_cap, opts.seed);
-    depth.assign(n, -1);
+    w.halo_src = detail::halo_rows_source(ds.graph, meta.halo_cap, opts.seed);
+    w.depth.assign(ds.meta.num_nodes, -1);
   }
-  for (int p = 0; p < parts; ++p) {
-    PartStats st;
-    st.begin = meta.offsets[p];
-    st.end = meta.offsets[p + 1];
-    std::string pd = part_dir(dir.tmp_path(), p);
-    std::filesystem::create_directories(pd);
-    dispatch_index(g.index_dtype(), [&](auto tag) {
-      st.edges = write_patch<decltype(tag)>(g, old2new, new2old, st.begin, st.end, pd,
-                                            opts.write_chunk_bytes);
-    });
-    std::vector<int64_t> seeds;
-    const int64_t* t = train_new.data<int64_t>();
-    for (int64_t i = 0; i < train_new.dim(0); ++i) {
-      if (t[i] >= st.begin && t[i] < st.end) seeds.push_back(t[i]);
-    }
-    st.seeds = static_cast<int64_t>(seeds.size());
-    if (meta.hops > 0) write_halo(g, halo_src, meta, old2new, new2old, seeds, depth, pd, st);
-    detail::release_pages(g);
-    save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
-    int64_t cap =
-        !policy.caches() ? 0
-        : meta.cache_rows >= 0
-            ? meta.cache_rows
-            : static_cast<int64_t>(opts.cache_ratio * static_cast<double>(st.end - st.begin));
-    std::vector<int64_t> cached = top_k_by_score(score, st.begin, st.end, cap);
-    st.cached = static_cast<int64_t>(cached.size());
-    save_npy(pd + "/cached.npy", Array::from_vector(std::move(cached)));
-    nlohmann::json pj = {{"part", p},
-                         {"begin", st.begin},
-                         {"end", st.end},
-                         {"partition_id", fmt::format("{:016x}", meta.partition_id)}};
-    write_file_atomic(pd + "/part.json", pj.dump(2) + "\n");
-    meta.part.push_back(st);
-  }
-  save_npy(dir.file("old2new.npy"), Array::from_vector(std::move(old2new)));
-  save_npy(dir.file("new2old.npy"), Array::from_vector(std::move(new2old)));
+  for (int p = 0; p < opts.parts; ++p) meta.part.push_back(w.write(dir.tmp_path(), p));
+  save_npy(dir.file("old2new.npy"), Array::from_vector(std::move(r.old2new)));
+  save_npy(dir.file("new2old.npy"), Array::from_vector(std::move(r.new2old)));
   phase("write parts");
   write_file_atomic(dir.file("partition.json"), meta.to_json().dump(2) + "\n");
   dir.commit();
   if (opts.verbose) {
-    DSP_INFO("partition", "wrote {} ({} parts, {:.2f} s total)", out, parts, total.seconds());
+    DSP_INFO("partition", "wrote {} ({} parts, {:.2f} s total)", out, opts.parts, total.seconds());
   }
   return meta;
 }

@@ -156,44 +156,29 @@ class PagraphGreedy {
   // cuts fewer edges, and no part ends up with every hub's row.
   std::vector<int32_t> owners(const Csr& g) {
     const int64_t n = g.num_nodes;
-    std::vector<int64_t> owned(n_tv_), entries(parts_, 0), cnt(parts_);
+    Loads l;
+    l.owned.assign(n_tv_.begin(), n_tv_.end());
+    l.entries.assign(parts_, 0);
+    l.cnt.resize(parts_);
     for (int64_t v = 0; v < n; ++v) {
-      if (belongs_[v] >= 0) entries[belongs_[v]] += g.degree(v);
+      if (belongs_[v] >= 0) l.entries[belongs_[v]] += g.degree(v);
     }
-    const double cap_n = 1.05 * static_cast<double>(n) / parts_ + 1;
-    const double cap_e = 1.05 * static_cast<double>(g.num_edges()) / parts_ + 1;
-    auto fits = [&](int i, int64_t deg) {
-      return owned[i] + 1 <= cap_n && static_cast<double>(entries[i] + deg) <= cap_e;
-    };
+    l.cap_n = 1.05 * static_cast<double>(n) / parts_ + 1;
+    l.cap_e = 1.05 * static_cast<double>(g.num_edges()) / parts_ + 1;
     with_indices(g, [&](const auto* idx) {
       const int64_t* gp = g.rowptr();
       for (int64_t v = 0; v < n; ++v) {
         if (belongs_[v] >= 0) continue;
-        const int64_t deg = gp[v + 1] - gp[v];
-        bool any = false;
-        for (int i = 0; i < parts_ && !any; ++i) any = pv_.test(i, v) && fits(i, deg);
-        std::fill(cnt.begin(), cnt.end(), 0);
+        std::fill(l.cnt.begin(), l.cnt.end(), 0);
         for (int64_t e = gp[v]; e < gp[v + 1]; ++e) {
           const int32_t b = belongs_[static_cast<int64_t>(idx[e])];
-          if (b >= 0) ++cnt[b];
+          if (b >= 0) ++l.cnt[b];
         }
-        int best = -1;
-        for (int i = 0; i < parts_; ++i) {
-          if (!fits(i, deg) || (any && !pv_.test(i, v))) continue;
-          if (best < 0 || cnt[i] > cnt[best] || (cnt[i] == cnt[best] && owned[i] < owned[best])) {
-            best = i;
-          }
-        }
-        if (best < 0) {  // fits nowhere: the least full part
-          auto fill = [&](int j) {
-            return std::max(owned[j] / cap_n, static_cast<double>(entries[j] + deg) / cap_e);
-          };
-          best = 0;
-          for (int j = 1; j < parts_; ++j) best = fill(j) < fill(best) ? j : best;
-        }
+        const int64_t deg = gp[v + 1] - gp[v];
+        const int best = owner_of(v, deg, l);
         belongs_[v] = best;
-        ++owned[best];
-        entries[best] += deg;
+        ++l.owned[best];
+        l.entries[best] += deg;
       }
     });
     return std::move(belongs_);
@@ -202,6 +187,36 @@ class PagraphGreedy {
   const std::vector<int64_t>& replicated() const { return n_pv_; }
 
  private:
+  // The parts' loads while owners() assigns, and the in-neighbours of the node at hand per part.
+  struct Loads {
+    std::vector<int64_t> owned, entries, cnt;
+    double cap_n = 0, cap_e = 0;
+    bool fits(int i, int64_t deg) const {
+      return owned[i] + 1 <= cap_n && static_cast<double>(entries[i] + deg) <= cap_e;
+    }
+  };
+
+  // owners()' choice for node v of in-degree deg (see there).
+  int owner_of(int64_t v, int64_t deg, const Loads& l) const {
+    bool any = false;
+    for (int i = 0; i < parts_ && !any; ++i) any = pv_.test(i, v) && l.fits(i, deg);
+    int best = -1;
+    for (int i = 0; i < parts_; ++i) {
+      if (!l.fits(i, deg) || (any && !pv_.test(i, v))) continue;
+      if (best < 0 || l.cnt[i] > l.cnt[best] ||
+          (l.cnt[i] == l.cnt[best] && l.owned[i] < l.owned[best])) {
+        best = i;
+      }
+    }
+    if (best >= 0) return best;
+    auto fill = [&](int j) {  // fits nowhere: the least full part
+      return std::max(l.owned[j] / l.cap_n, static_cast<double>(l.entries[j] + deg) / l.cap_e);
+    };
+    best = 0;
+    for (int j = 1; j < parts_; ++j) best = fill(j) < fill(best) ? j : best;
+    return best;
+  }
+
   // IN_L(v) into nbrs_: the distinct nodes within L hops along in-edges (stamp t marks them).
   void in_hops(int64_t v, int32_t t) {
     nbrs_.clear();
@@ -265,14 +280,18 @@ std::vector<int32_t> assign_pagraph(const Csr& g, const Array& train_idx, int pa
 
 namespace detail {
 
-Halo build_halo(const Csr& g, const Csr& rows, const std::vector<int64_t>& old2new,
-                const std::vector<int64_t>& new2old, int64_t begin, int64_t end,
-                const std::vector<int64_t>& seeds_new, int hops, std::vector<int8_t>& depth) {
-  Halo h;
+namespace {
+
+// The part's halo ids (new ids, ascending: nodes within L-1 hops of its seeds that it does not
+// own) and its reach (nodes within L hops): a multi-source BFS from the seeds; a row is expanded
+// when its node is within L-1 hops, own rows whole, replicated rows as the cap leaves them.
+// `depth` is all -1 before and after.
+std::vector<int64_t> halo_ids(const Csr& g, const Csr& rows, const std::vector<int64_t>& old2new,
+                              const std::vector<int64_t>& new2old, int64_t begin, int64_t end,
+                              const std::vector<int64_t>& seeds_new, int hops,
+                              std::vector<int8_t>& depth, int64_t* reach) {
   auto owned = [&](int64_t x) { return old2new[x] >= begin && old2new[x] < end; };
-  // Multi-source BFS from the part's seeds; a row is expanded when its node is within L-1 hops:
-  // own rows whole, replicated rows as the cap leaves them.
-  std::vector<int64_t> touched, frontier, next;
+  std::vector<int64_t> touched, frontier, next, ids;
   for (int64_t sn : seeds_new) {
     const int64_t x = new2old[sn];
     if (depth[x] < 0) {
@@ -298,15 +317,21 @@ Halo build_halo(const Csr& g, const Csr& rows, const std::vector<int64_t>& old2n
     frontier.swap(next);
   }
   for (int64_t x : touched) {
-    if (depth[x] < hops && !owned(x)) h.ids.push_back(old2new[x]);
+    if (depth[x] < hops && !owned(x)) ids.push_back(old2new[x]);
     depth[x] = -1;
   }
-  h.reach = static_cast<int64_t>(touched.size());
-  std::sort(h.ids.begin(), h.ids.end());
-  // Their rows, renumbered and ascending (as the owner's patch row, or its capped subset).
-  const int64_t k = static_cast<int64_t>(h.ids.size());
+  *reach = static_cast<int64_t>(touched.size());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// The rows of `ids` (new ids) from `rows`, renumbered and ascending (as the owner's patch row, or
+// its capped subset), in g's index type.
+Csr halo_rows(const Csr& g, const Csr& rows, const std::vector<int64_t>& ids,
+              const std::vector<int64_t>& old2new, const std::vector<int64_t>& new2old) {
+  const int64_t k = static_cast<int64_t>(ids.size());
   std::vector<int64_t> ptr(k + 1, 0);
-  for (int64_t i = 0; i < k; ++i) ptr[i + 1] = ptr[i] + rows.degree(new2old[h.ids[i]]);
+  for (int64_t i = 0; i < k; ++i) ptr[i + 1] = ptr[i] + rows.degree(new2old[ids[i]]);
   std::vector<int64_t> idx_out(ptr[k]);
   std::vector<float> w_out(rows.has_weights() ? ptr[k] : 0);
   const float* rw = rows.has_weights() ? rows.weights.data<float>() : nullptr;
@@ -314,7 +339,7 @@ Halo build_halo(const Csr& g, const Csr& rows, const std::vector<int64_t>& old2n
     parallel_for(0, k, 1024, [&](int64_t lo, int64_t hi) {
       std::vector<std::pair<int64_t, float>> tmp;
       for (int64_t i = lo; i < hi; ++i) {
-        const int64_t x = new2old[h.ids[i]], b = rows.rowptr()[x];
+        const int64_t x = new2old[ids[i]], b = rows.rowptr()[x];
         tmp.resize(ptr[i + 1] - ptr[i]);
         for (size_t j = 0; j < tmp.size(); ++j) {
           tmp[j] = {old2new[static_cast<int64_t>(idx[b + j])], rw ? rw[b + j] : 0.0f};
@@ -328,14 +353,26 @@ Halo build_halo(const Csr& g, const Csr& rows, const std::vector<int64_t>& old2n
       }
     });
   });
-  h.rows.num_nodes = k;
-  h.rows.indptr = Array::from_vector(std::move(ptr));
+  Csr out;
+  out.num_nodes = k;
+  out.indptr = Array::from_vector(std::move(ptr));
   if (g.index_dtype() == DType::kInt32) {
-    h.rows.indices = Array::from_vector(std::vector<int32_t>(idx_out.begin(), idx_out.end()));
+    out.indices = Array::from_vector(std::vector<int32_t>(idx_out.begin(), idx_out.end()));
   } else {
-    h.rows.indices = Array::from_vector(std::move(idx_out));
+    out.indices = Array::from_vector(std::move(idx_out));
   }
-  if (rw) h.rows.weights = Array::from_vector(std::move(w_out));
+  if (rw) out.weights = Array::from_vector(std::move(w_out));
+  return out;
+}
+
+}  // namespace
+
+Halo build_halo(const Csr& g, const Csr& rows, const std::vector<int64_t>& old2new,
+                const std::vector<int64_t>& new2old, int64_t begin, int64_t end,
+                const std::vector<int64_t>& seeds_new, int hops, std::vector<int8_t>& depth) {
+  Halo h;
+  h.ids = halo_ids(g, rows, old2new, new2old, begin, end, seeds_new, hops, depth, &h.reach);
+  h.rows = halo_rows(g, rows, h.ids, old2new, new2old);
   return h;
 }
 
