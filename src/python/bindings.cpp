@@ -274,9 +274,8 @@ py::dict dataset_to_py(Dataset&& ds) {
   return d;
 }
 
-}  // namespace
-
-void bind(py::module_& m) {
+// The module's basics: version, log level, the job hooks of dsp/__init__.py.
+void bind_basics(py::module_& m) {
   register_exceptions(m);
   m.attr("__version__") = DSP_VERSION;
 #ifdef DSP_HAVE_TRAIN
@@ -295,7 +294,10 @@ void bind(py::module_& m) {
   m.def("_job_rank", &job_rank);
   m.def(
       "_abort_job", [](const std::string& message) { abort_job(message, 1); }, py::arg("message"));
+}
 
+// The commands Python shares with the CLI: generate and convert.
+void bind_commands(py::module_& m) {
   m.def(
       "generate_community",
       [](const std::string& out, const py::kwargs& kw) {
@@ -358,7 +360,10 @@ void bind(py::module_& m) {
          "the CLI's flags:\n" +
          describe_options(convert_options()))
             .c_str());
+}
 
+// The readers of datasets and partitions, the option tables, and partitioning.
+void bind_partition(py::module_& m) {
   m.def(
       "load_dataset",
       [](const std::string& dir, bool validate) {
@@ -411,7 +416,10 @@ void bind(py::module_& m) {
       "load_partition_meta",
       [](const std::string& dir) { return json_to_py(load_partition_meta(dir).to_json()); },
       py::arg("dir"));
+}
 
+// dsp.Loader's engine.
+void bind_loader(py::module_& m) {
   py::class_<pyext::Loader>(m, "_Loader")
       .def(py::init([](const std::string& path, std::vector<int> fanouts, int64_t batch_size,
                        bool shuffle, const std::string& split, uint64_t seed, int prefetch,
@@ -483,7 +491,9 @@ void bind(py::module_& m) {
         py::gil_scoped_release nogil;
         l.finish_epoch();
       });
+}
 
+void bind_epoch_hook(py::module_& m) {
   // Test hook: the batches of one epoch computed the way `dsp train` does (job.cpp: scheduler
   // order, sampler.sample, load stage), sequentially on a self communicator, with none of the
   // Loader's threading or queueing: tests compare the Loader's tensors with these.
@@ -522,6 +532,16 @@ void bind(py::module_& m) {
       },
       py::arg("part_dir"), py::arg("fanouts"), py::arg("batch_size"), py::arg("seed"),
       py::arg("epoch"));
+}
+
+}  // namespace
+
+void bind(py::module_& m) {
+  bind_basics(m);
+  bind_commands(m);
+  bind_partition(m);
+  bind_loader(m);
+  bind_epoch_hook(m);
 }
 
 }  // namespace dsp::py_bind

@@ -170,6 +170,13 @@ class TrainJob {
   JobResult finish();
 
  private:
+  void check_data() const;
+  SamplerOptions make_samplers();
+  void make_trainer();
+  void account(float loss);
+  PipelineStages symmetric_stages();
+  EpochScheduler* schedule(PipelineStages& stages, const SamplerOptions& so);
+  void log_start(const EpochScheduler& sched) const;
   EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void resume();
   void size_cache(const PipelineOptions& popts);
@@ -206,6 +213,31 @@ class TrainJob {
 };
 
 TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
+  check_data();
+  const SamplerOptions so = make_samplers();
+  make_trainer();
+  valid_ids_ = rt_.local_ids("valid");
+  test_ids_ = rt_.local_ids("test");
+  PipelineStages stages = symmetric_stages();
+  const PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
+  samplers_ = cfg_.roles == JobConfig::kRolesAuto ? auto_samplers(stages) : cfg_.roles;
+  EpochScheduler* sched = schedule(stages, so);
+  // The cap on the scheduler the pipeline runs over: every epoch's step agreement applies it.
+  sched->set_max_steps(cfg_.max_steps);
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 1);
+  steps_ = sched->agree_steps(main_ch);
+  if (cfg_.cache_auto) size_cache(popts);
+  rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
+  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
+  if (rt_.leader()) log_start(*sched);
+  if (rt_.leader() && !cfg_.metrics_file.empty()) {
+    metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));
+    DSP_CHECK_T(IoError, metrics_ != nullptr, "{}: cannot open for writing", cfg_.metrics_file);
+  }
+}
+
+void TrainJob::check_data() const {
   const PartitionData& part = rt_.part();
   const PartitionMeta& meta = part.meta;
   DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on",
@@ -218,6 +250,10 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
                    "{}: the dataset has no training ids (train_idx.npy missing or empty): there is "
                    "nothing to train on",
                    cfg_.rank.path);
+}
+
+// The training and evaluation samplers; returns the training sampler's options.
+SamplerOptions TrainJob::make_samplers() {
   SamplerOptions so;
   so.fanouts = cfg_.fanouts;
   so.seed = cfg_.seed;
@@ -235,7 +271,11 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   if (cfg_.preaggregate) eo.fanouts.pop_back();
   eo.seed = cfg_.seed ^ 0x6576616cULL;  // "eval": evaluation draws independent of training's
   eval_sampler_ = rt_.make_sampler(eo);
+  return so;
+}
 
+void TrainJob::make_trainer() {
+  const PartitionMeta& meta = rt_.part().meta;
   tc_ = cfg_.train;
   tc_.model.in_dim = meta.feature_dim;
   tc_.model.out_dim = meta.num_classes;
@@ -248,79 +288,71 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   ckpt_ = cfg_.checkpoint_dir.empty() ? "" : cfg_.checkpoint_dir + "/checkpoint.pt";
   if (cfg_.resume) resume();
   if (rt_.leader() && !cfg_.checkpoint_dir.empty()) fs::create_directories(cfg_.checkpoint_dir);
-  valid_ids_ = rt_.local_ids("valid");
-  test_ids_ = rt_.local_ids("test");
+}
 
+void TrainJob::account(float loss) {
+  loss_sum_ += loss;
+  ++loss_count_;
+  if (bar_) bar_->update(loss_count_, loss_sum_ / loss_count_);
+}
+
+// Every rank samples, loads and trains.
+PipelineStages TrainJob::symmetric_stages() {
   PipelineStages stages;
   stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
     return sampler_->sample(seeds, epoch, batch);
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
-  auto account = [this](float loss) {
-    loss_sum_ += loss;
-    ++loss_count_;
-    if (bar_) bar_->update(loss_count_, loss_sum_ / loss_count_);
-  };
-  stages.train = [this, account](LoadedBatch&& lb) {
-    account(trainer_->train_step(lb, &train_counts_));
-  };
+  stages.train = [this](LoadedBatch&& lb) { account(trainer_->train_step(lb, &train_counts_)); };
   stages.set_threads = [this](WorkerKind k, int n) {
     if (k == WorkerKind::kTrainer) trainer_->set_threads(n);
   };
-  const PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
-  samplers_ = cfg_.roles == JobConfig::kRolesAuto ? auto_samplers(stages) : cfg_.roles;
-  EpochScheduler* sched = nullptr;
-  if (samplers_ > 0) {
-    // GNNLab's factored layout: evaluation stays symmetric (every rank holds its part).
-    RoleLayout layout{rt_.size(), samplers_};
-    layout.switching = parse_role_switch(cfg_.roles_switch);
-    SlotTrain train_slots = [this, account](SlotBatches&& mine, int slots) {
-      std::vector<Trainer::SlotBatch> sb;
-      for (const auto& [slot, lb] : mine) sb.push_back({slot, &lb});
-      account(trainer_->train_slots(sb, slots, &train_counts_));
-    };
-    role_ = make_role_rank(rt_.coord(), rt_.partition_dir(), layout, cfg_.batch_size, cfg_.seed, so,
-                           stages.train, {}, train_slots);
-    PipelineStages rs = role_.roles->stages();
-    rs.set_threads = stages.set_threads;
-    stages = std::move(rs);
-    sched = &role_.roles->scheduler();
-  } else {
+  return stages;
+}
+
+// The scheduler the pipeline runs over: GNNLab's factored layout's (its stages replace
+// `stages`) with sampler-only ranks, else this rank's training seeds in the job's order.
+EpochScheduler* TrainJob::schedule(PipelineStages& stages, const SamplerOptions& so) {
+  if (samplers_ == 0) {
+    const PartitionData& part = rt_.part();
     sched_ = std::make_unique<EpochScheduler>(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
     if (cfg_.order == "bfs") {
-      sched_->use_bfs_order(part.patch, meta.offsets[rt_.rank()], {cfg_.bfs_sequences, 0});
+      sched_->use_bfs_order(part.patch, part.meta.offsets[rt_.rank()], {cfg_.bfs_sequences, 0});
     }
-    sched = sched_.get();
+    return sched_.get();
   }
-  // The cap on the scheduler the pipeline runs over: every epoch's step agreement applies it.
-  sched->set_max_steps(cfg_.max_steps);
-  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
-  main_ch.set_step(-1, 1);
-  steps_ = sched->agree_steps(main_ch);
-  if (cfg_.cache_auto) size_cache(popts);
-  rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
-  pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
+  // GNNLab's factored layout: evaluation stays symmetric (every rank holds its part).
+  RoleLayout layout{rt_.size(), samplers_};
+  layout.switching = parse_role_switch(cfg_.roles_switch);
+  SlotTrain train_slots = [this](SlotBatches&& mine, int slots) {
+    std::vector<Trainer::SlotBatch> sb;
+    for (const auto& [slot, lb] : mine) sb.push_back({slot, &lb});
+    account(trainer_->train_slots(sb, slots, &train_counts_));
+  };
+  role_ = make_role_rank(rt_.coord(), rt_.partition_dir(), layout, cfg_.batch_size, cfg_.seed, so,
+                         stages.train, {}, train_slots);
+  PipelineStages rs = role_.roles->stages();
+  rs.set_threads = stages.set_threads;
+  stages = std::move(rs);
+  return &role_.roles->scheduler();
+}
 
-  if (rt_.leader()) {
-    DSP_INFO("train",
-             "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
-             "steps{} of {} seeds per rank per epoch, fanouts {}, pipeline {}{}",
-             tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim, meta.num_classes,
-             rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
-             cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})",
-                                              cfg_.max_steps, sched->full_steps())
-                                : "",
-             cfg_.batch_size, fmt::join(cfg_.fanouts, ","), cfg_.pipeline,
-             samplers_ > 0
-                 ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
-                               samplers_, rt_.size() - samplers_, cfg_.roles_switch)
-                 : "");
-    log_preaggregation();
-  }
-  if (rt_.leader() && !cfg_.metrics_file.empty()) {
-    metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));
-    DSP_CHECK_T(IoError, metrics_ != nullptr, "{}: cannot open for writing", cfg_.metrics_file);
-  }
+void TrainJob::log_start(const EpochScheduler& sched) const {
+  const PartitionMeta& meta = rt_.part().meta;
+  DSP_INFO("train",
+           "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
+           "steps{} of {} seeds per rank per epoch, fanouts {}, pipeline {}{}",
+           tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim, meta.num_classes,
+           rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
+           cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})",
+                                            cfg_.max_steps, sched.full_steps())
+                              : "",
+           cfg_.batch_size, fmt::join(cfg_.fanouts, ","), cfg_.pipeline,
+           samplers_ > 0
+               ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
+                             samplers_, rt_.size() - samplers_, cfg_.roles_switch)
+               : "");
+  log_preaggregation();
 }
 
 // `--roles auto`: GNNLab's rule over a few batches of the symmetric stages (profile_roles), timed

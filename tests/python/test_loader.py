@@ -148,5 +148,5 @@ def test_cuda_device_is_a_clear_error_without_a_gpu(cora_p1):
         pytest.skip("a GPU is visible: the device path is checked by scripts/gpu-check.sh")
     with pytest.raises(dsp.NotSupported, match="needs a CUDA device"):
         dsp.Loader(cora_p1, fanouts=[5], batch_size=16, device="cuda")
-    with pytest.raises(dsp.InvalidArgument, match="--device cuda: "):
+    with pytest.raises(dsp.InvalidArgument, match="--device cuda:0: "):
         dsp._dsp._Loader(cora_p1, [5], 16, True, "train", 0, 0, "self", "metis", "cuda")
