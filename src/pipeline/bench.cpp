@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/lists.hpp"
+#include "csp/presample.hpp"
 
 namespace dsp {
 
@@ -100,8 +102,8 @@ nlohmann::json bench_modes(Coordinator& coord, const std::vector<BenchMode>& mod
   if (out.contains("off")) {
     out["vs_off"] = nlohmann::json::object();
     for (const BenchMode& m : modes) {
-      out["vs_off"][m.name] = epoch_s(m.name.c_str()) > 0 ? epoch_s("off") / epoch_s(m.name.c_str())
-                                                          : 0.0;
+      out["vs_off"][m.name] =
+          epoch_s(m.name.c_str()) > 0 ? epoch_s("off") / epoch_s(m.name.c_str()) : 0.0;
     }
     if (out.contains("on")) out["speedup"] = out["vs_off"]["on"];
   }
@@ -138,6 +140,102 @@ nlohmann::json bench_pipeline(Coordinator& coord, EpochScheduler& sched,
   nlohmann::json out = bench_modes(coord, modes, opts);
   out["queue_capacity"] = opts.queue_capacity;
   return out;
+}
+
+namespace {
+
+using Cmd = PipelineBenchCommand;
+
+// clang-format off
+#define DSP_FIELD(member) [](Cmd& c) -> auto& { return c.member; }
+// clang-format on
+
+template <class Get>
+Option<Cmd> value(std::string flag, std::string key, std::string help, Get get,
+                  const std::string& choices = "") {
+  return options::value<Cmd>(std::move(flag), std::move(key), std::move(help), get, choices);
+}
+
+OptionTable<Cmd> model_and_mode_options() {
+  return {
+      value("--model", "model", "sage (default), gcn or gat", DSP_FIELD(model)),
+      value("--hidden", "hidden", "hidden width (default 256)", DSP_FIELD(hidden)),
+      value("--fanouts", "fanouts", "fanouts from the seeds out (default 15,10,5)",
+            DSP_FIELD(fanouts)),
+      value("--batch-size", "batch_size", "seeds per rank and step (default 1024)",
+            DSP_FIELD(batch_size)),
+      value("--modes", "modes",
+            "modes to compare, in this order: off, on, auto, roles, roles-switch (GNNLab's "
+            "factored layout without and with dynamic switching; default on,off)",
+            DSP_FIELD(modes)),
+      value("--roles-switch", "roles_switch",
+            "roles-switch: on (a sampler trains while its queue is full; default), always or "
+            "never",
+            DSP_FIELD(roles_switch), "on,always,never"),
+      value("--samplers", "samplers",
+            "roles: sampler-only ranks (default 0: GNNLab's rule over a few profiled "
+            "batches)",
+            DSP_FIELD(samplers)),
+  };
+}
+
+OptionTable<Cmd> run_options() {
+  return {
+      value("--repeats", "repeats",
+            "run the modes in turn this many times; epoch_s is the median (default 1)",
+            DSP_FIELD(repeats)),
+      value("--epochs", "epochs", "measured epochs per mode (default 2)", DSP_FIELD(epochs)),
+      value("--warmup", "warmup", "discarded epochs per mode (default 1)", DSP_FIELD(warmup)),
+      value("--max-steps", "max_steps",
+            "steps per epoch at most (a random subset of the seeds; 0: all)", DSP_FIELD(max_steps)),
+      value("--threads", "threads", "threads per rank (default cores / ranks)", DSP_FIELD(threads)),
+      value("--backend", "backend", "auto (default), self or mpi", DSP_FIELD(backend)),
+      value("--device", "device", "cpu (default), cuda or cuda:N", DSP_FIELD(device)),
+      value("--topology-memory", "topology_memory",
+            "GPU: device memory the neighbour array may take (see dsp bench sample)",
+            DSP_FIELD(topology_memory)),
+      value("--seed", "seed", "seed of sampling, model and schedule", DSP_FIELD(seed)),
+      value("--json", "json", "write the figures to this file", DSP_FIELD(json)),
+  };
+}
+
+#undef DSP_FIELD
+
+}  // namespace
+
+const OptionTable<PipelineBenchCommand>& pipeline_bench_options() {
+  static const OptionTable<Cmd> table = [] {
+    OptionTable<Cmd> t = model_and_mode_options();
+    for (auto& o : run_options()) t.push_back(std::move(o));
+    return t;
+  }();
+  return table;
+}
+
+void PipelineBenchCommand::validate() const {
+  DSP_CHECK_ARG(roles_switch == "on" || roles_switch == "always" || roles_switch == "never",
+                "--roles-switch: {} not in {{on,always,never}}", roles_switch);
+  DSP_CHECK_ARG(batch_size > 0 && hidden > 0 && epochs > 0 && warmup >= 0 && max_steps >= 0 &&
+                    threads >= 0 && repeats > 0 && samplers >= 0,
+                "--batch-size, --hidden, --epochs, --repeats must be positive; --warmup, "
+                "--max-steps, --threads, --samplers >= 0");
+}
+
+PipelineBenchOptions PipelineBenchCommand::bench() const {
+  PipelineBenchOptions bo;
+  bo.epochs = epochs;
+  bo.warmup_epochs = warmup;
+  bo.repeats = repeats;
+  bo.modes = split_list(modes);
+  return bo;
+}
+
+std::vector<int64_t> PipelineBenchCommand::step_seeds(std::vector<int64_t> seeds) const {
+  if (max_steps > 0 && static_cast<int64_t>(seeds.size()) > max_steps * batch_size) {
+    seeds = shuffle_ids(seeds, seed ^ 0x737562ULL, 0);
+    seeds.resize(max_steps * batch_size);
+  }
+  return seeds;
 }
 
 }  // namespace dsp

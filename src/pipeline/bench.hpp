@@ -2,15 +2,18 @@
 // What `dsp bench pipeline` reports: epoch time and per-stage breakdown of each way to run the
 // stages (`--modes`: off = DSP-Seq, on = the three-worker pipeline, auto = chosen from a profile,
 // roles = sampler-only and trainer-only ranks, roles-switch = the same with dynamic switching), as
-// JSON. The CLI builds the real stages and scheduler from a partition directory and calls
-// bench_modes on every rank.
+// JSON. The CLI (tools/bench_pipeline.cpp) builds the real stages and scheduler from a partition
+// directory and calls bench_pipeline on every rank; its options are declared once here
+// (pipeline_bench_options: flags, keys, help, defaults) and checked once (validate).
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "core/options.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace dsp {
@@ -27,6 +30,38 @@ struct PipelineBenchOptions {
   size_t queue_capacity = 2;
   std::vector<std::string> modes = {"on", "off"};
 };
+
+// `dsp bench pipeline`'s options (the model's are the trainer's: the CLI builds it).
+struct PipelineBenchCommand {
+  std::string partition;  // the CLI's PARTITION
+  std::string model = "sage";
+  int64_t hidden = 256;
+  std::string fanouts = "15,10,5";
+  int64_t batch_size = 1024;        // seeds per rank and step
+  std::string modes = "on,off";     // off, on, auto, roles, roles-switch, in this order
+  std::string roles_switch = "on";  // the policy of mode roles-switch: on, always, never
+  int samplers = 0;                 // roles: sampler-only ranks; 0: GNNLab's rule
+  int repeats = 1;
+  int epochs = 2;         // measured, per mode
+  int warmup = 1;         // discarded, per mode
+  int64_t max_steps = 0;  // steps per epoch at most; 0: all
+  int threads = 0;        // per rank; 0: cores / ranks
+  std::string backend = "auto";
+  std::string device = "cpu";
+  std::string topology_memory;  // --topology-memory's text; empty: the default
+  uint64_t seed = 0;
+  std::string json;
+
+  // InvalidArgument: "--roles-switch: x not in {on,always,never}", or "--batch-size, --hidden,
+  // --epochs, --repeats must be positive; --warmup, --max-steps, --threads, --samplers >= 0".
+  void validate() const;
+  PipelineBenchOptions bench() const;  // epochs, warm-up, repeats, modes
+  // At most max_steps batches of `seeds`: a random subset, not the lowest ids (METIS parts are
+  // contiguous id ranges, so a prefix of the sorted seeds would sample one corner of the part).
+  std::vector<int64_t> step_seeds(std::vector<int64_t> seeds) const;
+};
+
+const OptionTable<PipelineBenchCommand>& pipeline_bench_options();
 
 // One way to run an epoch.
 struct BenchMode {

@@ -1,4 +1,4 @@
-#include "cache_trace.hpp"
+#include "csp/cache_trace.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "core/timer.hpp"
 
-namespace dsp::cli {
+namespace dsp {
 
 CacheTrace record_trace(CollectiveSampler& sampler, const EpochOrderFn& order, int64_t num_seeds,
                         int batches, int64_t batch_size, const Array* labels) {
@@ -76,4 +76,4 @@ std::vector<WindowReuse> window_reuse(const CacheTrace& t, int64_t num_nodes,
   return out;
 }
 
-}  // namespace dsp::cli
+}  // namespace dsp

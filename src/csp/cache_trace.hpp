@@ -1,6 +1,7 @@
 #pragma once
-// Access traces for `dsp bench cache`: the input nodes of consecutive training batches, and what
-// the order of the seeds does to them (reuse between nearby batches, the label mix of a batch).
+// Access traces for `dsp bench cache` (csp/cache_bench.hpp): the input nodes of consecutive
+// training batches, and what the order of the seeds does to them (reuse between nearby batches,
+// the label mix of a batch).
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -8,7 +9,7 @@
 #include "csp/sampler.hpp"
 #include "graph/array.hpp"
 
-namespace dsp::cli {
+namespace dsp {
 
 struct CacheTrace {
   std::vector<int64_t> ids;        // input nodes of every batch, concatenated
@@ -38,4 +39,4 @@ struct WindowReuse {
 std::vector<WindowReuse> window_reuse(const CacheTrace& t, int64_t num_nodes,
                                       const std::vector<int>& windows);
 
-}  // namespace dsp::cli
+}  // namespace dsp

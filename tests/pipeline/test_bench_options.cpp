@@ -1,0 +1,196 @@
+// `dsp bench`'s options, each declared once with the module it measures: every flag of the four
+// benches (a user's command line keeps working), the naming rule of their keys, the defaults, and
+// the messages of their one validate().
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "csp/cache_bench.hpp"
+#include "csp/sample_bench.hpp"
+#include "error_of.hpp"
+#include "layout/store/gather_bench.hpp"
+#include "pipeline/bench.hpp"
+
+namespace dsp {
+namespace {
+
+template <class C>
+std::vector<std::string> flags_of(const OptionTable<C>& table) {
+  std::vector<std::string> v;
+  for (const Option<C>& o : table) v.push_back(o.flag);
+  return v;
+}
+
+// Every option has a flag "--a-b", the key "a_b" and a help line; no flag twice.
+template <class C>
+void expect_named_by_rule(const OptionTable<C>& table) {
+  std::vector<std::string> seen;
+  for (const Option<C>& o : table) {
+    SCOPED_TRACE(o.flag);
+    ASSERT_EQ(o.flag.rfind("--", 0), 0u);
+    std::string key = o.flag.substr(2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    EXPECT_EQ(o.key, key);
+    EXPECT_FALSE(o.help.empty());
+    EXPECT_TRUE(o.parse && o.read && o.write);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), o.flag), 0);
+    seen.push_back(o.flag);
+  }
+}
+
+// Parses `flag text` into a default C through the table, as the CLI does.
+template <class C>
+C parsed(const OptionTable<C>& table, const std::string& flag, const std::string& text) {
+  C c;
+  for (const Option<C>& o : table)
+    if (o.flag == flag) o.parse(c, text);
+  return c;
+}
+
+TEST(BenchOptions, EveryFlagOfEveryBench) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(flags_of(gather_bench_options()),
+            (V{"--batch", "--iters", "--threads", "--seed", "--device", "--json"}));
+  EXPECT_EQ(flags_of(sample_bench_options()),
+            (V{"--fanouts", "--batch-size", "--batches", "--mode", "--scheme", "--biased",
+               "--replace", "--per-layer-bytes", "--threads", "--seed", "--device",
+               "--topology-memory", "--sample-kernel", "--json"}));
+  EXPECT_EQ(
+      flags_of(cache_bench_options()),
+      (V{"--ratios", "--policies", "--batches", "--fanouts", "--batch-size", "--presample-epochs",
+         "--orders", "--bfs-sequences", "--threads", "--seed", "--json"}));
+  EXPECT_EQ(flags_of(pipeline_bench_options()),
+            (V{"--model", "--hidden", "--fanouts", "--batch-size", "--modes", "--roles-switch",
+               "--samplers", "--repeats", "--epochs", "--warmup", "--max-steps", "--threads",
+               "--backend", "--device", "--topology-memory", "--seed", "--json"}));
+}
+
+TEST(BenchOptions, KeysFollowTheFlags) {
+  expect_named_by_rule(gather_bench_options());
+  expect_named_by_rule(sample_bench_options());
+  expect_named_by_rule(cache_bench_options());
+  expect_named_by_rule(pipeline_bench_options());
+}
+
+TEST(BenchOptions, Defaults) {
+  const GatherBenchOptions g;
+  EXPECT_EQ(g.batch, 100000);
+  EXPECT_EQ(g.iters, 20);
+  EXPECT_EQ(g.threads, 1);
+  EXPECT_EQ(g.device, "cpu");
+  const SampleBenchOptions s;
+  EXPECT_EQ(s.fanouts, "15,10,5");
+  EXPECT_EQ(s.batch_size, 1024);
+  EXPECT_EQ(s.batches, 20);
+  EXPECT_EQ(s.mode, "csp");
+  EXPECT_EQ(s.scheme, "node");
+  EXPECT_EQ(s.kernel, "default");
+  EXPECT_FALSE(s.biased || s.replace || s.per_layer_bytes);
+  const SamplerOptions so = s.sampler(SampleMode::kPull, 2);
+  EXPECT_EQ(so.fanouts, (std::vector<int>{15, 10}));
+  EXPECT_EQ(so.mode, SampleMode::kPull);
+  EXPECT_TRUE(so.blocks_on_device);
+  const CacheBenchOptions c;
+  EXPECT_EQ(c.ratios, "0.05,0.1,0.2");
+  EXPECT_EQ(c.policies, "in-degree,out-degree,presample,random");
+  EXPECT_EQ(c.batches, 50);
+  EXPECT_EQ(c.presample_epochs, "1");
+  EXPECT_EQ(c.orders, "random");
+  EXPECT_EQ(c.bfs_sequences, 4);
+  const PipelineBenchCommand p;
+  EXPECT_EQ(p.model, "sage");
+  EXPECT_EQ(p.hidden, 256);
+  EXPECT_EQ(p.modes, "on,off");
+  EXPECT_EQ(p.roles_switch, "on");
+  EXPECT_EQ(p.epochs, 2);
+  EXPECT_EQ(p.warmup, 1);
+  EXPECT_EQ(p.threads, 0);
+  EXPECT_EQ(p.backend, "auto");
+  const PipelineBenchOptions bo = p.bench();
+  EXPECT_EQ(bo.modes, (std::vector<std::string>{"on", "off"}));
+  EXPECT_EQ(bo.epochs, 2);
+  EXPECT_EQ(bo.warmup_epochs, 1);
+}
+
+TEST(BenchOptions, FlagsParseThroughTheTable) {
+  EXPECT_EQ(parsed(gather_bench_options(), "--batch", "77").batch, 77);
+  EXPECT_EQ(parsed(sample_bench_options(), "--seed", "9").seed, 9u);
+  EXPECT_TRUE(parsed(sample_bench_options(), "--per-layer-bytes", "").per_layer_bytes);
+  EXPECT_EQ(parsed(pipeline_bench_options(), "--max-steps", "3").max_steps, 3);
+  EXPECT_EQ(parsed(cache_bench_options(), "--presample-epochs", "1,2").presample_epochs, "1,2");
+  for (const std::string bench : {"gather", "sample", "cache", "pipeline"}) {
+    SCOPED_TRACE(bench);
+    const std::string msg = "--seed: must be a non-negative integer, got '-1'";
+    auto seed = [&] {
+      if (bench == "gather") parsed(gather_bench_options(), "--seed", "-1");
+      if (bench == "sample") parsed(sample_bench_options(), "--seed", "-1");
+      if (bench == "cache") parsed(cache_bench_options(), "--seed", "-1");
+      if (bench == "pipeline") parsed(pipeline_bench_options(), "--seed", "-1");
+    };
+    EXPECT_EQ(test::error_of<InvalidArgument>(seed), msg);
+  }
+}
+
+TEST(BenchOptions, ValidateGivesTheCliMessages) {
+  using test::error_of;
+  GatherBenchOptions g;
+  EXPECT_EQ(error_of([&] { g.validate(); }), "no error");
+  g.iters = 0;
+  EXPECT_EQ(error_of<InvalidArgument>([&] { g.validate(); }),
+            "--batch, --iters and --threads must be positive");
+
+  SampleBenchOptions s;
+  EXPECT_EQ(error_of([&] { s.validate(); }), "no error");
+  s.batches = 0;
+  EXPECT_EQ(error_of<InvalidArgument>([&] { s.validate(); }),
+            "--batch-size, --batches and --threads must be positive");
+  s = {};
+  s.mode = "x";
+  EXPECT_EQ(error_of<InvalidArgument>([&] { s.validate(); }), "--mode: x not in {csp,pull,both}");
+  s = {};
+  s.kernel = "x";
+  EXPECT_EQ(error_of<InvalidArgument>([&] { s.validate(); }),
+            "unknown sampling kernel 'x' (default, turbo)");
+
+  CacheBenchOptions c;
+  EXPECT_EQ(error_of([&] { c.validate(); }), "no error");
+  c.threads = 0;
+  EXPECT_EQ(error_of<InvalidArgument>([&] { c.validate(); }),
+            "--batch-size, --batches and --threads must be positive");
+
+  PipelineBenchCommand p;
+  EXPECT_EQ(error_of([&] { p.validate(); }), "no error");
+  for (auto bad : std::vector<void (*)(PipelineBenchCommand&)>{
+           [](PipelineBenchCommand& x) { x.hidden = 0; },
+           [](PipelineBenchCommand& x) { x.warmup = -1; },
+           [](PipelineBenchCommand& x) { x.samplers = -1; },
+           [](PipelineBenchCommand& x) { x.repeats = 0; }}) {
+    p = {};
+    bad(p);
+    EXPECT_EQ(error_of<InvalidArgument>([&] { p.validate(); }),
+              "--batch-size, --hidden, --epochs, --repeats must be positive; --warmup, "
+              "--max-steps, --threads, --samplers >= 0");
+  }
+  p = {};
+  p.roles_switch = "x";
+  EXPECT_EQ(error_of<InvalidArgument>([&] { p.validate(); }),
+            "--roles-switch: x not in {on,always,never}");
+}
+
+TEST(BenchOptions, StepSeedsAreARandomSubsetOfMaxStepsBatches) {
+  PipelineBenchCommand p;
+  std::vector<int64_t> seeds(100);
+  for (int64_t i = 0; i < 100; ++i) seeds[i] = i;
+  EXPECT_EQ(p.step_seeds(seeds), seeds);  // max_steps 0: all
+  p.max_steps = 3;
+  p.batch_size = 10;
+  const std::vector<int64_t> s = p.step_seeds(seeds);
+  EXPECT_EQ(s.size(), 30u);
+  EXPECT_NE(s, std::vector<int64_t>(seeds.begin(), seeds.begin() + 30));
+}
+
+}  // namespace
+}  // namespace dsp

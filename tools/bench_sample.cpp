@@ -1,0 +1,81 @@
+// `dsp bench sample PARTITION`: collective sampling throughput per stage and layer and the bytes
+// moved, CSP vs pull (measured in csp/sample_bench.cpp).
+#include "bench_common.hpp"
+#include "ccc/communicator.hpp"
+#include "csp/sample_bench.hpp"
+
+namespace dsp::cli {
+namespace {
+
+void print_mode(const nlohmann::json& m, int batches) {
+  fmt::print(
+      "  {:<4} {:8.2f} M sampled edges/s ({:.2f} M per rank), {:9.0f} seeds/s, "
+      "{:.2f} ms/batch\n",
+      m["mode"].get<std::string>(), m["sampled_edges_per_s"].get<double>() / 1e6,
+      m["sampled_edges_per_s_per_rank"].get<double>() / 1e6, m["seeds_per_s"].get<double>(),
+      m["ms_per_batch"].get<double>());
+  const auto& s = m["ms_per_stage"];
+  fmt::print(
+      "       stages ms/batch: shuffle {:.2f}, sample {:.2f}, reshuffle {:.2f}, "
+      "relabel {:.2f}; layers {}\n",
+      s["shuffle"].get<double>(), s["sample"].get<double>(), s["reshuffle"].get<double>(),
+      s["relabel"].get<double>(), m["ms_per_layer_from_seeds"].dump());
+  fmt::print("       bytes/epoch (extrapolated from {} batches x {} batches/epoch): {:.1f} MB\n",
+             batches, m["batches_per_epoch"].get<int64_t>(),
+             m["bytes_per_epoch_extrapolated"].get<double>() / 1e6);
+  if (m.contains("bytes_per_epoch_per_layer")) {
+    std::string per;
+    for (const auto& b : m["bytes_per_epoch_per_layer"]) {
+      per += fmt::format(" {:.1f}", b.get<double>() / 1e6);
+    }
+    fmt::print("       MB/epoch per layer (from the seeds out):{}\n", per);
+  }
+}
+
+void print_sample(const SampleBenchOptions& a, const nlohmann::json& j) {
+  fmt::print("sample bench: {} rank(s) x {} thread(s), fanouts {}, batch {}, {} timed batches\n",
+             j["ranks"].get<int>(), a.threads, a.fanouts, a.batch_size, a.batches);
+  for (const auto& m : j["modes"]) print_mode(m, a.batches);
+  if (j.contains("csp_bytes_over_pull")) {
+    fmt::print("  CSP moves {:.3f} of pull's bytes\n", j["csp_bytes_over_pull"].get<double>());
+  }
+}
+
+void run_sample(const SampleBenchOptions& a) {
+  RankRuntime rt(bench_rank(a.partition, a.threads, a.device, a.topology_memory));
+  const PartitionData& part = rt.part();
+  Communicator& comm = rt.channel(WorkerKind::kSampler);
+  std::vector<int64_t> seeds;
+  for (int64_t i = 0; i < part.seeds.dim(0); ++i) seeds.push_back(part.seeds.int_at(i));
+  const SamplerFactory make = [&rt](const SamplerOptions& so) { return rt.make_sampler(so); };
+  nlohmann::json j = measure_sampling(a, make, comm, seeds, part.part);
+  j.update({{"bench", "sample"},
+            {"device", rt.device().str()},
+            {"partition", a.partition},
+            {"ranks", comm.size()},
+            {"threads", a.threads},
+            {"fanouts", a.fanouts},
+            {"batch_size", a.batch_size},
+            {"batches", a.batches},
+            {"scheme", a.scheme},
+            {"biased", a.biased},
+            {"replace", a.replace},
+            {"sample_kernel", a.kernel},
+            {"num_nodes", part.meta.num_nodes},
+            {"num_edges", part.meta.num_edges}});
+  if (comm.rank() != 0) return;
+  print_sample(a, j);
+  write_figures(a.json, j);
+}
+
+}  // namespace
+
+void add_bench_sample(CLI::App* bench) {
+  add_bench_command<SampleBenchOptions>(
+      bench, "sample",
+      "Collective sampling throughput (per stage and layer) and bytes moved, CSP vs pull",
+      "PARTITION", "partition directory (dsp partition)", &SampleBenchOptions::partition,
+      sample_bench_options(), run_sample);
+}
+
+}  // namespace dsp::cli
