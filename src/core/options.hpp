@@ -129,7 +129,7 @@ Option<C> toggle(std::string flag, std::string key, std::string help, Get get) {
   return o;
 }
 
-// A byte count: "8G", "512M", "1000" on the command line; a number in JSON.
+// A byte count: "8G", "512M", "1000" on the command line; a number or such a text in JSON.
 template <class C, class Get>
 Option<C> bytes(std::string flag, std::string key, std::string help, Get get) {
   Option<C> o = value<C>(flag, std::move(key), std::move(help), get);
@@ -137,7 +137,36 @@ Option<C> bytes(std::string flag, std::string key, std::string help, Get get) {
   o.parse = [get, flag](C& c, const std::string& s) {
     get(c) = static_cast<std::decay_t<decltype(get(c))>>(parse_bytes(flag, s));
   };
+  o.read = [get, flag](C& c, const nlohmann::json& v) {  // 8589934592 or "8G"
+    using T = std::decay_t<decltype(get(c))>;
+    get(c) = v.is_string() ? static_cast<T>(parse_bytes(flag, v.get<std::string>())) : v.get<T>();
+  };
   return o;
+}
+
+// The options of a part S of C (a module's own options struct inside a command's config): the
+// same flags, keys and checks, reading and writing `get(c)`.
+template <class C, class S, class Get>
+Option<C> embed(const Option<S>& o, Get get) {
+  Option<C> e;
+  e.flag = o.flag;
+  e.key = o.key;
+  e.short_flag = o.short_flag;
+  e.help = o.help;
+  e.type = o.type;
+  e.takes_value = o.takes_value;
+  if (o.parse) e.parse = [p = o.parse, get](C& c, const std::string& s) { p(get(c), s); };
+  if (o.read) e.read = [r = o.read, get](C& c, const nlohmann::json& v) { r(get(c), v); };
+  if (o.write) e.write = [w = o.write, get](const C& c) { return w(get(const_cast<C&>(c))); };
+  return e;
+}
+
+// The entry of `table` with that key (a programming error if there is none).
+template <class C>
+const Option<C>& find(const OptionTable<C>& table, const std::string& key) {
+  for (const Option<C>& o : table)
+    if (o.key == key) return o;
+  DSP_THROW("no option '{}' in the table", key);
 }
 
 }  // namespace options

@@ -113,6 +113,33 @@ PartitionData single_part(const Csr& g) {
   return d;
 }
 
+void SamplerOptions::validate() const { check_fanouts(fanouts, "--fanouts"); }
+
+const OptionTable<SamplerOptions>& sampler_options_table() {
+  static const OptionTable<SamplerOptions> table = [] {
+    using S = SamplerOptions;
+    Option<S> kernel = options::declare<S>(
+        "--sample-kernel", "sample_kernel",
+        "default, or turbo: tasks degree-sorted and dealt in snake order (TurboGNN): to warps and "
+        "blocks with shared-memory positions on a GPU, to threads on the CPU; the same blocks "
+        "either way");
+    kernel.type = "TEXT:{default,turbo}";
+    kernel.parse = [](S& o, const std::string& s) { o.kernel = parse_sample_kernel(s); };
+    kernel.read = [](S& o, const nlohmann::json& v) {
+      o.kernel = parse_sample_kernel(v.get<std::string>());
+    };
+    kernel.write = [](const S& o) { return nlohmann::json(sample_kernel_name(o.kernel)); };
+    return OptionTable<S>{
+        options::value<S>(
+            "--fanouts", "fanouts",
+            "neighbours sampled per node, from the seeds out; one per layer (default 15,10,5)",
+            [](S & o) -> auto& { return o.fanouts; }),
+        kernel,
+    };
+  }();
+  return table;
+}
+
 void check_fanouts(const std::vector<int>& fanouts, const std::string& what) {
   DSP_CHECK_ARG(!fanouts.empty(), "{}: at least one layer (fanout) is needed", what);
   for (int f : fanouts) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "core/options.hpp"
 #include "csp/backend.hpp"
 #include "csp/block.hpp"
 #include "layout/partition/partition.hpp"
@@ -78,7 +79,13 @@ struct SamplerOptions {
   // A device backend leaves each block's edge arrays in its memory (Block::on_device) instead of
   // copying them to the host: for a trainer on that device. The CPU backend ignores it.
   bool blocks_on_device = false;
+
+  void validate() const;  // the fanouts (check_fanouts, named --fanouts)
 };
+
+// The sampler options a user sets (core/options.hpp): fanouts and sample_kernel. dsp train's
+// table embeds them (JobConfig::sampler); SamplerOptions::validate is their one check.
+const OptionTable<SamplerOptions>& sampler_options_table();
 
 // Accumulated since construction or reset_stats(), this rank only. Times are wall seconds.
 struct SamplerStats {

@@ -298,40 +298,33 @@ void bind_basics(py::module_& m) {
 
 // The commands Python shares with the CLI: generate and convert.
 void bind_commands(py::module_& m) {
-  m.def(
-      "generate_community",
-      [](const std::string& out, const py::kwargs& kw) {
-        CommunityCommand cmd;  // dsp generate community's table and run (graph/commands.hpp)
-        read_options(community_options(), py_to_json(kw), cmd, "dsp.generate_community");
-        cmd.run.out = out;
-        py::gil_scoped_release nogil;
-        const GenerateResult r = run_generate(cmd);
-        py::gil_scoped_acquire gil;
-        return json_to_py(r.meta.to_json());
-      },
-      py::arg("out"),
-      ("Writes a degree-corrected SBM dataset (dsp generate community); returns its meta. Out of "
-       "core (an external sort on disk) when the in-memory estimate exceeds memory_budget or with "
-       "out_of_core=True; the files are identical either way. Keywords, as the CLI's flags:\n" +
-       describe_options(community_options()))
-          .c_str());
-
-  m.def(
-      "generate_rmat",
-      [](const std::string& out, const py::kwargs& kw) {
-        RmatCommand cmd;  // dsp generate rmat's table and run (graph/commands.hpp)
-        read_options(rmat_options(), py_to_json(kw), cmd, "dsp.generate_rmat");
-        cmd.run.out = out;
-        py::gil_scoped_release nogil;
-        const GenerateResult r = run_generate(cmd);
-        py::gil_scoped_acquire gil;
-        return json_to_py(r.meta.to_json());
-      },
-      py::arg("out"),
-      ("Writes an R-MAT dataset (dsp generate rmat); returns its meta. Keywords, as the CLI's "
-       "flags:\n" +
-       describe_options(rmat_options()))
-          .c_str());
+  // dsp generate rmat | community: the command's table and run (graph/commands.hpp).
+  auto generate = [](auto make_cmd, const auto& table, const char* what) {
+    return [make_cmd, &table, what](const std::string& out, const py::kwargs& kw) {
+      auto cmd = make_cmd();
+      read_options(table, py_to_json(kw), cmd, what);
+      cmd.run.out = out;
+      py::gil_scoped_release nogil;
+      const GenerateResult r = run_generate(cmd);
+      py::gil_scoped_acquire gil;
+      return json_to_py(r.meta.to_json());
+    };
+  };
+  m.def("generate_community",
+        generate([] { return CommunityCommand(); }, community_options(), "dsp.generate_community"),
+        py::arg("out"),
+        ("Writes a degree-corrected SBM dataset (dsp generate community); returns its meta. Out "
+         "of core (an external sort on disk) when the in-memory estimate exceeds memory_budget or "
+         "with out_of_core=True; the files are identical either way. Keywords, as the CLI's "
+         "flags:\n" +
+         describe_options(community_options()))
+            .c_str());
+  m.def("generate_rmat",
+        generate([] { return RmatCommand(); }, rmat_options(), "dsp.generate_rmat"), py::arg("out"),
+        ("Writes an R-MAT dataset (dsp generate rmat); returns its meta. Keywords, as the CLI's "
+         "flags:\n" +
+         describe_options(rmat_options()))
+            .c_str());
 
   // dsp convert --from ogb | edgelist: the same table and run (graph/commands.hpp), the format
   // given by the function.
@@ -427,23 +420,23 @@ void bind_loader(py::module_& m) {
                        const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
                        const std::string& transport, const std::string& topology_memory) {
              pyext::LoaderOptions o;
-             o.rank.path = path;
-             o.fanouts = std::move(fanouts);
+             // The rank's options through the rank room's table: dsp train's parsers and
+             // messages (pipeline/rank/options.hpp).
+             nlohmann::json rank = {{"path", path},
+                                    {"backend", backend},
+                                    {"partition_method", partition_method},
+                                    {"device", device},
+                                    {"transport", transport},
+                                    {"fifo_rows", fifo_rows},
+                                    {"fifo_shared_rows", fifo_shared_rows}};
+             if (!topology_memory.empty()) rank["topology_memory"] = topology_memory;
+             read_options(rank_options_table(), rank, o.rank, "dsp.Loader");
+             o.sampler.fanouts = std::move(fanouts);
              o.batch_size = batch_size;
              o.shuffle = shuffle;
              o.split = split;
              o.seed = seed;
              o.prefetch = prefetch;
-             o.rank.backend = backend;
-             o.rank.partition_method = partition_method;
-             o.rank.device = Device::parse(device);
-             o.rank.fifo_rows = fifo_rows;
-             o.rank.fifo_shared_rows = fifo_shared_rows;
-             o.rank.transport = Transport::parse(transport);
-             if (!topology_memory.empty()) {
-               o.rank.topology_memory =
-                   static_cast<int64_t>(parse_bytes("topology_memory", topology_memory));
-             }
              o.validate();  // before the GIL is released: cheap, and the common failure
              py::gil_scoped_release nogil;
              return std::make_unique<pyext::Loader>(std::move(o));

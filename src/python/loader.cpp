@@ -11,7 +11,7 @@ namespace dsp::pyext {
 void LoaderOptions::validate() const {
   // The checks of `dsp train`'s options, from the same functions (same messages).
   rank_options().validate();  // the rank's own options: RankOptions' own checks
-  check_fanouts(fanouts, "--fanouts");
+  sampler.validate();
   DSP_CHECK_ARG(batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test",
                 "split must be train, valid or test, got '{}'", split);
@@ -35,8 +35,7 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   seeds_ = rt_->local_ids(opts_.split);
   std::sort(seeds_.begin(), seeds_.end());
 
-  SamplerOptions so;
-  so.fanouts = opts_.fanouts;
+  SamplerOptions so = opts_.sampler;
   so.seed = opts_.seed;
   sampler_ = rt_->make_sampler(so);
   sched_ = std::make_unique<EpochScheduler>(seeds_, opts_.batch_size, opts_.seed);

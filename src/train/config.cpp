@@ -48,6 +48,39 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   return c;
 }
 
+namespace {
+
+OptionTable<TrainConfig> make_train_table() {
+  using options::value;
+  using T = TrainConfig;
+  // clang-format off
+#define DSP_TRAIN(member) [](T& t) -> auto& { return t.member; }
+  // clang-format on
+  return {
+      value<T>("--model", "model", "sage (default), gcn or gat", DSP_TRAIN(model.model)),
+      value<T>("--hidden", "hidden", "hidden width (GAT: per head; default 128)",
+               DSP_TRAIN(model.hidden)),
+      value<T>("--lr", "lr", "learning rate (default 0.01)", DSP_TRAIN(lr)),
+      value<T>("--weight-decay", "weight_decay", "weight decay (default 5e-4)",
+               DSP_TRAIN(weight_decay)),
+      value<T>("--optimizer", "optimizer", "adam (default) or sgd", DSP_TRAIN(optimizer)),
+      value<T>("", "momentum", "sgd momentum (default 0)", DSP_TRAIN(momentum)),
+      value<T>("--dropout", "dropout", "dropout (default 0.5)", DSP_TRAIN(model.dropout)),
+      value<T>("--heads", "heads", "GAT heads of hidden layers (default 1)",
+               DSP_TRAIN(model.heads)),
+      value<T>("", "out_heads", "GAT heads of the output layer (default 1)",
+               DSP_TRAIN(model.out_heads)),
+  };
+#undef DSP_TRAIN
+}
+
+}  // namespace
+
+const OptionTable<TrainConfig>& train_config_table() {
+  static const OptionTable<TrainConfig> table = make_train_table();
+  return table;
+}
+
 void TrainConfig::validate() const {
   model.validate();
   DSP_CHECK_ARG(optimizer == "adam" || optimizer == "sgd", "unknown optimizer '{}' (adam, sgd)",

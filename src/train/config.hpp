@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/options.hpp"
 
 namespace dsp {
 
@@ -53,6 +54,11 @@ struct TrainConfig {
   void validate() const;
   nlohmann::json to_json() const;
 };
+
+// The model's and optimiser's options a user sets (core/options.hpp): model, hidden, heads,
+// out_heads, dropout, optimizer, lr, weight_decay, momentum. dsp train's table embeds them
+// (JobConfig::train); TrainConfig::validate is their one check.
+const OptionTable<TrainConfig>& train_config_table();
 
 // One fanout per layer of `model` (each fanout's value is csp's check_fanouts). InvalidArgument
 // otherwise.

@@ -36,7 +36,8 @@ RankOptions rank_options(const JobConfig& cfg);
 
 void JobConfig::validate() const {
   rank_options(*this).validate();  // the rank's own options: checked where they belong
-  check_fanouts(fanouts, "--fanouts");
+  sampler.validate();
+  const std::vector<int>& fanouts = sampler.fanouts;
   DSP_CHECK_ARG(layers == 0 || layers == static_cast<int>(fanouts.size()),
                 "--fanouts has {} entries but the model has {} layers (one fanout per layer)",
                 fanouts.size(), layers);
@@ -59,7 +60,6 @@ void JobConfig::validate() const {
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
   check_seed_order(order, bfs_sequences);
-  parse_sample_kernel(sample_kernel);  // "unknown sampling kernel ..." for anything else
   DSP_CHECK_ARG(roles == 0 || (order == "random" && !cache_auto),
                 "--roles runs the random seed order with the partition's cache: --order bfs and "
                 "--cache-auto are for symmetric jobs");
@@ -254,10 +254,8 @@ void TrainJob::check_data() const {
 
 // The training and evaluation samplers; returns the training sampler's options.
 SamplerOptions TrainJob::make_samplers() {
-  SamplerOptions so;
-  so.fanouts = cfg_.fanouts;
+  SamplerOptions so = cfg_.sampler;
   so.seed = cfg_.seed;
-  so.kernel = parse_sample_kernel(cfg_.sample_kernel);
   // The trainer runs on the rank's device, where a device sampler backend builds the blocks: their
   // edge arrays stay there (Block::on_device; the CPU backend ignores this).
   so.blocks_on_device = true;
@@ -279,7 +277,7 @@ void TrainJob::make_trainer() {
   tc_ = cfg_.train;
   tc_.model.in_dim = meta.feature_dim;
   tc_.model.out_dim = meta.num_classes;
-  tc_.model.layers = static_cast<int>(cfg_.fanouts.size());
+  tc_.model.layers = static_cast<int>(cfg_.sampler.fanouts.size());
   tc_.model.preaggregated = cfg_.preaggregate;
   tc_.seed = cfg_.seed;
   tc_.num_threads = rt_.cores().threads;
@@ -347,7 +345,7 @@ void TrainJob::log_start(const EpochScheduler& sched) const {
            cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})",
                                             cfg_.max_steps, sched.full_steps())
                               : "",
-           cfg_.batch_size, fmt::join(cfg_.fanouts, ","), cfg_.pipeline,
+           cfg_.batch_size, fmt::join(cfg_.sampler.fanouts, ","), cfg_.pipeline,
            samplers_ > 0
                ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
                              samplers_, rt_.size() - samplers_, cfg_.roles_switch)
@@ -393,7 +391,8 @@ void TrainJob::log_preaggregation() const {
              "preaggregated_{}.npy as [x | a] rows; sampling fanouts {} (the input layer's {} is "
              "not sampled)",
              kind == "mean" ? "the mean" : "the GCN-normalised sum", kind,
-             fmt::join(cfg_.fanouts.begin(), cfg_.fanouts.end() - 1, ","), cfg_.fanouts.back());
+             fmt::join(cfg_.sampler.fanouts.begin(), cfg_.sampler.fanouts.end() - 1, ","),
+             cfg_.sampler.fanouts.back());
   } else if (!meta.preaggregated.empty()) {
     DSP_INFO("train",
              "the partition holds pre-aggregated rows ({}); the first layer samples its "
@@ -590,7 +589,7 @@ JobResult TrainJob::finish() {
 JobResult run_training(const JobConfig& cfg_in) {
   JobConfig cfg = cfg_in;
   cfg.validate();
-  if (cfg.eval_fanouts.empty()) cfg.eval_fanouts = cfg.fanouts;
+  if (cfg.eval_fanouts.empty()) cfg.eval_fanouts = cfg.sampler.fanouts;
   TrainJob job(cfg);
   for (int epoch = job.start_epoch(); epoch < cfg.epochs; ++epoch) {
     job.train_epoch(epoch);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "csp/sampler.hpp"
 #include "pipeline/rank/options.hpp"
 #include "train/config.hpp"
 
@@ -18,11 +19,13 @@ struct JobConfig {
   // backend, device and transport, the cache override and memory, BGL's FIFO levels. Its seed and
   // threads are the job's (seed, train.num_threads), set when the rank is built.
   RankOptions rank;
-  TrainConfig train;                    // model.in_dim/out_dim/layers are filled from the data
-  std::vector<int> fanouts{15, 10, 5};  // from the seeds out; one per layer
-  int layers = 0;                       // 0: fanouts.size(); else must equal it
-  std::vector<int> eval_fanouts;        // default: fanouts
-  int64_t batch_size = 1024;            // seeds per rank per step
+  TrainConfig train;  // model.in_dim/out_dim/layers are filled from the data
+  // The sampler's own options (csp/sampler.hpp): fanouts (from the seeds out, one per layer) and
+  // the sampling kernel; the job sets its seed and where blocks stay.
+  SamplerOptions sampler;
+  int layers = 0;                 // 0: fanouts.size(); else must equal it
+  std::vector<int> eval_fanouts;  // default: fanouts
+  int64_t batch_size = 1024;      // seeds per rank per step
   int64_t eval_batch_size = 4096;
   int epochs = 10;
   // At most this many steps per epoch (0: no limit): the epoch stops after the first N batches of
@@ -48,10 +51,9 @@ struct JobConfig {
   bool resume = false;         // continue from checkpoint_dir/checkpoint.pt
   std::string metrics_file;    // JSON lines, one record per epoch (rank 0)
   uint64_t seed = 0;
-  bool progress = true;                   // progress bar on a terminal (rank 0)
-  std::string sample_kernel = "default";  // default | turbo (SampleKernel, csp/sampler.hpp)
-  std::string order = "random";           // seed order per pass: random (shuffle) | bfs (BGL)
-  int bfs_sequences = 4;                  // order bfs: BFS sequences interleaved per pass
+  bool progress = true;          // progress bar on a terminal (rank 0)
+  std::string order = "random";  // seed order per pass: random (shuffle) | bfs (BGL)
+  int bfs_sequences = 4;         // order bfs: BFS sequences interleaved per pass
 
   void validate() const;  // InvalidArgument naming the field
   nlohmann::json to_json() const;

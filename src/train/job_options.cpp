@@ -22,6 +22,24 @@ JobOption toggle(std::string flag, std::string key, std::string help, Get get) {
   return options::toggle<JobConfig>(std::move(flag), std::move(key), std::move(help), get);
 }
 
+// A rank option (pipeline/rank/options.hpp), declared by the rank room.
+JobOption from_rank(const std::string& key) {
+  return options::embed<JobConfig>(options::find(rank_options_table(), key),
+                                   [](JobConfig& c) -> RankOptions& { return c.rank; });
+}
+
+// A sampler option (csp/sampler.hpp), declared with SamplerOptions.
+JobOption from_sampler(const std::string& key) {
+  return options::embed<JobConfig>(options::find(sampler_options_table(), key),
+                                   [](JobConfig& c) -> SamplerOptions& { return c.sampler; });
+}
+
+// A model or optimiser option (train/config.hpp), declared with TrainConfig.
+JobOption from_train(const std::string& key) {
+  return options::embed<JobConfig>(options::find(train_config_table(), key),
+                                   [](JobConfig& c) -> TrainConfig& { return c.train; });
+}
+
 // clang-format off
 #define DSP_FIELD(member) [](JobConfig& c) -> auto& { return c.member; }
 // clang-format on
@@ -67,15 +85,6 @@ JobOption ccc_option() {
   return o;
 }
 
-JobOption topology_memory_option() {
-  return options::bytes<JobConfig>(
-      "--topology-memory", "topology_memory",
-      "GPU ranks: device memory the neighbour array may take, e.g. 8G (default: half the free "
-      "device memory); the rest is read from pinned host memory through UVA, hottest rows on the "
-      "device; 0: all through UVA",
-      DSP_FIELD(rank.topology_memory));
-}
-
 JobOption quiet_option() {  // a command-line switch only
   JobOption o = declare<JobConfig>("--no-progress", "", "no progress bar", false);
   o.parse = [](JobConfig& c, const std::string&) { c.progress = false; };
@@ -84,14 +93,10 @@ JobOption quiet_option() {  // a command-line switch only
 
 std::vector<JobOption> model_and_sampling() {
   return {
-      value("", "path", "partition directory (dsp partition) or dataset directory",
-            DSP_FIELD(rank.path)),
-      value("--model", "model", "sage (default), gcn or gat", DSP_FIELD(train.model.model)),
-      value("--hidden", "hidden", "hidden width (GAT: per head; default 128)",
-            DSP_FIELD(train.model.hidden)),
-      value("--fanouts", "fanouts",
-            "neighbours sampled per node, from the seeds out; one per layer (default 15,10,5)",
-            DSP_FIELD(fanouts)),
+      from_rank("path"),
+      from_train("model"),
+      from_train("hidden"),
+      from_sampler("fanouts"),
       value("--layers", "layers", "number of layers (default: one per fanout)", DSP_FIELD(layers)),
       value("--eval-fanouts", "eval_fanouts", "fanouts for evaluation (default: --fanouts)",
             DSP_FIELD(eval_fanouts)),
@@ -104,42 +109,28 @@ std::vector<JobOption> model_and_sampling() {
             "train at most N steps per epoch: the first N batches of the epoch's shuffled order, "
             "the same count on every rank (default 0: the whole epoch)",
             DSP_FIELD(max_steps)),
-      value("--lr", "lr", "learning rate (default 0.01)", DSP_FIELD(train.lr)),
-      value("--weight-decay", "weight_decay", "weight decay (default 5e-4)",
-            DSP_FIELD(train.weight_decay)),
-      value("--optimizer", "optimizer", "adam (default) or sgd", DSP_FIELD(train.optimizer)),
-      value("", "momentum", "sgd momentum (default 0)", DSP_FIELD(train.momentum)),
-      value("--dropout", "dropout", "dropout (default 0.5)", DSP_FIELD(train.model.dropout)),
-      value("--heads", "heads", "GAT heads of hidden layers (default 1)",
-            DSP_FIELD(train.model.heads)),
-      value("", "out_heads", "GAT heads of the output layer (default 1)",
-            DSP_FIELD(train.model.out_heads)),
+      from_train("lr"),
+      from_train("weight_decay"),
+      from_train("optimizer"),
+      from_train("momentum"),
+      from_train("dropout"),
+      from_train("heads"),
+      from_train("out_heads"),
   };
 }
 
 std::vector<JobOption> caches_and_pipeline() {
   return {
-      value("--cache-policy", "cache_policy",
-            "override the partition's cache: in-degree, random or none",
-            DSP_FIELD(rank.cache_policy)),
-      value("--cache-ratio", "cache_ratio", "override the share of nodes cached, [0, 1]",
-            DSP_FIELD(rank.cache_ratio)),
+      from_rank("cache_policy"),
+      from_rank("cache_ratio"),
       toggle("--cache-auto", "cache_auto",
              "PaGraph: size the cache after the first batch from the memory left (host: "
              "--cache-memory or the available memory; GPU: free device memory) minus the batches "
              "in flight; the policy must be in-degree, random or none",
              DSP_FIELD(cache_auto)),
-      value("--cache-memory", "cache_memory",
-            "--cache-auto: host bytes the cache may take (default: available memory)",
-            DSP_FIELD(rank.cache_memory)),
-      value("--fifo-rows", "fifo_rows",
-            "BGL's dynamic cache: keep this many of the rows other ranks serve per rank, first in "
-            "first out, so a repeat needs no request (default 0: off)",
-            DSP_FIELD(rank.fifo_rows)),
-      value("--fifo-shared-rows", "fifo_shared_rows",
-            "with --fifo-rows: a second FIFO level of this many rows in shared memory, shared by "
-            "the ranks of a machine (default 0: none)",
-            DSP_FIELD(rank.fifo_shared_rows)),
+      from_rank("cache_memory"),
+      from_rank("fifo_rows"),
+      from_rank("fifo_shared_rows"),
       value("--pipeline", "pipeline",
             "auto (default: profile the first batches, then pipeline with per-stage core shares "
             "only where it is faster), on (three workers) or off (stages one after another)",
@@ -150,11 +141,7 @@ std::vector<JobOption> caches_and_pipeline() {
             "(GNNLab's dynamic switching; the same batches and updates as a symmetric job on all "
             "ranks), always, never, or off (default: the trainers train one batch each per step)",
             DSP_FIELD(roles_switch), "off,on,always,never"),
-      value("--sample-kernel", "sample_kernel",
-            "default, or turbo: tasks degree-sorted and dealt in snake order (TurboGNN): to warps "
-            "and blocks with shared-memory positions on a GPU, to threads on the CPU; the same "
-            "blocks either way",
-            DSP_FIELD(sample_kernel)),
+      from_sampler("sample_kernel"),
       ccc_option(),
   };
 }
@@ -174,16 +161,10 @@ std::vector<JobOption> run_and_placement() {
             DSP_FIELD(metrics_file)),
       value("--threads", "threads", "threads per rank (default: the rank's share of its cores)",
             DSP_FIELD(train.num_threads)),
-      value("", "backend", "the job's communicator: auto (default), self or mpi",
-            DSP_FIELD(rank.backend)),
-      value("--device", "device",
-            "cpu (default), cuda or cuda:N: each rank takes the GPU of its node rank (+N)",
-            DSP_FIELD(rank.device)),
-      value("--transport", "transport",
-            "GPU ranks' device buffers (gradients, feature rows): auto (default: nccl with a GPU "
-            "per rank), nccl, or mpi (staged through pinned host memory; ranks may share a GPU)",
-            DSP_FIELD(rank.transport), "auto,nccl,mpi"),
-      topology_memory_option(),
+      from_rank("backend"),
+      from_rank("device"),
+      from_rank("transport"),
+      from_rank("topology_memory"),
       quiet_option(),
       value("--order", "order",
             "seed order per epoch: random (default, a shuffle) or bfs (BGL's proximity-aware "

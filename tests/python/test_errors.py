@@ -88,7 +88,7 @@ def test_bad_arguments(cora_p1):
     with pytest.raises(dsp.InvalidArgument, match="^--fifo-rows must be >= 0, got -1$"):
         dsp.Loader(cora_p1, fanouts=[5], fifo_rows=-1)
     with pytest.raises(dsp.InvalidArgument,
-                       match="^topology_memory: expected a size such as 512M, 12G or 1.5GiB, "
+                       match="^--topology-memory: expected a size such as 512M, 12G or 1.5GiB, "
                              "got '12Q'$"):
         dsp.Loader(cora_p1, fanouts=[5], topology_memory="12Q")
     with pytest.raises(dsp.InvalidArgument, match=r"^unknown transport 'tcp' \(auto, mpi, nccl\)$"):

@@ -22,7 +22,7 @@ JobConfig unusual_config() {
   c.rank.path = "/data/x";
   c.train.model.model = "gat";
   c.train.model.hidden = 7;
-  c.fanouts = {3, 2};
+  c.sampler.fanouts = {3, 2};
   c.layers = 2;
   c.eval_fanouts = {4, 4};
   c.batch_size = 9;
@@ -45,7 +45,7 @@ JobConfig unusual_config() {
   c.pipeline = "on";
   c.roles = JobConfig::kRolesAuto;
   c.roles_switch = "always";
-  c.sample_kernel = "turbo";
+  c.sampler.kernel = SampleKernel::kTurbo;
   c.ccc = false;
   c.eval_every = 2;
   c.checkpoint_dir = "/ck";

@@ -16,6 +16,61 @@ std::string Transport::str() const {
   return kind == Kind::kNccl ? "nccl" : kind == Kind::kMpi ? "mpi" : "auto";
 }
 
+namespace {
+
+OptionTable<RankOptions> make_table() {
+  using options::value;
+  using R = RankOptions;
+  // clang-format off
+#define DSP_RANK(member) [](R& r) -> auto& { return r.member; }
+  // clang-format on
+  return {
+      value<R>("", "path", "partition directory (dsp partition) or dataset directory",
+               DSP_RANK(path)),
+      value<R>("", "backend", "the job's communicator: auto (default), self or mpi",
+               DSP_RANK(backend)),
+      value<R>("", "partition_method",
+               "a dataset directory is partitioned on the fly by this method (default metis)",
+               DSP_RANK(partition_method)),
+      value<R>("--device", "device",
+               "cpu (default), cuda or cuda:N: each rank takes the GPU of its node rank (+N)",
+               DSP_RANK(device)),
+      value<R>("--transport", "transport",
+               "GPU ranks' device buffers (gradients, feature rows): auto (default: nccl with a "
+               "GPU per rank), nccl, or mpi (staged through pinned host memory; ranks may share a "
+               "GPU)",
+               DSP_RANK(transport), "auto,nccl,mpi"),
+      options::bytes<R>("--topology-memory", "topology_memory",
+                        "GPU ranks: device memory the neighbour array may take, e.g. 8G (default: "
+                        "half the free device memory); the rest is read from pinned host memory "
+                        "through UVA, hottest rows on the device; 0: all through UVA",
+                        DSP_RANK(topology_memory)),
+      value<R>("--cache-policy", "cache_policy",
+               "override the partition's cache: in-degree, random or none", DSP_RANK(cache_policy)),
+      value<R>("--cache-ratio", "cache_ratio", "override the share of nodes cached, [0, 1]",
+               DSP_RANK(cache_ratio)),
+      value<R>("--cache-memory", "cache_memory",
+               "--cache-auto: host bytes the cache may take (default: available memory)",
+               DSP_RANK(cache_memory)),
+      value<R>("--fifo-rows", "fifo_rows",
+               "BGL's dynamic cache: keep this many of the rows other ranks serve per rank, first "
+               "in first out, so a repeat needs no request (default 0: off)",
+               DSP_RANK(fifo_rows)),
+      value<R>("--fifo-shared-rows", "fifo_shared_rows",
+               "with --fifo-rows: a second FIFO level of this many rows in shared memory, shared "
+               "by the ranks of a machine (default 0: none)",
+               DSP_RANK(fifo_shared_rows)),
+  };
+#undef DSP_RANK
+}
+
+}  // namespace
+
+const OptionTable<RankOptions>& rank_options_table() {
+  static const OptionTable<RankOptions> table = make_table();
+  return table;
+}
+
 void RankOptions::validate() const {
   DSP_CHECK_ARG(!path.empty(), "no partition or dataset directory given");
   DSP_CHECK_ARG(fifo_rows >= 0, "--fifo-rows must be >= 0, got {}", fifo_rows);

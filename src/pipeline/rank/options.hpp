@@ -8,6 +8,7 @@
 
 #include "ccc/coordinator.hpp"
 #include "core/device.hpp"
+#include "core/options.hpp"
 
 namespace dsp {
 
@@ -71,5 +72,11 @@ struct RankOptions {
   // CPU job trains.
   bool emulate_device = false;
 };
+
+// The rank options a user sets (core/options.hpp): path and backend (keys only), device,
+// transport, topology memory, the cache override and memory, the FIFO levels. dsp train's table
+// embeds them (JobConfig::rank) and the Python Loader reads its keywords with them, so each has
+// one flag, one key, one parser and, in validate(), one check.
+const OptionTable<RankOptions>& rank_options_table();
 
 }  // namespace dsp

@@ -224,7 +224,7 @@ TEST(Job, EmulatedDevicePathTrainsWhatTheCpuJobTrains) {
   cfg.train.model.model = "sage";
   cfg.train.model.hidden = 16;
   cfg.train.num_threads = 1;
-  cfg.fanouts = {5, 5};
+  cfg.sampler.fanouts = {5, 5};
   cfg.batch_size = 8;
   cfg.epochs = 2;
   cfg.seed = 3;
