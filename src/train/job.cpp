@@ -54,6 +54,7 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(roles != 0 || roles_switch == "off",
                 "--roles-switch {} needs --roles (sampler-only ranks to switch)", roles_switch);
   DSP_CHECK_ARG(eval_every >= 0 && checkpoint_every >= 0, "--eval-every/--checkpoint-every >= 0");
+  DSP_CHECK_ARG(patience >= 0, "--patience must be >= 0 (0: never stop early), got {}", patience);
   parse_pipeline_mode(pipeline);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   DSP_CHECK_ARG(!cache_auto || rank.cache_ratio == -1,
@@ -93,6 +94,7 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
 
 nlohmann::json JobResult::to_json() const {
   return {{"epochs_run", epochs_run},
+          {"stopped_early", stopped_early},
           {"best_val_acc", best_val_acc},
           {"best_epoch", best_epoch},
           {"test_acc_at_best", test_acc_at_best},
@@ -165,6 +167,8 @@ class TrainJob {
  public:
   explicit TrainJob(const JobConfig& cfg);
   int start_epoch() const { return start_epoch_; }
+  // --patience: validation has not improved in that many evaluations.
+  bool stop_early() const { return cfg_.patience > 0 && evals_since_best_ >= cfg_.patience; }
   void train_epoch(int epoch);
   void report_epoch(int epoch);
   JobResult finish();
@@ -210,6 +214,8 @@ class TrainJob {
   JobResult res_;
   double epoch_time_sum_ = 0, best_val_ = -1, test_at_best_ = 0;
   int best_epoch_ = -1;
+  int evals_since_best_ = 0;  // --patience
+  int next_epoch_ = 0;        // after the last epoch reported
 };
 
 TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
@@ -436,6 +442,7 @@ void TrainJob::resume() {
   best_val_ = info.extra.value("best_val_acc", -1.0);
   test_at_best_ = info.extra.value("test_acc_at_best", 0.0);
   best_epoch_ = info.extra.value("best_epoch", -1);
+  evals_since_best_ = info.extra.value("evals_since_best", 0);
   if (rt_.leader()) DSP_INFO("train", "resumed from {} after epoch {}", ckpt_, start_epoch_);
 }
 
@@ -476,6 +483,7 @@ void TrainJob::train_epoch(int epoch) {
 }
 
 void TrainJob::report_epoch(int epoch) {
+  next_epoch_ = epoch + 1;
   const double loss = loss_count_ ? loss_sum_ / loss_count_ : 0.0;
   rt_.channel(WorkerKind::kTrainer).set_step(epoch, steps_ + 1);
   const EvalCounts train_acc = trainer_->all_reduce(train_counts_);
@@ -485,10 +493,12 @@ void TrainJob::report_epoch(int epoch) {
   if (do_eval) {
     val = evaluate(0, valid_ids_, epoch).accuracy();
     test = evaluate(1, test_ids_, epoch).accuracy();
+    ++evals_since_best_;
     if (val > best_val_) {
       best_val_ = val;
       test_at_best_ = test;
       best_epoch_ = epoch;
+      evals_since_best_ = 0;
     }
   }
   res_.final_loss = loss;
@@ -504,9 +514,13 @@ void TrainJob::report_epoch(int epoch) {
                em_.loader.busy_s, em_.trainer.busy_s);
     write_metrics(epoch, loss, train_acc.accuracy(), do_eval ? val : -1, do_eval ? test : -1);
   }
-  if (!ckpt_.empty() &&
-      (last || (cfg_.checkpoint_every > 0 && (epoch + 1) % cfg_.checkpoint_every == 0))) {
+  if (!ckpt_.empty() && (last || stop_early() ||
+                         (cfg_.checkpoint_every > 0 && (epoch + 1) % cfg_.checkpoint_every == 0))) {
     checkpoint(epoch);
+  }
+  if (stop_early() && rt_.leader()) {
+    DSP_INFO("train", "early stop after epoch {}: validation has not improved in {} evaluations",
+             epoch + 1, cfg_.patience);
   }
 }
 
@@ -545,12 +559,14 @@ void TrainJob::checkpoint(int epoch) {
        {"dataset", rt_.part().meta.dataset_name},
        {"best_val_acc", best_val_},
        {"test_acc_at_best", test_at_best_},
-       {"best_epoch", best_epoch_}});
+       {"best_epoch", best_epoch_},
+       {"evals_since_best", evals_since_best_}});
 }
 
 JobResult TrainJob::finish() {
   res_.best_val_acc = best_val_;
   res_.best_epoch = best_epoch_;
+  res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
   res_.test_acc_at_best = test_at_best_;
   res_.mean_epoch_s = res_.epochs_run ? epoch_time_sum_ / res_.epochs_run : 0;
   for (int k = 0; k < kNumWorkerKinds; ++k) {
@@ -591,7 +607,7 @@ JobResult run_training(const JobConfig& cfg_in) {
   cfg.validate();
   if (cfg.eval_fanouts.empty()) cfg.eval_fanouts = cfg.sampler.fanouts;
   TrainJob job(cfg);
-  for (int epoch = job.start_epoch(); epoch < cfg.epochs; ++epoch) {
+  for (int epoch = job.start_epoch(); epoch < cfg.epochs && !job.stop_early(); ++epoch) {
     job.train_epoch(epoch);
     job.report_epoch(epoch);
   }

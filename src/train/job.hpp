@@ -32,6 +32,9 @@ struct JobConfig {
   // its usual order (every rank at the same step; evaluation and checkpoints as usual).
   int64_t max_steps = 0;
   int eval_every = 1;             // 0: evaluate only after the last epoch
+  // Early stopping: stop once validation has not improved in this many evaluations (the same
+  // decision on every rank: the accuracy is all-reduced); checkpointed and resumed. 0: off.
+  int patience = 0;
   std::string pipeline = "auto";  // auto (profiled choice) | on | off (DSP-Seq, the ablation)
   bool ccc = true;                // off only to show why the coordinator is needed
   // Sampler-only ranks (GNNLab's factored layout, pipeline/roles.hpp); 0: symmetric; kRolesAuto:
@@ -63,6 +66,7 @@ struct JobConfig {
 
 struct JobResult {
   int epochs_run = 0;
+  bool stopped_early = false;  // --patience ended the job before --epochs
   double best_val_acc = 0;
   int best_epoch = -1;
   double test_acc_at_best = 0;

@@ -150,6 +150,9 @@ std::vector<JobOption> run_and_placement() {
   return {
       value("--eval-every", "eval_every", "evaluate every k epochs (default 1; 0: at the end)",
             DSP_FIELD(eval_every)),
+      value("--patience", "patience",
+            "stop once validation has not improved in N evaluations (default 0: never)",
+            DSP_FIELD(patience)),
       value("--checkpoint-dir", "checkpoint_dir", "write checkpoint.pt here",
             DSP_FIELD(checkpoint_dir)),
       value("--checkpoint-every", "checkpoint_every", "every k epochs (0: at the end)",

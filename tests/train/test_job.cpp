@@ -151,6 +151,53 @@ TEST(Job, ResumeEqualsUninterruptedTrainingWithMaxSteps) { expect_resume_equals_
 
 // --max-steps N: every epoch trains exactly N steps (the first N batches of its usual order), the
 // same job twice gives the same losses, and a cap at or above the epoch's steps is no cap at all.
+// --patience stops where the uninterrupted run's validation curve says it should (the first
+// epoch after `patience` evaluations without a strict improvement), keeps that run's best, and
+// a job resumed from its checkpoint stops at once with the same result.
+TEST(Job, PatienceStopsWhenValidationStopsImproving) {
+  JobConfig c = cora_config();
+  c.epochs = 40;
+  c.eval_every = 1;
+  c.seed = 7;
+  c.metrics_file = temp_dir("metrics_patience");
+  const JobResult all = run_training(c);
+  EXPECT_FALSE(all.stopped_early);
+  const auto rec = metrics_records(c.metrics_file);
+  ASSERT_EQ(rec.size(), 40u);
+  const int patience = 3;
+  int expect_stop = -1, since = 0, best_epoch = -1;
+  double best = -1;
+  for (int e = 0; e < 40 && expect_stop < 0; ++e) {
+    const double v = rec[e].at("val_acc").get<double>();
+    ++since;
+    if (v > best) {
+      best = v;
+      best_epoch = e;
+      since = 0;
+    }
+    if (since >= patience) expect_stop = e;
+  }
+  ASSERT_GE(expect_stop, 0) << "validation kept improving: no stop to check";
+  JobConfig p = c;
+  p.patience = patience;
+  p.metrics_file.clear();
+  p.checkpoint_dir = temp_dir("ckpt_patience");
+  const JobResult r = run_training(p);
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_EQ(r.epochs_run, expect_stop + 1);
+  EXPECT_EQ(r.best_epoch, best_epoch);
+  EXPECT_EQ(r.best_val_acc, best);
+  JobConfig again = p;
+  again.resume = true;
+  const JobResult resumed = run_training(again);
+  EXPECT_EQ(resumed.epochs_run, 0);
+  EXPECT_TRUE(resumed.stopped_early);
+  EXPECT_EQ(resumed.best_epoch, r.best_epoch);
+  EXPECT_EQ(resumed.test_acc_at_best, r.test_acc_at_best);
+  fs::remove_all(p.checkpoint_dir);
+  fs::remove(c.metrics_file);
+}
+
 TEST(Job, MaxStepsTrainsThatManyStepsPerEpoch) {
   JobConfig c = cora_config();
   c.epochs = 3;
@@ -325,6 +372,9 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
   JobConfig bad = cora_config();
   bad.rank.fifo_rows = -1;
   expect_usage(bad, "--fifo-rows must be >= 0, got -1");
+  bad = cora_config();
+  bad.patience = -1;
+  expect_usage(bad, "--patience must be >= 0 (0: never stop early), got -1");
   bad = cora_config();
   bad.rank.fifo_rows = 10;
   bad.rank.fifo_shared_rows = -5;

@@ -48,6 +48,7 @@ JobConfig unusual_config() {
   c.sampler.kernel = SampleKernel::kTurbo;
   c.ccc = false;
   c.eval_every = 2;
+  c.patience = 5;
   c.checkpoint_dir = "/ck";
   c.checkpoint_every = 4;
   c.resume = true;
