@@ -183,6 +183,10 @@ class Loader:
             ranks serve kept per rank, first in first out, so a repeat needs no request (0: off).
         fifo_shared_rows: with ``fifo_rows``, a second level of this many rows shared by the
             ranks of a machine (``--fifo-shared-rows``).
+        order: with ``shuffle``, the seed order of every epoch, as ``dsp train --order``:
+            "random" (a shuffle) or "bfs" (BGL's proximity-aware order: BFS sequences from random
+            roots, interleaved; consecutive batches share more neighbours).
+        bfs_sequences: ``order="bfs"``: sequences interleaved per epoch (``--bfs-sequences``).
 
     Under MPI every rank must create the same loaders in the same order and iterate the same
     epochs; an epoch a rank leaves early is finished in the background so its peers are served.
@@ -193,7 +197,8 @@ class Loader:
                  as_tensor: Optional[bool] = None, backend: str = "auto",
                  partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
-                 topology_memory: Optional[Union[int, str]] = None):
+                 topology_memory: Optional[Union[int, str]] = None, order: str = "random",
+                 bfs_sequences: int = 4):
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
@@ -215,7 +220,8 @@ class Loader:
                                   bool(shuffle), split, int(seed), int(prefetch), backend,
                                   partition_method, device, int(fifo_rows),
                                   int(fifo_shared_rows), transport,
-                                  "" if topology_memory is None else str(topology_memory))
+                                  "" if topology_memory is None else str(topology_memory),
+                                  order, int(bfs_sequences))
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
         self._epoch = 0

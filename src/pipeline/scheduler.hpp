@@ -25,13 +25,27 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "core/options.hpp"
 #include "pipeline/seed_order.hpp"
 
 namespace dsp {
 
-// The one check of a seed order option pair (dsp train --order/--bfs-sequences, the Loader's
-// order/bfs_sequences): random or bfs, and at least one BFS sequence.
-void check_seed_order(const std::string& order, int bfs_sequences);
+class EpochScheduler;
+
+// The seed order of every epoch (dsp train --order/--bfs-sequences, the Loader's order and
+// bfs_sequences): a shuffle, or BGL's proximity-aware order (seed_order.hpp).
+struct SeedOrderOptions {
+  std::string order = "random";  // random | bfs
+  int bfs_sequences = 4;         // bfs: BFS sequences interleaved per pass
+
+  void validate() const;  // random or bfs, and at least one BFS sequence
+  // Sets the order on `sched`, whose seeds are in `rows` from global id `begin` on (a rank's
+  // patch); nothing for random.
+  void apply(EpochScheduler& sched, const Csr& rows, int64_t begin) const;
+};
+
+// Its options as a user sets them (core/options.hpp): order, bfs_sequences.
+const OptionTable<SeedOrderOptions>& seed_order_options_table();
 
 class EpochScheduler {
  public:

@@ -418,7 +418,8 @@ void bind_loader(py::module_& m) {
                        bool shuffle, const std::string& split, uint64_t seed, int prefetch,
                        const std::string& backend, const std::string& partition_method,
                        const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
-                       const std::string& transport, const std::string& topology_memory) {
+                       const std::string& transport, const std::string& topology_memory,
+                       const std::string& order, int bfs_sequences) {
              pyext::LoaderOptions o;
              // The rank's options through the rank room's table: dsp train's parsers and
              // messages (pipeline/rank/options.hpp).
@@ -431,6 +432,9 @@ void bind_loader(py::module_& m) {
                                     {"fifo_shared_rows", fifo_shared_rows}};
              if (!topology_memory.empty()) rank["topology_memory"] = topology_memory;
              read_options(rank_options_table(), rank, o.rank, "dsp.Loader");
+             read_options(seed_order_options_table(),
+                          {{"order", order}, {"bfs_sequences", bfs_sequences}}, o.seed_order,
+                          "dsp.Loader");
              o.sampler.fanouts = std::move(fanouts);
              o.batch_size = batch_size;
              o.shuffle = shuffle;
@@ -445,7 +449,8 @@ void bind_loader(py::module_& m) {
            py::arg("split"), py::arg("seed"), py::arg("prefetch"), py::arg("backend"),
            py::arg("partition_method"), py::arg("device") = "cpu", py::arg("fifo_rows") = 0,
            py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
-           py::arg("topology_memory") = "")
+           py::arg("topology_memory") = "", py::arg("order") = "random",
+           py::arg("bfs_sequences") = 4)
       .def_property_readonly("rank", &pyext::Loader::rank)
       .def_property_readonly("device",
                              [](const pyext::Loader& l) { return l.runtime().device().str(); })

@@ -16,7 +16,7 @@ void LoaderOptions::validate() const {
   DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test",
                 "split must be train, valid or test, got '{}'", split);
   DSP_CHECK_ARG(prefetch >= 0, "prefetch must be >= 0, got {}", prefetch);
-  check_seed_order(order, bfs_sequences);
+  seed_order.validate();
 }
 
 RankOptions LoaderOptions::rank_options() const {
@@ -39,10 +39,7 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   so.seed = opts_.seed;
   sampler_ = rt_->make_sampler(so);
   sched_ = std::make_unique<EpochScheduler>(seeds_, opts_.batch_size, opts_.seed);
-  if (opts_.order == "bfs") {
-    const PartitionData& part = rt_->part();
-    sched_->use_bfs_order(part.patch, part.meta.offsets[rt_->rank()], {opts_.bfs_sequences, 0});
-  }
+  opts_.seed_order.apply(*sched_, rt_->part().patch, rt_->part().meta.offsets[rt_->rank()]);
   CoordinatedCommunicator& main_ch = rt_->channel(WorkerKind::kMain);
   main_ch.set_step(-1, 1);
   if (opts_.shuffle) {

@@ -43,8 +43,7 @@ struct LoaderOptions {
   std::string split = "train";  // train (the part's co-partitioned seeds) | valid | test
   uint64_t seed = 0;
   int prefetch = 2;  // batches sampled and loaded ahead on a background thread; 0: on next()
-  std::string order = "random";  // with shuffle: random | bfs (BGL's proximity-aware order)
-  int bfs_sequences = 4;
+  SeedOrderOptions seed_order;  // with shuffle: a shuffle, or BGL's proximity-aware order
 
   void validate() const;             // InvalidArgument with the CLI's messages
   RankOptions rank_options() const;  // the runtime of the Loader's rank

@@ -60,8 +60,8 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(!cache_auto || rank.cache_ratio == -1,
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
-  check_seed_order(order, bfs_sequences);
-  DSP_CHECK_ARG(roles == 0 || (order == "random" && !cache_auto),
+  seed_order.validate();
+  DSP_CHECK_ARG(roles == 0 || (seed_order.order == "random" && !cache_auto),
                 "--roles runs the random seed order with the partition's cache: --order bfs and "
                 "--cache-auto are for symmetric jobs");
   DSP_CHECK_ARG(roles == 0 || !preaggregate,
@@ -320,9 +320,7 @@ EpochScheduler* TrainJob::schedule(PipelineStages& stages, const SamplerOptions&
   if (samplers_ == 0) {
     const PartitionData& part = rt_.part();
     sched_ = std::make_unique<EpochScheduler>(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
-    if (cfg_.order == "bfs") {
-      sched_->use_bfs_order(part.patch, part.meta.offsets[rt_.rank()], {cfg_.bfs_sequences, 0});
-    }
+    cfg_.seed_order.apply(*sched_, part.patch, part.meta.offsets[rt_.rank()]);
     return sched_.get();
   }
   // GNNLab's factored layout: evaluation stays symmetric (every rank holds its part).

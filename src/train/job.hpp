@@ -9,6 +9,7 @@
 
 #include "csp/sampler.hpp"
 #include "pipeline/rank/options.hpp"
+#include "pipeline/scheduler.hpp"
 #include "train/config.hpp"
 
 namespace dsp {
@@ -31,7 +32,7 @@ struct JobConfig {
   // At most this many steps per epoch (0: no limit): the epoch stops after the first N batches of
   // its usual order (every rank at the same step; evaluation and checkpoints as usual).
   int64_t max_steps = 0;
-  int eval_every = 1;             // 0: evaluate only after the last epoch
+  int eval_every = 1;  // 0: evaluate only after the last epoch
   // Early stopping: stop once validation has not improved in this many evaluations (the same
   // decision on every rank: the accuracy is all-reduced); checkpointed and resumed. 0: off.
   int patience = 0;
@@ -54,9 +55,8 @@ struct JobConfig {
   bool resume = false;         // continue from checkpoint_dir/checkpoint.pt
   std::string metrics_file;    // JSON lines, one record per epoch (rank 0)
   uint64_t seed = 0;
-  bool progress = true;          // progress bar on a terminal (rank 0)
-  std::string order = "random";  // seed order per pass: random (shuffle) | bfs (BGL)
-  int bfs_sequences = 4;         // order bfs: BFS sequences interleaved per pass
+  bool progress = true;         // progress bar on a terminal (rank 0)
+  SeedOrderOptions seed_order;  // per pass: a shuffle, or BGL's BFS order (pipeline/scheduler.hpp)
 
   void validate() const;  // InvalidArgument naming the field
   nlohmann::json to_json() const;

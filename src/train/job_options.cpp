@@ -34,6 +34,12 @@ JobOption from_sampler(const std::string& key) {
                                    [](JobConfig& c) -> SamplerOptions& { return c.sampler; });
 }
 
+// A seed order option (pipeline/scheduler.hpp), declared with SeedOrderOptions.
+JobOption from_seed_order(const std::string& key) {
+  return options::embed<JobConfig>(options::find(seed_order_options_table(), key),
+                                   [](JobConfig& c) -> SeedOrderOptions& { return c.seed_order; });
+}
+
 // A model or optimiser option (train/config.hpp), declared with TrainConfig.
 JobOption from_train(const std::string& key) {
   return options::embed<JobConfig>(options::find(train_config_table(), key),
@@ -169,13 +175,8 @@ std::vector<JobOption> run_and_placement() {
       from_rank("transport"),
       from_rank("topology_memory"),
       quiet_option(),
-      value("--order", "order",
-            "seed order per epoch: random (default, a shuffle) or bfs (BGL's proximity-aware "
-            "order: BFS sequences from random roots, interleaved)",
-            DSP_FIELD(order), "random,bfs"),
-      value("--bfs-sequences", "bfs_sequences",
-            "order bfs: sequences interleaved per epoch (default 4; fewer: more locality)",
-            DSP_FIELD(bfs_sequences)),
+      from_seed_order("order"),
+      from_seed_order("bfs_sequences"),
       toggle("--preaggregate", "preaggregate",
              "sage, gcn: PaGraph's pre-aggregated first layer, from a partition written with dsp "
              "partition --preaggregate (a dataset directory is partitioned so): the input layer's "

@@ -150,3 +150,21 @@ def test_cuda_device_is_a_clear_error_without_a_gpu(cora_p1):
         dsp.Loader(cora_p1, fanouts=[5], batch_size=16, device="cuda")
     with pytest.raises(dsp.InvalidArgument, match="--device cuda:0: "):
         dsp._dsp._Loader(cora_p1, [5], 16, True, "train", 0, 0, "self", "metis", "cuda")
+
+
+def test_bfs_seed_order_as_dsp_train(cora_p1):
+    # dsp train's --order/--bfs-sequences, from the same table: every seed once per epoch, in
+    # another order than the shuffle's, the same for a seed; the CLI's check and message.
+    rnd = batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=3))
+    bfs = batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=3, order="bfs",
+                             bfs_sequences=2))
+    again = batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=3, order="bfs",
+                               bfs_sequences=2))
+    seeds = [torch.cat([b.seeds for b in run]) for run in (rnd, bfs, again)]
+    assert sorted(seeds[0].tolist()) == sorted(seeds[1].tolist())
+    assert not torch.equal(seeds[0], seeds[1])
+    assert torch.equal(seeds[1], seeds[2])
+    with pytest.raises(dsp.InvalidArgument, match=r"^--order must be random or bfs, got 'dfs'$"):
+        dsp.Loader(cora_p1, fanouts=FANOUTS, order="dfs")
+    with pytest.raises(dsp.InvalidArgument, match=r"^--bfs-sequences must be >= 1, got 0$"):
+        dsp.Loader(cora_p1, fanouts=FANOUTS, order="bfs", bfs_sequences=0)

@@ -59,8 +59,8 @@ JobConfig unusual_config() {
   c.rank.device = Device::cuda(1);
   c.rank.transport = Transport::parse("mpi");
   c.rank.topology_memory = 1 << 20;
-  c.order = "bfs";
-  c.bfs_sequences = 8;
+  c.seed_order.order = "bfs";
+  c.seed_order.bfs_sequences = 8;
   c.preaggregate = true;
   return c;
 }
