@@ -161,6 +161,14 @@ Option<C> embed(const Option<S>& o, Get get) {
   return e;
 }
 
+// Every option of a part's table, embedded (see embed).
+template <class C, class S, class Get>
+OptionTable<C> embed_all(const OptionTable<S>& table, Get get) {
+  OptionTable<C> out;
+  for (const Option<S>& o : table) out.push_back(embed<C>(o, get));
+  return out;
+}
+
 // The entry of `table` with that key (a programming error if there is none).
 template <class C>
 const Option<C>& find(const OptionTable<C>& table, const std::string& key) {

@@ -70,6 +70,11 @@ OptionTable<TrainConfig> make_train_table() {
                DSP_TRAIN(model.heads)),
       value<T>("", "out_heads", "GAT heads of the output layer (default 1)",
                DSP_TRAIN(model.out_heads)),
+      value<T>("--normalize-features", "normalize_features",
+               "the input features as the model sees them: none (default), row (each row over "
+               "its sum, as PyG's NormalizeFeatures) or standard (each column minus its mean over "
+               "the nodes, over its standard deviation)",
+               DSP_TRAIN(normalize_features), "none,row,standard"),
   };
 #undef DSP_TRAIN
 }
@@ -89,6 +94,9 @@ void TrainConfig::validate() const {
   DSP_CHECK_ARG(weight_decay >= 0, "weight decay must be >= 0, got {}", weight_decay);
   DSP_CHECK_ARG(momentum >= 0, "momentum must be >= 0, got {}", momentum);
   DSP_CHECK_ARG(num_threads >= 0, "thread count must be >= 0, got {}", num_threads);
+  DSP_CHECK_ARG(normalize_features == "none" || normalize_features == "row" ||
+                    normalize_features == "standard",
+                "--normalize-features must be none, row or standard, got '{}'", normalize_features);
 }
 
 nlohmann::json TrainConfig::to_json() const {

@@ -50,14 +50,20 @@ struct TrainConfig {
   // Where the replica lives: the CPU or a GPU (a CUDA-enabled LibTorch); a job's trainer lives on
   // its rank's device (RankRuntime::device).
   Device device = Device::cpu();
+  // The input features as the model sees them: "none"; "row", each row divided by its sum
+  // (clamped at 1), as PyG's NormalizeFeatures; "standard", each column minus its mean over the
+  // graph's nodes, over its standard deviation (1 for a constant column), with the statistics
+  // below (in_dim entries each; a job computes them from the data: column_statistics).
+  std::string normalize_features = "none";
+  std::vector<float> feature_mean, feature_inv_std;
 
   void validate() const;
   nlohmann::json to_json() const;
 };
 
 // The model's and optimiser's options a user sets (core/options.hpp): model, hidden, heads,
-// out_heads, dropout, optimizer, lr, weight_decay, momentum. dsp train's table embeds them
-// (JobConfig::train); TrainConfig::validate is their one check.
+// out_heads, dropout, optimizer, lr, weight_decay, momentum, normalize_features. dsp train's table
+// embeds them (JobConfig::train); TrainConfig::validate is their one check.
 const OptionTable<TrainConfig>& train_config_table();
 
 // One fanout per layer of `model` (each fanout's value is csp's check_fanouts). InvalidArgument

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,7 +17,9 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/half.hpp"
 #include "core/logging.hpp"
+#include "core/parallel.hpp"
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
 #include "layout/store/hotness.hpp"
@@ -64,6 +67,10 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(roles == 0 || (seed_order.order == "random" && !cache_auto),
                 "--roles runs the random seed order with the partition's cache: --order bfs and "
                 "--cache-auto are for symmetric jobs");
+  DSP_CHECK_ARG(!preaggregate || train.normalize_features == "none",
+                "--normalize-features {} with --preaggregate: the pre-aggregated rows were "
+                "computed from the raw features; train without --preaggregate to normalise",
+                train.normalize_features);
   DSP_CHECK_ARG(roles == 0 || !preaggregate,
                 "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
   DSP_CHECK_ARG(roles == 0 || rank.fifo_rows == 0,
@@ -80,7 +87,9 @@ void JobConfig::validate() const {
   m.preaggregated = preaggregate;
   if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
   if (m.out_dim == 0) m.out_dim = 2;
-  m.validate();
+  TrainConfig t = train;  // the model and optimiser options, before any rank starts
+  t.model = m;
+  t.validate();
   check_fanout_count(fanouts, m);
 }
 
@@ -150,6 +159,46 @@ int64_t eval_batch_id(int split, int64_t step) {
 // The collectives around a split's evaluation (step agreement, counts) use ids past its steps.
 int64_t eval_control_id(int split, int k) {
   return kEvalBase + split * kEvalSplitStride + kEvalSplitStride / 2 + k;
+}
+
+// Column means and inverse standard deviations (1 for a constant column) of an [N, F] float32 or
+// float16 array, in double, summed per fixed chunk of rows in order: the same on every rank and
+// for any thread count.
+void column_statistics(const Array& x, std::vector<float>* mean, std::vector<float>* inv_std) {
+  const int64_t n = x.dim(0), f = x.dim(1);
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  auto at = [&](int64_t i, int64_t j) -> double {
+    return x.dtype() == DType::kFloat16 ? half_to_float(x.data<uint16_t>()[i * f + j])
+                                        : x.data<float>()[i * f + j];
+  };
+  auto pass = [&](const std::vector<double>& centre) {  // sums of (x - centre)^k, k = 1 or 2
+    const bool squares = !centre.empty();
+    std::vector<double> part(static_cast<size_t>(chunks * f), 0.0), total(f, 0.0);
+    parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        double* acc = part.data() + c * f;
+        for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+          for (int64_t j = 0; j < f; ++j) {
+            const double d = squares ? at(i, j) - centre[j] : at(i, j);
+            acc[j] += squares ? d * d : d;
+          }
+        }
+      }
+    });
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t j = 0; j < f; ++j) total[j] += part[c * f + j];
+    return total;
+  };
+  std::vector<double> mu = pass({});
+  for (double& m : mu) m /= static_cast<double>(std::max<int64_t>(n, 1));
+  const std::vector<double> var = pass(mu);
+  mean->assign(mu.begin(), mu.end());
+  inv_std->resize(f);
+  for (int64_t j = 0; j < f; ++j) {
+    const double sd = std::sqrt(var[j] / static_cast<double>(std::max<int64_t>(n, 1)));
+    (*inv_std)[j] = sd > 0 ? static_cast<float>(1.0 / sd) : 1.0f;
+  }
 }
 
 RankOptions rank_options(const JobConfig& cfg) {
@@ -288,6 +337,9 @@ void TrainJob::make_trainer() {
   tc_.seed = cfg_.seed;
   tc_.num_threads = rt_.cores().threads;
   tc_.device = rt_.device();
+  if (tc_.normalize_features == "standard") {
+    column_statistics(rt_.part().features, &tc_.feature_mean, &tc_.feature_inv_std);
+  }
   trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
   ckpt_ = cfg_.checkpoint_dir.empty() ? "" : cfg_.checkpoint_dir + "/checkpoint.pt";
   if (cfg_.resume) resume();
@@ -529,6 +581,7 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                         {"train_acc", train_acc},
                         {"epoch_s", em_.wall_s},
                         {"max_steps", cfg_.max_steps},  // the cap of pipeline.steps
+                        {"normalize_features", cfg_.train.normalize_features},
                         {"pipeline", em_.to_json()},
                         {"sampler", sampler_->stats().to_json()},
                         {"cache_hit_rate", res_.cache_hit_rate},

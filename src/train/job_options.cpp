@@ -22,30 +22,6 @@ JobOption toggle(std::string flag, std::string key, std::string help, Get get) {
   return options::toggle<JobConfig>(std::move(flag), std::move(key), std::move(help), get);
 }
 
-// A rank option (pipeline/rank/options.hpp), declared by the rank room.
-JobOption from_rank(const std::string& key) {
-  return options::embed<JobConfig>(options::find(rank_options_table(), key),
-                                   [](JobConfig& c) -> RankOptions& { return c.rank; });
-}
-
-// A sampler option (csp/sampler.hpp), declared with SamplerOptions.
-JobOption from_sampler(const std::string& key) {
-  return options::embed<JobConfig>(options::find(sampler_options_table(), key),
-                                   [](JobConfig& c) -> SamplerOptions& { return c.sampler; });
-}
-
-// A seed order option (pipeline/scheduler.hpp), declared with SeedOrderOptions.
-JobOption from_seed_order(const std::string& key) {
-  return options::embed<JobConfig>(options::find(seed_order_options_table(), key),
-                                   [](JobConfig& c) -> SeedOrderOptions& { return c.seed_order; });
-}
-
-// A model or optimiser option (train/config.hpp), declared with TrainConfig.
-JobOption from_train(const std::string& key) {
-  return options::embed<JobConfig>(options::find(train_config_table(), key),
-                                   [](JobConfig& c) -> TrainConfig& { return c.train; });
-}
-
 // clang-format off
 #define DSP_FIELD(member) [](JobConfig& c) -> auto& { return c.member; }
 // clang-format on
@@ -99,10 +75,6 @@ JobOption quiet_option() {  // a command-line switch only
 
 std::vector<JobOption> model_and_sampling() {
   return {
-      from_rank("path"),
-      from_train("model"),
-      from_train("hidden"),
-      from_sampler("fanouts"),
       value("--layers", "layers", "number of layers (default: one per fanout)", DSP_FIELD(layers)),
       value("--eval-fanouts", "eval_fanouts", "fanouts for evaluation (default: --fanouts)",
             DSP_FIELD(eval_fanouts)),
@@ -115,28 +87,16 @@ std::vector<JobOption> model_and_sampling() {
             "train at most N steps per epoch: the first N batches of the epoch's shuffled order, "
             "the same count on every rank (default 0: the whole epoch)",
             DSP_FIELD(max_steps)),
-      from_train("lr"),
-      from_train("weight_decay"),
-      from_train("optimizer"),
-      from_train("momentum"),
-      from_train("dropout"),
-      from_train("heads"),
-      from_train("out_heads"),
   };
 }
 
 std::vector<JobOption> caches_and_pipeline() {
   return {
-      from_rank("cache_policy"),
-      from_rank("cache_ratio"),
       toggle("--cache-auto", "cache_auto",
              "PaGraph: size the cache after the first batch from the memory left (host: "
              "--cache-memory or the available memory; GPU: free device memory) minus the batches "
              "in flight; the policy must be in-degree, random or none",
              DSP_FIELD(cache_auto)),
-      from_rank("cache_memory"),
-      from_rank("fifo_rows"),
-      from_rank("fifo_shared_rows"),
       value("--pipeline", "pipeline",
             "auto (default: profile the first batches, then pipeline with per-stage core shares "
             "only where it is faster), on (three workers) or off (stages one after another)",
@@ -147,7 +107,6 @@ std::vector<JobOption> caches_and_pipeline() {
             "(GNNLab's dynamic switching; the same batches and updates as a symmetric job on all "
             "ranks), always, never, or off (default: the trainers train one batch each per step)",
             DSP_FIELD(roles_switch), "off,on,always,never"),
-      from_sampler("sample_kernel"),
       ccc_option(),
   };
 }
@@ -170,13 +129,7 @@ std::vector<JobOption> run_and_placement() {
             DSP_FIELD(metrics_file)),
       value("--threads", "threads", "threads per rank (default: the rank's share of its cores)",
             DSP_FIELD(train.num_threads)),
-      from_rank("backend"),
-      from_rank("device"),
-      from_rank("transport"),
-      from_rank("topology_memory"),
       quiet_option(),
-      from_seed_order("order"),
-      from_seed_order("bfs_sequences"),
       toggle("--preaggregate", "preaggregate",
              "sage, gcn: PaGraph's pre-aggregated first layer, from a partition written with dsp "
              "partition --preaggregate (a dataset directory is partitioned so): the input layer's "
@@ -185,11 +138,25 @@ std::vector<JobOption> run_and_placement() {
   };
 }
 
+// The job's own options, then those its modules declare (each module's table, embedded whole:
+// a module's new option needs no line here): the rank's (pipeline/rank/options.hpp), the
+// sampler's (csp/sampler.hpp), the seed order's (pipeline/scheduler.hpp), the model's and
+// optimiser's (train/config.hpp).
 std::vector<JobOption> all_options() {
   std::vector<JobOption> v = model_and_sampling();
-  for (auto part : {caches_and_pipeline(), run_and_placement()}) {
+  auto add = [&v](std::vector<JobOption> part) {
     for (auto& o : part) v.push_back(std::move(o));
-  }
+  };
+  add(caches_and_pipeline());
+  add(run_and_placement());
+  add(options::embed_all<JobConfig>(rank_options_table(),
+                                    [](JobConfig& c) -> RankOptions& { return c.rank; }));
+  add(options::embed_all<JobConfig>(sampler_options_table(),
+                                    [](JobConfig& c) -> SamplerOptions& { return c.sampler; }));
+  add(options::embed_all<JobConfig>(
+      seed_order_options_table(), [](JobConfig& c) -> SeedOrderOptions& { return c.seed_order; }));
+  add(options::embed_all<JobConfig>(train_config_table(),
+                                    [](JobConfig& c) -> TrainConfig& { return c.train; }));
   return v;
 }
 

@@ -87,6 +87,7 @@ struct Trainer::Impl {
   std::vector<std::string> names;
   int64_t numel = 0;
   torch::Device device = torch::kCPU;
+  torch::Tensor mean, inv_std;  // normalize_features standard: [in_dim] on the device
 };
 
 Trainer::Trainer(const TrainConfig& config, Communicator& comm)
@@ -102,6 +103,20 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
           : torch::Device(torch::kCPU);
   DSP_CHECK_ARG(impl_->device.is_cpu() || torch::cuda::is_available(),
                 "device '{}' requested but this LibTorch sees no CUDA device", cfg_.device.str());
+  if (cfg_.normalize_features == "standard") {
+    const size_t f = static_cast<size_t>(cfg_.model.in_dim);
+    DSP_CHECK_ARG(cfg_.feature_mean.size() == f && cfg_.feature_inv_std.size() == f,
+                  "normalize_features standard needs the features' column statistics "
+                  "(feature_mean, feature_inv_std: {} entries each, got {} and {})",
+                  f, cfg_.feature_mean.size(), cfg_.feature_inv_std.size());
+    auto column = [&](const std::vector<float>& v) {
+      return torch::from_blob(const_cast<float*>(v.data()), {static_cast<int64_t>(f)},
+                              torch::kFloat32)
+          .to(impl_->device);
+    };
+    impl_->mean = column(cfg_.feature_mean);
+    impl_->inv_std = column(cfg_.feature_inv_std);
+  }
   torch::manual_seed(cfg_.seed);
   impl_->model = make_model(cfg_.model);
   impl_->model->to(impl_->device);
@@ -202,6 +217,14 @@ torch::Tensor feature_tensor(const LoadedBatch& b, const torch::Device& device) 
       .to(device, torch::kFloat32);
 }
 
+// The input features as TrainConfig::normalize_features says the model sees them.
+torch::Tensor normalized(torch::Tensor x, const std::string& how, const torch::Tensor& mean,
+                         const torch::Tensor& inv_std) {
+  if (how == "row") return x / x.sum(1, /*keepdim=*/true).clamp_min(1);
+  if (how == "standard") return (x - mean) * inv_std;
+  return x;
+}
+
 bool batch_empty(const LoadedBatch& b) {
   return b.sample.blocks.empty() || b.sample.blocks.back().num_dst == 0;
 }
@@ -248,7 +271,7 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
   }
   auto clock = std::chrono::steady_clock::now();
   auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-  auto x = feature_tensor(batch, I.device);
+  auto x = normalized(feature_tensor(batch, I.device), cfg_.normalize_features, I.mean, I.inv_std);
   auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
                             {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
                .to(I.device);
@@ -403,7 +426,7 @@ EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
   torch::NoGradGuard ng;
   I.model->eval();
   auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-  auto x = feature_tensor(batch, I.device);
+  auto x = normalized(feature_tensor(batch, I.device), cfg_.normalize_features, I.mean, I.inv_std);
   return count_correct(I.model->forward(blocks, x, nullptr), batch.labels);
 }
 

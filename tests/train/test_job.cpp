@@ -198,6 +198,27 @@ TEST(Job, PatienceStopsWhenValidationStopsImproving) {
   fs::remove(c.metrics_file);
 }
 
+// --normalize-features: Cora's bag-of-words rows over their sums (PyG's NormalizeFeatures) train
+// at least as well as the raw rows (test accuracy at seeds 1/2/3 with this config: row 0.808 /
+// 0.800 / 0.814, none 0.802 / 0.786 / 0.795); standardised columns train, lower on these sparse
+// binary features (0.758 / 0.740 / 0.746). The metrics say which input the model saw.
+TEST(Job, NormalizedFeaturesTrain) {
+  for (const auto& [how, band] :
+       {std::pair<const char*, double>{"row", 0.79}, {"standard", 0.73}}) {
+    SCOPED_TRACE(how);
+    JobConfig c = cora_config();
+    c.seed = 1;
+    c.train.normalize_features = how;
+    c.metrics_file = temp_dir(std::string("metrics_norm_") + how);
+    const JobResult r = run_training(c);
+    EXPECT_GE(r.test_acc_at_best, band);
+    const auto rec = metrics_records(c.metrics_file);
+    ASSERT_FALSE(rec.empty());
+    EXPECT_EQ(rec.back().at("normalize_features"), how);
+    fs::remove(c.metrics_file);
+  }
+}
+
 TEST(Job, MaxStepsTrainsThatManyStepsPerEpoch) {
   JobConfig c = cora_config();
   c.epochs = 3;
@@ -372,6 +393,15 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
   JobConfig bad = cora_config();
   bad.rank.fifo_rows = -1;
   expect_usage(bad, "--fifo-rows must be >= 0, got -1");
+  bad = cora_config();
+  bad.train.normalize_features = "l2";
+  expect_usage(bad, "--normalize-features must be none, row or standard, got 'l2'");
+  bad = cora_config();
+  bad.preaggregate = true;
+  bad.train.normalize_features = "row";
+  expect_usage(bad,
+               "--normalize-features row with --preaggregate: the pre-aggregated rows were "
+               "computed from the raw features; train without --preaggregate to normalise");
   bad = cora_config();
   bad.patience = -1;
   expect_usage(bad, "--patience must be >= 0 (0: never stop early), got -1");

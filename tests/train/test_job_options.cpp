@@ -49,6 +49,8 @@ JobConfig unusual_config() {
   c.ccc = false;
   c.eval_every = 2;
   c.patience = 5;
+  c.train.normalize_features = "standard";
+  c.rank.partition_method = "random";
   c.checkpoint_dir = "/ck";
   c.checkpoint_every = 4;
   c.resume = true;
