@@ -170,7 +170,8 @@ void add_bench_cache(CLI::App* bench) {
       "Hit rates of the cache policies vs the optimal oracle on a recorded sampling trace (single "
       "process)",
       "PATH", "dataset directory or 1-part partition directory", &CacheBenchOptions::path,
-      cache_bench_options(), run_cache);
+      cache_bench_options(), {},
+      [](const CacheBenchOptions& a, const RankOptions&) { run_cache(a); });
 }
 
 }  // namespace dsp::cli

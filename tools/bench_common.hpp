@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "core/fs.hpp"
@@ -13,38 +14,59 @@
 
 namespace dsp::cli {
 
+// A bench's own options (declared with the module it measures) and the rank options it takes
+// (--device, --topology-memory: declared once, by the rank room, pipeline/rank/options.hpp).
+template <class C>
+struct BenchCommand {
+  C cmd;
+  RankOptions rank;
+};
+
+// The bench's table and the rank room's entries of `rank_keys`, as one table.
+template <class C>
+OptionTable<BenchCommand<C>> bench_table(const OptionTable<C>& own,
+                                         const std::vector<std::string>& rank_keys) {
+  using B = BenchCommand<C>;
+  OptionTable<B> t = options::embed_all<B>(own, [](B& b) -> C& { return b.cmd; });
+  for (const std::string& k : rank_keys) {
+    t.push_back(options::embed<B>(options::find(rank_options_table(), k),
+                                  [](B& b) -> RankOptions& { return b.rank; }));
+  }
+  return t;
+}
+
 // A bench subcommand of `bench`: POSITIONAL (required) into `C::*path`, every option of `table`
-// as a flag; its callback applies the flags, validates and runs.
+// and the rank options of `rank_keys` as flags; its callback applies the flags, validates the
+// bench's options and runs (the rank's are validated by the rank it builds).
 template <class C>
 void add_bench_command(CLI::App* bench, const std::string& name, const std::string& help,
                        const std::string& positional, const std::string& positional_help,
                        std::string C::*path, const OptionTable<C>& table,
-                       std::function<void(const C&)> run) {
+                       const std::vector<std::string>& rank_keys,
+                       std::function<void(const C&, const RankOptions&)> run) {
+  using B = BenchCommand<C>;
   struct Args {
-    C cmd;
-    std::unique_ptr<TableFlags<C>> flags;
+    B cmd;
+    OptionTable<B> table;
+    std::unique_ptr<TableFlags<B>> flags;
   };
   auto a = std::make_shared<Args>();
+  a->table = bench_table(table, rank_keys);
   auto* sub = bench->add_subcommand(name, help);
-  sub->add_option(positional, a->cmd.*path, positional_help)->required();
-  a->flags = std::make_unique<TableFlags<C>>(sub, table);
+  sub->add_option(positional, a->cmd.cmd.*path, positional_help)->required();
+  a->flags = std::make_unique<TableFlags<B>>(sub, a->table);
   sub->callback([a, run] {
     a->flags->apply(a->cmd);
-    a->cmd.validate();
-    run(a->cmd);
+    a->cmd.cmd.validate();
+    run(a->cmd.cmd, a->cmd.rank);
   });
 }
 
-// The rank a bench runs as. topology_memory: --topology-memory's text, or empty for the default.
-inline RankOptions bench_rank(const std::string& path, int threads, const std::string& device,
-                              const std::string& topology_memory = "") {
-  RankOptions ro;
+// The rank a bench runs as: its rank options on `path` with `threads`.
+inline RankOptions bench_rank(const std::string& path, int threads, const RankOptions& rank) {
+  RankOptions ro = rank;
   ro.path = path;
   ro.threads = threads;
-  ro.device = Device::parse(device);
-  if (!topology_memory.empty()) {
-    ro.topology_memory = static_cast<int64_t>(parse_bytes("--topology-memory", topology_memory));
-  }
   ro.log_name = "bench";
   return ro;
 }

@@ -48,8 +48,8 @@ void print_gather(const nlohmann::json& j) {
              j["rows_local_hot"].get<int64_t>(), j["rows_cold"].get<int64_t>());
 }
 
-void run_gather(const GatherBenchOptions& a) {
-  RankRuntime rt(bench_rank(a.partition, a.threads, a.device));
+void run_gather(const GatherBenchOptions& a, const RankOptions& rank) {
+  RankRuntime rt(bench_rank(a.partition, a.threads, rank));
   Communicator& comm = rt.channel(WorkerKind::kLoader);  // the store's channel: ops in order
   nlohmann::json j = measure_gather(rt.store(), comm, rt.part().features, a);
   j["bench"] = "gather";
@@ -71,7 +71,7 @@ void add_bench_gather(CLI::App* bench) {
   add_bench_command<GatherBenchOptions>(
       bench, "gather", "Feature gather bandwidth vs a per-row memcpy loop and a contiguous memcpy",
       "PARTITION", "partition directory (dsp partition)", &GatherBenchOptions::partition,
-      gather_bench_options(), run_gather);
+      gather_bench_options(), {"device"}, run_gather);
 }
 
 }  // namespace dsp::cli

@@ -246,8 +246,8 @@ void add_run_figures(nlohmann::json& j, const PipeArgs& a, RankRuntime& rt, Trai
 
 // The stages of `dsp train` (src/train/job.cpp, without evaluation, checkpoints and metrics),
 // timed by bench_pipeline with the pipeline on and off.
-void run_pipeline_bench(const PipeArgs& a) {
-  RankOptions ro = bench_rank(a.partition, a.threads, a.device, a.topology_memory);
+void run_pipeline_bench(const PipeArgs& a, const RankOptions& rank) {
+  RankOptions ro = bench_rank(a.partition, a.threads, rank);
   ro.backend = a.backend;
   RankRuntime rt(ro);
   Coordinator& coord = rt.coord();
@@ -298,7 +298,7 @@ void add_bench_pipeline(CLI::App* bench) {
       "Epoch time of training with the pipeline on vs off, and the per-stage breakdown (run under "
       "mpirun -np P with a P-part partition)",
       "PARTITION", "partition directory (dsp partition)", &PipelineBenchCommand::partition,
-      pipeline_bench_options(), run_pipeline_bench);
+      pipeline_bench_options(), {"device", "topology_memory"}, run_pipeline_bench);
 }
 
 }  // namespace dsp::cli

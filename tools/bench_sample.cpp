@@ -41,8 +41,8 @@ void print_sample(const SampleBenchOptions& a, const nlohmann::json& j) {
   }
 }
 
-void run_sample(const SampleBenchOptions& a) {
-  RankRuntime rt(bench_rank(a.partition, a.threads, a.device, a.topology_memory));
+void run_sample(const SampleBenchOptions& a, const RankOptions& rank) {
+  RankRuntime rt(bench_rank(a.partition, a.threads, rank));
   const PartitionData& part = rt.part();
   Communicator& comm = rt.channel(WorkerKind::kSampler);
   std::vector<int64_t> seeds;
@@ -75,7 +75,7 @@ void add_bench_sample(CLI::App* bench) {
       bench, "sample",
       "Collective sampling throughput (per stage and layer) and bytes moved, CSP vs pull",
       "PARTITION", "partition directory (dsp partition)", &SampleBenchOptions::partition,
-      sample_bench_options(), run_sample);
+      sample_bench_options(), {"device", "topology_memory"}, run_sample);
 }
 
 }  // namespace dsp::cli

@@ -44,12 +44,6 @@ OptionTable<Opts> all_options() {
              DSP_FIELD(per_layer_bytes)),
       value("--threads", "threads", "OpenMP threads per rank (default 1)", DSP_FIELD(threads)),
       value("--seed", "seed", "sampling seed", DSP_FIELD(seed)),
-      value("--device", "device", "cpu (default), cuda or cuda:N: the sampler's backend",
-            DSP_FIELD(device)),
-      value("--topology-memory", "topology_memory",
-            "GPU: device memory the neighbour array may take (default: half the free device "
-            "memory); the rest through UVA, hottest rows on the device; 0: all through UVA",
-            DSP_FIELD(topology_memory)),
       value("--sample-kernel", "sample_kernel",
             "default, or turbo: degree-sorted snake scheduling of tasks (GPU: to warps and "
             "blocks, shared-memory positions; CPU: to threads)",

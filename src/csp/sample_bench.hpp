@@ -27,8 +27,6 @@ struct SampleBenchOptions {
   bool per_layer_bytes = false;  // one extra run per layer prefix
   int threads = 1;
   uint64_t seed = 0;
-  std::string device = "cpu";
-  std::string topology_memory;  // --topology-memory's text; empty: the default
   std::string kernel = "default";
   std::string json;
 

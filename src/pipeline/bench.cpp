@@ -190,10 +190,6 @@ OptionTable<Cmd> run_options() {
             "steps per epoch at most (a random subset of the seeds; 0: all)", DSP_FIELD(max_steps)),
       value("--threads", "threads", "threads per rank (default cores / ranks)", DSP_FIELD(threads)),
       value("--backend", "backend", "auto (default), self or mpi", DSP_FIELD(backend)),
-      value("--device", "device", "cpu (default), cuda or cuda:N", DSP_FIELD(device)),
-      value("--topology-memory", "topology_memory",
-            "GPU: device memory the neighbour array may take (see dsp bench sample)",
-            DSP_FIELD(topology_memory)),
       value("--seed", "seed", "seed of sampling, model and schedule", DSP_FIELD(seed)),
       value("--json", "json", "write the figures to this file", DSP_FIELD(json)),
   };

@@ -47,8 +47,6 @@ struct PipelineBenchCommand {
   int64_t max_steps = 0;  // steps per epoch at most; 0: all
   int threads = 0;        // per rank; 0: cores / ranks
   std::string backend = "auto";
-  std::string device = "cpu";
-  std::string topology_memory;  // --topology-memory's text; empty: the default
   uint64_t seed = 0;
   std::string json;
 

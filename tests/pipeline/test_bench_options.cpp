@@ -50,14 +50,16 @@ C parsed(const OptionTable<C>& table, const std::string& flag, const std::string
   return c;
 }
 
+// Each bench's own flags; --device (and --topology-memory for the benches that sample) come from
+// the rank room's table (pipeline/rank/options.hpp), embedded by the CLI (tools/bench_common.hpp).
 TEST(BenchOptions, EveryFlagOfEveryBench) {
   using V = std::vector<std::string>;
   EXPECT_EQ(flags_of(gather_bench_options()),
-            (V{"--batch", "--iters", "--threads", "--seed", "--device", "--json"}));
-  EXPECT_EQ(flags_of(sample_bench_options()),
-            (V{"--fanouts", "--batch-size", "--batches", "--mode", "--scheme", "--biased",
-               "--replace", "--per-layer-bytes", "--threads", "--seed", "--device",
-               "--topology-memory", "--sample-kernel", "--json"}));
+            (V{"--batch", "--iters", "--threads", "--seed", "--json"}));
+  EXPECT_EQ(
+      flags_of(sample_bench_options()),
+      (V{"--fanouts", "--batch-size", "--batches", "--mode", "--scheme", "--biased", "--replace",
+         "--per-layer-bytes", "--threads", "--seed", "--sample-kernel", "--json"}));
   EXPECT_EQ(
       flags_of(cache_bench_options()),
       (V{"--ratios", "--policies", "--batches", "--fanouts", "--batch-size", "--presample-epochs",
@@ -65,7 +67,7 @@ TEST(BenchOptions, EveryFlagOfEveryBench) {
   EXPECT_EQ(flags_of(pipeline_bench_options()),
             (V{"--model", "--hidden", "--fanouts", "--batch-size", "--modes", "--roles-switch",
                "--samplers", "--repeats", "--epochs", "--warmup", "--max-steps", "--threads",
-               "--backend", "--device", "--topology-memory", "--seed", "--json"}));
+               "--backend", "--seed", "--json"}));
 }
 
 TEST(BenchOptions, KeysFollowTheFlags) {
@@ -80,7 +82,6 @@ TEST(BenchOptions, Defaults) {
   EXPECT_EQ(g.batch, 100000);
   EXPECT_EQ(g.iters, 20);
   EXPECT_EQ(g.threads, 1);
-  EXPECT_EQ(g.device, "cpu");
   const SampleBenchOptions s;
   EXPECT_EQ(s.fanouts, "15,10,5");
   EXPECT_EQ(s.batch_size, 1024);

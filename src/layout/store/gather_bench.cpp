@@ -98,9 +98,6 @@ const OptionTable<GatherBenchOptions>& gather_bench_options() {
                            "OpenMP threads of the gather (default 1, as the loop)",
                            DSP_FIELD(threads)),
       options::value<Opts>("--seed", "seed", "random seed of the id sets", DSP_FIELD(seed)),
-      options::value<Opts>("--device", "device",
-                           "cpu (default), cuda or cuda:N: where the store gathers to",
-                           DSP_FIELD(device)),
       options::value<Opts>("--json", "json", "write the figures to this file", DSP_FIELD(json)),
   };
   return table;

@@ -20,8 +20,7 @@ struct GatherBenchOptions {
   int iters = 20;          // timed gathers (after two warm-up rounds)
   int threads = 1;         // OpenMP threads of the gather
   uint64_t seed = 0;       // random seed of the id sets
-  std::string device = "cpu";
-  std::string json;  // write the figures to this file
+  std::string json;        // write the figures to this file
 
   // InvalidArgument "--batch, --iters and --threads must be positive".
   void validate() const;
