@@ -24,10 +24,10 @@ namespace {
 // (the tensors share the arrays' owner), then moved to `device` if that is elsewhere.
 void wrap_device_edges(const Block& b, const torch::Device& device, BlockTensors& t) {
   const BlockEdges& e = *b.on_device;
-  const torch::Device where = e.device.is_cuda()
-                                  ? torch::Device(torch::kCUDA,
-                                                  static_cast<c10::DeviceIndex>(e.device.index))
-                                  : torch::Device(torch::kCPU);
+  const torch::Device where =
+      e.device.is_cuda()
+          ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(e.device.index))
+          : torch::Device(torch::kCPU);
   auto opts = torch::TensorOptions().dtype(torch::kInt64).device(where);
   std::shared_ptr<const BlockEdges> keep = b.on_device;
   auto hold = [keep](void*) {};

@@ -75,6 +75,18 @@ OptionTable<TrainConfig> make_train_table() {
                "its sum, as PyG's NormalizeFeatures) or standard (each column minus its mean over "
                "the nodes, over its standard deviation)",
                DSP_TRAIN(normalize_features), "none,row,standard"),
+      value<T>("--lr-schedule", "lr_schedule",
+               "learning rate per epoch: none (default), cosine (annealed to 0 over --epochs), "
+               "step (times --lr-gamma every --lr-step-size epochs) or plateau (times --lr-gamma "
+               "after more than --lr-patience evaluations without a better validation accuracy)",
+               DSP_TRAIN(lr_schedule), "none,cosine,step,plateau"),
+      value<T>("--lr-gamma", "lr_gamma", "step, plateau: the factor of a decay (default 0.1)",
+               DSP_TRAIN(lr_gamma)),
+      value<T>("--lr-step-size", "lr_step_size", "step: epochs between decays",
+               DSP_TRAIN(lr_step_size)),
+      value<T>("--lr-patience", "lr_patience",
+               "plateau: evaluations without improvement before a decay (default 10)",
+               DSP_TRAIN(lr_patience)),
   };
 #undef DSP_TRAIN
 }
@@ -97,6 +109,15 @@ void TrainConfig::validate() const {
   DSP_CHECK_ARG(normalize_features == "none" || normalize_features == "row" ||
                     normalize_features == "standard",
                 "--normalize-features must be none, row or standard, got '{}'", normalize_features);
+  DSP_CHECK_ARG(lr_schedule == "none" || lr_schedule == "cosine" || lr_schedule == "step" ||
+                    lr_schedule == "plateau",
+                "--lr-schedule must be none, cosine, step or plateau, got '{}'", lr_schedule);
+  DSP_CHECK_ARG(lr_gamma > 0 && lr_gamma <= 1, "--lr-gamma must be in (0, 1], got {}", lr_gamma);
+  DSP_CHECK_ARG(lr_schedule != "step" || lr_step_size >= 1,
+                "--lr-schedule step needs --lr-step-size >= 1 (epochs between decays), got {}",
+                lr_step_size);
+  DSP_CHECK_ARG(lr_step_size >= 0 && lr_patience >= 0,
+                "--lr-step-size and --lr-patience must be >= 0");
 }
 
 nlohmann::json TrainConfig::to_json() const {

@@ -55,6 +55,13 @@ struct TrainConfig {
   // graph's nodes, over its standard deviation (1 for a constant column), with the statistics
   // below (in_dim entries each; a job computes them from the data: column_statistics).
   std::string normalize_features = "none";
+  // The learning rate per epoch (train/lr_schedule.hpp): none, cosine, step (every lr_step_size
+  // epochs times lr_gamma) or plateau (times lr_gamma after more than lr_patience evaluations
+  // without a better validation accuracy).
+  std::string lr_schedule = "none";
+  double lr_gamma = 0.1;
+  int lr_step_size = 0;
+  int lr_patience = 10;
   std::vector<float> feature_mean, feature_inv_std;
 
   void validate() const;
@@ -62,7 +69,8 @@ struct TrainConfig {
 };
 
 // The model's and optimiser's options a user sets (core/options.hpp): model, hidden, heads,
-// out_heads, dropout, optimizer, lr, weight_decay, momentum, normalize_features. dsp train's table
+// out_heads, dropout, optimizer, lr, weight_decay, momentum, normalize_features, lr_schedule,
+// lr_gamma, lr_step_size, lr_patience. dsp train's table
 // embeds them (JobConfig::train); TrainConfig::validate is their one check.
 const OptionTable<TrainConfig>& train_config_table();
 

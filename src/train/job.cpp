@@ -28,6 +28,7 @@
 #include "pipeline/roles.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/job_options.hpp"
+#include "train/lr_schedule.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -264,6 +265,8 @@ class TrainJob {
   double epoch_time_sum_ = 0, best_val_ = -1, test_at_best_ = 0;
   int best_epoch_ = -1;
   int evals_since_best_ = 0;  // --patience
+  LrSchedule lr_;             // --lr-schedule
+  double epoch_lr_ = 0;       // the rate the epoch in progress trains with
   int next_epoch_ = 0;        // after the last epoch reported
 };
 
@@ -341,6 +344,7 @@ void TrainJob::make_trainer() {
     column_statistics(rt_.part().features, &tc_.feature_mean, &tc_.feature_inv_std);
   }
   trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
+  lr_ = LrSchedule(tc_, cfg_.epochs);
   ckpt_ = cfg_.checkpoint_dir.empty() ? "" : cfg_.checkpoint_dir + "/checkpoint.pt";
   if (cfg_.resume) resume();
   if (rt_.leader() && !cfg_.checkpoint_dir.empty()) fs::create_directories(cfg_.checkpoint_dir);
@@ -493,6 +497,7 @@ void TrainJob::resume() {
   test_at_best_ = info.extra.value("test_acc_at_best", 0.0);
   best_epoch_ = info.extra.value("best_epoch", -1);
   evals_since_best_ = info.extra.value("evals_since_best", 0);
+  if (info.extra.contains("lr_schedule")) lr_.restore(info.extra.at("lr_schedule"));
   if (rt_.leader()) DSP_INFO("train", "resumed from {} after epoch {}", ckpt_, start_epoch_);
 }
 
@@ -522,6 +527,8 @@ void TrainJob::train_epoch(int epoch) {
   loss_sum_ = 0;
   loss_count_ = 0;
   train_counts_ = {};
+  epoch_lr_ = lr_.lr(epoch);
+  trainer_->set_lr(epoch_lr_);
   bar_ = std::make_unique<ProgressBar>(rt_.leader() && cfg_.progress, epoch, cfg_.epochs, steps_);
   sampler_->reset_stats();
   rt_.store().reset_stats();
@@ -550,6 +557,7 @@ void TrainJob::report_epoch(int epoch) {
       best_epoch_ = epoch;
       evals_since_best_ = 0;
     }
+    lr_.observe(val);
   }
   res_.final_loss = loss;
   res_.cache_hit_rate = rt_.store().stats().hit_rate();
@@ -582,6 +590,7 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                         {"epoch_s", em_.wall_s},
                         {"max_steps", cfg_.max_steps},  // the cap of pipeline.steps
                         {"normalize_features", cfg_.train.normalize_features},
+                        {"lr", epoch_lr_},
                         {"pipeline", em_.to_json()},
                         {"sampler", sampler_->stats().to_json()},
                         {"cache_hit_rate", res_.cache_hit_rate},
@@ -611,7 +620,8 @@ void TrainJob::checkpoint(int epoch) {
        {"best_val_acc", best_val_},
        {"test_acc_at_best", test_at_best_},
        {"best_epoch", best_epoch_},
-       {"evals_since_best", evals_since_best_}});
+       {"evals_since_best", evals_since_best_},
+       {"lr_schedule", lr_.state()}});
 }
 
 JobResult TrainJob::finish() {

@@ -37,8 +37,8 @@ void GnnModel::check_inputs(const std::vector<BlockTensors>& blocks, const torch
   DSP_CHECK_ARG(static_cast<int>(blocks.size()) == cfg_.num_blocks(),
                 "the batch has {} blocks but the {}-layer model{} needs {} (the number of fanouts "
                 "must equal the number of layers)",
-                blocks.size(), cfg_.layers, cfg_.preaggregated ? " with a pre-aggregated input" : "",
-                cfg_.num_blocks());
+                blocks.size(), cfg_.layers,
+                cfg_.preaggregated ? " with a pre-aggregated input" : "", cfg_.num_blocks());
   const int64_t rows = blocks.front().num_src;
   DSP_CHECK_ARG(x.dim() == 2 && x.size(0) == rows && x.size(1) == cfg_.input_width(),
                 "input features are {} but the model expects [{}, {}] (input nodes x {})",

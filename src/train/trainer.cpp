@@ -418,6 +418,10 @@ void Trainer::all_reduce_bucket(torch::Tensor& bucket) {
 
 void Trainer::set_threads(int threads) { torch::set_num_threads(std::max(1, threads)); }
 
+void Trainer::set_lr(double lr) {
+  for (auto& group : impl_->optimizer->param_groups()) group.options().set_lr(lr);
+}
+
 EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
   EvalCounts c;
   if (batch_empty(batch)) return c;

@@ -95,6 +95,8 @@ class Trainer {
   // LibTorch's intra-op threads for the steps that follow on the calling thread (and process-wide
   // default for threads that start later).
   void set_threads(int threads);
+  // The optimiser's learning rate for the steps that follow (train/lr_schedule.hpp's per epoch).
+  void set_lr(double lr);
   // Local, no communication: predictions of the seeds against their labels (eval mode, no dropout).
   EvalCounts eval_batch(const LoadedBatch& batch);
   // Sums counts over all ranks (collective).

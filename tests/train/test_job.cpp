@@ -2,6 +2,8 @@
 // trainer, pipeline, evaluation, checkpoints) in one process.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -101,10 +103,13 @@ std::vector<nlohmann::json> metrics_records(const std::string& f) {
 // job equals an uninterrupted one in the model, the loss, the validation and test accuracies of
 // every epoch and the best epoch, with or without --max-steps. A stale temporary file of an
 // interrupted checkpoint write is removed by the next write.
-void expect_resume_equals_uninterrupted(int64_t max_steps) {
+void expect_resume_equals_uninterrupted(int64_t max_steps, const char* lr_schedule = "none") {
   SCOPED_TRACE(max_steps);
+  SCOPED_TRACE(lr_schedule);
   JobConfig c = cora_config();
   c.max_steps = max_steps;
+  c.train.lr_schedule = lr_schedule;
+  c.train.lr_patience = 0;  // plateau: a decay after any evaluation without improvement
   c.epochs = 4;
   c.eval_every = 1;
   c.seed = 7;
@@ -135,7 +140,7 @@ void expect_resume_equals_uninterrupted(int64_t max_steps) {
   ASSERT_EQ(b.size(), 4u);
   for (size_t i = 0; i < a.size(); ++i) {
     SCOPED_TRACE(i);
-    for (const char* k : {"epoch", "loss", "train_acc", "val_acc", "test_acc"}) {
+    for (const char* k : {"epoch", "loss", "train_acc", "val_acc", "test_acc", "lr"}) {
       EXPECT_EQ(a[i].at(k), b[i].at(k)) << k;
     }
     EXPECT_EQ(a[i].at("pipeline").at("steps"), b[i].at("pipeline").at("steps"));
@@ -148,6 +153,25 @@ void expect_resume_equals_uninterrupted(int64_t max_steps) {
 
 TEST(Job, ResumeEqualsUninterruptedTraining) { expect_resume_equals_uninterrupted(0); }
 TEST(Job, ResumeEqualsUninterruptedTrainingWithMaxSteps) { expect_resume_equals_uninterrupted(3); }
+// --lr-schedule plateau's state (best, evaluations without improvement, the rate) is checkpointed.
+TEST(Job, ResumeEqualsUninterruptedTrainingWithPlateauSchedule) {
+  expect_resume_equals_uninterrupted(0, "plateau");
+}
+
+// --lr-schedule cosine: every epoch trains with the annealed rate, recorded in the metrics.
+TEST(Job, CosineScheduleAnnealsTheRate) {
+  JobConfig c = cora_config();
+  c.epochs = 4;
+  c.train.lr_schedule = "cosine";
+  c.metrics_file = temp_dir("metrics_cosine");
+  run_training(c);
+  const auto rec = metrics_records(c.metrics_file);
+  ASSERT_EQ(rec.size(), 4u);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_DOUBLE_EQ(rec[e].at("lr").get<double>(), 0.01 * (1 + std::cos(M_PI * e / 4)) / 2);
+  }
+  fs::remove(c.metrics_file);
+}
 
 // --max-steps N: every epoch trains exactly N steps (the first N batches of its usual order), the
 // same job twice gives the same losses, and a cap at or above the epoch's steps is no cap at all.

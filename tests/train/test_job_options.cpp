@@ -50,6 +50,10 @@ JobConfig unusual_config() {
   c.eval_every = 2;
   c.patience = 5;
   c.train.normalize_features = "standard";
+  c.train.lr_schedule = "step";
+  c.train.lr_gamma = 0.5;
+  c.train.lr_step_size = 7;
+  c.train.lr_patience = 3;
   c.rank.partition_method = "random";
   c.checkpoint_dir = "/ck";
   c.checkpoint_every = 4;
