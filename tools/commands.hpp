@@ -10,16 +10,6 @@
 
 namespace dsp::cli {
 
-// For unsigned options (seeds): CLI11 would wrap "-1" into 2^64 - 1 and run with that.
-inline CLI::Validator non_negative_integer() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return "";
-        return "must be a non-negative integer, got '" + s + "'";
-      },
-      "");
-}
-
 // A command's option table (core/options.hpp) as flags of `sub`: each flag's text is kept as given
 // and parsed by the table when the command runs (apply), so a flag has one parser and one message
 // whether it comes from the command line, a --config file or Python.
