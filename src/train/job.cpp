@@ -19,6 +19,7 @@
 #include "core/fs.hpp"
 #include "core/half.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "core/parallel.hpp"
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
@@ -27,6 +28,7 @@
 #include "pipeline/rank/runtime.hpp"
 #include "pipeline/roles.hpp"
 #include "pipeline/scheduler.hpp"
+#include "train/inference.hpp"
 #include "train/job_options.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/trainer.hpp"
@@ -72,6 +74,11 @@ void JobConfig::validate() const {
                 "--normalize-features {} with --preaggregate: the pre-aggregated rows were "
                 "computed from the raw features; train without --preaggregate to normalise",
                 train.normalize_features);
+  DSP_CHECK_ARG(eval == "auto" || eval == "full" || eval == "sampled",
+                "--eval must be auto, full or sampled, got '{}'", eval);
+  DSP_CHECK_ARG(eval != "full" || !preaggregate,
+                "--eval full with --preaggregate: full-neighbour inference runs the model's input "
+                "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
   DSP_CHECK_ARG(roles == 0 || !preaggregate,
                 "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
   DSP_CHECK_ARG(roles == 0 || rank.fifo_rows == 0,
@@ -108,6 +115,8 @@ nlohmann::json JobResult::to_json() const {
           {"best_val_acc", best_val_acc},
           {"best_epoch", best_epoch},
           {"test_acc_at_best", test_acc_at_best},
+          {"eval", eval},
+          {"test_acc_full", test_acc_full},
           {"final_loss", final_loss},
           {"mean_epoch_s", mean_epoch_s},
           {"cache_hit_rate", cache_hit_rate},
@@ -232,6 +241,12 @@ class TrainJob {
   EpochScheduler* schedule(PipelineStages& stages, const SamplerOptions& so);
   void log_start(const EpochScheduler& sched) const;
   EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
+  void choose_eval();
+  // Full-neighbour evaluation (train/inference.hpp): validation and test counts, all ranks'.
+  std::pair<EvalCounts, EvalCounts> evaluate_full(int64_t epoch);
+  void note_best(double val, double test, int epoch);
+  void final_full_test();
+  std::string eval_summary() const;
   void resume();
   void size_cache(const PipelineOptions& popts);
   int auto_samplers(const PipelineStages& symmetric);
@@ -265,6 +280,9 @@ class TrainJob {
   double epoch_time_sum_ = 0, best_val_ = -1, test_at_best_ = 0;
   int best_epoch_ = -1;
   int evals_since_best_ = 0;  // --patience
+  bool full_eval_ = false;    // --eval full, or auto where it fits
+  bool full_fits_ = false;    // the estimate fits: a sampled job tests its best model in full
+  std::vector<float> best_params_;  // sampled evaluation: the best model so far, when it fits
   LrSchedule lr_;             // --lr-schedule
   double epoch_lr_ = 0;       // the rate the epoch in progress trains with
   int next_epoch_ = 0;        // after the last epoch reported
@@ -285,6 +303,7 @@ TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 1);
   steps_ = sched->agree_steps(main_ch);
+  choose_eval();  // main channel, step (-1, 3)
   if (cfg_.cache_auto) size_cache(popts);
   rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
@@ -501,6 +520,84 @@ void TrainJob::resume() {
   if (rt_.leader()) DSP_INFO("train", "resumed from {} after epoch {}", ckpt_, start_epoch_);
 }
 
+// --eval: full-neighbour inference where asked, or (auto) where its estimate fits half of the
+// memory available to each rank of the node, on every rank (one all_reduce); else sampled.
+void TrainJob::choose_eval() {
+  std::vector<int64_t> widths;
+  for (int l = 0; l < tc_.model.layers; ++l) widths.push_back(trainer_->layer_width(l));
+  const int64_t need = layerwise_inference_bytes(rt_.part().meta, rt_.rank(), widths,
+                                                 cfg_.eval_batch_size);
+  const int64_t have = static_cast<int64_t>(available_memory() / 2 /
+                                            static_cast<uint64_t>(rt_.cores().node_size));
+  int64_t fits = cfg_.preaggregate ? 0 : need <= have ? 1 : 0;
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 3);
+  main_ch.all_reduce(&fits, 1, DType::kInt64, ReduceOp::kMin);
+  full_fits_ = fits == 1;
+  full_eval_ = cfg_.eval == "full" || (cfg_.eval == "auto" && full_fits_);
+  res_.eval = full_eval_ ? "full" : "sampled";
+  if (!rt_.leader()) return;
+  const std::string estimate = fmt::format("an estimated {} per rank, {} available to each",
+                                           format_bytes(need), format_bytes(have));
+  if (full_eval_) {
+    DSP_INFO("train", "evaluation: full neighbourhoods, layer by layer ({}){}", estimate,
+             full_fits_ ? "" : ": it may not fit (--eval full)");
+  } else {
+    DSP_INFO("train", "evaluation: sampled with fanouts {} ({})", fmt::join(cfg_.eval_fanouts, ","),
+             cfg_.preaggregate   ? "--preaggregate: the model has no input layer to infer with"
+             : cfg_.eval == "sampled" ? "--eval sampled"
+                                      : "full neighbourhoods need " + estimate);
+  }
+}
+
+std::pair<EvalCounts, EvalCounts> TrainJob::evaluate_full(int64_t epoch) {
+  InferenceOptions io;
+  io.batch_size = cfg_.eval_batch_size;
+  io.epoch = epoch;
+  io.first_step = eval_batch_id(2, 0);
+  const std::vector<float> logits = layerwise_inference(rt_, *trainer_, io);
+  const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
+  const int64_t first = rt_.part().meta.offsets[rt_.rank()];
+  const Array& labels = rt_.part().labels;
+  CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);
+  tc.set_step(epoch, eval_control_id(0, 1));
+  const EvalCounts val = trainer_->all_reduce(count_correct(logits, width, first, valid_ids_, labels));
+  tc.set_step(epoch, eval_control_id(1, 1));
+  const EvalCounts test = trainer_->all_reduce(count_correct(logits, width, first, test_ids_, labels));
+  return {val, test};
+}
+
+void TrainJob::note_best(double val, double test, int epoch) {
+  ++evals_since_best_;
+  if (val <= best_val_) return;
+  best_val_ = val;
+  test_at_best_ = test;
+  best_epoch_ = epoch;
+  evals_since_best_ = 0;
+  if (!full_eval_ && full_fits_) best_params_ = trainer_->flat_parameters();
+}
+
+// Sampled evaluation: the best model's test accuracy with full neighbourhoods, when it fits and
+// the best model is at hand (not when it predates a resume).
+void TrainJob::final_full_test() {
+  if (full_eval_) {
+    res_.test_acc_full = best_epoch_ >= 0 ? test_at_best_ : -1;
+    return;
+  }
+  if (best_params_.empty()) return;
+  const std::vector<float> last = trainer_->flat_parameters();
+  trainer_->set_flat_parameters(best_params_);
+  res_.test_acc_full = evaluate_full(cfg_.epochs + 1).second.accuracy();
+  trainer_->set_flat_parameters(last);
+}
+
+std::string TrainJob::eval_summary() const {
+  if (full_eval_) return "full neighbourhoods";
+  const std::string sampled = fmt::format("sampled, fanouts {}", fmt::join(cfg_.eval_fanouts, ","));
+  if (res_.test_acc_full < 0) return sampled;
+  return fmt::format("{}; with full neighbourhoods {:.4f}", sampled, res_.test_acc_full);
+}
+
 // Evaluation over this rank's share of `ids` (global, owned), the same steps on every rank.
 EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch) {
   const int64_t bs = cfg_.eval_batch_size;
@@ -548,15 +645,15 @@ void TrainJob::report_epoch(int epoch) {
   const bool do_eval = last || (cfg_.eval_every > 0 && (epoch + 1) % cfg_.eval_every == 0);
   double val = -1, test = -1;
   if (do_eval) {
-    val = evaluate(0, valid_ids_, epoch).accuracy();
-    test = evaluate(1, test_ids_, epoch).accuracy();
-    ++evals_since_best_;
-    if (val > best_val_) {
-      best_val_ = val;
-      test_at_best_ = test;
-      best_epoch_ = epoch;
-      evals_since_best_ = 0;
+    if (full_eval_) {
+      const auto [v, t] = evaluate_full(epoch);
+      val = v.accuracy();
+      test = t.accuracy();
+    } else {
+      val = evaluate(0, valid_ids_, epoch).accuracy();
+      test = evaluate(1, test_ids_, epoch).accuracy();
     }
+    note_best(val, test, epoch);
     lr_.observe(val);
   }
   res_.final_loss = loss;
@@ -590,6 +687,7 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                         {"epoch_s", em_.wall_s},
                         {"max_steps", cfg_.max_steps},  // the cap of pipeline.steps
                         {"normalize_features", cfg_.train.normalize_features},
+                        {"eval", res_.eval},
                         {"lr", epoch_lr_},
                         {"pipeline", em_.to_json()},
                         {"sampler", sampler_->stats().to_json()},
@@ -625,6 +723,7 @@ void TrainJob::checkpoint(int epoch) {
 }
 
 JobResult TrainJob::finish() {
+  final_full_test();
   res_.best_val_acc = best_val_;
   res_.best_epoch = best_epoch_;
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
@@ -637,13 +736,14 @@ JobResult TrainJob::finish() {
     fmt::print(stderr,
                "\nsummary\n"
                "  best val acc        {:.4f} (epoch {})\n"
-               "  test acc at best    {:.4f}\n"
+               "  test acc at best    {:.4f} ({})\n"
                "  final loss          {:.4f}\n"
                "  time per epoch      {:.2f} s\n"
                "  cache hit rate      {:.3f}\n"
                "  bytes sent (rank 0) {:.1f} MB\n"
                "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
-               res_.best_val_acc, res_.best_epoch + 1, res_.test_acc_at_best, res_.final_loss,
+               res_.best_val_acc, res_.best_epoch + 1, res_.test_acc_at_best, eval_summary(),
+               res_.final_loss,
                res_.mean_epoch_s, res_.cache_hit_rate, res_.bytes_communicated / 1e6,
                res_.feature_bytes_per_batch / 1e6);
     if (rt_.fifo_requested()) {

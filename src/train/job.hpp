@@ -28,6 +28,9 @@ struct JobConfig {
   std::vector<int> eval_fanouts;  // default: fanouts
   int64_t batch_size = 1024;      // seeds per rank per step
   int64_t eval_batch_size = 4096;
+  // Evaluation: "full" (full-neighbour layer-wise inference, train/inference.hpp), "sampled"
+  // (eval_fanouts), or "auto": full where its memory estimate fits, else sampled (logged).
+  std::string eval = "auto";
   int epochs = 10;
   // At most this many steps per epoch (0: no limit): the epoch stops after the first N batches of
   // its usual order (every rank at the same step; evaluation and checkpoints as usual).
@@ -70,6 +73,10 @@ struct JobResult {
   double best_val_acc = 0;
   int best_epoch = -1;
   double test_acc_at_best = 0;
+  std::string eval;  // how validation and test were evaluated: "full" or "sampled"
+  // The best-validation model's test accuracy with full neighbourhoods: test_acc_at_best under
+  // full evaluation; under sampled evaluation computed at the end when it fits; else -1.
+  double test_acc_full = -1;
   double final_loss = 0;
   double mean_epoch_s = 0;
   double cache_hit_rate = 0;

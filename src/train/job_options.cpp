@@ -78,6 +78,11 @@ std::vector<JobOption> model_and_sampling() {
       value("--layers", "layers", "number of layers (default: one per fanout)", DSP_FIELD(layers)),
       value("--eval-fanouts", "eval_fanouts", "fanouts for evaluation (default: --fanouts)",
             DSP_FIELD(eval_fanouts)),
+      value("--eval", "eval",
+            "evaluation: full (every layer over whole neighbourhoods, layer by layer, as DGL's "
+            "and PyG's inference), sampled (--eval-fanouts) or auto (default: full where its "
+            "memory estimate fits, else sampled; logged)",
+            DSP_FIELD(eval), "auto,full,sampled"),
       value("--batch-size", "batch_size", "training seeds per rank per step (default 1024)",
             DSP_FIELD(batch_size)),
       value("", "eval_batch_size", "seeds per evaluation batch (default 4096)",

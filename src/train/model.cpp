@@ -46,6 +46,11 @@ void GnnModel::check_inputs(const std::vector<BlockTensors>& blocks, const torch
                 cfg_.preaggregated ? "2 in_dim: [x | pre-aggregated]" : "in_dim");
 }
 
+int64_t GnnModel::layer_width(int layer) const {
+  if (layer + 1 >= cfg_.layers) return cfg_.out_dim;
+  return cfg_.model == "gat" ? cfg_.hidden * cfg_.heads : cfg_.hidden;
+}
+
 namespace {
 
 class Layer : public torch::nn::Module {
@@ -68,9 +73,10 @@ class SageLayer : public Layer {
         self_(register_module("self", torch::nn::Linear(in, out))),
         neigh_(register_module("neigh",
                                torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {
-    // Weights keep LibTorch's Linear initialisation; the bias starts at zero, as DGL's SAGEConv
-    // (and dsp's GCN and GAT layers).
+    // DGL's SAGEConv initialisation: xavier uniform with ReLU's gain, the bias at zero.
     torch::NoGradGuard ng;
+    torch::nn::init::xavier_uniform_(self_->weight, std::sqrt(2.0));
+    torch::nn::init::xavier_uniform_(neigh_->weight, std::sqrt(2.0));
     self_->bias.zero_();
   }
 
@@ -103,6 +109,9 @@ class GcnLayer : public Layer {
         lin_(register_module("lin",
                              torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {
     bias_ = register_parameter("bias", torch::zeros({out}));
+    // DGL's GraphConv initialisation: xavier uniform (gain 1), the bias at zero.
+    torch::NoGradGuard ng;
+    torch::nn::init::xavier_uniform_(lin_->weight);
   }
 
   torch::Tensor forward(const BlockTensors& b, const torch::Tensor& h, double, at::Generator*,
@@ -201,6 +210,19 @@ class StackModel : public GnnModel {
               : dropout(h, cfg_.dropout, gen, /*relu=*/true);
     }
     return h;
+  }
+
+  torch::Tensor forward_layer(int layer, const BlockTensors& block, torch::Tensor h) override {
+    DSP_CHECK_ARG(!cfg_.preaggregated,
+                  "layer-wise inference needs the model's input layer: a pre-aggregated model "
+                  "has none");
+    DSP_CHECK_ARG(layer >= 0 && layer < static_cast<int>(layers_.size()),
+                  "layer {} of a {}-layer model", layer, layers_.size());
+    DSP_CHECK_ARG(!is_training(), "forward_layer runs in eval mode");
+    const bool gat = cfg_.model == "gat";
+    h = layers_[layer]->forward(block, h, 0.0, nullptr, *this);
+    if (layer + 1 == static_cast<int>(layers_.size())) return gat ? h.mean(1) : h;
+    return gat ? torch::elu(h.flatten(1)) : torch::relu(h);
   }
 
   // Lets layers draw dropout masks from the same generator and training flag.

@@ -42,6 +42,13 @@ class GnnModel : public torch::nn::Module {
   // null uses LibTorch's default generator of x's device.
   virtual torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x,
                                 at::Generator* gen = nullptr) = 0;
+  // Layer `layer` alone in eval mode (no dropout) on one block, followed by what follows it in
+  // forward (the activation between layers; GAT's head mean after the last): h [num_src, width of
+  // layer's input] -> [num_dst, layer_width(layer)]. Layer-wise inference (train/inference.hpp)
+  // composes forward from these; a pre-aggregated model has none (InvalidArgument).
+  virtual torch::Tensor forward_layer(int layer, const BlockTensors& block, torch::Tensor h) = 0;
+  // Width of layer `layer`'s output as forward_layer returns it (GAT hidden: hidden * heads).
+  int64_t layer_width(int layer) const;
   const ModelConfig& config() const { return cfg_; }
 
  protected:

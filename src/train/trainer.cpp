@@ -434,6 +434,43 @@ EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
   return count_correct(I.model->forward(blocks, x, nullptr), batch.labels);
 }
 
+std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, const float* hidden,
+                                        const float* gcn_src_scale) {
+  auto& I = *impl_;
+  DSP_CHECK_ARG(batch.sample.blocks.size() == 1, "layer-wise inference takes one block, got {}",
+                batch.sample.blocks.size());
+  torch::NoGradGuard ng;
+  I.model->eval();
+  const Block& blk = batch.sample.blocks.front();
+  BlockTensors bt = block_to_tensors(blk, I.device);
+  torch::Tensor h;
+  if (layer == 0) {
+    DSP_CHECK_ARG(batch.feature_dim == cfg_.model.in_dim &&
+                      (batch.features_on_device() ||
+                       static_cast<int64_t>(batch.features.size()) == blk.num_src * batch.feature_dim),
+                  "layer-wise inference: {} feature columns for {} input nodes, the model expects "
+                  "{} columns",
+                  batch.feature_dim, blk.num_src, cfg_.model.in_dim);
+    h = normalized(feature_tensor(batch, I.device), cfg_.normalize_features, I.mean, I.inv_std);
+  } else {
+    h = torch::from_blob(const_cast<float*>(hidden), {blk.num_src, layer_width(layer - 1)},
+                         torch::kFloat32)
+            .to(I.device);
+  }
+  if (cfg_.model.model == "gcn" && gcn_src_scale) {
+    // The whole graph's degrees: a full in-neighbourhood has the graph's in-degree already.
+    auto in_deg = bt.indptr.narrow(0, 1, blk.num_dst) - bt.indptr.narrow(0, 0, blk.num_dst);
+    bt.cache->gcn_dst_scale = (in_deg.to(torch::kFloat32) + 1.0).rsqrt();
+    bt.cache->gcn_src_scale =
+        torch::from_blob(const_cast<float*>(gcn_src_scale), {blk.num_src}, torch::kFloat32)
+            .to(I.device);
+  }
+  auto out = I.model->forward_layer(layer, bt, h).to(torch::kCPU).contiguous();
+  return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+}
+
+int64_t Trainer::layer_width(int layer) const { return impl_->model->layer_width(layer); }
+
 EvalCounts Trainer::all_reduce(const EvalCounts& local) {
   int64_t buf[2] = {local.correct, local.total};
   if (comm_.size() > 1) {
@@ -454,6 +491,18 @@ std::vector<float> Trainer::flat_parameters() const {
     out.insert(out.end(), d, d + c.numel());
   }
   return out;
+}
+
+void Trainer::set_flat_parameters(const std::vector<float>& flat) {
+  DSP_CHECK_ARG(static_cast<int64_t>(flat.size()) == impl_->numel,
+                "{} parameter values for a model of {}", flat.size(), impl_->numel);
+  torch::NoGradGuard ng;
+  int64_t off = 0;
+  for (auto& p : impl_->params) {
+    auto src = torch::from_blob(const_cast<float*>(flat.data() + off), p.sizes(), torch::kFloat32);
+    p.copy_(src);
+    off += p.numel();
+  }
 }
 
 void Trainer::save_checkpoint(const std::string& path, int64_t epoch,

@@ -99,6 +99,16 @@ class Trainer {
   void set_lr(double lr);
   // Local, no communication: predictions of the seeds against their labels (eval mode, no dropout).
   EvalCounts eval_batch(const LoadedBatch& batch);
+  // Full-neighbour layer-wise inference (train/inference.hpp), local: layer `layer` of the model
+  // in eval mode over the batch's one block (batch.sample.blocks[0]). Its input rows are the
+  // batch's loaded features for layer 0 (normalised as training normalises them), else `hidden`
+  // (host float32 [num_src x layer_width(layer - 1)]). For gcn, `gcn_src_scale` (host, num_src)
+  // holds each source's (out-degree + 1)^-1/2 in the whole graph, so that the block computes
+  // what the whole-graph block computes (ignored by the other models). Returns the destination
+  // rows, host float32 [num_dst x layer_width(layer)].
+  std::vector<float> infer_layer(int layer, const LoadedBatch& batch, const float* hidden,
+                                 const float* gcn_src_scale);
+  int64_t layer_width(int layer) const;
   // Sums counts over all ranks (collective).
   EvalCounts all_reduce(const EvalCounts& local);
 
@@ -114,6 +124,9 @@ class Trainer {
 
   // All parameters flattened in registration order (tests, checksums).
   std::vector<float> flat_parameters() const;
+  // Overwrites the parameters from what flat_parameters returned (same model); the optimizer's
+  // state is left as it is. InvalidArgument on a size mismatch.
+  void set_flat_parameters(const std::vector<float>& flat);
   int64_t num_parameters() const;
   int64_t steps() const { return step_; }
   const StepTimes& step_times() const { return times_; }

@@ -223,12 +223,14 @@ TEST(Job, PatienceStopsWhenValidationStopsImproving) {
 }
 
 // --normalize-features: Cora's bag-of-words rows over their sums (PyG's NormalizeFeatures) train
-// at least as well as the raw rows (test accuracy at seeds 1/2/3 with this config: row 0.808 /
-// 0.800 / 0.814, none 0.802 / 0.786 / 0.795); standardised columns train, lower on these sparse
-// binary features (0.758 / 0.740 / 0.746). The metrics say which input the model saw.
+// at least as well as the raw rows (test accuracy at seeds 1/2/3 with this config, full-neighbour
+// evaluation: row 0.828 / 0.811 / 0.803, none 0.797 / 0.786 / 0.777); standardised columns train,
+// lower on these sparse binary features (0.689 / 0.675 / 0.681: with DGL's xavier initialisation
+// their 1433 unit-variance columns give large first-layer activations). The metrics say which
+// input the model saw.
 TEST(Job, NormalizedFeaturesTrain) {
   for (const auto& [how, band] :
-       {std::pair<const char*, double>{"row", 0.79}, {"standard", 0.73}}) {
+       {std::pair<const char*, double>{"row", 0.79}, {"standard", 0.66}}) {
     SCOPED_TRACE(how);
     JobConfig c = cora_config();
     c.seed = 1;
@@ -241,6 +243,29 @@ TEST(Job, NormalizedFeaturesTrain) {
     EXPECT_EQ(rec.back().at("normalize_features"), how);
     fs::remove(c.metrics_file);
   }
+}
+
+// --eval: Cora fits the memory estimate, so the default evaluates with full neighbourhoods. A
+// job evaluating sampled neighbourhoods trains the same model (evaluation draws nothing training
+// uses) and, at the end, tests its best model with full neighbourhoods: with one evaluation (the
+// last epoch's) that is exactly the full job's test accuracy.
+TEST(Job, FullNeighbourEvaluationIsTheDefaultWhereItFits) {
+  JobConfig c = cora_config();
+  c.seed = 2;
+  c.eval_every = 0;
+  const JobResult full = run_training(c);
+  EXPECT_EQ(full.eval, "full");
+  EXPECT_EQ(full.test_acc_full, full.test_acc_at_best);
+  EXPECT_GE(full.test_acc_at_best, 0.78);
+  c.eval = "sampled";
+  c.eval_fanouts = {2, 2};  // far from Cora's whole neighbourhoods
+  const JobResult sampled = run_training(c);
+  EXPECT_EQ(sampled.eval, "sampled");
+  EXPECT_EQ(sampled.final_loss, full.final_loss) << "evaluation changed the training";
+  EXPECT_EQ(sampled.test_acc_full, full.test_acc_at_best);
+  EXPECT_NE(sampled.test_acc_at_best, full.test_acc_at_best)
+      << "sampled (fanouts 2,2) and full neighbourhoods gave the same accuracy: one of them did "
+         "not run";
 }
 
 TEST(Job, MaxStepsTrainsThatManyStepsPerEpoch) {
@@ -524,6 +549,18 @@ TEST(Job, BadInput) {
     FAIL();
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), "unknown sampling kernel 'fast' (default, turbo)");
+  }
+  c = cora_config();
+  c.eval = "full";
+  c.preaggregate = true;
+  try {
+    run_training(c);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--eval full with --preaggregate: full-neighbour inference runs the model's "
+                 "input layer, which a pre-aggregated model does not have; evaluate with --eval "
+                 "sampled");
   }
   c = cora_config();
   c.rank.path = temp_dir("nothing_here");

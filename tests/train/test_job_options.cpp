@@ -27,6 +27,7 @@ JobConfig unusual_config() {
   c.eval_fanouts = {4, 4};
   c.batch_size = 9;
   c.eval_batch_size = 99;
+  c.eval = "sampled";
   c.epochs = 3;
   c.max_steps = 5;
   c.train.lr = 0.5;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 
 #include "../cora_batches.hpp"  // the mpi binary has no tests/ include path
 #include "ccc/communicator.hpp"
@@ -15,7 +16,12 @@
 #include "core/error.hpp"
 #include "graph/dataset.hpp"
 #include "graph/import.hpp"
+#include "graph/npy.hpp"
+#include "pipeline/rank/runtime.hpp"
+#include "train/aggregate.hpp"
+#include "train/inference.hpp"
 #include "train/job.hpp"
+#include "train/model.hpp"
 #include "train/trainer.hpp"
 
 #include "mpi_test_main.hpp"
@@ -204,21 +210,93 @@ JobResult expect_emulated_equals_cpu(JobConfig cfg, const std::string& what) {
   return dev;
 }
 
-// The whole job as a GPU rank runs it, kernels aside (RankOptions::emulate_device: device
-// sampler and feature backends on the host, device-space trainer and loader channels staged over
-// MPI), trains exactly what the CPU job trains: same losses, same accuracies.
-TEST(Job, EmulatedDevicePathTrainsWhatTheCpuJobTrains) {
+// Cora as a dataset directory in the temporary directory (rank 0 writes it), its path the same on
+// every rank; `tag` keeps tests apart.
+std::string cora_dataset_dir(const std::string& tag) {
   Communicator& c = *g_comm;
   int64_t pid = ::getpid();
   c.broadcast(&pid, 1, DType::kInt64, 0);
   const std::string dir =
-      (fs::temp_directory_path() / fmt::format("dsp_emulated_job_{}_{}", pid, c.size())).string();
+      (fs::temp_directory_path() / fmt::format("dsp_{}_{}_{}", tag, pid, c.size())).string();
   if (c.rank() == 0) {
     OgbImportOptions o;
     o.name = "cora";
     write_dataset(import_ogb_raw(cora_dir(), o), dir);
   }
   c.barrier();
+  return dir;
+}
+
+// The model's forward over the whole graph: every layer's block has every node as destination
+// and its whole in-neighbour row (Cora's ids, row-normalised features): [N, classes].
+torch::Tensor whole_graph_logits(GnnModel& model, const CoraData& d, int layers) {
+  Block g;
+  g.num_dst = g.num_src = d.num_nodes;
+  const Csr& csr = d.ds.graph;
+  g.indptr.assign(csr.rowptr(), csr.rowptr() + d.num_nodes + 1);
+  for (int64_t k = 0; k < csr.num_edges(); ++k) g.indices.push_back(csr.indices.int_at(k));
+  g.src_ids.resize(d.num_nodes);
+  std::iota(g.src_ids.begin(), g.src_ids.end(), 0);
+  const std::vector<Block> blocks(layers, g);
+  auto x = torch::from_blob(const_cast<float*>(d.features.data()), {d.num_nodes, d.dim});
+  torch::NoGradGuard ng;
+  model.eval();
+  return model.forward(blocks_to_tensors(blocks), x);
+}
+
+// Full-neighbour layer-wise inference (batches of 300 destinations, rows of other parts fetched
+// from their owners) computes what the model computes on the whole graph, at every rank count:
+// GCN with the whole graph's degrees, row normalisation applied to the input layer.
+class Layerwise : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Layerwise, EqualsTheWholeGraphForward) {
+  Communicator& c = *g_comm;
+  const CoraData& d = cora();
+  const std::string dir = cora_dataset_dir("layerwise_" + GetParam());
+  RankOptions ro;
+  ro.path = dir;
+  ro.threads = 1;
+  {
+    RankRuntime rt(ro);
+    TrainConfig tc = cora_config(GetParam(), 5);
+    tc.normalize_features = "row";
+    Trainer t(tc, rt.channel(WorkerKind::kTrainer));
+    InferenceOptions io;
+    io.batch_size = 300;
+    io.epoch = 1;  // past the trainer's initial broadcast: every collective has its own step
+    const std::vector<float> mine = layerwise_inference(rt, t, io);
+    const torch::Tensor ref = whole_graph_logits(t.model(), d, tc.model.layers);
+    const PartitionMeta& meta = rt.part().meta;
+    const int64_t first = meta.offsets[c.rank()], rows = meta.offsets[c.rank() + 1] - first;
+    const int64_t width = d.classes;
+    ASSERT_EQ(static_cast<int64_t>(mine.size()), rows * width);
+    const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy");
+    double worst = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* r = ref[new2old.int_at(first + i)].contiguous().data_ptr<float>();
+      for (int64_t j = 0; j < width; ++j) {
+        worst = std::max(worst, std::abs(static_cast<double>(mine[i * width + j]) - r[j]) /
+                                    (1.0 + std::abs(r[j])));
+      }
+    }
+    EXPECT_LT(worst, 1e-5) << "largest relative difference from the whole-graph forward";
+    EXPECT_GT(ref.abs().max().item<float>(), 1e-3) << "the logits are all zero: nothing compared";
+    CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
+    main_ch.set_step(2, 0);
+    main_ch.barrier();  // as a job ends: no rank leaves while another still runs an op
+  }
+  c.barrier();
+  if (c.rank() == 0) fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Layerwise, ::testing::Values("sage", "gcn", "gat"));
+
+// The whole job as a GPU rank runs it, kernels aside (RankOptions::emulate_device: device
+// sampler and feature backends on the host, device-space trainer and loader channels staged over
+// MPI), trains exactly what the CPU job trains: same losses, same accuracies.
+TEST(Job, EmulatedDevicePathTrainsWhatTheCpuJobTrains) {
+  Communicator& c = *g_comm;
+  const std::string dir = cora_dataset_dir("emulated_job");
   JobConfig cfg;
   cfg.rank.path = dir;
   cfg.train.model.model = "sage";

@@ -1,0 +1,200 @@
+#include "train/inference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace dsp {
+
+namespace {
+
+// One batch's block: destinations `first_row + [b, e)` of the part (their whole in-neighbour
+// rows), sources the destinations then new neighbours in first-seen order. `pos` (one entry per
+// graph node, -1 outside a call) is the scratch map from global id to source position.
+template <class Id>
+Block full_block(const Csr& patch, int64_t first_row, int64_t b, int64_t e,
+                 std::vector<int32_t>& pos) {
+  Block blk;
+  blk.num_dst = e - b;
+  const int64_t* ptr = patch.rowptr();
+  const Id* nbr = patch.indices.data<Id>();
+  blk.src_ids.reserve(static_cast<size_t>(blk.num_dst));
+  for (int64_t r = b; r < e; ++r) {
+    pos[first_row + r] = static_cast<int32_t>(blk.src_ids.size());
+    blk.src_ids.push_back(first_row + r);
+  }
+  blk.indptr.assign(1, 0);
+  blk.indices.reserve(static_cast<size_t>(ptr[e] - ptr[b]));
+  for (int64_t r = b; r < e; ++r) {
+    for (int64_t k = ptr[r]; k < ptr[r + 1]; ++k) {
+      const int64_t u = static_cast<int64_t>(nbr[k]);
+      if (pos[u] < 0) {
+        pos[u] = static_cast<int32_t>(blk.src_ids.size());
+        blk.src_ids.push_back(u);
+      }
+      blk.indices.push_back(pos[u]);
+    }
+    blk.indptr.push_back(static_cast<int64_t>(blk.indices.size()));
+  }
+  blk.num_src = static_cast<int64_t>(blk.src_ids.size());
+  for (int64_t u : blk.src_ids) pos[u] = -1;
+  return blk;
+}
+
+Block full_block(const Csr& patch, int64_t first_row, int64_t b, int64_t e,
+                 std::vector<int32_t>& pos) {
+  return patch.index_dtype() == DType::kInt32 ? full_block<int32_t>(patch, first_row, b, e, pos)
+                                              : full_block<int64_t>(patch, first_row, b, e, pos);
+}
+
+// Rows of `table` (this rank's part rows, `width` floats each) for the global `ids`: this
+// rank's own rows copied, the others' requested from their owners. Collective.
+std::vector<float> fetch_rows(Communicator& comm, const PartitionMeta& meta,
+                              const std::vector<float>& table, int64_t width,
+                              const std::vector<int64_t>& ids) {
+  const int P = comm.size(), me = comm.rank();
+  const int64_t first = meta.offsets[me];
+  const size_t row_bytes = static_cast<size_t>(width) * sizeof(float);
+  std::vector<float> out(ids.size() * static_cast<size_t>(width));
+  std::vector<std::vector<int64_t>> want(P), at(P);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int p = meta.owner(ids[i]);
+    if (p == me) {
+      std::memcpy(&out[i * width], &table[(ids[i] - first) * width], row_bytes);
+    } else {
+      want[p].push_back(ids[i]);
+      at[p].push_back(static_cast<int64_t>(i));
+    }
+  }
+  std::vector<int64_t> send, counts(P), recv_counts;
+  for (int p = 0; p < P; ++p) {
+    counts[p] = static_cast<int64_t>(want[p].size());
+    send.insert(send.end(), want[p].begin(), want[p].end());
+  }
+  OpOptions o;
+  o.label = "infer:ids";
+  const std::vector<int64_t> asked = comm.all_to_all_v(send, counts, &recv_counts, o);
+  std::vector<float> reply(asked.size() * static_cast<size_t>(width));
+  for (size_t i = 0; i < asked.size(); ++i) {
+    std::memcpy(&reply[i * width], &table[(asked[i] - first) * width], row_bytes);
+  }
+  for (auto& c : recv_counts) c *= width;
+  o.label = "infer:rows";
+  const std::vector<float> rows = comm.all_to_all_v(reply, recv_counts, nullptr, o);
+  size_t k = 0;
+  for (int p = 0; p < P; ++p) {
+    for (int64_t i : at[p]) std::memcpy(&out[i * width], &rows[(k++) * width], row_bytes);
+  }
+  return out;
+}
+
+// GCN's source scales: (out-degree + 1)^-1/2 of every node in the whole graph, the out-degrees
+// counted over every part's rows (one all_reduce).
+std::vector<float> gcn_source_scales(const PartitionData& part, Communicator& comm) {
+  const int64_t N = part.meta.num_nodes;
+  std::vector<int32_t> deg(static_cast<size_t>(N), 0);
+  const Csr& g = part.patch;
+  for (int64_t k = 0; k < g.num_edges(); ++k) {
+    const int64_t u = g.index_dtype() == DType::kInt32 ? g.indices.data<int32_t>()[k]
+                                                       : g.indices.data<int64_t>()[k];
+    ++deg[u];
+  }
+  OpOptions o;
+  o.label = "infer:out_degrees";
+  o.host_buffers = true;
+  comm.all_reduce(deg.data(), N, DType::kInt32, ReduceOp::kSum, o);
+  std::vector<float> scale(static_cast<size_t>(N));
+  for (int64_t v = 0; v < N; ++v) scale[v] = 1.0f / std::sqrt(static_cast<float>(deg[v]) + 1.0f);
+  return scale;
+}
+
+}  // namespace
+
+std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
+                                       const InferenceOptions& o) {
+  DSP_CHECK_ARG(o.batch_size > 0, "layer-wise inference: batch size must be > 0");
+  const PartitionData& part = rt.part();
+  const PartitionMeta& meta = part.meta;
+  const int64_t first = meta.offsets[rt.rank()];
+  const int64_t rows = part.patch.num_nodes;
+  CoordinatedCommunicator& tc = rt.channel(WorkerKind::kTrainer);
+  CoordinatedCommunicator& lc = rt.channel(WorkerKind::kLoader);
+  int64_t step = o.first_step;
+  tc.set_step(o.epoch, step++);
+  int64_t batches = (rows + o.batch_size - 1) / o.batch_size;
+  tc.all_reduce(&batches, 1, DType::kInt64, ReduceOp::kMax);
+  const bool gcn = trainer.config().model.model == "gcn";
+  const std::vector<float> scales = gcn ? gcn_source_scales(part, tc) : std::vector<float>{};
+  std::vector<int32_t> pos(static_cast<size_t>(meta.num_nodes), -1);
+  std::vector<float> in, out;
+  const int layers = trainer.config().model.layers;
+  for (int l = 0; l < layers; ++l) {
+    const int64_t w_in = l > 0 ? trainer.layer_width(l - 1) : 0;
+    out.assign(static_cast<size_t>(rows * trainer.layer_width(l)), 0.0f);
+    size_t filled = 0;
+    for (int64_t s = 0; s < batches; ++s, ++step) {
+      const int64_t b = std::min(rows, s * o.batch_size), e = std::min(rows, b + o.batch_size);
+      LoadedBatch lb;
+      lb.sample.blocks.push_back(full_block(part.patch, first, b, e, pos));
+      const Block& blk = lb.sample.blocks.front();
+      std::vector<float> h;
+      if (l == 0) {
+        lb.sample.epoch = o.epoch;
+        lb.sample.batch = step;
+        lb.sample.seeds.assign(blk.src_ids.begin(), blk.src_ids.begin() + blk.num_dst);
+        lc.set_step(o.epoch, step);
+        lb = rt.load(std::move(lb.sample));
+      } else {
+        tc.set_step(o.epoch, step);
+        h = fetch_rows(tc, meta, in, w_in, lb.sample.blocks.front().src_ids);
+      }
+      if (e == b) continue;
+      std::vector<float> scale;
+      const Block& bl = lb.sample.blocks.front();
+      if (gcn) {
+        for (int64_t u : bl.src_ids) scale.push_back(scales[u]);
+      }
+      const std::vector<float> r =
+          trainer.infer_layer(l, lb, h.data(), gcn ? scale.data() : nullptr);
+      std::copy(r.begin(), r.end(), out.begin() + static_cast<std::ptrdiff_t>(filled));
+      filled += r.size();
+    }
+    in.swap(out);
+  }
+  return in;
+}
+
+int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,
+                                  const std::vector<int64_t>& widths, int64_t batch_size) {
+  const PartStats& ps = meta.part.at(rank);
+  const int64_t rows = ps.end - ps.begin;
+  int64_t two_layers = 0, widest = meta.feature_dim;
+  for (size_t l = 0; l < widths.size(); ++l) {
+    two_layers = std::max(two_layers, (l > 0 ? widths[l - 1] : 0) + widths[l]);
+    widest = std::max(widest, widths[l]);
+  }
+  // A batch: its edges (indices, transposed pattern: about 32 bytes each) and its source rows
+  // (input, fetched copy and the layer's temporaries: about 4 copies of the widest row).
+  const int64_t dst = std::min(rows, batch_size);
+  const int64_t edges = rows > 0 ? (ps.edges + rows - 1) / rows * dst : 0;
+  const int64_t src = std::min(meta.num_nodes, dst + edges);
+  const int64_t batch = 32 * edges + 4 * 4 * widest * src;
+  return 4 * rows * two_layers + 8 * meta.num_nodes + batch;
+}
+
+EvalCounts count_correct(const std::vector<float>& logits, int64_t width, int64_t first_row,
+                         const std::vector<int64_t>& ids, const Array& labels) {
+  EvalCounts c;
+  const int64_t* y = labels.data<int64_t>();
+  for (int64_t v : ids) {
+    const float* row = &logits[(v - first_row) * width];
+    const int64_t pred = std::max_element(row, row + width) - row;
+    c.correct += pred == y[v] ? 1 : 0;
+    ++c.total;
+  }
+  return c;
+}
+
+}  // namespace dsp

@@ -1,0 +1,48 @@
+#pragma once
+// Full-neighbour layer-wise inference (DGL's `model.inference`, PyG's layer-wise inference).
+//
+// Layer 0 of the model is computed for every node of the graph from its whole in-neighbourhood,
+// then layer 1 from those rows, and so on: no sampling, so the result is the model's output on the
+// whole graph (for GCN with the whole graph's degrees: Kipf & Welling's normalisation), whatever
+// the rank count. Each rank computes its own part's nodes in batches of `batch_size` destinations;
+// a batch's block holds their complete rows (edge weights ignored, as the models ignore them).
+// Layer 0's input rows come through the feature store (RankRuntime::load), later layers' from the
+// previous layer's rows, other ranks' nodes fetched from their owners (one all_to_all_v of ids and
+// one of rows per batch, trainer channel). Collective: every rank calls it at the same point; the
+// batch count is agreed (the largest part's) and ranks with fewer batches join with empty ones.
+//
+// Memory (this rank, host): two layers' rows of the part (input and output of a layer, float32),
+// 4 bytes per graph node (the batch's source positions; GCN's out-degrees), and one batch's blocks
+// and rows: layerwise_inference_bytes.
+#include <cstdint>
+#include <vector>
+
+#include "pipeline/rank/runtime.hpp"
+#include "train/trainer.hpp"
+
+namespace dsp {
+
+struct InferenceOptions {
+  int64_t batch_size = 4096;  // destination nodes per batch
+  // The channels' steps (CoordinatedCommunicator::set_step): (epoch, first_step + k), k counting
+  // the run's collectives; the caller keeps them apart from every other step of the job.
+  int64_t epoch = 0;
+  int64_t first_step = 0;
+};
+
+// This rank's rows of the model's last layer (logits): [part rows x layer_width(L - 1)], row i
+// for the node offsets[rank] + i. Collective.
+std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
+                                       const InferenceOptions& o);
+
+// Estimated host bytes layerwise_inference needs on `rank` for a model of output widths `widths`
+// (one per layer) over this partition.
+int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,
+                                  const std::vector<int64_t>& widths, int64_t batch_size);
+
+// The predictions of `logits` (this rank's part rows, `width` columns) for the owned global
+// `ids`, against `labels` (node-indexed).
+EvalCounts count_correct(const std::vector<float>& logits, int64_t width, int64_t first_row,
+                         const std::vector<int64_t>& ids, const Array& labels);
+
+}  // namespace dsp
