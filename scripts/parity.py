@@ -11,13 +11,14 @@ Both report the test accuracy of the epoch with the best validation accuracy (th
 Models as dsp's src/train/model.hpp: sage = SAGEConv('mean'), gcn = GraphConv(norm='both') on the
 graph with self loops, gat = GATConv (feat_drop = attn_drop = dropout, slope 0.2; hidden layers
 concatenate --heads heads of --hidden each, ELU; the output layer averages --out-heads heads).
-ReLU + dropout on sage/gcn hidden activations only. Weights start as dsp's: LibTorch Linear's
-init for sage and gcn (DGL's xavier otherwise), DGL's own for gat; biases zero (DGL 2.1's
-SAGEConv would keep nn.Linear's random fc_self bias).
+ReLU + dropout on sage/gcn hidden activations only. Weights start as dsp's (DGL's own xavier
+initialisations); biases zero (DGL 2.1's SAGEConv would keep nn.Linear's random fc_self bias).
+dsp evaluates as its --eval says (default auto: full neighbourhoods where they fit); pass
+--dsp-args "--eval full" to evaluate both sides the same way.
 
 Run with the DGL venv's python (docs: /work/shared/peerbench/README.md), e.g.
   python scripts/parity.py /tmp/cora --models sage,gcn,gat --seeds 0,1,2,3,4 --epochs 100 \
-      --dsp-args "--eval-fanouts 1000,1000" --out cora.json --markdown cora.md
+      --dsp-args "--eval full" --out cora.json --markdown cora.md
 Prints one line per finished run to stderr; writes every run (curves, seconds) to --out and a
 summary table (mean, sample std, min, max and per-seed test accuracy) to --markdown.
 """
@@ -91,7 +92,8 @@ def run_dsp(data, model, seed):
     return {"test_at_best": res["test_acc_at_best"], "best_val": res["best_val_acc"],
             "best_epoch": res["best_epoch"] + 1, "val_curve": [e.get("val_acc") for e in recs],
             "test_curve": [e.get("test_acc") for e in recs],
-            "loss_curve": [e["loss"] for e in recs],
+            "loss_curve": [e["loss"] for e in recs], "eval": res.get("eval"),
+            "test_acc_full": res.get("test_acc_full"),  # sampled eval: the best model's, full
             "command": shlex.join([DSP_ARG] + cmd[1:])}
 
 
@@ -113,7 +115,7 @@ def load_dgl(data):
 
 
 def run_dgl(data, model, seed):
-    import math, random
+    import random
     import numpy as np, torch, torch.nn as nn, torch.nn.functional as F, dgl, dgl.nn as dglnn
     torch.set_num_threads(T)
     random.seed(seed); np.random.seed(seed); torch.manual_seed(seed); dgl.seed(seed)
@@ -145,11 +147,9 @@ def run_dgl(data, model, seed):
                 i, o = x.shape[1] if l == 0 else args.hidden, n_cls if last else args.hidden
                 if model == "sage":
                     c = dglnn.SAGEConv(i, o, "mean")
-                    c.fc_self.reset_parameters(); c.fc_neigh.reset_parameters()  # LibTorch init
                     nn.init.zeros_(c.fc_self.bias)  # dsp's is zero (DGL 2.1 keeps Linear's)
                 else:
                     c = dglnn.GraphConv(i, o, norm="both")
-                    nn.init.uniform_(c.weight, -1 / math.sqrt(i), 1 / math.sqrt(i))  # ditto
                 self.layers.append(c)
             self.drop = nn.Dropout(args.dropout)
 
@@ -210,7 +210,9 @@ def summary(xs):
 def markdown(runs, cmdline, dsp_sha256):
     lines = ["# dsp vs DGL accuracy parity", "", f"Command: `{cmdline}`", ""]
     if dsp_sha256:
-        lines += [f"dsp binary: `{DSP_ARG}` (sha256 {dsp_sha256[:16]}...)", ""]
+        modes = sorted({str(r.get("eval")) for r in runs if r["system"] == "dsp"})
+        lines += [f"dsp binary: `{DSP_ARG}` (sha256 {dsp_sha256[:16]}...); dsp evaluation: "
+                  + ", ".join(modes), ""]
     lines += [
         f"Test accuracy at the epoch of best validation accuracy, over seeds {args.seeds}; "
         f"fanouts {args.fanouts} (from the seeds), batch {args.batch}, hidden {args.hidden}"
