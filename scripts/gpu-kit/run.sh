@@ -111,7 +111,7 @@ cora_steps() {
     name="dsp train cora --device $dev, $np rank(s)"
     cmd_step "$name" "cora_e2e_np$np.log" 150 tests/train/e2e/cora_mpi.sh "$KR/bin/dsp" "$MPIEXEC" \
       tests/data $np sage default --device $dev &&
-      row "$name" ok "test acc $(awk '/test acc at best/ {print $NF}' "$LOGS/cora_e2e_np$np.log" | tail -1)"
+      row "$name" ok "test acc $(awk '/test acc at best/ {print $5}' "$LOGS/cora_e2e_np$np.log" | tail -1)"
   done
   group "Cora in LibTorch on the GPU (sage)" cora_gpu.log 240 "$KR/bin/test_cuda_train" \
     --gtest_filter='Models/CudaCoraAccuracy.*/sage'

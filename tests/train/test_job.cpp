@@ -224,13 +224,12 @@ TEST(Job, PatienceStopsWhenValidationStopsImproving) {
 
 // --normalize-features: Cora's bag-of-words rows over their sums (PyG's NormalizeFeatures) train
 // at least as well as the raw rows (test accuracy at seeds 1/2/3 with this config, full-neighbour
-// evaluation: row 0.828 / 0.811 / 0.803, none 0.797 / 0.786 / 0.777); standardised columns train,
-// lower on these sparse binary features (0.689 / 0.675 / 0.681: with DGL's xavier initialisation
-// their 1433 unit-variance columns give large first-layer activations). The metrics say which
-// input the model saw.
+// evaluation: row 0.808 / 0.800 / 0.814, none 0.801 / 0.785 / 0.795); standardised columns train,
+// lower on these sparse binary features (0.758 / 0.739 / 0.746). The metrics say which input the
+// model saw.
 TEST(Job, NormalizedFeaturesTrain) {
   for (const auto& [how, band] :
-       {std::pair<const char*, double>{"row", 0.79}, {"standard", 0.66}}) {
+       {std::pair<const char*, double>{"row", 0.79}, {"standard", 0.73}}) {
     SCOPED_TRACE(how);
     JobConfig c = cora_config();
     c.seed = 1;

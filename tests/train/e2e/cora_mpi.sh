@@ -44,13 +44,21 @@ esac
 "$mpiexec" --oversubscribe -n "$np" "$dsp" train "$path" --model "$model" --fanouts 10,10 \
   --eval-fanouts 25,25 --batch-size "$bs" --epochs 20 --seed 1 --no-progress \
   --metrics "$tmp/metrics.jsonl" "${extra[@]}" "$@" 2>&1 | tee "$tmp/log"
-acc="$(awk '/test acc at best/ {print $NF}' "$tmp/log")"
+acc="$(awk '/test acc at best/ {print $5}' "$tmp/log")"
 lines="$(wc -l < "$tmp/metrics.jsonl")"
 [[ "$lines" -eq 20 ]] || { echo "FAIL: $lines metrics records, expected 20"; exit 1; }
 awk -v a="$acc" 'BEGIN { exit !(a >= 0.78) }' || { echo "FAIL: test accuracy $acc < 0.78"; exit 1; }
 if [[ "$variant" == preaggregate ]]; then
   grep -q "first layer pre-aggregated (PaGraph)" "$tmp/log" ||
     { echo "FAIL: the job did not report the pre-aggregated first layer"; exit 1; }
+  grep -q "evaluation: sampled with fanouts 25,25 (--preaggregate" "$tmp/log" ||
+    { echo "FAIL: the job did not say why it evaluates sampled neighbourhoods"; exit 1; }
+else
+  # Cora fits: the default evaluates with full neighbourhoods (and --eval-fanouts goes unused).
+  grep -q "evaluation: full neighbourhoods, layer by layer" "$tmp/log" ||
+    { echo "FAIL: the job did not evaluate with full neighbourhoods"; exit 1; }
+  grep -q "test acc at best    [0-9.]* (full neighbourhoods)" "$tmp/log" ||
+    { echo "FAIL: the summary does not say how the test accuracy was measured"; exit 1; }
 fi
 if [[ "$variant" == maxsteps ]]; then
   grep -q "10 steps (--max-steps 10; a whole epoch is 11) of 7 seeds" "$tmp/log" ||
