@@ -11,8 +11,9 @@ Both report the test accuracy of the epoch with the best validation accuracy (th
 Models as dsp's src/train/model.hpp: sage = SAGEConv('mean'), gcn = GraphConv(norm='both') on the
 graph with self loops, gat = GATConv (feat_drop = attn_drop = dropout, slope 0.2; hidden layers
 concatenate --heads heads of --hidden each, ELU; the output layer averages --out-heads heads).
-ReLU + dropout on sage/gcn hidden activations only. Weights start as dsp's (DGL's own xavier
-initialisations); biases zero (DGL 2.1's SAGEConv would keep nn.Linear's random fc_self bias).
+ReLU + dropout on sage/gcn hidden activations only. Weights start as dsp's (--dgl-init dsp:
+LibTorch Linear's init for sage and gcn, DGL's own for gat; --dgl-init dgl: DGL's xavier for all);
+biases zero (DGL 2.1's SAGEConv would keep nn.Linear's random fc_self bias).
 dsp evaluates as its --eval says (default auto: full neighbourhoods where they fit); pass
 --dsp-args "--eval full" to evaluate both sides the same way.
 
@@ -48,6 +49,9 @@ ap.add_argument("--dgl-self-loops", choices=["graph", "block"], default="graph",
                 help="gcn/gat: graph = dgl.add_self_loop before sampling (DGL's examples: the "
                      "loop is sampled like any neighbour); block = sample the loop-free graph and "
                      "add one loop per destination to every block (dsp's definition)")
+ap.add_argument("--dgl-init", choices=["dsp", "dgl"], default="dsp",
+                help="sage/gcn weights: dsp = LibTorch Linear's init, as dsp's layers "
+                     "(uniform, bound 1/sqrt(fan_in)); dgl = DGL's own xavier")
 ap.add_argument("--out", help="JSON file of every run")
 ap.add_argument("--markdown", help="markdown summary table")
 args = ap.parse_args()
@@ -147,9 +151,13 @@ def run_dgl(data, model, seed):
                 i, o = x.shape[1] if l == 0 else args.hidden, n_cls if last else args.hidden
                 if model == "sage":
                     c = dglnn.SAGEConv(i, o, "mean")
+                    if args.dgl_init == "dsp":
+                        c.fc_self.reset_parameters(); c.fc_neigh.reset_parameters()
                     nn.init.zeros_(c.fc_self.bias)  # dsp's is zero (DGL 2.1 keeps Linear's)
                 else:
                     c = dglnn.GraphConv(i, o, norm="both")
+                    if args.dgl_init == "dsp":  # weight is [in, out]: LibTorch's bound by hand
+                        nn.init.uniform_(c.weight, -i ** -0.5, i ** -0.5)
                 self.layers.append(c)
             self.drop = nn.Dropout(args.dropout)
 
@@ -219,8 +227,8 @@ def markdown(runs, cmdline, dsp_sha256):
         f" (GAT: {args.heads} heads x {args.hidden}, output {args.out_heads} head(s)), Adam "
         f"lr {args.lr} wd {args.wd}, dropout {args.dropout}, {args.epochs} epochs, "
         f"{T} thread(s). dsp extra flags: `{args.dsp_args or '-'}`; DGL features: "
-        f"{args.dgl_normalize}, self loops: {args.dgl_self_loops}; DGL evaluates with "
-        "full-neighbour layer-wise inference.", "",
+        f"{args.dgl_normalize}, self loops: {args.dgl_self_loops}, init: {args.dgl_init}; DGL "
+        "evaluates with full-neighbour layer-wise inference.", "",
         "| dataset | model | system | mean | std | min | max | per seed | best epochs "
         "| s/run |", "|---|---|---|---|---|---|---|---|---|---|"]
     for data in args.datasets:
