@@ -47,4 +47,5 @@ void add_info(CLI::App& app);
 void add_partition(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_train(CLI::App& app);
+void add_predict(CLI::App& app);  // dsp predict and dsp embed
 }  // namespace dsp::cli

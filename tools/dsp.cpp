@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   dsp::cli::add_bench(app);
 #ifdef DSP_HAVE_TRAIN
   dsp::cli::add_train(app);
+  dsp::cli::add_predict(app);
 #endif
   try {
     app.parse(argc, argv);

@@ -1,6 +1,11 @@
 #include "train/config.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.hpp"
+#include "core/half.hpp"
+#include "core/parallel.hpp"
 
 namespace dsp {
 
@@ -121,14 +126,53 @@ void TrainConfig::validate() const {
 }
 
 nlohmann::json TrainConfig::to_json() const {
-  return {{"model", model.to_json()},     {"optimizer", optimizer}, {"lr", lr},
-          {"weight_decay", weight_decay}, {"momentum", momentum},   {"seed", seed}};
+  return {{"model", model.to_json()},     {"optimizer", optimizer},
+          {"lr", lr},                     {"weight_decay", weight_decay},
+          {"momentum", momentum},         {"seed", seed},
+          {"normalize_features", normalize_features}};
 }
 
 void check_fanout_count(const std::vector<int>& fanouts, const ModelConfig& model) {
   DSP_CHECK_ARG(static_cast<int>(fanouts.size()) == model.layers,
                 "{} fanouts given for a {}-layer model: give exactly one fanout per layer",
                 fanouts.size(), model.layers);
+}
+
+void column_statistics(const Array& x, std::vector<float>* mean, std::vector<float>* inv_std) {
+  const int64_t n = x.dim(0), f = x.dim(1);
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  auto at = [&](int64_t i, int64_t j) -> double {
+    return x.dtype() == DType::kFloat16 ? half_to_float(x.data<uint16_t>()[i * f + j])
+                                        : x.data<float>()[i * f + j];
+  };
+  auto pass = [&](const std::vector<double>& centre) {  // sums of (x - centre)^k, k = 1 or 2
+    const bool squares = !centre.empty();
+    std::vector<double> part(static_cast<size_t>(chunks * f), 0.0), total(f, 0.0);
+    parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        double* acc = part.data() + c * f;
+        for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+          for (int64_t j = 0; j < f; ++j) {
+            const double d = squares ? at(i, j) - centre[j] : at(i, j);
+            acc[j] += squares ? d * d : d;
+          }
+        }
+      }
+    });
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t j = 0; j < f; ++j) total[j] += part[c * f + j];
+    return total;
+  };
+  std::vector<double> mu = pass({});
+  for (double& m : mu) m /= static_cast<double>(std::max<int64_t>(n, 1));
+  const std::vector<double> var = pass(mu);
+  mean->assign(mu.begin(), mu.end());
+  inv_std->resize(f);
+  for (int64_t j = 0; j < f; ++j) {
+    const double sd = std::sqrt(var[j] / static_cast<double>(std::max<int64_t>(n, 1)));
+    (*inv_std)[j] = sd > 0 ? static_cast<float>(1.0 / sd) : 1.0f;
+  }
 }
 
 }  // namespace dsp

@@ -8,6 +8,7 @@
 
 #include "core/device.hpp"
 #include "core/options.hpp"
+#include "graph/array.hpp"
 
 namespace dsp {
 
@@ -73,6 +74,11 @@ struct TrainConfig {
 // lr_gamma, lr_step_size, lr_patience. dsp train's table
 // embeds them (JobConfig::train); TrainConfig::validate is their one check.
 const OptionTable<TrainConfig>& train_config_table();
+
+// Column means and inverse standard deviations (1 for a constant column) of an [N, F] float32 or
+// float16 array (normalize_features standard), in double, summed per fixed chunk of rows in
+// order: the same on every rank and for any thread count.
+void column_statistics(const Array& x, std::vector<float>* mean, std::vector<float>* inv_std);
 
 // One fanout per layer of `model` (each fanout's value is csp's check_fanouts). InvalidArgument
 // otherwise.

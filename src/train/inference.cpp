@@ -129,7 +129,9 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   const std::vector<float> scales = gcn ? gcn_source_scales(part, tc) : std::vector<float>{};
   std::vector<int32_t> pos(static_cast<size_t>(meta.num_nodes), -1);
   std::vector<float> in, out;
-  const int layers = trainer.config().model.layers;
+  const int layers = o.layers > 0 ? o.layers : trainer.config().model.layers;
+  DSP_CHECK_ARG(layers <= trainer.config().model.layers, "layer-wise inference: {} layers of a "
+                "{}-layer model", layers, trainer.config().model.layers);
   for (int l = 0; l < layers; ++l) {
     const int64_t w_in = l > 0 ? trainer.layer_width(l - 1) : 0;
     out.assign(static_cast<size_t>(rows * trainer.layer_width(l)), 0.0f);

@@ -28,10 +28,11 @@ struct InferenceOptions {
   // the run's collectives; the caller keeps them apart from every other step of the job.
   int64_t epoch = 0;
   int64_t first_step = 0;
+  int layers = 0;  // run layers 0..layers-1 (embeddings); 0: every layer of the model
 };
 
-// This rank's rows of the model's last layer (logits): [part rows x layer_width(L - 1)], row i
-// for the node offsets[rank] + i. Collective.
+// This rank's rows of the last layer run (the model's: logits): [part rows x layer_width(that
+// layer)], row i for the node offsets[rank] + i. Collective.
 std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
                                        const InferenceOptions& o);
 

@@ -17,10 +17,8 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "core/half.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
-#include "core/parallel.hpp"
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
 #include "layout/store/hotness.hpp"
@@ -171,46 +169,6 @@ int64_t eval_control_id(int split, int k) {
   return kEvalBase + split * kEvalSplitStride + kEvalSplitStride / 2 + k;
 }
 
-// Column means and inverse standard deviations (1 for a constant column) of an [N, F] float32 or
-// float16 array, in double, summed per fixed chunk of rows in order: the same on every rank and
-// for any thread count.
-void column_statistics(const Array& x, std::vector<float>* mean, std::vector<float>* inv_std) {
-  const int64_t n = x.dim(0), f = x.dim(1);
-  constexpr int64_t kChunk = 4096;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  auto at = [&](int64_t i, int64_t j) -> double {
-    return x.dtype() == DType::kFloat16 ? half_to_float(x.data<uint16_t>()[i * f + j])
-                                        : x.data<float>()[i * f + j];
-  };
-  auto pass = [&](const std::vector<double>& centre) {  // sums of (x - centre)^k, k = 1 or 2
-    const bool squares = !centre.empty();
-    std::vector<double> part(static_cast<size_t>(chunks * f), 0.0), total(f, 0.0);
-    parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t c = lo; c < hi; ++c) {
-        double* acc = part.data() + c * f;
-        for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-          for (int64_t j = 0; j < f; ++j) {
-            const double d = squares ? at(i, j) - centre[j] : at(i, j);
-            acc[j] += squares ? d * d : d;
-          }
-        }
-      }
-    });
-    for (int64_t c = 0; c < chunks; ++c)
-      for (int64_t j = 0; j < f; ++j) total[j] += part[c * f + j];
-    return total;
-  };
-  std::vector<double> mu = pass({});
-  for (double& m : mu) m /= static_cast<double>(std::max<int64_t>(n, 1));
-  const std::vector<double> var = pass(mu);
-  mean->assign(mu.begin(), mu.end());
-  inv_std->resize(f);
-  for (int64_t j = 0; j < f; ++j) {
-    const double sd = std::sqrt(var[j] / static_cast<double>(std::max<int64_t>(n, 1)));
-    (*inv_std)[j] = sd > 0 ? static_cast<float>(1.0 / sd) : 1.0f;
-  }
-}
-
 RankOptions rank_options(const JobConfig& cfg) {
   RankOptions ro = cfg.rank;
   ro.coord.ccc = cfg.ccc;
@@ -253,7 +211,8 @@ class TrainJob {
   void log_preaggregation() const;
   void account_gather();
   void write_metrics(int epoch, double loss, double train_acc, double val, double test);
-  void checkpoint(int epoch);
+  // checkpoint.pt, or `path` (best.pt: the best validation so far).
+  void checkpoint(int epoch, const std::string& path = "");
 
   JobConfig cfg_;
   RankRuntime rt_;
@@ -575,6 +534,7 @@ void TrainJob::note_best(double val, double test, int epoch) {
   best_epoch_ = epoch;
   evals_since_best_ = 0;
   if (!full_eval_ && full_fits_) best_params_ = trainer_->flat_parameters();
+  if (!ckpt_.empty()) checkpoint(epoch, cfg_.checkpoint_dir + "/best.pt");
 }
 
 // Sampled evaluation: the best model's test accuracy with full neighbourhoods, when it fits and
@@ -709,10 +669,10 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
   }
 }
 
-void TrainJob::checkpoint(int epoch) {
+void TrainJob::checkpoint(int epoch, const std::string& path) {
   if (!rt_.leader()) return;  // replicas are identical: rank 0 writes
   trainer_->save_checkpoint(
-      ckpt_, epoch + 1,
+      path.empty() ? ckpt_ : path, epoch + 1,
       {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
        {"dataset", rt_.part().meta.dataset_name},
        {"best_val_acc", best_val_},

@@ -582,18 +582,82 @@ int64_t check_checkpoint_header(const std::string& path, const nlohmann::json& h
 
 }  // namespace
 
-CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
-  auto& I = *impl_;
-  std::string data = read_file(path);
-  torch::serialize::InputArchive ar;
-  nlohmann::json header;
-  CheckpointInfo info;
+namespace {
+
+// Opens a checkpoint archive and parses its header; FormatError naming the file.
+nlohmann::json open_checkpoint(const std::string& path, torch::serialize::InputArchive& ar) {
+  const std::string data = read_file(path);
   try {
     ar.load_from(data.data(), data.size());
     torch::Tensor h;
     ar.read("header", h);
-    header = nlohmann::json::parse(
+    return nlohmann::json::parse(
         std::string(reinterpret_cast<const char*>(h.data_ptr<uint8_t>()), h.numel()));
+  } catch (const c10::Error& e) {
+    // what() of a LibTorch error carries a multi-line C++ backtrace: one line is the message.
+    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: {}", path,
+                first_line(e.what_without_backtrace()));
+  } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
+  }
+}
+
+void read_parameters(const std::string& path, torch::serialize::InputArchive& ar,
+                     std::vector<torch::Tensor>& params) {
+  try {
+    torch::NoGradGuard ng;
+    for (size_t i = 0; i < params.size(); ++i) {
+      torch::Tensor t;
+      ar.read("p" + std::to_string(i), t);
+      params[i].copy_(t);
+    }
+  } catch (const c10::Error& e) {
+    DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
+                first_line(e.what_without_backtrace()));
+  }
+}
+
+}  // namespace
+
+TrainConfig checkpoint_config(const std::string& path) {
+  torch::serialize::InputArchive ar;
+  const nlohmann::json header = open_checkpoint(path, ar);
+  DSP_CHECK_FORMAT(header.value("format", "") == kCheckpointFormat &&
+                       header.value("version", 0) == kCheckpointVersion,
+                   "{} is not a dsp checkpoint of version {}", path, kCheckpointVersion);
+  TrainConfig c;
+  try {
+    const auto& j = header.at("config");
+    c.model = ModelConfig::from_json(j.at("model"));
+    c.optimizer = j.at("optimizer").get<std::string>();
+    c.lr = j.at("lr").get<double>();
+    c.weight_decay = j.at("weight_decay").get<double>();
+    c.momentum = j.at("momentum").get<double>();
+    c.seed = j.at("seed").get<uint64_t>();
+    c.normalize_features = j.value("normalize_features", "none");  // absent before --normalize
+  } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(FormatError, "{}: bad training configuration in the header ({})", path, e.what());
+  }
+  return c;
+}
+
+void Trainer::load_parameters(const std::string& path) {
+  torch::serialize::InputArchive ar;
+  const nlohmann::json header = open_checkpoint(path, ar);
+  try {
+    check_checkpoint_header(path, header, impl_->names, impl_->params, cfg_);
+  } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
+  }
+  read_parameters(path, ar, impl_->params);
+}
+
+CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
+  auto& I = *impl_;
+  torch::serialize::InputArchive ar;
+  const nlohmann::json header = open_checkpoint(path, ar);
+  CheckpointInfo info;
+  try {
     const int64_t ck_world = check_checkpoint_header(path, header, I.names, I.params, cfg_);
     if (ck_world != comm_.size()) {
       DSP_WARN("train",
@@ -604,20 +668,11 @@ CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
     info.epoch = header.at("epoch").get<int64_t>();
     info.step = header.at("step").get<int64_t>();
     info.extra = header.value("extra", nlohmann::json::object());
-  } catch (const c10::Error& e) {
-    // what() of a LibTorch error carries a multi-line C++ backtrace: one line is the message.
-    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: {}", path,
-                first_line(e.what_without_backtrace()));
   } catch (const nlohmann::json::exception& e) {
     DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
   }
+  read_parameters(path, ar, I.params);
   try {
-    torch::NoGradGuard ng;
-    for (size_t i = 0; i < I.params.size(); ++i) {
-      torch::Tensor t;
-      ar.read("p" + std::to_string(i), t);
-      I.params[i].copy_(t);
-    }
     torch::serialize::InputArchive opt;
     ar.read("optimizer", opt);
     I.optimizer->load(opt);

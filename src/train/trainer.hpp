@@ -58,6 +58,11 @@ struct CheckpointInfo {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// The training configuration a checkpoint was written with (model, optimizer, rates, seed,
+// feature normalisation; the feature statistics are the data's and not stored). FormatError
+// naming the file when it is not a dsp checkpoint; IoError when it cannot be read.
+TrainConfig checkpoint_config(const std::string& path);
+
 class Trainer {
  public:
   // Builds the model (parameters initialised from config.seed, then rank 0's broadcast once so
@@ -121,6 +126,10 @@ class Trainer {
   // parameter and both shapes when the checkpoint holds a different model, or a different
   // optimizer; IoError if it cannot be read.
   CheckpointInfo load_checkpoint(const std::string& path);
+
+  // The model's parameters only, from a checkpoint of the same model (inference: no optimizer
+  // state, any rank count). FormatError as load_checkpoint.
+  void load_parameters(const std::string& path);
 
   // All parameters flattened in registration order (tests, checksums).
   std::vector<float> flat_parameters() const;

@@ -16,7 +16,9 @@
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
 #include "layout/partition/partition.hpp"
+#include "graph/npy.hpp"
 #include "train/job.hpp"
+#include "train/predict.hpp"
 
 namespace dsp {
 namespace {
@@ -265,6 +267,67 @@ TEST(Job, FullNeighbourEvaluationIsTheDefaultWhereItFits) {
   EXPECT_NE(sampled.test_acc_at_best, full.test_acc_at_best)
       << "sampled (fanouts 2,2) and full neighbourhoods gave the same accuracy: one of them did "
          "not run";
+}
+
+// dsp train keeps the best-validation model (best.pt); dsp predict with it predicts exactly the
+// test accuracy the job reported, in the dataset's own ids; dsp embed exports a hidden layer; a
+// --nodes file picks rows; existing outputs and bad ids are refused before any work.
+TEST(Job, PredictWithTheBestModelReproducesItsTestAccuracy) {
+  JobConfig c = cora_config();
+  c.seed = 1;
+  c.checkpoint_dir = temp_dir("predict_ck");
+  const JobResult r = run_training(c);
+  ASSERT_EQ(r.eval, "full");
+  PredictConfig p;
+  p.rank.path = cora_dir();
+  p.rank.backend = "self";
+  p.rank.threads = 1;
+  p.checkpoint = c.checkpoint_dir + "/best.pt";
+  p.out = temp_dir("predict_out");
+  p.output = "probs";
+  const PredictResult pr = run_predict(p);
+  const Dataset ds = load_dataset(cora_dir());
+  const Array pred = load_npy(p.out + "/predictions.npy");
+  ASSERT_EQ(pred.dim(0), ds.meta.num_nodes);
+  int64_t correct = 0;
+  for (int64_t i = 0; i < ds.test_idx.dim(0); ++i) {
+    const int64_t v = ds.test_idx.int_at(i);
+    correct += pred.int_at(v) == ds.labels.int_at(v) ? 1 : 0;
+  }
+  EXPECT_EQ(static_cast<double>(correct) / ds.test_idx.dim(0), r.test_acc_at_best);
+  const Array probs = load_npy(p.out + "/probabilities.npy");
+  ASSERT_EQ(probs.dim(1), pr.width);
+  double row0 = 0;
+  for (int64_t j = 0; j < probs.dim(1); ++j) row0 += probs.data<float>()[j];
+  EXPECT_NEAR(row0, 1.0, 1e-5);
+  // Existing outputs are refused, naming the file.
+  try {
+    run_predict(p);
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_EQ(std::string(e.what()), p.out + "/predictions.npy exists: remove it, choose another "
+                                             "--out, or give --overwrite");
+  }
+  // Embeddings of chosen nodes: the hidden layer, rows in the file's order.
+  PredictConfig e = p;
+  e.output = "embedding";
+  e.out = temp_dir("embed_out");
+  e.nodes = e.out + "_ids.npy";
+  save_npy(e.nodes, Array::from_vector(std::vector<int64_t>{5, 0, 2707}));
+  const PredictResult er = run_predict(e);
+  EXPECT_EQ(er.rows, 3);
+  EXPECT_EQ(er.width, 32);
+  EXPECT_EQ(load_npy(e.out + "/embeddings.npy").shape(), (std::vector<int64_t>{3, 32}));
+  save_npy(e.nodes, Array::from_vector(std::vector<int64_t>{5, 2708}));
+  e.overwrite = true;
+  try {
+    run_predict(e);
+    FAIL();
+  } catch (const FormatError& err) {
+    EXPECT_EQ(std::string(err.what()),
+              e.nodes + ": entry 1 is node 2708, outside the graph's [0, 2708)");
+  }
+  for (const std::string& d : {c.checkpoint_dir, p.out, e.out, e.nodes}) fs::remove_all(d);
 }
 
 TEST(Job, MaxStepsTrainsThatManyStepsPerEpoch) {

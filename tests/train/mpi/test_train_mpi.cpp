@@ -22,6 +22,7 @@
 #include "train/inference.hpp"
 #include "train/job.hpp"
 #include "train/model.hpp"
+#include "train/predict.hpp"
 #include "train/trainer.hpp"
 
 #include "mpi_test_main.hpp"
@@ -290,6 +291,50 @@ TEST_P(Layerwise, EqualsTheWholeGraphForward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Layerwise, ::testing::Values("sage", "gcn", "gat"));
+
+// dsp predict under mpiexec: each rank infers its part; the files equal a one-rank run's (the
+// same classes, logits within float rounding: parts sum neighbours in another order).
+TEST(Predict, EqualsOneRankAtAnyRankCount) {
+  Communicator& c = *g_comm;
+  const std::string dir = cora_dataset_dir("predict");
+  JobConfig cfg;
+  cfg.rank.path = dir;
+  cfg.train.model.hidden = 16;
+  cfg.train.num_threads = 1;
+  cfg.sampler.fanouts = {5, 5};
+  cfg.batch_size = 8;
+  cfg.epochs = 2;
+  cfg.seed = 3;
+  cfg.progress = false;
+  cfg.checkpoint_dir = dir + "/ck";
+  run_training(cfg);
+  PredictConfig p;
+  p.rank.path = dir;
+  p.rank.threads = 1;
+  p.checkpoint = cfg.checkpoint_dir + "/checkpoint.pt";
+  p.out = dir + "/out";
+  p.output = "logits";
+  p.batch_size = 500;
+  run_predict(p);
+  if (c.rank() == 0) {
+    PredictConfig one = p;
+    one.rank.backend = "self";
+    one.out = dir + "/out1";
+    run_predict(one);
+    const Array a = load_npy(p.out + "/predictions.npy"), b = load_npy(one.out + "/predictions.npy");
+    ASSERT_EQ(a.dim(0), b.dim(0));
+    EXPECT_EQ(0, std::memcmp(a.data<int64_t>(), b.data<int64_t>(), a.nbytes()))
+        << "the classes differ from one rank's";
+    const Array la = load_npy(p.out + "/logits.npy"), lb = load_npy(one.out + "/logits.npy");
+    ASSERT_EQ(la.shape(), lb.shape());
+    for (int64_t i = 0; i < la.numel(); ++i) {
+      ASSERT_NEAR(la.data<float>()[i], lb.data<float>()[i], 1e-4 * (1 + std::abs(lb.data<float>()[i])))
+          << "logit " << i;
+    }
+  }
+  c.barrier();
+  if (c.rank() == 0) fs::remove_all(dir);
+}
 
 // The whole job as a GPU rank runs it, kernels aside (RankOptions::emulate_device: device
 // sampler and feature backends on the host, device-space trainer and loader channels staged over

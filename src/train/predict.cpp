@@ -1,0 +1,211 @@
+#include "train/predict.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#include "graph/npy.hpp"
+#include "pipeline/rank/runtime.hpp"
+#include "train/inference.hpp"
+#include "train/trainer.hpp"
+
+namespace dsp {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> PredictConfig::files() const {
+  if (embed()) return {"embeddings.npy"};
+  if (output == "probs") return {"predictions.npy", "probabilities.npy"};
+  if (output == "logits") return {"predictions.npy", "logits.npy"};
+  return {"predictions.npy"};
+}
+
+void PredictConfig::validate() const {
+  DSP_CHECK_ARG(!rank.path.empty(), "give a dataset or partition directory");
+  DSP_CHECK_ARG(!checkpoint.empty(), "--checkpoint: give the model (checkpoint.pt or best.pt)");
+  DSP_CHECK_ARG(!out.empty(), "--out: give the output directory");
+  DSP_CHECK_ARG(output == "class" || output == "probs" || output == "logits" ||
+                    output == "embedding",
+                "--output must be class, probs or logits, got '{}'", output);
+  DSP_CHECK_ARG(batch_size > 0, "--batch-size must be > 0, got {}", batch_size);
+  DSP_CHECK_ARG(layer >= -1, "--layer must be >= 0, got {}", layer);
+  for (const std::string& f : files()) {
+    const fs::path p = fs::path(out) / f;
+    DSP_CHECK_T(IoError, overwrite || !fs::exists(p),
+                "{} exists: remove it, choose another --out, or give --overwrite", p.string());
+  }
+}
+
+OptionTable<PredictConfig> predict_options_table(bool embed) {
+  using options::value;
+#define DSP_FIELD(member) [](PredictConfig& c) -> auto& { return c.member; }
+  OptionTable<PredictConfig> t = {
+      value<PredictConfig>("--checkpoint", "checkpoint",
+                           "the model: checkpoint.pt (last epoch) or best.pt (best validation) of "
+                           "dsp train --checkpoint-dir",
+                           DSP_FIELD(checkpoint)),
+      value<PredictConfig>("--out", "out", "output directory (created)", DSP_FIELD(out)),
+      value<PredictConfig>("--nodes", "nodes",
+                           ".npy of node ids (the dataset's own, int32 or int64): one output row "
+                           "each, in that order (default: every node, row i = node i)",
+                           DSP_FIELD(nodes)),
+      value<PredictConfig>("--batch-size", "batch_size",
+                           "destination nodes per inference batch (default 4096)",
+                           DSP_FIELD(batch_size)),
+      options::toggle<PredictConfig>("--overwrite", "overwrite", "replace existing output files",
+                                     DSP_FIELD(overwrite)),
+  };
+  if (embed) {
+    t.push_back(value<PredictConfig>(
+        "--layer", "layer",
+        "export the output of this layer, after its activation (0-based; default: the last "
+        "hidden layer, the input of the output layer)",
+        DSP_FIELD(layer)));
+  } else {
+    t.push_back(value<PredictConfig>("--output", "output",
+                                     "class (predictions.npy), probs (also probabilities.npy: "
+                                     "softmax) or logits (also logits.npy)",
+                                     DSP_FIELD(output), "class,probs,logits"));
+  }
+  t.push_back(value<PredictConfig>("--threads", "threads",
+                                   "threads per rank (default: the rank's share of its cores)",
+                                   DSP_FIELD(rank.threads)));
+#undef DSP_FIELD
+  t.push_back(options::embed<PredictConfig>(
+      options::find(rank_options_table(), "device"),
+      [](PredictConfig& c) -> RankOptions& { return c.rank; }));
+  return t;
+}
+
+namespace {
+
+// The original ids whose rows are written: `nodes` (checked against the graph) or all of them.
+std::vector<int64_t> output_ids(const PredictConfig& c, int64_t num_nodes) {
+  std::vector<int64_t> ids;
+  if (c.nodes.empty()) {
+    ids.resize(static_cast<size_t>(num_nodes));
+    for (int64_t v = 0; v < num_nodes; ++v) ids[v] = v;
+    return ids;
+  }
+  const Array a = load_npy(c.nodes);
+  DSP_CHECK_FORMAT(a.ndim() == 1 && (a.dtype() == DType::kInt32 || a.dtype() == DType::kInt64),
+                   "{}: node ids must be a 1-d int32 or int64 array", c.nodes);
+  for (int64_t i = 0; i < a.dim(0); ++i) {
+    const int64_t v = a.int_at(i);
+    DSP_CHECK_FORMAT(v >= 0 && v < num_nodes,
+                     "{}: entry {} is node {}, outside the graph's [0, {})", c.nodes, i, v,
+                     num_nodes);
+    ids.push_back(v);
+  }
+  return ids;
+}
+
+// Every rank's rows at rank 0, in the partition's (new) id order: the parts are contiguous.
+std::vector<float> gather_rows(RankRuntime& rt, const std::vector<float>& mine) {
+  CoordinatedCommunicator& tc = rt.channel(WorkerKind::kTrainer);
+  tc.set_step(2, 0);
+  std::vector<int64_t> counts(static_cast<size_t>(rt.size()), 0);
+  counts[0] = static_cast<int64_t>(mine.size());
+  OpOptions o;
+  o.label = "predict:rows";
+  return tc.all_to_all_v(mine, counts, nullptr, o);
+}
+
+void write_atomic(const Array& a, const fs::path& path) {
+  const std::string tmp = path.string() + ".tmp";
+  save_npy(tmp, a);
+  fs::rename(tmp, path);
+}
+
+// Rank 0: the output files from the rows of every node (new id order).
+std::vector<std::string> write_outputs(const PredictConfig& c, const RankRuntime& rt,
+                                       const std::vector<int64_t>& ids,
+                                       const std::vector<float>& table, int64_t width) {
+  const Array old2new = load_npy(rt.partition_dir() + "/old2new.npy");
+  const int64_t n = static_cast<int64_t>(ids.size());
+  std::vector<float> rows(static_cast<size_t>(n * width));
+  std::vector<int64_t> cls(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float* r = &table[old2new.int_at(ids[i]) * width];
+    std::copy(r, r + width, rows.begin() + i * width);
+    cls[i] = std::max_element(r, r + width) - r;
+  }
+  if (c.output == "probs") {
+    for (int64_t i = 0; i < n; ++i) {
+      float* r = &rows[i * width];
+      const float m = *std::max_element(r, r + width);
+      double sum = 0;
+      for (int64_t j = 0; j < width; ++j) sum += std::exp(static_cast<double>(r[j]) - m);
+      for (int64_t j = 0; j < width; ++j) {
+        r[j] = static_cast<float>(std::exp(static_cast<double>(r[j]) - m) / sum);
+      }
+    }
+  }
+  fs::create_directories(c.out);
+  std::vector<std::string> written;
+  for (const std::string& f : c.files()) {
+    const fs::path p = fs::path(c.out) / f;
+    if (f == "predictions.npy") {
+      write_atomic(Array::from_vector(cls), p);
+    } else {
+      write_atomic(Array::from_vector(rows, {n, width}), p);
+    }
+    written.push_back(p.string());
+  }
+  return written;
+}
+
+}  // namespace
+
+PredictResult run_predict(const PredictConfig& c) {
+  c.validate();
+  TrainConfig tc = checkpoint_config(c.checkpoint);
+  const int layers = tc.model.layers;
+  DSP_CHECK_ARG(!tc.model.preaggregated,
+                "{}: a model trained with --preaggregate has no input layer to infer with",
+                c.checkpoint);
+  const int layer = c.layer < 0 ? std::max(0, layers - 2) : c.layer;
+  DSP_CHECK_ARG(!c.embed() || layer < layers, "--layer {}: the model has layers 0..{}", c.layer,
+                layers - 1);
+  RankOptions ro = c.rank;
+  ro.log_name = c.embed() ? "embed" : "predict";
+  RankRuntime rt(ro);
+  const PartitionMeta& meta = rt.part().meta;
+  DSP_CHECK_FORMAT(meta.feature_dim == tc.model.in_dim,
+                   "{} has {} feature columns but the model in {} reads {}", c.rank.path,
+                   meta.feature_dim, c.checkpoint, tc.model.in_dim);
+  // Every rank checks the id file before any work, so a bad one fails alike everywhere.
+  const std::vector<int64_t> ids = output_ids(c, meta.num_nodes);
+  tc.num_threads = rt.cores().threads;
+  tc.device = rt.device();
+  if (tc.normalize_features == "standard") {
+    column_statistics(rt.part().features, &tc.feature_mean, &tc.feature_inv_std);
+  }
+  Trainer trainer(tc, rt.channel(WorkerKind::kTrainer));
+  trainer.load_parameters(c.checkpoint);
+  InferenceOptions io;
+  io.batch_size = c.batch_size;
+  io.epoch = 1;  // past the trainer's initial broadcast
+  io.layers = c.embed() ? layer + 1 : layers;
+  const std::vector<float> mine = layerwise_inference(rt, trainer, io);
+  PredictResult res;
+  res.width = trainer.layer_width(io.layers - 1);
+  const std::vector<float> table = gather_rows(rt, mine);
+  if (rt.leader()) {
+    res.files = write_outputs(c, rt, ids, table, res.width);
+    res.rows = static_cast<int64_t>(ids.size());
+    DSP_INFO(ro.log_name, "wrote {} rows x {} to {}", res.rows, c.embed() ? res.width : 1,
+             fmt::format("{}", fmt::join(res.files, ", ")));
+  }
+  CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
+  main_ch.set_step(3, 0);
+  main_ch.barrier();  // no rank leaves while rank 0 writes (its failure ends the job)
+  return res;
+}
+
+}  // namespace dsp
