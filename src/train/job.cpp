@@ -74,6 +74,9 @@ void JobConfig::validate() const {
                 train.normalize_features);
   DSP_CHECK_ARG(eval == "auto" || eval == "full" || eval == "sampled",
                 "--eval must be auto, full or sampled, got '{}'", eval);
+  DSP_CHECK_ARG(eval != "full" || eval_fanouts.empty(),
+                "--eval-fanouts with --eval full: full-neighbour evaluation samples nothing; give "
+                "one of them");
   DSP_CHECK_ARG(eval != "full" || !preaggregate,
                 "--eval full with --preaggregate: full-neighbour inference runs the model's input "
                 "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
@@ -504,7 +507,7 @@ void TrainJob::choose_eval() {
   } else {
     DSP_INFO("train", "evaluation: sampled with fanouts {} ({})", fmt::join(cfg_.eval_fanouts, ","),
              cfg_.preaggregate   ? "--preaggregate: the model has no input layer to infer with"
-             : cfg_.eval == "sampled" ? "--eval sampled"
+             : cfg_.eval == "sampled" ? "--eval sampled or --eval-fanouts"
                                       : "full neighbourhoods need " + estimate);
   }
 }
@@ -726,6 +729,8 @@ JobResult TrainJob::finish() {
 JobResult run_training(const JobConfig& cfg_in) {
   JobConfig cfg = cfg_in;
   cfg.validate();
+  // Fanouts given for evaluation ask for sampled evaluation (auto would ignore them).
+  if (cfg.eval == "auto" && !cfg.eval_fanouts.empty()) cfg.eval = "sampled";
   if (cfg.eval_fanouts.empty()) cfg.eval_fanouts = cfg.sampler.fanouts;
   TrainJob job(cfg);
   for (int epoch = job.start_epoch(); epoch < cfg.epochs && !job.stop_early(); ++epoch) {

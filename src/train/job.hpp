@@ -25,11 +25,12 @@ struct JobConfig {
   // the sampling kernel; the job sets its seed and where blocks stay.
   SamplerOptions sampler;
   int layers = 0;                 // 0: fanouts.size(); else must equal it
-  std::vector<int> eval_fanouts;  // default: fanouts
+  std::vector<int> eval_fanouts;  // default: fanouts; given, they make `eval` auto sampled
   int64_t batch_size = 1024;      // seeds per rank per step
   int64_t eval_batch_size = 4096;
   // Evaluation: "full" (full-neighbour layer-wise inference, train/inference.hpp), "sampled"
-  // (eval_fanouts), or "auto": full where its memory estimate fits, else sampled (logged).
+  // (eval_fanouts), or "auto": sampled when eval_fanouts are given, else full where its memory
+  // estimate fits, else sampled (logged).
   std::string eval = "auto";
   int epochs = 10;
   // At most this many steps per epoch (0: no limit): the epoch stops after the first N batches of

@@ -76,12 +76,14 @@ JobOption quiet_option() {  // a command-line switch only
 std::vector<JobOption> model_and_sampling() {
   return {
       value("--layers", "layers", "number of layers (default: one per fanout)", DSP_FIELD(layers)),
-      value("--eval-fanouts", "eval_fanouts", "fanouts for evaluation (default: --fanouts)",
+      value("--eval-fanouts", "eval_fanouts",
+            "sampled evaluation with these fanouts (default: --fanouts, when evaluation samples)",
             DSP_FIELD(eval_fanouts)),
       value("--eval", "eval",
             "evaluation: full (every layer over whole neighbourhoods, layer by layer, as DGL's "
-            "and PyG's inference), sampled (--eval-fanouts) or auto (default: full where its "
-            "memory estimate fits, else sampled; logged)",
+            "and PyG's inference), sampled (--eval-fanouts) or auto (default: sampled if "
+            "--eval-fanouts is given, else full where its memory estimate fits, else sampled; "
+            "logged)",
             DSP_FIELD(eval), "auto,full,sampled"),
       value("--batch-size", "batch_size", "training seeds per rank per step (default 1024)",
             DSP_FIELD(batch_size)),

@@ -50,7 +50,6 @@ JobConfig cora_config() {
   c.train.weight_decay = 5e-4;
   c.train.num_threads = 1;
   c.sampler.fanouts = {10, 10};
-  c.eval_fanouts = {25, 25};
   c.batch_size = 16;
   c.epochs = 20;
   c.rank.backend = "self";
@@ -258,8 +257,7 @@ TEST(Job, FullNeighbourEvaluationIsTheDefaultWhereItFits) {
   EXPECT_EQ(full.eval, "full");
   EXPECT_EQ(full.test_acc_full, full.test_acc_at_best);
   EXPECT_GE(full.test_acc_at_best, 0.78);
-  c.eval = "sampled";
-  c.eval_fanouts = {2, 2};  // far from Cora's whole neighbourhoods
+  c.eval_fanouts = {2, 2};  // given: auto samples (far from Cora's whole neighbourhoods)
   const JobResult sampled = run_training(c);
   EXPECT_EQ(sampled.eval, "sampled");
   EXPECT_EQ(sampled.final_loss, full.final_loss) << "evaluation changed the training";
@@ -611,6 +609,17 @@ TEST(Job, BadInput) {
     FAIL();
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), "unknown sampling kernel 'fast' (default, turbo)");
+  }
+  c = cora_config();
+  c.eval = "full";
+  c.eval_fanouts = {25, 25};
+  try {
+    run_training(c);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--eval-fanouts with --eval full: full-neighbour evaluation samples nothing; "
+                 "give one of them");
   }
   c = cora_config();
   c.eval = "full";
