@@ -50,7 +50,7 @@ from ._dsp import (  # noqa: F401  (re-exported)
     partition,
     set_log_level,
 )
-from ._train import cli_path, train  # noqa: F401  (re-exported)
+from ._train import cli_path, embed, predict, train  # noqa: F401  (re-exported)
 
 __version__ = _dsp.__version__
 
@@ -68,7 +68,8 @@ def _end_job_on_uncaught(exc_type, exc, tb, _previous=sys.excepthook):
 sys.excepthook = _end_job_on_uncaught
 
 __all__ = [
-    "Block", "Batch", "Loader", "train", "convert_ogb", "convert_edge_list", "generate_community",
+    "Block", "Batch", "Loader", "train", "predict", "embed",
+    "convert_ogb", "convert_edge_list", "generate_community",
     "generate_rmat", "load_dataset", "load_partition_meta", "partition", "set_log_level", "Error",
     "InvalidArgument", "IoError", "FormatError", "CommError", "NotSupported", "cli_path",
     "__version__",

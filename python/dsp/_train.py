@@ -94,19 +94,7 @@ def train(config: dict, *, ranks: int = 1, mpirun: Sequence[str] = ("mpirun",)) 
     ``dsp.NotSupported``, as each rank would start a job of its own. To train under an existing
     ``mpirun``, iterate ``dsp.Loader`` with your own model, or run ``mpirun -np P dsp train``.
     """
-    if not _dsp.has_trainer:
-        raise _dsp.NotSupported("dsp.train: this dsp was built without the trainer (LibTorch was "
-                                "not found at build time: apt install libtorch-dev, then "
-                                "reinstall dsp)")
-    if any(v in os.environ for v in _MPI_LAUNCHER_VARS):
-        raise _dsp.NotSupported("dsp.train starts a job of its own (under mpirun when ranks > 1): "
-                                "call it from one process, not from every rank of an mpirun job")
-    if not isinstance(ranks, int) or ranks < 1:
-        raise _dsp.InvalidArgument(f"ranks must be an integer >= 1, got {ranks!r}")
-    exe = cli_path()
-    if not os.access(exe, os.X_OK):
-        raise _dsp.NotSupported(f"dsp.train: the dsp CLI is missing from the package ({exe}); "
-                                "reinstall dsp")
+    exe = _check_launch("train", ranks)
     try:
         text = json.dumps(dict(config))
     except (TypeError, ValueError) as e:
@@ -116,22 +104,104 @@ def train(config: dict, *, ranks: int = 1, mpirun: Sequence[str] = ("mpirun",)) 
         result_file = os.path.join(tmp, "result.json")
         with open(config_file, "w") as f:
             f.write(text)
-        cmd = [exe, "train", "--config", config_file, "--result", result_file]
-        if ranks > 1:
-            cmd = [*mpirun, "-np", str(ranks), *cmd]
-        try:
-            code, errors, other = _run(cmd, dict(os.environ, DSP_ERROR_TYPE="1"))
-        except FileNotFoundError:
-            raise _dsp.NotSupported(f"dsp.train: cannot run {cmd[0]}: not found") from None
-        if code == 0:
-            with open(result_file) as f:
-                return json.load(f)
+        # The messages name the temporary config file; the caller passed a dict called config.
+        _launch(exe, "train", ["--config", config_file, "--result", result_file], ranks, mpirun,
+                rename=(config_file, "config"))
+        with open(result_file) as f:
+            return json.load(f)
+
+
+def _check_launch(sub: str, ranks) -> str:
+    """The package's CLI, after the checks every command run out of process shares."""
+    if not _dsp.has_trainer:
+        raise _dsp.NotSupported(f"dsp.{sub}: this dsp was built without the trainer (LibTorch was "
+                                "not found at build time: apt install libtorch-dev, then "
+                                "reinstall dsp)")
+    if any(v in os.environ for v in _MPI_LAUNCHER_VARS):
+        raise _dsp.NotSupported(f"dsp.{sub} starts a job of its own (under mpirun when ranks > 1):"
+                                " call it from one process, not from every rank of an mpirun job")
+    if not isinstance(ranks, int) or ranks < 1:
+        raise _dsp.InvalidArgument(f"ranks must be an integer >= 1, got {ranks!r}")
+    exe = cli_path()
+    if not os.access(exe, os.X_OK):
+        raise _dsp.NotSupported(f"dsp.{sub}: the dsp CLI is missing from the package ({exe}); "
+                                "reinstall dsp")
+    return exe
+
+
+def _launch(exe: str, sub: str, args: List[str], ranks: int, mpirun: Sequence[str],
+            rename: Tuple[str, str] = ("", "")) -> None:
+    """Runs ``dsp SUB ARGS`` (under ``mpirun -np RANKS`` when ranks > 1); raises its error."""
+    cmd = [exe, sub, *args]
+    if ranks > 1:
+        cmd = [*mpirun, "-np", str(ranks), *cmd]
+    try:
+        code, errors, other = _run(cmd, dict(os.environ, DSP_ERROR_TYPE="1"))
+    except FileNotFoundError:
+        raise _dsp.NotSupported(f"dsp.{sub}: cannot run {cmd[0]}: not found") from None
+    if code == 0:
+        return
     for type_name, message in errors[1:]:  # other ranks' errors: shown, the first one is raised
         sys.stderr.write(f"dsp: error: {message}\n")
     if errors:
         type_name, message = errors[0]
-        # The messages name the temporary config file; the caller passed a dict called config.
-        raise _exception(type_name, message.replace(config_file, "config"), code)
+        if rename[0]:
+            message = message.replace(*rename)
+        raise _exception(type_name, message, code)
     last = other[-1].strip() if other else "no message"
     how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-    raise _exception(None, f"dsp train {how}: {last}", code)
+    raise _exception(None, f"dsp {sub} {how}: {last}", code)
+
+
+def _inference(sub: str, path: str, checkpoint: str, out: str, extra: List[str], nodes,
+               ranks: int, mpirun: Sequence[str], overwrite: bool) -> List[str]:
+    exe = _check_launch(sub, ranks)
+    args = [str(path), "--checkpoint", str(checkpoint), "--out", str(out), *extra]
+    if overwrite:
+        args.append("--overwrite")
+    with tempfile.TemporaryDirectory(prefix=f"dsp-{sub}-") as tmp:
+        if nodes is not None:
+            if not isinstance(nodes, (str, os.PathLike)):
+                import numpy as np
+                ids = np.asarray(nodes)
+                if ids.ndim != 1 or ids.dtype.kind not in "iu":
+                    raise _dsp.InvalidArgument("nodes must be a 1-d array of integer node ids or "
+                                               "the path of one (.npy)")
+                file = os.path.join(tmp, "nodes.npy")
+                np.save(file, ids.astype(np.int64))
+                nodes = file
+            args += ["--nodes", str(nodes)]
+        _launch(exe, sub, args, ranks, mpirun)
+    return args
+
+
+def predict(path: str, checkpoint: str, out: str, *, output: str = "class", nodes=None,
+            ranks: int = 1, mpirun: Sequence[str] = ("mpirun",), overwrite: bool = False) -> dict:
+    """``dsp predict``: a trained model's predictions for every node (or ``nodes``).
+
+    Full-neighbour layer-wise inference with the model of ``checkpoint`` (``checkpoint.pt`` or
+    ``best.pt`` of ``dsp train --checkpoint-dir``) over the dataset or partition directory
+    ``path``, in a child process like :func:`train`. Writes ``predictions.npy`` (and
+    ``probabilities.npy`` or ``logits.npy`` with ``output="probs"``/``"logits"``) to ``out`` and
+    returns them as numpy arrays keyed by file stem. Row i is node i of the dataset (its own
+    ids), or the i-th id of ``nodes`` (an integer array or a .npy path).
+    """
+    import numpy as np
+    _inference("predict", path, checkpoint, out, ["--output", output], nodes, ranks, mpirun,
+               overwrite)
+    names = {"class": ["predictions"], "probs": ["predictions", "probabilities"],
+             "logits": ["predictions", "logits"]}[output]
+    return {n: np.load(os.path.join(out, n + ".npy")) for n in names}
+
+
+def embed(path: str, checkpoint: str, out: str, *, layer: Optional[int] = None, nodes=None,
+          ranks: int = 1, mpirun: Sequence[str] = ("mpirun",), overwrite: bool = False):
+    """``dsp embed``: every node's (or ``nodes``') output of a model layer, as :func:`predict`.
+
+    ``layer`` (0-based; default the last hidden layer) is exported after its activation to
+    ``out/embeddings.npy``, which is returned as a numpy array [nodes, width].
+    """
+    import numpy as np
+    extra = [] if layer is None else ["--layer", str(layer)]
+    _inference("embed", path, checkpoint, out, extra, nodes, ranks, mpirun, overwrite)
+    return np.load(os.path.join(out, "embeddings.npy"))

@@ -48,3 +48,23 @@ def test_cli_ships_with_the_package():
     exe = dsp.cli_path()
     assert os.path.dirname(exe) == os.path.join(os.path.dirname(dsp._dsp.__file__), "bin")
     assert os.access(exe, os.X_OK) and dsp._dsp.has_trainer
+
+
+def test_predict_and_embed_with_the_best_model(cora, cora_p1, tmp_path):
+    import numpy as np
+    ck = tmp_path / "ck"
+    r = dsp.train({"path": cora_p1, "fanouts": [5, 5], "epochs": 3, "batch_size": 64,
+                   "hidden": 16, "checkpoint_dir": str(ck)})
+    out = dsp.predict(cora_p1, str(ck / "best.pt"), str(tmp_path / "p"), output="probs")
+    pred, probs = out["predictions"], out["probabilities"]
+    labels, test = np.load(f"{cora}/labels.npy"), np.load(f"{cora}/test_idx.npy")
+    # The best model's predictions, in the dataset's own ids, give the job's test accuracy.
+    assert pred.shape == labels.shape and probs.shape == (labels.size, int(labels.max()) + 1)
+    assert np.mean(pred[test] == labels[test]) == pytest.approx(r["test_acc_at_best"], abs=1e-12)
+    assert np.allclose(probs.sum(1), 1, atol=1e-5)
+    emb = dsp.embed(cora_p1, str(ck / "best.pt"), str(tmp_path / "e"), nodes=[5, 0])
+    assert emb.shape == (2, 16)
+    with pytest.raises(dsp.IoError, match="predictions.npy exists: remove it"):
+        dsp.predict(cora_p1, str(ck / "best.pt"), str(tmp_path / "p"))
+    with pytest.raises(dsp.InvalidArgument, match="nodes must be a 1-d array of integer"):
+        dsp.embed(cora_p1, str(ck / "best.pt"), str(tmp_path / "e2"), nodes=[[1]])
