@@ -1,4 +1,5 @@
-// `dsp info`: summary and degree statistics of a dataset directory.
+// `dsp info`: summary and degree statistics of a dataset directory, or the layout of a partition
+// directory.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "graph/dataset.hpp"
+#include "core/fs.hpp"
+#include "layout/partition/partition.hpp"
 #include "layout/partition/partition_plan.hpp"
 
 namespace dsp::cli {
@@ -57,7 +60,35 @@ std::pair<uint64_t, uint64_t> partition_estimates(const DatasetMeta& m) {
   return {metis, estimate_partition_memory(m, o)};
 }
 
+// A partition directory (dsp partition): what it was made from and how the parts came out.
+void run_partition_info(const InfoArgs& a) {
+  const PartitionMeta m = load_partition_meta(a.dir);
+  if (a.json) {
+    nlohmann::json j = m.to_json();
+    j["dir"] = a.dir;
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("partition    {} (of dataset '{}')\n", a.dir, m.dataset_name);
+  fmt::print("parts        {} by {}, edge cut {} of {} entries ({:.1f}%)\n", m.parts, m.method,
+             m.edge_cut, m.num_edges,
+             m.num_edges ? 100.0 * static_cast<double>(m.edge_cut) / m.num_edges : 0.0);
+  fmt::print("nodes        {}, features {} x {}, {} classes\n", m.num_nodes, m.feature_dim,
+             dtype_name(m.feature_dtype), m.num_classes);
+  fmt::print("cache        {} policy, {}\n", m.cache_policy,
+             m.cache_bytes >= 0 ? fmt::format("{} per part", format_bytes(m.cache_bytes))
+                                : fmt::format("{:g} of each part's nodes", m.cache_ratio));
+  if (m.hops > 0) fmt::print("replication  {} hops (pagraph), halo cap {}\n", m.hops, m.halo_cap);
+  for (int p = 0; p < m.parts; ++p) {
+    const PartStats& s = m.part[p];
+    fmt::print("part {:<7} nodes [{}, {}), {} entries, {} training seeds, {} cached\n", p, s.begin,
+               s.end, s.edges, s.seeds, s.cached);
+  }
+  fmt::print("train with   mpirun -np {} dsp train {}\n", m.parts, a.dir);
+}
+
 void run_info(const InfoArgs& a) {
+  if (path_exists(a.dir + "/partition.json")) return run_partition_info(a);
   LoadOptions lo;
   lo.validate = !a.no_validate;
   Dataset ds = load_dataset(a.dir, lo);
@@ -106,8 +137,9 @@ void add_info(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   auto* sub = app.add_subcommand("info",
                                  "Print the size, degree statistics, features, classes "
-                                 "and split of a dataset directory (validates it)");
-  sub->add_option("dir", args->dir, "dataset directory")->required();
+                                 "and split of a dataset directory (validates it), or the "
+                                 "parts of a partition directory");
+  sub->add_option("dir", args->dir, "dataset or partition directory")->required();
   sub->add_flag("--json", args->json, "print machine-readable JSON");
   sub->add_flag("--no-validate", args->no_validate,
                 "skip the O(E) structural validation (metadata and shapes are still checked)");

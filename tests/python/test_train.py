@@ -68,3 +68,11 @@ def test_predict_and_embed_with_the_best_model(cora, cora_p1, tmp_path):
         dsp.predict(cora_p1, str(ck / "best.pt"), str(tmp_path / "p"))
     with pytest.raises(dsp.InvalidArgument, match="nodes must be a 1-d array of integer"):
         dsp.embed(cora_p1, str(ck / "best.pt"), str(tmp_path / "e2"), nodes=[[1]])
+
+
+def test_info_explains_a_partition_directory(cora_p2):
+    import subprocess
+    r = subprocess.run([dsp.cli_path(), "info", cora_p2], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "parts        2 by metis" in r.stdout
+    assert f"train with   mpirun -np 2 dsp train {cora_p2}" in r.stdout
