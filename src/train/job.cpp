@@ -36,6 +36,22 @@ namespace fs = std::filesystem;
 
 namespace {
 RankOptions rank_options(const JobConfig& cfg);
+
+// --eval and --eval-fanouts.
+void check_evaluation(const JobConfig& c) {
+  if (!c.eval_fanouts.empty()) check_fanouts(c.eval_fanouts, "--eval-fanouts");
+  DSP_CHECK_ARG(c.eval_fanouts.empty() || c.eval_fanouts.size() == c.sampler.fanouts.size(),
+                "--eval-fanouts has {} entries but --fanouts has {}", c.eval_fanouts.size(),
+                c.sampler.fanouts.size());
+  DSP_CHECK_ARG(c.eval == "auto" || c.eval == "full" || c.eval == "sampled",
+                "--eval must be auto, full or sampled, got '{}'", c.eval);
+  DSP_CHECK_ARG(c.eval != "full" || c.eval_fanouts.empty(),
+                "--eval-fanouts with --eval full: full-neighbour evaluation samples nothing; give "
+                "one of them");
+  DSP_CHECK_ARG(c.eval != "full" || !c.preaggregate,
+                "--eval full with --preaggregate: full-neighbour inference runs the model's input "
+                "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
+}
 }  // namespace
 
 void JobConfig::validate() const {
@@ -45,10 +61,7 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(layers == 0 || layers == static_cast<int>(fanouts.size()),
                 "--fanouts has {} entries but the model has {} layers (one fanout per layer)",
                 fanouts.size(), layers);
-  if (!eval_fanouts.empty()) check_fanouts(eval_fanouts, "--eval-fanouts");
-  DSP_CHECK_ARG(eval_fanouts.empty() || eval_fanouts.size() == fanouts.size(),
-                "--eval-fanouts has {} entries but --fanouts has {}", eval_fanouts.size(),
-                fanouts.size());
+  check_evaluation(*this);
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
   DSP_CHECK_ARG(max_steps >= 0, "--max-steps must be >= 0 (0: no limit), got {}", max_steps);
@@ -72,14 +85,6 @@ void JobConfig::validate() const {
                 "--normalize-features {} with --preaggregate: the pre-aggregated rows were "
                 "computed from the raw features; train without --preaggregate to normalise",
                 train.normalize_features);
-  DSP_CHECK_ARG(eval == "auto" || eval == "full" || eval == "sampled",
-                "--eval must be auto, full or sampled, got '{}'", eval);
-  DSP_CHECK_ARG(eval != "full" || eval_fanouts.empty(),
-                "--eval-fanouts with --eval full: full-neighbour evaluation samples nothing; give "
-                "one of them");
-  DSP_CHECK_ARG(eval != "full" || !preaggregate,
-                "--eval full with --preaggregate: full-neighbour inference runs the model's input "
-                "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
   DSP_CHECK_ARG(roles == 0 || !preaggregate,
                 "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
   DSP_CHECK_ARG(roles == 0 || rank.fifo_rows == 0,
