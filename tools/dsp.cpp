@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   std::string level;
   app.add_option("--log-level", level, "trace|debug|info|warn|error|off (or DSP_LOG_LEVEL)")
       ->each([](const std::string& s) { dsp::set_log_level(dsp::parse_log_level(s)); });
+  // Subcommands made after this hand options they do not know to the root: --log-level is
+  // accepted after the subcommand too (`dsp train D --log-level debug`).
+  app.fallthrough();
   dsp::cli::add_convert(app);
   dsp::cli::add_generate(app);
   dsp::cli::add_info(app);

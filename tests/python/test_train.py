@@ -76,3 +76,13 @@ def test_info_explains_a_partition_directory(cora_p2):
     assert r.returncode == 0, r.stderr
     assert "parts        2 by metis" in r.stdout
     assert f"train with   mpirun -np 2 dsp train {cora_p2}" in r.stdout
+
+
+def test_log_level_is_accepted_after_the_subcommand(cora_p2):
+    import subprocess
+    r = subprocess.run([dsp.cli_path(), "info", cora_p2, "--log-level", "warn"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([dsp.cli_path(), "info", cora_p2, "--log-level", "loud"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "loud" in r.stderr
