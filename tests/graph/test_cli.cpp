@@ -56,6 +56,10 @@ TEST(Cli, ConvertCoraThenInfo) {
       tmp);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(load_dataset(out).meta.name, "c2");
+  // Partitioning into an existing directory is refused before any work: before the dataset is
+  // even read (this one does not exist).
+  r = run_cli("partition " + (tmp / "no-such-dataset") + " " + out + " -p 1", tmp);
+  expect_failure(r, 1, out + ": already exists (pass --overwrite to replace it)");
 }
 
 TEST(Cli, InfoFailsOnEveryBrokenDataset) {
