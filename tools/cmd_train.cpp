@@ -43,6 +43,7 @@ void add_train(CLI::App& app) {
                   "JSON to this file (rank 0)");
   sub->callback([a, sub] {
     JobConfig c;
+    std::set<std::string> given;  // keys the user set: --resume checks them against the run
     if (!a->config_file.empty()) {
       nlohmann::json j;
       try {
@@ -51,10 +52,15 @@ void add_train(CLI::App& app) {
         DSP_THROW_T(FormatError, "{}: not valid JSON ({})", a->config_file, e.what());
       }
       c = JobConfig::from_json(j, a->config_file);
+      for (auto it = j.begin(); it != j.end(); ++it) given.insert(it.key());
     }
     // Flags given explicitly override the config file.
     if (sub->count("PATH")) c.rank.path = a->path;
     a->flags->apply(c);
+    for (const std::string& k : a->flags->given_keys()) given.insert(k);
+    if (sub->count("PATH")) given.insert("path");
+    // --resume continues the recorded run: its options, the given ones checked against them.
+    if (c.resume && !c.checkpoint_dir.empty()) c = resume_config(c, given);
     DSP_CHECK_ARG(!c.rank.path.empty(),
                   "give a partition or dataset directory (PATH or 'path' in --config)");
     JobResult r = run_training(c);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "core/options.hpp"
@@ -28,6 +29,14 @@ class TableFlags {
     }
   }
   CLI::Option* option(const std::string& flag) const { return sub_->get_option(flag); }
+  // The keys of the options given on the command line.
+  std::set<std::string> given_keys() const {
+    std::set<std::string> keys;
+    for (const Option<C>& o : table_) {
+      if (!o.flag.empty() && !o.key.empty() && sub_->count(o.flag)) keys.insert(o.key);
+    }
+    return keys;
+  }
   // Writes the flags given on the command line into `c` (over what a --config file set).
   void apply(C& c) const {
     for (const Option<C>& o : table_) {

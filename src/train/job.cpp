@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 
 #include <fmt/ranges.h>
 
@@ -190,7 +191,8 @@ RankOptions rank_options(const JobConfig& cfg) {
 // One rank's training job: setup (constructor), one epoch (train_epoch), evaluation, reporting.
 class TrainJob {
  public:
-  explicit TrainJob(const JobConfig& cfg);
+  // `recorded`: the configuration as the user gave it, kept in every checkpoint (resume_config).
+  TrainJob(const JobConfig& cfg, nlohmann::json recorded);
   int start_epoch() const { return start_epoch_; }
   // --patience: validation has not improved in that many evaluations.
   bool stop_early() const { return cfg_.patience > 0 && evals_since_best_ >= cfg_.patience; }
@@ -223,6 +225,7 @@ class TrainJob {
   void checkpoint(int epoch, const std::string& path = "");
 
   JobConfig cfg_;
+  nlohmann::json recorded_;
   RankRuntime rt_;
   std::unique_ptr<CollectiveSampler> sampler_, eval_sampler_;
   TrainConfig tc_;
@@ -255,7 +258,8 @@ class TrainJob {
   int next_epoch_ = 0;        // after the last epoch reported
 };
 
-TrainJob::TrainJob(const JobConfig& cfg) : cfg_(cfg), rt_(rank_options(cfg)) {
+TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
+    : cfg_(cfg), recorded_(std::move(recorded)), rt_(rank_options(cfg)) {
   check_data();
   const SamplerOptions so = make_samplers();
   make_trainer();
@@ -484,7 +488,14 @@ void TrainJob::resume() {
   best_epoch_ = info.extra.value("best_epoch", -1);
   evals_since_best_ = info.extra.value("evals_since_best", 0);
   if (info.extra.contains("lr_schedule")) lr_.restore(info.extra.at("lr_schedule"));
-  if (rt_.leader()) DSP_INFO("train", "resumed from {} after epoch {}", ckpt_, start_epoch_);
+  if (!rt_.leader()) return;
+  DSP_INFO("train", "resumed from {} after epoch {}", ckpt_, start_epoch_);
+  if (start_epoch_ >= cfg_.epochs) {
+    DSP_WARN("train",
+             "nothing left to train: {} has completed {} epoch(s) and --epochs is {}; give "
+             "--epochs above {} to train more",
+             ckpt_, start_epoch_, cfg_.epochs, start_epoch_);
+  }
 }
 
 // --eval: full-neighbour inference where asked, or (auto) where its estimate fits half of the
@@ -687,7 +698,8 @@ void TrainJob::checkpoint(int epoch, const std::string& path) {
        {"test_acc_at_best", test_at_best_},
        {"best_epoch", best_epoch_},
        {"evals_since_best", evals_since_best_},
-       {"lr_schedule", lr_.state()}});
+       {"lr_schedule", lr_.state()},
+       {"job", recorded_}});
 }
 
 JobResult TrainJob::finish() {
@@ -731,13 +743,46 @@ JobResult TrainJob::finish() {
 
 }  // namespace
 
+namespace {
+// The command-line spelling of a job option's key (the key itself for a --config-only one).
+std::string flag_of(const std::string& key) {
+  const std::string& flag = options::find(job_options(), key).flag;
+  return flag.empty() ? key : flag;
+}
+}  // namespace
+
+JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) {
+  const std::string path = c.checkpoint_dir + "/checkpoint.pt";
+  DSP_CHECK_T(IoError, path_exists(path), "{}: no checkpoint to resume from", path);
+  const nlohmann::json extra = checkpoint_header(path).value("extra", nlohmann::json::object());
+  if (!extra.contains("job")) return c;  // written before checkpoints recorded their run
+  const JobConfig base = JobConfig::from_json(extra.at("job"), path);
+  const nlohmann::json recorded = base.to_json(), mine = c.to_json();
+  static const std::set<std::string> may_change = {
+      "epochs", "eval_every", "checkpoint_every", "checkpoint_dir", "metrics_file",
+      "threads", "path", "resume", "progress"};
+  nlohmann::json take = nlohmann::json::object();
+  for (const std::string& key : given) {
+    if (!mine.contains(key)) continue;
+    DSP_CHECK_ARG(may_change.count(key) || mine.at(key) == recorded.at(key),
+                  "{} {} contradicts the run in {} ({}): --resume continues that run; only "
+                  "--epochs, --eval-every, --checkpoint-every, --checkpoint-dir, --metrics, "
+                  "--threads and the path may change",
+                  flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump());
+    take[key] = mine.at(key);
+  }
+  JobConfig out = base;
+  read_options(job_options(), take, out, "--resume");
+  return out;
+}
+
 JobResult run_training(const JobConfig& cfg_in) {
   JobConfig cfg = cfg_in;
   cfg.validate();
   // Fanouts given for evaluation ask for sampled evaluation (auto would ignore them).
   if (cfg.eval == "auto" && !cfg.eval_fanouts.empty()) cfg.eval = "sampled";
   if (cfg.eval_fanouts.empty()) cfg.eval_fanouts = cfg.sampler.fanouts;
-  TrainJob job(cfg);
+  TrainJob job(cfg, cfg_in.to_json());
   for (int epoch = job.start_epoch(); epoch < cfg.epochs && !job.stop_early(); ++epoch) {
     job.train_epoch(epoch);
     job.report_epoch(epoch);

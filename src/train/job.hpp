@@ -4,6 +4,7 @@
 // evaluation, checkpoints, progress and metrics. Torch-free header.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,13 @@ struct JobResult {
   double fifo_hit_rate = 0;
   nlohmann::json to_json() const;
 };
+
+// --resume with the configuration the checkpoint in c.checkpoint_dir recorded: that run's
+// options, with those the user gave (`given`: their keys, from flags or a --config file) taken from
+// c. A given option that contradicts the recorded one is refused (InvalidArgument naming both
+// values) unless it may change between runs: epochs, eval_every, checkpoint_every,
+// checkpoint_dir, metrics_file, threads, path. Returns c when the checkpoint recorded no run.
+JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given);
 
 // Runs the whole job on this rank (collective over the ranks of the job). Rank 0 prints.
 JobResult run_training(const JobConfig& cfg);

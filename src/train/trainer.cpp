@@ -619,6 +619,11 @@ void read_parameters(const std::string& path, torch::serialize::InputArchive& ar
 
 }  // namespace
 
+nlohmann::json checkpoint_header(const std::string& path) {
+  torch::serialize::InputArchive ar;
+  return open_checkpoint(path, ar);
+}
+
 TrainConfig checkpoint_config(const std::string& path) {
   torch::serialize::InputArchive ar;
   const nlohmann::json header = open_checkpoint(path, ar);

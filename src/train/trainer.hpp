@@ -62,6 +62,8 @@ struct CheckpointInfo {
 // feature normalisation; the feature statistics are the data's and not stored). FormatError
 // naming the file when it is not a dsp checkpoint; IoError when it cannot be read.
 TrainConfig checkpoint_config(const std::string& path);
+// The whole header of a checkpoint (format, config, epoch, step, world_size, params, extra).
+nlohmann::json checkpoint_header(const std::string& path);
 
 class Trainer {
  public:

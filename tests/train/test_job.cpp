@@ -328,6 +328,40 @@ TEST(Job, PredictWithTheBestModelReproducesItsTestAccuracy) {
   for (const std::string& d : {c.checkpoint_dir, p.out, e.out, e.nodes}) fs::remove_all(d);
 }
 
+// --resume continues the run the checkpoint recorded: no option needs repeating, --epochs may
+// grow, and a given option that contradicts the run is refused naming both values.
+TEST(Job, ResumeTakesTheRunFromTheCheckpoint) {
+  JobConfig c = cora_config();
+  c.seed = 3;
+  c.train.model.hidden = 16;
+  c.epochs = 2;
+  c.checkpoint_dir = temp_dir("resume_run");
+  run_training(c);
+  JobConfig r;
+  r.checkpoint_dir = c.checkpoint_dir;
+  r.resume = true;
+  r.epochs = 3;
+  const JobConfig m = resume_config(r, {"checkpoint_dir", "resume", "epochs"});
+  EXPECT_EQ(m.train.model.hidden, 16);
+  EXPECT_EQ(m.seed, 3u);
+  EXPECT_EQ(m.rank.path, c.rank.path);
+  EXPECT_EQ(m.epochs, 3);
+  EXPECT_TRUE(m.resume);
+  EXPECT_EQ(run_training(m).epochs_run, 1);
+  r.seed = 5;
+  try {
+    resume_config(r, {"checkpoint_dir", "resume", "epochs", "seed"});
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--seed 5 contradicts the run in " + c.checkpoint_dir +
+                  "/checkpoint.pt (3): --resume continues that run; only --epochs, --eval-every, "
+                  "--checkpoint-every, --checkpoint-dir, --metrics, --threads and the path may "
+                  "change");
+  }
+  fs::remove_all(c.checkpoint_dir);
+}
+
 TEST(Job, MaxStepsTrainsThatManyStepsPerEpoch) {
   JobConfig c = cora_config();
   c.epochs = 3;
