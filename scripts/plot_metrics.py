@@ -12,7 +12,11 @@ import argparse
 import json
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot_metrics.py needs matplotlib: pip install matplotlib, or on Debian "
+             "apt install python3-matplotlib")
 
 matplotlib.use("Agg")  # works without a display (CI, ssh)
 import matplotlib.pyplot as plt  # noqa: E402
