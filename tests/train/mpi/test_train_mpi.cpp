@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "../cora_batches.hpp"  // the mpi binary has no tests/ include path
+#include "../predicted_accuracy.hpp"
 #include "ccc/communicator.hpp"
 #include "ccc/staged_communicator.hpp"
 #include "core/error.hpp"
@@ -325,15 +326,8 @@ TEST(Predict, TheBestModelGivesTheJobsTestAccuracy) {
   p.batch_size = 500;  // several batches per part
   run_predict(p);
   if (c.rank() == 0) {
-    const Dataset ds = load_dataset(dir);
-    const Array pred = load_npy(p.out + "/predictions.npy");
-    ASSERT_EQ(pred.dim(0), ds.meta.num_nodes);
-    int64_t correct = 0;
-    for (int64_t i = 0; i < ds.test_idx.dim(0); ++i) {
-      const int64_t v = ds.test_idx.int_at(i);
-      correct += pred.int_at(v) == ds.labels.int_at(v) ? 1 : 0;
-    }
-    EXPECT_EQ(static_cast<double>(correct) / ds.test_idx.dim(0), r.test_acc_at_best);
+    EXPECT_EQ(predicted_test_accuracy(p.out + "/predictions.npy", load_dataset(dir)),
+              r.test_acc_at_best);
   }
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
