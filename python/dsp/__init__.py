@@ -11,7 +11,9 @@ and a Loader iterates over the seeds that rank owns. The heavy lifting is in the
 ``dsp._dsp``, which links no LibTorch: this layer only turns its numpy arrays (which own the C++
 buffers) into torch tensors with ``torch.from_numpy``, so no data is copied and any torch works
 (or none: ``as_tensor=False`` gives numpy arrays). ``Block.to_dgl()``, ``Block.to_pyg()`` and
-``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models.
+``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models. ``dsp.load_model`` turns a
+checkpoint of ``dsp train`` into ``dsp.GNN``, the same model in plain PyTorch (``model(blocks,
+x)``); ``dsp.export_model`` writes it as ``model.json`` plus a ``state_dict.pt`` (these need torch).
 """
 import os
 import sys
@@ -52,6 +54,15 @@ from ._dsp import (  # noqa: F401  (re-exported)
 )
 from ._train import cli_path, embed, predict, train  # noqa: F401  (re-exported)
 
+_MODEL_NAMES = ("GNN", "load_model", "export_model")
+if torch is not None:  # the models are torch modules: without torch, dsp.GNN says what is missing
+    from ._model import GNN, export_model, load_model  # noqa: F401  (re-exported)
+else:
+    def __getattr__(name):
+        if name in _MODEL_NAMES:
+            _interop.require("torch", f"dsp.{name}", "pip install torch")
+        raise AttributeError(f"module 'dsp' has no attribute '{name}'")
+
 __version__ = _dsp.__version__
 
 
@@ -74,6 +85,8 @@ __all__ = [
     "InvalidArgument", "IoError", "FormatError", "CommError", "NotSupported", "cli_path",
     "__version__",
 ]
+if torch is not None:  # without torch, `from dsp import *` leaves them out
+    __all__ += ["GNN", "load_model", "export_model"]
 
 
 class Block(NamedTuple):

@@ -1,0 +1,373 @@
+"""dsp's GNN models (src/train/model.hpp) in plain PyTorch, and models trained by ``dsp train``.
+
+:class:`GNN` has the parameters of the C++ model under the same names, in the same order and
+shapes, and computes what its eval mode computes (no dropout), input normalisation included.
+:func:`load_model` reads a checkpoint of ``dsp train --checkpoint-dir`` (``checkpoint.pt``,
+``best.pt``: a LibTorch archive, read with ``torch.jit.load``) or a directory written by
+:func:`export_model`, which holds ``model.json`` (the architecture) and ``state_dict.pt``
+(``torch.save`` of :meth:`GNN.state_dict`: the parameters, and for ``normalize_features
+standard`` the column statistics as ``input_norm.feature_mean`` and ``input_norm.feature_inv_std``).
+This module imports torch; ``dsp`` imports it only when torch is importable.
+"""
+import json
+import os
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+MODELS = ("sage", "gcn", "gat")
+NORMALIZATIONS = ("none", "row", "standard")
+CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "dsp-checkpoint", 1
+EXPORT_FORMAT, EXPORT_VERSION = "dsp-model", 1
+MODEL_FILE, STATE_FILE = "model.json", "state_dict.pt"
+STATS = ("feature_mean", "feature_inv_std")  # checkpoint entries of normalize_features standard
+
+
+def _index(a, device) -> torch.Tensor:
+    """An int64 tensor on `device` of a block's index array (a tensor or a numpy array)."""
+    if isinstance(a, torch.Tensor):
+        return a.to(device=device, dtype=torch.int64)
+    return torch.from_numpy(np.array(a, dtype=np.int64)).to(device)  # a copy: mmaps are read-only
+
+
+def _edges(block, device, self_loops: bool):
+    """(src, dst): the local ids of the block's edges in CSR order, then with `self_loops` the loop
+    v -> v of every destination (as aggregate.cpp's reference formulation)."""
+    indptr, src = _index(block.indptr, device), _index(block.indices, device)
+    rows = torch.arange(int(block.num_dst), device=device)
+    if indptr.numel() != rows.numel() + 1:
+        raise ValueError(f"block indptr has {indptr.numel()} entries, expected num_dst + 1 = "
+                         f"{rows.numel() + 1}")
+    dst = torch.repeat_interleave(rows, indptr[1:] - indptr[:-1])
+    return (torch.cat([src, rows]), torch.cat([dst, rows])) if self_loops else (src, dst)
+
+
+def _mean(block, x):
+    """mean_{u -> v} x_u for every destination v; 0 for one without in-edges."""
+    src, dst = _edges(block, x.device, False)
+    n = int(block.num_dst)
+    total = x.new_zeros(n, x.size(1)).index_add_(0, dst, x[src])
+    return total / torch.bincount(dst, minlength=n).to(x.dtype).clamp_min(1).unsqueeze(1)
+
+
+def _gcn(block, x):
+    """sum_{u in N(v) + v} x_u / sqrt(deg_out(u) deg_in(v)), degrees counted inside the block with
+    one self loop per destination (DGL GraphConv norm='both' on the block with self loops)."""
+    src, dst = _edges(block, x.device, True)
+    deg_out = torch.bincount(src, minlength=int(block.num_src)).to(x.dtype)
+    deg_in = torch.bincount(dst, minlength=int(block.num_dst)).to(x.dtype)
+    norm = (deg_out[src] * deg_in[dst]).rsqrt().unsqueeze(1)
+    return x.new_zeros(int(block.num_dst), x.size(1)).index_add_(0, dst, x[src] * norm)
+
+
+def _segment_softmax(e, dst, n: int):
+    """Softmax of the edge scores e [E, H] over the edges of each destination (shifted by their
+    max, which every destination has: its self loop)."""
+    with warnings.catch_warnings():  # scatter_reduce is "beta" in torch 1.13
+        warnings.filterwarnings("ignore", message="scatter_reduce")
+        m = e.new_full((n, e.size(1)), float("-inf")).scatter_reduce(
+            0, dst.unsqueeze(1).expand_as(e), e.detach(), "amax", include_self=True)
+    ex = torch.exp(e - m[dst])
+    return ex / e.new_zeros(n, e.size(1)).index_add_(0, dst, ex)[dst]
+
+
+class _SageLayer(torch.nn.Module):
+    """W_self h_v + W_neigh mean_{u -> v} h_u + b."""
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        self.add_module("self", torch.nn.Linear(d_in, d_out))
+        self.neigh = torch.nn.Linear(d_in, d_out, bias=False)
+        torch.nn.init.zeros_(self.self.bias)
+
+    def forward(self, block, h):
+        h_dst = self.self(h[:int(block.num_dst)])
+        if self.neigh.in_features > self.neigh.out_features:  # project first, as the C++ layer
+            return h_dst + _mean(block, self.neigh(h))
+        return h_dst + self.neigh(_mean(block, h))
+
+
+class _GcnLayer(torch.nn.Module):
+    """W sum_{u in N(v) + v} h_u / sqrt(deg_out(u) deg_in(v)) + b."""
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        self.lin = torch.nn.Linear(d_in, d_out, bias=False)
+        self.bias = torch.nn.Parameter(torch.zeros(d_out))
+
+    def forward(self, block, h):
+        if self.lin.in_features > self.lin.out_features:
+            return _gcn(block, self.lin(h)) + self.bias
+        return self.lin(_gcn(block, h)) + self.bias
+
+
+class _GatLayer(torch.nn.Module):
+    """Multi-head attention over each destination's in-edges plus its self loop:
+    [num_src, d_in] -> [num_dst, heads, dim]."""
+
+    def __init__(self, d_in: int, dim: int, heads: int):
+        super().__init__()
+        self.heads, self.dim = heads, dim
+        self.attn_l = torch.nn.Parameter(torch.empty(1, heads, dim))
+        self.attn_r = torch.nn.Parameter(torch.empty(1, heads, dim))
+        self.bias = torch.nn.Parameter(torch.zeros(heads, dim))
+        self.fc = torch.nn.Linear(d_in, dim * heads, bias=False)
+        for p in (self.fc.weight, self.attn_l, self.attn_r):  # DGL's GATConv initialisation
+            torch.nn.init.xavier_normal_(p, gain=2 ** 0.5)
+
+    def forward(self, block, h):
+        n = int(block.num_dst)
+        z = self.fc(h).view(-1, self.heads, self.dim)
+        el, er = (z * self.attn_l).sum(-1), (z[:n] * self.attn_r).sum(-1)
+        src, dst = _edges(block, h.device, True)
+        att = _segment_softmax(F.leaky_relu(el[src] + er[dst], 0.2), dst, n)
+        out = z.new_zeros(n, self.heads, self.dim).index_add_(0, dst, z[src] * att.unsqueeze(-1))
+        return out + self.bias
+
+
+class _InputNorm(torch.nn.Module):
+    """The input features as the model sees them (TrainConfig::normalize_features)."""
+
+    def __init__(self, how: str, in_dim: int):
+        super().__init__()
+        self.how = how
+        if how == "standard":
+            self.register_buffer("feature_mean", torch.zeros(in_dim))
+            self.register_buffer("feature_inv_std", torch.ones(in_dim))
+
+    def forward(self, x):
+        if self.how == "row":
+            return x / x.sum(1, keepdim=True).clamp_min(1)
+        if self.how == "standard":
+            return (x - self.feature_mean) * self.feature_inv_std
+        return x
+
+
+class GNN(torch.nn.Module):
+    """dsp's GraphSAGE (mean), GCN or GAT over sampler blocks, as ``dsp train`` builds it.
+
+    ``named_parameters()`` are the C++ model's (``layer0.self.weight``, ``layer0.lin.weight``,
+    ``layer0.fc.weight``, ...), in its order. There is no dropout: the output is the C++ model's
+    in eval mode. ``normalize_features`` ("none", "row", "standard") is applied to the input;
+    "standard" reads the buffers ``input_norm.feature_mean``/``feature_inv_std`` (set by
+    :func:`load_model`). GAT: ``hidden`` is per head; hidden layers concatenate their ``heads``,
+    the output layer averages its ``out_heads``. ValueError on a bad argument.
+    """
+
+    def __init__(self, model: str, in_dim: int, out_dim: int, hidden: int = 128, layers: int = 2,
+                 heads: int = 1, out_heads: int = 1, normalize_features: str = "none"):
+        super().__init__()
+        if model not in MODELS:
+            raise ValueError(f"unknown model '{model}' ({', '.join(MODELS)})")
+        if normalize_features not in NORMALIZATIONS:
+            raise ValueError(f"normalize_features must be none, row or standard, got "
+                             f"'{normalize_features}'")
+        if min(in_dim, out_dim, hidden, layers, heads, out_heads) < 1:
+            raise ValueError("in_dim, out_dim, hidden, layers, heads and out_heads must be >= 1")
+        self.config = dict(model=model, in_dim=in_dim, out_dim=out_dim, hidden=hidden,
+                           layers=layers, heads=heads, out_heads=out_heads,
+                           normalize_features=normalize_features)
+        self.input_norm = _InputNorm(normalize_features, in_dim)
+        for l in range(layers):
+            last = l == layers - 1
+            if model == "gat":
+                d_in = in_dim if l == 0 else hidden * heads
+                layer = _GatLayer(d_in, out_dim if last else hidden, out_heads if last else heads)
+            else:
+                cls = _SageLayer if model == "sage" else _GcnLayer
+                layer = cls(in_dim if l == 0 else hidden, out_dim if last else hidden)
+            self.add_module(f"layer{l}", layer)
+
+    def layer_width(self, l: int) -> int:
+        """The width of :meth:`forward_layer`'s output for layer `l` (GAT hidden: hidden*heads)."""
+        c = self.config
+        if l + 1 >= c["layers"]:
+            return c["out_dim"]
+        return c["hidden"] * (c["heads"] if c["model"] == "gat" else 1)
+
+    def forward_layer(self, l: int, block, h):
+        """Layer `l` on one block, followed by what follows it in :meth:`forward` (ReLU; GAT: ELU
+        of the concatenated heads, the head mean after the last layer): h [block.num_src, layer
+        l's input width] -> [block.num_dst, layer_width(l)]. Layer 0 takes the raw features and
+        normalises them, so composing the layers gives :meth:`forward` (layer-wise inference)."""
+        c = self.config
+        if not 0 <= l < c["layers"]:
+            raise ValueError(f"layer {l} of a {c['layers']}-layer model")
+        p = next(self.parameters())
+        if not isinstance(h, torch.Tensor):
+            h = torch.from_numpy(np.array(h, dtype=np.float32))
+        h = h.to(p.device, p.dtype)
+        width = c["in_dim"] if l == 0 else self.layer_width(l - 1)
+        if tuple(h.shape) != (int(block.num_src), width):
+            raise ValueError(f"layer {l}'s input is {list(h.shape)} but the model expects "
+                             f"[{int(block.num_src)}, {width}] (block sources x width)")
+        if l == 0:
+            h = self.input_norm(h)
+        h = getattr(self, f"layer{l}")(block, h)
+        last = l + 1 == c["layers"]
+        if c["model"] == "gat":
+            return h.mean(1) if last else F.elu(h.flatten(1))
+        return h if last else torch.relu(h)
+
+    def forward(self, blocks, x):
+        """Logits [blocks[-1].num_dst, out_dim] of a batch: `blocks` as :class:`dsp.Loader` yields
+        them (blocks[0] is the input layer; one per layer), `x` the raw features of blocks[0]'s
+        sources (a tensor or numpy array, converted to the parameters' dtype and device)."""
+        if len(blocks) != self.config["layers"]:
+            raise ValueError(f"the batch has {len(blocks)} blocks but the "
+                             f"{self.config['layers']}-layer model needs one per layer")
+        h = x
+        for l, block in enumerate(blocks):
+            h = self.forward_layer(l, block, h)
+        return h
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.config.items())
+
+
+def _build(cfg: dict, normalize: str, params: list, source: str) -> GNN:
+    """The GNN of a recorded model config (ModelConfig::to_json), checked against the recorded
+    parameter list [{name, shape}]; ValueError naming `source` otherwise."""
+    if not isinstance(cfg, dict) or cfg.get("model") not in MODELS:
+        name = cfg.get("model") if isinstance(cfg, dict) else cfg
+        raise ValueError(f"{source}: unknown model '{name}' ({', '.join(MODELS)})")
+    if cfg.get("preaggregated", False):
+        raise ValueError(f"{source}: a pre-aggregated model (dsp train --preaggregate) reads "
+                         "[x | a] rows made by dsp partition --preaggregate in its first layer; "
+                         "dsp.GNN has no such input: retrain without --preaggregate")
+    try:
+        model = GNN(cfg["model"], int(cfg["in_dim"]), int(cfg["out_dim"]), int(cfg["hidden"]),
+                    int(cfg["layers"]), int(cfg["heads"]), int(cfg["out_heads"]), normalize)
+        recorded = [(p["name"], [int(s) for s in p["shape"]]) for p in params]
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{source}: bad model description ({type(e).__name__}: {e})") from None
+    mine = [(n, list(p.shape)) for n, p in model.named_parameters()]
+    if recorded != mine:
+        diff = next((f"{a} against {b}" for a, b in zip(recorded, mine) if a != b),
+                    f"{len(recorded)} parameters against {len(mine)}")
+        raise ValueError(f"{source}: the recorded parameters do not match dsp.GNN's "
+                         f"{cfg['model']} model (recorded, expected: {diff})")
+    return model
+
+
+def _read_checkpoint(path: str):
+    """(header, model) of a dsp checkpoint; the model holds the checkpoint's parameters and
+    statistics. ValueError naming the file and the fault."""
+    try:
+        archive = torch.jit.load(path, map_location="cpu")
+    except RuntimeError as e:
+        raise ValueError(f"{path} is not a dsp checkpoint: {str(e).splitlines()[0]}") from None
+    try:
+        header = json.loads(archive.header.numpy().tobytes().decode())
+    except (AttributeError, RuntimeError, UnicodeDecodeError, ValueError):
+        raise ValueError(f"{path} is not a dsp checkpoint: it has no readable header") from None
+    if not isinstance(header, dict) or (header.get("format"), header.get("version")) != \
+            (CHECKPOINT_FORMAT, CHECKPOINT_VERSION):
+        raise ValueError(f"{path} is not a dsp checkpoint of version {CHECKPOINT_VERSION}")
+    config = header.get("config") if isinstance(header.get("config"), dict) else {}
+    normalize = config.get("normalize_features", "none")
+    model = _build(config.get("model"), normalize, header.get("params", []), path)
+    state = OrderedDict()
+    for i, name in enumerate(n for n, _ in model.named_parameters()):
+        state[name] = _entry(archive, f"p{i}", path)
+    if normalize == "standard":
+        if not all(hasattr(archive, k) for k in STATS):
+            raise ValueError(f"{path}: the model standardises its input (normalize_features "
+                             "standard) but the checkpoint holds no feature_mean/feature_inv_std: "
+                             "it predates stored statistics; retrain it with a current dsp train")
+        for k in STATS:
+            state[f"input_norm.{k}"] = _entry(archive, k, path).reshape(-1)
+    _load_state(model, state, path)
+    return header, model
+
+
+def _entry(archive, name: str, path: str) -> torch.Tensor:
+    try:
+        return getattr(archive, name).detach().clone()
+    except (AttributeError, RuntimeError):
+        raise ValueError(f"checkpoint {path} is damaged: it has no tensor '{name}'") from None
+
+
+def _load_state(model: GNN, state, path: str) -> None:
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        raise ValueError(f"{path}: the tensors do not fit the model: {e}") from None
+
+
+def _read_export(directory: str) -> GNN:
+    """The model of a directory written by :func:`export_model`."""
+    meta_path, state_path = (os.path.join(directory, f) for f in (MODEL_FILE, STATE_FILE))
+    for f in (meta_path, state_path):
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"{directory} is not a model written by dsp.export_model: "
+                                    f"{f} is missing")
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        if (meta.get("format"), meta.get("version")) != (EXPORT_FORMAT, EXPORT_VERSION):
+            raise ValueError(f"format {meta.get('format')!r} version {meta.get('version')!r}")
+    except (ValueError, AttributeError) as e:
+        raise ValueError(f"{meta_path} is not a dsp model description ({e})") from None
+    model = _build(meta.get("model"), meta.get("normalize_features", "none"),
+                   meta.get("params", []), meta_path)
+    try:
+        state = torch.load(state_path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch.load raises pickle, zip and runtime errors alike
+        raise ValueError(f"{state_path} is not a saved state dict: {e}") from None
+    _load_state(model, state, state_path)
+    return model
+
+
+def load_model(path) -> GNN:
+    """A trained model as a :class:`GNN` in eval mode, on the CPU.
+
+    `path` is a checkpoint of ``dsp train --checkpoint-dir`` (``checkpoint.pt``, ``best.pt``) or a
+    directory written by :func:`export_model`. FileNotFoundError for a missing path; ValueError
+    naming the file for one that is not a dsp checkpoint or model, an unknown model, a
+    pre-aggregated one, or a "standard"-normalised checkpoint without its feature statistics.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        model = _read_export(path)
+    elif os.path.exists(path):
+        model = _read_checkpoint(path)[1]
+    else:
+        raise FileNotFoundError(f"{path} does not exist (expected a dsp checkpoint or a "
+                                "directory written by dsp.export_model)")
+    return model.eval()
+
+
+def export_model(checkpoint, out_dir, *, overwrite: bool = False) -> str:
+    """Writes the model of a dsp checkpoint to `out_dir` for use without dsp's checkpoints:
+    ``model.json`` (format "dsp-model" version 1; ``model``: the checkpoint's config.model;
+    ``normalize_features``; ``params``: [{name, shape}]; ``epoch``) and ``state_dict.pt``
+    (``torch.save`` of the GNN's state dict: parameters by name, plus
+    ``input_norm.feature_mean``/``input_norm.feature_inv_std`` for "standard"). Refuses an
+    existing non-empty `out_dir` (FileExistsError) unless `overwrite`. Returns `out_dir`.
+    :func:`load_model` reads it back."""
+    checkpoint, out_dir = os.fspath(checkpoint), os.fspath(out_dir)
+    if not os.path.isfile(checkpoint):
+        raise FileNotFoundError(f"{checkpoint} does not exist (expected a dsp checkpoint)")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise FileExistsError(f"{out_dir} exists and is not a directory")
+    if os.path.isdir(out_dir) and os.listdir(out_dir) and not overwrite:
+        raise FileExistsError(f"{out_dir} exists and is not empty: remove it or pass "
+                              "overwrite=True")
+    header, model = _read_checkpoint(checkpoint)
+    meta = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION,
+            "model": header["config"]["model"],
+            "normalize_features": model.config["normalize_features"],
+            "params": header["params"], "epoch": header.get("epoch")}
+    os.makedirs(out_dir, exist_ok=True)
+    # Each file staged under a temporary name and renamed, so a reader never sees half of one.
+    meta_tmp, state_tmp = (os.path.join(out_dir, f".{f}.tmp") for f in (MODEL_FILE, STATE_FILE))
+    torch.save(model.state_dict(), state_tmp)
+    with open(meta_tmp, "w") as f:
+        json.dump(meta, f, indent=1)
+    os.replace(state_tmp, os.path.join(out_dir, STATE_FILE))
+    os.replace(meta_tmp, os.path.join(out_dir, MODEL_FILE))
+    return out_dir

@@ -1,0 +1,198 @@
+"""dsp.GNN / load_model / export_model: the models of `dsp train` in plain PyTorch.
+
+Each case trains one epoch on Cora with a checkpoint, runs `dsp predict` (full-neighbour,
+layer-wise) and compares it with dsp.GNN on one whole-graph block per layer, in the dataset's ids.
+"""
+import json
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import dsp  # noqa: E402
+
+CASES = {  # name: model options
+    "sage": {"model": "sage"},
+    "gcn-row": {"model": "gcn", "normalize_features": "row"},
+    "gat": {"model": "gat", "heads": 2},
+}
+
+
+def train_and_predict(part_dir, out, options):
+    """Trains 1 epoch with a checkpoint, returns (best.pt, dsp predict's logits and classes)."""
+    ck = out / "ck"
+    dsp.train({"path": part_dir, "fanouts": [5, 5], "epochs": 1, "batch_size": 256,
+               "hidden": 4, "checkpoint_dir": str(ck), **options})
+    r = dsp.predict(part_dir, str(ck / "best.pt"), str(out / "pred"), output="logits")
+    return ck / "best.pt", r["logits"], r["predictions"]
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def trained(request, cora_p1, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param)
+    return train_and_predict(cora_p1, out, CASES[request.param])
+
+
+@pytest.fixture(scope="module")
+def whole_graph(cora):
+    """(one block over every node and its in-neighbours, the features), in the dataset's ids."""
+    ds = dsp.load_dataset(cora)
+    n = len(ds["indptr"]) - 1
+    return dsp.Block(ds["indptr"], ds["indices"], n, n, None, None), ds["features"]
+
+
+def logits(model, whole_graph):
+    block, x = whole_graph
+    with torch.no_grad():
+        return model([block] * model.config["layers"], x).numpy()
+
+
+def header(checkpoint):
+    return json.loads(torch.jit.load(str(checkpoint)).header.numpy().tobytes())
+
+
+def assert_same_predictions(out, ref_logits, ref_classes):
+    assert out.shape == ref_logits.shape
+    assert np.abs(out - ref_logits).max() <= 1e-4 * np.abs(ref_logits).max()
+    top2 = np.sort(out, axis=1)[:, -2:]
+    differ = out.argmax(1) != ref_classes
+    assert not np.any(differ & (top2[:, 1] - top2[:, 0] > 1e-6)), np.flatnonzero(differ)
+
+
+def test_logits_and_classes_equal_dsp_predict(trained, whole_graph):
+    checkpoint, ref_logits, ref_classes = trained
+    model = dsp.load_model(checkpoint)
+    assert not model.training
+    assert_same_predictions(logits(model, whole_graph), ref_logits, ref_classes)
+
+
+def test_parameters_are_the_checkpoints(trained):
+    checkpoint = trained[0]
+    recorded = [(p["name"], p["shape"]) for p in header(checkpoint)["params"]]
+    model = dsp.load_model(checkpoint)
+    assert [(n, list(p.shape)) for n, p in model.named_parameters()] == recorded
+
+
+def test_export_then_load_gives_the_same_model(trained, whole_graph, tmp_path):
+    checkpoint = trained[0]
+    out = dsp.export_model(checkpoint, tmp_path / "m")
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["model.json", "state_dict.pt"]
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert meta["model"] == header(checkpoint)["config"]["model"]
+    assert np.array_equal(logits(dsp.load_model(out), whole_graph),
+                          logits(dsp.load_model(checkpoint), whole_graph))
+    with pytest.raises(FileExistsError, match="m exists and is not empty"):
+        dsp.export_model(checkpoint, tmp_path / "m")
+    dsp.export_model(checkpoint, tmp_path / "m", overwrite=True)
+
+
+@pytest.fixture(scope="module")
+def sage_checkpoint(cora_p1, tmp_path_factory):
+    return train_and_predict(cora_p1, tmp_path_factory.mktemp("sage"), {"model": "sage"})[0]
+
+
+def test_loader_batches_with_whole_neighbourhoods(cora_p1, sage_checkpoint, whole_graph):
+    # Fanouts above Cora's largest in-degree (168): the sampled blocks hold every in-neighbour,
+    # so SAGE's logits of a Loader batch are those of the whole graph (GCN's are not: its
+    # degrees are counted inside the block).
+    model = dsp.load_model(sage_checkpoint)
+    new2old = np.load(f"{cora_p1}/new2old.npy")
+    with dsp.Loader(cora_p1, fanouts=[200, 200], batch_size=64, shuffle=False) as loader:
+        batch = next(loader.iter_batches())
+    with torch.no_grad():
+        out = model(batch.blocks, batch.x).numpy()
+    assert np.allclose(out, logits(model, whole_graph)[new2old[batch.seeds.numpy()]], atol=1e-5)
+
+
+def test_standard_normalisation(cora_p1, whole_graph, tmp_path):
+    # Needs the column statistics in the checkpoint (feature_mean, feature_inv_std).
+    checkpoint, ref_logits, ref_classes = train_and_predict(
+        cora_p1, tmp_path, {"model": "sage", "normalize_features": "standard"})
+    entries = dict(torch.jit.load(str(checkpoint)).named_parameters())
+    if "feature_mean" not in entries:
+        fault = re.escape(str(checkpoint)) + ": .* predates stored statistics"
+        with pytest.raises(ValueError, match=fault):
+            dsp.load_model(checkpoint)
+        return
+    assert_same_predictions(logits(dsp.load_model(checkpoint), whole_graph), ref_logits,
+                            ref_classes)
+
+
+def test_standard_statistics_from_an_exported_model(sage_checkpoint, whole_graph, tmp_path):
+    # An export with normalize_features standard applies (x - mean) * inv_std before layer 0,
+    # with input_norm.feature_mean and input_norm.feature_inv_std of its state dict.
+    plain = dsp.load_model(sage_checkpoint)
+    d = tmp_path / "m"
+    dsp.export_model(sage_checkpoint, d)
+    meta = json.loads((d / "model.json").read_text())
+    (d / "model.json").write_text(json.dumps({**meta, "normalize_features": "standard"}))
+    block, x = whole_graph
+    x = torch.from_numpy(np.array(x))
+    mean, inv_std = x.mean(0), 1 / x.std(0).clamp_min(1e-3)
+    state = plain.state_dict()
+    state.update({"input_norm.feature_mean": mean, "input_norm.feature_inv_std": inv_std})
+    torch.save(state, d / "state_dict.pt")
+    with torch.no_grad():
+        out = dsp.load_model(d)([block, block], x)
+        assert torch.allclose(out, plain([block, block], (x - mean) * inv_std), atol=1e-5)
+    del state["input_norm.feature_mean"]
+    torch.save(state, d / "state_dict.pt")
+    with pytest.raises(ValueError, match="state_dict.pt: the tensors do not fit"):
+        dsp.load_model(d)
+
+
+def test_bad_paths(tmp_path):
+    missing = tmp_path / "no-such.pt"
+    with pytest.raises(FileNotFoundError, match=re.escape(str(missing))):
+        dsp.load_model(missing)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a checkpoint\n")
+    with pytest.raises(ValueError, match=re.escape(f"{text} is not a dsp checkpoint")):
+        dsp.load_model(text)
+    other = tmp_path / "other.pt"  # a TorchScript archive, but no dsp header
+    torch.jit.script(torch.nn.Linear(2, 2)).save(str(other))
+    fault = re.escape(f"{other} is not a dsp checkpoint: it has no readable header")
+    with pytest.raises(ValueError, match=fault):
+        dsp.load_model(other)
+    with pytest.raises(FileNotFoundError, match="model.json is missing"):
+        dsp.load_model(tmp_path)
+
+
+def test_unknown_and_preaggregated_models_are_refused(sage_checkpoint, tmp_path):
+    d = tmp_path / "m"
+    dsp.export_model(sage_checkpoint, d)
+    meta = json.loads((d / "model.json").read_text())
+    for change, message in (({"model": "gin"}, r"unknown model 'gin' \(sage, gcn, gat\)"),
+                            ({"preaggregated": True}, "a pre-aggregated model")):
+        (d / "model.json").write_text(json.dumps({**meta, "model": {**meta["model"], **change}}))
+        with pytest.raises(ValueError, match=re.escape(f"{d / 'model.json'}: ") + message):
+            dsp.load_model(d)
+
+
+def test_forward_checks_its_inputs(sage_checkpoint, whole_graph):
+    model = dsp.load_model(sage_checkpoint)
+    block, x = whole_graph
+    with pytest.raises(ValueError, match="the batch has 1 blocks but the 2-layer model"):
+        model([block], x)
+    with pytest.raises(ValueError, match=r"layer 0's input is \[2708, 3\]"):
+        model.forward_layer(0, block, torch.zeros(2708, 3))
+
+
+def test_without_torch_dsp_imports_and_the_models_say_what_is_missing():
+    import subprocess
+    import sys
+    code = """
+import sys
+sys.modules["torch"] = None
+import dsp
+from dsp import *
+assert "GNN" not in dir()
+try:
+    dsp.load_model
+except ImportError as e:
+    print(e)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("dsp.load_model needs torch, which cannot be imported here (")
