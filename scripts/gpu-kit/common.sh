@@ -52,7 +52,10 @@ kit_env() {
   export OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
   export OMPI_MCA_pml=ob1 OMPI_MCA_osc=sm OMPI_MCA_mtl=^ofi OMPI_MCA_btl_base_warn_component_unused=0
   export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  export PMIX_MCA_gds=hash PMIX_MCA_psec=native
+  export PMIX_MCA_gds=hash PMIX_MCA_psec=native PMIX_MCA_pcompress_base_silence_warning=1
+  # mpiexec gives ranks a pseudo-terminal: gtest would colour its summary lines, which the
+  # counts below read.
+  export GTEST_COLOR=no
   MPIEXEC="$R/usr/bin/mpiexec.openmpi"
   PY="${DSP_GPU_PYTHON:-python3}"
   torch_lib="$("$PY" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)"

@@ -3,10 +3,11 @@
 # by `--dry-run` here with DSP_KIT_DRY=1 (DRY), where a step that needs a GPU must report "no GPU".
 
 gtest_counts() {  # LOG -> "<passed> <failed> <skipped>", summed over a (multi-rank) gtest log
-  local p f s
-  p=$(grep -oE '\[  PASSED  \] [0-9]+ test' "$1" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
-  f=$(grep -cE '^\[  FAILED  \] [A-Za-z]' "$1")
-  s=$(grep -oE '\[  SKIPPED \] [0-9]+ test' "$1" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+  local p f s plain
+  plain="$(sed -E 's/\x1b\[[0-9;]*m//g' "$1")"  # colour codes, should a rank still print them
+  p=$(grep -oE '\[  PASSED  \] [0-9]+ test' <<<"$plain" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+  f=$(grep -cE '^\[  FAILED  \] [A-Za-z]' <<<"$plain")
+  s=$(grep -oE '\[  SKIPPED \] [0-9]+ test' <<<"$plain" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
   echo "${p:-0} ${f:-0} ${s:-0}"
 }
 
@@ -184,6 +185,13 @@ bench_steps() {
   # TurboGNN's schedule (degree-sorted snake order, shared-memory positions) vs the default kernel.
   bench "sample cuda turbo" sample_cuda_turbo sample $G/p1 --device cuda --batches 40 --threads "$th" --sample-kernel turbo
   bench "pipeline cuda (sage 15,10,5 h256)" pipeline_cuda pipeline $G/p1 --device cuda --hidden 256 --epochs 1
+  # Every feature row cached in device memory (960 MB here; a partition with --cache-ratio 1):
+  # the gather and the epoch without host-to-device feature traffic.
+  cmd_step "partition, every row cached" bench_data_all.log 60 "$KR/bin/dsp" partition $G/ds $G/p1all \
+    --parts 1 --cache-ratio 1 || return
+  bench "gather cuda, all rows on the device" gather_cuda_all gather $G/p1all --device cuda --threads "$th"
+  bench "pipeline cuda, all rows on the device" pipeline_cuda_all pipeline $G/p1all --device cuda --hidden 256 \
+    --epochs 1
 }
 
 finish() {

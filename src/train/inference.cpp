@@ -124,7 +124,10 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   int64_t step = o.first_step;
   tc.set_step(o.epoch, step++);
   int64_t batches = (rows + o.batch_size - 1) / o.batch_size;
-  tc.all_reduce(&batches, 1, DType::kInt64, ReduceOp::kMax);
+  OpOptions host;
+  host.label = "infer:batches";
+  host.host_buffers = true;  // a scalar on the host, whatever the trainer channel's memory space
+  tc.all_reduce(&batches, 1, DType::kInt64, ReduceOp::kMax, host);
   const bool gcn = trainer.config().model.model == "gcn";
   const std::vector<float> scales = gcn ? gcn_source_scales(part, tc) : std::vector<float>{};
   std::vector<int32_t> pos(static_cast<size_t>(meta.num_nodes), -1);

@@ -529,6 +529,12 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
     for (size_t i = 0; i < I.params.size(); ++i) {
       ar.write("p" + std::to_string(i), I.params[i].detach().to(torch::kCPU));
     }
+    // The input's column statistics (normalize_features standard), so that a model loaded from
+    // the checkpoint alone (dsp.load_model) sees its inputs as training did.
+    if (I.mean.defined()) {
+      ar.write("feature_mean", I.mean.to(torch::kCPU));
+      ar.write("feature_inv_std", I.inv_std.to(torch::kCPU));
+    }
     torch::serialize::OutputArchive opt;
     I.optimizer->save(opt);
     ar.write("optimizer", opt);
