@@ -94,7 +94,7 @@ def run_dsp(data, model, seed):
         with open(r) as f:
             res = json.load(f)
     return {"test_at_best": res["test_acc_at_best"], "best_val": res["best_val_acc"],
-            "best_epoch": res["best_epoch"] + 1, "val_curve": [e.get("val_acc") for e in recs],
+            "best_epoch": res["best_epoch"], "val_curve": [e.get("val_acc") for e in recs],
             "test_curve": [e.get("test_acc") for e in recs],
             "loss_curve": [e["loss"] for e in recs], "eval": res.get("eval"),
             "test_acc_full": res.get("test_acc_full"),  # sampled eval: the best model's, full

@@ -365,7 +365,9 @@ def export_model(checkpoint, out_dir, *, overwrite: bool = False) -> str:
     os.makedirs(out_dir, exist_ok=True)
     # Each file staged under a temporary name and renamed, so a reader never sees half of one.
     meta_tmp, state_tmp = (os.path.join(out_dir, f".{f}.tmp") for f in (MODEL_FILE, STATE_FILE))
-    torch.save(model.state_dict(), state_tmp)
+    # A plain dict (not the OrderedDict with metadata state_dict() returns), which LibTorch's
+    # unpickler reads too: `dsp train --init-from DIR` starts from it.
+    torch.save(dict(model.state_dict()), state_tmp)
     with open(meta_tmp, "w") as f:
         json.dump(meta, f, indent=1)
     os.replace(state_tmp, os.path.join(out_dir, STATE_FILE))

@@ -4,8 +4,8 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 
+#include "core/console.hpp"
 #include "core/error.hpp"
 
 namespace dsp {
@@ -22,7 +22,6 @@ LogLevel initial_level() {
 }
 std::atomic<int> g_level{-1};
 std::atomic<int> g_rank{-1};
-std::mutex g_mu;
 constexpr const char* kNames[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF"};
 }  // namespace
 
@@ -59,9 +58,7 @@ void log_write(LogLevel level, std::string_view subsystem, std::string_view msg)
   if (!subsystem.empty() && level <= LogLevel::kDebug) line += fmt::format("{}: ", subsystem);
   line += msg;
   line += '\n';
-  std::lock_guard<std::mutex> lock(g_mu);
-  std::fwrite(line.data(), 1, line.size(), stderr);
-  std::fflush(stderr);
+  console_diagnostic(line);
 }
 
 }  // namespace dsp

@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "ccc/coordinator.hpp"
+#include "core/console.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -53,6 +54,12 @@ void check_evaluation(const JobConfig& c) {
                 "--eval full with --preaggregate: full-neighbour inference runs the model's input "
                 "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
 }
+
+void check_not_both_init_and_resume(const JobConfig& c) {
+  DSP_CHECK_ARG(!c.resume || c.init_from.empty(),
+                "--init-from starts a new run from a model's parameters and --resume continues "
+                "a run: give one of them");
+}
 }  // namespace
 
 void JobConfig::validate() const {
@@ -75,6 +82,7 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(patience >= 0, "--patience must be >= 0 (0: never stop early), got {}", patience);
   parse_pipeline_mode(pipeline);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  check_not_both_init_and_resume(*this);
   DSP_CHECK_ARG(!cache_auto || rank.cache_ratio == -1,
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
@@ -137,7 +145,8 @@ nlohmann::json JobResult::to_json() const {
 
 namespace {
 
-// "\r  epoch 3/10 [=====>      ] 45/100  ETA 5s  loss 0.512" on a terminal, nothing otherwise.
+// "  epoch 3/10 [=====>      ] 45/100  ETA 5s  loss 0.512" as the console's status line on a
+// terminal (log lines never splice into it), nothing otherwise.
 class ProgressBar {
  public:
   ProgressBar(bool on, int epoch, int epochs, int64_t steps)
@@ -150,13 +159,11 @@ class ProgressBar {
     double eta = done > 0 ? sw_.seconds() * (steps_ - done) / done : 0;
     std::string bar(fill, '=');
     if (fill < width) bar += '>' + std::string(width - fill - 1, ' ');
-    std::fprintf(stderr, "\r  epoch %d/%d [%s] %lld/%lld  ETA %.0fs  loss %.4f ", epoch_ + 1,
-                 epochs_, bar.c_str(), static_cast<long long>(done), static_cast<long long>(steps_),
-                 eta, loss);
-    std::fflush(stderr);
+    console_status(fmt::format("  epoch {}/{} [{}] {}/{}  ETA {:.0f}s  loss {:.4f} ", epoch_ + 1,
+                               epochs_, bar, done, steps_, eta, loss));
   }
   void finish() {
-    if (on_) std::fprintf(stderr, "\r%*s\r", 90, "");
+    if (on_) console_status("");
   }
 
  private:
@@ -337,6 +344,10 @@ void TrainJob::make_trainer() {
   lr_ = LrSchedule(tc_, cfg_.epochs);
   ckpt_ = cfg_.checkpoint_dir.empty() ? "" : cfg_.checkpoint_dir + "/checkpoint.pt";
   if (cfg_.resume) resume();
+  if (!cfg_.init_from.empty()) {
+    trainer_->init_parameters(cfg_.init_from);
+    if (rt_.leader()) DSP_INFO("train", "parameters from {}", cfg_.init_from);
+  }
   if (rt_.leader() && !cfg_.checkpoint_dir.empty()) fs::create_directories(cfg_.checkpoint_dir);
 }
 
@@ -641,11 +652,11 @@ void TrainJob::report_epoch(int epoch) {
     const std::string evals = do_eval ? fmt::format(" | val {:.4f} | test {:.4f}", val, test) : "";
     const std::string fifo =
         rt_.fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
-    fmt::print(stderr,
+    console_result(fmt::format(
                "epoch {:>3} | loss {:.4f} | train {:.4f}{}{} | {:.2f} s (sample {:.2f}, load "
-               "{:.2f}, train {:.2f} s busy)\n",
+               "{:.2f}, train {:.2f} s busy)",
                epoch + 1, loss, train_acc.accuracy(), evals, fifo, em_.wall_s, em_.sampler.busy_s,
-               em_.loader.busy_s, em_.trainer.busy_s);
+               em_.loader.busy_s, em_.trainer.busy_s));
     write_metrics(epoch, loss, train_acc.accuracy(), do_eval ? val : -1, do_eval ? test : -1);
   }
   if (!ckpt_.empty() && (last || stop_early() ||
@@ -705,7 +716,7 @@ void TrainJob::checkpoint(int epoch, const std::string& path) {
 JobResult TrainJob::finish() {
   final_full_test();
   res_.best_val_acc = best_val_;
-  res_.best_epoch = best_epoch_;
+  res_.best_epoch = best_epoch_ + 1;  // numbered from 1, as every output numbers epochs
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
   res_.test_acc_at_best = test_at_best_;
   res_.mean_epoch_s = res_.epochs_run ? epoch_time_sum_ / res_.epochs_run : 0;
@@ -713,7 +724,7 @@ JobResult TrainJob::finish() {
     res_.bytes_communicated += rt_.channel(static_cast<WorkerKind>(k)).counters().total_sent();
   }
   if (rt_.leader() && res_.epochs_run > 0) {
-    fmt::print(stderr,
+    console_result(fmt::format(
                "\nsummary\n"
                "  best val acc        {:.4f} (epoch {})\n"
                "  test acc at best    {:.4f} ({})\n"
@@ -722,17 +733,17 @@ JobResult TrainJob::finish() {
                "  cache hit rate      {:.3f}\n"
                "  bytes sent (rank 0) {:.1f} MB\n"
                "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
-               res_.best_val_acc, res_.best_epoch + 1, res_.test_acc_at_best, eval_summary(),
+               res_.best_val_acc, res_.best_epoch, res_.test_acc_at_best, eval_summary(),
                res_.final_loss,
                res_.mean_epoch_s, res_.cache_hit_rate, res_.bytes_communicated / 1e6,
-               res_.feature_bytes_per_batch / 1e6);
+               res_.feature_bytes_per_batch / 1e6));
     if (rt_.fifo_requested()) {
-      fmt::print(stderr,
+      console_result(fmt::format(
                  "  fifo hit rate       {:.3f} of the rows other ranks serve ({} + {} shared rows, "
                  "rank 0, last epoch)\n"
                  "  rows from peers     {:.3f} MB / batch (rank 0, last epoch)\n",
                  res_.fifo_hit_rate, res_.fifo_hits, res_.fifo_shared_hits,
-                 res_.peer_bytes_per_batch / 1e6);
+                 res_.peer_bytes_per_batch / 1e6));
     }
   }
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
@@ -752,6 +763,7 @@ std::string flag_of(const std::string& key) {
 }  // namespace
 
 JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) {
+  check_not_both_init_and_resume(c);
   const std::string path = c.checkpoint_dir + "/checkpoint.pt";
   DSP_CHECK_T(IoError, path_exists(path), "{}: no checkpoint to resume from", path);
   const nlohmann::json extra = checkpoint_header(path).value("extra", nlohmann::json::object());
@@ -760,14 +772,14 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
   const nlohmann::json recorded = base.to_json(), mine = c.to_json();
   static const std::set<std::string> may_change = {
       "epochs", "eval_every", "checkpoint_every", "checkpoint_dir", "metrics_file",
-      "threads", "path", "resume", "progress"};
+      "threads", "path", "resume", "progress", "log_file"};
   nlohmann::json take = nlohmann::json::object();
   for (const std::string& key : given) {
     if (!mine.contains(key)) continue;
     DSP_CHECK_ARG(may_change.count(key) || mine.at(key) == recorded.at(key),
                   "{} {} contradicts the run in {} ({}): --resume continues that run; only "
                   "--epochs, --eval-every, --checkpoint-every, --checkpoint-dir, --metrics, "
-                  "--threads and the path may change",
+                  "--threads, --log-file and the path may change",
                   flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump());
     take[key] = mine.at(key);
   }

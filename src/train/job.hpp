@@ -58,6 +58,9 @@ struct JobConfig {
   std::string checkpoint_dir;  // empty: no checkpoints
   int checkpoint_every = 0;    // epochs; 0: only at the end (if checkpoint_dir is set)
   bool resume = false;         // continue from checkpoint_dir/checkpoint.pt
+  // A new run whose parameters start from this checkpoint or exported model directory
+  // (Trainer::init_parameters); not with resume.
+  std::string init_from;
   std::string metrics_file;    // JSON lines, one record per epoch (rank 0)
   uint64_t seed = 0;
   bool progress = true;         // progress bar on a terminal (rank 0)
@@ -73,7 +76,7 @@ struct JobResult {
   int epochs_run = 0;
   bool stopped_early = false;  // --patience ended the job before --epochs
   double best_val_acc = 0;
-  int best_epoch = -1;
+  int best_epoch = 0;  // the best validation's epoch, numbered from 1 (0: none evaluated)
   double test_acc_at_best = 0;
   std::string eval;  // how validation and test were evaluated: "full" or "sampled"
   // The best-validation model's test accuracy with full neighbourhoods: test_acc_at_best under
@@ -96,7 +99,8 @@ struct JobResult {
 // options, with those the user gave (`given`: their keys, from flags or a --config file) taken from
 // c. A given option that contradicts the recorded one is refused (InvalidArgument naming both
 // values) unless it may change between runs: epochs, eval_every, checkpoint_every,
-// checkpoint_dir, metrics_file, threads, path. Returns c when the checkpoint recorded no run.
+// checkpoint_dir, metrics_file, threads, log_file, path. Returns c when the checkpoint recorded
+// no run.
 JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given);
 
 // Runs the whole job on this rank (collective over the ranks of the job). Rank 0 prints.

@@ -131,6 +131,10 @@ std::vector<JobOption> run_and_placement() {
             DSP_FIELD(checkpoint_every)),
       toggle("--resume", "resume", "continue from --checkpoint-dir/checkpoint.pt",
              DSP_FIELD(resume)),
+      value("--init-from", "init_from",
+            "start a new run from this model's parameters: a checkpoint of dsp train (e.g. "
+            "best.pt) or a directory of dsp.export_model; same model and sizes, any optimizer",
+            DSP_FIELD(init_from)),
       value("--seed", "seed", "random seed (sampling, dropout, initialisation)", DSP_FIELD(seed)),
       value("--metrics", "metrics_file", "write one JSON record per epoch to this file",
             DSP_FIELD(metrics_file)),

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/ranges.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 
@@ -650,6 +652,56 @@ TrainConfig checkpoint_config(const std::string& path) {
     DSP_THROW_T(FormatError, "{}: bad training configuration in the header ({})", path, e.what());
   }
   return c;
+}
+
+namespace {
+
+// An exported model's parameters (dsp.export_model: DIR/state_dict.pt, torch.save of a dict
+// name -> tensor) copied into `params` by name; FormatError naming the file and the first fault.
+void read_exported(const std::string& dir, const std::vector<std::string>& names,
+                   std::vector<torch::Tensor>& params) {
+  const std::string file = dir + "/state_dict.pt";
+  const std::string data = read_file(file);
+  c10::impl::GenericDict dict(c10::AnyType::get(), c10::AnyType::get());
+  try {
+    const c10::IValue v = torch::jit::pickle_load(std::vector<char>(data.begin(), data.end()));
+    DSP_CHECK_FORMAT(v.isGenericDict(), "{} is not a state dict (dsp.export_model writes one)",
+                     file);
+    dict = v.toGenericDict();
+  } catch (const c10::Error& e) {
+    DSP_THROW_T(FormatError, "{} is not a state dict: {}", file,
+                first_line(e.what_without_backtrace()));
+  }
+  torch::NoGradGuard ng;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto it = dict.find(names[i]);
+    DSP_CHECK_FORMAT(it != dict.end() && it->value().isTensor(),
+                     "{} has no parameter '{}' (this model's: {})", file, names[i],
+                     fmt::join(names, ", "));
+    const torch::Tensor t = it->value().toTensor();
+    DSP_CHECK_FORMAT(t.sizes() == params[i].sizes(),
+                     "{}: parameter '{}' has shape {} there but {} in this model", file, names[i],
+                     shape_str(t.sizes()), shape_str(params[i].sizes()));
+    params[i].copy_(t);
+  }
+}
+
+}  // namespace
+
+void Trainer::init_parameters(const std::string& path) {
+  DSP_CHECK_T(IoError, path_exists(path), "{}: no such checkpoint or exported model directory",
+              path);
+  if (std::filesystem::is_directory(path)) return read_exported(path, impl_->names, impl_->params);
+  torch::serialize::InputArchive ar;
+  const nlohmann::json header = open_checkpoint(path, ar);
+  TrainConfig same = cfg_;
+  try {  // the parameters only: any optimizer may start from them
+    same.optimizer = header.at("config").at("optimizer").get<std::string>();
+    check_checkpoint_header(path, header, impl_->names, impl_->params, same);
+  } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
+  }
+  read_parameters(path, ar, impl_->params);
 }
 
 void Trainer::load_parameters(const std::string& path) {

@@ -195,3 +195,31 @@ except ImportError as e:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith("dsp.load_model needs torch, which cannot be imported here (")
+
+
+@pytest.mark.parametrize("source", ["checkpoint", "export"])
+def test_train_init_from_starts_at_the_models_parameters(trained, cora_p1, tmp_path, source):
+    """dsp train --init-from (a checkpoint or an exported directory): under SGD with a rate so
+    small that no step moves a trained parameter by half an ulp, the new run's model is exactly
+    the one it started from."""
+    checkpoint = trained[0]
+    start = str(checkpoint) if source == "checkpoint" else dsp.export_model(checkpoint, tmp_path / "m")
+    cfg = header(checkpoint)["config"]
+    model = cfg["model"]
+    ck = tmp_path / "ck"
+    dsp.train({"path": cora_p1, "fanouts": [5, 5], "epochs": 1, "batch_size": 256, "lr": 1e-30,
+               "optimizer": "sgd", "model": model["model"], "hidden": model["hidden"],
+               "heads": model["heads"], "normalize_features": cfg["normalize_features"],
+               "checkpoint_dir": str(ck), "init_from": start})
+    before, after = dsp.load_model(checkpoint), dsp.load_model(ck / "checkpoint.pt")
+    for (name, a), (_, b) in zip(before.named_parameters(), after.named_parameters()):
+        assert torch.equal(a, b), name
+
+
+def test_train_init_from_refuses_another_model(trained, cora_p1, tmp_path):
+    exported = dsp.export_model(trained[0], tmp_path / "m")
+    with pytest.raises(dsp.FormatError, match=r"state_dict.pt: parameter 'layer0\.\S+' has shape "
+                                              r"\[[\d, ]+\] there but \[[\d, ]+\] in this model"):
+        dsp.train({"path": cora_p1, "fanouts": [5, 5], "epochs": 1, "hidden": 16,
+                   "model": header(trained[0])["config"]["model"]["model"],
+                   "init_from": exported})

@@ -211,7 +211,7 @@ TEST(Job, PatienceStopsWhenValidationStopsImproving) {
   const JobResult r = run_training(p);
   EXPECT_TRUE(r.stopped_early);
   EXPECT_EQ(r.epochs_run, expect_stop + 1);
-  EXPECT_EQ(r.best_epoch, best_epoch);
+  EXPECT_EQ(r.best_epoch, best_epoch + 1);  // numbered from 1, as the metrics' "epoch"
   EXPECT_EQ(r.best_val_acc, best);
   JobConfig again = p;
   again.resume = true;

@@ -65,6 +65,8 @@ struct RankOptions {
   int64_t fifo_rows = 0;
   int64_t fifo_shared_rows = 0;
   std::string log_name = "dsp";  // names the job in the startup log
+  // Every rank appends its log lines, and rank 0 its results, to this file too (core/console.hpp).
+  std::string log_file;
   // Tests: a CPU rank run as a GPU rank is, but for the kernels and LibTorch's device: the device
   // sampler and feature backends executed on the host (HostExec), and device-space trainer and
   // loader channels (MPI staged through host memory standing in for the device's). Every

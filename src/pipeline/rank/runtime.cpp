@@ -1,5 +1,6 @@
 #include "pipeline/rank/runtime.hpp"
 
+#include "core/console.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "layout/store/cache_sizing.hpp"
@@ -10,6 +11,7 @@ namespace dsp {
 
 RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
   opts_.validate();
+  if (!opts_.log_file.empty()) console_set_log_file(opts_.log_file);
   {
     // Where this rank runs decides its trainer's data channel, so find the node place first, on
     // a communicator of its own.
