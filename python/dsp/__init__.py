@@ -11,7 +11,9 @@ and a Loader iterates over the seeds that rank owns. The heavy lifting is in the
 ``dsp._dsp``, which links no LibTorch: this layer only turns its numpy arrays (which own the C++
 buffers) into torch tensors with ``torch.from_numpy``, so no data is copied and any torch works
 (or none: ``as_tensor=False`` gives numpy arrays). ``Block.to_dgl()``, ``Block.to_pyg()`` and
-``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models. ``dsp.load_model`` turns a
+``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models. Batches carry the
+partition's node ids ("dsp ids"); ``dsp.to_original_ids(path, ids)`` gives the dataset's own ids
+back and ``dsp.to_dsp_ids`` goes the other way. ``dsp.load_model`` turns a
 checkpoint of ``dsp train`` into ``dsp.GNN``, the same model in plain PyTorch (``model(blocks,
 x)``); ``dsp.export_model`` writes it as ``model.json`` plus a ``state_dict.pt`` (these need torch).
 """
@@ -79,7 +81,7 @@ def _end_job_on_uncaught(exc_type, exc, tb, _previous=sys.excepthook):
 sys.excepthook = _end_job_on_uncaught
 
 __all__ = [
-    "Block", "Batch", "Loader", "train", "predict", "embed",
+    "Block", "Batch", "Loader", "to_original_ids", "to_dsp_ids", "train", "predict", "embed",
     "convert_ogb", "convert_edge_list", "generate_community",
     "generate_rmat", "load_dataset", "load_partition_meta", "partition", "set_log_level", "Error",
     "InvalidArgument", "IoError", "FormatError", "CommError", "NotSupported", "cli_path",
@@ -133,6 +135,54 @@ class Batch(NamedTuple):
         return _interop.batch_to_pyg(self)
 
 
+_INT64_MAX = numpy.iinfo(numpy.int64).max
+
+
+def _id_array(ids, what):
+    """``ids`` (an int array-like or a torch tensor) as a C-order int64 numpy array of the same
+    shape; InvalidArgument naming ``what`` for anything but integers (an empty list is fine)."""
+    if torch is not None and isinstance(ids, torch.Tensor):
+        ids = ids.detach().cpu().numpy()
+    a = numpy.asarray(ids)
+    if a.size == 0 and a.dtype.kind in "fO":  # [] and () come out as float64
+        a = a.astype(numpy.int64)
+    if a.dtype.kind not in "iu":
+        raise InvalidArgument(f"{what}: node ids must be integers, got an array of {a.dtype}")
+    if a.dtype == numpy.uint64 and a.size and int(a.max()) > _INT64_MAX:
+        raise InvalidArgument(f"{what}: node id {int(a.max())} is outside int64")
+    return numpy.ascontiguousarray(a, dtype=numpy.int64)
+
+
+def _map_ids(fn, path, ids, label=""):
+    """``ids`` through ``_dsp._to_dsp_ids``/``_to_original_ids`` (flat), in their shape: numpy
+    in, numpy out; a torch tensor in, an int64 tensor on its device out."""
+    a = _id_array(ids, label or str(path))
+    out = fn(str(path), a.reshape(-1), label).reshape(a.shape)
+    if torch is not None and isinstance(ids, torch.Tensor):
+        return torch.from_numpy(out).to(ids.device)
+    return out
+
+
+def to_original_ids(path, ids):
+    """The dataset's own node ids of ``ids``, partition ids of the partition directory ``path``
+    (those of batches: ``Batch.seeds``, ``Block.src_ids``), through its ``new2old.npy``.
+
+    ``ids``: any int array-like (any shape, kept) or a torch tensor (then an int64 tensor on the
+    same device comes back); otherwise an int64 numpy array. For a dataset directory the ids are
+    its own (identity): a Loader that partitioned one on the fly has its own renumbering, see
+    :meth:`Loader.to_original_ids`. Raises ``dsp.InvalidArgument`` naming ``path``, the entry and
+    the id for an id outside ``[0, num_nodes)``, ``dsp.IoError`` for a directory of neither kind.
+    """
+    return _map_ids(_dsp._to_original_ids, path, ids)
+
+
+def to_dsp_ids(path, ids):
+    """The partition ids (those of batches) of the dataset's own node ids ``ids``, for the
+    partition directory ``path`` (its ``old2new.npy``): the inverse of :func:`to_original_ids`,
+    with the same argument types and errors."""
+    return _map_ids(_dsp._to_dsp_ids, path, ids)
+
+
 def _tensor(a, as_tensor, pin=False, device=None):
     if a is None or not as_tensor:
         return a
@@ -162,7 +212,9 @@ class Loader:
     """Mini-batches of this rank's seeds, sampled and loaded by dsp's C++ core.
 
     Iterating yields ``(blocks, x, y)`` per step; ``iter_batches()`` yields :class:`Batch` with
-    the seeds too. Each ``for`` loop over the loader is one epoch (0, 1, ...; see
+    the seeds too. Node ids in batches (``seeds``, ``src_ids``) and ``local_seeds`` are the
+    partition's ids ("dsp ids"): :meth:`to_original_ids` maps them to the dataset's own ids, the
+    ones ``nodes=`` takes. Each ``for`` loop over the loader is one epoch (0, 1, ...; see
     :meth:`set_epoch`). With ``shuffle=True`` the seeds of every step are those ``dsp train``
     uses for the same ``seed``, and the blocks and features are identical to its batches.
 
@@ -173,7 +225,13 @@ class Loader:
         batch_size: seeds per rank per step.
         shuffle: a seeded shuffle per epoch (a rank with fewer seeds wraps around, so every rank
             runs the same number of full steps); False: ascending seed order.
-        split: "train" (the part's co-partitioned seeds), "valid" or "test" (the owned ids).
+        split: "train" (the part's co-partitioned seeds), "valid" or "test" (the owned ids),
+            or "all" (every node of the rank's part). A split the dataset lacks (no ids at all)
+            raises ``dsp.FormatError`` naming ``path`` and the split.
+        nodes: instead of a split, these seed nodes: the dataset's own (original) node ids, any
+            int array-like or tensor, each at most once (``dsp.InvalidArgument`` names the first
+            id out of range or given twice); each rank keeps those it owns, as for "valid" and
+            "test". Cannot be combined with a ``split`` other than "train".
         seed: seeds the shuffle and the sampler (a pure function of it: any number of ranks and
             threads gives the same batches).
         prefetch: batches sampled and loaded ahead on a background C++ thread while Python
@@ -212,7 +270,7 @@ class Loader:
                  partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
                  topology_memory: Optional[Union[int, str]] = None, order: str = "random",
-                 bfs_sequences: int = 4):
+                 bfs_sequences: int = 4, nodes=None):
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
@@ -228,6 +286,12 @@ class Loader:
         if device != "cpu" and not torch.cuda.is_available():
             raise NotSupported(f"device={device!r} needs a CUDA device (torch.cuda.is_available() "
                                "is False)")
+        if nodes is not None:
+            nodes = _id_array(nodes, f"{path}: nodes")
+            if nodes.ndim != 1:
+                raise InvalidArgument(f"{path}: nodes must be a 1-d array of node ids, got shape "
+                                      f"{tuple(nodes.shape)}")
+        self._path = str(path)
         self._as_tensor = as_tensor
         self._pin = bool(pin_memory)
         self._impl = _dsp._Loader(str(path), [int(f) for f in fanouts], int(batch_size),
@@ -235,7 +299,7 @@ class Loader:
                                   partition_method, device, int(fifo_rows),
                                   int(fifo_shared_rows), transport,
                                   "" if topology_memory is None else str(topology_memory),
-                                  order, int(bfs_sequences))
+                                  order, int(bfs_sequences), nodes)
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
         self._epoch = 0
@@ -258,8 +322,17 @@ class Loader:
 
     @property
     def local_seeds(self):
-        """This rank's seeds of the split (global ids, ascending)."""
+        """This rank's seeds of the split or ``nodes`` (partition ids, ascending)."""
         return _tensor(self._impl.local_seeds, self._as_tensor)
+
+    def to_original_ids(self, ids):
+        """:func:`dsp.to_original_ids` over this loader's partition (also the one it made on the
+        fly from a dataset directory, which lives as long as the loader)."""
+        return _map_ids(_dsp._to_original_ids, self.partition_dir, ids, self._path)
+
+    def to_dsp_ids(self, ids):
+        """:func:`dsp.to_dsp_ids` over this loader's partition (see :meth:`to_original_ids`)."""
+        return _map_ids(_dsp._to_dsp_ids, self.partition_dir, ids, self._path)
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration runs (it then counts up)."""

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -411,6 +412,28 @@ void bind_partition(py::module_& m) {
       py::arg("dir"));
 }
 
+// Node ids as the bindings take them: int64, C order (dsp/__init__.py checks the dtype first).
+using IdArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// dsp.to_dsp_ids / dsp.to_original_ids (python/dsp/__init__.py): a flat int64 array mapped
+// through a partition directory's renumbering (pyext::to_dsp_ids); `label` names it in errors.
+void bind_id_maps(py::module_& m) {
+  auto map = [](auto fn) {
+    return [fn](const std::string& dir, const IdArray& ids, const std::string& label) {
+      std::vector<int64_t> out;
+      {
+        py::gil_scoped_release nogil;
+        out = fn(dir, ids.data(), static_cast<int64_t>(ids.size()), label.empty() ? dir : label);
+      }
+      return vec_to_numpy(std::move(out));
+    };
+  };
+  m.def("_to_dsp_ids", map(&pyext::to_dsp_ids), py::arg("dir"), py::arg("ids"),
+        py::arg("label") = "");
+  m.def("_to_original_ids", map(&pyext::to_original_ids), py::arg("dir"), py::arg("ids"),
+        py::arg("label") = "");
+}
+
 // dsp.Loader's engine.
 void bind_loader(py::module_& m) {
   py::class_<pyext::Loader>(m, "_Loader")
@@ -419,7 +442,7 @@ void bind_loader(py::module_& m) {
                        const std::string& backend, const std::string& partition_method,
                        const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
                        const std::string& transport, const std::string& topology_memory,
-                       const std::string& order, int bfs_sequences) {
+                       const std::string& order, int bfs_sequences, std::optional<IdArray> nodes) {
              pyext::LoaderOptions o;
              // The rank's options through the rank room's table: dsp train's parsers and
              // messages (pipeline/rank/options.hpp).
@@ -441,6 +464,10 @@ void bind_loader(py::module_& m) {
              o.split = split;
              o.seed = seed;
              o.prefetch = prefetch;
+             if (nodes) {
+               o.has_nodes = true;
+               o.nodes.assign(nodes->data(), nodes->data() + nodes->size());
+             }
              o.validate();  // before the GIL is released: cheap, and the common failure
              py::gil_scoped_release nogil;
              return std::make_unique<pyext::Loader>(std::move(o));
@@ -450,7 +477,7 @@ void bind_loader(py::module_& m) {
            py::arg("partition_method"), py::arg("device") = "cpu", py::arg("fifo_rows") = 0,
            py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
            py::arg("topology_memory") = "", py::arg("order") = "random",
-           py::arg("bfs_sequences") = 4)
+           py::arg("bfs_sequences") = 4, py::arg("nodes") = py::none())
       .def_property_readonly("rank", &pyext::Loader::rank)
       .def_property_readonly("device",
                              [](const pyext::Loader& l) { return l.runtime().device().str(); })
@@ -538,6 +565,7 @@ void bind(py::module_& m) {
   bind_basics(m);
   bind_commands(m);
   bind_partition(m);
+  bind_id_maps(m);
   bind_loader(m);
   bind_epoch_hook(m);
 }

@@ -1,20 +1,95 @@
 #include "python/loader.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
+#include "graph/dataset.hpp"
+#include "graph/npy.hpp"
 
 namespace dsp::pyext {
+namespace {
+
+// `ids` through the id map `file` of the partition directory `dir` (old2new.npy or new2old.npy),
+// or unchanged for a dataset directory; each checked against [0, num_nodes) (see to_dsp_ids).
+std::vector<int64_t> map_ids(const std::string& dir, const char* file, const int64_t* ids,
+                             int64_t n, const std::string& label) {
+  const bool partition = path_exists(dir + "/partition.json");
+  DSP_CHECK_T(IoError, partition || path_exists(dir + "/dataset.json"),
+              "{}: neither a partition directory (partition.json) nor a dataset directory "
+              "(dataset.json)",
+              label);
+  Array map;
+  int64_t num_nodes = 0;
+  if (partition) {
+    map = load_npy(dir + "/" + file, DType::kInt64, 1);
+    num_nodes = map.dim(0);
+  } else {
+    num_nodes = load_dataset_meta(dir).num_nodes;
+  }
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  const int64_t* m = partition ? map.data<int64_t>() : nullptr;
+  for (int64_t i = 0; i < n; ++i) {
+    DSP_CHECK_ARG(ids[i] >= 0 && ids[i] < num_nodes,
+                  "{}: ids entry {} is {}, outside the graph's node ids [0, {})", label, i, ids[i],
+                  num_nodes);
+    out[i] = m ? m[ids[i]] : ids[i];
+  }
+  return out;
+}
+
+// InvalidArgument naming `path` and the first entry of `nodes` that is outside [0, num_nodes) or
+// repeats an earlier one; InvalidArgument when there are none.
+void check_nodes(const std::vector<int64_t>& nodes, int64_t num_nodes, const std::string& path) {
+  DSP_CHECK_ARG(!nodes.empty(), "{}: nodes is empty: there is nothing to load", path);
+  std::vector<bool> seen(static_cast<size_t>(num_nodes), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int64_t v = nodes[i];
+    DSP_CHECK_ARG(v >= 0 && v < num_nodes,
+                  "{}: nodes entry {} is node {}, outside the graph's [0, {})", path, i, v,
+                  num_nodes);
+    if (seen[v]) {
+      const size_t first = std::find(nodes.begin(), nodes.end(), v) - nodes.begin();
+      DSP_THROW_T(InvalidArgument,
+                  "{}: nodes entry {} is node {} again (entry {}): each node may be given once",
+                  path, i, v, first);
+    }
+    seen[v] = true;
+  }
+}
+
+// What a split is called in the messages of `dsp train` ("the dataset has no training ids").
+const char* split_noun(const std::string& split) {
+  return split == "train" ? "training" : split == "valid" ? "validation" : "test";
+}
+
+}  // namespace
+
+std::vector<int64_t> to_dsp_ids(const std::string& dir, const int64_t* ids, int64_t n,
+                                const std::string& label) {
+  return map_ids(dir, "old2new.npy", ids, n, label);
+}
+
+std::vector<int64_t> to_original_ids(const std::string& dir, const int64_t* ids, int64_t n,
+                                     const std::string& label) {
+  return map_ids(dir, "new2old.npy", ids, n, label);
+}
 
 void LoaderOptions::validate() const {
   // The checks of `dsp train`'s options, from the same functions (same messages).
   rank_options().validate();  // the rank's own options: RankOptions' own checks
   sampler.validate();
   DSP_CHECK_ARG(batch_size > 0, "batch sizes must be > 0");
-  DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test",
-                "split must be train, valid or test, got '{}'", split);
+  DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test" || split == "all",
+                "split must be train, valid or test (the dataset's splits) or all (every node of "
+                "the part), got '{}'",
+                split);
+  DSP_CHECK_ARG(!has_nodes || split == "train",
+                "nodes= replaces the split: it cannot be combined with split='{}'", split);
+  DSP_CHECK_ARG(!has_nodes || !nodes.empty(), "{}: nodes is empty: there is nothing to load",
+                rank.path);
   DSP_CHECK_ARG(prefetch >= 0, "prefetch must be >= 0, got {}", prefetch);
   seed_order.validate();
 }
@@ -32,7 +107,7 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   opts_.validate();
   rt_ = std::make_unique<RankRuntime>(opts_.rank_options());
   rt_->enable_fifo();  // no-op without fifo_rows
-  seeds_ = rt_->local_ids(opts_.split);
+  seeds_ = opts_.has_nodes ? owned_nodes() : split_seeds();
   std::sort(seeds_.begin(), seeds_.end());
 
   SamplerOptions so = opts_.sampler;
@@ -57,6 +132,42 @@ Loader::~Loader() {
     DSP_WARN("python", "loader: error while finishing the epoch: {}", e.what());
   }
   sampler_.reset();
+}
+
+// The split's ids this rank owns; FormatError naming the path and the split when the split has no
+// ids at all (the same on every rank: the split files are shared).
+std::vector<int64_t> Loader::split_seeds() const {
+  const PartitionData& part = rt_->part();
+  const int64_t b = part.meta.offsets[rank()], e = part.meta.offsets[rank() + 1];
+  if (opts_.split == "all") {
+    std::vector<int64_t> all(static_cast<size_t>(e - b));
+    std::iota(all.begin(), all.end(), b);
+    return all;
+  }
+  int64_t total = 0;
+  if (opts_.split == "train") {
+    for (const PartStats& ps : part.meta.part) total += ps.seeds;
+  } else {
+    const Array& ids = opts_.split == "valid" ? part.valid_idx : part.test_idx;
+    total = ids.defined() ? ids.dim(0) : 0;
+  }
+  DSP_CHECK_FORMAT(total > 0,
+                   "{}: the dataset has no {} ids ({}_idx.npy missing or empty): split='{}' has "
+                   "nothing to load",
+                   opts_.rank.path, split_noun(opts_.split), opts_.split, opts_.split);
+  return rt_->local_ids(opts_.split);
+}
+
+// opts_.nodes (original ids) checked, in the partition's ids, those of this rank's part.
+std::vector<int64_t> Loader::owned_nodes() const {
+  const PartitionData& part = rt_->part();
+  check_nodes(opts_.nodes, part.meta.num_nodes, opts_.rank.path);
+  std::vector<int64_t> ids = to_dsp_ids(rt_->partition_dir(), opts_.nodes.data(),
+                                        static_cast<int64_t>(opts_.nodes.size()), opts_.rank.path);
+  const int64_t b = part.meta.offsets[rank()], e = part.meta.offsets[rank() + 1];
+  ids.erase(std::remove_if(ids.begin(), ids.end(), [&](int64_t v) { return v < b || v >= e; }),
+            ids.end());
+  return ids;
 }
 
 std::vector<int64_t> Loader::step_seeds(int64_t step) const {

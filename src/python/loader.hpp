@@ -39,8 +39,14 @@ struct LoaderOptions {
   RankOptions rank;
   SamplerOptions sampler;  // fanouts, kernel (csp/sampler.hpp); its seed is `seed`
   int64_t batch_size = 1024;
-  bool shuffle = true;          // false: ascending seed order, no wrap-around
-  std::string split = "train";  // train (the part's co-partitioned seeds) | valid | test
+  bool shuffle = true;  // false: ascending seed order, no wrap-around
+  // train (the part's co-partitioned seeds) | valid | test (the owned ids of the split) | all
+  // (every node of the rank's part)
+  std::string split = "train";
+  // With has_nodes, the seeds instead of a split (dsp.Loader(nodes=...)): the dataset's original
+  // ids, each at most once; every rank keeps those it owns (in partition ids). split stays "train".
+  bool has_nodes = false;
+  std::vector<int64_t> nodes;
   uint64_t seed = 0;
   int prefetch = 2;  // batches sampled and loaded ahead on a background thread; 0: on next()
   SeedOrderOptions seed_order;  // with shuffle: a shuffle, or BGL's proximity-aware order
@@ -48,6 +54,16 @@ struct LoaderOptions {
   void validate() const;             // InvalidArgument with the CLI's messages
   RankOptions rank_options() const;  // the runtime of the Loader's rank
 };
+
+// Node ids between a partition directory's renumbering ("dsp ids", those of batches) and the
+// dataset's own ("original ids"): its old2new.npy / new2old.npy; a dataset directory's ids are
+// its own (identity). `label` names the directory in errors (the user's path). InvalidArgument
+// naming `label`, the entry and the id for an id outside [0, num_nodes); IoError for a directory
+// that is neither kind.
+std::vector<int64_t> to_dsp_ids(const std::string& dir, const int64_t* ids, int64_t n,
+                                const std::string& label);
+std::vector<int64_t> to_original_ids(const std::string& dir, const int64_t* ids, int64_t n,
+                                     const std::string& label);
 
 class Loader {
  public:
@@ -79,6 +95,8 @@ class Loader {
     std::exception_ptr error;
     bool end = false;
   };
+  std::vector<int64_t> split_seeds() const;  // this rank's seeds of opts_ (unsorted)
+  std::vector<int64_t> owned_nodes() const;  // opts_.nodes: checked, renumbered, this rank's
   LoadedBatch run_step(int64_t step);
   std::vector<int64_t> step_seeds(int64_t step) const;
   void produce();
