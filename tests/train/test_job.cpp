@@ -350,8 +350,8 @@ TEST(Job, ResumeTakesTheRunFromTheCheckpoint) {
     EXPECT_EQ(std::string(e.what()),
               "--seed 5 contradicts the run in " + c.checkpoint_dir +
                   "/checkpoint.pt (3): --resume continues that run; only --epochs, --eval-every, "
-                  "--checkpoint-every, --checkpoint-dir, --metrics, --threads and the path may "
-                  "change");
+                  "--checkpoint-every, --checkpoint-dir, --metrics, --threads, --log-file and "
+                  "the path may change");
   }
   fs::remove_all(c.checkpoint_dir);
 }

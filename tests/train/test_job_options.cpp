@@ -61,6 +61,8 @@ JobConfig unusual_config() {
   c.resume = true;
   c.seed = uint64_t{1} << 40;
   c.metrics_file = "/m.jsonl";
+  c.init_from = "/init";
+  c.rank.log_file = "/log.txt";
   c.train.num_threads = 6;
   c.rank.backend = "mpi";
   c.rank.device = Device::cuda(1);
