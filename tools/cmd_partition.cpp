@@ -11,8 +11,9 @@ namespace dsp::cli {
 void add_partition(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "partition",
-      "Co-partition a dataset into P parts (one per rank): METIS or random, renumbered so each "
-      "part owns a contiguous id range, with each part's training seeds and feature cache list");
+      "Co-partition a dataset into P parts (one per rank) by --method: METIS, BGL's BFS blocks, "
+      "PaGraph's self-reliant parts or a random cut; renumbered so each part owns a contiguous "
+      "id range, with each part's training seeds and feature cache list");
   struct Args {
     PartitionCommand cmd;
     std::unique_ptr<TableFlags<PartitionCommand>> flags;
