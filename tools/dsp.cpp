@@ -1,12 +1,15 @@
 // `dsp`: the one command-line tool. Exit codes: 0 ok, 2 usage error, 1 runtime error.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "ccc/job.hpp"
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "usage.hpp"
 #ifdef DSP_HAVE_PIPELINE
 #include "pipeline/cores.hpp"
 #endif
@@ -24,18 +27,36 @@ const char* error_class(const std::exception& e) {
   return "Error";
 }
 
+// " (IoError)" for the error line when DSP_ERROR_TYPE=1, else "".
+std::string class_tag(const char* cls) {
+  const char* typed = std::getenv("DSP_ERROR_TYPE");
+  return typed && std::strcmp(typed, "1") == 0 ? fmt::format(" ({})", cls) : "";
+}
+
 // One line naming the fault. On a rank of a multi-rank job the error also ends every other rank
 // at once: returning would run MPI_Finalize at exit, which waits for peers that may be blocked in
 // a collective this rank will never join.
-int report(const std::exception& e, int code) {
-  const char* typed = std::getenv("DSP_ERROR_TYPE");
-  const std::string cls =
-      typed && std::strcmp(typed, "1") == 0 ? fmt::format(" ({})", error_class(e)) : "";
+int report(const std::string& message, const char* cls, int code) {
   if (dsp::job_has_peers()) {
-    dsp::abort_job(fmt::format("error{} on rank {}: {}", cls, dsp::job_rank(), e.what()), code);
+    dsp::abort_job(fmt::format("error{} on rank {}: {}", class_tag(cls), dsp::job_rank(), message),
+                   code);
   }
-  std::fprintf(stderr, "dsp: error%s: %s\n", cls.c_str(), e.what());
+  std::fprintf(stderr, "dsp: error%s: %s\n", class_tag(cls).c_str(), message.c_str());
   return code;
+}
+
+int report(const std::exception& e, int code) { return report(e.what(), error_class(e), code); }
+
+// A usage error (exit 2) found before this process joined a job's communicator comes from the
+// command line (and its --config file) alone, which every rank shares, so every rank of the job
+// finds it: rank 0 prints it and every rank exits 2, without MPI_Abort. The other ranks first give
+// rank 0 a moment to print, since a launcher ends the job at the first non-zero exit.
+int usage_error(const std::string& message, const char* cls) {
+  if (!dsp::job_has_peers() && dsp::cli::launcher_rank() != 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    return 2;
+  }
+  return report(message, cls, 2);
 }
 }  // namespace
 
@@ -64,9 +85,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return usage_error(dsp::cli::parse_error_message(app, e), "InvalidArgument");
   } catch (const dsp::InvalidArgument& e) {
-    return report(e, 2);
+    return usage_error(dsp::cli::with_choice_hint(e.what()), error_class(e));
   } catch (const dsp::Error& e) {
     int code = report(e, 1);
     DSP_DEBUG("cli", "raised at {}:{}", e.file(), e.line());
