@@ -5,16 +5,20 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "graph/npy.hpp"
 
 namespace dsp {
 
 namespace {
 
 // One batch's block: destinations `first_row + [b, e)` of the part (their whole in-neighbour
-// rows), sources the destinations then new neighbours in first-seen order. `pos` (one entry per
-// graph node, -1 outside a call) is the scratch map from global id to source position.
+// rows), sources the destinations then new neighbours in first-seen order. Each row's neighbours
+// are in the order of their dataset ids (`orig`: new2old), not the partition's, so that every
+// node's aggregation sums in the same order whatever the rank count: outputs are identical at
+// any P. `pos` (one entry per graph node, -1 outside a call) is the scratch map from global id to
+// source position.
 template <class Id>
-Block full_block(const Csr& patch, int64_t first_row, int64_t b, int64_t e,
+Block full_block(const Csr& patch, const int64_t* orig, int64_t first_row, int64_t b, int64_t e,
                  std::vector<int32_t>& pos) {
   Block blk;
   blk.num_dst = e - b;
@@ -27,9 +31,11 @@ Block full_block(const Csr& patch, int64_t first_row, int64_t b, int64_t e,
   }
   blk.indptr.assign(1, 0);
   blk.indices.reserve(static_cast<size_t>(ptr[e] - ptr[b]));
+  std::vector<int64_t> row;
   for (int64_t r = b; r < e; ++r) {
-    for (int64_t k = ptr[r]; k < ptr[r + 1]; ++k) {
-      const int64_t u = static_cast<int64_t>(nbr[k]);
+    row.assign(nbr + ptr[r], nbr + ptr[r + 1]);
+    std::sort(row.begin(), row.end(), [orig](int64_t x, int64_t y) { return orig[x] < orig[y]; });
+    for (const int64_t u : row) {
       if (pos[u] < 0) {
         pos[u] = static_cast<int32_t>(blk.src_ids.size());
         blk.src_ids.push_back(u);
@@ -43,10 +49,11 @@ Block full_block(const Csr& patch, int64_t first_row, int64_t b, int64_t e,
   return blk;
 }
 
-Block full_block(const Csr& patch, int64_t first_row, int64_t b, int64_t e,
+Block full_block(const Csr& patch, const int64_t* orig, int64_t first_row, int64_t b, int64_t e,
                  std::vector<int32_t>& pos) {
-  return patch.index_dtype() == DType::kInt32 ? full_block<int32_t>(patch, first_row, b, e, pos)
-                                              : full_block<int64_t>(patch, first_row, b, e, pos);
+  return patch.index_dtype() == DType::kInt32
+             ? full_block<int32_t>(patch, orig, first_row, b, e, pos)
+             : full_block<int64_t>(patch, orig, first_row, b, e, pos);
 }
 
 // Rows of `table` (this rank's part rows, `width` floats each) for the global `ids`: this
@@ -131,6 +138,10 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   const bool gcn = trainer.config().model.model == "gcn";
   const std::vector<float> scales = gcn ? gcn_source_scales(part, tc) : std::vector<float>{};
   std::vector<int32_t> pos(static_cast<size_t>(meta.num_nodes), -1);
+  const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  DSP_CHECK_FORMAT(new2old.dim(0) == meta.num_nodes, "{}/new2old.npy has {} entries for {} nodes",
+                   rt.partition_dir(), new2old.dim(0), meta.num_nodes);
+  const int64_t* orig = new2old.data<int64_t>();
   std::vector<float> in, out;
   const int layers = o.layers > 0 ? o.layers : trainer.config().model.layers;
   DSP_CHECK_ARG(layers <= trainer.config().model.layers, "layer-wise inference: {} layers of a "
@@ -142,7 +153,7 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
     for (int64_t s = 0; s < batches; ++s, ++step) {
       const int64_t b = std::min(rows, s * o.batch_size), e = std::min(rows, b + o.batch_size);
       LoadedBatch lb;
-      lb.sample.blocks.push_back(full_block(part.patch, first, b, e, pos));
+      lb.sample.blocks.push_back(full_block(part.patch, orig, first, b, e, pos));
       const Block& blk = lb.sample.blocks.front();
       std::vector<float> h;
       if (l == 0) {
