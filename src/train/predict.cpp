@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "graph/npy.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "train/inference.hpp"
@@ -160,6 +161,31 @@ std::vector<std::string> write_outputs(const PredictConfig& c, const RankRuntime
   return written;
 }
 
+// Refuses, on every rank alike, a job whose layer-wise inference (plus, on rank 0, the gathered
+// table and the outputs) does not fit the memory each rank of a node has; logs the estimate.
+void check_memory(RankRuntime& rt, const Trainer& trainer, int layers, int64_t batch_size,
+                  int64_t out_rows) {
+  std::vector<int64_t> widths;
+  for (int l = 0; l < layers; ++l) widths.push_back(trainer.layer_width(l));
+  const PartitionMeta& meta = rt.part().meta;
+  int64_t need = layerwise_inference_bytes(meta, rt.rank(), widths, batch_size);
+  if (rt.leader()) need += 4 * widths.back() * (meta.num_nodes + out_rows) + 8 * out_rows;
+  int64_t have =
+      static_cast<int64_t>(available_memory() / static_cast<uint64_t>(rt.cores().node_size));
+  CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 3);
+  main_ch.all_reduce(&need, 1, DType::kInt64, ReduceOp::kMax);
+  main_ch.all_reduce(&have, 1, DType::kInt64, ReduceOp::kMin);
+  DSP_CHECK_T(NotSupported, need <= have,
+              "layer-wise inference over {} nodes needs an estimated {} on the busiest rank but "
+              "{} is available to a rank: run more ranks (mpirun -np) or give a smaller "
+              "--batch-size", meta.num_nodes, format_bytes(need), format_bytes(have));
+  if (rt.leader()) {
+    DSP_INFO("predict", "layer-wise inference: an estimated {} on the busiest rank, {} available",
+             format_bytes(need), format_bytes(have));
+  }
+}
+
 }  // namespace
 
 PredictResult run_predict(const PredictConfig& c) {
@@ -192,6 +218,7 @@ PredictResult run_predict(const PredictConfig& c) {
   io.batch_size = c.batch_size;
   io.epoch = 1;  // past the trainer's initial broadcast
   io.layers = c.embed() ? layer + 1 : layers;
+  check_memory(rt, trainer, io.layers, c.batch_size, static_cast<int64_t>(ids.size()));
   const std::vector<float> mine = layerwise_inference(rt, trainer, io);
   PredictResult res;
   res.width = trainer.layer_width(io.layers - 1);
