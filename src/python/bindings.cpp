@@ -434,48 +434,49 @@ void bind_id_maps(py::module_& m) {
         py::arg("label") = "");
 }
 
+// dsp.Loader's engine from the Python arguments (dsp.Loader.__init__ passes them all).
+std::unique_ptr<pyext::Loader> new_loader(
+    const std::string& path, std::vector<int> fanouts, int64_t batch_size, bool shuffle,
+    const std::string& split, uint64_t seed, int prefetch, const std::string& backend,
+    const std::string& partition_method, const std::string& device, int64_t fifo_rows,
+    int64_t fifo_shared_rows, const std::string& transport, const std::string& topology_memory,
+    const std::string& order, int bfs_sequences, std::optional<IdArray> nodes) {
+  pyext::LoaderOptions o;
+  // The rank's options through the rank room's table: dsp train's parsers and
+  // messages (pipeline/rank/options.hpp).
+  nlohmann::json rank = {{"path", path},
+                         {"backend", backend},
+                         {"partition_method", partition_method},
+                         {"device", device},
+                         {"transport", transport},
+                         {"fifo_rows", fifo_rows},
+                         {"fifo_shared_rows", fifo_shared_rows}};
+  if (!topology_memory.empty()) rank["topology_memory"] = topology_memory;
+  read_options(rank_options_table(), rank, o.rank, "dsp.Loader");
+  read_options(seed_order_options_table(), {{"order", order}, {"bfs_sequences", bfs_sequences}},
+               o.seed_order, "dsp.Loader");
+  o.sampler.fanouts = std::move(fanouts);
+  o.batch_size = batch_size;
+  o.shuffle = shuffle;
+  o.split = split;
+  o.seed = seed;
+  o.prefetch = prefetch;
+  if (nodes) {
+    o.has_nodes = true;
+    o.nodes.assign(nodes->data(), nodes->data() + nodes->size());
+  }
+  o.validate();  // before the GIL is released: cheap, and the common failure
+  py::gil_scoped_release nogil;
+  return std::make_unique<pyext::Loader>(std::move(o));
+}
+
 // dsp.Loader's engine.
 void bind_loader(py::module_& m) {
   py::class_<pyext::Loader>(m, "_Loader")
-      .def(py::init([](const std::string& path, std::vector<int> fanouts, int64_t batch_size,
-                       bool shuffle, const std::string& split, uint64_t seed, int prefetch,
-                       const std::string& backend, const std::string& partition_method,
-                       const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
-                       const std::string& transport, const std::string& topology_memory,
-                       const std::string& order, int bfs_sequences, std::optional<IdArray> nodes) {
-             pyext::LoaderOptions o;
-             // The rank's options through the rank room's table: dsp train's parsers and
-             // messages (pipeline/rank/options.hpp).
-             nlohmann::json rank = {{"path", path},
-                                    {"backend", backend},
-                                    {"partition_method", partition_method},
-                                    {"device", device},
-                                    {"transport", transport},
-                                    {"fifo_rows", fifo_rows},
-                                    {"fifo_shared_rows", fifo_shared_rows}};
-             if (!topology_memory.empty()) rank["topology_memory"] = topology_memory;
-             read_options(rank_options_table(), rank, o.rank, "dsp.Loader");
-             read_options(seed_order_options_table(),
-                          {{"order", order}, {"bfs_sequences", bfs_sequences}}, o.seed_order,
-                          "dsp.Loader");
-             o.sampler.fanouts = std::move(fanouts);
-             o.batch_size = batch_size;
-             o.shuffle = shuffle;
-             o.split = split;
-             o.seed = seed;
-             o.prefetch = prefetch;
-             if (nodes) {
-               o.has_nodes = true;
-               o.nodes.assign(nodes->data(), nodes->data() + nodes->size());
-             }
-             o.validate();  // before the GIL is released: cheap, and the common failure
-             py::gil_scoped_release nogil;
-             return std::make_unique<pyext::Loader>(std::move(o));
-           }),
-           py::arg("path"), py::arg("fanouts"), py::arg("batch_size"), py::arg("shuffle"),
-           py::arg("split"), py::arg("seed"), py::arg("prefetch"), py::arg("backend"),
-           py::arg("partition_method"), py::arg("device") = "cpu", py::arg("fifo_rows") = 0,
-           py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
+      .def(py::init(&new_loader), py::arg("path"), py::arg("fanouts"), py::arg("batch_size"),
+           py::arg("shuffle"), py::arg("split"), py::arg("seed"), py::arg("prefetch"),
+           py::arg("backend"), py::arg("partition_method"), py::arg("device") = "cpu",
+           py::arg("fifo_rows") = 0, py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
            py::arg("topology_memory") = "", py::arg("order") = "random",
            py::arg("bfs_sequences") = 4, py::arg("nodes") = py::none())
       .def_property_readonly("rank", &pyext::Loader::rank)

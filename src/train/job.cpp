@@ -652,11 +652,11 @@ void TrainJob::report_epoch(int epoch) {
     const std::string evals = do_eval ? fmt::format(" | val {:.4f} | test {:.4f}", val, test) : "";
     const std::string fifo =
         rt_.fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
-    console_result(fmt::format(
-               "epoch {:>3} | loss {:.4f} | train {:.4f}{}{} | {:.2f} s (sample {:.2f}, load "
-               "{:.2f}, train {:.2f} s busy)",
-               epoch + 1, loss, train_acc.accuracy(), evals, fifo, em_.wall_s, em_.sampler.busy_s,
-               em_.loader.busy_s, em_.trainer.busy_s));
+    console_result(
+        fmt::format("epoch {:>3} | loss {:.4f} | train {:.4f}{}{} | {:.2f} s (sample {:.2f}, load "
+                    "{:.2f}, train {:.2f} s busy)",
+                    epoch + 1, loss, train_acc.accuracy(), evals, fifo, em_.wall_s,
+                    em_.sampler.busy_s, em_.loader.busy_s, em_.trainer.busy_s));
     write_metrics(epoch, loss, train_acc.accuracy(), do_eval ? val : -1, do_eval ? test : -1);
   }
   if (!ckpt_.empty() && (last || stop_early() ||
@@ -724,26 +724,25 @@ JobResult TrainJob::finish() {
     res_.bytes_communicated += rt_.channel(static_cast<WorkerKind>(k)).counters().total_sent();
   }
   if (rt_.leader() && res_.epochs_run > 0) {
-    console_result(fmt::format(
-               "\nsummary\n"
-               "  best val acc        {:.4f} (epoch {})\n"
-               "  test acc at best    {:.4f} ({})\n"
-               "  final loss          {:.4f}\n"
-               "  time per epoch      {:.2f} s\n"
-               "  cache hit rate      {:.3f}\n"
-               "  bytes sent (rank 0) {:.1f} MB\n"
-               "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
-               res_.best_val_acc, res_.best_epoch, res_.test_acc_at_best, eval_summary(),
-               res_.final_loss,
-               res_.mean_epoch_s, res_.cache_hit_rate, res_.bytes_communicated / 1e6,
-               res_.feature_bytes_per_batch / 1e6));
+    console_result(
+        fmt::format("\nsummary\n"
+                    "  best val acc        {:.4f} (epoch {})\n"
+                    "  test acc at best    {:.4f} ({})\n"
+                    "  final loss          {:.4f}\n"
+                    "  time per epoch      {:.2f} s\n"
+                    "  cache hit rate      {:.3f}\n"
+                    "  bytes sent (rank 0) {:.1f} MB\n"
+                    "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
+                    res_.best_val_acc, res_.best_epoch, res_.test_acc_at_best, eval_summary(),
+                    res_.final_loss, res_.mean_epoch_s, res_.cache_hit_rate,
+                    res_.bytes_communicated / 1e6, res_.feature_bytes_per_batch / 1e6));
     if (rt_.fifo_requested()) {
       console_result(fmt::format(
-                 "  fifo hit rate       {:.3f} of the rows other ranks serve ({} + {} shared rows, "
-                 "rank 0, last epoch)\n"
-                 "  rows from peers     {:.3f} MB / batch (rank 0, last epoch)\n",
-                 res_.fifo_hit_rate, res_.fifo_hits, res_.fifo_shared_hits,
-                 res_.peer_bytes_per_batch / 1e6));
+          "  fifo hit rate       {:.3f} of the rows other ranks serve ({} + {} shared rows, "
+          "rank 0, last epoch)\n"
+          "  rows from peers     {:.3f} MB / batch (rank 0, last epoch)\n",
+          res_.fifo_hit_rate, res_.fifo_hits, res_.fifo_shared_hits,
+          res_.peer_bytes_per_batch / 1e6));
     }
   }
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);

@@ -179,7 +179,8 @@ void check_memory(RankRuntime& rt, const Trainer& trainer, int layers, int64_t b
   DSP_CHECK_T(NotSupported, need <= have,
               "layer-wise inference over {} nodes needs an estimated {} on the busiest rank but "
               "{} is available to a rank: run more ranks (mpirun -np) or give a smaller "
-              "--batch-size", meta.num_nodes, format_bytes(need), format_bytes(have));
+              "--batch-size",
+              meta.num_nodes, format_bytes(need), format_bytes(have));
   if (rt.leader()) {
     DSP_INFO("predict", "layer-wise inference: an estimated {} on the busiest rank, {} available",
              format_bytes(need), format_bytes(have));

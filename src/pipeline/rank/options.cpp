@@ -54,7 +54,8 @@ OptionTable<RankOptions> make_table() {
                DSP_RANK(cache_memory)),
       value<R>("--log-file", "log_file",
                "also append every rank's log lines and the results (epoch lines, summary) to this "
-               "file", DSP_RANK(log_file)),
+               "file",
+               DSP_RANK(log_file)),
       value<R>("--fifo-rows", "fifo_rows",
                "BGL's dynamic cache: keep this many of the rows other ranks serve per rank, first "
                "in first out, so a repeat needs no request (default 0: off)",
