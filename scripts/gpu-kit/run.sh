@@ -194,6 +194,37 @@ bench_steps() {
     --epochs 1
 }
 
+# Layer-wise inference (dsp embed, as --eval full and dsp predict run it) on the GPU: a Cora
+# model's embeddings at 1 and at 2 ranks sharing the GPU compared bit for bit, then every node's
+# embedding of the bench graph, timed. On the CPU in the dry run.
+inference_steps() {
+  local dev=cuda W=/tmp/dsp-gpu-infer G=/tmp/dsp-gpu-bench t same
+  ((DRY)) && dev=cpu
+  rm -rf "$W" && mkdir -p "$W"
+  cmd_step "inference: cora model" infer_cora.log 90 bash -c "'$KR/bin/dsp' convert tests/data/cora \
+    $W/cora --from ogb && '$KR/bin/dsp' train $W/cora --device $dev --epochs 2 --fanouts 5,5 \
+    --checkpoint-dir $W/ck --no-progress" || return
+  cmd_step "dsp embed cora, 1 rank" infer_np1.log 60 "$KR/bin/dsp" embed $W/cora --checkpoint $W/ck/best.pt \
+    --out $W/e1 --device $dev || return
+  cmd_step "dsp embed cora, 2 ranks" infer_np2.log 90 "$MPIEXEC" -n 2 "$KR/bin/dsp" embed $W/cora \
+    --checkpoint $W/ck/best.pt --out $W/e2 --device $dev || return
+  same="$("$PY" -c "import numpy as np; a, b = (np.load('$W/' + e + '/embeddings.npy') for e in ('e1', 'e2'))
+print(f'{int((a != b).sum())} of {a.size} values differ (max {float(abs(a - b).max()):.3g})')" 2>&1 | tail -1)"
+  row "dsp embed cora --device $dev, 1 vs 2 ranks" "$([[ $same == 0\ of* ]] && echo ok || echo note)" "$same"
+  [[ -d $G/p1 ]] || return
+  # The model comes from a small graph of the same shape (100 features), so that training adds no
+  # full-neighbour test of the bench graph (a sampled job tests its best model in full at the end).
+  cmd_step "inference: model for the bench graph" infer_bench_train.log 90 bash -c "'$KR/bin/dsp' \
+    generate community $W/small --nodes 100k --edges 1M --classes 47 && '$KR/bin/dsp' train $W/small \
+    --device $dev --epochs 1 --max-steps 5 --fanouts 15,10,5 --hidden 256 --checkpoint-dir $W/ckb \
+    --no-progress" || return
+  t=$(date +%s)
+  cmd_step "dsp embed bench graph" infer_bench.log 240 "$KR/bin/dsp" embed $G/p1 --checkpoint $W/ckb/best.pt \
+    --out $W/eb --device $dev || return
+  row "dsp embed bench graph --device $dev" ok "every node's layer-1 embedding (hidden 256) in $(elapsed "$t") \
+($(grep -m1 -oE 'an estimated .*' "$LOGS/infer_bench.log"))"
+}
+
 finish() {
   local rc=$?
   ((rc != 0)) && status=1
@@ -218,6 +249,7 @@ run_kit() {  # [EXTRA_FN]: more checks run last, before the summary (the dry run
   python_steps
   memcheck_steps
   bench_steps
+  inference_steps
   [[ -n "${1:-}" ]] && "$1"
   return 0
 }

@@ -28,8 +28,14 @@ class DeviceBuffers : public CommBuffers {
     blocks_.push_back(p);
     return p;
   }
+  // cudaMemcpy from pageable host memory may return before its DMA has landed, and the
+  // communicator's stream does not wait for the legacy stream (it is non-blocking): wait here, or
+  // an op can read the buffer's tail before it is written (seen on an H200: garbage at element
+  // 72160 of a large all_to_all_v segment, in one run of three).
   void put(void* dst, const void* host, size_t bytes) override {
-    if (bytes) DSP_CUDA_CHECK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
+    if (!bytes) return;
+    DSP_CUDA_CHECK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
+    DSP_CUDA_CHECK(cudaDeviceSynchronize());
   }
   void get(void* host, const void* src, size_t bytes) override {
     if (bytes) DSP_CUDA_CHECK(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost));
