@@ -166,7 +166,10 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
         tc.set_step(o.epoch, step);
         h = fetch_rows(tc, meta, in, w_in, lb.sample.blocks.front().src_ids);
       }
-      if (e == b) continue;
+      if (e == b) {
+        if (o.progress) o.progress(l * batches + s + 1, layers * batches);
+        continue;
+      }
       std::vector<float> scale;
       const Block& bl = lb.sample.blocks.front();
       if (gcn) {
@@ -176,6 +179,7 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
           trainer.infer_layer(l, lb, h.data(), gcn ? scale.data() : nullptr);
       std::copy(r.begin(), r.end(), out.begin() + static_cast<std::ptrdiff_t>(filled));
       filled += r.size();
+      if (o.progress) o.progress(l * batches + s + 1, layers * batches);
     }
     in.swap(out);
   }

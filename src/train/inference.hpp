@@ -15,6 +15,7 @@
 // 4 bytes per graph node (the batch's source positions; GCN's out-degrees), and one batch's blocks
 // and rows: layerwise_inference_bytes.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "pipeline/rank/runtime.hpp"
@@ -29,6 +30,8 @@ struct InferenceOptions {
   int64_t epoch = 0;
   int64_t first_step = 0;
   int layers = 0;  // run layers 0..layers-1 (embeddings); 0: every layer of the model
+  // Called after each batch with (batches done, batches in all, over every layer); may be empty.
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 // This rank's rows of the last layer run (the model's: logits): [part rows x layer_width(that

@@ -21,8 +21,10 @@
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
+#include "core/rng.hpp"
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
+#include "graph/npy.hpp"
 #include "layout/store/hotness.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/rank/runtime.hpp"
@@ -71,6 +73,7 @@ void JobConfig::validate() const {
                 fanouts.size(), layers);
   check_evaluation(*this);
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
+  DSP_CHECK_ARG(eval_max_nodes >= 0, "--eval-max-nodes must be >= 0, got {}", eval_max_nodes);
   DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
   DSP_CHECK_ARG(max_steps >= 0, "--max-steps must be >= 0 (0: no limit), got {}", max_steps);
   DSP_CHECK_ARG(roles >= 0 || roles == kRolesAuto,
@@ -173,9 +176,42 @@ class ProgressBar {
   Stopwatch sw_, last_;
 };
 
+// Progress of an evaluation on rank 0: the console's status line on a terminal (status), and a
+// log line every 30 s once it has run that long (log), so a long evaluation is never silent.
+class EvalProgress {
+ public:
+  EvalProgress(bool status, bool log, std::string what)
+      : status_(status), log_(log), what_(std::move(what)) {}
+  ~EvalProgress() {
+    if (status_) console_status("");
+  }
+  void update(int64_t done, int64_t total) {
+    const double t = sw_.seconds();
+    const auto text = [&] {
+      return fmt::format("evaluating ({}): {}/{} batches, {:.0f} s", what_, done, total, t);
+    };
+    if (status_ && (t - last_status_ >= 0.1 || done == total)) {
+      console_status("  " + text());
+      last_status_ = t;
+    }
+    if (log_ && t - last_log_ >= 30) {
+      DSP_INFO("train", "{}", text());
+      last_log_ = t;
+    }
+  }
+
+ private:
+  bool status_, log_;
+  std::string what_;
+  Stopwatch sw_;
+  double last_status_ = -1, last_log_ = 0;
+};
+
 // Batch numbers of evaluation: a pure function of (split, step), so a resumed job evaluates with
 // exactly the draws of an uninterrupted one. Training batches stay below kEvalBase.
 constexpr int64_t kEvalBase = int64_t{1} << 40;
+// The "layer" of the key that picks --eval-max-nodes' subsample (no sampling layer is this high).
+constexpr uint64_t kEvalSubsampleLayer = 0xe5a1;
 constexpr int64_t kEvalSplitStride = int64_t{1} << 32;
 int64_t eval_batch_id(int split, int64_t step) {
   return kEvalBase + split * kEvalSplitStride + step;
@@ -217,6 +253,7 @@ class TrainJob {
   void log_start(const EpochScheduler& sched) const;
   EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void choose_eval();
+  void subsample_eval_ids();
   // Full-neighbour evaluation (train/inference.hpp): validation and test counts, all ranks'.
   std::pair<EvalCounts, EvalCounts> evaluate_full(int64_t epoch);
   void note_best(double val, double test, int epoch);
@@ -263,6 +300,7 @@ class TrainJob {
   LrSchedule lr_;             // --lr-schedule
   double epoch_lr_ = 0;       // the rate the epoch in progress trains with
   int next_epoch_ = 0;        // after the last epoch reported
+  double eval_s_ = 0;         // the last evaluation's wall time
 };
 
 TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
@@ -282,6 +320,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   main_ch.set_step(-1, 1);
   steps_ = sched->agree_steps(main_ch);
   choose_eval();  // main channel, step (-1, 3)
+  if (cfg_.eval_max_nodes > 0) subsample_eval_ids();  // main channel, step (-1, 4)
   if (cfg_.cache_auto) size_cache(popts);
   rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
@@ -539,11 +578,44 @@ void TrainJob::choose_eval() {
   }
 }
 
+// --eval-max-nodes: each split's node kept with probability max / (the split's size), by a hash
+// of (seed, its dataset id), so every rank count keeps the same nodes; the counts are logged.
+void TrainJob::subsample_eval_ids() {
+  const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  const int64_t* orig = new2old.data<int64_t>();
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 4);
+  int64_t sizes[4] = {static_cast<int64_t>(valid_ids_.size()),
+                      static_cast<int64_t>(test_ids_.size()), 0, 0};
+  main_ch.all_reduce(sizes, 2, DType::kInt64, ReduceOp::kSum);
+  const uint64_t key = rng_key(cfg_.seed, 0, 0, kEvalSubsampleLayer);
+  std::vector<int64_t>* splits[2] = {&valid_ids_, &test_ids_};
+  for (int k = 0; k < 2; ++k) {
+    const double keep = static_cast<double>(cfg_.eval_max_nodes) / std::max<int64_t>(sizes[k], 1);
+    std::vector<int64_t>& ids = *splits[k];
+    ids.erase(std::remove_if(ids.begin(), ids.end(),
+                             [&](int64_t v) {
+                               return RngStream(key, static_cast<uint64_t>(orig[v])).uniform01() >=
+                                      keep;
+                             }),
+              ids.end());
+    sizes[2 + k] = static_cast<int64_t>(ids.size());
+  }
+  main_ch.all_reduce(sizes + 2, 2, DType::kInt64, ReduceOp::kSum);
+  if (rt_.leader()) {
+    DSP_INFO("train", "evaluation on {} of the {} validation and {} of the {} test nodes "
+             "(--eval-max-nodes {}, the same nodes at any rank count)",
+             sizes[2], sizes[0], sizes[3], sizes[1], cfg_.eval_max_nodes);
+  }
+}
+
 std::pair<EvalCounts, EvalCounts> TrainJob::evaluate_full(int64_t epoch) {
   InferenceOptions io;
   io.batch_size = cfg_.eval_batch_size;
   io.epoch = epoch;
   io.first_step = eval_batch_id(2, 0);
+  EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), "full neighbourhoods");
+  io.progress = [&progress](int64_t done, int64_t total) { progress.update(done, total); };
   const std::vector<float> logits = layerwise_inference(rt_, *trainer_, io);
   const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
   const int64_t first = rt_.part().meta.offsets[rt_.rank()];
@@ -596,6 +668,7 @@ EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_
   main_ch.set_step(epoch, eval_control_id(split, 0));
   main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
   EvalCounts counts;
+  EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), split == 0 ? "valid" : "test");
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t b = std::min<int64_t>(ids.size(), s * bs);
     const int64_t e = std::min<int64_t>(ids.size(), b + bs);
@@ -605,6 +678,7 @@ EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_
     SampledBatch sb = eval_sampler_->sample(seeds, epoch, batch);
     rt_.channel(WorkerKind::kLoader).set_step(epoch, batch);
     counts += trainer_->eval_batch(rt_.load(std::move(sb)));
+    progress.update(s + 1, steps);
   }
   rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_control_id(split, 1));
   return trainer_->all_reduce(counts);
@@ -634,6 +708,7 @@ void TrainJob::report_epoch(int epoch) {
   const bool last = epoch + 1 == cfg_.epochs;
   const bool do_eval = last || (cfg_.eval_every > 0 && (epoch + 1) % cfg_.eval_every == 0);
   double val = -1, test = -1;
+  Stopwatch eval_time;
   if (do_eval) {
     if (full_eval_) {
       const auto [v, t] = evaluate_full(epoch);
@@ -645,18 +720,20 @@ void TrainJob::report_epoch(int epoch) {
     }
     note_best(val, test, epoch);
     lr_.observe(val);
+    eval_s_ = eval_time.seconds();
   }
   res_.final_loss = loss;
   res_.cache_hit_rate = rt_.store().stats().hit_rate();
   if (rt_.leader()) {
     const std::string evals = do_eval ? fmt::format(" | val {:.4f} | test {:.4f}", val, test) : "";
+    const std::string eval_time = do_eval ? fmt::format(" | eval {:.2f} s", eval_s_) : "";
     const std::string fifo =
         rt_.fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
     console_result(
         fmt::format("epoch {:>3} | loss {:.4f} | train {:.4f}{}{} | {:.2f} s (sample {:.2f}, load "
-                    "{:.2f}, train {:.2f} s busy)",
+                    "{:.2f}, train {:.2f} s busy){}",
                     epoch + 1, loss, train_acc.accuracy(), evals, fifo, em_.wall_s,
-                    em_.sampler.busy_s, em_.loader.busy_s, em_.trainer.busy_s));
+                    em_.sampler.busy_s, em_.loader.busy_s, em_.trainer.busy_s, eval_time));
     write_metrics(epoch, loss, train_acc.accuracy(), do_eval ? val : -1, do_eval ? test : -1);
   }
   if (!ckpt_.empty() && (last || stop_early() ||
@@ -692,6 +769,7 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
   if (val >= 0) {
     rec["val_acc"] = val;
     rec["test_acc"] = test;
+    rec["eval_s"] = eval_s_;
   }
   const std::string line = rec.dump() + "\n";
   if (std::fputs(line.c_str(), metrics_.get()) == EOF || std::fflush(metrics_.get()) != 0) {

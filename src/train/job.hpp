@@ -29,6 +29,10 @@ struct JobConfig {
   std::vector<int> eval_fanouts;  // default: fanouts; given, they make `eval` auto sampled
   int64_t batch_size = 1024;      // seeds per rank per step
   int64_t eval_batch_size = 4096;
+  // Validate and test on about this many nodes of each split: each node kept with probability
+  // eval_max_nodes / split size, by a hash of (seed, its dataset id), so the same nodes at any rank
+  // count. 0: every node.
+  int64_t eval_max_nodes = 0;
   // Evaluation: "full" (full-neighbour layer-wise inference, train/inference.hpp), "sampled"
   // (eval_fanouts), or "auto": sampled when eval_fanouts are given, else full where its memory
   // estimate fits, else sampled (logged).

@@ -89,6 +89,10 @@ std::vector<JobOption> model_and_sampling() {
             DSP_FIELD(batch_size)),
       value("", "eval_batch_size", "seeds per evaluation batch (default 4096)",
             DSP_FIELD(eval_batch_size)),
+      value("--eval-max-nodes", "eval_max_nodes",
+            "validate and test on about N nodes of each split, the same ones at any rank count "
+            "(default 0: every node; sampled evaluation then costs that much less)",
+            DSP_FIELD(eval_max_nodes)),
       value("--epochs", "epochs", "epochs (default 10)", DSP_FIELD(epochs)),
       value("--max-steps", "max_steps",
             "train at most N steps per epoch: the first N batches of the epoch's shuffled order, "

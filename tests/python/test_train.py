@@ -1,5 +1,6 @@
 """dsp.train runs the `dsp train` CLI shipped in the package out of process: result, output, MPI."""
 import os
+import re
 import shutil
 
 import pytest
@@ -17,7 +18,7 @@ def test_result_and_forwarded_output(cora_p1, capsys):
     # them), and the summary agrees with the result.
     captured = capsys.readouterr()
     assert f"best val acc        {r['best_val_acc']:.4f} (epoch {r['best_epoch']})" in captured.out
-    assert "epoch   2 | loss" in captured.out
+    assert re.search(r"^epoch   2 \| loss .* busy\) \| eval \d+\.\d\d s$", captured.out, re.M)
     assert "sage on" in captured.err and "epoch   2 | loss" not in captured.err
 
 
@@ -88,3 +89,24 @@ def test_log_level_is_accepted_after_the_subcommand(cora_p2):
     r = subprocess.run([dsp.cli_path(), "info", cora_p2, "--log-level", "loud"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "loud" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed")
+def test_eval_max_nodes_keeps_the_same_nodes_at_any_rank_count(cora_p1, cora_p2, monkeypatch,
+                                                              capsys):
+    """--eval-max-nodes 300: about 300 of Cora's 500 validation and 1000 test nodes (binomial,
+    within 4 standard deviations), the same count at 1 and 2 ranks (a hash of the dataset id)."""
+    for k, v in MPI_ENV.items():
+        monkeypatch.setenv(k, v)
+    counts = []
+    for path, ranks in ((cora_p1, 1), (cora_p2, 2)):
+        dsp.train({"path": path, "fanouts": [5, 5], "epochs": 1, "eval": "sampled",
+                   "eval_max_nodes": 300}, ranks=ranks, mpirun=("mpirun", "--oversubscribe"))
+        m = re.search(r"evaluation on (\d+) of the 500 validation and (\d+) of the 1000 test nodes",
+                      capsys.readouterr().err)
+        assert m, "no subsample line"
+        counts.append((int(m.group(1)), int(m.group(2))))
+    assert counts[0] == counts[1]
+    valid, test = counts[0]
+    assert abs(valid - 300) <= 4 * (500 * 0.6 * 0.4) ** 0.5
+    assert abs(test - 300) <= 4 * (1000 * 0.3 * 0.7) ** 0.5

@@ -62,6 +62,7 @@ JobConfig unusual_config() {
   c.seed = uint64_t{1} << 40;
   c.metrics_file = "/m.jsonl";
   c.init_from = "/init";
+  c.eval_max_nodes = 77;
   c.rank.log_file = "/log.txt";
   c.train.num_threads = 6;
   c.rank.backend = "mpi";
