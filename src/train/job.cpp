@@ -253,6 +253,7 @@ class TrainJob {
   void log_start(const EpochScheduler& sched) const;
   EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void choose_eval();
+  std::pair<double, double> eval_reads();
   void subsample_eval_ids();
   // Full-neighbour evaluation (train/inference.hpp): validation and test counts, all ranks'.
   std::pair<EvalCounts, EvalCounts> evaluate_full(int64_t epoch);
@@ -319,8 +320,8 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 1);
   steps_ = sched->agree_steps(main_ch);
-  choose_eval();  // main channel, step (-1, 3)
   if (cfg_.eval_max_nodes > 0) subsample_eval_ids();  // main channel, step (-1, 4)
+  choose_eval();  // main channel, steps (-1, 3) and (-1, 5)
   if (cfg_.cache_auto) size_cache(popts);
   rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
@@ -548,33 +549,77 @@ void TrainJob::resume() {
   }
 }
 
-// --eval: full-neighbour inference where asked, or (auto) where its estimate fits half of the
-// memory available to each rank of the node, on every rank (one all_reduce); else sampled.
+namespace {
+// Neighbour rows below which full-neighbour evaluation is chosen whatever sampling would read
+// (about 2 s of a 2-core machine at hidden 256).
+constexpr double kSmallEval = 1e7;
+
+// 1234567 -> "1.2M" (k, M, G), for counts in log lines.
+std::string count_str(double n) {
+  if (n >= 1e9) return fmt::format("{:.1f}G", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.1f}M", n / 1e6);
+  if (n >= 1e3) return fmt::format("{:.1f}k", n / 1e3);
+  return fmt::format("{:.0f}", n);
+}
+}  // namespace
+
+// Neighbour rows one evaluation reads: full-neighbour inference every entry of the graph once per
+// layer; sampled evaluation at most (validation + test seeds) x (f1 + f1 f2 + ...), a fanout of
+// -1 counted as the mean degree. Split sizes are summed over the ranks (main channel).
+std::pair<double, double> TrainJob::eval_reads() {
+  const PartitionMeta& meta = rt_.part().meta;
+  double entries = 0;
+  for (const PartStats& ps : meta.part) entries += static_cast<double>(ps.edges);
+  int64_t seeds = static_cast<int64_t>(valid_ids_.size() + test_ids_.size());
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 5);
+  main_ch.all_reduce(&seeds, 1, DType::kInt64, ReduceOp::kSum);
+  const std::vector<int>& f = cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts;
+  const double degree = entries / std::max<int64_t>(meta.num_nodes, 1);
+  double frontier = static_cast<double>(seeds), sampled = 0;
+  for (const int k : f) {
+    frontier *= k < 0 ? degree : std::min<double>(k, degree);  // E min(k, deg) <= min(k, E deg)
+    sampled += frontier;
+  }
+  return {entries * static_cast<double>(f.size()), sampled};
+}
+
+// --eval: full-neighbour inference where asked, or (auto) where its memory estimate fits half of
+// the memory available to each rank of the node, on every rank (one all_reduce), and it reads no
+// more neighbour rows than sampling would (or fewer than kSmallEval); else sampled. Logged with
+// both estimates.
 void TrainJob::choose_eval() {
   std::vector<int64_t> widths;
   for (int l = 0; l < tc_.model.layers; ++l) widths.push_back(trainer_->layer_width(l));
-  const int64_t need = layerwise_inference_bytes(rt_.part().meta, rt_.rank(), widths,
-                                                 cfg_.eval_batch_size);
-  const int64_t have = static_cast<int64_t>(available_memory() / 2 /
-                                            static_cast<uint64_t>(rt_.cores().node_size));
+  const int64_t need =
+      layerwise_inference_bytes(rt_.part().meta, rt_.rank(), widths, cfg_.eval_batch_size);
+  const int64_t have =
+      static_cast<int64_t>(available_memory() / 2 / static_cast<uint64_t>(rt_.cores().node_size));
   int64_t fits = cfg_.preaggregate ? 0 : need <= have ? 1 : 0;
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 3);
   main_ch.all_reduce(&fits, 1, DType::kInt64, ReduceOp::kMin);
+  const auto [full_reads, sampled_reads] = eval_reads();
   full_fits_ = fits == 1;
-  full_eval_ = cfg_.eval == "full" || (cfg_.eval == "auto" && full_fits_);
+  // Under kSmallEval rows, full costs seconds whatever sampling would: exact wins.
+  const bool cheaper = full_reads <= std::max(sampled_reads, kSmallEval);
+  full_eval_ = cfg_.eval == "full" || (cfg_.eval == "auto" && full_fits_ && cheaper);
   res_.eval = full_eval_ ? "full" : "sampled";
   if (!rt_.leader()) return;
-  const std::string estimate = fmt::format("an estimated {} per rank, {} available to each",
-                                           format_bytes(need), format_bytes(have));
+  const std::string estimate = fmt::format(
+      "an estimated {} per rank, {} available to each; {} neighbour rows read against up to {} "
+      "sampled", format_bytes(need), format_bytes(have), count_str(full_reads),
+      count_str(sampled_reads));
   if (full_eval_) {
     DSP_INFO("train", "evaluation: full neighbourhoods, layer by layer ({}){}", estimate,
              full_fits_ ? "" : ": it may not fit (--eval full)");
   } else {
-    DSP_INFO("train", "evaluation: sampled with fanouts {} ({})", fmt::join(cfg_.eval_fanouts, ","),
-             cfg_.preaggregate   ? "--preaggregate: the model has no input layer to infer with"
+    DSP_INFO("train", "evaluation: sampled with fanouts {} ({})",
+             fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","),
+             cfg_.preaggregate        ? "--preaggregate: the model has no input layer to infer with"
              : cfg_.eval == "sampled" ? "--eval sampled or --eval-fanouts"
-                                      : "full neighbourhoods need " + estimate);
+             : full_fits_ ? "full neighbourhoods would read more: " + estimate
+                          : "full neighbourhoods need " + estimate);
   }
 }
 

@@ -35,7 +35,7 @@ struct JobConfig {
   int64_t eval_max_nodes = 0;
   // Evaluation: "full" (full-neighbour layer-wise inference, train/inference.hpp), "sampled"
   // (eval_fanouts), or "auto": sampled when eval_fanouts are given, else full where its memory
-  // estimate fits, else sampled (logged).
+  // estimate fits and it reads no more neighbour rows than sampling, else sampled (logged).
   std::string eval = "auto";
   int epochs = 10;
   // At most this many steps per epoch (0: no limit): the epoch stops after the first N batches of

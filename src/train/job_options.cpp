@@ -82,8 +82,8 @@ std::vector<JobOption> model_and_sampling() {
       value("--eval", "eval",
             "evaluation: full (every layer over whole neighbourhoods, layer by layer, as DGL's "
             "and PyG's inference), sampled (--eval-fanouts) or auto (default: sampled if "
-            "--eval-fanouts is given, else full where its memory estimate fits, else sampled; "
-            "logged)",
+            "--eval-fanouts is given, else full where its memory estimate fits and it reads no "
+            "more neighbour rows than sampling, else sampled; logged)",
             DSP_FIELD(eval), "auto,full,sampled"),
       value("--batch-size", "batch_size", "training seeds per rank per step (default 1024)",
             DSP_FIELD(batch_size)),

@@ -110,3 +110,16 @@ def test_eval_max_nodes_keeps_the_same_nodes_at_any_rank_count(cora_p1, cora_p2,
     valid, test = counts[0]
     assert abs(valid - 300) <= 4 * (500 * 0.6 * 0.4) ** 0.5
     assert abs(test - 300) <= 4 * (1000 * 0.3 * 0.7) ** 0.5
+
+
+def test_eval_auto_samples_where_full_would_read_more(tmp_path, capsys):
+    """--eval auto: full-neighbour evaluation where it reads no more neighbour rows than sampling
+    (or fewer than 10M); a 300k-node graph (about 6M entries x 2 layers) evaluated on about 1000 nodes
+    per split with fanouts 2,2 samples instead, and the log gives both estimates."""
+    ds = str(tmp_path / "g")
+    dsp.generate_community(ds, nodes=300000, edges=3000000, classes=4, features=8)
+    dsp.train({"path": ds, "fanouts": [2, 2], "epochs": 1, "max_steps": 1,
+               "eval_max_nodes": 1000})
+    err = capsys.readouterr().err
+    assert re.search(r"evaluation: sampled with fanouts 2,2 \(full neighbourhoods would read more: "
+                     r".*; 1[12]\.\dM neighbour rows read against up to \d+\.\dk sampled\)", err), err
