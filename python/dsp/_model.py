@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 MODELS = ("sage", "gcn", "gat")
 NORMALIZATIONS = ("none", "row", "standard")
-CHECKPOINT_FORMAT, CHECKPOINT_VERSION = "dsp-checkpoint", 1
+CHECKPOINT_FORMAT, CHECKPOINT_VERSIONS = "dsp-checkpoint", (1, 2)
 EXPORT_FORMAT, EXPORT_VERSION = "dsp-model", 1
 MODEL_FILE, STATE_FILE = "model.json", "state_dict.pt"
 STATS = ("feature_mean", "feature_inv_std")  # checkpoint entries of normalize_features standard
@@ -264,9 +264,10 @@ def _read_checkpoint(path: str):
         header = json.loads(archive.header.numpy().tobytes().decode())
     except (AttributeError, RuntimeError, UnicodeDecodeError, ValueError):
         raise ValueError(f"{path} is not a dsp checkpoint: it has no readable header") from None
-    if not isinstance(header, dict) or (header.get("format"), header.get("version")) != \
-            (CHECKPOINT_FORMAT, CHECKPOINT_VERSION):
-        raise ValueError(f"{path} is not a dsp checkpoint of version {CHECKPOINT_VERSION}")
+    if not isinstance(header, dict) or header.get("format") != CHECKPOINT_FORMAT or \
+            header.get("version") not in CHECKPOINT_VERSIONS:
+        raise ValueError(f"{path} is not a dsp checkpoint of version "
+                         f"{' or '.join(map(str, CHECKPOINT_VERSIONS))}")
     config = header.get("config") if isinstance(header.get("config"), dict) else {}
     normalize = config.get("normalize_features", "none")
     model = _build(config.get("model"), normalize, header.get("params", []), path)

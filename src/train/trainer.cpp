@@ -20,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/hash.hpp"
 #include "core/logging.hpp"
 #include "core/rng.hpp"
 #include "train/model.hpp"
@@ -32,13 +33,24 @@ namespace dsp {
 namespace {
 
 constexpr const char* kCheckpointFormat = "dsp-checkpoint";
-constexpr int kCheckpointVersion = 1;
+// 2: a checksum of the header and of every tensor and the optimizer's bytes (1: none; still read).
+constexpr int kCheckpointVersion = 2;
 // Separates the dropout streams from the sampler's, which key on the same (seed, epoch, batch).
 constexpr uint64_t kDropoutPurpose = 0x44524f504f5554ULL;  // "DROPOUT"
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string shape_str(at::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s.vec(), ", ")); }
+
+std::string checksum_hex(const void* data, size_t bytes) {
+  Hasher h;
+  h.update(data, bytes);
+  return fmt::format("{:016x}", h.digest());
+}
+
+std::string checksum_hex(const torch::Tensor& cpu_contiguous) {
+  return checksum_hex(cpu_contiguous.data_ptr(), cpu_contiguous.nbytes());
+}
 
 torch::Tensor bytes_tensor(const std::string& s) {
   auto t = torch::empty({static_cast<int64_t>(s.size())}, torch::kUInt8);
@@ -526,20 +538,34 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
                            {"extra", extra}};
   std::string buffer;
   try {
-    torch::serialize::OutputArchive ar;
-    ar.write("header", bytes_tensor(header.dump()));
+    // Every tensor and the optimizer's bytes with a checksum in the header, and the header's own
+    // beside it: a damaged byte anywhere is refused at load, naming what it hit.
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
     for (size_t i = 0; i < I.params.size(); ++i) {
-      ar.write("p" + std::to_string(i), I.params[i].detach().to(torch::kCPU));
+      tensors.emplace_back("p" + std::to_string(i), I.params[i].detach().to(torch::kCPU).contiguous());
     }
     // The input's column statistics (normalize_features standard), so that a model loaded from
     // the checkpoint alone (dsp.load_model) sees its inputs as training did.
     if (I.mean.defined()) {
-      ar.write("feature_mean", I.mean.to(torch::kCPU));
-      ar.write("feature_inv_std", I.inv_std.to(torch::kCPU));
+      tensors.emplace_back("feature_mean", I.mean.to(torch::kCPU).contiguous());
+      tensors.emplace_back("feature_inv_std", I.inv_std.to(torch::kCPU).contiguous());
     }
     torch::serialize::OutputArchive opt;
     I.optimizer->save(opt);
-    ar.write("optimizer", opt);
+    std::string opt_bytes;
+    opt.save_to([&opt_bytes](const void* data, size_t n) {
+      opt_bytes.append(static_cast<const char*>(data), n);
+      return n;
+    });
+    tensors.emplace_back("optimizer", bytes_tensor(opt_bytes));
+    nlohmann::json sums = nlohmann::json::object();
+    for (const auto& [key, t] : tensors) sums[key] = checksum_hex(t);
+    header["checksums"] = sums;
+    const std::string head = header.dump();
+    torch::serialize::OutputArchive ar;
+    ar.write("header", bytes_tensor(head));
+    ar.write("header_checksum", bytes_tensor(checksum_hex(head.data(), head.size())));
+    for (const auto& [key, t] : tensors) ar.write(key, t);
     ar.save_to([&buffer](const void* data, size_t n) {
       buffer.append(static_cast<const char*>(data), n);
       return n;
@@ -552,14 +578,20 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
 
 namespace {
 
+// FormatError unless `header` is a dsp checkpoint's of a version this build reads (1 or 2).
+void check_format(const std::string& path, const nlohmann::json& header) {
+  const int v = header.value("version", 0);
+  DSP_CHECK_FORMAT(header.value("format", "") == kCheckpointFormat && v >= 1 &&
+                       v <= kCheckpointVersion,
+                   "{} is not a dsp checkpoint of version 1 to {}", path, kCheckpointVersion);
+}
+
 // The header of a checkpoint against this trainer's model and optimizer: FormatError naming the
 // file and the first difference; returns the world size that wrote it.
 int64_t check_checkpoint_header(const std::string& path, const nlohmann::json& header,
                                 const std::vector<std::string>& names,
                                 const std::vector<torch::Tensor>& params, const TrainConfig& cfg) {
-  DSP_CHECK_FORMAT(header.value("format", "") == kCheckpointFormat &&
-                       header.value("version", 0) == kCheckpointVersion,
-                   "{} is not a dsp checkpoint of version {}", path, kCheckpointVersion);
+  check_format(path, header);
   const auto& ckcfg = header.at("config");
   const std::string ck_model = ckcfg.at("model").dump();
   const std::string my_model = cfg.model.to_json().dump();
@@ -597,10 +629,15 @@ nlohmann::json open_checkpoint(const std::string& path, torch::serialize::InputA
   const std::string data = read_file(path);
   try {
     ar.load_from(data.data(), data.size());
-    torch::Tensor h;
+    torch::Tensor h, sum;
     ar.read("header", h);
-    return nlohmann::json::parse(
-        std::string(reinterpret_cast<const char*>(h.data_ptr<uint8_t>()), h.numel()));
+    const std::string head(reinterpret_cast<const char*>(h.data_ptr<uint8_t>()), h.numel());
+    if (ar.try_read("header_checksum", sum)) {  // version 2 on; checked before it is parsed
+      DSP_CHECK_FORMAT(std::string(reinterpret_cast<const char*>(sum.data_ptr<uint8_t>()),
+                                   sum.numel()) == checksum_hex(head.data(), head.size()),
+                       "{}: the header fails its checksum: the file is damaged", path);
+    }
+    return nlohmann::json::parse(head);
   } catch (const c10::Error& e) {
     // what() of a LibTorch error carries a multi-line C++ backtrace: one line is the message.
     DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: {}", path,
@@ -610,15 +647,60 @@ nlohmann::json open_checkpoint(const std::string& path, torch::serialize::InputA
   }
 }
 
-void read_parameters(const std::string& path, torch::serialize::InputArchive& ar,
-                     std::vector<torch::Tensor>& params) {
+// Tensor `key` of the archive, verified against the header's checksum (version 2; version 1 has
+// none): FormatError naming the file and what the damage hit.
+torch::Tensor read_verified(const std::string& path, const nlohmann::json& header,
+                            torch::serialize::InputArchive& ar, const std::string& key,
+                            const std::string& what) {
+  torch::Tensor t;
   try {
-    torch::NoGradGuard ng;
-    for (size_t i = 0; i < params.size(); ++i) {
-      torch::Tensor t;
-      ar.read("p" + std::to_string(i), t);
-      params[i].copy_(t);
+    ar.read(key, t);
+  } catch (const c10::Error& e) {
+    DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
+                first_line(e.what_without_backtrace()));
+  }
+  const auto sums = header.find("checksums");
+  if (sums == header.end()) return t;
+  t = t.contiguous();
+  DSP_CHECK_FORMAT(sums->contains(key) && sums->at(key).get<std::string>() == checksum_hex(t),
+                   "{}: {} fails its checksum: the file is damaged", path, what);
+  return t;
+}
+
+void read_parameters(const std::string& path, const nlohmann::json& header,
+                     torch::serialize::InputArchive& ar, const std::vector<std::string>& names,
+                     std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard ng;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string key = "p" + std::to_string(i);
+    params[i].copy_(
+        read_verified(path, header, ar, key, fmt::format("parameter '{}' ({})", names[i], key)));
+  }
+}
+
+// The optimizer's state: version 2 stores its archive as checksummed bytes, version 1 nested.
+void read_optimizer(const std::string& path, const nlohmann::json& header,
+                    torch::serialize::InputArchive& ar, torch::optim::Optimizer& optimizer) {
+  torch::serialize::InputArchive opt;
+  if (header.value("version", 0) >= 2) {
+    const torch::Tensor b = read_verified(path, header, ar, "optimizer", "the optimizer state");
+    try {
+      opt.load_from(reinterpret_cast<const char*>(b.data_ptr<uint8_t>()),
+                    static_cast<size_t>(b.numel()));
+    } catch (const c10::Error& e) {
+      DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
+                  first_line(e.what_without_backtrace()));
     }
+  } else {
+    try {
+      ar.read("optimizer", opt);
+    } catch (const c10::Error& e) {
+      DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
+                  first_line(e.what_without_backtrace()));
+    }
+  }
+  try {
+    optimizer.load(opt);
   } catch (const c10::Error& e) {
     DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
                 first_line(e.what_without_backtrace()));
@@ -635,9 +717,7 @@ nlohmann::json checkpoint_header(const std::string& path) {
 TrainConfig checkpoint_config(const std::string& path) {
   torch::serialize::InputArchive ar;
   const nlohmann::json header = open_checkpoint(path, ar);
-  DSP_CHECK_FORMAT(header.value("format", "") == kCheckpointFormat &&
-                       header.value("version", 0) == kCheckpointVersion,
-                   "{} is not a dsp checkpoint of version {}", path, kCheckpointVersion);
+  check_format(path, header);
   TrainConfig c;
   try {
     const auto& j = header.at("config");
@@ -701,7 +781,7 @@ void Trainer::init_parameters(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
   }
-  read_parameters(path, ar, impl_->params);
+  read_parameters(path, header, ar, impl_->names, impl_->params);
 }
 
 void Trainer::load_parameters(const std::string& path) {
@@ -712,7 +792,7 @@ void Trainer::load_parameters(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
   }
-  read_parameters(path, ar, impl_->params);
+  read_parameters(path, header, ar, impl_->names, impl_->params);
 }
 
 CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
@@ -734,16 +814,9 @@ CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
   }
-  read_parameters(path, ar, I.params);
-  try {
-    torch::serialize::InputArchive opt;
-    ar.read("optimizer", opt);
-    I.optimizer->load(opt);
-    if (!I.device.is_cpu()) move_optimizer_state(*I.optimizer, I.device);
-  } catch (const c10::Error& e) {
-    DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
-                first_line(e.what_without_backtrace()));
-  }
+  read_parameters(path, header, ar, I.names, I.params);
+  read_optimizer(path, header, ar, *I.optimizer);
+  if (!I.device.is_cpu()) move_optimizer_state(*I.optimizer, I.device);
   step_ = info.step;
   return info;
 }

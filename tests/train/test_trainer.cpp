@@ -164,6 +164,45 @@ TEST(Checkpoint, DifferentShapeIsAClearError) {
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
 }
 
+// Flips the bits `mask` of `file`'s byte at the first occurrence of `pattern` + `offset`; false if
+// the pattern is absent.
+bool flip_bit_at(const std::string& file, const std::string& pattern, size_t offset, int mask) {
+  std::string data = read_file(file);
+  const size_t at = data.find(pattern);
+  if (at == std::string::npos) return false;
+  data[at + offset] = static_cast<char>(data[at + offset] ^ mask);
+  write_file_atomic(file, data);
+  return true;
+}
+
+TEST(Checkpoint, ADamagedByteIsRefusedNamingWhatItHit) {
+  auto comm = make_communicator("self");
+  const std::string path = temp_path("damaged.ckpt");
+  TrainConfig cfg = cora_config("sage", 1);
+  Trainer t(cfg, *comm);
+  const std::vector<float> flat = t.flat_parameters();
+  const std::string first(reinterpret_cast<const char*>(flat.data()), 64);  // p0's first values
+
+  t.save_checkpoint(path, 1);
+  ASSERT_TRUE(flip_bit_at(path, first, 40, 0x10));
+  Trainer u(cfg, *comm);
+  EXPECT_EQ(error_of<FormatError>([&] { u.load_checkpoint(path); }),
+            path + ": parameter 'layer0.self.weight' (p0) fails its checksum: the file is damaged");
+  EXPECT_EQ(error_of<FormatError>([&] { u.load_parameters(path); }),
+            path + ": parameter 'layer0.self.weight' (p0) fails its checksum: the file is damaged");
+
+  t.save_checkpoint(path, 1);
+  // The learning rate's last digit in the header, 0.01 -> 0.00: valid JSON, a different run.
+  ASSERT_TRUE(flip_bit_at(path, "\"lr\":0.01", 8, 0x01));
+  EXPECT_EQ(error_of<FormatError>([&] { u.load_checkpoint(path); }),
+            path + ": the header fails its checksum: the file is damaged");
+
+  t.save_checkpoint(path, 1);  // intact again: loads, equal
+  u.load_checkpoint(path);
+  EXPECT_TRUE(u.flat_parameters() == flat);
+  fs::remove(path);
+}
+
 TEST(BadInput, UnknownModelAndOptimizer) {
   auto comm = make_communicator("self");
   TrainConfig cfg = cora_config("sage", 1);
