@@ -542,7 +542,8 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
     // beside it: a damaged byte anywhere is refused at load, naming what it hit.
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
     for (size_t i = 0; i < I.params.size(); ++i) {
-      tensors.emplace_back("p" + std::to_string(i), I.params[i].detach().to(torch::kCPU).contiguous());
+      tensors.emplace_back("p" + std::to_string(i),
+                           I.params[i].detach().to(torch::kCPU).contiguous());
     }
     // The input's column statistics (normalize_features standard), so that a model loaded from
     // the checkpoint alone (dsp.load_model) sees its inputs as training did.
