@@ -160,6 +160,71 @@ Option<RmatCommand> no_permute_option() {
   return o;
 }
 
+// A fraction that may be left out: a number on the command line and in JSON; null (the default)
+// means not given.
+template <class C, class Get>
+Option<C> optional_fraction(std::string flag, std::string key, std::string help, Get get) {
+  Option<C> o = options::declare<C>(flag, std::move(key), std::move(help));
+  o.type = "FLOAT";
+  o.parse = [get, flag](C& c, const std::string& s) {
+    get(c) = options::from_text<double>(s, flag);
+  };
+  o.read = [get](C& c, const json& v) {
+    get(c) = v.is_null() ? std::nullopt : std::optional<double>(v.get<double>());
+  };
+  o.write = [get](const C& c) {
+    const std::optional<double>& v = get(const_cast<C&>(c));
+    return v ? json(*v) : json(nullptr);
+  };
+  return o;
+}
+
+// The split options: a preset or the three fractions (checked by validate()).
+template <class C>
+OptionTable<C> split_options() {
+  // clang-format off
+#define DSP_SPLIT(member) [](C& c) -> auto& { return c.splits.member; }
+  // clang-format on
+  return {
+      optional_fraction<C>("--train-frac", "train_frac",
+                           "share of nodes in train_idx (default 0.1)", DSP_SPLIT(train_frac)),
+      optional_fraction<C>("--valid-frac", "valid_frac",
+                           "share of nodes in valid_idx (default 0.05)", DSP_SPLIT(valid_frac)),
+      optional_fraction<C>("--test-frac", "test_frac",
+                           "share of nodes in test_idx (default: the rest); the nodes in no split "
+                           "keep a label but are not evaluated",
+                           DSP_SPLIT(test_frac)),
+      value<C>("--splits", "splits",
+               "split preset: all (train 0.1, valid 0.05, test the rest) or papers100m "
+               "(ogbn-papers100M's shares: 1.09% train, 0.11% valid, 0.19% test, the rest in no "
+               "split); not with --train-frac, --valid-frac or --test-frac",
+               DSP_SPLIT(preset), "all,papers100m"),
+  };
+#undef DSP_SPLIT
+}
+
+// Sets the split fractions of `o` from `s`: the preset's three, else the fractions given (the
+// others keep o's). InvalidArgument naming both when a preset comes with a fraction.
+template <class Options>
+void apply_splits(const GenerateSplits& s, Options& o) {
+  if (s.preset.empty()) {
+    if (s.train_frac) o.train_frac = *s.train_frac;
+    if (s.valid_frac) o.valid_frac = *s.valid_frac;
+    if (s.test_frac) o.test_frac = *s.test_frac;
+    return;
+  }
+  const std::pair<const char*, bool> fractions[] = {{"--train-frac", s.train_frac.has_value()},
+                                                    {"--valid-frac", s.valid_frac.has_value()},
+                                                    {"--test-frac", s.test_frac.has_value()}};
+  for (const auto& [flag, given] : fractions) {
+    DSP_CHECK_ARG(!given, "give --splits or {}, not both", flag);
+  }
+  const SplitFractions f = split_preset(s.preset);
+  o.train_frac = f.train;
+  o.valid_frac = f.valid;
+  o.test_frac = f.test;
+}
+
 // The options both generators share: sizes, features, labels, splits, seed, name, writing.
 template <class C>
 OptionTable<C> common_options(const char* edges_help) {
@@ -169,7 +234,7 @@ OptionTable<C> common_options(const char* edges_help) {
   auto flag = [](const char* f, const char* k, const char* help, auto get) {
     return options::toggle<C>(f, k, help, get);
   };
-  return {
+  OptionTable<C> t = {
       count<C>("--nodes", "nodes", "number of nodes (suffixes k, M, G allowed)",
                DSP_GEN(o.num_nodes)),
       count<C>("--edges", "edges", edges_help, DSP_GEN(o.num_edges)),
@@ -177,9 +242,6 @@ OptionTable<C> common_options(const char* edges_help) {
                DSP_GEN(o.feature_dim)),
       feature_dtype_option<C>(),
       value<C>("--classes", "classes", "number of classes", DSP_GEN(o.num_classes)),
-      value<C>("--train-frac", "train_frac", "share of nodes in train_idx", DSP_GEN(o.train_frac)),
-      value<C>("--valid-frac", "valid_frac", "share of nodes in valid_idx (the rest: test)",
-               DSP_GEN(o.valid_frac)),
       value<C>("--seed", "seed", "random seed; the output is a pure function of it",
                DSP_GEN(o.seed)),
       value<C>("--name", "name", "dataset name recorded in dataset.json", DSP_GEN(o.name)),
@@ -197,6 +259,12 @@ OptionTable<C> common_options(const char* edges_help) {
                DSP_GEN(run.sort_buffer)),
   };
 #undef DSP_GEN
+  // Listed after --classes.
+  OptionTable<C> splits = split_options<C>();
+  auto classes =
+      std::find_if(t.begin(), t.end(), [](const Option<C>& o) { return o.flag == "--classes"; });
+  t.insert(classes + 1, splits.begin(), splits.end());
+  return t;
 }
 
 // The CLI's one-letter spellings of the generators' flags.
@@ -300,12 +368,20 @@ const OptionTable<CommunityCommand>& community_options() {
   return t;
 }
 
+void RmatCommand::validate() { apply_splits(splits, o); }
+
+void CommunityCommand::validate() { apply_splits(splits, o); }
+
 GenerateResult run_generate(const RmatCommand& cmd) {
-  return write_rmat(cmd.o, cmd.run.out, write_options(cmd.run));
+  RmatCommand c = cmd;
+  c.validate();
+  return write_rmat(c.o, c.run.out, write_options(c.run));
 }
 
 GenerateResult run_generate(const CommunityCommand& cmd) {
-  return write_community(cmd.o, cmd.run.out, write_options(cmd.run));
+  CommunityCommand c = cmd;
+  c.validate();
+  return write_community(c.o, c.run.out, write_options(c.run));
 }
 
 int64_t parse_count(const std::string& flag, const std::string& text) {

@@ -4,6 +4,7 @@
 // command's options declared once (a table of core/options.hpp: the flag, the key = the Python
 // keyword, help, default), checked once and run once.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/options.hpp"
@@ -44,21 +45,35 @@ struct GenerateRun {
   bool out_of_core = false;
 };
 
+// The splits a generator is asked for: a preset (--splits) or fractions (--train-frac,
+// --valid-frac, --test-frac), not both. What is not given keeps the generator's value in `o`.
+struct GenerateSplits {
+  std::string preset;                                       // all | papers100m; empty: not given
+  std::optional<double> train_frac, valid_frac, test_frac;  // unset: not given
+};
+
 struct RmatCommand {
   RmatCommand();  // the CLI's defaults: 100 features, 16 classes (trainable)
   GenerateRun run;
   RmatOptions o;
+  GenerateSplits splits;
+  // The one check of the split options (InvalidArgument with the CLI's message); sets o's
+  // fractions from them. The other options are checked by the generator.
+  void validate();
 };
 
 struct CommunityCommand {
   GenerateRun run;
   CommunityOptions o;
+  GenerateSplits splits;
+  void validate();  // as RmatCommand::validate
 };
 
 const OptionTable<RmatCommand>& rmat_options();
 const OptionTable<CommunityCommand>& community_options();
 
-// Refuses an existing output before generating (unless overwrite), then generates and writes.
+// Validates a copy of `cmd`, refuses an existing output before generating (unless overwrite),
+// then generates and writes.
 GenerateResult run_generate(const RmatCommand& cmd);
 GenerateResult run_generate(const CommunityCommand& cmd);
 

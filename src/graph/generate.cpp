@@ -125,23 +125,60 @@ Array make_labels(int64_t n, const Label& label) {
   return out;
 }
 
-// Random train/valid/test split of [0, n) with exact sizes; each split sorted ascending.
-void make_splits(Dataset& ds, int64_t n, double train_frac, double valid_frac, uint64_t key) {
+// Sizes of the three splits of n nodes.
+struct SplitSizes {
+  int64_t train = 0, valid = 0, test = 0;
+};
+
+// round(n * fraction) each, clamped in order to the nodes left; test unset: every node left. The
+// one place both paths (in memory, out of core) take the sizes from.
+template <class Options>
+SplitSizes split_sizes(const Options& o) {
+  const int64_t n = o.num_nodes;
+  auto share = [n](double f, int64_t left) {
+    return std::min<int64_t>(left, std::llround(f * static_cast<double>(n)));
+  };
+  SplitSizes s;
+  s.train = share(o.train_frac, n);
+  s.valid = share(o.valid_frac, n - s.train);
+  const int64_t left = n - s.train - s.valid;
+  s.test = o.test_frac ? share(*o.test_frac, left) : left;
+  return s;
+}
+
+// Random train/valid/test split of [0, n) with the given sizes; each split sorted ascending.
+void make_splits(Dataset& ds, int64_t n, const SplitSizes& s, uint64_t key) {
   std::vector<int64_t> order = random_permutation(n, key);
-  int64_t ntr = std::min<int64_t>(n, std::llround(train_frac * static_cast<double>(n)));
-  int64_t nva = std::min<int64_t>(n - ntr, std::llround(valid_frac * static_cast<double>(n)));
   auto take = [&](int64_t b, int64_t e) {
     std::vector<int64_t> v(order.begin() + b, order.begin() + e);
     std::sort(v.begin(), v.end());
     return Array::from_vector(std::move(v));
   };
-  ds.train_idx = take(0, ntr);
-  ds.valid_idx = take(ntr, ntr + nva);
-  ds.test_idx = take(ntr + nva, n);
+  ds.train_idx = take(0, s.train);
+  ds.valid_idx = take(s.train, s.train + s.valid);
+  ds.test_idx = take(s.train + s.valid, s.train + s.valid + s.test);
+}
+
+// Each fraction in [0, 1] and their sum at most 1 (test unset: the rest, so not counted).
+void check_splits(double train_frac, double valid_frac, const std::optional<double>& test_frac) {
+  DSP_CHECK_ARG(train_frac >= 0 && train_frac <= 1, "train fraction {} is outside [0, 1]",
+                train_frac);
+  DSP_CHECK_ARG(valid_frac >= 0 && valid_frac <= 1, "valid fraction {} is outside [0, 1]",
+                valid_frac);
+  if (!test_frac) {
+    DSP_CHECK_ARG(train_frac + valid_frac <= 1 + 1e-12,
+                  "train + valid fractions ({} + {}) exceed 1", train_frac, valid_frac);
+    return;
+  }
+  const double test = *test_frac;
+  DSP_CHECK_ARG(test >= 0 && test <= 1, "test fraction {} is outside [0, 1]", test);
+  DSP_CHECK_ARG(train_frac + valid_frac + test <= 1 + 1e-12,
+                "train + valid + test fractions ({} + {} + {}) exceed 1", train_frac, valid_frac,
+                test);
 }
 
 void check_common(int64_t num_nodes, int64_t num_edges, int64_t feature_dim, DType feature_dtype,
-                  int64_t num_classes, double train_frac, double valid_frac) {
+                  int64_t num_classes) {
   DSP_CHECK_ARG(num_nodes > 0, "the number of nodes must be positive, got {}", num_nodes);
   DSP_CHECK_ARG(num_edges >= 0, "the number of edges must not be negative, got {}", num_edges);
   DSP_CHECK_ARG(feature_dim >= 0, "the feature dimension must not be negative, got {}",
@@ -150,25 +187,12 @@ void check_common(int64_t num_nodes, int64_t num_edges, int64_t feature_dim, DTy
                 "features must be float32 or float16, got {}", dtype_name(feature_dtype));
   DSP_CHECK_ARG(num_classes >= 0 && num_classes <= std::numeric_limits<int32_t>::max(),
                 "the number of classes must be in [0, 2^31), got {}", num_classes);
-  DSP_CHECK_ARG(train_frac >= 0 && train_frac <= 1, "train fraction {} is outside [0, 1]",
-                train_frac);
-  DSP_CHECK_ARG(valid_frac >= 0 && valid_frac <= 1, "valid fraction {} is outside [0, 1]",
-                valid_frac);
-  DSP_CHECK_ARG(train_frac + valid_frac <= 1 + 1e-12, "train + valid fractions ({} + {}) exceed 1",
-                train_frac, valid_frac);
-}
-
-// Sizes of the train and valid splits (the rest is test).
-std::pair<int64_t, int64_t> split_sizes(int64_t n, double train_frac, double valid_frac) {
-  int64_t ntr = std::min<int64_t>(n, std::llround(train_frac * static_cast<double>(n)));
-  int64_t nva = std::min<int64_t>(n - ntr, std::llround(valid_frac * static_cast<double>(n)));
-  return {ntr, nva};
 }
 
 // dataset.json of a generated graph; feature_dtype stays the default when there are no features.
 DatasetMeta generated_meta(const std::string& name, bool directed, int64_t n, int64_t entries,
                            DType index_dtype, int64_t feature_dim, DType feature_dtype,
-                           int64_t num_classes, double train_frac, double valid_frac) {
+                           int64_t num_classes, const SplitSizes& splits) {
   DatasetMeta m;
   m.name = name;
   m.num_nodes = n;
@@ -179,10 +203,9 @@ DatasetMeta generated_meta(const std::string& name, bool directed, int64_t n, in
   if (feature_dim > 0) m.feature_dtype = feature_dtype;
   m.has_weights = false;
   m.num_classes = num_classes;
-  auto [ntr, nva] = split_sizes(n, train_frac, valid_frac);
-  m.num_train = ntr;
-  m.num_valid = nva;
-  m.num_test = n - ntr - nva;
+  m.num_train = splits.train;
+  m.num_valid = splits.valid;
+  m.num_test = splits.test;
   return m;
 }
 
@@ -306,8 +329,8 @@ struct RmatLabel {
 };
 
 void check_rmat(const RmatOptions& o) {
-  check_common(o.num_nodes, o.num_edges, o.feature_dim, o.feature_dtype, o.num_classes,
-               o.train_frac, o.valid_frac);
+  check_common(o.num_nodes, o.num_edges, o.feature_dim, o.feature_dtype, o.num_classes);
+  check_splits(o.train_frac, o.valid_frac, o.test_frac);
   DSP_CHECK_ARG(o.a >= 0 && o.b >= 0 && o.c >= 0 && o.a + o.b + o.c < 1,
                 "R-MAT needs a, b, c >= 0 with a + b + c < 1, got {}, {}, {}", o.a, o.b, o.c);
   DSP_CHECK_ARG(o.num_nodes <= (int64_t{1} << 62), "too many nodes: {}", o.num_nodes);
@@ -324,6 +347,13 @@ nlohmann::json rmat_extra(const RmatOptions& o) {
           {"requested_edges", o.num_edges},
           {"train_frac", o.train_frac},
           {"valid_frac", o.valid_frac}};
+}
+
+// meta.extra with the test fraction when one was given (none: the rest, and dataset.json as it
+// was before the option existed).
+nlohmann::json with_test_frac(nlohmann::json extra, const std::optional<double>& test_frac) {
+  if (test_frac) extra["test_frac"] = *test_frac;
+  return extra;
 }
 
 // ---------------------------------------------------------------- community (DC-SBM)
@@ -394,8 +424,8 @@ struct CommunityModel {
 };
 
 void check_community(const CommunityOptions& o) {
-  check_common(o.num_nodes, o.num_edges, o.feature_dim, o.feature_dtype, o.num_classes,
-               o.train_frac, o.valid_frac);
+  check_common(o.num_nodes, o.num_edges, o.feature_dim, o.feature_dtype, o.num_classes);
+  check_splits(o.train_frac, o.valid_frac, o.test_frac);
   DSP_CHECK_ARG(o.num_classes >= 1, "the community graph needs at least one class, got {}",
                 o.num_classes);
   DSP_CHECK_ARG(o.num_communities >= 1 && o.num_communities <= o.num_nodes &&
@@ -614,10 +644,9 @@ void write_node_files(const StagedDir& dir, int64_t n, int64_t dim, DType dtype,
   }
 }
 
-void write_splits(const StagedDir& dir, int64_t n, double train_frac, double valid_frac,
-                  uint64_t key) {
+void write_splits(const StagedDir& dir, int64_t n, const SplitSizes& sizes, uint64_t key) {
   Dataset ds;
-  make_splits(ds, n, train_frac, valid_frac, key);
+  make_splits(ds, n, sizes, key);
   save_npy(dir.file("train_idx.npy"), ds.train_idx);
   save_npy(dir.file("valid_idx.npy"), ds.valid_idx);
   save_npy(dir.file("test_idx.npy"), ds.test_idx);
@@ -724,11 +753,10 @@ GenerateResult rmat_out_of_core(const RmatOptions& o, const std::string& dir,
                    RmatFeatureRow{key_for(o.seed, kGenRmat, kFeatures), o.feature_dim},
                    o.num_classes, RmatLabel{key_for(o.seed, kGenRmat, kLabels), o.num_classes},
                    node_chunk_bytes(w.memory_budget));
-  write_splits(staged, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenRmat, kSplits));
-  DatasetMeta meta =
-      generated_meta(o.name, !o.undirected, n, entries, index_dtype_for(n), o.feature_dim,
-                     o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
-  meta.extra = rmat_extra(o);
+  write_splits(staged, n, split_sizes(o), key_for(o.seed, kGenRmat, kSplits));
+  DatasetMeta meta = generated_meta(o.name, !o.undirected, n, entries, index_dtype_for(n),
+                                    o.feature_dim, o.feature_dtype, o.num_classes, split_sizes(o));
+  meta.extra = with_test_frac(rmat_extra(o), o.test_frac);
   return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
 }
 
@@ -757,10 +785,10 @@ GenerateResult community_out_of_core(const CommunityOptions& o, const std::strin
   write_node_files(staged, n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of),
                    o.num_classes, community_label(o, comm_of), node_chunk_bytes(w.memory_budget));
   comm_of = {};
-  write_splits(staged, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenCommunity, kSplits));
+  write_splits(staged, n, split_sizes(o), key_for(o.seed, kGenCommunity, kSplits));
   DatasetMeta meta = generated_meta(o.name, false, n, entries, index_dtype_for(n), o.feature_dim,
-                                    o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
-  meta.extra = community_extra(o, inside, entries);
+                                    o.feature_dtype, o.num_classes, split_sizes(o));
+  meta.extra = with_test_frac(community_extra(o, inside, entries), o.test_frac);
   return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
 }
 
@@ -791,6 +819,14 @@ bool choose_out_of_core(const MemoryEstimate& est, int64_t n, const GenerateWrit
 }
 
 }  // namespace
+
+SplitFractions split_preset(const std::string& name) {
+  if (name == "all") return {};
+  // ogbn-papers100M (OGB's time split): its split sizes over its node count.
+  constexpr double kNodes = 111059956;
+  if (name == "papers100m") return {1207179 / kNodes, 125265 / kNodes, 214338 / kNodes};
+  DSP_THROW_T(InvalidArgument, "--splits must be all or papers100m, got '{}'", name);
+}
 
 MemoryEstimate estimate_rmat_memory(const RmatOptions& o) {
   const uint64_t n = o.num_nodes, id = id_bytes(o.num_nodes), m = o.num_edges;
@@ -841,12 +877,11 @@ Dataset generate_rmat(const RmatOptions& o) {
   if (o.num_classes > 0) {
     ds.labels = make_labels(n, RmatLabel{key_for(o.seed, kGenRmat, kLabels), o.num_classes});
   }
-  make_splits(ds, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenRmat, kSplits));
+  make_splits(ds, n, split_sizes(o), key_for(o.seed, kGenRmat, kSplits));
   DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
-  ds.meta =
-      generated_meta(o.name, !o.undirected, n, ds.graph.num_edges(), ds.graph.index_dtype(),
-                     o.feature_dim, o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
-  ds.meta.extra = rmat_extra(o);
+  ds.meta = generated_meta(o.name, !o.undirected, n, ds.graph.num_edges(), ds.graph.index_dtype(),
+                           o.feature_dim, o.feature_dtype, o.num_classes, split_sizes(o));
+  ds.meta.extra = with_test_frac(rmat_extra(o), o.test_frac);
   return ds;
 }
 
@@ -870,7 +905,7 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
     ds.features = make_features(n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of));
   }
   ds.labels = make_labels(n, community_label(o, comm_of));
-  make_splits(ds, n, o.train_frac, o.valid_frac, key_for(o.seed, kGenCommunity, kSplits));
+  make_splits(ds, n, split_sizes(o), key_for(o.seed, kGenCommunity, kSplits));
 
   // Share of stored edges inside a community, after repeats and self loops were removed
   // (integer counts, so the parallel reduction is exact).
@@ -885,10 +920,9 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
     }
   });
   DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
-  ds.meta =
-      generated_meta(o.name, false, n, ds.graph.num_edges(), ds.graph.index_dtype(), o.feature_dim,
-                     o.feature_dtype, o.num_classes, o.train_frac, o.valid_frac);
-  ds.meta.extra = community_extra(o, inside, ds.graph.num_edges());
+  ds.meta = generated_meta(o.name, false, n, ds.graph.num_edges(), ds.graph.index_dtype(),
+                           o.feature_dim, o.feature_dtype, o.num_classes, split_sizes(o));
+  ds.meta.extra = with_test_frac(community_extra(o, inside, ds.graph.num_edges()), o.test_frac);
   if (communities) *communities = std::move(comm_of);
   return ds;
 }

@@ -14,6 +14,7 @@
 // for any number of threads. Self loops and repeated edges are removed, so the stored edge count
 // is at most the requested one (meta.extra records both).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,20 @@
 #include "graph/dataset.hpp"
 
 namespace dsp {
+
+// The shares of nodes in train_idx, valid_idx and test_idx. Each split has round(N * share) nodes
+// (clamped, in that order, to the nodes left), drawn by one seeded permutation. With test unset
+// every node outside train and valid is a test node; with it set, the nodes in no split keep their
+// label in labels.npy but no split evaluates them (as most of ogbn-papers100M's nodes).
+struct SplitFractions {
+  double train = 0.1, valid = 0.05;
+  std::optional<double> test;  // unset: the rest
+};
+
+// A named split: "all" (the defaults above: every node in a split) or "papers100m"
+// (ogbn-papers100M's shares: 1,207,179 train, 125,265 valid and 214,338 test of 111,059,956
+// nodes, 1.4% in a split). InvalidArgument naming --splits for any other name.
+SplitFractions split_preset(const std::string& name);
 
 struct RmatOptions {
   int64_t num_nodes = 100000;
@@ -34,8 +49,9 @@ struct RmatOptions {
   bool permute = true;
   int64_t feature_dim = 0;  // features uniform in [-1, 1); 0 = no features
   DType feature_dtype = DType::kFloat32;
-  int64_t num_classes = 0;                     // labels uniform in [0, C); 0 = no labels
-  double train_frac = 0.1, valid_frac = 0.05;  // the rest is test
+  int64_t num_classes = 0;  // labels uniform in [0, C); 0 = no labels
+  double train_frac = SplitFractions{}.train, valid_frac = SplitFractions{}.valid;
+  std::optional<double> test_frac;  // unset: the rest is test (SplitFractions)
   uint64_t seed = 0;
   std::string name = "rmat";
 };
@@ -68,7 +84,8 @@ struct CommunityOptions {
   // Fraction of nodes whose label is replaced by a uniformly random class. The best attainable
   // accuracy is then 1 - label_noise * (1 - 1/C), recorded in meta.extra["accuracy_bound"].
   double label_noise = 0.1;
-  double train_frac = 0.1, valid_frac = 0.05;  // the rest is test
+  double train_frac = SplitFractions{}.train, valid_frac = SplitFractions{}.valid;
+  std::optional<double> test_frac;  // unset: the rest is test (SplitFractions)
   uint64_t seed = 0;
   std::string name = "community";
 };

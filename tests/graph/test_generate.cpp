@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "error_of.hpp"
+#include "graph/commands.hpp"
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
+#include "graph/io_test_util.hpp"
 
 namespace dsp {
 namespace {
@@ -349,6 +352,8 @@ TEST(Generate, BadParametersThrowInvalidArgument) {
   EXPECT_THROW(rmat([](RmatOptions& o) { o.train_frac = 0.6, o.valid_frac = 0.5; }),
                InvalidArgument);
   EXPECT_THROW(rmat([](RmatOptions& o) { o.feature_dtype = DType::kInt32; }), InvalidArgument);
+  EXPECT_THROW(rmat([](RmatOptions& o) { o.test_frac = 1.5; }), InvalidArgument);
+  EXPECT_THROW(rmat([](RmatOptions& o) { o.test_frac = 0.9; }), InvalidArgument);  // sum > 1
 
   auto community = [](auto edit) {
     CommunityOptions o = small_community();
@@ -385,6 +390,123 @@ TEST(Generate, DegenerateSizes) {
   validate_csr(empty.graph, "no edges");
   EXPECT_EQ(empty.graph.num_edges(), 0);
   EXPECT_EQ(empty.labels.numel(), 10);
+}
+
+// ---------------------------------------------------------------- splits
+
+// Split sizes as given, each split sorted, within [0, n) and disjoint from the others; the meta
+// counts them; labels still cover every node.
+void expect_split_sizes(const Dataset& ds, int64_t train, int64_t valid, int64_t test) {
+  const int64_t n = ds.graph.num_nodes;
+  EXPECT_EQ(ds.train_idx.numel(), train);
+  EXPECT_EQ(ds.valid_idx.numel(), valid);
+  EXPECT_EQ(ds.test_idx.numel(), test);
+  EXPECT_EQ(ds.meta.num_train, train);
+  EXPECT_EQ(ds.meta.num_valid, valid);
+  EXPECT_EQ(ds.meta.num_test, test);
+  if (ds.labels.defined()) {
+    EXPECT_EQ(ds.labels.numel(), n);
+  }
+  std::vector<char> seen(n, 0);
+  for (const Array* split : {&ds.train_idx, &ds.valid_idx, &ds.test_idx}) {
+    const int64_t* p = split->data<int64_t>();
+    EXPECT_TRUE(std::is_sorted(p, p + split->numel()));
+    for (int64_t i = 0; i < split->numel(); ++i) {
+      ASSERT_TRUE(p[i] >= 0 && p[i] < n) << p[i];
+      ASSERT_EQ(seen[p[i]]++, 0) << "node " << p[i] << " in two splits";
+    }
+  }
+}
+
+// round(n * count / 111,059,956): ogbn-papers100M's share of `count` nodes, at n nodes.
+int64_t papers_share(int64_t n, int64_t count) {
+  return std::llround(static_cast<double>(n) * static_cast<double>(count) / 111059956.0);
+}
+
+TEST(GenerateSplits, Papers100mPresetHasOgbShares) {
+  RmatOptions o;
+  o.num_nodes = 1000000;
+  o.num_edges = 100000;
+  o.feature_dim = 0;
+  o.num_classes = 4;
+  const SplitFractions f = split_preset("papers100m");
+  o.train_frac = f.train;
+  o.valid_frac = f.valid;
+  o.test_frac = f.test;
+  Dataset ds = generate_rmat(o);
+  // 10870 / 1128 / 1930 of 1M: 1.4% of the nodes in a split, as in ogbn-papers100M.
+  expect_split_sizes(ds, papers_share(o.num_nodes, 1207179), papers_share(o.num_nodes, 125265),
+                     papers_share(o.num_nodes, 214338));
+  EXPECT_EQ(ds.train_idx.numel() + ds.valid_idx.numel() + ds.test_idx.numel(), 13928);
+  EXPECT_EQ(ds.meta.extra.at("test_frac").get<double>(), 214338 / 111059956.0);
+}
+
+TEST(GenerateSplits, AllPresetIsTheDefault) {
+  const SplitFractions all = split_preset("all"), defaults;
+  EXPECT_EQ(all.train, 0.1);
+  EXPECT_EQ(all.valid, 0.05);
+  EXPECT_FALSE(all.test.has_value());
+  EXPECT_EQ(RmatOptions().train_frac, defaults.train);
+  EXPECT_EQ(CommunityOptions().valid_frac, defaults.valid);
+  EXPECT_EQ(test::error_of([] { split_preset("papers"); }),
+            "--splits must be all or papers100m, got 'papers'");
+}
+
+TEST(GenerateSplits, TestFracLeavesTheOtherNodesInNoSplit) {
+  CommunityOptions o = small_community();
+  o.test_frac = 0.2;
+  Dataset ds = generate_community(o);
+  expect_split_sizes(ds, 2000, 1000, 4000);  // 20,000 nodes: 13,000 in no split
+  EXPECT_EQ(ds.meta.extra.at("test_frac").get<double>(), 0.2);
+  // Train and valid are those of the default: the test split is cut from the same permutation.
+  Dataset all = generate_community(small_community());
+  EXPECT_TRUE(same_bytes(ds.train_idx, all.train_idx));
+  EXPECT_TRUE(same_bytes(ds.valid_idx, all.valid_idx));
+  EXPECT_TRUE(same_bytes(ds.labels, all.labels));
+  EXPECT_FALSE(all.meta.extra.contains("test_frac"));  // dataset.json as before the option
+  // Everything given to a split: the sizes still round each share.
+  o.train_frac = 0.5, o.valid_frac = 0.25, o.test_frac = 0.25;
+  expect_split_sizes(generate_community(o), 10000, 5000, 5000);
+}
+
+TEST(GenerateSplits, FractionsOutOfRangeRefusedWithOneLine) {
+  auto message = [](double train, double valid, std::optional<double> test) {
+    RmatOptions o = small_rmat();
+    o.train_frac = train;
+    o.valid_frac = valid;
+    o.test_frac = test;
+    return test::error_of<InvalidArgument>([&] { generate_rmat(o); });
+  };
+  EXPECT_EQ(message(0.1, 0.05, 0.9), "train + valid + test fractions (0.1 + 0.05 + 0.9) exceed 1");
+  EXPECT_EQ(message(0.1, 0.05, 1.5), "test fraction 1.5 is outside [0, 1]");
+  EXPECT_EQ(message(0.1, 0.05, -0.1), "test fraction -0.1 is outside [0, 1]");
+  EXPECT_EQ(message(0.6, 0.5, std::nullopt), "train + valid fractions (0.6 + 0.5) exceed 1");
+  EXPECT_EQ(message(0.5, 0.25, 0.25), "no error");
+}
+
+TEST(GenerateSplits, PresetWithAFractionRefusedNamingBoth) {
+  // The keywords (Python's, a --config file's) go through the table and the check the CLI uses.
+  for (const char* key : {"train_frac", "valid_frac", "test_frac"}) {
+    SCOPED_TRACE(key);
+    RmatCommand cmd;
+    read_options(rmat_options(), {{"splits", "papers100m"}, {key, 0.2}}, cmd, "test");
+    cmd.run.out = "/nonexistent/never-written";
+    std::string flag = std::string("--") + key;
+    flag.replace(flag.find('_'), 1, "-");
+    EXPECT_EQ(test::error_of<InvalidArgument>([&] { run_generate(cmd); }),
+              "give --splits or " + flag + ", not both");
+  }
+  CommunityCommand cmd;
+  read_options(community_options(), {{"splits", "all"}, {"train_frac", 0.1}}, cmd, "test");
+  EXPECT_EQ(test::error_of<InvalidArgument>([&] { cmd.validate(); }),
+            "give --splits or --train-frac, not both");
+  // Fractions alone apply over the generator's; null is "not given".
+  CommunityCommand f;
+  read_options(community_options(), {{"test_frac", 0.3}, {"train_frac", nullptr}}, f, "test");
+  f.validate();
+  EXPECT_EQ(f.o.train_frac, 0.1);
+  EXPECT_EQ(f.o.test_frac, 0.3);
+  EXPECT_TRUE(write_options(community_options(), CommunityCommand()).at("test_frac").is_null());
 }
 
 // Runs `dsp <args>` quietly and returns its exit code.
@@ -447,6 +569,59 @@ TEST(GenerateCli, WritesWhatTheLibraryGeneratesAndRejectsBadFlags) {
   EXPECT_EQ(run_dsp("generate"), 2);
   EXPECT_FALSE(fs::exists(bad));
   fs::remove_all(tmp);
+}
+
+// Every file of a directory, byte for byte equal to the other's.
+void expect_same_files(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(a)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(iotest::slurp(e.path().string()) == iotest::slurp(b + "/" + name)) << name;
+    ++files;
+  }
+  EXPECT_EQ(files, std::distance(fs::directory_iterator(b), fs::directory_iterator()));
+}
+
+TEST(GenerateCli, SplitFlags) {
+  iotest::TempDir tmp("generate_splits");
+  const std::string base = "generate community " + tmp.path() + "/";
+  const std::string graph = " -n 3k -m 20k -k 8 -f 4 -s 3";
+  auto run = [&](const std::string& out, const std::string& flags) {
+    return iotest::run_cli(base + out + graph + flags, tmp);
+  };
+  // Without the flags, with the default preset, with the default fractions: the same files.
+  ASSERT_EQ(run("none", "").exit_code, 0);
+  ASSERT_EQ(run("all", " --splits all").exit_code, 0);
+  ASSERT_EQ(run("fracs", " --train-frac 0.1 --valid-frac 0.05").exit_code, 0);
+  expect_same_files(tmp / "none", tmp / "all");
+  expect_same_files(tmp / "none", tmp / "fracs");
+
+  ASSERT_EQ(run("test", " --test-frac 0.2").exit_code, 0);
+  expect_split_sizes(load_dataset(tmp / "test"), 300, 150, 600);
+
+  auto papers = iotest::run_cli(
+      "generate rmat " + tmp / "papers" + " -n 1M -m 100k -f 0 -c 4 --splits papers100m", tmp);
+  ASSERT_EQ(papers.exit_code, 0) << papers.err;
+  EXPECT_NE(papers.out.find("train/valid/test 10870/1128/1930"), std::string::npos) << papers.out;
+  expect_split_sizes(load_dataset(tmp / "papers"), 10870, 1128, 1930);
+
+  // Refusals: exit 2, one line, nothing written.
+  const std::pair<const char*, const char*> refused[] = {
+      {" --splits papers100m --train-frac 0.2", "give --splits or --train-frac, not both"},
+      {" --valid-frac 0.1 --splits all", "give --splits or --valid-frac, not both"},
+      {" --splits papers100m --test-frac 0.5", "give --splits or --test-frac, not both"},
+      {" --test-frac 0.9", "train + valid + test fractions (0.1 + 0.05 + 0.9) exceed 1"},
+      {" --test-frac -0.5", "test fraction -0.5 is outside [0, 1]"},
+      {" --splits papers",
+       "--splits must be all or papers100m, got 'papers'; did you mean 'papers100m'?"},
+  };
+  for (const auto& [flags, message] : refused) {
+    auto r = run("bad", flags);
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_EQ(r.err, std::string("dsp: error: ") + message + "\n");
+    EXPECT_FALSE(std::filesystem::exists(tmp / "bad"));
+  }
 }
 
 }  // namespace

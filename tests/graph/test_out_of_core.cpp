@@ -125,6 +125,38 @@ TEST(OutOfCore, CommunityFilesIdenticalToInMemory) {
   expect_same_files(tmp / "mem", tmp / "one");
 }
 
+// The split sizes come from one function on both paths: a preset with nodes in no split, and a
+// test fraction, write the same files in memory and out of core.
+TEST(OutOfCore, SplitFractionsFilesIdenticalToInMemory) {
+  TempDir tmp("ooc_splits");
+  RmatOptions r;
+  r.num_nodes = 300000;  // the papers100m test split: 579 nodes
+  r.num_edges = 200000;
+  r.feature_dim = 4;
+  r.num_classes = 3;
+  const SplitFractions f = split_preset("papers100m");
+  r.train_frac = f.train, r.valid_frac = f.valid, r.test_frac = f.test;
+  GenerateResult ra = write_rmat(r, tmp / "rmat_mem", in_memory());
+  GenerateResult rb = write_rmat(r, tmp / "rmat_ooc", out_of_core());
+  EXPECT_TRUE(rb.out_of_core);
+  EXPECT_EQ(rb.meta.num_train + rb.meta.num_valid + rb.meta.num_test, 3261 + 338 + 579);
+  EXPECT_EQ(ra.meta.to_json(), rb.meta.to_json());
+  expect_same_files(tmp / "rmat_mem", tmp / "rmat_ooc");
+
+  CommunityOptions c;
+  c.num_nodes = 4000;
+  c.num_edges = 40000;
+  c.num_communities = 16;
+  c.feature_dim = 6;
+  c.test_frac = 0.2;
+  GenerateResult ca = write_community(c, tmp / "comm_mem", in_memory());
+  GenerateResult cb = write_community(c, tmp / "comm_ooc", out_of_core());
+  EXPECT_EQ(cb.meta.num_test, 800);
+  EXPECT_EQ(ca.meta.to_json(), cb.meta.to_json());
+  expect_same_files(tmp / "comm_mem", tmp / "comm_ooc");
+  load_dataset(tmp / "comm_ooc");  // and it validates
+}
+
 // A budget between the two estimates picks the out-of-core path by itself.
 TEST(OutOfCore, BudgetBelowTheInMemoryEstimateGoesOutOfCore) {
   TempDir tmp("ooc_choice");
