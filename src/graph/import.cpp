@@ -133,6 +133,11 @@ int parse_edge_columns(const char* p, const char* le, int64_t* ids, float& w,
                   ntok < 2 ? "node id" : "edge weight", token_at(tok, le));
     }
     if (ntok < 2) check_node_id(ids[ntok], what, line, limit);
+    if (ntok == 2 && !(w >= 0 && std::isfinite(w))) {  // NaN fails both
+      DSP_THROW_T(FormatError, "{}:{}: edge weight '{}' is {}; edge weights must be finite and >= 0",
+                  what, line, token_at(tok, le),
+                  std::isnan(w) ? "NaN" : std::isinf(w) ? "infinite" : "negative");
+    }
     q = r.ptr;
     ++ntok;
   }
@@ -540,6 +545,13 @@ int64_t stream_ogb_features(const std::string& file, int64_t num_nodes,
     }
     values.clear();
     parse_csv_numbers<float>(text, dim, values, file, line);
+    const int64_t count = static_cast<int64_t>(values.size());
+    for (int64_t k = 0; k < count; ++k) {  // named here, not later on features.npy
+      DSP_CHECK_FORMAT(std::isfinite(values[k]),
+                       "{}: feature {} (column {}) of node {} is {}; features must be finite", file,
+                       k % dim, k % dim + 1, rows + k / dim,
+                       std::isnan(values[k]) ? "NaN (or an empty field)" : "infinite");
+    }
     rows += static_cast<int64_t>(values.size()) / dim;
     fn(values, dim);
   });

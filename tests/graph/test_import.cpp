@@ -110,6 +110,16 @@ TEST(Import, EdgeListTextSyntax) {
   expect_error([&] { parse_edge_list_text("1 2 3 4\n", e, "g.txt"); }, "g.txt:1: too many columns");
   expect_error([&] { parse_edge_list_text("1 2 w\n", e, "g.txt"); },
                "g.txt:1: bad edge weight 'w'");
+  // Weights the dataset cannot hold are named at their line of the input, not in edge_weight.npy.
+  EdgeListData bad;
+  expect_error([&] { parse_edge_list_text("0 1 0.5\n1 2 nan\n", bad, "w.txt"); },
+               "w.txt:2: edge weight 'nan' is NaN; edge weights must be finite and >= 0");
+  EdgeListData neg;
+  expect_error([&] { parse_edge_list_text("0 1 -1\n", neg, "w.txt"); },
+               "w.txt:1: edge weight '-1' is negative; edge weights must be finite and >= 0");
+  EdgeListData inf;
+  expect_error([&] { parse_edge_list_text("0 1 inf\n", inf, "w.txt"); },
+               "w.txt:1: edge weight 'inf' is infinite; edge weights must be finite and >= 0");
   expect_error([&] { parse_edge_list_text("1 99999999999999999999\n", e, "g.txt"); },
                "g.txt:1: bad node id");
 }
@@ -295,6 +305,14 @@ TEST(Import, OgbRawErrorsNameFileAndLine) {
   iotest::write_gz(root + "/raw/node-feat.csv.gz", "1,2\n3,4\n5\n");
   expect_error([&] { import_ogb_raw(root, no_split); },
                "node-feat.csv.gz:3: expected 2 columns, got 1");
+  iotest::write_gz(root + "/raw/node-feat.csv.gz", "1,2\n3,nan\n5,6\n");
+  expect_error([&] { import_ogb_raw(root, no_split); },
+               "node-feat.csv.gz: feature 1 (column 2) of node 1 is NaN (or an empty field); "
+               "features must be finite");
+  iotest::write_gz(root + "/raw/node-feat.csv.gz", "1,2\n3,4\n,6\n");
+  expect_error([&] { import_ogb_raw(root, no_split); },
+               "node-feat.csv.gz: feature 0 (column 1) of node 2 is NaN (or an empty field); "
+               "features must be finite");
   iotest::write_gz(root + "/raw/node-feat.csv.gz", "1,2\n3,4\n5,6\n");
   iotest::write_gz(root + "/raw/split/s/train.csv.gz", "0\n3\n");
   expect_error([&] { import_ogb_raw(root, {}); },

@@ -467,7 +467,8 @@ TEST(OutOfCore, OgbRejectedLikeInMemory) {
       {"0,1,2\n1,2,3\n", 2, "1,2\n3,4\n5,6\n", "expected two columns 'src,dst', got three"},
       {"0,1\n1,2\n", 2, "1,2\n3,4\n5\n", "node-feat.csv.gz:3: expected 2 columns, got 1"},
       {"0,1\n1,2\n", 2, "1,2\n3,4\n5,6\n7,8\n", "node-feat.csv.gz: has 4 rows but the graph has 3"},
-      {"0,1\n1,2\n", 2, "1,2\n,4\n5,6\n", out + "/features.npy"},  // NaN: write_dataset's check
+      {"0,1\n1,2\n", 2, "1,2\n,4\n5,6\n",  // an empty field is NaN: named in the input
+       "node-feat.csv.gz: feature 0 (column 1) of node 1 is NaN (or an empty field)"},
       {"0,1\n1,2\n", 2, "1,2\n3,4\n5,6\n", "valid.csv.gz: missing file"},
       {"0,1\n1,2\n", 2, "1,2\n3,4\n5,6\n", "edge.csv.gz: missing file"}};
   int i = 0;
