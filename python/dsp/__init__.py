@@ -54,6 +54,7 @@ from ._dsp import (  # noqa: F401  (re-exported)
     partition,
     set_log_level,
 )
+from ._data import from_dgl, from_pyg, save_dataset  # noqa: F401  (re-exported)
 from ._train import cli_path, embed, predict, train  # noqa: F401  (re-exported)
 
 _MODEL_NAMES = ("GNN", "load_model", "export_model")
@@ -82,10 +83,10 @@ sys.excepthook = _end_job_on_uncaught
 
 __all__ = [
     "Block", "Batch", "Loader", "to_original_ids", "to_dsp_ids", "train", "predict", "embed",
-    "convert_ogb", "convert_edge_list", "generate_community",
-    "generate_rmat", "load_dataset", "load_partition_meta", "partition", "set_log_level", "Error",
-    "InvalidArgument", "IoError", "FormatError", "CommError", "NotSupported", "cli_path",
-    "__version__",
+    "convert_ogb", "convert_edge_list", "save_dataset", "from_pyg", "from_dgl",
+    "generate_community", "generate_rmat", "load_dataset", "load_partition_meta", "partition",
+    "set_log_level", "Error", "InvalidArgument", "IoError", "FormatError", "CommError",
+    "NotSupported", "cli_path", "__version__",
 ]
 if torch is not None:  # without torch, `from dsp import *` leaves them out
     __all__ += ["GNN", "load_model", "export_model"]

@@ -7,6 +7,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -19,7 +22,9 @@
 #include "core/memory.hpp"
 #include "csp/presample.hpp"
 #include "graph/commands.hpp"
+#include "graph/csr.hpp"
 #include "graph/dataset.hpp"
+#include "graph/validate.hpp"
 #include "layout/partition/partition_command.hpp"
 #include "pipeline/load_batch.hpp"
 #include "python/loader.hpp"
@@ -412,6 +417,206 @@ void bind_partition(py::module_& m) {
       py::arg("dir"));
 }
 
+// ---------------------------------------------------------------- dsp.save_dataset
+
+// A numpy array handed to the dataset writer, read with the GIL released: its buffer (kept alive
+// by the call's arguments), dtype and shape. `data` is null for an array not given.
+struct RawArray {
+  const void* data = nullptr;
+  DType dtype = DType::kUInt8;
+  std::vector<int64_t> shape;
+
+  bool given() const { return data != nullptr; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  template <class T>
+  const T* as() const {
+    return static_cast<const T*>(data);
+  }
+};
+
+// `a` (None: not given) as a RawArray. It must be C-ordered and of one of `allowed`:
+// dsp.save_dataset (python/dsp/_data.py) converts every array first, so a fault here is a caller
+// bypassing it.
+RawArray raw_array(const std::optional<py::array>& a, std::initializer_list<DType> allowed,
+                   const char* what) {
+  RawArray r;
+  if (!a) return r;
+  const py::dtype dt = a->dtype();
+  for (DType t : allowed) {
+    const py::dtype want = numpy_dtype(t);
+    if (dt.kind() == want.kind() && dt.itemsize() == want.itemsize()) r.dtype = t;
+  }
+  DSP_CHECK_ARG(r.dtype != DType::kUInt8 && (a->flags() & py::array::c_style),
+                "{}: expected a C-ordered array of {}, got {}", what, dtype_name(*allowed.begin()),
+                std::string(py::str(py::handle(dt))));
+  r.shape.assign(a->shape(), a->shape() + a->ndim());
+  static const char empty = 0;  // a zero-size array may have no buffer; given() must still hold
+  r.data = a->size() > 0 ? a->data() : &empty;
+  return r;
+}
+
+// An owned copy of `r` (the writer's validators release the pages of views, which are meant to
+// be file mappings, so numpy's memory is never viewed); undefined when not given.
+Array copy_array(const RawArray& r) {
+  if (!r.given()) return Array();
+  Array a(r.dtype, r.shape);
+  if (a.nbytes() > 0) std::memcpy(a.raw_mutable(), r.data, a.nbytes());
+  return a;
+}
+
+// The in-neighbour CSR of the edges src[i] -> dst[i] through the importers' builder: rows
+// sorted, repeated edges merged (keeping the first weight), reverse edges added when
+// `undirected`. An id outside [0, n) is a FormatError naming `what` (the caller's argument) and
+// the edge.
+Csr csr_of_edges(int64_t n, const int64_t* src, const int64_t* dst, int64_t m, const float* w,
+                 bool undirected, const std::string& what) {
+  CsrBuildOptions o;
+  o.symmetrize = undirected;
+  try {
+    return build_in_csr<int64_t>(n, src, dst, m, w, o);
+  } catch (const FormatError& e) {
+    DSP_THROW_T(FormatError, "{}: {}", what, e.what());
+  }
+}
+
+// A CSR given in dsp's layout (int64 indptr [n + 1], int64 indices), kept as given: the writer's
+// validation checks it. The indices are narrowed to int32 as the builder does (n < 2^31) when
+// every one is a node id; an out-of-range one stays int64 for the validator to name.
+Csr csr_as_given(int64_t n, const RawArray& indptr, const RawArray& indices, const RawArray& w) {
+  Csr g;
+  g.num_nodes = n;
+  g.indptr = copy_array(indptr);
+  const int64_t e = indices.numel();
+  const int64_t* p = indices.as<int64_t>();
+  const bool fits =
+      n < (int64_t{1} << 31) && std::all_of(p, p + e, [n](int64_t v) { return v >= 0 && v < n; });
+  if (fits) {
+    g.indices = Array(DType::kInt32, {e});
+    int32_t* q = g.indices.mutable_data<int32_t>();
+    for (int64_t i = 0; i < e; ++i) q[i] = static_cast<int32_t>(p[i]);
+  } else {
+    g.indices = copy_array(indices);
+  }
+  g.weights = copy_array(w);
+  return g;
+}
+
+// A CSR in dsp's layout read as edges (indices[k] -> its row) and rebuilt with reverse edges.
+// indptr is checked first (monotone from 0 to the number of entries), faults naming `what`.
+Csr symmetrized_csr(int64_t n, const RawArray& indptr, const RawArray& indices, const RawArray& w,
+                    const std::string& what) {
+  const int64_t e = indices.numel();
+  check_indptr(copy_array(indptr), e, what + " indptr");
+  const int64_t* ip = indptr.as<int64_t>();
+  std::vector<int64_t> dst(static_cast<size_t>(e));
+  for (int64_t v = 0; v < n; ++v) std::fill(dst.begin() + ip[v], dst.begin() + ip[v + 1], v);
+  return csr_of_edges(n, indices.as<int64_t>(), dst.data(), e, w.given() ? w.as<float>() : nullptr,
+                      true, what);
+}
+
+// What dsp.save_dataset hands to the writer: exactly one of edges (src, dst) and a CSR (indptr,
+// indices), the node arrays, and the metadata that the arrays do not give.
+struct SaveInputs {
+  std::string out, name, graph_what;  // graph_what: the caller's graph argument, for messages
+  int64_t num_nodes = 0;
+  bool undirected = false, overwrite = false;
+  RawArray src, dst, indptr, indices, weights, x, y, train, valid, test;
+  nlohmann::json extra;
+};
+
+// The dataset's CSR of `in`'s graph: edges through the builder, a CSR as given (or rebuilt with
+// reverse edges when undirected). Counts that disagree are an InvalidArgument.
+Csr graph_of(const SaveInputs& in) {
+  const RawArray& w = in.weights;
+  if (in.src.given()) {
+    const int64_t m = in.src.numel();
+    DSP_CHECK_ARG(in.dst.numel() == m && (!w.given() || w.numel() == m),
+                  "{}: {} sources, {} targets and {} edge weights", in.graph_what, m,
+                  in.dst.numel(), w.given() ? w.numel() : m);
+    return csr_of_edges(in.num_nodes, in.src.as<int64_t>(), in.dst.as<int64_t>(), m,
+                        w.given() ? w.as<float>() : nullptr, in.undirected, in.graph_what);
+  }
+  DSP_CHECK_ARG(in.indptr.given() && in.indices.given(), "{}: no graph given", in.graph_what);
+  DSP_CHECK_ARG(in.indptr.numel() == in.num_nodes + 1,
+                "{}: indptr has {} entries, expected num_nodes + 1 = {}", in.graph_what,
+                in.indptr.numel(), in.num_nodes + 1);
+  DSP_CHECK_ARG(!w.given() || w.numel() == in.indices.numel(), "{}: {} edge weights for {} entries",
+                in.graph_what, w.numel(), in.indices.numel());
+  return in.undirected ? symmetrized_csr(in.num_nodes, in.indptr, in.indices, w, in.graph_what)
+                       : csr_as_given(in.num_nodes, in.indptr, in.indices, w);
+}
+
+// Builds the dataset and writes it with write_dataset (validated first, with the CLI's messages
+// naming the file of each array; staged and renamed). A fault of the arrays (a FormatError of the
+// builder or the validators) is an InvalidArgument: the arrays are the caller's. Nothing is left
+// at `in.out` on any error. Returns the meta written.
+DatasetMeta save_dataset(const SaveInputs& in) {
+  std::error_code ec;
+  DSP_CHECK_T(IoError, in.overwrite || !std::filesystem::exists(in.out, ec),
+              "{}: already exists (pass overwrite=True to replace it)", in.out);
+  try {
+    Dataset ds;
+    ds.graph = graph_of(in);
+    ds.features = copy_array(in.x);
+    ds.labels = copy_array(in.y);
+    ds.train_idx = copy_array(in.train);
+    ds.valid_idx = copy_array(in.valid);
+    ds.test_idx = copy_array(in.test);
+    ds.meta.name = in.name;
+    ds.meta.directed = !in.undirected;
+    ds.meta.extra = in.extra;
+    ds.sync_meta();
+    write_dataset(ds, in.out, in.overwrite);
+    return ds.meta;
+  } catch (const FormatError& e) {
+    throw InvalidArgument(e.what(), e.file(), e.line());
+  }
+}
+
+// dsp.save_dataset's writer (python/dsp/_data.py converts the arguments: dtypes, C order, masks
+// to ids, the node count).
+void bind_save_dataset(py::module_& m) {
+  using Opt = std::optional<py::array>;
+  m.def(
+      "_save_dataset",
+      [](const std::string& out, int64_t num_nodes, const std::string& graph_what, Opt src, Opt dst,
+         Opt indptr, Opt indices, Opt edge_weight, bool undirected, Opt x, Opt y, Opt train,
+         Opt valid, Opt test, const std::string& name, bool overwrite, const py::dict& extra) {
+        SaveInputs in;
+        in.out = out;
+        in.num_nodes = num_nodes;
+        in.graph_what = graph_what;
+        in.src = raw_array(src, {DType::kInt64}, "src");
+        in.dst = raw_array(dst, {DType::kInt64}, "dst");
+        in.indptr = raw_array(indptr, {DType::kInt64}, "indptr");
+        in.indices = raw_array(indices, {DType::kInt64}, "indices");
+        in.weights = raw_array(edge_weight, {DType::kFloat32}, "edge_weight");
+        in.undirected = undirected;
+        in.x = raw_array(x, {DType::kFloat32, DType::kFloat16}, "x");
+        in.y = raw_array(y, {DType::kInt64}, "y");
+        in.train = raw_array(train, {DType::kInt64}, "train_idx");
+        in.valid = raw_array(valid, {DType::kInt64}, "valid_idx");
+        in.test = raw_array(test, {DType::kInt64}, "test_idx");
+        in.name = name;
+        in.overwrite = overwrite;
+        in.extra = py_to_json(extra);
+        DatasetMeta meta;
+        {
+          py::gil_scoped_release nogil;
+          meta = save_dataset(in);
+        }
+        return json_to_py(meta.to_json());
+      },
+      py::arg("out"), py::arg("num_nodes"), py::arg("graph_what"), py::arg("src"), py::arg("dst"),
+      py::arg("indptr"), py::arg("indices"), py::arg("edge_weight"), py::arg("undirected"),
+      py::arg("x"), py::arg("y"), py::arg("train_idx"), py::arg("valid_idx"), py::arg("test_idx"),
+      py::arg("name"), py::arg("overwrite"), py::arg("extra"));
+}
+
 // Node ids as the bindings take them: int64, C order (dsp/__init__.py checks the dtype first).
 using IdArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
@@ -566,6 +771,7 @@ void bind(py::module_& m) {
   bind_basics(m);
   bind_commands(m);
   bind_partition(m);
+  bind_save_dataset(m);
   bind_id_maps(m);
   bind_loader(m);
   bind_epoch_hook(m);

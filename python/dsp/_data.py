@@ -1,0 +1,284 @@
+"""Your own graph as a dataset directory: ``save_dataset`` from numpy or torch arrays, and the
+``from_pyg`` / ``from_dgl`` adapters.
+
+The arrays are only converted here (dtypes, C order, masks to ids, the node count); the C++
+writer of ``dsp convert`` builds the CSR, validates everything with the CLI's messages and
+writes the directory under a temporary name renamed at the end (``_dsp._save_dataset``).
+"""
+import os
+
+import numpy as np
+
+from . import _dsp, _interop
+
+_SPLITS = (("train_idx", "train_mask"), ("valid_idx", "val_mask"), ("test_idx", "test_mask"))
+
+
+def _bad(message):
+    return _dsp.InvalidArgument(f"dsp.save_dataset: {message}")
+
+
+def _numpy(a):
+    """``a`` as a numpy array: a torch tensor through ``.detach().cpu().numpy()`` (no torch
+    import needed), anything else through ``np.asarray``."""
+    if hasattr(a, "detach") and hasattr(a, "cpu") and hasattr(a, "numpy"):
+        a = a.detach().cpu().numpy()
+    return np.asarray(a)
+
+
+def _ints(a, what, ndim):
+    """``a`` as a C-ordered int64 array of ``ndim`` dimensions; InvalidArgument naming ``what``
+    for another shape or for values that are not integers."""
+    a = _numpy(a)
+    if a.size == 0 and a.dtype.kind in "fO":  # [] comes out as float64
+        a = a.astype(np.int64)
+    if a.ndim != ndim:
+        raise _bad(f"{what} must be a {ndim}-d array, got shape {tuple(a.shape)}")
+    if a.dtype.kind not in "iu":
+        raise _bad(f"{what} must hold integers, got an array of {a.dtype}")
+    if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise _bad(f"{what}: {int(a.max())} is outside int64")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _edges(edge_index):
+    """(src, dst) of a [2, E] ``edge_index`` (row 0 sources, row 1 targets)."""
+    ei = _ints(edge_index, "edge_index", 2)
+    if ei.shape[0] != 2:
+        raise _bad(f"edge_index must have shape [2, E] (row 0 sources, row 1 targets), got "
+                   f"shape {tuple(ei.shape)}")
+    return np.ascontiguousarray(ei[0]), np.ascontiguousarray(ei[1])
+
+
+def _adj_edges(adj, edge_weight):
+    """(src, dst, weights, n) of a square scipy.sparse matrix, ``adj[u, v] != 0`` being the edge
+    u -> v; its values become the weights when ``edge_weight is True``."""
+    if not hasattr(adj, "tocoo") or len(getattr(adj, "shape", ())) != 2:
+        raise _bad(f"adj must be a scipy.sparse matrix or array, got {type(adj).__name__}")
+    if adj.shape[0] != adj.shape[1]:
+        raise _bad(f"adj must be square (adj[u, v] is the edge u -> v), got shape {adj.shape}")
+    coo = adj.tocoo()
+    keep = np.asarray(coo.data) != 0  # explicitly stored zeros are no edges
+    src, dst = (np.ascontiguousarray(np.asarray(a)[keep], dtype=np.int64)
+                for a in (coo.row, coo.col))
+    weights = np.asarray(coo.data)[keep] if edge_weight is True else None
+    return src, dst, weights, int(adj.shape[0])
+
+
+def _weights(edge_weight, count, what):
+    """``edge_weight`` as float32 [count] (the edges of ``what``), or None."""
+    if edge_weight is None:
+        return None
+    w = _numpy(edge_weight)
+    if w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    if w.ndim != 1 or w.dtype.kind not in "fiub":
+        raise _bad(f"edge_weight must be a 1-d array of numbers, got {w.dtype} of shape "
+                   f"{tuple(w.shape)}")
+    if len(w) != count:
+        raise _bad(f"edge_weight has {len(w)} values but {what} has {count} edges")
+    return np.ascontiguousarray(w, dtype=np.float32)
+
+
+def _graph(edge_index, csr, adj, edge_weight, num_nodes):
+    """The graph input as the writer's keywords plus the node count: edges (src, dst) or a CSR
+    in dsp's layout (indptr, indices). Exactly one input must be given."""
+    given = [k for k, v in (("edge_index", edge_index), ("csr", csr), ("adj", adj))
+             if v is not None]
+    if len(given) != 1:
+        raise _bad("give exactly one graph input, edge_index, csr or adj; got "
+                   + (" and ".join(given) if given else "none"))
+    what = given[0]
+    if edge_weight is True and what != "adj":
+        raise _bad("edge_weight=True takes the weights from adj's values; with "
+                   f"{what}, pass an array")
+    g = {"graph_what": what}
+    if what == "edge_index":
+        src, dst = _edges(edge_index)
+        n = int(max(src.max(), dst.max())) + 1 if len(src) else 0
+        g.update(src=src, dst=dst, edge_weight=_weights(edge_weight, len(src), what))
+    elif what == "adj":
+        if edge_weight is not None and edge_weight is not True:
+            raise _bad("with adj, edge weights are the matrix's values: pass edge_weight=True")
+        src, dst, w, n = _adj_edges(adj, edge_weight)
+        g.update(src=src, dst=dst, edge_weight=_weights(w, len(src), what))
+    else:
+        if not isinstance(csr, (tuple, list)) or len(csr) != 2:
+            raise _bad("csr must be a pair (indptr, indices)")
+        indptr, indices = _ints(csr[0], "csr indptr", 1), _ints(csr[1], "csr indices", 1)
+        n = len(indptr) - 1
+        g.update(indptr=indptr, indices=indices,
+                 edge_weight=_weights(edge_weight, len(indices), what))
+    if num_nodes is not None:
+        if what != "edge_index" and int(num_nodes) != n:
+            raise _bad(f"num_nodes = {num_nodes} but {what} has {n} nodes")
+        n = int(num_nodes)
+    return g, n
+
+
+def _features(x):
+    """``x`` as C-ordered float32 or float16 [N, F] (other numbers become float32)."""
+    x = _numpy(x)
+    if x.ndim != 2:
+        raise _bad(f"x must be a 2-d array [num_nodes, num_features], got shape {tuple(x.shape)}")
+    if x.dtype.kind not in "fiub":
+        raise _bad(f"x must hold numbers, got an array of {x.dtype}")
+    dtype = x.dtype if x.dtype in (np.float32, np.float16) else np.float32
+    return np.ascontiguousarray(x, dtype=dtype)
+
+
+def _labels(y):
+    """``y`` as int64 [N] class labels (-1: unlabeled); [N, 1] (OGB's layout) is flattened."""
+    y = _numpy(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    return _ints(y, "y", 1)
+
+
+def _split(ids, what, n):
+    """A split as int64 node ids: ``ids`` itself, or the nodes where a boolean mask of length
+    ``n`` is True. None (no split) for None or no nodes."""
+    if ids is None:
+        return None
+    a = _numpy(ids)
+    if a.dtype == np.bool_:
+        if a.ndim != 1 or len(a) != n:
+            raise _bad(f"{what} is a boolean mask of shape {tuple(a.shape)} but the graph has "
+                       f"{n} nodes")
+        a = np.flatnonzero(a)
+    a = _ints(a, what, 1)
+    return a if len(a) else None
+
+
+def _save(path, importer, *, edge_index=None, csr=None, adj=None, x=None, y=None, train_idx=None,
+          valid_idx=None, test_idx=None, edge_weight=None, undirected=False, name="dataset",
+          num_nodes=None, overwrite=False):
+    g, n = _graph(edge_index, csr, adj, edge_weight, num_nodes)
+    splits = {k: _split(v, k, n) for k, v in
+              (("train_idx", train_idx), ("valid_idx", valid_idx), ("test_idx", test_idx))}
+    extra = {"importer": importer, "input": g["graph_what"]}
+    return _dsp._save_dataset(
+        os.fspath(path), n, f"dsp.save_dataset: {g['graph_what']}", g.get("src"), g.get("dst"),
+        g.get("indptr"), g.get("indices"), g.get("edge_weight"), bool(undirected),
+        None if x is None else _features(x), None if y is None else _labels(y),
+        splits["train_idx"], splits["valid_idx"], splits["test_idx"], str(name),
+        bool(overwrite), extra)
+
+
+def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, train_idx=None,
+                 valid_idx=None, test_idx=None, edge_weight=None, undirected=False,
+                 name="dataset", num_nodes=None, overwrite=False):
+    """Writes a dataset directory (what ``dsp convert`` writes) from arrays; returns its meta.
+
+    ``dsp train``, ``dsp partition``, ``dsp.partition`` and ``dsp.Loader`` take the directory.
+    Arrays may be numpy arrays, torch tensors (any device) or anything ``np.asarray`` takes.
+
+    The graph, exactly one of:
+        edge_index: int [2, E], PyG's convention: row 0 sources, row 1 targets; the edge u -> v
+            makes u an in-neighbour of v (dsp's rows list each node's in-neighbours).
+            Repeated edges are merged (the first weight kept) and rows sorted in C++.
+        csr: ``(indptr, indices)`` already in dsp's layout: row v lists v's in-neighbours u
+            (edges u -> v), sorted, no repeats (as ``dsp.load_dataset`` gives them); written as
+            given and checked, unless ``undirected`` (then rebuilt with the reverse edges).
+        adj: a square scipy.sparse matrix or array, ``adj[u, v] != 0`` being the edge u -> v
+            (rows are sources: PyG's ``from_scipy_sparse_matrix`` reads it so); explicitly stored
+            zeros are no edges. scipy itself is never imported.
+    undirected: add the reverse of every edge (the dataset is then stored symmetric and marked
+        undirected); False: edges as given (a graph already listing both directions is fine).
+    edge_weight: float [E], one per edge of ``edge_index`` or entry of ``csr`` (a reverse edge
+        takes its edge's weight); with ``adj``, ``True`` takes the matrix's values.
+    x: float32 or float16 [N, F] features (other number types become float32).
+    y: int [N] class labels, -1 for unlabeled ([N, 1] is flattened).
+    train_idx, valid_idx, test_idx: node ids, or boolean masks of length N.
+    num_nodes: N; default: the largest id in ``edge_index`` + 1 (pass it when the last nodes have
+        no edge), the rows of ``csr`` or the size of ``adj``.
+    name: the dataset's name in dataset.json. overwrite: replace an existing ``path``.
+
+    The arrays are copied once into the writer, then validated before anything is written, with
+    the messages of ``dsp convert`` naming the file of the array and the first fault (``x`` is
+    features.npy, ``y`` labels.npy, edges indices.npy, ...): a node id out of range, labels of the
+    wrong length, features with the wrong number of rows, a repeated split id, NaN features.
+    Raises ``dsp.InvalidArgument`` for every fault of the arguments, ``dsp.IoError`` when
+    ``path`` exists (without ``overwrite``) or cannot be written; nothing is left at ``path``
+    then (the directory is written under a temporary name and renamed at the end).
+    """
+    return _save(path, "dsp.save_dataset", edge_index=edge_index, csr=csr, adj=adj, x=x, y=y,
+                 train_idx=train_idx, valid_idx=valid_idx, test_idx=test_idx,
+                 edge_weight=edge_weight, undirected=undirected, name=name,
+                 num_nodes=num_nodes, overwrite=overwrite)
+
+
+def _pyg_edge_weight(data):
+    """A PyG Data's edge weights: ``edge_weight``, else a 1-d (or [E, 1]) ``edge_attr``."""
+    w = getattr(data, "edge_weight", None)
+    if w is None:
+        attr = getattr(data, "edge_attr", None)
+        if attr is not None and (len(attr.shape) == 1 or tuple(attr.shape[1:]) == (1,)):
+            w = attr.reshape(-1)
+    return w
+
+
+def _one_split(value, attr, kw, who):
+    """A split attribute of a Data or a graph as given, when 1-d; InvalidArgument naming
+    ``attr`` and the keyword ``kw`` that takes one of several splits ([N, k] masks)."""
+    if value is not None and len(value.shape) != 1:
+        raise _dsp.InvalidArgument(
+            f"{who}: {attr} has shape {tuple(value.shape)}, several splits: pass one as {kw}= "
+            f"(e.g. its first column)")
+    return value
+
+
+def from_pyg(data, path, **kw):
+    """``save_dataset`` of a ``torch_geometric.data.Data``: its ``edge_index`` (source, target),
+    ``x``, ``y``, ``num_nodes``, the splits from ``train_mask``/``val_mask``/``test_mask`` or
+    ``train_idx``/``valid_idx``/``test_idx``, and edge weights from ``edge_weight`` or a 1-d
+    ``edge_attr``. Keywords of :func:`save_dataset` override what the Data gives (e.g.
+    ``undirected=True``, ``train_idx=data.train_mask[:, 0]`` for one of several splits).
+    Returns the meta. Needs torch_geometric."""
+    _interop.require("torch_geometric", "dsp.from_pyg", "pip install torch_geometric")
+    edge_index = getattr(data, "edge_index", None)
+    if edge_index is None and "edge_index" not in kw and "csr" not in kw and "adj" not in kw:
+        raise _dsp.InvalidArgument("dsp.from_pyg: the Data has no edge_index (a SparseTensor "
+                                   "adj_t? pass csr= or adj= instead)")
+    args = {"edge_index": edge_index, "x": getattr(data, "x", None),
+            "y": getattr(data, "y", None), "edge_weight": _pyg_edge_weight(data),
+            "num_nodes": data.num_nodes}
+    for key, mask in _SPLITS:
+        if key in kw:
+            continue
+        value = getattr(data, key, None)
+        attr = key
+        if value is None:
+            value, attr = getattr(data, mask, None), mask
+        args[key] = _one_split(value, attr, key, "dsp.from_pyg")
+    if "csr" in kw or "adj" in kw:
+        args.update(edge_index=None, edge_weight=None, num_nodes=None)
+    args.update(kw)
+    return _save(path, "dsp.from_pyg", **args)
+
+
+def from_dgl(graph, path, *, feat="feat", label="label", train_mask="train_mask",
+             val_mask="val_mask", test_mask="test_mask", **kw):
+    """``save_dataset`` of a homogeneous DGL graph: its edges u -> v (``graph.edges()``, in edge
+    id order), ``num_nodes()``, and from ``graph.ndata`` the features ``feat``, the labels
+    ``label`` and the masks ``train_mask``/``val_mask``/``test_mask`` (each a key, or None to
+    leave it out; a missing key is left out). Edge weights: pass
+    ``edge_weight=graph.edata["w"]`` (edge id order). Keywords of :func:`save_dataset` override
+    what the graph gives. Returns the meta. Needs dgl."""
+    _interop.require("dgl", "dsp.from_dgl", "pip install dgl (a build for your torch version)")
+    if len(graph.ntypes) != 1 or len(graph.canonical_etypes) != 1:
+        raise _dsp.InvalidArgument(
+            f"dsp.from_dgl: a homogeneous graph is needed, got node types {graph.ntypes} and "
+            f"edge types {graph.canonical_etypes} (dgl.to_homogeneous makes one)")
+    src, dst = graph.edges()
+    ndata = graph.ndata
+
+    def node_data(key):
+        return ndata[key] if key is not None and key in ndata else None
+
+    args = {"edge_index": np.stack([_numpy(src), _numpy(dst)]), "x": node_data(feat),
+            "y": node_data(label), "num_nodes": graph.num_nodes()}
+    for (key, _), mask in zip(_SPLITS, (train_mask, val_mask, test_mask)):
+        args[key] = _one_split(node_data(mask), mask, key, "dsp.from_dgl")
+    args.update(kw)
+    return _save(path, "dsp.from_dgl", **args)
