@@ -18,6 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import _dsp
+
 MODELS = ("sage", "gcn", "gat")
 NORMALIZATIONS = ("none", "row", "standard")
 CHECKPOINT_FORMAT, CHECKPOINT_VERSIONS = "dsp-checkpoint", (1, 2)
@@ -261,8 +263,16 @@ def _read_checkpoint(path: str):
     except RuntimeError as e:
         raise ValueError(f"{path} is not a dsp checkpoint: {str(e).splitlines()[0]}") from None
     try:
-        header = json.loads(archive.header.numpy().tobytes().decode())
-    except (AttributeError, RuntimeError, UnicodeDecodeError, ValueError):
+        head = archive.header.numpy().tobytes()
+    except (AttributeError, RuntimeError):
+        raise ValueError(f"{path} is not a dsp checkpoint: it has no readable header") from None
+    if hasattr(archive, "header_checksum"):  # version 2 on: checked before it is parsed
+        if archive.header_checksum.numpy().tobytes().decode(errors="replace") != \
+                _dsp._checksum(head):
+            raise ValueError(f"{path}: the header fails its checksum: the file is damaged")
+    try:
+        header = json.loads(head.decode())
+    except (UnicodeDecodeError, ValueError):
         raise ValueError(f"{path} is not a dsp checkpoint: it has no readable header") from None
     if not isinstance(header, dict) or header.get("format") != CHECKPOINT_FORMAT or \
             header.get("version") not in CHECKPOINT_VERSIONS:
@@ -271,18 +281,29 @@ def _read_checkpoint(path: str):
     config = header.get("config") if isinstance(header.get("config"), dict) else {}
     normalize = config.get("normalize_features", "none")
     model = _build(config.get("model"), normalize, header.get("params", []), path)
+    sums = header.get("checksums") if header.get("version", 1) >= 2 else None
     state = OrderedDict()
     for i, name in enumerate(n for n, _ in model.named_parameters()):
-        state[name] = _entry(archive, f"p{i}", path)
+        state[name] = _verified(_entry(archive, f"p{i}", path), sums, f"p{i}",
+                                f"parameter '{name}' (p{i})", path)
     if normalize == "standard":
         if not all(hasattr(archive, k) for k in STATS):
             raise ValueError(f"{path}: the model standardises its input (normalize_features "
                              "standard) but the checkpoint holds no feature_mean/feature_inv_std: "
                              "it predates stored statistics; retrain it with a current dsp train")
         for k in STATS:
-            state[f"input_norm.{k}"] = _entry(archive, k, path).reshape(-1)
+            state[f"input_norm.{k}"] = _verified(_entry(archive, k, path), sums, k, k,
+                                                 path).reshape(-1)
     _load_state(model, state, path)
     return header, model
+
+
+def _verified(t: "torch.Tensor", sums, key: str, what: str, path: str) -> "torch.Tensor":
+    """`t` if it matches the checkpoint's checksum for `key` (version 2; `sums` None: version 1,
+    unchecked), else ValueError naming the file and what the damage hit, as the C++ loader."""
+    if sums is not None and sums.get(key) != _dsp._checksum(t.contiguous().numpy()):
+        raise ValueError(f"{path}: {what} fails its checksum: the file is damaged")
+    return t
 
 
 def _entry(archive, name: str, path: str) -> torch.Tensor:

@@ -18,6 +18,7 @@
 #include "ccc/job.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #include "csp/presample.hpp"
@@ -639,6 +640,19 @@ void bind_id_maps(py::module_& m) {
         py::arg("label") = "");
 }
 
+// _checksum(buffer): the checksum a dsp checkpoint records for these bytes (core/hash.hpp's
+// digest as 16 hex digits), so dsp.load_model verifies what it reads as the C++ trainer does.
+void bind_checksum(py::module_& m) {
+  m.def("_checksum", [](const py::buffer& b) {
+    const py::buffer_info info = b.request();
+    DSP_CHECK_ARG(info.ndim <= 1 || info.strides.back() == info.itemsize,
+                  "_checksum needs a contiguous buffer");
+    Hasher h;
+    h.update(info.ptr, static_cast<size_t>(info.size * info.itemsize));
+    return fmt::format("{:016x}", h.digest());
+  });
+}
+
 // dsp.Loader's engine from the Python arguments (dsp.Loader.__init__ passes them all).
 std::unique_ptr<pyext::Loader> new_loader(
     const std::string& path, std::vector<int> fanouts, int64_t batch_size, bool shuffle,
@@ -773,6 +787,7 @@ void bind(py::module_& m) {
   bind_partition(m);
   bind_save_dataset(m);
   bind_id_maps(m);
+  bind_checksum(m);
   bind_loader(m);
   bind_epoch_hook(m);
 }

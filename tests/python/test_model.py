@@ -259,3 +259,25 @@ def test_embed_and_predict_are_identical_at_one_and_two_ranks(community, model, 
     two = dsp.predict(p2, ck / "best.pt", tmp_path / "o2", output="logits", ranks=2,
                       mpirun=mpirun)["logits"]
     assert np.array_equal(one, two)
+
+
+def test_load_model_verifies_the_checkpoints_checksums(trained, tmp_path):
+    """A flipped bit inside a parameter, or a header digit changed, is refused naming the file
+    and what it hit (format version 2), as the C++ loader refuses it."""
+    checkpoint = trained[0]
+    data = checkpoint.read_bytes()
+    p0 = torch.jit.load(str(checkpoint)).p0.detach().contiguous().numpy().tobytes()
+    name = header(checkpoint)["params"][0]["name"]
+    at = data.find(p0) + len(p0) // 2  # the middle of p0's data
+    assert at >= len(p0) // 2
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1:])
+    with pytest.raises(ValueError, match=re.escape(
+            f"{damaged}: parameter '{name}' (p0) fails its checksum: the file is damaged")):
+        dsp.load_model(damaged)
+    at = data.find(b'"lr":0.01')
+    assert at >= 0
+    damaged.write_bytes(data[:at + 8] + b"0" + data[at + 9:])
+    with pytest.raises(ValueError, match=re.escape(
+            f"{damaged}: the header fails its checksum: the file is damaged")):
+        dsp.load_model(damaged)
