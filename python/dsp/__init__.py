@@ -54,6 +54,7 @@ from ._dsp import (  # noqa: F401  (re-exported)
     partition,
     set_log_level,
 )
+from . import _data
 from ._data import from_dgl, from_pyg, save_dataset  # noqa: F401  (re-exported)
 from ._train import cli_path, embed, predict, train  # noqa: F401  (re-exported)
 
@@ -136,22 +137,13 @@ class Batch(NamedTuple):
         return _interop.batch_to_pyg(self)
 
 
-_INT64_MAX = numpy.iinfo(numpy.int64).max
-
-
 def _id_array(ids, what):
     """``ids`` (an int array-like or a torch tensor) as a C-order int64 numpy array of the same
     shape; InvalidArgument naming ``what`` for anything but integers (an empty list is fine)."""
-    if torch is not None and isinstance(ids, torch.Tensor):
-        ids = ids.detach().cpu().numpy()
-    a = numpy.asarray(ids)
-    if a.size == 0 and a.dtype.kind in "fO":  # [] and () come out as float64
-        a = a.astype(numpy.int64)
-    if a.dtype.kind not in "iu":
-        raise InvalidArgument(f"{what}: node ids must be integers, got an array of {a.dtype}")
-    if a.dtype == numpy.uint64 and a.size and int(a.max()) > _INT64_MAX:
-        raise InvalidArgument(f"{what}: node id {int(a.max())} is outside int64")
-    return numpy.ascontiguousarray(a, dtype=numpy.int64)
+    return _data.as_int64(
+        _data.int_like(ids),
+        lambda t: InvalidArgument(f"{what}: node ids must be integers, got an array of {t}"),
+        lambda v: InvalidArgument(f"{what}: node id {v} is outside int64"))
 
 
 def _map_ids(fn, path, ids, label=""):

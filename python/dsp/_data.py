@@ -26,19 +26,33 @@ def _numpy(a):
     return np.asarray(a)
 
 
+def int_like(a):
+    """``a`` (an array-like or a torch tensor) as a numpy array, an empty one as int64 ([] and ()
+    come out as float64): the first step of every id array the package takes."""
+    a = _numpy(a)
+    if a.size == 0 and a.dtype.kind in "fO":
+        a = a.astype(np.int64)
+    return a
+
+
+def as_int64(a, not_integers, too_large):
+    """``int_like`` array ``a`` as a C-ordered int64 array; raises ``not_integers(dtype)`` for
+    values that are not integers and ``too_large(value)`` for a uint64 beyond int64."""
+    if a.dtype.kind not in "iu":
+        raise not_integers(a.dtype)
+    if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise too_large(int(a.max()))
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
 def _ints(a, what, ndim):
     """``a`` as a C-ordered int64 array of ``ndim`` dimensions; InvalidArgument naming ``what``
     for another shape or for values that are not integers."""
-    a = _numpy(a)
-    if a.size == 0 and a.dtype.kind in "fO":  # [] comes out as float64
-        a = a.astype(np.int64)
+    a = int_like(a)
     if a.ndim != ndim:
         raise _bad(f"{what} must be a {ndim}-d array, got shape {tuple(a.shape)}")
-    if a.dtype.kind not in "iu":
-        raise _bad(f"{what} must hold integers, got an array of {a.dtype}")
-    if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
-        raise _bad(f"{what}: {int(a.max())} is outside int64")
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return as_int64(a, lambda t: _bad(f"{what} must hold integers, got an array of {t}"),
+                    lambda v: _bad(f"{what}: {v} is outside int64"))
 
 
 def _edges(edge_index):

@@ -587,8 +587,8 @@ void check_format(const std::string& path, const nlohmann::json& header) {
                    "{} is not a dsp checkpoint of version 1 to {}", path, kCheckpointVersion);
 }
 
-// The header of a checkpoint against this trainer's model and optimizer: FormatError naming the
-// file and the first difference; returns the world size that wrote it.
+// The header of a checkpoint against this trainer's model (its parameters' names and shapes):
+// FormatError naming the file and the first difference; returns the world size that wrote it.
 int64_t check_checkpoint_header(const std::string& path, const nlohmann::json& header,
                                 const std::vector<std::string>& names,
                                 const std::vector<torch::Tensor>& params, const TrainConfig& cfg) {
@@ -614,11 +614,16 @@ int64_t check_checkpoint_header(const std::string& path, const nlohmann::json& h
                      path, name, shape_str(shape), shape_str(params[i].sizes()), ck_model,
                      my_model);
   }
-  const auto ck_opt = ckcfg.at("optimizer").get<std::string>();
+  return header.at("world_size").get<int64_t>();
+}
+
+// The checkpoint's optimizer state is this trainer's optimizer's: FormatError otherwise.
+void check_checkpoint_optimizer(const std::string& path, const nlohmann::json& header,
+                                const TrainConfig& cfg) {
+  const auto ck_opt = header.at("config").at("optimizer").get<std::string>();
   DSP_CHECK_FORMAT(ck_opt == cfg.optimizer,
                    "checkpoint {} holds {} optimizer state but this trainer uses {}", path, ck_opt,
                    cfg.optimizer);
-  return header.at("world_size").get<int64_t>();
 }
 
 }  // namespace
@@ -648,6 +653,12 @@ nlohmann::json open_checkpoint(const std::string& path, torch::serialize::InputA
   }
 }
 
+// A LibTorch error reading a checkpoint's contents, as the FormatError naming the file.
+[[noreturn]] void throw_damaged(const std::string& path, const c10::Error& e) {
+  DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
+              first_line(e.what_without_backtrace()));
+}
+
 // Tensor `key` of the archive, verified against the header's checksum (version 2; version 1 has
 // none): FormatError naming the file and what the damage hit.
 torch::Tensor read_verified(const std::string& path, const nlohmann::json& header,
@@ -657,8 +668,7 @@ torch::Tensor read_verified(const std::string& path, const nlohmann::json& heade
   try {
     ar.read(key, t);
   } catch (const c10::Error& e) {
-    DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
-                first_line(e.what_without_backtrace()));
+    throw_damaged(path, e);
   }
   const auto sums = header.find("checksums");
   if (sums == header.end()) return t;
@@ -689,22 +699,19 @@ void read_optimizer(const std::string& path, const nlohmann::json& header,
       opt.load_from(reinterpret_cast<const char*>(b.data_ptr<uint8_t>()),
                     static_cast<size_t>(b.numel()));
     } catch (const c10::Error& e) {
-      DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
-                  first_line(e.what_without_backtrace()));
+      throw_damaged(path, e);
     }
   } else {
     try {
       ar.read("optimizer", opt);
     } catch (const c10::Error& e) {
-      DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
-                  first_line(e.what_without_backtrace()));
+      throw_damaged(path, e);
     }
   }
   try {
     optimizer.load(opt);
   } catch (const c10::Error& e) {
-    DSP_THROW_T(FormatError, "checkpoint {} is damaged: {}", path,
-                first_line(e.what_without_backtrace()));
+    throw_damaged(path, e);
   }
 }
 
@@ -773,16 +780,7 @@ void Trainer::init_parameters(const std::string& path) {
   DSP_CHECK_T(IoError, path_exists(path), "{}: no such checkpoint or exported model directory",
               path);
   if (std::filesystem::is_directory(path)) return read_exported(path, impl_->names, impl_->params);
-  torch::serialize::InputArchive ar;
-  const nlohmann::json header = open_checkpoint(path, ar);
-  TrainConfig same = cfg_;
-  try {  // the parameters only: any optimizer may start from them
-    same.optimizer = header.at("config").at("optimizer").get<std::string>();
-    check_checkpoint_header(path, header, impl_->names, impl_->params, same);
-  } catch (const nlohmann::json::exception& e) {
-    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
-  }
-  read_parameters(path, header, ar, impl_->names, impl_->params);
+  load_parameters(path);
 }
 
 void Trainer::load_parameters(const std::string& path) {
@@ -803,6 +801,7 @@ CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
   CheckpointInfo info;
   try {
     const int64_t ck_world = check_checkpoint_header(path, header, I.names, I.params, cfg_);
+    check_checkpoint_optimizer(path, header, cfg_);
     if (ck_world != comm_.size()) {
       DSP_WARN("train",
                "checkpoint {} was written by {} rank(s), resuming on {}: training continues, but "

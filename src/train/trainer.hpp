@@ -129,13 +129,13 @@ class Trainer {
   // optimizer; IoError if it cannot be read.
   CheckpointInfo load_checkpoint(const std::string& path);
 
-  // The model's parameters only, from a checkpoint of the same model (inference: no optimizer
-  // state, any rank count). FormatError as load_checkpoint.
+  // The model's parameters only, from a checkpoint of the same model written with any optimizer
+  // (inference: no optimizer state, any rank count). FormatError as load_checkpoint.
   void load_parameters(const std::string& path);
-  // The model's parameters from a dsp checkpoint of the same model (any optimizer) or from a
-  // directory dsp.export_model wrote (state_dict.pt, parameters by name): a new run starts from
-  // them (dsp train --init-from). Every rank reads the same file. FormatError naming the file and
-  // the first parameter that is missing or shaped differently; IoError if it cannot be read.
+  // load_parameters, or the parameters of a directory dsp.export_model wrote (state_dict.pt,
+  // parameters by name): a new run starts from them (dsp train --init-from). Every rank reads the
+  // same file. FormatError naming the file and the first parameter that is missing or shaped
+  // differently; IoError if it cannot be read.
   void init_parameters(const std::string& path);
 
   // All parameters flattened in registration order (tests, checksums).
