@@ -64,12 +64,22 @@ struct Block {
   }
 };
 
+// The node pairs a link-prediction batch scores (train/link.hpp): pair i joins seeds src[i] and
+// dst[i] (indices into SampledBatch::seeds, so rows of the model's output) with label[i], 1 for
+// a positive edge, 0 for a negative. Empty for node tasks.
+struct LinkPairs {
+  std::vector<int64_t> src, dst;
+  std::vector<float> label;
+  int64_t size() const { return static_cast<int64_t>(src.size()); }
+};
+
 // One mini-batch of one rank after sampling.
 struct SampledBatch {
   int64_t epoch = 0;
   int64_t batch = 0;           // index of the batch within the epoch (same on every rank)
   std::vector<int64_t> seeds;  // global ids (== blocks.back() destination nodes)
   std::vector<Block> blocks;   // blocks[0] = input layer ... blocks.back() = output layer
+  LinkPairs pairs;             // link prediction: what the batch scores (empty otherwise)
   const std::vector<int64_t>& input_nodes() const { return blocks.front().src_ids; }
 };
 
