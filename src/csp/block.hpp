@@ -93,6 +93,11 @@ struct LoadedBatch {
   std::vector<float> features;  // host: [num_input x feature_dim], float32
   int64_t feature_dim = 0;
   std::vector<int64_t> labels;  // [num_seeds]
+  // Learnable node embeddings of the input nodes (host float32 [num_input x embedding_dim]),
+  // gathered by the trainer right before its step (Trainer::gather_embedding); the model reads
+  // [features | embedding].
+  std::vector<float> embedding;
+  int64_t embedding_dim = 0;
   Device device;                // where the features are
   std::shared_ptr<void> device_features;
   DType device_dtype = DType::kFloat32;
