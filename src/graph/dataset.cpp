@@ -60,6 +60,23 @@ DType get_dtype(const nlohmann::json& j, const char* key, DType def,
   DSP_THROW_T(FormatError, "{}: '{}' = '{}' is not one of: {}", what, key, s, names);
 }
 
+// The link-prediction files: the array, its count in dataset.json, the file and the count's key.
+struct LinkFile {
+  Array Dataset::*array;
+  int64_t DatasetMeta::*count;
+  const char* file;
+  const char* key;
+};
+constexpr LinkFile kLinkFiles[] = {
+    {&Dataset::link_train, &DatasetMeta::num_link_train, "link_train.npy", "num_link_train"},
+    {&Dataset::link_valid, &DatasetMeta::num_link_valid, "link_valid.npy", "num_link_valid"},
+    {&Dataset::link_test, &DatasetMeta::num_link_test, "link_test.npy", "num_link_test"},
+    {&Dataset::link_valid_neg, &DatasetMeta::num_link_valid_neg, "link_valid_neg.npy",
+     "num_link_valid_neg"},
+    {&Dataset::link_test_neg, &DatasetMeta::num_link_test_neg, "link_test_neg.npy",
+     "num_link_test_neg"},
+};
+
 std::string join_path(const std::string& dir, const char* name) {
   return (std::filesystem::path(dir) / name).string();
 }
@@ -100,6 +117,9 @@ nlohmann::json DatasetMeta::to_json() const {
   j["num_train"] = num_train;
   j["num_valid"] = num_valid;
   j["num_test"] = num_test;
+  for (const LinkFile& f : kLinkFiles) {
+    if (this->*f.count > 0) j[f.key] = this->*f.count;  // absent: no such file (older readers)
+  }
   j["extra"] = extra;
   return j;
 }
@@ -128,6 +148,7 @@ DatasetMeta DatasetMeta::from_json(const nlohmann::json& j, const std::string& w
   m.num_train = get_int(j, "num_train", false, 0, 0, what);
   m.num_valid = get_int(j, "num_valid", false, 0, 0, what);
   m.num_test = get_int(j, "num_test", false, 0, 0, what);
+  for (const LinkFile& f : kLinkFiles) m.*f.count = get_int(j, f.key, false, 0, 0, what);
   for (auto [key, v] : {std::pair{"num_train", m.num_train}, std::pair{"num_valid", m.num_valid},
                         std::pair{"num_test", m.num_test}}) {
     DSP_CHECK_FORMAT(v <= m.num_nodes, "{}: '{}' = {} exceeds num_nodes = {}", what, key, v,
@@ -159,6 +180,10 @@ void Dataset::sync_meta() {
   meta.num_train = train_idx.defined() ? train_idx.numel() : 0;
   meta.num_valid = valid_idx.defined() ? valid_idx.numel() : 0;
   meta.num_test = test_idx.defined() ? test_idx.numel() : 0;
+  for (const LinkFile& f : kLinkFiles) {
+    const Array& a = this->*f.array;
+    meta.*f.count = a.defined() && a.ndim() >= 1 ? a.dim(0) : 0;
+  }
 }
 
 namespace {
@@ -248,6 +273,45 @@ void validate_splits(const Dataset& ds, const std::string& what) {
   }
 }
 
+// The link-prediction pairs: each present with dataset.json's count as int64 [count, 2], or
+// absent with count 0; ids in range; training edges in the stored graph, held-out ones not (in
+// neither direction when undirected); a held-out split with its negatives and the reverse.
+void validate_links(const Dataset& ds, const std::string& what) {
+  const DatasetMeta& m = ds.meta;
+  for (const LinkFile& lf : kLinkFiles) {
+    const Array& a = ds.*lf.array;
+    const int64_t count = m.*lf.count;
+    const std::string f = join_path(what, lf.file);
+    if (!a.defined()) {
+      DSP_CHECK_FORMAT(count == 0, "{}: missing (dataset.json says {} pairs)", f, count);
+      continue;
+    }
+    DSP_CHECK_FORMAT(a.dtype() == DType::kInt64 && a.ndim() == 2 && a.dim(1) == 2,
+                     "{}: wrong dtype/shape: expected int64[{}, 2], got {}", f, count,
+                     a.describe());
+    DSP_CHECK_FORMAT(a.dim(0) == count, "{}: has {} pairs but dataset.json says {}", f, a.dim(0),
+                     count);
+    const bool train = lf.array == &Dataset::link_train;
+    const bool negatives = lf.array == &Dataset::link_valid_neg || lf.array == &Dataset::link_test_neg;
+    check_link_pairs(a, m.num_nodes, &ds.graph,
+                     train ? LinkRule::kInGraph : negatives ? LinkRule::kAny : LinkRule::kNotInGraph,
+                     !m.directed, f);
+  }
+  const std::pair<const Array*, const Array*> held_out[] = {{&ds.link_valid, &ds.link_valid_neg},
+                                                            {&ds.link_test, &ds.link_test_neg}};
+  const std::pair<const char*, const char*> names[] = {{"link_valid.npy", "link_valid_neg.npy"},
+                                                       {"link_test.npy", "link_test_neg.npy"}};
+  for (int i = 0; i < 2; ++i) {
+    const auto [pos, neg] = held_out[i];
+    DSP_CHECK_FORMAT(!pos->defined() || neg->defined(),
+                     "{}: missing: {} holds positive edges but no negatives to rank them against",
+                     join_path(what, names[i].second), names[i].first);
+    DSP_CHECK_FORMAT(pos->defined() || !neg->defined(),
+                     "{}: negatives without positives: {} is missing",
+                     join_path(what, names[i].second), names[i].first);
+  }
+}
+
 }  // namespace
 
 void validate_dataset(const Dataset& ds, const std::string& what) {
@@ -255,6 +319,7 @@ void validate_dataset(const Dataset& ds, const std::string& what) {
   validate_features(ds, what);
   validate_labels(ds, what);
   validate_splits(ds, what);
+  validate_links(ds, what);
 }
 
 DatasetMeta load_dataset_meta(const std::string& dir) {
@@ -310,6 +375,11 @@ Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
   for (const auto& s : splits) {
     if (s.count > 0) *s.a = load_shaped(required(s.file), DType::kInt64, {s.count});
   }
+  for (const LinkFile& f : kLinkFiles) {
+    if (m.*f.count > 0) {
+      ds.*f.array = load_shaped(required(f.file), DType::kInt64, {m.*f.count, 2});
+    }
+  }
   if (opts.validate) validate_dataset(ds, dir);
   return ds;
 }
@@ -326,6 +396,9 @@ void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
   if (ds.train_idx.defined()) save_npy(staged.file("train_idx.npy"), ds.train_idx);
   if (ds.valid_idx.defined()) save_npy(staged.file("valid_idx.npy"), ds.valid_idx);
   if (ds.test_idx.defined()) save_npy(staged.file("test_idx.npy"), ds.test_idx);
+  for (const LinkFile& f : kLinkFiles) {
+    if ((ds.*f.array).defined()) save_npy(staged.file(f.file), ds.*f.array);
+  }
   // dataset.json last: a directory without it is never mistaken for a dataset.
   write_file_atomic(staged.file("dataset.json"), ds.meta.to_json().dump(2) + "\n");
   staged.commit();

@@ -6,6 +6,16 @@
 //   features.npy     float32|float16 [N, F]   optional (F = 0 means none)
 //   labels.npy       int64 [N]          optional; -1 marks an unlabeled node
 //   train_idx.npy, valid_idx.npy, test_idx.npy   int64, optional, ids in [0, N), no repeats
+// Link prediction (optional; each counted in dataset.json, a key written only when non-zero):
+//   link_train.npy      int64 [E_tr, 2]   training positive edges (src, dst), each an entry of
+//                                         the stored graph (row dst of indices.npy lists src)
+//   link_valid.npy, link_test.npy   int64 [E, 2]   held-out positive edges: none an entry of the
+//                                         stored graph (undirected: in neither direction)
+//   link_valid_neg.npy, link_test_neg.npy   int64 [M, 2]   fixed negative pairs of the split (OGB's
+//                                         collab/ppa/ddi convention: shared by all its positives,
+//                                         Hits@K and MRR rank each positive against them);
+//                                         required when the split's positives exist
+// Every id in [0, N).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,6 +39,9 @@ struct DatasetMeta {
   int64_t num_classes = 0;
   bool has_weights = false;
   int64_t num_train = 0, num_valid = 0, num_test = 0;
+  // Rows of link_train.npy ... link_test_neg.npy (0: the file is absent).
+  int64_t num_link_train = 0, num_link_valid = 0, num_link_test = 0, num_link_valid_neg = 0,
+          num_link_test_neg = 0;
   nlohmann::json extra = nlohmann::json::object();  // provenance: generator parameters, source
 
   nlohmann::json to_json() const;
@@ -42,6 +55,8 @@ struct Dataset {
   Array features;  // [N, F] or undefined
   Array labels;    // int64 [N] or undefined
   Array train_idx, valid_idx, test_idx;  // int64 or undefined
+  // Link prediction pairs, int64 [rows, 2] (src, dst) or undefined (see the header comment).
+  Array link_train, link_valid, link_test, link_valid_neg, link_test_neg;
   std::string dir;  // where it was loaded from, for messages
 
   // Fills meta's counts from the arrays (call before writing a dataset built in memory).
@@ -64,7 +79,8 @@ void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite = f
 // as write_dataset does, errors naming `final_dir`, before the directory is committed.
 void validate_staged_dataset(const std::string& staged_dir, const std::string& final_dir);
 // Checks every invariant (shapes vs meta, CSR structure, label and split ranges, no repeated ids
-// in a split). FormatError prefixed with `what`.
+// in a split, link pairs in range, training links in the graph and held-out ones not, negatives
+// beside held-out positives). FormatError prefixed with `what`.
 void validate_dataset(const Dataset& ds, const std::string& what);
 
 }  // namespace dsp

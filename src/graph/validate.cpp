@@ -218,4 +218,61 @@ void check_finite_features(const Array& features, int64_t begin, int64_t end,
               features_file, bad % f, bad / f, std::isnan(x) ? "NaN" : "infinite");
 }
 
+bool csr_has_entry(const Csr& g, int64_t src, int64_t dst) {
+  const int64_t* p = g.rowptr();
+  bool found = false;
+  dispatch_index(g.index_dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* idx = g.indices.data<T>();
+    found = std::binary_search(idx + p[dst], idx + p[dst + 1], static_cast<T>(src));
+  });
+  return found;
+}
+
+void check_link_pairs(const Array& pairs, int64_t num_ids, const Csr* g, LinkRule rule,
+                      bool both_directions, const std::string& pairs_file) {
+  const int64_t* e = pairs.data<int64_t>();
+  const int64_t rows = pairs.dim(0);
+  // Ranges first (every id of every row), then the rule, so a rule never reads out of range.
+  int64_t bad = first_fault(
+      even_bounds(2 * rows, 1 << 18),
+      [&](int64_t b, int64_t end) {
+        for (int64_t i = b; i < end; ++i) {
+          if (e[i] < 0 || e[i] >= num_ids) return i;
+        }
+        return kNone;
+      },
+      [](int64_t, int64_t) {});
+  if (bad != kNone) {
+    DSP_THROW_T(FormatError, "{}: row {} column {} is {}, not a node id in [0, {})", pairs_file,
+                bad / 2, bad % 2, e[bad], num_ids);
+  }
+  if (rule == LinkRule::kAny || g == nullptr) return;
+  const bool want = rule == LinkRule::kInGraph;
+  bad = first_fault(
+      even_bounds(rows, 1 << 14),
+      [&](int64_t b, int64_t end) {
+        for (int64_t r = b; r < end; ++r) {
+          const int64_t u = e[2 * r], v = e[2 * r + 1];
+          bool in = csr_has_entry(*g, u, v);
+          if (!in && both_directions && !want) in = csr_has_entry(*g, v, u);
+          if (in != want) return r;
+        }
+        return kNone;
+      },
+      [](int64_t, int64_t) {});
+  if (bad == kNone) return;
+  const int64_t u = e[2 * bad], v = e[2 * bad + 1];
+  if (want) {
+    DSP_THROW_T(FormatError,
+                "{}: row {}: training edge ({}, {}) is not an edge of the stored graph (row {} "
+                "of indices.npy does not list {})",
+                pairs_file, bad, u, v, v, u);
+  }
+  DSP_THROW_T(FormatError,
+              "{}: row {}: held-out edge ({}, {}) is an edge of the stored graph{}; a split "
+              "overlapping the training graph is refused",
+              pairs_file, bad, u, v, both_directions ? " (in either direction)" : "");
+}
+
 }  // namespace dsp

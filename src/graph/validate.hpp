@@ -11,6 +11,7 @@
 #include <string>
 
 #include "graph/array.hpp"
+#include "graph/csr.hpp"
 
 namespace dsp {
 
@@ -36,5 +37,16 @@ void check_edge_weights(const Array& weights, const Array& indptr, int64_t first
 // no infinity).
 void check_finite_features(const Array& features, int64_t begin, int64_t end,
                            const std::string& features_file);
+
+// Node pairs of a link-prediction file, int64 [M, 2] (src, dst), already checked for shape: every
+// id in [0, num_ids), and by `rule` against the in-neighbour CSR `g` (ignored for kAny): kInGraph,
+// each pair an entry of g (row dst lists src); kNotInGraph, no pair an entry of g, nor its reverse
+// when `both_directions`. FormatError naming the file, the row and the pair.
+enum class LinkRule { kAny, kInGraph, kNotInGraph };
+void check_link_pairs(const Array& pairs, int64_t num_ids, const Csr* g, LinkRule rule,
+                      bool both_directions, const std::string& pairs_file);
+
+// Whether the in-neighbour row `dst` of g lists `src` (binary search of the sorted row).
+bool csr_has_entry(const Csr& g, int64_t src, int64_t dst);
 
 }  // namespace dsp

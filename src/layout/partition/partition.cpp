@@ -199,6 +199,12 @@ uint64_t dataset_checksum(const Dataset& ds) {
     uint64_t sep = a->defined() ? a->nbytes() : ~0ULL;
     h.update(&sep, sizeof(sep));
   }
+  // Link pairs: only those present (their counts are in the meta above), so a dataset without
+  // them keeps the checksum it had before they existed.
+  for (const Array* a : {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg,
+                         &ds.link_test_neg}) {
+    if (a->defined()) h.update(a->raw(), a->nbytes());
+  }
   return h.digest();
 }
 
