@@ -3,10 +3,13 @@
 // host memory here, through the GPU's pinned memory in the CUDA binary): exactly features[ids]
 // for random, empty, all-cold and all-hot id sets; duplicate and out-of-range ids rejected before
 // any communication.
+// EmbeddingTable likewise: gathers of any owner's rows, gradient rows of every rank summed in
+// (rank, position) order, and table values that do not depend on the rank count.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <numeric>
@@ -16,9 +19,11 @@
 #include "core/rng.hpp"
 #include "graph/generate.hpp"
 #include "layout/partition/partition.hpp"
+#include "layout/store/embedding_table.hpp"
 #include "layout/store/feature_store.hpp"
 
 #include "backends.hpp"
+#include "layout/embedding_reference.hpp"
 #include "mpi_test_main.hpp"
 #include "staged_channel.hpp"
 
@@ -224,6 +229,159 @@ INSTANTIATE_TEST_SUITE_P(Backends, Gather, ::testing::ValuesIn(gather_params()),
                            std::replace(n.begin(), n.end(), '+', '_');
                            return n;
                          });
+
+// ---- EmbeddingTable (layout/store/embedding_table.hpp) at 1..4 ranks ----
+// 53 nodes numbered by a fixed permutation (new2old), parts of uneven sizes; each rank's table is
+// built from its range of new2old, as a job builds it from its partition.
+constexpr int64_t kEmbN = 53;
+
+struct EmbeddingRig {
+  std::vector<int64_t> n2o, offsets;
+  EmbeddingOptions o;
+  std::unique_ptr<EmbeddingTable> table;
+};
+
+EmbeddingRig embedding_rig(const std::string& optimizer) {
+  const int P = g_comm->size();
+  EmbeddingRig r;
+  r.n2o.resize(kEmbN);
+  std::iota(r.n2o.begin(), r.n2o.end(), 0);
+  RngStream rs(77, 0);
+  for (int64_t i = kEmbN - 1; i > 0; --i) std::swap(r.n2o[i], r.n2o[rs.uniform_int(i + 1)]);
+  for (int p = 0; p <= P; ++p) r.offsets.push_back(kEmbN * p * p / (P * P));  // uneven parts
+  r.o.dim = 5;
+  r.o.optimizer = optimizer;
+  r.o.lr = 0.03;
+  r.o.seed = 21;
+  const int64_t begin = r.offsets[g_comm->rank()];
+  r.table = std::make_unique<EmbeddingTable>(*g_comm, r.offsets, r.n2o.data() + begin, r.o);
+  return r;
+}
+
+// Rank `rank`'s request of step `k`: n global ids over [0, N) (repeats; other ranks' ids overlap)
+// and uniform gradients in [-1, 1).
+struct EmbeddingRequest {
+  std::vector<int64_t> ids;
+  std::vector<float> grads;
+};
+
+EmbeddingRequest embedding_request(int k, int rank, int64_t n, int64_t dim) {
+  EmbeddingRequest q;
+  RngStream rs(rng_key(9, k, rank), 2);
+  for (int64_t i = 0; i < n; ++i) q.ids.push_back(static_cast<int64_t>(rs.uniform_int(kEmbN)));
+  for (int64_t i = 0; i < n * dim; ++i) q.grads.push_back(2.0f * rs.uniform01f() - 1.0f);
+  return q;
+}
+
+bool same_floats(const float* a, const float* b, int64_t n) {
+  return std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
+}
+
+// Every rank gathers its own ids (repeats, any owner; none on rank 1): the initial rows of their
+// dataset nodes, bitwise; rows of other owners are counted as remote.
+TEST(EmbeddingMpi, GatherReturnsTheRowsOfAnyOwner) {
+  EmbeddingRig r = embedding_rig("adam");
+  const int rank = g_comm->rank();
+  const int64_t n = rank == 1 ? 0 : 40 + 7 * rank;
+  const EmbeddingRequest q = embedding_request(0, rank, n, 0);
+  const std::vector<float> rows = r.table->gather(q.ids);
+  int64_t remote = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::vector<float> want = test::initial_row(r.o, r.n2o[q.ids[i]]);
+    EXPECT_TRUE(same_floats(rows.data() + i * r.o.dim, want.data(), r.o.dim)) << i;
+    remote += r.table->owner(q.ids[i]) != rank;
+  }
+  // Bytes to other ranks: our remote ids out, and the rows of their ids we own back.
+  int64_t served = 0;
+  for (int p = 0; p < g_comm->size(); ++p) {
+    if (p == rank) continue;
+    for (int64_t id : embedding_request(0, p, p == 1 ? 0 : 40 + 7 * p, 0).ids) {
+      served += r.table->owner(id) == rank;
+    }
+  }
+  EXPECT_EQ(r.table->stats().rows_remote, remote);
+  EXPECT_EQ(r.table->stats().bytes_sent, remote * 8 + served * r.o.dim * 4);
+}
+
+// Four steps in which every rank sends gradients for overlapping ids (scale 1 / (rank + 1)):
+// each owner's rows equal the dense reference that sums the contributions in (requester rank,
+// position) order, bitwise, and a gather of every id afterwards returns them.
+void check_gradients_sum_in_rank_order(const std::string& optimizer) {
+  EmbeddingRig r = embedding_rig(optimizer);
+  const int P = g_comm->size(), rank = g_comm->rank();
+  test::ReferenceTable ref(r.o, kEmbN);
+  for (int k = 0; k < 4; ++k) {
+    std::vector<EmbeddingRequest> all;
+    for (int p = 0; p < P; ++p) all.push_back(embedding_request(k, p, 30 + 5 * p, r.o.dim));
+    std::vector<test::Contribution> cs;
+    for (int p = 0; p < P; ++p) {
+      for (size_t i = 0; i < all[p].ids.size(); ++i) {
+        cs.push_back({r.n2o[all[p].ids[i]], all[p].grads.data() + i * r.o.dim, 1.0f / (p + 1)});
+      }
+    }
+    const EmbeddingRequest& mine = all[rank];
+    r.table->apply_gradients(mine.ids.data(), static_cast<int64_t>(mine.ids.size()),
+                             mine.grads.data(), 1.0f / (rank + 1));
+    ref.step(cs);
+  }
+  const EmbeddingTable& t = *r.table;
+  for (int64_t v = t.begin(); v < t.end(); ++v) {
+    EXPECT_TRUE(same_floats(t.rows() + (v - t.begin()) * r.o.dim, ref.row(r.n2o[v]), r.o.dim))
+        << optimizer << " global id " << v;
+  }
+  std::vector<int64_t> every(kEmbN);
+  std::iota(every.begin(), every.end(), 0);
+  const std::vector<float> rows = r.table->gather(every);
+  for (int64_t v = 0; v < kEmbN; ++v) {
+    EXPECT_TRUE(same_floats(rows.data() + v * r.o.dim, ref.row(r.n2o[v]), r.o.dim)) << v;
+  }
+}
+
+TEST(EmbeddingMpi, AdamGradientsSumInRankOrder) { check_gradients_sum_in_rank_order("adam"); }
+TEST(EmbeddingMpi, AdagradGradientsSumInRankOrder) { check_gradients_sum_in_rank_order("adagrad"); }
+
+// One workload in dataset-id space whatever the rank count: step k's 120 contributions, the i-th
+// sent by rank i % P. The table, mapped by dataset id, equals one process summing them in index
+// order: bitwise at P = 1; within 1e-6 at P > 1, where the owners sum in (rank, position) order,
+// another float order.
+TEST(EmbeddingMpi, TableValuesDoNotDependOnTheRankCount) {
+  EmbeddingRig r = embedding_rig("adam");
+  const int P = g_comm->size(), rank = g_comm->rank();
+  const int64_t dim = r.o.dim, M = 120;
+  std::vector<int64_t> o2n(kEmbN);
+  for (int64_t v = 0; v < kEmbN; ++v) o2n[r.n2o[v]] = v;
+  EmbeddingOptions o1 = r.o;
+  test::ReferenceTable ref(o1, kEmbN);
+  for (int k = 0; k < 5; ++k) {
+    const EmbeddingRequest w = embedding_request(100 + k, 0, M, dim);  // ids read as dataset ids
+    std::vector<test::Contribution> cs;
+    std::vector<int64_t> ids;
+    std::vector<float> grads;
+    for (int64_t i = 0; i < M; ++i) {
+      cs.push_back({w.ids[i], w.grads.data() + i * dim, 1.0f / M});
+      if (i % P != rank) continue;
+      ids.push_back(o2n[w.ids[i]]);
+      grads.insert(grads.end(), w.grads.begin() + i * dim, w.grads.begin() + (i + 1) * dim);
+    }
+    r.table->apply_gradients(ids.data(), static_cast<int64_t>(ids.size()), grads.data(), 1.0f / M);
+    ref.step(cs);
+  }
+  std::vector<int64_t> every(kEmbN);
+  std::iota(every.begin(), every.end(), 0);
+  const std::vector<float> rows = r.table->gather(every);
+  float worst = 0;
+  for (int64_t v = 0; v < kEmbN; ++v) {
+    for (int64_t j = 0; j < dim; ++j) {
+      const float got = rows[v * dim + j], want = ref.row(r.n2o[v])[j];
+      if (P == 1) {
+        EXPECT_EQ(got, want) << v << " " << j;
+      }
+      EXPECT_NEAR(got, want, 1e-6f) << v << " " << j;
+      worst = std::max(worst, std::abs(got - want));
+    }
+  }
+  if (rank == 0) RecordProperty("max_abs_difference", fmt::format("{:.3g}", worst));
+}
 
 }  // namespace
 }  // namespace dsp
