@@ -86,8 +86,7 @@ TEST(EmbeddingOptions, ValidateNamesTheOption) {
   EmbeddingOptions o = options("adam");
   EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }), "no error");
   o.dim = 0;
-  EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }),
-            "--embedding-dim must be > 0, got 0");
+  EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }), "--embedding-dim must be > 0, got 0");
   o = options("sgd");
   EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }),
             "--embedding-optimizer must be adam or adagrad, got 'sgd'");
@@ -275,8 +274,8 @@ TEST(EmbeddingTable, LoadRefusesAnotherTableOrADamagedFile) {
   t.apply_gradients(r.ids.data(), 10, r.grads.data(), 1.0f);
   t.save(path);
   const auto refusal = [&](EmbeddingTable& other, const std::string& file) {
-    const std::vector<float> before(other.rows(), other.rows() + (other.end() - other.begin()) *
-                                                                    other.dim());
+    const std::vector<float> before(other.rows(),
+                                    other.rows() + (other.end() - other.begin()) * other.dim());
     const std::string msg = error_of<FormatError>([&] { other.load(file); });
     EXPECT_TRUE(same_bits(before.data(), other.rows(), static_cast<int64_t>(before.size())));
     return msg;
@@ -296,16 +295,16 @@ TEST(EmbeddingTable, LoadRefusesAnotherTableOrADamagedFile) {
   const std::string content = read_file(path);
   // header 112 bytes, then values, m, v (40 x 6 floats each), then 40 step counts
   EXPECT_EQ(content.size(), 112u + 3 * 960 + 320);
-  const std::pair<size_t, std::string> damage[] = {
-      {20, "the header"},
-      {112 + 500, "the rows"},
-      {112 + 960 + 7, "the optimizer state (m)"},
-      {112 + 2 * 960 + 959, "the optimizer state (v)"},
-      {112 + 3 * 960 + 8, "the step counts"}};
+  const std::pair<size_t, std::string> damage[] = {{20, "the header"},
+                                                   {112 + 500, "the rows"},
+                                                   {112 + 960 + 7, "the optimizer state (m)"},
+                                                   {112 + 2 * 960 + 959, "the optimizer state (v)"},
+                                                   {112 + 3 * 960 + 8, "the step counts"}};
   for (const auto& [offset, what] : damage) {
     write_file_atomic(bad, content);
     flip_byte(bad, offset);
-    EXPECT_EQ(refusal(fresh, bad), bad + ": checksum mismatch in " + what + ": the file is damaged");
+    EXPECT_EQ(refusal(fresh, bad),
+              bad + ": checksum mismatch in " + what + ": the file is damaged");
   }
   write_file_atomic(bad, content.substr(0, content.size() - 1));
   EXPECT_EQ(refusal(fresh, bad),

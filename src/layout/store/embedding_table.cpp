@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -72,10 +72,14 @@ struct StepConsts {
 };
 
 StepConsts step_consts(const EmbeddingOptions& o) {
-  return {static_cast<float>(o.lr),          static_cast<float>(o.eps),
-          static_cast<float>(o.beta1),       static_cast<float>(1.0 - o.beta1),
-          static_cast<float>(o.beta2),       static_cast<float>(1.0 - o.beta2),
-          o.beta1,                           o.beta2};
+  return {static_cast<float>(o.lr),
+          static_cast<float>(o.eps),
+          static_cast<float>(o.beta1),
+          static_cast<float>(1.0 - o.beta1),
+          static_cast<float>(o.beta2),
+          static_cast<float>(1.0 - o.beta2),
+          o.beta1,
+          o.beta2};
 }
 
 void adam_step(const StepConsts& c, int64_t dim, int64_t& t, float* x, float* m, float* v,
@@ -200,8 +204,8 @@ void EmbeddingTable::group_by_owner(const int64_t* ids, int64_t n, const char* w
   std::vector<int> own(static_cast<size_t>(n));
   counts.assign(P, 0);
   for (int64_t i = 0; i < n; ++i) {
-    DSP_CHECK_ARG(ids[i] >= 0 && ids[i] < N, "embedding {}: id {} at position {} is outside [0, {})",
-                  what, ids[i], i, N);
+    DSP_CHECK_ARG(ids[i] >= 0 && ids[i] < N,
+                  "embedding {}: id {} at position {} is outside [0, {})", what, ids[i], i, N);
     own[i] = owner(ids[i]);
     ++counts[own[i]];
   }
@@ -215,8 +219,8 @@ void EmbeddingTable::group_by_owner(const int64_t* ids, int64_t n, const char* w
   }
 }
 
-void EmbeddingTable::count_bytes(const std::vector<int64_t>& send,
-                                 const std::vector<int64_t>& recv, int64_t elem) {
+void EmbeddingTable::count_bytes(const std::vector<int64_t>& send, const std::vector<int64_t>& recv,
+                                 int64_t elem) {
   for (int p = 0; p < comm_.size(); ++p) {
     if (p == comm_.rank()) continue;
     stats_.bytes_sent += send[p] * elem;
@@ -240,10 +244,11 @@ void EmbeddingTable::gather(const int64_t* ids, int64_t n, float* out) {
     }
   });
   std::vector<float> rows(static_cast<size_t>(n * dim));
-  comm_.all_to_all_v(reply.data(), times(rc, dim), rows.data(), times(counts, dim),
-                     DType::kFloat32, host_op("embedding gather rows"));
+  comm_.all_to_all_v(reply.data(), times(rc, dim), rows.data(), times(counts, dim), DType::kFloat32,
+                     host_op("embedding gather rows"));
   parallel_for(0, n, 1024, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) std::memcpy(out + i * dim, rows.data() + pos[i] * dim, row_bytes);
+    for (int64_t i = b; i < e; ++i)
+      std::memcpy(out + i * dim, rows.data() + pos[i] * dim, row_bytes);
   });
   ++stats_.gather_calls;
   stats_.rows_requested += n;
@@ -391,8 +396,10 @@ void EmbeddingTable::check_header(const std::string& path, const MappedFile& fil
                    path, begin_, end_);
   size_t need = sizeof(h);
   for (const Section& s : sections()) need += s.bytes;
-  DSP_CHECK_FORMAT(file.size() == need, "{}: {} bytes where the header implies {}: the file is "
-                   "damaged", path, file.size(), need);
+  DSP_CHECK_FORMAT(file.size() == need,
+                   "{}: {} bytes where the header implies {}: the file is "
+                   "damaged",
+                   path, file.size(), need);
   const unsigned char* p = file.data() + sizeof(h);
   const std::vector<Section> secs = sections();
   for (size_t i = 0; i < secs.size(); ++i) {
