@@ -218,6 +218,15 @@ TEST(EmbeddingTable, EmptyCallsChangeNothing) {
   t.gather(nullptr, 0, nullptr);
   EXPECT_TRUE(same_bits(before.data(), t.rows(), kN * 6));
   EXPECT_EQ(t.stats().rows_updated, 0);
+  // A rank that owns no rows (an empty part) saves and loads its empty file.
+  const std::string dir = testing::temp_dir("embedding_empty");
+  std::filesystem::create_directories(dir);
+  EmbeddingTable none(*comm, {0, 0}, nullptr, options("adam"));
+  none.save(dir + "/t");
+  EXPECT_EQ(file_size(dir + "/t"), 112u);
+  none.load(dir + "/t");
+  EXPECT_EQ(none.end() - none.begin(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 // Two steps, save, load into a fresh table (of another seed: its own rows are overwritten), and

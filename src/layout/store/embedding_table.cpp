@@ -41,7 +41,8 @@ static_assert(sizeof(FileHeader) == 112, "FileHeader has no padding");
 
 uint64_t digest(const void* data, size_t bytes) {
   Hasher h;
-  h.update(data, bytes);
+  static const char kNone = 0;  // an empty section's data() may be null: no null to memcpy
+  h.update(bytes ? data : &kNone, bytes);
   return h.digest();
 }
 
@@ -356,7 +357,8 @@ void EmbeddingTable::save(const std::string& path) const {
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   DSP_CHECK_T(IoError, f != nullptr, "{}: cannot open for writing: {}", tmp, std::strerror(errno));
   bool ok = std::fwrite(&h, sizeof(h), 1, f) == 1;
-  for (const Section& s : secs) ok = ok && std::fwrite(s.data, 1, s.bytes, f) == s.bytes;
+  for (const Section& s : secs)
+    ok = ok && (!s.bytes || std::fwrite(s.data, 1, s.bytes, f) == s.bytes);
   ok = std::fflush(f) == 0 && ok;
   int err = errno;
   if (std::fclose(f) != 0 && ok) {
