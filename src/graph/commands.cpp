@@ -8,6 +8,7 @@
 #include "core/lists.hpp"
 #include "core/memory.hpp"
 #include "core/timer.hpp"
+#include "graph/link.hpp"
 
 namespace dsp {
 namespace {
@@ -59,6 +60,17 @@ OptionTable<Conv> all_convert_options() {
                   "out of core: cap on the sort buffer, e.g. 256M (default: what the budget "
                   "leaves)",
                   DSP_CONV(sort_buffer)),
+      value<Conv>("--link-split", "link_split",
+                  "edgelist: TRAIN,VALID,TEST fractions of the distinct edges for link prediction, "
+                  "e.g. 0.85,0.05,0.10: the stored graph keeps the training edges, the others "
+                  "become link_valid/link_test with fixed negatives (in memory only)",
+                  DSP_CONV(link_split)),
+      value<Conv>("--link-negatives", "link_negatives",
+                  "with --link-split: negative pairs per held-out split (default: the larger of "
+                  "the valid and test edge counts)",
+                  DSP_CONV(link_negatives)),
+      value<Conv>("--seed", "seed", "with --link-split: seed of the split and the negatives",
+                  DSP_CONV(seed)),
   };
 }
 
@@ -68,6 +80,14 @@ OutOfCoreImportOptions out_of_core_options(const ConvertCommand& a, uint64_t bud
   w.sort_buffer_bytes = a.sort_buffer.empty() ? 0 : parse_bytes("--sort-buffer", a.sort_buffer);
   w.overwrite = a.overwrite;
   return w;
+}
+
+LinkSplitOptions link_split_options(const ConvertCommand& a) {
+  LinkSplitOptions ls = parse_link_split(a.link_split);
+  ls.negatives = a.link_negatives;
+  ls.seed = a.seed;
+  check_link_split(ls);
+  return ls;
 }
 
 // Converts in memory, or out of core when the in-memory estimate exceeds what the budget leaves
@@ -80,6 +100,10 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
                 "output {} is the input {} or contains it: writing there would destroy the input; "
                 "choose another output",
                 a.output, a.input);
+  DSP_CHECK_ARG(a.from == "edgelist" || a.link_split.empty(),
+                "--link-split applies to --from edgelist only");
+  DSP_CHECK_ARG(!a.link_split.empty() || (a.link_negatives == 0 && a.seed == 0),
+                "--link-negatives and --seed apply with --link-split only");
   if (a.from == "ogb") {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
     OgbImportOptions o;
@@ -101,14 +125,21 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     o.num_nodes = a.num_nodes;
     o.undirected = a.undirected;
     o.remove_self_loops = a.no_self_loops;
+    std::optional<LinkSplitOptions> link;
+    if (!a.link_split.empty()) link = link_split_options(a);
     if (a.out_of_core ||
         estimate_edge_list_memory(sample_edge_list(a.input), o) > memory_left(budget)) {
+      DSP_CHECK_ARG(a.link_split.empty(),
+                    "--link-split needs the in-memory conversion (the edges are split in memory); "
+                    "drop --out-of-core{}",
+                    a.out_of_core ? "" : " or raise --memory-budget");
       check_memory("dsp convert (out of core)", edge_list_out_of_core_bytes(), budget,
                    "raise --memory-budget");
       return import_edge_list_to_dir(a.input, o, a.name, a.output, out_of_core_options(a, budget),
                                      &st);
     }
     ds = import_edge_list(a.input, o, a.name, &st);
+    if (link) split_links(ds, *link);
   } else {
     DSP_THROW_T(InvalidArgument, "--from must be 'ogb' or 'edgelist', got '{}'", a.from);
   }

@@ -24,6 +24,11 @@ struct ConvertCommand {
   bool undirected = false, directed = false, overwrite = false, no_self_loops = false,
        no_split = false, out_of_core = false;
   int64_t num_nodes = -1;
+  // edgelist: "train,valid,test" fractions of a link-prediction split (empty: none); negatives
+  // per held-out split (0: the larger positive count); the seed of the split and negatives.
+  std::string link_split;
+  int64_t link_negatives = 0;
+  uint64_t seed = 0;
 };
 
 const OptionTable<ConvertCommand>& convert_options();

@@ -2,15 +2,20 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "error_of.hpp"
+#include "graph/commands.hpp"
 #include "graph/dataset.hpp"
 #include "graph/io_test_util.hpp"
+#include "graph/link.hpp"
 #include "graph/npy.hpp"
+#include "graph/validate.hpp"
 
 namespace dsp {
 namespace {
@@ -138,6 +143,161 @@ TEST(LinkData, LoadChecksCountsAgainstTheFiles) {
   EXPECT_EQ(error_of<FormatError>([&] { load_dataset(dir); }),
             dir + "/link_test.npy: row 1: held-out edge (2, 1) is an edge of the stored graph (in "
                   "either direction); a split overlapping the training graph is refused");
+}
+
+using Pair = std::pair<int64_t, int64_t>;
+
+std::vector<Pair> rows_of(const Array& a) {
+  std::vector<Pair> out;
+  if (!a.defined()) return out;
+  const int64_t* p = a.data<int64_t>();
+  for (int64_t r = 0; r < a.dim(0); ++r) out.emplace_back(p[2 * r], p[2 * r + 1]);
+  return out;
+}
+
+// 40 nodes: a ring, chords, a repeated edge and a self loop, as text.
+std::string ring_edge_list(std::set<Pair>* undirected_pairs) {
+  std::string text = "# ring with chords\n";
+  auto add = [&](int64_t u, int64_t v) {
+    text += std::to_string(u) + " " + std::to_string(v) + "\n";
+    if (undirected_pairs && u != v) undirected_pairs->insert({std::min(u, v), std::max(u, v)});
+  };
+  for (int64_t i = 0; i < 40; ++i) {
+    add(i, (i + 1) % 40);
+    add(i, (i * 7 + 3) % 40);
+  }
+  add(5, 6);  // a repeat
+  add(9, 9);  // a self loop: always a training edge
+  return text;
+}
+
+ConvertCommand edge_list_command(const std::string& in, const std::string& out) {
+  ConvertCommand c;
+  c.from = "edgelist";
+  c.input = in;
+  c.output = out;
+  c.undirected = true;
+  c.link_split = "0.8,0.1,0.1";
+  c.seed = 7;
+  return c;
+}
+
+TEST(LinkSplit, EdgeListHoldsOutEdgesFromTheStoredGraph) {
+  TempDir tmp("link_el");
+  std::set<Pair> all;
+  iotest::write_text(tmp / "g.txt", ring_edge_list(&all));
+  run_convert(edge_list_command(tmp / "g.txt", tmp / "ds"));
+  const Dataset ds = load_dataset(tmp / "ds");
+  const auto e = static_cast<int64_t>(all.size());
+  const std::vector<Pair> train = rows_of(ds.link_train), valid = rows_of(ds.link_valid),
+                          test = rows_of(ds.link_test);
+  // Sizes: round(0.8 E) training edges plus the self loop, round(0.1 E) each held out.
+  EXPECT_EQ(static_cast<int64_t>(train.size()), std::llround(0.8 * e) + 1);
+  EXPECT_EQ(static_cast<int64_t>(valid.size()), std::llround(0.1 * e));
+  EXPECT_EQ(static_cast<int64_t>(test.size()), e - std::llround(0.8 * e) - std::llround(0.1 * e));
+  // Together the distinct input edges, once each; the stored graph is exactly the training edges.
+  std::set<Pair> seen;
+  for (const auto* split : {&train, &valid, &test}) {
+    for (const Pair& p : *split) {
+      EXPECT_TRUE(seen.insert(p).second) << p.first << " " << p.second;
+      EXPECT_LE(p.first, p.second);
+    }
+  }
+  std::set<Pair> expect = all;
+  expect.insert({9, 9});
+  EXPECT_EQ(seen, expect);
+  for (const Pair& p : train) {
+    EXPECT_TRUE(csr_has_entry(ds.graph, p.first, p.second));
+    EXPECT_TRUE(csr_has_entry(ds.graph, p.second, p.first));
+  }
+  for (const auto* split : {&valid, &test}) {
+    for (const Pair& p : *split) {
+      EXPECT_FALSE(csr_has_entry(ds.graph, p.first, p.second));
+      EXPECT_FALSE(csr_has_entry(ds.graph, p.second, p.first));
+    }
+  }
+  EXPECT_EQ(ds.graph.num_edges(), 2 * (static_cast<int64_t>(train.size()) - 1) + 1);
+  // Negatives: as many as the larger split, distinct, u < v, never an input edge.
+  for (const Array* neg : {&ds.link_valid_neg, &ds.link_test_neg}) {
+    const std::vector<Pair> ns = rows_of(*neg);
+    EXPECT_EQ(ns.size(), std::max(valid.size(), test.size()));
+    EXPECT_EQ(std::set<Pair>(ns.begin(), ns.end()).size(), ns.size());
+    for (const Pair& p : ns) {
+      EXPECT_LT(p.first, p.second);
+      EXPECT_EQ(all.count(p), 0u) << p.first << " " << p.second;
+    }
+  }
+  EXPECT_EQ(ds.meta.extra["link_split"]["candidate_edges"], e);
+}
+
+TEST(LinkSplit, SameSeedSameBytesOtherSeedOtherSplit) {
+  TempDir tmp("link_det");
+  iotest::write_text(tmp / "g.txt", ring_edge_list(nullptr));
+  ConvertCommand c = edge_list_command(tmp / "g.txt", tmp / "a");
+  c.link_negatives = 25;
+  run_convert(c);
+  c.output = tmp / "b";
+  run_convert(c);
+  c.output = tmp / "c";
+  c.seed = 8;
+  run_convert(c);
+  for (const char* f : {"indptr.npy", "indices.npy", "link_train.npy", "link_valid.npy",
+                        "link_test.npy", "link_valid_neg.npy", "link_test_neg.npy"}) {
+    EXPECT_EQ(iotest::slurp(tmp / ("a/" + std::string(f))),
+              iotest::slurp(tmp / ("b/" + std::string(f))))
+        << f;
+  }
+  EXPECT_NE(iotest::slurp(tmp / "a/link_test.npy"), iotest::slurp(tmp / "c/link_test.npy"));
+  EXPECT_EQ(load_dataset(tmp / "a").meta.num_link_test_neg, 25);
+}
+
+TEST(LinkSplit, DirectedEdgeListSplitsDirectedEdges) {
+  TempDir tmp("link_dir");
+  iotest::write_text(tmp / "g.txt", "0 1\n1 0\n1 2\n2 3\n3 0\n0 2\n");
+  ConvertCommand c = edge_list_command(tmp / "g.txt", tmp / "ds");
+  c.undirected = false;
+  c.link_split = "0.5,0.5,0";
+  run_convert(c);
+  const Dataset ds = load_dataset(tmp / "ds");
+  EXPECT_EQ(ds.meta.num_link_train, 3);
+  EXPECT_EQ(ds.meta.num_link_valid, 3);
+  EXPECT_EQ(ds.meta.num_link_test, 0);
+  EXPECT_FALSE(ds.link_test_neg.defined());
+  EXPECT_EQ(ds.graph.num_edges(), 3);
+}
+
+TEST(LinkSplit, RefusalsNameTheOption) {
+  TempDir tmp("link_bad");
+  iotest::write_text(tmp / "g.txt", ring_edge_list(nullptr));
+  auto refusal = [&](const std::function<void(ConvertCommand&)>& edit) {
+    ConvertCommand c = edge_list_command(tmp / "g.txt", tmp / "ds");
+    edit(c);
+    return error_of<InvalidArgument>([&] { run_convert(c); });
+  };
+  EXPECT_EQ(refusal([](ConvertCommand& c) { c.out_of_core = true; }),
+            "--link-split needs the in-memory conversion (the edges are split in memory); drop "
+            "--out-of-core");
+  EXPECT_EQ(refusal([](ConvertCommand& c) { c.link_split = "0.8,0.1"; }),
+            "--link-split: expected three fractions (train,valid,test) such as 0.85,0.05,0.10, "
+            "got '0.8,0.1'");
+  EXPECT_EQ(refusal([](ConvertCommand& c) { c.link_split = "0.8,x,0.1"; }),
+            "--link-split: expected three fractions such as 0.85,0.05,0.10, got '0.8,x,0.1'");
+  EXPECT_EQ(refusal([](ConvertCommand& c) { c.link_split = "0.8,0.2,0.1"; }),
+            "--link-split: train + valid + test fractions (0.8 + 0.2 + 0.1) exceed 1");
+  EXPECT_EQ(refusal([](ConvertCommand& c) { c.link_split = "0,0.5,0.5"; }),
+            "--link-split: the train fraction must be > 0 (the stored graph is made of the "
+            "training edges)");
+  EXPECT_EQ(refusal([](ConvertCommand& c) { c.link_split = "0.8,-0.1,0.1"; }),
+            "--link-split: the valid fraction -0.1 is outside [0, 1]");
+  EXPECT_EQ(refusal([](ConvertCommand& c) {
+              c.link_split.clear();
+              c.link_negatives = 3;
+            }),
+            "--link-negatives and --seed apply with --link-split only");
+  EXPECT_EQ(refusal([](ConvertCommand& c) { c.link_negatives = 100000; }),
+            "--link-negatives: found only 708 of 100000 negative pairs for link_valid in "
+            "10001000 draws (too few node pairs are not edges); lower --link-negatives");
+  EXPECT_FALSE(path_exists(tmp / "ds"));
 }
 
 }  // namespace
