@@ -84,6 +84,15 @@ struct LayerPicks {
   int64_t total = 0;
 };
 
+// The row entries the tasks of one sample call leave out (link prediction's edge exclusion:
+// CollectiveSampler::ExcludedEdges), in the backend's memory: task i samples its row without the
+// entries at positions[offsets[i], offsets[i + 1]) (sorted, distinct, within the row) by
+// csp::uniform_excluding, so a task with none gives exactly its plain picks. Uniform sampling only.
+struct TaskExclusions {
+  const int64_t* offsets = nullptr;    // [n + 1]
+  const int64_t* positions = nullptr;  // [offsets[n]]
+};
+
 // The local steps of a CSP layer. Pointers are the backend's memory unless a parameter says
 // host; every call has completed when it returns (its outputs may go straight to a communicator).
 class SamplerBackend {
@@ -109,9 +118,11 @@ class SamplerBackend {
   // Samples tasks[0, n) (every id owned by this rank; no fanout above max_fanout) under `key`
   // with csp::sample_positions: counts[i] picks for task i (room for n); the picks, compacted in
   // task order, each task's sorted by row position (so by id), into nbrs (and weights, biased
-  // only; null otherwise). Returns the number of picks.
+  // only; null otherwise). `ex`, when not null (never with biased sampling), leaves each task's
+  // excluded entries out of its row. Returns the number of picks.
   virtual int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key,
-                         int32_t* counts, BackendBuffer& nbrs, BackendBuffer* weights) = 0;
+                         int32_t* counts, BackendBuffer& nbrs, BackendBuffer* weights,
+                         const TaskExclusions* ex) = 0;
   // sums[p] = counts[off[p]] + ... + counts[off[p + 1] - 1] for every p (off and sums: host).
   virtual std::vector<int64_t> segment_sums(const int32_t* counts,
                                             const std::vector<int64_t>& off) = 0;

@@ -52,7 +52,7 @@ class CpuSamplerBackend final : public SamplerBackend {
              const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
              std::vector<int64_t>& counts) override;
   int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key, int32_t* counts,
-                 BackendBuffer& nbrs, BackendBuffer* weights) override;
+                 BackendBuffer& nbrs, BackendBuffer* weights, const TaskExclusions* ex) override;
   std::vector<int64_t> segment_sums(const int32_t* counts,
                                     const std::vector<int64_t>& off) override;
   void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
@@ -81,6 +81,10 @@ class CpuSamplerBackend final : public SamplerBackend {
   bool biased_, replace_, turbo_;
   int64_t grain_;
   const csp::SnakeSplit* split_ = nullptr;  // set while sample_split runs
+  // Set while sample runs: the call's exclusions (or null), and the original index of the task
+  // at each position of the tasks sampled (null: the same position; the turbo split's order).
+  const TaskExclusions* ex_ = nullptr;
+  const int64_t* ex_order_ = nullptr;
   csp::SnakeSplit snake_;
   std::vector<int64_t> split_keys_, split_tasks_, split_slot_;
   std::vector<int32_t> split_cnt_;
@@ -105,6 +109,9 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
   const double* cum = topo_.cum;
   const bool biased = biased_, replace = replace_;
   const int64_t base = topo_.row_base;
+  const int64_t* ex_off = ex_ ? ex_->offsets : nullptr;
+  const int64_t* ex_pos = ex_ ? ex_->positions : nullptr;
+  const int64_t* ex_order = ex_order_;
   for_split(n, [&](int64_t b, int64_t e) {
     // Three-stage software pipeline over the latency chain task -> indptr -> row entries, so many
     // misses are in flight at once: the indptr entry of task i+kFar is prefetched; task i+kNear
@@ -117,8 +124,15 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
       const int64_t p0 = ip[lv], deg = ip[lv + 1] - p0;
       RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
       int64_t* o = out + slot[i];
-      int c = csp::sample_positions(deg, task_fanout(tasks[i]), biased, replace,
-                                    biased ? cum + p0 : nullptr, s, o);
+      int c;
+      if (ex_off) {
+        const int64_t t = ex_order ? ex_order[i] : i;
+        c = csp::uniform_excluding(deg, task_fanout(tasks[i]), replace, ex_pos + ex_off[t],
+                                   ex_off[t + 1] - ex_off[t], s, o);
+      } else {
+        c = csp::sample_positions(deg, task_fanout(tasks[i]), biased, replace,
+                                  biased ? cum + p0 : nullptr, s, o);
+      }
       for (int j = 0; j < c; ++j) __builtin_prefetch(idx + p0 + o[j]);
       cnt[i] = c;
     };
@@ -194,8 +208,10 @@ bool CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key, 
     }
   });
   split_ = &snake_;
+  ex_order_ = order;
   run(split_tasks_.data(), split_slot_.data(), split_cnt_.data());
   split_ = nullptr;
+  ex_order_ = nullptr;
   parallel_for(0, n, grain_, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) cnt[order[j]] = split_cnt_[j];
   });
@@ -206,14 +222,17 @@ bool CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key, 
 // wrote them compacted); the buffers and slot_ keep their capacity across layers and batches (no
 // page faults on the hot path).
 int64_t CpuSamplerBackend::sample(const int64_t* t, int64_t n, int /*max_fanout*/, uint64_t key,
-                                  int32_t* cnt, BackendBuffer& nbrs, BackendBuffer* weights) {
+                                  int32_t* cnt, BackendBuffer& nbrs, BackendBuffer* weights,
+                                  const TaskExclusions* ex) {
   slot_.resize(n + 1);
   int64_t* slot = slot_.data();
   slot[0] = 0;
   for (int64_t i = 0; i < n; ++i) slot[i + 1] = slot[i] + task_fanout(t[i]);
   int64_t* res = nbrs.reserve_n<int64_t>(slot[n]);
   float* resw = biased_ ? weights->reserve_n<float>(slot[n]) : nullptr;
+  ex_ = ex;
   const bool compacted = sample_split(t, n, key, slot, cnt, res, resw);
+  ex_ = nullptr;
   int64_t o = 0;
   for (int64_t i = 0; i < n && compacted; ++i) o += cnt[i];
   for (int64_t i = 0; i < n && !compacted; ++i) {

@@ -12,7 +12,8 @@
 // writes ids at its slot; counts are scanned into offsets and the picks compacted (one thread per
 // task). With SampleKernel::kTurbo the draws run as TurboSampleTask (csp/degree_schedule.hpp): the
 // same draws per task, tasks degree-sorted and dealt to warps and blocks in snake order,
-// high-degree tasks' positions in shared memory.
+// high-degree tasks' positions in shared memory. Tasks with excluded entries (TaskExclusions)
+// draw by csp::uniform_excluding in the same per-task function, under either schedule.
 // segment_sums: counts widened and scanned, the scan read at the segment bounds.
 // unpermute: per-node counts scattered through the permutation and scanned into offsets; one
 // thread per grouped position moves its picks.
@@ -69,6 +70,8 @@ struct SampleTask {
   int32_t* cnt;
   int64_t* out;  // positions first, converted to ids in place
   float* outw;
+  const int64_t* ex_off;  // TaskExclusions (uniform only), or null: none
+  const int64_t* ex_pos;
   DSP_HOST_DEVICE void operator()(int64_t i) const { run(i, nullptr, 0); }
   // Task i; its positions go to `shared` (a thread's slot of `slot_cap` positions) when
   // csp::uses_shared_slot says so, else to its output slot, converted to ids in place.
@@ -79,8 +82,10 @@ struct SampleTask {
     RngStream s(key, static_cast<uint64_t>(v), csp::kPurposeNodeWise);
     int64_t* o = out + slot[i];
     int64_t* pos = shared && csp::uses_shared_slot(deg, k, slot_cap) ? shared : o;
-    const int c = csp::sample_positions(deg, k, weighted, replace, weighted ? cum + p0 : nullptr,
-                                        s, pos);
+    const int c = ex_off ? csp::uniform_excluding(deg, k, replace, ex_pos + ex_off[i],
+                                                  ex_off[i + 1] - ex_off[i], s, pos)
+                         : csp::sample_positions(deg, k, weighted, replace,
+                                                 weighted ? cum + p0 : nullptr, s, pos);
     const int64_t loc = row_loc ? row_loc[v - row_base] : -1;
     const Id* row = loc >= 0 ? hot_indices + loc : indices + p0;
     for (int j = 0; j < c; ++j) {
@@ -330,7 +335,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
 
   int64_t sample(const int64_t* t, int64_t n, int max_fanout, uint64_t key, int32_t* cnt,
-                 BackendBuffer& nbrs, BackendBuffer* weights) override {
+                 BackendBuffer& nbrs, BackendBuffer* weights, const TaskExclusions* ex) override {
     if (n == 0) return 0;
     auto* fan = reserve<int64_t>(wide_, n);
     ex_.for_each(n, kernels::TaskFanout{t, fan});
@@ -339,9 +344,9 @@ class KernelSamplerBackend final : public SamplerBackend {
     auto* res = reserve<int64_t>(out_, total);
     float* resw = biased_ ? reserve<float>(outw_, total) : nullptr;
     if (topo_.idx32) {
-      launch(n, max_fanout, t, task_op<int32_t>(t, key, slot, cnt, res, resw));
+      launch(n, max_fanout, t, task_op<int32_t>(t, key, slot, cnt, res, resw, ex));
     } else {
-      launch(n, max_fanout, t, task_op<int64_t>(t, key, slot, cnt, res, resw));
+      launch(n, max_fanout, t, task_op<int64_t>(t, key, slot, cnt, res, resw, ex));
     }
     // compaction: offsets = prefix of the counts, picks moved to their offsets
     ex_.for_each(n, kernels::WidenCounts{cnt, fan});
@@ -563,7 +568,8 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
   template <class Id>
   kernels::SampleTask<Id> task_op(const int64_t* t, uint64_t key, const int64_t* slot,
-                                  int32_t* cnt, int64_t* res, float* resw) const {
+                                  int32_t* cnt, int64_t* res, float* resw,
+                                  const TaskExclusions* ex) const {
     return {t,
             key,
             static_cast<const int64_t*>(indptr_.data()),
@@ -578,7 +584,9 @@ class KernelSamplerBackend final : public SamplerBackend {
             slot,
             cnt,
             res,
-            resw};
+            resw,
+            ex ? ex->offsets : nullptr,
+            ex ? ex->positions : nullptr};
   }
 
   Exec ex_;

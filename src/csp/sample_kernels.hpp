@@ -418,6 +418,32 @@ DSP_HOST_DEVICE inline int sample_positions(int64_t deg, int k, bool weighted, b
   return replace ? uniform_with(deg, k, s, pos) : uniform_without(deg, k, s, pos);
 }
 
+// Positions pos[0, n) (non-decreasing) of a row with the entries at ex[0, nx) (sorted, distinct)
+// left out, mapped in place to positions of the whole row: p becomes the p-th entry not left out.
+// One merge-like walk (pos and ex both sorted).
+DSP_HOST_DEVICE DSP_FORCEINLINE void skip_excluded(const int64_t* ex, int64_t nx, int64_t* pos,
+                                                   int n) {
+  int64_t j = 0;  // excluded entries before the current mapped position
+  for (int i = 0; i < n; ++i) {
+    while (j < nx && ex[j] <= pos[i] + j) ++j;
+    pos[i] += j;
+  }
+}
+
+// The uniform node-wise step of a task whose row of `deg` entries has the entries at ex[0, nx)
+// (sorted, distinct, in [0, deg)) left out (link prediction's edge exclusion): k positions drawn
+// over the deg - nx remaining ones exactly as sample_positions draws over a row of that length
+// (all of them when deg - nx <= k), then mapped past the excluded entries. With nx == 0 it is
+// sample_positions(deg, k, false, replace, ...) itself. Writes at most k sorted positions.
+DSP_HOST_DEVICE inline int uniform_excluding(int64_t deg, int k, bool replace, const int64_t* ex,
+                                             int64_t nx, const RngStream& s, int64_t* pos) {
+  const int64_t m = deg - nx;
+  if (k <= 0 || m <= 0) return 0;
+  const int c = replace ? uniform_with(m, k, s, pos) : uniform_without(m, k, s, pos);
+  skip_excluded(ex, nx, pos, c);
+  return c;
+}
+
 // ---- relabelling: an open-addressing (linear probing) table of 64-bit slots ----
 // A slot holds (key + 1) << 32 | value, 0 = empty, so keys (global ids) must be < 2^32 - 1 and
 // values < 2^32. Capacity is a power of two; the table is sized to the batch, so it stays in cache.

@@ -82,6 +82,7 @@ nlohmann::json SamplerStats::to_json() const {
           {"sampled_edges", sampled_edges},
           {"tasks_local", tasks_local},
           {"tasks_remote", tasks_remote},
+          {"excluded_entries", excluded_entries},
           {"t_shuffle", t_shuffle},
           {"t_sample", t_sample},
           {"t_reshuffle", t_reshuffle},
@@ -259,12 +260,19 @@ void CollectiveSampler::reset_stats() {
 }
 
 void CollectiveSampler::check_collective(bool ok, const std::string& msg) {
-  int64_t bad = ok ? 0 : 1;
+  check_collective_any(ok, msg, false);
+}
+
+// One all_reduce (max) of 2 * bad + any: bad anywhere makes it at least 2, else it is 1 when
+// any rank set `any`.
+bool CollectiveSampler::check_collective_any(bool ok, const std::string& msg, bool any) {
+  int64_t v = (ok ? 0 : 2) + (any ? 1 : 0);
   OpOptions o;
   o.host_buffers = true;
-  if (size_ > 1) comm_.all_reduce(&bad, 1, DType::kInt64, ReduceOp::kMax, o);
+  if (size_ > 1) comm_.all_reduce(&v, 1, DType::kInt64, ReduceOp::kMax, o);
   if (!ok) DSP_THROW_T(InvalidArgument, "{}", msg);
-  if (bad) DSP_THROW_T(InvalidArgument, "sampler: another rank passed invalid input");
+  if (v >= 2) DSP_THROW_T(InvalidArgument, "sampler: another rank passed invalid input");
+  return v == 1;
 }
 
 uint64_t CollectiveSampler::remote_bytes_sent() const {
@@ -374,7 +382,8 @@ int64_t sum(const std::vector<int64_t>& v) {
 CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
   for (auto* b :
        {&tasks, &perm, &served, &counts, &nbrs, &weights, &answer_counts, &answer_nbrs,
-        &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier, &next}) {
+        &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier, &next,
+        &ex_offsets, &ex_positions}) {
     *b = be.make_buffer();
   }
 }
@@ -407,6 +416,127 @@ void CollectiveSampler::shuffle() {
   served_off_ = prefix(served_count_);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Edge exclusion (sample with ExcludedEdges): the pairs go to the owners of their dst once per
+// batch; each layer, an owner turns the pairs of each requester into its served tasks' excluded
+// row positions, which the backend's sample leaves out.
+
+std::string CollectiveSampler::exclusion_error(const ExcludedEdges& ex) const {
+  if (ex.dst.empty() && ex.src.empty()) return "";
+  if (opts_.biased || opts_.scheme != SampleScheme::kNodeWise || opts_.mode != SampleMode::kCsp) {
+    return "sampler: edge exclusion supports node-wise uniform sampling in CSP mode; biased, "
+           "layer-wise and pull sampling are not supported";
+  }
+  if (ex.dst.size() != ex.src.size()) {
+    return fmt::format("sampler: excluded edges: {} dst ids and {} src ids (one of each per edge)",
+                       ex.dst.size(), ex.src.size());
+  }
+  const int64_t n = part_.meta.num_nodes;
+  for (size_t i = 0; i < ex.dst.size(); ++i) {
+    if (ex.dst[i] < 0 || ex.dst[i] >= n || ex.src[i] < 0 || ex.src[i] >= n) {
+      return fmt::format("sampler: excluded edge {} -> {} is not between node ids (graph has {} "
+                         "nodes)",
+                         ex.src[i], ex.dst[i], n);
+    }
+  }
+  return "";
+}
+
+void CollectiveSampler::share_exclusions(const ExcludedEdges* ex) {
+  const int64_t m = ex ? static_cast<int64_t>(ex->dst.size()) : 0;
+  std::vector<int64_t> sc(size_, 0), owner(m);
+  for (int64_t i = 0; i < m; ++i) {
+    owner[i] = size_ == 1 ? 0 : csp::owner_of(offsets_.data(), size_, ex->dst[i]);
+    sc[owner[i]] += 2;
+  }
+  std::vector<int64_t> at = prefix(sc), send(2 * m);
+  for (int64_t i = 0; i < m; ++i) {
+    send[at[owner[i]]++] = ex->dst[i];
+    send[at[owner[i]]++] = ex->src[i];
+  }
+  std::vector<int64_t> rc = sc, recv;
+  if (size_ == 1) {
+    recv = std::move(send);
+  } else {
+    OpOptions o;
+    o.label = "csp.exclude.counts";
+    o.host_buffers = true;
+    rc = comm_.exchange_counts(sc, o);
+    recv = a2a(comm_, send, sc, rc, "csp.exclude");
+  }
+  const std::vector<int64_t> ro = prefix(rc);
+  ex_dst_.clear();
+  ex_src_.clear();
+  ex_off_.assign(size_ + 1, 0);
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int q = 0; q < size_; ++q) {
+    pairs.clear();
+    for (int64_t j = ro[q]; j < ro[q + 1]; j += 2) pairs.emplace_back(recv[j], recv[j + 1]);
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    for (const auto& [d, u] : pairs) {
+      ex_dst_.push_back(d);
+      ex_src_.push_back(u);
+    }
+    ex_off_[q + 1] = static_cast<int64_t>(ex_dst_.size());
+  }
+}
+
+namespace {
+// The positions in `row` (deg entries, ascending ids) of the entries equal to one of src[0, ns)
+// (ascending, distinct), appended to out in ascending order.
+template <class Id>
+void append_positions(const Id* row, int64_t deg, const int64_t* src, int64_t ns,
+                      std::vector<int64_t>& out) {
+  const Id* from = row;
+  for (int64_t j = 0; j < ns && from < row + deg; ++j) {
+    const auto r = std::equal_range(from, row + deg, src[j]);
+    for (const Id* p = r.first; p < r.second; ++p) out.push_back(p - row);
+    from = r.second;
+  }
+}
+}  // namespace
+
+const TaskExclusions* CollectiveSampler::served_exclusions(int64_t n) {
+  if (ex_off_.empty() || ex_off_[size_] == 0 || n == 0) return nullptr;
+  const int64_t* tasks = host_view(*backend_, *buf_->served, n, ex_host_tasks_);
+  const Csr& g = part_.patch;
+  const int64_t* ip = g.rowptr();
+  const bool i32 = g.num_edges() > 0 && g.index_dtype() == DType::kInt32;
+  ex_task_off_.assign(n + 1, 0);
+  ex_task_pos_.clear();
+  for (int q = 0; q < size_; ++q) {
+    const int64_t* d0 = ex_dst_.data() + ex_off_[q];
+    const int64_t* d1 = ex_dst_.data() + ex_off_[q + 1];
+    for (int64_t i = served_off_[q]; i < served_off_[q + 1]; ++i) {
+      const int64_t v = task_id(tasks[i]);
+      const auto r = std::equal_range(d0, d1, v);
+      const int64_t lv = v - begin_, deg = ip[lv + 1] - ip[lv];
+      if (r.first != r.second && deg > 0) {
+        const int64_t* src = ex_src_.data() + (r.first - ex_dst_.data());
+        if (i32) {
+          append_positions(g.indices.data<int32_t>() + ip[lv], deg, src, r.second - r.first,
+                           ex_task_pos_);
+        } else {
+          append_positions(g.indices.data<int64_t>() + ip[lv], deg, src, r.second - r.first,
+                           ex_task_pos_);
+        }
+      }
+      ex_task_off_[i + 1] = static_cast<int64_t>(ex_task_pos_.size());
+    }
+  }
+  if (ex_task_pos_.empty()) return nullptr;
+  stats_.excluded_entries += static_cast<int64_t>(ex_task_pos_.size());
+  if (backend_->memory() == MemorySpace::kHost) {
+    ex_tasks_ = {ex_task_off_.data(), ex_task_pos_.data()};
+  } else {
+    upload(*backend_, *buf_->ex_offsets, ex_task_off_);
+    upload(*backend_, *buf_->ex_positions, ex_task_pos_);
+    ex_tasks_ = {buf_->ex_offsets->as<int64_t>(), buf_->ex_positions->as<int64_t>()};
+  }
+  return &ex_tasks_;
+}
+
 // Phase 3 (sample): the backend samples every served task. Pull mode instead answers remote
 // tasks with whole rows (the degree as the count), for the requester to sample; its own tasks
 // are sampled here as in CSP.
@@ -414,15 +544,17 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout) {
   Buffers& b = *buf_;
   const int64_t n = served_off_[size_];
   if (opts_.mode != SampleMode::kPull || size_ == 1) {
+    const TaskExclusions* ex = served_exclusions(n);
     served_picks_ = backend_->sample(b.served->as<int64_t>(), n, max_fanout, key,
                                      b.counts->reserve_n<int32_t>(n), *b.nbrs,
-                                     opts_.biased ? b.weights.get() : nullptr);
+                                     opts_.biased ? b.weights.get() : nullptr, ex);
     return;
   }
   const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
   const int64_t nl = backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout,
                                       key, b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
-                                      opts_.biased ? b.answer_weights.get() : nullptr);
+                                      opts_.biased ? b.answer_weights.get() : nullptr,
+                                      nullptr);
   std::vector<int64_t> ht, ln;
   std::vector<int32_t> lc;
   std::vector<float> lw;
@@ -598,29 +730,47 @@ std::vector<int32_t> CollectiveSampler::layerwise_counts(const int64_t* frontier
   return c;
 }
 
-SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
-                                       int64_t batch) {
-  Stopwatch total;
-  // Validation before any communication; every rank learns whether any rank failed.
-  std::string err;
-  {
-    std::vector<int64_t> s(seeds);
-    std::sort(s.begin(), s.end());
-    for (size_t i = 0; i < s.size() && err.empty(); ++i) {
-      if (s[i] < 0 || s[i] >= part_.meta.num_nodes) {
-        err = fmt::format("sampler: seed {} is not a node id (graph has {} nodes)", s[i],
-                          part_.meta.num_nodes);
-      } else if (opts_.require_owned_seeds && (s[i] < begin_ || s[i] >= end_)) {
-        err = fmt::format("sampler: seed {} is not owned by rank {} (owns [{}, {}))", s[i], rank_,
-                          begin_, end_);
-      } else if (i > 0 && s[i] == s[i - 1]) {
-        err = fmt::format("sampler: seed {} appears more than once in the batch", s[i]);
-      }
+namespace {
+// What is wrong with a batch's seeds (empty: nothing): each must be a node id, owned by the rank
+// ([begin, end)) when require_owned, and appear once.
+std::string seed_error(const std::vector<int64_t>& seeds, int64_t num_nodes, bool require_owned,
+                       int rank, int64_t begin, int64_t end) {
+  std::vector<int64_t> s(seeds);
+  std::sort(s.begin(), s.end());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] < 0 || s[i] >= num_nodes) {
+      return fmt::format("sampler: seed {} is not a node id (graph has {} nodes)", s[i],
+                         num_nodes);
+    } else if (require_owned && (s[i] < begin || s[i] >= end)) {
+      return fmt::format("sampler: seed {} is not owned by rank {} (owns [{}, {}))", s[i], rank,
+                         begin, end);
+    } else if (i > 0 && s[i] == s[i - 1]) {
+      return fmt::format("sampler: seed {} appears more than once in the batch", s[i]);
     }
   }
-  check_collective(err.empty(), err);
+  return "";
+}
+}  // namespace
+
+SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
+                                       int64_t batch) {
+  return sample(seeds, epoch, batch, nullptr);
+}
+
+SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
+                                       int64_t batch, const ExcludedEdges* exclude) {
+  Stopwatch total;
+  // Validation before any communication; every rank learns whether any rank failed (and whether
+  // any rank excludes edges).
+  std::string err = seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_,
+                               begin_, end_);
+  const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
+  if (err.empty() && has_ex) err = exclusion_error(*exclude);
+  const bool any_ex = check_collective_any(err.empty(), err, has_ex);
 
   const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
+  ex_off_.clear();
+  if (any_ex) share_exclusions(exclude);
   const int L = static_cast<int>(opts_.fanouts.size());
   SampledBatch out;
   out.epoch = epoch;

@@ -13,8 +13,8 @@
 // all_reduce of an error flag precedes the first exchange), so no rank is left waiting.
 //
 // Determinism: a node's picks are a function of (seed, epoch, batch, layer, global id, draw index)
-// only, so any number of ranks, any thread count, the pull mode and every backend give the same
-// blocks in global ids.
+// only (and of its excluded entries in the batch, with edge exclusion), so any number of ranks,
+// any thread count, the pull mode and every backend give the same blocks in global ids.
 //
 // Devices: this class is the protocol, written once. Its per-layer arrays live in a
 // SamplerBackend's memory and every per-element step is a backend op (backend.hpp): CPU by
@@ -92,6 +92,9 @@ struct SamplerStats {
   int64_t batches = 0, seeds = 0;
   int64_t sampled_edges = 0;  // picks (block edges) produced for this rank's batches
   int64_t tasks_local = 0, tasks_remote = 0;  // frontier nodes sampled locally / sent away
+  // Row entries this rank left out of the tasks it served (edge exclusion), every layer counted:
+  // its share as owner of all ranks' batches.
+  int64_t excluded_entries = 0;
   double t_shuffle = 0, t_sample = 0, t_reshuffle = 0, t_relabel = 0, t_total = 0;
   std::vector<double> t_layer;              // [layers], from the seeds out
   uint64_t bytes_sent = 0, bytes_recv = 0;  // to / from other ranks (self copies excluded)
@@ -125,6 +128,30 @@ class CollectiveSampler {
   // Samples the blocks of `seeds` (distinct global ids; duplicates are rejected). Collective.
   SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
 
+  // Edges one batch must not see (link prediction's edge exclusion): pair i removes the entry
+  // src[i] from the in-neighbour row of dst[i] (global ids) for every layer of this batch.
+  struct ExcludedEdges {
+    std::vector<int64_t> dst, src;
+  };
+  // sample() of a batch whose blocks leave out `exclude`'s edges, passed by the rank whose batch
+  // it is (null or empty: none; then exactly sample(seeds, epoch, batch)). For DGL's "self" pass
+  // the batch's edges, for "reverse_id" add the reverse pairs too; a pair whose entry does not
+  // exist is ignored, duplicates are allowed, and a pair removes every entry src of a row that
+  // holds it more than once. The pairs travel to the owners of their dst (one count exchange +
+  // one all_to_all_v on the sampler's channel before the first layer, done when any rank passes
+  // pairs; none with one rank). An owner serving a task of node v from this rank draws v's
+  // positions uniformly over the d - x entries left (d: v's in-degree, x: its excluded entries,
+  // csp::uniform_excluding: without or with replacement as `replace` says, the task's usual
+  // stream, all of them when d - x <= fanout) and maps them past the excluded ones, so a node
+  // keeps its fanout where its row allows, and a task with no excluded entry gets exactly its
+  // plain picks. A node's picks thus depend on (seed, epoch, batch, layer, global id, its
+  // excluded entries in this batch) only: the same blocks at every rank count and on every
+  // backend. Node-wise uniform sampling in CSP mode only: with pairs, biased, layer-wise and
+  // pull sampling are refused (InvalidArgument on every rank), as are ids that are not nodes
+  // and dst / src of different lengths.
+  SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
+                      const ExcludedEdges* exclude);
+
   // Random walks over in-neighbours from `starts`: `length` steps of fanout 1 through the owners;
   // at each step a walk returns to its start with probability restart_prob, else moves to a
   // uniform in-neighbour. Walk i's draws are keyed by (seed, epoch, batch, step, starts[i], i's
@@ -157,8 +184,18 @@ class CollectiveSampler {
     std::unique_ptr<BackendBuffer> answer_counts, answer_nbrs, answer_weights;
     // frontier order: the layer's picks; the frontier, its fanouts (layer-wise) and the next one
     std::unique_ptr<BackendBuffer> offsets, layer_nbrs, layer_weights, fanout, frontier, next;
+    // served order: the tasks' excluded row positions (TaskExclusions), device backends only
+    std::unique_ptr<BackendBuffer> ex_offsets, ex_positions;
   };
   void check_collective(bool ok, const std::string& msg);
+  // check_collective that also tells whether any rank set `any` (the same one all_reduce).
+  bool check_collective_any(bool ok, const std::string& msg, bool any);
+  std::string exclusion_error(const ExcludedEdges& ex) const;
+  // Sends this batch's excluded pairs (null: none) to the owners of their dst: ex_dst_/ex_src_
+  // hold the received ones by requester (ex_off_), sorted by (dst, src) and distinct.
+  void share_exclusions(const ExcludedEdges* ex);
+  // The served tasks' excluded row positions (ex_task_*), in backend memory; null when none.
+  const TaskExclusions* served_exclusions(int64_t n);
   // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
   // `uniform_fanout`. The picks stay valid until the next layer.
   LayerPicks run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
@@ -191,6 +228,11 @@ class CollectiveSampler {
   // Per-rank task counts of the current layer (host): grouped by owner, served by requester.
   std::vector<int64_t> grouped_count_, served_count_, served_off_;
   int64_t served_picks_ = 0, answer_picks_ = 0;
+  // The current batch's excluded pairs this rank owns the dst of (share_exclusions; ex_off_ empty
+  // when the batch has none anywhere) and one layer's served tasks' positions (host).
+  std::vector<int64_t> ex_dst_, ex_src_, ex_off_;
+  std::vector<int64_t> ex_task_off_, ex_task_pos_, ex_host_tasks_;
+  TaskExclusions ex_tasks_;
   SamplerStats stats_;
 };
 

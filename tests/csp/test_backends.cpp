@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -151,6 +152,68 @@ INSTANTIATE_TEST_SUITE_P(
                           Scheme{"weighted_idx64", SampleScheme::kNodeWise, true, false, true},
                           Scheme{"layer", SampleScheme::kLayerWise, false, false, false},
                           Scheme{"layer_weighted", SampleScheme::kLayerWise, true, false, false})),
+    [](const auto& info) {
+      std::string b = std::get<0>(info.param);
+      std::replace(b.begin(), b.end(), '-', '_');
+      return b + "_" + std::get<1>(info.param).name;
+    });
+
+class BackendExclusion : public ::testing::TestWithParam<std::tuple<std::string, Scheme>> {
+ protected:
+  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(std::get<0>(GetParam())); }
+};
+
+// Edge exclusion: every backend gives the CPU backend's blocks, which differ from the plain ones
+// and hold no excluded edge.
+TEST_P(BackendExclusion, EqualCpuBackend) {
+  const std::string backend = std::get<0>(GetParam());
+  const Scheme c = std::get<1>(GetParam());
+  SamplerOptions o{{9, 4, 3}};
+  o.replace = c.replace;
+  o.seed = 78;
+  const Csr& g = weighted_graph(c.idx64);
+  PartitionData part = single_part(g);
+  auto comm = make_communicator("self");
+  CollectiveSampler cpu(part, *comm, o);
+  CollectiveSampler dev(part, *comm, o, test::sampler_backend(backend));
+  for (int64_t batch = 0; batch < 3; ++batch) {
+    std::vector<int64_t> seeds;
+    for (int64_t v = batch; v < part.meta.num_nodes; v += 23) seeds.push_back(v);
+    // every other in-edge of each seed and its reverse, plus pairs that hit nothing
+    CollectiveSampler::ExcludedEdges ex;
+    for (int64_t v : seeds) {
+      for (int64_t e = g.rowptr()[v]; e < g.rowptr()[v + 1]; e += 2) {
+        const int64_t u = g.indices.int_at(e);
+        ex.dst.insert(ex.dst.end(), {v, u});
+        ex.src.insert(ex.src.end(), {u, v});
+      }
+      ex.dst.push_back(v);
+      ex.src.push_back((v * 7919) % part.meta.num_nodes);
+    }
+    SampledBatch a = cpu.sample(seeds, 1, batch, &ex), b = dev.sample(seeds, 1, batch, &ex);
+    expect_same_blocks(a, b);
+    EXPECT_NE(a.blocks.back().indices, cpu.sample(seeds, 1, batch).blocks.back().indices);
+    std::set<std::pair<int64_t, int64_t>> gone;
+    for (size_t i = 0; i < ex.dst.size(); ++i) gone.emplace(ex.dst[i], ex.src[i]);
+    for (const Block& bl : b.blocks) {
+      for (int64_t d = 0; d < bl.num_dst; ++d) {
+        for (int64_t e = bl.indptr[d]; e < bl.indptr[d + 1]; ++e) {
+          ASSERT_EQ(gone.count({bl.src_ids[d], bl.src_ids[bl.indices[e]]}), 0u);
+        }
+      }
+    }
+  }
+  EXPECT_GT(dev.stats().excluded_entries, 1000);
+  EXPECT_EQ(dev.stats().excluded_entries, cpu.stats().excluded_entries);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schemes, BackendExclusion,
+    ::testing::Combine(
+        ::testing::ValuesIn(test::sampler_backend_names(/*with_cpu=*/true, /*with_uva=*/true)),
+        ::testing::Values(Scheme{"uniform", SampleScheme::kNodeWise, false, false, false},
+                          Scheme{"uniform_replace", SampleScheme::kNodeWise, false, true, false},
+                          Scheme{"uniform_idx64", SampleScheme::kNodeWise, false, false, true})),
     [](const auto& info) {
       std::string b = std::get<0>(info.param);
       std::replace(b.begin(), b.end(), '-', '_');

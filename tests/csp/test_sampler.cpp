@@ -539,6 +539,233 @@ TEST(SharedKernels, PerNodeFunctionsReproduceTheSampler) {
   }
 }
 
+// ---- edge exclusion (sample with ExcludedEdges) ----
+
+using Excluded = CollectiveSampler::ExcludedEdges;
+
+// A graph of 60 nodes whose rows have 0..11 in-neighbours (shorter and longer than the fanouts).
+Csr exclusion_graph() {
+  std::vector<std::vector<int64_t>> rows(60);
+  RngStream s(rng_key(31), 0);
+  for (int64_t v = 0; v < 60; ++v) {
+    std::set<int64_t> r;
+    while (static_cast<int64_t>(r.size()) < v % 12) r.insert(s.next_u32() % 60);
+    rows[v].assign(r.begin(), r.end());
+  }
+  return make_graph(rows);
+}
+
+// Pairs for `seeds`: every other in-edge of each seed, the reverse of each, a duplicate, pairs
+// of edges that do not exist and random pairs (most hitting nothing, some deeper layers' rows).
+Excluded exclusions_for(const Csr& g, const std::vector<int64_t>& seeds) {
+  Excluded ex;
+  auto add = [&](int64_t d, int64_t u) {
+    ex.dst.push_back(d);
+    ex.src.push_back(u);
+  };
+  for (int64_t v : seeds) {
+    const std::vector<int64_t> r = row_of(g, v);
+    for (size_t j = 0; j < r.size(); j += 2) {
+      add(v, r[j]);
+      add(r[j], v);
+    }
+    if (!r.empty()) add(v, r[0]);  // a duplicate
+    add(v, g.num_nodes - 1 - v);   // usually no such edge
+  }
+  RngStream s(rng_key(32), 0);
+  for (int i = 0; i < 40; ++i) add(s.next_u32() % g.num_nodes, s.next_u32() % g.num_nodes);
+  return ex;
+}
+
+// The blocks of `seeds` built directly: each frontier node v samples its row without the entries
+// `ex` names for it, by Floyd's algorithm (or k independent draws) one draw at a time over the
+// remaining entries, on the stream the sampler keys; blocks relabelled in first-seen order.
+// *excluded counts the row entries left out, every layer.
+std::vector<Block> reference_blocks(const Csr& g, const std::vector<int64_t>& seeds,
+                                    const SamplerOptions& o, int64_t epoch, int64_t batch,
+                                    const Excluded& ex, int64_t* excluded) {
+  std::set<std::pair<int64_t, int64_t>> gone;
+  for (size_t i = 0; i < ex.dst.size(); ++i) gone.emplace(ex.dst[i], ex.src[i]);
+  std::vector<Block> blocks;
+  std::vector<int64_t> frontier = seeds;
+  for (size_t l = 0; l < o.fanouts.size(); ++l) {
+    const uint64_t key = rng_key(o.seed, epoch, batch, static_cast<int64_t>(l));
+    const int k = o.fanouts[l];
+    Block b;
+    b.num_dst = static_cast<int64_t>(frontier.size());
+    b.src_ids = frontier;
+    std::map<int64_t, int64_t> local;
+    for (size_t i = 0; i < frontier.size(); ++i) local[frontier[i]] = static_cast<int64_t>(i);
+    b.indptr = {0};
+    for (int64_t v : frontier) {
+      std::vector<int64_t> left;
+      for (int64_t u : row_of(g, v)) {
+        if (gone.count({v, u})) {
+          ++*excluded;
+        } else {
+          left.push_back(u);
+        }
+      }
+      const int64_t m = static_cast<int64_t>(left.size());
+      RngStream s(key, static_cast<uint64_t>(v), csp::kPurposeNodeWise);
+      std::vector<int64_t> pos;
+      if (!o.replace) {
+        pos = floyd_reference(m, k, s);
+      } else if (m > 0) {
+        for (int j = 0; j < k; ++j) pos.push_back(csp::draw_index(s, m));
+        std::sort(pos.begin(), pos.end());
+      }
+      for (int64_t p : pos) {
+        auto it = local.emplace(left[p], static_cast<int64_t>(b.src_ids.size())).first;
+        if (it->second == static_cast<int64_t>(b.src_ids.size())) b.src_ids.push_back(left[p]);
+        b.indices.push_back(it->second);
+      }
+      b.indptr.push_back(static_cast<int64_t>(b.indices.size()));
+    }
+    b.num_src = static_cast<int64_t>(b.src_ids.size());
+    frontier = b.src_ids;
+    blocks.push_back(std::move(b));
+  }
+  std::reverse(blocks.begin(), blocks.end());
+  return blocks;
+}
+
+void expect_blocks(const std::vector<Block>& a, const std::vector<Block>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t l = 0; l < a.size(); ++l) {
+    SCOPED_TRACE(l);
+    EXPECT_EQ(a[l].num_dst, b[l].num_dst);
+    EXPECT_EQ(a[l].num_src, b[l].num_src);
+    EXPECT_EQ(a[l].src_ids, b[l].src_ids);
+    EXPECT_EQ(a[l].indptr, b[l].indptr);
+    EXPECT_EQ(a[l].indices, b[l].indices);
+  }
+}
+
+TEST(EdgeExclusion, BlocksEqualAReferenceOverTheRemainingEntries) {
+  const Csr g = exclusion_graph();
+  for (bool replace : {false, true}) {
+    SCOPED_TRACE(replace);
+    SamplerOptions o{{4, 3, 2}};
+    o.replace = replace;
+    o.seed = 17;
+    Rig st(g, o);
+    for (int64_t batch = 0; batch < 4; ++batch) {
+      std::vector<int64_t> seeds;
+      for (int64_t v = batch; v < g.num_nodes; v += 7) seeds.push_back(v);
+      const Excluded ex = exclusions_for(g, seeds);
+      int64_t excluded = 0;
+      const std::vector<Block> want = reference_blocks(g, seeds, o, 2, batch, ex, &excluded);
+      const int64_t before = st.s->stats().excluded_entries;
+      SampledBatch got = st.s->sample(seeds, 2, batch, &ex);
+      expect_blocks(got.blocks, want);
+      EXPECT_EQ(st.s->stats().excluded_entries - before, excluded);
+      EXPECT_GT(excluded, 0);
+      // no block holds an excluded edge
+      std::set<std::pair<int64_t, int64_t>> gone;
+      for (size_t i = 0; i < ex.dst.size(); ++i) gone.emplace(ex.dst[i], ex.src[i]);
+      for (const Block& b : got.blocks) {
+        for (int64_t d = 0; d < b.num_dst; ++d) {
+          for (int64_t e = b.indptr[d]; e < b.indptr[d + 1]; ++e) {
+            EXPECT_EQ(gone.count({b.src_ids[d], b.src_ids[b.indices[e]]}), 0u);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Rows whose remaining entries are more than, exactly and fewer than the fanout: a node keeps its
+// fanout while its row allows, else takes every remaining entry.
+TEST(EdgeExclusion, NodeKeepsItsFanoutWhileTheRowAllows) {
+  // node 0: in-neighbours 1..10
+  Csr g = star(10, false);
+  Rig st(g, SamplerOptions{{4}});
+  for (int x : {0, 3, 6, 7, 9, 10}) {
+    Excluded ex;
+    for (int u = 1; u <= x; ++u) {
+      ex.dst.push_back(0);
+      ex.src.push_back(2 * u <= 10 ? 2 * u : 2 * u - 11);  // evens first, then odds
+    }
+    SampledBatch b = st.s->sample({0}, 0, x, &ex);
+    const Block& bl = b.blocks[0];
+    EXPECT_EQ(bl.num_edges(), std::min(4, 10 - x)) << x;
+    std::set<int64_t> picked;
+    for (int64_t e = 0; e < bl.num_edges(); ++e) picked.insert(bl.src_ids[bl.indices[e]]);
+    EXPECT_EQ(static_cast<int64_t>(picked.size()), bl.num_edges()) << x;
+    for (size_t i = 0; i < ex.src.size(); ++i) EXPECT_EQ(picked.count(ex.src[i]), 0u) << x;
+  }
+}
+
+// No pairs, or pairs that hit no row entry: exactly the plain blocks, every scheme.
+TEST(EdgeExclusion, NoneOrMissingPairsGiveThePlainBlocks) {
+  Csr g = community().graph;
+  std::vector<float> w(static_cast<size_t>(g.num_edges()), 1.5f);
+  g.weights = Array::from_vector(std::move(w));
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < 300; ++v) seeds.push_back(v * 7);
+  Excluded missing;  // edges no row holds: self loops of nodes without one
+  for (int64_t v = 0; v < 50; ++v) {
+    const std::vector<int64_t> r = row_of(g, v);
+    if (std::find(r.begin(), r.end(), v) != r.end()) continue;
+    missing.dst.push_back(v);
+    missing.src.push_back(v);
+  }
+  ASSERT_FALSE(missing.dst.empty());
+  for (int variant = 0; variant < 4; ++variant) {
+    SamplerOptions o{{6, 3}};
+    o.replace = variant == 1;
+    o.biased = variant == 2;
+    if (variant == 3) {
+      o.scheme = SampleScheme::kLayerWise;
+      o.fanouts = {400, 900};
+    }
+    Rig st(g, o);
+    const SampledBatch plain = st.s->sample(seeds, 1, 3);
+    const Excluded empty;
+    expect_blocks(st.s->sample(seeds, 1, 3, nullptr).blocks, plain.blocks);
+    expect_blocks(st.s->sample(seeds, 1, 3, &empty).blocks, plain.blocks);
+    if (variant <= 1) {
+      expect_blocks(st.s->sample(seeds, 1, 3, &missing).blocks, plain.blocks);
+      EXPECT_EQ(st.s->stats().excluded_entries, 0);
+    }
+  }
+}
+
+TEST(EdgeExclusion, RefusedCombinationsAndBadPairs) {
+  Csr g = community().graph;
+  std::vector<float> w(static_cast<size_t>(g.num_edges()), 1.0f);
+  g.weights = Array::from_vector(std::move(w));
+  Excluded ex{{5}, {row_of(g, 5).at(0)}};
+  const std::string refused =
+      "sampler: edge exclusion supports node-wise uniform sampling in CSP mode; biased, "
+      "layer-wise and pull sampling are not supported";
+  auto message = [&](const SamplerOptions& o, const Excluded& e) {
+    Rig st(g, o);
+    try {
+      st.s->sample({5}, 0, 0, &e);
+    } catch (const InvalidArgument& err) {
+      return std::string(err.what());
+    }
+    return std::string("no error");
+  };
+  SamplerOptions biased{{3}};
+  biased.biased = true;
+  SamplerOptions layer{{30}};
+  layer.scheme = SampleScheme::kLayerWise;
+  SamplerOptions pull{{3}};
+  pull.mode = SampleMode::kPull;
+  EXPECT_EQ(message(biased, ex), refused);
+  EXPECT_EQ(message(layer, ex), refused);
+  EXPECT_EQ(message(pull, ex), refused);
+  EXPECT_EQ(message(SamplerOptions{{3}}, Excluded{{5, 6}, {1}}),
+            "sampler: excluded edges: 2 dst ids and 1 src ids (one of each per edge)");
+  EXPECT_EQ(message(SamplerOptions{{3}}, Excluded{{5}, {g.num_nodes}}),
+            "sampler: excluded edge 3000 -> 5 is not between node ids (graph has 3000 nodes)");
+  EXPECT_EQ(message(SamplerOptions{{3}}, Excluded{{-1}, {5}}),
+            "sampler: excluded edge 5 -> -1 is not between node ids (graph has 3000 nodes)");
+}
+
 TEST(Presample, CountsMatchBruteForce) {
   const Dataset& ds = community();
   std::vector<int64_t> train;

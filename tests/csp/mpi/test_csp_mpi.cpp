@@ -11,6 +11,7 @@
 
 #include "ccc/communicator.hpp"
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "csp/sampler.hpp"
 #include "graph/generate.hpp"
 #include "layout/partition/partition.hpp"
@@ -182,6 +183,61 @@ TEST_P(PInvariance, LayerWise) {
   }
 }
 
+// This rank's pairs for a batch (tests/csp: the caller's own): every other in-edge of each seed
+// and its reverse (read from the full graph), a duplicate, and pairs whose dst any rank owns,
+// most of them no edge.
+CollectiveSampler::ExcludedEdges my_exclusions(const std::vector<int64_t>& seeds, int64_t batch) {
+  const Csr& g = world().full;
+  CollectiveSampler::ExcludedEdges ex;
+  for (int64_t v : seeds) {
+    for (int64_t e = g.rowptr()[v]; e < g.rowptr()[v + 1]; e += 2) {
+      const int64_t u = g.indices.int_at(e);
+      ex.dst.insert(ex.dst.end(), {v, u, v});
+      ex.src.insert(ex.src.end(), {u, v, u});
+    }
+  }
+  RngStream s(rng_key(40, batch, g_comm->rank()), 0);
+  for (int i = 0; i < 50; ++i) {
+    ex.dst.push_back(s.next_u32() % g.num_nodes);
+    ex.src.push_back(s.next_u32() % g.num_nodes);
+  }
+  return ex;
+}
+
+// Edge exclusion: at every rank count the blocks equal the one-part reference's for the same
+// seeds and pairs (so every owner left out exactly its requesters' entries). In batch 1 rank 1
+// passes no seeds and no pairs; in batch 2 only rank 0 passes pairs (the others none at all).
+TEST_P(PInvariance, ExcludedEdges) {
+  World& w = world();
+  for (bool replace : {false, true}) {
+    SamplerOptions o{{7, 5, 3}};
+    o.replace = replace;
+    o.seed = 5;
+    const std::string what = std::string(replace ? "exclusion+replace" : "exclusion") + " [" +
+                             GetParam() + "]";
+    CollectiveSampler ref(w.ref_part, *w.self, o);
+    CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
+    for (int64_t batch = 0; batch < 4; ++batch) {
+      const bool idle = batch == 1 && g_comm->rank() == 1;
+      std::vector<int64_t> seeds = idle ? std::vector<int64_t>{} : my_seeds(batch, 60);
+      CollectiveSampler::ExcludedEdges ex;
+      if (!idle && (batch != 2 || g_comm->rank() == 0)) ex = my_exclusions(seeds, batch);
+      SampledBatch got = s.sample(seeds, 4, batch, &ex);
+      SampledBatch want = ref.sample(seeds, 4, batch, &ex);
+      expect_same(got, want, what + " batch " + std::to_string(batch));
+      if (batch == 3) {
+        EXPECT_GT(got.blocks.back().num_edges(), 0) << what;
+        expect_same(s.sample(seeds, 4, batch, nullptr), ref.sample(seeds, 4, batch), what);
+      }
+    }
+    int64_t excluded = s.stats().excluded_entries;
+    OpOptions oo;
+    oo.host_buffers = true;
+    g_comm->all_reduce(&excluded, 1, DType::kInt64, ReduceOp::kSum, oo);
+    EXPECT_GT(excluded, 0) << what;
+  }
+}
+
 TEST_P(PInvariance, RandomWalkAndPinSage) {
   World& w = world();
   SamplerOptions o{{1}};
@@ -221,6 +277,31 @@ TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
   // and the sampler is still usable afterwards
   SampledBatch ok = s.sample(my_seeds(0, 5), 0, 0);
   EXPECT_EQ(ok.blocks.size(), 1u);
+}
+
+// A refused combination (pull mode with pairs) on one rank makes every rank throw, that rank
+// with the reason; the sampler is usable afterwards.
+TEST(BadInput, ExclusionRefusedOnEveryRank) {
+  World& w = world();
+  SamplerOptions o{{3}};
+  o.mode = SampleMode::kPull;
+  CollectiveSampler s(w.part, *g_comm, o);
+  CollectiveSampler::ExcludedEdges ex;
+  const std::vector<int64_t> seeds = my_seeds(0, 5);
+  if (g_comm->rank() == 0 && !seeds.empty()) {
+    ex.dst.push_back(seeds[0]);
+    ex.src.push_back(0);
+  }
+  try {
+    s.sample(seeds, 0, 0, &ex);
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), g_comm->rank() == 0
+                               ? "sampler: edge exclusion supports node-wise uniform sampling in "
+                                 "CSP mode; biased, layer-wise and pull sampling are not supported"
+                               : "sampler: another rank passed invalid input");
+  }
+  EXPECT_EQ(s.sample(seeds, 0, 0).blocks.size(), 1u);
 }
 
 #ifndef DSP_TEST_CUDA
