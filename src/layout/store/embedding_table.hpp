@@ -31,8 +31,9 @@
 //  * save/load: one file per rank (not collective), staged and checksummed; load refuses a file of
 //    another range, dim, optimizer or partition (dataset ids), or a damaged one, with FormatError
 //    naming the file, and leaves the table unchanged then. A loaded table continues bitwise.
-//  * Memory: host memory only (a GPU rank's device-resident table is later work). Everything is
+//  * Memory: host memory only (a GPU rank's device-resident table is later work). The table is
 //    allocated in the constructor: bytes() is what it takes, for the job's memory check first.
+//    A call adds scratch in proportion to its request (ids, and about three copies of its rows).
 #include <cstdint>
 #include <string>
 #include <vector>
