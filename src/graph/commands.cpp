@@ -350,6 +350,15 @@ OptionTable<CommunityCommand> all_community_options() {
                        DSP_COMM(feature_noise)));
   t.push_back(value<C>("--label-noise", "label_noise", "share of nodes given a random label",
                        DSP_COMM(label_noise)));
+  t.push_back(value<C>("--link-split", "link_split",
+                       "TRAIN,VALID,TEST fractions of the edges for link prediction, e.g. "
+                       "0.85,0.05,0.10: the stored graph keeps the training edges; negatives join "
+                       "different communities (in memory only)",
+                       [](C & c) -> auto& { return c.link_split; }));
+  t.push_back(value<C>("--link-negatives", "link_negatives",
+                       "with --link-split: negative pairs per held-out split (default: the larger "
+                       "of the valid and test edge counts)",
+                       [](C & c) -> auto& { return c.link_negatives; }));
 #undef DSP_COMM
   return t;
 }
@@ -401,7 +410,15 @@ const OptionTable<CommunityCommand>& community_options() {
 
 void RmatCommand::validate() { apply_splits(splits, o); }
 
-void CommunityCommand::validate() { apply_splits(splits, o); }
+void CommunityCommand::validate() {
+  apply_splits(splits, o);
+  DSP_CHECK_ARG(!link_split.empty() || link_negatives == 0,
+                "--link-negatives applies with --link-split only");
+  if (link_split.empty()) return;
+  o.link_split = parse_link_split(link_split);
+  o.link_split->negatives = link_negatives;
+  check_link_split(*o.link_split);
+}
 
 GenerateResult run_generate(const RmatCommand& cmd) {
   RmatCommand c = cmd;

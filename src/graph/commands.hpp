@@ -71,7 +71,9 @@ struct CommunityCommand {
   GenerateRun run;
   CommunityOptions o;
   GenerateSplits splits;
-  void validate();  // as RmatCommand::validate
+  std::string link_split;      // "train,valid,test" fractions (empty: none)
+  int64_t link_negatives = 0;  // per held-out split (0: the larger positive count)
+  void validate();  // as RmatCommand::validate, and sets o.link_split from the two above
 };
 
 const OptionTable<RmatCommand>& rmat_options();

@@ -426,8 +426,7 @@ struct CommunityModel {
 void check_community(const CommunityOptions& o) {
   check_common(o.num_nodes, o.num_edges, o.feature_dim, o.feature_dtype, o.num_classes);
   check_splits(o.train_frac, o.valid_frac, o.test_frac);
-  DSP_CHECK_ARG(o.num_classes >= 1, "the community graph needs at least one class, got {}",
-                o.num_classes);
+  if (o.link_split) check_link_split(*o.link_split);
   DSP_CHECK_ARG(o.num_communities >= 1 && o.num_communities <= o.num_nodes &&
                     o.num_communities <= std::numeric_limits<int32_t>::max(),
                 "the number of communities must be in [1, nodes = {}], got {}", o.num_nodes,
@@ -595,8 +594,7 @@ int64_t count_inside(const uint64_t* keys, size_t count, const int32_t* comm_of)
 }
 
 nlohmann::json community_extra(const CommunityOptions& o, int64_t inside, int64_t stored) {
-  const double bound = 1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
-  return {{"generator", "community"},
+  nlohmann::json extra = {{"generator", "community"},
           {"seed", o.seed},
           {"num_communities", o.num_communities},
           {"intra_fraction", o.intra_fraction},
@@ -606,11 +604,36 @@ nlohmann::json community_extra(const CommunityOptions& o, int64_t inside, int64_
           {"max_degree", o.max_degree},
           {"feature_noise", o.feature_noise},
           {"label_noise", o.label_noise},
-          {"accuracy_bound", bound},
           {"requested_edges", o.num_edges},
           {"train_frac", o.train_frac},
-          {"valid_frac", o.valid_frac},
-          {"community_to_class", "community % num_classes"}};
+          {"valid_frac", o.valid_frac}};
+  if (o.num_classes > 0) {
+    extra["accuracy_bound"] =
+        1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
+    extra["community_to_class"] = "community % num_classes";
+  }
+  return extra;
+}
+
+// The share of the pairs (rows of `pairs`) whose ends share a community.
+double share_inside(const Array& pairs, const std::vector<int32_t>& comm_of) {
+  const int64_t* p = pairs.data<int64_t>();
+  int64_t inside = 0;
+  for (int64_t r = 0; r < pairs.dim(0); ++r) inside += comm_of[p[2 * r]] == comm_of[p[2 * r + 1]];
+  return static_cast<double>(inside) / static_cast<double>(pairs.dim(0));
+}
+
+// The link split of a generated community graph: negatives join different communities; the best
+// Hits@K of each held-out split into meta.extra.
+void split_community_links(Dataset& ds, const CommunityOptions& o,
+                           const std::vector<int32_t>& comm_of) {
+  LinkSplitOptions ls = *o.link_split;
+  ls.seed = o.seed;
+  split_links(ds, ls, [&](int64_t u, int64_t v) { return comm_of[u] != comm_of[v]; });
+  if (ds.link_test.defined()) ds.meta.extra["link_hits_bound"] = share_inside(ds.link_test, comm_of);
+  if (ds.link_valid.defined()) {
+    ds.meta.extra["link_hits_bound_valid"] = share_inside(ds.link_valid, comm_of);
+  }
 }
 
 // ---------------------------------------------------------------- out of core
@@ -904,7 +927,7 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
   if (o.feature_dim > 0) {
     ds.features = make_features(n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of));
   }
-  ds.labels = make_labels(n, community_label(o, comm_of));
+  if (o.num_classes > 0) ds.labels = make_labels(n, community_label(o, comm_of));
   make_splits(ds, n, split_sizes(o), key_for(o.seed, kGenCommunity, kSplits));
 
   // Share of stored edges inside a community, after repeats and self loops were removed
@@ -923,6 +946,7 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
   ds.meta = generated_meta(o.name, false, n, ds.graph.num_edges(), ds.graph.index_dtype(),
                            o.feature_dim, o.feature_dtype, o.num_classes, split_sizes(o));
   ds.meta.extra = with_test_frac(community_extra(o, inside, ds.graph.num_edges()), o.test_frac);
+  if (o.link_split) split_community_links(ds, o, comm_of);
   if (communities) *communities = std::move(comm_of);
   return ds;
 }
@@ -942,6 +966,10 @@ GenerateResult write_community(const CommunityOptions& o, const std::string& dir
                                const GenerateWriteOptions& w) {
   check_community(o);
   if (choose_out_of_core(estimate_community_memory(o), o.num_nodes, w)) {
+    DSP_CHECK_ARG(!o.link_split,
+                  "--link-split needs the in-memory generation (the edges are split in memory); "
+                  "drop --out-of-core{}",
+                  w.force_out_of_core ? "" : " or raise --memory-budget");
     return o.num_nodes < (int64_t{1} << 31) ? community_out_of_core<int32_t>(o, dir, w)
                                             : community_out_of_core<int64_t>(o, dir, w);
   }

@@ -20,6 +20,7 @@
 
 #include "core/dtype.hpp"
 #include "graph/dataset.hpp"
+#include "graph/link.hpp"
 
 namespace dsp {
 
@@ -76,7 +77,7 @@ struct CommunityOptions {
   int64_t max_degree = 0;
   int64_t feature_dim = 100;
   DType feature_dtype = DType::kFloat32;
-  int64_t num_classes = 16;
+  int64_t num_classes = 16;  // 0: no labels (a link-prediction graph, say)
   // Features are centroid(community) + feature_noise * N(0, I), centroid entries N(0, 1). The
   // default makes features alone give a modest accuracy (about half) and the mean over a node's
   // neighbours, which mostly share its community, a much higher one: the graph matters.
@@ -88,6 +89,12 @@ struct CommunityOptions {
   std::optional<double> test_frac;  // unset: the rest is test (SplitFractions)
   uint64_t seed = 0;
   std::string name = "community";
+  // A link-prediction split of the generated edges (split_links, seeded with `seed`; in memory
+  // only): negatives are pairs of nodes in different communities that are no edges, so a scorer
+  // that knows the communities ranks every within-community positive above every negative, and
+  // the best Hits@K (any K up to the negatives) is the share of within-community positives:
+  // meta.extra["link_hits_bound"] (test) and ["link_hits_bound_valid"]. Its `seed` is ignored.
+  std::optional<LinkSplitOptions> link_split;
 };
 
 // Community c has label c % num_classes (before label noise). Node ids are randomly permuted, so

@@ -371,7 +371,9 @@ TEST(Generate, BadParametersThrowInvalidArgument) {
   EXPECT_THROW(community([](CommunityOptions& o) { o.label_noise = -0.5; }), InvalidArgument);
   EXPECT_THROW(community([](CommunityOptions& o) { o.degree_exponent = 1.0; }), InvalidArgument);
   EXPECT_THROW(community([](CommunityOptions& o) { o.feature_noise = -1; }), InvalidArgument);
-  EXPECT_THROW(community([](CommunityOptions& o) { o.num_classes = 0; }), InvalidArgument);
+  EXPECT_THROW(community([](CommunityOptions& o) { o.num_classes = -1; }), InvalidArgument);
+  // No classes: a graph without labels (for link prediction).
+  EXPECT_NO_THROW(community([](CommunityOptions& o) { o.num_classes = 0; }));
   EXPECT_THROW(community([](CommunityOptions& o) { o.feature_dim = -3; }), InvalidArgument);
 }
 

@@ -12,6 +12,7 @@
 #include "error_of.hpp"
 #include "graph/commands.hpp"
 #include "graph/dataset.hpp"
+#include "graph/generate.hpp"
 #include "graph/io_test_util.hpp"
 #include "graph/link.hpp"
 #include "graph/npy.hpp"
@@ -298,6 +299,89 @@ TEST(LinkSplit, RefusalsNameTheOption) {
             "--link-negatives: found only 708 of 100000 negative pairs for link_valid in "
             "10001000 draws (too few node pairs are not edges); lower --link-negatives");
   EXPECT_FALSE(path_exists(tmp / "ds"));
+}
+
+CommunityOptions link_community() {
+  CommunityOptions o;
+  o.num_nodes = 2000;
+  o.num_edges = 12000;
+  o.num_communities = 8;
+  o.intra_fraction = 0.8;
+  o.feature_dim = 0;
+  o.num_classes = 0;
+  o.seed = 3;
+  o.link_split = LinkSplitOptions{0.85, 0.05, 0.10, 0, 0};
+  return o;
+}
+
+double inside_share(const Array& pairs, const std::vector<int32_t>& comm) {
+  int64_t inside = 0;
+  for (const Pair& p : rows_of(pairs)) inside += comm[p.first] == comm[p.second];
+  return static_cast<double>(inside) / static_cast<double>(pairs.dim(0));
+}
+
+TEST(LinkSplit, CommunityBoundIsTheShareOfWithinCommunityPositives) {
+  std::vector<int32_t> comm;
+  const Dataset ds = generate_community(link_community(), &comm);
+  ASSERT_TRUE(ds.link_test.defined());
+  EXPECT_FALSE(ds.features.defined());
+  EXPECT_FALSE(ds.labels.defined());
+  EXPECT_EQ(ds.meta.num_classes, 0);
+  EXPECT_FALSE(ds.meta.extra.contains("accuracy_bound"));
+  const double bound = ds.meta.extra["link_hits_bound"].get<double>();
+  EXPECT_EQ(bound, inside_share(ds.link_test, comm));
+  EXPECT_EQ(ds.meta.extra["link_hits_bound_valid"].get<double>(), inside_share(ds.link_valid, comm));
+  EXPECT_GT(bound, 0.5);
+  EXPECT_LT(bound, 1.0);
+  // Every negative joins two communities and is no stored or held-out edge.
+  std::set<Pair> positives;
+  for (const Array* a : {&ds.link_train, &ds.link_valid, &ds.link_test}) {
+    for (const Pair& p : rows_of(*a)) positives.insert(p);
+  }
+  for (const Array* a : {&ds.link_valid_neg, &ds.link_test_neg}) {
+    EXPECT_EQ(a->dim(0), ds.link_test.dim(0));  // the larger split's count
+    for (const Pair& p : rows_of(*a)) {
+      EXPECT_NE(comm[p.first], comm[p.second]);
+      EXPECT_EQ(positives.count(p), 0u);
+      EXPECT_FALSE(csr_has_entry(ds.graph, p.first, p.second));
+    }
+  }
+  EXPECT_NO_THROW(validate_dataset(ds, "generated"));
+}
+
+TEST(LinkSplit, CommunityWritesFeaturelessLinkDatasetsInMemoryOnly) {
+  TempDir tmp("link_gen");
+  GenerateWriteOptions w;
+  w.memory_budget = uint64_t{1} << 32;
+  const GenerateResult r = write_community(link_community(), tmp / "ds", w);
+  EXPECT_GT(r.meta.num_link_train, 0);
+  const Dataset back = load_dataset(tmp / "ds");
+  EXPECT_EQ(back.meta.feature_dim, 0);
+  EXPECT_EQ(back.meta.num_link_test, r.meta.num_link_test);
+  w.force_out_of_core = true;
+  EXPECT_EQ(error_of<InvalidArgument>([&] { write_community(link_community(), tmp / "o", w); }),
+            "--link-split needs the in-memory generation (the edges are split in memory); drop "
+            "--out-of-core");
+  // Without a split, --classes 0 writes no labels out of core as in memory.
+  CommunityOptions plain = link_community();
+  plain.link_split.reset();
+  write_community(plain, tmp / "ooc", w);
+  EXPECT_FALSE(path_exists(tmp / "ooc/labels.npy"));
+  EXPECT_EQ(load_dataset(tmp / "ooc").meta.num_classes, 0);
+}
+
+TEST(LinkSplit, CommunityCommandParsesTheSplit) {
+  CommunityCommand c;
+  c.link_split = "0.9,0.1,0";
+  c.link_negatives = 5;
+  c.validate();
+  ASSERT_TRUE(c.o.link_split.has_value());
+  EXPECT_EQ(c.o.link_split->valid, 0.1);
+  EXPECT_EQ(c.o.link_split->negatives, 5);
+  CommunityCommand bad;
+  bad.link_negatives = 5;
+  EXPECT_EQ(error_of<InvalidArgument>([&] { bad.validate(); }),
+            "--link-negatives applies with --link-split only");
 }
 
 }  // namespace
