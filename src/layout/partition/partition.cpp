@@ -49,7 +49,8 @@ nlohmann::json PartitionMeta::to_json() const {
                        {"cached", s.cached},
                        {"halo_nodes", s.halo_nodes},
                        {"halo_edges", s.halo_edges},
-                       {"reach", s.reach}});
+                       {"reach", s.reach},
+                       {"link_train", s.link_train}});
   }
   return {{"format_version", format_version},
           {"parts", parts},
@@ -110,6 +111,7 @@ std::vector<PartStats> parse_parts(const nlohmann::json& j, int parts, const std
       s.halo_nodes = pj.value("halo_nodes", int64_t{0});
       s.halo_edges = pj.value("halo_edges", int64_t{0});
       s.reach = pj.value("reach", int64_t{0});
+      s.link_train = pj.value("link_train", int64_t{0});
     } catch (const nlohmann::json::exception&) {
       DSP_THROW_T(FormatError, "{}: malformed part entry", what);
     }
@@ -280,14 +282,18 @@ MetisGraph metis_graph(const Dataset& ds, int64_t max_entries) {
 std::vector<idx_t> metis_weights(const Dataset& ds, bool balance_entries, idx_t* ncon_out) {
   const Csr& g = ds.graph;
   const int64_t n = g.num_nodes;
-  const bool seeds = ds.train_idx.defined() && ds.train_idx.dim(0) > 0;
+  const bool links = ds.link_train.defined() && ds.link_train.dim(0) > 0;
+  const bool seeds = links || (ds.train_idx.defined() && ds.train_idx.dim(0) > 0);
   idx_t ncon = 1 + (seeds ? 1 : 0) + (balance_entries ? 1 : 0);
   std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon, 0);
   for (int64_t v = 0; v < n; ++v) {
     vwgt[v * ncon] = 1;
     if (balance_entries) vwgt[v * ncon + ncon - 1] = static_cast<idx_t>(g.degree(v));
   }
-  if (seeds) {
+  if (links) {  // link prediction: a node's seeds are its training edges as source
+    const int64_t* e = ds.link_train.data<int64_t>();
+    for (int64_t i = 0; i < ds.link_train.dim(0); ++i) ++vwgt[e[2 * i] * ncon + 1];
+  } else if (seeds) {
     for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) vwgt[ds.train_idx.int_at(i) * ncon + 1] = 1;
   }
   *ncon_out = ncon;

@@ -20,6 +20,10 @@
 //                             other parts, so that its sampler reaches every node within L-1 hops
 //                             of its seeds without asking another rank (halo_ids ascending, new
 //                             ids; rows as in indices.npy, cut to halo_cap entries if capped)
+//   link_valid.npy, link_test.npy, link_valid_neg.npy, link_test_neg.npy   when the dataset has
+//                             them: its link pairs renumbered (int64 [E, 2], rows in its order)
+//   part<p>/link_train.npy    when the dataset has link_train: the training edges whose source
+//                             (column 0) part p owns, new ids, sorted by (src, dst)
 //   preaggregated_<kind>.npy  with --preaggregate (PaGraph's PP, kind mean or gcn): [N, 2 F] in
 //                             the features' dtype, row v = [x_v | a_v], a_v the first layer's
 //                             aggregation over v's whole in-neighbourhood (see preaggregate_kinds);
@@ -95,6 +99,7 @@ struct PartStats {
   int64_t edges = 0, seeds = 0, cached = 0;
   int64_t halo_nodes = 0, halo_edges = 0;  // replicated rows (pagraph)
   int64_t reach = 0;  // pagraph: nodes within L hops of the part's seeds (features it reads)
+  int64_t link_train = 0;  // training edges whose source the part owns (link prediction)
 };
 
 struct PartitionMeta {
@@ -131,8 +136,9 @@ uint64_t dataset_checksum(const Dataset& ds);
 // Part assignment of every node (values in [0, parts)).
 std::vector<int32_t> assign_random(int64_t num_nodes, int parts, uint64_t seed);
 // METIS k-way on the symmetrized graph without self loops, with up to three balance
-// constraints: nodes, training seeds (when there are any), and adjacency entries of the parts'
-// patches (in-degrees; `balance_entries`). Throws InvalidArgument naming METIS's 32-bit limit
+// constraints: nodes, training seeds (when there are any; with link_train, each node weighs its
+// training edges as source instead), and adjacency entries of the parts' patches (in-degrees;
+// `balance_entries`). Throws InvalidArgument naming METIS's 32-bit limit
 // when the graph has more than 2^31-1 adjacency entries.
 // `max_entries` is METIS's limit (2^31-1 with Debian's 32-bit idx_t); tests lower it.
 constexpr int64_t kMetisMaxEntries = 2147483647;
@@ -185,9 +191,14 @@ struct PartitionData {
   Array in_degree;  // int64 [N]
   Array halo_ids;   // int64, ascending: replicated rows (pagraph partitions; else undefined)
   Csr halo;         // their rows (num_nodes = halo_ids.dim(0)); entries are global ids
+  // Link prediction (undefined when the dataset has none), int64 [E, 2] in new ids: this part's
+  // training edges (sources owned, sorted by (src, dst)) and the shared held-out pairs.
+  Array link_train;
+  Array link_valid, link_test, link_valid_neg, link_test_neg;
 };
 
-// Makes `to` share `from`'s node-indexed arrays (features, labels, splits, in-degrees): every
+// Makes `to` share `from`'s node-indexed arrays (features, labels, splits, in-degrees, the
+// held-out link pairs): every
 // part of a partition maps the same node files, so a view built from one part (the replicated
 // view, the roles' whole-graph view) takes them as they are, without copies.
 void share_node_arrays(const PartitionData& from, PartitionData& to);

@@ -30,6 +30,30 @@ Array map_ids_sorted(const Array& ids, const std::vector<int64_t>& old2new) {
   return Array::from_vector(std::move(out));
 }
 
+using Pair = std::pair<int64_t, int64_t>;
+
+// An int64 [E, 2] array of pairs in new ids, rows in the order of `pairs` (undefined stays so).
+Array map_pairs(const Array& pairs, const std::vector<int64_t>& old2new) {
+  if (!pairs.defined()) return {};
+  const int64_t* p = pairs.data<int64_t>();
+  std::vector<int64_t> out(static_cast<size_t>(pairs.numel()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = old2new[p[i]];
+  return Array::from_vector(std::move(out), {pairs.dim(0), 2});
+}
+
+// The training edges in new ids sorted by (src, dst): a part's are one contiguous range.
+std::vector<Pair> sorted_link_train(const Dataset& ds, const std::vector<int64_t>& old2new) {
+  std::vector<Pair> out;
+  if (!ds.link_train.defined()) return out;
+  const int64_t* p = ds.link_train.data<int64_t>();
+  out.reserve(static_cast<size_t>(ds.link_train.dim(0)));
+  for (int64_t i = 0; i < ds.link_train.dim(0); ++i) {
+    out.emplace_back(old2new[p[2 * i]], old2new[p[2 * i + 1]]);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // Rows of `src` in the order `order` (row i of the result is src row order[i]), streamed to a
 // .npy file in chunks so the renumbered copy never sits in memory whole. A mapped `src` keeps only
 // the span of source rows of one chunk mapped: within a part new ids follow old ones, so the
@@ -397,6 +421,13 @@ void write_shared_arrays(StagedDir& dir, const Dataset& ds, const PartitionMeta&
     save_npy(dir.file("valid_idx.npy"), map_ids_sorted(ds.valid_idx, old2new));
   if (ds.test_idx.defined())
     save_npy(dir.file("test_idx.npy"), map_ids_sorted(ds.test_idx, old2new));
+  const std::pair<const char*, const Array*> links[] = {{"link_valid.npy", &ds.link_valid},
+                                                        {"link_test.npy", &ds.link_test},
+                                                        {"link_valid_neg.npy", &ds.link_valid_neg},
+                                                        {"link_test_neg.npy", &ds.link_test_neg}};
+  for (const auto& [file, a] : links) {
+    if (a->defined()) save_npy(dir.file(file), map_pairs(*a, old2new));
+  }
   std::vector<int64_t> indeg(old2new.size());
   for (size_t v = 0; v < old2new.size(); ++v) indeg[old2new[v]] = g.degree(static_cast<int64_t>(v));
   save_npy(dir.file("in_degree.npy"), Array::from_vector(std::move(indeg)));
@@ -413,6 +444,7 @@ struct PartWriter {
   const Array& train_new;
   Csr halo_src;               // PaGraph: the rows replicated rows are cut from
   std::vector<int8_t> depth;  // PaGraph: BFS scratch for the halos
+  const std::vector<Pair>* links = nullptr;  // link_train in new ids, sorted; null: none
 
   // Part p's patch, seeds, halo and cache list into <tmp>/part<p>/.
   PartStats write(const std::string& tmp, int p);
@@ -437,6 +469,17 @@ PartStats PartWriter::write(const std::string& tmp, int p) {
   if (meta.hops > 0) write_halo(g, halo_src, meta, r.old2new, r.new2old, seeds, depth, pd, st);
   detail::release_pages(g);
   save_npy(pd + "/seeds.npy", Array::from_vector(std::move(seeds)));
+  if (links) {  // the training edges whose source the part owns: one range of the sorted list
+    const auto lo = std::lower_bound(links->begin(), links->end(), Pair{st.begin, INT64_MIN});
+    const auto hi = std::lower_bound(lo, links->end(), Pair{st.end, INT64_MIN});
+    std::vector<int64_t> flat;
+    for (auto it = lo; it != hi; ++it) {
+      flat.push_back(it->first);
+      flat.push_back(it->second);
+    }
+    st.link_train = hi - lo;
+    save_npy(pd + "/link_train.npy", Array::from_vector(std::move(flat), {st.link_train, 2}));
+  }
   int64_t cap =
       !policy.caches() ? 0
       : meta.cache_rows >= 0
@@ -474,8 +517,12 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   nlohmann::json method_report = nlohmann::json::object();
   std::vector<int32_t> assign = assign_parts(ds, opts, &method_report);
   method_report["assign_s"] = phase("assign parts");
+  // Link prediction balances training edges (METIS's seed constraint counts them); moving
+  // train_idx seeds would undo that, so rebalancing is skipped.
   const int64_t moved =
-      rebalance_seeds(ds.graph, ds.train_idx, opts.parts, opts.seed_imbalance, assign);
+      ds.link_train.defined()
+          ? 0
+          : rebalance_seeds(ds.graph, ds.train_idx, opts.parts, opts.seed_imbalance, assign);
   phase(fmt::format("balance seeds ({} moved)", moved));
 
   Renumbering r = renumber(assign, opts.parts);
@@ -501,6 +548,8 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
     w.halo_src = detail::halo_rows_source(ds.graph, meta.halo_cap, opts.seed);
     w.depth.assign(ds.meta.num_nodes, -1);
   }
+  const std::vector<Pair> links = sorted_link_train(ds, r.old2new);
+  if (ds.link_train.defined()) w.links = &links;
   for (int p = 0; p < opts.parts; ++p) meta.part.push_back(w.write(dir.tmp_path(), p));
   save_npy(dir.file("old2new.npy"), Array::from_vector(std::move(r.old2new)));
   save_npy(dir.file("new2old.npy"), Array::from_vector(std::move(r.new2old)));
@@ -540,7 +589,51 @@ void share_node_arrays(const PartitionData& from, PartitionData& to) {
   to.valid_idx = from.valid_idx;
   to.test_idx = from.test_idx;
   to.in_degree = from.in_degree;
+  to.link_valid = from.link_valid;
+  to.link_test = from.link_test;
+  to.link_valid_neg = from.link_valid_neg;
+  to.link_test_neg = from.link_test_neg;
 }
+
+namespace {
+
+// An int64 [E, 2] pairs file of a partition: ids in [0, n), and with owned = [lo, hi) the
+// sources (column 0) in it; `expect` rows when >= 0. FormatError naming the file and the row.
+Array load_pairs(const std::string& path, int64_t n, int64_t lo, int64_t hi, int64_t expect) {
+  Array a = load_npy(path, DType::kInt64, 2);
+  DSP_CHECK_FORMAT(a.dim(1) == 2 && (expect < 0 || a.dim(0) == expect),
+                   "{}: shape {}, expected [{}, 2]", path, a.describe(),
+                   expect < 0 ? std::string("E") : std::to_string(expect));
+  const int64_t* p = a.data<int64_t>();
+  for (int64_t r = 0; r < a.dim(0); ++r) {
+    DSP_CHECK_FORMAT(p[2 * r] >= lo && p[2 * r] < hi && p[2 * r + 1] >= 0 && p[2 * r + 1] < n,
+                     "{}: row {} ({}, {}) is outside [{}, {}) x [0, {})", path, r, p[2 * r],
+                     p[2 * r + 1], lo, hi, n);
+  }
+  return a;
+}
+
+// The part's training edges (sources owned) and the shared held-out pairs, when written.
+template <class Need>
+void load_links(PartitionData& d, Need&& need) {
+  const PartitionMeta& m = d.meta;
+  const int64_t begin = m.offsets[d.part], end = m.offsets[d.part + 1], n = m.num_nodes;
+  const std::string pd = part_dir(d.dir, d.part);
+  const int64_t count = m.part[d.part].link_train;
+  if (count > 0 || path_exists(pd + "/link_train.npy")) {
+    d.link_train = load_pairs(need(pd + "/link_train.npy"), n, begin, end, count);
+  }
+  const std::pair<const char*, Array*> shared[] = {{"link_valid.npy", &d.link_valid},
+                                                   {"link_test.npy", &d.link_test},
+                                                   {"link_valid_neg.npy", &d.link_valid_neg},
+                                                   {"link_test_neg.npy", &d.link_test_neg}};
+  for (const auto& [file, a] : shared) {
+    const std::string path = d.dir + "/" + file;
+    if (path_exists(path)) *a = load_pairs(path, n, 0, n, -1);
+  }
+}
+
+}  // namespace
 
 PartitionData load_partition(const std::string& dir, int part, int expected_parts) {
   PartitionData d;
@@ -610,6 +703,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     }
     d.halo = load_rows(pd, "halo_", d.halo_ids.dim(0), 0, m, need);
   }
+  load_links(d, need);
   d.in_degree = load_npy(need(dir + "/in_degree.npy"), DType::kInt64, 1);
   DSP_CHECK_FORMAT(d.in_degree.dim(0) == n, "{}/in_degree.npy: {} entries for {} nodes", dir,
                    d.in_degree.dim(0), n);
