@@ -290,7 +290,7 @@ template <class Id>
 void CollectiveSampler::sample_pulled(const int64_t* tasks, int64_t n, uint64_t key,
                                       const int64_t* row_off, const int64_t* rows, const float* w,
                                       const int64_t* slot, int32_t* cnt, int64_t* out,
-                                      float* outw) const {
+                                      float* outw, const TaskExclusions* ex) const {
   const bool biased = opts_.biased, replace = opts_.replace;
   parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
     std::vector<double> cum;
@@ -305,7 +305,10 @@ void CollectiveSampler::sample_pulled(const int64_t* tasks, int64_t n, uint64_t 
       }
       RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
       int64_t* o = out + slot[i];
-      int c = csp::sample_positions(deg, k, biased, replace, biased ? cum.data() : nullptr, s, o);
+      const int c = ex ? csp::uniform_excluding(deg, k, replace, ex->positions + ex->offsets[i],
+                                                ex->offsets[i + 1] - ex->offsets[i], s, o)
+                       : csp::sample_positions(deg, k, biased, replace,
+                                               biased ? cum.data() : nullptr, s, o);
       if (outw) {
         for (int j = 0; j < c; ++j) outw[slot[i] + j] = w[p0 + o[j]];
       }
@@ -423,9 +426,9 @@ void CollectiveSampler::shuffle() {
 
 std::string CollectiveSampler::exclusion_error(const ExcludedEdges& ex) const {
   if (ex.dst.empty() && ex.src.empty()) return "";
-  if (opts_.biased || opts_.scheme != SampleScheme::kNodeWise || opts_.mode != SampleMode::kCsp) {
-    return "sampler: edge exclusion supports node-wise uniform sampling in CSP mode; biased, "
-           "layer-wise and pull sampling are not supported";
+  if (opts_.biased || opts_.scheme != SampleScheme::kNodeWise) {
+    return "sampler: edge exclusion supports node-wise uniform sampling; biased and layer-wise "
+           "sampling are not supported";
   }
   if (ex.dst.size() != ex.src.size()) {
     return fmt::format("sampler: excluded edges: {} dst ids and {} src ids (one of each per edge)",
@@ -465,6 +468,17 @@ void CollectiveSampler::share_exclusions(const ExcludedEdges* ex) {
     recv = a2a(comm_, send, sc, rc, "csp.exclude");
   }
   const std::vector<int64_t> ro = prefix(rc);
+  if (opts_.mode == SampleMode::kPull && size_ > 1 && m > 0) {
+    // pull mode samples the rows it fetches itself: its own pairs, sorted and distinct
+    std::vector<std::pair<int64_t, int64_t>> own(m);
+    for (int64_t i = 0; i < m; ++i) own[i] = {ex->dst[i], ex->src[i]};
+    std::sort(own.begin(), own.end());
+    own.erase(std::unique(own.begin(), own.end()), own.end());
+    for (const auto& [d, u] : own) {
+      ex_own_dst_.push_back(d);
+      ex_own_src_.push_back(u);
+    }
+  }
   ex_dst_.clear();
   ex_src_.clear();
   ex_off_.assign(size_ + 1, 0);
@@ -495,34 +509,40 @@ void append_positions(const Id* row, int64_t deg, const int64_t* src, int64_t ns
     from = r.second;
   }
 }
+
+// Appends node v's excluded positions in its row (deg entries, ascending ids): the entries equal
+// to the src of the pairs dst[0, m) / src[0, m) (sorted by (dst, src), distinct) whose dst is v.
+template <class Id>
+void task_positions(int64_t v, const int64_t* dst, const int64_t* src, int64_t m, const Id* row,
+                    int64_t deg, std::vector<int64_t>& out) {
+  const auto r = std::equal_range(dst, dst + m, v);
+  if (r.first == r.second || deg == 0) return;
+  append_positions(row, deg, src + (r.first - dst), r.second - r.first, out);
+}
 }  // namespace
 
-const TaskExclusions* CollectiveSampler::served_exclusions(int64_t n) {
-  if (ex_off_.empty() || ex_off_[size_] == 0 || n == 0) return nullptr;
-  const int64_t* tasks = host_view(*backend_, *buf_->served, n, ex_host_tasks_);
+// Served positions [b, e): task i's positions at ex_task_off_[i - b].
+const TaskExclusions* CollectiveSampler::served_exclusions(int64_t b, int64_t e) {
+  if (ex_off_.empty() || ex_off_[size_] == 0 || e == b) return nullptr;
+  const int64_t* tasks = host_view(*backend_, *buf_->served, e, ex_host_tasks_);
   const Csr& g = part_.patch;
   const int64_t* ip = g.rowptr();
   const bool i32 = g.num_edges() > 0 && g.index_dtype() == DType::kInt32;
-  ex_task_off_.assign(n + 1, 0);
+  ex_task_off_.assign(e - b + 1, 0);
   ex_task_pos_.clear();
   for (int q = 0; q < size_; ++q) {
-    const int64_t* d0 = ex_dst_.data() + ex_off_[q];
-    const int64_t* d1 = ex_dst_.data() + ex_off_[q + 1];
-    for (int64_t i = served_off_[q]; i < served_off_[q + 1]; ++i) {
+    const int64_t* dst = ex_dst_.data() + ex_off_[q];
+    const int64_t* src = ex_src_.data() + ex_off_[q];
+    const int64_t m = ex_off_[q + 1] - ex_off_[q];
+    for (int64_t i = std::max(b, served_off_[q]); i < std::min(e, served_off_[q + 1]); ++i) {
       const int64_t v = task_id(tasks[i]);
-      const auto r = std::equal_range(d0, d1, v);
       const int64_t lv = v - begin_, deg = ip[lv + 1] - ip[lv];
-      if (r.first != r.second && deg > 0) {
-        const int64_t* src = ex_src_.data() + (r.first - ex_dst_.data());
-        if (i32) {
-          append_positions(g.indices.data<int32_t>() + ip[lv], deg, src, r.second - r.first,
-                           ex_task_pos_);
-        } else {
-          append_positions(g.indices.data<int64_t>() + ip[lv], deg, src, r.second - r.first,
-                           ex_task_pos_);
-        }
+      if (i32) {
+        task_positions(v, dst, src, m, g.indices.data<int32_t>() + ip[lv], deg, ex_task_pos_);
+      } else {
+        task_positions(v, dst, src, m, g.indices.data<int64_t>() + ip[lv], deg, ex_task_pos_);
       }
-      ex_task_off_[i + 1] = static_cast<int64_t>(ex_task_pos_.size());
+      ex_task_off_[i - b + 1] = static_cast<int64_t>(ex_task_pos_.size());
     }
   }
   if (ex_task_pos_.empty()) return nullptr;
@@ -544,7 +564,7 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout) {
   Buffers& b = *buf_;
   const int64_t n = served_off_[size_];
   if (opts_.mode != SampleMode::kPull || size_ == 1) {
-    const TaskExclusions* ex = served_exclusions(n);
+    const TaskExclusions* ex = served_exclusions(0, n);
     served_picks_ = backend_->sample(b.served->as<int64_t>(), n, max_fanout, key,
                                      b.counts->reserve_n<int32_t>(n), *b.nbrs,
                                      opts_.biased ? b.weights.get() : nullptr, ex);
@@ -554,7 +574,7 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout) {
   const int64_t nl = backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout,
                                       key, b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
                                       opts_.biased ? b.answer_weights.get() : nullptr,
-                                      nullptr);
+                                      served_exclusions(self_b, self_e));
   std::vector<int64_t> ht, ln;
   std::vector<int32_t> lc;
   std::vector<float> lw;
@@ -614,6 +634,27 @@ void CollectiveSampler::reshuffle() {
   answer_picks_ = sum(rc_data);
 }
 
+// Pull mode, requester side: the excluded positions (ex_task_*, host) of the grouped tasks
+// [0, ng) outside the self chunk [self_b, self_e) in their fetched rows (rows[roff[i],
+// roff[i + 1])), from this rank's own pairs. False when none.
+bool CollectiveSampler::pulled_exclusions(const int64_t* tasks, int64_t ng, int64_t self_b,
+                                          int64_t self_e, const int64_t* roff,
+                                          const int64_t* rows) {
+  if (ex_own_dst_.empty()) return false;
+  ex_task_off_.assign(ng + 1, 0);
+  ex_task_pos_.clear();
+  const int64_t m = static_cast<int64_t>(ex_own_dst_.size());
+  for (int64_t i = 0; i < ng; ++i) {
+    if (i < self_b || i >= self_e) {
+      task_positions(task_id(tasks[i]), ex_own_dst_.data(), ex_own_src_.data(), m,
+                     rows + roff[i], roff[i + 1] - roff[i], ex_task_pos_);
+    }
+    ex_task_off_[i + 1] = static_cast<int64_t>(ex_task_pos_.size());
+  }
+  stats_.excluded_entries += static_cast<int64_t>(ex_task_pos_.size());
+  return !ex_task_pos_.empty();
+}
+
 // Pull mode, requester side: samples the fetched rows (grouped positions outside the self chunk)
 // with the owners' exact per-node logic; the self chunk was sampled by its owner, this rank.
 void CollectiveSampler::sample_pulled_rows(uint64_t key) {
@@ -637,10 +678,13 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
   std::vector<int64_t> buf(slot[ng]);
   std::vector<float> bufw(rw ? slot[ng] : 0);
   std::vector<int32_t> c(ng);
+  const bool ex = pulled_exclusions(tasks, ng, self_b, self_e, roff.data(), rows);
   for (const auto& [from, to] : {std::pair{int64_t{0}, self_b}, std::pair{self_e, ng}}) {
+    TaskExclusions part;
+    if (ex) part = {ex_task_off_.data() + from, ex_task_pos_.data()};
     sample_pulled<int64_t>(tasks + from, to - from, key, roff.data() + from, rows, rw,
                            slot.data() + from, c.data() + from, buf.data(),
-                           rw ? bufw.data() : nullptr);
+                           rw ? bufw.data() : nullptr, ex ? &part : nullptr);
   }
   for (int64_t i = self_b; i < self_e; ++i) {
     c[i] = rc[i];
@@ -770,6 +814,8 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
 
   const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
   ex_off_.clear();
+  ex_own_dst_.clear();
+  ex_own_src_.clear();
   if (any_ex) share_exclusions(exclude);
   const int L = static_cast<int>(opts_.fanouts.size());
   SampledBatch out;

@@ -92,8 +92,8 @@ struct SamplerStats {
   int64_t batches = 0, seeds = 0;
   int64_t sampled_edges = 0;  // picks (block edges) produced for this rank's batches
   int64_t tasks_local = 0, tasks_remote = 0;  // frontier nodes sampled locally / sent away
-  // Row entries this rank left out of the tasks it served (edge exclusion), every layer counted:
-  // its share as owner of all ranks' batches.
+  // Row entries left out of the tasks this rank sampled (edge exclusion), every layer counted:
+  // as owner, its share of all ranks' batches (pull mode: also the rows it fetched).
   int64_t excluded_entries = 0;
   double t_shuffle = 0, t_sample = 0, t_reshuffle = 0, t_relabel = 0, t_total = 0;
   std::vector<double> t_layer;              // [layers], from the seeds out
@@ -146,9 +146,9 @@ class CollectiveSampler {
   // keeps its fanout where its row allows, and a task with no excluded entry gets exactly its
   // plain picks. A node's picks thus depend on (seed, epoch, batch, layer, global id, its
   // excluded entries in this batch) only: the same blocks at every rank count and on every
-  // backend. Node-wise uniform sampling in CSP mode only: with pairs, biased, layer-wise and
-  // pull sampling are refused (InvalidArgument on every rank), as are ids that are not nodes
-  // and dst / src of different lengths.
+  // backend. Node-wise uniform sampling only: with pairs, biased and layer-wise sampling are
+  // refused (InvalidArgument on every rank), as are ids that are not nodes and dst / src of
+  // different lengths. Pull mode samples the rows it fetches with its own pairs.
   SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
                       const ExcludedEdges* exclude);
 
@@ -194,8 +194,11 @@ class CollectiveSampler {
   // Sends this batch's excluded pairs (null: none) to the owners of their dst: ex_dst_/ex_src_
   // hold the received ones by requester (ex_off_), sorted by (dst, src) and distinct.
   void share_exclusions(const ExcludedEdges* ex);
-  // The served tasks' excluded row positions (ex_task_*), in backend memory; null when none.
-  const TaskExclusions* served_exclusions(int64_t n);
+  // The excluded row positions (ex_task_*) of the served tasks [b, e), in backend memory; null
+  // when none.
+  const TaskExclusions* served_exclusions(int64_t b, int64_t e);
+  bool pulled_exclusions(const int64_t* tasks, int64_t ng, int64_t self_b, int64_t self_e,
+                         const int64_t* roff, const int64_t* rows);
   // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
   // `uniform_fanout`. The picks stay valid until the next layer.
   LayerPicks run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
@@ -211,7 +214,7 @@ class CollectiveSampler {
   template <class Id>
   void sample_pulled(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* row_off,
                      const int64_t* rows, const float* w, const int64_t* slot, int32_t* cnt,
-                     int64_t* out, float* outw) const;
+                     int64_t* out, float* outw, const TaskExclusions* ex) const;
   std::vector<int32_t> layerwise_counts(const int64_t* frontier, int64_t n, int draws,
                                         uint64_t key) const;
 
@@ -231,6 +234,7 @@ class CollectiveSampler {
   // The current batch's excluded pairs this rank owns the dst of (share_exclusions; ex_off_ empty
   // when the batch has none anywhere) and one layer's served tasks' positions (host).
   std::vector<int64_t> ex_dst_, ex_src_, ex_off_;
+  std::vector<int64_t> ex_own_dst_, ex_own_src_;  // pull mode: this rank's own pairs, sorted
   std::vector<int64_t> ex_task_off_, ex_task_pos_, ex_host_tasks_;
   TaskExclusions ex_tasks_;
   SamplerStats stats_;

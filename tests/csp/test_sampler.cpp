@@ -732,14 +732,16 @@ TEST(EdgeExclusion, NoneOrMissingPairsGiveThePlainBlocks) {
   }
 }
 
+// Biased and layer-wise sampling with pairs are refused (without pairs they sample as ever:
+// NoneOrMissingPairsGiveThePlainBlocks), as are pairs that are not node ids.
 TEST(EdgeExclusion, RefusedCombinationsAndBadPairs) {
   Csr g = community().graph;
   std::vector<float> w(static_cast<size_t>(g.num_edges()), 1.0f);
   g.weights = Array::from_vector(std::move(w));
   Excluded ex{{5}, {row_of(g, 5).at(0)}};
   const std::string refused =
-      "sampler: edge exclusion supports node-wise uniform sampling in CSP mode; biased, "
-      "layer-wise and pull sampling are not supported";
+      "sampler: edge exclusion supports node-wise uniform sampling; biased and layer-wise "
+      "sampling are not supported";
   auto message = [&](const SamplerOptions& o, const Excluded& e) {
     Rig st(g, o);
     try {
@@ -753,11 +755,8 @@ TEST(EdgeExclusion, RefusedCombinationsAndBadPairs) {
   biased.biased = true;
   SamplerOptions layer{{30}};
   layer.scheme = SampleScheme::kLayerWise;
-  SamplerOptions pull{{3}};
-  pull.mode = SampleMode::kPull;
   EXPECT_EQ(message(biased, ex), refused);
   EXPECT_EQ(message(layer, ex), refused);
-  EXPECT_EQ(message(pull, ex), refused);
   EXPECT_EQ(message(SamplerOptions{{3}}, Excluded{{5, 6}, {1}}),
             "sampler: excluded edges: 2 dst ids and 1 src ids (one of each per edge)");
   EXPECT_EQ(message(SamplerOptions{{3}}, Excluded{{5}, {g.num_nodes}}),

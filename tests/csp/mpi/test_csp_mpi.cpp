@@ -205,17 +205,23 @@ CollectiveSampler::ExcludedEdges my_exclusions(const std::vector<int64_t>& seeds
 }
 
 // Edge exclusion: at every rank count the blocks equal the one-part reference's for the same
-// seeds and pairs (so every owner left out exactly its requesters' entries). In batch 1 rank 1
-// passes no seeds and no pairs; in batch 2 only rank 0 passes pairs (the others none at all).
+// seeds and pairs (so every owner left out exactly its requesters' entries), in CSP and pull
+// mode. In batch 1 rank 1 passes no seeds and no pairs; in batch 2 only rank 0 passes pairs (the
+// others none at all).
 TEST_P(PInvariance, ExcludedEdges) {
   World& w = world();
-  for (bool replace : {false, true}) {
+  for (int variant = 0; variant < 3; ++variant) {
     SamplerOptions o{{7, 5, 3}};
-    o.replace = replace;
+    o.replace = variant == 1;
+    o.mode = variant == 2 ? SampleMode::kPull : SampleMode::kCsp;
     o.seed = 5;
-    const std::string what = std::string(replace ? "exclusion+replace" : "exclusion") + " [" +
-                             GetParam() + "]";
-    CollectiveSampler ref(w.ref_part, *w.self, o);
+    const std::string what = std::string(variant == 0   ? "exclusion"
+                                         : variant == 1 ? "exclusion+replace"
+                                                        : "exclusion pull") +
+                             " [" + GetParam() + "]";
+    SamplerOptions ro = o;
+    ro.mode = SampleMode::kCsp;
+    CollectiveSampler ref(w.ref_part, *w.self, ro);
     CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
     for (int64_t batch = 0; batch < 4; ++batch) {
       const bool idle = batch == 1 && g_comm->rank() == 1;
@@ -279,12 +285,12 @@ TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
   EXPECT_EQ(ok.blocks.size(), 1u);
 }
 
-// A refused combination (pull mode with pairs) on one rank makes every rank throw, that rank
-// with the reason; the sampler is usable afterwards.
+// A refused combination (biased sampling with pairs) on one rank makes every rank throw, that
+// rank with the reason; the sampler is usable afterwards.
 TEST(BadInput, ExclusionRefusedOnEveryRank) {
   World& w = world();
   SamplerOptions o{{3}};
-  o.mode = SampleMode::kPull;
+  o.biased = true;
   CollectiveSampler s(w.part, *g_comm, o);
   CollectiveSampler::ExcludedEdges ex;
   const std::vector<int64_t> seeds = my_seeds(0, 5);
@@ -297,8 +303,8 @@ TEST(BadInput, ExclusionRefusedOnEveryRank) {
     ADD_FAILURE() << "no error";
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), g_comm->rank() == 0
-                               ? "sampler: edge exclusion supports node-wise uniform sampling in "
-                                 "CSP mode; biased, layer-wise and pull sampling are not supported"
+                               ? "sampler: edge exclusion supports node-wise uniform sampling; "
+                                 "biased and layer-wise sampling are not supported"
                                : "sampler: another rank passed invalid input");
   }
   EXPECT_EQ(s.sample(seeds, 0, 0).blocks.size(), 1u);
