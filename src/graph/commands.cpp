@@ -27,20 +27,22 @@ OptionTable<Conv> all_convert_options() {
     return options::toggle<Conv>(f, k, help, get);
   };
   return {
-      value<Conv>("--from", "from", "input format: ogb | edgelist", DSP_CONV(from), "ogb,edgelist"),
+      value<Conv>("--from", "from", "input format: ogb | edgelist | ogb-link", DSP_CONV(from),
+                  "ogb,edgelist,ogb-link"),
       value<Conv>("--name", "name", "dataset name (default: the input's name)", DSP_CONV(name)),
       value<Conv>("--split", "split",
-                  "ogb: split folder under raw/split (default: the only or first one)",
+                  "ogb: split folder under raw/split; ogb-link: under split/ (default: the only or "
+                  "first one)",
                   DSP_CONV(split)),
       flag("--no-split", "no_split",
            "ogb: import a directory without raw/split (the dataset then has no train, valid or "
-           "test ids, and dsp train refuses it)",
+           "test ids, and dsp train refuses it); ogb-link: without split/ (every edge trains)",
            DSP_CONV(no_split)),
       flag("--undirected", "undirected",
            "edgelist: each line is an undirected edge (store both directions)",
            DSP_CONV(undirected)),
       flag("--directed", "directed",
-           "ogb: keep edges one-directional (default: symmetrize, as OGB intends)",
+           "ogb, ogb-link: keep edges one-directional (default: symmetrize, as OGB intends)",
            DSP_CONV(directed)),
       value<Conv>("--num-nodes", "num_nodes",
                   "edgelist: number of nodes (default: largest id + 1); larger ids are errors",
@@ -104,7 +106,7 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
                 "--link-split applies to --from edgelist only");
   DSP_CHECK_ARG(!a.link_split.empty() || (a.link_negatives == 0 && a.seed == 0),
                 "--link-negatives and --seed apply with --link-split only");
-  if (a.from == "ogb") {
+  if (a.from == "ogb" || a.from == "ogb-link") {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
     OgbImportOptions o;
     DSP_CHECK_ARG(!(a.no_split && !a.split.empty()), "give --split or --no-split, not both");
@@ -112,14 +114,21 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     o.require_split = !a.no_split;
     o.name = a.name;
     o.undirected = !a.directed;
-    if (a.out_of_core || estimate_ogb_memory(a.input) > memory_left(budget)) {
+    if (a.from == "ogb-link") {
+      DSP_CHECK_ARG(!a.out_of_core, "--from ogb-link converts in memory; drop --out-of-core");
+      check_memory("dsp convert --from ogb-link", estimate_ogb_memory(a.input), budget,
+                   "raise --memory-budget");
+      ds = import_ogb_link(a.input, o, &st);
+    } else if (a.out_of_core || estimate_ogb_memory(a.input) > memory_left(budget)) {
       check_memory("dsp convert (out of core)", ogb_out_of_core_bytes(a.input), budget,
                    "raise --memory-budget");
       return import_ogb_to_dir(a.input, o, a.output, out_of_core_options(a, budget), &st);
+    } else {
+      ds = import_ogb_raw(a.input, o, &st);
     }
-    ds = import_ogb_raw(a.input, o, &st);
   } else if (a.from == "edgelist") {
-    DSP_CHECK_ARG(a.split.empty() && !a.no_split, "--split/--no-split apply to --from ogb only");
+    DSP_CHECK_ARG(a.split.empty() && !a.no_split,
+                  "--split/--no-split apply to --from ogb and ogb-link only");
     DSP_CHECK_ARG(!a.directed, "edge lists are directed unless --undirected is given");
     EdgeListOptions o;
     o.num_nodes = a.num_nodes;
@@ -141,7 +150,8 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     ds = import_edge_list(a.input, o, a.name, &st);
     if (link) split_links(ds, *link);
   } else {
-    DSP_THROW_T(InvalidArgument, "--from must be 'ogb' or 'edgelist', got '{}'", a.from);
+    DSP_THROW_T(InvalidArgument, "--from must be 'ogb', 'edgelist' or 'ogb-link', got '{}'",
+                a.from);
   }
   Stopwatch sw;
   write_dataset(ds, a.output, a.overwrite);

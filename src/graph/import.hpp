@@ -78,6 +78,18 @@ struct OgbImportOptions {
 Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts,
                        ImportStats* stats = nullptr);
 
+// Imports an OGB link-property dataset: the graph, features (and labels if any) from raw/ as
+// import_ogb_raw reads them (opts.require_split is about the link split here), and the link
+// split from <root>/split/<name>/ (`name`: opts.split, else the only or alphabetically first
+// folder): train_edge, valid_edge, test_edge int64 [E, 2] and valid_edge_neg, test_edge_neg
+// [M, 2], each as .npy (int64 or int32) or .csv(.gz) "src,dst" lines, every one optional but a
+// held-out file needs its negatives. Without train_edge the graph's distinct edges are the
+// training edges. The graph is edge.csv (the training graph, as OGB ships it), symmetrized when
+// opts.undirected. Faults name the split file, its row and the pair (an id out of range, a
+// training edge not in the graph, a held-out edge in it).
+Dataset import_ogb_link(const std::string& dir, const OgbImportOptions& opts,
+                        ImportStats* stats = nullptr);
+
 // ---------------------------------------------------------------- memory planning, streaming
 
 // What the start of an edge list says about the whole: an estimate of its edge count (from the

@@ -129,6 +129,12 @@ Array draw_negatives(const Csr& g, bool undirected, int64_t count, uint64_t key,
 
 }  // namespace
 
+Array graph_edge_pairs(const Csr& g, bool undirected) {
+  Candidates c = candidates(g, undirected);
+  c.pairs.insert(c.pairs.end(), c.loops.begin(), c.loops.end());
+  return pair_array(std::move(c.pairs));
+}
+
 void check_link_split(const LinkSplitOptions& o, const std::string& flag) {
   for (const auto& [name, f] : {std::pair{"train", o.train}, std::pair{"valid", o.valid},
                                 std::pair{"test", o.test}}) {

@@ -39,4 +39,8 @@ void check_link_split(const LinkSplitOptions& o, const std::string& flag = "--li
 void split_links(Dataset& ds, const LinkSplitOptions& o,
                  const std::function<bool(int64_t, int64_t)>& negative_ok = {});
 
+// The distinct edges of g as pairs (src, dst) sorted, self loops included; for an undirected
+// (symmetric) graph one per unordered pair, written (min, max). int64 [E, 2].
+Array graph_edge_pairs(const Csr& g, bool undirected);
+
 }  // namespace dsp

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <set>
 #include <string>
@@ -382,6 +383,102 @@ TEST(LinkSplit, CommunityCommandParsesTheSplit) {
   bad.link_negatives = 5;
   EXPECT_EQ(error_of<InvalidArgument>([&] { bad.validate(); }),
             "--link-negatives applies with --link-split only");
+}
+
+// An OGB link directory: raw/ with a 6-node path 0-1-2-3-4 and node features, split/time/ with
+// every kind of split file.
+std::string ogb_link_dir(const TempDir& tmp) {
+  const std::string root = tmp / "ogbl_toy";
+  iotest::write_gz(root + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n");
+  iotest::write_gz(root + "/raw/num-node-list.csv.gz", "6\n");
+  iotest::write_gz(root + "/raw/num-edge-list.csv.gz", "4\n");
+  iotest::write_gz(root + "/raw/node-feat.csv.gz", "1,0\n0,1\n1,1\n0,0\n2,0\n0,2\n");
+  const std::string split = root + "/split/time/";
+  iotest::write_text(split + "train_edge.csv", "0,1\n1,2\n3,2\n");
+  std::filesystem::create_directories(split);
+  save_npy(split + "valid_edge.npy", pairs({4, 5}));
+  save_npy(split + "valid_edge_neg.npy",
+           Array::from_vector(std::vector<int32_t>{0, 3, 1, 5}, {2, 2}));
+  iotest::write_gz(split + "test_edge.csv.gz", "0,5\n");
+  iotest::write_text(split + "test_edge_neg.csv", "0,4\n2,5\n");
+  return root;
+}
+
+ConvertCommand ogb_link_command(const std::string& in, const std::string& out) {
+  ConvertCommand c;
+  c.from = "ogb-link";
+  c.input = in;
+  c.output = out;
+  return c;
+}
+
+TEST(OgbLink, ImportsTheGraphFeaturesAndEverySplitFile) {
+  TempDir tmp("ogbl");
+  const std::string root = ogb_link_dir(tmp);
+  run_convert(ogb_link_command(root, tmp / "ds"));
+  const Dataset ds = load_dataset(tmp / "ds");
+  EXPECT_EQ(ds.meta.name, "ogbl_toy");
+  EXPECT_FALSE(ds.meta.directed);
+  EXPECT_EQ(ds.graph.num_edges(), 8);
+  EXPECT_EQ(ds.meta.feature_dim, 2);
+  EXPECT_EQ(rows_of(ds.link_train), (std::vector<Pair>{{0, 1}, {1, 2}, {3, 2}}));
+  EXPECT_EQ(rows_of(ds.link_valid), (std::vector<Pair>{{4, 5}}));
+  EXPECT_EQ(rows_of(ds.link_valid_neg), (std::vector<Pair>{{0, 3}, {1, 5}}));
+  EXPECT_EQ(rows_of(ds.link_test), (std::vector<Pair>{{0, 5}}));
+  EXPECT_EQ(rows_of(ds.link_test_neg), (std::vector<Pair>{{0, 4}, {2, 5}}));
+  EXPECT_EQ(ds.meta.extra["importer"], "ogb-link");
+  EXPECT_EQ(ds.meta.extra["split"], "time");
+  EXPECT_EQ(ds.meta.num_train, 0);
+}
+
+TEST(OgbLink, WithoutTrainEdgesEveryGraphEdgeTrains) {
+  TempDir tmp("ogbl_notrain");
+  const std::string root = ogb_link_dir(tmp);
+  std::filesystem::remove(root + "/split/time/train_edge.csv");
+  run_convert(ogb_link_command(root, tmp / "ds"));
+  EXPECT_EQ(rows_of(load_dataset(tmp / "ds").link_train),
+            (std::vector<Pair>{{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
+  ConvertCommand c = ogb_link_command(root, tmp / "nosplit");
+  std::filesystem::remove_all(root + "/split");
+  EXPECT_EQ(error_of<IoError>([&] { run_convert(c); }),
+            root + "/split: no split folder (OGB link datasets come with split/<name>/ holding "
+                   "train_edge, valid_edge, valid_edge_neg, test_edge, test_edge_neg as .npy or "
+                   ".csv(.gz)); pass --no-split to train on every edge without held-out edges");
+  c.no_split = true;
+  EXPECT_EQ(run_convert(c).num_link_train, 4);
+}
+
+TEST(OgbLink, FaultsNameTheSplitFileRowAndPair) {
+  TempDir tmp("ogbl_bad");
+  const std::string root = ogb_link_dir(tmp);
+  const std::string split = root + "/split/time/";
+  auto fault = [&](const std::string& file, const std::string& text) {
+    const std::string keep = iotest::slurp(split + file);
+    iotest::write_text(split + file, text);
+    const std::string msg = error_of([&] { run_convert(ogb_link_command(root, tmp / "ds")); });
+    iotest::write_text(split + file, keep);
+    return msg;
+  };
+  EXPECT_EQ(fault("train_edge.csv", "0,1\n4,3\n0,2\n"),
+            split + "train_edge.csv: row 2: training edge (0, 2) is not an edge of the stored "
+                    "graph (row 2 of indices.npy does not list 0)");
+  EXPECT_EQ(fault("test_edge_neg.csv", "0,4\n2,6\n"),
+            split + "test_edge_neg.csv: row 1 column 1 is 6, not a node id in [0, 6)");
+  EXPECT_EQ(fault("train_edge.csv", "0,1\n1\n"), split + "train_edge.csv:2: expected 2 columns, got 1");
+  save_npy(split + "valid_edge.npy", pairs({4, 5, 2, 1}));
+  EXPECT_EQ(error_of([&] { run_convert(ogb_link_command(root, tmp / "ds")); }),
+            split + "valid_edge.npy: row 1: held-out edge (2, 1) is an edge of the stored graph (in "
+                    "either direction); a split overlapping the training graph is refused");
+  save_npy(split + "valid_edge.npy", pairs({4, 5}));
+  std::filesystem::remove(split + "valid_edge_neg.npy");
+  EXPECT_EQ(error_of<IoError>([&] { run_convert(ogb_link_command(root, tmp / "ds")); }),
+            split + "valid_edge_neg.npy: missing file (valid_edge holds positive edges; Hits@K and "
+                    "MRR rank them against fixed negatives)");
+  EXPECT_FALSE(path_exists(tmp / "ds"));
+  ConvertCommand c = ogb_link_command(root, tmp / "ds");
+  c.out_of_core = true;
+  EXPECT_EQ(error_of<InvalidArgument>([&] { run_convert(c); }),
+            "--from ogb-link converts in memory; drop --out-of-core");
 }
 
 }  // namespace

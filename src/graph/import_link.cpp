@@ -1,0 +1,128 @@
+// dsp convert --from ogb-link: OGB's raw link-prediction layout (see import.hpp).
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#include "graph/import.hpp"
+#include "graph/import_detail.hpp"
+#include "graph/link.hpp"
+#include "graph/npy.hpp"
+#include "graph/validate.hpp"
+
+namespace dsp {
+namespace fs = std::filesystem;
+namespace {
+
+// <dir>/<stem>.npy, .csv.gz or .csv; "" when none exists.
+std::string find_pairs_file(const fs::path& dir, const std::string& stem) {
+  std::error_code ec;
+  for (const char* ext : {".npy", ".csv.gz", ".csv"}) {
+    const fs::path p = dir / (stem + ext);
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "";
+}
+
+// The pairs of a split file as int64 [E, 2].
+Array read_pairs(const std::string& path) {
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".npy") == 0) {
+    Array a = load_npy(path, false);
+    DSP_CHECK_FORMAT((a.dtype() == DType::kInt64 || a.dtype() == DType::kInt32) && a.ndim() == 2 &&
+                         a.dim(1) == 2,
+                     "{}: expected int64[E, 2] node pairs, got {}", path, a.describe());
+    if (a.dtype() == DType::kInt64) return a;
+    std::vector<int64_t> v(static_cast<size_t>(a.numel()));
+    for (int64_t i = 0; i < a.numel(); ++i) v[i] = a.int_at(i);
+    return Array::from_vector(std::move(v), {a.dim(0), 2});
+  }
+  std::vector<int64_t> v;
+  for_each_text_chunk(path, [&](std::string_view text, int64_t line) {
+    parse_csv_numbers<int64_t>(text, 2, v, path, line);
+  });
+  const auto rows = static_cast<int64_t>(v.size() / 2);
+  return Array::from_vector(std::move(v), {rows, 2});
+}
+
+// The split folder's name: opts.split, else the only (or alphabetically first) one; "" when
+// there is none and !opts.require_split.
+std::string link_split_name(const fs::path& root, const OgbImportOptions& opts) {
+  if (!opts.split.empty()) return opts.split;
+  std::error_code ec;
+  std::vector<std::string> names;
+  if (fs::is_directory(root / "split", ec)) {
+    for (const auto& e : fs::directory_iterator(root / "split", ec)) {
+      if (e.is_directory()) names.push_back(e.path().filename().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  if (names.empty()) {
+    DSP_CHECK_T(IoError, !opts.require_split,
+                "{}: no split folder (OGB link datasets come with split/<name>/ holding "
+                "train_edge, valid_edge, valid_edge_neg, test_edge, test_edge_neg as .npy or "
+                ".csv(.gz)); pass --no-split to train on every edge without held-out edges",
+                (root / "split").string());
+    return "";
+  }
+  if (names.size() > 1) {
+    DSP_WARN("import", "{}: several splits ({}), using '{}' (choose one with --split)",
+             (root / "split").string(), names.size(), names.front());
+  }
+  return names.front();
+}
+
+// The split's files into ds.link_*, each checked against the graph and named by its file.
+void read_link_split(const fs::path& sdir, bool undirected, Dataset& ds) {
+  std::error_code ec;
+  DSP_CHECK_T(IoError, fs::is_directory(sdir, ec), "{}: no such split directory", sdir.string());
+  const int64_t n = ds.graph.num_nodes;
+  const struct {
+    const char* stem;
+    Array* a;
+    LinkRule rule;
+  } files[] = {{"train_edge", &ds.link_train, LinkRule::kInGraph},
+               {"valid_edge", &ds.link_valid, LinkRule::kNotInGraph},
+               {"valid_edge_neg", &ds.link_valid_neg, LinkRule::kAny},
+               {"test_edge", &ds.link_test, LinkRule::kNotInGraph},
+               {"test_edge_neg", &ds.link_test_neg, LinkRule::kAny}};
+  for (const auto& f : files) {
+    const std::string path = find_pairs_file(sdir, f.stem);
+    if (path.empty()) continue;
+    *f.a = read_pairs(path);
+    check_link_pairs(*f.a, n, &ds.graph, f.rule, undirected, path);
+  }
+  for (const char* stem : {"valid_edge", "test_edge"}) {
+    const std::string neg = std::string(stem) + "_neg";
+    DSP_CHECK_T(IoError,
+                find_pairs_file(sdir, stem).empty() || !find_pairs_file(sdir, neg).empty(),
+                "{}: missing file ({} holds positive edges; Hits@K and MRR rank them against "
+                "fixed negatives)",
+                (sdir / (neg + ".npy")).string(), stem);
+  }
+  if (!ds.link_train.defined()) ds.link_train = graph_edge_pairs(ds.graph, undirected);
+}
+
+}  // namespace
+
+Dataset import_ogb_link(const std::string& dir, const OgbImportOptions& opts, ImportStats* stats) {
+  const detail::OgbRaw in = detail::open_ogb_raw(dir);
+  const std::string split = link_split_name(in.root, opts);
+  OgbImportOptions node = opts;
+  node.require_split = false;  // a node split under raw/split, if any, is not looked for
+  node.split.clear();
+  Dataset ds = import_ogb_raw(dir, node, stats);
+  ds.train_idx = ds.valid_idx = ds.test_idx = Array();
+  if (split.empty()) {
+    ds.link_train = graph_edge_pairs(ds.graph, opts.undirected);
+  } else {
+    read_link_split(in.root / "split" / split, opts.undirected, ds);
+  }
+  ds.meta.extra["importer"] = "ogb-link";
+  ds.meta.extra["split"] = split;
+  ds.sync_meta();
+  return ds;
+}
+
+}  // namespace dsp
