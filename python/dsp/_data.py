@@ -5,7 +5,9 @@ The arrays are only converted here (dtypes, C order, masks to ids, the node coun
 writer of ``dsp convert`` builds the CSR, validates everything with the CLI's messages and
 writes the directory under a temporary name renamed at the end (``_dsp._save_dataset``).
 """
+import json
 import os
+import tempfile
 
 import numpy as np
 
@@ -296,3 +298,84 @@ def from_dgl(graph, path, *, feat="feat", label="label", train_mask="train_mask"
         args[key] = _one_split(node_data(mask), mask, key, "dsp.from_dgl")
     args.update(kw)
     return _save(path, "dsp.from_dgl", **args)
+
+
+def _ogb_link_split(src, split):
+    """The dataset root of an OGB link dataset (given the root or raw/) and its split folder."""
+    root = os.path.abspath(os.fspath(src)).rstrip(os.sep)
+    if os.path.basename(root) == "raw":
+        root = os.path.dirname(root)
+    split_root = os.path.join(root, "split")
+    names = sorted(d for d in (os.listdir(split_root) if os.path.isdir(split_root) else [])
+                   if os.path.isdir(os.path.join(split_root, d)))
+    if split is None:
+        if not names:
+            raise _dsp.IoError(f"{split_root}: no split folder (OGB link datasets come with "
+                               "split/<name>/{train,valid,test}.pt)")
+        split = names[0]
+    if split not in names:
+        raise _dsp.IoError(f"{os.path.join(split_root, split)}: no such split directory")
+    return root, split
+
+
+def _pt_pairs(torch, path, key):
+    """The [E, 2] int64 pairs under `key` of an OGB split dict saved with torch.save."""
+    try:
+        d = torch.load(path, map_location="cpu", weights_only=False)
+    except TypeError:  # torch before 1.13 has no weights_only
+        d = torch.load(path, map_location="cpu")
+    if not isinstance(d, dict) or key not in d:
+        keys = sorted(d) if isinstance(d, dict) else type(d).__name__
+        raise _dsp.FormatError(f"{path}: expected a dict with key '{key}' (OGB's edge splits), "
+                               f"got {keys}")
+    a = _numpy(d[key])
+    if a.ndim != 2 or a.shape[1] != 2 or not np.issubdtype(a.dtype, np.integer):
+        raise _dsp.FormatError(f"{path}: '{key}' must be integer node pairs [E, 2], got "
+                               f"{a.dtype}{list(a.shape)}")
+    return a.astype(np.int64)
+
+
+def convert_ogb_link(src, out, *, split=None, **kw):
+    """Converts an OGB link-prediction dataset as OGB ships it (``dsp convert --from ogb-link``).
+
+    ``src`` is the dataset folder (``raw/`` with edge.csv.gz, num-node-list, num-edge-list,
+    optionally node-feat; ``split/<name>/{train,valid,test}.pt``) or its ``raw/``. The ``.pt``
+    dicts are read with your torch (key ``'edge'``, and ``'edge_neg'`` for valid and test: OGB's
+    collab/ppa/ddi layout) and written as ``.npy`` into a temporary copy of the layout, which the
+    ``dsp`` CLI of this package converts. ``split``: the folder under split/ (default: the only or
+    first one). Keywords as ``dsp convert``'s flags (``overwrite=True``, ``directed=True``,
+    ``name=...``). Returns dataset.json as a dict. Raises the CLI's error (``dsp.FormatError`` naming the file and row, ...).
+    """
+    try:
+        import torch
+    except ImportError:
+        raise _dsp.NotSupported("dsp.convert_ogb_link reads OGB's .pt split files with torch, "
+                                "which cannot be imported here") from None
+    from . import _train
+    root, split = _ogb_link_split(src, split)
+    sdir = os.path.join(root, "split", split)
+    with tempfile.TemporaryDirectory(prefix="dsp-ogb-link-") as tmp:
+        stage = os.path.join(tmp, os.path.basename(root))  # the dataset's name is the folder's
+        staged_split = os.path.join(stage, "split", split)
+        os.makedirs(staged_split)
+        os.symlink(os.path.join(root, "raw"), os.path.join(stage, "raw"))
+        for part in ("train", "valid", "test"):
+            path = os.path.join(sdir, part + ".pt")
+            if not os.path.exists(path):
+                continue
+            np.save(os.path.join(staged_split, part + "_edge.npy"), _pt_pairs(torch, path, "edge"))
+            if part != "train":
+                np.save(os.path.join(staged_split, part + "_edge_neg.npy"),
+                        _pt_pairs(torch, path, "edge_neg"))
+        args = ["--from", "ogb-link", "--split", split]
+        for key, value in kw.items():
+            flag = "--" + key.replace("_", "-")
+            if value is True:
+                args.append(flag)
+            elif value is not False and value is not None:
+                args += [flag, str(value)]
+        args += [stage, os.path.abspath(os.fspath(out))]
+        # Messages name the staged files; the caller knows the .pt files of the split folder.
+        _train._launch(_train.cli_path(), "convert", args, 1, (), rename=(staged_split, sdir))
+    with open(os.path.join(os.fspath(out), "dataset.json")) as f:
+        return json.load(f)
