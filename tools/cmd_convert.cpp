@@ -27,6 +27,10 @@ void convert_and_report(const ConvertCommand& a) {
   if (m.num_train + m.num_valid + m.num_test > 0) {
     fmt::print("split: train {} / valid {} / test {}\n", m.num_train, m.num_valid, m.num_test);
   }
+  if (m.num_link_train > 0) {
+    fmt::print("links: train {} / valid {} / test {}, negatives {} / {}\n", m.num_link_train,
+               m.num_link_valid, m.num_link_test, m.num_link_valid_neg, m.num_link_test_neg);
+  }
   if (st.sort_runs >= 0) fmt::print("out of core: {} sorted runs\n", st.sort_runs);
   fmt::print("time: parse {:.2f} s, build CSR {:.2f} s, write {:.2f} s, total {:.2f} s\n",
              st.parse_s, st.build_s, write_s, total.seconds());

@@ -25,10 +25,21 @@ void report(const GenerateResult& r, const GenerateRun& c, const char* kind) {
               static_cast<long long>(m.extra.value("requested_edges", int64_t{0})));
   std::printf("  in-degree mean %.1f, max %lld\n", mean_deg, static_cast<long long>(max_deg));
   if (m.extra.contains("measured_intra_fraction")) {
-    std::printf("  %lld communities, %.1f%% of edges inside one, accuracy bound %.3f\n",
+    const std::string bound =
+        m.extra.contains("accuracy_bound")
+            ? fmt::format(", accuracy bound {:.3f}", m.extra["accuracy_bound"].get<double>())
+            : "";
+    std::printf("  %lld communities, %.1f%% of edges inside one%s\n",
                 static_cast<long long>(m.extra.value("num_communities", int64_t{0})),
-                100.0 * m.extra.value("measured_intra_fraction", 0.0),
-                m.extra.value("accuracy_bound", 0.0));
+                100.0 * m.extra.value("measured_intra_fraction", 0.0), bound.c_str());
+  }
+  if (m.num_link_train > 0) {
+    std::printf("  links train/valid/test %lld/%lld/%lld, negatives %lld/%lld, Hits@K bound %.3f\n",
+                static_cast<long long>(m.num_link_train), static_cast<long long>(m.num_link_valid),
+                static_cast<long long>(m.num_link_test),
+                static_cast<long long>(m.num_link_valid_neg),
+                static_cast<long long>(m.num_link_test_neg),
+                m.extra.value("link_hits_bound", 0.0));
   }
   std::printf("  features %lld x %s, %lld classes, train/valid/test %lld/%lld/%lld\n",
               static_cast<long long>(m.feature_dim), dtype_name(m.feature_dtype),
