@@ -25,6 +25,10 @@ void ModelConfig::validate() const {
                 "--preaggregate needs 2 or more layers (the first is pre-aggregated, the others "
                 "are sampled), got {}",
                 layers);
+  DSP_CHECK_ARG(predictor == "none" || predictor == "dot" || predictor == "mlp",
+                "unknown predictor '{}' (dot, mlp)", predictor);
+  DSP_CHECK_ARG(embedding_dim >= 0 && embedding_dim <= in_dim,
+                "embedding dimension {} must lie in [0, in_dim = {}]", embedding_dim, in_dim);
   DSP_CHECK_ARG(heads >= 1 && out_heads >= 1, "attention heads must be >= 1, got {} and {}", heads,
                 out_heads);
 }
@@ -32,7 +36,8 @@ void ModelConfig::validate() const {
 nlohmann::json ModelConfig::to_json() const {
   return {{"model", model},     {"in_dim", in_dim},       {"hidden", hidden},
           {"out_dim", out_dim}, {"layers", layers},       {"dropout", dropout},
-          {"heads", heads},     {"out_heads", out_heads}, {"preaggregated", preaggregated}};
+          {"heads", heads},     {"out_heads", out_heads}, {"preaggregated", preaggregated},
+          {"predictor", predictor}, {"embedding_dim", embedding_dim}};
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
@@ -47,6 +52,8 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     c.heads = j.at("heads").get<int>();
     c.out_heads = j.at("out_heads").get<int>();
     c.preaggregated = j.value("preaggregated", false);  // absent in older checkpoints
+    c.predictor = j.value("predictor", std::string("none"));
+    c.embedding_dim = j.value("embedding_dim", int64_t{0});
   } catch (const nlohmann::json::exception& e) {
     DSP_THROW_T(FormatError, "bad model config {}: {}", j.dump(), e.what());
   }
@@ -71,6 +78,10 @@ OptionTable<TrainConfig> make_train_table() {
       value<T>("--optimizer", "optimizer", "adam (default) or sgd", DSP_TRAIN(optimizer)),
       value<T>("", "momentum", "sgd momentum (default 0)", DSP_TRAIN(momentum)),
       value<T>("--dropout", "dropout", "dropout (default 0.5)", DSP_TRAIN(model.dropout)),
+      value<T>("--predictor", "predictor",
+               "--task link: a pair's logit from its two output rows, dot (the default with "
+               "--task link) or mlp (Linear, ReLU, Linear over their product); none for node tasks",
+               DSP_TRAIN(model.predictor), "none,dot,mlp"),
       value<T>("--heads", "heads", "GAT heads of hidden layers (default 1)",
                DSP_TRAIN(model.heads)),
       value<T>("", "out_heads", "GAT heads of the output layer (default 1)",

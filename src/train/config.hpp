@@ -26,6 +26,14 @@ struct ModelConfig {
   // a_v aggregated over v's whole in-neighbourhood when partitioning) instead of a block, so a
   // batch carries layers - 1 blocks and the rows of the outermost one's sources.
   bool preaggregated = false;
+  // Link prediction: how a pair of output rows becomes a logit. "none" (node classification:
+  // the output rows are the logits), "dot" (h_u . h_v) or "mlp" (DGL's example predictor:
+  // Linear(out_dim, out_dim), ReLU, Linear(out_dim, 1) over h_u * h_v; its parameters follow the
+  // layers').
+  std::string predictor = "none";
+  // Learnable node embeddings (layout/store/embedding_table.hpp) concatenated after the features:
+  // in_dim counts them (in_dim = feature columns + embedding_dim).
+  int64_t embedding_dim = 0;
 
   int num_blocks() const { return preaggregated ? layers - 1 : layers; }
   int64_t input_width() const { return preaggregated ? 2 * in_dim : in_dim; }

@@ -60,8 +60,8 @@ Block full_block(const Csr& patch, const int64_t* orig, int64_t first_row, int64
              : full_block<int64_t>(patch, orig, first_row, b, e, pos);
 }
 
-// Rows of `table` (this rank's part rows, `width` floats each) for the global `ids`: this
-// rank's own rows copied, the others' requested from their owners. Collective.
+}  // namespace
+
 std::vector<float> fetch_rows(Communicator& comm, const PartitionMeta& meta,
                               const std::vector<float>& table, int64_t width,
                               const std::vector<int64_t>& ids) {
@@ -100,6 +100,8 @@ std::vector<float> fetch_rows(Communicator& comm, const PartitionMeta& meta,
   }
   return out;
 }
+
+namespace {
 
 // GCN's source scales: (out-degree + 1)^-1/2 of every node in the whole graph, the out-degrees
 // counted over every part's rows (one all_reduce).
@@ -166,6 +168,8 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
         lb.sample.seeds.assign(blk.src_ids.begin(), blk.src_ids.begin() + blk.num_dst);
         lc.set_step(o.epoch, step);
         lb = rt.load(std::move(lb.sample));
+        tc.set_step(o.epoch, step);
+        trainer.gather_embedding(lb);  // collective: learnable embeddings' rows, if any
       } else {
         tc.set_step(o.epoch, step);
         h = fetch_rows(tc, meta, in, w_in, lb.sample.blocks.front().src_ids);

@@ -39,6 +39,13 @@ struct InferenceOptions {
 std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
                                        const InferenceOptions& o);
 
+// Rows of `table` (this rank's part rows, `width` floats each) for the global `ids`: this
+// rank's own rows copied, the others' requested from their owners (one all_to_all_v of ids and
+// one of rows). Collective.
+std::vector<float> fetch_rows(Communicator& comm, const PartitionMeta& meta,
+                              const std::vector<float>& table, int64_t width,
+                              const std::vector<int64_t>& ids);
+
 // Estimated host bytes layerwise_inference needs on `rank` for a model of output widths `widths`
 // (one per layer) over this partition.
 int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,

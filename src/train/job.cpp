@@ -57,6 +57,34 @@ void check_evaluation(const JobConfig& c) {
                 "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
 }
 
+// --task link and --embedding-*: what they work with.
+void check_task(const JobConfig& c) {
+  c.link.validate();
+  DSP_CHECK_ARG(c.embedding.dim >= -1,
+                "--embedding-dim must be >= 0 (-1: the default), got {}", c.embedding.dim);
+  EmbeddingOptions e = c.embedding;
+  e.dim = std::max<int64_t>(e.dim, 1);
+  e.validate();
+  DSP_CHECK_ARG(c.roles == 0 || c.embedding.dim <= 0,
+                "--roles with learnable embeddings: the embeddings train in the symmetric step");
+  const std::string& pred = c.train.model.predictor;
+  if (!c.link.link()) {
+    DSP_CHECK_ARG(pred == "none", "--predictor {} scores node pairs: it needs --task link", pred);
+    return;
+  }
+  auto refuse = [](bool bad, const char* what) {
+    DSP_CHECK_ARG(!bad, "--task link with {}: not supported", what);
+  };
+  refuse(c.roles != 0, "--roles (GNNLab's factored layout carries node batches only)");
+  refuse(c.preaggregate, "--preaggregate");
+  refuse(c.cache_auto, "--cache-auto");
+  refuse(c.seed_order.order != "random", "--order bfs (the scheduler deals edges)");
+  refuse(c.eval == "sampled" || !c.eval_fanouts.empty(),
+         "sampled evaluation (--eval sampled, --eval-fanouts): every node's output comes from "
+         "full-neighbour inference");
+  refuse(c.eval_max_nodes > 0, "--eval-max-nodes (every held-out edge is scored)");
+}
+
 void check_not_both_init_and_resume(const JobConfig& c) {
   DSP_CHECK_ARG(!c.resume || c.init_from.empty(),
                 "--init-from starts a new run from a model's parameters and --resume continues "
@@ -72,6 +100,7 @@ void JobConfig::validate() const {
                 "--fanouts has {} entries but the model has {} layers (one fanout per layer)",
                 fanouts.size(), layers);
   check_evaluation(*this);
+  check_task(*this);
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(eval_max_nodes >= 0, "--eval-max-nodes must be >= 0, got {}", eval_max_nodes);
   DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
@@ -113,6 +142,7 @@ void JobConfig::validate() const {
   m.preaggregated = preaggregate;
   if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
   if (m.out_dim == 0) m.out_dim = 2;
+  if (link.link() && m.predictor == "none") m.predictor = "dot";
   TrainConfig t = train;  // the model and optimiser options, before any rank starts
   t.model = m;
   t.validate();
@@ -143,7 +173,10 @@ nlohmann::json JobResult::to_json() const {
           {"peer_bytes_per_batch", peer_bytes_per_batch},
           {"fifo_hits", fifo_hits},
           {"fifo_shared_hits", fifo_shared_hits},
-          {"fifo_hit_rate", fifo_hit_rate}};
+          {"fifo_hit_rate", fifo_hit_rate},
+          {"metric", metric},
+          {"best_val_mrr", best_val_mrr},
+          {"test_mrr_at_best", test_mrr_at_best}};
 }
 
 namespace {
@@ -231,6 +264,11 @@ RankOptions rank_options(const JobConfig& cfg) {
   return ro;
 }
 
+// Rank r's rows of the learnable embeddings saved with checkpoint `ckpt`.
+std::string embedding_shard(const std::string& ckpt, int rank, int ranks) {
+  return fmt::format("{}.embedding.{}-of-{}", ckpt, rank, ranks);
+}
+
 // One rank's training job: setup (constructor), one epoch (train_epoch), evaluation, reporting.
 class TrainJob {
  public:
@@ -265,6 +303,12 @@ class TrainJob {
   int auto_samplers(const PipelineStages& symmetric);
   void log_preaggregation() const;
   void account_gather();
+  // --task link / --embedding-dim.
+  int64_t embedding_dim() const;
+  void make_embedding();
+  SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
+  std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
+  std::string link_line(const LinkMetrics& m) const;
   void write_metrics(int epoch, double loss, double train_acc, double val, double test);
   // checkpoint.pt, or `path` (best.pt: the best validation so far).
   void checkpoint(int epoch, const std::string& path = "");
@@ -276,6 +320,9 @@ class TrainJob {
   TrainConfig tc_;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<EpochScheduler> sched_;
+  std::unique_ptr<LinkBatcher> link_;    // --task link
+  std::unique_ptr<EmbeddingTable> emb_;  // learnable embeddings
+  LinkMetrics val_link_, test_link_;     // the last link evaluation
   RoleRank role_;     // --roles
   int samplers_ = 0;  // --roles, or what --roles auto chose
   std::unique_ptr<Pipeline> pipe_;
@@ -309,6 +356,11 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   check_data();
   const SamplerOptions so = make_samplers();
   make_trainer();
+  if (cfg_.link.link()) {
+    const nlohmann::json& x = rt_.part().meta.extra;
+    link_ = std::make_unique<LinkBatcher>(rt_.part(), cfg_.link, cfg_.seed,
+                                          !x.value("directed", true));
+  }
   valid_ids_ = rt_.local_ids("valid");
   test_ids_ = rt_.local_ids("test");
   PipelineStages stages = symmetric_stages();
@@ -335,8 +387,24 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
 void TrainJob::check_data() const {
   const PartitionData& part = rt_.part();
   const PartitionMeta& meta = part.meta;
-  DSP_CHECK_FORMAT(meta.feature_dim > 0, "{}: the dataset has no features to train on",
+  DSP_CHECK_FORMAT(meta.feature_dim > 0 || embedding_dim() > 0,
+                   "{}: the dataset has no features to train on (--embedding-dim D learns D "
+                   "columns per node)",
                    cfg_.rank.path);
+  if (cfg_.link.link()) {
+    int64_t edges = 0;
+    for (const PartStats& ps : meta.part) edges += ps.link_train;
+    DSP_CHECK_FORMAT(edges > 0,
+                     "{}: the dataset has no training edges (link_train.npy missing or empty): "
+                     "link prediction needs them (dsp convert --link-split, dsp generate "
+                     "--link-split)",
+                     cfg_.rank.path);
+    DSP_CHECK_FORMAT(part.link_valid.defined() && part.link_test.defined(),
+                     "{}: the dataset has no held-out edges (link_valid.npy, link_test.npy) to "
+                     "evaluate link prediction with",
+                     cfg_.rank.path);
+    return;
+  }
   DSP_CHECK_FORMAT(part.labels.defined() && meta.num_classes > 1,
                    "{}: the dataset has no labels (or a single class)", cfg_.rank.path);
   int64_t train_seeds = 0;
@@ -357,8 +425,9 @@ SamplerOptions TrainJob::make_samplers() {
   // Fanouts run from the seeds out: with PP the last one (the input layer's) is not sampled.
   if (cfg_.preaggregate) so.fanouts.pop_back();
   // On self-reliant (pagraph) parts training samples without communication; evaluation (any
-  // valid/test node) still samples collectively.
-  sampler_ = rt_.make_sampler(so, /*self_reliant=*/true);
+  // valid/test node) still samples collectively. A link batch's endpoints are any node's.
+  if (cfg_.link.link()) so.require_owned_seeds = false;
+  sampler_ = rt_.make_sampler(so, /*self_reliant=*/!cfg_.link.link());
   SamplerOptions eo = so;
   eo.fanouts = cfg_.eval_fanouts;
   if (cfg_.preaggregate) eo.fanouts.pop_back();
@@ -367,11 +436,39 @@ SamplerOptions TrainJob::make_samplers() {
   return so;
 }
 
+int64_t TrainJob::embedding_dim() const {
+  if (cfg_.embedding.dim >= 0) return cfg_.embedding.dim;
+  return rt_.part().meta.feature_dim > 0 ? 0 : cfg_.train.model.hidden;
+}
+
+// The rank's rows of the learnable embeddings, refused before allocation when they do not fit.
+void TrainJob::make_embedding() {
+  EmbeddingOptions eo = cfg_.embedding;
+  eo.dim = embedding_dim();
+  eo.seed = cfg_.seed;
+  const PartitionMeta& meta = rt_.part().meta;
+  const int64_t b = meta.offsets[rt_.rank()], e = meta.offsets[rt_.rank() + 1];
+  check_embedding_memory(e - b, eo.dim, eo.optimizer,
+                         available_memory() / static_cast<uint64_t>(rt_.cores().node_size));
+  const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  emb_ = std::make_unique<EmbeddingTable>(rt_.channel(WorkerKind::kTrainer), meta.offsets,
+                                          new2old.data<int64_t>() + b, eo);
+  trainer_->attach_embedding(emb_.get());
+  if (rt_.leader()) {
+    DSP_INFO("train", "learnable embeddings: {} columns per node ({} for this rank's {} rows), "
+             "sparse {} at lr {}", eo.dim,
+             format_bytes(EmbeddingTable::bytes(e - b, eo.dim, eo.optimizer)), e - b,
+             eo.optimizer, eo.lr);
+  }
+}
+
 void TrainJob::make_trainer() {
   const PartitionMeta& meta = rt_.part().meta;
   tc_ = cfg_.train;
-  tc_.model.in_dim = meta.feature_dim;
-  tc_.model.out_dim = meta.num_classes;
+  tc_.model.embedding_dim = embedding_dim();
+  tc_.model.in_dim = meta.feature_dim + tc_.model.embedding_dim;
+  tc_.model.out_dim = cfg_.link.link() ? tc_.model.hidden : meta.num_classes;
+  if (cfg_.link.link() && tc_.model.predictor == "none") tc_.model.predictor = "dot";
   tc_.model.layers = static_cast<int>(cfg_.sampler.fanouts.size());
   tc_.model.preaggregated = cfg_.preaggregate;
   tc_.seed = cfg_.seed;
@@ -381,6 +478,7 @@ void TrainJob::make_trainer() {
     column_statistics(rt_.part().features, &tc_.feature_mean, &tc_.feature_inv_std);
   }
   trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
+  if (tc_.model.embedding_dim > 0) make_embedding();
   lr_ = LrSchedule(tc_, cfg_.epochs);
   ckpt_ = cfg_.checkpoint_dir.empty() ? "" : cfg_.checkpoint_dir + "/checkpoint.pt";
   if (cfg_.resume) resume();
@@ -401,10 +499,14 @@ void TrainJob::account(float loss) {
 PipelineStages TrainJob::symmetric_stages() {
   PipelineStages stages;
   stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
+    if (link_) return sample_link(epoch, batch, seeds);
     return sampler_->sample(seeds, epoch, batch);
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
-  stages.train = [this](LoadedBatch&& lb) { account(trainer_->train_step(lb, &train_counts_)); };
+  stages.train = [this](LoadedBatch&& lb) {
+    trainer_->gather_embedding(lb);  // collective; nothing without embeddings
+    account(trainer_->train_step(lb, &train_counts_));
+  };
   stages.set_threads = [this](WorkerKind k, int n) {
     if (k == WorkerKind::kTrainer) trainer_->set_threads(n);
   };
@@ -414,6 +516,10 @@ PipelineStages TrainJob::symmetric_stages() {
 // The scheduler the pipeline runs over: GNNLab's factored layout's (its stages replace
 // `stages`) with sampler-only ranks, else this rank's training seeds in the job's order.
 EpochScheduler* TrainJob::schedule(PipelineStages& stages, const SamplerOptions& so) {
+  if (samplers_ == 0 && link_) {
+    sched_ = std::make_unique<EpochScheduler>(link_->edge_indices(), cfg_.batch_size, cfg_.seed);
+    return sched_.get();
+  }
   if (samplers_ == 0) {
     const PartitionData& part = rt_.part();
     sched_ = std::make_unique<EpochScheduler>(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
@@ -527,6 +633,7 @@ void TrainJob::account_gather() {
 void TrainJob::resume() {
   DSP_CHECK_T(IoError, path_exists(ckpt_), "{}: no checkpoint to resume from", ckpt_);
   CheckpointInfo info = trainer_->load_checkpoint(ckpt_);
+  if (emb_) emb_->load(embedding_shard(ckpt_, rt_.rank(), rt_.size()));
   const std::string src = fmt::format("{:016x}", rt_.part().meta.source_checksum);
   const std::string ck_src = info.extra.value("source_checksum", std::string());
   DSP_CHECK_FORMAT(ck_src.empty() || ck_src == src,
@@ -589,6 +696,18 @@ std::pair<double, double> TrainJob::eval_reads() {
 // more neighbour rows than sampling would (or fewer than kSmallEval); else sampled. Logged with
 // both estimates.
 void TrainJob::choose_eval() {
+  if (link_) {
+    full_eval_ = full_fits_ = true;
+    res_.eval = "full";
+    const PartitionData& part = rt_.part();
+    if (rt_.leader()) {
+      DSP_INFO("train", "evaluation: full neighbourhoods, layer by layer; Hits@{} and MRR of {} "
+               "validation and {} test edges against {} and {} negatives",
+               fmt::join(cfg_.link.hits_k, ","), part.link_valid.dim(0), part.link_test.dim(0),
+               part.link_valid_neg.dim(0), part.link_test_neg.dim(0));
+    }
+    return;
+  }
   std::vector<int64_t> widths;
   for (int l = 0; l < tc_.model.layers; ++l) widths.push_back(trainer_->layer_width(l));
   const int64_t need =
@@ -673,11 +792,52 @@ std::pair<EvalCounts, EvalCounts> TrainJob::evaluate_full(int64_t epoch) {
   return {val, test};
 }
 
+SampledBatch TrainJob::sample_link(int64_t epoch, int64_t batch,
+                                   const std::vector<int64_t>& edges) {
+  LinkBatch lb = link_->make(edges, epoch, batch);
+  SampledBatch sb = sampler_->sample(lb.seeds, epoch, batch, &lb.exclude);
+  sb.pairs = std::move(lb.pairs);
+  return sb;
+}
+
+// Every node's output by full-neighbour inference, then each split's held-out edges ranked
+// against its negatives (train/link.hpp).
+std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
+  InferenceOptions io;
+  io.batch_size = cfg_.eval_batch_size;
+  io.epoch = epoch;
+  io.first_step = eval_batch_id(2, 0);
+  EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), "full neighbourhoods");
+  io.progress = [&progress](int64_t done, int64_t total) { progress.update(done, total); };
+  const std::vector<float> h = layerwise_inference(rt_, *trainer_, io);
+  const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
+  const PartitionData& part = rt_.part();
+  CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);
+  tc.set_step(epoch, eval_control_id(0, 1));
+  LinkMetrics val = evaluate_link_split(tc, part.meta, h, width, part.link_valid,
+                                        part.link_valid_neg, cfg_.link.hits_k, *trainer_);
+  tc.set_step(epoch, eval_control_id(1, 1));
+  LinkMetrics test = evaluate_link_split(tc, part.meta, h, width, part.link_test,
+                                         part.link_test_neg, cfg_.link.hits_k, *trainer_);
+  return {val, test};
+}
+
+// "hits@50 0.8123 mrr 0.4012"
+std::string TrainJob::link_line(const LinkMetrics& m) const {
+  std::string s;
+  for (size_t j = 0; j < m.k.size(); ++j) s += fmt::format("hits@{} {:.4f} ", m.k[j], m.hits[j]);
+  return s + fmt::format("mrr {:.4f}", m.mrr);
+}
+
 void TrainJob::note_best(double val, double test, int epoch) {
   ++evals_since_best_;
   if (val <= best_val_) return;
   best_val_ = val;
   test_at_best_ = test;
+  if (link_) {
+    res_.best_val_mrr = val_link_.mrr;
+    res_.test_mrr_at_best = test_link_.mrr;
+  }
   best_epoch_ = epoch;
   evals_since_best_ = 0;
   if (!full_eval_ && full_fits_) best_params_ = trainer_->flat_parameters();
@@ -737,9 +897,9 @@ void TrainJob::train_epoch(int epoch) {
   trainer_->set_lr(epoch_lr_);
   bar_ = std::make_unique<ProgressBar>(rt_.leader() && cfg_.progress, epoch, cfg_.epochs, steps_);
   sampler_->reset_stats();
-  rt_.store().reset_stats();
+  if (rt_.has_features()) rt_.store().reset_stats();
   em_ = pipe_->run_epoch(epoch);
-  if (cfg_.roles == 0) account_gather();
+  if (cfg_.roles == 0 && rt_.has_features()) account_gather();
   bar_->finish();
   epoch_time_sum_ += em_.wall_s;
   ++res_.epochs_run;
@@ -755,7 +915,11 @@ void TrainJob::report_epoch(int epoch) {
   double val = -1, test = -1;
   Stopwatch eval_time;
   if (do_eval) {
-    if (full_eval_) {
+    if (link_) {
+      std::tie(val_link_, test_link_) = evaluate_link(epoch);
+      val = val_link_.main();
+      test = test_link_.main();
+    } else if (full_eval_) {
       const auto [v, t] = evaluate_full(epoch);
       val = v.accuracy();
       test = t.accuracy();
@@ -768,9 +932,12 @@ void TrainJob::report_epoch(int epoch) {
     eval_s_ = eval_time.seconds();
   }
   res_.final_loss = loss;
-  res_.cache_hit_rate = rt_.store().stats().hit_rate();
+  res_.cache_hit_rate = rt_.has_features() ? rt_.store().stats().hit_rate() : 0.0;
   if (rt_.leader()) {
-    const std::string evals = do_eval ? fmt::format(" | val {:.4f} | test {:.4f}", val, test) : "";
+    const std::string evals =
+        !do_eval ? ""
+        : link_  ? fmt::format(" | val {} | test {}", link_line(val_link_), link_line(test_link_))
+                 : fmt::format(" | val {:.4f} | test {:.4f}", val, test);
     const std::string eval_time = do_eval ? fmt::format(" | eval {:.2f} s", eval_s_) : "";
     const std::string fifo =
         rt_.fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
@@ -811,7 +978,16 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                    {"shared_hits", res_.fifo_shared_hits},
                    {"hit_rate", res_.fifo_hit_rate}};
   }
-  if (val >= 0) {
+  if (val >= 0 && link_) {
+    auto split = [](const LinkMetrics& m) {
+      nlohmann::json j = {{"mrr", m.mrr}, {"positives", m.positives}, {"negatives", m.negatives}};
+      for (size_t i = 0; i < m.k.size(); ++i) j[fmt::format("hits@{}", m.k[i])] = m.hits[i];
+      return j;
+    };
+    rec["val"] = split(val_link_);
+    rec["test"] = split(test_link_);
+    rec["eval_s"] = eval_s_;
+  } else if (val >= 0) {
     rec["val_acc"] = val;
     rec["test_acc"] = test;
     rec["eval_s"] = eval_s_;
@@ -823,6 +999,8 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
 }
 
 void TrainJob::checkpoint(int epoch, const std::string& path) {
+  // Each rank's rows of the learnable embeddings beside the checkpoint.
+  if (emb_) emb_->save(embedding_shard(path.empty() ? ckpt_ : path, rt_.rank(), rt_.size()));
   if (!rt_.leader()) return;  // replicas are identical: rank 0 writes
   trainer_->save_checkpoint(
       path.empty() ? ckpt_ : path, epoch + 1,
@@ -839,6 +1017,7 @@ void TrainJob::checkpoint(int epoch, const std::string& path) {
 JobResult TrainJob::finish() {
   final_full_test();
   res_.best_val_acc = best_val_;
+  if (link_) res_.metric = fmt::format("hits@{}", cfg_.link.hits_k.front());
   res_.best_epoch = best_epoch_ + 1;  // numbered from 1, as every output numbers epochs
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
   res_.test_acc_at_best = test_at_best_;
@@ -847,16 +1026,19 @@ JobResult TrainJob::finish() {
     res_.bytes_communicated += rt_.channel(static_cast<WorkerKind>(k)).counters().total_sent();
   }
   if (rt_.leader() && res_.epochs_run > 0) {
+    const std::string metric = link_ ? fmt::format("hits@{}", cfg_.link.hits_k.front()) : "acc";
     console_result(
         fmt::format("\nsummary\n"
-                    "  best val acc        {:.4f} (epoch {})\n"
-                    "  test acc at best    {:.4f} ({})\n"
+                    "  {:<20}{:.4f} (epoch {})\n"
+                    "  {:<20}{:.4f} ({})\n"
                     "  final loss          {:.4f}\n"
                     "  time per epoch      {:.2f} s\n"
                     "  cache hit rate      {:.3f}\n"
                     "  bytes sent (rank 0) {:.1f} MB\n"
                     "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
-                    res_.best_val_acc, res_.best_epoch, res_.test_acc_at_best, eval_summary(),
+                    "best val " + metric, res_.best_val_acc, res_.best_epoch,
+                    link_ ? "test " + metric + " (best)" : "test acc at best",
+                    res_.test_acc_at_best, eval_summary(),
                     res_.final_loss, res_.mean_epoch_s, res_.cache_hit_rate,
                     res_.bytes_communicated / 1e6, res_.feature_bytes_per_batch / 1e6));
     if (rt_.fifo_requested()) {

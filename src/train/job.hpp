@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "csp/sampler.hpp"
+#include "layout/store/embedding_table.hpp"
 #include "pipeline/rank/options.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/config.hpp"
+#include "train/link.hpp"
 
 namespace dsp {
 
@@ -69,6 +71,13 @@ struct JobConfig {
   uint64_t seed = 0;
   bool progress = true;         // progress bar on a terminal (rank 0)
   SeedOrderOptions seed_order;  // per pass: a shuffle, or BGL's BFS order (pipeline/scheduler.hpp)
+  // The task (train/link.hpp): node classification, or link prediction with its negatives,
+  // edge exclusion and Hits@K.
+  LinkOptions link;
+  // Learnable node embeddings (layout/store/embedding_table.hpp), concatenated after the
+  // features: dim -1 (the default) learns `hidden` columns on a dataset without features and
+  // none otherwise; 0 none.
+  EmbeddingOptions embedding{-1};
 
   void validate() const;  // InvalidArgument naming the field
   nlohmann::json to_json() const;
@@ -96,6 +105,9 @@ struct JobResult {
   double peer_bytes_per_batch = 0;
   int64_t fifo_hits = 0, fifo_shared_hits = 0;
   double fifo_hit_rate = 0;
+  // --task link: best_val_acc / test_acc_at_best hold the first Hits@K; these the rest.
+  std::string metric = "accuracy";  // or "hits@K"
+  double best_val_mrr = 0, test_mrr_at_best = 0;
   nlohmann::json to_json() const;
 };
 

@@ -172,6 +172,10 @@ std::vector<JobOption> all_options() {
       seed_order_options_table(), [](JobConfig& c) -> SeedOrderOptions& { return c.seed_order; }));
   add(options::embed_all<JobConfig>(train_config_table(),
                                     [](JobConfig& c) -> TrainConfig& { return c.train; }));
+  add(options::embed_all<JobConfig>(link_options_table(),
+                                    [](JobConfig& c) -> LinkOptions& { return c.link; }));
+  add(options::embed_all<JobConfig>(embedding_options_table(),
+                                    [](JobConfig& c) -> EmbeddingOptions& { return c.embedding; }));
   return v;
 }
 

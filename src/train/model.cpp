@@ -241,9 +241,24 @@ torch::Tensor GatLayer::owner_dropout(const GnnModel& owner, const torch::Tensor
 
 }  // namespace
 
+void GnnModel::make_predictor() {
+  if (cfg_.predictor != "mlp") return;
+  pred_hidden_ = register_module("predictor_hidden", torch::nn::Linear(cfg_.out_dim, cfg_.out_dim));
+  pred_out_ = register_module("predictor_out", torch::nn::Linear(cfg_.out_dim, 1));
+}
+
+torch::Tensor GnnModel::score(const torch::Tensor& hs, const torch::Tensor& hd) {
+  DSP_CHECK_ARG(cfg_.predictor == "dot" || cfg_.predictor == "mlp",
+                "scoring pairs needs a link predictor (dot, mlp); this model classifies nodes");
+  if (cfg_.predictor == "dot") return (hs * hd).sum(1);
+  return pred_out_->forward(torch::relu(pred_hidden_->forward(hs * hd))).squeeze(1);
+}
+
 std::shared_ptr<GnnModel> make_model(const ModelConfig& cfg) {
   cfg.validate();
-  return std::make_shared<StackModel>(cfg);
+  auto m = std::make_shared<StackModel>(cfg);
+  m->make_predictor();
+  return m;
 }
 
 }  // namespace dsp

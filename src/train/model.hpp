@@ -49,6 +49,11 @@ class GnnModel : public torch::nn::Module {
   virtual torch::Tensor forward_layer(int layer, const BlockTensors& block, torch::Tensor h) = 0;
   // Width of layer `layer`'s output as forward_layer returns it (GAT hidden: hidden * heads).
   int64_t layer_width(int layer) const;
+  // Link prediction (ModelConfig::predictor dot or mlp): one logit per pair of output rows,
+  // hs, hd [n, out_dim] -> [n]. InvalidArgument for a node classifier (predictor none).
+  torch::Tensor score(const torch::Tensor& hs, const torch::Tensor& hd);
+  // The mlp predictor's layers, registered after the GNN layers (make_model calls it once).
+  void make_predictor();
   const ModelConfig& config() const { return cfg_; }
 
  protected:
@@ -59,6 +64,7 @@ class GnnModel : public torch::nn::Module {
   // Checks the block count and the input width against the config (InvalidArgument).
   void check_inputs(const std::vector<BlockTensors>& blocks, const torch::Tensor& x) const;
   ModelConfig cfg_;
+  torch::nn::Linear pred_hidden_{nullptr}, pred_out_{nullptr};
 };
 
 // InvalidArgument "unknown model 'x' (sage, gcn, gat)" and the other config checks.

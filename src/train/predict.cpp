@@ -196,6 +196,12 @@ PredictResult run_predict(const PredictConfig& c) {
   DSP_CHECK_ARG(!tc.model.preaggregated,
                 "{}: a model trained with --preaggregate has no input layer to infer with",
                 c.checkpoint);
+  DSP_CHECK_T(NotSupported, tc.model.embedding_dim == 0,
+              "{}: the model learnt node embeddings ({} columns), which dsp {} cannot read from "
+              "the checkpoint yet",
+              c.checkpoint, tc.model.embedding_dim, c.embed() ? "embed" : "predict");
+  DSP_CHECK_ARG(c.embed() || tc.model.predictor == "none",
+                "{}: a link predictor's outputs are node embeddings: use dsp embed", c.checkpoint);
   const int layer = c.layer < 0 ? std::max(0, layers - 2) : c.layer;
   DSP_CHECK_ARG(!c.embed() || layer < layers, "--layer {}: the model has layers 0..{}", c.layer,
                 layers - 1);

@@ -23,6 +23,7 @@
 #include "core/hash.hpp"
 #include "core/logging.hpp"
 #include "core/rng.hpp"
+#include "layout/store/embedding_table.hpp"
 #include "train/model.hpp"
 #ifdef DSP_TRAIN_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -102,6 +103,12 @@ struct Trainer::Impl {
   int64_t numel = 0;
   torch::Device device = torch::kCPU;
   torch::Tensor mean, inv_std;  // normalize_features standard: [in_dim] on the device
+  // Learnable embeddings: the table, and the last step's input ids and their rows' gradients
+  // (host), applied once the step's global count is known.
+  EmbeddingTable* table = nullptr;
+  std::vector<int64_t> emb_ids;
+  std::vector<float> emb_grad;
+  float last_count = 0;  // the last step's global count of seeds (or pairs)
 };
 
 Trainer::Trainer(const TrainConfig& config, Communicator& comm)
@@ -118,7 +125,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
   DSP_CHECK_ARG(impl_->device.is_cpu() || torch::cuda::is_available(),
                 "device '{}' requested but this LibTorch sees no CUDA device", cfg_.device.str());
   if (cfg_.normalize_features == "standard") {
-    const size_t f = static_cast<size_t>(cfg_.model.in_dim);
+    const size_t f = static_cast<size_t>(cfg_.model.in_dim - cfg_.model.embedding_dim);
     DSP_CHECK_ARG(cfg_.feature_mean.size() == f && cfg_.feature_inv_std.size() == f,
                   "normalize_features standard needs the features' column statistics "
                   "(feature_mean, feature_inv_std: {} entries each, got {} and {})",
@@ -183,16 +190,32 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
                 "must equal the number of layers)",
                 s.blocks.size(), cfg.layers,
                 cfg.preaggregated ? " with a pre-aggregated input" : "", cfg.num_blocks());
-  DSP_CHECK_ARG(b.feature_dim == cfg.input_width(),
-                "batch features have {} columns but the model expects {}", b.feature_dim,
+  DSP_CHECK_ARG(b.feature_dim + b.embedding_dim == cfg.input_width(),
+                "batch features have {} columns{} but the model expects {}", b.feature_dim,
+                b.embedding_dim ? fmt::format(" and {} embedding columns", b.embedding_dim) : "",
                 cfg.input_width());
   const int64_t n_in = s.blocks.front().num_src;
+  DSP_CHECK_ARG(static_cast<int64_t>(b.embedding.size()) == n_in * b.embedding_dim,
+                "batch has {} embedding values, expected {} input nodes x {}", b.embedding.size(),
+                n_in, b.embedding_dim);
   DSP_CHECK_ARG(b.features_on_device()
                     ? b.device_features != nullptr
                     : static_cast<int64_t>(b.features.size()) == n_in * b.feature_dim,
                 "batch has {} feature values, expected {} input nodes x {}", b.features.size(),
                 n_in, b.feature_dim);
   const int64_t n_seeds = s.blocks.back().num_dst;
+  if (cfg.predictor != "none") {
+    const LinkPairs& q = s.pairs;
+    DSP_CHECK_ARG(q.dst.size() == q.src.size() && q.label.size() == q.src.size(),
+                  "link pairs: {} sources, {} destinations, {} labels", q.src.size(),
+                  q.dst.size(), q.label.size());
+    for (int64_t i = 0; i < q.size(); ++i) {
+      DSP_CHECK_ARG(q.src[i] >= 0 && q.src[i] < n_seeds && q.dst[i] >= 0 && q.dst[i] < n_seeds,
+                    "link pair {} ({}, {}) is outside the batch's {} seeds", i, q.src[i],
+                    q.dst[i], n_seeds);
+    }
+    return;
+  }
   DSP_CHECK_ARG(static_cast<int64_t>(b.labels.size()) == n_seeds,
                 "batch has {} labels for {} seeds", b.labels.size(), n_seeds);
   for (size_t i = 0; i < b.labels.size(); ++i) {
@@ -237,6 +260,44 @@ torch::Tensor normalized(torch::Tensor x, const std::string& how, const torch::T
   if (how == "row") return x / x.sum(1, /*keepdim=*/true).clamp_min(1);
   if (how == "standard") return (x - mean) * inv_std;
   return x;
+}
+
+// The model's input rows: the features as normalize_features says, then the batch's embedding
+// rows (a leaf that records its gradient when `emb_grad` is set).
+torch::Tensor input_tensor(const LoadedBatch& b, const torch::Device& device,
+                           const std::string& how, const torch::Tensor& mean,
+                           const torch::Tensor& inv_std, torch::Tensor* emb_leaf) {
+  torch::Tensor x = normalized(feature_tensor(b, device), how, mean, inv_std);
+  if (b.embedding_dim == 0) return x;
+  torch::Tensor e = torch::from_blob(const_cast<float*>(b.embedding.data()),
+                                     {b.sample.blocks.front().num_src, b.embedding_dim},
+                                     torch::kFloat32)
+                        .to(device);
+  if (emb_leaf) {
+    e = e.clone().requires_grad_(true);
+    *emb_leaf = e;
+  }
+  return b.feature_dim == 0 ? e : torch::cat({x, e}, 1);
+}
+
+// Link prediction's loss: binary cross-entropy of the predictor's logit of every pair (summed),
+// and (with `correct`) the pairs whose logit has the label's sign.
+torch::Tensor link_loss(GnnModel& model, const torch::Tensor& h, const LinkPairs& q,
+                        const torch::Device& device, EvalCounts* correct) {
+  const int64_t n = q.size();
+  auto idx = [&](const std::vector<int64_t>& v) {
+    return torch::from_blob(const_cast<int64_t*>(v.data()), {n}, torch::kInt64).to(device);
+  };
+  auto y = torch::from_blob(const_cast<float*>(q.label.data()), {n}, torch::kFloat32).to(device);
+  auto logits = model.score(h.index_select(0, idx(q.src)), h.index_select(0, idx(q.dst)));
+  if (correct) {
+    torch::NoGradGuard ng;
+    correct->correct += ((logits > 0).to(torch::kFloat32) == y).sum().item<int64_t>();
+    correct->total += n;
+  }
+  return torch::nn::functional::binary_cross_entropy_with_logits(
+      logits, y,
+      torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kSum));
 }
 
 bool batch_empty(const LoadedBatch& b) {
@@ -285,10 +346,9 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
   }
   auto clock = std::chrono::steady_clock::now();
   auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-  auto x = normalized(feature_tensor(batch, I.device), cfg_.normalize_features, I.mean, I.inv_std);
-  auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
-                            {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
-               .to(I.device);
+  torch::Tensor emb;
+  auto x = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std,
+                        I.table ? &emb : nullptr);
   const uint64_t key =
       mix64(rng_key(cfg_.seed, batch.sample.epoch, batch.sample.batch, stream) ^ kDropoutPurpose);
   at::Generator gen;
@@ -301,10 +361,21 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(key);
   }
-  auto logits = I.model->forward(blocks, x, &gen);
-  if (correct) *correct += count_correct(logits, batch.labels);
-  auto loss = torch::nn::functional::cross_entropy(
-      logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  auto out = I.model->forward(blocks, x, &gen);
+  torch::Tensor loss;
+  int64_t count = 0;
+  if (cfg_.model.predictor != "none") {
+    loss = link_loss(*I.model, out, batch.sample.pairs, I.device, correct);
+    count = batch.sample.pairs.size();
+  } else {
+    auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
+                              {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
+                 .to(I.device);
+    if (correct) *correct += count_correct(out, batch.labels);
+    loss = torch::nn::functional::cross_entropy(
+        out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    count = y.size(0);
+  }
   times_.forward_s += seconds_since(clock);
   loss.backward();
   int64_t off = 0;
@@ -312,8 +383,14 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
     if (p.grad().defined()) row.narrow(0, off, p.numel()).copy_(p.grad().reshape(-1));
     off += p.numel();
   }
+  if (emb.defined() && emb.grad().defined()) {
+    const auto& ids = batch.sample.blocks.front().src_ids;
+    I.emb_ids.assign(ids.begin(), ids.end());
+    auto g = emb.grad().to(torch::kCPU).contiguous();
+    I.emb_grad.assign(g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+  }
   row[I.numel] = static_cast<float>(loss.item<double>());
-  row[I.numel + 1] = static_cast<float>(y.size(0));
+  row[I.numel + 1] = static_cast<float>(count);
   times_.backward_s += seconds_since(clock);
 }
 
@@ -324,6 +401,7 @@ float Trainer::apply_step(torch::Tensor sum) {
   auto clock = std::chrono::steady_clock::now();
   auto totals = sum.narrow(0, I.numel, 2).to(torch::kCPU);
   const float loss_total = totals.data_ptr<float>()[0], n_total = totals.data_ptr<float>()[1];
+  I.last_count = n_total;
   ++times_.steps;
   if (n_total == 0) return 0.0f;  // no rank had a seed: nothing to learn from (same on all ranks)
   sum.narrow(0, 0, I.numel).div_(n_total);
@@ -346,6 +424,8 @@ float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   // One bucket on the model's device: every gradient, then the loss sum and the seed count.
   auto bucket =
       torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  I.emb_ids.clear();
+  I.emb_grad.clear();
   if (!batch_empty(batch)) {
     backward_into(batch, static_cast<uint64_t>(comm_.rank()), bucket, correct);
   }
@@ -356,8 +436,33 @@ float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   all_reduce_bucket(bucket);
   times_.all_reduce_s += seconds_since(clock);
   const float loss = apply_step(bucket);
+  if (I.table) {
+    // The embedding rows' gradients go to their owners (collective: every rank, every step).
+    clock = std::chrono::steady_clock::now();
+    I.table->apply_gradients(I.emb_ids.data(), static_cast<int64_t>(I.emb_ids.size()),
+                             I.emb_grad.data(), I.last_count > 0 ? 1.0f / I.last_count : 0.0f);
+    times_.optimizer_s += seconds_since(clock);
+  }
   times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
   return loss;
+}
+
+void Trainer::attach_embedding(EmbeddingTable* table) {
+  DSP_CHECK_ARG(table == nullptr || table->dim() == cfg_.model.embedding_dim,
+                "the embedding table has {} columns but the model expects {}",
+                table ? table->dim() : 0, cfg_.model.embedding_dim);
+  impl_->table = table;
+}
+
+void Trainer::gather_embedding(LoadedBatch& batch) {
+  EmbeddingTable* t = impl_->table;
+  if (!t) return;
+  const bool empty = batch.sample.blocks.empty();
+  const std::vector<int64_t> none;
+  const std::vector<int64_t>& ids = empty ? none : batch.sample.blocks.front().src_ids;
+  batch.embedding_dim = t->dim();
+  batch.embedding.resize(ids.size() * static_cast<size_t>(t->dim()));
+  t->gather(ids.data(), static_cast<int64_t>(ids.size()), batch.embedding.data());
 }
 
 double Trainer::time_backward(const LoadedBatch& batch) {
@@ -378,6 +483,7 @@ double Trainer::time_backward(const LoadedBatch& batch) {
 float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, EvalCounts* correct) {
   auto& I = *impl_;
   DSP_CHECK_ARG(slots >= 1, "train_slots: {} slots", slots);
+  DSP_CHECK_ARG(I.table == nullptr, "train_slots: learnable embeddings train with train_step");
   I.model->train();
   const double cpu0 = thread_cpu_seconds();
   const AggregationTimes agg0 = aggregation_times();
@@ -444,7 +550,7 @@ EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
   torch::NoGradGuard ng;
   I.model->eval();
   auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-  auto x = normalized(feature_tensor(batch, I.device), cfg_.normalize_features, I.mean, I.inv_std);
+  auto x = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std, nullptr);
   return count_correct(I.model->forward(blocks, x, nullptr), batch.labels);
 }
 
@@ -459,13 +565,13 @@ std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, con
   BlockTensors bt = block_to_tensors(blk, I.device);
   torch::Tensor h;
   if (layer == 0) {
-    DSP_CHECK_ARG(batch.feature_dim == cfg_.model.in_dim &&
+    DSP_CHECK_ARG(batch.feature_dim + batch.embedding_dim == cfg_.model.in_dim &&
                       (batch.features_on_device() ||
                        static_cast<int64_t>(batch.features.size()) == blk.num_src * batch.feature_dim),
                   "layer-wise inference: {} feature columns for {} input nodes, the model expects "
                   "{} columns",
-                  batch.feature_dim, blk.num_src, cfg_.model.in_dim);
-    h = normalized(feature_tensor(batch, I.device), cfg_.normalize_features, I.mean, I.inv_std);
+                  batch.feature_dim + batch.embedding_dim, blk.num_src, cfg_.model.in_dim);
+    h = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std, nullptr);
   } else {
     h = torch::from_blob(const_cast<float*>(hidden), {blk.num_src, layer_width(layer - 1)},
                          torch::kFloat32)
@@ -484,6 +590,18 @@ std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, con
 }
 
 int64_t Trainer::layer_width(int layer) const { return impl_->model->layer_width(layer); }
+
+std::vector<float> Trainer::score(const float* hs, const float* hd, int64_t n) {
+  auto& I = *impl_;
+  torch::NoGradGuard ng;
+  I.model->eval();
+  const int64_t w = cfg_.model.out_dim;
+  auto wrap = [&](const float* p) {
+    return torch::from_blob(const_cast<float*>(p), {n, w}, torch::kFloat32).to(I.device);
+  };
+  auto s = I.model->score(wrap(hs), wrap(hd)).to(torch::kCPU).contiguous();
+  return std::vector<float>(s.data_ptr<float>(), s.data_ptr<float>() + n);
+}
 
 EvalCounts Trainer::all_reduce(const EvalCounts& local) {
   int64_t buf[2] = {local.correct, local.total};

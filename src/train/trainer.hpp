@@ -21,6 +21,7 @@
 namespace dsp {
 
 class GnnModel;
+class EmbeddingTable;
 }  // namespace dsp
 namespace at {
 class Tensor;
@@ -95,6 +96,13 @@ class Trainer {
   };
   float train_slots(const std::vector<SlotBatch>& batches, int slots,
                     EvalCounts* correct = nullptr);
+  // Learnable node embeddings (ModelConfig::embedding_dim > 0): the table (owned by the caller,
+  // alive as long as the trainer) whose rows gather_embedding adds to a batch and whose rows
+  // train_step updates (sparse: only the batch's input rows) after the dense step.
+  void attach_embedding(EmbeddingTable* table);
+  // Collective on the trainer's communicator (every rank, every step, an empty batch too): the
+  // embedding rows of the batch's input nodes into batch.embedding. No-op without a table.
+  void gather_embedding(LoadedBatch& batch);
   // Seconds of a train step's forward and backward pass over `batch` (its dropout stream as this
   // rank's), without the all-reduce and the update: the model, optimizer and step times are left
   // as they were. 0 for an empty batch. Local (no communication): a profile for `--roles auto`.
@@ -116,6 +124,9 @@ class Trainer {
   std::vector<float> infer_layer(int layer, const LoadedBatch& batch, const float* hidden,
                                  const float* gcn_src_scale);
   int64_t layer_width(int layer) const;
+  // Link prediction, local: the predictor's logit of each pair of output rows hs[i], hd[i] (host
+  // float32 [n x out_dim] each), eval mode. InvalidArgument for a node classifier.
+  std::vector<float> score(const float* hs, const float* hd, int64_t n);
   // Sums counts over all ranks (collective).
   EvalCounts all_reduce(const EvalCounts& local);
 

@@ -68,6 +68,15 @@ JobConfig unusual_config() {
   c.rank.backend = "mpi";
   c.rank.device = Device::cuda(1);
   c.rank.transport = Transport::parse("mpi");
+  c.train.model.predictor = "mlp";
+  c.link.task = "link";
+  c.link.neg_ratio = 5;
+  c.link.negatives = "unigram";
+  c.link.exclude = "self";
+  c.link.hits_k = {10, 100};
+  c.embedding.dim = 16;
+  c.embedding.optimizer = "adagrad";
+  c.embedding.lr = 0.125;
   c.rank.topology_memory = 1 << 20;
   c.seed_order.order = "bfs";
   c.seed_order.bfs_sequences = 8;

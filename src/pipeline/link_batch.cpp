@@ -1,0 +1,137 @@
+#include "pipeline/link_batch.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace dsp {
+
+namespace {
+// The "layer" of the negatives' key: apart from the sampler's layers and the evaluation's draws.
+constexpr uint64_t kNegatives = 0x4e4547;  // "NEG"
+// In-degree^0.75 (word2vec's unigram exponent).
+constexpr double kUnigramPower = 0.75;
+}  // namespace
+
+void LinkOptions::validate() const {
+  DSP_CHECK_ARG(task == "node" || task == "link", "--task must be node or link, got '{}'", task);
+  DSP_CHECK_ARG(neg_ratio >= 1 && neg_ratio <= 4096,
+                "--neg-ratio must lie in [1, 4096] (negatives per positive edge), got {}",
+                neg_ratio);
+  DSP_CHECK_ARG(negatives == "uniform" || negatives == "unigram",
+                "--negatives must be uniform or unigram, got '{}'", negatives);
+  DSP_CHECK_ARG(exclude == "auto" || exclude == "none" || exclude == "self" || exclude == "reverse",
+                "--exclude must be auto, none, self or reverse, got '{}'", exclude);
+  DSP_CHECK_ARG(!hits_k.empty(), "--hits-k needs at least one K");
+  for (int k : hits_k) DSP_CHECK_ARG(k >= 1, "--hits-k: every K must be >= 1, got {}", k);
+}
+
+const OptionTable<LinkOptions>& link_options_table() {
+  using options::value;
+  using T = LinkOptions;
+  // clang-format off
+#define DSP_LINK(member) [](T& t) -> auto& { return t.member; }
+  // clang-format on
+  static const OptionTable<LinkOptions> table = {
+      value<T>("--task", "task",
+               "node (default: classify nodes) or link (predict edges: the dataset's "
+               "link_train/valid/test edges, Hits@K and MRR)",
+               DSP_LINK(task), "node,link"),
+      value<T>("--neg-ratio", "neg_ratio", "link: negatives per positive edge (default 1)",
+               DSP_LINK(neg_ratio)),
+      value<T>("--negatives", "negatives",
+               "link: negative destinations uniform over the nodes (default) or unigram (in-degree "
+               "to the power 0.75)",
+               DSP_LINK(negatives), "uniform,unigram"),
+      value<T>("--exclude", "exclude",
+               "link: edges a batch must not see while it samples: self (its positive edges), "
+               "reverse (also their reverse edges), none, or auto (default: reverse on an "
+               "undirected dataset, else self)",
+               DSP_LINK(exclude), "auto,none,self,reverse"),
+      value<T>("--hits-k", "hits_k",
+               "link: report Hits@K for these K (default 50); the first selects the best epoch",
+               DSP_LINK(hits_k)),
+  };
+#undef DSP_LINK
+  return table;
+}
+
+LinkBatcher::LinkBatcher(const PartitionData& part, const LinkOptions& opts, uint64_t seed,
+                         bool undirected)
+    : part_(part), opts_(opts), seed_(seed), num_nodes_(part.meta.num_nodes) {
+  DSP_CHECK_FORMAT(part.link_train.defined(),
+                   "{}: the partition has no link_train.npy in part {}: link prediction needs "
+                   "training edges (dsp convert --link-split, dsp generate --link-split, or the "
+                   "dataset's link_train.npy)",
+                   part.dir, part.part);
+  edges_ = part.link_train.dim(0);
+  exclude_ = opts.exclude == "auto" ? (undirected ? "reverse" : "self") : opts.exclude;
+  if (opts.negatives == "unigram") {
+    const int64_t* deg = part.in_degree.data<int64_t>();
+    cdf_.resize(static_cast<size_t>(num_nodes_));
+    double sum = 0;
+    for (int64_t v = 0; v < num_nodes_; ++v) {
+      sum += std::pow(static_cast<double>(deg[v]), kUnigramPower);
+      cdf_[v] = sum;
+    }
+    DSP_CHECK_FORMAT(sum > 0, "{}: --negatives unigram: every node has in-degree 0", part.dir);
+  }
+}
+
+std::vector<int64_t> LinkBatcher::edge_indices() const {
+  std::vector<int64_t> v(static_cast<size_t>(edges_));
+  for (int64_t i = 0; i < edges_; ++i) v[i] = i;
+  return v;
+}
+
+int64_t LinkBatcher::draw_negative(uint64_t key, uint64_t subject, int j) const {
+  RngStream r(key, subject, static_cast<uint32_t>(j));
+  if (cdf_.empty()) return static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
+  const double x = r.uniform01() * cdf_.back();
+  const auto it = std::upper_bound(cdf_.begin(), cdf_.end(), x);
+  return std::min<int64_t>(it - cdf_.begin(), num_nodes_ - 1);
+}
+
+LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch,
+                            int64_t batch) const {
+  LinkBatch out;
+  std::unordered_map<int64_t, int64_t> pos;
+  pos.reserve(edges.size() * static_cast<size_t>(2 + opts_.neg_ratio));
+  auto seed_of = [&](int64_t v) {
+    auto [it, fresh] = pos.emplace(v, static_cast<int64_t>(out.seeds.size()));
+    if (fresh) out.seeds.push_back(v);
+    return it->second;
+  };
+  auto add = [&](int64_t s, int64_t d, float label) {
+    out.pairs.src.push_back(s);
+    out.pairs.dst.push_back(d);
+    out.pairs.label.push_back(label);
+  };
+  const int64_t* e = part_.link_train.data<int64_t>();
+  const uint64_t key = rng_key(seed_, static_cast<uint64_t>(epoch), static_cast<uint64_t>(batch),
+                               kNegatives);
+  for (int64_t i : edges) {
+    const int64_t u = e[2 * i], v = e[2 * i + 1];
+    const int64_t su = seed_of(u);
+    add(su, seed_of(v), 1.0f);
+    if (exclude_ != "none") {
+      out.exclude.dst.push_back(v);
+      out.exclude.src.push_back(u);
+    }
+    if (exclude_ == "reverse") {
+      out.exclude.dst.push_back(u);
+      out.exclude.src.push_back(v);
+    }
+    const uint64_t subject =
+        static_cast<uint64_t>(u) * static_cast<uint64_t>(num_nodes_) + static_cast<uint64_t>(v);
+    for (int j = 0; j < opts_.neg_ratio; ++j) {
+      add(su, seed_of(draw_negative(key, subject, j)), 0.0f);
+    }
+  }
+  return out;
+}
+
+}  // namespace dsp

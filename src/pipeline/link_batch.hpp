@@ -1,0 +1,70 @@
+#pragma once
+// Link prediction's batches (`dsp train --task link`, the Python LinkLoader). Torch-free.
+//
+// A rank trains the positive edges its part holds (part<p>/link_train.npy: the training edges
+// whose source it owns), shuffled per epoch by the EpochScheduler as node seeds are (the
+// scheduler's "seeds" are the part's edge indices), batch_size edges per step. Each positive
+// (u, v) gets neg_ratio negatives (u, w): w uniform over the graph's nodes, or drawn with
+// probability proportional to in-degree^0.75 ("unigram", word2vec's and DGL's choice), from
+// RngStream(rng_key(seed, epoch, batch, kNegatives), u * N + v): a pure function of the edge and
+// the step. The endpoints, deduplicated in first-seen order, are the CSP seeds; pairs index them.
+// Edge exclusion (CollectiveSampler::ExcludedEdges): "self" hides u -> v from v's row while the
+// batch samples, "reverse" also v -> u (an undirected graph stores both), "none" hides nothing;
+// "auto" is reverse on an undirected dataset, else self.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/options.hpp"
+#include "csp/block.hpp"
+#include "csp/sampler.hpp"
+#include "layout/partition/partition.hpp"
+
+namespace dsp {
+
+struct LinkOptions {
+  std::string task = "node";          // node | link
+  int neg_ratio = 1;                  // negatives per positive edge
+  std::string negatives = "uniform";  // uniform | unigram (in-degree^0.75)
+  std::string exclude = "auto";       // auto | none | self | reverse
+  // Hits@K reported for each K; the first is the validation metric (best epoch, --patience).
+  std::vector<int> hits_k{50};
+
+  bool link() const { return task == "link"; }
+  void validate() const;  // InvalidArgument naming the flag
+};
+
+// --task, --neg-ratio, --negatives, --exclude, --hits-k (dsp train embeds it).
+const OptionTable<LinkOptions>& link_options_table();
+
+// One link batch: its CSP seeds, the pairs it scores and the edges it must not see.
+struct LinkBatch {
+  std::vector<int64_t> seeds;
+  LinkPairs pairs;
+  CollectiveSampler::ExcludedEdges exclude;
+};
+
+class LinkBatcher {
+ public:
+  // `part` must outlive the batcher (its link_train and in-degrees are read where they are).
+  // `undirected`: the stored graph is symmetric (exclude auto -> reverse).
+  LinkBatcher(const PartitionData& part, const LinkOptions& opts, uint64_t seed, bool undirected);
+  // The scheduler's seeds: this part's edge indices 0 .. edges - 1.
+  std::vector<int64_t> edge_indices() const;
+  int64_t num_edges() const { return edges_; }
+  const std::string& exclusion() const { return exclude_; }  // resolved: none | self | reverse
+  // The batch of the part's edges `edges` (indices) at (epoch, batch).
+  LinkBatch make(const std::vector<int64_t>& edges, int64_t epoch, int64_t batch) const;
+
+ private:
+  int64_t draw_negative(uint64_t key, uint64_t subject, int j) const;
+
+  const PartitionData& part_;
+  LinkOptions opts_;
+  uint64_t seed_;
+  int64_t edges_ = 0, num_nodes_ = 0;
+  std::string exclude_;
+  std::vector<double> cdf_;  // unigram: inclusive prefix sums of in-degree^0.75
+};
+
+}  // namespace dsp

@@ -1,0 +1,57 @@
+#pragma once
+// Link prediction (`dsp train --task link`): how held-out edges are scored (the batches:
+// pipeline/link_batch.hpp). Torch-free header.
+//
+// Evaluation. Every node's output row comes from full-neighbour layer-wise inference
+// (train/inference.hpp); each rank scores a contiguous share of a split's positive edges and of
+// its negatives (rows of other parts fetched from their owners), the negatives' scores are summed
+// into one vector every rank holds, and each positive is ranked against all of them (the
+// negatives are shared by the split's positives, OGB's ogbl-collab/ppa/ddi convention):
+//   Hits@K  positives scoring above the K-th highest negative (OGB's evaluator);
+//   MRR     mean of 1 / rank, rank = 1 + (#negatives above + #negatives at least as high) / 2.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/options.hpp"
+#include "layout/store/embedding_table.hpp"
+#include "pipeline/link_batch.hpp"
+
+namespace dsp {
+
+// --embedding-dim, --embedding-optimizer, --embedding-lr (layout/store/embedding_table.hpp's
+// options as dsp train takes them; EmbeddingOptions::validate checks them once a table is made).
+const OptionTable<EmbeddingOptions>& embedding_options_table();
+
+// Hits@K (one per K) and MRR of a split, over every rank's positives.
+struct LinkMetrics {
+  std::vector<int> k;
+  std::vector<double> hits;
+  double mrr = 0;
+  int64_t positives = 0, negatives = 0;
+  double main() const { return hits.empty() ? mrr : hits.front(); }
+};
+
+// The metrics of this rank's positive scores `pos` against all of the split's negative scores
+// `neg` (every rank the same vector). Collective (one all_reduce on `comm`). InvalidArgument when
+// a K exceeds the negatives.
+LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
+                         const std::vector<float>& neg, const std::vector<int>& ks);
+
+// This rank's share [b, e) of n rows split over `ranks` in contiguous pieces.
+std::pair<int64_t, int64_t> share_of(int64_t n, int rank, int ranks);
+
+class Trainer;
+// The predictor's logits of rows [b, e) of `edges` (int64 [E, 2], new ids) from the output rows
+// `h` (this rank's part rows, `width` floats each; other parts' rows fetched). Collective.
+std::vector<float> score_edges(Communicator& comm, const PartitionMeta& meta,
+                               const std::vector<float>& h, int64_t width, const Array& edges,
+                               int64_t b, int64_t e, Trainer& trainer);
+// A split's metrics from every node's output rows: each rank scores its share of the positives
+// `pos` and of the negatives `neg` (int64 [., 2], new ids); the negatives' scores are summed into
+// one vector on every rank (each entry written by one rank). Collective on `comm`.
+LinkMetrics evaluate_link_split(Communicator& comm, const PartitionMeta& meta,
+                                const std::vector<float>& h, int64_t width, const Array& pos,
+                                const Array& neg, const std::vector<int>& ks, Trainer& trainer);
+
+}  // namespace dsp

@@ -1,0 +1,161 @@
+// Link prediction's pieces (train/link.hpp): the metrics against OGB's definitions, the batches
+// (pairs, seeds, exclusions) and the negatives' distributions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "ccc/communicator.hpp"
+#include "core/error.hpp"
+#include "pipeline/link_batch.hpp"
+#include "train/link.hpp"
+
+namespace dsp {
+namespace {
+
+TEST(LinkMetrics, HitsAndMrrFollowOgbsDefinitions) {
+  auto comm = make_communicator("self");
+  const std::vector<float> pos = {0.9f, 0.5f, 0.1f}, neg = {0.8f, 0.6f, 0.5f, 0.2f};
+  const LinkMetrics m = link_metrics(*comm, pos, neg, {1, 2, 3, 4});
+  // Hits@K: positives strictly above the K-th highest negative (0.8, 0.6, 0.5, 0.2).
+  EXPECT_DOUBLE_EQ(m.hits[0], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(m.hits[1], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(m.hits[2], 1.0 / 3);  // 0.5 ties the third negative: not above it
+  EXPECT_DOUBLE_EQ(m.hits[3], 2.0 / 3);
+  // Ranks: 0.9 -> 1; 0.5 -> 1 + (2 above + 3 at least as high) / 2 = 3.5; 0.1 -> 5.
+  EXPECT_DOUBLE_EQ(m.mrr, (1.0 + 1.0 / 3.5 + 1.0 / 5) / 3);
+  EXPECT_EQ(m.positives, 3);
+  EXPECT_EQ(m.negatives, 4);
+  EXPECT_DOUBLE_EQ(m.main(), m.hits[0]);
+}
+
+TEST(LinkMetrics, KLargerThanTheNegativesIsRefused) {
+  auto comm = make_communicator("self");
+  try {
+    link_metrics(*comm, {0.5f}, {0.1f, 0.2f}, {3});
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--hits-k 3 is larger than the split's 2 negative edges: Hits@K ranks a positive "
+                 "among them");
+  }
+}
+
+TEST(LinkOptions, BadValuesNameTheirFlag) {
+  auto message = [](LinkOptions o) {
+    try {
+      o.validate();
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  LinkOptions o;
+  o.neg_ratio = 0;
+  EXPECT_EQ(message(o), "--neg-ratio must lie in [1, 4096] (negatives per positive edge), got 0");
+  o = {};
+  o.hits_k = {0};
+  EXPECT_EQ(message(o), "--hits-k: every K must be >= 1, got 0");
+  o = {};
+  o.task = "edge";
+  EXPECT_EQ(message(o), "--task must be node or link, got 'edge'");
+}
+
+// A part over N nodes holding `edges` as its training edges, in-degrees `deg`.
+PartitionData link_part(int64_t n, const std::vector<int64_t>& edges, std::vector<int64_t> deg) {
+  PartitionData p;
+  p.meta.num_nodes = n;
+  p.meta.parts = 1;
+  p.meta.offsets = {0, n};
+  p.link_train = Array::from_vector(edges, {static_cast<int64_t>(edges.size() / 2), 2});
+  p.in_degree = Array::from_vector(std::move(deg), {n});
+  return p;
+}
+
+TEST(LinkBatcher, PairsIndexDistinctSeedsAndExclusionsHideThePositives) {
+  const PartitionData part = link_part(6, {0, 1, 1, 2, 3, 4, 0, 2}, {1, 1, 1, 1, 1, 1});
+  LinkOptions o;
+  o.neg_ratio = 3;
+  o.exclude = "reverse";
+  LinkBatcher lb(part, o, 7, /*undirected=*/true);
+  EXPECT_EQ(lb.num_edges(), 4);
+  EXPECT_EQ(lb.exclusion(), "reverse");
+  const LinkBatch b = lb.make({2, 0, 3}, 1, 5);
+  ASSERT_EQ(b.pairs.size(), 3 * (1 + 3));
+  EXPECT_EQ(std::set<int64_t>(b.seeds.begin(), b.seeds.end()).size(), b.seeds.size());
+  const int64_t* e = part.link_train.data<int64_t>();
+  int k = 0;
+  for (int64_t i : {2, 0, 3}) {
+    EXPECT_EQ(b.seeds[b.pairs.src[k]], e[2 * i]);
+    EXPECT_EQ(b.seeds[b.pairs.dst[k]], e[2 * i + 1]);
+    EXPECT_EQ(b.pairs.label[k], 1.0f);
+    for (int j = 1; j <= 3; ++j) {
+      EXPECT_EQ(b.seeds[b.pairs.src[k + j]], e[2 * i]);
+      EXPECT_EQ(b.pairs.label[k + j], 0.0f);
+    }
+    k += 4;
+  }
+  // reverse: (dst v, src u) and (dst u, src v) per positive.
+  EXPECT_EQ(b.exclude.dst, (std::vector<int64_t>{4, 3, 1, 0, 2, 0}));
+  EXPECT_EQ(b.exclude.src, (std::vector<int64_t>{3, 4, 0, 1, 0, 2}));
+  // The same step draws the same negatives; another step others.
+  auto negatives = [](const LinkBatch& x) {
+    std::vector<int64_t> w;
+    for (int64_t i = 0; i < x.pairs.size(); ++i) {
+      if (x.pairs.label[i] == 0.0f) w.push_back(x.seeds[x.pairs.dst[i]]);
+    }
+    return w;
+  };
+  EXPECT_EQ(negatives(lb.make({2, 0, 3}, 1, 5)), negatives(b));
+  EXPECT_NE(negatives(lb.make({2, 0, 3}, 1, 6)), negatives(b));
+  o.exclude = "auto";
+  EXPECT_EQ(LinkBatcher(part, o, 7, false).exclusion(), "self");
+  EXPECT_EQ(LinkBatcher(part, o, 7, false).make({1}, 0, 0).exclude.dst,
+            (std::vector<int64_t>{2}));
+  o.exclude = "none";
+  EXPECT_TRUE(LinkBatcher(part, o, 7, true).make({1}, 0, 0).exclude.dst.empty());
+}
+
+// Pearson's chi-square of `counts` against `expected` shares.
+double chi_square(const std::vector<int64_t>& counts, const std::vector<double>& share) {
+  double total = 0, chi = 0;
+  for (int64_t c : counts) total += static_cast<double>(c);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const double want = total * share[i];
+    chi += (static_cast<double>(counts[i]) - want) * (static_cast<double>(counts[i]) - want) / want;
+  }
+  return chi;
+}
+
+// The negatives of the 100 distinct pairs of 10 nodes x 200: their destinations' frequencies
+// against the uniform and the in-degree^0.75 distribution (chi-square, 9 degrees of freedom: 27.9
+// is p = 0.001).
+TEST(LinkBatcher, NegativesFollowTheirDistribution) {
+  const std::vector<int64_t> deg = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89};
+  std::vector<int64_t> edges, all;
+  for (int64_t i = 0; i < 100; ++i) {
+    edges.push_back(i / 10);
+    edges.push_back(i % 10);
+    all.push_back(i);
+  }
+  const PartitionData part = link_part(10, edges, deg);
+  for (const std::string kind : {"uniform", "unigram"}) {
+    LinkOptions o;
+    o.neg_ratio = 200;
+    o.negatives = kind;
+    const LinkBatch b = LinkBatcher(part, o, 3, true).make(all, 0, 0);
+    std::vector<int64_t> counts(10, 0);
+    for (int64_t i = 0; i < b.pairs.size(); ++i) {
+      if (b.pairs.label[i] == 0.0f) ++counts[b.seeds[b.pairs.dst[i]]];
+    }
+    std::vector<double> share(10);
+    double sum = 0;
+    for (int v = 0; v < 10; ++v) sum += share[v] = kind == "uniform" ? 1.0 : std::pow(deg[v], 0.75);
+    for (double& s : share) s /= sum;
+    EXPECT_LT(chi_square(counts, share), 27.9) << kind;
+  }
+}
+
+}  // namespace
+}  // namespace dsp
