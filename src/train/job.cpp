@@ -73,7 +73,7 @@ void check_task(const JobConfig& c) {
     return;
   }
   auto refuse = [](bool bad, const char* what) {
-    DSP_CHECK_ARG(!bad, "--task link with {}: not supported", what);
+    DSP_CHECK_ARG(!bad, "--task link does not support {}", what);
   };
   refuse(c.roles != 0, "--roles (GNNLab's factored layout carries node batches only)");
   refuse(c.preaggregate, "--preaggregate");
@@ -403,6 +403,13 @@ void TrainJob::check_data() const {
                      "{}: the dataset has no held-out edges (link_valid.npy, link_test.npy) to "
                      "evaluate link prediction with",
                      cfg_.rank.path);
+    const int64_t negatives = std::min(part.link_valid_neg.dim(0), part.link_test_neg.dim(0));
+    for (int k : cfg_.link.hits_k) {
+      DSP_CHECK_ARG(k <= negatives,
+                    "--hits-k {} is larger than the {} negative edges of {}'s held-out splits: "
+                    "Hits@K ranks a positive among them",
+                    k, negatives, cfg_.rank.path);
+    }
     return;
   }
   DSP_CHECK_FORMAT(part.labels.defined() && meta.num_classes > 1,
@@ -441,15 +448,13 @@ int64_t TrainJob::embedding_dim() const {
   return rt_.part().meta.feature_dim > 0 ? 0 : cfg_.train.model.hidden;
 }
 
-// The rank's rows of the learnable embeddings, refused before allocation when they do not fit.
+// The rank's rows of the learnable embeddings (make_trainer checked their memory first).
 void TrainJob::make_embedding() {
   EmbeddingOptions eo = cfg_.embedding;
   eo.dim = embedding_dim();
   eo.seed = cfg_.seed;
   const PartitionMeta& meta = rt_.part().meta;
   const int64_t b = meta.offsets[rt_.rank()], e = meta.offsets[rt_.rank() + 1];
-  check_embedding_memory(e - b, eo.dim, eo.optimizer,
-                         available_memory() / static_cast<uint64_t>(rt_.cores().node_size));
   const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
   emb_ = std::make_unique<EmbeddingTable>(rt_.channel(WorkerKind::kTrainer), meta.offsets,
                                           new2old.data<int64_t>() + b, eo);
@@ -476,6 +481,11 @@ void TrainJob::make_trainer() {
   tc_.device = rt_.device();
   if (tc_.normalize_features == "standard") {
     column_statistics(rt_.part().features, &tc_.feature_mean, &tc_.feature_inv_std);
+  }
+  if (tc_.model.embedding_dim > 0) {  // refused before the model (its input layer) or the table
+    const int64_t rows = meta.offsets[rt_.rank() + 1] - meta.offsets[rt_.rank()];
+    check_embedding_memory(rows, tc_.model.embedding_dim, cfg_.embedding.optimizer,
+                           available_memory() / static_cast<uint64_t>(rt_.cores().node_size));
   }
   trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
   if (tc_.model.embedding_dim > 0) make_embedding();

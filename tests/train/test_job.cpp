@@ -94,6 +94,120 @@ TEST(Job, CommunityGraphReachesItsAttainableAccuracy) {
   fs::remove_all(dir);
 }
 
+std::vector<nlohmann::json> metrics_records(const std::string& f);
+
+// A featureless community graph with a link split (planted structure: within-community pairs
+// are the edges to find); `bound` receives its achievable test Hits@K.
+std::string link_graph(const std::string& name, double* bound) {
+  CommunityOptions co;
+  co.num_nodes = 5000;
+  co.num_edges = 50000;
+  co.num_communities = 16;
+  co.num_classes = 0;
+  co.feature_dim = 0;
+  co.seed = 1;
+  co.link_split = LinkSplitOptions{};
+  Dataset ds = generate_community(co);
+  if (bound) *bound = ds.meta.extra.at("link_hits_bound").get<double>();
+  const std::string dir = temp_dir(name);
+  write_dataset(ds, dir);
+  return dir;
+}
+
+JobConfig link_job(const std::string& dir) {
+  JobConfig c;
+  c.rank.path = dir;
+  c.link.task = "link";
+  c.train.model.hidden = 64;
+  c.train.model.dropout = 0;
+  c.train.weight_decay = 0;
+  c.embedding.lr = 0.05;
+  c.train.num_threads = 1;
+  c.sampler.fanouts = {10, 5};
+  c.batch_size = 256;
+  c.epochs = 4;
+  c.rank.backend = "self";
+  c.pipeline = "off";
+  c.progress = false;
+  return c;
+}
+
+// Learnable embeddings (no features) through GraphSAGE and a dot predictor find the planted
+// communities: Hits@50 of the test edges near the best a community-aware scorer reaches.
+TEST(Job, LinkPredictionOnAFeaturelessGraphReachesThePlantedHits) {
+  double bound = 0;
+  const std::string dir = link_graph("link", &bound);
+  JobConfig c = link_job(dir);
+  c.metrics_file = dir + "/m.jsonl";
+  const JobResult r = run_training(c);
+  EXPECT_EQ(r.metric, "hits@50");
+  EXPECT_GE(r.test_acc_at_best, 0.9 * bound) << "bound " << bound;
+  EXPECT_GT(r.test_mrr_at_best, 0.05);
+  const nlohmann::json last = metrics_records(c.metrics_file).back();
+  EXPECT_EQ(last.at("test").at("hits@50").get<double>() >= 0, true);
+  EXPECT_EQ(last.at("test").at("negatives").get<int64_t>(), 4245);
+  EXPECT_FALSE(last.contains("val_acc"));
+  fs::remove_all(dir);
+}
+
+// Two epochs, then two more resumed from the checkpoint (the embeddings' rows and their
+// optimizer state included), equal four uninterrupted epochs.
+TEST(Job, LinkPredictionResumesExactly) {
+  const std::string dir = link_graph("link_resume", nullptr);
+  JobConfig c = link_job(dir);
+  c.checkpoint_dir = dir + "/ck";
+  const JobResult whole = run_training(c);
+  fs::remove_all(c.checkpoint_dir);
+  c.epochs = 2;
+  run_training(c);
+  c.epochs = 4;
+  c.resume = true;
+  const JobResult resumed = run_training(resume_config(c, {"resume", "epochs"}));
+  EXPECT_EQ(resumed.final_loss, whole.final_loss);
+  EXPECT_EQ(resumed.best_val_acc, whole.best_val_acc);
+  EXPECT_EQ(resumed.test_acc_at_best, whole.test_acc_at_best);
+  EXPECT_TRUE(fs::exists(c.checkpoint_dir + "/checkpoint.pt.embedding.0-of-1"));
+  fs::remove_all(dir);
+}
+
+TEST(Job, LinkPredictionRefusesWhatItCannotDo) {
+  const std::string dir = link_graph("link_bad", nullptr);
+  auto message = [](const JobConfig& c) {
+    try {
+      run_training(c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  JobConfig c = link_job(dir);
+  c.link.hits_k = {50, 5000};
+  EXPECT_EQ(message(c), fmt::format("--hits-k 5000 is larger than the 4245 negative edges of {}'s "
+                                    "held-out splits: Hits@K ranks a positive among them",
+                                    dir));
+  c = link_job(dir);
+  c.link.neg_ratio = 0;
+  EXPECT_EQ(message(c), "--neg-ratio must lie in [1, 4096] (negatives per positive edge), got 0");
+  c = link_job(dir);
+  c.eval = "sampled";
+  EXPECT_EQ(message(c),
+            "--task link does not support sampled evaluation (--eval sampled, --eval-fanouts): "
+            "every node's output comes from full-neighbour inference");
+  c = link_job(dir);
+  c.embedding.dim = int64_t{1} << 40;
+  EXPECT_NE(message(c).find("--embedding-dim"), std::string::npos) << message(c);
+  c = link_job(cora_dir());
+  EXPECT_EQ(message(c), fmt::format("{}: the dataset has no training edges (link_train.npy missing "
+                                    "or empty): link prediction needs them (dsp convert "
+                                    "--link-split, dsp generate --link-split)",
+                                    cora_dir()));
+  c = link_job(dir);
+  c.link.task = "node";
+  c.train.model.predictor = "mlp";
+  EXPECT_EQ(message(c), "--predictor mlp scores node pairs: it needs --task link");
+  fs::remove_all(dir);
+}
+
 std::vector<nlohmann::json> metrics_records(const std::string& f) {
   std::vector<nlohmann::json> out;
   std::istringstream in(read_file(f));
