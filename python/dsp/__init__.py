@@ -11,7 +11,8 @@ and a Loader iterates over the seeds that rank owns. The heavy lifting is in the
 ``dsp._dsp``, which links no LibTorch: this layer only turns its numpy arrays (which own the C++
 buffers) into torch tensors with ``torch.from_numpy``, so no data is copied and any torch works
 (or none: ``as_tensor=False`` gives numpy arrays). ``Block.to_dgl()``, ``Block.to_pyg()`` and
-``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models. Batches carry the
+``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models. ``dsp.LinkLoader``
+batches training edges and their negatives for link prediction. Batches carry the
 partition's node ids ("dsp ids"); ``dsp.to_original_ids(path, ids)`` gives the dataset's own ids
 back and ``dsp.to_dsp_ids`` goes the other way. ``dsp.load_model`` turns a
 checkpoint of ``dsp train`` into ``dsp.GNN``, the same model in plain PyTorch (``model(blocks,
@@ -83,8 +84,8 @@ def _end_job_on_uncaught(exc_type, exc, tb, _previous=sys.excepthook):
 sys.excepthook = _end_job_on_uncaught
 
 __all__ = [
-    "Block", "Batch", "Loader", "to_original_ids", "to_dsp_ids", "train", "predict", "embed",
-    "convert_ogb", "convert_edge_list", "save_dataset", "from_pyg", "from_dgl",
+    "Block", "Batch", "Loader", "LinkBatch", "LinkPairs", "LinkLoader", "to_original_ids",
+    "to_dsp_ids", "train", "predict", "embed", "convert_ogb", "convert_edge_list", "save_dataset", "from_pyg", "from_dgl",
     "generate_community", "generate_rmat", "load_dataset", "load_partition_meta", "partition",
     "set_log_level", "Error", "InvalidArgument", "IoError", "FormatError", "CommError",
     "NotSupported", "cli_path", "__version__",
@@ -128,12 +129,47 @@ class Batch(NamedTuple):
     epoch: int
     step: int
 
+    @property
+    def input_nodes(self):
+        """The partition ids of the rows of ``x`` (``blocks[0].src_ids``, the seeds first)."""
+        return self.blocks[0].src_ids
+
     def to_pyg(self):
         """A ``torch_geometric.data.Data`` in the hierarchical layout of PyG's NeighborLoader:
         ``x``, ``edge_index`` over all sampled nodes (``n_id``, the seeds first), ``y`` (of the
         seeds: ``batch_size`` of them), and per hop ``num_sampled_nodes``/``num_sampled_edges``
         (for ``trim_to_layer``). Hop k's edges end at the nodes hop k-1 added, so each node's
         neighbourhood is sampled once, as in PyG. Edge weights, if any, as ``edge_weight``."""
+        return _interop.batch_to_pyg(self)
+
+
+class LinkPairs(NamedTuple):
+    """The node pairs a link batch scores: pair i is ``(src[i], dst[i])``, indices into the
+    batch's ``seeds`` (so rows of the model's output), ``label[i]`` 1.0 for a training edge and
+    0.0 for a negative. int64, int64, float32."""
+    src: "torch.Tensor"
+    dst: "torch.Tensor"
+    label: "torch.Tensor"
+
+
+class LinkBatch(NamedTuple):
+    """A :class:`Batch` of :class:`LinkLoader`: the same fields plus ``pairs``. The seeds are the
+    endpoints of the step's training edges and of their negatives, each once; every block leaves
+    out the batch's excluded edges (see ``exclude``)."""
+    blocks: List[Block]
+    x: "torch.Tensor"
+    y: Optional["torch.Tensor"]
+    seeds: "torch.Tensor"
+    epoch: int
+    step: int
+    pairs: LinkPairs
+
+    input_nodes = Batch.input_nodes
+
+    def to_pyg(self):
+        """:meth:`Batch.to_pyg`'s ``Data`` plus, as in PyG's LinkNeighborLoader,
+        ``edge_label_index`` (int64 [2, P]: the pairs in local node ids, the rows of ``n_id``)
+        and ``edge_label`` (float32 [P]: 1 positive, 0 negative)."""
         return _interop.batch_to_pyg(self)
 
 
@@ -187,8 +223,8 @@ def _tensor(a, as_tensor, pin=False, device=None):
     return t.pin_memory() if pin else t
 
 
-def _make_batch(raw, as_tensor, pin=False, device=None) -> Batch:
-    blocks_raw, x, y, seeds, epoch, step = raw
+def _make_batch(raw, as_tensor, pin=False, device=None) -> Union[Batch, LinkBatch]:
+    blocks_raw, x, y, seeds, epoch, step, pairs = raw
 
     def conv(a):
         return _tensor(a, as_tensor, pin, device)
@@ -198,6 +234,9 @@ def _make_batch(raw, as_tensor, pin=False, device=None) -> Batch:
               conv(b["src_ids"]), conv(b["weights"]))
         for b in blocks_raw
     ]
+    if pairs is not None:
+        return LinkBatch(blocks, conv(x), conv(y), conv(seeds), epoch, step,
+                         LinkPairs(*(conv(a) for a in pairs)))
     return Batch(blocks, conv(x), conv(y), conv(seeds), epoch, step)
 
 
@@ -264,11 +303,20 @@ class Loader:
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
                  topology_memory: Optional[Union[int, str]] = None, order: str = "random",
                  bfs_sequences: int = 4, nodes=None):
+        self._open(path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
+                   partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
+                   topology_memory, order, bfs_sequences, nodes, None)
+
+    def _open(self, path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
+              partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
+              topology_memory, order, bfs_sequences, nodes, link):
+        """The engine (``link``: LinkLoader's keywords of the link table, else None)."""
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
-            raise ImportError("dsp.Loader(as_tensor=True) needs torch, which cannot be imported "
-                              "here: pip install torch, or pass as_tensor=False for numpy arrays")
+            raise ImportError(f"dsp.{type(self).__name__}(as_tensor=True) needs torch, which "
+                              "cannot be imported here: pip install torch, or pass "
+                              "as_tensor=False for numpy arrays")
         if pin_memory and not as_tensor:
             raise InvalidArgument("pin_memory=True needs as_tensor=True (torch tensors)")
         if pin_memory and not torch.cuda.is_available():
@@ -292,7 +340,7 @@ class Loader:
                                   partition_method, device, int(fifo_rows),
                                   int(fifo_shared_rows), transport,
                                   "" if topology_memory is None else str(topology_memory),
-                                  order, int(bfs_sequences), nodes)
+                                  order, int(bfs_sequences), nodes, link)
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
         self._epoch = 0
@@ -369,6 +417,70 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class LinkLoader(Loader):
+    """Mini-batches of this rank's training edges for link prediction, as ``dsp train --task
+    link`` makes them: the same edges, negatives, seeds and blocks for the same ``seed``.
+
+    Each step takes ``batch_size`` of the part's training edges (``link_train.npy``: those whose
+    source the rank owns; shuffled per epoch like a Loader's seeds) and draws ``neg_ratio``
+    negatives ``(u, w)`` per edge ``(u, v)``; every endpoint, once, is a seed, and the blocks are
+    sampled from the seeds out without the batch's excluded edges. Iterating yields
+    :class:`LinkBatch`: the fields of :class:`Batch` plus ``pairs`` (:class:`LinkPairs`: src,
+    dst, label; src and dst index ``seeds``, i.e. the rows of the model's output)::
+
+        for batch in dsp.LinkLoader(path, fanouts=[10, 10], batch_size=512):
+            h = model(batch.blocks, batch.x)            # [len(batch.seeds), d]
+            src, dst, label = batch.pairs
+            loss = F.binary_cross_entropy_with_logits((h[src] * h[dst]).sum(1), label)
+
+    A featureless dataset gives ``x`` of width 0: learn ``torch.nn.Embedding(num_nodes, d)``
+    and index it with ``batch.input_nodes`` (partition ids, every rank the same table).
+
+    Args:
+        path, fanouts, batch_size (training edges per rank per step), shuffle, seed, prefetch,
+            as_tensor, backend, partition_method, pin_memory, device, fifo_rows,
+            fifo_shared_rows, transport, topology_memory: as for :class:`Loader`. A dataset
+            without training edges raises ``dsp.FormatError`` naming ``path``.
+        neg_ratio: negatives per training edge, 1 to 4096 (``--neg-ratio``).
+        negatives: "uniform" destinations over the nodes, or "unigram" (in-degree^0.75)
+            (``--negatives``).
+        exclude: edges a batch's blocks leave out (``--exclude``): "self" (its training edges
+            u -> v), "reverse" (also v -> u), "none", or "auto": reverse on an undirected dataset,
+            else self.
+
+    The values are checked by ``dsp train``'s link options, so a bad one raises
+    ``dsp.InvalidArgument`` with the CLI's message (naming its flag).
+    """
+
+    def __init__(self, path: str, fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024,
+                 neg_ratio: int = 1, negatives: str = "uniform", exclude: str = "auto",
+                 shuffle: bool = True, seed: int = 0, prefetch: int = 2,
+                 as_tensor: Optional[bool] = None, backend: str = "auto",
+                 partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
+                 fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
+                 topology_memory: Optional[Union[int, str]] = None):
+        link = {"task": "link", "neg_ratio": int(neg_ratio), "negatives": negatives,
+                "exclude": exclude}
+        self._open(path, fanouts, batch_size, shuffle, "train", seed, prefetch, as_tensor,
+                   backend, partition_method, pin_memory, device, fifo_rows, fifo_shared_rows,
+                   transport, topology_memory, "random", 4, None, link)
+
+    @property
+    def local_edges(self):
+        """This rank's training edges ``[E, 2]`` (source, destination; partition ids)."""
+        edges = self._impl.link_train  # a read-only file mapping: copied for torch
+        return _tensor(None if edges is None else numpy.array(edges), self._as_tensor)
+
+    @property
+    def local_seeds(self):
+        """The indices of this rank's training edges (rows of :attr:`local_edges`), what its
+        epochs shuffle."""
+        return _tensor(self._impl.local_seeds, self._as_tensor)
+
+    def __iter__(self):
+        return self.iter_batches()
 
 
 def _reference_epoch(part_dir, fanouts, batch_size, seed, epoch=0):

@@ -58,6 +58,8 @@ def batch_to_pyg(batch):
 
     Nodes are ``blocks[0].src_ids`` (seeds first, then the nodes each hop adds); hop k's edges
     end at the nodes hop k-1 added, so every node's neighbourhood is sampled once, as in PyG.
+    A link batch adds LinkNeighborLoader's ``edge_label_index`` and ``edge_label``: its pairs
+    index the seeds, which are the first nodes, so they are local node ids as they stand.
     """
     torch = _torch("Batch.to_pyg()")
     data_mod = require("torch_geometric.data", "Batch.to_pyg()", "pip install torch_geometric")
@@ -81,4 +83,9 @@ def batch_to_pyg(batch):
                          num_sampled_nodes=num_nodes, num_sampled_edges=num_edges)
     if weights:
         data.edge_weight = torch.cat(weights)
+    pairs = getattr(batch, "pairs", None)
+    if pairs is not None:
+        src, dst, label = _tensors(torch, pairs.src, pairs.dst, pairs.label)
+        data.edge_label_index = torch.stack([src, dst])
+        data.edge_label = label
     return data

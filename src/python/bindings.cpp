@@ -27,6 +27,7 @@
 #include "graph/dataset.hpp"
 #include "graph/validate.hpp"
 #include "layout/partition/partition_command.hpp"
+#include "pipeline/link_batch.hpp"
 #include "pipeline/load_batch.hpp"
 #include "python/loader.hpp"
 
@@ -182,7 +183,8 @@ py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t 
   return py::reinterpret_steal<py::object>(cap);
 }
 
-// (blocks, x, y, seeds); blocks[l] = dict of indptr, indices, num_src, num_dst, src_ids, weights.
+// (blocks, x, y, seeds, epoch, batch, pairs); pairs: None, or (src, dst, label) of a link batch
+// (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src, num_dst, src_ids, weights.
 // x: a numpy array (host features), or a DLPack capsule of the device rows (device features).
 py::tuple batch_to_py(LoadedBatch&& lb) {
   py::list blocks;
@@ -210,7 +212,12 @@ py::tuple batch_to_py(LoadedBatch&& lb) {
                      ? py::object(py::none())
                      : py::object(vec_to_numpy(std::move(lb.labels)));
   py::object seeds = vec_to_numpy(std::move(lb.sample.seeds));
-  return py::make_tuple(blocks, x, y, seeds, lb.sample.epoch, lb.sample.batch);
+  LinkPairs& lp = lb.sample.pairs;
+  py::object pairs = lp.src.empty() ? py::object(py::none())
+                                    : py::object(py::make_tuple(vec_to_numpy(std::move(lp.src)),
+                                                                vec_to_numpy(std::move(lp.dst)),
+                                                                vec_to_numpy(std::move(lp.label))));
+  return py::make_tuple(blocks, x, y, seeds, lb.sample.epoch, lb.sample.batch, pairs);
 }
 
 // Python exception classes mirroring dsp::Error's hierarchy; the C++ message is kept verbatim.
@@ -387,6 +394,7 @@ void bind_partition(py::module_& m) {
         if (command == "convert") return options_to_py(convert_options());
         if (command == "generate rmat") return options_to_py(rmat_options());
         if (command == "generate community") return options_to_py(community_options());
+        if (command == "link") return options_to_py(link_options_table());  // dsp.LinkLoader
         DSP_THROW_T(InvalidArgument, "no option table for '{}'", command);
       },
       py::arg("command"));
@@ -659,7 +667,8 @@ std::unique_ptr<pyext::Loader> new_loader(
     const std::string& split, uint64_t seed, int prefetch, const std::string& backend,
     const std::string& partition_method, const std::string& device, int64_t fifo_rows,
     int64_t fifo_shared_rows, const std::string& transport, const std::string& topology_memory,
-    const std::string& order, int bfs_sequences, std::optional<IdArray> nodes) {
+    const std::string& order, int bfs_sequences, std::optional<IdArray> nodes,
+    std::optional<py::dict> link) {
   pyext::LoaderOptions o;
   // The rank's options through the rank room's table: dsp train's parsers and
   // messages (pipeline/rank/options.hpp).
@@ -674,6 +683,9 @@ std::unique_ptr<pyext::Loader> new_loader(
   read_options(rank_options_table(), rank, o.rank, "dsp.Loader");
   read_options(seed_order_options_table(), {{"order", order}, {"bfs_sequences", bfs_sequences}},
                o.seed_order, "dsp.Loader");
+  // dsp.LinkLoader's keywords through dsp train's link table (pipeline/link_batch.hpp), task
+  // "link" among them.
+  if (link) read_options(link_options_table(), py_to_json(*link), o.link, "dsp.LinkLoader");
   o.sampler.fanouts = std::move(fanouts);
   o.batch_size = batch_size;
   o.shuffle = shuffle;
@@ -697,7 +709,8 @@ void bind_loader(py::module_& m) {
            py::arg("backend"), py::arg("partition_method"), py::arg("device") = "cpu",
            py::arg("fifo_rows") = 0, py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
            py::arg("topology_memory") = "", py::arg("order") = "random",
-           py::arg("bfs_sequences") = 4, py::arg("nodes") = py::none())
+           py::arg("bfs_sequences") = 4, py::arg("nodes") = py::none(),
+           py::arg("link") = py::none())
       .def_property_readonly("rank", &pyext::Loader::rank)
       .def_property_readonly("device",
                              [](const pyext::Loader& l) { return l.runtime().device().str(); })
@@ -710,6 +723,8 @@ void bind_loader(py::module_& m) {
                                return vec_to_numpy(std::move(v));
                              })
       .def_property_readonly("partition_dir", [](const pyext::Loader& l) { return l.part().dir; })
+      .def_property_readonly(
+          "link_train", [](const pyext::Loader& l) { return array_to_numpy(l.part().link_train); })
       .def_property_readonly(
           "meta", [](const pyext::Loader& l) { return json_to_py(l.part().meta.to_json()); })
       .def_property_readonly(

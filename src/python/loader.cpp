@@ -92,6 +92,13 @@ void LoaderOptions::validate() const {
                 rank.path);
   DSP_CHECK_ARG(prefetch >= 0, "prefetch must be >= 0, got {}", prefetch);
   seed_order.validate();
+  link.validate();  // --neg-ratio, --negatives, --exclude: dsp train's messages
+  if (link.link()) {
+    DSP_CHECK_ARG(split == "train" && !has_nodes,
+                  "link batches are the training edges: split and nodes do not apply");
+    DSP_CHECK_ARG(seed_order.order == "random",
+                  "link batches shuffle their edges: order='{}' does not apply", seed_order.order);
+  }
 }
 
 RankOptions LoaderOptions::rank_options() const {
@@ -107,14 +114,21 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   opts_.validate();
   rt_ = std::make_unique<RankRuntime>(opts_.rank_options());
   rt_->enable_fifo();  // no-op without fifo_rows
-  seeds_ = opts_.has_nodes ? owned_nodes() : split_seeds();
-  std::sort(seeds_.begin(), seeds_.end());
-
   SamplerOptions so = opts_.sampler;
   so.seed = opts_.seed;
+  if (opts_.link.link()) {
+    make_link_batcher();
+    seeds_ = link_->edge_indices();  // as dsp train --task link schedules them
+    so.require_owned_seeds = false;  // a link batch's endpoints are any node's
+  } else {
+    seeds_ = opts_.has_nodes ? owned_nodes() : split_seeds();
+    std::sort(seeds_.begin(), seeds_.end());
+  }
   sampler_ = rt_->make_sampler(so);
   sched_ = std::make_unique<EpochScheduler>(seeds_, opts_.batch_size, opts_.seed);
-  opts_.seed_order.apply(*sched_, rt_->part().patch, rt_->part().meta.offsets[rt_->rank()]);
+  if (!link_) {
+    opts_.seed_order.apply(*sched_, rt_->part().patch, rt_->part().meta.offsets[rt_->rank()]);
+  }
   CoordinatedCommunicator& main_ch = rt_->channel(WorkerKind::kMain);
   main_ch.set_step(-1, 1);
   if (opts_.shuffle) {
@@ -158,6 +172,22 @@ std::vector<int64_t> Loader::split_seeds() const {
   return rt_->local_ids(opts_.split);
 }
 
+// Link mode's batcher over this rank's training edges; FormatError naming the path when the
+// dataset has none at all (the same on every rank: the counts are the partition's). Undirected
+// as the dataset is (exclude auto), as dsp train decides it.
+void Loader::make_link_batcher() {
+  const PartitionData& part = rt_->part();
+  int64_t edges = 0;
+  for (const PartStats& ps : part.meta.part) edges += ps.link_train;
+  DSP_CHECK_FORMAT(edges > 0,
+                   "{}: the dataset has no training edges (link_train.npy missing or empty): "
+                   "link prediction needs them (dsp convert --link-split, dsp generate "
+                   "--link-split)",
+                   opts_.rank.path);
+  link_ = std::make_unique<LinkBatcher>(part, opts_.link, opts_.seed,
+                                        !part.meta.extra.value("directed", true));
+}
+
 // opts_.nodes (original ids) checked, in the partition's ids, those of this rank's part.
 std::vector<int64_t> Loader::owned_nodes() const {
   const PartitionData& part = rt_->part();
@@ -180,7 +210,14 @@ std::vector<int64_t> Loader::step_seeds(int64_t step) const {
 LoadedBatch Loader::run_step(int64_t step) {
   std::vector<int64_t> seeds = step_seeds(step);
   rt_->channel(WorkerKind::kSampler).set_step(epoch_, step);
-  SampledBatch sb = sampler_->sample(seeds, epoch_, step);
+  SampledBatch sb;
+  if (link_) {  // TrainJob::sample_link: the edges' batch, sampled without its excluded edges
+    LinkBatch lb = link_->make(seeds, epoch_, step);
+    sb = sampler_->sample(lb.seeds, epoch_, step, &lb.exclude);
+    sb.pairs = std::move(lb.pairs);
+  } else {
+    sb = sampler_->sample(seeds, epoch_, step);
+  }
   sb.epoch = epoch_;
   sb.batch = step;
   rt_->channel(WorkerKind::kLoader).set_step(epoch_, step);

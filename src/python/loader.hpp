@@ -25,6 +25,7 @@
 #include "csp/block.hpp"
 #include "csp/sampler.hpp"
 #include "layout/partition/partition.hpp"
+#include "pipeline/link_batch.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "pipeline/scheduler.hpp"
 
@@ -50,6 +51,12 @@ struct LoaderOptions {
   uint64_t seed = 0;
   int prefetch = 2;  // batches sampled and loaded ahead on a background thread; 0: on next()
   SeedOrderOptions seed_order;  // with shuffle: a shuffle, or BGL's proximity-aware order
+  // task "link" (dsp.LinkLoader): the scheduler's seeds are the part's training edges
+  // (part<p>/link_train.npy), each step's batch_size edges plus neg_ratio negatives each become
+  // a LinkBatch whose endpoints are the CSP seeds, sampled without its excluded edges; the
+  // batches carry the pairs (SampledBatch::pairs). split stays "train", no nodes, order random;
+  // hits_k is dsp train's only (unused here).
+  LinkOptions link;
 
   void validate() const;             // InvalidArgument with the CLI's messages
   RankOptions rank_options() const;  // the runtime of the Loader's rank
@@ -75,7 +82,9 @@ class Loader {
   int rank() const { return rt_->rank(); }
   int size() const { return rt_->size(); }
   int64_t steps() const { return steps_; }  // per epoch, agreed over ranks
+  // Link mode: this rank's training edges (seeds are their indices 0 .. E - 1).
   int64_t num_local_seeds() const { return static_cast<int64_t>(seeds_.size()); }
+  bool link() const { return link_ != nullptr; }
   const std::vector<int64_t>& local_seeds() const { return seeds_; }
   const PartitionData& part() const { return rt_->part(); }
   const RankRuntime& runtime() const { return *rt_; }
@@ -97,6 +106,7 @@ class Loader {
   };
   std::vector<int64_t> split_seeds() const;  // this rank's seeds of opts_ (unsorted)
   std::vector<int64_t> owned_nodes() const;  // opts_.nodes: checked, renumbered, this rank's
+  void make_link_batcher();                  // link mode: checks the edges, builds link_
   LoadedBatch run_step(int64_t step);
   std::vector<int64_t> step_seeds(int64_t step) const;
   void produce();
@@ -105,6 +115,7 @@ class Loader {
   std::unique_ptr<RankRuntime> rt_;  // coordinator, partition (on the fly), feature store
   std::vector<int64_t> seeds_;       // this rank's seeds of the split, ascending
   std::unique_ptr<CollectiveSampler> sampler_;
+  std::unique_ptr<LinkBatcher> link_;  // link mode only
   std::unique_ptr<EpochScheduler> sched_;
   int64_t steps_ = 0;
 
