@@ -68,6 +68,9 @@ TEST_P(LinkPartition, PartsOwnTheirTrainingEdgesAndSharedPairsAreRenumbered) {
       all.insert({n2o[e.first], n2o[e.second]});
     }
     total += d.link_train.dim(0);
+    if (m.hops > 0) {  // a self-reliant part's sampling view keeps its training edges
+      EXPECT_EQ(rows_of(replicated_view(d).link_train), rows);
+    }
     // Shared held-out pairs: mapped back through new2old, the dataset's rows in its order.
     const std::pair<const Array*, const Array*> shared[] = {
         {&d.link_valid, &ds.link_valid}, {&d.link_test, &ds.link_test},
@@ -90,7 +93,7 @@ TEST_P(LinkPartition, PartsOwnTheirTrainingEdgesAndSharedPairsAreRenumbered) {
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layout, LinkPartition, ::testing::Values("metis", "random"));
+INSTANTIATE_TEST_SUITE_P(Layout, LinkPartition, ::testing::Values("metis", "random", "pagraph"));
 
 TEST(LinkPartitionLoad, RefusesATrainingEdgeOfAnotherPart) {
   const Dataset& ds = link_community();

@@ -401,6 +401,7 @@ PartitionData replicated_view(const PartitionData& part) {
   v.dir = part.dir;
   v.part = 0;
   v.seeds = part.seeds;
+  v.link_train = part.link_train;  // the part's training edges, like its seeds
   share_node_arrays(part, v);
   // Row v comes from the own patch, the halo (binary search in halo_ids) or nowhere.
   std::vector<int64_t> ptr(n + 1, 0);
