@@ -4,7 +4,9 @@ messages, Batch.to_pyg()'s link fields, and examples/link_torch.py's held-out Hi
 import inspect
 import os
 import pathlib
+import json
 import re
+import shutil
 import subprocess
 import sys
 import types
@@ -188,6 +190,50 @@ def test_batch_to_pyg_link_fields(link_p1):
     data = batch.to_pyg()
     _check_link_data(data, batch)
     assert data.num_nodes == batch.blocks[0].num_src
+
+
+# One rank's epoch under mpirun: its positives and how many block edges were excluded ones.
+MPI_SCRIPT = """
+import json, sys
+import numpy as np
+import dsp
+loader = dsp.LinkLoader(sys.argv[1], fanouts=[25, 25], batch_size=500, neg_ratio=2,
+                        shuffle=False, seed=3)
+positives, seen = [], 0
+for b in loader:
+    seeds = b.seeds.numpy()
+    src, dst, label = (a.numpy() for a in b.pairs)
+    u, v = seeds[src[label == 1]], seeds[dst[label == 1]]
+    hidden = np.concatenate([u * 2**32 + v, v * 2**32 + u])
+    for k in b.blocks:
+        ids = k.src_ids.numpy()
+        dst_ids = np.repeat(ids[:k.num_dst], np.diff(k.indptr.numpy()))
+        seen += int(np.isin(ids[k.indices.numpy()] * 2**32 + dst_ids, hidden).sum())
+    positives += np.stack([u, v], 1).tolist()
+with open(f"{sys.argv[2]}/rank{loader.rank}.json", "w") as f:
+    json.dump({"size": loader.size, "positives": positives, "seen": seen,
+               "edges": len(loader.local_edges)}, f)
+"""
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed")
+def test_two_ranks_cover_the_edges_without_excluded_ones(link_ds, tmp_path):
+    part = str(tmp_path / "community-p2")
+    dsp.partition(link_ds, part, parts=2)
+    (tmp_path / "link_ranks.py").write_text(MPI_SCRIPT)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    r = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", sys.executable,
+                        str(tmp_path / "link_ranks.py"), part, str(tmp_path)],
+                       env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ranks = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(2)]
+    assert all(d["size"] == 2 and d["seen"] == 0 and d["edges"] > 0 for d in ranks), ranks
+    positives = dsp.to_original_ids(part, np.array(ranks[0]["positives"] +
+                                                   ranks[1]["positives"]))
+    train = np.load(os.path.join(link_ds, "link_train.npy"))
+    assert len(positives) == len(train)
+    assert np.array_equal(np.unique(positives, axis=0), np.unique(train, axis=0))
 
 
 def test_example_reaches_hits_at_50(link_ds):
