@@ -3,12 +3,21 @@
 // straight from the header's formulas: rows indexed by dataset id, gradients summed in the order
 // they are given. The arithmetic is the table's, in float with the same operation order, so a
 // table whose owners receive the contributions in the same order equals it bitwise.
+// Also the storages every embedding suite runs on (host and the emulated device storage here; the
+// CUDA storage in the CUDA build's *_cuda binaries, skipped without a GPU).
 #include <cmath>
 #include <cstdint>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "core/rng.hpp"
 #include "layout/store/embedding_table.hpp"
+#ifdef DSP_TEST_CUDA
+#include <cuda_runtime_api.h>
+
+#include "layout/store/cuda/embedding_storage.hpp"
+#endif
 
 namespace dsp::test {
 
@@ -77,5 +86,85 @@ struct ReferenceTable {
     }
   }
 };
+
+// The storages of this binary, by name.
+inline std::vector<std::string> embedding_storages() {
+#ifdef DSP_TEST_CUDA
+  return {"cuda"};
+#else
+  return {"host", "emulated"};
+#endif
+}
+
+// Why storage `name` cannot run here, or "".
+inline std::string embedding_storage_unavailable(const std::string& name) {
+#ifdef DSP_TEST_CUDA
+  int n = 0;
+  if (name == "cuda" && (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)) {
+    return "no CUDA device visible";
+  }
+#endif
+  (void)name;
+  return "";
+}
+
+inline EmbeddingStorageFactory embedding_storage(const std::string& name) {
+  if (name == "emulated") return make_emulated_embedding_storage;
+#ifdef DSP_TEST_CUDA
+  if (name == "cuda") return cuda::cuda_embedding_storage(0);
+#endif
+  return {};  // host
+}
+
+// `n` floats in a table's memory (device memory for a CUDA table), from and back to the host.
+class TableFloats {
+ public:
+  TableFloats(const EmbeddingTable& t, const float* host, size_t n)
+      : device_(t.memory() == MemorySpace::kDevice), n_(n), host_(host, host + n) {
+#ifdef DSP_TEST_CUDA
+    if (device_) {
+      void* p = nullptr;
+      if (cudaMalloc(&p, n * sizeof(float) + 16) != cudaSuccess) throw std::bad_alloc();
+      dev_ = static_cast<float*>(p);
+      cudaMemcpy(dev_, host, n * sizeof(float), cudaMemcpyHostToDevice);
+    }
+#endif
+  }
+  ~TableFloats() {
+#ifdef DSP_TEST_CUDA
+    if (dev_) cudaFree(dev_);
+#endif
+  }
+  TableFloats(const TableFloats&) = delete;
+  TableFloats& operator=(const TableFloats&) = delete;
+  float* data() { return device_ ? dev_ : host_.data(); }
+  std::vector<float> to_host() {
+#ifdef DSP_TEST_CUDA
+    if (device_) cudaMemcpy(host_.data(), dev_, n_ * sizeof(float), cudaMemcpyDeviceToHost);
+#endif
+    return host_;
+  }
+
+ private:
+  bool device_;
+  size_t n_;
+  std::vector<float> host_;
+  float* dev_ = nullptr;
+};
+
+// apply_gradients of host gradient rows, whatever the table's memory.
+inline void apply_host_gradients(EmbeddingTable& t, const std::vector<int64_t>& ids,
+                                 const std::vector<float>& grads, float scale) {
+  TableFloats g(t, grads.data(), grads.size());
+  t.apply_gradients(ids.data(), static_cast<int64_t>(ids.size()), g.data(), scale);
+}
+
+// gather through the pointer API (rows land in the table's memory), brought to the host.
+inline std::vector<float> gather_in_memory(EmbeddingTable& t, const std::vector<int64_t>& ids) {
+  const std::vector<float> zeros(ids.size() * static_cast<size_t>(t.dim()), 0.0f);
+  TableFloats out(t, zeros.data(), zeros.size());
+  t.gather(ids.data(), static_cast<int64_t>(ids.size()), out.data());
+  return out.to_host();
+}
 
 }  // namespace dsp::test

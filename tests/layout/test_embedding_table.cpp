@@ -3,6 +3,8 @@
 // dense reference (tests/layout/embedding_reference.hpp) bitwise, repeats summed, untouched rows
 // and their state unchanged; save -> load continues bitwise; load refuses another dim, range,
 // optimizer, partition or a damaged byte with its exact message and leaves the table as it was.
+// Every table test runs on each storage (test::embedding_storages(): host and the emulated device
+// storage here), and a file saved from one loads into the other and continues bitwise.
 // Multi-rank gathers and gradient sums are in mpi/test_layout_mpi.cpp.
 #include <gtest/gtest.h>
 
@@ -15,6 +17,7 @@
 #include "ccc/communicator.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/memory.hpp"
 #include "core/rng.hpp"
 #include "error_of.hpp"
 #include "layout/embedding_reference.hpp"
@@ -27,6 +30,20 @@ namespace {
 using test::error_of;
 
 constexpr int64_t kN = 40;
+
+// The storage the current test runs on (test::embedding_storages()), and its factory.
+std::string g_storage = "host";
+EmbeddingStorageFactory S() { return test::embedding_storage(g_storage); }
+
+class EmbeddingTableOn : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string why = test::embedding_storage_unavailable(GetParam());
+    if (!why.empty()) GTEST_SKIP() << "storage " << GetParam() << ": " << why;
+    g_storage = GetParam();
+  }
+  void TearDown() override { g_storage = "host"; }
+};
 
 EmbeddingOptions options(const std::string& optimizer, int64_t dim = 6) {
   EmbeddingOptions o;
@@ -106,13 +123,13 @@ TEST(EmbeddingOptions, ValidateNamesTheOption) {
             "--embedding-init-scale must be >= 0, got -1");
 }
 
-TEST(EmbeddingTable, RefusesBadOffsetsAndIds) {
+TEST_P(EmbeddingTableOn, RefusesBadOffsetsAndIds) {
   auto comm = make_communicator("self");
   EXPECT_EQ(error_of<InvalidArgument>([&] {
-              EmbeddingTable(*comm, {0, 5, 9}, nullptr, options("adam"));
+              EmbeddingTable(*comm, {0, 5, 9}, nullptr, options("adam"), S());
             }),
             "embedding table: 3 partition offsets for 1 ranks (need 2)");
-  EmbeddingTable t(*comm, {0, kN}, nullptr, options("adam"));
+  EmbeddingTable t(*comm, {0, kN}, nullptr, options("adam"), S());
   std::vector<float> out(12);
   const int64_t ids[] = {3, kN};
   EXPECT_EQ(error_of<InvalidArgument>([&] { t.gather(ids, 2, out.data()); }),
@@ -125,6 +142,24 @@ TEST(EmbeddingTable, BytesAndMemoryCheck) {
   // values + m + v (3 x 10 x 4 floats), slot + step count (2 x 10 int64)
   EXPECT_EQ(EmbeddingTable::bytes(10, 4, "adam"), 480u + 160u);
   EXPECT_EQ(EmbeddingTable::bytes(10, 4, "adagrad"), 320u + 80u);
+  // Where it lives: the storage's part on the device for a device table, the slots on the host.
+  const EmbeddingTable::Footprint d =
+      EmbeddingTable::footprint(10, 4, "adam", MemorySpace::kDevice);
+  EXPECT_EQ(d.device, 480u + 80u);
+  EXPECT_EQ(d.host, 80u);
+  EXPECT_EQ(EmbeddingTable::footprint(10, 4, "adagrad", MemorySpace::kHost).host, 400u);
+  const std::string dev = error_of(
+      [] { check_embedding_memory(1000, 64, "adam", uint64_t(1) << 50, MemorySpace::kDevice, 1); });
+  EXPECT_EQ(dev,
+            "the embedding table (1000 rows x 64, adam) on the device needs about 757.8 KiB of "
+            "device memory but 1 B is free: lower --embedding-dim or use more ranks");
+  // The host part is the slots only: a budget the whole table would not fit takes it.
+  const uint64_t budget = process_rss_bytes() + (uint64_t(1) << 20);
+  EXPECT_EQ(error_of([&] {
+              check_embedding_memory(100000, 64, "adam", budget, MemorySpace::kDevice, 1u << 30);
+            }),
+            "no error");
+  EXPECT_NE(error_of([&] { check_embedding_memory(100000, 64, "adam", budget); }), "no error");
   const std::string msg = error_of([] { check_embedding_memory(1000, 64, "adam", 1); });
   EXPECT_NE(msg.find("the embedding table (1000 rows x 64, adam) needs about"), std::string::npos)
       << msg;
@@ -137,15 +172,16 @@ TEST(EmbeddingTable, BytesAndMemoryCheck) {
 
 // The initial rows are keyed by dataset id: two numberings of the same nodes (and the identity,
 // dataset_ids null) give every dataset node the same row, the reference's, in [-s, s).
-TEST(EmbeddingTable, InitialRowsAreKeyedByDatasetId) {
+TEST_P(EmbeddingTableOn, InitialRowsAreKeyedByDatasetId) {
   auto comm = make_communicator("self");
   const EmbeddingOptions o = options("adam", 9);
   const std::vector<int64_t> a = shuffled(1), b = shuffled(2);
-  EmbeddingTable ta(*comm, {0, kN}, a.data(), o), tb(*comm, {0, kN}, b.data(), o),
-      ti(*comm, {0, kN}, nullptr, o);
+  EmbeddingTable ta(*comm, {0, kN}, a.data(), o, S()), tb(*comm, {0, kN}, b.data(), o, S()),
+      ti(*comm, {0, kN}, nullptr, o, S());
   const std::vector<float> ra = ta.gather(all_ids()), rb = tb.gather(all_ids()),
                            ri = ti.gather(all_ids());
-  ASSERT_TRUE(same_bits(ra.data(), ta.rows(), kN * o.dim));  // gather of all ids = the rows
+  ASSERT_TRUE(
+      same_bits(ra.data(), ta.host_rows().data(), kN * o.dim));  // gather of all ids = the rows
   for (int64_t v = 0; v < kN; ++v) {
     const std::vector<float> want = test::initial_row(o, a[v]);
     EXPECT_TRUE(same_bits(ra.data() + v * o.dim, want.data(), o.dim)) << v;
@@ -157,15 +193,17 @@ TEST(EmbeddingTable, InitialRowsAreKeyedByDatasetId) {
   // A different seed gives different rows.
   EmbeddingOptions o2 = o;
   o2.seed = 12;
-  EmbeddingTable t2(*comm, {0, kN}, nullptr, o2);
-  EXPECT_FALSE(same_bits(t2.rows(), ti.rows(), kN * o.dim));
-  // Repeats and any order.
+  EmbeddingTable t2(*comm, {0, kN}, nullptr, o2, S());
+  EXPECT_FALSE(same_bits(t2.host_rows().data(), ti.host_rows().data(), kN * o.dim));
+  // Repeats and any order; the pointer API (rows in the table's memory) gives the same rows.
   const std::vector<int64_t> ids = {5, 5, 0, 39, 5};
-  const std::vector<float> r = ti.gather(ids);
+  const std::vector<float> r = ti.gather(ids), rm = test::gather_in_memory(ti, ids);
+  const std::vector<float> rows = ti.host_rows();
   for (size_t i = 0; i < ids.size(); ++i) {
-    EXPECT_TRUE(same_bits(r.data() + i * o.dim, ti.rows() + ids[i] * o.dim, o.dim));
+    EXPECT_TRUE(same_bits(r.data() + i * o.dim, rows.data() + ids[i] * o.dim, o.dim));
   }
-  EXPECT_EQ(ti.stats().rows_requested, kN + 5);
+  EXPECT_TRUE(same_bits(r.data(), rm.data(), static_cast<int64_t>(r.size())));
+  EXPECT_EQ(ti.stats().rows_requested, kN + 10);
   EXPECT_EQ(ti.stats().rows_remote, 0);
   EXPECT_EQ(ti.stats().bytes_sent, 0);
 }
@@ -178,50 +216,54 @@ void check_steps_equal_reference(const std::string& optimizer) {
   auto comm = make_communicator("self");
   const EmbeddingOptions o = options(optimizer);
   const std::vector<int64_t> n2o = shuffled(3);
-  EmbeddingTable t(*comm, {0, kN}, n2o.data(), o);
+  EmbeddingTable t(*comm, {0, kN}, n2o.data(), o, S());
   test::ReferenceTable ref(o, kN);
   for (int k = 0; k < 5; ++k) {
     const Request r = request(k, 80, o.dim);
-    t.apply_gradients(r.ids.data(), 80, r.grads.data(), 0.5f);
+    test::apply_host_gradients(t, r.ids, r.grads, 0.5f);
     ref.step(contributions(r, n2o, o.dim, 0.5f));
   }
   for (int64_t v = 0; v < kN; ++v) {
-    EXPECT_TRUE(same_bits(t.rows() + v * o.dim, ref.row(n2o[v]), o.dim)) << optimizer << " " << v;
+    EXPECT_TRUE(same_bits(t.host_rows().data() + v * o.dim, ref.row(n2o[v]), o.dim))
+        << optimizer << " " << v;
     if (v >= kN / 2) {
       const std::vector<float> init = test::initial_row(o, n2o[v]);
-      EXPECT_TRUE(same_bits(t.rows() + v * o.dim, init.data(), o.dim)) << v;
+      EXPECT_TRUE(same_bits(t.host_rows().data() + v * o.dim, init.data(), o.dim)) << v;
     }
   }
   // Now the untouched half, and the lr of later steps.
   t.set_lr(0.02);
   ref.o.lr = 0.02;
   const Request r = request(9, 50, o.dim, kN);
-  t.apply_gradients(r.ids.data(), 50, r.grads.data(), 1.0f);
+  test::apply_host_gradients(t, r.ids, r.grads, 1.0f);
   ref.step(contributions(r, n2o, o.dim, 1.0f));
-  EXPECT_TRUE(same_bits(t.rows(), t.gather(all_ids()).data(), kN * o.dim));
+  EXPECT_TRUE(same_bits(t.host_rows().data(), t.gather(all_ids()).data(), kN * o.dim));
   for (int64_t v = 0; v < kN; ++v) {
-    EXPECT_TRUE(same_bits(t.rows() + v * o.dim, ref.row(n2o[v]), o.dim)) << optimizer << " " << v;
+    EXPECT_TRUE(same_bits(t.host_rows().data() + v * o.dim, ref.row(n2o[v]), o.dim))
+        << optimizer << " " << v;
   }
   EXPECT_EQ(t.stats().grad_calls, 6);
   EXPECT_EQ(t.stats().grads_received, 5 * 80 + 50);
 }
 
-TEST(EmbeddingTable, AdamStepsEqualTheDenseReference) { check_steps_equal_reference("adam"); }
-TEST(EmbeddingTable, AdagradStepsEqualTheDenseReference) { check_steps_equal_reference("adagrad"); }
+TEST_P(EmbeddingTableOn, AdamStepsEqualTheDenseReference) { check_steps_equal_reference("adam"); }
+TEST_P(EmbeddingTableOn, AdagradStepsEqualTheDenseReference) {
+  check_steps_equal_reference("adagrad");
+}
 
 // An empty call changes nothing.
-TEST(EmbeddingTable, EmptyCallsChangeNothing) {
+TEST_P(EmbeddingTableOn, EmptyCallsChangeNothing) {
   auto comm = make_communicator("self");
-  EmbeddingTable t(*comm, {0, kN}, nullptr, options("adam"));
-  const std::vector<float> before(t.rows(), t.rows() + kN * 6);
+  EmbeddingTable t(*comm, {0, kN}, nullptr, options("adam"), S());
+  const std::vector<float> before = t.host_rows();
   t.apply_gradients(nullptr, 0, nullptr, 1.0f);
   t.gather(nullptr, 0, nullptr);
-  EXPECT_TRUE(same_bits(before.data(), t.rows(), kN * 6));
+  EXPECT_TRUE(same_bits(before.data(), t.host_rows().data(), kN * 6));
   EXPECT_EQ(t.stats().rows_updated, 0);
   // A rank that owns no rows (an empty part) saves and loads its empty file.
   const std::string dir = testing::temp_dir("embedding_empty");
   std::filesystem::create_directories(dir);
-  EmbeddingTable none(*comm, {0, 0}, nullptr, options("adam"));
+  EmbeddingTable none(*comm, {0, 0}, nullptr, options("adam"), S());
   none.save(dir + "/t");
   EXPECT_EQ(file_size(dir + "/t"), 112u);
   none.load(dir + "/t");
@@ -239,28 +281,79 @@ void check_save_load_continues(const std::string& optimizer) {
   const std::string path = dir + "/table.0";
   const std::vector<int64_t> n2o = shuffled(4);
   EmbeddingOptions o = options(optimizer);
-  EmbeddingTable a(*comm, {0, kN}, n2o.data(), o);
+  EmbeddingTable a(*comm, {0, kN}, n2o.data(), o, S());
   for (int k = 0; k < 2; ++k) {
     const Request r = request(k, 25, o.dim, kN);
-    a.apply_gradients(r.ids.data(), 25, r.grads.data(), 0.25f);
+    test::apply_host_gradients(a, r.ids, r.grads, 0.25f);
   }
   a.save(path);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);  // no temp left
   o.seed = 99;
-  EmbeddingTable b(*comm, {0, kN}, n2o.data(), o);
+  EmbeddingTable b(*comm, {0, kN}, n2o.data(), o, S());
   b.load(path);
-  EXPECT_TRUE(same_bits(a.rows(), b.rows(), kN * o.dim));
+  EXPECT_TRUE(same_bits(a.host_rows().data(), b.host_rows().data(), kN * o.dim));
   for (int k = 2; k < 5; ++k) {
     const Request r = request(k, 25, o.dim, kN);
-    a.apply_gradients(r.ids.data(), 25, r.grads.data(), 0.25f);
-    b.apply_gradients(r.ids.data(), 25, r.grads.data(), 0.25f);
+    test::apply_host_gradients(a, r.ids, r.grads, 0.25f);
+    test::apply_host_gradients(b, r.ids, r.grads, 0.25f);
   }
-  EXPECT_TRUE(same_bits(a.rows(), b.rows(), kN * o.dim)) << optimizer;
+  EXPECT_TRUE(same_bits(a.host_rows().data(), b.host_rows().data(), kN * o.dim)) << optimizer;
   std::filesystem::remove_all(dir);
 }
 
-TEST(EmbeddingTable, AdamSaveLoadContinuesBitwise) { check_save_load_continues("adam"); }
-TEST(EmbeddingTable, AdagradSaveLoadContinuesBitwise) { check_save_load_continues("adagrad"); }
+TEST_P(EmbeddingTableOn, AdamSaveLoadContinuesBitwise) { check_save_load_continues("adam"); }
+TEST_P(EmbeddingTableOn, AdagradSaveLoadContinuesBitwise) { check_save_load_continues("adagrad"); }
+
+// A file saved from one storage loads into another (the same bytes), and both continue bitwise;
+// every storage of this binary against the host one, both ways.
+void check_saves_cross_storages(const std::string& optimizer) {
+  auto comm = make_communicator("self");
+  const std::string dir = testing::temp_dir("embedding_cross_" + optimizer);
+  std::filesystem::create_directories(dir);
+  const std::vector<int64_t> n2o = shuffled(7);
+  const EmbeddingOptions o = options(optimizer);
+  EmbeddingTable host(*comm, {0, kN}, n2o.data(), o), dev(*comm, {0, kN}, n2o.data(), o, S());
+  for (int k = 0; k < 2; ++k) {
+    const Request r = request(k, 30, o.dim, kN);
+    test::apply_host_gradients(host, r.ids, r.grads, 0.5f);
+    test::apply_host_gradients(dev, r.ids, r.grads, 0.5f);
+  }
+  host.save(dir + "/host");
+  dev.save(dir + "/dev");
+  EXPECT_EQ(read_file(dir + "/host"), read_file(dir + "/dev"));  // the same bytes
+  EmbeddingOptions other = o;
+  other.seed = 5;
+  EmbeddingTable host2(*comm, {0, kN}, n2o.data(), other),
+      dev2(*comm, {0, kN}, n2o.data(), other, S());
+  host2.load(dir + "/dev");
+  dev2.load(dir + "/host");
+  for (int k = 2; k < 5; ++k) {
+    const Request r = request(k, 30, o.dim, kN);
+    for (EmbeddingTable* t : {&host, &dev, &host2, &dev2}) {
+      test::apply_host_gradients(*t, r.ids, r.grads, 0.5f);
+    }
+  }
+  const std::vector<float> want = host.host_rows();
+  for (EmbeddingTable* t : {&dev, &host2, &dev2}) {
+    EXPECT_TRUE(same_bits(t->host_rows().data(), want.data(), kN * o.dim)) << t->storage_name();
+  }
+  dev2.save(dir + "/dev2");
+  host.save(dir + "/host");
+  EXPECT_EQ(read_file(dir + "/host"), read_file(dir + "/dev2"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_P(EmbeddingTableOn, AdamSavesLoadAcrossStorages) { check_saves_cross_storages("adam"); }
+TEST_P(EmbeddingTableOn, AdagradSavesLoadAcrossStorages) { check_saves_cross_storages("adagrad"); }
+
+TEST_P(EmbeddingTableOn, StatesWhereItsRowsLive) {
+  auto comm = make_communicator("self");
+  EmbeddingTable t(*comm, {0, kN}, nullptr, options("adam"), S());
+  const bool cuda = GetParam() == "cuda";
+  EXPECT_EQ(t.memory(), cuda ? MemorySpace::kDevice : MemorySpace::kHost);
+  EXPECT_EQ(t.device().is_cuda(), cuda);
+  EXPECT_EQ(t.storage_name(), GetParam() == "emulated" ? "emulated-device" : GetParam());
+}
 
 // Flips one byte of `path` at `offset`.
 void flip_byte(const std::string& path, size_t offset) {
@@ -272,35 +365,35 @@ void flip_byte(const std::string& path, size_t offset) {
   f.put(static_cast<char>(c ^ 0x10));
 }
 
-TEST(EmbeddingTable, LoadRefusesAnotherTableOrADamagedFile) {
+TEST_P(EmbeddingTableOn, LoadRefusesAnotherTableOrADamagedFile) {
   auto comm = make_communicator("self");
   const std::string dir = testing::temp_dir("embedding_refusals");
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/table.0", bad = dir + "/bad";
   const std::vector<int64_t> n2o = shuffled(5);
-  EmbeddingTable t(*comm, {0, kN}, n2o.data(), options("adam"));
+  EmbeddingTable t(*comm, {0, kN}, n2o.data(), options("adam"), S());
   const Request r = request(0, 10, 6);
-  t.apply_gradients(r.ids.data(), 10, r.grads.data(), 1.0f);
+  test::apply_host_gradients(t, r.ids, r.grads, 1.0f);
   t.save(path);
   const auto refusal = [&](EmbeddingTable& other, const std::string& file) {
-    const std::vector<float> before(other.rows(),
-                                    other.rows() + (other.end() - other.begin()) * other.dim());
+    const std::vector<float> before = other.host_rows();
     const std::string msg = error_of<FormatError>([&] { other.load(file); });
-    EXPECT_TRUE(same_bits(before.data(), other.rows(), static_cast<int64_t>(before.size())));
+    EXPECT_TRUE(
+        same_bits(before.data(), other.host_rows().data(), static_cast<int64_t>(before.size())));
     return msg;
   };
-  EmbeddingTable dim7(*comm, {0, kN}, n2o.data(), options("adam", 7));
+  EmbeddingTable dim7(*comm, {0, kN}, n2o.data(), options("adam", 7), S());
   EXPECT_EQ(refusal(dim7, path), path + ": embedding dim 6 but this table's is 7");
-  EmbeddingTable ada(*comm, {0, kN}, n2o.data(), options("adagrad"));
+  EmbeddingTable ada(*comm, {0, kN}, n2o.data(), options("adagrad"), S());
   EXPECT_EQ(refusal(ada, path), path + ": adam optimizer state but this table uses adagrad");
-  EmbeddingTable wider(*comm, {0, kN + 1}, nullptr, options("adam"));
+  EmbeddingTable wider(*comm, {0, kN + 1}, nullptr, options("adam"), S());
   EXPECT_EQ(refusal(wider, path),
             path + ": rows [0, 40) of 40 (rank 0 of 1) but this rank owns [0, 41) of 41");
   const std::vector<int64_t> other = shuffled(6);
-  EmbeddingTable renumbered(*comm, {0, kN}, other.data(), options("adam"));
+  EmbeddingTable renumbered(*comm, {0, kN}, other.data(), options("adam"), S());
   EXPECT_EQ(refusal(renumbered, path),
             path + ": rows [0, 40) are other dataset nodes than this table's (another partition)");
-  EmbeddingTable fresh(*comm, {0, kN}, n2o.data(), options("adam"));
+  EmbeddingTable fresh(*comm, {0, kN}, n2o.data(), options("adam"), S());
   const std::string content = read_file(path);
   // header 112 bytes, then values, m, v (40 x 6 floats each), then 40 step counts
   EXPECT_EQ(content.size(), 112u + 3 * 960 + 320);
@@ -323,9 +416,13 @@ TEST(EmbeddingTable, LoadRefusesAnotherTableOrADamagedFile) {
   EXPECT_EQ(error_of<IoError>([&] { fresh.load(dir + "/none"); }),
             dir + "/none: no such embedding table file");
   fresh.load(path);  // the intact file still loads
-  EXPECT_TRUE(same_bits(fresh.rows(), t.rows(), kN * 6));
+  EXPECT_TRUE(same_bits(fresh.host_rows().data(), t.host_rows().data(), kN * 6));
   std::filesystem::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Storages, EmbeddingTableOn,
+                         ::testing::ValuesIn(test::embedding_storages()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace dsp

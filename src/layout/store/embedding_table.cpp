@@ -65,14 +65,8 @@ int64_t total(const std::vector<int64_t>& counts) {
   return t;
 }
 
-// The step's constants in float, each computed in double and rounded once; the betas in double
-// for the bias corrections.
-struct StepConsts {
-  float lr, eps, b1, one_minus_b1, b2, one_minus_b2;
-  double beta1, beta2;
-};
-
-StepConsts step_consts(const EmbeddingOptions& o) {
+// The step's constants in float, each computed in double and rounded once.
+EmbeddingStepConsts step_consts(const EmbeddingOptions& o) {
   return {static_cast<float>(o.lr),
           static_cast<float>(o.eps),
           static_cast<float>(o.beta1),
@@ -80,26 +74,8 @@ StepConsts step_consts(const EmbeddingOptions& o) {
           static_cast<float>(o.beta2),
           static_cast<float>(1.0 - o.beta2),
           o.beta1,
-          o.beta2};
-}
-
-void adam_step(const StepConsts& c, int64_t dim, int64_t& t, float* x, float* m, float* v,
-               const float* g) {
-  ++t;
-  const float bc1 = static_cast<float>(1.0 - std::pow(c.beta1, static_cast<double>(t)));
-  const float bc2 = static_cast<float>(1.0 - std::pow(c.beta2, static_cast<double>(t)));
-  for (int64_t j = 0; j < dim; ++j) {
-    m[j] = c.b1 * m[j] + c.one_minus_b1 * g[j];
-    v[j] = c.b2 * v[j] + c.one_minus_b2 * (g[j] * g[j]);
-    x[j] -= c.lr * (m[j] / bc1) / (std::sqrt(v[j] / bc2) + c.eps);
-  }
-}
-
-void adagrad_step(const StepConsts& c, int64_t dim, float* x, float* s, const float* g) {
-  for (int64_t j = 0; j < dim; ++j) {
-    s[j] += g[j] * g[j];
-    x[j] -= c.lr * g[j] / (std::sqrt(s[j]) + c.eps);
-  }
+          o.beta2,
+          o.optimizer == "adam"};
 }
 
 // Digest of the dataset ids of rows [0, n) (ids[r], or begin + r when ids is null), hashed
@@ -136,12 +112,23 @@ void EmbeddingOptions::validate() const {
                 "--embedding-init-scale must be >= 0, got {}", init_scale);
 }
 
-uint64_t EmbeddingTable::bytes(int64_t rows, int64_t dim, const std::string& optimizer) {
+EmbeddingTable::Footprint EmbeddingTable::footprint(int64_t rows, int64_t dim,
+                                                    const std::string& optimizer,
+                                                    MemorySpace space) {
   const uint64_t r = static_cast<uint64_t>(std::max<int64_t>(rows, 0));
   const uint64_t row = static_cast<uint64_t>(std::max<int64_t>(dim, 0)) * sizeof(float);
   const bool adam = optimizer == "adam";
-  // values + (m, v | s), the per-row slot, adam's per-row step count
-  return r * row * (adam ? 3 : 2) + r * sizeof(int64_t) * (adam ? 2 : 1);
+  // values + (m, v | s) and adam's per-row step count in the storage; the per-row slot on the host
+  const uint64_t stored = r * row * (adam ? 3 : 2) + (adam ? r * sizeof(int64_t) : 0);
+  Footprint f;
+  f.host = r * sizeof(int64_t);
+  (space == MemorySpace::kDevice ? f.device : f.host) += stored;
+  return f;
+}
+
+uint64_t EmbeddingTable::bytes(int64_t rows, int64_t dim, const std::string& optimizer) {
+  const Footprint f = footprint(rows, dim, optimizer, MemorySpace::kHost);
+  return f.host + f.device;
 }
 
 void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimizer,
@@ -151,8 +138,25 @@ void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimi
                "lower --embedding-dim, use more ranks or raise --memory-budget");
 }
 
+void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimizer,
+                            uint64_t budget, MemorySpace space, uint64_t device_free) {
+  if (space == MemorySpace::kHost) return check_embedding_memory(rows, dim, optimizer, budget);
+  const EmbeddingTable::Footprint f = EmbeddingTable::footprint(rows, dim, optimizer, space);
+  const std::string what =
+      fmt::format("the embedding table ({} rows x {}, {})", rows, dim, optimizer);
+  check_memory(what + " on the host", f.host, budget,
+               "lower --embedding-dim, use more ranks or raise --memory-budget");
+  if (f.device > device_free) {
+    DSP_THROW(
+        "{} on the device needs about {} of device memory but {} is free: lower "
+        "--embedding-dim or use more ranks",
+        what, format_bytes(f.device), format_bytes(device_free));
+  }
+}
+
 EmbeddingTable::EmbeddingTable(Communicator& comm, std::vector<int64_t> offsets,
-                               const int64_t* dataset_ids, EmbeddingOptions opts)
+                               const int64_t* dataset_ids, EmbeddingOptions opts,
+                               const EmbeddingStorageFactory& storage)
     : comm_(comm), offsets_(std::move(offsets)), opts_(std::move(opts)) {
   opts_.validate();
   const int P = comm_.size();
@@ -164,31 +168,17 @@ EmbeddingTable::EmbeddingTable(Communicator& comm, std::vector<int64_t> offsets,
   adam_ = opts_.optimizer == "adam";
   begin_ = offsets_[comm_.rank()];
   end_ = offsets_[comm_.rank() + 1];
-  const size_t rows = static_cast<size_t>(end_ - begin_);
-  const size_t cells = rows * static_cast<size_t>(opts_.dim);
-  values_.resize(cells);
-  state1_.assign(cells, 0.0f);
-  if (adam_) {
-    state2_.assign(cells, 0.0f);
-    steps_.assign(rows, 0);
-  }
-  slot_.assign(rows, -1);
+  slot_.assign(static_cast<size_t>(end_ - begin_), -1);
   ids_digest_ = ids_digest(dataset_ids, begin_, end_ - begin_);
-  init_rows(dataset_ids);
+  storage_ = storage ? storage() : make_host_embedding_storage();
+  storage_->allocate(end_ - begin_, opts_.dim, adam_, dataset_ids, begin_,
+                     embedding_key(opts_.seed), static_cast<float>(opts_.init_scale));
 }
 
-void EmbeddingTable::init_rows(const int64_t* dataset_ids) {
-  const uint64_t key = embedding_key(opts_.seed);
-  const float scale = static_cast<float>(opts_.init_scale);
-  const int64_t dim = opts_.dim;
-  parallel_for(0, end_ - begin_, 1024, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t id = dataset_ids ? dataset_ids[r] : begin_ + r;
-      RngStream rs(key, static_cast<uint64_t>(id));
-      float* x = values_.data() + r * dim;
-      for (int64_t j = 0; j < dim; ++j) x[j] = (2.0f * rs.uniform01f() - 1.0f) * scale;
-    }
-  });
+std::vector<float> EmbeddingTable::host_rows() const {
+  std::vector<float> out(static_cast<size_t>((end_ - begin_) * opts_.dim));
+  storage_->read_section(EmbeddingSection::kValues, out.data(), out.size() * sizeof(float));
+  return out;
 }
 
 int EmbeddingTable::owner(int64_t id) const {
@@ -229,39 +219,46 @@ void EmbeddingTable::count_bytes(const std::vector<int64_t>& send, const std::ve
   }
 }
 
-void EmbeddingTable::gather(const int64_t* ids, int64_t n, float* out) {
-  std::vector<int64_t> send, counts, pos;
+void EmbeddingTable::fetch(const int64_t* ids, int64_t n, std::vector<float>& rows,
+                           std::vector<int64_t>& pos) {
+  std::vector<int64_t> send, counts;
   group_by_owner(ids, n, "gather", send, counts, pos);
   const std::vector<int64_t> rc = comm_.exchange_counts(counts, host_op("embedding gather counts"));
   std::vector<int64_t> req(static_cast<size_t>(total(rc)));
   comm_.all_to_all_v(send.data(), counts, req.data(), rc, DType::kInt64,
                      host_op("embedding gather ids"));
   const int64_t dim = opts_.dim;
-  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  for (int64_t& id : req) id -= begin_;  // local rows
   std::vector<float> reply(req.size() * static_cast<size_t>(dim));
-  parallel_for(0, static_cast<int64_t>(req.size()), 1024, [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) {
-      std::memcpy(reply.data() + k * dim, values_.data() + (req[k] - begin_) * dim, row_bytes);
-    }
-  });
-  std::vector<float> rows(static_cast<size_t>(n * dim));
+  storage_->read_rows(req.data(), static_cast<int64_t>(req.size()), reply.data());
+  rows.resize(static_cast<size_t>(n * dim));
   comm_.all_to_all_v(reply.data(), times(rc, dim), rows.data(), times(counts, dim), DType::kFloat32,
                      host_op("embedding gather rows"));
-  parallel_for(0, n, 1024, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      std::memcpy(out + i * dim, rows.data() + pos[i] * dim, row_bytes);
-  });
   ++stats_.gather_calls;
   stats_.rows_requested += n;
   stats_.rows_remote += n - counts[comm_.rank()];
   stats_.rows_served += static_cast<int64_t>(req.size());
   count_bytes(counts, rc, sizeof(int64_t));
-  count_bytes(rc, counts, row_bytes);
+  count_bytes(rc, counts, dim * static_cast<int64_t>(sizeof(float)));
+}
+
+void EmbeddingTable::gather(const int64_t* ids, int64_t n, float* out) {
+  std::vector<float> rows;
+  std::vector<int64_t> pos;
+  fetch(ids, n, rows, pos);
+  storage_->place_rows(rows.data(), n, pos.data(), n, out);
 }
 
 std::vector<float> EmbeddingTable::gather(const std::vector<int64_t>& ids) {
-  std::vector<float> out(ids.size() * static_cast<size_t>(opts_.dim));
-  gather(ids.data(), static_cast<int64_t>(ids.size()), out.data());
+  const int64_t n = static_cast<int64_t>(ids.size()), dim = opts_.dim;
+  std::vector<float> rows, out(ids.size() * static_cast<size_t>(dim));
+  std::vector<int64_t> pos;
+  fetch(ids.data(), n, rows, pos);
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  parallel_for(0, n, 1024, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      std::memcpy(out.data() + i * dim, rows.data() + pos[i] * dim, row_bytes);
+  });
   return out;
 }
 
@@ -271,11 +268,7 @@ void EmbeddingTable::apply_gradients(const int64_t* ids, int64_t n, const float*
   group_by_owner(ids, n, "gradients", send, counts, pos);
   const int64_t dim = opts_.dim;
   std::vector<float> sg(static_cast<size_t>(n * dim));
-  parallel_for(0, n, 1024, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      for (int64_t j = 0; j < dim; ++j) sg[pos[i] * dim + j] = grads[i * dim + j] * scale;
-    }
-  });
+  storage_->scale_rows(grads, n, pos.data(), scale, sg.data());
   const std::vector<int64_t> rc = comm_.exchange_counts(counts, host_op("embedding grad counts"));
   std::vector<int64_t> req(static_cast<size_t>(total(rc)));
   comm_.all_to_all_v(send.data(), counts, req.data(), rc, DType::kInt64,
@@ -289,52 +282,59 @@ void EmbeddingTable::apply_gradients(const int64_t* ids, int64_t n, const float*
   count_bytes(counts, rc, sizeof(int64_t) + dim * sizeof(float));
 }
 
-void EmbeddingTable::step_rows(const std::vector<int64_t>& ids, const std::vector<float>& grads) {
-  // Slots in first-arrival order; then each slot's arrivals in arrival order (a counting sort).
-  std::vector<int64_t> touched, start(1, 0);
+// Slots in first-arrival order; then each slot's arrivals in arrival order (a counting sort).
+EmbeddingStepPlan EmbeddingTable::plan_step(const std::vector<int64_t>& ids) {
+  EmbeddingStepPlan p;
+  p.start.assign(1, 0);
   for (int64_t id : ids) {
     int64_t& s = slot_[id - begin_];
     if (s < 0) {
-      s = static_cast<int64_t>(touched.size());
-      touched.push_back(id - begin_);
-      start.push_back(0);
+      s = static_cast<int64_t>(p.touched.size());
+      p.touched.push_back(id - begin_);
+      p.start.push_back(0);
     }
-    ++start[s + 1];
+    ++p.start[s + 1];
   }
-  const int64_t T = static_cast<int64_t>(touched.size());
-  for (int64_t t = 0; t < T; ++t) start[t + 1] += start[t];
-  std::vector<int64_t> order(ids.size()), cursor(start.begin(), start.end() - 1);
-  for (size_t k = 0; k < ids.size(); ++k) order[cursor[slot_[ids[k] - begin_]]++] = k;
-  const StepConsts c = step_consts(opts_);
-  const int64_t dim = opts_.dim;
-  parallel_for(0, T, 64, [&](int64_t b, int64_t e) {
-    std::vector<float> g(static_cast<size_t>(dim));
-    for (int64_t t = b; t < e; ++t) {
-      std::fill(g.begin(), g.end(), 0.0f);
-      for (int64_t q = start[t]; q < start[t + 1]; ++q) {
-        const float* src = grads.data() + order[q] * dim;
-        for (int64_t j = 0; j < dim; ++j) g[j] += src[j];
-      }
-      const int64_t r = touched[t];
-      float* x = values_.data() + r * dim;
-      if (adam_) {
-        adam_step(c, dim, steps_[r], x, state1_.data() + r * dim, state2_.data() + r * dim,
-                  g.data());
-      } else {
-        adagrad_step(c, dim, x, state1_.data() + r * dim, g.data());
-      }
-    }
-  });
-  for (int64_t r : touched) slot_[r] = -1;
-  stats_.rows_updated += T;
+  const int64_t T = static_cast<int64_t>(p.touched.size());
+  for (int64_t t = 0; t < T; ++t) p.start[t + 1] += p.start[t];
+  p.order.resize(ids.size());
+  std::vector<int64_t> cursor(p.start.begin(), p.start.end() - 1);
+  for (size_t k = 0; k < ids.size(); ++k) p.order[cursor[slot_[ids[k] - begin_]]++] = k;
+  for (int64_t r : p.touched) slot_[r] = -1;
+  return p;
+}
+
+void EmbeddingTable::step_rows(const std::vector<int64_t>& ids, const std::vector<float>& grads) {
+  const EmbeddingStepPlan plan = plan_step(ids);
+  storage_->step(plan, grads.data(), static_cast<int64_t>(ids.size()), step_consts(opts_));
+  stats_.rows_updated += static_cast<int64_t>(plan.touched.size());
 }
 
 std::vector<EmbeddingTable::Section> EmbeddingTable::sections() const {
-  const size_t cells = values_.size() * sizeof(float);
-  return {{"the rows", values_.data(), cells},
-          {adam_ ? "the optimizer state (m)" : "the optimizer state (s)", state1_.data(), cells},
-          {"the optimizer state (v)", state2_.data(), state2_.size() * sizeof(float)},
-          {"the step counts", steps_.data(), steps_.size() * sizeof(int64_t)}};
+  const size_t cells = static_cast<size_t>((end_ - begin_) * opts_.dim) * sizeof(float);
+  const size_t rows = static_cast<size_t>(end_ - begin_);
+  using S = EmbeddingSection;
+  return {{"the rows", S::kValues, cells},
+          {adam_ ? "the optimizer state (m)" : "the optimizer state (s)", S::kState1, cells},
+          {"the optimizer state (v)", S::kState2, adam_ ? cells : 0},
+          {"the step counts", S::kSteps, adam_ ? rows * sizeof(int64_t) : 0}};
+}
+
+bool EmbeddingTable::write_sections(std::FILE* f, uint64_t* sums) const {
+  const std::vector<Section> secs = sections();
+  std::vector<unsigned char> staged;
+  for (size_t i = 0; i < secs.size(); ++i) {
+    const Section& s = secs[i];
+    const void* data = s.bytes ? storage_->host_view(s.which) : nullptr;
+    if (s.bytes && !data) {
+      staged.resize(s.bytes);
+      storage_->read_section(s.which, staged.data(), s.bytes);
+      data = staged.data();
+    }
+    sums[i] = digest(data, s.bytes);
+    if (s.bytes && std::fwrite(data, 1, s.bytes, f) != s.bytes) return false;
+  }
+  return true;
 }
 
 void EmbeddingTable::save(const std::string& path) const {
@@ -349,16 +349,14 @@ void EmbeddingTable::save(const std::string& path) const {
   h.ranks = comm_.size();
   h.rank = comm_.rank();
   h.ids_digest = ids_digest_;
-  const std::vector<Section> secs = sections();
-  for (size_t i = 0; i < secs.size(); ++i) h.sums[i] = digest(secs[i].data, secs[i].bytes);
-  h.header_sum = digest(&h, offsetof(FileHeader, header_sum));
   remove_stale_temps(path);
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   DSP_CHECK_T(IoError, f != nullptr, "{}: cannot open for writing: {}", tmp, std::strerror(errno));
-  bool ok = std::fwrite(&h, sizeof(h), 1, f) == 1;
-  for (const Section& s : secs)
-    ok = ok && (!s.bytes || std::fwrite(s.data, 1, s.bytes, f) == s.bytes);
+  // The header twice: a placeholder, then with the sections' checksums (computed as they go).
+  bool ok = std::fwrite(&h, sizeof(h), 1, f) == 1 && write_sections(f, h.sums);
+  h.header_sum = digest(&h, offsetof(FileHeader, header_sum));
+  ok = ok && std::fseek(f, 0, SEEK_SET) == 0 && std::fwrite(&h, sizeof(h), 1, f) == 1;
   ok = std::fflush(f) == 0 && ok;
   int err = errno;
   if (std::fclose(f) != 0 && ok) {
@@ -417,7 +415,7 @@ void EmbeddingTable::load(const std::string& path) {
   check_header(path, file);  // every check first: a refused file leaves the table unchanged
   const unsigned char* p = file.data() + sizeof(FileHeader);
   for (const Section& s : sections()) {
-    if (s.bytes) std::memcpy(const_cast<void*>(s.data), p, s.bytes);
+    storage_->write_section(s.which, p, s.bytes);
     p += s.bytes;
   }
 }

@@ -27,19 +27,38 @@
 //    the constants (b1, 1-b1, b2, 1-b2, lr, eps) computed in double and rounded to float once.
 //    Rows no id touched keep their values and state (their step count included).
 //  * Threads: not thread-safe; one thread (the trainer's) calls it. The per-row steps run on
-//    OpenMP threads (core/parallel.hpp), each row's arithmetic on one thread.
+//    OpenMP threads (core/parallel.hpp) on the host storage, one device thread per row on a
+//    device storage; each row's arithmetic on one thread either way.
 //  * save/load: one file per rank (not collective), staged and checksummed; load refuses a file of
 //    another range, dim, optimizer or partition (dataset ids), or a damaged one, with FormatError
 //    naming the file, and leaves the table unchanged then. A loaded table continues bitwise.
-//  * Memory: host memory only (a GPU rank's device-resident table is later work). The table is
-//    allocated in the constructor: bytes() is what it takes, for the job's memory check first.
-//    A call adds scratch in proportion to its request (ids, and about three copies of its rows).
+//  * Where rows live: in the table's storage (embedding_storage.hpp), chosen by the factory the
+//    constructor takes: host memory (the default), or a device storage (KernelEmbeddingStorage:
+//    values, optimizer state and step counts in device memory on a GPU rank, RankRuntime's
+//    embedding_storage(); the same code on the host when emulated). gather's `out` and
+//    apply_gradients' `grads` are in memory() (device memory for a CUDA table); the ids are host
+//    arrays. Every storage computes the same bits (embedding_kernels.hpp; CUDA without fused
+//    multiply-adds, its double pow within 2 ulp of the host's before the rounding to float).
+//  * Staging (a known cost of a device table): the protocol's rounds are host buffers whatever the
+//    channel, so the rows a device table serves are copied to the host before the all-to-all and
+//    the rows it receives are copied back to the device after it; gradient rows likewise (one
+//    device -> host copy of the scaled rows on the requester, one host -> device copy on the
+//    owner). The row lists (positions, the step plan) are computed on the host and uploaded.
+//  * Memory: allocated in the constructor. footprint() says what a table takes where (values,
+//    state and step counts in the storage's memory; the per-row slot on the host), bytes() the
+//    sum, for the job's memory check first. A call adds host scratch in proportion to its
+//    request (ids, and about three copies of its rows) and, on a device storage, device scratch
+//    for the rows it stages (growth-only).
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "core/device.hpp"
 #include "core/fs.hpp"
+#include "layout/store/embedding_storage.hpp"
 
 namespace dsp {
 
@@ -72,17 +91,26 @@ struct EmbeddingStats {
 class EmbeddingTable {
  public:
   // offsets: the partition's (comm.size() + 1 entries, from 0, non-decreasing). dataset_ids:
-  // end() - begin() entries, the dataset id of each owned global id (the partition's new2old of
-  // the owned range); null: the global ids themselves. InvalidArgument on bad options or offsets.
+  // end() - begin() entries (host), the dataset id of each owned global id (the partition's
+  // new2old of the owned range); null: the global ids themselves. storage: where the rows live
+  // (empty: host memory). InvalidArgument on bad options or offsets.
   EmbeddingTable(Communicator& comm, std::vector<int64_t> offsets, const int64_t* dataset_ids,
-                 EmbeddingOptions opts);
+                 EmbeddingOptions opts, const EmbeddingStorageFactory& storage = {});
 
-  // Collective: out[i*dim .. (i+1)*dim) = row of ids[i] (global ids, any owner).
+  // Collective: out[i*dim .. (i+1)*dim) = row of ids[i] (global ids, any owner). ids: host;
+  // out: memory() (device memory for a CUDA table), complete when this returns.
   void gather(const int64_t* ids, int64_t n, float* out);
+  // The same into host memory, whatever the storage (tests, tools).
   std::vector<float> gather(const std::vector<int64_t>& ids);
   // Collective: grads[i*dim ..] is d loss / d row(ids[i]); multiplied by `scale` (the trainer's
-  // 1 / global count), sent to the owners, summed and applied as the contract says.
+  // 1 / global count), sent to the owners, summed and applied as the contract says. ids: host;
+  // grads: memory().
   void apply_gradients(const int64_t* ids, int64_t n, const float* grads, float scale);
+
+  // Where gather's out and apply_gradients' grads live, and the storage's device and name.
+  MemorySpace memory() const { return storage_->memory(); }
+  Device device() const { return storage_->device(); }
+  std::string storage_name() const { return storage_->name(); }
 
   void set_lr(double lr);  // the rate of later steps (a schedule's); > 0
   double lr() const { return opts_.lr; }
@@ -93,8 +121,14 @@ class EmbeddingTable {
   void save(const std::string& path) const;
   void load(const std::string& path);
 
-  // Bytes one rank needs for `rows` rows (values, optimizer state, per-row bookkeeping).
+  // Bytes one rank needs for `rows` rows (values, optimizer state, per-row bookkeeping), in all
+  // and split by where they live for a storage in `space` (the per-row slot is always host).
   static uint64_t bytes(int64_t rows, int64_t dim, const std::string& optimizer);
+  struct Footprint {
+    uint64_t host = 0, device = 0;
+  };
+  static Footprint footprint(int64_t rows, int64_t dim, const std::string& optimizer,
+                             MemorySpace space);
 
   int64_t dim() const { return opts_.dim; }
   int64_t begin() const { return begin_; }
@@ -102,7 +136,8 @@ class EmbeddingTable {
   int64_t num_nodes() const { return offsets_.back(); }
   const std::string& optimizer() const { return opts_.optimizer; }
   int owner(int64_t id) const;  // rank owning global id `id` (in [0, num_nodes))
-  const float* rows() const { return values_.data(); }  // [end-begin, dim]
+  const float* rows() const { return storage_->values(); }  // [end-begin, dim] in memory()
+  std::vector<float> host_rows() const;                     // the same, copied to the host
   const EmbeddingStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
@@ -112,34 +147,42 @@ class EmbeddingTable {
   EmbeddingOptions opts_;
   bool adam_;
   int64_t begin_, end_;
-  uint64_t ids_digest_;                 // of the owned range's dataset ids (save/load)
-  std::vector<float> values_;           // [rows, dim]
-  std::vector<float> state1_, state2_;  // adam: m, v; adagrad: s, (empty)
-  std::vector<int64_t> steps_;          // adam: per-row step count
-  std::vector<int64_t> slot_;           // per row: its slot in the current step, or -1
+  uint64_t ids_digest_;                        // of the owned range's dataset ids (save/load)
+  std::unique_ptr<EmbeddingStorage> storage_;  // values, optimizer state, step counts
+  std::vector<int64_t> slot_;                  // per row: its slot in the current step, or -1
   EmbeddingStats stats_;
 
   // The file's sections after its header, in order (absent ones empty).
   struct Section {
     const char* what;
-    const void* data;
+    EmbeddingSection which;
     size_t bytes;
   };
   std::vector<Section> sections() const;
   void check_header(const std::string& path, const MappedFile& file) const;
-  void init_rows(const int64_t* dataset_ids);
+  // Writes the sections to `f` (from the host, a device storage's staged one at a time) and their
+  // checksums to sums[]; false when a write fails.
+  bool write_sections(std::FILE* f, uint64_t* sums) const;
+  // The rounds of a gather: host rows[pos[i]] is the row of ids[i].
+  void fetch(const int64_t* ids, int64_t n, std::vector<float>& rows, std::vector<int64_t>& pos);
   // Requests grouped by owner: send_ids (ids in owner order), pos[i] = position of ids[i] in it.
   void group_by_owner(const int64_t* ids, int64_t n, const char* what, std::vector<int64_t>& send,
                       std::vector<int64_t>& counts, std::vector<int64_t>& pos) const;
   // Sums the received gradient rows per id in arrival order and steps each touched row once.
   void step_rows(const std::vector<int64_t>& ids, const std::vector<float>& grads);
+  EmbeddingStepPlan plan_step(const std::vector<int64_t>& ids);
   void count_bytes(const std::vector<int64_t>& send, const std::vector<int64_t>& recv,
                    int64_t elem);
 };
 
 // Refuses (core/memory.hpp's check_memory) a table of `rows` rows on this rank that does not fit
-// `budget`, naming --embedding-dim.
+// `budget`, naming --embedding-dim: all of it (a host table).
 void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimizer,
                             uint64_t budget);
+// A table in `space`: its host part against `budget`, its device part against `device_free`
+// (the device's free bytes: pipeline/rank/backends.hpp's free_device_memory; RankRuntime's
+// check_embedding_memory passes them).
+void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimizer,
+                            uint64_t budget, MemorySpace space, uint64_t device_free);
 
 }  // namespace dsp

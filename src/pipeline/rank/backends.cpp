@@ -8,6 +8,7 @@
 #include "core/cuda/check.hpp"
 #include "core/cuda/memory.hpp"
 #include "csp/cuda/sampler_backend.hpp"
+#include "layout/store/cuda/embedding_storage.hpp"
 #include "layout/store/cuda/feature_backend.hpp"
 #endif
 
@@ -53,6 +54,7 @@ RankBackends make_backends(const RankPlace& place, bool emulate_device, int64_t 
   if (emulate_device) {
     b.sampler = emulated_sampler_backend();
     b.features = make_emulated_feature_backend;
+    b.embedding = make_emulated_embedding_storage;
     b.device_channel = staged_channel(make_host_staging);
     return b;
   }
@@ -64,6 +66,7 @@ RankBackends make_backends(const RankPlace& place, bool emulate_device, int64_t 
   if (topology_memory >= 0) co.index_budget = static_cast<size_t>(topology_memory);
   b.sampler = cuda::cuda_sampler_backend(co);
   b.features = cuda::cuda_feature_backend(dev);
+  b.embedding = cuda::cuda_embedding_storage(dev);
   if (place.transport.kind == Transport::Kind::kNccl) {
     b.device_channel = [dev](Communicator& control, const CommOptions& comm) {
       return make_nccl_communicator(control, dev, comm);

@@ -1,7 +1,8 @@
 #pragma once
 // The one place a rank's backends are chosen from its device, and the only file of the pipeline
 // that knows the CUDA build: the device a rank runs on (place_rank), the sampler's and the
-// feature store's backends (CPU and host, the emulated device path, CUDA), the device-space
+// feature store's backends (CPU and host, the emulated device path, CUDA), the embedding table's
+// storage (host, emulated, CUDA device memory), the device-space
 // channel of its workers (NCCL, or the control backend staged through pinned or host memory) and
 // the device memory a cache may take. RankRuntime (pipeline/rank/runtime.hpp) assembles a rank
 // from these.
@@ -13,6 +14,7 @@
 #include "ccc/communicator.hpp"
 #include "core/device.hpp"
 #include "csp/backend.hpp"
+#include "layout/store/embedding_storage.hpp"
 #include "layout/store/feature_backend.hpp"
 #include "pipeline/rank/options.hpp"
 
@@ -32,8 +34,9 @@ struct RankPlace {
 RankPlace place_rank(const Device& requested, Transport transport, int node_rank, int node_size);
 
 struct RankBackends {
-  SamplerBackendFactory sampler;   // empty: the CPU sampler backend
-  FeatureBackendFactory features;  // empty: the host feature backend
+  SamplerBackendFactory sampler;      // empty: the CPU sampler backend
+  FeatureBackendFactory features;     // empty: the host feature backend
+  EmbeddingStorageFactory embedding;  // empty: the host embedding storage
   // A worker's device-space channel over its control communicator; empty: host channels.
   std::function<std::unique_ptr<Communicator>(Communicator& control, const CommOptions& comm)>
       device_channel;

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "layout/store/cache_sizing.hpp"
+#include "layout/store/embedding_table.hpp"
 #include "layout/store/hotness.hpp"
 #include "pipeline/load_batch.hpp"
 
@@ -62,6 +63,18 @@ void RankRuntime::override_cache() {
                              opts_.cache_ratio < 0 ? m.cache_ratio : opts_.cache_ratio, m.offsets,
                              part_.in_degree.data<int64_t>(), m.num_nodes, opts_.seed);
   part_.cached = all_cached_[part_.part];
+}
+
+MemorySpace RankRuntime::embedding_memory() const {
+  return backends_.embedding && device().is_cuda() ? MemorySpace::kDevice : MemorySpace::kHost;
+}
+
+void RankRuntime::check_embedding_fits(int64_t rows, int64_t dim, const std::string& optimizer,
+                                       uint64_t budget) const {
+  const MemorySpace space = embedding_memory();
+  const uint64_t free_bytes =
+      space == MemorySpace::kDevice ? static_cast<uint64_t>(free_device_memory(device())) : 0;
+  check_embedding_memory(rows, dim, optimizer, budget, space, free_bytes);
 }
 
 double RankRuntime::size_cache_for_batch(int64_t batch_feature_bytes, int64_t prefetch_batches) {

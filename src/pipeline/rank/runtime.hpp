@@ -80,6 +80,16 @@ class RankRuntime {
   // /dev/shm however the job ends. size_cache_for_batch keeps the levels (empty again).
   void enable_fifo();
   bool fifo_requested() const { return opts_.fifo_rows > 0; }
+  // The embedding table's storage on this rank, for EmbeddingTable's `storage` argument: device
+  // memory on a GPU rank (gather's out and apply_gradients' grads are then device pointers: see
+  // EmbeddingTable::memory()), the device path on the host with emulate_device, empty (host)
+  // otherwise.
+  const EmbeddingStorageFactory& embedding_storage() const { return backends_.embedding; }
+  MemorySpace embedding_memory() const;
+  // check_embedding_memory for that storage: a device table's rows against the device's free
+  // memory, its host part (and a host table) against `budget`.
+  void check_embedding_fits(int64_t rows, int64_t dim, const std::string& optimizer,
+                            uint64_t budget) const;
 
  private:
   DataCommFactory device_channels() const;

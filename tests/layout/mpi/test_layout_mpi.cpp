@@ -3,8 +3,10 @@
 // host memory here, through the GPU's pinned memory in the CUDA binary): exactly features[ids]
 // for random, empty, all-cold and all-hot id sets; duplicate and out-of-range ids rejected before
 // any communication.
-// EmbeddingTable likewise: gathers of any owner's rows, gradient rows of every rank summed in
-// (rank, position) order, and table values that do not depend on the rank count.
+// EmbeddingTable likewise, on every storage (host and the emulated device storage here, the CUDA
+// storage in the CUDA binary) and on both channels: gathers of any owner's rows, gradient rows of
+// every rank summed in (rank, position) order, and table values that do not depend on the rank
+// count.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -242,8 +244,33 @@ struct EmbeddingRig {
   std::unique_ptr<EmbeddingTable> table;
 };
 
+// The storage and channel of the current EmbeddingMpi test: "<storage>" (g_comm) or
+// "<storage>+staged" (g_staged, a device-space channel: the table's rounds are host buffers on it).
+std::string g_emb_param = "host";
+
+class EmbeddingMpi : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string& p = GetParam();
+    const std::string storage = p.substr(0, p.find('+'));
+    const std::string why = test::embedding_storage_unavailable(storage);
+    if (!why.empty()) GTEST_SKIP() << "storage " << storage << ": " << why;
+    if (p.find('+') != std::string::npos && g_staged == nullptr) GTEST_SKIP() << "no staging";
+    g_emb_param = p;
+  }
+  void TearDown() override { g_emb_param = "host"; }
+};
+
+std::vector<std::string> embedding_params() {
+  std::vector<std::string> v;
+  for (const std::string& s : test::embedding_storages()) v.insert(v.end(), {s, s + "+staged"});
+  return v;
+}
+
 EmbeddingRig embedding_rig(const std::string& optimizer) {
   const int P = g_comm->size();
+  const size_t plus = g_emb_param.find('+');
+  Communicator& channel = plus == std::string::npos ? *g_comm : *g_staged;
   EmbeddingRig r;
   r.n2o.resize(kEmbN);
   std::iota(r.n2o.begin(), r.n2o.end(), 0);
@@ -256,7 +283,8 @@ EmbeddingRig embedding_rig(const std::string& optimizer) {
   r.o.lr = 0.03;
   r.o.seed = 21;
   const int64_t begin = r.offsets[g_comm->rank()];
-  r.table = std::make_unique<EmbeddingTable>(*g_comm, r.offsets, r.n2o.data() + begin, r.o);
+  r.table = std::make_unique<EmbeddingTable>(channel, r.offsets, r.n2o.data() + begin, r.o,
+                                             test::embedding_storage(g_emb_param.substr(0, plus)));
   return r;
 }
 
@@ -281,12 +309,15 @@ bool same_floats(const float* a, const float* b, int64_t n) {
 
 // Every rank gathers its own ids (repeats, any owner; none on rank 1): the initial rows of their
 // dataset nodes, bitwise; rows of other owners are counted as remote.
-TEST(EmbeddingMpi, GatherReturnsTheRowsOfAnyOwner) {
+TEST_P(EmbeddingMpi, GatherReturnsTheRowsOfAnyOwner) {
   EmbeddingRig r = embedding_rig("adam");
   const int rank = g_comm->rank();
   const int64_t n = rank == 1 ? 0 : 40 + 7 * rank;
   const EmbeddingRequest q = embedding_request(0, rank, n, 0);
   const std::vector<float> rows = r.table->gather(q.ids);
+  // The pointer API (rows in the table's memory) gives the same rows.
+  const std::vector<float> in_memory = test::gather_in_memory(*r.table, q.ids);
+  EXPECT_TRUE(same_floats(rows.data(), in_memory.data(), static_cast<int64_t>(rows.size())));
   int64_t remote = 0;
   for (int64_t i = 0; i < n; ++i) {
     const std::vector<float> want = test::initial_row(r.o, r.n2o[q.ids[i]]);
@@ -301,8 +332,8 @@ TEST(EmbeddingMpi, GatherReturnsTheRowsOfAnyOwner) {
       served += r.table->owner(id) == rank;
     }
   }
-  EXPECT_EQ(r.table->stats().rows_remote, remote);
-  EXPECT_EQ(r.table->stats().bytes_sent, remote * 8 + served * r.o.dim * 4);
+  EXPECT_EQ(r.table->stats().rows_remote, 2 * remote);
+  EXPECT_EQ(r.table->stats().bytes_sent, 2 * (remote * 8 + served * r.o.dim * 4));
 }
 
 // Four steps in which every rank sends gradients for overlapping ids (scale 1 / (rank + 1)):
@@ -322,13 +353,13 @@ void check_gradients_sum_in_rank_order(const std::string& optimizer) {
       }
     }
     const EmbeddingRequest& mine = all[rank];
-    r.table->apply_gradients(mine.ids.data(), static_cast<int64_t>(mine.ids.size()),
-                             mine.grads.data(), 1.0f / (rank + 1));
+    test::apply_host_gradients(*r.table, mine.ids, mine.grads, 1.0f / (rank + 1));
     ref.step(cs);
   }
   const EmbeddingTable& t = *r.table;
+  const std::vector<float> own = t.host_rows();
   for (int64_t v = t.begin(); v < t.end(); ++v) {
-    EXPECT_TRUE(same_floats(t.rows() + (v - t.begin()) * r.o.dim, ref.row(r.n2o[v]), r.o.dim))
+    EXPECT_TRUE(same_floats(own.data() + (v - t.begin()) * r.o.dim, ref.row(r.n2o[v]), r.o.dim))
         << optimizer << " global id " << v;
   }
   std::vector<int64_t> every(kEmbN);
@@ -339,14 +370,16 @@ void check_gradients_sum_in_rank_order(const std::string& optimizer) {
   }
 }
 
-TEST(EmbeddingMpi, AdamGradientsSumInRankOrder) { check_gradients_sum_in_rank_order("adam"); }
-TEST(EmbeddingMpi, AdagradGradientsSumInRankOrder) { check_gradients_sum_in_rank_order("adagrad"); }
+TEST_P(EmbeddingMpi, AdamGradientsSumInRankOrder) { check_gradients_sum_in_rank_order("adam"); }
+TEST_P(EmbeddingMpi, AdagradGradientsSumInRankOrder) {
+  check_gradients_sum_in_rank_order("adagrad");
+}
 
 // One workload in dataset-id space whatever the rank count: step k's 120 contributions, the i-th
 // sent by rank i % P. The table, mapped by dataset id, equals one process summing them in index
 // order: bitwise at P = 1; within 1e-6 at P > 1, where the owners sum in (rank, position) order,
 // another float order.
-TEST(EmbeddingMpi, TableValuesDoNotDependOnTheRankCount) {
+TEST_P(EmbeddingMpi, TableValuesDoNotDependOnTheRankCount) {
   EmbeddingRig r = embedding_rig("adam");
   const int P = g_comm->size(), rank = g_comm->rank();
   const int64_t dim = r.o.dim, M = 120;
@@ -365,7 +398,7 @@ TEST(EmbeddingMpi, TableValuesDoNotDependOnTheRankCount) {
       ids.push_back(o2n[w.ids[i]]);
       grads.insert(grads.end(), w.grads.begin() + i * dim, w.grads.begin() + (i + 1) * dim);
     }
-    r.table->apply_gradients(ids.data(), static_cast<int64_t>(ids.size()), grads.data(), 1.0f / M);
+    test::apply_host_gradients(*r.table, ids, grads, 1.0f / M);
     ref.step(cs);
   }
   std::vector<int64_t> every(kEmbN);
@@ -384,6 +417,13 @@ TEST(EmbeddingMpi, TableValuesDoNotDependOnTheRankCount) {
   }
   if (rank == 0) RecordProperty("max_abs_difference", fmt::format("{:.3g}", worst));
 }
+
+INSTANTIATE_TEST_SUITE_P(Storages, EmbeddingMpi, ::testing::ValuesIn(embedding_params()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '+', '_');
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace dsp
