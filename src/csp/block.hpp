@@ -98,6 +98,9 @@ struct LoadedBatch {
   // [features | embedding].
   std::vector<float> embedding;
   int64_t embedding_dim = 0;
+  // Or, from a table in device memory on a GPU trainer, the rows there (the trainer's tensor;
+  // `embedding` empty).
+  std::shared_ptr<void> device_embedding;
   Device device;                // where the features are
   std::shared_ptr<void> device_features;
   DType device_dtype = DType::kFloat32;

@@ -264,11 +264,6 @@ RankOptions rank_options(const JobConfig& cfg) {
   return ro;
 }
 
-// Rank r's rows of the learnable embeddings saved with checkpoint `ckpt`.
-std::string embedding_shard(const std::string& ckpt, int rank, int ranks) {
-  return fmt::format("{}.embedding.{}-of-{}", ckpt, rank, ranks);
-}
-
 // One rank's training job: setup (constructor), one epoch (train_epoch), evaluation, reporting.
 class TrainJob {
  public:
@@ -295,6 +290,7 @@ class TrainJob {
   void subsample_eval_ids();
   // Full-neighbour evaluation (train/inference.hpp): validation and test counts, all ranks'.
   std::pair<EvalCounts, EvalCounts> evaluate_full(int64_t epoch);
+  std::pair<double, double> evaluate_epoch(int epoch);
   void note_best(double val, double test, int epoch);
   void final_full_test();
   std::string eval_summary() const;
@@ -457,13 +453,14 @@ void TrainJob::make_embedding() {
   const int64_t b = meta.offsets[rt_.rank()], e = meta.offsets[rt_.rank() + 1];
   const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
   emb_ = std::make_unique<EmbeddingTable>(rt_.channel(WorkerKind::kTrainer), meta.offsets,
-                                          new2old.data<int64_t>() + b, eo);
+                                          new2old.data<int64_t>() + b, eo,
+                                          rt_.embedding_storage());
   trainer_->attach_embedding(emb_.get());
   if (rt_.leader()) {
-    DSP_INFO("train", "learnable embeddings: {} columns per node ({} for this rank's {} rows), "
-             "sparse {} at lr {}", eo.dim,
+    DSP_INFO("train", "learnable embeddings: {} columns per node ({} for this rank's {} rows, "
+             "in {} memory), sparse {} at lr {}", eo.dim,
              format_bytes(EmbeddingTable::bytes(e - b, eo.dim, eo.optimizer)), e - b,
-             eo.optimizer, eo.lr);
+             emb_->memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer, eo.lr);
   }
 }
 
@@ -484,8 +481,8 @@ void TrainJob::make_trainer() {
   }
   if (tc_.model.embedding_dim > 0) {  // refused before the model (its input layer) or the table
     const int64_t rows = meta.offsets[rt_.rank() + 1] - meta.offsets[rt_.rank()];
-    check_embedding_memory(rows, tc_.model.embedding_dim, cfg_.embedding.optimizer,
-                           available_memory() / static_cast<uint64_t>(rt_.cores().node_size));
+    rt_.check_embedding_fits(rows, tc_.model.embedding_dim, cfg_.embedding.optimizer,
+                             available_memory() / static_cast<uint64_t>(rt_.cores().node_size));
   }
   trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
   if (tc_.model.embedding_dim > 0) make_embedding();
@@ -915,6 +912,29 @@ void TrainJob::train_epoch(int epoch) {
   ++res_.epochs_run;
 }
 
+// Validation and test figures of the model after `epoch` (accuracy, or link prediction's first
+// Hits@K), the best so far noted, the learning rate schedule told.
+std::pair<double, double> TrainJob::evaluate_epoch(int epoch) {
+  Stopwatch eval_time;
+  double val = 0, test = 0;
+  if (link_) {
+    std::tie(val_link_, test_link_) = evaluate_link(epoch);
+    val = val_link_.main();
+    test = test_link_.main();
+  } else if (full_eval_) {
+    const auto [v, t] = evaluate_full(epoch);
+    val = v.accuracy();
+    test = t.accuracy();
+  } else {
+    val = evaluate(0, valid_ids_, epoch).accuracy();
+    test = evaluate(1, test_ids_, epoch).accuracy();
+  }
+  note_best(val, test, epoch);
+  lr_.observe(val);
+  eval_s_ = eval_time.seconds();
+  return {val, test};
+}
+
 void TrainJob::report_epoch(int epoch) {
   next_epoch_ = epoch + 1;
   const double loss = loss_count_ ? loss_sum_ / loss_count_ : 0.0;
@@ -923,24 +943,7 @@ void TrainJob::report_epoch(int epoch) {
   const bool last = epoch + 1 == cfg_.epochs;
   const bool do_eval = last || (cfg_.eval_every > 0 && (epoch + 1) % cfg_.eval_every == 0);
   double val = -1, test = -1;
-  Stopwatch eval_time;
-  if (do_eval) {
-    if (link_) {
-      std::tie(val_link_, test_link_) = evaluate_link(epoch);
-      val = val_link_.main();
-      test = test_link_.main();
-    } else if (full_eval_) {
-      const auto [v, t] = evaluate_full(epoch);
-      val = v.accuracy();
-      test = t.accuracy();
-    } else {
-      val = evaluate(0, valid_ids_, epoch).accuracy();
-      test = evaluate(1, test_ids_, epoch).accuracy();
-    }
-    note_best(val, test, epoch);
-    lr_.observe(val);
-    eval_s_ = eval_time.seconds();
-  }
+  if (do_eval) std::tie(val, test) = evaluate_epoch(epoch);
   res_.final_loss = loss;
   res_.cache_hit_rate = rt_.has_features() ? rt_.store().stats().hit_rate() : 0.0;
   if (rt_.leader()) {

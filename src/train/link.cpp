@@ -31,6 +31,10 @@ const OptionTable<EmbeddingOptions>& embedding_options_table() {
   return table;
 }
 
+std::string embedding_shard(const std::string& ckpt, int rank, int ranks) {
+  return fmt::format("{}.embedding.{}-of-{}", ckpt, rank, ranks);
+}
+
 std::pair<int64_t, int64_t> share_of(int64_t n, int rank, int ranks) {
   return {n * rank / ranks, n * (rank + 1) / ranks};
 }

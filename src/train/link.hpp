@@ -23,6 +23,10 @@ namespace dsp {
 // options as dsp train takes them; EmbeddingOptions::validate checks them once a table is made).
 const OptionTable<EmbeddingOptions>& embedding_options_table();
 
+// Rank `rank`'s rows of the learnable embeddings saved beside checkpoint `ckpt` by a job of
+// `ranks` ranks: "<ckpt>.embedding.<rank>-of-<ranks>".
+std::string embedding_shard(const std::string& ckpt, int rank, int ranks);
+
 // Hits@K (one per K) and MRR of a split, over every rank's positives.
 struct LinkMetrics {
   std::vector<int> k;

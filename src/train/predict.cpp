@@ -8,11 +8,14 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #include "graph/npy.hpp"
 #include "pipeline/rank/runtime.hpp"
+#include "layout/store/embedding_table.hpp"
 #include "train/inference.hpp"
+#include "train/link.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -65,7 +68,8 @@ OptionTable<PredictConfig> predict_options_table(bool embed) {
     t.push_back(value<PredictConfig>(
         "--layer", "layer",
         "export the output of this layer, after its activation (0-based; default: the last "
-        "hidden layer, the input of the output layer)",
+        "hidden layer, the input of the output layer; for a --task link model its output layer, "
+        "the rows its predictor scores)",
         DSP_FIELD(layer)));
   } else {
     t.push_back(value<PredictConfig>("--output", "output",
@@ -187,6 +191,32 @@ void check_memory(RankRuntime& rt, const Trainer& trainer, int layers, int64_t b
   }
 }
 
+// The learnt embeddings' rows of this rank (null for a model without them), from the shard its
+// training job saved beside `ckpt`: the same partition and rank count.
+std::unique_ptr<EmbeddingTable> load_embedding(const std::string& ckpt, const ModelConfig& m,
+                                               RankRuntime& rt) {
+  if (m.embedding_dim == 0) return nullptr;
+  const std::string shard = embedding_shard(ckpt, rt.rank(), rt.size());
+  DSP_CHECK_T(IoError, path_exists(shard),
+              "{}: the model learnt node embeddings and {} holds no rows for rank {} of {}: run "
+              "on the partition and rank count it was trained with",
+              ckpt, shard, rt.rank(), rt.size());
+  const nlohmann::json job =
+      checkpoint_header(ckpt).value("extra", nlohmann::json::object()).value("job",
+                                                                             nlohmann::json::object());
+  EmbeddingOptions eo;
+  eo.dim = m.embedding_dim;
+  eo.optimizer = job.value("embedding_optimizer", std::string("adam"));
+  const PartitionMeta& meta = rt.part().meta;
+  const int64_t b = meta.offsets[rt.rank()];
+  const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  auto t = std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
+                                            new2old.data<int64_t>() + b, eo,
+                                            rt.embedding_storage());
+  t->load(shard);
+  return t;
+}
+
 }  // namespace
 
 PredictResult run_predict(const PredictConfig& c) {
@@ -196,22 +226,20 @@ PredictResult run_predict(const PredictConfig& c) {
   DSP_CHECK_ARG(!tc.model.preaggregated,
                 "{}: a model trained with --preaggregate has no input layer to infer with",
                 c.checkpoint);
-  DSP_CHECK_T(NotSupported, tc.model.embedding_dim == 0,
-              "{}: the model learnt node embeddings ({} columns), which dsp {} cannot read from "
-              "the checkpoint yet",
-              c.checkpoint, tc.model.embedding_dim, c.embed() ? "embed" : "predict");
   DSP_CHECK_ARG(c.embed() || tc.model.predictor == "none",
                 "{}: a link predictor's outputs are node embeddings: use dsp embed", c.checkpoint);
-  const int layer = c.layer < 0 ? std::max(0, layers - 2) : c.layer;
+  // A node classifier's embedding is its last hidden layer; a link model's, its output.
+  const bool link = tc.model.predictor != "none";
+  const int layer = c.layer >= 0 ? c.layer : link ? layers - 1 : std::max(0, layers - 2);
   DSP_CHECK_ARG(!c.embed() || layer < layers, "--layer {}: the model has layers 0..{}", c.layer,
                 layers - 1);
   RankOptions ro = c.rank;
   ro.log_name = c.embed() ? "embed" : "predict";
   RankRuntime rt(ro);
   const PartitionMeta& meta = rt.part().meta;
-  DSP_CHECK_FORMAT(meta.feature_dim == tc.model.in_dim,
+  DSP_CHECK_FORMAT(meta.feature_dim + tc.model.embedding_dim == tc.model.in_dim,
                    "{} has {} feature columns but the model in {} reads {}", c.rank.path,
-                   meta.feature_dim, c.checkpoint, tc.model.in_dim);
+                   meta.feature_dim, c.checkpoint, tc.model.in_dim - tc.model.embedding_dim);
   // Every rank checks the id file before any work, so a bad one fails alike everywhere.
   const std::vector<int64_t> ids = output_ids(c, meta.num_nodes);
   tc.num_threads = rt.cores().threads;
@@ -221,6 +249,8 @@ PredictResult run_predict(const PredictConfig& c) {
   }
   Trainer trainer(tc, rt.channel(WorkerKind::kTrainer));
   trainer.load_parameters(c.checkpoint);
+  const std::unique_ptr<EmbeddingTable> emb = load_embedding(c.checkpoint, tc.model, rt);
+  trainer.attach_embedding(emb.get());
   InferenceOptions io;
   io.batch_size = c.batch_size;
   io.epoch = 1;  // past the trainer's initial broadcast

@@ -24,7 +24,8 @@ struct PredictConfig {
   std::string out;          // output directory (created)
   std::string nodes;        // .npy of original node ids (int32/int64); empty: every node
   std::string output = "class";  // predict: class | probs | logits; embed: embedding
-  int layer = -1;           // embed: the layer whose output is exported; -1: the last hidden one
+  int layer = -1;           // embed: the layer whose output is exported; -1: the last hidden
+                            // one (a link-prediction model's: its output layer)
   int64_t batch_size = 4096;  // destination nodes per inference batch
   bool overwrite = false;   // replace existing output files (else refused before any work)
 

@@ -107,7 +107,7 @@ struct Trainer::Impl {
   // (host), applied once the step's global count is known.
   EmbeddingTable* table = nullptr;
   std::vector<int64_t> emb_ids;
-  std::vector<float> emb_grad;
+  torch::Tensor emb_grad;  // [ids, dim] where the table reads it (table_on_trainer_device)
   float last_count = 0;  // the last step's global count of seeds (or pairs)
 };
 
@@ -195,7 +195,8 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
                 b.embedding_dim ? fmt::format(" and {} embedding columns", b.embedding_dim) : "",
                 cfg.input_width());
   const int64_t n_in = s.blocks.front().num_src;
-  DSP_CHECK_ARG(static_cast<int64_t>(b.embedding.size()) == n_in * b.embedding_dim,
+  DSP_CHECK_ARG(b.device_embedding ||
+                    static_cast<int64_t>(b.embedding.size()) == n_in * b.embedding_dim,
                 "batch has {} embedding values, expected {} input nodes x {}", b.embedding.size(),
                 n_in, b.embedding_dim);
   DSP_CHECK_ARG(b.features_on_device()
@@ -269,10 +270,12 @@ torch::Tensor input_tensor(const LoadedBatch& b, const torch::Device& device,
                            const torch::Tensor& inv_std, torch::Tensor* emb_leaf) {
   torch::Tensor x = normalized(feature_tensor(b, device), how, mean, inv_std);
   if (b.embedding_dim == 0) return x;
-  torch::Tensor e = torch::from_blob(const_cast<float*>(b.embedding.data()),
-                                     {b.sample.blocks.front().num_src, b.embedding_dim},
-                                     torch::kFloat32)
-                        .to(device);
+  torch::Tensor e =
+      b.device_embedding
+          ? *static_cast<const torch::Tensor*>(b.device_embedding.get())
+          : torch::from_blob(const_cast<float*>(b.embedding.data()),
+                             {b.sample.blocks.front().num_src, b.embedding_dim}, torch::kFloat32)
+                .to(device);
   if (emb_leaf) {
     e = e.clone().requires_grad_(true);
     *emb_leaf = e;
@@ -386,8 +389,9 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
   if (emb.defined() && emb.grad().defined()) {
     const auto& ids = batch.sample.blocks.front().src_ids;
     I.emb_ids.assign(ids.begin(), ids.end());
-    auto g = emb.grad().to(torch::kCPU).contiguous();
-    I.emb_grad.assign(g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+    // Where the table takes them: its device's memory, else the host.
+    I.emb_grad = emb.grad().to(table_on_trainer_device() ? I.device : torch::Device(torch::kCPU))
+                     .contiguous();
   }
   row[I.numel] = static_cast<float>(loss.item<double>());
   row[I.numel + 1] = static_cast<float>(count);
@@ -425,7 +429,7 @@ float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   auto bucket =
       torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
   I.emb_ids.clear();
-  I.emb_grad.clear();
+  I.emb_grad = torch::Tensor();
   if (!batch_empty(batch)) {
     backward_into(batch, static_cast<uint64_t>(comm_.rank()), bucket, correct);
   }
@@ -439,8 +443,15 @@ float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   if (I.table) {
     // The embedding rows' gradients go to their owners (collective: every rank, every step).
     clock = std::chrono::steady_clock::now();
+#ifdef DSP_TRAIN_CUDA
+    // The table reads the gradient rows on its own copies: LibTorch's writes must be done.
+    if (I.emb_grad.defined() && I.emb_grad.is_cuda()) {
+      c10::cuda::getCurrentCUDAStream(I.emb_grad.device().index()).synchronize();
+    }
+#endif
     I.table->apply_gradients(I.emb_ids.data(), static_cast<int64_t>(I.emb_ids.size()),
-                             I.emb_grad.data(), I.last_count > 0 ? 1.0f / I.last_count : 0.0f);
+                             I.emb_grad.defined() ? I.emb_grad.data_ptr<float>() : nullptr,
+                             I.last_count > 0 ? 1.0f / I.last_count : 0.0f);
     times_.optimizer_s += seconds_since(clock);
   }
   times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
@@ -454,15 +465,28 @@ void Trainer::attach_embedding(EmbeddingTable* table) {
   impl_->table = table;
 }
 
+bool Trainer::table_on_trainer_device() const {
+  return impl_->table && impl_->table->memory() == MemorySpace::kDevice &&
+         impl_->device.is_cuda();
+}
+
 void Trainer::gather_embedding(LoadedBatch& batch) {
   EmbeddingTable* t = impl_->table;
   if (!t) return;
   const bool empty = batch.sample.blocks.empty();
   const std::vector<int64_t> none;
   const std::vector<int64_t>& ids = empty ? none : batch.sample.blocks.front().src_ids;
+  const int64_t n = static_cast<int64_t>(ids.size());
   batch.embedding_dim = t->dim();
-  batch.embedding.resize(ids.size() * static_cast<size_t>(t->dim()));
-  t->gather(ids.data(), static_cast<int64_t>(ids.size()), batch.embedding.data());
+  if (table_on_trainer_device()) {  // a device table fills a tensor on the trainer's device
+    auto rows = std::make_shared<torch::Tensor>(torch::empty(
+        {n, t->dim()}, torch::TensorOptions().dtype(torch::kFloat32).device(impl_->device)));
+    t->gather(ids.data(), n, rows->data_ptr<float>());
+    batch.device_embedding = rows;
+    return;
+  }
+  batch.embedding.resize(static_cast<size_t>(n * t->dim()));
+  t->gather(ids.data(), n, batch.embedding.data());
 }
 
 double Trainer::time_backward(const LoadedBatch& batch) {

@@ -103,6 +103,8 @@ class Trainer {
   // Collective on the trainer's communicator (every rank, every step, an empty batch too): the
   // embedding rows of the batch's input nodes into batch.embedding. No-op without a table.
   void gather_embedding(LoadedBatch& batch);
+  // The table lives in device memory and so does the model: rows and gradients stay there.
+  bool table_on_trainer_device() const;
   // Seconds of a train step's forward and backward pass over `batch` (its dropout stream as this
   // rank's), without the all-reduce and the update: the model, optimizer and step times are left
   // as they were. 0 for an empty batch. Local (no communication): a profile for `--roles auto`.

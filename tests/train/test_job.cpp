@@ -18,7 +18,9 @@
 #include "graph/npy.hpp"
 #include "layout/partition/partition.hpp"
 #include "predicted_accuracy.hpp"
+#include "ccc/communicator.hpp"
 #include "train/job.hpp"
+#include "train/link.hpp"
 #include "train/predict.hpp"
 
 namespace dsp {
@@ -190,6 +192,45 @@ TEST(Job, LinkPredictionResumesExactly) {
   EXPECT_EQ(resumed.best_val_acc, whole.best_val_acc);
   EXPECT_EQ(resumed.test_acc_at_best, whole.test_acc_at_best);
   EXPECT_TRUE(fs::exists(c.checkpoint_dir + "/checkpoint.pt.embedding.0-of-1"));
+  fs::remove_all(dir);
+}
+
+// dsp embed of a link model with learnt embeddings (their rows read from the checkpoint's
+// shards): the exported output rows score the test edges as the job's evaluation did.
+TEST(Job, LinkModelEmbeddingsGiveTheJobsTestHits) {
+  const std::string dir = link_graph("link_embed", nullptr);
+  JobConfig c = link_job(dir);
+  c.epochs = 2;
+  c.checkpoint_dir = dir + "/ck";
+  const JobResult r = run_training(c);
+  PredictConfig p;
+  p.rank.path = dir;
+  p.rank.backend = "self";
+  p.rank.threads = 1;
+  p.checkpoint = c.checkpoint_dir + "/best.pt";
+  p.out = dir + "/out";
+  p.output = "embedding";
+  run_predict(p);
+  const Array h = load_npy(p.out + "/embeddings.npy", DType::kFloat32, 2);
+  ASSERT_EQ(h.dim(1), 64);
+  const Dataset ds = load_dataset(dir);
+  auto scores = [&](const Array& pairs) {
+    std::vector<float> out;
+    const int64_t* e = pairs.data<int64_t>();
+    for (int64_t i = 0; i < pairs.dim(0); ++i) {
+      const float* a = h.data<float>() + e[2 * i] * 64;
+      const float* b = h.data<float>() + e[2 * i + 1] * 64;
+      float s = 0;
+      for (int j = 0; j < 64; ++j) s += a[j] * b[j];
+      out.push_back(s);
+    }
+    return out;
+  };
+  auto comm = make_communicator("self");
+  const LinkMetrics m =
+      link_metrics(*comm, scores(ds.link_test), scores(ds.link_test_neg), c.link.hits_k);
+  EXPECT_NEAR(m.hits[0], r.test_acc_at_best, 2e-3);  // summation order aside, the same scores
+  EXPECT_NEAR(m.mrr, r.test_mrr_at_best, 2e-3);
   fs::remove_all(dir);
 }
 
