@@ -56,7 +56,7 @@ from ._dsp import (  # noqa: F401  (re-exported)
     set_log_level,
 )
 from . import _data
-from ._data import from_dgl, from_pyg, save_dataset  # noqa: F401  (re-exported)
+from ._data import convert_ogb_link, from_dgl, from_pyg, save_dataset  # noqa: F401  (re-exported)
 from ._train import cli_path, embed, predict, train  # noqa: F401  (re-exported)
 
 _MODEL_NAMES = ("GNN", "load_model", "export_model")
@@ -85,7 +85,8 @@ sys.excepthook = _end_job_on_uncaught
 
 __all__ = [
     "Block", "Batch", "Loader", "LinkBatch", "LinkPairs", "LinkLoader", "to_original_ids",
-    "to_dsp_ids", "train", "predict", "embed", "convert_ogb", "convert_edge_list", "save_dataset", "from_pyg", "from_dgl",
+    "to_dsp_ids", "train", "predict", "embed", "convert_ogb", "convert_ogb_link",
+    "convert_edge_list", "save_dataset", "from_pyg", "from_dgl",
     "generate_community", "generate_rmat", "load_dataset", "load_partition_meta", "partition",
     "set_log_level", "Error", "InvalidArgument", "IoError", "FormatError", "CommError",
     "NotSupported", "cli_path", "__version__",

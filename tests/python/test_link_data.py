@@ -81,3 +81,8 @@ def test_a_held_out_edge_in_the_graph_is_refused(tmp_path, cli):
     assert str(e.value) == (f"{split}/test_edge.npy: row 0: held-out edge (2, 1) is an edge of the "
                             "stored graph (in either direction); a split overlapping the training "
                             "graph is refused")
+
+
+def test_the_converter_is_the_packages():
+    assert dsp.convert_ogb_link is _data.convert_ogb_link
+    assert "convert_ogb_link" in dsp.__all__
