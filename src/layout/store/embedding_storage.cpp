@@ -37,8 +37,13 @@ class HostEmbeddingStorage final : public EmbeddingStorage {
   void read_rows(const int64_t* rows, int64_t n, float* host_out) override {
     const size_t rb = static_cast<size_t>(dim_) * sizeof(float);
     parallel_for(0, n, 1024, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k)
+      for (int64_t k = b; k < e; ++k) {
+        if (k + kStepAhead < e) {
+          const float* ahead = values_.data() + rows[k + kStepAhead] * dim_;
+          for (int64_t j = 0; j < dim_; j += 16) __builtin_prefetch(ahead + j, 0, 0);
+        }
         std::memcpy(host_out + k * dim_, values_.data() + rows[k] * dim_, rb);
+      }
     });
   }
   void place_rows(const float* host_rows, int64_t /*m*/, const int64_t* src, int64_t n,
@@ -58,7 +63,15 @@ class HostEmbeddingStorage final : public EmbeddingStorage {
     const kernels::EmbeddingStepRow f{
         plan.touched.data(), plan.start.data(), plan.order.data(), host_grads, values_.data(),
         state1_.data(),      state2_.data(),    steps_.data(),     dim_,       c};
-    each(static_cast<int64_t>(plan.touched.size()), 64, f);
+    // Touched rows are scattered over the table: each step waits for its row of values, of each
+    // state and its step count unless they were requested a few rows earlier.
+    const int64_t* touched = plan.touched.data();
+    parallel_for(0, static_cast<int64_t>(plan.touched.size()), 64, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        if (t + kStepAhead < e) prefetch_row(touched[t + kStepAhead]);
+        f(t);
+      }
+    });
   }
 
   const void* host_view(EmbeddingSection s) const override { return section(s); }
@@ -92,6 +105,19 @@ class HostEmbeddingStorage final : public EmbeddingStorage {
       default:
         return steps_.data();
     }
+  }
+
+  // Rows ahead of the one being stepped whose cache lines are requested (touched rows are
+  // scattered: without it each row's step waits for its memory).
+  static constexpr int64_t kStepAhead = 8;
+  void prefetch_row(int64_t r) const {
+    const size_t at = static_cast<size_t>(r) * static_cast<size_t>(dim_);
+    for (int64_t j = 0; j < dim_; j += 16) {  // one 64-byte line per 16 floats
+      __builtin_prefetch(values_.data() + at + j, 1, 0);
+      __builtin_prefetch(state1_.data() + at + j, 1, 0);
+      if (!state2_.empty()) __builtin_prefetch(state2_.data() + at + j, 1, 0);
+    }
+    if (!steps_.empty()) __builtin_prefetch(steps_.data() + r, 1, 0);
   }
 
   int64_t dim_ = 0;
