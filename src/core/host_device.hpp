@@ -21,6 +21,9 @@
 #define DSP_UNROLL _Pragma("GCC unroll 16")
 #endif
 
+// A pointer through which nothing else of the function's is accessed (lets loops vectorize).
+#define DSP_RESTRICT __restrict__
+
 #include <cstdint>
 
 namespace dsp {

@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <cstdlib>
 #include <string>
+
+#include "core/error.hpp"
 
 namespace dsp {
 
@@ -54,6 +57,23 @@ bool reserve(size_t bytes, double max_share) {
 }  // namespace
 
 size_t huge_page_bytes_held() { return g_held.load(); }
+
+HugePageBuffer huge_page_zeros(size_t bytes) {
+  HugePageBuffer b;
+  if (bytes == 0) return b;
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+  DSP_CHECK(raw != MAP_FAILED, "cannot map {} bytes of memory: {}", bytes, std::strerror(errno));
+  const uintptr_t at = (reinterpret_cast<uintptr_t>(raw) + kHuge - 1) / kHuge * kHuge;
+  void* p = reinterpret_cast<void*>(at);
+  const char* off = std::getenv("DSP_HUGE_PAGES");
+  b.huge = !(off && std::string(off) == "0") && ::madvise(p, len, MADV_HUGEPAGE) == 0;
+  b.data = std::shared_ptr<void>(p, [raw, len](void*) { ::munmap(raw, len + kHuge); });
+  b.bytes = bytes;
+  return b;
+}
 
 HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share) {
   HugePageBuffer b;

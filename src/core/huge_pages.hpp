@@ -24,6 +24,12 @@ struct HugePageBuffer {
 // within `max_share` of the machine together. DSP_HUGE_PAGES=0 in the environment makes no copies.
 HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share = 0.25);
 
+// `bytes` of zeroed anonymous memory on a 2 MiB boundary, advised for huge pages (unless
+// DSP_HUGE_PAGES=0): for large arrays written and read at random (a learnable embedding table and
+// its optimizer state), where 4 KiB pages make nearly every access miss the TLB. Not counted in
+// huge_page_copy's share (the caller budgets it). Error naming the size when it cannot be mapped.
+HugePageBuffer huge_page_zeros(size_t bytes);
+
 // Bytes of memory available for new allocations without swapping (MemAvailable), 0 if unknown.
 size_t available_memory_bytes();
 

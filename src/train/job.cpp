@@ -904,6 +904,7 @@ void TrainJob::train_epoch(int epoch) {
   trainer_->set_lr(epoch_lr_);
   bar_ = std::make_unique<ProgressBar>(rt_.leader() && cfg_.progress, epoch, cfg_.epochs, steps_);
   sampler_->reset_stats();
+  trainer_->reset_step_times();
   if (rt_.has_features()) rt_.store().reset_stats();
   em_ = pipe_->run_epoch(epoch);
   if (cfg_.roles == 0 && rt_.has_features()) account_gather();
@@ -983,6 +984,7 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                         {"lr", epoch_lr_},
                         {"pipeline", em_.to_json()},
                         {"sampler", sampler_->stats().to_json()},
+                        {"train_step", trainer_->step_times().to_json()},
                         {"cache_hit_rate", res_.cache_hit_rate},
                         {"feature_bytes_per_batch", res_.feature_bytes_per_batch},
                         {"peer_bytes_per_batch", res_.peer_bytes_per_batch}};

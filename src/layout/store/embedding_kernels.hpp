@@ -20,7 +20,18 @@ struct EmbeddingStepConsts {
   float lr, eps, b1, one_minus_b1, b2, one_minus_b2;
   double beta1, beta2;
   bool adam;
+  // Optional (host memory, host storage): adam's bias corrections by step count n < bc_size,
+  // bc1[n] = float(1 - beta1^n) and bc2[n] likewise, computed by bias_correction below: the same
+  // values without a pow per row.
+  const float* bc1 = nullptr;
+  const float* bc2 = nullptr;
+  int64_t bc_size = 0;
 };
+
+// 1 - beta^n in double, rounded to float: adam's bias correction after n steps of a row.
+DSP_HOST_DEVICE inline float bias_correction(double beta, int64_t n) {
+  return static_cast<float>(1.0 - ::pow(beta, static_cast<double>(n)));
+}
 
 namespace kernels {
 
@@ -59,7 +70,9 @@ struct EmbeddingCopyRows {
 
 // One optimizer step of touched row t: its gradient is the sum, from 0, of the gradient rows
 // order[start[t]] .. order[start[t + 1] - 1] in that order; then adam (the row's step count first)
-// or adagrad, cell by cell, as the contract writes them.
+// or adagrad, cell by cell, as the contract writes them. The cells of a row are independent, so
+// the loops over them vectorize on the host (restrict pointers; the usual case of one gradient
+// row reads it directly, with the same sum from 0).
 struct EmbeddingStepRow {
   const int64_t* touched;  // local row of slot t
   const int64_t* start;    // [T + 1]
@@ -71,29 +84,42 @@ struct EmbeddingStepRow {
   int64_t* steps;          // adam: per-row step count
   int64_t dim;
   EmbeddingStepConsts c;
+
+  // Cell j of the slot's gradient: its rows q0 .. q1 - 1 summed from 0 in order.
+  DSP_HOST_DEVICE float grad(int64_t q0, int64_t q1, int64_t j) const {
+    float g = 0.0f;
+    for (int64_t q = q0; q < q1; ++q) g += grads[order[q] * dim + j];
+    return g;
+  }
   DSP_HOST_DEVICE void operator()(int64_t t) const {
-    const int64_t r = touched[t];
-    float bc1 = 1.0f, bc2 = 1.0f;
-    if (c.adam) {
-      const double n = static_cast<double>(++steps[r]);
-      bc1 = static_cast<float>(1.0 - ::pow(c.beta1, n));
-      bc2 = static_cast<float>(1.0 - ::pow(c.beta2, n));
-    }
-    float* xr = x + r * dim;
-    float* m = s1 + r * dim;
-    float* v = c.adam ? s2 + r * dim : nullptr;
-    for (int64_t j = 0; j < dim; ++j) {
-      float g = 0.0f;
-      for (int64_t q = start[t]; q < start[t + 1]; ++q) g += grads[order[q] * dim + j];
-      if (c.adam) {
-        m[j] = c.b1 * m[j] + c.one_minus_b1 * g;
-        v[j] = c.b2 * v[j] + c.one_minus_b2 * (g * g);
-        xr[j] -= c.lr * (m[j] / bc1) / (::sqrtf(v[j] / bc2) + c.eps);
-      } else {
+    const int64_t r = touched[t], q0 = start[t], q1 = start[t + 1];
+    float* DSP_RESTRICT xr = x + r * dim;
+    float* DSP_RESTRICT m = s1 + r * dim;
+    const float* DSP_RESTRICT g1 = q1 - q0 == 1 ? grads + order[q0] * dim : nullptr;
+    if (!c.adam) {
+      for (int64_t j = 0; j < dim; ++j) {
+        const float g = g1 ? 0.0f + g1[j] : grad(q0, q1, j);
         m[j] += g * g;
         xr[j] -= c.lr * g / (::sqrtf(m[j]) + c.eps);
       }
+      return;
     }
+    const int64_t n = ++steps[r];
+    const bool known = n < c.bc_size;
+    const float bc1 = known ? c.bc1[n] : bias_correction(c.beta1, n);
+    const float bc2 = known ? c.bc2[n] : bias_correction(c.beta2, n);
+    float* DSP_RESTRICT v = s2 + r * dim;
+    if (g1) {
+      for (int64_t j = 0; j < dim; ++j) adam_cell(0.0f + g1[j], bc1, bc2, xr[j], m[j], v[j]);
+    } else {
+      for (int64_t j = 0; j < dim; ++j) adam_cell(grad(q0, q1, j), bc1, bc2, xr[j], m[j], v[j]);
+    }
+  }
+  DSP_HOST_DEVICE DSP_FORCEINLINE void adam_cell(float g, float bc1, float bc2, float& x_,
+                                                 float& m_, float& v_) const {
+    m_ = c.b1 * m_ + c.one_minus_b1 * g;
+    v_ = c.b2 * v_ + c.one_minus_b2 * (g * g);
+    x_ -= c.lr * (m_ / bc1) / (::sqrtf(v_ / bc2) + c.eps);
   }
 };
 

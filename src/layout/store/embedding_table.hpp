@@ -28,7 +28,10 @@
 //    Rows no id touched keep their values and state (their step count included).
 //  * Threads: not thread-safe; one thread (the trainer's) calls it. The per-row steps run on
 //    OpenMP threads (core/parallel.hpp) on the host storage, one device thread per row on a
-//    device storage; each row's arithmetic on one thread either way.
+//    device storage; each row's arithmetic on one thread either way. The host storage keeps its
+//    arrays on transparent huge pages, prefetches the rows a few steps ahead, vectorizes a row's
+//    cells and takes the bias corrections from a table of the same expression per step count
+//    (the rows are scattered: a 1M-row table's step was bound by their memory, not arithmetic).
 //  * save/load: one file per rank (not collective), staged and checksummed; load refuses a file of
 //    another range, dim, optimizer or partition (dataset ids), or a damaged one, with FormatError
 //    naming the file, and leaves the table unchanged then. A loaded table continues bitwise.
