@@ -553,13 +553,14 @@ void TrainJob::log_start(const EpochScheduler& sched) const {
   const PartitionMeta& meta = rt_.part().meta;
   DSP_INFO("train",
            "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
-           "steps{} of {} seeds per rank per epoch, fanouts {}, pipeline {}{}",
+           "steps{} of {} {} per rank per epoch, fanouts {}, pipeline {}{}",
            tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim, meta.num_classes,
            rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
            cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})",
                                             cfg_.max_steps, sched.full_steps())
                               : "",
-           cfg_.batch_size, fmt::join(cfg_.sampler.fanouts, ","), cfg_.pipeline,
+           cfg_.batch_size, link_ ? "training edges" : "seeds",
+           fmt::join(cfg_.sampler.fanouts, ","), cfg_.pipeline,
            samplers_ > 0
                ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
                              samplers_, rt_.size() - samplers_, cfg_.roles_switch)
