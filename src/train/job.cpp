@@ -289,6 +289,7 @@ class TrainJob {
   std::pair<double, double> eval_reads();
   void subsample_eval_ids();
   // Full-neighbour evaluation (train/inference.hpp): validation and test counts, all ranks'.
+  std::vector<float> infer_all(int64_t epoch);
   std::pair<EvalCounts, EvalCounts> evaluate_full(int64_t epoch);
   std::pair<double, double> evaluate_epoch(int epoch);
   void note_best(double val, double test, int epoch);
@@ -781,14 +782,20 @@ void TrainJob::subsample_eval_ids() {
   }
 }
 
-std::pair<EvalCounts, EvalCounts> TrainJob::evaluate_full(int64_t epoch) {
+// This rank's rows of the model's output on the whole graph (full-neighbour layer-wise
+// inference), with the evaluation's progress and steps.
+std::vector<float> TrainJob::infer_all(int64_t epoch) {
   InferenceOptions io;
   io.batch_size = cfg_.eval_batch_size;
   io.epoch = epoch;
   io.first_step = eval_batch_id(2, 0);
   EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), "full neighbourhoods");
   io.progress = [&progress](int64_t done, int64_t total) { progress.update(done, total); };
-  const std::vector<float> logits = layerwise_inference(rt_, *trainer_, io);
+  return layerwise_inference(rt_, *trainer_, io);
+}
+
+std::pair<EvalCounts, EvalCounts> TrainJob::evaluate_full(int64_t epoch) {
+  const std::vector<float> logits = infer_all(epoch);
   const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
   const int64_t first = rt_.part().meta.offsets[rt_.rank()];
   const Array& labels = rt_.part().labels;
@@ -811,13 +818,7 @@ SampledBatch TrainJob::sample_link(int64_t epoch, int64_t batch,
 // Every node's output by full-neighbour inference, then each split's held-out edges ranked
 // against its negatives (train/link.hpp).
 std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
-  InferenceOptions io;
-  io.batch_size = cfg_.eval_batch_size;
-  io.epoch = epoch;
-  io.first_step = eval_batch_id(2, 0);
-  EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), "full neighbourhoods");
-  io.progress = [&progress](int64_t done, int64_t total) { progress.update(done, total); };
-  const std::vector<float> h = layerwise_inference(rt_, *trainer_, io);
+  const std::vector<float> h = infer_all(epoch);
   const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
   const PartitionData& part = rt_.part();
   CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);

@@ -17,6 +17,7 @@
 #include "graph/import.hpp"
 #include "graph/npy.hpp"
 #include "layout/partition/partition.hpp"
+#include "link_fixtures.hpp"
 #include "predicted_accuracy.hpp"
 #include "ccc/communicator.hpp"
 #include "train/job.hpp"
@@ -101,15 +102,7 @@ std::vector<nlohmann::json> metrics_records(const std::string& f);
 // A featureless community graph with a link split (planted structure: within-community pairs
 // are the edges to find); `bound` receives its achievable test Hits@K.
 std::string link_graph(const std::string& name, double* bound) {
-  CommunityOptions co;
-  co.num_nodes = 5000;
-  co.num_edges = 50000;
-  co.num_communities = 16;
-  co.num_classes = 0;
-  co.feature_dim = 0;
-  co.seed = 1;
-  co.link_split = LinkSplitOptions{};
-  Dataset ds = generate_community(co);
+  const Dataset ds = test::planted_link_graph();
   if (bound) *bound = ds.meta.extra.at("link_hits_bound").get<double>();
   const std::string dir = temp_dir(name);
   write_dataset(ds, dir);
@@ -117,20 +110,9 @@ std::string link_graph(const std::string& name, double* bound) {
 }
 
 JobConfig link_job(const std::string& dir) {
-  JobConfig c;
-  c.rank.path = dir;
-  c.link.task = "link";
-  c.train.model.hidden = 64;
-  c.train.model.dropout = 0;
-  c.train.weight_decay = 0;
-  c.embedding.lr = 0.05;
-  c.train.num_threads = 1;
-  c.sampler.fanouts = {10, 5};
-  c.batch_size = 256;
-  c.epochs = 4;
+  JobConfig c = test::link_job_config(dir);
   c.rank.backend = "self";
-  c.pipeline = "off";
-  c.progress = false;
+  c.seed = 0;
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "../cora_batches.hpp"  // the mpi binary has no tests/ include path
+#include "../link_fixtures.hpp"
 #include "../predicted_accuracy.hpp"
 #include "ccc/communicator.hpp"
 #include "ccc/staged_communicator.hpp"
@@ -344,15 +345,7 @@ std::string link_dataset_dir(const std::string& tag, double* bound) {
       (fs::temp_directory_path() / fmt::format("dsp_{}_{}_{}", tag, pid, c.size())).string();
   double b = 0;
   if (c.rank() == 0) {
-    CommunityOptions co;
-    co.num_nodes = 5000;
-    co.num_edges = 50000;
-    co.num_communities = 16;
-    co.num_classes = 0;
-    co.feature_dim = 0;
-    co.seed = 1;
-    co.link_split = LinkSplitOptions{};
-    Dataset ds = generate_community(co);
+    const Dataset ds = planted_link_graph();
     b = ds.meta.extra.at("link_hits_bound").get<double>();
     write_dataset(ds, dir);
   }
@@ -361,21 +354,10 @@ std::string link_dataset_dir(const std::string& tag, double* bound) {
   return dir;
 }
 
-JobConfig link_job_config(const std::string& dir) {
-  JobConfig cfg;
-  cfg.rank.path = dir;
-  cfg.link.task = "link";
-  cfg.train.model.hidden = 64;
-  cfg.train.model.dropout = 0;
-  cfg.train.weight_decay = 0;
-  cfg.embedding.lr = 0.05;
-  cfg.train.num_threads = 1;
-  cfg.sampler.fanouts = {10, 5};
-  cfg.batch_size = 256 / g_comm->size();  // the same global batch at every rank count
-  cfg.epochs = 4;
-  cfg.pipeline = "off";
+// The same global batch at every rank count.
+JobConfig link_job(const std::string& dir) {
+  JobConfig cfg = link_job_config(dir, 256 / g_comm->size());
   cfg.seed = 2;
-  cfg.progress = false;
   return cfg;
 }
 
@@ -387,7 +369,7 @@ TEST(Job, LinkPredictionReachesThePlantedHitsAtAnyRankCount) {
   Communicator& c = *g_comm;
   double bound = 0;
   const std::string dir = link_dataset_dir("link", &bound);
-  const JobResult r = run_training(link_job_config(dir));
+  const JobResult r = run_training(link_job(dir));
   EXPECT_GE(r.test_acc_at_best, 0.9 * bound) << "bound " << bound << " at " << c.size();
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
@@ -399,7 +381,7 @@ TEST(Job, LinkPredictionReachesThePlantedHitsAtAnyRankCount) {
 TEST(Job, EmulatedDevicePathTrainsLinkPredictionAsTheCpuJob) {
   Communicator& c = *g_comm;
   const std::string dir = link_dataset_dir("link_emulated", nullptr);
-  JobConfig cfg = link_job_config(dir);
+  JobConfig cfg = link_job(dir);
   cfg.epochs = 1;
   cfg.max_steps = 8;
   expect_emulated_equals_cpu(cfg, "link");
