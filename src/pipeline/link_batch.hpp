@@ -7,7 +7,8 @@
 // (u, v) gets neg_ratio negatives (u, w): w uniform over the graph's nodes, or drawn with
 // probability proportional to in-degree^0.75 ("unigram", word2vec's and DGL's choice), from
 // RngStream(rng_key(seed, epoch, batch, kNegatives), u * N + v): a pure function of the edge and
-// the step. The endpoints, deduplicated in first-seen order, are the CSP seeds; pairs index them.
+// the step (so an edge listed twice in link_train and dealt twice into one batch repeats its
+// negatives). The endpoints, deduplicated in first-seen order, are the CSP seeds; pairs index them.
 // Edge exclusion (CollectiveSampler::ExcludedEdges): "self" hides u -> v from v's row while the
 // batch samples, "reverse" also v -> u (an undirected graph stores both), "none" hides nothing;
 // "auto" is reverse on an undirected dataset, else self.
