@@ -120,6 +120,32 @@ cora_steps() {
   [[ -s "$LOGS/cora_gpu_mean.txt" ]] && row "  $(cut -d' ' -f1 "$LOGS/cora_gpu_mean.txt")" "" "$(cut -d' ' -f2- "$LOGS/cora_gpu_mean.txt")"
 }
 
+# `dsp train --task link` on the GPU: the embedding table in device memory, edge exclusion in the
+# device sampler, at 1 rank (NCCL) and 2 ranks sharing the GPU (staged MPI), on a featureless
+# planted graph whose best test Hits@50 (link_hits_bound) the CPU build reaches within 0.9
+# (test_train Job/LinkModels); on the CPU in the dry run.
+link_steps() {
+  local np dev=cuda W=/tmp/dsp-gpu-link name hits bound
+  ((DRY)) && dev=cpu
+  rm -rf "$W" && mkdir -p "$W"
+  cmd_step "link: planted graph" link_gen.log 60 "$KR/bin/dsp" generate community "$W/g" \
+    --nodes 5000 --edges 50000 --features 0 --classes 0 --communities 16 \
+    --link-split 0.85,0.05,0.10 || return
+  bound="$(grep -oE '"link_hits_bound": *[0-9.]+' "$W/g/dataset.json" | grep -oE '[0-9.]+$')"
+  for np in 1 2; do
+    name="dsp train --task link --device $dev, $np rank(s)"
+    cmd_step "$name" "link_np$np.log" 120 "$MPIEXEC" -n $np "$KR/bin/dsp" train "$W/g" --task link \
+      --device $dev --fanouts 10,5 --hidden 64 --batch-size $((256 / np)) --epochs 4 --dropout 0 \
+      --weight-decay 0 --embedding-lr 0.05 --no-progress || continue
+    hits="$(awk '/test hits@50 \(best\)/ {print $4}' "$LOGS/link_np$np.log" | tail -1)"
+    local res
+    res="$(awk -v h="$hits" -v b="$bound" 'BEGIN {print (h != "" && h >= 0.9 * b) ? "ok" : "FAIL"}')"
+    [[ $res == ok ]] || status=1
+    row "$name" "$res" \
+      "test hits@50 $hits (bound $bound; $(grep -m1 -oE 'in (host|device) memory' "$LOGS/link_np$np.log"))"
+  done
+}
+
 # The extension compiled for the device's Python against the kit (py_recipe.py), then
 # dsp.Loader(device="cuda") against the CPU Loader (loader_check.py); on the CPU in the dry run.
 python_steps() {
@@ -246,6 +272,7 @@ run_kit() {  # [EXTRA_FN]: more checks run last, before the summary (the dry run
   preamble
   test_groups
   cora_steps
+  link_steps
   python_steps
   memcheck_steps
   bench_steps
