@@ -85,7 +85,8 @@ std::vector<JobOption> model_and_sampling() {
             "--eval-fanouts is given, else full where its memory estimate fits and it reads no "
             "more neighbour rows than sampling, else sampled; logged)",
             DSP_FIELD(eval), "auto,full,sampled"),
-      value("--batch-size", "batch_size", "training seeds per rank per step (default 1024)",
+      value("--batch-size", "batch_size",
+            "training seeds (--task link: training edges) per rank per step (default 1024)",
             DSP_FIELD(batch_size)),
       value("", "eval_batch_size", "seeds per evaluation batch (default 4096)",
             DSP_FIELD(eval_batch_size)),
