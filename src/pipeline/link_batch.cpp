@@ -95,8 +95,7 @@ int64_t LinkBatcher::draw_negative(uint64_t key, uint64_t subject, int j) const 
   return std::min<int64_t>(it - cdf_.begin(), num_nodes_ - 1);
 }
 
-LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch,
-                            int64_t batch) const {
+LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch, int64_t batch) const {
   LinkBatch out;
   std::unordered_map<int64_t, int64_t> pos;
   pos.reserve(edges.size() * static_cast<size_t>(2 + opts_.neg_ratio));
@@ -111,8 +110,8 @@ LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch,
     out.pairs.label.push_back(label);
   };
   const int64_t* e = part_.link_train.data<int64_t>();
-  const uint64_t key = rng_key(seed_, static_cast<uint64_t>(epoch), static_cast<uint64_t>(batch),
-                               kNegatives);
+  const uint64_t key =
+      rng_key(seed_, static_cast<uint64_t>(epoch), static_cast<uint64_t>(batch), kNegatives);
   for (int64_t i : edges) {
     const int64_t u = e[2 * i], v = e[2 * i + 1];
     const int64_t su = seed_of(u);

@@ -22,8 +22,8 @@ const OptionTable<EmbeddingOptions>& embedding_options_table() {
                "columns on a dataset without features, none otherwise; 0: none)",
                DSP_EMB(dim)),
       value<T>("--embedding-optimizer", "embedding_optimizer",
-               "the embeddings' sparse optimizer: adam (default) or adagrad",
-               DSP_EMB(optimizer), "adam,adagrad"),
+               "the embeddings' sparse optimizer: adam (default) or adagrad", DSP_EMB(optimizer),
+               "adam,adagrad"),
       value<T>("--embedding-lr", "embedding_lr", "the embeddings' learning rate (default 0.01)",
                DSP_EMB(lr)),
   };
@@ -57,10 +57,12 @@ LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
   for (const float s : pos) {
     for (size_t j = 0; j < ks.size(); ++j) sums[j] += s > sorted[ks[j] - 1] ? 1 : 0;
     // Negatives above s: the prefix of the descending order that is > s; at least as high: >= s.
-    const auto above = std::partition_point(sorted.begin(), sorted.end(),
-                                            [s](float x) { return x > s; }) - sorted.begin();
-    const auto at_least = std::partition_point(sorted.begin(), sorted.end(),
-                                               [s](float x) { return x >= s; }) - sorted.begin();
+    const auto above =
+        std::partition_point(sorted.begin(), sorted.end(), [s](float x) { return x > s; }) -
+        sorted.begin();
+    const auto at_least =
+        std::partition_point(sorted.begin(), sorted.end(), [s](float x) { return x >= s; }) -
+        sorted.begin();
     sums[ks.size()] += 1.0 / (1.0 + 0.5 * static_cast<double>(above + at_least));
   }
   sums[ks.size() + 1] = static_cast<double>(pos.size());

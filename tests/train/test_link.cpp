@@ -111,8 +111,7 @@ TEST(LinkBatcher, PairsIndexDistinctSeedsAndExclusionsHideThePositives) {
   EXPECT_NE(negatives(lb.make({2, 0, 3}, 1, 6)), negatives(b));
   o.exclude = "auto";
   EXPECT_EQ(LinkBatcher(part, o, 7, false).exclusion(), "self");
-  EXPECT_EQ(LinkBatcher(part, o, 7, false).make({1}, 0, 0).exclude.dst,
-            (std::vector<int64_t>{2}));
+  EXPECT_EQ(LinkBatcher(part, o, 7, false).make({1}, 0, 0).exclude.dst, (std::vector<int64_t>{2}));
   o.exclude = "none";
   EXPECT_TRUE(LinkBatcher(part, o, 7, true).make({1}, 0, 0).exclude.dst.empty());
 }
