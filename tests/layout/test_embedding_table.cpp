@@ -71,7 +71,7 @@ std::vector<int64_t> all_ids() {
 }
 
 bool same_bits(const float* a, const float* b, int64_t n) {
-  return std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
+  return n == 0 || std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
 }
 
 // Step k's request: `n` ids drawn from [0, kN / 2) (so rows kN/2.. stay untouched, and repeats

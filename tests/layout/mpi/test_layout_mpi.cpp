@@ -303,8 +303,8 @@ EmbeddingRequest embedding_request(int k, int rank, int64_t n, int64_t dim) {
   return q;
 }
 
-bool same_floats(const float* a, const float* b, int64_t n) {
-  return std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
+bool same_floats(const float* a, const float* b, int64_t n) {  // n = 0: a, b may be null
+  return n == 0 || std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
 }
 
 // Every rank gathers its own ids (repeats, any owner; none on rank 1): the initial rows of their
