@@ -12,6 +12,8 @@ size_t dtype_size(DType t) {
     case DType::kFloat32: return 4;
     case DType::kFloat64: return 8;
     case DType::kUInt8: return 1;
+    case DType::kInt8: return 1;
+    case DType::kBFloat16: return 2;
   }
   return 0;
 }
@@ -24,13 +26,15 @@ const char* dtype_name(DType t) {
     case DType::kFloat32: return "float32";
     case DType::kFloat64: return "float64";
     case DType::kUInt8: return "uint8";
+    case DType::kInt8: return "int8";
+    case DType::kBFloat16: return "bfloat16";
   }
   return "?";
 }
 
 DType parse_dtype(const std::string& s) {
   for (DType t : {DType::kInt32, DType::kInt64, DType::kFloat16, DType::kFloat32,
-                  DType::kFloat64, DType::kUInt8}) {
+                  DType::kFloat64, DType::kUInt8, DType::kInt8, DType::kBFloat16}) {
     if (s == dtype_name(t)) return t;
   }
   DSP_THROW_T(InvalidArgument, "unknown dtype '{}'", s);

@@ -6,7 +6,10 @@
 
 namespace dsp {
 
-enum class DType : uint8_t { kInt32, kInt64, kFloat16, kFloat32, kFloat64, kUInt8 };
+// kInt8 and kBFloat16: low-precision features (dsp partition --feature-dtype, core/quant.hpp).
+enum class DType : uint8_t {
+  kInt32, kInt64, kFloat16, kFloat32, kFloat64, kUInt8, kInt8, kBFloat16
+};
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);     // "int32", "float16", ...
@@ -24,7 +27,9 @@ template <>
 constexpr DType dtype_of<double>() { return DType::kFloat64; }
 template <>
 constexpr DType dtype_of<uint8_t>() { return DType::kUInt8; }
-// float16 is stored as raw uint16_t bits.
+template <>
+constexpr DType dtype_of<int8_t>() { return DType::kInt8; }
+// float16 is stored as raw uint16_t bits (bfloat16 too; read it through raw()).
 template <>
 constexpr DType dtype_of<uint16_t>() { return DType::kFloat16; }
 

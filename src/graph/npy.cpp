@@ -35,6 +35,10 @@ const char* npy_descr(DType t) {
       return "<f8";
     case DType::kUInt8:
       return "|u1";
+    case DType::kInt8:
+      return "|i1";
+    case DType::kBFloat16:  // numpy has no bfloat16: its bits as uint16 (view as ml_dtypes')
+      return "<u2";
   }
   return "?";
 }
@@ -181,7 +185,10 @@ DType parse_descr(std::string_view d, const std::string& what) {
   if (d == "<f4") return DType::kFloat32;
   if (d == "<f8") return DType::kFloat64;
   if (d == "|u1" || d == "<u1" || d == ">u1") return DType::kUInt8;
-  DSP_THROW_T(FormatError, "{}: unsupported .npy dtype '{}' (supported: <i4 <i8 <f2 <f4 <f8 |u1)",
+  if (d == "|i1" || d == "<i1" || d == ">i1") return DType::kInt8;
+  if (d == "<u2") return DType::kBFloat16;  // dsp writes bfloat16 as its uint16 bits
+  DSP_THROW_T(FormatError,
+              "{}: unsupported .npy dtype '{}' (supported: <i4 <i8 <f2 <f4 <f8 |u1 |i1 <u2)",
               what, d);
 }
 

@@ -10,13 +10,14 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
   const int64_t F = store ? store->dim() : 0;
   lb.feature_dim = F;
   if (store && store->device().is_cuda()) {
-    // Rows stay in device memory, in the file's dtype; the trainer widens them there.
+    // Rows stay in device memory, in gather's output dtype (float32, or a float16 file's rows,
+    // which the trainer widens there).
     const int64_t n = static_cast<int64_t>(input.size());
     lb.device = store->device();
-    lb.device_dtype = store->dtype();
-    lb.device_features = store->backend().allocate_rows(n);
+    lb.device_dtype = store->out_dtype();
+    lb.device_features = store->allocate_rows(n);
     store->gather(input.data(), n, lb.device_features.get());
-  } else if (store && store->dtype() == DType::kFloat32) {
+  } else if (store && store->out_dtype() == DType::kFloat32) {  // bfloat16, int8: decoded by gather
     lb.features.resize(input.size() * F);
     store->gather(input.data(), static_cast<int64_t>(input.size()), lb.features.data());
   } else if (store) {

@@ -96,6 +96,10 @@ py::dtype numpy_dtype(DType t) {
       return py::dtype::of<double>();
     case DType::kUInt8:
       return py::dtype::of<uint8_t>();
+    case DType::kInt8:
+      return py::dtype::of<int8_t>();
+    case DType::kBFloat16:  // numpy has no bfloat16: its bits
+      return py::dtype::of<uint16_t>();
   }
   return py::dtype::of<uint8_t>();
 }

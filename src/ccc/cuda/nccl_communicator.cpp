@@ -39,6 +39,10 @@ ncclDataType_t nccl_type(DType t) {
       return ncclFloat64;
     case DType::kUInt8:
       return ncclUint8;
+    case DType::kInt8:
+      return ncclInt8;
+    case DType::kBFloat16:
+      return ncclBfloat16;
   }
   return ncclUint8;
 }

@@ -28,6 +28,10 @@ MPI_Datatype mpi_type(DType t) {
       return MPI_DOUBLE;
     case DType::kUInt8:
       return MPI_UINT8_T;
+    case DType::kInt8:
+      return MPI_INT8_T;
+    case DType::kBFloat16:
+      return MPI_UINT16_T;  // moved as raw bits, never reduced
   }
   return MPI_DATATYPE_NULL;
 }

@@ -3,6 +3,7 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <numeric>
 
@@ -52,30 +53,39 @@ nlohmann::json PartitionMeta::to_json() const {
                        {"reach", s.reach},
                        {"link_train", s.link_train}});
   }
-  return {{"format_version", format_version},
-          {"parts", parts},
-          {"offsets", offsets},
-          {"method", method},
-          {"cache_policy", cache_policy},
-          {"cache_ratio", cache_ratio},
-          {"cache_bytes", cache_bytes},
-          {"cache_rows", cache_rows},
-          {"part", parts_j},
-          {"edge_cut", edge_cut},
-          {"hops", hops},
-          {"halo_cap", halo_cap},
-          {"preaggregated", preaggregated},
-          {"num_nodes", num_nodes},
-          {"num_edges", num_edges},
-          {"feature_dim", feature_dim},
-          {"feature_dtype", dtype_name(feature_dtype)},
-          {"index_dtype", dtype_name(index_dtype)},
-          {"num_classes", num_classes},
-          {"has_weights", has_weights},
-          {"dataset_name", dataset_name},
-          {"source_checksum", fmt::format("{:016x}", source_checksum)},
-          {"partition_id", fmt::format("{:016x}", partition_id)},
-          {"extra", extra}};
+  nlohmann::json j = {{"format_version", format_version},
+                      {"parts", parts},
+                      {"offsets", offsets},
+                      {"method", method},
+                      {"cache_policy", cache_policy},
+                      {"cache_ratio", cache_ratio},
+                      {"cache_bytes", cache_bytes},
+                      {"cache_rows", cache_rows},
+                      {"part", parts_j},
+                      {"edge_cut", edge_cut},
+                      {"hops", hops},
+                      {"halo_cap", halo_cap},
+                      {"preaggregated", preaggregated},
+                      {"num_nodes", num_nodes},
+                      {"num_edges", num_edges},
+                      {"feature_dim", feature_dim},
+                      {"feature_dtype", dtype_name(feature_dtype)},
+                      {"index_dtype", dtype_name(index_dtype)},
+                      {"num_classes", num_classes},
+                      {"has_weights", has_weights},
+                      {"dataset_name", dataset_name},
+                      {"source_checksum", fmt::format("{:016x}", source_checksum)},
+                      {"partition_id", fmt::format("{:016x}", partition_id)},
+                      {"extra", extra}};
+  // Only when converted, so that --feature-dtype keep writes the file it always did.
+  if (feature_conversion.converted) {
+    const FeatureConversion& c = feature_conversion;
+    j["feature_conversion"] = {{"source_dtype", dtype_name(c.source_dtype)},
+                               {"scale", c.scale.empty() ? "none" : c.scale},
+                               {"max_abs_error", c.max_abs_error},
+                               {"rel_rms_error", c.rel_rms_error}};
+  }
+  return j;
 }
 
 namespace {
@@ -92,6 +102,55 @@ void check_layout(const PartitionMeta& m, const std::string& what) {
   for (int p = 0; p < m.parts; ++p) {
     DSP_CHECK_FORMAT(m.offsets[p] <= m.offsets[p + 1], "{}: offsets decrease at part {}", what, p);
   }
+}
+
+// feature_conversion (written with --feature-dtype other than keep) against feature_dtype.
+FeatureConversion parse_feature_conversion(const nlohmann::json& j, DType stored,
+                                           const std::string& what) {
+  FeatureConversion c;
+  const bool needs_scale = stored == DType::kInt8;
+  if (!j.contains("feature_conversion")) {
+    DSP_CHECK_FORMAT(!needs_scale && stored != DType::kBFloat16,
+                     "{}: feature_dtype {} needs a 'feature_conversion' entry", what,
+                     dtype_name(stored));
+    return c;
+  }
+  std::string source, scale;
+  try {
+    const nlohmann::json& fc = j.at("feature_conversion");
+    fc.at("source_dtype").get_to(source);
+    fc.at("scale").get_to(scale);
+    fc.at("max_abs_error").get_to(c.max_abs_error);
+    fc.at("rel_rms_error").get_to(c.rel_rms_error);
+  } catch (const nlohmann::json::exception&) {
+    DSP_THROW_T(FormatError,
+                "{}: malformed 'feature_conversion' (source_dtype, scale, max_abs_error, "
+                "rel_rms_error)",
+                what);
+  }
+  DSP_CHECK_FORMAT(source == "float32" || source == "float16",
+                   "{}: feature_conversion.source_dtype '{}' is not float32 or float16", what,
+                   source);
+  DSP_CHECK_FORMAT(stored == DType::kFloat32 || stored == DType::kFloat16 ||
+                       stored == DType::kBFloat16 || stored == DType::kInt8,
+                   "{}: feature_dtype {} is not float32, float16, bfloat16 or int8", what,
+                   dtype_name(stored));
+  if (needs_scale) {
+    DSP_CHECK_FORMAT(scale == "column" || scale == "row",
+                     "{}: feature_conversion.scale '{}' is not column or row (int8 features)", what,
+                     scale);
+  } else {
+    DSP_CHECK_FORMAT(scale == "none",
+                     "{}: feature_conversion.scale '{}' for {} features (only int8 has scales)",
+                     what, scale, dtype_name(stored));
+  }
+  DSP_CHECK_FORMAT(std::isfinite(c.max_abs_error) && c.max_abs_error >= 0 &&
+                       std::isfinite(c.rel_rms_error) && c.rel_rms_error >= 0,
+                   "{}: feature_conversion errors must be finite and >= 0", what);
+  c.converted = true;
+  c.source_dtype = parse_dtype(source);
+  c.scale = needs_scale ? scale : "";
+  return c;
 }
 
 // The per-part entries of partition.json.
@@ -171,6 +230,7 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   } catch (const Error&) {
     DSP_THROW_T(FormatError, "{}: unknown dtype '{}' or '{}'", what, fd, id);
   }
+  m.feature_conversion = parse_feature_conversion(j, m.feature_dtype, what);
   m.source_checksum = hex("source_checksum");
   m.partition_id = hex("partition_id");
   if (j.contains("extra")) m.extra = j.at("extra");
@@ -203,8 +263,8 @@ uint64_t dataset_checksum(const Dataset& ds) {
   }
   // Link pairs: only those present (their counts are in the meta above), so a dataset without
   // them keeps the checksum it had before they existed.
-  for (const Array* a : {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg,
-                         &ds.link_test_neg}) {
+  for (const Array* a :
+       {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg, &ds.link_test_neg}) {
     if (a->defined()) h.update(a->raw(), a->nbytes());
   }
   return h.digest();

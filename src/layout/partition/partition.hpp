@@ -28,11 +28,16 @@
 //                             the features' dtype, row v = [x_v | a_v], a_v the first layer's
 //                             aggregation over v's whole in-neighbourhood (see preaggregate_kinds);
 //                             renumbered and shared like features.npy
+//   feature_scale.npy         with --feature-dtype int8: float32 scales, [1, F] (one per column)
+//                             or [N, 1] (one per node, renumbered), so that in numpy
+//                             features * feature_scale is the dequantized [N, F] (see
+//                             core/quant.hpp and partition_quant.cpp)
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/quant.hpp"
 #include "graph/array.hpp"
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
@@ -85,6 +90,10 @@ struct PartitionOptions {
   bool verbose = true;  // progress lines per phase (time, peak memory)
   // PaGraph's first-layer pre-aggregation: kinds of preaggregated_<kind>.npy to write (mean, gcn).
   std::vector<std::string> preaggregate;
+  // Storage of features.npy: keep (the dataset's dtype, bytes as they are), float32, float16,
+  // bfloat16 or int8 (symmetric, a float32 scale per column or per row: feature_scale).
+  std::string feature_dtype = "keep";
+  std::string feature_scale;  // int8: column (default) or row; empty otherwise
   // Bytes of a part's rows (row pointers and entries) built at a time, renumbered and sorted,
   // before they are appended to its files; a row longer than that is built alone. <= 0: the
   // whole part at once (its patch in memory).
@@ -98,8 +107,18 @@ struct PartStats {
   int64_t begin = 0, end = 0;  // owned global id range
   int64_t edges = 0, seeds = 0, cached = 0;
   int64_t halo_nodes = 0, halo_edges = 0;  // replicated rows (pagraph)
-  int64_t reach = 0;  // pagraph: nodes within L hops of the part's seeds (features it reads)
+  int64_t reach = 0;       // pagraph: nodes within L hops of the part's seeds (features it reads)
   int64_t link_train = 0;  // training edges whose source the part owns (link prediction)
+};
+
+// How features.npy was converted from the dataset's features (--feature-dtype other than keep),
+// and what that cost: errors over all N x F entries against the source values in float32.
+struct FeatureConversion {
+  bool converted = false;  // false: features.npy holds the dataset's values as they are
+  DType source_dtype = DType::kFloat32;
+  std::string scale;  // int8: "column" or "row"; empty otherwise
+  double max_abs_error = 0;
+  double rel_rms_error = 0;  // sqrt(sum (x' - x)^2 / sum x^2); 0 when every x is 0
 };
 
 struct PartitionMeta {
@@ -116,7 +135,8 @@ struct PartitionMeta {
   int64_t halo_cap = 0;  // entries kept per replicated row (0: all)
   std::vector<std::string> preaggregated;  // kinds of preaggregated_<kind>.npy (PaGraph's PP)
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
-  DType feature_dtype = DType::kFloat32;
+  DType feature_dtype = DType::kFloat32;  // of features.npy
+  FeatureConversion feature_conversion;
   DType index_dtype = DType::kInt32;
   bool has_weights = false;
   std::string dataset_name;
@@ -185,8 +205,10 @@ struct PartitionData {
   Csr patch;       // num_nodes = rows of the part; entries are global ids
   Array seeds;     // int64
   Array cached;    // int64, hottest first
-  Array features;  // [N, F] mapped, renumbered
-  Array labels;    // int64 [N]
+  Array features;  // [N, F] mapped, renumbered, in meta.feature_dtype
+  // int8 features: float32 [1, F] (per column) or [N, 1] (per node); undefined otherwise.
+  Array feature_scale;
+  Array labels;  // int64 [N]
   Array train_idx, valid_idx, test_idx;
   Array in_degree;  // int64 [N]
   Array halo_ids;   // int64, ascending: replicated rows (pagraph partitions; else undefined)
@@ -235,6 +257,27 @@ void write_preaggregated(const Csr& g, const Array& features, const std::vector<
 // rows are finite. FormatError naming the file; InvalidArgument when the partition was written
 // without that kind (naming the dsp partition option that writes it).
 Array load_preaggregated(const PartitionData& part, const std::string& kind);
+
+// --feature-dtype / --feature-scale (partition_quant.cpp). The dtype features.npy gets from a
+// dataset whose features are `source`; InvalidArgument for an unknown name or a bad combination.
+DType partition_feature_dtype(const PartitionOptions& opts, DType source);
+// Writes features.npy (rows in the order new2old, converted as opts says) and, for int8,
+// feature_scale.npy; refuses (InvalidArgument naming the node and column) a value that is not
+// finite or whose conversion is not. Returns what the conversion cost.
+// `what` names the source in messages.
+FeatureConversion write_converted_features(const Array& features,
+                                           const std::vector<int64_t>& new2old,
+                                           const PartitionOptions& opts, const std::string& what,
+                                           const std::string& features_path,
+                                           const std::string& scale_path);
+// How a partition's stored features decode (core/quant.hpp): column scales in the codec, per-node
+// scales in *row_scale ([N], null when there are none).
+FeatureCodec stored_feature_codec(const Array& features, const Array& feature_scale,
+                                  const float** row_scale);
+// Element (i, j) of a partition's stored features as float32 (decoded as the gather decodes).
+float stored_feature(const Array& features, const Array& feature_scale, int64_t i, int64_t j);
+// The line `dsp partition` prints about the features' storage and its error.
+std::string describe_feature_storage(const PartitionMeta& m);
 
 // Throws FormatError if `ds` is not the dataset `meta` was made from.
 void check_partition_source(const PartitionMeta& meta, const Dataset& ds);

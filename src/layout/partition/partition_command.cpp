@@ -75,6 +75,16 @@ std::vector<Option<Cmd>> method_options() {
       value("--preaggregate-kinds", "preaggregate_kinds",
             "with --preaggregate: mean, gcn or mean,gcn (default: both)",
             DSP_FIELD(preaggregate_kinds)),
+      value("--feature-dtype", "feature_dtype",
+            "storage of features.npy: keep (default: the dataset's dtype, bytes as they are), "
+            "float32, float16 or bfloat16 (rounded to nearest even), or int8 (symmetric, a "
+            "float32 scale per column or row: see --feature-scale). Caches and rows exchanged "
+            "between ranks keep this dtype; the gather decodes to float32. Prints the error",
+            DSP_FIELD(o.feature_dtype), "keep,float32,float16,bfloat16,int8"),
+      value("--feature-scale", "feature_scale",
+            "with --feature-dtype int8: column (default: one scale per feature column) or row "
+            "(one per node); scale = max |x| / 127, q = round(x / scale), in feature_scale.npy",
+            DSP_FIELD(o.feature_scale), "column,row"),
       value("--seed", "seed", "random seed (METIS, random method and policy)", DSP_FIELD(o.seed)),
       value("--seed-imbalance", "seed_imbalance",
             "allowed excess of training seeds per part over the mean (default 0.05)",
@@ -97,8 +107,7 @@ std::vector<Option<Cmd>> cache_and_run_options() {
       value("--fanouts", "fanouts",
             "cache policy presample: fanouts from the seeds out (default 15,10,5)",
             DSP_FIELD(presample_fanouts)),
-      value("--batch-size", "batch_size",
-            "cache policy presample: seeds per batch (default 1024)",
+      value("--batch-size", "batch_size", "cache policy presample: seeds per batch (default 1024)",
             DSP_FIELD(presample_batch_size)),
       toggle("--overwrite", "overwrite", "replace OUT if it exists", DSP_FIELD(o.overwrite)),
       value("--json", "json", "write the figures (times, memory, balance) to this file",
@@ -161,6 +170,7 @@ void PartitionCommand::validate() {
   o.bfs_blocks.balance_entries = o.balance_entries;
   o.verbose = !quiet;
   check_partition_method(o);  // before loading the dataset, as partition_dataset does
+  partition_feature_dtype(o, DType::kFloat32);
   check_partition_out(dataset, out);
 }
 
@@ -249,6 +259,15 @@ nlohmann::json partition_report(const std::string& out, const PartitionMeta& m, 
     j["preaggregated"] = m.preaggregated;
     say("  pre-aggregated first layer (PaGraph): {} (preaggregated_<kind>.npy, [{}, {}])\n",
         fmt::join(m.preaggregated, ", "), m.num_nodes, 2 * m.feature_dim);
+  }
+  if (m.feature_conversion.converted) {
+    const FeatureConversion& c = m.feature_conversion;
+    j["feature_conversion"] = {{"dtype", dtype_name(m.feature_dtype)},
+                               {"source_dtype", dtype_name(c.source_dtype)},
+                               {"scale", c.scale},
+                               {"max_abs_error", c.max_abs_error},
+                               {"rel_rms_error", c.rel_rms_error}};
+    say("  {}\n", describe_feature_storage(m));
   }
   if (halo) {
     j["replication"] = {{"rows", double(rows) / m.num_nodes},

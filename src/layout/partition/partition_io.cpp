@@ -1,5 +1,6 @@
 // Writing and loading partition directories (see partition.hpp for the layout).
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <numeric>
 #include <optional>
@@ -313,6 +314,10 @@ void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
     DSP_CHECK_ARG(ds.features.defined(), "--preaggregate needs node features, and {} has none",
                   dataset_label(ds));
   }
+  partition_feature_dtype(opts, ds.meta.feature_dtype);  // --feature-dtype, --feature-scale
+  DSP_CHECK_ARG(opts.feature_dtype == "keep" || ds.features.defined(),
+                "--feature-dtype {}: {} has no node features", opts.feature_dtype,
+                dataset_label(ds));
 }
 
 // Renumbering: part p's nodes, in old-id order, get the ids [offsets[p], offsets[p+1]).
@@ -348,7 +353,7 @@ void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& op
   meta.num_nodes = ds.meta.num_nodes;
   meta.num_edges = g.num_edges();
   meta.feature_dim = ds.meta.feature_dim;
-  meta.feature_dtype = ds.meta.feature_dtype;
+  meta.feature_dtype = partition_feature_dtype(opts, ds.meta.feature_dtype);
   meta.index_dtype = g.index_dtype();
   meta.num_classes = ds.meta.num_classes;
   meta.has_weights = g.has_weights();
@@ -369,8 +374,9 @@ void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& op
     meta.hops = opts.pagraph.hops;
     meta.halo_cap = opts.pagraph.halo_cap;
   }
+  // Rows as stored: a narrower dtype caches more rows in the same budget.
   const size_t row_bytes =
-      static_cast<size_t>(ds.meta.feature_dim) * dtype_size(ds.meta.feature_dtype);
+      static_cast<size_t>(ds.meta.feature_dim) * dtype_size(meta.feature_dtype);
   if (opts.cache_bytes >= 0) {
     meta.cache_rows = row_bytes == 0 ? 0 : static_cast<int64_t>(opts.cache_bytes / row_bytes);
   } else {
@@ -404,11 +410,18 @@ uint64_t partition_id(const PartitionMeta& meta, const std::vector<int64_t>& new
 }
 
 // The arrays every rank maps: features (and pre-aggregated rows), labels, splits, in-degrees.
-void write_shared_arrays(StagedDir& dir, const Dataset& ds, const PartitionMeta& meta,
-                         const Renumbering& r) {
+// Converted features (--feature-dtype other than keep) set meta.feature_conversion.
+void write_shared_arrays(StagedDir& dir, const Dataset& ds, PartitionMeta& meta,
+                         const PartitionOptions& opts, const Renumbering& r) {
   const Csr& g = ds.graph;
   const std::vector<int64_t>& old2new = r.old2new;
-  if (ds.features.defined()) write_gathered_rows(dir.file("features.npy"), ds.features, r.new2old);
+  if (ds.features.defined() && opts.feature_dtype == "keep") {
+    write_gathered_rows(dir.file("features.npy"), ds.features, r.new2old);
+  } else if (ds.features.defined()) {
+    meta.feature_conversion =
+        write_converted_features(ds.features, r.new2old, opts, dataset_label(ds) + "/features.npy",
+                                 dir.file("features.npy"), dir.file("feature_scale.npy"));
+  }
   for (const std::string& k : meta.preaggregated) {
     write_preaggregated(g, ds.features, r.new2old, k,
                         dir.file(fmt::format("preaggregated_{}.npy", k)));
@@ -442,8 +455,8 @@ struct PartWriter {
   const Renumbering& r;
   const std::vector<int64_t>& score;
   const Array& train_new;
-  Csr halo_src;               // PaGraph: the rows replicated rows are cut from
-  std::vector<int8_t> depth;  // PaGraph: BFS scratch for the halos
+  Csr halo_src;                              // PaGraph: the rows replicated rows are cut from
+  std::vector<int8_t> depth;                 // PaGraph: BFS scratch for the halos
   const std::vector<Pair>* links = nullptr;  // link_train in new ids, sorted; null: none
 
   // Part p's patch, seeds, halo and cache list into <tmp>/part<p>/.
@@ -538,7 +551,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
 
   StagedDir dir(out, opts.overwrite);
   meta.partition_id = partition_id(meta, r.new2old);
-  write_shared_arrays(dir, ds, meta, r);
+  write_shared_arrays(dir, ds, meta, opts, r);
   phase("write shared arrays");
 
   const Array train_new =
@@ -584,6 +597,7 @@ void check_partition_source(const PartitionMeta& meta, const Dataset& ds) {
 
 void share_node_arrays(const PartitionData& from, PartitionData& to) {
   to.features = from.features;
+  to.feature_scale = from.feature_scale;
   to.labels = from.labels;
   to.train_idx = from.train_idx;
   to.valid_idx = from.valid_idx;
@@ -630,6 +644,38 @@ void load_links(PartitionData& d, Need&& need) {
   for (const auto& [file, a] : shared) {
     const std::string path = d.dir + "/" + file;
     if (path_exists(path)) *a = load_pairs(path, n, 0, n, -1);
+  }
+}
+
+// A partition's features.npy rows [begin, end) are finite (int8 always is), and int8 features
+// have their scales: feature_scale.npy of the shape partition.json's scale mode gives, every scale
+// finite and >= 0. FormatError naming the file.
+void check_stored_features(PartitionData& d, int64_t begin, int64_t end) {
+  const std::string path = d.dir + "/features.npy";
+  const DType t = d.meta.feature_dtype;
+  if (t == DType::kFloat32 || t == DType::kFloat16) {
+    check_finite_features(d.features, begin, end, path);
+  } else if (t == DType::kBFloat16) {
+    const int64_t f = d.features.dim(1);
+    const auto* h = static_cast<const uint16_t*>(d.features.raw());
+    for (int64_t i = begin * f; i < end * f; ++i) {
+      DSP_CHECK_FORMAT((h[i] & 0x7f80u) != 0x7f80u, "{}: feature {} of node {} is {}", path, i % f,
+                       i / f, bf16_to_float(h[i]));
+    }
+  }
+  if (t != DType::kInt8) return;
+  const std::string sp = d.dir + "/feature_scale.npy";
+  check_file_readable(sp, "missing (int8 features need their scales)");
+  d.feature_scale = load_npy(sp, DType::kFloat32, 2);
+  const bool per_row = d.meta.feature_conversion.scale == "row";
+  const int64_t rows = per_row ? d.meta.num_nodes : 1, cols = per_row ? 1 : d.meta.feature_dim;
+  DSP_CHECK_FORMAT(d.feature_scale.dim(0) == rows && d.feature_scale.dim(1) == cols,
+                   "{}: shape {}, expected [{}, {}] (one scale per {}, as partition.json says)", sp,
+                   d.feature_scale.describe(), rows, cols, per_row ? "node" : "column");
+  const float* s = d.feature_scale.data<float>();
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    DSP_CHECK_FORMAT(std::isfinite(s[i]) && s[i] >= 0, "{}: scale {} is {} (must be finite, >= 0)",
+                     sp, i, s[i]);
   }
 }
 
@@ -682,7 +728,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     DSP_CHECK_FORMAT(d.features.dim(0) == n && d.features.dim(1) == m.feature_dim,
                      "{}/features.npy: shape {} does not match {} nodes x {} features", dir,
                      d.features.describe(), n, m.feature_dim);
-    check_finite_features(d.features, begin, end, dir + "/features.npy");  // this part's rows
+    check_stored_features(d, begin, end);  // this part's rows
   }
   if (path_exists(dir + "/labels.npy")) {
     d.labels = load_npy(dir + "/labels.npy", DType::kInt64, 1);

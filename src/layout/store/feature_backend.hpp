@@ -11,6 +11,12 @@
 //   serve_slots  rows of this rank's cache, by slot, for the peers that asked;
 //   place_rows   rows received from peers into their places in `out`.
 //
+// Rows are cached, served and exchanged in the stored dtype (FeatureSource::row_bytes each);
+// `out` rows are out_row_bytes each: the same rows for float32 and float16 stores, float32 rows
+// decoded in the same pass for bfloat16 and int8 stores (core/quant.hpp: decode_row on the host,
+// its per-element form in the kernel), so narrow rows are what the caches hold and the
+// collective moves.
+//
 // `out` lives in the backend's memory (device()). The rows of serve_slots and place_rows live
 // where the store's communicator takes its buffers (RowSpace): host memory, or the backend's
 // memory when the channel is device-space (NCCL, or MPI staged), so rows go from one GPU's cache
@@ -32,14 +38,18 @@
 
 #include "ccc/communicator.hpp"
 #include "core/device.hpp"
+#include "core/quant.hpp"
 #include "graph/array.hpp"
 
 namespace dsp {
 
 // What a backend serves from, prepared by the store (host memory, valid for the store's life).
 struct FeatureSource {
-  Array features;  // [N, F] (normally the shared read-only mapping)
-  size_t row_bytes = 0;
+  Array features;                    // [N, F] (normally the shared read-only mapping)
+  size_t row_bytes = 0;              // of a stored row
+  size_t out_row_bytes = 0;          // of an output row: row_bytes, or 4 F when the codec decodes
+  FeatureCodec codec;                // column scales in host memory
+  const float* row_scale = nullptr;  // int8 per-node scales [N] (host), or null
   int64_t num_nodes = 0;
   int64_t begin = 0, end = 0;     // the node ids this rank owns
   Array cached;                   // int64: this rank's cached ids in slot order (hottest first)
@@ -82,14 +92,15 @@ class FeatureBackend {
   virtual LocalPass local_pass(const int64_t* ids, int64_t n, void* out, uint8_t* peer,
                                uint64_t* seen) = 0;
   // slots: host memory. rows: n * row_bytes in `space` (kHost: host memory; kDevice: the
-  // backend's memory, e.g. from allocate_rows). Both complete on return.
+  // backend's memory, e.g. from allocate). Both complete on return.
   virtual void serve_slots(const int64_t* slots, int64_t n, void* rows, MemorySpace space) = 0;
-  // Row k of `rows` (in `space`) to row pos[k] (host memory) of out.
-  virtual void place_rows(const void* rows, MemorySpace space, const int64_t* pos, int64_t n,
-                          void* out) = 0;
-  // Memory for `n` output rows in the backend's memory, and back to the host (tests, tools).
-  virtual std::shared_ptr<void> allocate_rows(int64_t n) = 0;
-  virtual void copy_to_host(const void* rows, int64_t n, void* host) = 0;
+  // Stored row k of `rows` (in `space`) to output row pos[k] of out; node[k] is its node id
+  // (pos and node: host memory; node picks per-node scales).
+  virtual void place_rows(const void* rows, MemorySpace space, const int64_t* pos,
+                          const int64_t* node, int64_t n, void* out) = 0;
+  // `bytes` of the backend's memory, and back to the host (tests, tools).
+  virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
+  virtual void copy_to_host(const void* src, size_t bytes, void* host) = 0;
 };
 
 using FeatureBackendFactory = std::function<std::unique_ptr<FeatureBackend>(const FeatureSource&)>;

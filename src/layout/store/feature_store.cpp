@@ -24,6 +24,8 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
   dim_ = features_.dim(1);
   dtype_ = features_.dtype();
   row_bytes_ = static_cast<size_t>(dim_) * dtype_size(dtype_);
+  out_dtype_ = codec_decodes(dtype_) ? DType::kFloat32 : dtype_;
+  out_row_bytes_ = static_cast<size_t>(dim_) * dtype_size(out_dtype_);
 
   // Feature position list: the slot of every node in its owner's cache.
   slot_.assign(num_nodes_, -1);
@@ -46,6 +48,8 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
   FeatureSource src;
   src.features = features_;
   src.row_bytes = row_bytes_;
+  src.out_row_bytes = out_row_bytes_;
+  src.codec = stored_feature_codec(features_, part.feature_scale, &src.row_scale);
   src.num_nodes = num_nodes_;
   src.begin = meta_.offsets[part.part];
   src.end = meta_.offsets[part.part + 1];
@@ -130,8 +134,9 @@ void FeatureStore::exchange_rows(const int64_t* ids, const std::vector<int64_t>&
               cache_rows_);
   }
   const MemorySpace space = comm_.memory_space();
-  auto rows = [&](int64_t n) -> std::shared_ptr<void> {
-    if (space == MemorySpace::kDevice) return backend_->allocate_rows(n);
+  auto rows = [&](int64_t n) -> std::shared_ptr<void> {  // stored rows
+    if (space == MemorySpace::kDevice)
+      return backend_->allocate(std::max<size_t>(n * row_bytes_, 1));
     return std::shared_ptr<void>(new unsigned char[std::max<size_t>(n * row_bytes_, 1)],
                                  [](void* p) { delete[] static_cast<unsigned char*>(p); });
   };
@@ -149,15 +154,15 @@ void FeatureStore::exchange_rows(const int64_t* ids, const std::vector<int64_t>&
     comm_.all_to_all_v(rows_out.get(), sc, rows_in.get(), rc, DType::kUInt8, rows_op);
     comm_.synchronize(rows_op);
   }
-  backend_->place_rows(rows_in.get(), space, req_pos.data(), n_in, out);
+  std::vector<int64_t> got(n_in);
+  for (int64_t k = 0; k < n_in; ++k) got[k] = ids[req_pos[k]];
+  backend_->place_rows(rows_in.get(), space, req_pos.data(), got.data(), n_in, out);
   if (fifo_ && n_in > 0) {
-    std::vector<int64_t> got(n_in);
-    for (int64_t k = 0; k < n_in; ++k) got[k] = ids[req_pos[k]];
     std::vector<unsigned char> host;
     const unsigned char* r = static_cast<const unsigned char*>(rows_in.get());
     if (space == MemorySpace::kDevice) {
       host.resize(n_in * row_bytes_);
-      backend_->copy_to_host(rows_in.get(), n_in, host.data());
+      backend_->copy_to_host(rows_in.get(), n_in * row_bytes_, host.data());
       r = host.data();
     }
     fifo_->insert(got.data(), r, n_in);
@@ -202,7 +207,8 @@ void FeatureStore::serve_from_fifo(const int64_t* ids, int64_t n, void* out) {
       (hit[k] ? hit_pos : rest_pos).push_back(pos[k]);
       if (hit[k]) peer_[pos[k]] = 0;
     }
-    backend_->place_rows(rows.data(), MemorySpace::kHost, hit_pos.data(), h, out);
+    backend_->place_rows(rows.data(), MemorySpace::kHost, hit_pos.data(), hit_ids.data(), h, out);
+    stats_.bytes_fifo += h * static_cast<int64_t>(row_bytes_);
     if (level == fifo_shared_.get()) {
       fifo_->insert(hit_ids.data(), rows.data(), h);
       stats_.rows_fifo_shared += h;
@@ -216,10 +222,10 @@ void FeatureStore::serve_from_fifo(const int64_t* ids, int64_t n, void* out) {
 
 std::vector<unsigned char> FeatureStore::gather(const std::vector<int64_t>& ids) {
   const int64_t n = static_cast<int64_t>(ids.size());
-  std::vector<unsigned char> out(n * row_bytes_);
-  std::shared_ptr<void> rows = backend_->allocate_rows(n);
+  std::vector<unsigned char> out(n * out_row_bytes_);
+  std::shared_ptr<void> rows = allocate_rows(n);
   gather(ids.data(), n, rows.get());
-  backend_->copy_to_host(rows.get(), n, out.data());
+  backend_->copy_to_host(rows.get(), out.size(), out.data());
   return out;
 }
 

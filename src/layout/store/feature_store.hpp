@@ -16,6 +16,7 @@
 // cross in the communicator's memory space (device-space channels: NCCL, or MPI staged through
 // pinned memory, ccc/staged_communicator.hpp), so that a GPU rank's peers read its cache without
 // dsp copying rows through the host.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,7 +36,10 @@ struct GatherStats {
   int64_t rows_cold = 0;         // read from the mapped file
   int64_t rows_fifo = 0;         // another rank's rows served by the FIFO cache (no request)
   int64_t rows_fifo_shared = 0;  // ... by the machine's shared FIFO level
+  // Bytes of stored rows (a quantized store moves its narrow rows; gather decodes at the end).
   int64_t bytes_remote_hot = 0, bytes_local_hot = 0, bytes_cold = 0;
+  int64_t bytes_fifo = 0;  // stored rows served by the FIFO levels
+  int64_t bytes() const { return bytes_remote_hot + bytes_local_hot + bytes_cold + bytes_fifo; }
   double hit_rate() const {
     const int64_t hot = rows_remote_hot + rows_local_hot + rows_fifo + rows_fifo_shared;
     const int64_t total = hot + rows_cold;
@@ -66,13 +70,23 @@ class FeatureStore {
 
   int64_t num_nodes() const { return num_nodes_; }
   int64_t dim() const { return dim_; }
+  // Rows as stored, cached and exchanged between ranks (GatherStats counts these bytes).
   DType dtype() const { return dtype_; }
   size_t row_bytes() const { return row_bytes_; }
+  // Rows as gather writes them: float32 for bfloat16 and int8 stores (decoded in the gather),
+  // the stored rows otherwise (float16 rows are widened by their consumer, on its device).
+  DType out_dtype() const { return out_dtype_; }
+  size_t out_row_bytes() const { return out_row_bytes_; }
+  // Memory for n output rows in the backend's memory.
+  std::shared_ptr<void> allocate_rows(int64_t n) {
+    return backend_->allocate(std::max<size_t>(static_cast<size_t>(n) * out_row_bytes_, 1));
+  }
   int64_t cached_rows() const { return cache_rows_; }
 
-  // Writes n rows (n * row_bytes() bytes, in the backend's memory) to `out`, row i =
-  // features[ids[i]]. ids (host) must be distinct and in [0, N): InvalidArgument otherwise (on
-  // the calling rank, before any communication, so a bad request fails where it was made).
+  // Writes n rows (n * out_row_bytes() bytes, in the backend's memory) to `out`, row i =
+  // features[ids[i]] (decoded to float32 when out_dtype() says so). ids (host) must be distinct and
+  // in [0, N): InvalidArgument otherwise (on the calling rank, before any communication, so a bad
+  // request fails where it was made).
   void gather(const int64_t* ids, int64_t n, void* out);
   // Host convenience: the rows copied to host memory whatever the backend.
   std::vector<unsigned char> gather(const std::vector<int64_t>& ids);
@@ -92,8 +106,8 @@ class FeatureStore {
   PartitionMeta meta_;
   Array features_;  // mapped [N, F]
   int64_t num_nodes_, dim_;
-  DType dtype_;
-  size_t row_bytes_;
+  DType dtype_, out_dtype_;
+  size_t row_bytes_, out_row_bytes_;
   int64_t cache_rows_ = 0;
   std::vector<int32_t> slot_;          // slot of every node in its owner's cache, or -1
   std::vector<uint64_t> cached_bits_;  // bit v: node v is cached by some rank

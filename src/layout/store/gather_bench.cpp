@@ -49,7 +49,7 @@ struct GatherRun {
         key(rng_key(o.seed, c.rank())),
         ref(batch * rb),
         contig_src(batch * rb, 1),
-        out(s.backend().allocate_rows(batch)) {  // in the store's memory
+        out(s.allocate_rows(batch)) {  // in the store's memory
     std::iota(perm.begin(), perm.end(), 0);
     // Touch every page of the mapping once so all three loops read from the page cache.
     volatile unsigned char sink = 0;
@@ -114,8 +114,14 @@ nlohmann::json measure_gather(FeatureStore& store, Communicator& comm, const Arr
   for (int it = -2; it < o.iters; ++it) r.round(it);  // two warm-up rounds
   const double bytes = static_cast<double>(r.batch) * r.rb * o.iters;
   const GatherStats& st = store.stats();
+  // row_bytes: stored rows (what caches hold and ranks exchange); the gather decodes bfloat16
+  // and int8 rows into out_row_bytes of float32.
   return {{"batch_rows", r.batch},
           {"row_bytes", r.rb},
+          {"dtype", dtype_name(store.dtype())},
+          {"out_row_bytes", store.out_row_bytes()},
+          {"bytes_per_gather", st.calls ? st.bytes() / st.calls : 0},
+          {"remote_bytes_per_gather", st.calls ? st.bytes_remote_hot / st.calls : 0},
           {"iters", o.iters},
           {"gather_GBps", bytes / r.t_gather / 1e9},
           {"row_loop_GBps", bytes / r.t_loop / 1e9},

@@ -48,20 +48,27 @@ class HostFeatureBackend final : public FeatureBackend {
   void serve_slots(const int64_t* slots, int64_t n, void* rows, MemorySpace) override {
     gather_rows(cache_.data(), src_.row_bytes, slots, n, static_cast<unsigned char*>(rows));
   }
-  void place_rows(const void* rows, MemorySpace, const int64_t* pos, int64_t n,
+  void place_rows(const void* rows, MemorySpace, const int64_t* pos, const int64_t* node, int64_t n,
                   void* out) override {
     auto* o = static_cast<unsigned char*>(out);
     const auto* r = static_cast<const unsigned char*>(rows);
+    const size_t rb = src_.row_bytes, ob = src_.out_row_bytes;
+    const bool decode = codec_decodes(src_.codec.dtype);
     for (int64_t k = 0; k < n; ++k) {
-      std::memcpy(o + pos[k] * src_.row_bytes, r + k * src_.row_bytes, src_.row_bytes);
+      if (!decode) {
+        std::memcpy(o + pos[k] * ob, r + k * rb, rb);
+      } else {
+        decode_row(src_.codec, r + k * rb, src_.row_scale ? src_.row_scale[node[k]] : 1.0f,
+                   reinterpret_cast<float*>(o + pos[k] * ob));
+      }
     }
   }
-  std::shared_ptr<void> allocate_rows(int64_t n) override {
-    return std::shared_ptr<void>(new unsigned char[std::max<size_t>(n * src_.row_bytes, 1)],
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    return std::shared_ptr<void>(new unsigned char[std::max<size_t>(bytes, 1)],
                                  [](void* p) { delete[] static_cast<unsigned char*>(p); });
   }
-  void copy_to_host(const void* rows, int64_t n, void* host) override {
-    if (n) std::memcpy(host, rows, n * src_.row_bytes);
+  void copy_to_host(const void* src, size_t bytes, void* host) override {
+    if (bytes) std::memcpy(host, src, bytes);
   }
 
  private:
@@ -94,7 +101,10 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
   auto* const out = static_cast<unsigned char*>(out_raw);
   const auto* const base = rows_;
   const uint64_t* const cached_bits = src_.cached_bits;
-  const size_t rb = src_.row_bytes;
+  const size_t rb = src_.row_bytes, ob = src_.out_row_bytes;
+  const bool decode = codec_decodes(src_.codec.dtype);
+  const FeatureCodec codec = src_.codec;
+  const float* const row_scale = src_.row_scale;
   const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
   const uint64_t lo = static_cast<uint64_t>(src_.begin), hi = static_cast<uint64_t>(src_.end);
   std::atomic<int64_t> bad_pos{-1}, dup_pos{-1}, n_cold{0}, n_local{0};
@@ -110,7 +120,12 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
       const uint64_t v = static_cast<uint64_t>(ids[i]);
       const RowSource where = classify_row(v, nn, lo, hi, cached_bits, seen);
       if (where == RowSource::kHere) {
-        std::memcpy(out + i * rb, base + v * rb, rb);
+        if (!decode) {
+          std::memcpy(out + i * rb, base + v * rb, rb);
+        } else {
+          decode_row(codec, base + v * rb, row_scale ? row_scale[v] : 1.0f,
+                     reinterpret_cast<float*>(out + i * ob));
+        }
         ((cached_bits[v >> 6] >> (v & 63)) & 1 ? local : cold) += 1;
       } else if (where == RowSource::kPeer) {
         peer[i] = 1;

@@ -20,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "core/host_device.hpp"
+#include "core/quant.hpp"
 #include "core/recycle_pool.hpp"
 #include "layout/store/feature_backend.hpp"
 
@@ -44,6 +45,25 @@ struct CopyRows {
   }
 };
 
+// Output row dst_pos[r] (r when null) of float32 `out`, decoded from stored row src_rows[r] of
+// `base`: thread i decodes element i % dim of row i / dim with decode_feature (core/quant.hpp),
+// the element form of the host backend's decode_row, so both give the same bits.
+struct DecodeRows {
+  const int64_t* src_rows;
+  const unsigned char* base;
+  int64_t row_bytes;
+  const int64_t* dst_pos;
+  const float* row_scale;  // per r (int8 per-node scales), or null
+  FeatureCodec codec;      // column scales in executor memory
+  float* out;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t d = codec.dim, r = i / d, j = i - r * d;
+    const int64_t to = dst_pos ? dst_pos[r] : r;
+    out[to * d + j] =
+        decode_feature(codec, base + src_rows[r] * row_bytes, j, row_scale ? row_scale[r] : 1.0f);
+  }
+};
+
 }  // namespace kernels
 
 template <class Exec>
@@ -63,6 +83,14 @@ class KernelFeatureBackend final : public FeatureBackend {
     }
     cache_ = cache_buf_.reserve(std::max<size_t>(hot.size(), 16));
     if (!hot.empty()) ex_.to_device(cache_, hot.data(), hot.size());
+    decode_ = codec_decodes(src.codec.dtype);
+    codec_ = src.codec;
+    if (codec_.column_scale) {  // the column scales where the kernel reads them
+      const size_t bytes = static_cast<size_t>(codec_.dim) * sizeof(float);
+      void* d = column_scale_buf_.reserve(std::max<size_t>(bytes, 16));
+      ex_.to_device(d, codec_.column_scale, bytes);
+      codec_.column_scale = static_cast<const float*>(d);
+    }
     ex_.sync();
   }
 
@@ -77,6 +105,8 @@ class KernelFeatureBackend final : public FeatureBackend {
     std::vector<int64_t>& hot_slots = hot_slots_;
     std::vector<int64_t>& hot_pos = hot_pos_;
     cold_ids.clear(), cold_pos.clear(), hot_slots.clear(), hot_pos.clear();
+    cold_scale_.clear(), hot_scale_.clear();
+    const float* row_scale = src_.row_scale;
     const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
     const uint64_t lo = static_cast<uint64_t>(src_.begin), hi = static_cast<uint64_t>(src_.end);
     for (int64_t i = 0; i < n; ++i) {
@@ -89,17 +119,19 @@ class KernelFeatureBackend final : public FeatureBackend {
         if (s >= 0) {
           hot_slots.push_back(s);
           hot_pos.push_back(i);
+          if (row_scale) hot_scale_.push_back(row_scale[v]);
         } else {
           cold_ids.push_back(static_cast<int64_t>(v));
           cold_pos.push_back(i);
+          if (row_scale) cold_scale_.push_back(row_scale[v]);
         }
       } else {
         (where == RowSource::kOutOfRange ? lp.bad_pos : lp.dup_pos) = i;
         return lp;
       }
     }
-    copy_rows(cold_ids, cold_pos, cold_, out, ids_a_, pos_a_);
-    copy_rows(hot_slots, hot_pos, cache_, out, ids_b_, pos_b_);
+    to_out(cold_ids, cold_pos, cold_scale_, cold_, out, ids_a_, pos_a_, scale_a_);
+    to_out(hot_slots, hot_pos, hot_scale_, cache_, out, ids_b_, pos_b_, scale_b_);
     ex_.sync();
     lp.rows_cold = static_cast<int64_t>(cold_ids.size());
     lp.rows_local_hot = static_cast<int64_t>(hot_slots.size());
@@ -117,8 +149,8 @@ class KernelFeatureBackend final : public FeatureBackend {
     ex_.sync();
   }
 
-  void place_rows(const void* rows, MemorySpace space, const int64_t* pos, int64_t n,
-                  void* out) override {
+  void place_rows(const void* rows, MemorySpace space, const int64_t* pos, const int64_t* node,
+                  int64_t n, void* out) override {
     if (n == 0) return;
     const void* src = rows;
     if (space != MemorySpace::kDevice) {
@@ -128,25 +160,52 @@ class KernelFeatureBackend final : public FeatureBackend {
     }
     std::vector<int64_t> iota(n), p(pos, pos + n);
     for (int64_t k = 0; k < n; ++k) iota[k] = k;
-    copy_rows(iota, p, src, out, ids_a_, pos_a_);
+    std::vector<float>& scale = cold_scale_;
+    scale.clear();
+    for (int64_t k = 0; src_.row_scale && k < n; ++k) scale.push_back(src_.row_scale[node[k]]);
+    to_out(iota, p, scale, src, out, ids_a_, pos_a_, scale_a_);
     ex_.sync();
   }
 
   // Output rows come from a pool of growth-only buffers: a batch's buffer returns to the pool when
   // the batch is dropped, so once sizes settle no batch allocates (no cudaMalloc on the hot path).
-  std::shared_ptr<void> allocate_rows(int64_t n) override {
+  std::shared_ptr<void> allocate(size_t bytes) override {
     std::shared_ptr<Buffer> buf = RecyclePool<Buffer>::lend(pool_);
-    void* p = buf->reserve(std::max<size_t>(n * src_.row_bytes, 16));
+    void* p = buf->reserve(std::max<size_t>(bytes, 16));
     return std::shared_ptr<void>(buf, p);
   }
-  void copy_to_host(const void* rows, int64_t n, void* host) override {
-    if (n == 0) return;
-    ex_.to_host(host, rows, n * src_.row_bytes);
+  void copy_to_host(const void* src, size_t bytes, void* host) override {
+    if (bytes == 0) return;
+    ex_.to_host(host, src, bytes);
     ex_.sync();
   }
 
  private:
   using Buffer = typename Exec::Buffer;
+
+  // Output row pos[r] (r when pos is empty) from stored row rows[r] of base: copied, or decoded
+  // (scale[r]: per-node scales, empty when there are none).
+  void to_out(const std::vector<int64_t>& rows, const std::vector<int64_t>& pos,
+              const std::vector<float>& scale, const void* base, void* out, Buffer& rows_buf,
+              Buffer& pos_buf, Buffer& scale_buf) {
+    const int64_t n = static_cast<int64_t>(rows.size());
+    if (!decode_ || n == 0) return copy_rows(rows, pos, base, out, rows_buf, pos_buf);
+    auto* r = static_cast<int64_t*>(rows_buf.reserve(n * sizeof(int64_t)));
+    ex_.to_device(r, rows.data(), n * sizeof(int64_t));
+    int64_t* p = nullptr;
+    if (!pos.empty()) {
+      p = static_cast<int64_t*>(pos_buf.reserve(n * sizeof(int64_t)));
+      ex_.to_device(p, pos.data(), n * sizeof(int64_t));
+    }
+    float* sc = nullptr;
+    if (!scale.empty()) {
+      sc = static_cast<float*>(scale_buf.reserve(n * sizeof(float)));
+      ex_.to_device(sc, scale.data(), n * sizeof(float));
+    }
+    ex_.for_each(n * codec_.dim, kernels::DecodeRows{r, static_cast<const unsigned char*>(base),
+                                                     static_cast<int64_t>(src_.row_bytes), p, sc,
+                                                     codec_, static_cast<float*>(out)});
+  }
 
   // out row pos[r] (r when pos is empty) = row rows[r] of base, r < rows.size().
   void copy_rows(const std::vector<int64_t>& rows, const std::vector<int64_t>& pos,
@@ -187,8 +246,12 @@ class KernelFeatureBackend final : public FeatureBackend {
   Buffer cache_buf_;
   void* cache_ = nullptr;
   int64_t cached_rows_ = 0;
-  Buffer stage_, ids_a_, pos_a_, ids_b_, pos_b_;
+  Buffer stage_, ids_a_, pos_a_, ids_b_, pos_b_, scale_a_, scale_b_;
   std::vector<int64_t> cold_ids_, cold_pos_, hot_slots_, hot_pos_;
+  std::vector<float> cold_scale_, hot_scale_;  // per-node scales of the rows (int8 by row)
+  bool decode_ = false;                        // stored rows decode to float32 (bfloat16, int8)
+  FeatureCodec codec_;                         // column scales in executor memory
+  Buffer column_scale_buf_;
   std::shared_ptr<RecyclePool<Buffer>> pool_ = std::make_shared<RecyclePool<Buffer>>();
 };
 
