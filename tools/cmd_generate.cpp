@@ -33,13 +33,20 @@ void report(const GenerateResult& r, const GenerateRun& c, const char* kind) {
                 static_cast<long long>(m.extra.value("num_communities", int64_t{0})),
                 100.0 * m.extra.value("measured_intra_fraction", 0.0), bound.c_str());
   }
+  if (m.extra.value("temporal", false)) {
+    std::printf(
+        "  temporal: accuracy bound %.3f sampling edges before a node's time, %.3f sampling all "
+        "edges; %.1f%% of past edges from the label community, %.1f%% of nodes without one\n",
+        m.extra.value("accuracy_bound", 0.0), m.extra.value("accuracy_bound_untimed", 0.0),
+        100.0 * m.extra.value("measured_past_intra_fraction", 0.0),
+        100.0 * m.extra.value("nodes_without_past_edges", 0.0));
+  }
   if (m.num_link_train > 0) {
     std::printf("  links train/valid/test %lld/%lld/%lld, negatives %lld/%lld, Hits@K bound %.3f\n",
                 static_cast<long long>(m.num_link_train), static_cast<long long>(m.num_link_valid),
                 static_cast<long long>(m.num_link_test),
                 static_cast<long long>(m.num_link_valid_neg),
-                static_cast<long long>(m.num_link_test_neg),
-                m.extra.value("link_hits_bound", 0.0));
+                static_cast<long long>(m.num_link_test_neg), m.extra.value("link_hits_bound", 0.0));
   }
   std::printf("  features %lld x %s, %lld classes, train/valid/test %lld/%lld/%lld\n",
               static_cast<long long>(m.feature_dim), dtype_name(m.feature_dtype),

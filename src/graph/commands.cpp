@@ -73,6 +73,16 @@ OptionTable<Conv> all_convert_options() {
                   DSP_CONV(link_negatives)),
       value<Conv>("--seed", "seed", "with --link-split: seed of the split and the negatives",
                   DSP_CONV(seed)),
+      value<Conv>("--time-column", "time_column",
+                  "edgelist: the column holding each edge's integer time, 3 ('src dst time "
+                  "[weight]') or 4 ('src dst weight time'); written as edge_time.npy, a repeated "
+                  "edge keeping its earliest time (in memory only)",
+                  DSP_CONV(time_column)),
+      value<Conv>("--node-time", "node_time",
+                  "edgelist with --time-column: each node's integer time (the seed time of node "
+                  "classification), a .npy of int64 [N] or a text file of one integer per line; "
+                  "written as node_time.npy",
+                  DSP_CONV(node_time)),
   };
 }
 
@@ -106,6 +116,13 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
                 "--link-split applies to --from edgelist only");
   DSP_CHECK_ARG(!a.link_split.empty() || (a.link_negatives == 0 && a.seed == 0),
                 "--link-negatives and --seed apply with --link-split only");
+  DSP_CHECK_ARG(a.from == "edgelist" || (a.time_column == 0 && a.node_time.empty()),
+                "--time-column and --node-time apply to --from edgelist only");
+  DSP_CHECK_ARG(a.node_time.empty() || a.time_column > 0,
+                "--node-time needs edge times: give --time-column too");
+  DSP_CHECK_ARG(a.time_column == 0 || a.link_split.empty(),
+                "--link-split does not carry edge times yet: drop --time-column or --link-split");
+  check_time_column(a.time_column);
   if (a.from == "ogb" || a.from == "ogb-link") {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
     OgbImportOptions o;
@@ -134,10 +151,18 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     o.num_nodes = a.num_nodes;
     o.undirected = a.undirected;
     o.remove_self_loops = a.no_self_loops;
+    o.time_column = a.time_column;
     std::optional<LinkSplitOptions> link;
     if (!a.link_split.empty()) link = link_split_options(a);
-    if (a.out_of_core ||
-        estimate_edge_list_memory(sample_edge_list(a.input), o) > memory_left(budget)) {
+    const uint64_t in_memory =
+        estimate_edge_list_memory(sample_edge_list(a.input, o.time_column), o);
+    if (o.time_column > 0) {
+      DSP_CHECK_ARG(!a.out_of_core,
+                    "--time-column needs the in-memory conversion (repeated edges keep their "
+                    "earliest time); drop --out-of-core");
+      check_memory("dsp convert --time-column", in_memory, budget, "raise --memory-budget");
+    }
+    if (a.out_of_core || in_memory > memory_left(budget)) {
       DSP_CHECK_ARG(a.link_split.empty(),
                     "--link-split needs the in-memory conversion (the edges are split in memory); "
                     "drop --out-of-core{}",
@@ -148,6 +173,8 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
                                      &st);
     }
     ds = import_edge_list(a.input, o, a.name, &st);
+    if (!a.node_time.empty()) ds.node_time = read_node_times(a.node_time, ds.meta.num_nodes);
+    ds.sync_meta();
     if (link) split_links(ds, *link);
   } else {
     DSP_THROW_T(InvalidArgument, "--from must be 'ogb', 'edgelist' or 'ogb-link', got '{}'",
@@ -360,15 +387,24 @@ OptionTable<CommunityCommand> all_community_options() {
                        DSP_COMM(feature_noise)));
   t.push_back(value<C>("--label-noise", "label_noise", "share of nodes given a random label",
                        DSP_COMM(label_noise)));
-  t.push_back(value<C>("--link-split", "link_split",
-                       "TRAIN,VALID,TEST fractions of the edges for link prediction, e.g. "
-                       "0.85,0.05,0.10: the stored graph keeps the training edges; negatives join "
-                       "different communities (in memory only)",
-                       [](C & c) -> auto& { return c.link_split; }));
-  t.push_back(value<C>("--link-negatives", "link_negatives",
-                       "with --link-split: negative pairs per held-out split (default: the larger "
-                       "of the valid and test edge counts)",
-                       [](C & c) -> auto& { return c.link_negatives; }));
+  t.push_back(value<C>(
+      "--link-split", "link_split",
+      "TRAIN,VALID,TEST fractions of the edges for link prediction, e.g. "
+      "0.85,0.05,0.10: the stored graph keeps the training edges; negatives join "
+      "different communities (in memory only)",
+      [](C & c) -> auto& { return c.link_split; }));
+  t.push_back(value<C>(
+      "--link-negatives", "link_negatives",
+      "with --link-split: negative pairs per held-out split (default: the larger "
+      "of the valid and test edge counts)",
+      [](C & c) -> auto& { return c.link_negatives; }));
+  t.push_back(options::toggle<C>(
+      "--temporal", "temporal",
+      "planted temporal structure: a directed graph with edge and node times where a node's "
+      "in-edges before its time come from its label community and later ones from a decoy; the "
+      "accuracy bound holds for sampling the past, accuracy_bound_untimed for sampling all edges "
+      "(in memory only)",
+      DSP_COMM(temporal)));
 #undef DSP_COMM
   return t;
 }

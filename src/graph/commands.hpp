@@ -29,6 +29,10 @@ struct ConvertCommand {
   std::string link_split;
   int64_t link_negatives = 0;
   uint64_t seed = 0;
+  // edgelist: the 1-based column of each edge's integer time (3 or 4; 0: none) and a file of node
+  // times (.npy or one integer per line; needs edge times). In memory only.
+  int64_t time_column = 0;
+  std::string node_time;
 };
 
 const OptionTable<ConvertCommand>& convert_options();
@@ -73,7 +77,7 @@ struct CommunityCommand {
   GenerateSplits splits;
   std::string link_split;      // "train,valid,test" fractions (empty: none)
   int64_t link_negatives = 0;  // per held-out split (0: the larger positive count)
-  void validate();  // as RmatCommand::validate, and sets o.link_split from the two above
+  void validate();             // as RmatCommand::validate, and sets o.link_split from the two above
 };
 
 const OptionTable<RmatCommand>& rmat_options();

@@ -114,6 +114,8 @@ nlohmann::json DatasetMeta::to_json() const {
   j["feature_dtype"] = dtype_name(feature_dtype);
   j["num_classes"] = num_classes;
   j["has_weights"] = has_weights;
+  if (has_edge_time) j["has_edge_time"] = true;  // absent: no times (older readers)
+  if (has_node_time) j["has_node_time"] = true;
   j["num_train"] = num_train;
   j["num_valid"] = num_valid;
   j["num_test"] = num_test;
@@ -145,6 +147,8 @@ DatasetMeta DatasetMeta::from_json(const nlohmann::json& j, const std::string& w
       get_dtype(j, "feature_dtype", DType::kFloat32, {DType::kFloat32, DType::kFloat16}, what);
   m.num_classes = get_int(j, "num_classes", false, 0, 0, what);
   m.has_weights = get_bool(j, "has_weights", false, what);
+  m.has_edge_time = get_bool(j, "has_edge_time", false, what);
+  m.has_node_time = get_bool(j, "has_node_time", false, what);
   m.num_train = get_int(j, "num_train", false, 0, 0, what);
   m.num_valid = get_int(j, "num_valid", false, 0, 0, what);
   m.num_test = get_int(j, "num_test", false, 0, 0, what);
@@ -169,6 +173,8 @@ void Dataset::sync_meta() {
   meta.num_edges = graph.num_edges();
   if (graph.indices.defined()) meta.index_dtype = graph.index_dtype();
   meta.has_weights = graph.has_weights();
+  meta.has_edge_time = graph.has_times();
+  meta.has_node_time = node_time.defined();
   meta.feature_dim = features.defined() && features.ndim() == 2 ? features.dim(1) : 0;
   if (features.defined()) meta.feature_dtype = features.dtype();
   if (labels.defined() && labels.dtype() == DType::kInt64) {
@@ -187,6 +193,27 @@ void Dataset::sync_meta() {
 }
 
 namespace {
+
+// Edge and node times against dataset.json: each present when it says so, int64 of the graph's
+// entry / node count; node times only beside edge times (a seed's time selects among its edges'
+// times: without them it would select nothing).
+void validate_times(const Dataset& ds, const std::string& what) {
+  const DatasetMeta& m = ds.meta;
+  const std::string edge_file = join_path(what, "edge_time.npy");
+  const std::string node_file = join_path(what, "node_time.npy");
+  DSP_CHECK_FORMAT(ds.graph.has_times() == m.has_edge_time,
+                   "{}: dataset.json says has_edge_time = {} but edge_time.npy is {}", what,
+                   m.has_edge_time, ds.graph.has_times() ? "present" : "absent");
+  DSP_CHECK_FORMAT(ds.node_time.defined() == m.has_node_time,
+                   "{}: dataset.json says has_node_time = {} but node_time.npy is {}", what,
+                   m.has_node_time, ds.node_time.defined() ? "present" : "absent");
+  DSP_CHECK_FORMAT(!m.has_node_time || m.has_edge_time,
+                   "{}: node times without edge times (edge_time.npy): a node's time selects the "
+                   "edges before it, so node times need edge times",
+                   node_file);
+  if (m.has_edge_time) check_edge_times(ds.graph.times, m.num_edges, edge_file);
+  if (m.has_node_time) check_node_times(ds.node_time, m.num_nodes, node_file);
+}
 
 // The graph against dataset.json: node count, indptr, indices, and edge weights when it says so.
 void validate_graph(const Dataset& ds, const std::string& what) {
@@ -219,6 +246,7 @@ void validate_graph(const Dataset& ds, const std::string& what) {
                      "{}: expected float32[{}], got {}", f, m.num_edges, w.describe());
     check_edge_weights(w, ip, 0, f);
   }
+  validate_times(ds, what);
 }
 
 // The features, when dataset.json gives a dimension or the dataset has them.
@@ -292,9 +320,12 @@ void validate_links(const Dataset& ds, const std::string& what) {
     DSP_CHECK_FORMAT(a.dim(0) == count, "{}: has {} pairs but dataset.json says {}", f, a.dim(0),
                      count);
     const bool train = lf.array == &Dataset::link_train;
-    const bool negatives = lf.array == &Dataset::link_valid_neg || lf.array == &Dataset::link_test_neg;
+    const bool negatives =
+        lf.array == &Dataset::link_valid_neg || lf.array == &Dataset::link_test_neg;
     check_link_pairs(a, m.num_nodes, &ds.graph,
-                     train ? LinkRule::kInGraph : negatives ? LinkRule::kAny : LinkRule::kNotInGraph,
+                     train       ? LinkRule::kInGraph
+                     : negatives ? LinkRule::kAny
+                                 : LinkRule::kNotInGraph,
                      !m.directed, f);
   }
   const std::pair<const Array*, const Array*> held_out[] = {{&ds.link_valid, &ds.link_valid_neg},
@@ -358,6 +389,17 @@ Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
   if (m.has_weights) {
     ds.graph.weights = load_shaped(required("edge_weight.npy"), DType::kFloat32, {m.num_edges});
   }
+  // Times: any dtype and shape load; the check names what they should be.
+  if (m.has_edge_time) {
+    const std::string f = required("edge_time.npy");
+    ds.graph.times = load_npy(f, opts.mmap);
+    check_edge_times(ds.graph.times, m.num_edges, f);
+  }
+  if (m.has_node_time) {
+    const std::string f = required("node_time.npy");
+    ds.node_time = load_npy(f, opts.mmap);
+    check_node_times(ds.node_time, m.num_nodes, f);
+  }
   if (m.feature_dim > 0) {
     ds.features =
         load_shaped(required("features.npy"), m.feature_dtype, {m.num_nodes, m.feature_dim});
@@ -391,6 +433,8 @@ void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite) {
   save_npy(staged.file("indptr.npy"), ds.graph.indptr);
   save_npy(staged.file("indices.npy"), ds.graph.indices);
   if (ds.graph.has_weights()) save_npy(staged.file("edge_weight.npy"), ds.graph.weights);
+  if (ds.graph.has_times()) save_npy(staged.file("edge_time.npy"), ds.graph.times);
+  if (ds.node_time.defined()) save_npy(staged.file("node_time.npy"), ds.node_time);
   if (ds.features.defined()) save_npy(staged.file("features.npy"), ds.features);
   if (ds.labels.defined()) save_npy(staged.file("labels.npy"), ds.labels);
   if (ds.train_idx.defined()) save_npy(staged.file("train_idx.npy"), ds.train_idx);

@@ -3,6 +3,11 @@
 //   indptr.npy       int64 [N+1]        in-neighbour CSR
 //   indices.npy      int32|int64 [E]
 //   edge_weight.npy  float32 [E]        optional
+//   edge_time.npy    int64 [E]          optional; time of entry e's edge indices[e] -> row (aligned
+//                                       with indices.npy as edge_weight.npy is); the edge exists
+//                                       from that time on: a seed of time T samples it iff t < T
+//   node_time.npy    int64 [N]          optional, only beside edge_time.npy; a node's own time
+//                                       (the seed time of node classification)
 //   features.npy     float32|float16 [N, F]   optional (F = 0 means none)
 //   labels.npy       int64 [N]          optional; -1 marks an unlabeled node
 //   train_idx.npy, valid_idx.npy, test_idx.npy   int64, optional, ids in [0, N), no repeats
@@ -31,13 +36,15 @@ struct DatasetMeta {
   int format_version = kDatasetFormatVersion;
   std::string name;
   int64_t num_nodes = 0;
-  int64_t num_edges = 0;    // entries of indices.npy (an undirected edge counts twice)
-  bool directed = true;     // false: the stored graph is symmetric
+  int64_t num_edges = 0;  // entries of indices.npy (an undirected edge counts twice)
+  bool directed = true;   // false: the stored graph is symmetric
   DType index_dtype = DType::kInt32;
   int64_t feature_dim = 0;
   DType feature_dtype = DType::kFloat32;
   int64_t num_classes = 0;
   bool has_weights = false;
+  // edge_time.npy / node_time.npy present (written to dataset.json only when true).
+  bool has_edge_time = false, has_node_time = false;
   int64_t num_train = 0, num_valid = 0, num_test = 0;
   // Rows of link_train.npy ... link_test_neg.npy (0: the file is absent).
   int64_t num_link_train = 0, num_link_valid = 0, num_link_test = 0, num_link_valid_neg = 0,
@@ -52,8 +59,9 @@ struct DatasetMeta {
 struct Dataset {
   DatasetMeta meta;
   Csr graph;
-  Array features;  // [N, F] or undefined
-  Array labels;    // int64 [N] or undefined
+  Array features;                        // [N, F] or undefined
+  Array labels;                          // int64 [N] or undefined
+  Array node_time;                       // int64 [N] or undefined (edge times are graph.times)
   Array train_idx, valid_idx, test_idx;  // int64 or undefined
   // Link prediction pairs, int64 [rows, 2] (src, dst) or undefined (see the header comment).
   Array link_train, link_valid, link_test, link_valid_neg, link_test_neg;
@@ -78,7 +86,8 @@ void write_dataset(const Dataset& ds, const std::string& dir, bool overwrite = f
 // For writers that stream a dataset into a staging directory: loads it (mapped) and validates it
 // as write_dataset does, errors naming `final_dir`, before the directory is committed.
 void validate_staged_dataset(const std::string& staged_dir, const std::string& final_dir);
-// Checks every invariant (shapes vs meta, CSR structure, label and split ranges, no repeated ids
+// Checks every invariant (shapes vs meta, CSR structure, edge and node times, label and split
+// ranges, no repeated ids
 // in a split, link pairs in range, training links in the graph and held-out ones not, negatives
 // beside held-out positives). FormatError prefixed with `what`.
 void validate_dataset(const Dataset& ds, const std::string& what);

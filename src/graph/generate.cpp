@@ -36,6 +36,7 @@ enum Purpose : uint64_t {
   kSplits,
   kThetas,
   kCentroids,
+  kTemporalNodes,
 };
 
 uint64_t key_for(uint64_t seed, uint64_t generator, uint64_t purpose) {
@@ -594,19 +595,20 @@ int64_t count_inside(const uint64_t* keys, size_t count, const int32_t* comm_of)
 }
 
 nlohmann::json community_extra(const CommunityOptions& o, int64_t inside, int64_t stored) {
-  nlohmann::json extra = {{"generator", "community"},
-          {"seed", o.seed},
-          {"num_communities", o.num_communities},
-          {"intra_fraction", o.intra_fraction},
-          {"measured_intra_fraction",
-           stored > 0 ? static_cast<double>(inside) / static_cast<double>(stored) : 0.0},
-          {"degree_exponent", o.degree_exponent},
-          {"max_degree", o.max_degree},
-          {"feature_noise", o.feature_noise},
-          {"label_noise", o.label_noise},
-          {"requested_edges", o.num_edges},
-          {"train_frac", o.train_frac},
-          {"valid_frac", o.valid_frac}};
+  nlohmann::json extra = {
+      {"generator", "community"},
+      {"seed", o.seed},
+      {"num_communities", o.num_communities},
+      {"intra_fraction", o.intra_fraction},
+      {"measured_intra_fraction",
+       stored > 0 ? static_cast<double>(inside) / static_cast<double>(stored) : 0.0},
+      {"degree_exponent", o.degree_exponent},
+      {"max_degree", o.max_degree},
+      {"feature_noise", o.feature_noise},
+      {"label_noise", o.label_noise},
+      {"requested_edges", o.num_edges},
+      {"train_frac", o.train_frac},
+      {"valid_frac", o.valid_frac}};
   if (o.num_classes > 0) {
     extra["accuracy_bound"] =
         1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
@@ -630,10 +632,173 @@ void split_community_links(Dataset& ds, const CommunityOptions& o,
   LinkSplitOptions ls = *o.link_split;
   ls.seed = o.seed;
   split_links(ds, ls, [&](int64_t u, int64_t v) { return comm_of[u] != comm_of[v]; });
-  if (ds.link_test.defined()) ds.meta.extra["link_hits_bound"] = share_inside(ds.link_test, comm_of);
+  if (ds.link_test.defined())
+    ds.meta.extra["link_hits_bound"] = share_inside(ds.link_test, comm_of);
   if (ds.link_valid.defined()) {
     ds.meta.extra["link_hits_bound_valid"] = share_inside(ds.link_valid, comm_of);
   }
+}
+
+// ---------------------------------------------------------------- temporal community
+
+// The planted temporal structure of every published id: label community h, decoy community d (of
+// another class), and time.
+struct TemporalModel {
+  std::vector<int32_t> label_comm, decoy;
+  std::vector<int64_t> node_time;
+};
+
+void check_temporal(const CommunityOptions& o) {
+  DSP_CHECK_ARG(!o.link_split, "--temporal does not combine with --link-split");
+  DSP_CHECK_ARG(o.num_classes >= 2 && o.num_communities >= o.num_classes,
+                "--temporal needs at least 2 classes and as many communities as classes, got {} "
+                "classes and {} communities",
+                o.num_classes, o.num_communities);
+}
+
+TemporalModel temporal_model(const CommunityOptions& o) {
+  const int64_t n = o.num_nodes, k = o.num_communities, c = o.num_classes;
+  TemporalModel tm;
+  tm.label_comm.resize(n);
+  tm.decoy.resize(n);
+  tm.node_time.resize(n);
+  const uint64_t key = key_for(o.seed, kGenCommunity, kTemporalNodes);
+  parallel_for(0, n, kNodeGrain, [&](int64_t b, int64_t e) {
+    for (int64_t v = b; v < e; ++v) {
+      RngStream s(key, static_cast<uint64_t>(v));
+      const int64_t h = static_cast<int64_t>(s.uniform_int(k));
+      // A uniformly random community of another class (k >= c >= 2: one exists); a scan
+      // should 64 draws all hit h's class.
+      int64_t d = h;
+      for (int attempt = 0; attempt < 64 && d % c == h % c; ++attempt) {
+        d = static_cast<int64_t>(s.uniform_int(k));
+      }
+      for (int64_t j = 1; d % c == h % c; ++j) d = (h + j) % k;
+      tm.label_comm[v] = static_cast<int32_t>(h);
+      tm.decoy[v] = static_cast<int32_t>(d);
+      tm.node_time[v] = 1 + static_cast<int64_t>(s.uniform_int(kTemporalSpan - 1));
+    }
+  });
+  return tm;
+}
+
+// Draws the m timed edges: destination by degree weight, past or future with equal chance, the
+// source from h(v) (past) or d(v) (future) with probability intra, else from any community.
+template <class Id>
+struct TemporalDraw {
+  const CommunityDraw<Id>& base;
+  const TemporalModel& tm;
+  uint64_t key;
+
+  void operator()(int64_t i, int64_t& u, int64_t& v, int64_t& t) const {
+    RngStream s(key, static_cast<uint64_t>(i));
+    v = base.seg.pick(s, base.comm.pick(s));
+    const bool past = (s.next_u32() & 1) != 0;
+    int64_t cu = past ? tm.label_comm[v] : tm.decoy[v];
+    if (s.next_u32() >= base.intra) cu = base.comm.pick(s);
+    u = base.seg.pick(s, cu);
+    const int64_t tv = tm.node_time[v];
+    t = past ? static_cast<int64_t>(s.uniform_int(tv))
+             : tv + static_cast<int64_t>(s.uniform_int(kTemporalSpan - tv));
+  }
+};
+
+template <class Id>
+Csr draw_temporal_csr(const CommunityOptions& o, const CommunityModel& cm,
+                      const TemporalModel& tm) {
+  const int64_t n = o.num_nodes, m = o.num_edges;
+  CommunityDraw<Id> base(o, cm);
+  TemporalDraw<Id> draw{base, tm, key_for(o.seed, kGenCommunity, kEdges)};
+  std::vector<Id> src(m), dst(m);
+  std::vector<int64_t> time(m);
+  parallel_for(0, m, kEdgeGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      int64_t u, v;
+      draw(i, u, v, time[i]);
+      src[i] = static_cast<Id>(u);
+      dst[i] = static_cast<Id>(v);
+    }
+  });
+  CsrBuildOptions co;
+  co.remove_self_loops = true;
+  Csr g = build_in_csr<Id>(n, src.data(), dst.data(), m, nullptr, co, time.data());
+  if (!g.has_times()) g.times = Array(DType::kInt64, {0});
+  return g;
+}
+
+// meta.extra of the temporal graph: the parameters, both bounds, and the measured shares of past
+// entries from h(v), of future entries from d(v), and of nodes with no past in-edge.
+nlohmann::json temporal_extra(const CommunityOptions& o, const Csr& g, const TemporalModel& tm,
+                              const std::vector<int32_t>& comm_of) {
+  int64_t past = 0, past_in = 0, future_decoy = 0, lonely = 0;
+  const int64_t n = g.num_nodes;
+  const int64_t* ptr = g.rowptr();
+  const int64_t* t = g.times.data<int64_t>();
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t here = 0;
+    for (int64_t j = ptr[v]; j < ptr[v + 1]; ++j) {
+      const int32_t cu = comm_of[g.indices.int_at(j)];
+      if (t[j] < tm.node_time[v]) {
+        ++here;
+        past_in += cu == tm.label_comm[v];
+      } else {
+        future_decoy += cu == tm.decoy[v];
+      }
+    }
+    past += here;
+    lonely += here == 0;
+  }
+  const int64_t future = g.num_edges() - past;
+  auto share = [](int64_t a, int64_t b) {
+    return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+  };
+  const double c = static_cast<double>(o.num_classes);
+  return {{"generator", "community"},
+          {"temporal", true},
+          {"seed", o.seed},
+          {"num_communities", o.num_communities},
+          {"intra_fraction", o.intra_fraction},
+          {"degree_exponent", o.degree_exponent},
+          {"max_degree", o.max_degree},
+          {"feature_noise", o.feature_noise},
+          {"label_noise", o.label_noise},
+          {"requested_edges", o.num_edges},
+          {"train_frac", o.train_frac},
+          {"valid_frac", o.valid_frac},
+          {"time_span", kTemporalSpan},
+          {"accuracy_bound", 1.0 - o.label_noise * (1.0 - 1.0 / c)},
+          {"accuracy_bound_untimed", (1.0 - o.label_noise) / 2.0 + o.label_noise / c},
+          {"community_to_class", "label community % num_classes"},
+          {"measured_past_intra_fraction", share(past_in, past)},
+          {"measured_future_decoy_fraction", share(future_decoy, future)},
+          {"nodes_without_past_edges", share(lonely, n)}};
+}
+
+Dataset generate_temporal_community(const CommunityOptions& o, std::vector<int32_t>* communities) {
+  check_temporal(o);
+  const int64_t n = o.num_nodes;
+  Dataset ds;
+  std::vector<int32_t> comm_of;
+  TemporalModel tm = temporal_model(o);
+  {
+    CommunityModel cm = community_model(o);
+    ds.graph = n < (int64_t{1} << 31) ? draw_temporal_csr<int32_t>(o, cm, tm)
+                                      : draw_temporal_csr<int64_t>(o, cm, tm);
+    comm_of = community_of(cm);
+  }
+  if (o.feature_dim > 0) {
+    ds.features = make_features(n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of));
+  }
+  ds.labels = make_labels(n, community_label(o, tm.label_comm));
+  make_splits(ds, n, split_sizes(o), key_for(o.seed, kGenCommunity, kSplits));
+  ds.node_time = Array::from_vector(tm.node_time);
+  ds.meta =
+      generated_meta(o.name, /*directed=*/true, n, ds.graph.num_edges(), ds.graph.index_dtype(),
+                     o.feature_dim, o.feature_dtype, o.num_classes, split_sizes(o));
+  ds.meta.has_edge_time = ds.meta.has_node_time = true;
+  ds.meta.extra = with_test_frac(temporal_extra(o, ds.graph, tm, comm_of), o.test_frac);
+  if (communities) *communities = std::move(comm_of);
+  return ds;
 }
 
 // ---------------------------------------------------------------- out of core
@@ -910,6 +1075,7 @@ Dataset generate_rmat(const RmatOptions& o) {
 
 Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* communities) {
   check_community(o);
+  if (o.temporal) return generate_temporal_community(o, communities);
   const int64_t n = o.num_nodes;
   Dataset ds;
   std::vector<int32_t> comm_of;
@@ -966,6 +1132,10 @@ GenerateResult write_community(const CommunityOptions& o, const std::string& dir
                                const GenerateWriteOptions& w) {
   check_community(o);
   if (choose_out_of_core(estimate_community_memory(o), o.num_nodes, w)) {
+    DSP_CHECK_ARG(!o.temporal,
+                  "--temporal needs the in-memory generation (edges are built with their times in "
+                  "memory); drop --out-of-core{}",
+                  w.force_out_of_core ? "" : " or raise --memory-budget");
     DSP_CHECK_ARG(!o.link_split,
                   "--link-split needs the in-memory generation (the edges are split in memory); "
                   "drop --out-of-core{}",

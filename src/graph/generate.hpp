@@ -95,12 +95,29 @@ struct CommunityOptions {
   // the best Hits@K (any K up to the negatives) is the share of within-community positives:
   // meta.extra["link_hits_bound"] (test) and ["link_hits_bound_valid"]. Its `seed` is ignored.
   std::optional<LinkSplitOptions> link_split;
+  // Planted temporal structure (in memory only; not with link_split): the graph is directed, every
+  // node v has a time T_v (node_time.npy) and every entry a time (edge_time.npy), and v's label
+  // follows a label community h(v) drawn independently of its feature community (the community
+  // above, which its features show), so v's own features say nothing of its label. Each in-edge
+  // of v is, with equal chance, from the past (time uniform in [0, T_v)) or the future (uniform in
+  // [T_v, kTemporalSpan)); its source is, with probability intra_fraction, a node of feature
+  // community h(v) (past) or of a decoy d(v), a random community of another class (future), and
+  // otherwise of any community. A model sampling only edges before T_v sees h(v) in its
+  // neighbours' features: meta.extra["accuracy_bound"] as without --temporal. One that cannot tell
+  // past from future sees h(v) and d(v) exchangeably and attains at most
+  // ["accuracy_bound_untimed"] = (1 - label_noise) / 2 + label_noise / C (exact when the number of
+  // communities is a multiple of C). Needs C >= 2 classes and at least C communities.
+  bool temporal = false;
 };
 
-// Community c has label c % num_classes (before label noise). Node ids are randomly permuted, so
+// Times of the temporal community graph lie in [0, kTemporalSpan); node times in [1, span).
+constexpr int64_t kTemporalSpan = int64_t{1} << 20;
+
+// Community c has label c % num_classes (before label noise; with `temporal` the label community
+// h(v) decides it, see above). Node ids are randomly permuted, so
 // communities are not contiguous id ranges: a partitioner has to find them. If `communities` is
-// given, it receives the community of every node (it is not stored in the dataset). Throws
-// InvalidArgument on bad options.
+// given, it receives the (feature) community of every node (it is not stored in the dataset).
+// Throws InvalidArgument on bad options.
 Dataset generate_community(const CommunityOptions& opts,
                            std::vector<int32_t>* communities = nullptr);
 

@@ -18,6 +18,7 @@
 #include "core/logging.hpp"
 #include "core/timer.hpp"
 #include "graph/import_detail.hpp"
+#include "graph/npy.hpp"
 
 namespace dsp {
 namespace fs = std::filesystem;
@@ -50,12 +51,14 @@ struct DataSink {
     add(s, t);
     d.weight.push_back(w);
   }
+  void add_time(int64_t t) { d.time.push_back(t); }
 };
 
 struct CompactSink {
   std::vector<int32_t> src32, dst32;
   std::vector<int64_t> src64, dst64;
   std::vector<float> weight;
+  std::vector<int64_t> time;
   bool wide = false;
   bool weighted_ = false;
   bool keep_weights = true;
@@ -97,6 +100,7 @@ struct CompactSink {
     add(s, t);
     if (keep_weights) weight.push_back(w);
   }
+  void add_time(int64_t t) { time.push_back(t); }
 };
 
 // Checks a node id of line `line`: not negative, at most kMaxNodeId, and below limit when
@@ -109,78 +113,116 @@ void check_node_id(int64_t id, const std::string& what, int64_t line, int64_t li
   }
 }
 
-// Parses the columns of the edge line [p, le) (up to a '#' comment) into ids[0, 2) and w; returns
-// their number (0: a blank or comment line). Ids must be < limit when limit >= 0.
-int parse_edge_columns(const char* p, const char* le, int64_t* ids, float& w,
-                       const std::string& what, int64_t line, int64_t limit) {
-  int ntok = 0;
+// How the columns of an edge line are read: ids below `limit` (when >= 0); the time in column
+// `time_col` (0-based; -1: no time column), the weight in the other column after the ids.
+struct EdgeColumns {
+  int64_t limit = -1;
+  int time_col = -1;
+  int max_columns() const { return time_col >= 0 ? 4 : 3; }
+  const char* layout() const {
+    return time_col < 0    ? "src dst [weight]"
+           : time_col == 2 ? "src dst time [weight]"
+                           : "src dst weight time";
+  }
+};
+
+// One parsed edge line: its ids, weight and time as the columns give them.
+struct EdgeLine {
+  int64_t ids[2] = {0, 0};
+  float w = 0;
+  int64_t time = 0;
+  int columns = 0;  // 0: a blank or comment line
+};
+
+// Parses column `col` (the token at [q, le)) of an edge line into e; returns the token's end.
+const char* parse_edge_token(const char* q, const char* le, int col, EdgeLine& e,
+                             const EdgeColumns& c, const std::string& what, int64_t line) {
+  const char* tok = q;
+  const bool is_id = col < 2, is_time = col == c.time_col;
+  std::from_chars_result r = is_id     ? std::from_chars(q, le, e.ids[col])
+                             : is_time ? std::from_chars(q, le, e.time)
+                                       : std::from_chars(q, le, e.w);
+  if (r.ec != std::errc() || (r.ptr < le && !is_sep(*r.ptr) && *r.ptr != '#')) {
+    if (is_time) {
+      DSP_THROW_T(FormatError, "{}:{}: bad edge time '{}' in column {}: times are integers", what,
+                  line, token_at(tok, le), col + 1);
+    }
+    DSP_THROW_T(FormatError, "{}:{}: bad {} '{}'", what, line, is_id ? "node id" : "edge weight",
+                token_at(tok, le));
+  }
+  if (is_id) check_node_id(e.ids[col], what, line, c.limit);
+  if (!is_id && !is_time && !(e.w >= 0 && std::isfinite(e.w))) {  // NaN fails both
+    DSP_THROW_T(FormatError, "{}:{}: edge weight '{}' is {}; edge weights must be finite and >= 0",
+                what, line, token_at(tok, le),
+                std::isnan(e.w)   ? "NaN"
+                : std::isinf(e.w) ? "infinite"
+                                  : "negative");
+  }
+  return r.ptr;
+}
+
+// Parses the columns of the edge line [p, le) (up to a '#' comment) into e.
+void parse_edge_columns(const char* p, const char* le, EdgeLine& e, const EdgeColumns& c,
+                        const std::string& what, int64_t line) {
   const char* q = p;
   while (true) {
     while (q < le && is_sep(*q)) ++q;
     if (q >= le || *q == '#') break;
-    if (ntok == 3) {
-      DSP_THROW_T(FormatError, "{}:{}: too many columns (expected 'src dst [weight]')", what, line);
+    if (e.columns == c.max_columns()) {
+      DSP_THROW_T(FormatError, "{}:{}: too many columns (expected '{}')", what, line, c.layout());
     }
-    const char* tok = q;
-    std::from_chars_result r;
-    if (ntok < 2) {
-      r = std::from_chars(q, le, ids[ntok]);
-    } else {
-      r = std::from_chars(q, le, w);
-    }
-    if (r.ec != std::errc() || (r.ptr < le && !is_sep(*r.ptr) && *r.ptr != '#')) {
-      DSP_THROW_T(FormatError, "{}:{}: bad {} '{}'", what, line,
-                  ntok < 2 ? "node id" : "edge weight", token_at(tok, le));
-    }
-    if (ntok < 2) check_node_id(ids[ntok], what, line, limit);
-    if (ntok == 2 && !(w >= 0 && std::isfinite(w))) {  // NaN fails both
-      DSP_THROW_T(FormatError, "{}:{}: edge weight '{}' is {}; edge weights must be finite and >= 0",
-                  what, line, token_at(tok, le),
-                  std::isnan(w) ? "NaN" : std::isinf(w) ? "infinite" : "negative");
-    }
-    q = r.ptr;
-    ++ntok;
+    q = parse_edge_token(q, le, e.columns, e, c, what, line);
+    ++e.columns;
   }
-  return ntok;
 }
 
-// Adds the edge of line `line` to sink, weighted when has_w; every line must agree with the
-// sink's first on whether there is a weight column.
+// Adds the edge of line `line` to sink, weighted when it has a weight column and timed when
+// there is a time column; every line must agree with the sink's first on whether there is a
+// weight column, and have the time column.
 template <class Sink>
-void add_edge(Sink& sink, const int64_t* ids, float w, bool has_w, const std::string& what,
+void add_edge(Sink& sink, const EdgeLine& e, const EdgeColumns& c, const std::string& what,
               int64_t line) {
+  if (c.time_col >= 0 && e.columns <= c.time_col) {
+    DSP_THROW_T(FormatError, "{}:{}: no time in column {} (expected '{}')", what, line,
+                c.time_col + 1, c.layout());
+  }
+  const bool has_w = e.columns > (c.time_col >= 0 ? 3 : 2);
   if (sink.size() > 0 && has_w != sink.weighted()) {
     DSP_THROW_T(FormatError, "{}:{}: {} a weight column but earlier lines {}", what, line,
                 has_w ? "has" : "lacks", has_w ? "do not" : "do");
   }
   if (has_w) {
-    sink.add(ids[0], ids[1], w);
+    sink.add(e.ids[0], e.ids[1], e.w);
   } else {
-    sink.add(ids[0], ids[1]);
+    sink.add(e.ids[0], e.ids[1]);
   }
+  if (c.time_col >= 0) sink.add_time(e.time);
 }
 
-// Parses edge lines into `sink`; ids must be < limit when limit >= 0. Returns the number of the
-// line after the text.
+// Parses edge lines into `sink` as `c` says. Returns the number of the line after the text.
 template <class Sink>
 int64_t parse_edges(std::string_view text, Sink& sink, const std::string& what, int64_t line,
-                    int64_t limit) {
+                    const EdgeColumns& c) {
   const char* p = text.data();
   const char* const end = p + text.size();
   while (p < end) {
     const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
     const char* le = nl ? nl : end;
-    int64_t ids[2] = {0, 0};
-    float w = 0;
-    const int ntok = parse_edge_columns(p, le, ids, w, what, line, limit);
-    if (ntok == 1) {
-      DSP_THROW_T(FormatError, "{}:{}: expected 'src dst [weight]', got one column", what, line);
+    EdgeLine e;
+    parse_edge_columns(p, le, e, c, what, line);
+    if (e.columns == 1) {
+      DSP_THROW_T(FormatError, "{}:{}: expected '{}', got one column", what, line, c.layout());
     }
-    if (ntok >= 2) add_edge(sink, ids, w, ntok == 3, what, line);
+    if (e.columns >= 2) add_edge(sink, e, c, what, line);
     ++line;
     p = nl ? nl + 1 : end;
   }
   return line;
+}
+
+// The columns an edge list is read with under `opts`.
+EdgeColumns edge_columns(const EdgeListOptions& opts, int64_t limit) {
+  return {limit, opts.time_column > 0 ? static_cast<int>(opts.time_column) - 1 : -1};
 }
 
 bool is_gzip(const std::string& path) {
@@ -239,13 +281,16 @@ int64_t read_single_count(const std::string& path) {
   return v[0];
 }
 
-Csr build_from_sink(CompactSink& sink, int64_t n, const CsrBuildOptions& o,
-                    const std::string& what) {
+// The CSR of the sink's edges, with their times when `timed` (a time column was read).
+Csr build_from_sink(CompactSink& sink, int64_t n, const CsrBuildOptions& o, const std::string& what,
+                    bool timed = false) {
   try {
     const float* w = sink.weighted_ && sink.keep_weights ? sink.weight.data() : nullptr;
+    const int64_t* t = timed ? sink.time.data() : nullptr;
     auto m = static_cast<int64_t>(sink.n);
-    Csr g = sink.wide ? build_in_csr<int64_t>(n, sink.src64.data(), sink.dst64.data(), m, w, o)
-                      : build_in_csr<int32_t>(n, sink.src32.data(), sink.dst32.data(), m, w, o);
+    Csr g = sink.wide ? build_in_csr<int64_t>(n, sink.src64.data(), sink.dst64.data(), m, w, o, t)
+                      : build_in_csr<int32_t>(n, sink.src32.data(), sink.dst32.data(), m, w, o, t);
+    if (timed && !g.has_times()) g.times = Array(DType::kInt64, {0});  // no edges
     return g;
   } catch (const std::bad_alloc&) {
     DSP_THROW_T(Error, "{}: out of memory building the CSR of {} nodes and {} edges", what, n,
@@ -316,7 +361,7 @@ std::string read_ogb_split(const fs::path& raw, const OgbImportOptions& opts, in
 void parse_edge_list_text(std::string_view text, EdgeListData& out, const std::string& what,
                           int64_t first_line) {
   DataSink sink{out};
-  parse_edges(text, sink, what, first_line, -1);
+  parse_edges(text, sink, what, first_line, EdgeColumns{});
 }
 
 namespace {
@@ -453,9 +498,38 @@ int64_t for_each_text_chunk(const std::string& path,
   return line - 1;
 }
 
+void check_time_column(int64_t time_column) {
+  DSP_CHECK_ARG(time_column == 0 || time_column == 3 || time_column == 4,
+                "--time-column must be 3 ('src dst time [weight]') or 4 ('src dst weight time'), "
+                "got {}",
+                time_column);
+}
+
+Array read_node_times(const std::string& path, int64_t num_nodes) {
+  require_file(path);
+  std::vector<int64_t> t;
+  if (fs::path(path).extension() == ".npy") {
+    Array a = load_npy(path, /*mmap=*/false);
+    DSP_CHECK_FORMAT((a.dtype() == DType::kInt64 || a.dtype() == DType::kInt32) && a.ndim() == 1,
+                     "{}: node times must be int64 or int32 [{}], got {}", path, num_nodes,
+                     a.describe());
+    t.resize(static_cast<size_t>(a.dim(0)));
+    for (int64_t i = 0; i < a.dim(0); ++i) t[i] = a.int_at(i);
+  } else {
+    t.reserve(static_cast<size_t>(num_nodes));
+    for_each_text_chunk(path, [&](std::string_view text, int64_t line) {
+      parse_csv_numbers<int64_t>(text, 1, t, path, line);
+    });
+  }
+  DSP_CHECK_FORMAT(static_cast<int64_t>(t.size()) == num_nodes,
+                   "{}: has {} node times but the graph has {} nodes", path, t.size(), num_nodes);
+  return Array::from_vector(std::move(t));
+}
+
 Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
                          const std::string& name, ImportStats* stats) {
   DSP_CHECK_ARG(opts.num_nodes >= -1, "--num-nodes must be non-negative, got {}", opts.num_nodes);
+  check_time_column(opts.time_column);
   require_file(path);
   Stopwatch sw;
   CompactSink sink;
@@ -470,7 +544,7 @@ Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
       sink.reserve(static_cast<size_t>(static_cast<double>(est_bytes) / per_line * 1.02) + 1024);
       reserved = true;
     }
-    parse_edges(text, sink, path, line, opts.num_nodes);
+    parse_edges(text, sink, path, line, edge_columns(opts, opts.num_nodes));
   });
   const double parse_s = sw.seconds();
 
@@ -482,7 +556,7 @@ Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
   o.symmetrize = opts.undirected;
   o.remove_self_loops = opts.remove_self_loops;
   Dataset ds;
-  ds.graph = build_from_sink(sink, n, o, path);
+  ds.graph = build_from_sink(sink, n, o, path, opts.time_column > 0);
   const int64_t input_edges = static_cast<int64_t>(sink.n);
   sink = CompactSink();
   ds.meta.name = name.empty() ? fs::path(path).stem().string() : name;
@@ -604,7 +678,7 @@ Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts, Imp
   CompactSink sink;
   sink.reserve(static_cast<size_t>(in.num_edges));
   for_each_text_chunk(in.edge_file, [&](std::string_view text, int64_t line) {
-    parse_edges(text, sink, in.edge_file, line, n);
+    parse_edges(text, sink, in.edge_file, line, EdgeColumns{n, -1});
   });
   detail::check_ogb_edges(in, sink.weighted(), static_cast<int64_t>(sink.n));
 
@@ -662,12 +736,14 @@ struct StreamSink {
     add(s, t);
     d.weight.push_back(w);
   }
+  void add_time(int64_t t) { d.time.push_back(t); }
 };
 
 }  // namespace
 
-EdgeListSample sample_edge_list(const std::string& path) {
+EdgeListSample sample_edge_list(const std::string& path, int64_t time_column) {
   require_file(path);
+  const int time_col = time_column > 0 ? static_cast<int>(time_column) - 1 : -1;
   EdgeListSample s;
   const uint64_t est_bytes = estimate_text_bytes(path);
   uint64_t bytes = 0;
@@ -677,7 +753,7 @@ EdgeListSample sample_edge_list(const std::string& path) {
     for_each_text_chunk(
         path,
         [&](std::string_view text, int64_t line) {
-          parse_edges(text, sink, path, line, -1);
+          parse_edges(text, sink, path, line, EdgeColumns{-1, time_col});
           bytes += text.size();
           lines += std::count(text.begin(), text.end(), '\n');
           if (sink.total > 0 && bytes >= (size_t{1} << 20)) throw StopSampling{};
@@ -697,7 +773,8 @@ uint64_t estimate_edge_list_memory(const EdgeListSample& s, const EdgeListOption
   const uint64_t m = static_cast<uint64_t>(s.edges);
   const uint64_t n = static_cast<uint64_t>(opts.num_nodes >= 0 ? opts.num_nodes : s.max_id + 1);
   const uint64_t in_id = s.max_id > INT32_MAX ? 8 : 4, out_id = n < (uint64_t{1} << 31) ? 4 : 8;
-  const uint64_t w = s.weighted && opts.weighted_auto ? 4 : 0;
+  // Times ride with the weights: 8 bytes per parsed edge and per stored entry.
+  const uint64_t w = (s.weighted && opts.weighted_auto ? 4 : 0) + (opts.time_column > 0 ? 8 : 0);
   const uint64_t entries = opts.undirected ? 2 * m : m;
   // The parsed edges (reserved once, 2% over the estimate) beside the CSR being built and its
   // row cursor; the (neighbour, weight) pairs of weighted rows are per thread, one row each.
@@ -762,11 +839,12 @@ void stream_edge_list(const std::string& path, const EdgeListOptions& opts,
   require_file(path);
   StreamSink sink;
   for_each_text_chunk(path, [&](std::string_view text, int64_t line) {
-    parse_edges(text, sink, path, line, opts.num_nodes);
+    parse_edges(text, sink, path, line, edge_columns(opts, opts.num_nodes));
     fn(sink.d);
     sink.d.src.clear();
     sink.d.dst.clear();
     sink.d.weight.clear();
+    sink.d.time.clear();
   });
 }
 

@@ -17,11 +17,18 @@ struct EdgeListOptions {
   bool undirected = false;    // store both directions (the graph becomes symmetric)
   bool weighted_auto = true;  // a third column becomes edge weights; false: it is ignored
   bool remove_self_loops = false;
+  // The 1-based column holding each edge's integer time: 3 ('src dst time [weight]') or 4
+  // ('src dst weight time'); 0: no times. A repeated edge keeps its earliest time (graph/csr.hpp).
+  int64_t time_column = 0;
 };
+
+// InvalidArgument unless `time_column` is 0, 3 or 4 (EdgeListOptions::time_column).
+void check_time_column(int64_t time_column);
 
 struct EdgeListData {
   std::vector<int64_t> src, dst;
   std::vector<float> weight;  // empty, or one per edge
+  std::vector<int64_t> time;  // empty, or one per edge (a time column)
   int64_t max_id = -1;
 };
 
@@ -59,7 +66,7 @@ struct ImportStats {
 };
 
 // Imports an edge list (src -> dst per line). Ids >= opts.num_nodes (when given) are an error
-// naming the line. Repeated edges are merged.
+// naming the line. Repeated edges are merged (with a time column: keeping the earliest time).
 Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
                          const std::string& name, ImportStats* stats = nullptr);
 
@@ -90,6 +97,11 @@ Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts,
 Dataset import_ogb_link(const std::string& dir, const OgbImportOptions& opts,
                         ImportStats* stats = nullptr);
 
+// Node times (node_time.npy) read from `path`: a .npy of int64 or int32 [num_nodes], or a text file
+// (optionally gzip) of one integer per line, num_nodes lines. FormatError naming the file (and
+// line) for a value that is not an integer or a count that is not num_nodes.
+Array read_node_times(const std::string& path, int64_t num_nodes);
+
 // ---------------------------------------------------------------- memory planning, streaming
 
 // What the start of an edge list says about the whole: an estimate of its edge count (from the
@@ -100,7 +112,7 @@ struct EdgeListSample {
   int64_t max_id = -1;
   bool weighted = false;
 };
-EdgeListSample sample_edge_list(const std::string& path);
+EdgeListSample sample_edge_list(const std::string& path, int64_t time_column = 0);
 // Peak memory of import_edge_list + write_dataset for such a file.
 uint64_t estimate_edge_list_memory(const EdgeListSample& sample, const EdgeListOptions& opts);
 // Peak memory of import_ogb_raw (from the node and edge counts and the feature width); 0 when

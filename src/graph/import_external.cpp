@@ -193,6 +193,9 @@ DatasetMeta import_edge_list_to_dir(const std::string& path, const EdgeListOptio
                                     const std::string& name, const std::string& dir,
                                     const OutOfCoreImportOptions& w, ImportStats* stats) {
   DSP_CHECK_ARG(opts.num_nodes >= -1, "--num-nodes must be non-negative, got {}", opts.num_nodes);
+  DSP_CHECK_ARG(opts.time_column == 0,
+                "--time-column needs the in-memory conversion (repeated edges keep their earliest "
+                "time); drop --out-of-core");
   const EdgeListSample sample = sample_edge_list(path);
   StagedDir staged(dir, w.overwrite);
   DatasetMeta m = sample.weighted && opts.weighted_auto

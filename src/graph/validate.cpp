@@ -177,6 +177,20 @@ void check_edge_weights(const Array& weights, const Array& indptr, int64_t first
               weights_file, x, bad, node, what);
 }
 
+void check_edge_times(const Array& times, int64_t entries, const std::string& times_file) {
+  DSP_CHECK_FORMAT(times.defined() && times.dtype() == DType::kInt64 && times.ndim() == 1 &&
+                       times.dim(0) == entries,
+                   "{}: expected int64[{}] (one time per entry of indices.npy), got {}", times_file,
+                   entries, times.defined() ? times.describe() : "nothing");
+}
+
+void check_node_times(const Array& times, int64_t num_nodes, const std::string& times_file) {
+  DSP_CHECK_FORMAT(times.defined() && times.dtype() == DType::kInt64 && times.ndim() == 1 &&
+                       times.dim(0) == num_nodes,
+                   "{}: expected int64[{}] (one time per node), got {}", times_file, num_nodes,
+                   times.defined() ? times.describe() : "nothing");
+}
+
 void check_finite_features(const Array& features, int64_t begin, int64_t end,
                            const std::string& features_file) {
   const int64_t f = features.dim(1);

@@ -33,6 +33,13 @@ void check_csr_rows(const Array& indptr, const Array& indices, int64_t num_ids, 
 void check_edge_weights(const Array& weights, const Array& indptr, int64_t first_row,
                         const std::string& weights_file);
 
+// Edge times: int64 [entries], one per entry of the CSR (aligned with its indices as edge weights
+// are). Any int64 is a time; FormatError naming the file for another dtype or shape.
+void check_edge_times(const Array& times, int64_t entries, const std::string& times_file);
+
+// Node times: int64 [num_nodes], a node's own time (the seed time of node classification).
+void check_node_times(const Array& times, int64_t num_nodes, const std::string& times_file);
+
 // Rows [begin, end) of a float32 or float16 feature matrix [N, F]: every value finite (no NaN,
 // no infinity).
 void check_finite_features(const Array& features, int64_t begin, int64_t end,
