@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "core/half.hpp"
 #include "core/parallel.hpp"
+#include "layout/partition/partition.hpp"
 
 namespace dsp {
 
@@ -149,13 +149,17 @@ void check_fanout_count(const std::vector<int>& fanouts, const ModelConfig& mode
                 fanouts.size(), model.layers);
 }
 
-void column_statistics(const Array& x, std::vector<float>* mean, std::vector<float>* inv_std) {
+void column_statistics(const Array& x, std::vector<float>* mean, std::vector<float>* inv_std,
+                       const Array& scale) {
   const int64_t n = x.dim(0), f = x.dim(1);
   constexpr int64_t kChunk = 4096;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  auto at = [&](int64_t i, int64_t j) -> double {
-    return x.dtype() == DType::kFloat16 ? half_to_float(x.data<uint16_t>()[i * f + j])
-                                        : x.data<float>()[i * f + j];
+  const float* row_scale = nullptr;
+  const FeatureCodec codec = stored_feature_codec(x, scale, &row_scale);
+  const auto* base = static_cast<const unsigned char*>(x.raw());
+  const size_t rb = static_cast<size_t>(f) * dtype_size(x.dtype());
+  auto at = [&](int64_t i, int64_t j) -> double {  // as the gather decodes it
+    return decode_feature(codec, base + i * rb, j, row_scale ? row_scale[i] : 1.0f);
   };
   auto pass = [&](const std::vector<double>& centre) {  // sums of (x - centre)^k, k = 1 or 2
     const bool squares = !centre.empty();

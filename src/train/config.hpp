@@ -83,10 +83,12 @@ struct TrainConfig {
 // embeds them (JobConfig::train); TrainConfig::validate is their one check.
 const OptionTable<TrainConfig>& train_config_table();
 
-// Column means and inverse standard deviations (1 for a constant column) of an [N, F] float32 or
-// float16 array (normalize_features standard), in double, summed per fixed chunk of rows in
-// order: the same on every rank and for any thread count.
-void column_statistics(const Array& x, std::vector<float>* mean, std::vector<float>* inv_std);
+// Column means and inverse standard deviations (1 for a constant column) of a partition's [N, F]
+// stored features (normalize_features standard) as the gather decodes them (int8: with `scale`,
+// PartitionData::feature_scale), in double, summed per fixed chunk of rows in order: the same on
+// every rank and for any thread count.
+void column_statistics(const Array& x, std::vector<float>* mean, std::vector<float>* inv_std,
+                       const Array& scale = Array());
 
 // One fanout per layer of `model` (each fanout's value is csp's check_fanouts). InvalidArgument
 // otherwise.

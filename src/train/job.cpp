@@ -174,6 +174,9 @@ nlohmann::json JobResult::to_json() const {
           {"fifo_hits", fifo_hits},
           {"fifo_shared_hits", fifo_shared_hits},
           {"fifo_hit_rate", fifo_hit_rate},
+          {"feature_dtype", feature_dtype},
+          {"feature_max_abs_error", feature_max_abs_error},
+          {"feature_rel_rms_error", feature_rel_rms_error},
           {"metric", metric},
           {"best_val_mrr", best_val_mrr},
           {"test_mrr_at_best", test_mrr_at_best}};
@@ -375,6 +378,15 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
   if (rt_.leader()) log_start(*sched);
+  {  // the partition's --feature-dtype and its error, reported beside the accuracy
+    const PartitionMeta& pm = rt_.part().meta;
+    res_.feature_dtype = pm.feature_dim > 0 ? dtype_name(pm.feature_dtype) : "";
+    res_.feature_max_abs_error = pm.feature_conversion.max_abs_error;
+    res_.feature_rel_rms_error = pm.feature_conversion.rel_rms_error;
+    if (rt_.leader() && pm.feature_conversion.converted) {
+      DSP_INFO("train", "{}", describe_feature_storage(pm));
+    }
+  }
   if (rt_.leader() && !cfg_.metrics_file.empty()) {
     metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));
     DSP_CHECK_T(IoError, metrics_ != nullptr, "{}: cannot open for writing", cfg_.metrics_file);
@@ -478,7 +490,8 @@ void TrainJob::make_trainer() {
   tc_.num_threads = rt_.cores().threads;
   tc_.device = rt_.device();
   if (tc_.normalize_features == "standard") {
-    column_statistics(rt_.part().features, &tc_.feature_mean, &tc_.feature_inv_std);
+    column_statistics(rt_.part().features, &tc_.feature_mean, &tc_.feature_inv_std,
+                      rt_.part().feature_scale);
   }
   if (tc_.model.embedding_dim > 0) {  // refused before the model (its input layer) or the table
     const int64_t rows = meta.offsets[rt_.rank() + 1] - meta.offsets[rt_.rank()];
@@ -990,6 +1003,10 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                         {"cache_hit_rate", res_.cache_hit_rate},
                         {"feature_bytes_per_batch", res_.feature_bytes_per_batch},
                         {"peer_bytes_per_batch", res_.peer_bytes_per_batch}};
+  if (rt_.part().meta.feature_conversion.converted) {
+    rec["feature_dtype"] = res_.feature_dtype;
+    rec["feature_rel_rms_error"] = res_.feature_rel_rms_error;
+  }
   if (rt_.fifo_requested()) {
     rec["fifo"] = {{"hits", res_.fifo_hits},
                    {"shared_hits", res_.fifo_shared_hits},
@@ -1058,6 +1075,11 @@ JobResult TrainJob::finish() {
                     res_.test_acc_at_best, eval_summary(),
                     res_.final_loss, res_.mean_epoch_s, res_.cache_hit_rate,
                     res_.bytes_communicated / 1e6, res_.feature_bytes_per_batch / 1e6));
+    if (rt_.part().meta.feature_conversion.converted) {
+      console_result(fmt::format(
+          "  features            {}: relative RMS error {:.4g}, max {:.4g} (dsp partition)\n",
+          res_.feature_dtype, res_.feature_rel_rms_error, res_.feature_max_abs_error));
+    }
     if (rt_.fifo_requested()) {
       console_result(fmt::format(
           "  fifo hit rate       {:.3f} of the rows other ranks serve ({} + {} shared rows, "

@@ -105,6 +105,10 @@ struct JobResult {
   double peer_bytes_per_batch = 0;
   int64_t fifo_hits = 0, fifo_shared_hits = 0;
   double fifo_hit_rate = 0;
+  // The partition's stored feature dtype and, when dsp partition --feature-dtype converted them,
+  // the conversion's error over all entries (partition.json's feature_conversion; else 0).
+  std::string feature_dtype;
+  double feature_max_abs_error = 0, feature_rel_rms_error = 0;
   // --task link: best_val_acc / test_acc_at_best hold the first Hits@K; these the rest.
   std::string metric = "accuracy";  // or "hits@K"
   double best_val_mrr = 0, test_mrr_at_best = 0;

@@ -245,7 +245,8 @@ PredictResult run_predict(const PredictConfig& c) {
   tc.num_threads = rt.cores().threads;
   tc.device = rt.device();
   if (tc.normalize_features == "standard") {
-    column_statistics(rt.part().features, &tc.feature_mean, &tc.feature_inv_std);
+    column_statistics(rt.part().features, &tc.feature_mean, &tc.feature_inv_std,
+                      rt.part().feature_scale);
   }
   Trainer trainer(tc, rt.channel(WorkerKind::kTrainer));
   trainer.load_parameters(c.checkpoint);
