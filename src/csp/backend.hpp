@@ -35,6 +35,7 @@
 #include "ccc/communicator.hpp"
 #include "core/device.hpp"
 #include "csp/block.hpp"
+#include "csp/sample_kernels.hpp"
 
 namespace dsp {
 
@@ -45,13 +46,13 @@ struct SamplerOptions;
 struct LocalTopology {
   int64_t num_rows = 0;
   int64_t num_edges = 0;
-  int64_t row_base = 0;              // first global id this rank owns
-  const int64_t* indptr = nullptr;   // [num_rows + 1]
-  const void* indices = nullptr;     // [num_edges], global ids, int32 (idx32) or int64
+  int64_t row_base = 0;             // first global id this rank owns
+  const int64_t* indptr = nullptr;  // [num_rows + 1]
+  const void* indices = nullptr;    // [num_edges], global ids, int32 (idx32) or int64
   bool idx32 = false;
-  bool indices_mapped = false;       // indices point into a read-only file mapping
-  const float* weights = nullptr;    // [num_edges] or null
-  const double* cum = nullptr;       // [num_edges] per-row inclusive prefix sums (biased only)
+  bool indices_mapped = false;         // indices point into a read-only file mapping
+  const float* weights = nullptr;      // [num_edges] or null
+  const double* cum = nullptr;         // [num_edges] per-row inclusive prefix sums (biased only)
   const int64_t* hot_nodes = nullptr;  // owned global ids, hottest first (the feature cache list):
   int64_t num_hot = 0;                 // rows a backend short of memory keeps closest
   size_t indices_bytes() const { return static_cast<size_t>(num_edges) * (idx32 ? 4 : 8); }
@@ -123,6 +124,9 @@ class SamplerBackend {
   virtual int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key,
                          int32_t* counts, BackendBuffer& nbrs, BackendBuffer* weights,
                          const TaskExclusions* ex) = 0;
+  // The LABOR variates of the next sample calls (lv.on: every task takes csp::labor_positions
+  // of its row instead of sample_positions; uniform, without exclusions). Off until set.
+  virtual void set_labor(const csp::LaborVariates& lv) = 0;
   // sums[p] = counts[off[p]] + ... + counts[off[p + 1] - 1] for every p (off and sums: host).
   virtual std::vector<int64_t> segment_sums(const int32_t* counts,
                                             const std::vector<int64_t>& off) = 0;

@@ -53,6 +53,7 @@ class CpuSamplerBackend final : public SamplerBackend {
              std::vector<int64_t>& counts) override;
   int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key, int32_t* counts,
                  BackendBuffer& nbrs, BackendBuffer* weights, const TaskExclusions* ex) override;
+  void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
   std::vector<int64_t> segment_sums(const int32_t* counts,
                                     const std::vector<int64_t>& off) override;
   void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
@@ -79,6 +80,7 @@ class CpuSamplerBackend final : public SamplerBackend {
   LocalTopology topo_;
   HugePageBuffer indptr_copy_, indices_copy_;
   bool biased_, replace_, turbo_;
+  csp::LaborVariates labor_;
   int64_t grain_;
   const csp::SnakeSplit* split_ = nullptr;  // set while sample_split runs
   // Set while sample runs: the call's exclusions (or null), and the original index of the task
@@ -112,6 +114,7 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
   const int64_t* ex_off = ex_ ? ex_->offsets : nullptr;
   const int64_t* ex_pos = ex_ ? ex_->positions : nullptr;
   const int64_t* ex_order = ex_order_;
+  const csp::LaborVariates labor = labor_;
   for_split(n, [&](int64_t b, int64_t e) {
     // Three-stage software pipeline over the latency chain task -> indptr -> row entries, so many
     // misses are in flight at once: the indptr entry of task i+kFar is prefetched; task i+kNear
@@ -125,7 +128,9 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
       RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
       int64_t* o = out + slot[i];
       int c;
-      if (ex_off) {
+      if (labor.on) {
+        c = csp::labor_positions(idx + p0, deg, task_fanout(tasks[i]), labor, o);
+      } else if (ex_off) {
         const int64_t t = ex_order ? ex_order[i] : i;
         c = csp::uniform_excluding(deg, task_fanout(tasks[i]), replace, ex_pos + ex_off[t],
                                    ex_off[t + 1] - ex_off[t], s, o);

@@ -2,7 +2,8 @@
 // The device sampler backend (backend.hpp), written once against an executor (core/host_exec.hpp):
 // with CudaExec it is the CUDA backend (cuda/sampler_backend.cu), with HostExec the host emulation
 // every CPU test runs. Each kernel is one per-element functor over sample_kernels.hpp; everything
-// else is the executor's copies and scans, so what the CPU tests check is the sequence the GPU runs.
+// else is the executor's copies and scans, so what the CPU tests check is the sequence the GPU
+// runs.
 //
 // Every array is executor memory (the sampler's BackendBuffers); only sizes are read back.
 // group: an owner per node (csp::owner_of); one exclusive scan of the owner-major flag matrix
@@ -72,6 +73,7 @@ struct SampleTask {
   float* outw;
   const int64_t* ex_off;  // TaskExclusions (uniform only), or null: none
   const int64_t* ex_pos;
+  csp::LaborVariates labor;  // on: LABOR's picks (csp::labor_positions)
   DSP_HOST_DEVICE void operator()(int64_t i) const { run(i, nullptr, 0); }
   // Task i; its positions go to `shared` (a thread's slot of `slot_cap` positions) when
   // csp::uses_shared_slot says so, else to its output slot, converted to ids in place.
@@ -82,12 +84,13 @@ struct SampleTask {
     RngStream s(key, static_cast<uint64_t>(v), csp::kPurposeNodeWise);
     int64_t* o = out + slot[i];
     int64_t* pos = shared && csp::uses_shared_slot(deg, k, slot_cap) ? shared : o;
-    const int c = ex_off ? csp::uniform_excluding(deg, k, replace, ex_pos + ex_off[i],
-                                                  ex_off[i + 1] - ex_off[i], s, pos)
-                         : csp::sample_positions(deg, k, weighted, replace,
-                                                 weighted ? cum + p0 : nullptr, s, pos);
     const int64_t loc = row_loc ? row_loc[v - row_base] : -1;
     const Id* row = loc >= 0 ? hot_indices + loc : indices + p0;
+    const int c = labor.on ? csp::labor_positions(row, deg, k, labor, pos)
+                  : ex_off ? csp::uniform_excluding(deg, k, replace, ex_pos + ex_off[i],
+                                                    ex_off[i + 1] - ex_off[i], s, pos)
+                           : csp::sample_positions(deg, k, weighted, replace,
+                                                   weighted ? cum + p0 : nullptr, s, pos);
     for (int j = 0; j < c; ++j) {
       if (outw) outw[slot[i] + j] = weights[p0 + pos[j]];
       o[j] = static_cast<int64_t>(row[pos[j]]);
@@ -293,6 +296,7 @@ class KernelSamplerBackend final : public SamplerBackend {
 
   std::string name() const override { return name_; }
   Device device() const override { return device_; }
+  void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
   bool indices_on_host() const { return indices_on_host_; }
   int64_t hot_rows() const { return hot_rows_; }
 
@@ -535,7 +539,8 @@ class KernelSamplerBackend final : public SamplerBackend {
 
   template <class T>
   T* reserve(Buffer& buf, int64_t count) {
-    return static_cast<T*>(buf.reserve(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
+    return static_cast<T*>(
+        buf.reserve(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
   }
   template <class T>
   T* upload(Buffer& buf, const T* src, size_t bytes) {
@@ -567,9 +572,8 @@ class KernelSamplerBackend final : public SamplerBackend {
     if (n) ex_.inclusive_scan(in, out + 1, n);
   }
   template <class Id>
-  kernels::SampleTask<Id> task_op(const int64_t* t, uint64_t key, const int64_t* slot,
-                                  int32_t* cnt, int64_t* res, float* resw,
-                                  const TaskExclusions* ex) const {
+  kernels::SampleTask<Id> task_op(const int64_t* t, uint64_t key, const int64_t* slot, int32_t* cnt,
+                                  int64_t* res, float* resw, const TaskExclusions* ex) const {
     return {t,
             key,
             static_cast<const int64_t*>(indptr_.data()),
@@ -586,7 +590,8 @@ class KernelSamplerBackend final : public SamplerBackend {
             res,
             resw,
             ex ? ex->offsets : nullptr,
-            ex ? ex->positions : nullptr};
+            ex ? ex->positions : nullptr,
+            labor_};
   }
 
   Exec ex_;
@@ -594,9 +599,9 @@ class KernelSamplerBackend final : public SamplerBackend {
   Device device_;
   LocalTopology topo_;
   bool biased_, replace_, turbo_, blocks_on_device_;
+  csp::LaborVariates labor_;
   bool indices_on_host_ = false;
-  std::shared_ptr<RecyclePool<EdgeArrays>> edge_pool_ =
-      std::make_shared<RecyclePool<EdgeArrays>>();
+  std::shared_ptr<RecyclePool<EdgeArrays>> edge_pool_ = std::make_shared<RecyclePool<EdgeArrays>>();
   int64_t hot_rows_ = 0;
   Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_;
   typename Exec::Registration indices_reg_;

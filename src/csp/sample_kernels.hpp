@@ -11,6 +11,7 @@
 // Positions are indices into the node's adjacency row; results are always sorted by position,
 // which (rows being ascending by neighbour id) also sorts them by neighbour id. That makes the
 // output order a function of the draws alone.
+#include <cmath>
 #include <cstdint>
 
 #include "core/host_device.hpp"
@@ -23,6 +24,7 @@ namespace dsp::csp {
 constexpr uint32_t kPurposeNodeWise = 0;
 constexpr uint32_t kPurposeLayerWise = 1;
 constexpr uint32_t kPurposeWalk = 2;
+constexpr uint32_t kPurposeLabor = 3;
 
 // A sampling task travels as one int64: global id in the low 40 bits, fanout above (< 2^23).
 constexpr int kTaskShift = 40;
@@ -442,6 +444,73 @@ DSP_HOST_DEVICE inline int uniform_excluding(int64_t deg, int k, bool replace, c
   const int c = replace ? uniform_with(m, k, s, pos) : uniform_without(m, k, s, pos);
   skip_excluded(ex, nx, pos, c);
   return c;
+}
+
+// ---- LABOR (layer-neighbour sampling, Balin & Catalyurek, NeurIPS'23) ----
+// Every neighbour t of a layer has one random variate r_t, shared by all the seeds whose rows
+// hold t, so seeds with overlapping neighbourhoods pick the same nodes. r_t depends on the
+// variates' keys and on t's global id only (never on the rank or task), so every owner computes
+// the same r_t without communication. As GraphBolt's LayerNeighborSampler (sequential Poisson
+// sampling), a seed of degree d and fanout k keeps the min(k, d) neighbours of smallest
+// r_t / pi_t; with LABOR-0's uniform pi those are the k smallest r_t.
+//
+// The variates' keys: key0 alone gives r_t = stream(key0, t)'s first draw. With batch dependency
+// (key1 != key0), r_t = Phi(c0 z0_t + c1 z1_t) with z the standard normals of the two keys'
+// streams and (c0, c1) = (cos, sin)(pi x / 2), x in [0, 1) the batch's place between the two keys
+// (DGL's continuous seed): consecutive batches' variates change slowly.
+struct LaborVariates {
+  bool on = false;
+  uint64_t key0 = 0, key1 = 0;
+  double c0 = 1, c1 = 0;
+};
+
+// A standard normal from draws 0-3 of the stream (Box-Muller over two 53-bit uniforms).
+DSP_HOST_DEVICE inline double labor_normal(RngStream& s) {
+  const double u1 = (static_cast<double>(s.next_u64() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  const double u2 = static_cast<double>(s.next_u64() >> 11) * (1.0 / 9007199254740992.0);
+  return ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2);
+}
+
+// r_t as a 32-bit fixed-point fraction: r_t = (labor_variate + 0.5) / 2^32.
+DSP_HOST_DEVICE inline uint32_t labor_variate(const LaborVariates& lv, int64_t t) {
+  RngStream s0(lv.key0, static_cast<uint64_t>(t), kPurposeLabor);
+  if (lv.key1 == lv.key0) return s0.next_u32();
+  RngStream s1(lv.key1, static_cast<uint64_t>(t), kPurposeLabor);
+  const double z = lv.c0 * labor_normal(s0) + lv.c1 * labor_normal(s1);
+  const double r = 0.5 * ::erfc(-z * 0.7071067811865476);
+  const double f = ::floor(r * 4294967296.0);
+  return f <= 0 ? 0u : f >= 4294967295.0 ? 0xffffffffu : static_cast<uint32_t>(f);
+}
+
+// LABOR-0's node-wise step: the min(k, deg) positions of row[0, deg) (global neighbour ids) with
+// the smallest variates, ties to the lower position; writes them sorted into pos, returns their
+// number. pos[0, k) holds, while scanning, the kept (variate << 32 | position) keys ascending: a
+// later entry displaces the largest, so a row costs deg variates and about k log(deg / k)
+// insertions. Rows of up to 2^31 entries.
+template <class Id>
+DSP_HOST_DEVICE inline int labor_positions(const Id* row, int64_t deg, int k,
+                                           const LaborVariates& lv, int64_t* pos) {
+  if (k <= 0 || deg <= 0) return 0;
+  if (deg <= k) {
+    for (int64_t i = 0; i < deg; ++i) pos[i] = i;
+    return static_cast<int>(deg);
+  }
+  int n = 0;
+  for (int64_t j = 0; j < deg; ++j) {
+    const int64_t key = static_cast<int64_t>(
+        (static_cast<uint64_t>(labor_variate(lv, static_cast<int64_t>(row[j]))) << 31) |
+        static_cast<uint64_t>(j));
+    if (n == k && key >= pos[k - 1]) continue;
+    int i = n < k ? n++ : k - 1;
+    while (i > 0 && pos[i - 1] > key) {
+      pos[i] = pos[i - 1];
+      --i;
+    }
+    pos[i] = key;
+  }
+  for (int i = 0; i < n; ++i) pos[i] &= 0x7fffffffLL;
+  sort_small(pos, n);
+  return n;
 }
 
 // ---- relabelling: an open-addressing (linear probing) table of 64-bit slots ----

@@ -1,9 +1,11 @@
 #include "csp/sampler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -54,6 +56,17 @@ void row_prefix(const float* w, int64_t deg, double* cum) {
 
 }  // namespace
 
+SamplerKind parse_sampler_kind(const std::string& s) {
+  if (s == "neighbor" || s == "neighbour") return SamplerKind::kNeighbor;
+  if (s == "labor") return SamplerKind::kLabor;
+  if (s == "layer") return SamplerKind::kLayer;
+  DSP_THROW_T(InvalidArgument, "unknown sampler '{}' (neighbor, labor, layer)", s);
+}
+
+const char* sampler_kind_name(SamplerKind k) {
+  return k == SamplerKind::kLabor ? "labor" : k == SamplerKind::kLayer ? "layer" : "neighbor";
+}
+
 SampleScheme parse_sample_scheme(const std::string& s) {
   if (s == "node" || s == "node-wise" || s == "nodewise") return SampleScheme::kNodeWise;
   if (s == "layer" || s == "layer-wise" || s == "layerwise") return SampleScheme::kLayerWise;
@@ -79,6 +92,7 @@ const char* sample_kernel_name(SampleKernel k) {
 nlohmann::json SamplerStats::to_json() const {
   return {{"batches", batches},
           {"seeds", seeds},
+          {"layer_sources", layer_sources},
           {"sampled_edges", sampled_edges},
           {"tasks_local", tasks_local},
           {"tasks_remote", tasks_remote},
@@ -114,7 +128,116 @@ PartitionData single_part(const Csr& g) {
   return d;
 }
 
-void SamplerOptions::validate() const { check_fanouts(fanouts, "--fanouts"); }
+SamplerKind SamplerOptions::kind() const {
+  if (labor) return SamplerKind::kLabor;
+  return scheme == SampleScheme::kLayerWise ? SamplerKind::kLayer : SamplerKind::kNeighbor;
+}
+
+std::string sampler_combination_error(const SamplerOptions& o) {
+  if (o.labor) {
+    if (o.scheme != SampleScheme::kNodeWise || o.biased || o.replace) {
+      return "--sampler labor: LABOR samples node-wise, uniformly and without replacement "
+             "(biased, with-replacement and layer-wise LABOR are not supported)";
+    }
+    if (o.mode == SampleMode::kPull) return "--sampler labor: the pull mode is not supported";
+    if (o.labor_importance < -1) {
+      return fmt::format("--labor-importance: rounds must be >= 0 or * (got {})",
+                         o.labor_importance);
+    }
+    if (o.labor_batch_dependency < 1) {
+      return fmt::format("--labor-batch-dependency: must be >= 1 (got {})",
+                         o.labor_batch_dependency);
+    }
+  } else if (o.labor_importance != 0 || o.labor_layer_dependency || o.labor_batch_dependency != 1) {
+    return "--labor-importance, --labor-layer-dependency and --labor-batch-dependency need "
+           "--sampler labor";
+  }
+  if (!o.layer_replace) {
+    if (o.scheme != SampleScheme::kLayerWise) return "--layer-draws without needs --sampler layer";
+    if (o.biased || o.replace) {
+      return "--layer-draws without: layer-wise sampling without replacement is uniform and takes "
+             "distinct neighbours (biased sampling and --replace are not supported with it)";
+    }
+  }
+  return "";
+}
+
+void SamplerOptions::validate() const {
+  check_fanouts(fanouts, "--fanouts");
+  const std::string err = sampler_combination_error(*this);
+  DSP_CHECK_ARG(err.empty(), "{}", err);
+}
+
+namespace {
+int parse_labor_rounds(const std::string& s) {
+  if (s == "*") return -1;
+  const int r = options::from_text<int>(s, "--labor-importance");
+  DSP_CHECK_ARG(r >= 0, "--labor-importance: rounds must be >= 0 or * (got {})", s);
+  return r;
+}
+std::string labor_rounds_text(int r) { return r < 0 ? "*" : std::to_string(r); }
+
+// The options of the sampler's kind: --sampler and LABOR's (declared here once; dsp train, the
+// benches and the Loader embed them).
+std::vector<Option<SamplerOptions>> sampler_kind_options() {
+  using S = SamplerOptions;
+  Option<S> kind = options::declare<S>(
+      "--sampler", "sampler",
+      "neighbor (default: fanouts[l] neighbours of every node), labor (LABOR: as many, chosen "
+      "by per-node variates shared across the layer's seeds, so fewer distinct nodes), or layer "
+      "(layer-wise: fanouts[l] draws per layer over the frontier)");
+  kind.type = "TEXT:{neighbor,labor,layer}";
+  auto set_kind = [](S& o, SamplerKind k) {
+    o.labor = k == SamplerKind::kLabor;
+    o.scheme = k == SamplerKind::kLayer ? SampleScheme::kLayerWise : SampleScheme::kNodeWise;
+  };
+  kind.parse = [set_kind](S& o, const std::string& s) { set_kind(o, parse_sampler_kind(s)); };
+  kind.read = [set_kind](S& o, const nlohmann::json& v) {
+    set_kind(o, parse_sampler_kind(v.get<std::string>()));
+  };
+  kind.write = [](const S& o) { return nlohmann::json(sampler_kind_name(o.kind())); };
+  Option<S> rounds = options::declare<S>(
+      "--labor-importance", "labor_importance",
+      "LABOR-i: 0 (default, uniform), i rounds of importance sampling, or * (until it converges); "
+      "with i != 0 sampled edges carry weights the models' aggregations use");
+  rounds.type = "TEXT";
+  rounds.parse = [](S& o, const std::string& s) { o.labor_importance = parse_labor_rounds(s); };
+  rounds.read = [](S& o, const nlohmann::json& v) {
+    o.labor_importance =
+        parse_labor_rounds(v.is_string() ? v.get<std::string>() : std::to_string(v.get<int>()));
+  };
+  rounds.write = [](const S& o) { return nlohmann::json(labor_rounds_text(o.labor_importance)); };
+  Option<S> draws = options::declare<S>(
+      "--layer-draws", "layer_draws",
+      "with (default) or without: --sampler layer's draws over the frontier with replacement, "
+      "or without, over the union of its in-edges (each node at most its degree, distinct "
+      "neighbours)");
+  draws.type = "TEXT:{with,without}";
+  auto parse_draws = [](const std::string& s) {
+    DSP_CHECK_ARG(s == "with" || s == "without", "--layer-draws: {} not in {{with,without}}", s);
+    return s == "with";
+  };
+  draws.parse = [parse_draws](S& o, const std::string& s) { o.layer_replace = parse_draws(s); };
+  draws.read = [parse_draws](S& o, const nlohmann::json& v) {
+    o.layer_replace = parse_draws(v.get<std::string>());
+  };
+  draws.write = [](const S& o) { return nlohmann::json(o.layer_replace ? "with" : "without"); };
+  return {
+      kind,
+      rounds,
+      options::toggle<S>(
+          "--labor-layer-dependency", "labor_layer_dependency",
+          "LABOR: every layer uses the same variates (fewer nodes)",
+          [](S & o) -> auto& { return o.labor_layer_dependency; }),
+      options::value<S>(
+          "--labor-batch-dependency", "labor_batch_dependency",
+          "LABOR: K > 1 lets the variates drift over K consecutive batches "
+          "(more overlap between batches; default 1: independent)",
+          [](S & o) -> auto& { return o.labor_batch_dependency; }),
+      draws,
+  };
+}
+}  // namespace
 
 const OptionTable<SamplerOptions>& sampler_options_table() {
   static const OptionTable<SamplerOptions> table = [] {
@@ -130,13 +253,15 @@ const OptionTable<SamplerOptions>& sampler_options_table() {
       o.kernel = parse_sample_kernel(v.get<std::string>());
     };
     kernel.write = [](const S& o) { return nlohmann::json(sample_kernel_name(o.kernel)); };
-    return OptionTable<S>{
+    OptionTable<S> t{
         options::value<S>(
             "--fanouts", "fanouts",
             "neighbours sampled per node, from the seeds out; one per layer (default 15,10,5)",
             [](S & o) -> auto& { return o.fanouts; }),
         kernel,
     };
+    for (Option<S>& o : sampler_kind_options()) t.push_back(std::move(o));
+    return t;
   }();
   return table;
 }
@@ -214,6 +339,8 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
                                      SamplerOptions opts, const SamplerBackendFactory& backend)
     : part_(part), comm_(comm), opts_(std::move(opts)) {
   check_fanouts(opts_.fanouts, "sampler");
+  const std::string combination = sampler_combination_error(opts_);
+  DSP_CHECK_ARG(combination.empty(), "sampler: {}", combination);
   rank_ = comm_.rank();
   size_ = comm_.size();
   DSP_CHECK_ARG(part_.meta.parts == size_ && part_.part == rank_,
@@ -230,6 +357,7 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
   DSP_CHECK_ARG(!opts_.biased || part_.patch.has_weights(),
                 "sampler: biased (weighted) sampling needs edge weights, and the graph has none");
   stats_.t_layer.assign(opts_.fanouts.size(), 0.0);
+  stats_.layer_sources.assign(opts_.fanouts.size(), 0);
   if (opts_.biased) {
     cum_ = row_prefix_sums(part_.patch);
     if (opts_.scheme == SampleScheme::kLayerWise) {
@@ -257,6 +385,7 @@ CollectiveSampler::~CollectiveSampler() = default;
 void CollectiveSampler::reset_stats() {
   stats_ = SamplerStats{};
   stats_.t_layer.assign(opts_.fanouts.size(), 0.0);
+  stats_.layer_sources.assign(opts_.fanouts.size(), 0);
 }
 
 void CollectiveSampler::check_collective(bool ok, const std::string& msg) {
@@ -289,8 +418,8 @@ uint64_t CollectiveSampler::remote_bytes_recv() const {
 template <class Id>
 void CollectiveSampler::sample_pulled(const int64_t* tasks, int64_t n, uint64_t key,
                                       const int64_t* row_off, const int64_t* rows, const float* w,
-                                      const int64_t* slot, int32_t* cnt, int64_t* out,
-                                      float* outw, const TaskExclusions* ex) const {
+                                      const int64_t* slot, int32_t* cnt, int64_t* out, float* outw,
+                                      const TaskExclusions* ex) const {
   const bool biased = opts_.biased, replace = opts_.replace;
   parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
     std::vector<double> cum;
@@ -305,10 +434,10 @@ void CollectiveSampler::sample_pulled(const int64_t* tasks, int64_t n, uint64_t 
       }
       RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
       int64_t* o = out + slot[i];
-      const int c = ex ? csp::uniform_excluding(deg, k, replace, ex->positions + ex->offsets[i],
-                                                ex->offsets[i + 1] - ex->offsets[i], s, o)
-                       : csp::sample_positions(deg, k, biased, replace,
-                                               biased ? cum.data() : nullptr, s, o);
+      const int c =
+          ex ? csp::uniform_excluding(deg, k, replace, ex->positions + ex->offsets[i],
+                                      ex->offsets[i + 1] - ex->offsets[i], s, o)
+             : csp::sample_positions(deg, k, biased, replace, biased ? cum.data() : nullptr, s, o);
       if (outw) {
         for (int j = 0; j < c; ++j) outw[slot[i] + j] = w[p0 + o[j]];
       }
@@ -383,10 +512,9 @@ int64_t sum(const std::vector<int64_t>& v) {
 }  // namespace
 
 CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
-  for (auto* b :
-       {&tasks, &perm, &served, &counts, &nbrs, &weights, &answer_counts, &answer_nbrs,
-        &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier, &next,
-        &ex_offsets, &ex_positions}) {
+  for (auto* b : {&tasks, &perm, &served, &counts, &nbrs, &weights, &answer_counts, &answer_nbrs,
+                  &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier, &next,
+                  &ex_offsets, &ex_positions}) {
     *b = be.make_buffer();
   }
 }
@@ -430,6 +558,9 @@ std::string CollectiveSampler::exclusion_error(const ExcludedEdges& ex) const {
     return "sampler: edge exclusion supports node-wise uniform sampling; biased and layer-wise "
            "sampling are not supported";
   }
+  if (opts_.labor) {
+    return "sampler: edge exclusion (link prediction) is not supported with --sampler labor";
+  }
   if (ex.dst.size() != ex.src.size()) {
     return fmt::format("sampler: excluded edges: {} dst ids and {} src ids (one of each per edge)",
                        ex.dst.size(), ex.src.size());
@@ -437,9 +568,10 @@ std::string CollectiveSampler::exclusion_error(const ExcludedEdges& ex) const {
   const int64_t n = part_.meta.num_nodes;
   for (size_t i = 0; i < ex.dst.size(); ++i) {
     if (ex.dst[i] < 0 || ex.dst[i] >= n || ex.src[i] < 0 || ex.src[i] >= n) {
-      return fmt::format("sampler: excluded edge {} -> {} is not between node ids (graph has {} "
-                         "nodes)",
-                         ex.src[i], ex.dst[i], n);
+      return fmt::format(
+          "sampler: excluded edge {} -> {} is not between node ids (graph has {} "
+          "nodes)",
+          ex.src[i], ex.dst[i], n);
     }
   }
   return "";
@@ -646,8 +778,8 @@ bool CollectiveSampler::pulled_exclusions(const int64_t* tasks, int64_t ng, int6
   const int64_t m = static_cast<int64_t>(ex_own_dst_.size());
   for (int64_t i = 0; i < ng; ++i) {
     if (i < self_b || i >= self_e) {
-      task_positions(task_id(tasks[i]), ex_own_dst_.data(), ex_own_src_.data(), m,
-                     rows + roff[i], roff[i + 1] - roff[i], ex_task_pos_);
+      task_positions(task_id(tasks[i]), ex_own_dst_.data(), ex_own_src_.data(), m, rows + roff[i],
+                     roff[i + 1] - roff[i], ex_task_pos_);
     }
     ex_task_off_[i + 1] = static_cast<int64_t>(ex_task_pos_.size());
   }
@@ -752,10 +884,236 @@ LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, con
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// LABOR. LABOR-0 is CSP's layer with the backend's per-task labor_positions; with importance
+// sampling the requester fetches its frontier's rows and computes DGL's probabilities and the
+// picks itself (labor_importance_picks), since they depend on the whole frontier.
+
+namespace {
+constexpr uint64_t kLaborSalt = 0x6c61626f'72766172ULL;  // "laborvar"
+constexpr double kLaborEps = 1e-4;                       // DGL's convergence tolerance
+constexpr int kLaborMaxRounds = 1000;                    // LABOR-*'s and each c_s solve's cap
+
+// The c_s of row [b, e) (unique-neighbour index u[j], their q) that makes the variance of its
+// Horvitz-Thompson estimate d^2 / min(k, d) (DGL's fixed point, Eq. 22 of arXiv:2210.13339),
+// from the guess c.
+double solve_row_c(const int64_t* u, int64_t b, int64_t e, int k, const std::vector<double>& q,
+                   double c) {
+  const double d = static_cast<double>(e - b);
+  const double target = d * d / std::min(static_cast<double>(k), d);
+  for (int it = 0; it < kLaborMaxRounds; ++it) {
+    double v = 0;
+    for (int64_t j = b; j < e; ++j) v += 1.0 / std::min(1.0, c * q[u[j]]);
+    c *= v / target;
+    if (std::min(v, target) / std::max(v, target) >= 1 - kLaborEps) break;
+  }
+  return c;
+}
+
+// The per-row c and per-neighbour q of LABOR-i (DGL's compute_importance_sampling_probabilities,
+// unweighted): each round q_t *= max over the rows holding t of c_s, then every c_s solved.
+void labor_probabilities(int64_t n, const int64_t* off, const int64_t* u, int64_t U, int k,
+                         int rounds, std::vector<double>& c, std::vector<double>& q) {
+  c.assign(n, 0.0);
+  int64_t max_deg = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t d = off[i + 1] - off[i];
+    max_deg = std::max(max_deg, d);
+    if (d > 0) c[i] = static_cast<double>(k) / static_cast<double>(d);
+  }
+  q.assign(U, 0.0);
+  std::vector<double> h(U);
+  double prev = static_cast<double>(max_deg) * static_cast<double>(n);
+  const int max_rounds = rounds < 0 ? kLaborMaxRounds : rounds;
+  for (int r = 0; r < max_rounds; ++r) {
+    std::fill(h.begin(), h.end(), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = off[i]; j < off[i + 1]; ++j) h[u[j]] = std::max(h[u[j]], c[i]);
+    }
+    for (int64_t t = 0; t < U; ++t) q[t] = r == 0 ? h[t] : q[t] * h[t];
+    for (int64_t i = 0; i < n; ++i) {
+      if (off[i + 1] > off[i]) c[i] = solve_row_c(u, off[i], off[i + 1], k, q, c[i]);
+    }
+    double cur = 0;
+    for (int64_t t = 0; t < U; ++t) cur += std::min(1.0, q[t]);
+    if (cur / prev >= 1 - kLaborEps) break;
+    prev = cur;
+  }
+}
+}  // namespace
+
+void labor_importance_picks(int64_t n, const int64_t* off, const int64_t* ids, int k, int rounds,
+                            const csp::LaborVariates& lv, std::vector<int64_t>& out_off,
+                            std::vector<int64_t>& out_ids, std::vector<float>& out_w) {
+  // the distinct neighbours, in first-seen order (a deterministic order for every sum over them)
+  const int64_t E = off[n];
+  std::unordered_map<int64_t, int64_t> index;
+  index.reserve(static_cast<size_t>(E));
+  std::vector<int64_t> u(E);
+  for (int64_t j = 0; j < E; ++j) {
+    u[j] = index.emplace(ids[j], static_cast<int64_t>(index.size())).first->second;
+  }
+  std::vector<double> c, q;
+  labor_probabilities(n, off, u.data(), static_cast<int64_t>(index.size()), k, rounds, c, q);
+  out_off.assign(n + 1, 0);
+  out_ids.clear();
+  out_w.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    // Poisson sampling (DGL's sample_labors): t is picked iff r_t <= pi_t, independently, so the
+    // Horvitz-Thompson weights 1 / pi are exact (a fixed count would bias them unless the pi
+    // summed to it, as only LABOR-0's do).
+    const int64_t first = static_cast<int64_t>(out_ids.size());
+    for (int64_t j = off[i]; j < off[i + 1]; ++j) {
+      const double pi = std::min(1.0, c[i] * q[u[j]]);
+      const double r = (csp::labor_variate(lv, ids[j]) + 0.5) * (1.0 / 4294967296.0);
+      if (r > pi) continue;
+      out_ids.push_back(ids[j]);
+      out_w.push_back(static_cast<float>(1.0 / pi));
+    }
+    // w = (1 / pi) m / d: a mean over the m picks weighted by w is sum(h / pi) / d, the
+    // Horvitz-Thompson estimate of the mean over all d neighbours, exactly unbiased (DGL divides
+    // by sum(1 / pi) over the picks instead of d: self-normalised, biased by O(1 / m)).
+    const int64_t m = static_cast<int64_t>(out_ids.size()) - first;
+    const double d = static_cast<double>(off[i + 1] - off[i]);
+    for (int64_t j = first; j < first + m; ++j) {
+      out_w[j] = static_cast<float>(out_w[j] * static_cast<double>(m) / d);
+    }
+    out_off[i + 1] = static_cast<int64_t>(out_ids.size());
+  }
+}
+
+csp::LaborVariates CollectiveSampler::labor_variates(int64_t epoch, int64_t batch, int l) const {
+  csp::LaborVariates lv;
+  lv.on = true;
+  const uint64_t layer = opts_.labor_layer_dependency ? 0 : static_cast<uint64_t>(l);
+  const uint64_t seed = opts_.seed ^ kLaborSalt;
+  const int64_t K = opts_.labor_batch_dependency;
+  if (K <= 1) {
+    lv.key0 = lv.key1 = rng_key(seed, epoch, batch, layer);
+    return lv;
+  }
+  // DGL's continuous seed: batches g K .. g K + K - 1 move from key g's variates to key g + 1's.
+  const int64_t g = batch / K;
+  const double x = static_cast<double>(batch % K) / static_cast<double>(K);
+  lv.key0 = rng_key(seed, epoch, g, layer);
+  lv.key1 = rng_key(seed, epoch, g + 1, layer);
+  lv.c0 = std::cos(1.5707963267948966 * x);
+  lv.c1 = std::sin(1.5707963267948966 * x);
+  return lv;
+}
+
+void CollectiveSampler::fetch_rows(const int64_t* f, int64_t nf, std::vector<int64_t>& off,
+                                   std::vector<int64_t>& ids) {
+  const Csr& g = part_.patch;
+  const int64_t* ip = g.rowptr();
+  auto append_row = [&](int64_t v, std::vector<int64_t>& out) {
+    for (int64_t e = ip[v - begin_]; e < ip[v - begin_ + 1]; ++e)
+      out.push_back(g.indices.int_at(e));
+  };
+  off.assign(nf + 1, 0);
+  ids.clear();
+  if (size_ == 1) {
+    stats_.tasks_local += nf;
+    for (int64_t i = 0; i < nf; ++i) {
+      append_row(f[i], ids);
+      off[i + 1] = static_cast<int64_t>(ids.size());
+    }
+    return;
+  }
+  std::vector<int64_t> sc(size_, 0), owner(nf), where(nf), send(nf);
+  for (int64_t i = 0; i < nf; ++i) ++sc[owner[i] = csp::owner_of(offsets_.data(), size_, f[i])];
+  stats_.tasks_local += sc[rank_];
+  stats_.tasks_remote += nf - sc[rank_];
+  std::vector<int64_t> at = prefix(sc);
+  for (int64_t i = 0; i < nf; ++i) send[where[i] = at[owner[i]]++] = f[i];
+  OpOptions o;
+  o.label = "csp.labor.rows.counts";
+  o.host_buffers = true;
+  const std::vector<int64_t> rc = comm_.exchange_counts(sc, o);
+  const std::vector<int64_t> req = a2a(comm_, send, sc, rc, "csp.labor.rows.ids");
+  std::vector<int64_t> deg(req.size()), rows, row_sc(size_, 0), row_rc(size_, 0);
+  const std::vector<int64_t> ro = prefix(rc), so = prefix(sc);
+  for (int p = 0; p < size_; ++p) {
+    for (int64_t j = ro[p]; j < ro[p + 1]; ++j) {
+      deg[j] = ip[req[j] - begin_ + 1] - ip[req[j] - begin_];
+      row_sc[p] += deg[j];
+      append_row(req[j], rows);
+    }
+  }
+  const std::vector<int64_t> got_deg = a2a(comm_, deg, rc, sc, "csp.labor.rows.degrees");
+  for (int p = 0; p < size_; ++p) {
+    for (int64_t j = so[p]; j < so[p + 1]; ++j) row_rc[p] += got_deg[j];
+  }
+  const std::vector<int64_t> got = a2a(comm_, rows, row_sc, row_rc, "csp.labor.rows");
+  const std::vector<int64_t> start = prefix(got_deg);
+  for (int64_t i = 0; i < nf; ++i) off[i + 1] = off[i] + got_deg[where[i]];
+  ids.resize(off[nf]);
+  for (int64_t i = 0; i < nf; ++i) {
+    std::copy(got.begin() + start[where[i]], got.begin() + start[where[i] + 1],
+              ids.begin() + off[i]);
+  }
+}
+
+LayerPicks CollectiveSampler::labor_importance_layer(const int64_t* frontier, int64_t nf, int k,
+                                                     const csp::LaborVariates& lv) {
+  Stopwatch sw;
+  std::vector<int64_t> off, ids, po, pn;
+  std::vector<float> pw;
+  fetch_rows(frontier, nf, off, ids);
+  stats_.t_shuffle += sw.seconds();
+  sw.reset();
+  labor_importance_picks(nf, off.data(), ids.data(), k, opts_.labor_importance, lv, po, pn, pw);
+  stats_.t_sample += sw.seconds();
+  Buffers& b = *buf_;
+  upload(*backend_, *b.offsets, po);
+  upload(*backend_, *b.layer_nbrs, pn);
+  upload(*backend_, *b.layer_weights, pw);
+  LayerPicks out;
+  out.offsets = b.offsets->as<int64_t>();
+  out.nbrs = b.layer_nbrs->as<int64_t>();
+  out.weights = b.layer_weights->as<float>();
+  out.total = static_cast<int64_t>(pn.size());
+  return out;
+}
+
+namespace {
+// Layer-wise without replacement: n draws over the union of the frontier's in-edges (cum: the
+// inclusive prefix of the frontier nodes' in-degrees) without replacement, so c_i <= d_i and the
+// counts are multivariate hypergeometric: min(n, D) distinct edge slots of [0, D) by Floyd's
+// algorithm (each subset equally likely), each counted for the node whose in-edges hold it.
+void hypergeometric_counts(const std::vector<int64_t>& cum, int n, RngStream& s,
+                           std::vector<int32_t>& c) {
+  const int64_t F = static_cast<int64_t>(cum.size()), D = cum.back();
+  if (D <= n) {
+    for (int64_t i = 0; i < F; ++i) c[i] = static_cast<int32_t>(cum[i] - (i ? cum[i - 1] : 0));
+    return;
+  }
+  std::unordered_set<int64_t> taken;
+  taken.reserve(2 * static_cast<size_t>(n));
+  for (int64_t j = D - n; j < D; ++j) {
+    int64_t t = csp::draw_index(s, j + 1);
+    if (!taken.insert(t).second) {
+      t = j;
+      taken.insert(j);
+    }
+    ++c[std::upper_bound(cum.begin(), cum.end(), t) - cum.begin()];
+  }
+}
+}  // namespace
+
 std::vector<int32_t> CollectiveSampler::layerwise_counts(const int64_t* frontier, int64_t F, int n,
                                                          uint64_t key) const {
   std::vector<int32_t> c(F, 0);
   if (F == 0) return c;
+  if (!opts_.layer_replace) {
+    const int64_t* deg = part_.in_degree.data<int64_t>();
+    std::vector<int64_t> cum(F);
+    int64_t acc = 0;
+    for (int64_t i = 0; i < F; ++i) cum[i] = acc += deg[frontier[i]];
+    RngStream s(key, static_cast<uint64_t>(frontier[0]), csp::kPurposeLayerWise);
+    if (acc > 0) hypergeometric_counts(cum, n, s, c);
+    return c;
+  }
   std::vector<double> cum(F);
   double acc = 0;
   const int64_t* deg = opts_.biased ? nullptr : part_.in_degree.data<int64_t>();
@@ -783,8 +1141,7 @@ std::string seed_error(const std::vector<int64_t>& seeds, int64_t num_nodes, boo
   std::sort(s.begin(), s.end());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] < 0 || s[i] >= num_nodes) {
-      return fmt::format("sampler: seed {} is not a node id (graph has {} nodes)", s[i],
-                         num_nodes);
+      return fmt::format("sampler: seed {} is not a node id (graph has {} nodes)", s[i], num_nodes);
     } else if (require_owned && (s[i] < begin || s[i] >= end)) {
       return fmt::format("sampler: seed {} is not owned by rank {} (owns [{}, {}))", s[i], rank,
                          begin, end);
@@ -801,13 +1158,34 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   return sample(seeds, epoch, batch, nullptr);
 }
 
+LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t* host_frontier,
+                                         int64_t nf, int64_t epoch, int64_t batch, int l) {
+  const uint64_t key = rng_key(opts_.seed, epoch, batch, l);
+  if (opts_.labor && opts_.labor_importance != 0) {
+    return labor_importance_layer(host_frontier, nf, opts_.fanouts[l],
+                                  labor_variates(epoch, batch, l));
+  }
+  if (opts_.labor) {
+    backend_->set_labor(labor_variates(epoch, batch, l));
+    const LayerPicks lo = run_layer(frontier, nf, nullptr, opts_.fanouts[l], key);
+    backend_->set_labor(csp::LaborVariates{});
+    return lo;
+  }
+  const int32_t* fanout = nullptr;
+  if (opts_.scheme == SampleScheme::kLayerWise) {
+    upload(*backend_, *buf_->fanout, layerwise_counts(host_frontier, nf, opts_.fanouts[l], key));
+    fanout = buf_->fanout->as<int32_t>();
+  }
+  return run_layer(frontier, nf, fanout, opts_.fanouts[l], key);
+}
+
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
                                        int64_t batch, const ExcludedEdges* exclude) {
   Stopwatch total;
   // Validation before any communication; every rank learns whether any rank failed (and whether
   // any rank excludes edges).
-  std::string err = seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_,
-                               begin_, end_);
+  std::string err =
+      seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   if (err.empty() && has_ex) err = exclusion_error(*exclude);
   const bool any_ex = check_collective_any(err.empty(), err, has_ex);
@@ -836,17 +1214,9 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   }
   const int64_t* host_frontier = seeds.data();
   int64_t nf = static_cast<int64_t>(seeds.size());
-  std::vector<int32_t> fan;
   for (int l = 0; l < L; ++l) {
     Stopwatch lsw;
-    uint64_t key = rng_key(opts_.seed, epoch, batch, l);
-    const int32_t* fanout = nullptr;
-    if (opts_.scheme == SampleScheme::kLayerWise) {
-      fan = layerwise_counts(host_frontier, nf, opts_.fanouts[l], key);
-      upload(*backend_, *bf.fanout, fan);
-      fanout = bf.fanout->as<int32_t>();
-    }
-    LayerPicks lo = run_layer(frontier, nf, fanout, opts_.fanouts[l], key);
+    const LayerPicks lo = pick_layer(frontier, host_frontier, nf, epoch, batch, l);
     Stopwatch rsw;
     blocks.emplace_back();
     const bool next_on_device = !host && l + 1 < L;
@@ -861,6 +1231,7 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
     }
     stats_.t_relabel += rsw.seconds();
     stats_.sampled_edges += blocks.back().num_edges();
+    stats_.layer_sources[l] += blocks.back().num_src;
     stats_.t_layer[l] += lsw.seconds();
   }
   std::reverse(blocks.begin(), blocks.end());

@@ -55,6 +55,12 @@ enum class SampleMode { kCsp, kPull };
 // in shared memory; to threads on the CPU.
 enum class SampleKernel { kDefault, kTurbo };
 
+// Which sampler --sampler names: neighbour sampling (node-wise, today's default), LABOR
+// (node-wise with shared per-neighbour variates, SamplerOptions::labor) or layer-wise.
+enum class SamplerKind { kNeighbor, kLabor, kLayer };
+SamplerKind parse_sampler_kind(const std::string& s);  // "neighbor" | "labor" | "layer"
+const char* sampler_kind_name(SamplerKind k);
+
 SampleScheme parse_sample_scheme(const std::string& s);  // "node" | "layer" (InvalidArgument)
 SampleMode parse_sample_mode(const std::string& s);      // "csp" | "pull"
 SampleKernel parse_sample_kernel(const std::string& s);  // "default" | "turbo"
@@ -79,9 +85,35 @@ struct SamplerOptions {
   // A device backend leaves each block's edge arrays in its memory (Block::on_device) instead of
   // copying them to the host: for a trainer on that device. The CPU backend ignores it.
   bool blocks_on_device = false;
+  // LABOR (Balin & Catalyurek, NeurIPS'23; --sampler labor): node-wise, with one variate r_t
+  // per neighbour global id shared by the layer's seeds (csp::LaborVariates).
+  // labor_importance 0: LABOR-0, each seed keeps the min(fanout, degree) neighbours of smallest
+  // r_t (GraphBolt's LayerNeighborSampler: sequential Poisson sampling, a fixed count; no edge
+  // weights). i > 0: LABOR-i, i rounds of DGL's importance-sampling fixed point over the
+  // requesting rank's frontier give pi_ts = min(1, c_s q_t); -1: LABOR-*, rounds until it
+  // converges. Then, as DGL's sample_labors (Poisson sampling), t is picked for s iff
+  // r_t <= pi_ts (the count n_s varies; its mean is sum_t pi_ts), and the edge carries the
+  // weight (1 / pi_ts) n_s / d_s (Block::weights): a mean over the picks weighted by it is the
+  // Horvitz-Thompson estimate sum h_t / pi_ts / d_s of the mean over all d_s neighbours, exactly
+  // unbiased (DGL normalises by sum 1 / pi over the picks instead of d_s: self-normalised, with
+  // an O(1 / n_s) bias).
+  bool labor = false;
+  int labor_importance = 0;
+  bool labor_layer_dependency = false;  // every layer the same variates (DGL layer_dependency)
+  int labor_batch_dependency = 1;       // K > 1: variates drift over K batches (DGL's kappa)
+  // Layer-wise: the layer's draws with replacement over the frontier (p_u ~ W_u), or without,
+  // over the union of the frontier's in-edges (multivariate hypergeometric counts c_u <= d_u,
+  // then c_u distinct neighbours of u: needs replace = false and unbiased sampling).
+  bool layer_replace = true;
 
-  void validate() const;  // the fanouts (check_fanouts, named --fanouts)
+  SamplerKind kind() const;
+  // The fanouts (check_fanouts, named --fanouts) and the sampler's combination: one
+  // InvalidArgument naming what does not fit (sampler_combination_error).
+  void validate() const;
 };
+// What is wrong with o's combination of sampler, scheme and mode ("" when nothing): the
+// message validate() and the sampler throw.
+std::string sampler_combination_error(const SamplerOptions& o);
 
 // The sampler options a user sets (core/options.hpp): fanouts and sample_kernel. dsp train's
 // table embeds them (JobConfig::sampler); SamplerOptions::validate is their one check.
@@ -90,6 +122,9 @@ const OptionTable<SamplerOptions>& sampler_options_table();
 // Accumulated since construction or reset_stats(), this rank only. Times are wall seconds.
 struct SamplerStats {
   int64_t batches = 0, seeds = 0;
+  // Per layer from the seeds out: the source nodes of its block (distinct), summed over batches;
+  // the last entry is the batches' input nodes (whose features are loaded).
+  std::vector<int64_t> layer_sources;
   int64_t sampled_edges = 0;  // picks (block edges) produced for this rank's batches
   int64_t tasks_local = 0, tasks_remote = 0;  // frontier nodes sampled locally / sent away
   // Row entries left out of the tasks this rank sampled (edge exclusion), every layer counted:
@@ -217,6 +252,20 @@ class CollectiveSampler {
                      int64_t* out, float* outw, const TaskExclusions* ex) const;
   std::vector<int32_t> layerwise_counts(const int64_t* frontier, int64_t n, int draws,
                                         uint64_t key) const;
+  // Layer l's picks of the frontier (backend memory; host_frontier: the same on the host) by
+  // the options' sampler.
+  LayerPicks pick_layer(const int64_t* frontier, const int64_t* host_frontier, int64_t nf,
+                        int64_t epoch, int64_t batch, int l);
+  // LABOR's variates for layer l of (epoch, batch) (SamplerOptions::labor).
+  csp::LaborVariates labor_variates(int64_t epoch, int64_t batch, int l) const;
+  // The in-neighbour rows of frontier[0, nf) at this rank (host), row i at ids[off[i], off[i+1]):
+  // the owners answer (csp.labor.rows*, collective; nothing sent with one rank).
+  void fetch_rows(const int64_t* frontier, int64_t nf, std::vector<int64_t>& off,
+                  std::vector<int64_t>& ids);
+  // LABOR with importance sampling: one layer's picks and weights computed at the requester
+  // over its fetched rows, in frontier order, in the backend's buffers.
+  LayerPicks labor_importance_layer(const int64_t* frontier, int64_t nf, int fanout,
+                                    const csp::LaborVariates& lv);
 
   const PartitionData& part_;
   Communicator& comm_;
@@ -247,6 +296,14 @@ class CollectiveSampler {
 inline constexpr int64_t kParallelRelabelMinEdges = int64_t{1} << 14;
 // Fewer threads than this relabel serially (see the CPU backend's relabel).
 inline constexpr int kParallelRelabelMinThreads = 3;
+
+// LABOR-i's picks over given rows (the requester's side of CollectiveSampler with
+// labor_importance != 0): row i of n is ids[off[i], off[i + 1]) (ascending global ids); fanout
+// k; `rounds` as SamplerOptions::labor_importance (> 0, or -1). Writes the picks of row i at
+// out_off[i] .. out_off[i + 1] (in row order) with their weights.
+void labor_importance_picks(int64_t n, const int64_t* off, const int64_t* ids, int k, int rounds,
+                            const csp::LaborVariates& lv, std::vector<int64_t>& out_off,
+                            std::vector<int64_t>& out_ids, std::vector<float>& out_w);
 
 // A one-part PartitionData over a whole graph (no features): the single-process reference path
 // (self communicator), used by tests and by presampling.

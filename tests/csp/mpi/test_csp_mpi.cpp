@@ -122,6 +122,7 @@ void check_scheme(SamplerOptions o, const std::string& what, const std::string& 
   ro.mode = SampleMode::kCsp;
   CollectiveSampler ref(w.ref_part, *w.self, ro);
   for (SampleMode mode : {SampleMode::kCsp, SampleMode::kPull}) {
+    if (o.labor && mode == SampleMode::kPull) continue;  // LABOR refuses the pull mode
     o.mode = mode;
     CollectiveSampler s(w.part, channel_for(backend), o, test::sampler_backend(backend));
     for (int64_t batch = 0; batch < 3; ++batch) {
@@ -181,6 +182,27 @@ TEST_P(PInvariance, LayerWise) {
     o.replace = true;
     check_scheme(o, biased ? "layerwise biased" : "layerwise");
   }
+}
+
+// LABOR-0 (the backends' per-task op), LABOR-1 with batch dependency and LABOR-* with layer
+// dependency (the requester's computation over rows fetched from their owners).
+TEST_P(PInvariance, Labor) {
+  for (int importance : {0, 1, -1}) {
+    SamplerOptions o{{6, 4}};
+    o.labor = true;
+    o.labor_importance = importance;
+    o.labor_batch_dependency = importance == 1 ? 2 : 1;
+    o.labor_layer_dependency = importance == -1;
+    o.seed = 5;
+    check_scheme(o, "labor-" + std::to_string(importance));
+  }
+}
+
+TEST_P(PInvariance, LayerWiseWithout) {
+  SamplerOptions o{{40, 80}};
+  o.scheme = SampleScheme::kLayerWise;
+  o.layer_replace = false;
+  check_scheme(o, "layerwise without");
 }
 
 // This rank's pairs for a batch (tests/csp: the caller's own): every other in-edge of each seed
