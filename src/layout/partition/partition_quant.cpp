@@ -98,6 +98,38 @@ struct RowError {
   double max_abs = 0, squared = 0, reference = 0;  // max |x' - x|, sum (x' - x)^2, sum x^2
 };
 
+// Rows [b, e) of the partition (source rows new2old[i]) encoded into buf (row i - b), their
+// errors into err[i - b]; per-row int8 scales are chosen here, into scales[i].
+void convert_rows(const Array& x, const std::vector<int64_t>& new2old, int64_t b, int64_t e,
+                  const FeatureCodec& codec, bool per_row, std::vector<float>& scales,
+                  unsigned char* buf, std::vector<RowError>& err) {
+  const int64_t f = codec.dim;
+  const size_t rb = static_cast<size_t>(f) * dtype_size(codec.dtype);
+  parallel_for(b, e, 256, [&](int64_t lo, int64_t hi) {
+    std::vector<float> src(f), back(f);
+    for (int64_t i = lo; i < hi; ++i) {
+      source_row(x, new2old[i], src.data());
+      float s = 1.0f;
+      if (per_row) {
+        float m = 0.0f;
+        for (float v : src) m = std::max(m, std::fabs(v));
+        s = scales[i] = int8_scale(m);
+      }
+      unsigned char* dst = buf + (i - b) * rb;
+      encode_row(codec, src.data(), s, dst);
+      decode_row(codec, dst, s, back.data());
+      RowError& r = err[i - b];
+      r = {};
+      for (int64_t j = 0; j < f; ++j) {
+        const double d = static_cast<double>(back[j]) - static_cast<double>(src[j]);
+        r.max_abs = std::max(r.max_abs, std::fabs(d));
+        r.squared += d * d;
+        r.reference += static_cast<double>(src[j]) * src[j];
+      }
+    }
+  });
+}
+
 [[noreturn]] void refuse_value(const Array& x, int64_t flat, DType to, const std::string& what) {
   const int64_t f = x.dim(1), v = flat / f, j = flat % f;
   std::vector<float> row(f);
@@ -157,29 +189,7 @@ FeatureConversion write_converted_features(const Array& x, const std::vector<int
   double squared = 0, reference = 0;
   for (int64_t b = 0; b < n; b += chunk) {
     const int64_t e = std::min(n, b + chunk);
-    parallel_for(b, e, 256, [&](int64_t lo, int64_t hi) {
-      std::vector<float> src(f), back(f);
-      for (int64_t i = lo; i < hi; ++i) {
-        source_row(x, new2old[i], src.data());
-        float s = 1.0f;
-        if (per_row) {
-          float m = 0.0f;
-          for (float v : src) m = std::max(m, std::fabs(v));
-          s = scales[i] = int8_scale(m);
-        }
-        unsigned char* dst = buf.data() + (i - b) * rb;
-        encode_row(codec, src.data(), s, dst);
-        decode_row(codec, dst, s, back.data());
-        RowError& r = err[i - b];
-        r = {};
-        for (int64_t j = 0; j < f; ++j) {
-          const double d = static_cast<double>(back[j]) - static_cast<double>(src[j]);
-          r.max_abs = std::max(r.max_abs, std::fabs(d));
-          r.squared += d * d;
-          r.reference += static_cast<double>(src[j]) * src[j];
-        }
-      }
-    });
+    convert_rows(x, new2old, b, e, codec, per_row, scales, buf.data(), err);
     for (int64_t i = 0; i < e - b; ++i) {
       conv.max_abs_error = std::max(conv.max_abs_error, err[i].max_abs);
       squared += err[i].squared;
