@@ -132,6 +132,21 @@ def _graph(edge_index, csr, adj, edge_weight, num_nodes):
     return g, n
 
 
+def _times(t, count, what, per):
+    """``t`` as int64 [count] times (one per ``per`` of ``what``), or None."""
+    if t is None:
+        return None
+    a = _numpy(t)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.ndim != 1 or a.dtype.kind not in "iu":
+        raise _bad(f"{what} must be a 1-d array of integer times, got {a.dtype} of shape "
+                   f"{tuple(a.shape)}")
+    if len(a) != count:
+        raise _bad(f"{what} has {len(a)} times but the graph has {count} {per}")
+    return _ints(a, what, 1)
+
+
 def _features(x):
     """``x`` as C-ordered float32 or float16 [N, F] (other numbers become float32)."""
     x = _numpy(x)
@@ -168,8 +183,16 @@ def _split(ids, what, n):
 
 def _save(path, importer, *, edge_index=None, csr=None, adj=None, x=None, y=None, train_idx=None,
           valid_idx=None, test_idx=None, edge_weight=None, undirected=False, name="dataset",
-          num_nodes=None, overwrite=False):
+          num_nodes=None, overwrite=False, edge_time=None, node_time=None):
     g, n = _graph(edge_index, csr, adj, edge_weight, num_nodes)
+    if edge_time is not None and g["graph_what"] == "adj":
+        raise _bad("edge_time needs edge_index or csr (adj's values are its weights)")
+    if node_time is not None and edge_time is None:
+        raise _bad("node_time needs edge_time: a node's time selects the edges before it")
+    edges = len(g["src"]) if "src" in g else len(g["indices"])
+    edge_time = _times(edge_time, edges, "edge_time",
+                       "edges" if g["graph_what"] == "edge_index" else "entries")
+    node_time = _times(node_time, n, "node_time", "nodes")
     splits = {k: _split(v, k, n) for k, v in
               (("train_idx", train_idx), ("valid_idx", valid_idx), ("test_idx", test_idx))}
     extra = {"importer": importer, "input": g["graph_what"]}
@@ -178,12 +201,13 @@ def _save(path, importer, *, edge_index=None, csr=None, adj=None, x=None, y=None
         g.get("indptr"), g.get("indices"), g.get("edge_weight"), bool(undirected),
         None if x is None else _features(x), None if y is None else _labels(y),
         splits["train_idx"], splits["valid_idx"], splits["test_idx"], str(name),
-        bool(overwrite), extra)
+        bool(overwrite), extra, edge_time, node_time)
 
 
 def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, train_idx=None,
                  valid_idx=None, test_idx=None, edge_weight=None, undirected=False,
-                 name="dataset", num_nodes=None, overwrite=False):
+                 name="dataset", num_nodes=None, overwrite=False, edge_time=None,
+                 node_time=None):
     """Writes a dataset directory (what ``dsp convert`` writes) from arrays; returns its meta.
 
     ``dsp train``, ``dsp partition``, ``dsp.partition`` and ``dsp.Loader`` take the directory.
@@ -203,6 +227,11 @@ def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, t
         undirected); False: edges as given (a graph already listing both directions is fine).
     edge_weight: float [E], one per edge of ``edge_index`` or entry of ``csr`` (a reverse edge
         takes its edge's weight); with ``adj``, ``True`` takes the matrix's values.
+    edge_time: int [E], each edge's time (edge_time.npy), one per edge of ``edge_index`` or entry
+        of ``csr`` (a reverse edge takes its edge's time); a repeated edge keeps its earliest
+        time (the edge exists from then on). Not with ``adj``.
+    node_time: int [N], each node's own time (node_time.npy: the seed time of node
+        classification); needs ``edge_time``.
     x: float32 or float16 [N, F] features (other number types become float32).
     y: int [N] class labels, -1 for unlabeled ([N, 1] is flattened).
     train_idx, valid_idx, test_idx: node ids, or boolean masks of length N.
@@ -221,7 +250,8 @@ def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, t
     return _save(path, "dsp.save_dataset", edge_index=edge_index, csr=csr, adj=adj, x=x, y=y,
                  train_idx=train_idx, valid_idx=valid_idx, test_idx=test_idx,
                  edge_weight=edge_weight, undirected=undirected, name=name,
-                 num_nodes=num_nodes, overwrite=overwrite)
+                 num_nodes=num_nodes, overwrite=overwrite, edge_time=edge_time,
+                 node_time=node_time)
 
 
 def _pyg_edge_weight(data):
@@ -232,6 +262,23 @@ def _pyg_edge_weight(data):
         if attr is not None and (len(attr.shape) == 1 or tuple(attr.shape[1:]) == (1,)):
             w = attr.reshape(-1)
     return w
+
+
+def _pyg_times(data, num_edges):
+    """A PyG Data's (edge_time, node_time): its ``edge_time`` and ``node_time``, else ``time``
+    (NeighborLoader's ``time_attr``) as edge times when it has one value per edge, as node times
+    when one per node; InvalidArgument when both counts fit."""
+    edge_time = getattr(data, "edge_time", None)
+    node_time = getattr(data, "node_time", None)
+    time = getattr(data, "time", None)
+    if time is None or edge_time is not None or node_time is not None:
+        return edge_time, node_time
+    per_edge, per_node = len(time) == num_edges, len(time) == data.num_nodes
+    if per_edge and per_node:
+        raise _dsp.InvalidArgument(
+            "dsp.from_pyg: the Data's time has one value per edge and per node: pass it as "
+            "edge_time= or node_time=")
+    return (time, None) if per_edge else (None, time) if per_node else (time, None)
 
 
 def _one_split(value, attr, kw, who):
@@ -247,8 +294,9 @@ def _one_split(value, attr, kw, who):
 def from_pyg(data, path, **kw):
     """``save_dataset`` of a ``torch_geometric.data.Data``: its ``edge_index`` (source, target),
     ``x``, ``y``, ``num_nodes``, the splits from ``train_mask``/``val_mask``/``test_mask`` or
-    ``train_idx``/``valid_idx``/``test_idx``, and edge weights from ``edge_weight`` or a 1-d
-    ``edge_attr``. Keywords of :func:`save_dataset` override what the Data gives (e.g.
+    ``train_idx``/``valid_idx``/``test_idx``, edge weights from ``edge_weight`` or a 1-d
+    ``edge_attr``, and times from ``edge_time`` / ``node_time``, else from ``time`` (per edge or
+    per node by its length). Keywords of :func:`save_dataset` override what the Data gives (e.g.
     ``undirected=True``, ``train_idx=data.train_mask[:, 0]`` for one of several splits).
     Returns the meta. Needs torch_geometric."""
     _interop.require("torch_geometric", "dsp.from_pyg", "pip install torch_geometric")
@@ -256,9 +304,11 @@ def from_pyg(data, path, **kw):
     if edge_index is None and "edge_index" not in kw and "csr" not in kw and "adj" not in kw:
         raise _dsp.InvalidArgument("dsp.from_pyg: the Data has no edge_index (a SparseTensor "
                                    "adj_t? pass csr= or adj= instead)")
+    edge_time, node_time = _pyg_times(
+        data, edge_index.shape[1] if edge_index is not None else -1)
     args = {"edge_index": edge_index, "x": getattr(data, "x", None),
             "y": getattr(data, "y", None), "edge_weight": _pyg_edge_weight(data),
-            "num_nodes": data.num_nodes}
+            "num_nodes": data.num_nodes, "edge_time": edge_time, "node_time": node_time}
     for key, mask in _SPLITS:
         if key in kw:
             continue
@@ -268,7 +318,7 @@ def from_pyg(data, path, **kw):
             value, attr = getattr(data, mask, None), mask
         args[key] = _one_split(value, attr, key, "dsp.from_pyg")
     if "csr" in kw or "adj" in kw:
-        args.update(edge_index=None, edge_weight=None, num_nodes=None)
+        args.update(edge_index=None, edge_weight=None, num_nodes=None, edge_time=None)
     args.update(kw)
     return _save(path, "dsp.from_pyg", **args)
 
@@ -278,8 +328,9 @@ def from_dgl(graph, path, *, feat="feat", label="label", train_mask="train_mask"
     """``save_dataset`` of a homogeneous DGL graph: its edges u -> v (``graph.edges()``, in edge
     id order), ``num_nodes()``, and from ``graph.ndata`` the features ``feat``, the labels
     ``label`` and the masks ``train_mask``/``val_mask``/``test_mask`` (each a key, or None to
-    leave it out; a missing key is left out). Edge weights: pass
-    ``edge_weight=graph.edata["w"]`` (edge id order). Keywords of :func:`save_dataset` override
+    leave it out; a missing key is left out). Edge weights and times: pass
+    ``edge_weight=graph.edata["w"]``, ``edge_time=graph.edata["timestamp"]`` (edge id order),
+    ``node_time=graph.ndata["timestamp"]``. Keywords of :func:`save_dataset` override
     what the graph gives. Returns the meta. Needs dgl."""
     _interop.require("dgl", "dsp.from_dgl", "pip install dgl (a build for your torch version)")
     if len(graph.ntypes) != 1 or len(graph.canonical_etypes) != 1:

@@ -102,12 +102,8 @@ LinkSplitOptions link_split_options(const ConvertCommand& a) {
   return ls;
 }
 
-// Converts in memory, or out of core when the in-memory estimate exceeds what the budget leaves
-// or --out-of-core is given; refuses with one line when neither fits.
-DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
-  const uint64_t budget = a.memory_budget.empty() ? default_memory_budget()
-                                                  : parse_bytes("--memory-budget", a.memory_budget);
-  Dataset ds;
+// The checks of options that do not go together (before any reading).
+void check_convert_options(const ConvertCommand& a) {
   DSP_CHECK_ARG(!path_within(a.input, a.output),
                 "output {} is the input {} or contains it: writing there would destroy the input; "
                 "choose another output",
@@ -123,6 +119,15 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
   DSP_CHECK_ARG(a.time_column == 0 || a.link_split.empty(),
                 "--link-split does not carry edge times yet: drop --time-column or --link-split");
   check_time_column(a.time_column);
+}
+
+// Converts in memory, or out of core when the in-memory estimate exceeds what the budget leaves
+// or --out-of-core is given; refuses with one line when neither fits.
+DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
+  const uint64_t budget = a.memory_budget.empty() ? default_memory_budget()
+                                                  : parse_bytes("--memory-budget", a.memory_budget);
+  Dataset ds;
+  check_convert_options(a);
   if (a.from == "ogb" || a.from == "ogb-link") {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
     OgbImportOptions o;

@@ -188,8 +188,9 @@ py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t 
 }
 
 // (blocks, x, y, seeds, epoch, batch, pairs); pairs: None, or (src, dst, label) of a link batch
-// (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src, num_dst, src_ids, weights.
-// x: a numpy array (host features), or a DLPack capsule of the device rows (device features).
+// (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src, num_dst,
+// src_ids, weights. x: a numpy array (host features), or a DLPack capsule of the device rows
+// (device features).
 py::tuple batch_to_py(LoadedBatch&& lb) {
   py::list blocks;
   for (Block& b : lb.sample.blocks) {
@@ -284,6 +285,8 @@ py::dict dataset_to_py(Dataset&& ds) {
   d["indptr"] = array_to_numpy(ds.graph.indptr);
   d["indices"] = array_to_numpy(ds.graph.indices);
   d["edge_weight"] = array_to_numpy(ds.graph.weights);
+  d["edge_time"] = array_to_numpy(ds.graph.times);
+  d["node_time"] = array_to_numpy(ds.node_time);
   d["features"] = array_to_numpy(ds.features);
   d["labels"] = array_to_numpy(ds.labels);
   d["train_idx"] = array_to_numpy(ds.train_idx);
@@ -486,11 +489,11 @@ Array copy_array(const RawArray& r) {
 // `undirected`. An id outside [0, n) is a FormatError naming `what` (the caller's argument) and
 // the edge.
 Csr csr_of_edges(int64_t n, const int64_t* src, const int64_t* dst, int64_t m, const float* w,
-                 bool undirected, const std::string& what) {
+                 bool undirected, const std::string& what, const int64_t* times = nullptr) {
   CsrBuildOptions o;
   o.symmetrize = undirected;
   try {
-    return build_in_csr<int64_t>(n, src, dst, m, w, o);
+    return build_in_csr<int64_t>(n, src, dst, m, w, o, times);
   } catch (const FormatError& e) {
     DSP_THROW_T(FormatError, "{}: {}", what, e.what());
   }
@@ -499,7 +502,8 @@ Csr csr_of_edges(int64_t n, const int64_t* src, const int64_t* dst, int64_t m, c
 // A CSR given in dsp's layout (int64 indptr [n + 1], int64 indices), kept as given: the writer's
 // validation checks it. The indices are narrowed to int32 as the builder does (n < 2^31) when
 // every one is a node id; an out-of-range one stays int64 for the validator to name.
-Csr csr_as_given(int64_t n, const RawArray& indptr, const RawArray& indices, const RawArray& w) {
+Csr csr_as_given(int64_t n, const RawArray& indptr, const RawArray& indices, const RawArray& w,
+                 const RawArray& times) {
   Csr g;
   g.num_nodes = n;
   g.indptr = copy_array(indptr);
@@ -515,20 +519,21 @@ Csr csr_as_given(int64_t n, const RawArray& indptr, const RawArray& indices, con
     g.indices = copy_array(indices);
   }
   g.weights = copy_array(w);
+  g.times = copy_array(times);
   return g;
 }
 
 // A CSR in dsp's layout read as edges (indices[k] -> its row) and rebuilt with reverse edges.
 // indptr is checked first (monotone from 0 to the number of entries), faults naming `what`.
 Csr symmetrized_csr(int64_t n, const RawArray& indptr, const RawArray& indices, const RawArray& w,
-                    const std::string& what) {
+                    const RawArray& times, const std::string& what) {
   const int64_t e = indices.numel();
   check_indptr(copy_array(indptr), e, what + " indptr");
   const int64_t* ip = indptr.as<int64_t>();
   std::vector<int64_t> dst(static_cast<size_t>(e));
   for (int64_t v = 0; v < n; ++v) std::fill(dst.begin() + ip[v], dst.begin() + ip[v + 1], v);
   return csr_of_edges(n, indices.as<int64_t>(), dst.data(), e, w.given() ? w.as<float>() : nullptr,
-                      true, what);
+                      true, what, times.given() ? times.as<int64_t>() : nullptr);
 }
 
 // What dsp.save_dataset hands to the writer: exactly one of edges (src, dst) and a CSR (indptr,
@@ -538,6 +543,7 @@ struct SaveInputs {
   int64_t num_nodes = 0;
   bool undirected = false, overwrite = false;
   RawArray src, dst, indptr, indices, weights, x, y, train, valid, test;
+  RawArray edge_time, node_time;  // int64, one per edge (entry) / node, or not given
   nlohmann::json extra;
 };
 
@@ -545,13 +551,16 @@ struct SaveInputs {
 // reverse edges when undirected). Counts that disagree are an InvalidArgument.
 Csr graph_of(const SaveInputs& in) {
   const RawArray& w = in.weights;
+  const RawArray& t = in.edge_time;
   if (in.src.given()) {
     const int64_t m = in.src.numel();
-    DSP_CHECK_ARG(in.dst.numel() == m && (!w.given() || w.numel() == m),
-                  "{}: {} sources, {} targets and {} edge weights", in.graph_what, m,
-                  in.dst.numel(), w.given() ? w.numel() : m);
+    DSP_CHECK_ARG(
+        in.dst.numel() == m && (!w.given() || w.numel() == m) && (!t.given() || t.numel() == m),
+        "{}: {} sources, {} targets, {} edge weights and {} edge times", in.graph_what, m,
+        in.dst.numel(), w.given() ? w.numel() : m, t.given() ? t.numel() : m);
     return csr_of_edges(in.num_nodes, in.src.as<int64_t>(), in.dst.as<int64_t>(), m,
-                        w.given() ? w.as<float>() : nullptr, in.undirected, in.graph_what);
+                        w.given() ? w.as<float>() : nullptr, in.undirected, in.graph_what,
+                        t.given() ? t.as<int64_t>() : nullptr);
   }
   DSP_CHECK_ARG(in.indptr.given() && in.indices.given(), "{}: no graph given", in.graph_what);
   DSP_CHECK_ARG(in.indptr.numel() == in.num_nodes + 1,
@@ -559,8 +568,10 @@ Csr graph_of(const SaveInputs& in) {
                 in.indptr.numel(), in.num_nodes + 1);
   DSP_CHECK_ARG(!w.given() || w.numel() == in.indices.numel(), "{}: {} edge weights for {} entries",
                 in.graph_what, w.numel(), in.indices.numel());
-  return in.undirected ? symmetrized_csr(in.num_nodes, in.indptr, in.indices, w, in.graph_what)
-                       : csr_as_given(in.num_nodes, in.indptr, in.indices, w);
+  DSP_CHECK_ARG(!t.given() || t.numel() == in.indices.numel(), "{}: {} edge times for {} entries",
+                in.graph_what, t.numel(), in.indices.numel());
+  return in.undirected ? symmetrized_csr(in.num_nodes, in.indptr, in.indices, w, t, in.graph_what)
+                       : csr_as_given(in.num_nodes, in.indptr, in.indices, w, t);
 }
 
 // Builds the dataset and writes it with write_dataset (validated first, with the CLI's messages
@@ -576,6 +587,7 @@ DatasetMeta save_dataset(const SaveInputs& in) {
     ds.graph = graph_of(in);
     ds.features = copy_array(in.x);
     ds.labels = copy_array(in.y);
+    ds.node_time = copy_array(in.node_time);
     ds.train_idx = copy_array(in.train);
     ds.valid_idx = copy_array(in.valid);
     ds.test_idx = copy_array(in.test);
@@ -598,7 +610,8 @@ void bind_save_dataset(py::module_& m) {
       "_save_dataset",
       [](const std::string& out, int64_t num_nodes, const std::string& graph_what, Opt src, Opt dst,
          Opt indptr, Opt indices, Opt edge_weight, bool undirected, Opt x, Opt y, Opt train,
-         Opt valid, Opt test, const std::string& name, bool overwrite, const py::dict& extra) {
+         Opt valid, Opt test, const std::string& name, bool overwrite, const py::dict& extra,
+         Opt edge_time, Opt node_time) {
         SaveInputs in;
         in.out = out;
         in.num_nodes = num_nodes;
@@ -617,6 +630,8 @@ void bind_save_dataset(py::module_& m) {
         in.name = name;
         in.overwrite = overwrite;
         in.extra = py_to_json(extra);
+        in.edge_time = raw_array(edge_time, {DType::kInt64}, "edge_time");
+        in.node_time = raw_array(node_time, {DType::kInt64}, "node_time");
         DatasetMeta meta;
         {
           py::gil_scoped_release nogil;
@@ -627,7 +642,8 @@ void bind_save_dataset(py::module_& m) {
       py::arg("out"), py::arg("num_nodes"), py::arg("graph_what"), py::arg("src"), py::arg("dst"),
       py::arg("indptr"), py::arg("indices"), py::arg("edge_weight"), py::arg("undirected"),
       py::arg("x"), py::arg("y"), py::arg("train_idx"), py::arg("valid_idx"), py::arg("test_idx"),
-      py::arg("name"), py::arg("overwrite"), py::arg("extra"));
+      py::arg("name"), py::arg("overwrite"), py::arg("extra"), py::arg("edge_time") = py::none(),
+      py::arg("node_time") = py::none());
 }
 
 // Node ids as the bindings take them: int64, C order (dsp/__init__.py checks the dtype first).
