@@ -35,9 +35,15 @@ void wrap_device_edges(const Block& b, const torch::Device& device, BlockTensors
   t.indices = e.num_edges > 0
                   ? torch::from_blob(const_cast<int64_t*>(e.indices), {e.num_edges}, hold, opts)
                   : torch::empty({0}, opts);
+  if (e.weights) {
+    t.weights = e.num_edges > 0 ? torch::from_blob(const_cast<float*>(e.weights), {e.num_edges},
+                                                   hold, opts.dtype(torch::kFloat32))
+                                : torch::empty({0}, opts.dtype(torch::kFloat32));
+  }
   if (where != device) {
     t.indptr = t.indptr.to(device);
     t.indices = t.indices.to(device);
+    if (t.weights.defined()) t.weights = t.weights.to(device);
   }
 }
 }  // namespace
@@ -66,9 +72,16 @@ BlockTensors block_to_tensors(const Block& b, const torch::Device& device) {
   t.indices = b.num_edges() > 0
                   ? torch::from_blob(const_cast<int64_t*>(b.indices.data()), {b.num_edges()}, opts)
                   : torch::empty({0}, opts);
+  if (!b.weights.empty()) {
+    DSP_CHECK_ARG(static_cast<int64_t>(b.weights.size()) == b.num_edges(),
+                  "block has {} edge weights for {} edges", b.weights.size(), b.num_edges());
+    t.weights = torch::from_blob(const_cast<float*>(b.weights.data()), {b.num_edges()},
+                                 opts.dtype(torch::kFloat32));
+  }
   if (device != torch::kCPU) {
     t.indptr = t.indptr.to(device);
     t.indices = t.indices.to(device);
+    if (t.weights.defined()) t.weights = t.weights.to(device);
   }
   return t;
 }
@@ -547,7 +560,11 @@ torch::Tensor aggregate_impl(const BlockTensors& b, const torch::Tensor& x, Aggr
   }
   if (grad_needed({&xc})) p.bwd = backward_pattern(b, gcn, /*cols_are_edges=*/false);
   p.concat_self = concat_self;
-  return SpmmFunction::apply(xc, c10::optional<torch::Tensor>(), p);
+  if (!b.weights.defined()) return SpmmFunction::apply(xc, c10::optional<torch::Tensor>(), p);
+  // per-entry weights: the E edges', then GCN's self loops (entries E + v) at 1
+  torch::Tensor w =
+      gcn ? torch::cat({b.weights, torch::ones({b.num_dst}, b.weights.options())}) : b.weights;
+  return SpmmFunction::apply(xc, c10::optional<torch::Tensor>(w.contiguous()), p);
 }
 
 }  // namespace
@@ -567,6 +584,9 @@ torch::Tensor aggregate_concat_self(const BlockTensors& b, const torch::Tensor& 
 
 torch::Tensor edge_softmax(const BlockTensors& b, const torch::Tensor& el, const torch::Tensor& er,
                            double slope) {
+  DSP_CHECK_T(NotSupported, !b.weights.defined(),
+              "gat: blocks with edge weights (LABOR importance sampling, --labor-importance != 0) "
+              "are not supported; use sage or gcn, or --labor-importance 0");
   if (use_reference) return reference::edge_softmax(b, el, er, slope);
   auto elc = checked(el, "edge_softmax: el", b.num_src, 2);
   auto erc = checked(er, "edge_softmax: er", b.num_dst, 2);
@@ -611,8 +631,9 @@ std::pair<torch::Tensor, torch::Tensor> with_self_loops(const BlockTensors& b) {
 torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& x, Aggregation kind) {
   auto fopts = x.options();
   if (kind != Aggregation::kGcn) {
-    auto sum = torch::zeros({b.num_dst, x.size(1)}, fopts)
-                   .index_add_(0, edge_dst(b), x.index_select(0, b.indices));
+    auto msg = x.index_select(0, b.indices);
+    if (b.weights.defined()) msg = msg * b.weights.unsqueeze(1);
+    auto sum = torch::zeros({b.num_dst, x.size(1)}, fopts).index_add_(0, edge_dst(b), msg);
     if (kind == Aggregation::kSum) return sum;
     return sum / float_of(in_degree(b)).clamp_min(1.0).unsqueeze(1);
   }
@@ -621,6 +642,7 @@ torch::Tensor aggregate(const BlockTensors& b, const torch::Tensor& x, Aggregati
   auto deg_out =
       torch::zeros({b.num_src}, fopts).index_add_(0, src, torch::ones({src.size(0)}, fopts));
   auto norm = (deg_out.index_select(0, src) * deg_in.index_select(0, dst)).rsqrt();
+  if (b.weights.defined()) norm = norm * torch::cat({b.weights, torch::ones({b.num_dst}, fopts)});
   return torch::zeros({b.num_dst, x.size(1)}, fopts)
       .index_add_(0, dst, x.index_select(0, src) * norm.unsqueeze(1));
 }

@@ -35,6 +35,9 @@ struct BlockTensors {
   int64_t num_src = 0;
   torch::Tensor indptr;   // int64 [num_dst + 1]
   torch::Tensor indices;  // int64 [E], local source ids
+  // float [E]: the block's edge weights (Block::weights, e.g. LABOR's importance weights), or
+  // undefined. Sum, mean and GCN weight each edge's message by it; GAT refuses them.
+  torch::Tensor weights;
   std::shared_ptr<BlockCache> cache;
   int64_t num_edges() const { return indices.size(0); }
 };
@@ -43,6 +46,9 @@ BlockTensors block_to_tensors(const Block& b, const torch::Device& device = torc
 std::vector<BlockTensors> blocks_to_tensors(const std::vector<Block>& blocks,
                                             const torch::Device& device = torch::kCPU);
 
+// With edge weights w (BlockTensors::weights) every message h_u becomes w_e h_u (the self loops
+// of GCN keep weight 1): DGL's SAGEConv(edge_weight=...) and GraphConv(edge_weight=...), as its
+// LABOR example aggregates.
 enum class Aggregation {
   kSum,   // h_v' = sum_{u -> v} h_u
   kMean,  // h_v' = mean_{u -> v} h_u (0 for a destination without in-edges)
