@@ -77,6 +77,9 @@ nlohmann::json PartitionMeta::to_json() const {
                       {"source_checksum", fmt::format("{:016x}", source_checksum)},
                       {"partition_id", fmt::format("{:016x}", partition_id)},
                       {"extra", extra}};
+  // Only when true, so that a partition without times is written as it always was.
+  if (has_edge_time) j["has_edge_time"] = true;
+  if (has_node_time) j["has_node_time"] = true;
   // Only when converted, so that --feature-dtype keep writes the file it always did.
   if (feature_conversion.converted) {
     const FeatureConversion& c = feature_conversion;
@@ -220,6 +223,8 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   get("feature_dim", m.feature_dim);
   get("num_classes", m.num_classes);
   get("has_weights", m.has_weights);
+  m.has_edge_time = j.value("has_edge_time", false);
+  m.has_node_time = j.value("has_node_time", false);
   get("dataset_name", m.dataset_name);
   std::string fd, id;
   get("feature_dtype", fd);
@@ -261,10 +266,10 @@ uint64_t dataset_checksum(const Dataset& ds) {
     uint64_t sep = a->defined() ? a->nbytes() : ~0ULL;
     h.update(&sep, sizeof(sep));
   }
-  // Link pairs: only those present (their counts are in the meta above), so a dataset without
-  // them keeps the checksum it had before they existed.
-  for (const Array* a :
-       {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg, &ds.link_test_neg}) {
+  // Link pairs and times: only those present (their presence is in the meta above), so a dataset
+  // without them keeps the checksum it had before they existed.
+  for (const Array* a : {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg,
+                         &ds.link_test_neg, &ds.graph.times, &ds.node_time}) {
     if (a->defined()) h.update(a->raw(), a->nbytes());
   }
   return h.digest();

@@ -10,8 +10,10 @@
 //   train_idx.npy, valid_idx.npy, test_idx.npy   new ids, ascending
 //   old2new.npy, new2old.npy  int64 id maps, inverse of each other
 //   in_degree.npy             int64 in-degree of every node (new ids; replicated, small)
-//   part<p>/indptr.npy, indices.npy[, edge_weight.npy]   the in-neighbour rows of part p's
-//                             nodes; entries are new global ids, each row ascending
+//   node_time.npy             when the dataset has node times: renumbered like labels.npy
+//   part<p>/indptr.npy, indices.npy[, edge_weight.npy][, edge_time.npy]   the in-neighbour rows
+//                             of part p's nodes; entries are new global ids, each row ascending,
+//                             weights and times aligned with the entries (pagraph refuses times)
 //   part<p>/seeds.npy         the training seeds part p owns (new ids, ascending)
 //   part<p>/cached.npy        part p's cached nodes, hottest first (new ids)
 //   part<p>/part.json         part index, node range, partition id (detects mixed directories)
@@ -139,6 +141,9 @@ struct PartitionMeta {
   FeatureConversion feature_conversion;
   DType index_dtype = DType::kInt32;
   bool has_weights = false;
+  // The dataset's edge_time.npy / node_time.npy, carried as part<p>/edge_time.npy (aligned with
+  // the part's indices.npy as edge_weight.npy is) and node_time.npy (renumbered like labels).
+  bool has_edge_time = false, has_node_time = false;
   std::string dataset_name;
   uint64_t source_checksum = 0;  // dataset_checksum() of the source
   uint64_t partition_id = 0;     // ties part<p>/ directories to this partition.json
@@ -209,6 +214,8 @@ struct PartitionData {
   // int8 features: float32 [1, F] (per column) or [N, 1] (per node); undefined otherwise.
   Array feature_scale;
   Array labels;  // int64 [N]
+  Array
+      node_time;  // int64 [N] (has_node_time), else undefined; the patch's edge times: patch.times
   Array train_idx, valid_idx, test_idx;
   Array in_degree;  // int64 [N]
   Array halo_ids;   // int64, ascending: replicated rows (pagraph partitions; else undefined)

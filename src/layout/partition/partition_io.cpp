@@ -89,50 +89,52 @@ void release_rows(const Csr& g, int64_t lo, int64_t hi) {
   const int64_t eb = p[lo], ee = p[hi];
   g.indices.release_rows(eb, ee);
   g.weights.release_rows(eb, ee);
+  g.times.release_rows(eb, ee);
   g.indptr.release_rows(lo, hi + 1);
 }
 
-// The in-neighbour rows of new ids [b, e) into idx (their weights into ow when weighted): entries
-// renumbered, each row sorted; ptr[r - b] is row r's offset in idx.
+// The in-neighbour rows of new ids [b, e) into idx (their weights into ow when weighted, their
+// times into ot when timed): entries renumbered, each row sorted, weights and times following
+// their entries; ptr[r - b] is row r's offset in idx.
 template <class T>
 void fill_rows(const Csr& g, const std::vector<int64_t>& old2new,
                const std::vector<int64_t>& new2old, int64_t b, int64_t e,
-               const std::vector<int64_t>& ptr, T* idx, float* ow) {
+               const std::vector<int64_t>& ptr, T* idx, float* ow, int64_t* ot) {
   const int64_t* p = g.rowptr();
   const T* src = g.indices.data<T>();
   const float* w = g.has_weights() ? g.weights.data<float>() : nullptr;
+  const int64_t* t = g.has_times() ? g.times.data<int64_t>() : nullptr;
   parallel_for(0, e - b, 1024, [&](int64_t lo, int64_t hi) {
-    std::vector<std::pair<T, float>> tmp;
+    std::vector<std::pair<T, int64_t>> tmp;  // (new id, source entry)
     for (int64_t r = lo; r < hi; ++r) {
       int64_t v = new2old[b + r], len = ptr[r + 1] - ptr[r];
       T* row = idx + ptr[r];
-      if (!w) {
+      if (!w && !t) {
         for (int64_t j = 0; j < len; ++j) row[j] = static_cast<T>(old2new[src[p[v] + j]]);
         std::sort(row, row + len);
-      } else {
-        tmp.resize(len);
-        for (int64_t j = 0; j < len; ++j) {
-          tmp[j] = {static_cast<T>(old2new[src[p[v] + j]]), w[p[v] + j]};
-        }
-        std::sort(tmp.begin(), tmp.end(),
-                  [](const auto& x, const auto& y) { return x.first < y.first; });
-        for (int64_t j = 0; j < len; ++j) {
-          row[j] = tmp[j].first;
-          ow[ptr[r] + j] = tmp[j].second;
-        }
+        continue;
+      }
+      tmp.resize(len);
+      for (int64_t j = 0; j < len; ++j) tmp[j] = {static_cast<T>(old2new[src[p[v] + j]]), p[v] + j};
+      std::sort(tmp.begin(), tmp.end(),
+                [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (int64_t j = 0; j < len; ++j) {
+        row[j] = tmp[j].first;
+        if (w) ow[ptr[r] + j] = w[tmp[j].second];
+        if (t) ot[ptr[r] + j] = t[tmp[j].second];
       }
     }
   });
 }
 
 // The in-neighbour rows of new ids [begin, end) into <pd>/indptr.npy, indices.npy[,
-// edge_weight.npy], entries renumbered and each row sorted, in one pass over the (mapped) source
-// rows: rows are built chunk_bytes at a time (row pointers and entries; a row longer than that
-// alone) and appended to the files, so a part of billions of entries never sits in memory whole.
-// chunk_bytes <= 0 builds the whole part at once. Returns the part's entry count. The source rows
-// a chunk read (the span from its lowest to its highest old id: within a part new ids follow old
-// ones, so the chunks read the source forward) are released after it, so a mapped source holds
-// about one chunk's span resident, not the part's rows.
+// edge_weight.npy][, edge_time.npy], entries renumbered and each row sorted, in one pass over the
+// (mapped) source rows: rows are built chunk_bytes at a time (row pointers and entries; a row
+// longer than that alone) and appended to the files, so a part of billions of entries never sits in
+// memory whole. chunk_bytes <= 0 builds the whole part at once. Returns the part's entry count. The
+// source rows a chunk read (the span from its lowest to its highest old id: within a part new ids
+// follow old ones, so the chunks read the source forward) are released after it, so a mapped source
+// holds about one chunk's span resident, not the part's rows.
 template <class T>
 int64_t write_patch(const Csr& g, const std::vector<int64_t>& old2new,
                     const std::vector<int64_t>& new2old, int64_t begin, int64_t end,
@@ -140,13 +142,16 @@ int64_t write_patch(const Csr& g, const std::vector<int64_t>& old2new,
   int64_t entries = 0;
   for (int64_t r = begin; r < end; ++r) entries += g.degree(new2old[r]);
   g.indptr.release_pages();
-  const bool weighted = g.has_weights();
-  const int64_t entry_bytes = sizeof(T) + (weighted ? sizeof(float) : 0);
+  const bool weighted = g.has_weights(), timed = g.has_times();
+  const int64_t entry_bytes =
+      sizeof(T) + (weighted ? sizeof(float) : 0) + (timed ? sizeof(int64_t) : 0);
   NpyWriter ptr_out(pd + "/indptr.npy", DType::kInt64, {end - begin + 1});
   NpyWriter idx_out(pd + "/indices.npy", dtype_of<T>(), {entries});
   std::optional<NpyWriter> w_out;
   if (weighted) w_out.emplace(pd + "/edge_weight.npy", DType::kFloat32, std::vector{entries});
-  std::vector<int64_t> ptr, global;
+  std::optional<NpyWriter> t_out;
+  if (timed) t_out.emplace(pd + "/edge_time.npy", DType::kInt64, std::vector{entries});
+  std::vector<int64_t> ptr, global, ot;
   std::vector<T> idx;
   std::vector<float> ow;
   int64_t written = 0;  // entries of the rows before the chunk
@@ -168,12 +173,14 @@ int64_t write_patch(const Csr& g, const std::vector<int64_t>& old2new,
     const int64_t n = ptr.back();
     idx.resize(n);
     ow.resize(weighted ? n : 0);
-    fill_rows<T>(g, old2new, new2old, b, e, ptr, idx.data(), ow.data());
+    ot.resize(timed ? n : 0);
+    fill_rows<T>(g, old2new, new2old, b, e, ptr, idx.data(), ow.data(), ot.data());
     global.resize(ptr.size() - 1);
     for (size_t i = 1; i < ptr.size(); ++i) global[i - 1] = written + ptr[i];
     ptr_out.write(global.data(), global.size() * sizeof(int64_t));
     idx_out.write(idx.data(), n * sizeof(T));
     if (weighted) w_out->write(ow.data(), n * sizeof(float));
+    if (timed) t_out->write(ot.data(), n * sizeof(int64_t));
     release_rows(g, lo, hi + 1);
     written += n;
     b = e;
@@ -181,12 +188,13 @@ int64_t write_patch(const Csr& g, const std::vector<int64_t>& old2new,
   ptr_out.close();
   idx_out.close();
   if (weighted) w_out->close();
+  if (timed) t_out->close();
   return entries;
 }
 
-// Loads and checks <pd>/<prefix>indptr.npy, indices.npy[, edge_weight.npy] as `rows` rows:
-// monotone indptr ending at the entry count, rows sorted without repeats of ids < N, one finite
-// weight >= 0 per entry. Faults name row first_row + r.
+// Loads and checks <pd>/<prefix>indptr.npy, indices.npy[, edge_weight.npy][, edge_time.npy] as
+// `rows` rows: monotone indptr ending at the entry count, rows sorted without repeats of ids < N,
+// one finite weight >= 0 per entry, one int64 time per entry. Faults name row first_row + r.
 template <class Need>
 Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows, int64_t first_row,
               const PartitionMeta& m, Need&& need) {
@@ -213,6 +221,11 @@ Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows, in
                      "{}edge_weight.npy: {} weights for {} entries", base, c.weights.dim(0),
                      c.num_edges());
     check_edge_weights(c.weights, c.indptr, first_row, base + "edge_weight.npy");
+  }
+  if (m.has_edge_time) {
+    const std::string f = need(base + "edge_time.npy");
+    c.times = load_npy(f);
+    check_edge_times(c.times, c.num_edges(), f);
   }
   return c;
 }
@@ -314,6 +327,10 @@ void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
     DSP_CHECK_ARG(ds.features.defined(), "--preaggregate needs node features, and {} has none",
                   dataset_label(ds));
   }
+  DSP_CHECK_ARG(opts.method != "pagraph" || !ds.graph.has_times(),
+                "--method pagraph: the replicated halo rows do not carry edge times, and {} has "
+                "edge_time.npy; partition it with --method metis, random or bfs-blocks",
+                dataset_label(ds));
   partition_feature_dtype(opts, ds.meta.feature_dtype);  // --feature-dtype, --feature-scale
   DSP_CHECK_ARG(opts.feature_dtype == "keep" || ds.features.defined(),
                 "--feature-dtype {}: {} has no node features", opts.feature_dtype,
@@ -357,6 +374,8 @@ void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& op
   meta.index_dtype = g.index_dtype();
   meta.num_classes = ds.meta.num_classes;
   meta.has_weights = g.has_weights();
+  meta.has_edge_time = g.has_times();
+  meta.has_node_time = ds.node_time.defined();
   meta.dataset_name = ds.meta.name;
   meta.extra = {{"seed", opts.seed},
                 {"seeds_moved_for_balance", moved},
@@ -428,6 +447,9 @@ void write_shared_arrays(StagedDir& dir, const Dataset& ds, PartitionMeta& meta,
     detail::release_pages(ds);
   }
   if (ds.labels.defined()) write_gathered_rows(dir.file("labels.npy"), ds.labels, r.new2old);
+  if (ds.node_time.defined()) {
+    write_gathered_rows(dir.file("node_time.npy"), ds.node_time, r.new2old);
+  }
   save_npy(dir.file("train_idx.npy"), ds.train_idx.defined() ? map_ids_sorted(ds.train_idx, old2new)
                                                              : Array(DType::kInt64, {0}));
   if (ds.valid_idx.defined())
@@ -599,6 +621,7 @@ void share_node_arrays(const PartitionData& from, PartitionData& to) {
   to.features = from.features;
   to.feature_scale = from.feature_scale;
   to.labels = from.labels;
+  to.node_time = from.node_time;
   to.train_idx = from.train_idx;
   to.valid_idx = from.valid_idx;
   to.test_idx = from.test_idx;
@@ -734,6 +757,11 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     d.labels = load_npy(dir + "/labels.npy", DType::kInt64, 1);
     DSP_CHECK_FORMAT(d.labels.dim(0) == n, "{}/labels.npy: {} labels for {} nodes", dir,
                      d.labels.dim(0), n);
+  }
+  if (m.has_node_time) {
+    const std::string f = need(dir + "/node_time.npy");
+    d.node_time = load_npy(f);
+    check_node_times(d.node_time, n, f);
   }
   d.train_idx = ids_in(dir + "/train_idx.npy", 0, n);
   if (path_exists(dir + "/valid_idx.npy")) d.valid_idx = ids_in(dir + "/valid_idx.npy", 0, n);

@@ -42,7 +42,8 @@ uint64_t assignment_bytes(const DatasetMeta& m, const PartitionOptions& o) {
 // memory per part after its patch is written: as large as that patch at most.
 uint64_t writing_bytes(const DatasetMeta& m, const PartitionOptions& o) {
   const uint64_t n = m.num_nodes, e = m.num_edges, p = std::max(o.parts, 1);
-  const uint64_t id = dtype_size(m.index_dtype), w = m.has_weights ? 4 : 0;
+  const uint64_t id = dtype_size(m.index_dtype),
+                 w = (m.has_weights ? 4 : 0) + (m.has_edge_time ? 8 : 0);
   const uint64_t patch = (e / p + e / (4 * p)) * (id + w) + 8 * (n / p + n / (4 * p) + 1);
   const uint64_t chunk =
       o.write_chunk_bytes > 0 ? std::min(patch, static_cast<uint64_t>(o.write_chunk_bytes)) : patch;
