@@ -20,6 +20,10 @@ void print_mode(const nlohmann::json& m, int batches) {
       "relabel {:.2f}; layers {}\n",
       s["shuffle"].get<double>(), s["sample"].get<double>(), s["reshuffle"].get<double>(),
       s["relabel"].get<double>(), m["ms_per_layer_from_seeds"].dump());
+  fmt::print("       input nodes/batch {:.0f} ({:.1f} KB of features), sources per layer {}\n",
+             m["input_nodes_per_batch"].get<double>(),
+             m["feature_bytes_per_batch"].get<double>() / 1e3,
+             m["sources_per_batch_per_layer"].dump());
   fmt::print("       bytes/epoch (extrapolated from {} batches x {} batches/epoch): {:.1f} MB\n",
              batches, m["batches_per_epoch"].get<int64_t>(),
              m["bytes_per_epoch_extrapolated"].get<double>() / 1e6);
@@ -33,8 +37,11 @@ void print_mode(const nlohmann::json& m, int batches) {
 }
 
 void print_sample(const SampleBenchOptions& a, const nlohmann::json& j) {
-  fmt::print("sample bench: {} rank(s) x {} thread(s), fanouts {}, batch {}, {} timed batches\n",
-             j["ranks"].get<int>(), a.threads, a.fanouts, a.batch_size, a.batches);
+  fmt::print(
+      "sample bench: {} rank(s) x {} thread(s), sampler {}, fanouts {}, batch {}, {} timed "
+      "batches\n",
+      j["ranks"].get<int>(), a.threads, j["options"]["sampler"].get<std::string>(),
+      j["options"]["fanouts"].dump(), a.batch_size, a.batches);
   for (const auto& m : j["modes"]) print_mode(m, a.batches);
   if (j.contains("csp_bytes_over_pull")) {
     fmt::print("  CSP moves {:.3f} of pull's bytes\n", j["csp_bytes_over_pull"].get<double>());
@@ -49,18 +56,23 @@ void run_sample(const SampleBenchOptions& a, const RankOptions& rank) {
   for (int64_t i = 0; i < part.seeds.dim(0); ++i) seeds.push_back(part.seeds.int_at(i));
   const SamplerFactory make = [&rt](const SamplerOptions& so) { return rt.make_sampler(so); };
   nlohmann::json j = measure_sampling(a, make, comm, seeds, part.part);
+  // what one batch's input rows weigh as the partition stores them (dsp partition
+  // --feature-dtype): the loader's bytes for this sampler
+  const double row_bytes =
+      static_cast<double>(part.meta.feature_dim) * dtype_size(part.meta.feature_dtype);
+  for (auto& m : j["modes"]) {
+    m["feature_bytes_per_batch"] = m["input_nodes_per_batch"].get<double>() * row_bytes;
+  }
   j.update({{"bench", "sample"},
             {"device", rt.device().str()},
             {"partition", a.partition},
             {"ranks", comm.size()},
             {"threads", a.threads},
-            {"fanouts", a.fanouts},
+            {"options", write_options(sample_bench_options(), a)},
             {"batch_size", a.batch_size},
             {"batches", a.batches},
-            {"scheme", a.scheme},
             {"biased", a.biased},
             {"replace", a.replace},
-            {"sample_kernel", a.kernel},
             {"num_nodes", part.meta.num_nodes},
             {"num_edges", part.meta.num_edges}});
   if (comm.rank() != 0) return;

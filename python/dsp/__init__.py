@@ -292,6 +292,14 @@ class Loader:
             "random" (a shuffle) or "bfs" (BGL's proximity-aware order: BFS sequences from random
             roots, interleaved; consecutive batches share more neighbours).
         bfs_sequences: ``order="bfs"``: sequences interleaved per epoch (``--bfs-sequences``).
+        sampler: as ``dsp train --sampler``: "neighbor" (default), "labor" (LABOR: per-node
+            variates shared across a layer's seeds, fewer distinct nodes; with
+            ``labor_importance`` != 0 the blocks carry edge weights, ``edata["w"]`` /
+            ``edge_weight``) or "layer" (layer-wise).
+        **sampler_options: the rest of ``dsp train``'s sampler options by their keys:
+            ``sample_kernel``, ``labor_importance`` (0, i or "*"), ``labor_layer_dependency``,
+            ``labor_batch_dependency``, ``layer_draws`` ("with" or "without"); an unknown key
+            raises ``dsp.FormatError`` naming it.
 
     Under MPI every rank must create the same loaders in the same order and iterate the same
     epochs; an epoch a rank leaves early is finished in the background so its peers are served.
@@ -303,15 +311,18 @@ class Loader:
                  partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
                  topology_memory: Optional[Union[int, str]] = None, order: str = "random",
-                 bfs_sequences: int = 4, nodes=None):
+                 bfs_sequences: int = 4, nodes=None, sampler: str = "neighbor",
+                 **sampler_options):
         self._open(path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
                    partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
-                   topology_memory, order, bfs_sequences, nodes, None)
+                   topology_memory, order, bfs_sequences, nodes, None,
+                   dict(sampler_options, sampler=sampler))
 
     def _open(self, path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
               partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
-              topology_memory, order, bfs_sequences, nodes, link):
-        """The engine (``link``: LinkLoader's keywords of the link table, else None)."""
+              topology_memory, order, bfs_sequences, nodes, link, sampler):
+        """The engine (``link``: LinkLoader's keywords of the link table, else None;
+        ``sampler``: the keywords of dsp train's sampler table but fanouts)."""
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
@@ -341,7 +352,7 @@ class Loader:
                                   partition_method, device, int(fifo_rows),
                                   int(fifo_shared_rows), transport,
                                   "" if topology_memory is None else str(topology_memory),
-                                  order, int(bfs_sequences), nodes, link)
+                                  order, int(bfs_sequences), nodes, link, sampler)
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
         self._epoch = 0
@@ -461,12 +472,14 @@ class LinkLoader(Loader):
                  as_tensor: Optional[bool] = None, backend: str = "auto",
                  partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
-                 topology_memory: Optional[Union[int, str]] = None):
+                 topology_memory: Optional[Union[int, str]] = None, sampler: str = "neighbor",
+                 **sampler_options):
         link = {"task": "link", "neg_ratio": int(neg_ratio), "negatives": negatives,
                 "exclude": exclude}
         self._open(path, fanouts, batch_size, shuffle, "train", seed, prefetch, as_tensor,
                    backend, partition_method, pin_memory, device, fifo_rows, fifo_shared_rows,
-                   transport, topology_memory, "random", 4, None, link)
+                   transport, topology_memory, "random", 4, None, link,
+                   dict(sampler_options, sampler=sampler))
 
     @property
     def local_edges(self):

@@ -28,15 +28,12 @@ Option<Opts> toggle(std::string flag, std::string key, std::string help, Get get
 }
 
 OptionTable<Opts> all_options() {
-  return {
-      value("--fanouts", "fanouts", "fanouts from the seeds out (default 15,10,5)",
-            DSP_FIELD(fanouts)),
+  OptionTable<Opts> t{
       value("--batch-size", "batch_size", "seeds per rank and batch (default 1024)",
             DSP_FIELD(batch_size)),
       value("--batches", "batches", "timed batches (default 20)", DSP_FIELD(batches)),
       options::value<Opts>("--mode", "mode", "csp (default), pull or both", DSP_FIELD(mode),
                            "csp,pull,both"),
-      value("--scheme", "scheme", "node (default) or layer", DSP_FIELD(scheme)),
       toggle("--biased", "biased", "weight by edge weight", DSP_FIELD(biased)),
       toggle("--replace", "replace", "draw with replacement", DSP_FIELD(replace)),
       toggle("--per-layer-bytes", "per_layer_bytes",
@@ -44,12 +41,12 @@ OptionTable<Opts> all_options() {
              DSP_FIELD(per_layer_bytes)),
       value("--threads", "threads", "OpenMP threads per rank (default 1)", DSP_FIELD(threads)),
       value("--seed", "seed", "sampling seed", DSP_FIELD(seed)),
-      value("--sample-kernel", "sample_kernel",
-            "default, or turbo: degree-sorted snake scheduling of tasks (GPU: to warps and "
-            "blocks, shared-memory positions; CPU: to threads)",
-            DSP_FIELD(kernel)),
       value("--json", "json", "write the figures to this file", DSP_FIELD(json)),
   };
+  for (Option<Opts>& o : options::embed_all<Opts>(sampler_options_table(), DSP_FIELD(base))) {
+    t.push_back(std::move(o));
+  }
+  return t;
 }
 
 // Batch b of the shuffled seeds: bs seeds from (b * bs) mod n on, wrapping around.
@@ -72,6 +69,12 @@ json reduce_figures(const Opts& o, Communicator& comm, const SamplerStats& st, d
                              static_cast<double>(st.tasks_remote)};
   comm.all_reduce(sum.data(), static_cast<int64_t>(sum.size()), DType::kFloat64, ReduceOp::kSum);
   // maxima over ranks (the slowest rank sets the pace of a collective)
+  // distinct (source) nodes of every layer's block, summed over ranks
+  std::vector<double> src(st.layer_sources.begin(), st.layer_sources.end());
+  src.resize(L, 0.0);
+  comm.all_reduce(src.data(), L, DType::kFloat64, ReduceOp::kSum);
+  json sources = json::array();
+  for (int l = 0; l < L; ++l) sources.push_back(src[l] / o.batches / comm.size());
   std::vector<double> mx = {wall, st.t_shuffle, st.t_sample, st.t_reshuffle, st.t_relabel};
   for (int l = 0; l < L; ++l) mx.push_back(st.t_layer[l]);
   comm.all_reduce(mx.data(), static_cast<int64_t>(mx.size()), DType::kFloat64, ReduceOp::kMax);
@@ -86,6 +89,9 @@ json reduce_figures(const Opts& o, Communicator& comm, const SamplerStats& st, d
           {"sampled_edges_per_s_per_rank", sum[0] / mx[0] / comm.size()},
           {"seeds_per_s", sum[1] / mx[0]},
           {"sampled_edges_per_batch", sum[0] / nb / comm.size()},
+          // per rank and batch, from the seeds out; the last is the input layer's
+          {"sources_per_batch_per_layer", sources},
+          {"input_nodes_per_batch", L ? src[L - 1] / nb / comm.size() : 0.0},
           {"ms_per_batch", mx[0] / nb * 1e3},
           {"ms_per_stage",
            {{"shuffle", mx[1] / nb * 1e3},
@@ -131,19 +137,16 @@ void SampleBenchOptions::validate() const {
                 "--mode: {} not in {{csp,pull,both}}", mode);
   DSP_CHECK_ARG(batch_size > 0 && batches > 0 && threads > 0,
                 "--batch-size, --batches and --threads must be positive");
-  parse_sample_kernel(kernel);
+  for (SampleMode m : modes()) sampler(m).validate();
 }
 
 SamplerOptions SampleBenchOptions::sampler(SampleMode m, int num_layers) const {
-  SamplerOptions so;
-  so.fanouts = parse_int_list(fanouts, "--fanouts");
+  SamplerOptions so = base;
   if (num_layers >= 0) so.fanouts.resize(num_layers);
-  so.scheme = parse_sample_scheme(scheme);
   so.biased = biased;
   so.replace = replace;
   so.seed = seed;
   so.mode = m;
-  so.kernel = parse_sample_kernel(kernel);
   so.blocks_on_device = true;  // as dsp train samples: a device backend's blocks stay there
   return so;
 }
@@ -175,7 +178,7 @@ nlohmann::json measure_sampling(const SampleBenchOptions& o, const SamplerFactor
                                 Communicator& comm, const std::vector<int64_t>& seeds, int part) {
   json j = {{"modes", json::array()}};
   const std::vector<SampleMode> modes = o.modes();
-  const int L = static_cast<int>(parse_int_list(o.fanouts, "--fanouts").size());
+  const int L = static_cast<int>(o.base.fanouts.size());
   for (SampleMode m : modes) {
     json r = measure_sample_mode(o, make, comm, seeds, part, m);
     if (o.per_layer_bytes && L > 1) {

@@ -18,20 +18,20 @@ namespace dsp {
 
 struct SampleBenchOptions {
   std::string partition;  // the CLI's PARTITION
-  std::string fanouts = "15,10,5";
+  // The sampler as dsp train sets it (sampler_options_table, embedded whole: --fanouts,
+  // --sample-kernel, --sampler and its options); seed, mode, biased and replace come from here.
+  SamplerOptions base;
   int64_t batch_size = 1024;  // seeds per rank and batch
   int batches = 20;           // timed batches (after one warm-up)
   std::string mode = "csp";   // csp, pull or both
-  std::string scheme = "node";
   bool biased = false, replace = false;
   bool per_layer_bytes = false;  // one extra run per layer prefix
   int threads = 1;
   uint64_t seed = 0;
-  std::string kernel = "default";
   std::string json;
 
   // InvalidArgument: "--mode: x not in {csp,pull,both}", "--batch-size, --batches and --threads
-  // must be positive", or the kernel's "unknown sampling kernel 'x' (default, turbo)".
+  // must be positive", or the sampler's own (SamplerOptions::validate of every mode's options).
   void validate() const;
   // The sampler's options for `mode`, with the first `num_layers` fanouts (-1: all).
   SamplerOptions sampler(SampleMode mode, int num_layers = -1) const;

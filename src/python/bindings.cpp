@@ -22,6 +22,7 @@
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #include "csp/presample.hpp"
+#include "csp/sampler.hpp"
 #include "graph/commands.hpp"
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
@@ -688,7 +689,7 @@ std::unique_ptr<pyext::Loader> new_loader(
     const std::string& partition_method, const std::string& device, int64_t fifo_rows,
     int64_t fifo_shared_rows, const std::string& transport, const std::string& topology_memory,
     const std::string& order, int bfs_sequences, std::optional<IdArray> nodes,
-    std::optional<py::dict> link) {
+    std::optional<py::dict> link, std::optional<py::dict> sampler) {
   pyext::LoaderOptions o;
   // The rank's options through the rank room's table: dsp train's parsers and
   // messages (pipeline/rank/options.hpp).
@@ -706,7 +707,11 @@ std::unique_ptr<pyext::Loader> new_loader(
   // dsp.LinkLoader's keywords through dsp train's link table (pipeline/link_batch.hpp), task
   // "link" among them.
   if (link) read_options(link_options_table(), py_to_json(*link), o.link, "dsp.LinkLoader");
-  o.sampler.fanouts = std::move(fanouts);
+  // dsp.Loader's sampler keywords through dsp train's sampler table (csp/sampler.hpp).
+  nlohmann::json so = sampler ? py_to_json(*sampler) : nlohmann::json::object();
+  DSP_CHECK_ARG(!so.contains("fanouts"), "dsp.Loader: fanouts is an argument of its own");
+  so["fanouts"] = fanouts;
+  read_options(sampler_options_table(), so, o.sampler, "dsp.Loader");
   o.batch_size = batch_size;
   o.shuffle = shuffle;
   o.split = split;
@@ -730,7 +735,7 @@ void bind_loader(py::module_& m) {
            py::arg("fifo_rows") = 0, py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
            py::arg("topology_memory") = "", py::arg("order") = "random",
            py::arg("bfs_sequences") = 4, py::arg("nodes") = py::none(),
-           py::arg("link") = py::none())
+           py::arg("link") = py::none(), py::arg("sampler") = py::none())
       .def_property_readonly("rank", &pyext::Loader::rank)
       .def_property_readonly("device",
                              [](const pyext::Loader& l) { return l.runtime().device().str(); })

@@ -56,10 +56,11 @@ TEST(BenchOptions, EveryFlagOfEveryBench) {
   using V = std::vector<std::string>;
   EXPECT_EQ(flags_of(gather_bench_options()),
             (V{"--batch", "--iters", "--threads", "--seed", "--json"}));
-  EXPECT_EQ(
-      flags_of(sample_bench_options()),
-      (V{"--fanouts", "--batch-size", "--batches", "--mode", "--scheme", "--biased", "--replace",
-         "--per-layer-bytes", "--threads", "--seed", "--sample-kernel", "--json"}));
+  EXPECT_EQ(flags_of(sample_bench_options()),
+            (V{"--batch-size", "--batches", "--mode", "--biased", "--replace", "--per-layer-bytes",
+               "--threads", "--seed", "--json", "--fanouts", "--sample-kernel", "--sampler",
+               "--labor-importance", "--labor-layer-dependency", "--labor-batch-dependency",
+               "--layer-draws"}));
   EXPECT_EQ(
       flags_of(cache_bench_options()),
       (V{"--ratios", "--policies", "--batches", "--fanouts", "--batch-size", "--presample-epochs",
@@ -83,12 +84,12 @@ TEST(BenchOptions, Defaults) {
   EXPECT_EQ(g.iters, 20);
   EXPECT_EQ(g.threads, 1);
   const SampleBenchOptions s;
-  EXPECT_EQ(s.fanouts, "15,10,5");
+  EXPECT_EQ(s.base.fanouts, (std::vector<int>{15, 10, 5}));
   EXPECT_EQ(s.batch_size, 1024);
   EXPECT_EQ(s.batches, 20);
   EXPECT_EQ(s.mode, "csp");
-  EXPECT_EQ(s.scheme, "node");
-  EXPECT_EQ(s.kernel, "default");
+  EXPECT_EQ(s.base.kind(), SamplerKind::kNeighbor);
+  EXPECT_EQ(s.base.kernel, SampleKernel::kDefault);
   EXPECT_FALSE(s.biased || s.replace || s.per_layer_bytes);
   const SamplerOptions so = s.sampler(SampleMode::kPull, 2);
   EXPECT_EQ(so.fanouts, (std::vector<int>{15, 10}));

@@ -168,3 +168,38 @@ def test_bfs_seed_order_as_dsp_train(cora_p1):
         dsp.Loader(cora_p1, fanouts=FANOUTS, order="dfs")
     with pytest.raises(dsp.InvalidArgument, match=r"^--bfs-sequences must be >= 1, got 0$"):
         dsp.Loader(cora_p1, fanouts=FANOUTS, order="bfs", bfs_sequences=0)
+
+
+def test_labor_sampler_keywords(cora_p1):
+    # dsp train's sampler table: LABOR reaches fewer distinct input nodes than neighbour sampling
+    # at equal fanouts, LABOR-1's blocks carry positive edge weights, and the same seed gives the
+    # same batches.
+    def epoch(**kw):
+        return batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=3, prefetch=0,
+                                  **kw), 0)
+    plain = sum(int(b.blocks[0].num_src) for b in epoch())
+    labor = epoch(sampler="labor")
+    assert sum(int(b.blocks[0].num_src) for b in labor) < plain
+    assert all(b.blocks[0].weights is None for b in labor)  # LABOR-0: no weights
+    weighted = epoch(sampler="labor", labor_importance=1)
+    for b in weighted:
+        for blk in b.blocks:
+            w = np.asarray(blk.weights)
+            assert w.shape == (int(blk.indptr[-1]),) and (w > 0).all() and np.isfinite(w).all()
+    again = epoch(sampler="labor", labor_importance=1)
+    for g, r in zip(again, weighted):
+        np.testing.assert_array_equal(np.asarray(g.blocks[0].src_ids),
+                                      np.asarray(r.blocks[0].src_ids))
+        np.testing.assert_array_equal(np.asarray(g.blocks[0].weights),
+                                      np.asarray(r.blocks[0].weights))
+    layer = epoch(sampler="layer", layer_draws="without")
+    assert len(layer) == 5
+
+
+def test_sampler_keywords_are_checked(cora_p1):
+    with pytest.raises(dsp.InvalidArgument, match="need --sampler labor"):
+        dsp.Loader(cora_p1, fanouts=FANOUTS, labor_importance=1)
+    with pytest.raises(dsp.FormatError, match="dsp.Loader: unknown key 'labor_importanc'"):
+        dsp.Loader(cora_p1, fanouts=FANOUTS, sampler="labor", labor_importanc=1)
+    with pytest.raises(dsp.InvalidArgument, match="unknown sampler 'lab'|sampler.*lab"):
+        dsp.Loader(cora_p1, fanouts=FANOUTS, sampler="lab")
