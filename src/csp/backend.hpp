@@ -53,6 +53,7 @@ struct LocalTopology {
   bool indices_mapped = false;         // indices point into a read-only file mapping
   const float* weights = nullptr;      // [num_edges] or null
   const double* cum = nullptr;         // [num_edges] per-row inclusive prefix sums (biased only)
+  const int64_t* times = nullptr;      // [num_edges] edge times (temporal sampling only)
   const int64_t* hot_nodes = nullptr;  // owned global ids, hottest first (the feature cache list):
   int64_t num_hot = 0;                 // rows a backend short of memory keeps closest
   size_t indices_bytes() const { return static_cast<size_t>(num_edges) * (idx32 ? 4 : 8); }
@@ -127,6 +128,11 @@ class SamplerBackend {
   // The LABOR variates of the next sample calls (lv.on: every task takes csp::labor_positions
   // of its row instead of sample_positions; uniform, without exclusions). Off until set.
   virtual void set_labor(const csp::LaborVariates& lv) = 0;
+  // The seed times of the tasks of the next sample calls (temporal sampling: task i takes
+  // csp::temporal_positions of its row's entries before times[i], drawn from
+  // csp::temporal_stream(key, id, times[i]); strategy and replacement from the options; uniform
+  // fanouts, without exclusions). times: [n] in the backend's memory, served order; null: off.
+  virtual void set_task_times(const int64_t* times) = 0;
   // sums[p] = counts[off[p]] + ... + counts[off[p + 1] - 1] for every p (off and sums: host).
   virtual std::vector<int64_t> segment_sums(const int32_t* counts,
                                             const std::vector<int64_t>& off) = 0;

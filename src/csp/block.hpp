@@ -9,6 +9,10 @@
 //    with fanouts[0].
 //  * in every block the destination nodes are a prefix of the source nodes: src_ids[0, num_dst)
 //    == the destination nodes, in order, so a GNN layer can read h_dst = h_src[:num_dst].
+//  * temporal sampling (SamplerOptions::temporal): a block's nodes are distinct (id, time) pairs,
+//    src_times[i] the time of source i: the destinations first (in order), then the new pairs in
+//    first-seen order over the picks (destination by destination, each one's picks by row
+//    position). A pick inherits its destination's time, so one id may appear at several times.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,10 +44,11 @@ struct BlockEdges {
 struct Block {
   int64_t num_dst = 0;
   int64_t num_src = 0;
-  std::vector<int64_t> indptr;   // [num_dst + 1]: CSR over destination nodes
-  std::vector<int64_t> indices;  // [num_edges]: local source ids in [0, num_src)
-  std::vector<float> weights;    // [num_edges] edge weights, or empty (unweighted sampling)
-  std::vector<int64_t> src_ids;  // [num_src]: global id of every source node (prefix: dst nodes)
+  std::vector<int64_t> indptr;     // [num_dst + 1]: CSR over destination nodes
+  std::vector<int64_t> indices;    // [num_edges]: local source ids in [0, num_src)
+  std::vector<float> weights;      // [num_edges] edge weights, or empty (unweighted sampling)
+  std::vector<int64_t> src_ids;    // [num_src]: global id of every source node (prefix: dst nodes)
+  std::vector<int64_t> src_times;  // [num_src]: time of every source node; empty unless temporal
   std::shared_ptr<const BlockEdges> on_device;
 
   int64_t num_edges() const {
@@ -76,10 +81,11 @@ struct LinkPairs {
 // One mini-batch of one rank after sampling.
 struct SampledBatch {
   int64_t epoch = 0;
-  int64_t batch = 0;           // index of the batch within the epoch (same on every rank)
-  std::vector<int64_t> seeds;  // global ids (== blocks.back() destination nodes)
-  std::vector<Block> blocks;   // blocks[0] = input layer ... blocks.back() = output layer
-  LinkPairs pairs;             // link prediction: what the batch scores (empty otherwise)
+  int64_t batch = 0;                // index of the batch within the epoch (same on every rank)
+  std::vector<int64_t> seeds;       // global ids (== blocks.back() destination nodes)
+  std::vector<int64_t> seed_times;  // temporal sampling: seeds[i]'s time; empty otherwise
+  std::vector<Block> blocks;        // blocks[0] = input layer ... blocks.back() = output layer
+  LinkPairs pairs;                  // link prediction: what the batch scores (empty otherwise)
   const std::vector<int64_t>& input_nodes() const { return blocks.front().src_ids; }
 };
 
@@ -101,7 +107,7 @@ struct LoadedBatch {
   // Or, from a table in device memory on a GPU trainer, the rows there (the trainer's tensor;
   // `embedding` empty).
   std::shared_ptr<void> device_embedding;
-  Device device;                // where the features are
+  Device device;  // where the features are
   std::shared_ptr<void> device_features;
   DType device_dtype = DType::kFloat32;
   bool features_on_device() const { return device.is_cuda(); }

@@ -13,6 +13,7 @@
 #include "csp/degree_schedule.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
+#include "csp/temporal_kernels.hpp"
 
 namespace dsp {
 namespace {
@@ -28,6 +29,7 @@ class CpuSamplerBackend final : public SamplerBackend {
         biased_(opts.biased),
         replace_(opts.replace),
         turbo_(opts.kernel == SampleKernel::kTurbo),
+        strategy_(opts.temporal_strategy),
         grain_(std::max<int64_t>(co.split_grain, 1)) {
     // The arrays a sampled edge reads at random on huge pages (a copy, when memory allows): with
     // 4 KiB pages nearly every neighbour read also misses the TLB.
@@ -54,6 +56,7 @@ class CpuSamplerBackend final : public SamplerBackend {
   int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key, int32_t* counts,
                  BackendBuffer& nbrs, BackendBuffer* weights, const TaskExclusions* ex) override;
   void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
+  void set_task_times(const int64_t* times) override { task_times_ = times; }
   std::vector<int64_t> segment_sums(const int32_t* counts,
                                     const std::vector<int64_t>& off) override;
   void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
@@ -80,7 +83,9 @@ class CpuSamplerBackend final : public SamplerBackend {
   LocalTopology topo_;
   HugePageBuffer indptr_copy_, indices_copy_;
   bool biased_, replace_, turbo_;
+  csp::TemporalStrategy strategy_;
   csp::LaborVariates labor_;
+  const int64_t* task_times_ = nullptr;  // set_task_times: temporal tasks' seed times, or null
   int64_t grain_;
   const csp::SnakeSplit* split_ = nullptr;  // set while sample_split runs
   // Set while sample runs: the call's exclusions (or null), and the original index of the task
@@ -115,6 +120,9 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
   const int64_t* ex_pos = ex_ ? ex_->positions : nullptr;
   const int64_t* ex_order = ex_order_;
   const csp::LaborVariates labor = labor_;
+  const int64_t* task_times = task_times_;
+  const int64_t* times = topo_.times;
+  const csp::TemporalStrategy strategy = strategy_;
   for_split(n, [&](int64_t b, int64_t e) {
     // Three-stage software pipeline over the latency chain task -> indptr -> row entries, so many
     // misses are in flight at once: the indptr entry of task i+kFar is prefetched; task i+kNear
@@ -128,7 +136,11 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
       RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
       int64_t* o = out + slot[i];
       int c;
-      if (labor.on) {
+      if (task_times) {
+        const int64_t T = task_times[ex_order ? ex_order[i] : i];
+        c = csp::temporal_positions(times + p0, deg, T, task_fanout(tasks[i]), strategy, replace,
+                                    csp::temporal_stream(key, v, T), o);
+      } else if (labor.on) {
         c = csp::labor_positions(idx + p0, deg, task_fanout(tasks[i]), labor, o);
       } else if (ex_off) {
         const int64_t t = ex_order ? ex_order[i] : i;

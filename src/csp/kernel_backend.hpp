@@ -45,6 +45,7 @@
 #include "csp/degree_schedule.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
+#include "csp/temporal_kernels.hpp"
 
 namespace dsp {
 namespace kernels {
@@ -74,6 +75,9 @@ struct SampleTask {
   const int64_t* ex_off;  // TaskExclusions (uniform only), or null: none
   const int64_t* ex_pos;
   csp::LaborVariates labor;  // on: LABOR's picks (csp::labor_positions)
+  const int64_t* task_time;  // temporal: task i's seed time (csp::temporal_positions), or null
+  const int64_t* times;      // temporal: the edge times of every entry
+  csp::TemporalStrategy strategy;
   DSP_HOST_DEVICE void operator()(int64_t i) const { run(i, nullptr, 0); }
   // Task i; its positions go to `shared` (a thread's slot of `slot_cap` positions) when
   // csp::uses_shared_slot says so, else to its output slot, converted to ids in place.
@@ -86,10 +90,13 @@ struct SampleTask {
     int64_t* pos = shared && csp::uses_shared_slot(deg, k, slot_cap) ? shared : o;
     const int64_t loc = row_loc ? row_loc[v - row_base] : -1;
     const Id* row = loc >= 0 ? hot_indices + loc : indices + p0;
-    const int c = labor.on ? csp::labor_positions(row, deg, k, labor, pos)
-                  : ex_off ? csp::uniform_excluding(deg, k, replace, ex_pos + ex_off[i],
-                                                    ex_off[i + 1] - ex_off[i], s, pos)
-                           : csp::sample_positions(deg, k, weighted, replace,
+    const int c = task_time
+                      ? csp::temporal_positions(times + p0, deg, task_time[i], k, strategy, replace,
+                                                csp::temporal_stream(key, v, task_time[i]), pos)
+                  : labor.on ? csp::labor_positions(row, deg, k, labor, pos)
+                  : ex_off   ? csp::uniform_excluding(deg, k, replace, ex_pos + ex_off[i],
+                                                      ex_off[i + 1] - ex_off[i], s, pos)
+                             : csp::sample_positions(deg, k, weighted, replace,
                                                    weighted ? cum + p0 : nullptr, s, pos);
     for (int j = 0; j < c; ++j) {
       if (outw) outw[slot[i] + j] = weights[p0 + pos[j]];
@@ -275,7 +282,8 @@ class KernelSamplerBackend final : public SamplerBackend {
         biased_(opts.biased),
         replace_(opts.replace),
         turbo_(opts.kernel == SampleKernel::kTurbo),
-        blocks_on_device_(opts.blocks_on_device) {
+        blocks_on_device_(opts.blocks_on_device),
+        strategy_(opts.temporal_strategy) {
     DSP_CHECK_ARG(topo.num_edges < (int64_t{1} << 31) || !topo.idx32,
                   "sampler backend: int32 neighbour ids with more than 2^31 entries");
     upload(indptr_, topo.indptr, static_cast<size_t>(topo.num_rows + 1) * sizeof(int64_t));
@@ -291,12 +299,16 @@ class KernelSamplerBackend final : public SamplerBackend {
       upload(cum_, topo.cum, static_cast<size_t>(topo.num_edges) * sizeof(double));
       upload(weights_, topo.weights, static_cast<size_t>(topo.num_edges) * sizeof(float));
     }
+    if (opts.temporal) {
+      upload(times_, topo.times, static_cast<size_t>(topo.num_edges) * sizeof(int64_t));
+    }
     ex_.sync();
   }
 
   std::string name() const override { return name_; }
   Device device() const override { return device_; }
   void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
+  void set_task_times(const int64_t* times) override { task_times_ = times; }
   bool indices_on_host() const { return indices_on_host_; }
   int64_t hot_rows() const { return hot_rows_; }
 
@@ -591,7 +603,10 @@ class KernelSamplerBackend final : public SamplerBackend {
             resw,
             ex ? ex->offsets : nullptr,
             ex ? ex->positions : nullptr,
-            labor_};
+            labor_,
+            task_times_,
+            task_times_ ? static_cast<const int64_t*>(times_.data()) : nullptr,
+            strategy_};
   }
 
   Exec ex_;
@@ -599,11 +614,13 @@ class KernelSamplerBackend final : public SamplerBackend {
   Device device_;
   LocalTopology topo_;
   bool biased_, replace_, turbo_, blocks_on_device_;
+  csp::TemporalStrategy strategy_;
   csp::LaborVariates labor_;
+  const int64_t* task_times_ = nullptr;  // set_task_times (executor memory), or null
   bool indices_on_host_ = false;
   std::shared_ptr<RecyclePool<EdgeArrays>> edge_pool_ = std::make_shared<RecyclePool<EdgeArrays>>();
   int64_t hot_rows_ = 0;
-  Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_;
+  Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_, times_;
   typename Exec::Registration indices_reg_;
   const void* indices_ = nullptr;
   // Work buffers, reused across layers and batches.

@@ -115,6 +115,7 @@ PartitionData single_part(const Csr& g) {
   d.meta.num_edges = g.num_edges();
   d.meta.index_dtype = g.num_edges() ? g.index_dtype() : DType::kInt64;
   d.meta.has_weights = g.has_weights();
+  d.meta.has_edge_time = g.has_times();
   PartStats ps;
   ps.begin = 0;
   ps.end = g.num_nodes;
@@ -134,6 +135,13 @@ SamplerKind SamplerOptions::kind() const {
 }
 
 std::string sampler_combination_error(const SamplerOptions& o) {
+  if (o.temporal) {
+    if (o.labor || o.scheme != SampleScheme::kNodeWise || o.biased) {
+      return "--temporal samples node-wise among the edges before each seed's time, uniformly or "
+             "the most recent (biased, layer-wise and LABOR sampling are not supported with it)";
+    }
+    if (o.mode == SampleMode::kPull) return "--temporal: the pull mode is not supported";
+  }
   if (o.labor) {
     if (o.scheme != SampleScheme::kNodeWise || o.biased || o.replace) {
       return "--sampler labor: LABOR samples node-wise, uniformly and without replacement "
@@ -222,6 +230,26 @@ std::vector<Option<SamplerOptions>> sampler_kind_options() {
     o.layer_replace = parse_draws(v.get<std::string>());
   };
   draws.write = [](const S& o) { return nlohmann::json(o.layer_replace ? "with" : "without"); };
+  Option<S> temporal = options::declare<S>(
+      "--temporal", "temporal",
+      "off (default), uniform or recent: temporal neighbour sampling, every seed at its time T "
+      "(a node's node_time.npy) sampling only in-edges of time < T (edge_time.npy), uniformly or "
+      "the fanout latest; picks inherit T");
+  temporal.type = "TEXT:{off,uniform,recent}";
+  auto parse_temporal = [](S& o, const std::string& v) {
+    DSP_CHECK_ARG(v == "off" || v == "uniform" || v == "recent",
+                  "--temporal: {} not in {{off,uniform,recent}}", v);
+    o.temporal = v != "off";
+    o.temporal_strategy =
+        v == "recent" ? csp::TemporalStrategy::kRecent : csp::TemporalStrategy::kUniform;
+  };
+  temporal.parse = parse_temporal;
+  temporal.read = [parse_temporal](S& o, const nlohmann::json& v) {
+    parse_temporal(o, v.get<std::string>());
+  };
+  temporal.write = [](const S& o) {
+    return nlohmann::json(temporal_strategy_name(o.temporal, o.temporal_strategy));
+  };
   return {
       kind,
       rounds,
@@ -235,6 +263,7 @@ std::vector<Option<SamplerOptions>> sampler_kind_options() {
           "(more overlap between batches; default 1: independent)",
           [](S & o) -> auto& { return o.labor_batch_dependency; }),
       draws,
+      temporal,
   };
 }
 }  // namespace
@@ -326,6 +355,7 @@ LocalTopology local_topology(const PartitionData& part, int64_t begin, const dou
   topo.indices_mapped = g.num_edges() && g.indices.is_mapped();
   topo.weights = g.has_weights() ? g.weights.data<float>() : nullptr;
   topo.cum = cum;
+  topo.times = g.has_times() ? g.times.data<int64_t>() : nullptr;
   if (part.cached.defined() && part.cached.dim(0) > 0) {
     topo.hot_nodes = part.cached.data<int64_t>();
     topo.num_hot = part.cached.dim(0);
@@ -356,6 +386,8 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
                 part_.patch.num_nodes, end_ - begin_);
   DSP_CHECK_ARG(!opts_.biased || part_.patch.has_weights(),
                 "sampler: biased (weighted) sampling needs edge weights, and the graph has none");
+  DSP_CHECK_ARG(!opts_.temporal || part_.patch.has_times(),
+                "sampler: --temporal needs edge times (edge_time.npy), and the partition has none");
   stats_.t_layer.assign(opts_.fanouts.size(), 0.0);
   stats_.layer_sources.assign(opts_.fanouts.size(), 0);
   if (opts_.biased) {
@@ -512,9 +544,11 @@ int64_t sum(const std::vector<int64_t>& v) {
 }  // namespace
 
 CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
-  for (auto* b : {&tasks, &perm, &served, &counts, &nbrs, &weights, &answer_counts, &answer_nbrs,
-                  &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier, &next,
-                  &ex_offsets, &ex_positions}) {
+  for (auto* b :
+       {&tasks,         &perm,        &served,         &counts,     &nbrs,         &weights,
+        &answer_counts, &answer_nbrs, &answer_weights, &offsets,    &layer_nbrs,   &layer_weights,
+        &fanout,        &frontier,    &next,           &ex_offsets, &ex_positions, &task_times,
+        &served_times,  &key_dst,     &key_picks}) {
     *b = be.make_buffer();
   }
 }
@@ -537,12 +571,17 @@ void CollectiveSampler::shuffle() {
   Buffers& b = *buf_;
   if (size_ == 1) {
     std::swap(b.tasks, b.served);
+    if (opts_.temporal) std::swap(b.task_times, b.served_times);
     served_count_ = grouped_count_;
   } else {
     OpOptions o;
     o.label = "csp.shuffle.counts";
     served_count_ = comm_.exchange_counts(grouped_count_, o);
     exchange(*b.tasks, grouped_count_, *b.served, served_count_, DType::kInt64, "csp.shuffle");
+    if (opts_.temporal) {  // the tasks' times, with the same counts
+      exchange(*b.task_times, grouped_count_, *b.served_times, served_count_, DType::kInt64,
+               "csp.shuffle.t");
+    }
   }
   served_off_ = prefix(served_count_);
 }
@@ -697,9 +736,11 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout) {
   const int64_t n = served_off_[size_];
   if (opts_.mode != SampleMode::kPull || size_ == 1) {
     const TaskExclusions* ex = served_exclusions(0, n);
+    if (opts_.temporal) backend_->set_task_times(b.served_times->as<int64_t>());
     served_picks_ = backend_->sample(b.served->as<int64_t>(), n, max_fanout, key,
                                      b.counts->reserve_n<int32_t>(n), *b.nbrs,
                                      opts_.biased ? b.weights.get() : nullptr, ex);
+    backend_->set_task_times(nullptr);
     return;
   }
   const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
@@ -838,13 +879,15 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
 // Phases 1-5 of one layer: the picks of frontier[0, nf) in frontier order (phase 5, un-permute:
 // every grouped position's picks written back at its frontier index).
 LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
-                                        int uniform_fanout, uint64_t key) {
+                                        int uniform_fanout, uint64_t key,
+                                        const int64_t* host_times) {
   Stopwatch sw;
   Buffers& b = *buf_;
   // Phase 1: the frontier's tasks grouped by owner; nodes with fanout 0 get no task.
   backend_->group(frontier, nf, fanout, uniform_fanout, offsets_, b.tasks->reserve_n<int64_t>(nf),
                   b.perm->reserve_n<int64_t>(nf), grouped_count_);
   const int64_t ng = sum(grouped_count_);
+  if (host_times) group_times(host_times, ng);
   stats_.tasks_local += grouped_count_[rank_];
   stats_.tasks_remote += ng - grouped_count_[rank_];
   shuffle();
@@ -1185,7 +1228,10 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   // Validation before any communication; every rank learns whether any rank failed (and whether
   // any rank excludes edges).
   std::string err =
-      seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
+      opts_.temporal
+          ? "sampler: --temporal samples each seed at its time: give the seeds' times "
+            "(sample_temporal)"
+          : seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   if (err.empty() && has_ex) err = exclusion_error(*exclude);
   const bool any_ex = check_collective_any(err.empty(), err, has_ex);

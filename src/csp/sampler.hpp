@@ -37,6 +37,7 @@
 #include "core/options.hpp"
 #include "csp/backend.hpp"
 #include "csp/block.hpp"
+#include "csp/temporal_kernels.hpp"
 #include "layout/partition/partition.hpp"
 
 namespace dsp {
@@ -105,6 +106,15 @@ struct SamplerOptions {
   // over the union of the frontier's in-edges (multivariate hypergeometric counts c_u <= d_u,
   // then c_u distinct neighbours of u: needs replace = false and unbiased sampling).
   bool layer_replace = true;
+  // Temporal neighbour sampling (--temporal uniform|recent; GraphBolt's TemporalNeighborSampler,
+  // csp/temporal_kernels.hpp): every seed carries a time T (CollectiveSampler::sample_temporal),
+  // a node samples only its in-edges of time < T (uniform, with or without `replace`, or the
+  // fanout latest: recent) and its picks inherit T, so blocks are over (id, time) pairs
+  // (Block::src_times). Node-wise and unbiased, in CSP mode; needs edge_time.npy.
+  bool temporal = false;
+  csp::TemporalStrategy temporal_strategy = csp::TemporalStrategy::kUniform;
+  // Tests: relabel (id, time) pairs on the host even where combined keys fit the backend's table.
+  bool temporal_host_relabel = false;
 
   SamplerKind kind() const;
   // The fanouts (check_fanouts, named --fanouts) and the sampler's combination: one
@@ -187,6 +197,20 @@ class CollectiveSampler {
   SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
                       const ExcludedEdges* exclude);
 
+  // Temporal sampling (SamplerOptions::temporal): seed i is (seeds[i], seed_times[i]); the pairs
+  // must be distinct (one id may come at several times). Per layer the frontier's times travel
+  // with its tasks to the owners (one more all_to_all_v with the task counts), each owner's
+  // backend samples a task's row among its entries before the task's time, the picks inherit
+  // their destination's time, and the block is built over (id, time) pairs (block.hpp), with
+  // src_times. Picks are a pure function of (seed, epoch, batch, layer, id, time): the same blocks
+  // at every rank count and on every backend. The relabel keys a pair as id * K + k (k: the
+  // time's index among the batch's K distinct seed times, which are every node's times) in the
+  // backend's table when N * K < 2^32 - 1 (temporal_keys_fit), else on the host. Collective;
+  // sample() of a temporal sampler and this call of another one are refused.
+  SampledBatch sample_temporal(const std::vector<int64_t>& seeds,
+                               const std::vector<int64_t>& seed_times, int64_t epoch,
+                               int64_t batch);
+
   // Random walks over in-neighbours from `starts`: `length` steps of fanout 1 through the owners;
   // at each step a walk returns to its start with probability restart_prob, else moves to a
   // uniform in-neighbour. Walk i's draws are keyed by (seed, epoch, batch, step, starts[i], i's
@@ -221,6 +245,8 @@ class CollectiveSampler {
     std::unique_ptr<BackendBuffer> offsets, layer_nbrs, layer_weights, fanout, frontier, next;
     // served order: the tasks' excluded row positions (TaskExclusions), device backends only
     std::unique_ptr<BackendBuffer> ex_offsets, ex_positions;
+    // temporal: the tasks' times (grouped, served order), the relabel's combined keys
+    std::unique_ptr<BackendBuffer> task_times, served_times, key_dst, key_picks;
   };
   void check_collective(bool ok, const std::string& msg);
   // check_collective that also tells whether any rank set `any` (the same one all_reduce).
@@ -236,8 +262,15 @@ class CollectiveSampler {
                          const int64_t* roff, const int64_t* rows);
   // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
   // `uniform_fanout`. The picks stay valid until the next layer.
+  // host_times (temporal): the frontier nodes' times, host memory; null otherwise.
   LayerPicks run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
-                       int uniform_fanout, uint64_t key);
+                       int uniform_fanout, uint64_t key, const int64_t* host_times = nullptr);
+  // Temporal: the grouped tasks' times (host_times by the group's permutation) into task_times.
+  void group_times(const int64_t* host_times, int64_t ng);
+  // Temporal: layer l's block over the (id, time) pairs of the frontier (ids, time indices tix
+  // into the batch's K distinct times tv) and its picks; ids and tix become the next frontier.
+  void relabel_temporal(std::vector<int64_t>& ids, std::vector<int64_t>& tix,
+                        const std::vector<int64_t>& tv, const LayerPicks& lo, int l, Block& b);
   void exchange(const BackendBuffer& send, const std::vector<int64_t>& sc, BackendBuffer& recv,
                 const std::vector<int64_t>& rc, DType t, const char* label);
   void shuffle();
@@ -308,5 +341,10 @@ void labor_importance_picks(int64_t n, const int64_t* off, const int64_t* ids, i
 // A one-part PartitionData over a whole graph (no features): the single-process reference path
 // (self communicator), used by tests and by presampling.
 PartitionData single_part(const Csr& graph);
+
+// Whether (id, time index) pairs of a graph of num_nodes nodes and `times` distinct times fit the
+// relabel table's keys as id * times + index (< 2^32 - 1, csp::relabel_slot).
+bool temporal_keys_fit(int64_t num_nodes, int64_t times);
+const char* temporal_strategy_name(bool temporal, csp::TemporalStrategy s);  // off|uniform|recent
 
 }  // namespace dsp

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "csp/sampler.hpp"
+#include "csp/temporal_reference.hpp"
 #include "graph/generate.hpp"
 #include "layout/partition/partition.hpp"
 
@@ -41,6 +42,17 @@ struct World {
   std::unique_ptr<Communicator> self = make_communicator("self");
 };
 
+// Edge times as a function of the edge's endpoints (so they survive renumbering), in [0, 1000).
+std::vector<int64_t> edge_times(const Csr& g) {
+  std::vector<int64_t> t(g.num_edges());
+  for (int64_t v = 0; v < g.num_nodes; ++v) {
+    for (int64_t e = g.rowptr()[v]; e < g.rowptr()[v + 1]; ++e) {
+      t[e] = (v * 131 + g.indices.int_at(e) * 71) % 1000;
+    }
+  }
+  return t;
+}
+
 World& world() {
   static World* w = [] {
     Communicator& c = *g_comm;
@@ -64,6 +76,7 @@ World& world() {
         }
       }
       ds.graph.weights = Array::from_vector(std::move(wts));
+      ds.graph.times = Array::from_vector(edge_times(ds.graph));
       ds.sync_meta();
       PartitionOptions o;
       o.parts = c.size();
@@ -74,7 +87,7 @@ World& world() {
     c.barrier();
     w->part = load_partition(w->dir, c.rank(), c.size());
     // every rank rebuilds the full renumbered graph from all patches
-    std::vector<int64_t> ip{0}, idx;
+    std::vector<int64_t> ip{0}, idx, tm;
     std::vector<float> wt;
     for (int p = 0; p < c.size(); ++p) {
       PartitionData d = load_partition(w->dir, p, c.size());
@@ -82,6 +95,7 @@ World& world() {
         for (int64_t e = d.patch.rowptr()[v]; e < d.patch.rowptr()[v + 1]; ++e) {
           idx.push_back(d.patch.indices.int_at(e));
           wt.push_back(d.patch.weights.data<float>()[e]);
+          tm.push_back(d.patch.times.data<int64_t>()[e]);
         }
         ip.push_back(static_cast<int64_t>(idx.size()));
       }
@@ -90,6 +104,7 @@ World& world() {
     w->full.indptr = Array::from_vector(std::move(ip));
     w->full.indices = Array::from_vector(std::move(idx));
     w->full.weights = Array::from_vector(std::move(wt));
+    w->full.times = Array::from_vector(std::move(tm));
     w->ref_part = single_part(w->full);
     return w;
   }();
@@ -282,6 +297,73 @@ TEST_P(PInvariance, RandomWalkAndPinSage) {
   EXPECT_EQ(pa.indptr, pb.indptr);
   EXPECT_EQ(pa.ids, pb.ids);
   EXPECT_EQ(pa.counts, pb.counts);
+}
+
+// Temporal sampling: the blocks over (id, time) pairs equal the whole-graph reference
+// (tests/csp/temporal_reference.hpp) exactly, for uniform without and with replacement and
+// recent, through the backend's combined-key relabel and the host one. Each rank's seeds include
+// some ids at two times; rank 1 has none in batch 1.
+TEST_P(PInvariance, Temporal) {
+  World& w = world();
+  using testref::TemporalNode;
+  struct Case {
+    csp::TemporalStrategy strategy;
+    bool replace, host_relabel;
+  };
+  for (const Case c : {Case{csp::TemporalStrategy::kUniform, false, false},
+                       Case{csp::TemporalStrategy::kUniform, true, false},
+                       Case{csp::TemporalStrategy::kRecent, false, false},
+                       Case{csp::TemporalStrategy::kUniform, false, true}}) {
+    SamplerOptions o{{6, 4, 3}};
+    o.temporal = true;
+    o.temporal_strategy = c.strategy;
+    o.replace = c.replace;
+    o.temporal_host_relabel = c.host_relabel;
+    o.seed = 9;
+    CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
+    for (int64_t batch = 0; batch < 3; ++batch) {
+      std::vector<int64_t> seeds, times;
+      if (!(batch == 1 && g_comm->rank() == 1)) {
+        for (int64_t v : my_seeds(batch, 40)) {
+          seeds.push_back(v);
+          times.push_back(100 + (v * 37 + batch) % 900);
+          if (v % 3 == 0) {  // the same id at a second time
+            seeds.push_back(v);
+            times.push_back(50 + (v * 53) % 950);
+          }
+        }
+      }
+      SampledBatch got = s.sample_temporal(seeds, times, 2, batch);
+      std::vector<TemporalNode> ts;
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        if (std::find(ts.begin(), ts.end(), TemporalNode{seeds[i], times[i]}) == ts.end()) {
+          ts.push_back({seeds[i], times[i]});
+        }
+      }
+      ASSERT_EQ(ts.size(), seeds.size()) << "the test's seeds repeat a pair";
+      const auto want = testref::temporal_reference_sample(
+          w.full, ts, {o.fanouts, c.strategy, c.replace, o.seed, 2, batch});
+      const std::string what =
+          fmt::format("[{}] strategy {} replace {} host {} batch {}", GetParam(),
+                      static_cast<int>(c.strategy), c.replace, c.host_relabel, batch);
+      ASSERT_EQ(got.blocks.size(), want.size()) << what;
+      for (size_t l = 0; l < want.size(); ++l) {
+        Block b = got.blocks[l];
+        b.edges_to_host();
+        std::vector<int64_t> ids, tms;
+        for (const TemporalNode& n : want[l].src) {
+          ids.push_back(n.id);
+          tms.push_back(n.time);
+        }
+        EXPECT_EQ(b.num_dst, want[l].num_dst) << what << " layer " << l;
+        EXPECT_EQ(b.src_ids, ids) << what << " layer " << l;
+        EXPECT_EQ(b.src_times, tms) << what << " layer " << l;
+        EXPECT_EQ(b.indptr, want[l].indptr) << what << " layer " << l;
+        EXPECT_EQ(b.indices, want[l].indices) << what << " layer " << l;
+      }
+    }
+    if (g_comm->size() > 1) EXPECT_GT(s.stats().tasks_remote, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PInvariance, ::testing::ValuesIn(test::sampler_backend_names()),

@@ -1,0 +1,205 @@
+// Temporal neighbour sampling in the collective sampler (SamplerOptions::temporal,
+// CollectiveSampler::sample_temporal): the CSP layer of sampler.cpp with the frontier's times
+// travelling beside its tasks, and the blocks built over (id, time) pairs.
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "core/timer.hpp"
+#include "csp/sampler.hpp"
+
+namespace dsp {
+
+bool temporal_keys_fit(int64_t num_nodes, int64_t times) {
+  // Keys id * times + index lie in [0, num_nodes * times); the table takes keys < 2^32 - 1.
+  return times >= 1 && num_nodes <= ((int64_t{1} << 32) - 1) / times;
+}
+
+const char* temporal_strategy_name(bool temporal, csp::TemporalStrategy s) {
+  if (!temporal) return "off";
+  return s == csp::TemporalStrategy::kRecent ? "recent" : "uniform";
+}
+
+namespace {
+
+// What is wrong with a temporal batch's seeds (empty: nothing): one time per seed, ids of nodes
+// (owned by the rank when require_owned), and no (id, time) pair twice.
+std::string temporal_seed_error(const std::vector<int64_t>& seeds,
+                                const std::vector<int64_t>& times, int64_t num_nodes,
+                                bool require_owned, int rank, int64_t begin, int64_t end) {
+  if (seeds.size() != times.size()) {
+    return fmt::format("sampler: {} seed times for {} seeds (one time per seed)", times.size(),
+                       seeds.size());
+  }
+  std::vector<std::pair<int64_t, int64_t>> s;
+  s.reserve(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) s.emplace_back(seeds[i], times[i]);
+  std::sort(s.begin(), s.end());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t v = s[i].first;
+    if (v < 0 || v >= num_nodes) {
+      return fmt::format("sampler: seed {} is not a node id (graph has {} nodes)", v, num_nodes);
+    } else if (require_owned && (v < begin || v >= end)) {
+      return fmt::format("sampler: seed {} is not owned by rank {} (owns [{}, {}))", v, rank, begin,
+                         end);
+    } else if (i > 0 && s[i] == s[i - 1]) {
+      return fmt::format("sampler: seed {} at time {} appears more than once in the batch", v,
+                         s[i].second);
+    }
+  }
+  return "";
+}
+
+template <class T>
+void upload_vec(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
+  be.to_backend(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(), v.size() * sizeof(T));
+}
+
+// n elements of backend memory readable on the host (the memory itself for a host backend).
+template <class T>
+const T* on_host(SamplerBackend& be, const T* p, int64_t n, std::vector<T>& tmp) {
+  if (be.memory() == MemorySpace::kHost) return p;
+  tmp.resize(n);
+  if (n) be.to_host(tmp.data(), p, n * sizeof(T));
+  return tmp.data();
+}
+
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return static_cast<size_t>(mix64(static_cast<uint64_t>(p.first) ^ mix64(p.second)));
+  }
+};
+
+// The block of (id, time index) pairs on the host: destinations dst_id/dst_tix first, then the
+// picks' new pairs in first-seen order (pick j of destination i is (nbr[j], dst_tix[i])).
+void relabel_pairs_host(const std::vector<int64_t>& dst_id, const std::vector<int64_t>& dst_tix,
+                        const int64_t* off, const int64_t* nbr, Block& b,
+                        std::vector<int64_t>& src_tix) {
+  const int64_t nd = static_cast<int64_t>(dst_id.size());
+  std::unordered_map<std::pair<int64_t, int64_t>, int64_t, PairHash> local;
+  b.src_ids = dst_id;
+  src_tix = dst_tix;
+  for (int64_t i = 0; i < nd; ++i) local.emplace(std::pair{dst_id[i], dst_tix[i]}, i);
+  b.indptr.assign(off, off + nd + 1);
+  b.indices.resize(off[nd]);
+  for (int64_t i = 0; i < nd; ++i) {
+    for (int64_t j = off[i]; j < off[i + 1]; ++j) {
+      const auto [it, fresh] = local.emplace(std::pair{nbr[j], dst_tix[i]}, b.src_ids.size());
+      if (fresh) {
+        b.src_ids.push_back(nbr[j]);
+        src_tix.push_back(dst_tix[i]);
+      }
+      b.indices[j] = it->second;
+    }
+  }
+  b.weights.clear();
+  b.on_device.reset();
+  b.num_dst = nd;
+  b.num_src = static_cast<int64_t>(b.src_ids.size());
+}
+
+}  // namespace
+
+void CollectiveSampler::group_times(const int64_t* host_times, int64_t ng) {
+  std::vector<int64_t> hp;
+  const int64_t* perm = on_host(*backend_, buf_->perm->as<int64_t>(), ng, hp);
+  std::vector<int64_t> t(static_cast<size_t>(ng));
+  for (int64_t i = 0; i < ng; ++i) t[i] = host_times[perm[i]];
+  upload_vec(*backend_, *buf_->task_times, t);
+}
+
+void CollectiveSampler::relabel_temporal(std::vector<int64_t>& ids, std::vector<int64_t>& tix,
+                                         const std::vector<int64_t>& tv, const LayerPicks& lo,
+                                         int l, Block& b) {
+  const int64_t nf = static_cast<int64_t>(ids.size()), K = static_cast<int64_t>(tv.size());
+  std::vector<int64_t> ho, hn, src_tix;
+  const int64_t* off = on_host(*backend_, lo.offsets, nf + 1, ho);
+  const int64_t* nbr = on_host(*backend_, lo.nbrs, lo.total, hn);
+  if (opts_.temporal_host_relabel || !temporal_keys_fit(part_.meta.num_nodes, K)) {
+    relabel_pairs_host(ids, tix, off, nbr, b, src_tix);
+  } else {
+    // Combined keys id * K + k in the backend's relabel: its order (destinations, then first
+    // seen) is the pairs' order, since a destination's picks all carry its k.
+    std::vector<int64_t> dk(nf), pk(lo.total);
+    for (int64_t i = 0; i < nf; ++i) {
+      dk[i] = ids[i] * K + tix[i];
+      for (int64_t j = off[i]; j < off[i + 1]; ++j) pk[j] = nbr[j] * K + tix[i];
+    }
+    const bool host = backend_->memory() == MemorySpace::kHost;
+    if (!host) {
+      upload_vec(*backend_, *buf_->key_dst, dk);
+      upload_vec(*backend_, *buf_->key_picks, pk);
+    }
+    LayerPicks kp = lo;
+    kp.nbrs = host ? pk.data() : buf_->key_picks->as<int64_t>();
+    backend_->relabel(host ? dk.data() : buf_->key_dst->as<int64_t>(), nf, kp, l, b, nullptr);
+    src_tix.resize(b.src_ids.size());
+    for (size_t i = 0; i < b.src_ids.size(); ++i) {
+      src_tix[i] = b.src_ids[i] % K;
+      b.src_ids[i] /= K;
+    }
+  }
+  b.src_times.resize(src_tix.size());
+  for (size_t i = 0; i < src_tix.size(); ++i) b.src_times[i] = tv[src_tix[i]];
+  ids = b.src_ids;
+  tix = std::move(src_tix);
+}
+
+SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seeds,
+                                                const std::vector<int64_t>& seed_times,
+                                                int64_t epoch, int64_t batch) {
+  Stopwatch total;
+  const std::string err =
+      opts_.temporal
+          ? temporal_seed_error(seeds, seed_times, part_.meta.num_nodes, opts_.require_owned_seeds,
+                                rank_, begin_, end_)
+          : "sampler: seed times given, but the sampler is not temporal (--temporal off)";
+  check_collective(err.empty(), err);
+  const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
+  // The batch's distinct times: picks inherit their destination's, so every node of every layer
+  // has one of them, and a pair is (id, index into tv).
+  std::vector<int64_t> tv = seed_times;
+  std::sort(tv.begin(), tv.end());
+  tv.erase(std::unique(tv.begin(), tv.end()), tv.end());
+  std::vector<int64_t> ids = seeds, tix(seeds.size()), times;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    tix[i] = std::lower_bound(tv.begin(), tv.end(), seed_times[i]) - tv.begin();
+  }
+  SampledBatch out;
+  out.epoch = epoch;
+  out.batch = batch;
+  out.seeds = seeds;
+  out.seed_times = seed_times;
+  const int L = static_cast<int>(opts_.fanouts.size());
+  std::vector<Block> blocks(L);
+  for (int l = 0; l < L; ++l) {
+    Stopwatch lsw;
+    const int64_t nf = static_cast<int64_t>(ids.size());
+    times.resize(nf);
+    for (int64_t i = 0; i < nf; ++i) times[i] = tv[tix[i]];
+    const int64_t* frontier = ids.data();
+    if (backend_->memory() != MemorySpace::kHost) {
+      upload_vec(*backend_, *buf_->frontier, ids);
+      frontier = buf_->frontier->as<int64_t>();
+    }
+    const uint64_t key = rng_key(opts_.seed, epoch, batch, l);
+    const LayerPicks lo = run_layer(frontier, nf, nullptr, opts_.fanouts[l], key, times.data());
+    Stopwatch rsw;
+    relabel_temporal(ids, tix, tv, lo, l, blocks[l]);
+    stats_.t_relabel += rsw.seconds();
+    stats_.sampled_edges += blocks[l].num_edges();
+    stats_.layer_sources[l] += blocks[l].num_src;
+    stats_.t_layer[l] += lsw.seconds();
+  }
+  std::reverse(blocks.begin(), blocks.end());
+  out.blocks = std::move(blocks);
+  stats_.batches += 1;
+  stats_.seeds += static_cast<int64_t>(seeds.size());
+  stats_.bytes_sent += remote_bytes_sent() - sent0;
+  stats_.bytes_recv += remote_bytes_recv() - recv0;
+  stats_.t_total += total.seconds();
+  return out;
+}
+
+}  // namespace dsp
