@@ -1,15 +1,76 @@
 #include "pipeline/load_batch.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/half.hpp"
 
 namespace dsp {
+namespace {
+
+// The distinct ids of `input` (ascending) and, per input position, its row among them; false (and
+// nothing written) when the ids are distinct already. A temporal batch's input nodes are (id,
+// time) pairs, so one id may appear at several times, and the feature store gathers distinct ids.
+bool distinct_inputs(const std::vector<int64_t>& input, std::vector<int64_t>& ids,
+                     std::vector<int64_t>& row) {
+  ids = input;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  if (ids.size() == input.size()) return false;
+  row.resize(input.size());
+  for (size_t i = 0; i < input.size(); ++i) {
+    row[i] = std::lower_bound(ids.begin(), ids.end(), input[i]) - ids.begin();
+  }
+  return true;
+}
+
+// Rows of the distinct ids, expanded to the input positions: out row i = rows[row[i]].
+void expand_rows(const unsigned char* rows, const std::vector<int64_t>& row, size_t row_bytes,
+                 unsigned char* out) {
+  for (size_t i = 0; i < row.size(); ++i) {
+    std::memcpy(out + i * row_bytes, rows + row[i] * row_bytes, row_bytes);
+  }
+}
+
+// The input rows as float32 on the host. Ids that may repeat (`temporal`) are gathered once per
+// distinct id and expanded; a device store's rows then come back through the host.
+void host_features(FeatureStore& store, const std::vector<int64_t>& input, bool temporal,
+                   std::vector<float>& out) {
+  const int64_t F = store.dim();
+  std::vector<int64_t> ids, row;
+  const bool repeats = temporal && distinct_inputs(input, ids, row);
+  const std::vector<int64_t>& want = repeats ? ids : input;
+  std::vector<unsigned char> raw(want.size() * store.out_row_bytes());
+  if (store.device().is_cuda()) {
+    raw = store.gather(want);
+  } else {
+    store.gather(want.data(), static_cast<int64_t>(want.size()), raw.data());
+  }
+  std::vector<unsigned char> expanded;
+  if (repeats) {
+    expanded.resize(input.size() * store.out_row_bytes());
+    expand_rows(raw.data(), row, store.out_row_bytes(), expanded.data());
+    raw.swap(expanded);
+  }
+  out.resize(input.size() * F);
+  if (store.out_dtype() == DType::kFloat32) {  // bfloat16, int8: decoded by gather
+    std::memcpy(out.data(), raw.data(), out.size() * sizeof(float));
+  } else {
+    const auto* h = reinterpret_cast<const uint16_t*>(raw.data());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(h[i]);
+  }
+}
+
+}  // namespace
 
 LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labels) {
   LoadedBatch lb;
   const std::vector<int64_t>& input = sb.input_nodes();
   const int64_t F = store ? store->dim() : 0;
   lb.feature_dim = F;
-  if (store && store->device().is_cuda()) {
+  // Temporal blocks' inputs may repeat an id; a plain batch's are distinct.
+  const bool temporal = !sb.blocks.empty() && !sb.blocks.front().src_times.empty();
+  if (store && store->device().is_cuda() && !temporal) {
     // Rows stay in device memory, in gather's output dtype (float32, or a float16 file's rows,
     // which the trainer widens there).
     const int64_t n = static_cast<int64_t>(input.size());
@@ -17,14 +78,8 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
     lb.device_dtype = store->out_dtype();
     lb.device_features = store->allocate_rows(n);
     store->gather(input.data(), n, lb.device_features.get());
-  } else if (store && store->out_dtype() == DType::kFloat32) {  // bfloat16, int8: decoded by gather
-    lb.features.resize(input.size() * F);
-    store->gather(input.data(), static_cast<int64_t>(input.size()), lb.features.data());
   } else if (store) {
-    lb.features.resize(input.size() * F);
-    std::vector<uint16_t> raw(input.size() * F);
-    store->gather(input.data(), static_cast<int64_t>(input.size()), raw.data());
-    for (size_t i = 0; i < raw.size(); ++i) lb.features[i] = half_to_float(raw[i]);
+    host_features(*store, input, temporal, lb.features);
   }
   if (labels.defined()) {
     lb.labels.resize(sb.seeds.size());

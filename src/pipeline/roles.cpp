@@ -147,7 +147,7 @@ PartitionData load_whole_partition(const std::string& dir) {
   std::vector<int64_t> indptr{0};
   std::vector<uint8_t> indices;
   std::vector<float> weights;
-  std::vector<int64_t> seeds;
+  std::vector<int64_t> times, seeds;
   const size_t isz = dtype_size(meta.index_dtype);
   for (int p = 0; p < meta.parts; ++p) {
     PartitionData d = p == 0 ? first : load_partition(dir, p);
@@ -159,6 +159,10 @@ PartitionData load_whole_partition(const std::string& dir) {
     if (meta.has_weights) {
       const float* w = d.patch.weights.data<float>();
       weights.insert(weights.end(), w, w + d.patch.num_edges());
+    }
+    if (meta.has_edge_time) {
+      const int64_t* t = d.patch.times.data<int64_t>();
+      times.insert(times.end(), t, t + d.patch.num_edges());
     }
     const int64_t* s = d.seeds.data<int64_t>();
     seeds.insert(seeds.end(), s, s + d.seeds.dim(0));
@@ -172,7 +176,10 @@ PartitionData load_whole_partition(const std::string& dir) {
   g.indices = Array(meta.index_dtype, {edges});
   if (edges > 0) std::memcpy(g.indices.raw_mutable(), indices.data(), indices.size());
   if (meta.has_weights) g.weights = Array::from_vector(std::move(weights));
+  if (meta.has_edge_time) g.times = Array::from_vector(std::move(times));
   PartitionData w = single_part(g);
+  w.meta.has_edge_time = meta.has_edge_time;
+  w.meta.has_node_time = meta.has_node_time;
   w.meta.index_dtype = meta.index_dtype;
   w.meta.feature_dim = meta.feature_dim;
   w.meta.feature_dtype = meta.feature_dtype;

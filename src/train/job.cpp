@@ -52,6 +52,9 @@ void check_evaluation(const JobConfig& c) {
   DSP_CHECK_ARG(c.eval != "full" || c.eval_fanouts.empty(),
                 "--eval-fanouts with --eval full: full-neighbour evaluation samples nothing; give "
                 "one of them");
+  DSP_CHECK_ARG(c.eval != "full" || !c.sampler.temporal,
+                "--eval full with --temporal: full-neighbour inference sees every edge, also those "
+                "after a node's time; evaluate with --eval sampled (--eval auto picks it)");
   DSP_CHECK_ARG(c.eval != "full" || !c.preaggregate,
                 "--eval full with --preaggregate: full-neighbour inference runs the model's input "
                 "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
@@ -60,8 +63,8 @@ void check_evaluation(const JobConfig& c) {
 // --task link and --embedding-*: what they work with.
 void check_task(const JobConfig& c) {
   c.link.validate();
-  DSP_CHECK_ARG(c.embedding.dim >= -1,
-                "--embedding-dim must be >= 0 (-1: the default), got {}", c.embedding.dim);
+  DSP_CHECK_ARG(c.embedding.dim >= -1, "--embedding-dim must be >= 0 (-1: the default), got {}",
+                c.embedding.dim);
   EmbeddingOptions e = c.embedding;
   e.dim = std::max<int64_t>(e.dim, 1);
   e.validate();
@@ -85,6 +88,18 @@ void check_task(const JobConfig& c) {
   refuse(c.eval_max_nodes > 0, "--eval-max-nodes (every held-out edge is scored)");
 }
 
+// --temporal: node classification, every seed at its node time, in the symmetric layout.
+void check_temporal(const JobConfig& c) {
+  if (!c.sampler.temporal) return;
+  auto refuse = [](bool bad, const char* what) {
+    DSP_CHECK_ARG(!bad, "--temporal does not support {}", what);
+  };
+  refuse(c.link.link(), "--task link (a seed's time is its node's time)");
+  refuse(c.roles != 0, "--roles (GNNLab's factored layout samples plain batches)");
+  refuse(c.preaggregate,
+         "--preaggregate (its first layer aggregates every in-neighbour, after a node's time too)");
+}
+
 void check_not_both_init_and_resume(const JobConfig& c) {
   DSP_CHECK_ARG(!c.resume || c.init_from.empty(),
                 "--init-from starts a new run from a model's parameters and --resume continues "
@@ -101,6 +116,7 @@ void JobConfig::validate() const {
                 fanouts.size(), layers);
   check_evaluation(*this);
   check_task(*this);
+  check_temporal(*this);
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(eval_max_nodes >= 0, "--eval-max-nodes must be >= 0, got {}", eval_max_nodes);
   DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
@@ -307,6 +323,9 @@ class TrainJob {
   int64_t embedding_dim() const;
   void make_embedding();
   SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
+  // A node batch's blocks; with --temporal every seed at its node time (node_time.npy).
+  SampledBatch sample_nodes(CollectiveSampler& s, const std::vector<int64_t>& seeds, int64_t epoch,
+                            int64_t batch);
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
   void write_metrics(int epoch, double loss, double train_acc, double val, double test);
@@ -323,8 +342,8 @@ class TrainJob {
   std::unique_ptr<LinkBatcher> link_;    // --task link
   std::unique_ptr<EmbeddingTable> emb_;  // learnable embeddings
   LinkMetrics val_link_, test_link_;     // the last link evaluation
-  RoleRank role_;     // --roles
-  int samplers_ = 0;  // --roles, or what --roles auto chose
+  RoleRank role_;                        // --roles
+  int samplers_ = 0;                     // --roles, or what --roles auto chose
   std::unique_ptr<Pipeline> pipe_;
   int64_t steps_ = 0;
   int start_epoch_ = 0;
@@ -341,14 +360,14 @@ class TrainJob {
   JobResult res_;
   double epoch_time_sum_ = 0, best_val_ = -1, test_at_best_ = 0;
   int best_epoch_ = -1;
-  int evals_since_best_ = 0;  // --patience
-  bool full_eval_ = false;    // --eval full, or auto where it fits
-  bool full_fits_ = false;    // the estimate fits: a sampled job tests its best model in full
+  int evals_since_best_ = 0;        // --patience
+  bool full_eval_ = false;          // --eval full, or auto where it fits
+  bool full_fits_ = false;          // the estimate fits: a sampled job tests its best model in full
   std::vector<float> best_params_;  // sampled evaluation: the best model so far, when it fits
-  LrSchedule lr_;             // --lr-schedule
-  double epoch_lr_ = 0;       // the rate the epoch in progress trains with
-  int next_epoch_ = 0;        // after the last epoch reported
-  double eval_s_ = 0;         // the last evaluation's wall time
+  LrSchedule lr_;                   // --lr-schedule
+  double epoch_lr_ = 0;             // the rate the epoch in progress trains with
+  int next_epoch_ = 0;              // after the last epoch reported
+  double eval_s_ = 0;               // the last evaluation's wall time
 };
 
 TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
@@ -358,8 +377,8 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   make_trainer();
   if (cfg_.link.link()) {
     const nlohmann::json& x = rt_.part().meta.extra;
-    link_ = std::make_unique<LinkBatcher>(rt_.part(), cfg_.link, cfg_.seed,
-                                          !x.value("directed", true));
+    link_ =
+        std::make_unique<LinkBatcher>(rt_.part(), cfg_.link, cfg_.seed, !x.value("directed", true));
   }
   valid_ids_ = rt_.local_ids("valid");
   test_ids_ = rt_.local_ids("test");
@@ -373,7 +392,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   main_ch.set_step(-1, 1);
   steps_ = sched->agree_steps(main_ch);
   if (cfg_.eval_max_nodes > 0) subsample_eval_ids();  // main channel, step (-1, 4)
-  choose_eval();  // main channel, steps (-1, 3) and (-1, 5)
+  choose_eval();                                      // main channel, steps (-1, 3) and (-1, 5)
   if (cfg_.cache_auto) size_cache(popts);
   rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
@@ -435,6 +454,10 @@ void TrainJob::check_data() const {
 SamplerOptions TrainJob::make_samplers() {
   SamplerOptions so = cfg_.sampler;
   so.seed = cfg_.seed;
+  DSP_CHECK_ARG(!so.temporal || rt_.part().node_time.defined(),
+                "--temporal: {} has no node times (node_time.npy): each training and evaluation "
+                "seed is sampled at its node's time",
+                cfg_.rank.path);
   // The trainer runs on the rank's device, where a device sampler backend builds the blocks: their
   // edge arrays stay there (Block::on_device; the CPU backend ignores this).
   so.blocks_on_device = true;
@@ -466,13 +489,13 @@ void TrainJob::make_embedding() {
   const int64_t b = meta.offsets[rt_.rank()], e = meta.offsets[rt_.rank() + 1];
   const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
   emb_ = std::make_unique<EmbeddingTable>(rt_.channel(WorkerKind::kTrainer), meta.offsets,
-                                          new2old.data<int64_t>() + b, eo,
-                                          rt_.embedding_storage());
+                                          new2old.data<int64_t>() + b, eo, rt_.embedding_storage());
   trainer_->attach_embedding(emb_.get());
   if (rt_.leader()) {
-    DSP_INFO("train", "learnable embeddings: {} columns per node ({} for this rank's {} rows, "
-             "in {} memory), sparse {} at lr {}", eo.dim,
-             format_bytes(EmbeddingTable::bytes(e - b, eo.dim, eo.optimizer)), e - b,
+    DSP_INFO("train",
+             "learnable embeddings: {} columns per node ({} for this rank's {} rows, "
+             "in {} memory), sparse {} at lr {}",
+             eo.dim, format_bytes(EmbeddingTable::bytes(e - b, eo.dim, eo.optimizer)), e - b,
              emb_->memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer, eo.lr);
   }
 }
@@ -521,7 +544,7 @@ PipelineStages TrainJob::symmetric_stages() {
   PipelineStages stages;
   stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
     if (link_) return sample_link(epoch, batch, seeds);
-    return sampler_->sample(seeds, epoch, batch);
+    return sample_nodes(*sampler_, seeds, epoch, batch);
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
   stages.train = [this](LoadedBatch&& lb) {
@@ -599,7 +622,7 @@ int TrainJob::auto_samplers(const PipelineStages& symmetric) {
 void TrainJob::size_cache(const PipelineOptions& popts) {
   const std::vector<int64_t> seeds = sched_->batch_seeds(sched_->epoch_order(start_epoch_), 0);
   rt_.channel(WorkerKind::kSampler).set_step(-1, 2);
-  const SampledBatch sb = sampler_->sample(seeds, start_epoch_, 0);
+  const SampledBatch sb = sample_nodes(*sampler_, seeds, start_epoch_, 0);
   const PartitionData& part = rt_.part();
   const int64_t bytes = static_cast<int64_t>(sb.input_nodes().size()) * part.features.dim(1) *
                         static_cast<int64_t>(dtype_size(part.features.dtype()));
@@ -723,10 +746,23 @@ void TrainJob::choose_eval() {
     res_.eval = "full";
     const PartitionData& part = rt_.part();
     if (rt_.leader()) {
-      DSP_INFO("train", "evaluation: full neighbourhoods, layer by layer; Hits@{} and MRR of {} "
+      DSP_INFO("train",
+               "evaluation: full neighbourhoods, layer by layer; Hits@{} and MRR of {} "
                "validation and {} test edges against {} and {} negatives",
                fmt::join(cfg_.link.hits_k, ","), part.link_valid.dim(0), part.link_test.dim(0),
                part.link_valid_neg.dim(0), part.link_test_neg.dim(0));
+    }
+    return;
+  }
+  if (cfg_.sampler.temporal) {  // check_evaluation refused --eval full
+    full_eval_ = full_fits_ = false;
+    res_.eval = "sampled";
+    if (rt_.leader()) {
+      DSP_INFO(
+          "train",
+          "evaluation: sampled with fanouts {} (--temporal: every node at its own time, by the "
+          "same temporal sampler; full neighbourhoods would see the edges after it)",
+          fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","));
     }
     return;
   }
@@ -749,8 +785,8 @@ void TrainJob::choose_eval() {
   if (!rt_.leader()) return;
   const std::string estimate = fmt::format(
       "an estimated {} per rank, {} available to each; {} neighbour rows read against up to {} "
-      "sampled", format_bytes(need), format_bytes(have), count_str(full_reads),
-      count_str(sampled_reads));
+      "sampled",
+      format_bytes(need), format_bytes(have), count_str(full_reads), count_str(sampled_reads));
   if (full_eval_) {
     DSP_INFO("train", "evaluation: full neighbourhoods, layer by layer ({}){}", estimate,
              full_fits_ ? "" : ": it may not fit (--eval full)");
@@ -759,8 +795,8 @@ void TrainJob::choose_eval() {
              fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","),
              cfg_.preaggregate        ? "--preaggregate: the model has no input layer to infer with"
              : cfg_.eval == "sampled" ? "--eval sampled or --eval-fanouts"
-             : full_fits_ ? "full neighbourhoods would read more: " + estimate
-                          : "full neighbourhoods need " + estimate);
+             : full_fits_             ? "full neighbourhoods would read more: " + estimate
+                                      : "full neighbourhoods need " + estimate);
   }
 }
 
@@ -789,7 +825,8 @@ void TrainJob::subsample_eval_ids() {
   }
   main_ch.all_reduce(sizes + 2, 2, DType::kInt64, ReduceOp::kSum);
   if (rt_.leader()) {
-    DSP_INFO("train", "evaluation on {} of the {} validation and {} of the {} test nodes "
+    DSP_INFO("train",
+             "evaluation on {} of the {} validation and {} of the {} test nodes "
              "(--eval-max-nodes {}, the same nodes at any rank count)",
              sizes[2], sizes[0], sizes[3], sizes[1], cfg_.eval_max_nodes);
   }
@@ -814,10 +851,21 @@ std::pair<EvalCounts, EvalCounts> TrainJob::evaluate_full(int64_t epoch) {
   const Array& labels = rt_.part().labels;
   CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);
   tc.set_step(epoch, eval_control_id(0, 1));
-  const EvalCounts val = trainer_->all_reduce(count_correct(logits, width, first, valid_ids_, labels));
+  const EvalCounts val =
+      trainer_->all_reduce(count_correct(logits, width, first, valid_ids_, labels));
   tc.set_step(epoch, eval_control_id(1, 1));
-  const EvalCounts test = trainer_->all_reduce(count_correct(logits, width, first, test_ids_, labels));
+  const EvalCounts test =
+      trainer_->all_reduce(count_correct(logits, width, first, test_ids_, labels));
   return {val, test};
+}
+
+SampledBatch TrainJob::sample_nodes(CollectiveSampler& s, const std::vector<int64_t>& seeds,
+                                    int64_t epoch, int64_t batch) {
+  if (!cfg_.sampler.temporal) return s.sample(seeds, epoch, batch);
+  const int64_t* nt = rt_.part().node_time.data<int64_t>();
+  std::vector<int64_t> times(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) times[i] = nt[seeds[i]];
+  return s.sample_temporal(seeds, times, epoch, batch);
 }
 
 SampledBatch TrainJob::sample_link(int64_t epoch, int64_t batch,
@@ -902,7 +950,7 @@ EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_
     const std::vector<int64_t> seeds(ids.begin() + b, ids.begin() + e);
     const int64_t batch = eval_batch_id(split, s);
     rt_.channel(WorkerKind::kSampler).set_step(epoch, batch);
-    SampledBatch sb = eval_sampler_->sample(seeds, epoch, batch);
+    SampledBatch sb = sample_nodes(*eval_sampler_, seeds, epoch, batch);
     rt_.channel(WorkerKind::kLoader).set_step(epoch, batch);
     counts += trainer_->eval_batch(rt_.load(std::move(sb)));
     progress.update(s + 1, steps);
@@ -1061,20 +1109,19 @@ JobResult TrainJob::finish() {
   }
   if (rt_.leader() && res_.epochs_run > 0) {
     const std::string metric = link_ ? fmt::format("hits@{}", cfg_.link.hits_k.front()) : "acc";
-    console_result(
-        fmt::format("\nsummary\n"
-                    "  {:<20}{:.4f} (epoch {})\n"
-                    "  {:<20}{:.4f} ({})\n"
-                    "  final loss          {:.4f}\n"
-                    "  time per epoch      {:.2f} s\n"
-                    "  cache hit rate      {:.3f}\n"
-                    "  bytes sent (rank 0) {:.1f} MB\n"
-                    "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
-                    "best val " + metric, res_.best_val_acc, res_.best_epoch,
-                    link_ ? "test " + metric + " (best)" : "test acc at best",
-                    res_.test_acc_at_best, eval_summary(),
-                    res_.final_loss, res_.mean_epoch_s, res_.cache_hit_rate,
-                    res_.bytes_communicated / 1e6, res_.feature_bytes_per_batch / 1e6));
+    console_result(fmt::format(
+        "\nsummary\n"
+        "  {:<20}{:.4f} (epoch {})\n"
+        "  {:<20}{:.4f} ({})\n"
+        "  final loss          {:.4f}\n"
+        "  time per epoch      {:.2f} s\n"
+        "  cache hit rate      {:.3f}\n"
+        "  bytes sent (rank 0) {:.1f} MB\n"
+        "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
+        "best val " + metric, res_.best_val_acc, res_.best_epoch,
+        link_ ? "test " + metric + " (best)" : "test acc at best", res_.test_acc_at_best,
+        eval_summary(), res_.final_loss, res_.mean_epoch_s, res_.cache_hit_rate,
+        res_.bytes_communicated / 1e6, res_.feature_bytes_per_batch / 1e6));
     if (rt_.part().meta.feature_conversion.converted) {
       console_result(fmt::format(
           "  features            {}: relative RMS error {:.4g}, max {:.4g} (dsp partition)\n",
@@ -1114,8 +1161,8 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
   const JobConfig base = JobConfig::from_json(extra.at("job"), path);
   const nlohmann::json recorded = base.to_json(), mine = c.to_json();
   static const std::set<std::string> may_change = {
-      "epochs", "eval_every", "checkpoint_every", "checkpoint_dir", "metrics_file",
-      "threads", "path", "resume", "progress", "log_file"};
+      "epochs",  "eval_every", "checkpoint_every", "checkpoint_dir", "metrics_file",
+      "threads", "path",       "resume",           "progress",       "log_file"};
   nlohmann::json take = nlohmann::json::object();
   for (const std::string& key : given) {
     if (!mine.contains(key)) continue;
