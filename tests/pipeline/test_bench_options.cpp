@@ -60,7 +60,7 @@ TEST(BenchOptions, EveryFlagOfEveryBench) {
             (V{"--batch-size", "--batches", "--mode", "--biased", "--replace", "--per-layer-bytes",
                "--threads", "--seed", "--json", "--fanouts", "--sample-kernel", "--sampler",
                "--labor-importance", "--labor-layer-dependency", "--labor-batch-dependency",
-               "--layer-draws"}));
+               "--layer-draws", "--temporal"}));
   EXPECT_EQ(
       flags_of(cache_bench_options()),
       (V{"--ratios", "--policies", "--batches", "--fanouts", "--batch-size", "--presample-epochs",
@@ -153,9 +153,10 @@ TEST(BenchOptions, ValidateGivesTheCliMessages) {
   s.mode = "x";
   EXPECT_EQ(error_of<InvalidArgument>([&] { s.validate(); }), "--mode: x not in {csp,pull,both}");
   s = {};
-  s.kernel = "x";
+  s.base.labor_importance = 1;  // the sampler's own check, through the embedded table's options
   EXPECT_EQ(error_of<InvalidArgument>([&] { s.validate(); }),
-            "unknown sampling kernel 'x' (default, turbo)");
+            "--labor-importance, --labor-layer-dependency and --labor-batch-dependency need "
+            "--sampler labor");
 
   CacheBenchOptions c;
   EXPECT_EQ(error_of([&] { c.validate(); }), "no error");
