@@ -38,9 +38,10 @@ void print_mode(const nlohmann::json& m, int batches) {
 
 void print_sample(const SampleBenchOptions& a, const nlohmann::json& j) {
   fmt::print(
-      "sample bench: {} rank(s) x {} thread(s), sampler {}, fanouts {}, batch {}, {} timed "
+      "sample bench: {} rank(s) x {} thread(s), sampler {}{}, fanouts {}, batch {}, {} timed "
       "batches\n",
       j["ranks"].get<int>(), a.threads, j["options"]["sampler"].get<std::string>(),
+      a.base.temporal ? " (temporal " + j["options"]["temporal"].get<std::string>() + ")" : "",
       j["options"]["fanouts"].dump(), a.batch_size, a.batches);
   for (const auto& m : j["modes"]) print_mode(m, a.batches);
   if (j.contains("csp_bytes_over_pull")) {
@@ -51,6 +52,7 @@ void print_sample(const SampleBenchOptions& a, const nlohmann::json& j) {
 void run_sample(const SampleBenchOptions& a, const RankOptions& rank) {
   RankRuntime rt(bench_rank(a.partition, a.threads, rank));
   const PartitionData& part = rt.part();
+  check_node_times(a.sampler(SampleMode::kCsp), part, a.partition, "seed");
   Communicator& comm = rt.channel(WorkerKind::kSampler);
   std::vector<int64_t> seeds;
   for (int64_t i = 0; i < part.seeds.dim(0); ++i) seeds.push_back(part.seeds.int_at(i));

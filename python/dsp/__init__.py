@@ -100,7 +100,10 @@ class Block(NamedTuple):
 
     Destination nodes are the first ``num_dst`` source nodes. ``indptr``/``indices`` are a CSR
     over destination nodes whose entries are local source ids; ``src_ids`` are global ids (of the
-    partition's renumbering).
+    partition's renumbering). With temporal sampling (``Loader(temporal="uniform"|"recent")``)
+    the nodes are (id, time) pairs: ``src_times`` (int64 [num_src]) is the time each source is
+    sampled at, a seed's node time inherited along its hops, so one id may appear at several
+    times; every edge of the block is older than its destination's time. None otherwise.
     """
     indptr: "torch.Tensor"
     indices: "torch.Tensor"
@@ -108,11 +111,14 @@ class Block(NamedTuple):
     num_dst: int
     src_ids: "torch.Tensor"
     weights: Optional["torch.Tensor"]
+    src_times: Optional["torch.Tensor"] = None
 
     def to_dgl(self):
         """A DGL block (``dgl.create_block``): ``num_src_nodes``/``num_dst_nodes`` as here, the
-        global ids as ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``, edge weights as ``edata["w"]``.
-        For ``conv(g, (h, h[:g.num_dst_nodes()]))`` with DGL's own convolutions."""
+        global ids as ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``, edge weights as ``edata["w"]``,
+        temporal blocks' ``src_times`` as ``srcdata["timestamp"]``/``dstdata["timestamp"]``
+        (GraphBolt's name for a temporal node's time). For ``conv(g, (h,
+        h[:g.num_dst_nodes()]))`` with DGL's own convolutions."""
         return _interop.block_to_dgl(self)
 
     def to_pyg(self):
@@ -135,12 +141,21 @@ class Batch(NamedTuple):
         """The partition ids of the rows of ``x`` (``blocks[0].src_ids``, the seeds first)."""
         return self.blocks[0].src_ids
 
+    @property
+    def seed_times(self):
+        """Temporal sampling: the time each seed is sampled at (its node time, int64
+        [len(seeds)]); None otherwise."""
+        return _seed_times(self)
+
     def to_pyg(self):
         """A ``torch_geometric.data.Data`` in the hierarchical layout of PyG's NeighborLoader:
         ``x``, ``edge_index`` over all sampled nodes (``n_id``, the seeds first), ``y`` (of the
         seeds: ``batch_size`` of them), and per hop ``num_sampled_nodes``/``num_sampled_edges``
         (for ``trim_to_layer``). Hop k's edges end at the nodes hop k-1 added, so each node's
-        neighbourhood is sampled once, as in PyG. Edge weights, if any, as ``edge_weight``."""
+        neighbourhood is sampled once, as in PyG. Edge weights, if any, as ``edge_weight``.
+        Temporal batches add ``seed_time`` (PyG's NodeLoader name: the seeds' times) and
+        ``node_time``: the time each node of ``n_id`` is sampled at (``blocks[0].src_times``;
+        the same id may come at several times), not a node attribute of the dataset."""
         return _interop.batch_to_pyg(self)
 
 
@@ -166,6 +181,7 @@ class LinkBatch(NamedTuple):
     pairs: LinkPairs
 
     input_nodes = Batch.input_nodes
+    seed_times = Batch.seed_times
 
     def to_pyg(self):
         """:meth:`Batch.to_pyg`'s ``Data`` plus, as in PyG's LinkNeighborLoader,
@@ -213,6 +229,14 @@ def to_dsp_ids(path, ids):
     return _map_ids(_dsp._to_dsp_ids, path, ids)
 
 
+def _seed_times(batch):
+    """The seeds' times: the times of the last block's destinations, which are the seeds."""
+    last = batch.blocks[-1] if batch.blocks else None
+    if last is None or last.src_times is None:
+        return None
+    return last.src_times[:last.num_dst]
+
+
 def _tensor(a, as_tensor, pin=False, device=None):
     if a is None or not as_tensor:
         return a
@@ -232,7 +256,7 @@ def _make_batch(raw, as_tensor, pin=False, device=None) -> Union[Batch, LinkBatc
 
     blocks = [
         Block(conv(b["indptr"]), conv(b["indices"]), b["num_src"], b["num_dst"],
-              conv(b["src_ids"]), conv(b["weights"]))
+              conv(b["src_ids"]), conv(b["weights"]), conv(b["src_times"]))
         for b in blocks_raw
     ]
     if pairs is not None:
@@ -298,8 +322,12 @@ class Loader:
             ``edge_weight``) or "layer" (layer-wise).
         **sampler_options: the rest of ``dsp train``'s sampler options by their keys:
             ``sample_kernel``, ``labor_importance`` (0, i or "*"), ``labor_layer_dependency``,
-            ``labor_batch_dependency``, ``layer_draws`` ("with" or "without"); an unknown key
-            raises ``dsp.FormatError`` naming it.
+            ``labor_batch_dependency``, ``layer_draws`` ("with" or "without"), ``temporal``
+            ("off", "uniform" or "recent", as ``dsp train --temporal``: every seed is sampled at
+            its node time from the partition's ``node_time.npy``, among the in-edges older than
+            it; blocks carry ``src_times`` and batches ``seed_times``; the dataset needs edge and
+            node times, e.g. ``dsp generate community --temporal``); an unknown key raises
+            ``dsp.FormatError`` naming it.
 
     Under MPI every rank must create the same loaders in the same order and iterate the same
     epochs; an epoch a rank leaves early is finished in the background so its peers are served.
@@ -497,7 +525,8 @@ class LinkLoader(Loader):
         return self.iter_batches()
 
 
-def _reference_epoch(part_dir, fanouts, batch_size, seed, epoch=0):
+def _reference_epoch(part_dir, fanouts, batch_size, seed, epoch=0, temporal="off"):
     """Test hook: one epoch of batches made the way ``dsp train`` makes them (numpy)."""
     return [_make_batch(r, False) for r in
-            _dsp._reference_epoch(str(part_dir), list(fanouts), batch_size, seed, epoch)]
+            _dsp._reference_epoch(str(part_dir), list(fanouts), batch_size, seed, epoch,
+                                  temporal)]

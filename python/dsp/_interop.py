@@ -6,6 +6,11 @@ ImportError naming it and how to install it.
 import importlib
 
 
+# The DGL node data key of a temporal block's node times (GraphBolt's temporal samplers call a
+# node's time its timestamp).
+TIME_KEY = "timestamp"
+
+
 def require(module: str, what: str, install: str):
     """Imports `module` for `what`, or raises ImportError saying so and how to install it."""
     try:
@@ -33,8 +38,9 @@ def _dst_of_edges(torch, indptr, begin: int, end: int):
 def block_to_dgl(block):
     dgl = require("dgl", "Block.to_dgl()", "pip install dgl (a build for your torch version)")
     torch = _torch("Block.to_dgl()")
-    indptr, indices, src_ids, weights = _tensors(torch, block.indptr, block.indices,
-                                                 block.src_ids, block.weights)
+    indptr, indices, src_ids, weights, times = _tensors(torch, block.indptr, block.indices,
+                                                        block.src_ids, block.weights,
+                                                        block.src_times)
     # Rows are destinations and entries their in-neighbours: DGL's CSC. Edge ids are positions.
     edge_ids = torch.arange(len(indices), dtype=indices.dtype, device=indices.device)
     g = dgl.create_block(("csc", (indptr, indices, edge_ids)), num_src_nodes=block.num_src,
@@ -43,6 +49,9 @@ def block_to_dgl(block):
     g.dstdata[dgl.NID] = src_ids[:block.num_dst]
     if weights is not None:
         g.edata["w"] = weights
+    if times is not None:  # temporal sampling: the time each node is sampled at
+        g.srcdata[TIME_KEY] = times
+        g.dstdata[TIME_KEY] = times[:block.num_dst]
     return g
 
 
@@ -83,6 +92,10 @@ def batch_to_pyg(batch):
                          num_sampled_nodes=num_nodes, num_sampled_edges=num_edges)
     if weights:
         data.edge_weight = torch.cat(weights)
+    if blocks[0].src_times is not None:  # temporal: n_id[i] is sampled at node_time[i]
+        (node_time,) = _tensors(torch, blocks[0].src_times)
+        data.node_time = node_time
+        data.seed_time = node_time[:blocks[-1].num_dst]  # PyG NodeLoader's name
     pairs = getattr(batch, "pairs", None)
     if pairs is not None:
         src, dst, label = _tensors(torch, pairs.src, pairs.dst, pairs.label)

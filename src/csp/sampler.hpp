@@ -211,6 +211,12 @@ class CollectiveSampler {
                                const std::vector<int64_t>& seed_times, int64_t epoch,
                                int64_t batch);
 
+  // A batch of node seeds as dsp train, dsp bench sample and dsp.Loader sample it: sample(), or
+  // for a temporal sampler sample_temporal with every seed at its node time (the partition's
+  // node_time.npy). InvalidArgument when temporal and the partition has no node times (callers
+  // check first with check_node_times, whose message names their directory). Collective.
+  SampledBatch sample_nodes(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
+
   // Random walks over in-neighbours from `starts`: `length` steps of fanout 1 through the owners;
   // at each step a walk returns to its start with probability restart_prob, else moves to a
   // uniform in-neighbour. Walk i's draws are keyed by (seed, epoch, batch, step, starts[i], i's
@@ -346,5 +352,11 @@ PartitionData single_part(const Csr& graph);
 // relabel table's keys as id * times + index (< 2^32 - 1, csp::relabel_slot).
 bool temporal_keys_fit(int64_t num_nodes, int64_t times);
 const char* temporal_strategy_name(bool temporal, csp::TemporalStrategy s);  // off|uniform|recent
+
+// --temporal samples node seeds at their node times: InvalidArgument "--temporal: DIR has no node
+// times (node_time.npy): each SEED is sampled at its node's time" when `o` is temporal and `part`
+// (loaded from `dir`) has none; `seed` names the seeds ("training and evaluation seed").
+void check_node_times(const SamplerOptions& o, const PartitionData& part, const std::string& dir,
+                      const std::string& seed);
 
 }  // namespace dsp

@@ -21,6 +21,14 @@ const char* temporal_strategy_name(bool temporal, csp::TemporalStrategy s) {
   return s == csp::TemporalStrategy::kRecent ? "recent" : "uniform";
 }
 
+void check_node_times(const SamplerOptions& o, const PartitionData& part, const std::string& dir,
+                      const std::string& seed) {
+  DSP_CHECK_ARG(!o.temporal || part.node_time.defined(),
+                "--temporal: {} has no node times (node_time.npy): each {} is sampled at its "
+                "node's time",
+                dir, seed);
+}
+
 namespace {
 
 // What is wrong with a temporal batch's seeds (empty: nothing): one time per seed, ids of nodes
@@ -200,6 +208,21 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
   stats_.bytes_recv += remote_bytes_recv() - recv0;
   stats_.t_total += total.seconds();
   return out;
+}
+
+SampledBatch CollectiveSampler::sample_nodes(const std::vector<int64_t>& seeds, int64_t epoch,
+                                             int64_t batch) {
+  if (!opts_.temporal) return sample(seeds, epoch, batch);
+  DSP_CHECK_ARG(part_.node_time.defined(),
+                "sampler: --temporal samples each seed at its node's time, and the partition has "
+                "no node times (node_time.npy)");
+  const int64_t* nt = part_.node_time.data<int64_t>();
+  const int64_t n = part_.meta.num_nodes;
+  std::vector<int64_t> times(seeds.size());
+  // an id outside the graph keeps a time of 0: sample_temporal names it
+  for (size_t i = 0; i < seeds.size(); ++i)
+    times[i] = seeds[i] >= 0 && seeds[i] < n ? nt[seeds[i]] : 0;
+  return sample_temporal(seeds, times, epoch, batch);
 }
 
 }  // namespace dsp

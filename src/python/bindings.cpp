@@ -190,8 +190,8 @@ py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t 
 
 // (blocks, x, y, seeds, epoch, batch, pairs); pairs: None, or (src, dst, label) of a link batch
 // (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src, num_dst,
-// src_ids, weights. x: a numpy array (host features), or a DLPack capsule of the device rows
-// (device features).
+// src_ids, weights, src_times (temporal sampling: every source's time, else None). x: a numpy array
+// (host features), or a DLPack capsule of the device rows (device features).
 py::tuple batch_to_py(LoadedBatch&& lb) {
   py::list blocks;
   for (Block& b : lb.sample.blocks) {
@@ -204,6 +204,8 @@ py::tuple batch_to_py(LoadedBatch&& lb) {
     d["src_ids"] = vec_to_numpy(std::move(b.src_ids));
     d["weights"] =
         b.weights.empty() ? py::object(py::none()) : py::object(vec_to_numpy(std::move(b.weights)));
+    d["src_times"] = b.src_times.empty() ? py::object(py::none())
+                                         : py::object(vec_to_numpy(std::move(b.src_times)));
     blocks.append(d);
   }
   auto rows = static_cast<py::ssize_t>(lb.feature_dim ? lb.features.size() / lb.feature_dim : 0);
@@ -780,19 +782,21 @@ void bind_loader(py::module_& m) {
 
 void bind_epoch_hook(py::module_& m) {
   // Test hook: the batches of one epoch computed the way `dsp train` does (job.cpp: scheduler
-  // order, sampler.sample, load stage), sequentially on a self communicator, with none of the
-  // Loader's threading or queueing: tests compare the Loader's tensors with these.
+  // order, sampler.sample_nodes, load stage), sequentially on a self communicator, with none of
+  // the Loader's threading or queueing: tests compare the Loader's tensors with these. temporal:
+  // the sampler option (off, uniform, recent).
   m.def(
       "_reference_epoch",
       [](const std::string& part_dir, std::vector<int> fanouts, int64_t batch_size, uint64_t seed,
-         int64_t epoch) {
+         int64_t epoch, const std::string& temporal) {
         std::vector<LoadedBatch> out;
         {
           py::gil_scoped_release nogil;
           auto coord = make_coordinator("self");
           PartitionData part = load_partition(part_dir, 0, 1);
           SamplerOptions so;
-          so.fanouts = fanouts;
+          read_options(sampler_options_table(), {{"fanouts", fanouts}, {"temporal", temporal}}, so,
+                       "_reference_epoch");
           so.seed = seed;
           CollectiveSampler sampler(part, coord->channel(WorkerKind::kSampler), so);
           FeatureStore store(part, coord->channel(WorkerKind::kLoader));
@@ -804,7 +808,7 @@ void bind_epoch_hook(py::module_& m) {
           std::vector<int64_t> order = sched.epoch_order(epoch);
           for (int64_t t = 0; t < steps; ++t) {
             coord->channel(WorkerKind::kSampler).set_step(epoch, t);
-            SampledBatch sb = sampler.sample(sched.batch_seeds(order, t), epoch, t);
+            SampledBatch sb = sampler.sample_nodes(sched.batch_seeds(order, t), epoch, t);
             sb.epoch = epoch;
             sb.batch = t;
             coord->channel(WorkerKind::kLoader).set_step(epoch, t);
@@ -816,7 +820,7 @@ void bind_epoch_hook(py::module_& m) {
         return res;
       },
       py::arg("part_dir"), py::arg("fanouts"), py::arg("batch_size"), py::arg("seed"),
-      py::arg("epoch"));
+      py::arg("epoch"), py::arg("temporal") = "off");
 }
 
 }  // namespace

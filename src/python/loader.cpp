@@ -94,6 +94,9 @@ void LoaderOptions::validate() const {
   seed_order.validate();
   link.validate();  // --neg-ratio, --negatives, --exclude: dsp train's messages
   if (link.link()) {
+    DSP_CHECK_ARG(!sampler.temporal,
+                  "dsp.LinkLoader: temporal sampling samples node seeds at their node times; "
+                  "link batches are not supported with it (temporal='off')");
     DSP_CHECK_ARG(split == "train" && !has_nodes,
                   "link batches are the training edges: split and nodes do not apply");
     DSP_CHECK_ARG(seed_order.order == "random",
@@ -124,7 +127,8 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
     seeds_ = opts_.has_nodes ? owned_nodes() : split_seeds();
     std::sort(seeds_.begin(), seeds_.end());
   }
-  sampler_ = rt_->make_sampler(so);
+  sampler_ = rt_->make_sampler(so);  // refuses temporal sampling without edge times
+  check_node_times(so, rt_->part(), opts_.rank.path, "seed");
   sched_ = std::make_unique<EpochScheduler>(seeds_, opts_.batch_size, opts_.seed);
   if (!link_) {
     opts_.seed_order.apply(*sched_, rt_->part().patch, rt_->part().meta.offsets[rt_->rank()]);
@@ -215,8 +219,8 @@ LoadedBatch Loader::run_step(int64_t step) {
     LinkBatch lb = link_->make(seeds, epoch_, step);
     sb = sampler_->sample(lb.seeds, epoch_, step, &lb.exclude);
     sb.pairs = std::move(lb.pairs);
-  } else {
-    sb = sampler_->sample(seeds, epoch_, step);
+  } else {  // as dsp train: with temporal sampling every seed at its node time
+    sb = sampler_->sample_nodes(seeds, epoch_, step);
   }
   sb.epoch = epoch_;
   sb.batch = step;

@@ -323,9 +323,6 @@ class TrainJob {
   int64_t embedding_dim() const;
   void make_embedding();
   SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
-  // A node batch's blocks; with --temporal every seed at its node time (node_time.npy).
-  SampledBatch sample_nodes(CollectiveSampler& s, const std::vector<int64_t>& seeds, int64_t epoch,
-                            int64_t batch);
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
   void write_metrics(int epoch, double loss, double train_acc, double val, double test);
@@ -454,10 +451,7 @@ void TrainJob::check_data() const {
 SamplerOptions TrainJob::make_samplers() {
   SamplerOptions so = cfg_.sampler;
   so.seed = cfg_.seed;
-  DSP_CHECK_ARG(!so.temporal || rt_.part().node_time.defined(),
-                "--temporal: {} has no node times (node_time.npy): each training and evaluation "
-                "seed is sampled at its node's time",
-                cfg_.rank.path);
+  check_node_times(so, rt_.part(), cfg_.rank.path, "training and evaluation seed");
   // The trainer runs on the rank's device, where a device sampler backend builds the blocks: their
   // edge arrays stay there (Block::on_device; the CPU backend ignores this).
   so.blocks_on_device = true;
@@ -544,7 +538,7 @@ PipelineStages TrainJob::symmetric_stages() {
   PipelineStages stages;
   stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
     if (link_) return sample_link(epoch, batch, seeds);
-    return sample_nodes(*sampler_, seeds, epoch, batch);
+    return sampler_->sample_nodes(seeds, epoch, batch);
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
   stages.train = [this](LoadedBatch&& lb) {
@@ -622,7 +616,7 @@ int TrainJob::auto_samplers(const PipelineStages& symmetric) {
 void TrainJob::size_cache(const PipelineOptions& popts) {
   const std::vector<int64_t> seeds = sched_->batch_seeds(sched_->epoch_order(start_epoch_), 0);
   rt_.channel(WorkerKind::kSampler).set_step(-1, 2);
-  const SampledBatch sb = sample_nodes(*sampler_, seeds, start_epoch_, 0);
+  const SampledBatch sb = sampler_->sample_nodes(seeds, start_epoch_, 0);
   const PartitionData& part = rt_.part();
   const int64_t bytes = static_cast<int64_t>(sb.input_nodes().size()) * part.features.dim(1) *
                         static_cast<int64_t>(dtype_size(part.features.dtype()));
@@ -859,15 +853,6 @@ std::pair<EvalCounts, EvalCounts> TrainJob::evaluate_full(int64_t epoch) {
   return {val, test};
 }
 
-SampledBatch TrainJob::sample_nodes(CollectiveSampler& s, const std::vector<int64_t>& seeds,
-                                    int64_t epoch, int64_t batch) {
-  if (!cfg_.sampler.temporal) return s.sample(seeds, epoch, batch);
-  const int64_t* nt = rt_.part().node_time.data<int64_t>();
-  std::vector<int64_t> times(seeds.size());
-  for (size_t i = 0; i < seeds.size(); ++i) times[i] = nt[seeds[i]];
-  return s.sample_temporal(seeds, times, epoch, batch);
-}
-
 SampledBatch TrainJob::sample_link(int64_t epoch, int64_t batch,
                                    const std::vector<int64_t>& edges) {
   LinkBatch lb = link_->make(edges, epoch, batch);
@@ -950,7 +935,7 @@ EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_
     const std::vector<int64_t> seeds(ids.begin() + b, ids.begin() + e);
     const int64_t batch = eval_batch_id(split, s);
     rt_.channel(WorkerKind::kSampler).set_step(epoch, batch);
-    SampledBatch sb = sample_nodes(*eval_sampler_, seeds, epoch, batch);
+    SampledBatch sb = eval_sampler_->sample_nodes(seeds, epoch, batch);
     rt_.channel(WorkerKind::kLoader).set_step(epoch, batch);
     counts += trainer_->eval_batch(rt_.load(std::move(sb)));
     progress.update(s + 1, steps);
