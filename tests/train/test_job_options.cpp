@@ -47,6 +47,13 @@ JobConfig unusual_config() {
   c.roles = JobConfig::kRolesAuto;
   c.roles_switch = "always";
   c.sampler.kernel = SampleKernel::kTurbo;
+  c.sampler.labor = true;  // --sampler labor
+  c.sampler.labor_importance = 2;
+  c.sampler.labor_layer_dependency = true;
+  c.sampler.labor_batch_dependency = 3;
+  c.sampler.layer_replace = false;  // --layer-draws without
+  c.sampler.temporal = true;        // --temporal recent
+  c.sampler.temporal_strategy = csp::TemporalStrategy::kRecent;
   c.ccc = false;
   c.eval_every = 2;
   c.patience = 5;
