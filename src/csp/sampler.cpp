@@ -743,6 +743,14 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout) {
     backend_->set_task_times(nullptr);
     return;
   }
+  serve_pulled(key, max_fanout);
+}
+
+// Pull mode, owner side: its own tasks sampled as in CSP, every remote task answered with its
+// whole row (the degree as the count, and the row's weights when biased).
+void CollectiveSampler::serve_pulled(uint64_t key, int max_fanout) {
+  Buffers& b = *buf_;
+  const int64_t n = served_off_[size_];
   const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
   const int64_t nl = backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout,
                                       key, b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
@@ -1196,6 +1204,19 @@ std::string seed_error(const std::vector<int64_t>& seeds, int64_t num_nodes, boo
 }
 }  // namespace
 
+// A batch's blocks (sampled from the seeds out) into `out` in input-layer-first order, and its
+// totals into the stats: seeds, the remote bytes since (sent0, recv0), wall seconds.
+void CollectiveSampler::finish_batch(SampledBatch& out, std::vector<Block>& blocks, int64_t seeds,
+                                     uint64_t sent0, uint64_t recv0, double seconds) {
+  std::reverse(blocks.begin(), blocks.end());
+  out.blocks = std::move(blocks);
+  stats_.batches += 1;
+  stats_.seeds += seeds;
+  stats_.bytes_sent += remote_bytes_sent() - sent0;
+  stats_.bytes_recv += remote_bytes_recv() - recv0;
+  stats_.t_total += seconds;
+}
+
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
                                        int64_t batch) {
   return sample(seeds, epoch, batch, nullptr);
@@ -1280,13 +1301,7 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
     stats_.layer_sources[l] += blocks.back().num_src;
     stats_.t_layer[l] += lsw.seconds();
   }
-  std::reverse(blocks.begin(), blocks.end());
-  out.blocks = std::move(blocks);
-  stats_.batches += 1;
-  stats_.seeds += static_cast<int64_t>(seeds.size());
-  stats_.bytes_sent += remote_bytes_sent() - sent0;
-  stats_.bytes_recv += remote_bytes_recv() - recv0;
-  stats_.t_total += total.seconds();
+  finish_batch(out, blocks, static_cast<int64_t>(seeds.size()), sent0, recv0, total.seconds());
   return out;
 }
 

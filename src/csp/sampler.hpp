@@ -281,6 +281,9 @@ class CollectiveSampler {
                 const std::vector<int64_t>& rc, DType t, const char* label);
   void shuffle();
   void serve(uint64_t key, int max_fanout);
+  void serve_pulled(uint64_t key, int max_fanout);
+  void finish_batch(SampledBatch& out, std::vector<Block>& blocks, int64_t seeds, uint64_t sent0,
+                    uint64_t recv0, double seconds);
   void reshuffle();
   void sample_pulled_rows(uint64_t key);
   uint64_t remote_bytes_sent() const;

@@ -200,13 +200,7 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
     stats_.layer_sources[l] += blocks[l].num_src;
     stats_.t_layer[l] += lsw.seconds();
   }
-  std::reverse(blocks.begin(), blocks.end());
-  out.blocks = std::move(blocks);
-  stats_.batches += 1;
-  stats_.seeds += static_cast<int64_t>(seeds.size());
-  stats_.bytes_sent += remote_bytes_sent() - sent0;
-  stats_.bytes_recv += remote_bytes_recv() - recv0;
-  stats_.t_total += total.seconds();
+  finish_batch(out, blocks, static_cast<int64_t>(seeds.size()), sent0, recv0, total.seconds());
   return out;
 }
 
