@@ -176,7 +176,9 @@ TEST(Labor, WeightedNeighbourMeanIsUnbiased) {
       const Block& b = sb.blocks[0];
       double wx = 0, x = 0;
       const int64_t n = b.indptr[1] - b.indptr[0];
-      if (importance == 0) ASSERT_EQ(n, 5);
+      if (importance == 0) {
+        ASSERT_EQ(n, 5);
+      }
       count += static_cast<double>(n);
       for (int64_t e = b.indptr[0]; e < b.indptr[1]; ++e) {
         const double xe = signal(b.src_ids[b.indices[e]]);
@@ -193,7 +195,9 @@ TEST(Labor, WeightedNeighbourMeanIsUnbiased) {
     const double mean = sum / E, sd = std::sqrt(sum2 / E - mean * mean);
     const double tol = 4 * sd / std::sqrt(E) + 1e-6;  // (float weights)
     EXPECT_NEAR(mean, full, tol) << "LABOR-" << importance;
-    if (importance) EXPECT_GT(plain / E, full + 0.2) << "LABOR-1 picks favour 100..109";
+    if (importance) {
+      EXPECT_GT(plain / E, full + 0.2) << "LABOR-1 picks favour 100..109";
+    }
   }
 }
 

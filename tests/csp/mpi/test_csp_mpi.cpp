@@ -362,7 +362,9 @@ TEST_P(PInvariance, Temporal) {
         EXPECT_EQ(b.indices, want[l].indices) << what << " layer " << l;
       }
     }
-    if (g_comm->size() > 1) EXPECT_GT(s.stats().tasks_remote, 0);
+    if (g_comm->size() > 1) {
+      EXPECT_GT(s.stats().tasks_remote, 0);
+    }
   }
 }
 
