@@ -1,5 +1,5 @@
-// `dsp generate rmat|community OUT`: synthetic datasets, written atomically as a dataset directory.
-// The options are declared once in graph/commands.hpp (shared with Python).
+// `dsp generate rmat|community|hetero OUT`: synthetic datasets, written atomically as a dataset
+// directory. The options are declared once in graph/commands.hpp (shared with Python).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -64,6 +64,30 @@ void report(const GenerateResult& r, const GenerateRun& c, const char* kind) {
   }
 }
 
+void report(const HeteroGenerateResult& r, const GenerateRun& c, const char* kind) {
+  const HeteroSchema& s = r.schema;
+  std::printf("%s graph '%s': %lld nodes of %d types, %d relations\n", kind, r.name.c_str(),
+              static_cast<long long>(s.num_nodes()), s.num_types(), s.num_relations());
+  for (const NodeTypeInfo& t : s.node_types) {
+    std::printf("  %-16s %lld nodes", t.name.c_str(), static_cast<long long>(t.count));
+    if (t.feature_dim > 0) std::printf(", features %lld", static_cast<long long>(t.feature_dim));
+    std::printf("\n");
+  }
+  for (const RelationInfo& rel : s.relations) {
+    std::printf("  %-44s %lld edges\n", rel.key().c_str(), static_cast<long long>(rel.edges));
+  }
+  std::printf("  %lld classes on %s, train/valid/test %lld/%lld/%lld, accuracy bound %.3f",
+              static_cast<long long>(s.num_classes), s.target_type.c_str(),
+              static_cast<long long>(r.num_train), static_cast<long long>(r.num_valid),
+              static_cast<long long>(r.num_test), r.extra.value("accuracy_bound", 0.0));
+  if (r.extra.contains("feature_only_accuracy")) {
+    std::printf(" (features alone %.3f)", r.extra["feature_only_accuracy"].get<double>());
+  }
+  const double rss_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
+  std::printf("\n  generated in %.2f s, written in %.2f s, peak RSS %.0f MiB -> %s\n", r.generate_s,
+              r.write_s, rss_mib, c.out.c_str());
+}
+
 // One generator's subcommand: OUT and the command's table; the run and its report.
 template <class C>
 void add_generator(CLI::App* gen, const char* name, const char* help, const OptionTable<C>& table,
@@ -99,6 +123,12 @@ void add_generate(CLI::App& app) {
                 "communities, features and labels that follow the community (learnable, "
                 "partitionable)",
                 community_options(), "community");
+  // Heterogeneous graph shaped like OGB-MAG.
+  add_generator(gen, "hetero",
+                "heterogeneous graph shaped like ogbn-mag: papers (features, labels), authors, "
+                "institutions and fields joined by writes, cites, has_topic and affiliated_with "
+                "(and their reverses), with planted communities the labels follow",
+                hetero_options(), "hetero");
 }
 
 }  // namespace dsp::cli

@@ -414,11 +414,66 @@ OptionTable<CommunityCommand> all_community_options() {
   return t;
 }
 
-GenerateWriteOptions write_options(const GenerateRun& r) {
-  // Fails before generating, not after minutes of work, when OUT is taken (write_dataset checks
-  // again, atomically).
+OptionTable<HeteroCommand> all_hetero_options() {
+  using C = HeteroCommand;
+  // clang-format off
+#define DSP_HET(member) [](C& c) -> auto& { return c.o.member; }
+  // clang-format on
+  OptionTable<C> t = {
+      count<C>("--papers", "papers",
+               "number of papers: the target type, with features, labels and the splits",
+               DSP_HET(papers)),
+      count<C>("--authors", "authors", "number of authors", DSP_HET(authors)),
+      count<C>("--institutions", "institutions", "number of institutions", DSP_HET(institutions)),
+      count<C>("--fields", "fields", "number of fields of study", DSP_HET(fields)),
+      value<C>("--classes", "classes", "number of classes (the planted communities)",
+               DSP_HET(classes)),
+      value<C>("--feature-dim", "feature_dim",
+               "paper feature dimension (0: none); the other types have no features",
+               DSP_HET(feature_dim)),
+      value<C>("--writes", "writes", "authors drawn per paper (author___writes___paper)",
+               DSP_HET(writes)),
+      value<C>("--cites", "cites", "references drawn per paper (paper___cites___paper)",
+               DSP_HET(cites)),
+      value<C>("--topics", "topics", "fields drawn per paper (paper___has_topic___field_of_study)",
+               DSP_HET(topics)),
+      value<C>("--affiliations", "affiliations",
+               "institutions drawn per author (author___affiliated_with___institution)",
+               DSP_HET(affiliations)),
+      value<C>("--intra", "intra", "chance that an edge is drawn inside its source's community",
+               DSP_HET(intra)),
+      value<C>("--feature-noise", "feature_noise",
+               "std of the gaussian noise around the class centroid (entries N(0, 1))",
+               DSP_HET(feature_noise)),
+      value<C>("--label-noise", "label_noise", "share of papers given a random label",
+               DSP_HET(label_noise)),
+      value<C>("--seed", "seed", "random seed; the output is a pure function of it", DSP_HET(seed)),
+      value<C>("--name", "name", "dataset name recorded in dataset.json", DSP_HET(name)),
+      options::toggle<C>(
+          "--no-reverse", "no_reverse",
+          "do not add the reverse relations (rev_writes, rev_cites, ...)",
+          [](C & c) -> auto& { return c.no_reverse; }),
+      options::toggle<C>(
+          "--overwrite", "overwrite", "replace an existing OUT",
+          [](C & c) -> auto& { return c.run.overwrite; }),
+  };
+#undef DSP_HET
+  OptionTable<C> splits = split_options<C>();
+  auto classes =
+      std::find_if(t.begin(), t.end(), [](const Option<C>& o) { return o.flag == "--classes"; });
+  t.insert(classes + 1, splits.begin(), splits.end());
+  return t;
+}
+
+// Fails before generating, not after minutes of work, when OUT is taken (the writer checks
+// again, atomically).
+void refuse_taken_out(const GenerateRun& r) {
   DSP_CHECK_T(IoError, r.overwrite || !path_exists(r.out),
               "{}: already exists (pass --overwrite to replace it)", r.out);
+}
+
+GenerateWriteOptions write_options(const GenerateRun& r) {
+  refuse_taken_out(r);
   GenerateWriteOptions w;
   w.memory_budget = r.memory_budget.empty() ? default_memory_budget()
                                             : parse_bytes("--memory-budget", r.memory_budget);
@@ -459,7 +514,17 @@ const OptionTable<CommunityCommand>& community_options() {
   return t;
 }
 
+const OptionTable<HeteroCommand>& hetero_options() {
+  static const OptionTable<HeteroCommand> t = with_short_flags(all_hetero_options());
+  return t;
+}
+
 void RmatCommand::validate() { apply_splits(splits, o); }
+
+void HeteroCommand::validate() {
+  apply_splits(splits, o);
+  o.reverse = !no_reverse;
+}
 
 void CommunityCommand::validate() {
   apply_splits(splits, o);
@@ -481,6 +546,13 @@ GenerateResult run_generate(const CommunityCommand& cmd) {
   CommunityCommand c = cmd;
   c.validate();
   return write_community(c.o, c.run.out, write_options(c.run));
+}
+
+HeteroGenerateResult run_generate(const HeteroCommand& cmd) {
+  HeteroCommand c = cmd;
+  c.validate();
+  refuse_taken_out(c.run);
+  return write_hetero(c.o, c.run.out, c.run.overwrite);
 }
 
 int64_t parse_count(const std::string& flag, const std::string& text) {

@@ -1,5 +1,5 @@
 #pragma once
-// `dsp convert` and `dsp generate rmat|community` as commands shared by the CLI (tools/) and
+// `dsp convert` and `dsp generate rmat|community|hetero` as commands shared by the CLI (tools/) and
 // Python (dsp.convert_ogb, dsp.convert_edge_list, dsp.generate_rmat, dsp.generate_community): each
 // command's options declared once (a table of core/options.hpp: the flag, the key = the Python
 // keyword, help, default), checked once and run once.
@@ -10,6 +10,7 @@
 #include "core/options.hpp"
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
+#include "graph/generate_hetero.hpp"
 #include "graph/import.hpp"
 
 namespace dsp {
@@ -80,13 +81,24 @@ struct CommunityCommand {
   void validate();             // as RmatCommand::validate, and sets o.link_split from the two above
 };
 
+// The OGB-MAG-shaped heterogeneous graph (generate_hetero.hpp), generated in memory.
+struct HeteroCommand {
+  GenerateRun run;  // out and overwrite only
+  HeteroGenOptions o;
+  GenerateSplits splits;  // over the papers
+  bool no_reverse = false;
+  void validate();  // as RmatCommand::validate, and o.reverse from no_reverse
+};
+
 const OptionTable<RmatCommand>& rmat_options();
 const OptionTable<CommunityCommand>& community_options();
+const OptionTable<HeteroCommand>& hetero_options();
 
 // Validates a copy of `cmd`, refuses an existing output before generating (unless overwrite),
 // then generates and writes.
 GenerateResult run_generate(const RmatCommand& cmd);
 GenerateResult run_generate(const CommunityCommand& cmd);
+HeteroGenerateResult run_generate(const HeteroCommand& cmd);
 
 // A count such as "2400000", "2.4M", "62m", "100k" or "1e6". InvalidArgument naming `flag`.
 int64_t parse_count(const std::string& flag, const std::string& text);

@@ -361,6 +361,11 @@ DatasetMeta load_dataset_meta(const std::string& dir) {
   check_file_readable(json_path);
   nlohmann::json j = nlohmann::json::parse(read_file(json_path), nullptr, false);
   DSP_CHECK_FORMAT(!j.is_discarded(), "{}: not valid JSON", json_path);
+  DSP_CHECK_FORMAT(!(j.is_object() && j.contains("hetero")),
+                   "{} is a heterogeneous dataset (dataset.json has \"hetero\"): its node types "
+                   "and relations load with load_hetero_dataset (graph/hetero.hpp), not as one "
+                   "homogeneous graph",
+                   dir);
   return DatasetMeta::from_json(j, json_path);
 }
 

@@ -1,0 +1,340 @@
+#include "graph/generate_hetero.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "core/rng.hpp"
+#include "core/timer.hpp"
+#include "graph/hetero_detail.hpp"
+
+namespace dsp {
+namespace {
+
+// Keys are rng_key(seed, kDomain, purpose): no stream is shared with the homogeneous generators
+// or with sampling.
+constexpr uint64_t kDomain = 0x686574657267656eULL;  // "hetergen"
+enum Purpose : uint64_t { kCommunities = 1, kEdges, kCentroids, kFeatures, kLabels, kSplits };
+uint64_t key_for(uint64_t seed, Purpose p) { return rng_key(seed, kDomain, p); }
+
+constexpr int64_t kGrain = int64_t{1} << 12;
+
+// Node types in OGB's (alphabetical) order.
+enum Type : int { kAuthor = 0, kField, kInstitution, kPaper, kTypes };
+constexpr const char* kTypeNames[kTypes] = {"author", "field_of_study", "institution", "paper"};
+
+// A relation drawn: its source, name and destination types, the type whose nodes draw its edges
+// (one stream each) and how many each draws.
+struct RelationSpec {
+  Type src;
+  const char* name;
+  Type dst;
+  Type from;
+  int64_t HeteroGenOptions::*per;
+};
+constexpr RelationSpec kRelations[] = {
+    {kAuthor, "affiliated_with", kInstitution, kAuthor, &HeteroGenOptions::affiliations},
+    {kAuthor, "writes", kPaper, kPaper, &HeteroGenOptions::writes},
+    {kPaper, "cites", kPaper, kPaper, &HeteroGenOptions::cites},
+    {kPaper, "has_topic", kField, kPaper, &HeteroGenOptions::topics},
+};
+
+void check_options(const HeteroGenOptions& o) {
+  const std::pair<const char*, int64_t> counts[] = {{"papers", o.papers},
+                                                    {"authors", o.authors},
+                                                    {"institutions", o.institutions},
+                                                    {"fields", o.fields}};
+  for (const auto& [what, n] : counts) {
+    DSP_CHECK_ARG(n > 0 && n < (int64_t{1} << 40), "the number of {} must be in [1, 2^40), got {}",
+                  what, n);
+  }
+  DSP_CHECK_ARG(o.classes >= 1 && o.classes <= (int64_t{1} << 20),
+                "the number of classes must be in [1, 2^20], got {}", o.classes);
+  DSP_CHECK_ARG(o.feature_dim >= 0 && o.feature_dim <= (int64_t{1} << 20),
+                "the feature dimension must be in [0, 2^20], got {}", o.feature_dim);
+  const std::pair<const char*, int64_t> per[] = {{"writes", o.writes},
+                                                 {"cites", o.cites},
+                                                 {"topics", o.topics},
+                                                 {"affiliations", o.affiliations}};
+  for (const auto& [what, k] : per) {
+    DSP_CHECK_ARG(k >= 0 && k <= 1024, "--{} must be in [0, 1024], got {}", what, k);
+  }
+  DSP_CHECK_ARG(o.intra >= 0 && o.intra <= 1, "--intra {} is outside [0, 1]", o.intra);
+  DSP_CHECK_ARG(o.feature_noise >= 0 && std::isfinite(o.feature_noise),
+                "--feature-noise must be finite and >= 0, got {}", o.feature_noise);
+  DSP_CHECK_ARG(o.label_noise >= 0 && o.label_noise <= 1, "--label-noise {} is outside [0, 1]",
+                o.label_noise);
+  const double test = o.test_frac.value_or(0);
+  for (const auto& [what, f] : {std::pair{"train", o.train_frac}, std::pair{"valid", o.valid_frac},
+                                std::pair{"test", test}}) {
+    DSP_CHECK_ARG(f >= 0 && f <= 1, "{} fraction {} is outside [0, 1]", what, f);
+  }
+  DSP_CHECK_ARG(o.train_frac + o.valid_frac + test <= 1 + 1e-12,
+                "train + valid + test fractions ({} + {} + {}) exceed 1", o.train_frac,
+                o.valid_frac, test);
+}
+
+// The planted communities: of every node of every type, and each community's members.
+struct HeteroModel {
+  std::array<int64_t, kTypes> count{};
+  std::array<std::vector<int32_t>, kTypes> comm;
+  std::array<std::vector<std::vector<int64_t>>, kTypes> members;  // ids ascending
+
+  // A node of `type` for an edge from community c: with probability intra one of c's members,
+  // else any node; in either, position x * size with x = u^2 (density ~ 1/sqrt(x)): low
+  // positions are hubs.
+  int64_t pick(int type, int32_t c, double intra, RngStream& s) const {
+    const bool inside = s.uniform01() < intra;
+    const double u = s.uniform01();
+    const std::vector<int64_t>& m = members[type][c];
+    auto at = [u](int64_t size) {
+      return std::min(size - 1, static_cast<int64_t>(u * u * static_cast<double>(size)));
+    };
+    if (inside && !m.empty()) return m[at(static_cast<int64_t>(m.size()))];
+    return at(count[type]);
+  }
+};
+
+HeteroModel hetero_model(const HeteroGenOptions& o) {
+  HeteroModel m;
+  m.count = {o.authors, o.fields, o.institutions, o.papers};
+  const uint64_t key = key_for(o.seed, kCommunities);
+  for (int t = 0; t < kTypes; ++t) {
+    std::vector<int32_t>& comm = m.comm[t];
+    comm.resize(static_cast<size_t>(m.count[t]));
+    parallel_for(0, m.count[t], kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t v = b; v < e; ++v) {
+        comm[v] = static_cast<int32_t>(RngStream(key, v, t).uniform_int(o.classes));
+      }
+    });
+    m.members[t].assign(static_cast<size_t>(o.classes), {});
+    for (int64_t v = 0; v < m.count[t]; ++v) m.members[t][comm[v]].push_back(v);
+  }
+  return m;
+}
+
+// Relation r's edges: every node of its drawing type draws `per` partners from the other type.
+Csr draw_relation(const HeteroGenOptions& o, const HeteroModel& m, int r) {
+  const RelationSpec& spec = kRelations[r];
+  const int64_t k = o.*spec.per, n = m.count[spec.from];
+  const Type other = spec.from == spec.src ? spec.dst : spec.src;
+  std::vector<int64_t> src(static_cast<size_t>(n * k)), dst(static_cast<size_t>(n * k));
+  const uint64_t key = key_for(o.seed, kEdges);
+  parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t v = b; v < e; ++v) {
+      RngStream s(key, static_cast<uint64_t>(v), static_cast<uint32_t>(r));
+      const int32_t c = m.comm[spec.from][v];
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t u = m.pick(other, c, o.intra, s);
+        src[v * k + j] = spec.from == spec.src ? v : u;
+        dst[v * k + j] = spec.from == spec.src ? u : v;
+      }
+    }
+  });
+  const std::string what =
+      fmt::format("{}___{}___{}", kTypeNames[spec.src], spec.name, kTypeNames[spec.dst]);
+  return detail::build_relation_csr(m.count[spec.src], m.count[spec.dst], src.data(), dst.data(),
+                                    n * k, what, spec.src == spec.dst);
+}
+
+// The share of g's entries whose two ends share a community.
+double share_inside(const Csr& g, const std::vector<int32_t>& src_comm,
+                    const std::vector<int32_t>& dst_comm) {
+  int64_t inside = 0;
+  const int64_t* p = g.rowptr();
+  for (int64_t v = 0; v < g.num_nodes; ++v) {
+    for (int64_t e = p[v]; e < p[v + 1]; ++e)
+      inside += src_comm[g.indices.int_at(e)] == dst_comm[v];
+  }
+  return g.num_edges() > 0 ? static_cast<double>(inside) / static_cast<double>(g.num_edges()) : 0;
+}
+
+// Standard normals into out[0, count): Box-Muller, both branches used.
+void normals(RngStream& s, float* out, int64_t count) {
+  for (int64_t j = 0; j < count; j += 2) {
+    const float u1 = (static_cast<float>(s.next_u32() >> 8) + 0.5f) * (1.0f / 16777216.0f);
+    const float u2 = static_cast<float>(s.next_u32() >> 8) * (1.0f / 16777216.0f);
+    const float r = std::sqrt(-2.0f * std::log(u1));
+    out[j] = r * std::cos(6.2831853f * u2);
+    if (j + 1 < count) out[j + 1] = r * std::sin(6.2831853f * u2);
+  }
+}
+
+std::vector<float> class_centroids(const HeteroGenOptions& o) {
+  std::vector<float> mu(static_cast<size_t>(o.classes * o.feature_dim));
+  for (int64_t c = 0; c < o.classes; ++c) {
+    RngStream s(key_for(o.seed, kCentroids), static_cast<uint64_t>(c));
+    normals(s, mu.data() + c * o.feature_dim, o.feature_dim);
+  }
+  return mu;
+}
+
+Array paper_features(const HeteroGenOptions& o, const HeteroModel& m,
+                     const std::vector<float>& mu) {
+  const int64_t n = o.papers, dim = o.feature_dim;
+  Array out(DType::kFloat32, {n, dim});
+  float* x = out.mutable_data<float>();
+  const auto noise = static_cast<float>(o.feature_noise);
+  parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t v = b; v < e; ++v) {
+      RngStream s(key_for(o.seed, kFeatures), static_cast<uint64_t>(v));
+      float* row = x + v * dim;
+      const float* c = mu.data() + m.comm[kPaper][v] * dim;
+      normals(s, row, dim);
+      for (int64_t j = 0; j < dim; ++j) row[j] = c[j] + noise * row[j];
+    }
+  });
+  return out;
+}
+
+Array paper_labels(const HeteroGenOptions& o, const HeteroModel& m) {
+  Array out(DType::kInt64, {o.papers});
+  int64_t* y = out.mutable_data<int64_t>();
+  parallel_for(0, o.papers, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t v = b; v < e; ++v) {
+      RngStream s(key_for(o.seed, kLabels), static_cast<uint64_t>(v));
+      y[v] = m.comm[kPaper][v];
+      if (s.uniform01() < o.label_noise) y[v] = static_cast<int64_t>(s.uniform_int(o.classes));
+    }
+  });
+  return out;
+}
+
+// The share of papers whose label is the class of the nearest centroid: the accuracy of the
+// Bayes classifier on the features alone (equal priors, isotropic equal-variance gaussians:
+// nearest centroid is optimal), measured on the generated papers.
+double feature_only_accuracy(const HeteroDataset& ds, const std::vector<float>& mu,
+                             int64_t classes) {
+  const Array& f = ds.features[kPaper];
+  const int64_t n = f.dim(0), dim = f.dim(1);
+  const float* x = f.data<float>();
+  const int64_t* y = ds.labels.data<int64_t>();
+  int64_t right = 0;
+#pragma omp parallel for reduction(+ : right) schedule(static, 1024)
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t best = 0;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < classes; ++c) {
+      double d = 0;
+      for (int64_t j = 0; j < dim; ++j) {
+        const double t = x[v * dim + j] - mu[c * dim + j];
+        d += t * t;
+      }
+      if (d < best_d) best_d = d, best = c;
+    }
+    right += best == y[v];
+  }
+  return static_cast<double>(right) / static_cast<double>(n);
+}
+
+// Train/valid/test ids of the papers: round(n * fraction) each, clamped in order to the papers
+// left (test unset: every paper left), drawn by one seeded Fisher-Yates permutation whose swap
+// partners come from per-position streams; each split ascending.
+void make_splits(HeteroDataset& ds, const HeteroGenOptions& o) {
+  const int64_t n = o.papers;
+  auto share = [n](double f, int64_t left) {
+    return std::min<int64_t>(left, std::llround(f * static_cast<double>(n)));
+  };
+  const int64_t train = share(o.train_frac, n);
+  const int64_t valid = share(o.valid_frac, n - train);
+  const int64_t test = o.test_frac ? share(*o.test_frac, n - train - valid) : n - train - valid;
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<int64_t>(
+        RngStream(key_for(o.seed, kSplits), static_cast<uint64_t>(i)).uniform_int(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  auto take = [&](int64_t b, int64_t e) {
+    std::vector<int64_t> v(order.begin() + b, order.begin() + e);
+    std::sort(v.begin(), v.end());
+    return Array::from_vector(std::move(v));
+  };
+  ds.train_idx = take(0, train);
+  ds.valid_idx = take(train, train + valid);
+  ds.test_idx = take(train + valid, train + valid + test);
+}
+
+nlohmann::json hetero_extra(const HeteroGenOptions& o) {
+  const double c = static_cast<double>(o.classes);
+  return {{"generator", "hetero"},
+          {"seed", o.seed},
+          {"papers", o.papers},
+          {"authors", o.authors},
+          {"institutions", o.institutions},
+          {"fields", o.fields},
+          {"writes", o.writes},
+          {"cites", o.cites},
+          {"topics", o.topics},
+          {"affiliations", o.affiliations},
+          {"intra_fraction", o.intra},
+          {"feature_noise", o.feature_noise},
+          {"label_noise", o.label_noise},
+          {"train_frac", o.train_frac},
+          {"valid_frac", o.valid_frac},
+          {"test_frac", o.test_frac ? nlohmann::json(*o.test_frac) : nlohmann::json(nullptr)},
+          {"community_to_class", "community"},
+          {"accuracy_bound", 1.0 - o.label_noise * (1.0 - 1.0 / c)},
+          {"accuracy_bound_method",
+           "Bayes-optimal accuracy given every paper's planted community: the community is the "
+           "class except for the label_noise share of papers relabelled uniformly, so 1 - "
+           "label_noise * (1 - 1 / classes); no model of the graph can do better in expectation"}};
+}
+
+}  // namespace
+
+HeteroDataset generate_hetero(const HeteroGenOptions& o) {
+  check_options(o);
+  const HeteroModel m = hetero_model(o);
+  HeteroDataset ds;
+  ds.name = o.name;
+  for (int t = 0; t < kTypes; ++t) ds.schema.node_types.push_back({kTypeNames[t], m.count[t]});
+  ds.schema.target_type = kTypeNames[kPaper];
+  ds.schema.num_classes = o.classes;
+  ds.extra = hetero_extra(o);
+  nlohmann::json measured = nlohmann::json::object();
+  for (int r = 0; r < static_cast<int>(std::size(kRelations)); ++r) {
+    const RelationSpec& spec = kRelations[r];
+    RelationInfo info{kTypeNames[spec.src], spec.name, kTypeNames[spec.dst]};
+    ds.relations.push_back(draw_relation(o, m, r));
+    measured[info.key()] = share_inside(ds.relations.back(), m.comm[spec.src], m.comm[spec.dst]);
+    ds.schema.relations.push_back(std::move(info));
+  }
+  ds.extra["measured_intra_fraction"] = measured;
+  ds.features.assign(kTypes, Array());
+  const std::vector<float> mu = class_centroids(o);
+  if (o.feature_dim > 0) ds.features[kPaper] = paper_features(o, m, mu);
+  ds.labels = paper_labels(o, m);
+  if (o.feature_dim > 0) {
+    ds.extra["feature_only_accuracy"] = feature_only_accuracy(ds, mu, o.classes);
+  }
+  make_splits(ds, o);
+  if (o.reverse) add_reverse_relations(ds);
+  ds.sync_schema();
+  return ds;
+}
+
+HeteroGenerateResult write_hetero(const HeteroGenOptions& o, const std::string& dir,
+                                  bool overwrite) {
+  HeteroGenerateResult r;
+  Stopwatch sw;
+  HeteroDataset ds = generate_hetero(o);
+  r.generate_s = sw.seconds();
+  sw.reset();
+  write_hetero_dataset(ds, dir, overwrite);
+  r.write_s = sw.seconds();
+  r.name = ds.name;
+  r.schema = ds.schema;
+  r.extra = ds.extra;
+  r.num_train = ds.train_idx.numel();
+  r.num_valid = ds.valid_idx.numel();
+  r.num_test = ds.test_idx.numel();
+  return r;
+}
+
+}  // namespace dsp
