@@ -49,6 +49,12 @@ struct Block {
   std::vector<float> weights;      // [num_edges] edge weights, or empty (unweighted sampling)
   std::vector<int64_t> src_ids;    // [num_src]: global id of every source node (prefix: dst nodes)
   std::vector<int64_t> src_times;  // [num_src]: time of every source node; empty unless temporal
+  // Heterogeneous graphs (graph/hetero.hpp; empty otherwise): the relation of every edge and the
+  // node type of every source (indices into the partition's schema). A destination's edges come
+  // relation by relation in relation order, each relation's picks ascending by id; with
+  // `edge_types` this is the layout of DGL's RelGraphConv (etypes) and PyG's RGCNConv (edge_type).
+  std::vector<int32_t> edge_types;  // [num_edges]
+  std::vector<int32_t> src_types;   // [num_src]
   std::shared_ptr<const BlockEdges> on_device;
 
   int64_t num_edges() const {
@@ -110,6 +116,14 @@ struct LoadedBatch {
   Device device;  // where the features are
   std::shared_ptr<void> device_features;
   DType device_dtype = DType::kFloat32;
+  // Heterogeneous graphs (the sample's blocks carry src_types): the input nodes' features per
+  // node type t, typed_features[t] = float32 [typed_rows[t].size() x typed_dims[t]] (row j: input
+  // node typed_rows[t][j], an index into blocks[0].src_ids; ascending), empty for a type without
+  // features (typed_dims[t] == 0; the trainer gives those nodes learnable embeddings). `features`
+  // stays empty.
+  std::vector<std::vector<int64_t>> typed_rows;
+  std::vector<std::vector<float>> typed_features;
+  std::vector<int64_t> typed_dims;
   bool features_on_device() const { return device.is_cuda(); }
 };
 

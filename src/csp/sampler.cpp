@@ -282,13 +282,27 @@ const OptionTable<SamplerOptions>& sampler_options_table() {
       o.kernel = parse_sample_kernel(v.get<std::string>());
     };
     kernel.write = [](const S& o) { return nlohmann::json(sample_kernel_name(o.kernel)); };
-    OptionTable<S> t{
-        options::value<S>(
-            "--fanouts", "fanouts",
-            "neighbours sampled per node, from the seeds out; one per layer (default 15,10,5)",
-            [](S & o) -> auto& { return o.fanouts; }),
-        kernel,
+    Option<S> fanouts = options::declare<S>(
+        "--fanouts", "fanouts",
+        "neighbours sampled per node, from the seeds out; one per layer (default 15,10,5). On a "
+        "heterogeneous graph each relation takes them, or per relation: "
+        "\"writes:10,cites:15;writes:5,cites:10\" (layers split by ';', '*' for the relations "
+        "not named, the others none) or a JSON map {\"writes\": [10, 5], ...}");
+    fanouts.type = "LIST";
+    fanouts.parse = [](S& o, const std::string& s) { parse_fanouts_option(s, o); };
+    fanouts.read = [](S& o, const nlohmann::json& v) {
+      if (v.is_array()) {
+        o.fanouts = v.get<std::vector<int>>();
+        o.relation_fanouts.clear();
+      } else {
+        parse_fanouts_option(v.is_string() ? v.get<std::string>() : v.dump(), o);
+      }
     };
+    fanouts.write = [](const S& o) {
+      return o.relation_fanouts.empty() ? nlohmann::json(o.fanouts)
+                                        : nlohmann::json(o.relation_fanouts);
+    };
+    OptionTable<S> t{fanouts, kernel};
     for (Option<S>& o : sampler_kind_options()) t.push_back(std::move(o));
     return t;
   }();
@@ -379,6 +393,9 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
   offsets_ = part_.meta.offsets;
   begin_ = offsets_[rank_];
   end_ = offsets_[rank_ + 1];
+  if (part_.meta.hetero) init_hetero();
+  DSP_CHECK_ARG(part_.meta.hetero || opts_.relation_fanouts.empty(),
+                "--fanouts: per-relation fanouts need a heterogeneous graph");
   DSP_CHECK_ARG(part_.meta.num_nodes < (int64_t{1} << 32) - 1,
                 "sampler: graphs of up to 2^32-2 nodes are supported, got {}",
                 part_.meta.num_nodes);
@@ -400,7 +417,14 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
     DSP_CHECK_ARG(part_.in_degree.defined() && part_.in_degree.dim(0) == part_.meta.num_nodes,
                   "sampler: layer-wise sampling needs the replicated in-degree array");
   }
-  const LocalTopology topo = local_topology(part_, begin_, opts_.biased ? cum_.data() : nullptr);
+  LocalTopology topo = local_topology(part_, begin_, opts_.biased ? cum_.data() : nullptr);
+  if (part_.meta.hetero) {  // rows are (node, relation) segments: task ids v R + r
+    topo.num_rows = part_.patch.num_nodes * num_rel_;
+    topo.row_base = begin_ * num_rel_;
+    topo.indptr = part_.relation_indptr.data<int64_t>();
+    topo.hot_nodes = nullptr;
+    topo.num_hot = 0;
+  }
   backend_ = backend ? backend(topo, opts_) : make_cpu_sampler_backend(topo, opts_);
   DSP_CHECK(backend_ != nullptr, "sampler: the backend factory returned no backend");
   DSP_CHECK_ARG(size_ == 1 || backend_->memory() == MemorySpace::kHost ||
@@ -1183,9 +1207,6 @@ std::vector<int32_t> CollectiveSampler::layerwise_counts(const int64_t* frontier
   return c;
 }
 
-namespace {
-// What is wrong with a batch's seeds (empty: nothing): each must be a node id, owned by the rank
-// ([begin, end)) when require_owned, and appear once.
 std::string seed_error(const std::vector<int64_t>& seeds, int64_t num_nodes, bool require_owned,
                        int rank, int64_t begin, int64_t end) {
   std::vector<int64_t> s(seeds);
@@ -1202,7 +1223,6 @@ std::string seed_error(const std::vector<int64_t>& seeds, int64_t num_nodes, boo
   }
   return "";
 }
-}  // namespace
 
 // A batch's blocks (sampled from the seeds out) into `out` in input-layer-first order, and its
 // totals into the stats: seeds, the remote bytes since (sent0, recv0), wall seconds.
@@ -1249,7 +1269,9 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   // Validation before any communication; every rank learns whether any rank failed (and whether
   // any rank excludes edges).
   std::string err =
-      opts_.temporal
+      part_.meta.hetero
+          ? "sampler: a heterogeneous graph is sampled by sample_hetero (sample_nodes)"
+      : opts_.temporal
           ? "sampler: --temporal samples each seed at its time: give the seeds' times "
             "(sample_temporal)"
           : seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
@@ -1431,7 +1453,9 @@ void move_walks(Communicator& comm, int rank, const Csr& patch, int64_t begin, u
 
 WalkResult CollectiveSampler::random_walks(const std::vector<int64_t>& starts, int length,
                                            double restart_prob, int64_t epoch, int64_t batch) {
-  const std::string err = walk_argument_error(starts, length, restart_prob, part_.meta.num_nodes,
+  const std::string err =
+      part_.meta.hetero ? "sampler: random walks over a heterogeneous graph are not supported"
+                        : walk_argument_error(starts, length, restart_prob, part_.meta.num_nodes,
                                               opts_.require_owned_seeds, rank_, begin_, end_);
   check_collective(err.empty(), err);
 

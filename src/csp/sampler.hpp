@@ -115,6 +115,14 @@ struct SamplerOptions {
   csp::TemporalStrategy temporal_strategy = csp::TemporalStrategy::kUniform;
   // Tests: relabel (id, time) pairs on the host even where combined keys fit the backend's table.
   bool temporal_host_relabel = false;
+  // Heterogeneous graphs: per-relation fanouts as --fanouts gave them, "writes:10,cites:15;
+  // writes:5,cites:10" (layers from the seeds out split by ';', each a list of relation:count
+  // with a relation named by its name or its key src___name___dst, and '*' for every relation
+  // not named; a relation named nowhere takes no neighbours in that layer) or a JSON map
+  // {"writes": [10, 5], "*": [5, 5]}; `fanouts` then holds each layer's largest count. Kept as
+  // text until the sampler resolves it against the partition's schema (resolve_relation_fanouts).
+  // Empty: every relation takes fanouts[l] in layer l (DGL's int fanout on a heterograph).
+  std::string relation_fanouts;
 
   SamplerKind kind() const;
   // The fanouts (check_fanouts, named --fanouts) and the sampler's combination: one
@@ -124,6 +132,21 @@ struct SamplerOptions {
 // What is wrong with o's combination of sampler, scheme and mode ("" when nothing): the
 // message validate() and the sampler throw.
 std::string sampler_combination_error(const SamplerOptions& o);
+
+// [layer][relation] fanouts of `o` on a graph of `schema` (see SamplerOptions::relation_fanouts).
+// InvalidArgument naming --fanouts: a relation the schema does not have ("--fanouts: no relation
+// 'writs' in the graph (relations: ...)"), an ambiguous name, a count outside [0, 2^22], lists of
+// different lengths in a JSON map.
+std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
+                                                       const HeteroSchema& schema);
+// Parses --fanouts text: "15,10,5" into `fanouts` (relation_fanouts cleared), or a per-relation
+// form (any ':' or a JSON object) into relation_fanouts, with `fanouts` each layer's largest count.
+void parse_fanouts_option(const std::string& text, SamplerOptions& o);
+
+// What is wrong with a batch's seeds ("" when nothing): each must be a node id (< num_nodes),
+// owned by `rank` ([begin, end)) when require_owned, and appear once.
+std::string seed_error(const std::vector<int64_t>& seeds, int64_t num_nodes, bool require_owned,
+                       int rank, int64_t begin, int64_t end);
 
 // The sampler options a user sets (core/options.hpp): fanouts and sample_kernel. dsp train's
 // table embeds them (JobConfig::sampler); SamplerOptions::validate is their one check.
@@ -211,7 +234,23 @@ class CollectiveSampler {
                                const std::vector<int64_t>& seed_times, int64_t epoch,
                                int64_t batch);
 
-  // A batch of node seeds as dsp train, dsp bench sample and dsp.Loader sample it: sample(), or
+  // Heterogeneous partitions (part.meta.hetero): the seeds are union ids of any types (usually
+  // the target type's). Per layer, every frontier node v of type t takes, for each relation r
+  // whose dst is t, fanouts[l][r] of its in-neighbours through r (resolve_relation_fanouts): the
+  // task is the pair (v, r), travelling as the id v R + r to v's owner, whose backend samples it
+  // from the row segment relation_indptr gives. All relations' tasks of a layer share one shuffle
+  // and one reshuffle, and a task's draws are keyed by (seed, epoch, batch, layer, v, r), so the
+  // blocks are the same at every rank count and on every backend. A block is over union ids:
+  // destinations = the previous block's sources (all types), sources in first-seen order over
+  // the picks (destination by destination, relation by relation), with edge_types and src_types
+  // (block.hpp). Node-wise uniform sampling, CSP mode, no exclusions; other samplers are refused
+  // at construction. Collective; sample() of a heterogeneous sampler is refused.
+  SampledBatch sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
+  // [layer][relation] fanouts of a heterogeneous sampler (empty otherwise).
+  const std::vector<std::vector<int>>& relation_fanouts() const { return rel_fanouts_; }
+
+  // A batch of node seeds as dsp train, dsp bench sample and dsp.Loader sample it: sample(), for
+  // a heterogeneous partition sample_hetero, or
   // for a temporal sampler sample_temporal with every seed at its node time (the partition's
   // node_time.npy). InvalidArgument when temporal and the partition has no node times (callers
   // check first with check_node_times, whose message names their directory). Collective.
@@ -309,9 +348,21 @@ class CollectiveSampler {
   LayerPicks labor_importance_layer(const int64_t* frontier, int64_t nf, int fanout,
                                     const csp::LaborVariates& lv);
 
+  // Heterogeneous: the relations, fanouts and task id space of a heterogeneous partition
+  // (constructor; refuses the samplers it does not support).
+  void init_hetero();
+  // Heterogeneous: one layer's tasks of the frontier nodes (host) and the block over them.
+  void hetero_layer(const std::vector<int64_t>& nodes, const std::vector<int32_t>& types,
+                    int64_t epoch, int64_t batch, int l, Block& out);
+
   const PartitionData& part_;
   Communicator& comm_;
   SamplerOptions opts_;
+  // Heterogeneous: [layer][relation] fanouts, relations by destination type, R (1 otherwise:
+  // offsets_, begin_ and end_ are then in task ids v R + r).
+  std::vector<std::vector<int>> rel_fanouts_;
+  std::vector<std::vector<int>> rels_by_dst_;
+  int64_t num_rel_ = 1;
   int rank_ = 0, size_ = 1;
   int64_t begin_ = 0, end_ = 0;
   std::vector<int64_t> offsets_;

@@ -206,6 +206,7 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
 
 SampledBatch CollectiveSampler::sample_nodes(const std::vector<int64_t>& seeds, int64_t epoch,
                                              int64_t batch) {
+  if (part_.meta.hetero) return sample_hetero(seeds, epoch, batch);
   if (!opts_.temporal) return sample(seeds, epoch, batch);
   DSP_CHECK_ARG(part_.node_time.defined(),
                 "sampler: --temporal samples each seed at its node's time, and the partition has "

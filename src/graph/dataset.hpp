@@ -22,6 +22,7 @@
 //                                         required when the split's positives exist
 // Every id in [0, N).
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -56,6 +57,8 @@ struct DatasetMeta {
   static DatasetMeta from_json(const nlohmann::json& j, const std::string& what);
 };
 
+struct HeteroUnion;  // graph/hetero.hpp
+
 struct Dataset {
   DatasetMeta meta;
   Csr graph;
@@ -66,6 +69,9 @@ struct Dataset {
   // Link prediction pairs, int64 [rows, 2] (src, dst) or undefined (see the header comment).
   Array link_train, link_valid, link_test, link_valid_neg, link_test_neg;
   std::string dir;  // where it was loaded from, for messages
+  // The union graph of a heterogeneous dataset (hetero_union): its schema, type offsets, relation
+  // segments and per-type features; null for a homogeneous dataset.
+  std::shared_ptr<const HeteroUnion> hetero;
 
   // Fills meta's counts from the arrays (call before writing a dataset built in memory).
   void sync_meta();

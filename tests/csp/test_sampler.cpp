@@ -13,6 +13,7 @@
 #include "ccc/communicator.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "csp/floyd_reference.hpp"
 #include "csp/presample.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
@@ -473,24 +474,6 @@ TEST(SharedKernels, TaskDrawsEqualTheStreamDrawForDraw) {
   }
 }
 
-// Floyd's algorithm drawing from the stream one draw at a time: the uniform schemes take exactly
-// these picks (TaskDraws only changes how the draws are computed).
-std::vector<int64_t> floyd_reference(int64_t deg, int k, RngStream s) {
-  std::vector<int64_t> pos;
-  if (deg <= k) {
-    for (int64_t i = 0; i < deg; ++i) pos.push_back(i);
-    return pos;
-  }
-  for (int64_t j = deg - k; j < deg; ++j) {
-    const int64_t t = j + 1 <= 0xffffffffLL
-                          ? csp::draw_below(s, static_cast<uint32_t>(j + 1))
-                          : static_cast<int64_t>(s.next_u64() % static_cast<uint64_t>(j + 1));
-    pos.push_back(std::find(pos.begin(), pos.end(), t) == pos.end() ? t : j);
-  }
-  std::sort(pos.begin(), pos.end());
-  return pos;
-}
-
 TEST(SharedKernels, UniformPicksAreFloydsOverTheStream) {
   const uint64_t key = rng_key(11, 0, 7, 1);
   int64_t pos[64];
@@ -793,8 +776,7 @@ TEST(Presample, CountsMatchBruteForce) {
   EXPECT_EQ(counts, ref);
   EXPECT_GT(std::accumulate(counts.begin(), counts.end(), int64_t{0}), 0);
   // wired into hotness_scores
-  std::vector<int64_t> h =
-      hotness_scores("presample", ds.graph, train, 0, make_presample_fn(po));
+  std::vector<int64_t> h = hotness_scores("presample", ds.graph, train, 0, make_presample_fn(po));
   EXPECT_EQ(h, ref);
 }
 

@@ -77,6 +77,7 @@ nlohmann::json PartitionMeta::to_json() const {
                       {"source_checksum", fmt::format("{:016x}", source_checksum)},
                       {"partition_id", fmt::format("{:016x}", partition_id)},
                       {"extra", extra}};
+  if (hetero) j["hetero"] = hetero->to_json();
   // Only when true, so that a partition without times is written as it always was.
   if (has_edge_time) j["has_edge_time"] = true;
   if (has_node_time) j["has_node_time"] = true;
@@ -246,6 +247,10 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   if (j.contains("preaggregated")) get("preaggregated", m.preaggregated);
   check_layout(m, what);
   m.part = parse_parts(j, m.parts, what);
+  if (j.contains("hetero")) {
+    m.hetero =
+        std::make_shared<HeteroLayout>(HeteroLayout::from_json(j["hetero"], m.offsets, what));
+  }
   return m;
 }
 
@@ -265,6 +270,13 @@ uint64_t dataset_checksum(const Dataset& ds) {
     }
     uint64_t sep = a->defined() ? a->nbytes() : ~0ULL;
     h.update(&sep, sizeof(sep));
+  }
+  if (ds.hetero) {  // the schema and each type's features (the union has none of its own)
+    const std::string sj = ds.hetero->schema.to_json().dump();
+    h.update(sj.data(), sj.size());
+    for (const Array& f : ds.hetero->features) {
+      if (f.defined()) h.update(f.raw(), f.nbytes());
+    }
   }
   // Link pairs and times: only those present (their presence is in the meta above), so a dataset
   // without them keeps the checksum it had before they existed.
@@ -344,22 +356,30 @@ MetisGraph metis_graph(const Dataset& ds, int64_t max_entries) {
 // Balance constraints, one weight each per node: the node itself (1), training seeds (1 for a
 // seed), and the adjacency entries the node's row brings into its part's patch (its in-degree:
 // the topology memory of a rank, which on power-law graphs is far from proportional to nodes).
+// A heterogeneous graph balances each node type's count instead of the node count (one
+// constraint per type: a node weighs 1 in its type's).
 std::vector<idx_t> metis_weights(const Dataset& ds, bool balance_entries, idx_t* ncon_out) {
   const Csr& g = ds.graph;
   const int64_t n = g.num_nodes;
   const bool links = ds.link_train.defined() && ds.link_train.dim(0) > 0;
   const bool seeds = links || (ds.train_idx.defined() && ds.train_idx.dim(0) > 0);
-  idx_t ncon = 1 + (seeds ? 1 : 0) + (balance_entries ? 1 : 0);
+  const std::vector<int64_t> toff =
+      ds.hetero ? ds.hetero->type_offsets : std::vector<int64_t>{0, n};
+  const idx_t types = static_cast<idx_t>(toff.size() - 1);
+  idx_t ncon = types + (seeds ? 1 : 0) + (balance_entries ? 1 : 0);
+  const idx_t sc = types;  // the seed constraint
   std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon, 0);
-  for (int64_t v = 0; v < n; ++v) {
-    vwgt[v * ncon] = 1;
-    if (balance_entries) vwgt[v * ncon + ncon - 1] = static_cast<idx_t>(g.degree(v));
+  for (idx_t t = 0; t < types; ++t) {
+    for (int64_t v = toff[t]; v < toff[t + 1]; ++v) vwgt[v * ncon + t] = 1;
+  }
+  for (int64_t v = 0; balance_entries && v < n; ++v) {
+    vwgt[v * ncon + ncon - 1] = static_cast<idx_t>(g.degree(v));
   }
   if (links) {  // link prediction: a node's seeds are its training edges as source
     const int64_t* e = ds.link_train.data<int64_t>();
-    for (int64_t i = 0; i < ds.link_train.dim(0); ++i) ++vwgt[e[2 * i] * ncon + 1];
+    for (int64_t i = 0; i < ds.link_train.dim(0); ++i) ++vwgt[e[2 * i] * ncon + sc];
   } else if (seeds) {
-    for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) vwgt[ds.train_idx.int_at(i) * ncon + 1] = 1;
+    for (int64_t i = 0; i < ds.train_idx.dim(0); ++i) vwgt[ds.train_idx.int_at(i) * ncon + sc] = 1;
   }
   *ncon_out = ncon;
   return vwgt;

@@ -30,11 +30,19 @@
 //                             the features' dtype, row v = [x_v | a_v], a_v the first layer's
 //                             aggregation over v's whole in-neighbourhood (see preaggregate_kinds);
 //                             renumbered and shared like features.npy
+//   part<p>/relation_indptr.npy   heterogeneous partitions (graph/hetero.hpp): int64
+//                             [rows * R + 1], relation r's segment of the part's row i is entries
+//                             [relation_indptr[i R + r], relation_indptr[i R + r + 1]) of its
+//                             indices.npy (each row: its relations in order, each ascending)
+//   features_<type>.npy       heterogeneous partitions: type <type>'s features, row j = the type's
+//                             j-th node in new id order (HeteroLayout::type_index), its own width
+//                             and dtype (converted as --feature-dtype says); no features.npy
 //   feature_scale.npy         with --feature-dtype int8: float32 scales, [1, F] (one per column)
 //                             or [N, 1] (one per node, renumbered), so that in numpy
 //                             features * feature_scale is the dequantized [N, F] (see
 //                             core/quant.hpp and partition_quant.cpp)
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -43,6 +51,7 @@
 #include "graph/array.hpp"
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
+#include "graph/hetero.hpp"
 #include "layout/store/hotness.hpp"
 
 namespace dsp {
@@ -123,6 +132,30 @@ struct FeatureConversion {
   double rel_rms_error = 0;  // sqrt(sum (x' - x)^2 / sum x^2); 0 when every x is 0
 };
 
+// A heterogeneous partition's types: renumbering by (part, union id) keeps each type contiguous in
+// each part, so part p's nodes of type t are the new ids [bounds[p T + t], bounds[p T + t + 1])
+// (bounds[p T] = offsets[p]); the type of an id is a binary search, as its owner is.
+struct HeteroLayout {
+  HeteroSchema schema;
+  int parts = 0;
+  std::vector<int64_t> bounds;  // [parts * T + 1]
+  std::vector<int64_t> before;  // [parts * T]: nodes of the same type in the parts before p
+
+  int num_types() const { return schema.num_types(); }
+  int num_relations() const { return schema.num_relations(); }
+  // The (part, type) slot of new id v: bounds[s] <= v < bounds[s + 1], s = p T + t.
+  int64_t slot(int64_t v) const;
+  int type_of(int64_t v) const { return static_cast<int>(slot(v) % num_types()); }
+  // v's row in its type's features_<type>.npy (the type's new ids in ascending order).
+  int64_t type_index(int64_t v) const;
+  // The new ids of type t's j-th node (inverse of type_index).
+  int64_t type_node(int t, int64_t j) const;
+  nlohmann::json to_json() const;
+  // `offsets` are the partition's; FormatError prefixed `what` on a fault.
+  static HeteroLayout from_json(const nlohmann::json& j, const std::vector<int64_t>& offsets,
+                                const std::string& what);
+};
+
 struct PartitionMeta {
   int format_version = kPartitionFormatVersion;
   int parts = 0;
@@ -148,6 +181,8 @@ struct PartitionMeta {
   uint64_t source_checksum = 0;  // dataset_checksum() of the source
   uint64_t partition_id = 0;     // ties part<p>/ directories to this partition.json
   nlohmann::json extra = nlohmann::json::object();
+  // Heterogeneous partitions only (partition.json "hetero"); null otherwise.
+  std::shared_ptr<const HeteroLayout> hetero;
 
   // Owner of a new global id: binary search over offsets.
   int owner(int64_t v) const;
@@ -224,6 +259,10 @@ struct PartitionData {
   // training edges (sources owned, sorted by (src, dst)) and the shared held-out pairs.
   Array link_train;
   Array link_valid, link_test, link_valid_neg, link_test_neg;
+  // Heterogeneous partitions (meta.hetero): the part's relation segments (int64 [rows * R + 1])
+  // and each type's features ([type's nodes, its width], mapped; undefined for a type without).
+  Array relation_indptr;
+  std::vector<Array> type_features;
 };
 
 // Makes `to` share `from`'s node-indexed arrays (features, labels, splits, in-degrees, the
@@ -231,6 +270,12 @@ struct PartitionData {
 // part of a partition maps the same node files, so a view built from one part (the replicated
 // view, the roles' whole-graph view) takes them as they are, without copies.
 void share_node_arrays(const PartitionData& from, PartitionData& to);
+
+// A heterogeneous part's view of type t as a homogeneous partition over the type's own ids
+// (HeteroLayout::type_index): meta.offsets the type's per-part counts summed, features
+// type_features[t], cached = the part's cached nodes of type t (type ids, hottest first), no
+// graph. A FeatureStore over it serves type t's rows; the view shares `part`'s arrays.
+PartitionData hetero_type_view(const PartitionData& part, int t);
 
 PartitionMeta load_partition_meta(const std::string& dir);
 // Loads part `part` of the partition in `dir`; `expected_parts` (if > 0) must equal the number of

@@ -16,6 +16,7 @@
 #include "layout/partition/graph_scan.hpp"
 #include "layout/partition/partition.hpp"
 #include "layout/partition/partition_detail.hpp"
+#include "layout/partition/partition_hetero.hpp"
 #include "layout/store/hotness.hpp"
 
 namespace dsp {
@@ -214,8 +215,9 @@ Csr load_rows(const std::string& pd, const std::string& prefix, int64_t rows, in
   DSP_CHECK_FORMAT(p[rows] == c.num_edges(),
                    "{}indptr.npy: ends at {} but {}indices.npy has {} entries", base, p[rows],
                    prefix, c.num_edges());
-  // Rows sorted without repeats and in range, weights finite and >= 0 (graph/validate.hpp).
-  check_csr_rows(c.indptr, c.indices, m.num_nodes, first_row, base + "indices.npy");
+  // Rows sorted without repeats and in range, weights finite and >= 0 (graph/validate.hpp). A
+  // heterogeneous row is sorted per relation: load_hetero_part checks its segments.
+  if (!m.hetero) check_csr_rows(c.indptr, c.indices, m.num_nodes, first_row, base + "indices.npy");
   if (m.has_weights) {
     DSP_CHECK_FORMAT(c.weights.dim(0) == c.num_edges(),
                      "{}edge_weight.npy: {} weights for {} entries", base, c.weights.dim(0),
@@ -331,6 +333,16 @@ void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
                 "--method pagraph: the replicated halo rows do not carry edge times, and {} has "
                 "edge_time.npy; partition it with --method metis, random or bfs-blocks",
                 dataset_label(ds));
+  if (ds.hetero) {
+    DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random" || opts.method == "bfs-blocks",
+                  "--method {}: the replicated halo rows do not keep relations apart, and {} is a "
+                  "heterogeneous graph; partition it with --method metis, random or bfs-blocks",
+                  opts.method, dataset_label(ds));
+    DSP_CHECK_ARG(opts.preaggregate.empty() && opts.feature_dtype == "keep",
+                  "{} is a heterogeneous graph: --preaggregate and --feature-dtype apply to one "
+                  "features.npy, and its features stay per node type (each type keeps its dtype)",
+                  dataset_label(ds));
+  }
   partition_feature_dtype(opts, ds.meta.feature_dtype);  // --feature-dtype, --feature-scale
   DSP_CHECK_ARG(opts.feature_dtype == "keep" || ds.features.defined(),
                 "--feature-dtype {}: {} has no node features", opts.feature_dtype,
@@ -446,6 +458,15 @@ void write_shared_arrays(StagedDir& dir, const Dataset& ds, PartitionMeta& meta,
                         dir.file(fmt::format("preaggregated_{}.npy", k)));
     detail::release_pages(ds);
   }
+  if (ds.hetero) {  // each type's features in its own file, rows in new id order
+    for (int t = 0; t < ds.hetero->schema.num_types(); ++t) {
+      const Array& f = ds.hetero->features[t];
+      if (!f.defined()) continue;
+      write_gathered_rows(
+          dir.file(fmt::format("features_{}.npy", ds.hetero->schema.node_types[t].name)), f,
+          detail::type_rows(*meta.hetero, *ds.hetero, r.new2old, t));
+    }
+  }
   if (ds.labels.defined()) write_gathered_rows(dir.file("labels.npy"), ds.labels, r.new2old);
   if (ds.node_time.defined()) {
     write_gathered_rows(dir.file("node_time.npy"), ds.node_time, r.new2old);
@@ -480,6 +501,7 @@ struct PartWriter {
   Csr halo_src;                              // PaGraph: the rows replicated rows are cut from
   std::vector<int8_t> depth;                 // PaGraph: BFS scratch for the halos
   const std::vector<Pair>* links = nullptr;  // link_train in new ids, sorted; null: none
+  const HeteroUnion* hetero = nullptr;       // a heterogeneous graph's relation segments
 
   // Part p's patch, seeds, halo and cache list into <tmp>/part<p>/.
   PartStats write(const std::string& tmp, int p);
@@ -491,10 +513,14 @@ PartStats PartWriter::write(const std::string& tmp, int p) {
   st.end = meta.offsets[p + 1];
   std::string pd = part_dir(tmp, p);
   std::filesystem::create_directories(pd);
-  dispatch_index(g.index_dtype(), [&](auto tag) {
-    st.edges = write_patch<decltype(tag)>(g, r.old2new, r.new2old, st.begin, st.end, pd,
-                                          opts.write_chunk_bytes);
-  });
+  if (hetero) {
+    st.edges = detail::write_hetero_patch(g, *hetero, r.old2new, r.new2old, st.begin, st.end, pd);
+  } else {
+    dispatch_index(g.index_dtype(), [&](auto tag) {
+      st.edges = write_patch<decltype(tag)>(g, r.old2new, r.new2old, st.begin, st.end, pd,
+                                            opts.write_chunk_bytes);
+    });
+  }
   std::vector<int64_t> seeds;
   const int64_t* t = train_new.data<int64_t>();
   for (int64_t i = 0; i < train_new.dim(0); ++i) {
@@ -568,6 +594,10 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   phase("renumber + edge cut");
 
   describe(meta, ds, opts, policy, moved, std::move(method_report));
+  if (ds.hetero) {
+    meta.hetero = std::make_shared<HeteroLayout>(
+        detail::make_hetero_layout(*ds.hetero, meta.offsets, r.new2old));
+  }
   const std::vector<int64_t> score = new_id_scores(ds, opts, policy, r.old2new);
   phase("hotness");
 
@@ -585,6 +615,7 @@ PartitionMeta partition_dataset(const Dataset& ds, const PartitionOptions& opts,
   }
   const std::vector<Pair> links = sorted_link_train(ds, r.old2new);
   if (ds.link_train.defined()) w.links = &links;
+  w.hetero = ds.hetero.get();
   for (int p = 0; p < opts.parts; ++p) meta.part.push_back(w.write(dir.tmp_path(), p));
   save_npy(dir.file("old2new.npy"), Array::from_vector(std::move(r.old2new)));
   save_npy(dir.file("new2old.npy"), Array::from_vector(std::move(r.new2old)));
@@ -735,6 +766,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     return path;
   };
   d.patch = load_rows(pd, "", rows, begin, m, need);
+  if (m.hetero) detail::load_hetero_part(d);
   auto ids_in = [&](const std::string& path, int64_t lo, int64_t hi) {
     Array a = load_npy(need(path), DType::kInt64, 1);
     const int64_t* v = a.data<int64_t>();

@@ -12,6 +12,7 @@
 #include "ccc/communicator.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "csp/hetero_reference.hpp"
 #include "csp/sampler.hpp"
 #include "csp/temporal_reference.hpp"
 #include "graph/generate.hpp"
@@ -375,6 +376,61 @@ INSTANTIATE_TEST_SUITE_P(Backends, PInvariance, ::testing::ValuesIn(test::sample
                            return b;
                          });
 
+// Heterogeneous graphs: a P-part partition of the typed fixture (tests/graph/hetero_fixture.hpp)
+// samples per relation exactly the blocks the whole-graph reference gives for the same seeds, with
+// every relation's tasks of a layer in one CSP round.
+struct HeteroWorld {
+  std::string dir;
+  PartitionData part;
+  testref::HeteroWhole whole;
+};
+HeteroWorld& hetero_world() {
+  static HeteroWorld* w = [] {
+    Communicator& c = *g_comm;
+    auto* w = new HeteroWorld;
+    w->dir = world().dir + "_hetero";
+    if (c.rank() == 0) {
+      PartitionOptions o;
+      o.parts = c.size();
+      o.verbose = false;
+      o.overwrite = true;
+      partition_dataset(hetero_union(testref::hetero_fixture()), o, w->dir);
+    }
+    c.barrier();
+    w->part = load_partition(w->dir, c.rank(), c.size());
+    w->whole = testref::hetero_whole(w->dir, c.size());
+    return w;
+  }();
+  return *w;
+}
+
+TEST_P(PInvariance, Heterogeneous) {
+  HeteroWorld& w = hetero_world();
+  SamplerOptions o;
+  parse_fanouts_option("cites:3,writes:2,*:1;cites:2,rev_writes:3,*:2", o);
+  o.seed = 9;
+  CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
+  for (int64_t batch = 0; batch < 3; ++batch) {
+    std::vector<int64_t> seeds;
+    const int64_t* t = w.part.seeds.data<int64_t>();
+    for (int64_t i = batch; i < w.part.seeds.dim(0); i += 3) seeds.push_back(t[i]);
+    if (batch == 1 && g_comm->rank() == 1) seeds.clear();  // collectives still line up
+    SampledBatch got = s.sample_nodes(seeds, 3, batch);
+    const auto want = testref::hetero_reference(w.whole, *w.part.meta.hetero, seeds,
+                                                s.relation_fanouts(), 9, 3, batch);
+    ASSERT_EQ(got.blocks.size(), want.size());
+    for (size_t l = 0; l < want.size(); ++l) {
+      EXPECT_EQ(got.blocks[l].src_ids, want[l].src_ids) << l;
+      EXPECT_EQ(got.blocks[l].indptr, want[l].indptr) << l;
+      EXPECT_EQ(got.blocks[l].indices, want[l].indices) << l;
+      EXPECT_EQ(got.blocks[l].edge_types, want[l].edge_types) << l;
+      EXPECT_EQ(got.blocks[l].src_types, want[l].src_types) << l;
+    }
+  }
+  // one shuffle per layer for all relations: tasks of other ranks' nodes went to their owners
+  if (g_comm->size() > 1) EXPECT_GT(s.stats().tasks_remote, 0);
+}
+
 TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
   World& w = world();
   CollectiveSampler s(w.part, *g_comm, SamplerOptions{{3}});
@@ -459,6 +515,7 @@ int main(int argc, char** argv) {
   if (comm->rank() == 0) {
     std::error_code ec;
     std::filesystem::remove_all(dsp::world().dir, ec);
+    std::filesystem::remove_all(dsp::world().dir + "_hetero", ec);
   }
   dsp::g_comm = nullptr;
   comm.reset();

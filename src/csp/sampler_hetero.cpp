@@ -1,0 +1,282 @@
+// Heterogeneous sampling (CollectiveSampler::sample_hetero): per-relation fanouts, every layer's
+// (node, relation) tasks through one CSP round, blocks over union ids with relation and type
+// arrays.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/lists.hpp"
+#include "core/timer.hpp"
+#include "csp/sampler.hpp"
+
+namespace dsp {
+
+namespace {
+
+constexpr int kMaxRelationFanout = 1 << 22;
+
+// "writes:10,cites:15;writes:5" -> per layer, relation name -> count (in order of appearance).
+using LayerSpec = std::vector<std::pair<std::string, int>>;
+
+int parse_count(const std::string& s, const std::string& item) {
+  size_t used = 0;
+  int v = -1;
+  try {
+    v = std::stoi(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  DSP_CHECK_ARG(used == s.size() && !s.empty() && v >= 0 && v <= kMaxRelationFanout,
+                "--fanouts: '{}' needs a count in [0, {}] after its relation", item,
+                kMaxRelationFanout);
+  return v;
+}
+
+std::vector<LayerSpec> parse_text_spec(const std::string& text) {
+  std::vector<LayerSpec> layers;
+  size_t b = 0;
+  while (b <= text.size()) {
+    size_t e = text.find(';', b);
+    if (e == std::string::npos) e = text.size();
+    LayerSpec layer;
+    for (const std::string& item : split_list(text.substr(b, e - b))) {
+      if (item.empty()) continue;
+      const size_t c = item.rfind(':');
+      DSP_CHECK_ARG(c != std::string::npos && c > 0,
+                    "--fanouts: '{}' is not relation:count (layers are separated by ';')", item);
+      layer.emplace_back(item.substr(0, c), parse_count(item.substr(c + 1), item));
+    }
+    DSP_CHECK_ARG(!layer.empty(), "--fanouts: layer {} of '{}' names no relation",
+                  layers.size() + 1, text);
+    layers.push_back(std::move(layer));
+    b = e + 1;
+  }
+  return layers;
+}
+
+std::vector<LayerSpec> parse_json_spec(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(InvalidArgument, "--fanouts: not valid JSON ({})", e.what());
+  }
+  DSP_CHECK_ARG(j.is_object() && !j.empty(),
+                "--fanouts: a JSON map of relation -> [count per layer] is expected");
+  size_t L = 0;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    DSP_CHECK_ARG(it->is_array() && !it->empty(),
+                  "--fanouts: relation '{}' needs a list of counts, one per layer", it.key());
+    DSP_CHECK_ARG(L == 0 || it->size() == L,
+                  "--fanouts: relation '{}' has {} layers, another relation {}", it.key(),
+                  it->size(), L);
+    L = it->size();
+  }
+  std::vector<LayerSpec> layers(L);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    for (size_t l = 0; l < L; ++l) {
+      const nlohmann::json& v = (*it)[l];
+      DSP_CHECK_ARG(v.is_number_integer(), "--fanouts: relation '{}' layer {}: not an integer",
+                    it.key(), l + 1);
+      layers[l].emplace_back(it.key(), parse_count(std::to_string(v.get<int64_t>()), it.key()));
+    }
+  }
+  return layers;
+}
+
+std::vector<LayerSpec> parse_spec(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  return first != std::string::npos && text[first] == '{' ? parse_json_spec(text)
+                                                          : parse_text_spec(text);
+}
+
+std::string relation_list(const HeteroSchema& s) {
+  std::string out;
+  for (const RelationInfo& r : s.relations) out += (out.empty() ? "" : ", ") + r.key();
+  return out;
+}
+
+// The relation a --fanouts name means: its key, or a name only one relation has.
+int find_relation(const HeteroSchema& s, const std::string& name) {
+  int found = -1, matches = 0;
+  for (int r = 0; r < s.num_relations(); ++r) {
+    if (s.relations[r].key() == name) return r;
+    if (s.relations[r].name == name) {
+      found = r;
+      ++matches;
+    }
+  }
+  DSP_CHECK_ARG(matches <= 1,
+                "--fanouts: relation name '{}' is ambiguous ({} relations have it); name it by "
+                "its key src___name___dst",
+                name, matches);
+  DSP_CHECK_ARG(found >= 0, "--fanouts: no relation '{}' in the graph (relations: {})", name,
+                relation_list(s));
+  return found;
+}
+
+}  // namespace
+
+void parse_fanouts_option(const std::string& text, SamplerOptions& o) {
+  if (text.find(':') == std::string::npos && text.find('{') == std::string::npos) {
+    o.fanouts = parse_int_list(text, "--fanouts");
+    o.relation_fanouts.clear();
+    return;
+  }
+  std::vector<int> widest;
+  for (const LayerSpec& layer : parse_spec(text)) {
+    int m = 0;
+    for (const auto& item : layer) m = std::max(m, item.second);
+    widest.push_back(std::max(m, 1));
+  }
+  o.fanouts = widest;
+  o.relation_fanouts = text;
+}
+
+std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
+                                                       const HeteroSchema& schema) {
+  const int R = schema.num_relations();
+  if (o.relation_fanouts.empty()) {
+    std::vector<std::vector<int>> out;
+    for (int f : o.fanouts) out.emplace_back(R, f);
+    return out;
+  }
+  std::vector<std::vector<int>> out;
+  for (const LayerSpec& layer : parse_spec(o.relation_fanouts)) {
+    std::vector<int> f(R, -1);
+    int rest = 0;
+    for (const auto& [name, count] : layer) {
+      if (name == "*") {
+        rest = count;
+        continue;
+      }
+      const int r = find_relation(schema, name);
+      DSP_CHECK_ARG(f[r] < 0, "--fanouts: relation '{}' is given twice in layer {}", name,
+                    out.size() + 1);
+      f[r] = count;
+    }
+    for (int& c : f) c = c < 0 ? rest : c;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void CollectiveSampler::init_hetero() {
+  const HeteroSchema& s = part_.meta.hetero->schema;
+  DSP_CHECK_ARG(!opts_.labor && opts_.scheme == SampleScheme::kNodeWise && !opts_.biased &&
+                    !opts_.temporal && opts_.mode == SampleMode::kCsp && !opts_.blocks_on_device,
+                "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
+                "(--sampler labor|layer, biased, temporal and pull sampling are not supported "
+                "on it)");
+  DSP_CHECK_ARG(part_.relation_indptr.defined(),
+                "sampler: the heterogeneous part has no relation segments (relation_indptr.npy)");
+  num_rel_ = s.num_relations();
+  DSP_CHECK_ARG(part_.meta.num_nodes * num_rel_ < (int64_t{1} << csp::kTaskShift),
+                "sampler: {} nodes x {} relations exceed the 2^{} task ids", part_.meta.num_nodes,
+                num_rel_, csp::kTaskShift);
+  rel_fanouts_ = resolve_relation_fanouts(opts_, s);
+  opts_.fanouts.clear();  // each layer's largest count: the layer count and the stats' size
+  for (const std::vector<int>& f : rel_fanouts_) {
+    opts_.fanouts.push_back(std::max(1, *std::max_element(f.begin(), f.end())));
+  }
+  rels_by_dst_.assign(s.num_types(), {});
+  for (int r = 0; r < s.num_relations(); ++r) rels_by_dst_[s.relations[r].dst_type].push_back(r);
+  for (int64_t& o : offsets_) o *= num_rel_;
+}
+
+void CollectiveSampler::hetero_layer(const std::vector<int64_t>& nodes,
+                                     const std::vector<int32_t>& types, int64_t epoch,
+                                     int64_t batch, int l, Block& out) {
+  // Tasks: node i's relations into its type, in relation order, as ids v R + r.
+  const std::vector<int>& fan = rel_fanouts_[l];
+  std::vector<int64_t> tasks;
+  std::vector<int32_t> task_fan;
+  std::vector<int64_t> first(nodes.size() + 1, 0);  // node i's tasks: [first[i], first[i + 1])
+  std::vector<int32_t> task_rel;
+  int max_fan = 1;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    first[i] = static_cast<int64_t>(tasks.size());
+    for (int r : rels_by_dst_[types[i]]) {
+      if (fan[r] == 0) continue;
+      tasks.push_back(nodes[i] * num_rel_ + r);
+      task_fan.push_back(fan[r]);
+      task_rel.push_back(r);
+      max_fan = std::max(max_fan, fan[r]);
+    }
+  }
+  first[nodes.size()] = static_cast<int64_t>(tasks.size());
+  const int64_t nt = static_cast<int64_t>(tasks.size());
+  Buffers& bf = *buf_;
+  const bool host = backend_->memory() == MemorySpace::kHost;
+  const int64_t* task_ptr = tasks.data();
+  const int32_t* fan_ptr = task_fan.data();
+  if (!host) {
+    backend_->to_backend(bf.frontier->reserve_n<int64_t>(nt), tasks.data(), nt * sizeof(int64_t));
+    backend_->to_backend(bf.fanout->reserve_n<int32_t>(nt), task_fan.data(), nt * sizeof(int32_t));
+    task_ptr = bf.frontier->as<int64_t>();
+    fan_ptr = bf.fanout->as<int32_t>();
+  }
+  const LayerPicks lo =
+      run_layer(task_ptr, nt, fan_ptr, max_fan, rng_key(opts_.seed, epoch, batch, l));
+  // The picks per node: its tasks' picks are consecutive (tasks in node order).
+  std::vector<int64_t> toff(nt + 1);
+  backend_->to_host(toff.data(), lo.offsets, (nt + 1) * sizeof(int64_t));
+  std::vector<int64_t> noff(nodes.size() + 1);
+  for (size_t i = 0; i <= nodes.size(); ++i) noff[i] = toff[first[i]];
+  LayerPicks per_node = lo;
+  per_node.offsets = noff.data();
+  const int64_t* dst = nodes.data();
+  if (!host) {
+    backend_->to_backend(bf.offsets->reserve_n<int64_t>(noff.size()), noff.data(),
+                         noff.size() * sizeof(int64_t));
+    per_node.offsets = bf.offsets->as<int64_t>();
+    backend_->to_backend(bf.next->reserve_n<int64_t>(nodes.size()), nodes.data(),
+                         nodes.size() * sizeof(int64_t));
+    dst = bf.next->as<int64_t>();
+  }
+  backend_->relabel(dst, static_cast<int64_t>(nodes.size()), per_node, l, out, nullptr);
+  out.edges_to_host();
+  out.edge_types.resize(out.num_edges());
+  for (int64_t j = 0; j < nt; ++j) {
+    std::fill(out.edge_types.begin() + toff[j], out.edge_types.begin() + toff[j + 1], task_rel[j]);
+  }
+  const HeteroLayout& h = *part_.meta.hetero;
+  out.src_types.resize(out.num_src);
+  std::copy(types.begin(), types.end(), out.src_types.begin());
+  for (int64_t i = out.num_dst; i < out.num_src; ++i) out.src_types[i] = h.type_of(out.src_ids[i]);
+}
+
+SampledBatch CollectiveSampler::sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch,
+                                              int64_t batch) {
+  Stopwatch total;
+  std::string err = part_.meta.hetero ? seed_error(seeds, part_.meta.num_nodes,
+                                                   opts_.require_owned_seeds, rank_, begin_, end_)
+                                      : "sampler: sample_hetero needs a heterogeneous partition";
+  check_collective(err.empty(), err);
+  const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
+  const HeteroLayout& h = *part_.meta.hetero;
+  SampledBatch out;
+  out.epoch = epoch;
+  out.batch = batch;
+  out.seeds = seeds;
+  std::vector<int64_t> nodes = seeds;
+  std::vector<int32_t> types(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) types[i] = h.type_of(nodes[i]);
+  const int L = static_cast<int>(rel_fanouts_.size());
+  std::vector<Block> blocks(L);
+  for (int l = 0; l < L; ++l) {
+    Stopwatch lsw;
+    hetero_layer(nodes, types, epoch, batch, l, blocks[l]);
+    nodes = blocks[l].src_ids;
+    types = blocks[l].src_types;
+    stats_.sampled_edges += blocks[l].num_edges();
+    stats_.layer_sources[l] += blocks[l].num_src;
+    stats_.t_layer[l] += lsw.seconds();
+  }
+  finish_batch(out, blocks, static_cast<int64_t>(seeds.size()), sent0, recv0, total.seconds());
+  return out;
+}
+
+}  // namespace dsp
