@@ -10,9 +10,10 @@
 
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/fs.hpp"
 #include "core/memory.hpp"
 #include "graph/dataset.hpp"
-#include "core/fs.hpp"
+#include "graph/hetero.hpp"
 #include "layout/partition/partition.hpp"
 #include "layout/partition/partition_plan.hpp"
 
@@ -79,16 +80,57 @@ void run_partition_info(const InfoArgs& a) {
              m.cache_bytes >= 0 ? fmt::format("{} per part", format_bytes(m.cache_bytes))
                                 : fmt::format("{:g} of each part's nodes", m.cache_ratio));
   if (m.hops > 0) fmt::print("replication  {} hops (pagraph), halo cap {}\n", m.hops, m.halo_cap);
+  const HeteroLayout* h = m.hetero.get();
+  if (h) {
+    fmt::print("types        {} node types, {} relations, target {}\n", h->num_types(),
+               h->num_relations(), h->schema.target_type);
+  }
   for (int p = 0; p < m.parts; ++p) {
     const PartStats& s = m.part[p];
     fmt::print("part {:<7} nodes [{}, {}), {} entries, {} training seeds, {} cached\n", p, s.begin,
                s.end, s.edges, s.seeds, s.cached);
+    for (int t = 0; h && t < h->num_types(); ++t) {
+      const size_t k = static_cast<size_t>(p) * h->num_types() + t;
+      fmt::print("  {:<15} [{}, {})\n", h->schema.node_types[t].name, h->bounds[k],
+                 h->bounds[k + 1]);
+    }
   }
   fmt::print("train with   mpirun -np {} dsp train {}\n", m.parts, a.dir);
 }
 
+// A heterogeneous dataset directory: its node types and relations (validated as loaded).
+void run_hetero_info(const InfoArgs& a) {
+  LoadOptions lo;
+  lo.validate = !a.no_validate;
+  const HeteroDataset ds = load_hetero_dataset(a.dir, lo);
+  const HeteroSchema& s = ds.schema;
+  if (a.json) {
+    nlohmann::json j = s.to_json();
+    j["dir"] = a.dir;
+    j["name"] = ds.name;
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("dataset      {} (heterogeneous)\n", a.dir);
+  fmt::print("name         {}\n", ds.name);
+  for (const NodeTypeInfo& t : s.node_types) {
+    fmt::print("node type    {:<20} {:>12} nodes, {}\n", t.name, t.count,
+               t.feature_dim
+                   ? fmt::format("{} x {} features", t.feature_dim, dtype_name(t.feature_dtype))
+                   : std::string("no features"));
+  }
+  for (const RelationInfo& r : s.relations) {
+    fmt::print("relation     {:<44} {:>12} edges\n", r.key(), r.edges);
+  }
+  fmt::print("target       {}, {} classes, train {} / valid {} / test {}\n", s.target_type,
+             s.num_classes, ds.train_idx.defined() ? ds.train_idx.dim(0) : 0,
+             ds.valid_idx.defined() ? ds.valid_idx.dim(0) : 0,
+             ds.test_idx.defined() ? ds.test_idx.dim(0) : 0);
+}
+
 void run_info(const InfoArgs& a) {
   if (path_exists(a.dir + "/partition.json")) return run_partition_info(a);
+  if (is_hetero_dataset(a.dir)) return run_hetero_info(a);
   LoadOptions lo;
   lo.validate = !a.no_validate;
   Dataset ds = load_dataset(a.dir, lo);
