@@ -9,14 +9,56 @@
 
 namespace dsp {
 
+namespace {
+
+// The heterogeneous fields: a schema's types and relations, or none for a homogeneous model.
+void check_hetero_fields(const ModelConfig& m) {
+  if (!m.hetero()) {
+    DSP_CHECK_ARG(m.type_dims.empty() && m.relation_src.empty() && m.relation_dst.empty(),
+                  "node types and relations are for the heterogeneous models (rgcn, hsage), not "
+                  "{}",
+                  m.model);
+    return;
+  }
+  DSP_CHECK_ARG(!m.type_dims.empty() && !m.relation_src.empty() &&
+                    m.relation_src.size() == m.relation_dst.size(),
+                "--model {} needs the graph's node types and relations ({} types, {} relation "
+                "sources, {} destinations)",
+                m.model, m.type_dims.size(), m.relation_src.size(), m.relation_dst.size());
+  bool featureless = false;
+  for (const int64_t d : m.type_dims) {
+    DSP_CHECK_ARG(d >= 0, "node type input widths must be >= 0, got {}", d);
+    featureless = featureless || d == 0;
+  }
+  for (int r = 0; r < m.num_relations(); ++r) {
+    DSP_CHECK_ARG(m.relation_src[r] >= 0 && m.relation_src[r] < m.num_types() &&
+                      m.relation_dst[r] >= 0 && m.relation_dst[r] < m.num_types(),
+                  "relation {} goes from type {} to type {}, outside the {} node types", r,
+                  m.relation_src[r], m.relation_dst[r], m.num_types());
+  }
+  DSP_CHECK_ARG(m.embedding_dim == (featureless ? m.hidden : 0),
+                "--model {}: the nodes of a type without features enter with learnable rows of "
+                "the hidden width ({}), so the embedding width must be {}, got {} (leave "
+                "--embedding-dim out)",
+                m.model, m.hidden, featureless ? m.hidden : 0, m.embedding_dim);
+  DSP_CHECK_ARG(!m.preaggregated,
+                "--preaggregate with --model {}: pre-aggregated rows are a homogeneous graph's "
+                "(one aggregation over every in-neighbour), not one per relation",
+                m.model);
+  DSP_CHECK_ARG(m.predictor == "none", "--model {} classifies nodes: no link predictor", m.model);
+}
+
+}  // namespace
+
 void ModelConfig::validate() const {
-  DSP_CHECK_ARG(model == "sage" || model == "gcn" || model == "gat",
-                "unknown model '{}' (sage, gcn, gat)", model);
-  DSP_CHECK_ARG(in_dim > 0, "model input dimension must be positive, got {}", in_dim);
+  DSP_CHECK_ARG(model == "sage" || model == "gcn" || model == "gat" || hetero(),
+                "unknown model '{}' (sage, gcn, gat; rgcn, hsage on heterogeneous graphs)", model);
+  DSP_CHECK_ARG(hetero() || in_dim > 0, "model input dimension must be positive, got {}", in_dim);
   DSP_CHECK_ARG(out_dim > 0, "model output dimension (classes) must be positive, got {}", out_dim);
   DSP_CHECK_ARG(hidden > 0, "hidden size must be positive, got {}", hidden);
   DSP_CHECK_ARG(layers >= 1, "a model needs at least one layer, got {}", layers);
   DSP_CHECK_ARG(dropout >= 0.0 && dropout < 1.0, "dropout must lie in [0, 1), got {}", dropout);
+  check_hetero_fields(*this);
   DSP_CHECK_ARG(!preaggregated || model == "sage" || model == "gcn",
                 "--preaggregate works with sage and gcn, whose first layer is a linear map of a "
                 "neighbour aggregate; {}'s first layer cannot be computed ahead of sampling",
@@ -27,17 +69,30 @@ void ModelConfig::validate() const {
                 layers);
   DSP_CHECK_ARG(predictor == "none" || predictor == "dot" || predictor == "mlp",
                 "unknown predictor '{}' (dot, mlp)", predictor);
-  DSP_CHECK_ARG(embedding_dim >= 0 && embedding_dim <= in_dim,
+  DSP_CHECK_ARG(hetero() || (embedding_dim >= 0 && embedding_dim <= in_dim),
                 "embedding dimension {} must lie in [0, in_dim = {}]", embedding_dim, in_dim);
   DSP_CHECK_ARG(heads >= 1 && out_heads >= 1, "attention heads must be >= 1, got {} and {}", heads,
                 out_heads);
 }
 
 nlohmann::json ModelConfig::to_json() const {
-  return {{"model", model},     {"in_dim", in_dim},       {"hidden", hidden},
-          {"out_dim", out_dim}, {"layers", layers},       {"dropout", dropout},
-          {"heads", heads},     {"out_heads", out_heads}, {"preaggregated", preaggregated},
-          {"predictor", predictor}, {"embedding_dim", embedding_dim}};
+  nlohmann::json j = {{"model", model},
+                      {"in_dim", in_dim},
+                      {"hidden", hidden},
+                      {"out_dim", out_dim},
+                      {"layers", layers},
+                      {"dropout", dropout},
+                      {"heads", heads},
+                      {"out_heads", out_heads},
+                      {"preaggregated", preaggregated},
+                      {"predictor", predictor},
+                      {"embedding_dim", embedding_dim}};
+  if (hetero()) {
+    j["type_dims"] = type_dims;
+    j["relation_src"] = relation_src;
+    j["relation_dst"] = relation_dst;
+  }
+  return j;
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
@@ -54,6 +109,9 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     c.preaggregated = j.value("preaggregated", false);  // absent in older checkpoints
     c.predictor = j.value("predictor", std::string("none"));
     c.embedding_dim = j.value("embedding_dim", int64_t{0});
+    c.type_dims = j.value("type_dims", std::vector<int64_t>{});  // heterogeneous models only
+    c.relation_src = j.value("relation_src", std::vector<int>{});
+    c.relation_dst = j.value("relation_dst", std::vector<int>{});
   } catch (const nlohmann::json::exception& e) {
     DSP_THROW_T(FormatError, "bad model config {}: {}", j.dump(), e.what());
   }
@@ -69,7 +127,10 @@ OptionTable<TrainConfig> make_train_table() {
 #define DSP_TRAIN(member) [](T& t) -> auto& { return t.member; }
   // clang-format on
   return {
-      value<T>("--model", "model", "sage (default), gcn or gat", DSP_TRAIN(model.model)),
+      value<T>("--model", "model",
+               "sage (default), gcn or gat; on a heterogeneous graph rgcn (R-GCN) or hsage (a "
+               "GraphSAGE per relation, summed per node type)",
+               DSP_TRAIN(model.model)),
       value<T>("--hidden", "hidden", "hidden width (GAT: per head; default 128)",
                DSP_TRAIN(model.hidden)),
       value<T>("--lr", "lr", "learning rate (default 0.01)", DSP_TRAIN(lr)),
@@ -125,6 +186,10 @@ void TrainConfig::validate() const {
   DSP_CHECK_ARG(normalize_features == "none" || normalize_features == "row" ||
                     normalize_features == "standard",
                 "--normalize-features must be none, row or standard, got '{}'", normalize_features);
+  DSP_CHECK_ARG(normalize_features != "standard" || !model.hetero(),
+                "--normalize-features standard with --model {}: per node type column statistics "
+                "are not implemented; use row or none",
+                model.model);
   DSP_CHECK_ARG(lr_schedule == "none" || lr_schedule == "cosine" || lr_schedule == "step" ||
                     lr_schedule == "plateau",
                 "--lr-schedule must be none, cosine, step or plateau, got '{}'", lr_schedule);
@@ -137,9 +202,12 @@ void TrainConfig::validate() const {
 }
 
 nlohmann::json TrainConfig::to_json() const {
-  return {{"model", model.to_json()},     {"optimizer", optimizer},
-          {"lr", lr},                     {"weight_decay", weight_decay},
-          {"momentum", momentum},         {"seed", seed},
+  return {{"model", model.to_json()},
+          {"optimizer", optimizer},
+          {"lr", lr},
+          {"weight_decay", weight_decay},
+          {"momentum", momentum},
+          {"seed", seed},
           {"normalize_features", normalize_features}};
 }
 

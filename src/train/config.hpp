@@ -13,6 +13,8 @@
 namespace dsp {
 
 struct ModelConfig {
+  // On heterogeneous graphs "rgcn" (R-GCN) or "hsage" (a GraphSAGE per relation, summed per
+  // destination type; model_hetero.cpp), whose in_dim is 0 (see type_dims).
   std::string model = "sage";  // "sage" (GraphSAGE, mean aggregator) | "gcn" | "gat"
   int64_t in_dim = 0;          // feature dimension
   int64_t hidden = 128;        // width of every hidden layer; for GAT: per head (DGL/PyG style),
@@ -34,10 +36,20 @@ struct ModelConfig {
   // Learnable node embeddings (layout/store/embedding_table.hpp) concatenated after the features:
   // in_dim counts them (in_dim = feature columns + embedding_dim).
   int64_t embedding_dim = 0;
+  // Heterogeneous models (graph/hetero.hpp's schema): every node type's input width, 0 for a type
+  // without features, whose nodes enter with learnable rows of `hidden` columns (embedding_dim
+  // is then `hidden`); every relation's source and destination type. Empty otherwise.
+  std::vector<int64_t> type_dims;
+  std::vector<int> relation_src, relation_dst;
 
+  bool hetero() const { return is_hetero_model(model); }
+  static bool is_hetero_model(const std::string& name) { return name == "rgcn" || name == "hsage"; }
+  int num_types() const { return static_cast<int>(type_dims.size()); }
+  int num_relations() const { return static_cast<int>(relation_src.size()); }
   int num_blocks() const { return preaggregated ? layers - 1 : layers; }
   int64_t input_width() const { return preaggregated ? 2 * in_dim : in_dim; }
-  // Throws InvalidArgument naming the field ("unknown model 'x' (sage, gcn, gat)", ...).
+  // Throws InvalidArgument naming the field ("unknown model 'x' (sage, gcn, gat, rgcn, hsage)",
+  // ...).
   void validate() const;
   nlohmann::json to_json() const;
   static ModelConfig from_json(const nlohmann::json& j);  // FormatError on missing/bad fields

@@ -254,8 +254,15 @@ torch::Tensor GnnModel::score(const torch::Tensor& hs, const torch::Tensor& hd) 
   return pred_out_->forward(torch::relu(pred_hidden_->forward(hs * hd))).squeeze(1);
 }
 
+torch::Tensor GnnModel::forward_hetero(const HeteroInput&, at::Generator*) {
+  DSP_THROW_T(InvalidArgument,
+              "--model {} is for homogeneous graphs: a heterogeneous batch needs rgcn or hsage",
+              cfg_.model);
+}
+
 std::shared_ptr<GnnModel> make_model(const ModelConfig& cfg) {
   cfg.validate();
+  if (cfg.hetero()) return make_hetero_model(cfg);
   auto m = std::make_shared<StackModel>(cfg);
   m->make_predictor();
   return m;

@@ -22,6 +22,17 @@
 // fused with it; not on the raw input features), on the input of every GAT layer and on GAT's
 // attention weights. Masks come from keys drawn from the generator passed to forward, so training
 // is reproducible per step (see TrainConfig::seed).
+//
+// Heterogeneous graphs (model_hetero.cpp; blocks over union ids with edge_types and src_types,
+// csp/block.hpp): every node type enters with a hidden-width vector, a linear projection of its
+// features (no activation) or, for a type without features, its learnable row; then per layer,
+// with mean_r(v) the mean of h_u over v's in-neighbours u through relation r (0 without any):
+//  * rgcn:  R-GCN (Schlichtkrull et al.; DGL's RelGraphConv with self_loop, no bases):
+//           h_v' = W_0 h_v + sum_{r into v's type} W_r mean_r(v) + b.
+//  * hsage: DGL's HeteroGraphConv(aggregate='sum') of one SAGEConv('mean') per relation:
+//           h_v' = sum_{r into v's type} (W_self,r h_v + W_neigh,r mean_r(v) + b_r); a type no
+//           relation enters gets 0 (DGL leaves it out of the layer's output).
+// ReLU and dropout (fused) between layers; the logits are the last block's destinations'.
 #include <torch/torch.h>
 
 #include <memory>
@@ -32,6 +43,29 @@
 #include "train/config.hpp"
 
 namespace dsp {
+
+// One block of a heterogeneous batch split by node type and relation (hetero_block_tensors): the
+// destinations of type t, and per relation r the block's edges of r as a CSR over the rows of
+// its destination type (in dst_rows' order) into all the block's sources. Built on the host from
+// Block::edge_types, once per batch.
+struct HeteroBlockTensors {
+  int64_t num_dst = 0, num_src = 0;
+  std::vector<torch::Tensor> dst_rows;  // [T] int64: positions in [0, num_dst), ascending
+  std::vector<BlockTensors> relations;  // [R]: num_dst = dst_rows[dst type].size(0)
+};
+// InvalidArgument when the block has no edge_types/src_types of the right sizes, a type or
+// relation index outside the config's, or an edge of relation r into a node of another type
+// than r's destination type.
+HeteroBlockTensors hetero_block_tensors(const Block& b, const ModelConfig& cfg,
+                                        const torch::Device& device = torch::kCPU);
+
+// A heterogeneous batch's input: the blocks and, per node type t, the positions of blocks[0]'s
+// sources of type t (`rows[t]`, int64) and their input rows `x[t]` ([rows, type_dims[t]]
+// features, or [rows, hidden] learnable rows for a type without features).
+struct HeteroInput {
+  std::vector<HeteroBlockTensors> blocks;
+  std::vector<torch::Tensor> rows, x;
+};
 
 class GnnModel : public torch::nn::Module {
  public:
@@ -47,6 +81,10 @@ class GnnModel : public torch::nn::Module {
   // layer's input] -> [num_dst, layer_width(layer)]. Layer-wise inference (train/inference.hpp)
   // composes forward from these; a pre-aggregated model has none (InvalidArgument).
   virtual torch::Tensor forward_layer(int layer, const BlockTensors& block, torch::Tensor h) = 0;
+  // A heterogeneous model's forward (ModelConfig::hetero()): logits [blocks.back().num_dst,
+  // out_dim]. InvalidArgument for the homogeneous models, and from the heterogeneous ones' forward
+  // and forward_layer (full-neighbour inference has no per-type input there).
+  virtual torch::Tensor forward_hetero(const HeteroInput& in, at::Generator* gen = nullptr);
   // Width of layer `layer`'s output as forward_layer returns it (GAT hidden: hidden * heads).
   int64_t layer_width(int layer) const;
   // Link prediction (ModelConfig::predictor dot or mlp): one logit per pair of output rows,
@@ -67,7 +105,9 @@ class GnnModel : public torch::nn::Module {
   torch::nn::Linear pred_hidden_{nullptr}, pred_out_{nullptr};
 };
 
-// InvalidArgument "unknown model 'x' (sage, gcn, gat)" and the other config checks.
+// InvalidArgument "unknown model 'x' (sage, gcn, gat, ...)" and the other config checks.
 std::shared_ptr<GnnModel> make_model(const ModelConfig& cfg);
+// rgcn and hsage (model_hetero.cpp); make_model calls it for them.
+std::shared_ptr<GnnModel> make_hetero_model(const ModelConfig& cfg);
 
 }  // namespace dsp

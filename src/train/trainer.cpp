@@ -95,6 +95,8 @@ void keep_freed_memory() {
 
 }  // namespace
 
+using EmbeddingRowMap = Trainer::EmbeddingRowMap;
+
 struct Trainer::Impl {
   std::shared_ptr<GnnModel> model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -106,9 +108,10 @@ struct Trainer::Impl {
   // Learnable embeddings: the table, and the last step's input ids and their rows' gradients
   // (host), applied once the step's global count is known.
   EmbeddingTable* table = nullptr;
+  EmbeddingRowMap emb_rows;  // heterogeneous models: a featureless node's row in the table
   std::vector<int64_t> emb_ids;
   torch::Tensor emb_grad;  // [ids, dim] where the table reads it (table_on_trainer_device)
-  float last_count = 0;  // the last step's global count of seeds (or pairs)
+  float last_count = 0;    // the last step's global count of seeds (or pairs)
 };
 
 Trainer::Trainer(const TrainConfig& config, Communicator& comm)
@@ -183,6 +186,58 @@ int64_t Trainer::num_parameters() const { return impl_->numel; }
 
 namespace {
 
+// The per-type inputs of a heterogeneous batch (load_batch's typed_* and, for the types without
+// features, the embedding rows gather_embedding added) against the model.
+void check_typed_inputs(const LoadedBatch& b, const ModelConfig& cfg) {
+  const int T = cfg.num_types();
+  DSP_CHECK_ARG(static_cast<int>(b.typed_rows.size()) == T &&
+                    static_cast<int>(b.typed_features.size()) == T &&
+                    static_cast<int>(b.typed_dims.size()) == T,
+                "the batch has inputs of {} node types but --model {} has {}: a heterogeneous "
+                "model trains on a heterogeneous partition",
+                b.typed_rows.size(), cfg.model, T);
+  int64_t emb_rows = 0;
+  for (int t = 0; t < T; ++t) {
+    const int64_t n = static_cast<int64_t>(b.typed_rows[t].size()), d = cfg.type_dims[t];
+    DSP_CHECK_ARG(b.typed_dims[t] == d &&
+                      static_cast<int64_t>(b.typed_features[t].size()) == n * b.typed_dims[t],
+                  "node type {}: the batch has {} feature values of width {} for {} input nodes, "
+                  "the model expects width {}",
+                  t, b.typed_features[t].size(), b.typed_dims[t], n, d);
+    if (d == 0) emb_rows += n;
+  }
+  const bool need = cfg.embedding_dim > 0;
+  DSP_CHECK_ARG(b.embedding_dim == cfg.embedding_dim &&
+                    (b.device_embedding ||
+                     static_cast<int64_t>(b.embedding.size()) == emb_rows * b.embedding_dim),
+                "batch has {} embedding values of width {}, expected {} rows of the types "
+                "without features x {}{}",
+                b.embedding.size(), b.embedding_dim, emb_rows, cfg.embedding_dim,
+                need ? " (the trainer's gather_embedding adds them)" : "");
+}
+
+// The inputs of a homogeneous batch: features and embedding rows of blocks[0]'s sources.
+void check_inputs(const LoadedBatch& b, const ModelConfig& cfg) {
+  const auto& s = b.sample;
+  DSP_CHECK_ARG(b.typed_rows.empty(),
+                "a heterogeneous batch (per-type inputs) needs --model rgcn or hsage, not {}",
+                cfg.model);
+  DSP_CHECK_ARG(b.feature_dim + b.embedding_dim == cfg.input_width(),
+                "batch features have {} columns{} but the model expects {}", b.feature_dim,
+                b.embedding_dim ? fmt::format(" and {} embedding columns", b.embedding_dim) : "",
+                cfg.input_width());
+  const int64_t n_in = s.blocks.front().num_src;
+  DSP_CHECK_ARG(
+      b.device_embedding || static_cast<int64_t>(b.embedding.size()) == n_in * b.embedding_dim,
+      "batch has {} embedding values, expected {} input nodes x {}", b.embedding.size(), n_in,
+      b.embedding_dim);
+  DSP_CHECK_ARG(b.features_on_device()
+                    ? b.device_features != nullptr
+                    : static_cast<int64_t>(b.features.size()) == n_in * b.feature_dim,
+                "batch has {} feature values, expected {} input nodes x {}", b.features.size(),
+                n_in, b.feature_dim);
+}
+
 void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
   const auto& s = b.sample;
   DSP_CHECK_ARG(static_cast<int>(s.blocks.size()) == cfg.num_blocks(),
@@ -190,30 +245,21 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
                 "must equal the number of layers)",
                 s.blocks.size(), cfg.layers,
                 cfg.preaggregated ? " with a pre-aggregated input" : "", cfg.num_blocks());
-  DSP_CHECK_ARG(b.feature_dim + b.embedding_dim == cfg.input_width(),
-                "batch features have {} columns{} but the model expects {}", b.feature_dim,
-                b.embedding_dim ? fmt::format(" and {} embedding columns", b.embedding_dim) : "",
-                cfg.input_width());
-  const int64_t n_in = s.blocks.front().num_src;
-  DSP_CHECK_ARG(b.device_embedding ||
-                    static_cast<int64_t>(b.embedding.size()) == n_in * b.embedding_dim,
-                "batch has {} embedding values, expected {} input nodes x {}", b.embedding.size(),
-                n_in, b.embedding_dim);
-  DSP_CHECK_ARG(b.features_on_device()
-                    ? b.device_features != nullptr
-                    : static_cast<int64_t>(b.features.size()) == n_in * b.feature_dim,
-                "batch has {} feature values, expected {} input nodes x {}", b.features.size(),
-                n_in, b.feature_dim);
+  if (cfg.hetero()) {
+    check_typed_inputs(b, cfg);
+  } else {
+    check_inputs(b, cfg);
+  }
   const int64_t n_seeds = s.blocks.back().num_dst;
   if (cfg.predictor != "none") {
     const LinkPairs& q = s.pairs;
     DSP_CHECK_ARG(q.dst.size() == q.src.size() && q.label.size() == q.src.size(),
-                  "link pairs: {} sources, {} destinations, {} labels", q.src.size(),
-                  q.dst.size(), q.label.size());
+                  "link pairs: {} sources, {} destinations, {} labels", q.src.size(), q.dst.size(),
+                  q.label.size());
     for (int64_t i = 0; i < q.size(); ++i) {
       DSP_CHECK_ARG(q.src[i] >= 0 && q.src[i] < n_seeds && q.dst[i] >= 0 && q.dst[i] < n_seeds,
-                    "link pair {} ({}, {}) is outside the batch's {} seeds", i, q.src[i],
-                    q.dst[i], n_seeds);
+                    "link pair {} ({}, {}) is outside the batch's {} seeds", i, q.src[i], q.dst[i],
+                    n_seeds);
     }
     return;
   }
@@ -283,6 +329,66 @@ torch::Tensor input_tensor(const LoadedBatch& b, const torch::Device& device,
   return b.feature_dim == 0 ? e : torch::cat({x, e}, 1);
 }
 
+// The embedding table's rows a heterogeneous batch needs: its input nodes of the types without
+// features, type by type in typed_rows' order (each id through `rows` when given).
+std::vector<int64_t> hetero_embedding_ids(const LoadedBatch& b, const ModelConfig& cfg,
+                                          const EmbeddingRowMap& rows) {
+  std::vector<int64_t> ids;
+  if (b.sample.blocks.empty()) return ids;
+  const std::vector<int64_t>& src = b.sample.blocks.front().src_ids;
+  for (int t = 0; t < cfg.num_types() && t < static_cast<int>(b.typed_rows.size()); ++t) {
+    if (cfg.type_dims[t] > 0) continue;
+    for (const int64_t j : b.typed_rows[t]) ids.push_back(rows ? rows(src[j]) : src[j]);
+  }
+  return ids;
+}
+
+torch::Tensor host_index(const std::vector<int64_t>& v, const torch::Device& device) {
+  return torch::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())},
+                          torch::kInt64)
+      .to(device);
+}
+
+// A heterogeneous batch as the model's input: the blocks split by relation, per type its input
+// positions and rows (features as normalize_features says, or the embedding rows: a leaf that
+// records its gradient when `emb_leaf` is set).
+HeteroInput hetero_input(const LoadedBatch& b, const ModelConfig& cfg, const torch::Device& device,
+                         const std::string& how, torch::Tensor* emb_leaf) {
+  HeteroInput in;
+  for (const Block& blk : b.sample.blocks) {
+    in.blocks.push_back(hetero_block_tensors(blk, cfg, device));
+  }
+  torch::Tensor emb;
+  if (cfg.embedding_dim > 0) {
+    emb = b.device_embedding
+              ? *static_cast<const torch::Tensor*>(b.device_embedding.get())
+              : torch::from_blob(const_cast<float*>(b.embedding.data()),
+                                 {static_cast<int64_t>(b.embedding.size()) / cfg.embedding_dim,
+                                  cfg.embedding_dim},
+                                 torch::kFloat32)
+                    .to(device);
+    if (emb_leaf) {
+      emb = emb.clone().requires_grad_(true);
+      *emb_leaf = emb;
+    }
+  }
+  int64_t off = 0;
+  for (int t = 0; t < cfg.num_types(); ++t) {
+    const int64_t n = static_cast<int64_t>(b.typed_rows[t].size()), d = cfg.type_dims[t];
+    in.rows.push_back(host_index(b.typed_rows[t], device));
+    if (d == 0) {
+      in.x.push_back(emb.narrow(0, off, n));
+      off += n;
+      continue;
+    }
+    auto x =
+        torch::from_blob(const_cast<float*>(b.typed_features[t].data()), {n, d}, torch::kFloat32)
+            .to(device);
+    in.x.push_back(normalized(x, how, torch::Tensor(), torch::Tensor()));
+  }
+  return in;
+}
+
 // Link prediction's loss: binary cross-entropy of the predictor's logit of every pair (summed),
 // and (with `correct`) the pairs whose logit has the label's sign.
 torch::Tensor link_loss(GnnModel& model, const torch::Tensor& h, const LinkPairs& q,
@@ -337,6 +443,22 @@ double seconds_since(std::chrono::steady_clock::time_point& t) {
 
 }  // namespace
 
+// The model's output for a batch (train or eval mode as set): a homogeneous model over the
+// blocks and the input rows, a heterogeneous one over the per-type inputs. `emb_leaf` as
+// input_tensor's.
+torch::Tensor Trainer::run_model(const LoadedBatch& batch, at::Generator* gen,
+                                 torch::Tensor* emb_leaf) {
+  auto& I = *impl_;
+  if (cfg_.model.hetero()) {
+    const HeteroInput in =
+        hetero_input(batch, cfg_.model, I.device, cfg_.normalize_features, emb_leaf);
+    return I.model->forward_hetero(in, gen);
+  }
+  auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
+  auto x = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std, emb_leaf);
+  return I.model->forward(blocks, x, gen);
+}
+
 // Forward and backward of one batch with the dropout stream of `stream` (the rank of the
 // symmetric job that trains it); its gradients, loss sum and seed count go into `row` (numel + 2
 // floats, zero on entry). The gradients of the parameters are left set.
@@ -348,10 +470,7 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
     if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
   }
   auto clock = std::chrono::steady_clock::now();
-  auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
   torch::Tensor emb;
-  auto x = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std,
-                        I.table ? &emb : nullptr);
   const uint64_t key =
       mix64(rng_key(cfg_.seed, batch.sample.epoch, batch.sample.batch, stream) ^ kDropoutPurpose);
   at::Generator gen;
@@ -364,7 +483,7 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(key);
   }
-  auto out = I.model->forward(blocks, x, &gen);
+  auto out = run_model(batch, &gen, I.table ? &emb : nullptr);
   torch::Tensor loss;
   int64_t count = 0;
   if (cfg_.model.predictor != "none") {
@@ -387,10 +506,15 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
     off += p.numel();
   }
   if (emb.defined() && emb.grad().defined()) {
-    const auto& ids = batch.sample.blocks.front().src_ids;
-    I.emb_ids.assign(ids.begin(), ids.end());
+    if (cfg_.model.hetero()) {
+      I.emb_ids = hetero_embedding_ids(batch, cfg_.model, I.emb_rows);
+    } else {
+      const auto& ids = batch.sample.blocks.front().src_ids;
+      I.emb_ids.assign(ids.begin(), ids.end());
+    }
     // Where the table takes them: its device's memory, else the host.
-    I.emb_grad = emb.grad().to(table_on_trainer_device() ? I.device : torch::Device(torch::kCPU))
+    I.emb_grad = emb.grad()
+                     .to(table_on_trainer_device() ? I.device : torch::Device(torch::kCPU))
                      .contiguous();
   }
   row[I.numel] = static_cast<float>(loss.item<double>());
@@ -458,16 +582,16 @@ float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   return loss;
 }
 
-void Trainer::attach_embedding(EmbeddingTable* table) {
+void Trainer::attach_embedding(EmbeddingTable* table, EmbeddingRowMap rows) {
   DSP_CHECK_ARG(table == nullptr || table->dim() == cfg_.model.embedding_dim,
                 "the embedding table has {} columns but the model expects {}",
                 table ? table->dim() : 0, cfg_.model.embedding_dim);
   impl_->table = table;
+  impl_->emb_rows = std::move(rows);
 }
 
 bool Trainer::table_on_trainer_device() const {
-  return impl_->table && impl_->table->memory() == MemorySpace::kDevice &&
-         impl_->device.is_cuda();
+  return impl_->table && impl_->table->memory() == MemorySpace::kDevice && impl_->device.is_cuda();
 }
 
 void Trainer::gather_embedding(LoadedBatch& batch) {
@@ -475,7 +599,11 @@ void Trainer::gather_embedding(LoadedBatch& batch) {
   if (!t) return;
   const bool empty = batch.sample.blocks.empty();
   const std::vector<int64_t> none;
-  const std::vector<int64_t>& ids = empty ? none : batch.sample.blocks.front().src_ids;
+  const std::vector<int64_t> typed =
+      cfg_.model.hetero() ? hetero_embedding_ids(batch, cfg_.model, impl_->emb_rows) : none;
+  const std::vector<int64_t>& ids = cfg_.model.hetero() ? typed
+                                    : empty             ? none
+                                                        : batch.sample.blocks.front().src_ids;
   const int64_t n = static_cast<int64_t>(ids.size());
   batch.embedding_dim = t->dim();
   if (table_on_trainer_device()) {  // a device table fills a tensor on the trainer's device
@@ -573,9 +701,7 @@ EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
   auto& I = *impl_;
   torch::NoGradGuard ng;
   I.model->eval();
-  auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-  auto x = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std, nullptr);
-  return count_correct(I.model->forward(blocks, x, nullptr), batch.labels);
+  return count_correct(run_model(batch, nullptr, nullptr), batch.labels);
 }
 
 std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, const float* hidden,
@@ -590,8 +716,8 @@ std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, con
   torch::Tensor h;
   if (layer == 0) {
     DSP_CHECK_ARG(batch.feature_dim + batch.embedding_dim == cfg_.model.in_dim &&
-                      (batch.features_on_device() ||
-                       static_cast<int64_t>(batch.features.size()) == blk.num_src * batch.feature_dim),
+                      (batch.features_on_device() || static_cast<int64_t>(batch.features.size()) ==
+                                                         blk.num_src * batch.feature_dim),
                   "layer-wise inference: {} feature columns for {} input nodes, the model expects "
                   "{} columns",
                   batch.feature_dim + batch.embedding_dim, blk.num_src, cfg_.model.in_dim);
@@ -724,9 +850,9 @@ namespace {
 // FormatError unless `header` is a dsp checkpoint's of a version this build reads (1 or 2).
 void check_format(const std::string& path, const nlohmann::json& header) {
   const int v = header.value("version", 0);
-  DSP_CHECK_FORMAT(header.value("format", "") == kCheckpointFormat && v >= 1 &&
-                       v <= kCheckpointVersion,
-                   "{} is not a dsp checkpoint of version 1 to {}", path, kCheckpointVersion);
+  DSP_CHECK_FORMAT(
+      header.value("format", "") == kCheckpointFormat && v >= 1 && v <= kCheckpointVersion,
+      "{} is not a dsp checkpoint of version 1 to {}", path, kCheckpointVersion);
 }
 
 // The header of a checkpoint against this trainer's model (its parameters' names and shapes):

@@ -9,6 +9,7 @@
 // average of the per-rank mean gradients), and every rank applies the same update to the same
 // parameters: the replicas stay bit-identical.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,6 +25,7 @@ class GnnModel;
 class EmbeddingTable;
 }  // namespace dsp
 namespace at {
+class Generator;
 class Tensor;
 }  // namespace at
 namespace dsp {
@@ -99,9 +101,13 @@ class Trainer {
   // Learnable node embeddings (ModelConfig::embedding_dim > 0): the table (owned by the caller,
   // alive as long as the trainer) whose rows gather_embedding adds to a batch and whose rows
   // train_step updates (sparse: only the batch's input rows) after the dense step.
-  void attach_embedding(EmbeddingTable* table);
+  // Heterogeneous models: only the input nodes of the types without features have rows, and
+  // `rows` gives the table's row of such a node's (union) id (empty: the id itself).
+  using EmbeddingRowMap = std::function<int64_t(int64_t)>;
+  void attach_embedding(EmbeddingTable* table, EmbeddingRowMap rows = {});
   // Collective on the trainer's communicator (every rank, every step, an empty batch too): the
-  // embedding rows of the batch's input nodes into batch.embedding. No-op without a table.
+  // embedding rows of the batch's input nodes into batch.embedding (heterogeneous models: of the
+  // featureless types' input nodes, type by type in typed_rows' order). No-op without a table.
   void gather_embedding(LoadedBatch& batch);
   // The table lives in device memory and so does the model: rows and gradients stay there.
   bool table_on_trainer_device() const;
@@ -166,6 +172,7 @@ class Trainer {
 
  private:
   void all_reduce_bucket(at::Tensor& bucket);
+  at::Tensor run_model(const LoadedBatch& batch, at::Generator* gen, at::Tensor* emb_leaf);
   void backward_into(const LoadedBatch& batch, uint64_t stream, at::Tensor row,
                      EvalCounts* correct);
   float apply_step(at::Tensor sum);

@@ -160,7 +160,8 @@ TEST(Models, UnknownModel) {
     make_model(c);
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "unknown model 'gin' (sage, gcn, gat)");
+    EXPECT_STREQ(e.what(),
+                 "unknown model 'gin' (sage, gcn, gat; rgcn, hsage on heterogeneous graphs)");
   }
 }
 
