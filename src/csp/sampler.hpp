@@ -243,8 +243,9 @@ class CollectiveSampler {
   // blocks are the same at every rank count and on every backend. A block is over union ids:
   // destinations = the previous block's sources (all types), sources in first-seen order over
   // the picks (destination by destination, relation by relation), with edge_types and src_types
-  // (block.hpp). Node-wise uniform sampling, CSP mode, no exclusions; other samplers are refused
-  // at construction. Collective; sample() of a heterogeneous sampler is refused.
+  // (block.hpp), in host memory (blocks_on_device or not: the relations are attached on the
+  // host). Node-wise uniform sampling, CSP mode, no exclusions; other samplers are refused at
+  // construction. Collective; sample() of a heterogeneous sampler is refused.
   SampledBatch sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
   // [layer][relation] fanouts of a heterogeneous sampler (empty otherwise).
   const std::vector<std::vector<int>>& relation_fanouts() const { return rel_fanouts_; }

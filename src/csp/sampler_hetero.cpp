@@ -166,7 +166,7 @@ std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
 void CollectiveSampler::init_hetero() {
   const HeteroSchema& s = part_.meta.hetero->schema;
   DSP_CHECK_ARG(!opts_.labor && opts_.scheme == SampleScheme::kNodeWise && !opts_.biased &&
-                    !opts_.temporal && opts_.mode == SampleMode::kCsp && !opts_.blocks_on_device,
+                    !opts_.temporal && opts_.mode == SampleMode::kCsp,
                 "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
                 "(--sampler labor|layer, biased, temporal and pull sampling are not supported "
                 "on it)");
