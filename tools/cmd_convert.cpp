@@ -9,6 +9,7 @@
 #include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "graph/commands.hpp"
+#include "graph/hetero.hpp"
 
 namespace dsp::cli {
 namespace {
@@ -18,9 +19,21 @@ void convert_and_report(const ConvertCommand& a) {
   Stopwatch total;
   double write_s = 0;
   const DatasetMeta m = run_convert(a, &st, &write_s);
-  fmt::print("{}: {} nodes, {} edge entries ({} input edges, {}), index {}\n", m.name, m.num_nodes,
-             m.num_edges, st.input_edges, m.directed ? "directed" : "undirected",
-             dtype_name(m.index_dtype));
+  if (m.extra.contains("hetero")) {
+    const HeteroSchema s = HeteroSchema::from_json(m.extra["hetero"], a.output);
+    fmt::print("{}: {} nodes of {} types, {} edge entries in {} relations ({} input edges)\n",
+               m.name, m.num_nodes, s.num_types(), m.num_edges, s.num_relations(), st.input_edges);
+    for (const NodeTypeInfo& t : s.node_types) {
+      fmt::print("  {:<16} {} nodes{}\n", t.name, t.count,
+                 t.feature_dim > 0 ? fmt::format(", features {}", t.feature_dim) : "");
+    }
+    for (const RelationInfo& r : s.relations) fmt::print("  {:<44} {} edges\n", r.key(), r.edges);
+    if (m.num_classes > 0) fmt::print("target: {}\n", s.target_type);
+  } else {
+    fmt::print("{}: {} nodes, {} edge entries ({} input edges, {}), index {}\n", m.name,
+               m.num_nodes, m.num_edges, st.input_edges, m.directed ? "directed" : "undirected",
+               dtype_name(m.index_dtype));
+  }
   if (m.feature_dim > 0)
     fmt::print("features: {} x {} {}\n", m.num_nodes, m.feature_dim, dtype_name(m.feature_dtype));
   if (m.num_classes > 0) fmt::print("classes: {}\n", m.num_classes);
@@ -48,8 +61,8 @@ void add_convert(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand(
       "convert",
-      "Convert an OGB raw directory or a text edge list into a dataset directory (dataset.json + "
-      ".npy arrays)");
+      "Convert an OGB raw directory (node, link or heterogeneous) or a text edge list into a "
+      "dataset directory (dataset.json + .npy arrays)");
   a->flags = std::make_unique<TableFlags<ConvertCommand>>(sub, convert_options());
   a->flags->option("--from")->required();
   sub->add_option("input", a->cmd.input,

@@ -27,8 +27,8 @@ OptionTable<Conv> all_convert_options() {
     return options::toggle<Conv>(f, k, help, get);
   };
   return {
-      value<Conv>("--from", "from", "input format: ogb | edgelist | ogb-link", DSP_CONV(from),
-                  "ogb,edgelist,ogb-link"),
+      value<Conv>("--from", "from", "input format: ogb | edgelist | ogb-link | ogb-hetero",
+                  DSP_CONV(from), "ogb,edgelist,ogb-link,ogb-hetero"),
       value<Conv>("--name", "name", "dataset name (default: the input's name)", DSP_CONV(name)),
       value<Conv>("--split", "split",
                   "ogb: split folder under raw/split; ogb-link: under split/ (default: the only or "
@@ -83,6 +83,10 @@ OptionTable<Conv> all_convert_options() {
                   "classification), a .npy of int64 [N] or a text file of one integer per line; "
                   "written as node_time.npy",
                   DSP_CONV(node_time)),
+      flag("--add-reverse", "add_reverse",
+           "ogb-hetero: add the reverse of every relation (dst___rev_<name>___src), so that "
+           "messages flow both ways",
+           DSP_CONV(add_reverse)),
   };
 }
 
@@ -119,6 +123,47 @@ void check_convert_options(const ConvertCommand& a) {
   DSP_CHECK_ARG(a.time_column == 0 || a.link_split.empty(),
                 "--link-split does not carry edge times yet: drop --time-column or --link-split");
   check_time_column(a.time_column);
+  DSP_CHECK_ARG(a.from == "ogb-hetero" || !a.add_reverse,
+                "--add-reverse applies to --from ogb-hetero only");
+}
+
+// --from ogb-hetero: in memory, into a heterogeneous dataset directory; the options of the
+// homogeneous formats are refused. Returns the summary run_convert describes.
+DatasetMeta convert_hetero(const ConvertCommand& a, ImportStats& st, double& write_s) {
+  const std::pair<const char*, bool> refused[] = {{"--directed", a.directed},
+                                                  {"--undirected", a.undirected},
+                                                  {"--num-nodes", a.num_nodes >= 0},
+                                                  {"--no-self-loops", a.no_self_loops},
+                                                  {"--out-of-core", a.out_of_core},
+                                                  {"--memory-budget", !a.memory_budget.empty()},
+                                                  {"--sort-buffer", !a.sort_buffer.empty()}};
+  for (const auto& [flag, given] : refused) {
+    DSP_CHECK_ARG(!given,
+                  "{} does not apply to --from ogb-hetero (relations are read as listed, in "
+                  "memory; --add-reverse adds their reverses)",
+                  flag);
+  }
+  DSP_CHECK_ARG(!(a.no_split && !a.split.empty()), "give --split or --no-split, not both");
+  OgbHeteroImportOptions o;
+  o.split = a.split;
+  o.require_split = !a.no_split;
+  o.add_reverse = a.add_reverse;
+  o.name = a.name;
+  const HeteroDataset ds = import_ogb_hetero(a.input, o, &st);
+  Stopwatch sw;
+  write_hetero_dataset(ds, a.output, a.overwrite);
+  write_s = sw.seconds();
+  DatasetMeta m;
+  m.name = ds.name;
+  m.num_nodes = ds.schema.num_nodes();
+  for (const RelationInfo& r : ds.schema.relations) m.num_edges += r.edges;
+  m.num_classes = ds.schema.num_classes;
+  m.num_train = ds.train_idx.defined() ? ds.train_idx.numel() : 0;
+  m.num_valid = ds.valid_idx.defined() ? ds.valid_idx.numel() : 0;
+  m.num_test = ds.test_idx.defined() ? ds.test_idx.numel() : 0;
+  m.extra = ds.extra;
+  m.extra["hetero"] = ds.schema.to_json();
+  return m;
 }
 
 // Converts in memory, or out of core when the in-memory estimate exceeds what the budget leaves
@@ -128,6 +173,7 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
                                                   : parse_bytes("--memory-budget", a.memory_budget);
   Dataset ds;
   check_convert_options(a);
+  if (a.from == "ogb-hetero") return convert_hetero(a, st, write_s);
   if (a.from == "ogb" || a.from == "ogb-link") {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
     OgbImportOptions o;
@@ -150,7 +196,7 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     }
   } else if (a.from == "edgelist") {
     DSP_CHECK_ARG(a.split.empty() && !a.no_split,
-                  "--split/--no-split apply to --from ogb and ogb-link only");
+                  "--split/--no-split apply to --from ogb, ogb-link and ogb-hetero only");
     DSP_CHECK_ARG(!a.directed, "edge lists are directed unless --undirected is given");
     EdgeListOptions o;
     o.num_nodes = a.num_nodes;
@@ -182,8 +228,8 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     ds.sync_meta();
     if (link) split_links(ds, *link);
   } else {
-    DSP_THROW_T(InvalidArgument, "--from must be 'ogb', 'edgelist' or 'ogb-link', got '{}'",
-                a.from);
+    DSP_THROW_T(InvalidArgument,
+                "--from must be 'ogb', 'edgelist', 'ogb-link' or 'ogb-hetero', got '{}'", a.from);
   }
   Stopwatch sw;
   write_dataset(ds, a.output, a.overwrite);

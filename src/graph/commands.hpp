@@ -18,7 +18,7 @@ namespace dsp {
 // --- dsp convert --------------------------------------------------------------------------------
 
 struct ConvertCommand {
-  std::string from;    // ogb | edgelist
+  std::string from;    // ogb | edgelist | ogb-link | ogb-hetero
   std::string input;   // ogb: the dataset folder (holding raw/) or raw/; edgelist: a text file
   std::string output;  // the dataset directory to write
   std::string name, split, memory_budget, sort_buffer;
@@ -34,6 +34,7 @@ struct ConvertCommand {
   // times (.npy or one integer per line; needs edge times). In memory only.
   int64_t time_column = 0;
   std::string node_time;
+  bool add_reverse = false;  // ogb-hetero: add the reverse of every relation
 };
 
 const OptionTable<ConvertCommand>& convert_options();
@@ -41,7 +42,10 @@ const OptionTable<ConvertCommand>& convert_options();
 // Converts in memory, or out of core when the in-memory estimate exceeds what the budget leaves
 // or out_of_core is set; refuses with one line when neither fits, when an option does not apply
 // to the format, or when the output is the input or contains it. Returns the meta written;
-// `stats` and `write_s` (seconds writing, in memory) when given.
+// `stats` and `write_s` (seconds writing, in memory) when given. For ogb-hetero (a heterogeneous
+// dataset, graph/hetero.hpp; in memory) the meta sums it up: its name, the node and edge totals
+// over all types and relations, classes and split sizes of the target type, and its schema as
+// extra["hetero"] (HeteroSchema::to_json) beside the importer's provenance.
 DatasetMeta run_convert(const ConvertCommand& cmd, ImportStats* stats = nullptr,
                         double* write_s = nullptr);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/dataset.hpp"
+#include "graph/hetero.hpp"
 
 namespace dsp {
 
@@ -96,6 +97,29 @@ Dataset import_ogb_raw(const std::string& dir, const OgbImportOptions& opts,
 // training edge not in the graph, a held-out edge in it).
 Dataset import_ogb_link(const std::string& dir, const OgbImportOptions& opts,
                         ImportStats* stats = nullptr);
+
+struct OgbHeteroImportOptions {
+  std::string split;          // "" = the only (or alphabetically first) scheme under split/
+  bool require_split = true;  // false: no split/ imports with no train, valid or test ids
+  bool add_reverse = false;   // add_reverse_relations after reading
+  std::string name;           // "" = the dataset folder's name
+};
+
+// Imports an OGB heterogeneous node-property dataset (ogbn-mag) in its raw CSV layout; `dir` is
+// the dataset root holding raw/ (and split/), or raw/ itself:
+//   raw/num-node-dict.csv.gz       a header row of node type names, one row of their counts
+//   raw/triplet-type-list.csv.gz   optional: "src,name,dst" per line, the relations; without it,
+//                                  every folder under raw/relations is one
+//   raw/relations/<src>___<name>___<dst>/edge.csv.gz   "src,dst" per line, type-local ids
+//                                  (num-edge-list.csv.gz beside it, when present, must agree)
+//   raw/node-feat/<type>/node-feat.csv.gz             optional per type, float32 rows
+//   raw/node-label/<type>/node-label.csv.gz           the target type (one): a label per line
+//   split/<scheme>/<type>/{train,valid,test}.csv.gz   ids of the target type (or raw/split/...)
+// Node types come in name order and relations in key order, as OGB reads them. Relations are
+// directed as listed. Faults name the file and line: an id outside its type's count, a relation
+// whose type num-node-dict does not list, a wrong column count.
+HeteroDataset import_ogb_hetero(const std::string& dir, const OgbHeteroImportOptions& opts,
+                                ImportStats* stats = nullptr);
 
 // Node times (node_time.npy) read from `path`: a .npy of int64 or int32 [num_nodes], or a text file
 // (optionally gzip) of one integer per line, num_nodes lines. FormatError naming the file (and

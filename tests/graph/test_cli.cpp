@@ -10,6 +10,7 @@
 
 #include "graph/dataset.hpp"
 #include "graph/dataset_cases.hpp"
+#include "graph/hetero.hpp"
 #include "graph/io_test_util.hpp"
 
 namespace dsp {
@@ -231,6 +232,61 @@ TEST(Cli, PermissionErrorIsNotAMissingFile) {
   ::chmod((dir + "/features.npy").c_str(), 0644);
   std::filesystem::remove(dir + "/features.npy");
   EXPECT_EQ(load_as_nobody(), dir + "/features.npy: missing file");
+}
+
+// dsp generate hetero and dsp convert --from ogb-hetero as a user runs them: the summary, the
+// dataset written, and the errors of each.
+TEST(Cli, HeteroGenerateAndConvert) {
+  TempDir tmp("cli_hetero");
+  const std::string out = tmp / "mag";
+  auto r = run_cli(
+      "generate hetero --papers 600 --authors 400 --institutions 20 --fields 50 -c 4 " + out, tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("hetero graph 'hetero': 1070 nodes of 4 types, 8 relations"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("paper___rev_cites___paper"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 classes on paper, train/valid/test 60/30/510, accuracy bound 0.925"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(load_hetero_dataset(out).schema.num_relations(), 8);
+  r = run_cli("generate hetero --papers 600 --no-reverse " + out, tmp);
+  expect_failure(r, 1, out + ": already exists (pass --overwrite to replace it)");
+  r = run_cli("generate hetero --papers 600 --no-reverse --overwrite " + out, tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(load_hetero_dataset(out).schema.num_relations(), 4);
+  expect_failure(run_cli("generate hetero --intra 2 " + tmp / "x", tmp), 2,
+                 "--intra 2 is outside [0, 1]");
+
+  const std::string raw = tmp / "ogbn_small/raw";
+  iotest::write_gz(raw + "/num-node-dict.csv.gz", "author,paper\n2,3\n");
+  iotest::write_gz(raw + "/relations/author___writes___paper/edge.csv.gz", "0,0\n1,2\n");
+  iotest::write_gz(raw + "/relations/paper___cites___paper/edge.csv.gz", "1,0\n2,1\n");
+  iotest::write_gz(raw + "/node-label/paper/node-label.csv.gz", "0\n1\n0\n");
+  for (const char* part : {"train", "valid", "test"}) {
+    iotest::write_gz(tmp / "ogbn_small/split/random/paper/" + part + ".csv.gz",
+                     std::string(part) == "train"   ? "0\n"
+                     : std::string(part) == "valid" ? "1\n"
+                                                    : "2\n");
+  }
+  r = run_cli("convert --from ogb-hetero --add-reverse " + tmp / "ogbn_small " + tmp / "conv", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ogbn_small: 5 nodes of 2 types, 8 edge entries in 4 relations (4 input "
+                       "edges)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("split: train 1 / valid 1 / test 1"), std::string::npos) << r.out;
+  EXPECT_EQ(load_hetero_dataset(tmp / "conv").schema.relations[3].key(),
+            "paper___rev_cites___paper");
+  iotest::write_gz(raw + "/relations/paper___cites___paper/edge.csv.gz", "1,0\n2,3\n");
+  expect_failure(
+      run_cli("convert --from ogb-hetero " + tmp / "ogbn_small " + tmp / "conv2", tmp), 1,
+      raw +
+          "/relations/paper___cites___paper/edge.csv.gz:2: destination id 3 is outside paper's "
+          "3 ids");
+  expect_failure(
+      run_cli("convert --from ogb-hetero --directed " + tmp / "ogbn_small " + tmp / "c3", tmp), 2,
+      "--directed does not apply to --from ogb-hetero");
 }
 
 }  // namespace
