@@ -205,18 +205,24 @@ Array paper_labels(const HeteroGenOptions& o, const HeteroModel& m) {
   return out;
 }
 
+// The papers feature_only_accuracy measures: every paper up to this many, else every k-th (the
+// estimate's standard error stays below 0.003 while a large graph costs no more).
+constexpr int64_t kAccuracySample = 50000;
+
 // The share of papers whose label is the class of the nearest centroid: the accuracy of the
 // Bayes classifier on the features alone (equal priors, isotropic equal-variance gaussians:
-// nearest centroid is optimal), measured on the generated papers.
+// nearest centroid is optimal), measured on the generated papers (kAccuracySample of them).
 double feature_only_accuracy(const HeteroDataset& ds, const std::vector<float>& mu,
                              int64_t classes) {
   const Array& f = ds.features[kPaper];
-  const int64_t n = f.dim(0), dim = f.dim(1);
+  const int64_t dim = f.dim(1), stride = (f.dim(0) + kAccuracySample - 1) / kAccuracySample;
+  const int64_t n = (f.dim(0) + stride - 1) / stride;
   const float* x = f.data<float>();
   const int64_t* y = ds.labels.data<int64_t>();
   int64_t right = 0;
-#pragma omp parallel for reduction(+ : right) schedule(static, 1024)
-  for (int64_t v = 0; v < n; ++v) {
+#pragma omp parallel for reduction(+ : right) schedule(static, 256)
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = i * stride;
     int64_t best = 0;
     double best_d = std::numeric_limits<double>::infinity();
     for (int64_t c = 0; c < classes; ++c) {
