@@ -20,7 +20,7 @@ x)``); ``dsp.export_model`` writes it as ``model.json`` plus a ``state_dict.pt``
 """
 import os
 import sys
-from typing import List, NamedTuple, Optional, Sequence, Union
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 # Open MPI loads its components with dlopen and expects libmpi's symbols to be global; an
 # extension module is loaded RTLD_LOCAL by default, which breaks MPI_Init under mpirun.
@@ -49,6 +49,7 @@ from ._dsp import (  # noqa: F401  (re-exported)
     convert_edge_list,
     convert_ogb,
     generate_community,
+    generate_hetero,
     generate_rmat,
     load_dataset,
     load_partition_meta,
@@ -84,15 +85,42 @@ def _end_job_on_uncaught(exc_type, exc, tb, _previous=sys.excepthook):
 sys.excepthook = _end_job_on_uncaught
 
 __all__ = [
-    "Block", "Batch", "Loader", "LinkBatch", "LinkPairs", "LinkLoader", "to_original_ids",
-    "to_dsp_ids", "train", "predict", "embed", "convert_ogb", "convert_ogb_link",
-    "convert_edge_list", "save_dataset", "from_pyg", "from_dgl",
-    "generate_community", "generate_rmat", "load_dataset", "load_partition_meta", "partition",
+    "Block", "Batch", "Schema", "Loader", "LinkBatch", "LinkPairs", "LinkLoader",
+    "to_original_ids", "to_dsp_ids", "train", "predict", "embed", "convert_ogb",
+    "convert_ogb_link", "convert_edge_list", "save_dataset", "from_pyg", "from_dgl",
+    "generate_community", "generate_hetero", "generate_rmat", "load_dataset",
+    "load_partition_meta", "partition",
     "set_log_level", "Error", "InvalidArgument", "IoError", "FormatError", "CommError",
     "NotSupported", "cli_path", "__version__",
 ]
 if torch is not None:  # without torch, `from dsp import *` leaves them out
     __all__ += ["GNN", "load_model", "export_model"]
+
+
+class Schema(NamedTuple):
+    """A heterogeneous graph's types (``Loader.schema``, ``Batch.schema``): what the integers of
+    ``Block.src_types`` and ``Block.edge_types`` index.
+
+    ``node_types``: type names in id order; ``relations``: ``(src type, name, dst type)`` triples
+    (DGL's canonical edge types, PyG's edge types) in relation order; ``target_type``: the type
+    of the labels, the splits and so the seeds; ``feature_dims``: {type: feature width}, 0 for a
+    type without features (absent from ``Batch.x_dict``)."""
+    node_types: List[str]
+    relations: List[Tuple[str, str, str]]
+    target_type: str
+    feature_dims: Dict[str, int]
+    num_classes: int
+
+    @classmethod
+    def from_meta(cls, meta) -> Optional["Schema"]:
+        """The schema of a partition.json dict (``Loader.meta``); None for a homogeneous one."""
+        h = (meta.get("hetero") or {}).get("schema")
+        if h is None:
+            return None
+        return cls([t["name"] for t in h["node_types"]],
+                   [(r["src"], r["name"], r["dst"]) for r in h["relations"]], h["target_type"],
+                   {t["name"]: int(t["feature_dim"]) for t in h["node_types"]},
+                   int(h["num_classes"]))
 
 
 class Block(NamedTuple):
@@ -104,6 +132,11 @@ class Block(NamedTuple):
     the nodes are (id, time) pairs: ``src_times`` (int64 [num_src]) is the time each source is
     sampled at, a seed's node time inherited along its hops, so one id may appear at several
     times; every edge of the block is older than its destination's time. None otherwise.
+
+    On a heterogeneous graph ``src_types`` (int32 [num_src]) is each source's node type and
+    ``edge_types`` (int32 [num_edges]) each edge's relation, indices into ``schema`` (a
+    :class:`Schema`); a destination's edges come relation by relation (the layout of DGL's
+    ``RelGraphConv`` etypes and PyG's ``RGCNConv`` edge_type). All three are None otherwise.
     """
     indptr: "torch.Tensor"
     indices: "torch.Tensor"
@@ -112,29 +145,48 @@ class Block(NamedTuple):
     src_ids: "torch.Tensor"
     weights: Optional["torch.Tensor"]
     src_times: Optional["torch.Tensor"] = None
+    edge_types: Optional["torch.Tensor"] = None
+    src_types: Optional["torch.Tensor"] = None
+    schema: Optional[Schema] = None
 
     def to_dgl(self):
         """A DGL block (``dgl.create_block``): ``num_src_nodes``/``num_dst_nodes`` as here, the
         global ids as ``srcdata[dgl.NID]``/``dstdata[dgl.NID]``, edge weights as ``edata["w"]``,
         temporal blocks' ``src_times`` as ``srcdata["timestamp"]``/``dstdata["timestamp"]``
         (GraphBolt's name for a temporal node's time). For ``conv(g, (h,
-        h[:g.num_dst_nodes()]))`` with DGL's own convolutions."""
+        h[:g.num_dst_nodes()]))`` with DGL's own convolutions.
+
+        A heterogeneous block gives a DGL heterogeneous block: one canonical edge type per
+        relation of the schema (those without edges too), the nodes of each type numbered in
+        source order among that type's (the destinations of a type are a prefix of its
+        sources), ``srcnodes[t].data[dgl.NID]``/``dstnodes[t].data[dgl.NID]`` their global ids.
+        So ``x_dict`` (rows in that order) feeds ``dgl.nn.HeteroGraphConv`` directly."""
         return _interop.block_to_dgl(self)
 
     def to_pyg(self):
         """``(edge_index, (num_src, num_dst))`` for PyG's bipartite convolutions:
         ``conv((h, h[:num_dst]), edge_index, size=size)``. ``edge_index`` is int64 [2, E] in
-        PyG's (source, target) order, local ids. Needs torch only."""
+        PyG's (source, target) order, local ids. Needs torch only. On a heterogeneous block
+        the same union graph: ``edge_types`` is then RGCNConv's ``edge_type``."""
         return _interop.block_to_pyg(self)
 
 
 class Batch(NamedTuple):
+    """One step's batch. ``x``: the input nodes' features (rows: ``blocks[0].src_ids``).
+
+    On a heterogeneous graph ``x`` is None and ``x_dict`` holds the features per node type:
+    {type: float32 [the input nodes of that type, its width]}, row j the j-th input node of the
+    type in ``blocks[0]``'s source order (the order of ``Block.to_dgl()``'s and
+    ``Batch.to_pyg()``'s nodes of the type); types without features are absent. ``schema`` names
+    the types and relations; ``y`` the seeds' labels (the seeds are of the target type)."""
     blocks: List[Block]
-    x: "torch.Tensor"
+    x: Optional["torch.Tensor"]
     y: Optional["torch.Tensor"]
     seeds: "torch.Tensor"
     epoch: int
     step: int
+    x_dict: Optional[Dict[str, "torch.Tensor"]] = None
+    schema: Optional[Schema] = None
 
     @property
     def input_nodes(self):
@@ -155,7 +207,15 @@ class Batch(NamedTuple):
         neighbourhood is sampled once, as in PyG. Edge weights, if any, as ``edge_weight``.
         Temporal batches add ``seed_time`` (PyG's NodeLoader name: the seeds' times) and
         ``node_time``: the time each node of ``n_id`` is sampled at (``blocks[0].src_times``;
-        the same id may come at several times), not a node attribute of the dataset."""
+        the same id may come at several times), not a node attribute of the dataset.
+
+        A heterogeneous batch gives a ``torch_geometric.data.HeteroData`` in the layout of PyG's
+        heterogeneous NeighborLoader: per node type ``n_id`` (global ids, the type's nodes in
+        ``blocks[0]``'s source order: the seeds first in the target type), ``x`` (types with
+        features) and ``num_sampled_nodes`` per hop; per relation ``(src, name, dst)`` an
+        ``edge_index`` in those local ids ((source, target) order) and ``num_sampled_edges``
+        per hop (every relation of the schema, empty ones too); ``y`` and ``batch_size`` on the
+        target type."""
         return _interop.batch_to_pyg(self)
 
 
@@ -248,21 +308,41 @@ def _tensor(a, as_tensor, pin=False, device=None):
     return t.pin_memory() if pin else t
 
 
-def _make_batch(raw, as_tensor, pin=False, device=None) -> Union[Batch, LinkBatch]:
-    blocks_raw, x, y, seeds, epoch, step, pairs = raw
+def _make_batch(raw, as_tensor, pin=False, device=None,
+                schema: Optional[Schema] = None) -> Union[Batch, LinkBatch]:
+    """A batch of the engine's tuple (bindings.cpp: batch_to_py); ``schema``: the partition's
+    heterogeneous schema, or None."""
+    blocks_raw, x, y, seeds, epoch, step, pairs, typed = raw
 
     def conv(a):
         return _tensor(a, as_tensor, pin, device)
 
     blocks = [
         Block(conv(b["indptr"]), conv(b["indices"]), b["num_src"], b["num_dst"],
-              conv(b["src_ids"]), conv(b["weights"]), conv(b["src_times"]))
+              conv(b["src_ids"]), conv(b["weights"]), conv(b["src_times"]),
+              conv(b["edge_types"]), conv(b["src_types"]), schema)
         for b in blocks_raw
     ]
     if pairs is not None:
         return LinkBatch(blocks, conv(x), conv(y), conv(seeds), epoch, step,
                          LinkPairs(*(conv(a) for a in pairs)))
+    if schema is not None:  # per type features, rows in the type's source order
+        x_dict = {t: conv(f) for t, f in zip(schema.node_types, typed or []) if f is not None}
+        return Batch(blocks, None, conv(y), conv(seeds), epoch, step, x_dict, schema)
     return Batch(blocks, conv(x), conv(y), conv(seeds), epoch, step)
+
+
+def _fanouts_arg(fanouts):
+    """The Loader's fanouts for the sampler table's fanouts key: a list of counts (every
+    relation), the per-relation text, or a {relation: [count per layer]} map whose keys may be
+    (src, name, dst) triples (written src___name___dst, dsp's relation key)."""
+    if isinstance(fanouts, str):
+        return fanouts
+    if isinstance(fanouts, dict):
+        return {("___".join(k) if isinstance(k, tuple) else str(k)):
+                ([int(c) for c in v] if isinstance(v, (list, tuple)) else v)
+                for k, v in fanouts.items()}
+    return [int(f) for f in fanouts]
 
 
 class Loader:
@@ -278,7 +358,12 @@ class Loader:
     Args:
         path: a partition directory (``dsp partition``), or a dataset directory, which is then
             partitioned on the fly into one part per rank (``partition_method``).
-        fanouts: neighbours per node, from the seeds out (``[15, 10, 5]``).
+        fanouts: neighbours per node, from the seeds out (``[15, 10, 5]``). On a heterogeneous
+            graph a list gives every relation the same counts; per relation, a dict {relation:
+            [count per layer]} (a relation by its name, its ``(src, name, dst)`` triple or its
+            key ``"src___name___dst"``; ``"*"`` for the relations not named, the others take
+            none) or ``dsp train``'s text, ``"writes:10,cites:15;writes:5,cites:10"``. A relation
+            the graph lacks raises ``dsp.InvalidArgument`` with the sampler's message.
         batch_size: seeds per rank per step.
         shuffle: a seeded shuffle per epoch (a rank with fewer seeds wraps around, so every rank
             runs the same number of full steps); False: ascending seed order.
@@ -331,10 +416,16 @@ class Loader:
 
     Under MPI every rank must create the same loaders in the same order and iterate the same
     epochs; an epoch a rank leaves early is finished in the background so its peers are served.
+
+    On a heterogeneous partition (``dsp generate hetero``, ``dsp convert --from ogb-hetero``)
+    the seeds are the target type's, ``schema`` names the types and relations, blocks carry
+    ``src_types``/``edge_types``, batches ``x_dict`` instead of ``x``, and iterating yields
+    ``(blocks, x_dict, y)``.
     """
 
-    def __init__(self, path: str, fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024,
-                 shuffle: bool = True, split: str = "train", seed: int = 0, prefetch: int = 2,
+    def __init__(self, path: str, fanouts: Union[Sequence[int], dict, str] = (15, 10, 5),
+                 batch_size: int = 1024, shuffle: bool = True, split: str = "train",
+                 seed: int = 0, prefetch: int = 2,
                  as_tensor: Optional[bool] = None, backend: str = "auto",
                  partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
@@ -375,7 +466,7 @@ class Loader:
         self._path = str(path)
         self._as_tensor = as_tensor
         self._pin = bool(pin_memory)
-        self._impl = _dsp._Loader(str(path), [int(f) for f in fanouts], int(batch_size),
+        self._impl = _dsp._Loader(str(path), _fanouts_arg(fanouts), int(batch_size),
                                   bool(shuffle), split, int(seed), int(prefetch), backend,
                                   partition_method, device, int(fifo_rows),
                                   int(fifo_shared_rows), transport,
@@ -383,6 +474,7 @@ class Loader:
                                   order, int(bfs_sequences), nodes, link, sampler)
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
+        self._schema = Schema.from_meta(self._impl.meta)
         self._epoch = 0
         self._generation = 0  # which iteration owns the C++ epoch (see iter_batches)
 
@@ -393,8 +485,12 @@ class Loader:
     meta = property(lambda self: self._impl.meta, doc="partition.json as a dict")
     partition_dir = property(lambda self: self._impl.partition_dir)
 
+    schema = property(lambda self: self._schema,
+                      doc="a heterogeneous partition's :class:`Schema`, else None")
+
     @property
     def num_features(self) -> int:
+        """The feature width (on a heterogeneous graph: per type, ``schema.feature_dims``)."""
         return int(self.meta["feature_dim"])
 
     @property
@@ -435,7 +531,7 @@ class Loader:
                 raw = self._impl.next()
                 if raw is None:
                     return
-                yield _make_batch(raw, self._as_tensor, self._pin, self._device)
+                yield _make_batch(raw, self._as_tensor, self._pin, self._device, self._schema)
         finally:
             # A loop left early ends its epoch here (serving peers), not whenever the generator
             # is collected; an iteration superseded by a newer one must not end the newer epoch.
@@ -444,7 +540,7 @@ class Loader:
 
     def __iter__(self):
         for b in self.iter_batches():
-            yield b.blocks, b.x, b.y
+            yield b.blocks, (b.x if b.schema is None else b.x_dict), b.y
 
     def close(self) -> None:
         """Finishes the current epoch and releases the partition and communicators."""

@@ -35,9 +35,54 @@ def _dst_of_edges(torch, indptr, begin: int, end: int):
     return torch.repeat_interleave(rows, indptr[begin:end + 1].diff())
 
 
+def _type_local(torch, src_types, num_types: int):
+    """(local, positions): each source's index among the sources of its type (source order) and,
+    per type, the positions of its sources."""
+    src_types = src_types.long()
+    local = torch.empty_like(src_types)
+    positions = []
+    for t in range(num_types):
+        pos = (src_types == t).nonzero().squeeze(1)
+        local[pos] = torch.arange(len(pos), dtype=local.dtype, device=local.device)
+        positions.append(pos)
+    return local, positions
+
+
+def _by_relation(torch, edge_types, num_relations: int, *arrays):
+    """Per relation r, the entries of each array at the edges of relation r (order kept)."""
+    edge_types = edge_types.long()
+    out = []
+    for r in range(num_relations):
+        mask = edge_types == r
+        out.append([a[mask] for a in arrays])
+    return out
+
+
+def hetero_block_to_dgl(dgl, torch, block):
+    """A DGL heterogeneous block (see Block.to_dgl)."""
+    schema = block.schema
+    indptr, indices, src_ids, src_types, edge_types = _tensors(
+        torch, block.indptr, block.indices, block.src_ids, block.src_types, block.edge_types)
+    T = len(schema.node_types)
+    local, positions = _type_local(torch, src_types, T)
+    dst = _dst_of_edges(torch, indptr, 0, block.num_dst)
+    per_rel = _by_relation(torch, edge_types, len(schema.relations), local[indices], local[dst])
+    num_dst = torch.bincount(src_types[:block.num_dst].long(), minlength=T).tolist()
+    g = dgl.create_block({rel: (u, v) for rel, (u, v) in zip(schema.relations, per_rel)},
+                         num_src_nodes={t: len(p) for t, p in zip(schema.node_types, positions)},
+                         num_dst_nodes=dict(zip(schema.node_types, num_dst)))
+    for t, name in enumerate(schema.node_types):
+        ids = src_ids[positions[t]]
+        g.srcnodes[name].data[dgl.NID] = ids
+        g.dstnodes[name].data[dgl.NID] = ids[:num_dst[t]]
+    return g
+
+
 def block_to_dgl(block):
     dgl = require("dgl", "Block.to_dgl()", "pip install dgl (a build for your torch version)")
     torch = _torch("Block.to_dgl()")
+    if block.src_types is not None:
+        return hetero_block_to_dgl(dgl, torch, block)
     indptr, indices, src_ids, weights, times = _tensors(torch, block.indptr, block.indices,
                                                         block.src_ids, block.weights,
                                                         block.src_times)
@@ -72,6 +117,8 @@ def batch_to_pyg(batch):
     """
     torch = _torch("Batch.to_pyg()")
     data_mod = require("torch_geometric.data", "Batch.to_pyg()", "pip install torch_geometric")
+    if getattr(batch, "schema", None) is not None:
+        return hetero_batch_to_pyg(torch, data_mod, batch)
     blocks = batch.blocks
     x, y, n_id = _tensors(torch, batch.x, batch.y, blocks[0].src_ids)
     sources, targets, weights = [], [], []
@@ -101,4 +148,48 @@ def batch_to_pyg(batch):
         src, dst, label = _tensors(torch, pairs.src, pairs.dst, pairs.label)
         data.edge_label_index = torch.stack([src, dst])
         data.edge_label = label
+    return data
+
+
+def hetero_batch_to_pyg(torch, data_mod, batch):
+    """A HeteroData in the layout of PyG's heterogeneous NeighborLoader (see Batch.to_pyg).
+
+    A block's sources are a prefix of blocks[0]'s, so the type-local ids of blocks[0] number
+    every block's nodes; hop k (block L - k) contributes the edges ending at the nodes hop k - 1
+    added, as in the homogeneous layout."""
+    schema, blocks = batch.schema, batch.blocks
+    T, R = len(schema.node_types), len(schema.relations)
+    src_ids, src_types = _tensors(torch, blocks[0].src_ids, blocks[0].src_types)
+    local, positions = _type_local(torch, src_types, T)
+
+    def type_counts(begin, end):
+        return torch.bincount(src_types[begin:end].long(), minlength=T).tolist()
+
+    num_nodes = [type_counts(0, blocks[-1].num_dst)]
+    sources, targets = [[] for _ in range(R)], [[] for _ in range(R)]
+    first_new = 0  # the first destination that the previous hop added
+    for b in reversed(blocks):
+        indptr, indices, edge_types = _tensors(torch, b.indptr, b.indices, b.edge_types)
+        begin = int(indptr[first_new])
+        dst = _dst_of_edges(torch, indptr, first_new, b.num_dst)
+        per_rel = _by_relation(torch, edge_types[begin:], R, local[indices[begin:]], local[dst])
+        for r, (u, v) in enumerate(per_rel):
+            sources[r].append(u)
+            targets[r].append(v)
+        num_nodes.append(type_counts(b.num_dst, b.num_src))
+        first_new = b.num_dst
+    data = data_mod.HeteroData()
+    for t, name in enumerate(schema.node_types):
+        store = data[name]
+        store.n_id = src_ids[positions[t]]
+        if batch.x_dict is not None and name in batch.x_dict:
+            (store.x,) = _tensors(torch, batch.x_dict[name])
+        store.num_sampled_nodes = [hop[t] for hop in num_nodes]
+    for r, rel in enumerate(schema.relations):
+        store = data[rel]
+        store.edge_index = torch.stack([torch.cat(sources[r]), torch.cat(targets[r])])
+        store.num_sampled_edges = [len(u) for u in sources[r]]
+    target = data[schema.target_type]
+    (target.y,) = _tensors(torch, batch.y)
+    target.batch_size = blocks[-1].num_dst
     return data

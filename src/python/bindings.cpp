@@ -188,10 +188,39 @@ py::object device_rows_to_dlpack(std::shared_ptr<void> rows, int64_t n, int64_t 
   return py::reinterpret_steal<py::object>(cap);
 }
 
-// (blocks, x, y, seeds, epoch, batch, pairs); pairs: None, or (src, dst, label) of a link batch
-// (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src, num_dst,
-// src_ids, weights, src_times (temporal sampling: every source's time, else None). x: a numpy array
-// (host features), or a DLPack capsule of the device rows (device features).
+// A numpy array owning `v`, or None when it is empty.
+template <class T>
+py::object vec_or_none(std::vector<T>&& v) {
+  return v.empty() ? py::object(py::none()) : py::object(vec_to_numpy(std::move(v)));
+}
+
+// A heterogeneous batch's input features per node type (LoadedBatch::typed_features): a list
+// over the schema's types of float32 [rows of the type, its width], None for a type without
+// features; None for a batch that has none (a homogeneous graph).
+py::object typed_features_to_py(LoadedBatch& lb) {
+  if (lb.typed_rows.empty()) return py::none();
+  py::list out;
+  for (size_t t = 0; t < lb.typed_rows.size(); ++t) {
+    const int64_t dim = t < lb.typed_dims.size() ? lb.typed_dims[t] : 0;
+    if (dim == 0 || t >= lb.typed_features.size()) {
+      out.append(py::none());
+      continue;
+    }
+    const auto rows = static_cast<py::ssize_t>(lb.typed_rows[t].size());
+    DSP_CHECK(static_cast<int64_t>(lb.typed_features[t].size()) == rows * dim,
+              "typed features of type {}: {} values for {} rows of width {}", t,
+              lb.typed_features[t].size(), rows, dim);
+    out.append(vec_to_numpy(std::move(lb.typed_features[t]), {rows, dim}));
+  }
+  return out;
+}
+
+// (blocks, x, y, seeds, epoch, batch, pairs, typed); pairs: None, or (src, dst, label) of a link
+// batch (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src,
+// num_dst, src_ids, weights, src_times (temporal sampling: every source's time, else None),
+// edge_types and src_types (int32, heterogeneous graphs, else None). x: a numpy array (host
+// features), or a DLPack capsule of the device rows (device features). typed: see
+// typed_features_to_py.
 py::tuple batch_to_py(LoadedBatch&& lb) {
   py::list blocks;
   for (Block& b : lb.sample.blocks) {
@@ -202,10 +231,11 @@ py::tuple batch_to_py(LoadedBatch&& lb) {
     d["indptr"] = vec_to_numpy(std::move(b.indptr));
     d["indices"] = vec_to_numpy(std::move(b.indices));
     d["src_ids"] = vec_to_numpy(std::move(b.src_ids));
-    d["weights"] =
-        b.weights.empty() ? py::object(py::none()) : py::object(vec_to_numpy(std::move(b.weights)));
-    d["src_times"] = b.src_times.empty() ? py::object(py::none())
-                                         : py::object(vec_to_numpy(std::move(b.src_times)));
+    d["weights"] = vec_or_none(std::move(b.weights));
+    d["src_times"] = vec_or_none(std::move(b.src_times));
+    d["edge_types"] = b.src_types.empty() ? py::object(py::none())
+                                          : py::object(vec_to_numpy(std::move(b.edge_types)));
+    d["src_types"] = vec_or_none(std::move(b.src_types));
     blocks.append(d);
   }
   auto rows = static_cast<py::ssize_t>(lb.feature_dim ? lb.features.size() / lb.feature_dim : 0);
@@ -225,7 +255,8 @@ py::tuple batch_to_py(LoadedBatch&& lb) {
                                     : py::object(py::make_tuple(vec_to_numpy(std::move(lp.src)),
                                                                 vec_to_numpy(std::move(lp.dst)),
                                                                 vec_to_numpy(std::move(lp.label))));
-  return py::make_tuple(blocks, x, y, seeds, lb.sample.epoch, lb.sample.batch, pairs);
+  py::object typed = typed_features_to_py(lb);
+  return py::make_tuple(blocks, x, y, seeds, lb.sample.epoch, lb.sample.batch, pairs, typed);
 }
 
 // Python exception classes mirroring dsp::Error's hierarchy; the C++ message is kept verbatim.
@@ -349,6 +380,31 @@ void bind_commands(py::module_& m) {
          "flags:\n" +
          describe_options(rmat_options()))
             .c_str());
+
+  m.def(
+      "generate_hetero",
+      [](const std::string& out, const py::kwargs& kw) {
+        HeteroCommand cmd;
+        read_options(hetero_options(), py_to_json(kw), cmd, "dsp.generate_hetero");
+        cmd.run.out = out;
+        HeteroGenerateResult r;
+        {
+          py::gil_scoped_release nogil;
+          r = run_generate(cmd);
+        }
+        return json_to_py({{"name", r.name},
+                           {"hetero", r.schema.to_json()},
+                           {"num_train", r.num_train},
+                           {"num_valid", r.num_valid},
+                           {"num_test", r.num_test},
+                           {"extra", r.extra}});
+      },
+      py::arg("out"),
+      ("Writes an OGB-MAG-shaped heterogeneous dataset (dsp generate hetero); returns its name, "
+       "schema (\"hetero\"), split sizes and provenance (\"extra\": the accuracy bound). "
+       "Keywords, as the CLI's flags:\n" +
+       describe_options(hetero_options()))
+          .c_str());
 
   // dsp convert --from ogb | edgelist: the same table and run (graph/commands.hpp), the format
   // given by the function.
@@ -686,7 +742,7 @@ void bind_checksum(py::module_& m) {
 
 // dsp.Loader's engine from the Python arguments (dsp.Loader.__init__ passes them all).
 std::unique_ptr<pyext::Loader> new_loader(
-    const std::string& path, std::vector<int> fanouts, int64_t batch_size, bool shuffle,
+    const std::string& path, const py::object& fanouts, int64_t batch_size, bool shuffle,
     const std::string& split, uint64_t seed, int prefetch, const std::string& backend,
     const std::string& partition_method, const std::string& device, int64_t fifo_rows,
     int64_t fifo_shared_rows, const std::string& transport, const std::string& topology_memory,
@@ -712,7 +768,9 @@ std::unique_ptr<pyext::Loader> new_loader(
   // dsp.Loader's sampler keywords through dsp train's sampler table (csp/sampler.hpp).
   nlohmann::json so = sampler ? py_to_json(*sampler) : nlohmann::json::object();
   DSP_CHECK_ARG(!so.contains("fanouts"), "dsp.Loader: fanouts is an argument of its own");
-  so["fanouts"] = fanouts;
+  // A list (every relation), the per-relation text or a {relation: [count per layer]} map: the
+  // table's fanouts key reads each.
+  so["fanouts"] = py_to_json(fanouts);
   read_options(sampler_options_table(), so, o.sampler, "dsp.Loader");
   o.batch_size = batch_size;
   o.shuffle = shuffle;
