@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/error.hpp"
 #include "core/half.hpp"
 
 namespace dsp {
@@ -61,6 +62,13 @@ void host_features(FeatureStore& store, const std::vector<int64_t>& input, bool 
   }
 }
 
+void load_labels(const SampledBatch& sb, const Array& labels, LoadedBatch& lb) {
+  if (!labels.defined()) return;
+  lb.labels.resize(sb.seeds.size());
+  const int64_t* lab = labels.data<int64_t>();
+  for (size_t i = 0; i < sb.seeds.size(); ++i) lb.labels[i] = lab[sb.seeds[i]];
+}
+
 }  // namespace
 
 LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labels) {
@@ -81,11 +89,42 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
   } else if (store) {
     host_features(*store, input, temporal, lb.features);
   }
-  if (labels.defined()) {
-    lb.labels.resize(sb.seeds.size());
-    const int64_t* lab = labels.data<int64_t>();
-    for (size_t i = 0; i < sb.seeds.size(); ++i) lb.labels[i] = lab[sb.seeds[i]];
+  load_labels(sb, labels, lb);
+  lb.sample = std::move(sb);
+  return lb;
+}
+
+LoadedBatch load_hetero_batch(SampledBatch&& sb, const HeteroLayout& layout,
+                              const std::vector<FeatureStore*>& stores, const Array& labels) {
+  const int T = layout.num_types();
+  DSP_CHECK_ARG(static_cast<int>(stores.size()) == T, "{} feature stores for {} node types",
+                stores.size(), T);
+  LoadedBatch lb;
+  lb.typed_rows.assign(T, {});
+  lb.typed_features.assign(T, {});
+  lb.typed_dims.assign(T, 0);
+  if (!sb.blocks.empty()) {
+    const Block& b = sb.blocks.front();
+    DSP_CHECK_ARG(static_cast<int64_t>(b.src_types.size()) == b.num_src,
+                  "a heterogeneous batch's input block has {} source types for {} sources",
+                  b.src_types.size(), b.num_src);
+    for (int64_t j = 0; j < b.num_src; ++j) {
+      const int t = b.src_types[j];
+      DSP_CHECK_ARG(t >= 0 && t < T, "input node {} has node type {} of {}", j, t, T);
+      lb.typed_rows[t].push_back(j);
+    }
   }
+  for (int t = 0; t < T; ++t) {  // type order on every rank: each gather is a collective
+    if (!stores[t]) continue;
+    std::vector<int64_t> ids;
+    ids.reserve(lb.typed_rows[t].size());
+    for (const int64_t j : lb.typed_rows[t]) {
+      ids.push_back(layout.type_index(sb.blocks.front().src_ids[j]));
+    }
+    host_features(*stores[t], ids, /*temporal=*/false, lb.typed_features[t]);
+    lb.typed_dims[t] = stores[t]->dim();
+  }
+  load_labels(sb, labels, lb);
   lb.sample = std::move(sb);
   return lb;
 }

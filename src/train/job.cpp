@@ -100,6 +100,31 @@ void check_temporal(const JobConfig& c) {
          "--preaggregate (its first layer aggregates every in-neighbour, after a node's time too)");
 }
 
+// --model rgcn|hsage (a heterogeneous partition; the data check refuses the others' mismatch):
+// node classification with node-wise uniform sampling in the symmetric layout.
+void check_hetero(const JobConfig& c) {
+  if (!ModelConfig::is_hetero_model(c.train.model.model)) return;
+  const std::string what = "--model " + c.train.model.model;
+  auto refuse = [&what](bool bad, const char* option) {
+    DSP_CHECK_ARG(!bad, "{} does not support {}", what, option);
+  };
+  refuse(c.link.link(), "--task link (it classifies the target type's nodes)");
+  refuse(c.sampler.temporal, "--temporal");
+  refuse(c.preaggregate, "--preaggregate (pre-aggregated rows are a homogeneous graph's)");
+  refuse(c.sampler.kind() != SamplerKind::kNeighbor,
+         "--sampler labor or layer (a heterogeneous graph is sampled node-wise, per relation)");
+  refuse(c.sampler.biased, "biased sampling (--biased: relations are sampled uniformly)");
+  refuse(c.sampler.mode != SampleMode::kCsp, "--sample-mode pull");
+  refuse(c.roles != 0, "--roles (GNNLab's factored layout carries homogeneous batches)");
+  refuse(c.eval == "full",
+         "--eval full (full-neighbour layer-wise inference has no per-type input layer: "
+         "evaluate with --eval sampled, which --eval auto picks)");
+  refuse(c.cache_auto,
+         "--cache-auto (it sizes one feature store; a heterogeneous graph has one "
+         "per node type)");
+  refuse(c.rank.fifo_rows > 0, "--fifo-rows (the FIFO levels serve one feature store)");
+}
+
 void check_not_both_init_and_resume(const JobConfig& c) {
   DSP_CHECK_ARG(!c.resume || c.init_from.empty(),
                 "--init-from starts a new run from a model's parameters and --resume continues "
@@ -117,6 +142,7 @@ void JobConfig::validate() const {
   check_evaluation(*this);
   check_task(*this);
   check_temporal(*this);
+  check_hetero(*this);
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(eval_max_nodes >= 0, "--eval-max-nodes must be >= 0, got {}", eval_max_nodes);
   DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
@@ -158,6 +184,11 @@ void JobConfig::validate() const {
   m.preaggregated = preaggregate;
   if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
   if (m.out_dim == 0) m.out_dim = 2;
+  if (m.hetero()) {  // the schema comes with the data: one featured type and a self relation
+    m.in_dim = 0;
+    m.type_dims = {1};
+    m.relation_src = m.relation_dst = {0};
+  }
   if (link.link() && m.predictor == "none") m.predictor = "dot";
   TrainConfig t = train;  // the model and optimiser options, before any rank starts
   t.model = m;
@@ -283,6 +314,34 @@ RankOptions rank_options(const JobConfig& cfg) {
   return ro;
 }
 
+// The learnable rows of a heterogeneous partition: one per node of a type without features, in
+// new id order, so that part p's rows are one range (the table's offsets) and a node's row is its
+// (part, type) slot's first row plus its place in the slot. The featured types' nodes have none.
+struct FeaturelessRows {
+  std::vector<int64_t> offsets;   // [P + 1]
+  std::vector<int64_t> slot_row;  // [P T]: the row of the slot's first node (-1: featured type)
+
+  FeaturelessRows(const HeteroLayout& h, const std::vector<int64_t>& type_dims) {
+    const int T = h.num_types();
+    offsets.assign(h.parts + 1, 0);
+    slot_row.assign(static_cast<size_t>(h.parts) * T, -1);
+    int64_t row = 0;
+    for (int p = 0; p < h.parts; ++p) {
+      for (int t = 0; t < T; ++t) {
+        const size_t s = static_cast<size_t>(p) * T + t;
+        if (type_dims[t] > 0) continue;
+        slot_row[s] = row;
+        row += h.bounds[s + 1] - h.bounds[s];
+      }
+      offsets[p + 1] = row;
+    }
+  }
+  int64_t row(const HeteroLayout& h, int64_t v) const {
+    const int64_t s = h.slot(v);
+    return slot_row[s] + (v - h.bounds[s]);
+  }
+};
+
 // One rank's training job: setup (constructor), one epoch (train_epoch), evaluation, reporting.
 class TrainJob {
  public:
@@ -314,6 +373,8 @@ class TrainJob {
   void note_best(double val, double test, int epoch);
   void final_full_test();
   std::string eval_summary() const;
+  // The evaluation's fanouts as given: --eval-fanouts, else per-relation --fanouts' text.
+  std::string eval_fanouts_text() const;
   void resume();
   void size_cache(const PipelineOptions& popts);
   int auto_samplers(const PipelineStages& symmetric);
@@ -322,6 +383,11 @@ class TrainJob {
   // --task link / --embedding-dim.
   int64_t embedding_dim() const;
   void make_embedding();
+  void make_hetero_embedding(EmbeddingOptions eo);
+  // --model rgcn|hsage: the schema's types and relations into tc_.model.
+  void hetero_model_config();
+  // The feature stores the loads gather through (one, one per featured node type, or none).
+  std::vector<FeatureStore*> stores();
   SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
@@ -412,7 +478,15 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
 void TrainJob::check_data() const {
   const PartitionData& part = rt_.part();
   const PartitionMeta& meta = part.meta;
-  DSP_CHECK_FORMAT(meta.feature_dim > 0 || embedding_dim() > 0,
+  const std::string& model = cfg_.train.model.model;
+  DSP_CHECK_ARG(!meta.hetero || ModelConfig::is_hetero_model(model),
+                "--model {} on the heterogeneous graph {}: train rgcn or hsage on it", model,
+                cfg_.rank.path);
+  DSP_CHECK_ARG(meta.hetero || !ModelConfig::is_hetero_model(model),
+                "--model {} needs a heterogeneous graph (dsp generate hetero, dsp convert --from "
+                "ogb-hetero); {} is homogeneous: train sage, gcn or gat on it",
+                model, cfg_.rank.path);
+  DSP_CHECK_FORMAT(meta.hetero || meta.feature_dim > 0 || embedding_dim() > 0,
                    "{}: the dataset has no features to train on (--embedding-dim D learns D "
                    "columns per node)",
                    cfg_.rank.path);
@@ -454,7 +528,7 @@ SamplerOptions TrainJob::make_samplers() {
   check_node_times(so, rt_.part(), cfg_.rank.path, "training and evaluation seed");
   // The trainer runs on the rank's device, where a device sampler backend builds the blocks: their
   // edge arrays stay there (Block::on_device; the CPU backend ignores this).
-  so.blocks_on_device = true;
+  so.blocks_on_device = !rt_.hetero();  // sample_hetero builds its blocks on the host
   // Fanouts run from the seeds out: with PP the last one (the input layer's) is not sampled.
   if (cfg_.preaggregate) so.fanouts.pop_back();
   // On self-reliant (pagraph) parts training samples without communication; evaluation (any
@@ -462,7 +536,10 @@ SamplerOptions TrainJob::make_samplers() {
   if (cfg_.link.link()) so.require_owned_seeds = false;
   sampler_ = rt_.make_sampler(so, /*self_reliant=*/!cfg_.link.link());
   SamplerOptions eo = so;
-  eo.fanouts = cfg_.eval_fanouts;
+  if (!cfg_.eval_fanouts.empty()) {  // empty: the per-relation fanouts of training (run_training)
+    eo.fanouts = cfg_.eval_fanouts;
+    eo.relation_fanouts.clear();  // --eval-fanouts: every relation takes each layer's count
+  }
   if (cfg_.preaggregate) eo.fanouts.pop_back();
   eo.seed = cfg_.seed ^ 0x6576616cULL;  // "eval": evaluation draws independent of training's
   eval_sampler_ = rt_.make_sampler(eo);
@@ -471,6 +548,12 @@ SamplerOptions TrainJob::make_samplers() {
 
 int64_t TrainJob::embedding_dim() const {
   if (cfg_.embedding.dim >= 0) return cfg_.embedding.dim;
+  if (rt_.hetero()) {  // the types without features enter with hidden-wide learnable rows
+    const std::vector<Array>& f = rt_.part().type_features;
+    const bool featureless =
+        std::any_of(f.begin(), f.end(), [](const Array& a) { return !a.defined(); });
+    return featureless ? cfg_.train.model.hidden : 0;
+  }
   return rt_.part().meta.feature_dim > 0 ? 0 : cfg_.train.model.hidden;
 }
 
@@ -479,6 +562,7 @@ void TrainJob::make_embedding() {
   EmbeddingOptions eo = cfg_.embedding;
   eo.dim = embedding_dim();
   eo.seed = cfg_.seed;
+  if (rt_.hetero()) return make_hetero_embedding(eo);
   const PartitionMeta& meta = rt_.part().meta;
   const int64_t b = meta.offsets[rt_.rank()], e = meta.offsets[rt_.rank() + 1];
   const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
@@ -494,11 +578,71 @@ void TrainJob::make_embedding() {
   }
 }
 
+// The rows of the featureless types' nodes only (FeaturelessRows), each initialised from its
+// dataset (union) id, so a node's row does not depend on the partition or the rank count.
+void TrainJob::make_hetero_embedding(EmbeddingOptions eo) {
+  const HeteroLayout& h = *rt_.part().meta.hetero;
+  auto rows = std::make_shared<const FeaturelessRows>(h, tc_.model.type_dims);
+  const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  std::vector<int64_t> ids;  // dataset ids of this rank's rows, in row order
+  const int T = h.num_types(), p = rt_.rank();
+  for (int t = 0; t < T; ++t) {
+    const size_t s = static_cast<size_t>(p) * T + t;
+    if (rows->slot_row[s] < 0) continue;
+    for (int64_t v = h.bounds[s]; v < h.bounds[s + 1]; ++v)
+      ids.push_back(new2old.data<int64_t>()[v]);
+  }
+  emb_ = std::make_unique<EmbeddingTable>(rt_.channel(WorkerKind::kTrainer), rows->offsets,
+                                          ids.data(), eo, rt_.embedding_storage());
+  trainer_->attach_embedding(emb_.get(), [rows, &h](int64_t v) { return rows->row(h, v); });
+  if (rt_.leader()) {
+    std::vector<std::string> names;
+    for (int t = 0; t < T; ++t) {
+      if (tc_.model.type_dims[t] == 0) names.push_back(h.schema.node_types[t].name);
+    }
+    DSP_INFO("train",
+             "learnable rows for the node types without features ({}): {} columns, {} rows in "
+             "all ({} on this rank, in {} memory), sparse {} at lr {}",
+             fmt::join(names, ", "), eo.dim, rows->offsets.back(), ids.size(),
+             emb_->memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer, eo.lr);
+  }
+}
+
+void TrainJob::hetero_model_config() {
+  const PartitionData& part = rt_.part();
+  const HeteroSchema& schema = part.meta.hetero->schema;
+  ModelConfig& m = tc_.model;
+  m.in_dim = 0;
+  m.type_dims.clear();
+  for (int t = 0; t < schema.num_types(); ++t) {
+    m.type_dims.push_back(part.type_features[t].defined() ? part.type_features[t].dim(1) : 0);
+  }
+  m.relation_src.clear();
+  m.relation_dst.clear();
+  for (const RelationInfo& r : schema.relations) {
+    m.relation_src.push_back(r.src_type);
+    m.relation_dst.push_back(r.dst_type);
+  }
+}
+
+std::vector<FeatureStore*> TrainJob::stores() {
+  if (rt_.hetero()) {
+    std::vector<FeatureStore*> out;
+    for (FeatureStore* s : rt_.type_stores()) {
+      if (s) out.push_back(s);
+    }
+    return out;
+  }
+  if (rt_.has_features()) return {&rt_.store()};
+  return {};
+}
+
 void TrainJob::make_trainer() {
   const PartitionMeta& meta = rt_.part().meta;
   tc_ = cfg_.train;
   tc_.model.embedding_dim = embedding_dim();
   tc_.model.in_dim = meta.feature_dim + tc_.model.embedding_dim;
+  if (rt_.hetero()) hetero_model_config();
   tc_.model.out_dim = cfg_.link.link() ? tc_.model.hidden : meta.num_classes;
   if (cfg_.link.link() && tc_.model.predictor == "none") tc_.model.predictor = "dot";
   tc_.model.layers = static_cast<int>(cfg_.sampler.fanouts.size());
@@ -511,7 +655,11 @@ void TrainJob::make_trainer() {
                       rt_.part().feature_scale);
   }
   if (tc_.model.embedding_dim > 0) {  // refused before the model (its input layer) or the table
-    const int64_t rows = meta.offsets[rt_.rank() + 1] - meta.offsets[rt_.rank()];
+    int64_t rows = meta.offsets[rt_.rank() + 1] - meta.offsets[rt_.rank()];
+    if (rt_.hetero()) {
+      const FeaturelessRows f(*meta.hetero, tc_.model.type_dims);
+      rows = f.offsets[rt_.rank() + 1] - f.offsets[rt_.rank()];
+    }
     rt_.check_embedding_fits(rows, tc_.model.embedding_dim, cfg_.embedding.optimizer,
                              available_memory() / static_cast<uint64_t>(rt_.cores().node_size));
   }
@@ -655,18 +803,31 @@ void TrainJob::log_preaggregation() const {
 // batch, wherever they came from (the FIFO levels' rows too, so the figure does not depend on
 // them), the bytes other ranks sent, and the FIFO levels' hits.
 void TrainJob::account_gather() {
-  const GatherStats& g = rt_.store().stats();
+  GatherStats g;
+  int64_t fifo_bytes = 0;
+  for (FeatureStore* st : stores()) {  // a heterogeneous graph's stores summed
+    const GatherStats& s = st->stats();
+    g.rows_remote_hot += s.rows_remote_hot;
+    g.rows_local_hot += s.rows_local_hot;
+    g.rows_cold += s.rows_cold;
+    g.rows_fifo += s.rows_fifo;
+    g.rows_fifo_shared += s.rows_fifo_shared;
+    g.bytes_cold += s.bytes_cold;
+    g.bytes_local_hot += s.bytes_local_hot;
+    g.bytes_remote_hot += s.bytes_remote_hot;
+    fifo_bytes += (s.rows_fifo + s.rows_fifo_shared) * static_cast<int64_t>(st->row_bytes());
+  }
   const int64_t fifo_rows = g.rows_fifo + g.rows_fifo_shared;
   const double steps = steps_ > 0 ? static_cast<double>(steps_) : 1.0;
   const double bytes =
-      static_cast<double>(g.bytes_cold + g.bytes_local_hot + g.bytes_remote_hot +
-                          fifo_rows * static_cast<int64_t>(rt_.store().row_bytes()));
+      static_cast<double>(g.bytes_cold + g.bytes_local_hot + g.bytes_remote_hot + fifo_bytes);
   res_.feature_bytes_per_batch = bytes / steps;
   res_.peer_bytes_per_batch = static_cast<double>(g.bytes_remote_hot) / steps;
   res_.fifo_hits = g.rows_fifo;
   res_.fifo_shared_hits = g.rows_fifo_shared;
   const int64_t peer_rows = fifo_rows + g.rows_remote_hot;
   res_.fifo_hit_rate = peer_rows > 0 ? static_cast<double>(fifo_rows) / peer_rows : 0.0;
+  res_.cache_hit_rate = g.hit_rate();
 }
 
 void TrainJob::resume() {
@@ -745,6 +906,17 @@ void TrainJob::choose_eval() {
                "validation and {} test edges against {} and {} negatives",
                fmt::join(cfg_.link.hits_k, ","), part.link_valid.dim(0), part.link_test.dim(0),
                part.link_valid_neg.dim(0), part.link_test_neg.dim(0));
+    }
+    return;
+  }
+  if (rt_.hetero()) {  // check_hetero refused --eval full
+    full_eval_ = full_fits_ = false;
+    res_.eval = "sampled";
+    if (rt_.leader()) {
+      DSP_INFO("train",
+               "evaluation: sampled with fanouts {} on the {} nodes (--model {}: no layer-wise "
+               "full-neighbour inference on a heterogeneous graph)",
+               eval_fanouts_text(), rt_.part().meta.hetero->schema.target_type, tc_.model.model);
     }
     return;
   }
@@ -913,9 +1085,14 @@ void TrainJob::final_full_test() {
   trainer_->set_flat_parameters(last);
 }
 
+std::string TrainJob::eval_fanouts_text() const {
+  if (cfg_.eval_fanouts.empty()) return cfg_.sampler.relation_fanouts;
+  return fmt::format("{}", fmt::join(cfg_.eval_fanouts, ","));
+}
+
 std::string TrainJob::eval_summary() const {
   if (full_eval_) return "full neighbourhoods";
-  const std::string sampled = fmt::format("sampled, fanouts {}", fmt::join(cfg_.eval_fanouts, ","));
+  const std::string sampled = fmt::format("sampled, fanouts {}", eval_fanouts_text());
   if (res_.test_acc_full < 0) return sampled;
   return fmt::format("{}; with full neighbourhoods {:.4f}", sampled, res_.test_acc_full);
 }
@@ -937,7 +1114,10 @@ EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_
     rt_.channel(WorkerKind::kSampler).set_step(epoch, batch);
     SampledBatch sb = eval_sampler_->sample_nodes(seeds, epoch, batch);
     rt_.channel(WorkerKind::kLoader).set_step(epoch, batch);
-    counts += trainer_->eval_batch(rt_.load(std::move(sb)));
+    LoadedBatch lb = rt_.load(std::move(sb));
+    rt_.channel(WorkerKind::kTrainer).set_step(epoch, batch);
+    trainer_->gather_embedding(lb);  // collective; nothing without embeddings
+    counts += trainer_->eval_batch(lb);
     progress.update(s + 1, steps);
   }
   rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_control_id(split, 1));
@@ -953,9 +1133,9 @@ void TrainJob::train_epoch(int epoch) {
   bar_ = std::make_unique<ProgressBar>(rt_.leader() && cfg_.progress, epoch, cfg_.epochs, steps_);
   sampler_->reset_stats();
   trainer_->reset_step_times();
-  if (rt_.has_features()) rt_.store().reset_stats();
+  for (FeatureStore* st : stores()) st->reset_stats();
   em_ = pipe_->run_epoch(epoch);
-  if (cfg_.roles == 0 && rt_.has_features()) account_gather();
+  if (cfg_.roles == 0) account_gather();
   bar_->finish();
   epoch_time_sum_ += em_.wall_s;
   ++res_.epochs_run;
@@ -994,7 +1174,8 @@ void TrainJob::report_epoch(int epoch) {
   double val = -1, test = -1;
   if (do_eval) std::tie(val, test) = evaluate_epoch(epoch);
   res_.final_loss = loss;
-  res_.cache_hit_rate = rt_.has_features() ? rt_.store().stats().hit_rate() : 0.0;
+  if (cfg_.roles != 0)
+    res_.cache_hit_rate = rt_.has_features() ? rt_.store().stats().hit_rate() : 0.0;
   if (rt_.leader()) {
     const std::string evals =
         !do_eval ? ""
@@ -1168,7 +1349,10 @@ JobResult run_training(const JobConfig& cfg_in) {
   cfg.validate();
   // Fanouts given for evaluation ask for sampled evaluation (auto would ignore them).
   if (cfg.eval == "auto" && !cfg.eval_fanouts.empty()) cfg.eval = "sampled";
-  if (cfg.eval_fanouts.empty()) cfg.eval_fanouts = cfg.sampler.fanouts;
+  // Per-relation fanouts (a heterogeneous graph) evaluate as they train unless --eval-fanouts.
+  if (cfg.eval_fanouts.empty() && cfg.sampler.relation_fanouts.empty()) {
+    cfg.eval_fanouts = cfg.sampler.fanouts;
+  }
   TrainJob job(cfg, cfg_in.to_json());
   for (int epoch = job.start_epoch(); epoch < cfg.epochs && !job.stop_early(); ++epoch) {
     job.train_epoch(epoch);

@@ -9,6 +9,7 @@
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "graph/dataset.hpp"
+#include "graph/hetero.hpp"
 #include "layout/partition/partition.hpp"
 
 namespace dsp {
@@ -54,7 +55,9 @@ std::string OnTheFlyPartition::resolve(const RankOptions& opts, CoordinatedCommu
   std::string err;
   if (leader_) {
     try {
-      Dataset ds = load_dataset(opts.path);
+      // A heterogeneous dataset is partitioned as its union graph (graph/hetero.hpp).
+      Dataset ds = is_hetero_dataset(opts.path) ? hetero_union(load_hetero_dataset(opts.path))
+                                                : load_dataset(opts.path);
       DSP_INFO("runtime", "partitioning {} into {} part(s) ...", opts.path, ch.size());
       partition_dataset(ds, on_the_fly_options(opts, ch.size()), dir_);
     } catch (const Error& e) {

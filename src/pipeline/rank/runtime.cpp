@@ -3,6 +3,7 @@
 #include "core/console.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "graph/npy.hpp"
 #include "layout/store/cache_sizing.hpp"
 #include "layout/store/embedding_table.hpp"
 #include "layout/store/hotness.hpp"
@@ -36,7 +37,10 @@ RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
   log_startup();
 }
 
-RankRuntime::~RankRuntime() { store_.reset(); }
+RankRuntime::~RankRuntime() {
+  store_.reset();
+  type_stores_.clear();
+}
 
 // A GPU rank's sampler, loader and trainer channels are device-space (CSP's tasks and picks, the
 // feature rows and the gradient bucket stay on the device): NCCL bootstrapped over the control
@@ -154,7 +158,54 @@ FeatureStore& RankRuntime::store() {
   return *store_;
 }
 
+namespace {
+
+// Every part's cached nodes of type t in type ids (hottest first), from the train-time lists
+// (`all_cached`, union ids) or each part's cached.npy.
+std::vector<Array> type_cache_lists(const PartitionData& part, const std::vector<Array>& all_cached,
+                                    int t) {
+  const HeteroLayout& h = *part.meta.hetero;
+  std::vector<Array> out;
+  for (int p = 0; p < part.meta.parts; ++p) {
+    const Array list = !all_cached.empty() ? all_cached.at(p)
+                       : p == part.part    ? part.cached
+                                        : load_npy(fmt::format("{}/part{}/cached.npy", part.dir, p),
+                                                   DType::kInt64, 1);
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; list.defined() && i < list.dim(0); ++i) {
+      const int64_t v = list.data<int64_t>()[i];
+      if (h.type_of(v) == t) ids.push_back(h.type_index(v));
+    }
+    out.push_back(Array::from_vector(std::move(ids)));
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<FeatureStore*>& RankRuntime::type_stores() {
+  DSP_CHECK_ARG(hetero(), "{}: not a heterogeneous partition", part_dir_);
+  if (!type_store_ptrs_.empty()) return type_store_ptrs_;
+  const int T = part_.meta.hetero->num_types();
+  type_views_.reserve(T);  // the stores keep references to their views
+  for (int t = 0; t < T; ++t) {
+    type_views_.push_back(hetero_type_view(part_, t));
+    std::unique_ptr<FeatureStore> s;
+    if (type_views_.back().features.defined()) {
+      s = std::make_unique<FeatureStore>(type_views_.back(), channel(WorkerKind::kLoader),
+                                         type_cache_lists(part_, all_cached_, t),
+                                         backends_.features);
+    }
+    type_store_ptrs_.push_back(s.get());
+    type_stores_.push_back(std::move(s));
+  }
+  return type_store_ptrs_;
+}
+
 LoadedBatch RankRuntime::load(SampledBatch&& sb) {
+  if (hetero()) {
+    return load_hetero_batch(std::move(sb), *part_.meta.hetero, type_stores(), part_.labels);
+  }
   return load_batch(std::move(sb), has_features() ? &store() : nullptr, part_.labels);
 }
 

@@ -61,6 +61,11 @@ class RankRuntime {
   // partition must have features.
   FeatureStore& store();
   bool has_features() const { return part_.meta.feature_dim > 0; }
+  // A heterogeneous partition's stores (on the loader channel, the rank's device), built on first
+  // use: one per node type with features, over hetero_type_view (its rows by type id), null for a
+  // type without; every part's cache list of the type (the train-time override's too) in type ids.
+  const std::vector<FeatureStore*>& type_stores();
+  bool hetero() const { return part_.meta.hetero != nullptr; }
   // The loader stage: features of the input nodes (in the store's memory) and labels of the seeds.
   LoadedBatch load(SampledBatch&& sb);
   // Pipeline options over the rank's threads, and its cpus when the process is bound to them (so
@@ -110,6 +115,10 @@ class RankRuntime {
   PartitionData local_;
   std::unique_ptr<Communicator> self_comm_;
   std::unique_ptr<FeatureStore> store_;
+  // Heterogeneous: the per-type views the stores read, the stores, and their pointers.
+  std::vector<PartitionData> type_views_;
+  std::vector<std::unique_ptr<FeatureStore>> type_stores_;
+  std::vector<FeatureStore*> type_store_ptrs_;
   std::string fifo_name_;  // the shared level's name, the same on every rank of the job
   bool fifo_on_ = false;
 };

@@ -1,7 +1,7 @@
 // Data-parallel training under mpiexec -n 1..4: replicas bit-identical after every step, gradient
 // averaging equal to one-rank training on the whole batch, evaluation counts reduced over ranks,
-// resume on P ranks, (with 2 ranks) the Cora accuracy of the three models, and temporal
-// training's accuracy band at any rank count.
+// resume on P ranks, (with 2 ranks) the Cora accuracy of the three models, and temporal and
+// heterogeneous (R-GCN) training's accuracy bands at any rank count.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,6 +19,8 @@
 #include "core/error.hpp"
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
+#include "graph/generate_hetero.hpp"
+#include "graph/hetero.hpp"
 #include "graph/import.hpp"
 #include "graph/npy.hpp"
 #include "pipeline/rank/runtime.hpp"
@@ -471,6 +473,59 @@ TEST(Job, TemporalTrainingReachesTheBoundAtAnyRankCount) {
   EXPECT_EQ(r.eval, "sampled");
   EXPECT_GT(r.test_acc_at_best, reachable - 0.08) << "at " << c.size() << " ranks";
   EXPECT_GT(r.test_acc_at_best, plain.test_acc_at_best + 0.25) << "at " << c.size() << " ranks";
+  c.barrier();
+  if (c.rank() == 0) fs::remove_all(dir);
+}
+
+// dsp train --model rgcn on a heterogeneous partition at P ranks: every rank samples its part's
+// seeds through all relations' owners, loads each featured type's rows through its store and the
+// featureless types' learnable rows through the embedding table, and reaches the band the 1-rank
+// job reaches (tests/train/test_hetero_train.cpp) with the same global batch.
+TEST(Job, HeteroRgcnReachesTheBoundAtAnyRankCount) {
+  Communicator& c = *g_comm;
+  int64_t pid = ::getpid();
+  c.broadcast(&pid, 1, DType::kInt64, 0);
+  const std::string dir =
+      (fs::temp_directory_path() / fmt::format("dsp_hetero_{}_{}", pid, c.size())).string();
+  HeteroGenOptions o;  // test_hetero_train.cpp's graph: bound 0.920, features alone 0.515
+  o.papers = 3000;
+  o.authors = 2000;
+  o.institutions = 100;
+  o.fields = 50;
+  o.classes = 5;
+  o.feature_dim = 32;
+  o.train_frac = 0.3;
+  o.valid_frac = 0.1;
+  o.seed = 1;
+  double bound = 0;
+  if (c.rank() == 0) {
+    const HeteroDataset ds = generate_hetero(o);
+    bound = ds.extra.at("accuracy_bound").get<double>();
+    PartitionOptions po;
+    po.parts = c.size();
+    po.verbose = false;
+    po.overwrite = true;
+    partition_dataset(hetero_union(ds), po, dir);
+  }
+  c.broadcast(&bound, 1, DType::kFloat64, 0);
+  c.barrier();
+  JobConfig cfg;
+  cfg.rank.path = dir;
+  cfg.train.model.model = "rgcn";
+  cfg.train.model.hidden = 64;
+  cfg.train.num_threads = 1;
+  cfg.sampler.fanouts = {10, 10};
+  cfg.batch_size = 128 / c.size();
+  cfg.epochs = 10;
+  cfg.seed = 1;
+  cfg.progress = false;
+  const JobResult r = run_training(cfg);
+  if (c.rank() == 0) {
+    std::printf("[hetero] rgcn ranks=%d test=%.4f (bound %.3f)\n", c.size(), r.test_acc_at_best,
+                bound);
+  }
+  EXPECT_EQ(r.eval, "sampled");
+  EXPECT_GT(r.test_acc_at_best, bound - 0.07) << "at " << c.size() << " ranks";
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
 }
