@@ -364,6 +364,7 @@ class TrainJob {
   void log_start(const EpochScheduler& sched) const;
   EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void choose_eval();
+  void choose_sampled_eval();
   std::pair<double, double> eval_reads();
   void subsample_eval_ids();
   // Full-neighbour evaluation (train/inference.hpp): validation and test counts, all ranks'.
@@ -388,6 +389,8 @@ class TrainJob {
   void hetero_model_config();
   // The feature stores the loads gather through (one, one per featured node type, or none).
   std::vector<FeatureStore*> stores();
+  // The stores' hit rate since the epoch began (its evaluation's gathers too), all stores summed.
+  double cache_hit_rate();
   SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
@@ -637,6 +640,17 @@ std::vector<FeatureStore*> TrainJob::stores() {
   return {};
 }
 
+double TrainJob::cache_hit_rate() {
+  int64_t hot = 0, total = 0;
+  for (FeatureStore* st : stores()) {
+    const GatherStats& g = st->stats();
+    const int64_t h = g.rows_remote_hot + g.rows_local_hot + g.rows_fifo + g.rows_fifo_shared;
+    hot += h;
+    total += h + g.rows_cold;
+  }
+  return total ? static_cast<double>(hot) / total : 0.0;
+}
+
 void TrainJob::make_trainer() {
   const PartitionMeta& meta = rt_.part().meta;
   tc_ = cfg_.train;
@@ -827,7 +841,6 @@ void TrainJob::account_gather() {
   res_.fifo_shared_hits = g.rows_fifo_shared;
   const int64_t peer_rows = fifo_rows + g.rows_remote_hot;
   res_.fifo_hit_rate = peer_rows > 0 ? static_cast<double>(fifo_rows) / peer_rows : 0.0;
-  res_.cache_hit_rate = g.hit_rate();
 }
 
 void TrainJob::resume() {
@@ -891,6 +904,25 @@ std::pair<double, double> TrainJob::eval_reads() {
   return {entries * static_cast<double>(f.size()), sampled};
 }
 
+// --eval for the jobs that evaluate by sampling only (their checks refused --eval full): a
+// heterogeneous graph (no layer-wise inference of its models) and --temporal.
+void TrainJob::choose_sampled_eval() {
+  full_eval_ = full_fits_ = false;
+  res_.eval = "sampled";
+  if (!rt_.leader()) return;
+  if (rt_.hetero()) {
+    DSP_INFO("train",
+             "evaluation: sampled with fanouts {} on the {} nodes (--model {}: no layer-wise "
+             "full-neighbour inference on a heterogeneous graph)",
+             eval_fanouts_text(), rt_.part().meta.hetero->schema.target_type, tc_.model.model);
+    return;
+  }
+  DSP_INFO("train",
+           "evaluation: sampled with fanouts {} (--temporal: every node at its own time, by the "
+           "same temporal sampler; full neighbourhoods would see the edges after it)",
+           fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","));
+}
+
 // --eval: full-neighbour inference where asked, or (auto) where its memory estimate fits half of
 // the memory available to each rank of the node, on every rank (one all_reduce), and it reads no
 // more neighbour rows than sampling would (or fewer than kSmallEval); else sampled. Logged with
@@ -909,29 +941,7 @@ void TrainJob::choose_eval() {
     }
     return;
   }
-  if (rt_.hetero()) {  // check_hetero refused --eval full
-    full_eval_ = full_fits_ = false;
-    res_.eval = "sampled";
-    if (rt_.leader()) {
-      DSP_INFO("train",
-               "evaluation: sampled with fanouts {} on the {} nodes (--model {}: no layer-wise "
-               "full-neighbour inference on a heterogeneous graph)",
-               eval_fanouts_text(), rt_.part().meta.hetero->schema.target_type, tc_.model.model);
-    }
-    return;
-  }
-  if (cfg_.sampler.temporal) {  // check_evaluation refused --eval full
-    full_eval_ = full_fits_ = false;
-    res_.eval = "sampled";
-    if (rt_.leader()) {
-      DSP_INFO(
-          "train",
-          "evaluation: sampled with fanouts {} (--temporal: every node at its own time, by the "
-          "same temporal sampler; full neighbourhoods would see the edges after it)",
-          fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","));
-    }
-    return;
-  }
+  if (rt_.hetero() || cfg_.sampler.temporal) return choose_sampled_eval();
   std::vector<int64_t> widths;
   for (int l = 0; l < tc_.model.layers; ++l) widths.push_back(trainer_->layer_width(l));
   const int64_t need =
@@ -1174,8 +1184,7 @@ void TrainJob::report_epoch(int epoch) {
   double val = -1, test = -1;
   if (do_eval) std::tie(val, test) = evaluate_epoch(epoch);
   res_.final_loss = loss;
-  if (cfg_.roles != 0)
-    res_.cache_hit_rate = rt_.has_features() ? rt_.store().stats().hit_rate() : 0.0;
+  res_.cache_hit_rate = cache_hit_rate();
   if (rt_.leader()) {
     const std::string evals =
         !do_eval ? ""
