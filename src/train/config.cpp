@@ -202,12 +202,9 @@ void TrainConfig::validate() const {
 }
 
 nlohmann::json TrainConfig::to_json() const {
-  return {{"model", model.to_json()},
-          {"optimizer", optimizer},
-          {"lr", lr},
-          {"weight_decay", weight_decay},
-          {"momentum", momentum},
-          {"seed", seed},
+  return {{"model", model.to_json()},     {"optimizer", optimizer},
+          {"lr", lr},                     {"weight_decay", weight_decay},
+          {"momentum", momentum},         {"seed", seed},
           {"normalize_features", normalize_features}};
 }
 

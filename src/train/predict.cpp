@@ -12,8 +12,8 @@
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #include "graph/npy.hpp"
-#include "layout/store/embedding_table.hpp"
 #include "pipeline/rank/runtime.hpp"
+#include "layout/store/embedding_table.hpp"
 #include "train/inference.hpp"
 #include "train/link.hpp"
 #include "train/trainer.hpp"
@@ -33,9 +33,9 @@ void PredictConfig::validate() const {
   DSP_CHECK_ARG(!rank.path.empty(), "give a dataset or partition directory");
   DSP_CHECK_ARG(!checkpoint.empty(), "--checkpoint: give the model (checkpoint.pt or best.pt)");
   DSP_CHECK_ARG(!out.empty(), "--out: give the output directory");
-  DSP_CHECK_ARG(
-      output == "class" || output == "probs" || output == "logits" || output == "embedding",
-      "--output must be class, probs or logits, got '{}'", output);
+  DSP_CHECK_ARG(output == "class" || output == "probs" || output == "logits" ||
+                    output == "embedding",
+                "--output must be class, probs or logits, got '{}'", output);
   DSP_CHECK_ARG(batch_size > 0, "--batch-size must be > 0, got {}", batch_size);
   DSP_CHECK_ARG(layer >= -1, "--layer must be >= 0, got {}", layer);
   for (const std::string& f : files()) {
@@ -47,8 +47,7 @@ void PredictConfig::validate() const {
 
 OptionTable<PredictConfig> predict_options_table(bool embed) {
   using options::value;
-#define DSP_FIELD(member) \
-  [](PredictConfig & c) -> auto& { return c.member; }
+#define DSP_FIELD(member) [](PredictConfig& c) -> auto& { return c.member; }
   OptionTable<PredictConfig> t = {
       value<PredictConfig>("--checkpoint", "checkpoint",
                            "the model: checkpoint.pt (last epoch) or best.pt (best validation) of "
@@ -82,9 +81,9 @@ OptionTable<PredictConfig> predict_options_table(bool embed) {
                                    "threads per rank (default: the rank's share of its cores)",
                                    DSP_FIELD(rank.threads)));
 #undef DSP_FIELD
-  t.push_back(
-      options::embed<PredictConfig>(options::find(rank_options_table(), "device"),
-                                    [](PredictConfig& c) -> RankOptions& { return c.rank; }));
+  t.push_back(options::embed<PredictConfig>(
+      options::find(rank_options_table(), "device"),
+      [](PredictConfig& c) -> RankOptions& { return c.rank; }));
   return t;
 }
 
@@ -202,18 +201,18 @@ std::unique_ptr<EmbeddingTable> load_embedding(const std::string& ckpt, const Mo
               "{}: the model learnt node embeddings and {} holds no rows for rank {} of {}: run "
               "on the partition and rank count it was trained with",
               ckpt, shard, rt.rank(), rt.size());
-  const nlohmann::json job = checkpoint_header(ckpt)
-                                 .value("extra", nlohmann::json::object())
-                                 .value("job", nlohmann::json::object());
+  const nlohmann::json job =
+      checkpoint_header(ckpt).value("extra", nlohmann::json::object()).value("job",
+                                                                             nlohmann::json::object());
   EmbeddingOptions eo;
   eo.dim = m.embedding_dim;
   eo.optimizer = job.value("embedding_optimizer", std::string("adam"));
   const PartitionMeta& meta = rt.part().meta;
   const int64_t b = meta.offsets[rt.rank()];
   const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
-  auto t =
-      std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
-                                       new2old.data<int64_t>() + b, eo, rt.embedding_storage());
+  auto t = std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
+                                            new2old.data<int64_t>() + b, eo,
+                                            rt.embedding_storage());
   t->load(shard);
   return t;
 }
