@@ -11,7 +11,9 @@ and a Loader iterates over the seeds that rank owns. The heavy lifting is in the
 ``dsp._dsp``, which links no LibTorch: this layer only turns its numpy arrays (which own the C++
 buffers) into torch tensors with ``torch.from_numpy``, so no data is copied and any torch works
 (or none: ``as_tensor=False`` gives numpy arrays). ``Block.to_dgl()``, ``Block.to_pyg()`` and
-``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models. ``dsp.LinkLoader``
+``Batch.to_pyg()`` hand batches to DGL and PyTorch Geometric models; on a heterogeneous
+partition batches carry ``x_dict`` and the ``schema``, blocks ``src_types``/``edge_types``, and
+the same calls give DGL heterogeneous blocks and PyG's ``HeteroData``. ``dsp.LinkLoader``
 batches training edges and their negatives for link prediction. Batches carry the
 partition's node ids ("dsp ids"); ``dsp.to_original_ids(path, ids)`` gives the dataset's own ids
 back and ``dsp.to_dsp_ids`` goes the other way. ``dsp.load_model`` turns a

@@ -352,6 +352,34 @@ void bind_basics(py::module_& m) {
 }
 
 // The commands Python shares with the CLI: generate and convert.
+// dsp generate hetero: its table and run (graph/commands.hpp); returns the dataset's summary.
+void bind_generate_hetero(py::module_& m) {
+  m.def(
+      "generate_hetero",
+      [](const std::string& out, const py::kwargs& kw) {
+        HeteroCommand cmd;
+        read_options(hetero_options(), py_to_json(kw), cmd, "dsp.generate_hetero");
+        cmd.run.out = out;
+        HeteroGenerateResult r;
+        {
+          py::gil_scoped_release nogil;
+          r = run_generate(cmd);
+        }
+        return json_to_py({{"name", r.name},
+                           {"hetero", r.schema.to_json()},
+                           {"num_train", r.num_train},
+                           {"num_valid", r.num_valid},
+                           {"num_test", r.num_test},
+                           {"extra", r.extra}});
+      },
+      py::arg("out"),
+      ("Writes an OGB-MAG-shaped heterogeneous dataset (dsp generate hetero); returns its name, "
+       "schema (\"hetero\"), split sizes and provenance (\"extra\": the accuracy bound). "
+       "Keywords, as the CLI's flags:\n" +
+       describe_options(hetero_options()))
+          .c_str());
+}
+
 void bind_commands(py::module_& m) {
   // dsp generate rmat | community: the command's table and run (graph/commands.hpp).
   auto generate = [](auto make_cmd, const auto& table, const char* what) {
@@ -380,31 +408,6 @@ void bind_commands(py::module_& m) {
          "flags:\n" +
          describe_options(rmat_options()))
             .c_str());
-
-  m.def(
-      "generate_hetero",
-      [](const std::string& out, const py::kwargs& kw) {
-        HeteroCommand cmd;
-        read_options(hetero_options(), py_to_json(kw), cmd, "dsp.generate_hetero");
-        cmd.run.out = out;
-        HeteroGenerateResult r;
-        {
-          py::gil_scoped_release nogil;
-          r = run_generate(cmd);
-        }
-        return json_to_py({{"name", r.name},
-                           {"hetero", r.schema.to_json()},
-                           {"num_train", r.num_train},
-                           {"num_valid", r.num_valid},
-                           {"num_test", r.num_test},
-                           {"extra", r.extra}});
-      },
-      py::arg("out"),
-      ("Writes an OGB-MAG-shaped heterogeneous dataset (dsp generate hetero); returns its name, "
-       "schema (\"hetero\"), split sizes and provenance (\"extra\": the accuracy bound). "
-       "Keywords, as the CLI's flags:\n" +
-       describe_options(hetero_options()))
-          .c_str());
 
   // dsp convert --from ogb | edgelist: the same table and run (graph/commands.hpp), the format
   // given by the function.
@@ -886,6 +889,7 @@ void bind_epoch_hook(py::module_& m) {
 void bind(py::module_& m) {
   bind_basics(m);
   bind_commands(m);
+  bind_generate_hetero(m);
   bind_partition(m);
   bind_save_dataset(m);
   bind_id_maps(m);
