@@ -188,6 +188,17 @@ def test_unknown_relation_is_the_samplers_error(mag_p1, lay):
         assert str(e.value) == want
 
 
+def test_dataset_directory_partitioned_on_the_fly(mag, lay):
+    loader = dsp.Loader(mag, fanouts=FANOUTS, batch_size=BATCH, seed=1)
+    assert loader.schema == lay.schema
+    b = next(loader.iter_batches())
+    on_the_fly = Layout(loader.partition_dir)
+    np.testing.assert_array_equal(on_the_fly.type_of(b.blocks[0].src_ids.numpy()),
+                                  b.blocks[0].src_types.numpy())
+    assert set(b.x_dict) == {"paper"} and len(b.x_dict["paper"]) == int(
+        (b.blocks[0].src_types == lay.schema.node_types.index("paper")).sum())
+
+
 def test_block_to_dgl(mag_p1, lay):
     dgl = pytest.importorskip("dgl")
     b = first_batch(mag_p1)
