@@ -122,7 +122,7 @@ struct SamplerOptions {
   // {"writes": [10, 5], "*": [5, 5]}; `fanouts` then holds each layer's largest count. Kept as
   // text until the sampler resolves it against the partition's schema (resolve_relation_fanouts).
   // Empty: every relation takes fanouts[l] in layer l (DGL's int fanout on a heterograph).
-  std::string relation_fanouts;
+  std::string relation_fanouts{};
 
   SamplerKind kind() const;
   // The fanouts (check_fanouts, named --fanouts) and the sampler's combination: one
