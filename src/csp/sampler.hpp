@@ -352,9 +352,11 @@ class CollectiveSampler {
   // Heterogeneous: the relations, fanouts and task id space of a heterogeneous partition
   // (constructor; refuses the samplers it does not support).
   void init_hetero();
-  // Heterogeneous: one layer's tasks of the frontier nodes (host) and the block over them.
-  void hetero_layer(const std::vector<int64_t>& nodes, const std::vector<int32_t>& types,
-                    int64_t epoch, int64_t batch, int l, Block& out);
+  // Heterogeneous: one layer's tasks of the frontier nodes[0, n) (host, with their types) and
+  // the block over them.
+  void hetero_layer(const int64_t* nodes, const int32_t* types, int64_t n, int64_t epoch,
+                    int64_t batch, int l, Block& out);
+  void attach_relations(const int32_t* types, int64_t n, Block& out);
 
   const PartitionData& part_;
   Communicator& comm_;
@@ -364,6 +366,12 @@ class CollectiveSampler {
   std::vector<std::vector<int>> rel_fanouts_;
   std::vector<std::vector<int>> rels_by_dst_;
   int64_t num_rel_ = 1;
+  // Heterogeneous: one layer's host arrays (tasks, fanouts and relations in task order, each
+  // node's first task, the picks' offsets per task and per node), kept for their capacity.
+  struct HeteroScratch {
+    std::vector<int64_t> tasks, first, toff, noff;
+    std::vector<int32_t> fan, rel;
+  } hetero_;
   int rank_ = 0, size_ = 1;
   int64_t begin_ = 0, end_ = 0;
   std::vector<int64_t> offsets_;

@@ -186,66 +186,80 @@ void CollectiveSampler::init_hetero() {
   for (int64_t& o : offsets_) o *= num_rel_;
 }
 
-void CollectiveSampler::hetero_layer(const std::vector<int64_t>& nodes,
-                                     const std::vector<int32_t>& types, int64_t epoch,
-                                     int64_t batch, int l, Block& out) {
-  // Tasks: node i's relations into its type, in relation order, as ids v R + r.
+void CollectiveSampler::hetero_layer(const int64_t* nodes, const int32_t* types, int64_t n,
+                                     int64_t epoch, int64_t batch, int l, Block& out) {
+  // Tasks: node i's relations into its type, in relation order, as ids v R + r; node i's tasks
+  // are [first[i], first[i + 1]). The host arrays are members: reused, so no page faults.
+  HeteroScratch& hs = hetero_;
   const std::vector<int>& fan = rel_fanouts_[l];
-  std::vector<int64_t> tasks;
-  std::vector<int32_t> task_fan;
-  std::vector<int64_t> first(nodes.size() + 1, 0);  // node i's tasks: [first[i], first[i + 1])
-  std::vector<int32_t> task_rel;
+  hs.tasks.clear();
+  hs.fan.clear();
+  hs.rel.clear();
+  hs.first.resize(n + 1);
   int max_fan = 1;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    first[i] = static_cast<int64_t>(tasks.size());
+  for (int64_t i = 0; i < n; ++i) {
+    hs.first[i] = static_cast<int64_t>(hs.tasks.size());
     for (int r : rels_by_dst_[types[i]]) {
       if (fan[r] == 0) continue;
-      tasks.push_back(nodes[i] * num_rel_ + r);
-      task_fan.push_back(fan[r]);
-      task_rel.push_back(r);
+      hs.tasks.push_back(nodes[i] * num_rel_ + r);
+      hs.fan.push_back(fan[r]);
+      hs.rel.push_back(r);
       max_fan = std::max(max_fan, fan[r]);
     }
   }
-  first[nodes.size()] = static_cast<int64_t>(tasks.size());
-  const int64_t nt = static_cast<int64_t>(tasks.size());
+  hs.first[n] = static_cast<int64_t>(hs.tasks.size());
+  const int64_t nt = static_cast<int64_t>(hs.tasks.size());
   Buffers& bf = *buf_;
   const bool host = backend_->memory() == MemorySpace::kHost;
-  const int64_t* task_ptr = tasks.data();
-  const int32_t* fan_ptr = task_fan.data();
+  const int64_t* task_ptr = hs.tasks.data();
+  const int32_t* fan_ptr = hs.fan.data();
   if (!host) {
-    backend_->to_backend(bf.frontier->reserve_n<int64_t>(nt), tasks.data(), nt * sizeof(int64_t));
-    backend_->to_backend(bf.fanout->reserve_n<int32_t>(nt), task_fan.data(), nt * sizeof(int32_t));
+    backend_->to_backend(bf.frontier->reserve_n<int64_t>(nt), task_ptr, nt * sizeof(int64_t));
+    backend_->to_backend(bf.fanout->reserve_n<int32_t>(nt), fan_ptr, nt * sizeof(int32_t));
     task_ptr = bf.frontier->as<int64_t>();
     fan_ptr = bf.fanout->as<int32_t>();
   }
   const LayerPicks lo =
       run_layer(task_ptr, nt, fan_ptr, max_fan, rng_key(opts_.seed, epoch, batch, l));
+  Stopwatch sw;
   // The picks per node: its tasks' picks are consecutive (tasks in node order).
-  std::vector<int64_t> toff(nt + 1);
-  backend_->to_host(toff.data(), lo.offsets, (nt + 1) * sizeof(int64_t));
-  std::vector<int64_t> noff(nodes.size() + 1);
-  for (size_t i = 0; i <= nodes.size(); ++i) noff[i] = toff[first[i]];
+  hs.toff.resize(nt + 1);
+  backend_->to_host(hs.toff.data(), lo.offsets, (nt + 1) * sizeof(int64_t));
+  hs.noff.resize(n + 1);
+  for (int64_t i = 0; i <= n; ++i) hs.noff[i] = hs.toff[hs.first[i]];
   LayerPicks per_node = lo;
-  per_node.offsets = noff.data();
-  const int64_t* dst = nodes.data();
+  per_node.offsets = hs.noff.data();
+  const int64_t* dst = nodes;
   if (!host) {
-    backend_->to_backend(bf.offsets->reserve_n<int64_t>(noff.size()), noff.data(),
-                         noff.size() * sizeof(int64_t));
+    backend_->to_backend(bf.offsets->reserve_n<int64_t>(n + 1), hs.noff.data(),
+                         (n + 1) * sizeof(int64_t));
     per_node.offsets = bf.offsets->as<int64_t>();
-    backend_->to_backend(bf.next->reserve_n<int64_t>(nodes.size()), nodes.data(),
-                         nodes.size() * sizeof(int64_t));
+    backend_->to_backend(bf.next->reserve_n<int64_t>(n), nodes, n * sizeof(int64_t));
     dst = bf.next->as<int64_t>();
   }
-  backend_->relabel(dst, static_cast<int64_t>(nodes.size()), per_node, l, out, nullptr);
+  backend_->relabel(dst, n, per_node, l, out, nullptr);
   out.edges_to_host();
+  attach_relations(types, n, out);
+  stats_.t_relabel += sw.seconds();
+}
+
+// A heterogeneous block's edge_types (task j's picks carry its relation) and src_types: the
+// destinations' types, then each new source takes the source type of the relation of its first
+// edge (every pick of relation r is an r.src node), no lookup.
+void CollectiveSampler::attach_relations(const int32_t* types, int64_t n, Block& out) {
+  const HeteroScratch& hs = hetero_;
+  const HeteroSchema& s = part_.meta.hetero->schema;
   out.edge_types.resize(out.num_edges());
-  for (int64_t j = 0; j < nt; ++j) {
-    std::fill(out.edge_types.begin() + toff[j], out.edge_types.begin() + toff[j + 1], task_rel[j]);
+  for (size_t j = 0; j + 1 < hs.toff.size(); ++j) {
+    std::fill(out.edge_types.begin() + hs.toff[j], out.edge_types.begin() + hs.toff[j + 1],
+              hs.rel[j]);
   }
-  const HeteroLayout& h = *part_.meta.hetero;
-  out.src_types.resize(out.num_src);
-  std::copy(types.begin(), types.end(), out.src_types.begin());
-  for (int64_t i = out.num_dst; i < out.num_src; ++i) out.src_types[i] = h.type_of(out.src_ids[i]);
+  out.src_types.assign(out.num_src, -1);
+  std::copy(types, types + n, out.src_types.begin());
+  for (int64_t e = 0; e < out.num_edges(); ++e) {
+    int32_t& t = out.src_types[out.indices[e]];
+    if (t < 0) t = s.relations[out.edge_types[e]].src_type;
+  }
 }
 
 SampledBatch CollectiveSampler::sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch,
@@ -261,16 +275,18 @@ SampledBatch CollectiveSampler::sample_hetero(const std::vector<int64_t>& seeds,
   out.epoch = epoch;
   out.batch = batch;
   out.seeds = seeds;
-  std::vector<int64_t> nodes = seeds;
-  std::vector<int32_t> types(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) types[i] = h.type_of(nodes[i]);
+  std::vector<int32_t> seed_types(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) seed_types[i] = h.type_of(seeds[i]);
   const int L = static_cast<int>(rel_fanouts_.size());
   std::vector<Block> blocks(L);
   for (int l = 0; l < L; ++l) {
     Stopwatch lsw;
-    hetero_layer(nodes, types, epoch, batch, l, blocks[l]);
-    nodes = blocks[l].src_ids;
-    types = blocks[l].src_types;
+    // the frontier: the seeds, then the previous block's sources
+    const Block* prev = l ? &blocks[l - 1] : nullptr;
+    hetero_layer(prev ? prev->src_ids.data() : seeds.data(),
+                 prev ? prev->src_types.data() : seed_types.data(),
+                 prev ? prev->num_src : static_cast<int64_t>(seeds.size()), epoch, batch, l,
+                 blocks[l]);
     stats_.sampled_edges += blocks[l].num_edges();
     stats_.layer_sources[l] += blocks[l].num_src;
     stats_.t_layer[l] += lsw.seconds();
