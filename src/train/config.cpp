@@ -52,7 +52,7 @@ void check_hetero_fields(const ModelConfig& m) {
 
 void ModelConfig::validate() const {
   DSP_CHECK_ARG(model == "sage" || model == "gcn" || model == "gat" || hetero(),
-                "unknown model '{}' (sage, gcn, gat; rgcn, hsage on heterogeneous graphs)", model);
+                "unknown model '{}' (sage, gcn, gat, rgcn, hsage)", model);
   DSP_CHECK_ARG(hetero() || in_dim > 0, "model input dimension must be positive, got {}", in_dim);
   DSP_CHECK_ARG(out_dim > 0, "model output dimension (classes) must be positive, got {}", out_dim);
   DSP_CHECK_ARG(hidden > 0, "hidden size must be positive, got {}", hidden);

@@ -161,7 +161,7 @@ TEST(Models, UnknownModel) {
     FAIL();
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(),
-                 "unknown model 'gin' (sage, gcn, gat; rgcn, hsage on heterogeneous graphs)");
+                 "unknown model 'gin' (sage, gcn, gat, rgcn, hsage)");
   }
 }
 
