@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "core/error.hpp"
 #include "core/half.hpp"
@@ -33,11 +34,23 @@ void expand_rows(const unsigned char* rows, const std::vector<int64_t>& row, siz
   }
 }
 
+// Stored rows (n of store's out_row_bytes, host) as float32: bfloat16 and int8 come decoded by
+// the gather, float16 is widened here.
+void rows_to_float(const FeatureStore& store, const unsigned char* raw, int64_t n,
+                   std::vector<float>& out) {
+  out.resize(n * store.dim());
+  if (store.out_dtype() == DType::kFloat32) {
+    std::memcpy(out.data(), raw, out.size() * sizeof(float));
+  } else {
+    const auto* h = reinterpret_cast<const uint16_t*>(raw);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(h[i]);
+  }
+}
+
 // The input rows as float32 on the host. Ids that may repeat (`temporal`) are gathered once per
 // distinct id and expanded; a device store's rows then come back through the host.
 void host_features(FeatureStore& store, const std::vector<int64_t>& input, bool temporal,
                    std::vector<float>& out) {
-  const int64_t F = store.dim();
   std::vector<int64_t> ids, row;
   const bool repeats = temporal && distinct_inputs(input, ids, row);
   const std::vector<int64_t>& want = repeats ? ids : input;
@@ -53,12 +66,26 @@ void host_features(FeatureStore& store, const std::vector<int64_t>& input, bool 
     expand_rows(raw.data(), row, store.out_row_bytes(), expanded.data());
     raw.swap(expanded);
   }
-  out.resize(input.size() * F);
-  if (store.out_dtype() == DType::kFloat32) {  // bfloat16, int8: decoded by gather
-    std::memcpy(out.data(), raw.data(), out.size() * sizeof(float));
-  } else {
-    const auto* h = reinterpret_cast<const uint16_t*>(raw.data());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(h[i]);
+  rows_to_float(store, raw.data(), static_cast<int64_t>(input.size()), out);
+}
+
+// Every featured type's input rows in one gather round (gather_stores), as float32 on the host.
+void typed_host_features(const std::vector<FeatureStore*>& stores,
+                         const std::vector<std::vector<int64_t>>& ids,
+                         std::vector<std::vector<float>*> out) {
+  std::vector<std::shared_ptr<void>> rows(stores.size());
+  std::vector<void*> outs(stores.size());
+  for (size_t s = 0; s < stores.size(); ++s) {
+    rows[s] = stores[s]->allocate_rows(static_cast<int64_t>(ids[s].size()));
+    outs[s] = rows[s].get();
+  }
+  gather_stores(stores, ids, outs);
+  std::vector<unsigned char> host;
+  for (size_t s = 0; s < stores.size(); ++s) {
+    const int64_t n = static_cast<int64_t>(ids[s].size());
+    host.resize(std::max<size_t>(n * stores[s]->out_row_bytes(), 1));
+    stores[s]->backend().copy_to_host(outs[s], n * stores[s]->out_row_bytes(), host.data());
+    rows_to_float(*stores[s], host.data(), n, *out[s]);
   }
 }
 
@@ -114,16 +141,22 @@ LoadedBatch load_hetero_batch(SampledBatch&& sb, const HeteroLayout& layout,
       lb.typed_rows[t].push_back(j);
     }
   }
-  for (int t = 0; t < T; ++t) {  // type order on every rank: each gather is a collective
+  // The featured types' rows in one gather round, stores in type order on every rank.
+  std::vector<FeatureStore*> featured;
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<std::vector<float>*> out;
+  for (int t = 0; t < T; ++t) {
     if (!stores[t]) continue;
-    std::vector<int64_t> ids;
-    ids.reserve(lb.typed_rows[t].size());
+    featured.push_back(stores[t]);
+    ids.emplace_back();
+    ids.back().reserve(lb.typed_rows[t].size());
     for (const int64_t j : lb.typed_rows[t]) {
-      ids.push_back(layout.type_index(sb.blocks.front().src_ids[j]));
+      ids.back().push_back(layout.type_index(sb.blocks.front().src_ids[j]));
     }
-    host_features(*stores[t], ids, /*temporal=*/false, lb.typed_features[t]);
+    out.push_back(&lb.typed_features[t]);
     lb.typed_dims[t] = stores[t]->dim();
   }
+  if (!featured.empty()) typed_host_features(featured, ids, out);
   load_labels(sb, labels, lb);
   lb.sample = std::move(sb);
   return lb;

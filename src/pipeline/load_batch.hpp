@@ -17,8 +17,9 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
 // positions of its input nodes among blocks[0]'s sources (typed_rows[t]) and, when stores[t] is
 // set (one store per type with features, over hetero_type_view), their rows gathered by type id
 // (HeteroLayout::type_index) into typed_features[t] (float32, host), typed_dims[t] its width (0
-// without a store). Collective: every rank gathers every store's rows, type by type in type
-// order, once per batch (an empty request too). `features` stays empty; labels as load_batch's.
+// without a store). Collective: one gather round for all the stores (gather_stores: three
+// collectives per batch whatever the number of featured types), stores in type order on every
+// rank, an empty request too. `features` stays empty; labels as load_batch's.
 LoadedBatch load_hetero_batch(SampledBatch&& sb, const HeteroLayout& layout,
                               const std::vector<FeatureStore*>& stores, const Array& labels);
 

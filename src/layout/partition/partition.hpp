@@ -274,8 +274,14 @@ void share_node_arrays(const PartitionData& from, PartitionData& to);
 // A heterogeneous part's view of type t as a homogeneous partition over the type's own ids
 // (HeteroLayout::type_index): meta.offsets the type's per-part counts summed, features
 // type_features[t], cached = the part's cached nodes of type t (type ids, hottest first), no
-// graph. A FeatureStore over it serves type t's rows; the view shares `part`'s arrays.
+// graph. A FeatureStore over it, given hetero_type_cache_lists as its all_cached (the parts'
+// cached.npy hold union ids), serves type t's rows; the view shares `part`'s arrays.
 PartitionData hetero_type_view(const PartitionData& part, int t);
+// Every part's cached nodes of type t in type ids (hottest first): the FeatureStore's all_cached
+// for hetero_type_view(part, t), from `all_cached` (a train-time policy's lists, union ids) or,
+// when empty, each part's cached.npy.
+std::vector<Array> hetero_type_cache_lists(const PartitionData& part,
+                                           const std::vector<Array>& all_cached, int t);
 
 PartitionMeta load_partition_meta(const std::string& dir);
 // Loads part `part` of the partition in `dir`; `expected_parts` (if > 0) must equal the number of

@@ -244,3 +244,26 @@ int64_t write_hetero_patch(const Csr& g, const HeteroUnion& u, const std::vector
 }
 
 }  // namespace dsp::detail
+
+namespace dsp {
+
+std::vector<Array> hetero_type_cache_lists(const PartitionData& part,
+                                           const std::vector<Array>& all_cached, int t) {
+  const HeteroLayout& h = *part.meta.hetero;
+  std::vector<Array> out;
+  for (int p = 0; p < part.meta.parts; ++p) {
+    const Array list = !all_cached.empty() ? all_cached.at(p)
+                       : p == part.part    ? part.cached
+                                        : load_npy(fmt::format("{}/part{}/cached.npy", part.dir, p),
+                                                   DType::kInt64, 1);
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; list.defined() && i < list.dim(0); ++i) {
+      const int64_t v = list.data<int64_t>()[i];
+      if (h.type_of(v) == t) ids.push_back(h.type_index(v));
+    }
+    out.push_back(Array::from_vector(std::move(ids)));
+  }
+  return out;
+}
+
+}  // namespace dsp

@@ -63,7 +63,7 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
 
 FeatureStore::~FeatureStore() = default;
 
-void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
+FeatureStore::Requests FeatureStore::prepare(const int64_t* ids, int64_t n, void* out) {
   const int P = comm_.size();
   // Local pass: every check completes before any communication, so a bad request fails on its
   // own rank without stranding peers.
@@ -85,42 +85,81 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
   if (fifo_) serve_from_fifo(ids, n, out);
 
   // Requests for rows other ranks cache: their cache slots, grouped by owner.
+  Requests r;
   std::vector<int32_t> owner(n, -1);
-  std::vector<int64_t> send_counts(P, 0);
+  r.send_counts.assign(P, 0);
   for (int64_t i = 0; i < n; ++i) {
-    if (peer_[i]) ++send_counts[owner[i] = meta_.owner(ids[i])];
+    if (peer_[i]) ++r.send_counts[owner[i] = meta_.owner(ids[i])];
   }
-  std::vector<int64_t> displ(P + 1, 0);
-  for (int p = 0; p < P; ++p) displ[p + 1] = displ[p] + send_counts[p];
-  std::vector<int64_t> req(displ[P]), req_pos(displ[P]);
-  {
-    std::vector<int64_t> cur(displ.begin(), displ.end() - 1);
-    for (int64_t i = 0; i < n; ++i) {
-      if (owner[i] < 0) continue;
-      const int64_t k = cur[owner[i]]++;
-      req[k] = slot_[ids[i]];
-      req_pos[k] = i;
-    }
+  std::vector<int64_t> cur(P, 0);
+  for (int p = 1; p < P; ++p) cur[p] = cur[p - 1] + r.send_counts[p - 1];
+  const int64_t total = cur[P - 1] + r.send_counts[P - 1];
+  r.req.resize(total);
+  r.req_pos.resize(total);
+  for (int64_t i = 0; i < n; ++i) {
+    if (owner[i] < 0) continue;
+    const int64_t k = cur[owner[i]]++;
+    r.req[k] = slot_[ids[i]];
+    r.req_pos[k] = i;
   }
-
-  exchange_rows(ids, req, req_pos, send_counts, out);
   const int64_t rb = static_cast<int64_t>(row_bytes_);
   stats_.calls += 1;
-  stats_.rows_remote_hot += displ[P];
+  stats_.rows_remote_hot += total;
   stats_.rows_local_hot += lp.rows_local_hot;
   stats_.rows_cold += lp.rows_cold;
-  stats_.bytes_remote_hot += displ[P] * rb;
+  stats_.bytes_remote_hot += total * rb;
   stats_.bytes_local_hot += lp.rows_local_hot * rb;
   stats_.bytes_cold += lp.rows_cold * rb;
+  return r;
 }
 
-// One round: slots to their owners (host buffers: small, and checked here), rows back in the
-// channel's memory space: the backend's memory on a device-space channel (NCCL or staged MPI on a
-// GPU rank), so a peer's hot rows go from its cache to `out` without a host copy here.
-void FeatureStore::exchange_rows(const int64_t* ids, const std::vector<int64_t>& req,
-                                 const std::vector<int64_t>& req_pos,
-                                 const std::vector<int64_t>& send_counts, void* out) {
+void FeatureStore::serve(const int64_t* slots, int64_t n, void* rows, MemorySpace space) {
+  for (int64_t i = 0; i < n; ++i) {
+    DSP_CHECK(slots[i] >= 0 && slots[i] < cache_rows_, "gather: peer asked for cache slot {} of {}",
+              slots[i], cache_rows_);
+  }
+  backend_->serve_slots(slots, n, rows, space);
+}
+
+void FeatureStore::receive(const int64_t* ids, const Requests& r, int64_t k0, int64_t m,
+                           const void* rows, MemorySpace space, void* out) {
+  if (m == 0) return;
+  std::vector<int64_t> got(m);
+  for (int64_t k = 0; k < m; ++k) got[k] = ids[r.req_pos[k0 + k]];
+  backend_->place_rows(rows, space, r.req_pos.data() + k0, got.data(), m, out);
+  if (!fifo_) return;
+  std::vector<unsigned char> host;
+  const unsigned char* h = static_cast<const unsigned char*>(rows);
+  if (space == MemorySpace::kDevice) {
+    host.resize(m * row_bytes_);
+    backend_->copy_to_host(rows, m * row_bytes_, host.data());
+    h = host.data();
+  }
+  fifo_->insert(got.data(), h, m);
+  if (fifo_shared_) fifo_shared_->insert(got.data(), h, m);
+}
+
+namespace {
+// Rows in the channel's memory space: the backend's memory on a device-space channel (NCCL or
+// staged MPI on a GPU rank), so a peer's hot rows go from its cache to `out` without a host copy.
+std::shared_ptr<void> row_buffer(FeatureBackend& be, MemorySpace space, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1);
+  if (space == MemorySpace::kDevice) return be.allocate(bytes);
+  return std::shared_ptr<void>(new unsigned char[bytes],
+                               [](void* p) { delete[] static_cast<unsigned char*>(p); });
+}
+}  // namespace
+
+void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
+  const Requests r = prepare(ids, n, out);
+  exchange_rows(ids, r, out);
+}
+
+// One round: slots to their owners (host buffers: small), rows back in the channel's memory space.
+void FeatureStore::exchange_rows(const int64_t* ids, const Requests& r, void* out) {
   const int P = comm_.size();
+  const std::vector<int64_t>& req = r.req;
+  const std::vector<int64_t>& send_counts = r.send_counts;
   OpOptions slots_op{{}, "gather.slots"};
   slots_op.host_buffers = true;
   std::vector<int64_t> recv_counts = comm_.exchange_counts(send_counts, {{}, "gather.counts"});
@@ -129,20 +168,11 @@ void FeatureStore::exchange_rows(const int64_t* ids, const std::vector<int64_t>&
   std::vector<int64_t> slots_in(total_in);
   comm_.all_to_all_v(req.data(), send_counts, slots_in.data(), recv_counts, DType::kInt64,
                      slots_op);
-  for (int64_t s : slots_in) {
-    DSP_CHECK(s >= 0 && s < cache_rows_, "gather: peer asked for cache slot {} of {}", s,
-              cache_rows_);
-  }
   const MemorySpace space = comm_.memory_space();
-  auto rows = [&](int64_t n) -> std::shared_ptr<void> {  // stored rows
-    if (space == MemorySpace::kDevice)
-      return backend_->allocate(std::max<size_t>(n * row_bytes_, 1));
-    return std::shared_ptr<void>(new unsigned char[std::max<size_t>(n * row_bytes_, 1)],
-                                 [](void* p) { delete[] static_cast<unsigned char*>(p); });
-  };
   const int64_t n_in = static_cast<int64_t>(req.size());
-  std::shared_ptr<void> rows_out = rows(total_in), rows_in = rows(n_in);
-  backend_->serve_slots(slots_in.data(), total_in, rows_out.get(), space);
+  std::shared_ptr<void> rows_out = row_buffer(*backend_, space, total_in * row_bytes_);
+  std::shared_ptr<void> rows_in = row_buffer(*backend_, space, n_in * row_bytes_);
+  serve(slots_in.data(), total_in, rows_out.get(), space);
   {
     // Rows travel as bytes: counts in rows * row_bytes.
     std::vector<int64_t> sc(P), rc(P);
@@ -154,20 +184,7 @@ void FeatureStore::exchange_rows(const int64_t* ids, const std::vector<int64_t>&
     comm_.all_to_all_v(rows_out.get(), sc, rows_in.get(), rc, DType::kUInt8, rows_op);
     comm_.synchronize(rows_op);
   }
-  std::vector<int64_t> got(n_in);
-  for (int64_t k = 0; k < n_in; ++k) got[k] = ids[req_pos[k]];
-  backend_->place_rows(rows_in.get(), space, req_pos.data(), got.data(), n_in, out);
-  if (fifo_ && n_in > 0) {
-    std::vector<unsigned char> host;
-    const unsigned char* r = static_cast<const unsigned char*>(rows_in.get());
-    if (space == MemorySpace::kDevice) {
-      host.resize(n_in * row_bytes_);
-      backend_->copy_to_host(rows_in.get(), n_in * row_bytes_, host.data());
-      r = host.data();
-    }
-    fifo_->insert(got.data(), r, n_in);
-    if (fifo_shared_) fifo_shared_->insert(got.data(), r, n_in);
-  }
+  receive(ids, r, 0, n_in, rows_in.get(), space, out);
 }
 
 void FeatureStore::enable_fifo(const FifoCacheOptions& o) {

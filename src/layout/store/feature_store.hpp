@@ -90,6 +90,7 @@ class FeatureStore {
   void gather(const int64_t* ids, int64_t n, void* out);
   // Host convenience: the rows copied to host memory whatever the backend.
   std::vector<unsigned char> gather(const std::vector<int64_t>& ids);
+  Communicator& communicator() const { return comm_; }
 
   FeatureBackend& backend() { return *backend_; }
   Device device() const { return backend_->device(); }
@@ -102,6 +103,22 @@ class FeatureStore {
   void reset_stats() { stats_ = {}; }
 
  private:
+  friend void gather_stores(const std::vector<FeatureStore*>& stores,
+                            const std::vector<std::vector<int64_t>>& ids,
+                            const std::vector<void*>& outs);
+  // A gather's requests for rows other ranks cache: their slots grouped by owner (send_counts[p]
+  // each), and where each row goes in `out`.
+  struct Requests {
+    std::vector<int64_t> req, req_pos, send_counts;
+  };
+  // The local part of gather: checks, local and cold rows, the FIFO levels, the requests.
+  Requests prepare(const int64_t* ids, int64_t n, void* out);
+  // Rows of this rank's cache by slot, for peers (slots checked), into `rows` in `space`.
+  void serve(const int64_t* slots, int64_t n, void* rows, MemorySpace space);
+  // Received rows [k0, k0 + m) of the requests (contiguous in `rows`) into their places in out,
+  // and into the FIFO levels.
+  void receive(const int64_t* ids, const Requests& r, int64_t k0, int64_t m, const void* rows,
+               MemorySpace space, void* out);
   Communicator& comm_;
   PartitionMeta meta_;
   Array features_;  // mapped [N, F]
@@ -120,10 +137,17 @@ class FeatureStore {
   void serve_from_fifo(const int64_t* ids, int64_t n, void* out);
   // The collective round of gather: req (slots, grouped by owner: send_counts[p] each) out, rows
   // back to positions req_pos of out.
-  void exchange_rows(const int64_t* ids, const std::vector<int64_t>& req,
-                     const std::vector<int64_t>& req_pos, const std::vector<int64_t>& send_counts,
-                     void* out);
+  void exchange_rows(const int64_t* ids, const Requests& r, void* out);
 };
+
+// One gather for several stores on one communicator (a heterogeneous batch's featured node
+// types): each store's local pass, checks and FIFO levels as its gather does, then one
+// all_to_all_v of the per-store request counts (S per peer), one of the slots (per peer, store by
+// store) and one of the rows (bytes, each store's at its width): three collectives for all the
+// stores instead of three each. outs[s] is stores[s]'s `out` (its backend's memory) for ids[s].
+// Collective: every rank passes the same stores in the same order (some may ask for nothing).
+void gather_stores(const std::vector<FeatureStore*>& stores,
+                   const std::vector<std::vector<int64_t>>& ids, const std::vector<void*>& outs);
 
 // Host memory: copies row idx[i] of `base` to row out_pos[i] of `out` (row i when out_pos is
 // null), i < n. Software-prefetches a few rows ahead: measured here, that beats a plain per-row

@@ -158,31 +158,6 @@ FeatureStore& RankRuntime::store() {
   return *store_;
 }
 
-namespace {
-
-// Every part's cached nodes of type t in type ids (hottest first), from the train-time lists
-// (`all_cached`, union ids) or each part's cached.npy.
-std::vector<Array> type_cache_lists(const PartitionData& part, const std::vector<Array>& all_cached,
-                                    int t) {
-  const HeteroLayout& h = *part.meta.hetero;
-  std::vector<Array> out;
-  for (int p = 0; p < part.meta.parts; ++p) {
-    const Array list = !all_cached.empty() ? all_cached.at(p)
-                       : p == part.part    ? part.cached
-                                        : load_npy(fmt::format("{}/part{}/cached.npy", part.dir, p),
-                                                   DType::kInt64, 1);
-    std::vector<int64_t> ids;
-    for (int64_t i = 0; list.defined() && i < list.dim(0); ++i) {
-      const int64_t v = list.data<int64_t>()[i];
-      if (h.type_of(v) == t) ids.push_back(h.type_index(v));
-    }
-    out.push_back(Array::from_vector(std::move(ids)));
-  }
-  return out;
-}
-
-}  // namespace
-
 const std::vector<FeatureStore*>& RankRuntime::type_stores() {
   DSP_CHECK_ARG(hetero(), "{}: not a heterogeneous partition", part_dir_);
   if (!type_store_ptrs_.empty()) return type_store_ptrs_;
@@ -193,7 +168,7 @@ const std::vector<FeatureStore*>& RankRuntime::type_stores() {
     std::unique_ptr<FeatureStore> s;
     if (type_views_.back().features.defined()) {
       s = std::make_unique<FeatureStore>(type_views_.back(), channel(WorkerKind::kLoader),
-                                         type_cache_lists(part_, all_cached_, t),
+                                         hetero_type_cache_lists(part_, all_cached_, t),
                                          backends_.features);
     }
     type_store_ptrs_.push_back(s.get());

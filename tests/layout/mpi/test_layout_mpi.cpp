@@ -27,6 +27,7 @@
 #include "layout/store/feature_store.hpp"
 
 #include "backends.hpp"
+#include "graph/hetero_fixture.hpp"
 #include "layout/embedding_reference.hpp"
 #include "layout/quant_reference.hpp"
 #include "mpi_test_main.hpp"
@@ -191,6 +192,73 @@ TEST_P(Gather, DuplicateAndOutOfRangeIdsAreRejected) {
 // BGL's FIFO levels in the protocol: rows served from them equal the features, rows another rank
 // caches are requested once and then found in the FIFO (small enough to evict), and the shared
 // level (one per machine: every rank here) serves rows a peer rank fetched.
+// A heterogeneous batch's featured types (paper: 4 float32 columns, venue: 2) gathered in one
+// round by gather_stores: exactly each type's rows, in as many collectives as one store's gather.
+TEST_P(Gather, SeveralStoresInOneRound) {
+  Communicator& c = *g_comm;
+  const std::string& param = GetParam();
+  Communicator& channel = param.find('+') == std::string::npos ? c : *g_staged;
+  int64_t pid = ::getpid();
+  c.broadcast(&pid, 1, DType::kInt64, 0);
+  const std::string dir =
+      (fs::temp_directory_path() / fmt::format("dsp_gather_hetero_{}_{}", pid, c.size())).string();
+  if (c.rank() == 0) {
+    PartitionOptions o;
+    o.parts = c.size();
+    o.cache_ratio = 0.3;
+    o.verbose = false;
+    o.overwrite = true;
+    partition_dataset(hetero_union(testref::hetero_fixture()), o, dir);
+  }
+  c.barrier();
+  {
+    PartitionData part = load_partition(dir, c.rank(), c.size());
+    std::vector<PartitionData> views;
+    std::vector<std::unique_ptr<FeatureStore>> owned;
+    for (int t : {0, 2}) views.push_back(hetero_type_view(part, t));
+    for (size_t i = 0; i < views.size(); ++i) {
+      owned.push_back(std::make_unique<FeatureStore>(
+          views[i], channel, hetero_type_cache_lists(part, {}, i == 0 ? 0 : 2),
+          test::feature_backend(param.substr(0, param.find('+')))));
+    }
+    std::vector<FeatureStore*> stores{owned[0].get(), owned[1].get()};
+    for (uint64_t round = 0; round < 3; ++round) {
+      std::vector<std::vector<int64_t>> ids;
+      for (FeatureStore* st : stores) {
+        // rank 1 asks the second store for nothing in round 1: the round still lines up
+        const int64_t k = round == 1 && c.rank() == 1 && st == stores[1]
+                              ? 0
+                              : std::min<int64_t>(st->num_nodes(), 40 + 30 * round);
+        ids.push_back(random_ids(st->num_nodes(), k, round + 7 * ids.size()));
+      }
+      std::vector<std::shared_ptr<void>> rows;
+      std::vector<void*> outs;
+      for (size_t s = 0; s < 2; ++s) {
+        rows.push_back(stores[s]->allocate_rows(static_cast<int64_t>(ids[s].size())));
+        outs.push_back(rows.back().get());
+      }
+      const uint64_t ops0 = channel.counters().ops;
+      gather_stores(stores, ids, outs);
+      const uint64_t ops1 = channel.counters().ops;
+      stores[0]->gather(ids[0]);
+      EXPECT_EQ(ops1 - ops0, channel.counters().ops - ops1);  // one store's gather: as many
+      for (size_t s = 0; s < 2; ++s) {
+        const size_t rb = stores[s]->row_bytes();
+        std::vector<unsigned char> got(ids[s].size() * rb);
+        stores[s]->backend().copy_to_host(outs[s], got.size(), got.data());
+        const auto* base = static_cast<const unsigned char*>(views[s].features.raw());
+        for (size_t i = 0; i < ids[s].size(); ++i) {
+          ASSERT_EQ(0, std::memcmp(got.data() + i * rb, base + ids[s][i] * rb, rb))
+              << "store " << s << " row " << i << " (type id " << ids[s][i] << ")";
+        }
+      }
+    }
+    if (c.size() > 1) EXPECT_GT(stores[0]->stats().rows_remote_hot, 0);
+  }
+  c.barrier();
+  if (c.rank() == 0) fs::remove_all(dir);
+}
+
 TEST_P(Gather, FifoLevelsServeEqualRowsAndSaveRequests) {
   Fixture f = make("in-degree", 0.5);
   int64_t pid = ::getpid();
