@@ -19,10 +19,16 @@
 #include "core/rng.hpp"
 #include "core/timer.hpp"
 #include "graph/external_sort.hpp"
+#include "graph/generate_detail.hpp"
 #include "graph/npy.hpp"
 
 namespace dsp {
 namespace {
+
+using detail::normals;
+using detail::random_permutation;
+using detail::split_ids;
+using detail::SplitSizes;
 
 // Keys are rng_key(seed, kDomain, generator, purpose): a generator never shares a stream with
 // sampling (whose keys use small epoch numbers) or with the other generator.
@@ -55,31 +61,6 @@ constexpr uint64_t kSlackBytes = uint64_t{64} << 20;
 constexpr uint64_t kMaxSortRuns = 4096;
 uint64_t min_sort_bytes(uint64_t entries) {
   return std::max(kMinSortBytes, 8 * entries / kMaxSortRuns);
-}
-
-// A uniformly random permutation of [0, n): Fisher-Yates where the swap partner of position i
-// comes from its own stream, so it is a pure function of (key, n).
-std::vector<int64_t> random_permutation(int64_t n, uint64_t key) {
-  std::vector<int64_t> p(n);
-  std::iota(p.begin(), p.end(), 0);
-  for (int64_t i = n - 1; i > 0; --i) {
-    int64_t j = static_cast<int64_t>(RngStream(key, i).uniform_int(i + 1));
-    std::swap(p[i], p[j]);
-  }
-  return p;
-}
-
-// Fills out[0, count) with standard normals: Box-Muller from two 32-bit draws per pair, both
-// branches used (the transcendental functions dominate feature generation).
-inline void normals(RngStream& s, float* out, int64_t count) {
-  for (int64_t j = 0; j < count; j += 2) {
-    float u1 = (static_cast<float>(s.next_u32() >> 8) + 0.5f) * (1.0f / 16777216.0f);
-    float u2 = static_cast<float>(s.next_u32() >> 8) * (1.0f / 16777216.0f);
-    float r = std::sqrt(-2.0f * std::log(u1));
-    float a = 6.2831853f * u2;
-    out[j] = r * std::cos(a);
-    if (j + 1 < count) out[j + 1] = r * std::sin(a);
-  }
 }
 
 // Fills rows [b, e) of `out` (row-major, row b first) with fill(v, float* row), converted to
@@ -127,37 +108,19 @@ Array make_labels(int64_t n, const Label& label) {
 }
 
 // Sizes of the three splits of n nodes.
-struct SplitSizes {
-  int64_t train = 0, valid = 0, test = 0;
-};
-
-// round(n * fraction) each, clamped in order to the nodes left; test unset: every node left. The
-// one place both paths (in memory, out of core) take the sizes from.
+// The split sizes of a generator's options (the one place both paths, in memory and out of
+// core, take them from).
 template <class Options>
 SplitSizes split_sizes(const Options& o) {
-  const int64_t n = o.num_nodes;
-  auto share = [n](double f, int64_t left) {
-    return std::min<int64_t>(left, std::llround(f * static_cast<double>(n)));
-  };
-  SplitSizes s;
-  s.train = share(o.train_frac, n);
-  s.valid = share(o.valid_frac, n - s.train);
-  const int64_t left = n - s.train - s.valid;
-  s.test = o.test_frac ? share(*o.test_frac, left) : left;
-  return s;
+  return detail::split_sizes(o.num_nodes, o.train_frac, o.valid_frac, o.test_frac);
 }
 
 // Random train/valid/test split of [0, n) with the given sizes; each split sorted ascending.
 void make_splits(Dataset& ds, int64_t n, const SplitSizes& s, uint64_t key) {
-  std::vector<int64_t> order = random_permutation(n, key);
-  auto take = [&](int64_t b, int64_t e) {
-    std::vector<int64_t> v(order.begin() + b, order.begin() + e);
-    std::sort(v.begin(), v.end());
-    return Array::from_vector(std::move(v));
-  };
-  ds.train_idx = take(0, s.train);
-  ds.valid_idx = take(s.train, s.train + s.valid);
-  ds.test_idx = take(s.train + s.valid, s.train + s.valid + s.test);
+  std::vector<std::vector<int64_t>> ids = split_ids(n, s, key);
+  ds.train_idx = Array::from_vector(std::move(ids[0]));
+  ds.valid_idx = Array::from_vector(std::move(ids[1]));
+  ds.test_idx = Array::from_vector(std::move(ids[2]));
 }
 
 // Each fraction in [0, 1] and their sum at most 1 (test unset: the rest, so not counted).

@@ -11,6 +11,7 @@
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "core/timer.hpp"
+#include "graph/generate_detail.hpp"
 #include "graph/hetero_detail.hpp"
 
 namespace dsp {
@@ -154,22 +155,11 @@ double share_inside(const Csr& g, const std::vector<int32_t>& src_comm,
   return g.num_edges() > 0 ? static_cast<double>(inside) / static_cast<double>(g.num_edges()) : 0;
 }
 
-// Standard normals into out[0, count): Box-Muller, both branches used.
-void normals(RngStream& s, float* out, int64_t count) {
-  for (int64_t j = 0; j < count; j += 2) {
-    const float u1 = (static_cast<float>(s.next_u32() >> 8) + 0.5f) * (1.0f / 16777216.0f);
-    const float u2 = static_cast<float>(s.next_u32() >> 8) * (1.0f / 16777216.0f);
-    const float r = std::sqrt(-2.0f * std::log(u1));
-    out[j] = r * std::cos(6.2831853f * u2);
-    if (j + 1 < count) out[j + 1] = r * std::sin(6.2831853f * u2);
-  }
-}
-
 std::vector<float> class_centroids(const HeteroGenOptions& o) {
   std::vector<float> mu(static_cast<size_t>(o.classes * o.feature_dim));
   for (int64_t c = 0; c < o.classes; ++c) {
     RngStream s(key_for(o.seed, kCentroids), static_cast<uint64_t>(c));
-    normals(s, mu.data() + c * o.feature_dim, o.feature_dim);
+    detail::normals(s, mu.data() + c * o.feature_dim, o.feature_dim);
   }
   return mu;
 }
@@ -185,7 +175,7 @@ Array paper_features(const HeteroGenOptions& o, const HeteroModel& m,
       RngStream s(key_for(o.seed, kFeatures), static_cast<uint64_t>(v));
       float* row = x + v * dim;
       const float* c = mu.data() + m.comm[kPaper][v] * dim;
-      normals(s, row, dim);
+      detail::normals(s, row, dim);
       for (int64_t j = 0; j < dim; ++j) row[j] = c[j] + noise * row[j];
     }
   });
@@ -238,32 +228,15 @@ double feature_only_accuracy(const HeteroDataset& ds, const std::vector<float>& 
   return static_cast<double>(right) / static_cast<double>(n);
 }
 
-// Train/valid/test ids of the papers: round(n * fraction) each, clamped in order to the papers
-// left (test unset: every paper left), drawn by one seeded Fisher-Yates permutation whose swap
-// partners come from per-position streams; each split ascending.
+// Train/valid/test ids of the papers: the homogeneous generators' split (generate_detail.hpp).
 void make_splits(HeteroDataset& ds, const HeteroGenOptions& o) {
-  const int64_t n = o.papers;
-  auto share = [n](double f, int64_t left) {
-    return std::min<int64_t>(left, std::llround(f * static_cast<double>(n)));
-  };
-  const int64_t train = share(o.train_frac, n);
-  const int64_t valid = share(o.valid_frac, n - train);
-  const int64_t test = o.test_frac ? share(*o.test_frac, n - train - valid) : n - train - valid;
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(
-        RngStream(key_for(o.seed, kSplits), static_cast<uint64_t>(i)).uniform_int(i + 1));
-    std::swap(order[i], order[j]);
-  }
-  auto take = [&](int64_t b, int64_t e) {
-    std::vector<int64_t> v(order.begin() + b, order.begin() + e);
-    std::sort(v.begin(), v.end());
-    return Array::from_vector(std::move(v));
-  };
-  ds.train_idx = take(0, train);
-  ds.valid_idx = take(train, train + valid);
-  ds.test_idx = take(train + valid, train + valid + test);
+  const detail::SplitSizes sizes =
+      detail::split_sizes(o.papers, o.train_frac, o.valid_frac, o.test_frac);
+  std::vector<std::vector<int64_t>> ids =
+      detail::split_ids(o.papers, sizes, key_for(o.seed, kSplits));
+  ds.train_idx = Array::from_vector(std::move(ids[0]));
+  ds.valid_idx = Array::from_vector(std::move(ids[1]));
+  ds.test_idx = Array::from_vector(std::move(ids[2]));
 }
 
 nlohmann::json hetero_extra(const HeteroGenOptions& o) {
