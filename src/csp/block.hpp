@@ -104,7 +104,12 @@ struct LoadedBatch {
   SampledBatch sample;
   std::vector<float> features;  // host: [num_input x feature_dim], float32
   int64_t feature_dim = 0;
-  std::vector<int64_t> labels;  // [num_seeds]
+  std::vector<int64_t> labels;  // [num_seeds]; empty for a multi-label dataset
+  // Multi-label datasets (int8 [N, L] labels.npy, dataset.json "multilabel": true): the seeds'
+  // label rows, [num_seeds x label_columns] of 0/1 (row i: seed i); `labels` stays empty.
+  std::vector<int8_t> label_matrix;
+  int64_t label_columns = 0;
+  bool multilabel() const { return label_columns > 0; }
   // Learnable node embeddings of the input nodes (host float32 [num_input x embedding_dim]),
   // gathered by the trainer right before its step (Trainer::gather_embedding); the model reads
   // [features | embedding].

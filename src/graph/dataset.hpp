@@ -10,6 +10,8 @@
 //                                       (the seed time of node classification)
 //   features.npy     float32|float16 [N, F]   optional (F = 0 means none)
 //   labels.npy       int64 [N]          optional; -1 marks an unlabeled node
+//                    or int8 [N, L]     multi-label (dataset.json "multilabel": true,
+//                                       num_classes = L): 0/1 per label; a row of -1 is unlabeled
 //   train_idx.npy, valid_idx.npy, test_idx.npy   int64, optional, ids in [0, N), no repeats
 // Link prediction (optional; each counted in dataset.json, a key written only when non-zero):
 //   link_train.npy      int64 [E_tr, 2]   training positive edges (src, dst), each an entry of
@@ -63,7 +65,7 @@ struct Dataset {
   DatasetMeta meta;
   Csr graph;
   Array features;                        // [N, F] or undefined
-  Array labels;                          // int64 [N] or undefined
+  Array labels;                          // int64 [N], int8 [N, L] (multi-label) or undefined
   Array node_time;                       // int64 [N] or undefined (edge times are graph.times)
   Array train_idx, valid_idx, test_idx;  // int64 or undefined
   // Link prediction pairs, int64 [rows, 2] (src, dst) or undefined (see the header comment).
