@@ -48,10 +48,12 @@ void report(const GenerateResult& r, const GenerateRun& c, const char* kind) {
                 static_cast<long long>(m.num_link_valid_neg),
                 static_cast<long long>(m.num_link_test_neg), m.extra.value("link_hits_bound", 0.0));
   }
-  std::printf("  features %lld x %s, %lld classes, train/valid/test %lld/%lld/%lld\n",
+  std::printf("  features %lld x %s, %lld %s, train/valid/test %lld/%lld/%lld\n",
               static_cast<long long>(m.feature_dim), dtype_name(m.feature_dtype),
-              static_cast<long long>(m.num_classes), static_cast<long long>(m.num_train),
-              static_cast<long long>(m.num_valid), static_cast<long long>(m.num_test));
+              static_cast<long long>(m.num_classes),
+              m.multilabel ? "labels per node (multi-label)" : "classes",
+              static_cast<long long>(m.num_train), static_cast<long long>(m.num_valid),
+              static_cast<long long>(m.num_test));
   const double rss_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
   if (r.out_of_core) {
     std::printf(

@@ -74,8 +74,10 @@ void run_partition_info(const InfoArgs& a) {
   fmt::print("parts        {} by {}, edge cut {} of {} entries ({:.1f}%)\n", m.parts, m.method,
              m.edge_cut, m.num_edges,
              m.num_edges ? 100.0 * static_cast<double>(m.edge_cut) / m.num_edges : 0.0);
-  fmt::print("nodes        {}, features {} x {}, {} classes\n", m.num_nodes, m.feature_dim,
-             dtype_name(m.feature_dtype), m.num_classes);
+  fmt::print("nodes        {}, features {} x {}, {}\n", m.num_nodes, m.feature_dim,
+             dtype_name(m.feature_dtype),
+             m.multilabel ? fmt::format("labels: multi-label, {} columns", m.num_classes)
+                          : fmt::format("{} classes", m.num_classes));
   fmt::print("cache        {} policy, {}\n", m.cache_policy,
              m.cache_bytes >= 0 ? fmt::format("{} per part", format_bytes(m.cache_bytes))
                                 : fmt::format("{:g} of each part's nodes", m.cache_ratio));
@@ -165,7 +167,11 @@ void run_info(const InfoArgs& a) {
   } else {
     fmt::print("features     none\n");
   }
-  fmt::print("classes      {}\n", m.num_classes);
+  if (m.multilabel) {
+    fmt::print("labels       multi-label, {} columns\n", m.num_classes);
+  } else {
+    fmt::print("classes      {}\n", m.num_classes);
+  }
   fmt::print("split        train {} / valid {} / test {}\n", m.num_train, m.num_valid, m.num_test);
   fmt::print(
       "memory       dsp partition -p 2 needs about {} (metis) or {} (random) beyond the "

@@ -456,6 +456,10 @@ OptionTable<CommunityCommand> all_community_options() {
       "accuracy bound holds for sampling the past, accuracy_bound_untimed for sampling all edges "
       "(in memory only)",
       DSP_COMM(temporal)));
+  t.push_back(value<C>("--multilabel", "multilabel",
+                       "L > 0: L labels per node (int8 [N, L] labels.npy of 0/1, dataset.json "
+                       "multilabel), each on for about 30% of the communities; replaces --classes",
+                       DSP_COMM(multilabel)));
 #undef DSP_COMM
   return t;
 }
@@ -574,6 +578,13 @@ void HeteroCommand::validate() {
 
 void CommunityCommand::validate() {
   apply_splits(splits, o);
+  if (o.multilabel > 0) {  // L labels per node: the label count is L, --classes left out or L
+    DSP_CHECK_ARG(o.num_classes == CommunityOptions{}.num_classes || o.num_classes == o.multilabel,
+                  "--multilabel {} gives every node {} labels; --classes {} contradicts it (leave "
+                  "--classes out)",
+                  o.multilabel, o.multilabel, o.num_classes);
+    o.num_classes = o.multilabel;
+  }
   DSP_CHECK_ARG(!link_split.empty() || link_negatives == 0,
                 "--link-negatives applies with --link-split only");
   if (link_split.empty()) return;

@@ -113,6 +113,7 @@ nlohmann::json DatasetMeta::to_json() const {
   j["feature_dim"] = feature_dim;
   j["feature_dtype"] = dtype_name(feature_dtype);
   j["num_classes"] = num_classes;
+  if (multilabel) j["multilabel"] = true;  // absent: single-label (older readers)
   j["has_weights"] = has_weights;
   if (has_edge_time) j["has_edge_time"] = true;  // absent: no times (older readers)
   if (has_node_time) j["has_node_time"] = true;
@@ -146,6 +147,10 @@ DatasetMeta DatasetMeta::from_json(const nlohmann::json& j, const std::string& w
   m.feature_dtype =
       get_dtype(j, "feature_dtype", DType::kFloat32, {DType::kFloat32, DType::kFloat16}, what);
   m.num_classes = get_int(j, "num_classes", false, 0, 0, what);
+  m.multilabel = get_bool(j, "multilabel", false, what);
+  DSP_CHECK_FORMAT(!m.multilabel || m.num_classes > 0,
+                   "{}: 'multilabel' is true but num_classes is 0 (it counts the label columns)",
+                   what);
   m.has_weights = get_bool(j, "has_weights", false, what);
   m.has_edge_time = get_bool(j, "has_edge_time", false, what);
   m.has_node_time = get_bool(j, "has_node_time", false, what);
@@ -177,6 +182,8 @@ void Dataset::sync_meta() {
   meta.has_node_time = node_time.defined();
   meta.feature_dim = features.defined() && features.ndim() == 2 ? features.dim(1) : 0;
   if (features.defined()) meta.feature_dtype = features.dtype();
+  meta.multilabel = labels.defined() && labels.dtype() == DType::kInt8 && labels.ndim() == 2;
+  if (meta.multilabel) meta.num_classes = labels.dim(1);
   if (labels.defined() && labels.dtype() == DType::kInt64) {
     const int64_t* l = labels.data<int64_t>();
     int64_t mx = -1;
@@ -274,10 +281,12 @@ void validate_labels(const Dataset& ds, const std::string& what) {
     const std::string f = join_path(what, "labels.npy");
     DSP_CHECK_FORMAT(ds.labels.defined(), "{}: missing (dataset.json says num_classes = {})", f,
                      m.num_classes);
-    DSP_CHECK_FORMAT(
-        ds.labels.dtype() == DType::kInt64 && ds.labels.ndim() == 1 && ds.labels.dim(0) == n,
-        "{}: expected int64[{}], got {}", f, n, ds.labels.describe());
-    check_labels(ds.labels, m.num_classes, f);
+    check_label_layout(ds.labels, n, m.multilabel ? m.num_classes : 0, f);
+    if (m.multilabel) {
+      check_label_rows(ds.labels, f);
+    } else {
+      check_labels(ds.labels, m.num_classes, f);
+    }
   }
 }
 
@@ -409,8 +418,10 @@ Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
     ds.features =
         load_shaped(required("features.npy"), m.feature_dtype, {m.num_nodes, m.feature_dim});
   }
-  if (m.num_classes > 0) {
-    ds.labels = load_shaped(required("labels.npy"), DType::kInt64, {m.num_nodes});
+  if (m.num_classes > 0) {  // int64 [N] or, multi-label, int8 [N, L]: the check names which
+    const std::string f = required("labels.npy");
+    ds.labels = load_npy(f, opts.mmap);
+    check_label_layout(ds.labels, m.num_nodes, m.multilabel ? m.num_classes : 0, f);
   }
   const struct {
     Array* a;

@@ -44,7 +44,10 @@ struct DatasetMeta {
   DType index_dtype = DType::kInt32;
   int64_t feature_dim = 0;
   DType feature_dtype = DType::kFloat32;
-  int64_t num_classes = 0;
+  int64_t num_classes = 0;  // multi-label: the label columns L
+  // labels.npy is int8 [N, L] (L = num_classes) of 0/1, a row of -1 unlabeled; written to
+  // dataset.json only when true (absent: single-label int64 [N]).
+  bool multilabel = false;
   bool has_weights = false;
   // edge_time.npy / node_time.npy present (written to dataset.json only when true).
   bool has_edge_time = false, has_node_time = false;

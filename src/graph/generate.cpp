@@ -43,6 +43,7 @@ enum Purpose : uint64_t {
   kThetas,
   kCentroids,
   kTemporalNodes,
+  kLabelSets,
 };
 
 uint64_t key_for(uint64_t seed, uint64_t generator, uint64_t purpose) {
@@ -404,6 +405,13 @@ void check_community(const CommunityOptions& o) {
                 "the feature noise must be >= 0, got {}", o.feature_noise);
   DSP_CHECK_ARG(o.label_noise >= 0 && o.label_noise <= 1, "the label noise {} is outside [0, 1]",
                 o.label_noise);
+  if (o.multilabel != 0) {
+    DSP_CHECK_ARG(o.multilabel > 0 && o.multilabel <= 127 && o.num_classes == o.multilabel &&
+                      o.num_communities >= 2 && !o.temporal,
+                  "--multilabel {}: needs 1 to 127 labels, num_classes equal to it (got {}), at "
+                  "least 2 communities (got {}) and no --temporal",
+                  o.multilabel, o.num_classes, o.num_communities);
+  }
 }
 
 CommunityModel community_model(const CommunityOptions& o) {
@@ -546,6 +554,73 @@ CommunityLabel community_label(const CommunityOptions& o, const std::vector<int3
   return {comm.data(), key_for(o.seed, kGenCommunity, kLabels), o.num_classes, o.label_noise};
 }
 
+// Multi-label rows (CommunityOptions::multilabel): row v is community(v)'s label set, each entry
+// replaced by a random bit with probability label_noise.
+struct MultiLabelRow {
+  std::vector<int8_t> on;  // [k, L]: label j is on for community c
+  const int32_t* comm_of;
+  uint64_t key;
+  int64_t columns;
+  double noise;
+
+  MultiLabelRow(const CommunityOptions& o, const std::vector<int32_t>& comm)
+      : on(static_cast<size_t>(o.num_communities * o.multilabel), 0),
+        comm_of(comm.data()),
+        key(key_for(o.seed, kGenCommunity, kLabels)),
+        columns(o.multilabel),
+        noise(o.label_noise) {
+    // Each label on for the `m` communities of smallest seeded score: at least one, never all.
+    const int64_t k = o.num_communities;
+    const int64_t m = std::clamp<int64_t>(std::llround(kMultiLabelOnShare * k), 1, k - 1);
+    const uint64_t skey = key_for(o.seed, kGenCommunity, kLabelSets);
+    std::vector<std::pair<uint32_t, int64_t>> score(static_cast<size_t>(k));
+    for (int64_t j = 0; j < columns; ++j) {
+      RngStream s(skey, static_cast<uint64_t>(j));
+      for (int64_t c = 0; c < k; ++c) score[c] = {s.next_u32(), c};
+      std::partial_sort(score.begin(), score.begin() + m, score.end());
+      for (int64_t i = 0; i < m; ++i) on[score[i].second * columns + j] = 1;
+    }
+  }
+  void operator()(int64_t v, int8_t* row) const {
+    RngStream s(key, static_cast<uint64_t>(v));
+    const int8_t* set = on.data() + comm_of[v] * columns;
+    for (int64_t j = 0; j < columns; ++j) {
+      row[j] = set[j];
+      if (s.uniform01() < noise) row[j] = static_cast<int8_t>(s.next_u32() & 1);
+    }
+  }
+};
+
+void fill_label_rows(int64_t b, int64_t e, const MultiLabelRow& label, int8_t* out) {
+  parallel_for(b, e, kNodeGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t v = lo; v < hi; ++v) label(v, out + (v - b) * label.columns);
+  });
+}
+
+// The labels of a community graph: int64 [N] classes, or int8 [N, L] multi-label rows.
+Array make_community_labels(const CommunityOptions& o, const std::vector<int32_t>& comm_of) {
+  if (o.multilabel == 0) return make_labels(o.num_nodes, community_label(o, comm_of));
+  Array out(DType::kInt8, {o.num_nodes, o.multilabel});
+  fill_label_rows(0, o.num_nodes, MultiLabelRow(o, comm_of), out.mutable_data<int8_t>());
+  return out;
+}
+
+// Out of core: the multi-label rows streamed into the staged labels.npy.
+void write_label_rows(const StagedDir& dir, const CommunityOptions& o,
+                      const std::vector<int32_t>& comm_of, uint64_t chunk_bytes) {
+  const MultiLabelRow label(o, comm_of);
+  const int64_t n = o.num_nodes, L = o.multilabel;
+  const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes) / L);
+  std::vector<int8_t> buf(static_cast<size_t>(std::min(rows, n) * L));
+  NpyWriter w(dir.file("labels.npy"), DType::kInt8, {n, L});
+  for (int64_t b = 0; b < n; b += rows) {
+    const int64_t e = std::min(n, b + rows);
+    fill_label_rows(b, e, label, buf.data());
+    w.write(buf.data(), static_cast<size_t>((e - b) * L));
+  }
+  w.close();
+}
+
 // Entries of sorted keys whose two ends share a community (an integer count: exact in parallel).
 int64_t count_inside(const uint64_t* keys, size_t count, const int32_t* comm_of) {
   int64_t inside = 0;
@@ -572,7 +647,12 @@ nlohmann::json community_extra(const CommunityOptions& o, int64_t inside, int64_
       {"requested_edges", o.num_edges},
       {"train_frac", o.train_frac},
       {"valid_frac", o.valid_frac}};
-  if (o.num_classes > 0) {
+  if (o.multilabel > 0) {
+    extra["multilabel"] = o.multilabel;
+    extra["multilabel_on_share"] = kMultiLabelOnShare;
+    // A node's entry agrees with its community's label set with this probability.
+    extra["label_agreement_bound"] = 1.0 - o.label_noise / 2;
+  } else if (o.num_classes > 0) {
     extra["accuracy_bound"] =
         1.0 - o.label_noise * (1.0 - 1.0 / static_cast<double>(o.num_classes));
     extra["community_to_class"] = "community % num_classes";
@@ -933,12 +1013,15 @@ GenerateResult community_out_of_core(const CommunityOptions& o, const std::strin
       merge_to_csr(sorter, staged, n, max_entries, [&](const uint64_t* keys, size_t count) {
         inside += count_inside(keys, count, comm_of.data());
       });
+  const uint64_t chunk = node_chunk_bytes(w.memory_budget);
   write_node_files(staged, n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of),
-                   o.num_classes, community_label(o, comm_of), node_chunk_bytes(w.memory_budget));
+                   o.multilabel > 0 ? 0 : o.num_classes, community_label(o, comm_of), chunk);
+  if (o.multilabel > 0) write_label_rows(staged, o, comm_of, chunk);
   comm_of = {};
   write_splits(staged, n, split_sizes(o), key_for(o.seed, kGenCommunity, kSplits));
   DatasetMeta meta = generated_meta(o.name, false, n, entries, index_dtype_for(n), o.feature_dim,
                                     o.feature_dtype, o.num_classes, split_sizes(o));
+  meta.multilabel = o.multilabel > 0;
   meta.extra = with_test_frac(community_extra(o, inside, entries), o.test_frac);
   return finish_out_of_core(staged, std::move(meta), max_degree, sorter, sw);
 }
@@ -999,8 +1082,9 @@ MemoryEstimate estimate_community_memory(const CommunityOptions& o) {
   const uint64_t n = o.num_nodes, id = id_bytes(o.num_nodes), m = o.num_edges;
   const uint64_t entry = id == 4 ? 16 : 32;   // SegmentedAlias<Id>::Entry
   const uint64_t model = 16 * n + entry * n;  // theta + perm + alias tables
-  const uint64_t node_data =
-      n * o.feature_dim * dtype_size(o.feature_dtype) + 8 * n + 16 * n + 4 * n;
+  const uint64_t node_data = n * o.feature_dim * dtype_size(o.feature_dtype) +
+                             (o.multilabel > 0 ? n * static_cast<uint64_t>(o.multilabel) : 8 * n) +
+                             16 * n + 4 * n;
   MemoryEstimate e;
   e.in_memory =
       std::max({model + 2 * m * id + 16 * n + 2 * m * id, 8 * n + 2 * m * id + node_data}) +
@@ -1056,7 +1140,7 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
   if (o.feature_dim > 0) {
     ds.features = make_features(n, o.feature_dim, o.feature_dtype, CommunityFeatureRow(o, comm_of));
   }
-  if (o.num_classes > 0) ds.labels = make_labels(n, community_label(o, comm_of));
+  if (o.num_classes > 0) ds.labels = make_community_labels(o, comm_of);
   make_splits(ds, n, split_sizes(o), key_for(o.seed, kGenCommunity, kSplits));
 
   // Share of stored edges inside a community, after repeats and self loops were removed
@@ -1074,6 +1158,7 @@ Dataset generate_community(const CommunityOptions& o, std::vector<int32_t>* comm
   DSP_DEBUG("generate", "features, labels and splits in {:.2f} s", node_sw.seconds());
   ds.meta = generated_meta(o.name, false, n, ds.graph.num_edges(), ds.graph.index_dtype(),
                            o.feature_dim, o.feature_dtype, o.num_classes, split_sizes(o));
+  ds.meta.multilabel = o.multilabel > 0;
   ds.meta.extra = with_test_frac(community_extra(o, inside, ds.graph.num_edges()), o.test_frac);
   if (o.link_split) split_community_links(ds, o, comm_of);
   if (communities) *communities = std::move(comm_of);

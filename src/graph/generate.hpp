@@ -108,7 +108,15 @@ struct CommunityOptions {
   // ["accuracy_bound_untimed"] = (1 - label_noise) / 2 + label_noise / C (exact when the number of
   // communities is a multiple of C). Needs C >= 2 classes and at least C communities.
   bool temporal = false;
+  // > 0: multi-label labels, int8 [N, multilabel] (dataset.json "multilabel", num_classes = this;
+  // num_classes must equal it). Label j of community c is on for a seeded share of about
+  // kMultiLabelOnShare of the communities (at least one, never all); a node's row is its
+  // community's, each entry replaced by a random bit with probability label_noise. Features show
+  // the community, so a model reading a node's (and its neighbours') features can predict every
+  // label well above chance. Needs at least 2 communities; not with `temporal`.
+  int64_t multilabel = 0;
 };
+constexpr double kMultiLabelOnShare = 0.3;
 
 // Times of the temporal community graph lie in [0, kTemporalSpan); node times in [1, span).
 constexpr int64_t kTemporalSpan = int64_t{1} << 20;

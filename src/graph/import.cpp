@@ -634,9 +634,56 @@ int64_t stream_ogb_features(const std::string& file, int64_t num_nodes,
   return dim;
 }
 
+// The field count of the first line of a (gzipped) CSV file; 1 for an empty file.
+int64_t first_line_columns(const std::string& file) {
+  gzFile gz = gzopen(file.c_str(), "rb");  // reads plain files too
+  DSP_CHECK_T(IoError, gz != nullptr, "{}: cannot open: {}", file, std::strerror(errno));
+  int64_t commas = 0;
+  char buf[4096];
+  for (int got; (got = gzread(gz, buf, sizeof(buf))) > 0;) {
+    const char* end = static_cast<const char*>(std::memchr(buf, '\n', static_cast<size_t>(got)));
+    commas += std::count(static_cast<const char*>(buf), end ? end : buf + got, ',');
+    if (end) break;
+  }
+  gzclose(gz);
+  return commas + 1;
+}
+
+// OGB's multi-label node-label (ogbn-proteins: L columns of 0/1 per node) as int8 [n, L]; a row
+// of empty fields (NaN) is unlabeled (-1 throughout). Faults name the file and line.
+Array read_ogb_label_rows(const std::string& f, int64_t n, int64_t L) {
+  std::vector<int8_t> rows;
+  rows.reserve(static_cast<size_t>(n * L));
+  int64_t line = 1;
+  std::vector<float> values;
+  for_each_text_chunk(f, [&](std::string_view text, int64_t first) {
+    values.clear();
+    parse_csv_numbers<float>(text, L, values, f, first);  // wrong column counts named there
+    line = first;
+    for (size_t r = 0; r < values.size(); r += static_cast<size_t>(L), ++line) {
+      const float* v = values.data() + r;
+      const bool unlabeled = std::all_of(v, v + L, [](float x) { return std::isnan(x); });
+      for (int64_t j = 0; j < L; ++j) {
+        DSP_CHECK_FORMAT(unlabeled || v[j] == 0.0f || v[j] == 1.0f,
+                         "{}:{}: label {} (column {}) is {}; multi-label values must be 0 or 1 "
+                         "(or every field of the line empty: unlabeled)",
+                         f, line, j, j + 1, v[j]);
+        rows.push_back(unlabeled ? int8_t{-1} : static_cast<int8_t>(v[j]));
+      }
+    }
+  });
+  const int64_t got = static_cast<int64_t>(rows.size()) / L;
+  DSP_CHECK_FORMAT(got == n, "{}: has {} rows but the graph has {} nodes", f, got, n);
+  return Array::from_vector(std::move(rows), {n, L});
+}
+
 std::string read_ogb_labels_and_split(const OgbRaw& in, const OgbImportOptions& opts, Dataset& ds) {
   const int64_t n = in.num_nodes;
-  if (std::string f = find_csv(in.raw, "node-label"); !f.empty()) {
+  std::string f = find_csv(in.raw, "node-label");
+  const int64_t columns = f.empty() ? 0 : first_line_columns(f);
+  if (columns > 1) {
+    ds.labels = read_ogb_label_rows(f, n, columns);
+  } else if (columns == 1) {
     auto raw_labels = read_csv_file<float>(f, 1, static_cast<size_t>(n));
     DSP_CHECK_FORMAT(static_cast<int64_t>(raw_labels.size()) == n,
                      "{}: has {} rows but the graph has {} nodes", f, raw_labels.size(), n);

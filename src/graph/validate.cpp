@@ -141,6 +141,59 @@ void check_labels(const Array& labels, int64_t num_classes, const std::string& l
   }
 }
 
+void check_label_layout(const Array& labels, int64_t num_nodes, int64_t label_columns,
+                        const std::string& labels_file) {
+  const bool rows = labels.dtype() == DType::kInt8 && labels.ndim() == 2;
+  if (label_columns > 0) {
+    DSP_CHECK_FORMAT(rows && labels.dim(0) == num_nodes && labels.dim(1) == label_columns,
+                     "{}: dataset.json says multilabel = true with {} labels: expected int8[{}, "
+                     "{}] (a row of 0/1 per node), got {}",
+                     labels_file, label_columns, num_nodes, label_columns, labels.describe());
+    return;
+  }
+  DSP_CHECK_FORMAT(!rows,
+                   "{}: {} is a multi-label file but dataset.json does not say \"multilabel\": "
+                   "true; expected int64[{}]",
+                   labels_file, labels.describe(), num_nodes);
+  DSP_CHECK_FORMAT(labels.dtype() == DType::kInt64, "{}: wrong dtype: expected int64, got {}",
+                   labels_file, dtype_name(labels.dtype()));
+  DSP_CHECK_FORMAT(labels.ndim() == 1 && labels.dim(0) == num_nodes,
+                   "{}: expected int64[{}], got {}", labels_file, num_nodes, labels.describe());
+}
+
+void check_label_rows(const Array& labels, const std::string& labels_file) {
+  const int64_t n = labels.dim(0), l = labels.dim(1);
+  const int8_t* y = labels.data<int8_t>();
+  // A row is fine when all its entries are 0/1, or all are -1.
+  const int64_t bad = first_fault(
+      even_bounds(n, std::max<int64_t>(1, (1 << 18) / std::max<int64_t>(l, 1))),
+      [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const int8_t* r = y + i * l;
+          bool binary = true, unlabeled = true;
+          for (int64_t j = 0; j < l; ++j) {
+            binary &= r[j] == 0 || r[j] == 1;
+            unlabeled &= r[j] == -1;
+          }
+          if (!binary && !unlabeled) return i;
+        }
+        return kNone;
+      },
+      [&](int64_t b, int64_t e) { labels.release_rows(b, e); });
+  if (bad == kNone) return;
+  const int8_t* r = y + bad * l;
+  int64_t j = 0;
+  if (r[0] == -1) {
+    while (j < l && r[j] == -1) ++j;  // a row that starts unlabeled: its first other entry
+  } else {
+    while (j < l && (r[j] == 0 || r[j] == 1)) ++j;
+  }
+  DSP_THROW_T(FormatError,
+              "{}: label {} of node {} is {}; a multi-label row holds 0/1 values, or -1 in every "
+              "column (unlabeled)",
+              labels_file, j, bad, static_cast<int>(r[j]));
+}
+
 void check_csr_rows(const Array& indptr, const Array& indices, int64_t num_ids, int64_t first_row,
                     const std::string& indices_file) {
   const int64_t rows = indptr.dim(0) - 1;

@@ -81,6 +81,7 @@ nlohmann::json PartitionMeta::to_json() const {
   // Only when true, so that a partition without times is written as it always was.
   if (has_edge_time) j["has_edge_time"] = true;
   if (has_node_time) j["has_node_time"] = true;
+  if (multilabel) j["multilabel"] = true;
   // Only when converted, so that --feature-dtype keep writes the file it always did.
   if (feature_conversion.converted) {
     const FeatureConversion& c = feature_conversion;
@@ -226,6 +227,7 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   get("has_weights", m.has_weights);
   m.has_edge_time = j.value("has_edge_time", false);
   m.has_node_time = j.value("has_node_time", false);
+  m.multilabel = j.value("multilabel", false);
   get("dataset_name", m.dataset_name);
   std::string fd, id;
   get("feature_dtype", fd);

@@ -6,7 +6,8 @@
 //
 //   partition.json            parts, offsets, method, cache policy and capacity, per-part stats,
 //                             checksum of the source dataset, partition id, hops of replication
-//   features.npy, labels.npy  renumbered (row v is the node with new id v), shared by all ranks
+//   features.npy, labels.npy  renumbered (row v is the node with new id v), shared by all ranks;
+//                             multi-label labels.npy (partition.json "multilabel") int8 [N, L]
 //   train_idx.npy, valid_idx.npy, test_idx.npy   new ids, ascending
 //   old2new.npy, new2old.npy  int64 id maps, inverse of each other
 //   in_degree.npy             int64 in-degree of every node (new ids; replicated, small)
@@ -170,6 +171,8 @@ struct PartitionMeta {
   int64_t halo_cap = 0;  // entries kept per replicated row (0: all)
   std::vector<std::string> preaggregated;  // kinds of preaggregated_<kind>.npy (PaGraph's PP)
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
+  // The dataset's multi-label labels: labels.npy int8 [N, num_classes] (DatasetMeta::multilabel).
+  bool multilabel = false;
   DType feature_dtype = DType::kFloat32;  // of features.npy
   FeatureConversion feature_conversion;
   DType index_dtype = DType::kInt32;
@@ -248,7 +251,7 @@ struct PartitionData {
   Array features;  // [N, F] mapped, renumbered, in meta.feature_dtype
   // int8 features: float32 [1, F] (per column) or [N, 1] (per node); undefined otherwise.
   Array feature_scale;
-  Array labels;  // int64 [N]
+  Array labels;  // int64 [N], or int8 [N, L] when meta.multilabel (a row of -1: unlabeled)
   Array
       node_time;  // int64 [N] (has_node_time), else undefined; the patch's edge times: patch.times
   Array train_idx, valid_idx, test_idx;

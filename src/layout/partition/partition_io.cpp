@@ -385,6 +385,7 @@ void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& op
   meta.feature_dtype = partition_feature_dtype(opts, ds.meta.feature_dtype);
   meta.index_dtype = g.index_dtype();
   meta.num_classes = ds.meta.num_classes;
+  meta.multilabel = ds.meta.multilabel;
   meta.has_weights = g.has_weights();
   meta.has_edge_time = g.has_times();
   meta.has_node_time = ds.node_time.defined();
@@ -786,9 +787,8 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
     check_stored_features(d, begin, end);  // this part's rows
   }
   if (path_exists(dir + "/labels.npy")) {
-    d.labels = load_npy(dir + "/labels.npy", DType::kInt64, 1);
-    DSP_CHECK_FORMAT(d.labels.dim(0) == n, "{}/labels.npy: {} labels for {} nodes", dir,
-                     d.labels.dim(0), n);
+    d.labels = load_npy(dir + "/labels.npy");
+    check_label_layout(d.labels, n, m.multilabel ? m.num_classes : 0, dir + "/labels.npy");
   }
   if (m.has_node_time) {
     const std::string f = need(dir + "/node_time.npy");
