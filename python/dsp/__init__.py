@@ -40,7 +40,7 @@ try:
 except ImportError:  # numpy-only use (dataset tools) still works
     torch = None
 
-from . import _interop
+from . import _interop, _pg
 from ._dsp import (  # noqa: F401  (re-exported)
     CommError,
     Error,
@@ -76,12 +76,15 @@ __version__ = _dsp.__version__
 
 
 def _end_job_on_uncaught(exc_type, exc, tb, _previous=sys.excepthook):
-    """Under mpirun, an exception no one catches on one rank ends every rank (as ``dsp train``
-    does): otherwise this rank's exit would wait in MPI_Finalize for peers that are blocked in a
+    """Under mpirun (or torchrun, with a Loader over the process group), an exception no one
+    catches on one rank ends every rank (as ``dsp train`` does): otherwise this rank's exit would wait in MPI_Finalize for peers that are blocked in a
     collective it will never join. The traceback is printed first."""
     _previous(exc_type, exc, tb)
     if _dsp._job_has_peers():
         _dsp._abort_job(f"error on rank {_dsp._job_rank()}: {exc_type.__name__}: {exc}")
+    group = _pg.active()  # a Loader over a torch.distributed process group
+    if group is not None and group.size > 1:
+        _pg.abort_job(f"error on rank {group.rank}: {exc_type.__name__}: {exc}")
 
 
 sys.excepthook = _end_job_on_uncaught
@@ -394,7 +397,14 @@ class Loader:
             bytes or a size such as "8G" (``--topology-memory``; default: half the free device
             memory, which leaves the rest to the model); the rest is read from pinned host memory
             through UVA, the hottest rows on the device; 0: all through UVA.
-        backend: "auto" (MPI under mpirun, else a single process), "self" or "mpi".
+        backend: "auto" (MPI under mpirun; the torch.distributed process group when one is
+            initialised, e.g. under torchrun; else a single process), "self", "mpi" or "torch".
+        process_group: run dsp's collectives over this torch.distributed process group (gloo
+            groups of dsp's own over its ranks; no MPI needed): rank and size are the group's.
+            Default: the world group when ``torch.distributed`` is initialised and the process
+            was not started by an MPI launcher (which keeps MPI unless a group is given). A
+            partition whose part count differs from the group's size raises
+            ``dsp.InvalidArgument`` naming both.
         fifo_rows: BGL's dynamic cache, as ``dsp train --fifo-rows``: this many of the rows other
             ranks serve kept per rank, first in first out, so a repeat needs no request (0: off).
         fifo_shared_rows: with ``fifo_rows``, a second level of this many rows shared by the
@@ -416,8 +426,8 @@ class Loader:
             node times, e.g. ``dsp generate community --temporal``); an unknown key raises
             ``dsp.FormatError`` naming it.
 
-    Under MPI every rank must create the same loaders in the same order and iterate the same
-    epochs; an epoch a rank leaves early is finished in the background so its peers are served.
+    Under MPI or torchrun every rank must create the same loaders in the same order and iterate
+    the same epochs; an epoch a rank leaves early is finished in the background so its peers are served.
 
     On a heterogeneous partition (``dsp generate hetero``, ``dsp convert --from ogb-hetero``)
     the seeds are the target type's, ``schema`` names the types and relations, blocks carry
@@ -433,17 +443,18 @@ class Loader:
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
                  topology_memory: Optional[Union[int, str]] = None, order: str = "random",
                  bfs_sequences: int = 4, nodes=None, sampler: str = "neighbor",
-                 **sampler_options):
+                 process_group=None, **sampler_options):
         self._open(path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
                    partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
                    topology_memory, order, bfs_sequences, nodes, None,
-                   dict(sampler_options, sampler=sampler))
+                   dict(sampler_options, sampler=sampler), process_group)
 
     def _open(self, path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
               partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
-              topology_memory, order, bfs_sequences, nodes, link, sampler):
+              topology_memory, order, bfs_sequences, nodes, link, sampler, process_group):
         """The engine (``link``: LinkLoader's keywords of the link table, else None;
-        ``sampler``: the keywords of dsp train's sampler table but fanouts)."""
+        ``sampler``: the keywords of dsp train's sampler table but fanouts; ``process_group``:
+        see :class:`Loader`)."""
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
@@ -465,6 +476,10 @@ class Loader:
             if nodes.ndim != 1:
                 raise InvalidArgument(f"{path}: nodes must be a 1-d array of node ids, got shape "
                                       f"{tuple(nodes.shape)}")
+        group = _pg.resolve(process_group, backend)
+        if group is not None:
+            backend = "torch"
+            _check_parts(path, group.size)
         self._path = str(path)
         self._as_tensor = as_tensor
         self._pin = bool(pin_memory)
@@ -579,7 +594,7 @@ class LinkLoader(Loader):
     Args:
         path, fanouts, batch_size (training edges per rank per step), shuffle, seed, prefetch,
             as_tensor, backend, partition_method, pin_memory, device, fifo_rows,
-            fifo_shared_rows, transport, topology_memory: as for :class:`Loader`. A dataset
+            fifo_shared_rows, transport, topology_memory, process_group: as for :class:`Loader`. A dataset
             without training edges raises ``dsp.FormatError`` naming ``path``.
         neg_ratio: negatives per training edge, 1 to 4096 (``--neg-ratio``).
         negatives: "uniform" destinations over the nodes, or "unigram" (in-degree^0.75)
@@ -599,13 +614,13 @@ class LinkLoader(Loader):
                  partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
                  topology_memory: Optional[Union[int, str]] = None, sampler: str = "neighbor",
-                 **sampler_options):
+                 process_group=None, **sampler_options):
         link = {"task": "link", "neg_ratio": int(neg_ratio), "negatives": negatives,
                 "exclude": exclude}
         self._open(path, fanouts, batch_size, shuffle, "train", seed, prefetch, as_tensor,
                    backend, partition_method, pin_memory, device, fifo_rows, fifo_shared_rows,
                    transport, topology_memory, "random", 4, None, link,
-                   dict(sampler_options, sampler=sampler))
+                   dict(sampler_options, sampler=sampler), process_group)
 
     @property
     def local_edges(self):
@@ -621,6 +636,17 @@ class LinkLoader(Loader):
 
     def __iter__(self):
         return self.iter_batches()
+
+
+def _check_parts(path, size):
+    """A partition directory must have one part per rank of the process group (a dataset
+    directory is partitioned on the fly into that many)."""
+    if not os.path.isfile(os.path.join(str(path), "partition.json")):
+        return
+    parts = int(_dsp.load_partition_meta(str(path))["parts"])
+    if parts != size:
+        raise InvalidArgument(f"{path}: the partition has {parts} parts but the process group has "
+                              f"{size} ranks; partition again with --parts {size}")
 
 
 def _reference_epoch(part_dir, fanouts, batch_size, seed, epoch=0, temporal="off"):

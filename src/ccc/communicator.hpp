@@ -21,6 +21,7 @@
 //    peers wait in collectives this rank will never join.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -125,11 +126,24 @@ class Communicator {
   }
 };
 
-// backend: "auto" (mpi when launched by mpirun/mpiexec, else self), "self", "mpi".
-// "nccl" communicators are made by make_nccl_communicator (CUDA build), bootstrapped over MPI.
-// The backends by name: ccc/registry.cpp.
+// backend: "auto" (mpi when launched by mpirun/mpiexec, else self), "self", "mpi", or a name
+// given to register_communicator_backend. "nccl" communicators are made by
+// make_nccl_communicator (CUDA build), bootstrapped over MPI. The backends by name:
+// ccc/registry.cpp.
 std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto",
                                                 const CommOptions& opts = {});
+
+// A host backend defined outside ccc (the Python module's "torch": collectives over a
+// torch.distributed process group, src/python/pg_communicator.hpp). Every call of the factory
+// makes one more communicator over the same ranks; ranks call it in the same order, so the n-th
+// communicator of every rank is one group. Registering a name again replaces its factory; the
+// built-in names (auto, self, mpi, nccl) cannot be registered.
+using CommunicatorFactory = std::function<std::unique_ptr<Communicator>(const CommOptions&)>;
+void register_communicator_backend(const std::string& name, CommunicatorFactory factory);
+// True for "auto", "self", "mpi" and registered names: what make_communicator accepts.
+bool is_communicator_backend(const std::string& name);
+// "auto|self|mpi" plus the registered names, for messages.
+std::string communicator_backend_names();
 // True when this process was started by an MPI launcher (OMPI_/PMI_/PMIX_ environment).
 bool launched_by_mpi();
 

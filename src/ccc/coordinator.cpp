@@ -328,8 +328,8 @@ std::unique_ptr<Coordinator> make_coordinator(const std::string& backend,
                                               const DataCommFactory& make_data) {
   std::string b = backend;
   if (b == "auto") b = launched_by_mpi() ? "mpi" : "self";
-  DSP_CHECK_ARG(b == "self" || b == "mpi", "coordinator: unknown backend '{}' (auto|self|mpi)",
-                backend);
+  DSP_CHECK_ARG(b != "nccl" && is_communicator_backend(b), "coordinator: unknown backend '{}' ({})",
+                backend, communicator_backend_names());
   auto control = make_communicator(b, opts.comm);
   std::array<std::unique_ptr<Communicator>, kNumWorkerKinds> data;
   for (int k = 0; k < kNumWorkerKinds; ++k) {

@@ -31,6 +31,7 @@
 #include "pipeline/link_batch.hpp"
 #include "pipeline/load_batch.hpp"
 #include "python/loader.hpp"
+#include "python/pg_communicator.hpp"
 
 namespace py = pybind11;
 
@@ -349,6 +350,11 @@ void bind_basics(py::module_& m) {
   m.def("_job_rank", &job_rank);
   m.def(
       "_abort_job", [](const std::string& message) { abort_job(message, 1); }, py::arg("message"));
+  // dsp.Loader(process_group=...): the "torch" backend (pg_communicator.hpp) and the group its
+  // next communicators are made over; an MPI-launched process keeps MPI unless asked.
+  pyext::register_torch_backend();
+  m.def("launched_by_mpi", &launched_by_mpi);
+  m.def("_set_torch_group", &pyext::set_torch_group, py::arg("group"));
 }
 
 // The commands Python shares with the CLI: generate and convert.
@@ -743,14 +749,28 @@ void bind_checksum(py::module_& m) {
   });
 }
 
+// Destroys a Loader with the GIL released: its destructor finishes the epoch and closes its
+// communicators, which may wait on peers and, on the torch backend, take the GIL themselves.
+struct ReleaseGilDelete {
+  void operator()(pyext::Loader* l) const {
+    if (PyGILState_Check()) {
+      py::gil_scoped_release nogil;
+      delete l;
+    } else {
+      delete l;
+    }
+  }
+};
+using LoaderHolder = std::unique_ptr<pyext::Loader, ReleaseGilDelete>;
+
 // dsp.Loader's engine from the Python arguments (dsp.Loader.__init__ passes them all).
-std::unique_ptr<pyext::Loader> new_loader(
-    const std::string& path, const py::object& fanouts, int64_t batch_size, bool shuffle,
-    const std::string& split, uint64_t seed, int prefetch, const std::string& backend,
-    const std::string& partition_method, const std::string& device, int64_t fifo_rows,
-    int64_t fifo_shared_rows, const std::string& transport, const std::string& topology_memory,
-    const std::string& order, int bfs_sequences, std::optional<IdArray> nodes,
-    std::optional<py::dict> link, std::optional<py::dict> sampler) {
+LoaderHolder new_loader(const std::string& path, const py::object& fanouts, int64_t batch_size,
+                        bool shuffle, const std::string& split, uint64_t seed, int prefetch,
+                        const std::string& backend, const std::string& partition_method,
+                        const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
+                        const std::string& transport, const std::string& topology_memory,
+                        const std::string& order, int bfs_sequences, std::optional<IdArray> nodes,
+                        std::optional<py::dict> link, std::optional<py::dict> sampler) {
   pyext::LoaderOptions o;
   // The rank's options through the rank room's table: dsp train's parsers and
   // messages (pipeline/rank/options.hpp).
@@ -786,12 +806,12 @@ std::unique_ptr<pyext::Loader> new_loader(
   }
   o.validate();  // before the GIL is released: cheap, and the common failure
   py::gil_scoped_release nogil;
-  return std::make_unique<pyext::Loader>(std::move(o));
+  return LoaderHolder(new pyext::Loader(std::move(o)));
 }
 
 // dsp.Loader's engine.
 void bind_loader(py::module_& m) {
-  py::class_<pyext::Loader>(m, "_Loader")
+  py::class_<pyext::Loader, LoaderHolder>(m, "_Loader")
       .def(py::init(&new_loader), py::arg("path"), py::arg("fanouts"), py::arg("batch_size"),
            py::arg("shuffle"), py::arg("split"), py::arg("seed"), py::arg("prefetch"),
            py::arg("backend"), py::arg("partition_method"), py::arg("device") = "cpu",

@@ -27,7 +27,9 @@ OptionTable<RankOptions> make_table() {
   return {
       value<R>("", "path", "partition directory (dsp partition) or dataset directory",
                DSP_RANK(path)),
-      value<R>("", "backend", "the job's communicator: auto (default), self or mpi",
+      value<R>("", "backend",
+               "the job's communicator: auto (default), self, mpi, or torch (the Python module's: "
+               "a torch.distributed process group)",
                DSP_RANK(backend)),
       value<R>("", "partition_method",
                "a dataset directory is partitioned on the fly by this method (default metis)",
