@@ -71,6 +71,8 @@ void ModelConfig::validate() const {
                 "unknown predictor '{}' (dot, mlp)", predictor);
   DSP_CHECK_ARG(hetero() || (embedding_dim >= 0 && embedding_dim <= in_dim),
                 "embedding dimension {} must lie in [0, in_dim = {}]", embedding_dim, in_dim);
+  DSP_CHECK_ARG(loss == "auto" || loss == "ce" || loss == "bce",
+                "--loss must be ce, bce or auto, got '{}'", loss);
   DSP_CHECK_ARG(heads >= 1 && out_heads >= 1, "attention heads must be >= 1, got {} and {}", heads,
                 out_heads);
 }
@@ -86,7 +88,8 @@ nlohmann::json ModelConfig::to_json() const {
                       {"out_heads", out_heads},
                       {"preaggregated", preaggregated},
                       {"predictor", predictor},
-                      {"embedding_dim", embedding_dim}};
+                      {"embedding_dim", embedding_dim},
+                      {"loss", loss == "auto" ? "ce" : loss}};
   if (hetero()) {
     j["type_dims"] = type_dims;
     j["relation_src"] = relation_src;
@@ -109,6 +112,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     c.preaggregated = j.value("preaggregated", false);  // absent in older checkpoints
     c.predictor = j.value("predictor", std::string("none"));
     c.embedding_dim = j.value("embedding_dim", int64_t{0});
+    c.loss = j.value("loss", std::string("ce"));  // absent before --loss: cross-entropy
     c.type_dims = j.value("type_dims", std::vector<int64_t>{});  // heterogeneous models only
     c.relation_src = j.value("relation_src", std::vector<int>{});
     c.relation_dst = j.value("relation_dst", std::vector<int>{});
@@ -143,6 +147,12 @@ OptionTable<TrainConfig> make_train_table() {
                "--task link: a pair's logit from its two output rows, dot (the default with "
                "--task link) or mlp (Linear, ReLU, Linear over their product); none for node tasks",
                DSP_TRAIN(model.predictor), "none,dot,mlp"),
+      value<T>("--loss", "loss",
+               "node classification's loss: ce (softmax cross-entropy), bce (binary "
+               "cross-entropy: a 2-class task's one logit, label 1 positive, or a multi-label "
+               "task's logit per label) or auto (default: ce for class labels, bce for "
+               "multi-label ones)",
+               DSP_TRAIN(model.loss), "auto,ce,bce"),
       value<T>("--heads", "heads", "GAT heads of hidden layers (default 1)",
                DSP_TRAIN(model.heads)),
       value<T>("", "out_heads", "GAT heads of the output layer (default 1)",
@@ -202,9 +212,12 @@ void TrainConfig::validate() const {
 }
 
 nlohmann::json TrainConfig::to_json() const {
-  return {{"model", model.to_json()},     {"optimizer", optimizer},
-          {"lr", lr},                     {"weight_decay", weight_decay},
-          {"momentum", momentum},         {"seed", seed},
+  return {{"model", model.to_json()},
+          {"optimizer", optimizer},
+          {"lr", lr},
+          {"weight_decay", weight_decay},
+          {"momentum", momentum},
+          {"seed", seed},
           {"normalize_features", normalize_features}};
 }
 

@@ -36,6 +36,11 @@ struct ModelConfig {
   // Learnable node embeddings (layout/store/embedding_table.hpp) concatenated after the features:
   // in_dim counts them (in_dim = feature columns + embedding_dim).
   int64_t embedding_dim = 0;
+  // Node classification's loss: "ce" (softmax cross-entropy over out_dim classes), "bce" (binary
+  // cross-entropy with logits: one logit for a 2-class task, label 1 positive; one per label
+  // column of a multi-label task), or "auto" until a job resolves it from its labels (ce for int64
+  // labels, bce for multi-label ones). A trainer takes "auto" as ce. Checkpoints record it.
+  std::string loss = "auto";
   // Heterogeneous models (graph/hetero.hpp's schema): every node type's input width, 0 for a type
   // without features, whose nodes enter with learnable rows of `hidden` columns (embedding_dim
   // is then `hidden`); every relation's source and destination type. Empty otherwise.
@@ -46,6 +51,7 @@ struct ModelConfig {
   static bool is_hetero_model(const std::string& name) { return name == "rgcn" || name == "hsage"; }
   int num_types() const { return static_cast<int>(type_dims.size()); }
   int num_relations() const { return static_cast<int>(relation_src.size()); }
+  bool bce() const { return loss == "bce"; }
   int num_blocks() const { return preaggregated ? layers - 1 : layers; }
   int64_t input_width() const { return preaggregated ? 2 * in_dim : in_dim; }
   // Throws InvalidArgument naming the field ("unknown model 'x' (sage, gcn, gat, rgcn, hsage)",

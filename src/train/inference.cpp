@@ -150,8 +150,10 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   const int64_t* orig = new2old.data<int64_t>();
   std::vector<float> in, out;
   const int layers = o.layers > 0 ? o.layers : trainer.config().model.layers;
-  DSP_CHECK_ARG(layers <= trainer.config().model.layers, "layer-wise inference: {} layers of a "
-                "{}-layer model", layers, trainer.config().model.layers);
+  DSP_CHECK_ARG(layers <= trainer.config().model.layers,
+                "layer-wise inference: {} layers of a "
+                "{}-layer model",
+                layers, trainer.config().model.layers);
   for (int l = 0; l < layers; ++l) {
     const int64_t w_in = l > 0 ? trainer.layer_width(l - 1) : 0;
     out.assign(static_cast<size_t>(rows * trainer.layer_width(l)), 0.0f);
@@ -223,6 +225,22 @@ EvalCounts count_correct(const std::vector<float>& logits, int64_t width, int64_
     ++c.total;
   }
   return c;
+}
+
+void tally_rows(const std::vector<float>& logits, int64_t width, int64_t first_row,
+                const std::vector<int64_t>& ids, const Array& labels, EvalTally* tally) {
+  const bool matrix = labels.ndim() == 2;
+  DSP_CHECK_ARG(!matrix || (labels.dtype() == DType::kInt8 && labels.dim(1) == width),
+                "multi-label labels of {} columns for a model of {} outputs",
+                matrix ? labels.dim(1) : 0, width);
+  for (int64_t v : ids) {
+    const float* row = &logits[(v - first_row) * width];
+    if (matrix) {
+      tally->add(row, 1, labels.data<int8_t>() + v * width);
+    } else {
+      tally->add(row, 1, labels.data<int64_t>() + v);
+    }
+  }
 }
 
 }  // namespace dsp

@@ -125,6 +125,62 @@ void check_hetero(const JobConfig& c) {
   refuse(c.rank.fifo_rows > 0, "--fifo-rows (the FIFO levels serve one feature store)");
 }
 
+// --loss and --metric as far as the options alone decide (the labels decide the rest:
+// resolve_loss).
+void check_loss_and_metric(const JobConfig& c) {
+  const std::string& loss = c.train.model.loss;
+  DSP_CHECK_ARG(c.metric == "auto" || c.metric == "acc" || c.metric == "f1" || c.metric == "rocauc",
+                "--metric must be auto, acc, f1 or rocauc, got '{}'", c.metric);
+  if (c.link.link()) {
+    DSP_CHECK_ARG(loss != "ce",
+                  "--loss ce with --task link: link prediction trains with binary cross-entropy "
+                  "of the pairs' logits (--loss bce or auto)");
+    DSP_CHECK_ARG(c.metric == "auto",
+                  "--metric {} with --task link: link prediction picks its best epoch by the "
+                  "first --hits-k's Hits@K",
+                  c.metric);
+    return;
+  }
+  DSP_CHECK_ARG(!(loss == "ce" && c.metric == "rocauc"),
+                "--metric rocauc ranks per-seed scores of a binary or multi-label task: train "
+                "with --loss bce");
+  DSP_CHECK_ARG(!(loss == "bce" && c.metric == "f1"),
+                "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc or "
+                "rocauc");
+}
+
+// The loss of node classification on labels of `classes` classes (int64) or label columns
+// (multi-label): --loss auto is ce for class labels and bce for multi-label ones.
+std::string resolve_loss(const std::string& loss, bool multilabel, int64_t classes, bool hetero) {
+  DSP_CHECK_ARG(!(multilabel && hetero),
+                "multi-label labels with a heterogeneous model: not implemented (train a "
+                "homogeneous model: sage, gcn or gat)");
+  if (multilabel) {
+    DSP_CHECK_ARG(loss != "ce",
+                  "--loss ce on multi-label labels ({} columns): a node may carry several labels; "
+                  "train with --loss bce (or auto)",
+                  classes);
+    return "bce";
+  }
+  DSP_CHECK_ARG(loss != "bce" || classes == 2,
+                "--loss bce on class labels is binary (one logit, label 1 positive): the dataset "
+                "has {} classes, not 2; train with --loss ce",
+                classes);
+  return loss == "auto" ? "ce" : loss;
+}
+
+// --metric auto: acc for ce, rocauc for bce; otherwise the given one, which must suit the loss.
+std::string resolve_metric(const std::string& metric, const std::string& loss) {
+  if (metric == "auto") return loss == "bce" ? "rocauc" : "acc";
+  DSP_CHECK_ARG(!(loss == "ce" && metric == "rocauc"),
+                "--metric rocauc ranks per-seed scores of a binary or multi-label task: train "
+                "with --loss bce");
+  DSP_CHECK_ARG(!(loss == "bce" && metric == "f1"),
+                "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc or "
+                "rocauc");
+  return metric;
+}
+
 void check_not_both_init_and_resume(const JobConfig& c) {
   DSP_CHECK_ARG(!c.resume || c.init_from.empty(),
                 "--init-from starts a new run from a model's parameters and --resume continues "
@@ -157,6 +213,7 @@ void JobConfig::validate() const {
   parse_pipeline_mode(pipeline);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   check_not_both_init_and_resume(*this);
+  check_loss_and_metric(*this);
   DSP_CHECK_ARG(!cache_auto || rank.cache_ratio == -1,
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
@@ -362,14 +419,14 @@ class TrainJob {
   PipelineStages symmetric_stages();
   EpochScheduler* schedule(PipelineStages& stages, const SamplerOptions& so);
   void log_start(const EpochScheduler& sched) const;
-  EvalCounts evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
+  EvalTally evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void choose_eval();
   void choose_sampled_eval();
   std::pair<double, double> eval_reads();
   void subsample_eval_ids();
   // Full-neighbour evaluation (train/inference.hpp): validation and test counts, all ranks'.
   std::vector<float> infer_all(int64_t epoch);
-  std::pair<EvalCounts, EvalCounts> evaluate_full(int64_t epoch);
+  std::pair<EvalTally, EvalTally> evaluate_full(int64_t epoch);
   std::pair<double, double> evaluate_epoch(int epoch);
   void note_best(double val, double test, int epoch);
   void final_full_test();
@@ -394,7 +451,7 @@ class TrainJob {
   SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
-  void write_metrics(int epoch, double loss, double train_acc, double val, double test);
+  void write_metrics(int epoch, double loss, double train_acc, bool evaluated);
   // checkpoint.pt, or `path` (best.pt: the best validation so far).
   void checkpoint(int epoch, const std::string& path = "");
 
@@ -425,6 +482,10 @@ class TrainJob {
   // Across epochs.
   JobResult res_;
   double epoch_time_sum_ = 0, best_val_ = -1, test_at_best_ = 0;
+  // --metric as resolved (acc, f1 or rocauc): what best_val_ and test_at_best_ hold for node
+  // classification; the last evaluation's every metric (valid, test).
+  std::string metric_ = "acc";
+  EvalTally val_tally_, test_tally_;
   int best_epoch_ = -1;
   int evals_since_best_ = 0;        // --patience
   bool full_eval_ = false;          // --eval full, or auto where it fits
@@ -657,7 +718,15 @@ void TrainJob::make_trainer() {
   tc_.model.embedding_dim = embedding_dim();
   tc_.model.in_dim = meta.feature_dim + tc_.model.embedding_dim;
   if (rt_.hetero()) hetero_model_config();
-  tc_.model.out_dim = cfg_.link.link() ? tc_.model.hidden : meta.num_classes;
+  if (cfg_.link.link()) {
+    tc_.model.out_dim = tc_.model.hidden;
+    tc_.model.loss = "bce";  // of the pairs' logits
+  } else {
+    tc_.model.loss = resolve_loss(tc_.model.loss, meta.multilabel, meta.num_classes, rt_.hetero());
+    metric_ = resolve_metric(cfg_.metric, tc_.model.loss);
+    // A binary bce model outputs one logit; a multi-label one, one per label column.
+    tc_.model.out_dim = tc_.model.bce() && !meta.multilabel ? 1 : meta.num_classes;
+  }
   if (cfg_.link.link() && tc_.model.predictor == "none") tc_.model.predictor = "dot";
   tc_.model.layers = static_cast<int>(cfg_.sampler.fanouts.size());
   tc_.model.preaggregated = cfg_.preaggregate;
@@ -1020,18 +1089,19 @@ std::vector<float> TrainJob::infer_all(int64_t epoch) {
   return layerwise_inference(rt_, *trainer_, io);
 }
 
-std::pair<EvalCounts, EvalCounts> TrainJob::evaluate_full(int64_t epoch) {
+std::pair<EvalTally, EvalTally> TrainJob::evaluate_full(int64_t epoch) {
   const std::vector<float> logits = infer_all(epoch);
   const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
   const int64_t first = rt_.part().meta.offsets[rt_.rank()];
   const Array& labels = rt_.part().labels;
   CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);
+  EvalTally val = trainer_->new_tally(), test = trainer_->new_tally();
   tc.set_step(epoch, eval_control_id(0, 1));
-  const EvalCounts val =
-      trainer_->all_reduce(count_correct(logits, width, first, valid_ids_, labels));
+  tally_rows(logits, width, first, valid_ids_, labels, &val);
+  val.combine(tc, "train:eval_valid");
   tc.set_step(epoch, eval_control_id(1, 1));
-  const EvalCounts test =
-      trainer_->all_reduce(count_correct(logits, width, first, test_ids_, labels));
+  tally_rows(logits, width, first, test_ids_, labels, &test);
+  test.combine(tc, "train:eval_test");
   return {val, test};
 }
 
@@ -1068,7 +1138,7 @@ std::string TrainJob::link_line(const LinkMetrics& m) const {
 
 void TrainJob::note_best(double val, double test, int epoch) {
   ++evals_since_best_;
-  if (val <= best_val_) return;
+  if (!(val > best_val_)) return;  // a NaN (ROC-AUC of a one-class split) is no improvement
   best_val_ = val;
   test_at_best_ = test;
   if (link_) {
@@ -1091,7 +1161,7 @@ void TrainJob::final_full_test() {
   if (best_params_.empty()) return;
   const std::vector<float> last = trainer_->flat_parameters();
   trainer_->set_flat_parameters(best_params_);
-  res_.test_acc_full = evaluate_full(cfg_.epochs + 1).second.accuracy();
+  res_.test_acc_full = evaluate_full(cfg_.epochs + 1).second.metric(metric_);
   trainer_->set_flat_parameters(last);
 }
 
@@ -1108,13 +1178,13 @@ std::string TrainJob::eval_summary() const {
 }
 
 // Evaluation over this rank's share of `ids` (global, owned), the same steps on every rank.
-EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch) {
+EvalTally TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch) {
   const int64_t bs = cfg_.eval_batch_size;
   int64_t steps = (static_cast<int64_t>(ids.size()) + bs - 1) / bs;
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(epoch, eval_control_id(split, 0));
   main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
-  EvalCounts counts;
+  EvalTally tally = trainer_->new_tally();
   EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), split == 0 ? "valid" : "test");
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t b = std::min<int64_t>(ids.size(), s * bs);
@@ -1127,11 +1197,13 @@ EvalCounts TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_
     LoadedBatch lb = rt_.load(std::move(sb));
     rt_.channel(WorkerKind::kTrainer).set_step(epoch, batch);
     trainer_->gather_embedding(lb);  // collective; nothing without embeddings
-    counts += trainer_->eval_batch(lb);
+    trainer_->eval_batch(lb, &tally);
     progress.update(s + 1, steps);
   }
   rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_control_id(split, 1));
-  return trainer_->all_reduce(counts);
+  tally.combine(rt_.channel(WorkerKind::kTrainer),
+                split == 0 ? "train:eval_valid" : "train:eval_test");
+  return tally;
 }
 
 void TrainJob::train_epoch(int epoch) {
@@ -1160,13 +1232,15 @@ std::pair<double, double> TrainJob::evaluate_epoch(int epoch) {
     std::tie(val_link_, test_link_) = evaluate_link(epoch);
     val = val_link_.main();
     test = test_link_.main();
-  } else if (full_eval_) {
-    const auto [v, t] = evaluate_full(epoch);
-    val = v.accuracy();
-    test = t.accuracy();
   } else {
-    val = evaluate(0, valid_ids_, epoch).accuracy();
-    test = evaluate(1, test_ids_, epoch).accuracy();
+    if (full_eval_) {
+      std::tie(val_tally_, test_tally_) = evaluate_full(epoch);
+    } else {
+      val_tally_ = evaluate(0, valid_ids_, epoch);
+      test_tally_ = evaluate(1, test_ids_, epoch);
+    }
+    val = val_tally_.metric(metric_);
+    test = test_tally_.metric(metric_);
   }
   note_best(val, test, epoch);
   lr_.observe(val);
@@ -1189,7 +1263,9 @@ void TrainJob::report_epoch(int epoch) {
     const std::string evals =
         !do_eval ? ""
         : link_  ? fmt::format(" | val {} | test {}", link_line(val_link_), link_line(test_link_))
-                 : fmt::format(" | val {:.4f} | test {:.4f}", val, test);
+        : metric_ == "acc"
+            ? fmt::format(" | val {:.4f} | test {:.4f}", val, test)
+            : fmt::format(" | val {} {:.4f} | test {} {:.4f}", metric_, val, metric_, test);
     const std::string eval_time = do_eval ? fmt::format(" | eval {:.2f} s", eval_s_) : "";
     const std::string fifo =
         rt_.fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
@@ -1198,7 +1274,7 @@ void TrainJob::report_epoch(int epoch) {
                     "{:.2f}, train {:.2f} s busy){}",
                     epoch + 1, loss, train_acc.accuracy(), evals, fifo, em_.wall_s,
                     em_.sampler.busy_s, em_.loader.busy_s, em_.trainer.busy_s, eval_time));
-    write_metrics(epoch, loss, train_acc.accuracy(), do_eval ? val : -1, do_eval ? test : -1);
+    write_metrics(epoch, loss, train_acc.accuracy(), do_eval);
   }
   if (!ckpt_.empty() && (last || stop_early() ||
                          (cfg_.checkpoint_every > 0 && (epoch + 1) % cfg_.checkpoint_every == 0))) {
@@ -1210,7 +1286,7 @@ void TrainJob::report_epoch(int epoch) {
   }
 }
 
-void TrainJob::write_metrics(int epoch, double loss, double train_acc, double val, double test) {
+void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool evaluated) {
   if (!metrics_) return;
   nlohmann::json rec = {{"epoch", epoch + 1},
                         {"loss", loss},
@@ -1235,7 +1311,7 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
                    {"shared_hits", res_.fifo_shared_hits},
                    {"hit_rate", res_.fifo_hit_rate}};
   }
-  if (val >= 0 && link_) {
+  if (evaluated && link_) {
     auto split = [](const LinkMetrics& m) {
       nlohmann::json j = {{"mrr", m.mrr}, {"positives", m.positives}, {"negatives", m.negatives}};
       for (size_t i = 0; i < m.k.size(); ++i) j[fmt::format("hits@{}", m.k[i])] = m.hits[i];
@@ -1244,9 +1320,14 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, double va
     rec["val"] = split(val_link_);
     rec["test"] = split(test_link_);
     rec["eval_s"] = eval_s_;
-  } else if (val >= 0) {
-    rec["val_acc"] = val;
-    rec["test_acc"] = test;
+  } else if (evaluated) {
+    // Every metric of the task (acc and f1, or acc and rocauc) for both splits; a ROC-AUC
+    // without both classes in a split is null.
+    rec["metric"] = metric_;
+    for (const std::string& m : val_tally_.metric_names()) {
+      rec["val_" + m] = val_tally_.metric(m);
+      rec["test_" + m] = test_tally_.metric(m);
+    }
     rec["eval_s"] = eval_s_;
   }
   const std::string line = rec.dump() + "\n";
@@ -1266,6 +1347,7 @@ void TrainJob::checkpoint(int epoch, const std::string& path) {
        {"best_val_acc", best_val_},
        {"test_acc_at_best", test_at_best_},
        {"best_epoch", best_epoch_},
+       {"metric", link_ ? "hits" : metric_},
        {"evals_since_best", evals_since_best_},
        {"lr_schedule", lr_.state()},
        {"job", recorded_}});
@@ -1275,6 +1357,7 @@ JobResult TrainJob::finish() {
   final_full_test();
   res_.best_val_acc = best_val_;
   if (link_) res_.metric = fmt::format("hits@{}", cfg_.link.hits_k.front());
+  if (!link_ && metric_ != "acc") res_.metric = metric_;
   res_.best_epoch = best_epoch_ + 1;  // numbered from 1, as every output numbers epochs
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
   res_.test_acc_at_best = test_at_best_;
@@ -1283,7 +1366,7 @@ JobResult TrainJob::finish() {
     res_.bytes_communicated += rt_.channel(static_cast<WorkerKind>(k)).counters().total_sent();
   }
   if (rt_.leader() && res_.epochs_run > 0) {
-    const std::string metric = link_ ? fmt::format("hits@{}", cfg_.link.hits_k.front()) : "acc";
+    const std::string metric = link_ ? fmt::format("hits@{}", cfg_.link.hits_k.front()) : metric_;
     console_result(fmt::format(
         "\nsummary\n"
         "  {:<20}{:.4f} (epoch {})\n"
@@ -1294,7 +1377,7 @@ JobResult TrainJob::finish() {
         "  bytes sent (rank 0) {:.1f} MB\n"
         "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
         "best val " + metric, res_.best_val_acc, res_.best_epoch,
-        link_ ? "test " + metric + " (best)" : "test acc at best", res_.test_acc_at_best,
+        link_ ? "test " + metric + " (best)" : "test " + metric + " at best", res_.test_acc_at_best,
         eval_summary(), res_.final_loss, res_.mean_epoch_s, res_.cache_hit_rate,
         res_.bytes_communicated / 1e6, res_.feature_bytes_per_batch / 1e6));
     if (rt_.part().meta.feature_conversion.converted) {

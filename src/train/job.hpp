@@ -67,7 +67,11 @@ struct JobConfig {
   // A new run whose parameters start from this checkpoint or exported model directory
   // (Trainer::init_parameters); not with resume.
   std::string init_from;
-  std::string metrics_file;    // JSON lines, one record per epoch (rank 0)
+  std::string metrics_file;  // JSON lines, one record per epoch (rank 0)
+  // What picks the best epoch (node classification): "acc", "f1" (macro-F1, --loss ce),
+  // "rocauc" (--loss bce: ROC-AUC, mean over label columns when multi-label) or "auto" (acc
+  // for ce, rocauc for bce). best_val_acc and test_acc_at_best then hold it.
+  std::string metric = "auto";
   uint64_t seed = 0;
   bool progress = true;         // progress bar on a terminal (rank 0)
   SeedOrderOptions seed_order;  // per pass: a shuffle, or BGL's BFS order (pipeline/scheduler.hpp)
@@ -109,8 +113,9 @@ struct JobResult {
   // the conversion's error over all entries (partition.json's feature_conversion; else 0).
   std::string feature_dtype;
   double feature_max_abs_error = 0, feature_rel_rms_error = 0;
-  // --task link: best_val_acc / test_acc_at_best hold the first Hits@K; these the rest.
-  std::string metric = "accuracy";  // or "hits@K"
+  // --task link: best_val_acc / test_acc_at_best hold the first Hits@K; these the rest. Node
+  // classification with --metric f1 or rocauc (--loss bce's default): that metric.
+  std::string metric = "accuracy";  // or "hits@K", "f1", "rocauc"
   double best_val_mrr = 0, test_mrr_at_best = 0;
   nlohmann::json to_json() const;
 };

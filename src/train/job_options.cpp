@@ -141,6 +141,11 @@ std::vector<JobOption> run_and_placement() {
             "best.pt) or a directory of dsp.export_model; same model and sizes, any optimizer",
             DSP_FIELD(init_from)),
       value("--seed", "seed", "random seed (sampling, dropout, initialisation)", DSP_FIELD(seed)),
+      value("--metric", "metric",
+            "what picks the best epoch (node classification): acc, f1 (macro-F1, --loss ce), "
+            "rocauc (--loss bce; mean over label columns with both classes when multi-label, "
+            "as OGB's ogbn-proteins) or auto (default: acc for ce, rocauc for bce)",
+            DSP_FIELD(metric), "auto,acc,f1,rocauc"),
       value("--metrics", "metrics_file", "write one JSON record per epoch to this file",
             DSP_FIELD(metrics_file)),
       value("--threads", "threads", "threads per rank (default: the rank's share of its cores)",

@@ -12,10 +12,11 @@
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #include "graph/npy.hpp"
-#include "pipeline/rank/runtime.hpp"
 #include "layout/store/embedding_table.hpp"
+#include "pipeline/rank/runtime.hpp"
 #include "train/inference.hpp"
 #include "train/link.hpp"
+#include "train/metrics.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -33,9 +34,9 @@ void PredictConfig::validate() const {
   DSP_CHECK_ARG(!rank.path.empty(), "give a dataset or partition directory");
   DSP_CHECK_ARG(!checkpoint.empty(), "--checkpoint: give the model (checkpoint.pt or best.pt)");
   DSP_CHECK_ARG(!out.empty(), "--out: give the output directory");
-  DSP_CHECK_ARG(output == "class" || output == "probs" || output == "logits" ||
-                    output == "embedding",
-                "--output must be class, probs or logits, got '{}'", output);
+  DSP_CHECK_ARG(
+      output == "class" || output == "probs" || output == "logits" || output == "embedding",
+      "--output must be class, probs or logits, got '{}'", output);
   DSP_CHECK_ARG(batch_size > 0, "--batch-size must be > 0, got {}", batch_size);
   DSP_CHECK_ARG(layer >= -1, "--layer must be >= 0, got {}", layer);
   for (const std::string& f : files()) {
@@ -47,7 +48,8 @@ void PredictConfig::validate() const {
 
 OptionTable<PredictConfig> predict_options_table(bool embed) {
   using options::value;
-#define DSP_FIELD(member) [](PredictConfig& c) -> auto& { return c.member; }
+#define DSP_FIELD(member) \
+  [](PredictConfig & c) -> auto& { return c.member; }
   OptionTable<PredictConfig> t = {
       value<PredictConfig>("--checkpoint", "checkpoint",
                            "the model: checkpoint.pt (last epoch) or best.pt (best validation) of "
@@ -81,9 +83,9 @@ OptionTable<PredictConfig> predict_options_table(bool embed) {
                                    "threads per rank (default: the rank's share of its cores)",
                                    DSP_FIELD(rank.threads)));
 #undef DSP_FIELD
-  t.push_back(options::embed<PredictConfig>(
-      options::find(rank_options_table(), "device"),
-      [](PredictConfig& c) -> RankOptions& { return c.rank; }));
+  t.push_back(
+      options::embed<PredictConfig>(options::find(rank_options_table(), "device"),
+                                    [](PredictConfig& c) -> RankOptions& { return c.rank; }));
   return t;
 }
 
@@ -128,9 +130,12 @@ void write_atomic(const Array& a, const fs::path& path) {
 }
 
 // Rank 0: the output files from the rows of every node (new id order).
+// --loss bce models (`bce`): each logit's 0/1 prediction (logit > 0) and sigmoid probability
+// (train/metrics.hpp's probability, the score training's ROC-AUC ranks). A binary model's one
+// column gives predictions.npy int64 [n]; a multi-label model's L columns give int8 [n, L].
 std::vector<std::string> write_outputs(const PredictConfig& c, const RankRuntime& rt,
                                        const std::vector<int64_t>& ids,
-                                       const std::vector<float>& table, int64_t width) {
+                                       const std::vector<float>& table, int64_t width, bool bce) {
   const Array old2new = load_npy(rt.partition_dir() + "/old2new.npy");
   const int64_t n = static_cast<int64_t>(ids.size());
   std::vector<float> rows(static_cast<size_t>(n * width));
@@ -140,7 +145,17 @@ std::vector<std::string> write_outputs(const PredictConfig& c, const RankRuntime
     std::copy(r, r + width, rows.begin() + i * width);
     cls[i] = std::max_element(r, r + width) - r;
   }
-  if (c.output == "probs") {
+  std::vector<int8_t> multi;  // a multi-label model's predictions
+  if (bce) {
+    for (int64_t i = 0; i < n; ++i) cls[i] = rows[i] > 0;  // binary: its one column
+    if (width > 1) {
+      multi.resize(rows.size());
+      for (size_t k = 0; k < rows.size(); ++k) multi[k] = rows[k] > 0;
+    }
+    if (c.output == "probs") {
+      for (float& x : rows) x = probability(x);
+    }
+  } else if (c.output == "probs") {
     for (int64_t i = 0; i < n; ++i) {
       float* r = &rows[i * width];
       const float m = *std::max_element(r, r + width);
@@ -155,7 +170,9 @@ std::vector<std::string> write_outputs(const PredictConfig& c, const RankRuntime
   std::vector<std::string> written;
   for (const std::string& f : c.files()) {
     const fs::path p = fs::path(c.out) / f;
-    if (f == "predictions.npy") {
+    if (f == "predictions.npy" && !multi.empty()) {
+      write_atomic(Array::from_vector(multi, {n, width}), p);
+    } else if (f == "predictions.npy") {
       write_atomic(Array::from_vector(cls), p);
     } else {
       write_atomic(Array::from_vector(rows, {n, width}), p);
@@ -201,18 +218,18 @@ std::unique_ptr<EmbeddingTable> load_embedding(const std::string& ckpt, const Mo
               "{}: the model learnt node embeddings and {} holds no rows for rank {} of {}: run "
               "on the partition and rank count it was trained with",
               ckpt, shard, rt.rank(), rt.size());
-  const nlohmann::json job =
-      checkpoint_header(ckpt).value("extra", nlohmann::json::object()).value("job",
-                                                                             nlohmann::json::object());
+  const nlohmann::json job = checkpoint_header(ckpt)
+                                 .value("extra", nlohmann::json::object())
+                                 .value("job", nlohmann::json::object());
   EmbeddingOptions eo;
   eo.dim = m.embedding_dim;
   eo.optimizer = job.value("embedding_optimizer", std::string("adam"));
   const PartitionMeta& meta = rt.part().meta;
   const int64_t b = meta.offsets[rt.rank()];
   const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
-  auto t = std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
-                                            new2old.data<int64_t>() + b, eo,
-                                            rt.embedding_storage());
+  auto t =
+      std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
+                                       new2old.data<int64_t>() + b, eo, rt.embedding_storage());
   t->load(shard);
   return t;
 }
@@ -266,7 +283,7 @@ PredictResult run_predict(const PredictConfig& c) {
   res.width = trainer.layer_width(io.layers - 1);
   const std::vector<float> table = gather_rows(rt, mine);
   if (rt.leader()) {
-    res.files = write_outputs(c, rt, ids, table, res.width);
+    res.files = write_outputs(c, rt, ids, table, res.width, !c.embed() && tc.model.bce());
     res.rows = static_cast<int64_t>(ids.size());
     DSP_INFO(ro.log_name, "wrote {} rows x {} to {}", res.rows, c.embed() ? res.width : 1,
              fmt::format("{}", fmt::join(res.files, ", ")));

@@ -6,7 +6,9 @@
 //
 // Outputs (in `out`, each written to a temporary name and renamed, so none is left half written):
 //  predict: predictions.npy int64 [n] (the argmax class), plus probabilities.npy (softmax) or
-//           logits.npy, float32 [n, classes], with `output` probs or logits;
+//           logits.npy, float32 [n, classes], with `output` probs or logits. A --loss bce model:
+//           predictions 1 where the logit is > 0 (binary: int64 [n]; multi-label: int8 [n, L])
+//           and probabilities the logits' sigmoids (binary: [n, 1]; multi-label: [n, L]);
 //  embed:   embeddings.npy float32 [n, width]: the output of layer `layer` (after its activation).
 // Row i is node i of the dataset (original ids), or the i-th id of `nodes`.
 #include <cstdint>
@@ -19,15 +21,15 @@
 namespace dsp {
 
 struct PredictConfig {
-  RankOptions rank;         // path: dataset or partition directory; backend, device, threads
-  std::string checkpoint;   // checkpoint.pt or best.pt written by dsp train
-  std::string out;          // output directory (created)
-  std::string nodes;        // .npy of original node ids (int32/int64); empty: every node
+  RankOptions rank;              // path: dataset or partition directory; backend, device, threads
+  std::string checkpoint;        // checkpoint.pt or best.pt written by dsp train
+  std::string out;               // output directory (created)
+  std::string nodes;             // .npy of original node ids (int32/int64); empty: every node
   std::string output = "class";  // predict: class | probs | logits; embed: embedding
-  int layer = -1;           // embed: the layer whose output is exported; -1: the last hidden
-                            // one (a link-prediction model's: its output layer)
-  int64_t batch_size = 4096;  // destination nodes per inference batch
-  bool overwrite = false;   // replace existing output files (else refused before any work)
+  int layer = -1;                // embed: the layer whose output is exported; -1: the last hidden
+                                 // one (a link-prediction model's: its output layer)
+  int64_t batch_size = 4096;     // destination nodes per inference batch
+  bool overwrite = false;        // replace existing output files (else refused before any work)
 
   bool embed() const { return output == "embedding"; }
   // The files this config writes (names only).
@@ -36,8 +38,8 @@ struct PredictConfig {
 };
 
 struct PredictResult {
-  int64_t rows = 0;   // rows written per file
-  int64_t width = 0;  // columns of the float output (classes or embedding width)
+  int64_t rows = 0;                // rows written per file
+  int64_t width = 0;               // columns of the float output (classes or embedding width)
   std::vector<std::string> files;  // paths written (rank 0)
 };
 

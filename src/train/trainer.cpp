@@ -238,6 +238,34 @@ void check_inputs(const LoadedBatch& b, const ModelConfig& cfg) {
                 n_in, b.feature_dim);
 }
 
+// A node classification batch's labels against the model's loss and output width: class ids
+// (ce: [0, out_dim); bce: 0 or 1 with one output logit) or a multi-label batch's 0/1 rows (bce,
+// one logit per label column).
+void check_labels(const LoadedBatch& b, const ModelConfig& cfg, int64_t n_seeds) {
+  if (b.multilabel()) {
+    DSP_CHECK_ARG(cfg.bce(),
+                  "the labels are multi-label ({} columns): train with --loss bce (or auto), not "
+                  "--loss {}",
+                  b.label_columns, cfg.loss);
+    DSP_CHECK_ARG(b.label_columns == cfg.out_dim &&
+                      static_cast<int64_t>(b.label_matrix.size()) == n_seeds * b.label_columns,
+                  "batch has {} label entries in {} columns for {} seeds; the model outputs {}",
+                  b.label_matrix.size(), b.label_columns, n_seeds, cfg.out_dim);
+    return;
+  }
+  DSP_CHECK_ARG(static_cast<int64_t>(b.labels.size()) == n_seeds,
+                "batch has {} labels for {} seeds", b.labels.size(), n_seeds);
+  DSP_CHECK_ARG(!cfg.bce() || cfg.out_dim == 1,
+                "--loss bce on class labels is binary: the model outputs one logit, not {}",
+                cfg.out_dim);
+  const int64_t classes = cfg.bce() ? 2 : cfg.out_dim;
+  for (size_t i = 0; i < b.labels.size(); ++i) {
+    DSP_CHECK_ARG(b.labels[i] >= 0 && b.labels[i] < classes,
+                  "label {} of seed {} (node {}) is outside [0, {})", b.labels[i], i,
+                  i < b.sample.seeds.size() ? b.sample.seeds[i] : -1, classes);
+  }
+}
+
 void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
   const auto& s = b.sample;
   DSP_CHECK_ARG(static_cast<int>(s.blocks.size()) == cfg.num_blocks(),
@@ -263,13 +291,7 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
     }
     return;
   }
-  DSP_CHECK_ARG(static_cast<int64_t>(b.labels.size()) == n_seeds,
-                "batch has {} labels for {} seeds", b.labels.size(), n_seeds);
-  for (size_t i = 0; i < b.labels.size(); ++i) {
-    DSP_CHECK_ARG(b.labels[i] >= 0 && b.labels[i] < cfg.out_dim,
-                  "label {} of seed {} (node {}) is outside [0, {})", b.labels[i], i,
-                  i < s.seeds.size() ? s.seeds[i] : -1, cfg.out_dim);
-  }
+  check_labels(b, cfg, n_seeds);
 }
 
 EvalCounts count_correct(const torch::Tensor& logits, const std::vector<int64_t>& labels) {
@@ -389,6 +411,33 @@ HeteroInput hetero_input(const LoadedBatch& b, const ModelConfig& cfg, const tor
   return in;
 }
 
+// --loss bce on node labels: binary cross-entropy with logits of every label entry (a binary
+// task's one column, label 1 positive; a multi-label task's every column), summed; `count` the
+// entries. With `correct`, the entries whose logit has the label's sign (logit > 0 for 1).
+torch::Tensor node_bce_loss(const torch::Tensor& out, const LoadedBatch& b,
+                            const torch::Device& device, EvalCounts* correct, int64_t* count) {
+  torch::Tensor y;
+  if (b.multilabel()) {
+    y = torch::from_blob(
+        const_cast<int8_t*>(b.label_matrix.data()),
+        {static_cast<int64_t>(b.label_matrix.size()) / b.label_columns, b.label_columns},
+        torch::kInt8);
+  } else {
+    y = torch::from_blob(const_cast<int64_t*>(b.labels.data()),
+                         {static_cast<int64_t>(b.labels.size()), 1}, torch::kInt64);
+  }
+  y = y.to(device).to(torch::kFloat32);
+  if (correct) {
+    torch::NoGradGuard ng;
+    correct->correct += ((out > 0).to(torch::kFloat32) == y).sum().item<int64_t>();
+    correct->total += y.numel();
+  }
+  *count = y.numel();
+  return torch::nn::functional::binary_cross_entropy_with_logits(
+      out, y,
+      torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kSum));
+}
+
 // Link prediction's loss: binary cross-entropy of the predictor's logit of every pair (summed),
 // and (with `correct`) the pairs whose logit has the label's sign.
 torch::Tensor link_loss(GnnModel& model, const torch::Tensor& h, const LinkPairs& q,
@@ -489,6 +538,8 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
   if (cfg_.model.predictor != "none") {
     loss = link_loss(*I.model, out, batch.sample.pairs, I.device, correct);
     count = batch.sample.pairs.size();
+  } else if (cfg_.model.bce()) {
+    loss = node_bce_loss(out, batch, I.device, correct, &count);
   } else {
     auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
                               {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
@@ -695,13 +746,26 @@ void Trainer::set_lr(double lr) {
 }
 
 EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
-  EvalCounts c;
-  if (batch_empty(batch)) return c;
+  EvalTally t = new_tally();
+  eval_batch(batch, &t);
+  return {t.correct(), t.total()};
+}
+
+EvalTally Trainer::new_tally() const { return EvalTally(cfg_.model.bce(), cfg_.model.out_dim); }
+
+void Trainer::eval_batch(const LoadedBatch& batch, EvalTally* tally) {
+  if (batch_empty(batch)) return;
   check_batch(batch, cfg_.model);
   auto& I = *impl_;
   torch::NoGradGuard ng;
   I.model->eval();
-  return count_correct(run_model(batch, nullptr, nullptr), batch.labels);
+  const auto out = run_model(batch, nullptr, nullptr).to(torch::kCPU).contiguous();
+  const float* logits = out.data_ptr<float>();
+  if (batch.multilabel()) {
+    tally->add(logits, out.size(0), batch.label_matrix.data());
+  } else {
+    tally->add(logits, out.size(0), batch.labels.data());
+  }
 }
 
 std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, const float* hidden,

@@ -18,6 +18,7 @@
 #include "ccc/communicator.hpp"
 #include "csp/block.hpp"
 #include "train/config.hpp"
+#include "train/metrics.hpp"
 
 namespace dsp {
 
@@ -82,7 +83,9 @@ class Trainer {
   // over the seeds of all ranks. InvalidArgument if the batch does not fit the model (block count
   // != layers, feature width, labels out of range).
   // With `correct`, also adds the local seeds' predictions of this step's (training-mode) forward
-  // against their labels: the epoch's train accuracy without a second forward pass.
+  // against their labels: the epoch's train accuracy without a second forward pass (--loss bce:
+  // label entries, each thresholded at logit 0). --loss bce's loss is the mean over label
+  // entries (a multi-label seed counts once per column), as torch's BCEWithLogitsLoss.
   float train_step(const LoadedBatch& batch, EvalCounts* correct = nullptr);
   // One synchronous step over `slots` batch slots, of which this rank trains `batches` (any
   // number, each slot at most once; collective: every rank calls it with the same `slots`). The
@@ -121,7 +124,12 @@ class Trainer {
   // The optimiser's learning rate for the steps that follow (train/lr_schedule.hpp's per epoch).
   void set_lr(double lr);
   // Local, no communication: predictions of the seeds against their labels (eval mode, no dropout).
+  // --loss bce: each label entry's thresholded logit (logit > 0) against its 0/1 label.
   EvalCounts eval_batch(const LoadedBatch& batch);
+  // Local: the seeds' outputs into `tally` (train/metrics.hpp), which new_tally() makes for this
+  // model's loss and width; EvalTally::combine then makes its metrics global.
+  void eval_batch(const LoadedBatch& batch, EvalTally* tally);
+  EvalTally new_tally() const;
   // Full-neighbour layer-wise inference (train/inference.hpp), local: layer `layer` of the model
   // in eval mode over the batch's one block (batch.sample.blocks[0]). Its input rows are the
   // batch's loaded features for layer 0 (normalised as training normalises them), else `hidden`

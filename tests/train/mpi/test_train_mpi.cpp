@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <random>
 
 #include "../cora_batches.hpp"  // the mpi binary has no tests/ include path
 #include "../link_fixtures.hpp"
@@ -27,6 +28,7 @@
 #include "train/aggregate.hpp"
 #include "train/inference.hpp"
 #include "train/job.hpp"
+#include "train/metrics.hpp"
 #include "train/model.hpp"
 #include "train/predict.hpp"
 #include "train/trainer.hpp"
@@ -528,6 +530,48 @@ TEST(Job, HeteroRgcnReachesTheBoundAtAnyRankCount) {
   EXPECT_GT(r.test_acc_at_best, bound - 0.07) << "at " << c.size() << " ranks";
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
+}
+
+// The gathered ROC-AUC (train/metrics.hpp) is computed on the union of every rank's rows, so
+// given the same predictions it equals the one-process value exactly at any rank count (not a
+// mean of per-rank AUCs), on every rank; the macro-F1's confusion matrix is summed exactly.
+TEST(MetricsMpi, GatheredMetricsEqualTheOneProcessValues) {
+  Communicator& c = *g_comm;
+  const int64_t n = 997, L = 3;
+  std::mt19937_64 g(11);
+  std::vector<float> logits(n * L);
+  std::vector<int8_t> y(n * L);
+  std::vector<int64_t> cls(n);
+  for (int64_t i = 0; i < n * L; ++i) {
+    y[i] = static_cast<int8_t>(g() % 4 == 0);
+    logits[i] = static_cast<float>(static_cast<int>(g() % 16) - 8) * 0.5f + (y[i] ? 1.0f : 0.0f);
+  }
+  for (int64_t i = 0; i < n; ++i) cls[i] = static_cast<int64_t>(g() % L);
+  EvalTally whole_b(true, 1), whole_m(true, L), whole_c(false, L);
+  std::vector<int64_t> binary(n);
+  for (int64_t i = 0; i < n; ++i) binary[i] = y[i * L];
+  std::vector<float> first(n);
+  for (int64_t i = 0; i < n; ++i) first[i] = logits[i * L];
+  whole_b.add(first.data(), n, binary.data());
+  whole_m.add(logits.data(), n, y.data());
+  whole_c.add(logits.data(), n, cls.data());
+  // Uneven contiguous shares: rank r holds rows [r n^2 / ..., ...) of a quadratic split.
+  auto bound = [&](int r) { return n * r * r / (c.size() * c.size()); };
+  const int64_t b = bound(c.rank()), e = bound(c.rank() + 1);
+  EvalTally part_b(true, 1), part_m(true, L), part_c(false, L);
+  part_b.add(first.data() + b, e - b, binary.data() + b);
+  part_m.add(logits.data() + b * L, e - b, y.data() + b * L);
+  part_c.add(logits.data() + b * L, e - b, cls.data() + b);
+  part_b.combine(c, "test:b");
+  part_m.combine(c, "test:m");
+  part_c.combine(c, "test:c");
+  EXPECT_EQ(part_b.roc_auc(), whole_b.roc_auc());
+  EXPECT_EQ(part_m.roc_auc(), whole_m.roc_auc());
+  EXPECT_EQ(part_m.accuracy(), whole_m.accuracy());
+  EXPECT_EQ(part_c.macro_f1(), whole_c.macro_f1());
+  EXPECT_EQ(part_c.accuracy(), whole_c.accuracy());
+  EXPECT_GT(whole_b.roc_auc(), 0.55);  // the scores carry the labels: not a constant 0.5
+  EXPECT_LT(whole_b.roc_auc(), 0.95);
 }
 
 }  // namespace

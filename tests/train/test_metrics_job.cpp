@@ -1,0 +1,198 @@
+// dsp train's --loss and --metric end to end: a binary task trained with --loss bce reaches a
+// ROC-AUC threshold, and the test ROC-AUC it reports equals the one recomputed by brute force
+// from what dsp predict writes for the test nodes; --metric f1 picks by macro-F1; the
+// combinations that cannot work are refused with one message each.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "graph/dataset.hpp"
+#include "graph/generate.hpp"
+#include "graph/import.hpp"
+#include "graph/npy.hpp"
+#include "train/job.hpp"
+#include "train/metrics.hpp"
+#include "train/predict.hpp"
+
+namespace dsp {
+namespace {
+namespace fs = std::filesystem;
+
+std::string temp_dir(const std::string& name) {
+  auto p = fs::temp_directory_path() / fmt::format("dsp_metrics_{}_{}", name, ::getpid());
+  fs::remove_all(p);
+  return p.string();
+}
+
+// A two-class community graph (dsp generate community --classes 2).
+const std::string& binary_dir() {
+  static std::string dir = [] {
+    CommunityOptions co;
+    co.num_nodes = 3000;
+    co.num_edges = 24000;
+    co.num_communities = 8;
+    co.num_classes = 2;
+    co.feature_dim = 16;
+    co.seed = 5;
+    std::string d = temp_dir("binary");
+    write_dataset(generate_community(co), d);
+    return d;
+  }();
+  return dir;
+}
+
+JobConfig binary_config() {
+  JobConfig c;
+  c.rank.path = binary_dir();
+  c.rank.backend = "self";
+  c.train.model.hidden = 32;
+  c.train.num_threads = 1;
+  c.sampler.fanouts = {10, 5};
+  c.batch_size = 128;
+  c.epochs = 6;
+  c.seed = 2;
+  c.progress = false;
+  return c;
+}
+
+std::vector<nlohmann::json> records(const std::string& f) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(f);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// P(p+ > p-) + P(p+ = p-) / 2 over every pair of the test nodes (scikit-learn's roc_auc_score).
+double brute_force_test_auc(const Array& probs, const Dataset& ds) {
+  int64_t twice = 0, pairs = 0;
+  const int64_t n = ds.test_idx.dim(0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t u = ds.test_idx.int_at(i);
+    if (ds.labels.int_at(u) != 1) continue;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t v = ds.test_idx.int_at(j);
+      if (ds.labels.int_at(v) != 0) continue;
+      const float a = probs.data<float>()[u], b = probs.data<float>()[v];
+      twice += a > b ? 2 : a == b ? 1 : 0;
+      ++pairs;
+    }
+  }
+  return static_cast<double>(twice) / (2.0 * static_cast<double>(pairs));
+}
+
+TEST(Metrics, BinaryBceReportsThePredictedRocAuc) {
+  JobConfig c = binary_config();
+  c.train.model.loss = "bce";
+  c.checkpoint_dir = temp_dir("binary_ck");
+  c.metrics_file = c.checkpoint_dir + "_metrics.jsonl";
+  const JobResult r = run_training(c);
+  ASSERT_EQ(r.eval, "full");
+  EXPECT_EQ(r.metric, "rocauc");
+  EXPECT_GE(r.test_acc_at_best, 0.9) << "best val ROC-AUC " << r.best_val_acc;
+  const auto recs = records(c.metrics_file);
+  ASSERT_EQ(recs.size(), 6u);
+  for (const char* key : {"val_acc", "test_acc", "val_rocauc", "test_rocauc"}) {
+    EXPECT_TRUE(recs.back().contains(key)) << key;
+  }
+  EXPECT_EQ(recs.back().at("metric"), "rocauc");
+  EXPECT_FALSE(recs.back().contains("val_f1"));
+
+  PredictConfig p;
+  p.rank.path = binary_dir();
+  p.rank.backend = "self";
+  p.rank.threads = 1;
+  p.checkpoint = c.checkpoint_dir + "/best.pt";
+  p.out = temp_dir("binary_out");
+  p.output = "probs";
+  const PredictResult pr = run_predict(p);
+  EXPECT_EQ(pr.width, 1);  // one logit: its sigmoid
+  const Array probs = load_npy(p.out + "/probabilities.npy");
+  ASSERT_EQ(probs.shape(), (std::vector<int64_t>{3000, 1}));
+  const Dataset ds = load_dataset(binary_dir());
+  EXPECT_EQ(brute_force_test_auc(probs, ds), r.test_acc_at_best);
+  // predictions.npy: 1 where the probability is above one half.
+  const Array pred = load_npy(p.out + "/predictions.npy");
+  for (int64_t v = 0; v < 3000; v += 97) {
+    EXPECT_EQ(pred.int_at(v), probs.data<float>()[v] > 0.5f ? 1 : 0) << v;
+  }
+  for (const std::string& d : {c.checkpoint_dir, c.metrics_file, p.out}) fs::remove_all(d);
+}
+
+// --metric f1 on class labels: the best epoch by macro-F1, every metric in the record.
+TEST(Metrics, MacroF1PicksTheBestEpoch) {
+  JobConfig c = binary_config();
+  c.metric = "f1";
+  c.epochs = 2;
+  c.metrics_file = temp_dir("f1") + ".jsonl";
+  const JobResult r = run_training(c);
+  EXPECT_EQ(r.metric, "f1");
+  const auto recs = records(c.metrics_file);
+  ASSERT_EQ(recs.size(), 2u);
+  double best = -1;
+  for (const auto& rec : recs) {
+    EXPECT_TRUE(rec.contains("val_acc") && rec.contains("test_f1")) << rec.dump();
+    best = std::max(best, rec.at("val_f1").get<double>());
+  }
+  EXPECT_EQ(r.best_val_acc, best);
+  EXPECT_GT(r.test_acc_at_best, 0.8);
+  fs::remove_all(c.metrics_file);
+}
+
+void expect_refused(const JobConfig& c, const std::string& message) {
+  try {
+    run_training(c);
+    FAIL() << "accepted: " << message;
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(Metrics, RefusesWhatCannotWork) {
+  JobConfig c = binary_config();
+  c.metric = "rocauc";
+  c.train.model.loss = "ce";
+  expect_refused(c,
+                 "--metric rocauc ranks per-seed scores of a binary or multi-label task: train "
+                 "with --loss bce");
+  c.metric = "f1";
+  c.train.model.loss = "bce";
+  expect_refused(c,
+                 "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc "
+                 "or rocauc");
+  c.metric = "auc";
+  expect_refused(c, "--metric must be auto, acc, f1 or rocauc, got 'auc'");
+  c.metric = "auto";
+  c.train.model.loss = "mse";
+  expect_refused(c, "--loss must be ce, bce or auto, got 'mse'");
+  c.train.model.loss = "ce";
+  c.link.task = "link";
+  expect_refused(c,
+                 "--loss ce with --task link: link prediction trains with binary cross-entropy "
+                 "of the pairs' logits (--loss bce or auto)");
+}
+
+// --loss bce on a dataset of more than two classes is refused before training.
+TEST(Metrics, BceNeedsTwoClasses) {
+  CommunityOptions co;
+  co.num_nodes = 400;
+  co.num_edges = 2000;
+  co.num_communities = 4;
+  co.num_classes = 3;
+  co.feature_dim = 4;
+  const std::string dir = temp_dir("three");
+  write_dataset(generate_community(co), dir);
+  JobConfig c = binary_config();
+  c.rank.path = dir;
+  c.train.model.loss = "bce";
+  expect_refused(c,
+                 "--loss bce on class labels is binary (one logit, label 1 positive): the "
+                 "dataset has 3 classes, not 2; train with --loss ce");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dsp
