@@ -2,13 +2,16 @@
 its own dsp.Loader (Cora: the accuracy of one rank, about 0.80).
 
     mpirun -np 2 python examples/ddp_sage.py [DATA_DIR] [EPOCHS]
-torch.distributed is initialised from the rank and size MPI gives each process (Open MPI's
-OMPI_COMM_WORLD_*, or PMI_RANK/PMI_SIZE): gloo on CPU, NCCL when there is a GPU (one per local
-rank). On one machine the ranks meet through a file in the temporary directory; across machines
-set MASTER_ADDR and MASTER_PORT (env://). dsp.Loader takes the same rank and size from MPI: a
-dataset directory is partitioned on the fly into one part per rank, and every rank runs the same
-number of steps per epoch, which DDP needs (its gradient all-reduce is a collective). The global
-batch is 32 seeds per step, split over the ranks.
+    torchrun --nproc_per_node 2 examples/ddp_sage.py [DATA_DIR] [EPOCHS]
+torch.distributed is initialised from the rank and size the launcher gives each process
+(torchrun's RANK/WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_*, or PMI_RANK/PMI_SIZE): gloo on CPU,
+NCCL when there is a GPU (one per local rank). Under mpirun on one machine the ranks meet
+through a file in the temporary directory; torchrun (or MASTER_ADDR and MASTER_PORT across
+machines) uses env://. dsp.Loader takes the same rank and size: from MPI under mpirun, from the
+torch.distributed process group under torchrun (its collectives then run over gloo groups of
+that group, no MPI needed). A dataset directory is partitioned on the fly into one part per
+rank, and every rank runs the same number of steps per epoch, which DDP needs (its gradient
+all-reduce is a collective). The global batch is 32 seeds per step, split over the ranks.
 """
 import os
 import sys
@@ -22,7 +25,8 @@ from train_sage import MeanSAGEConv
 
 
 def rank_and_size():
-    for rank, size in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")):
+    for rank, size in (("RANK", "WORLD_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                       ("PMI_RANK", "PMI_SIZE")):
         if rank in os.environ:
             return int(os.environ[rank]), int(os.environ[size])
     return 0, 1
@@ -38,8 +42,8 @@ def init_method():
 def main(argv):
     rank, size = rank_and_size()
     cuda = torch.cuda.is_available()
-    local_rank = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK",
-                                    os.environ.get("MPI_LOCALRANKID", 0)))
+    local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get(
+        "OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("MPI_LOCALRANKID", 0))))
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     dist.init_process_group("nccl" if cuda else "gloo", init_method=init_method(), rank=rank,
                             world_size=size)

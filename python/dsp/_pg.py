@@ -18,6 +18,7 @@ import sys
 from . import _dsp
 
 ABORT_KEY = "dsp/abort"
+ABORTED_KEY = "dsp/aborted"  # a counter: > 0 once ABORT_KEY is written (stores lack check())
 _made = {}       # key prefix -> channels made so far over those ranks (creation order)
 _active = None   # the Group of the latest Loader over a process group, for the uncaught hook
 
@@ -104,9 +105,10 @@ class Group:
 
     def set_abort(self, message):
         self.store.set(ABORT_KEY, message)
+        self.store.add(ABORTED_KEY, 1)
 
     def abort_message(self):
-        if not self.store.check([ABORT_KEY]):
+        if self.store.add(ABORTED_KEY, 0) == 0:  # reads the counter without waiting
             return None
         return self.store.get(ABORT_KEY).decode(errors="replace")
 

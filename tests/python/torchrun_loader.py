@@ -56,5 +56,5 @@ for i, b in enumerate(loader.iter_batches()):
     batches.append(digest(b, hashlib.sha256()).hexdigest())
 with open(f"{out_dir}/rank{loader.rank}.json", "w") as f:
     json.dump({"rank": loader.rank, "size": loader.size, "steps": loader.steps,
-               "batches": batches}, f)
+               "backend": "torch" if dsp._pg.active() else "mpi", "batches": batches}, f)
 loader.close()
