@@ -8,6 +8,21 @@
 
 namespace dsp {
 
+namespace {
+
+// What a seed's label is for the batches' label distribution: its class, or for multi-label
+// rows (int8 [N, L]) its label set (a digest of the row).
+int64_t label_key(const Array& labels, int64_t v) {
+  if (labels.dtype() != DType::kInt8 || labels.ndim() != 2) return labels.int_at(v);
+  const int64_t L = labels.dim(1);
+  const int8_t* row = labels.data<int8_t>() + v * L;
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (int64_t j = 0; j < L; ++j) h = (h ^ static_cast<uint8_t>(row[j])) * 1099511628211ULL;
+  return static_cast<int64_t>(h);
+}
+
+}  // namespace
+
 CacheTrace record_trace(CollectiveSampler& sampler, const EpochOrderFn& order, int64_t num_seeds,
                         int batches, int64_t batch_size, const Array* labels) {
   CacheTrace t;
@@ -29,10 +44,11 @@ CacheTrace record_trace(CollectiveSampler& sampler, const EpochOrderFn& order, i
     t.batch_end.push_back(static_cast<int64_t>(t.ids.size()));
     if (labels && labels->defined()) {
       if (all.empty()) {
-        for (int64_t v : seeds) all[labels->int_at(v)] += 1.0 / static_cast<double>(num_seeds);
+        for (int64_t v : seeds) all[label_key(*labels, v)] += 1.0 / static_cast<double>(num_seeds);
       }
       std::map<int64_t, double> mine;
-      for (int64_t v : batch) mine[labels->int_at(v)] += 1.0 / static_cast<double>(batch.size());
+      for (int64_t v : batch)
+        mine[label_key(*labels, v)] += 1.0 / static_cast<double>(batch.size());
       double tv = 0;
       for (const auto& [c, p] : all) tv += std::abs(p - (mine.count(c) ? mine[c] : 0.0));
       tv_sum += tv / 2;

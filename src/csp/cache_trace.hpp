@@ -15,7 +15,8 @@ struct CacheTrace {
   std::vector<int64_t> ids;        // input nodes of every batch, concatenated
   std::vector<int64_t> batch_end;  // end of every batch in ids
   // Mean over batches of the total-variation distance between the labels of the batch's seeds
-  // and those of all seeds (0 when there are no labels): how far from i.i.d. the batches are.
+  // and those of all seeds (0 when there are no labels; multi-label: of their label sets): how
+  // far from i.i.d. the batches are.
   double label_tv = 0;
   double seconds = 0;  // sampling time
 };

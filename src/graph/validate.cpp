@@ -142,19 +142,20 @@ void check_labels(const Array& labels, int64_t num_classes, const std::string& l
 }
 
 void check_label_layout(const Array& labels, int64_t num_nodes, int64_t label_columns,
-                        const std::string& labels_file) {
+                        const std::string& labels_file, const char* meta_file) {
   const bool rows = labels.dtype() == DType::kInt8 && labels.ndim() == 2;
   if (label_columns > 0) {
     DSP_CHECK_FORMAT(rows && labels.dim(0) == num_nodes && labels.dim(1) == label_columns,
-                     "{}: dataset.json says multilabel = true with {} labels: expected int8[{}, "
-                     "{}] (a row of 0/1 per node), got {}",
-                     labels_file, label_columns, num_nodes, label_columns, labels.describe());
+                     "{}: {} says multilabel = true with {} labels: expected int8[{}, {}] (a row "
+                     "of 0/1 per node), got {}",
+                     labels_file, meta_file, label_columns, num_nodes, label_columns,
+                     labels.describe());
     return;
   }
   DSP_CHECK_FORMAT(!rows,
-                   "{}: {} is a multi-label file but dataset.json does not say \"multilabel\": "
-                   "true; expected int64[{}]",
-                   labels_file, labels.describe(), num_nodes);
+                   "{}: {} is a multi-label file but {} does not say \"multilabel\": true; "
+                   "expected int64[{}]",
+                   labels_file, labels.describe(), meta_file, num_nodes);
   DSP_CHECK_FORMAT(labels.dtype() == DType::kInt64, "{}: wrong dtype: expected int64, got {}",
                    labels_file, dtype_name(labels.dtype()));
   DSP_CHECK_FORMAT(labels.ndim() == 1 && labels.dim(0) == num_nodes,

@@ -22,9 +22,9 @@ void check_indptr(const Array& indptr, int64_t entries, const std::string& indpt
 void check_labels(const Array& labels, int64_t num_classes, const std::string& labels_file);
 // The dtype and shape of labels.npy: int64 [num_nodes] (label_columns = 0), or int8
 // [num_nodes, label_columns] for a multi-label dataset; a file of the other kind is refused
-// naming what dataset.json says.
+// naming what `meta_file` (dataset.json, or a partition's partition.json) says.
 void check_label_layout(const Array& labels, int64_t num_nodes, int64_t label_columns,
-                        const std::string& labels_file);
+                        const std::string& labels_file, const char* meta_file = "dataset.json");
 // Multi-label rows int8 [N, L]: each 0/1, or the whole row -1 (unlabeled).
 void check_label_rows(const Array& labels, const std::string& labels_file);
 

@@ -89,8 +89,20 @@ void typed_host_features(const std::vector<FeatureStore*>& stores,
   }
 }
 
+// The seeds' labels: int64 [N] into lb.labels, or the rows of multi-label int8 [N, L] into
+// lb.label_matrix (lb.labels stays empty).
 void load_labels(const SampledBatch& sb, const Array& labels, LoadedBatch& lb) {
   if (!labels.defined()) return;
+  if (labels.dtype() == DType::kInt8 && labels.ndim() == 2) {
+    const int64_t L = labels.dim(1);
+    const int8_t* rows = labels.data<int8_t>();
+    lb.label_columns = L;
+    lb.label_matrix.resize(sb.seeds.size() * static_cast<size_t>(L));
+    for (size_t i = 0; i < sb.seeds.size(); ++i) {
+      std::memcpy(lb.label_matrix.data() + i * L, rows + sb.seeds[i] * L, static_cast<size_t>(L));
+    }
+    return;
+  }
   lb.labels.resize(sb.seeds.size());
   const int64_t* lab = labels.data<int64_t>();
   for (size_t i = 0; i < sb.seeds.size(); ++i) lb.labels[i] = lab[sb.seeds[i]];
@@ -123,6 +135,10 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
 
 LoadedBatch load_hetero_batch(SampledBatch&& sb, const HeteroLayout& layout,
                               const std::vector<FeatureStore*>& stores, const Array& labels) {
+  DSP_CHECK_ARG(!labels.defined() || labels.dtype() != DType::kInt8,
+                "multi-label labels (int8 [N, {}]) are not supported for heterogeneous graphs: "
+                "their target type has one class per node",
+                labels.defined() && labels.ndim() == 2 ? labels.dim(1) : 0);
   const int T = layout.num_types();
   DSP_CHECK_ARG(static_cast<int>(stores.size()) == T, "{} feature stores for {} node types",
                 stores.size(), T);

@@ -305,6 +305,8 @@ std::vector<uint8_t> pack_batch(const LoadedBatch& b) {
   w.put_vec(b.features);
   w.put(b.feature_dim);
   w.put_vec(b.labels);
+  w.put_vec(b.label_matrix);
+  w.put(b.label_columns);
   return w.take();
 }
 
@@ -329,6 +331,8 @@ LoadedBatch unpack_batch(const uint8_t* data, size_t size) {
   b.features = r.get_vec<float>();
   b.feature_dim = r.get<int64_t>();
   b.labels = r.get_vec<int64_t>();
+  b.label_matrix = r.get_vec<int8_t>();
+  b.label_columns = r.get<int64_t>();
   DSP_CHECK_FORMAT(r.done(), "queued batch: {} trailing bytes", size);
   return b;
 }

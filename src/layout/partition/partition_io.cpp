@@ -788,7 +788,8 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
   }
   if (path_exists(dir + "/labels.npy")) {
     d.labels = load_npy(dir + "/labels.npy");
-    check_label_layout(d.labels, n, m.multilabel ? m.num_classes : 0, dir + "/labels.npy");
+    check_label_layout(d.labels, n, m.multilabel ? m.num_classes : 0, dir + "/labels.npy",
+                       "partition.json");
   }
   if (m.has_node_time) {
     const std::string f = need(dir + "/node_time.npy");
