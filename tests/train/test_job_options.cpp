@@ -68,6 +68,8 @@ JobConfig unusual_config() {
   c.resume = true;
   c.seed = uint64_t{1} << 40;
   c.metrics_file = "/m.jsonl";
+  c.metric = "f1";
+  c.train.model.loss = "ce";
   c.init_from = "/init";
   c.eval_max_nodes = 77;
   c.rank.log_file = "/log.txt";
