@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "ccc/coordinator.hpp"
 #include "ccc/detail/common.hpp"
 #include "ccc/executor.hpp"
 #include "ccc/self_communicator.hpp"
@@ -137,6 +138,44 @@ TEST(MakeCommunicator, SelfAutoAndUnknown) {
         << e.what();
   }
   EXPECT_THROW(make_communicator("nccl"), InvalidArgument);
+}
+
+// A backend registered at run time (as the Python module registers "torch"): make_communicator
+// and make_coordinator make it by name, one factory call per communicator, and the unknown-name
+// message lists it.
+TEST(MakeCommunicator, RegisteredBackend) {
+  static std::atomic<int> made{0};
+  register_communicator_backend("test-self", [](const CommOptions& o) {
+    ++made;
+    return make_self_communicator(o);
+  });
+  EXPECT_TRUE(is_communicator_backend("test-self"));
+  EXPECT_FALSE(is_communicator_backend("nccl"));
+  EXPECT_EQ(make_communicator("test-self")->backend(), "self");
+  EXPECT_EQ(made.load(), 1);
+  auto coord = make_coordinator("test-self");
+  EXPECT_EQ(made.load(), 2 + kNumWorkerKinds);  // the control channel and one per worker kind
+  EXPECT_EQ(coord->size(), 1);
+  try {
+    make_communicator("bogus");
+    FAIL() << "no throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("(auto|self|mpi|test-self)"), std::string::npos)
+        << e.what();
+  }
+  try {
+    make_coordinator("bogus");
+    FAIL() << "no throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("coordinator: unknown backend 'bogus' (auto|self|mpi|"
+                                         "test-self)"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const char* builtin : {"auto", "self", "mpi", "nccl"}) {
+    EXPECT_THROW(register_communicator_backend(builtin, make_self_communicator), InvalidArgument)
+        << builtin;
+  }
 }
 
 TEST(CommExecutor, RunsTasksInSubmissionOrderOnOneThread) {
