@@ -574,6 +574,68 @@ TEST(MetricsMpi, GatheredMetricsEqualTheOneProcessValues) {
   EXPECT_LT(whole_b.roc_auc(), 0.95);
 }
 
+// A generated multi-label graph at any rank count: the job's partitions carry the label rows,
+// BCE trains a logit per label, the mean ROC-AUC gathered over the ranks reaches a threshold, is
+// the same on every rank, and equals the one recomputed from dsp predict's probabilities of the
+// test nodes (written at this rank count) in one process.
+TEST(MetricsMpi, MultiLabelJobReportsThePredictedMeanRocAuc) {
+  Communicator& c = *g_comm;
+  int64_t pid = ::getpid();
+  c.broadcast(&pid, 1, DType::kInt64, 0);
+  const std::string dir =
+      (fs::temp_directory_path() / fmt::format("dsp_multilabel_{}_{}", pid, c.size())).string();
+  if (c.rank() == 0) {
+    CommunityOptions co;
+    co.num_nodes = 3000;
+    co.num_edges = 24000;
+    co.num_communities = 12;
+    co.num_classes = co.multilabel = 6;
+    co.feature_dim = 16;
+    co.train_frac = 0.5;
+    co.valid_frac = 0.1;
+    co.seed = 8;
+    write_dataset(generate_community(co), dir);
+  }
+  c.barrier();
+  JobConfig cfg = small_cora_job(dir);
+  cfg.sampler.fanouts = {10, 5};
+  cfg.batch_size = 128 / c.size();
+  cfg.train.model.hidden = 32;
+  cfg.epochs = 6;
+  cfg.checkpoint_dir = dir + "/ck";
+  const JobResult r = run_training(cfg);
+  ASSERT_EQ(r.eval, "full");
+  EXPECT_EQ(r.metric, "rocauc");
+  EXPECT_GE(r.test_acc_at_best, 0.85) << c.size() << " ranks";
+  double r0 = r.test_acc_at_best;
+  c.broadcast(&r0, 1, DType::kFloat64, 0);
+  EXPECT_EQ(r.test_acc_at_best, r0) << "every rank reports the union's ROC-AUC";
+  PredictConfig p;
+  p.rank.path = dir;
+  p.rank.threads = 1;
+  p.checkpoint = cfg.checkpoint_dir + "/best.pt";
+  p.out = dir + "/out";
+  p.output = "probs";
+  run_predict(p);
+  if (c.rank() == 0) {
+    const Dataset ds = load_dataset(dir);
+    const Array probs = load_npy(p.out + "/probabilities.npy");
+    const int64_t L = 6;
+    std::vector<float> s;
+    std::vector<int8_t> y;
+    for (int64_t i = 0; i < ds.test_idx.dim(0); ++i) {
+      const int64_t v = ds.test_idx.int_at(i);
+      for (int64_t k = 0; k < L; ++k) {
+        s.push_back(probs.data<float>()[v * L + k]);
+        y.push_back(ds.labels.data<int8_t>()[v * L + k]);
+      }
+    }
+    EXPECT_EQ(mean_roc_auc(s, y, L), r.test_acc_at_best);
+  }
+  c.barrier();
+  if (c.rank() == 0) fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dsp
 
