@@ -19,13 +19,13 @@ namespace py = pybind11;
 namespace dsp::pyext {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // How long abort_job waits for the GIL (to write the store key) before it exits regardless.
 constexpr auto kAbortGrace = std::chrono::seconds(5);
-// How often a waiting op reads the store's abort key.
-constexpr auto kAbortPoll = std::chrono::seconds(1);
+// How long an op waits for its work at a time (seconds) before it reads the store's abort key
+// and its timeout; under AwakeTimer's 1 s stall, so waiting counts as awake.
+constexpr double kWaitSlice = 0.5;
 
 py::object* g_group = nullptr;  // never freed: communicators may outlive the module's statics
 
@@ -179,11 +179,27 @@ class PgCommunicator final : public Communicator {
   Held channel_;  // dsp._pg.Channel: this communicator's gloo group
 };
 
+// Waits up to `slice` for `work` (torch's Work.wait releases the GIL while it blocks): true once
+// it has completed, false while it is pending; a failed op leaves its message in *error.
+bool wait_slice(const py::object& work, double slice, std::string* error) {
+  try {
+    work.attr("wait")(slice);  // raises "timed out" while pending (the op goes on)
+    return true;
+  } catch (const py::error_already_set&) {
+    if (!work.attr("is_completed")().cast<bool>()) return false;
+  }
+  try {
+    work.attr("wait")();  // completed meanwhile, or failed: its own outcome
+  } catch (const py::error_already_set& e) {
+    *error = e.what();
+  }
+  return true;
+}
+
 void PgCommunicator::run(const char* op, const OpOptions& o,
                          const std::function<py::object()>& launch) {
   const milliseconds limit = detail::op_timeout(o, timeout_);
   std::string error;
-  bool done = false;
   {
     py::gil_scoped_acquire gil;
     Held work;
@@ -193,26 +209,9 @@ void PgCommunicator::run(const char* op, const OpOptions& o,
       error = e.what();
     }
     detail::AwakeTimer timer;
-    auto last_check = Clock::now();
-    for (int polls = 0; error.empty(); ++polls) {
-      try {
-        done = work.get().attr("is_completed")().cast<bool>();
-        if (done) work.get().attr("wait")();
-      } catch (const py::error_already_set& e) {
-        error = e.what();
-        done = true;
-      }
-      if (done) break;
-      {
-        py::gil_scoped_release nogil;
-        std::this_thread::sleep_for(polls < 200 ? std::chrono::microseconds(20)
-                                                : std::chrono::microseconds(500));
-      }
-      if (Clock::now() - last_check >= kAbortPoll) {
-        last_check = Clock::now();
-        const std::string peer = peer_abort();
-        if (!peer.empty()) end_job(peer, false);
-      }
+    while (error.empty() && !wait_slice(work.get(), kWaitSlice, &error)) {
+      const std::string peer = peer_abort();
+      if (!peer.empty()) end_job(peer, false);
       if (limit.count() > 0 && timer.elapsed() > limit) {
         const double s = static_cast<double>(limit.count()) / 1000.0;
         end_job(fmt::format("{} '{}' timed out after {:.1f} s on rank {} (backend {}: a peer did "
