@@ -184,6 +184,7 @@ PartitionData load_whole_partition(const std::string& dir) {
   w.meta.feature_dim = meta.feature_dim;
   w.meta.feature_dtype = meta.feature_dtype;
   w.meta.num_classes = meta.num_classes;
+  w.meta.multilabel = meta.multilabel;
   w.meta.dataset_name = meta.dataset_name;
   w.meta.method = meta.method;
   w.meta.cache_policy = "none";

@@ -2,12 +2,16 @@
 // label_columns; labels empty), the roles' wire format carries them, and a heterogeneous batch
 // refuses them.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "graph/array.hpp"
+#include "graph/generate.hpp"
+#include "layout/partition/partition.hpp"
 #include "pipeline/load_batch.hpp"
 #include "pipeline/roles.hpp"
 
@@ -74,6 +78,34 @@ TEST(MultiLabelBatch, HeterogeneousBatchRefusesMultiLabel) {
               "multi-label labels (int8 [N, 3]) are not supported for heterogeneous graphs: their "
               "target type has one class per node");
   }
+}
+
+// The roles' whole-graph view (every part's rows in one) keeps the multi-label kind and rows.
+TEST(MultiLabelBatch, WholeGraphViewKeepsTheLabelRows) {
+  CommunityOptions o;
+  o.num_nodes = 300;
+  o.num_edges = 1500;
+  o.num_communities = 4;
+  o.feature_dim = 2;
+  o.multilabel = o.num_classes = 3;
+  const Dataset ds = generate_community(o);
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / fmt::format("dsp_ml_whole_{}", ::getpid()))
+          .string();
+  std::filesystem::remove_all(dir);
+  PartitionOptions po;
+  po.parts = 2;
+  po.method = "random";
+  po.verbose = false;
+  partition_dataset(ds, po, dir);
+  const PartitionData w = load_whole_partition(dir);
+  EXPECT_TRUE(w.meta.multilabel);
+  EXPECT_EQ(w.labels.describe(), "int8[300, 3]");
+  const std::vector<int64_t> seeds = {0, 150, 299};
+  LoadedBatch lb = load_batch(batch_of(seeds), nullptr, w.labels);
+  EXPECT_EQ(lb.label_columns, 3);
+  EXPECT_EQ(lb.label_matrix.size(), 9u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
