@@ -214,19 +214,6 @@ int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,
   return 4 * rows * two_layers + 8 * meta.num_nodes + batch;
 }
 
-EvalCounts count_correct(const std::vector<float>& logits, int64_t width, int64_t first_row,
-                         const std::vector<int64_t>& ids, const Array& labels) {
-  EvalCounts c;
-  const int64_t* y = labels.data<int64_t>();
-  for (int64_t v : ids) {
-    const float* row = &logits[(v - first_row) * width];
-    const int64_t pred = std::max_element(row, row + width) - row;
-    c.correct += pred == y[v] ? 1 : 0;
-    ++c.total;
-  }
-  return c;
-}
-
 void tally_rows(const std::vector<float>& logits, int64_t width, int64_t first_row,
                 const std::vector<int64_t>& ids, const Array& labels, EvalTally* tally) {
   const bool matrix = labels.ndim() == 2;

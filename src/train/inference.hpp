@@ -51,11 +51,6 @@ std::vector<float> fetch_rows(Communicator& comm, const PartitionMeta& meta,
 int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,
                                   const std::vector<int64_t>& widths, int64_t batch_size);
 
-// The predictions of `logits` (this rank's part rows, `width` columns) for the owned global
-// `ids`, against `labels` (node-indexed).
-EvalCounts count_correct(const std::vector<float>& logits, int64_t width, int64_t first_row,
-                         const std::vector<int64_t>& ids, const Array& labels);
-
 // The rows of `logits` for the owned global `ids` into `tally`, against `labels` (node-indexed:
 // int64 [N] class ids, or int8 [N, L] 0/1 rows of a multi-label dataset, L = width).
 void tally_rows(const std::vector<float>& logits, int64_t width, int64_t first_row,
