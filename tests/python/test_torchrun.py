@@ -116,6 +116,18 @@ def test_killed_rank_ends_the_job(cora_p2, tmp_path):
     assert exit_codes(r.stderr) == {0: 1, 1: -9}, r.stderr
 
 
+def test_stalled_rank_times_out(cora_p2, tmp_path):
+    """Rank 1 stops after its first batch: rank 0's op times out (DSP_COMM_TIMEOUT) naming the
+    op and the backend, and the job ends long before rank 1 would wake."""
+    t = time.monotonic()
+    r = torchrun(2, SCRIPT, "stall", cora_p2, tmp_path, env={"DSP_COMM_TIMEOUT": "2"})
+    assert time.monotonic() - t < 60
+    assert r.returncode != 0
+    assert re.search(r"dsp: \S+ '[^']*' timed out after 2\.0 s on rank 0 \(backend torch: a peer "
+                     r"did not join it\)", r.stderr), r.stderr
+    assert exit_codes(r.stderr)[0] == 1, r.stderr
+
+
 def test_wrong_group_size(cora_p2, tmp_path):
     r = torchrun(1, SCRIPT, "digest", cora_p2, tmp_path)
     assert r.returncode != 0

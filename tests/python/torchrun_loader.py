@@ -4,12 +4,14 @@ communication (torchrun: the torch.distributed process group; mpirun: MPI).
     torchrun_loader.py digest PART OUT   per-rank digests of every batch of two epochs
     torchrun_loader.py fail PART OUT     rank 1 raises after its first batch
     torchrun_loader.py kill PART OUT     rank 1 is killed (SIGKILL) after its first batch
+    torchrun_loader.py stall PART OUT    rank 1 stops (sleeps) after its first batch
 """
 import hashlib
 import json
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 import torch
@@ -49,6 +51,8 @@ for i, b in enumerate(loader.iter_batches()):
         raise RuntimeError("rank 1 fails on purpose")
     if i == 0 and loader.rank == 1 and mode == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    if i == 0 and loader.rank == 1 and mode == "stall":
+        time.sleep(120)
 # A second epoch left early on rank 0 only: finished in the background, so rank 1 is served.
 for i, b in enumerate(loader.iter_batches()):
     if loader.rank == 0 and i == 0:
