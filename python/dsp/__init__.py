@@ -77,8 +77,9 @@ __version__ = _dsp.__version__
 
 def _end_job_on_uncaught(exc_type, exc, tb, _previous=sys.excepthook):
     """Under mpirun (or torchrun, with a Loader over the process group), an exception no one
-    catches on one rank ends every rank (as ``dsp train`` does): otherwise this rank's exit would wait in MPI_Finalize for peers that are blocked in a
-    collective it will never join. The traceback is printed first."""
+    catches on one rank ends every rank (as ``dsp train`` does): otherwise this rank's exit would
+    leave its peers blocked in a collective it will never join (under MPI, it would wait in
+    MPI_Finalize for them). The traceback is printed first."""
     _previous(exc_type, exc, tb)
     if _dsp._job_has_peers():
         _dsp._abort_job(f"error on rank {_dsp._job_rank()}: {exc_type.__name__}: {exc}")
@@ -427,7 +428,8 @@ class Loader:
             ``dsp.FormatError`` naming it.
 
     Under MPI or torchrun every rank must create the same loaders in the same order and iterate
-    the same epochs; an epoch a rank leaves early is finished in the background so its peers are served.
+    the same epochs; an epoch a rank leaves early is finished in the background so its peers are
+    served.
 
     On a heterogeneous partition (``dsp generate hetero``, ``dsp convert --from ogb-hetero``)
     the seeds are the target type's, ``schema`` names the types and relations, blocks carry
@@ -594,8 +596,9 @@ class LinkLoader(Loader):
     Args:
         path, fanouts, batch_size (training edges per rank per step), shuffle, seed, prefetch,
             as_tensor, backend, partition_method, pin_memory, device, fifo_rows,
-            fifo_shared_rows, transport, topology_memory, process_group: as for :class:`Loader`. A dataset
-            without training edges raises ``dsp.FormatError`` naming ``path``.
+            fifo_shared_rows, transport, topology_memory, process_group: as for
+            :class:`Loader`. A dataset without training edges raises ``dsp.FormatError`` naming
+            ``path``.
         neg_ratio: negatives per training edge, 1 to 4096 (``--neg-ratio``).
         negatives: "uniform" destinations over the nodes, or "unigram" (in-degree^0.75)
             (``--negatives``).
