@@ -252,5 +252,28 @@ TEST(MultiLabel, GenerateCommandOptions) {
   EXPECT_TRUE(found);
 }
 
+// The CLI end to end: generate --multilabel, convert an OGB multi-label directory, dsp info.
+TEST(MultiLabel, CliGenerateConvertInfo) {
+  TempDir tmp("ml_cli");
+  auto r = iotest::run_cli(
+      "generate community " + tmp / "g" + " -n 500 -m 3000 -k 5 -f 4 --multilabel 6", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("6 labels per node (multi-label)"), std::string::npos) << r.out;
+  r = iotest::run_cli("info " + tmp / "g", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("labels       multi-label, 6 columns\n"), std::string::npos) << r.out;
+  r = iotest::run_cli("generate community " + tmp / "h" + " -n 500 -m 3000 -c 4 --multilabel 6",
+                      tmp);
+  EXPECT_EQ(r.exit_code, 2);  // a bad argument
+  EXPECT_NE(r.err.find("--multilabel 6 gives every node 6 labels; --classes 4 contradicts it"),
+            std::string::npos)
+      << r.err;
+  write_ogb(tmp / "ogb", "1,0\n0,1\n1,1\n0,0\n");
+  r = iotest::run_cli("convert --from ogb --no-split " + tmp / "ogb " + tmp / "c", tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = iotest::run_cli("info " + tmp / "c", tmp);
+  EXPECT_NE(r.out.find("labels       multi-label, 2 columns\n"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace dsp
