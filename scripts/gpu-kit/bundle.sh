@@ -54,6 +54,7 @@ bundle() {
   stage="$(mktemp -d)"
   python3 scripts/gpu-kit/py_recipe.py record "$here/$DSP_CUDA_BUILD_DIR" "$here" "$stage" || return 1
   tar -cJf "$KIT/py.tar.xz" -C "$stage" . && rm -rf "$stage"
+  bundle_wheel || return 1
   fetch_debs "$KIT/debs" "${runtime_debs[@]}" && fetch_debs "$KIT/debs-dev" "${dev_debs[@]}" || return 1
   {
     echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
@@ -65,6 +66,37 @@ bundle() {
   } >"$KIT/KIT.txt"
   echo "bundle: $KIT in $(elapsed "$t"): $(du -sh "$KIT" | cut -f1), with the tree $(carried_mb) MiB (limit $MAX_KIT_MB)"
   (($(carried_mb) <= MAX_KIT_MB)) || { echo "bundle: over $MAX_KIT_MB MiB" >&2; return 1; }
+}
+
+# The CPython of the device image (3.12) here: DSP_KIT_WHEEL_PYTHON, else python3.12 on PATH or
+# pyenv's; empty when there is none.
+wheel_python() {
+  local c
+  for c in "${DSP_KIT_WHEEL_PYTHON:-}" "$(command -v python3.12)" "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    [[ -n "$c" && -x "$c" ]] && "$c" -c 'import sys, venv; assert sys.version_info[:2] == (3, 12)' 2>/dev/null &&
+      { echo "$c"; return; }
+  done
+}
+
+# The package as `pip install .` builds it where nvcc is (sm_90 here), for the device image's
+# CPython 3.12, into $KIT/wheel: the lease installs it with pip and runs the Loader check on it
+# (run.sh wheel_step). Its build venv (scikit-build-core) and CMake tree persist in build-kit-wheel*.
+# Without a CPython 3.12 here the kit carries no wheel, and says so.
+bundle_wheel() {
+  local wpy venv="$here/build-kit-wheel-venv" t
+  t=$(date +%s)
+  wpy="$(wheel_python)"
+  [[ -n "$wpy" ]] || { echo "bundle: no CPython 3.12 here (DSP_KIT_WHEEL_PYTHON): the kit carries no wheel"; return 0; }
+  if ! "$venv/bin/python" -c "import scikit_build_core" 2>/dev/null; then
+    rm -rf "$venv" && "$wpy" -m venv "$venv" &&
+      "$venv/bin/pip" install -q "scikit-build-core>=0.10" || { echo "bundle: venv for the wheel failed" >&2; return 1; }
+  fi
+  mkdir -p "$KIT/wheel" "$here/build-kit-wheel"
+  "$venv/bin/pip" wheel -q --no-build-isolation --no-deps -w "$KIT/wheel" \
+    -C build-dir=build-kit-wheel -C cmake.define.DSP_WITH_CUDA=ON \
+    -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 . >"$here/build-kit-wheel/pip-wheel.log" 2>&1 ||
+    { echo "bundle: pip wheel failed, see build-kit-wheel/pip-wheel.log" >&2; tail -n 20 "$here/build-kit-wheel/pip-wheel.log" >&2; return 1; }
+  echo "bundle: $(basename "$KIT"/wheel/dsp-*.whl) in $(elapsed "$t")"
 }
 
 # The fallback's configure (on the device; the dry run checks it here): the kit's -dev packages,

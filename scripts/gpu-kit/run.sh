@@ -184,6 +184,25 @@ python_steps() {
   cmd_step "dsp.Loader(device=\"$dev\")" loader.log 120 "$PY" scripts/gpu-kit/loader_check.py \
     "$KR/pyout" tests/data/cora "$work" $dev && row "dsp.Loader(device=\"$dev\")" ok "$(tail -1 "$LOGS/loader.log")"
   rm -rf "$work"
+  wheel_step "$dev"
+}
+
+# The kit's pip wheel (bundle_wheel: `pip install .` with nvcc, for CPython 3.12) installed for $PY
+# with pip as a user installs it, then the same Loader check on it. Skipped, and said, where the
+# kit has none or $PY is another Python (the dry run's).
+wheel_step() {
+  local whl tag work
+  whl=("$KIT"/wheel/dsp-*.whl)
+  if [[ ! -f ${whl[0]} ]]; then row "pip wheel" skip "the kit carries none"; return; fi
+  tag="$("$PY" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')"
+  if [[ ${whl[0]} != *-"$tag"-* ]]; then row "pip wheel" skip "$(basename "${whl[0]}") is not for $PY ($tag)"; return; fi
+  cmd_step "pip install $(basename "${whl[0]}")" wheel_install.log 120 "$PY" -m pip install --no-deps \
+    --no-index --target "$KR/pywheel" "${whl[0]}" || return
+  work="$(mktemp -d)"
+  cmd_step "dsp.Loader(device=\"$1\") from the wheel" wheel_loader.log 120 "$PY" scripts/gpu-kit/loader_check.py \
+    "$KR/pywheel" tests/data/cora "$work" "$1" &&
+    row "dsp.Loader(device=\"$1\") from the wheel" ok "$(tail -1 "$LOGS/wheel_loader.log")"
+  rm -rf "$work"
 }
 
 memcheck_steps() {
