@@ -861,7 +861,61 @@ void bind_loader(py::module_& m) {
       });
 }
 
+// Test hook: one of every collective on a fresh communicator of `backend`, with inputs that
+// depend on the rank (uneven and zero-length all_to_all_v segments, every reduce op, a root that
+// is not 0), and the counters after them. Every backend must give the same results, so
+// tests/python/test_torchrun.py compares the torch backend's with MPI's and with closed forms.
+py::dict collectives_probe(const std::string& backend) {
+  std::vector<int64_t> recv_counts, a2a, sum_i32, bcast(2, 0);
+  std::vector<double> max_f64(2);
+  std::vector<float> min_f32(1), gathered;
+  CommCounters counters;
+  int rank = 0, size = 1;
+  {
+    py::gil_scoped_release nogil;
+    auto c = make_communicator(backend);
+    rank = c->rank();
+    size = c->size();
+    std::vector<int64_t> send_counts(size), send;
+    for (int p = 0; p < size; ++p) {
+      send_counts[p] = (p + rank) % 3;  // some segments empty
+      for (int64_t k = 0; k < send_counts[p]; ++k) send.push_back(100 * rank + 10 * p + k);
+    }
+    a2a = c->all_to_all_v(send, send_counts, &recv_counts);
+    std::vector<int32_t> i32 = {rank + 1, -rank};
+    c->all_reduce(i32.data(), 2, DType::kInt32, ReduceOp::kSum);
+    sum_i32.assign(i32.begin(), i32.end());
+    max_f64 = {0.5 * rank, -1.0 * rank};
+    c->all_reduce(max_f64.data(), 2, DType::kFloat64, ReduceOp::kMax);
+    min_f32 = {static_cast<float>(rank) + 0.25f};
+    c->all_reduce(min_f32.data(), 1, DType::kFloat32, ReduceOp::kMin);
+    if (rank == size - 1) bcast = {42, static_cast<int64_t>(rank)};
+    c->broadcast(bcast.data(), 2, DType::kInt64, size - 1);
+    const std::vector<float> mine = {static_cast<float>(rank), rank + 0.5f};
+    gathered.resize(2 * static_cast<size_t>(size));
+    c->all_gather(mine.data(), gathered.data(), 2, DType::kFloat32);
+    c->barrier();
+    counters = c->counters();
+  }
+  py::dict d;
+  d["rank"] = rank;
+  d["size"] = size;
+  d["recv_counts"] = recv_counts;
+  d["all_to_all_v"] = a2a;
+  d["sum_i32"] = sum_i32;
+  d["max_f64"] = max_f64;
+  d["min_f32"] = min_f32;
+  d["broadcast"] = bcast;
+  d["all_gather"] = gathered;
+  d["bytes_sent"] = counters.bytes_sent;
+  d["bytes_recv"] = counters.bytes_recv;
+  d["ops"] = counters.ops;
+  return d;
+}
+
 void bind_epoch_hook(py::module_& m) {
+  m.def("_collectives_probe", &collectives_probe, py::arg("backend"));
+
   // Test hook: the batches of one epoch computed the way `dsp train` does (job.cpp: scheduler
   // order, sampler.sample_nodes, load stage), sequentially on a self communicator, with none of
   // the Loader's threading or queueing: tests compare the Loader's tensors with these. temporal:

@@ -73,6 +73,37 @@ def test_same_batches_as_mpirun(request, nproc, tmp_path):
         assert g["batches"] == w["batches"]  # seeds, blocks, features, labels of every batch
 
 
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_every_collective(nproc, tmp_path):
+    """One of every op over the torch backend: the closed-form results, and MPI's results and
+    byte counters (ccc/communicator.hpp's accounting rules)."""
+    (tmp_path / "torchrun").mkdir()
+    r = torchrun(nproc, SCRIPT, "probe", "-", tmp_path / "torchrun")
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = ranks(tmp_path / "torchrun", nproc)
+    n = nproc
+    for me, d in enumerate(got):
+        assert (d["backend"], d["rank"], d["size"]) == ("torch", me, n)
+        assert d["recv_counts"] == [(p + me) % 3 for p in range(n)]
+        assert d["all_to_all_v"] == [100 * p + 10 * me + k for p in range(n)
+                                     for k in range((p + me) % 3)]
+        assert d["sum_i32"] == [n * (n + 1) // 2, -n * (n - 1) // 2]
+        assert d["max_f64"] == [0.5 * (n - 1), 0.0]
+        assert d["min_f32"] == [0.25]
+        assert d["broadcast"] == [42, n - 1]
+        assert d["all_gather"] == [v for p in range(n) for v in (p, p + 0.5)]
+        assert d["ops"] == 8  # exchange_counts, all_to_all_v, 3 all_reduce, broadcast, ...
+    if shutil.which("mpirun") is None:
+        return
+    (tmp_path / "mpirun").mkdir()
+    m = mpirun(nproc, SCRIPT, "probe", "-", tmp_path / "mpirun")
+    assert m.returncode == 0, m.stdout + m.stderr
+    for g, w in zip(got, ranks(tmp_path / "mpirun", nproc)):
+        assert w["backend"] == "mpi"
+        assert {k: v for k, v in g.items() if k != "backend"} == \
+            {k: v for k, v in w.items() if k != "backend"}
+
+
 def test_example_same_accuracy_as_mpirun(cora):
     """Same seed, same partition on the fly, same DDP: the same losses and accuracies."""
     epochs = "10"

@@ -5,6 +5,7 @@ communication (torchrun: the torch.distributed process group; mpirun: MPI).
     torchrun_loader.py fail PART OUT     rank 1 raises after its first batch
     torchrun_loader.py kill PART OUT     rank 1 is killed (SIGKILL) after its first batch
     torchrun_loader.py stall PART OUT    rank 1 stops (sleeps) after its first batch
+    torchrun_loader.py probe - OUT       one of every collective (dsp._dsp._collectives_probe)
 """
 import hashlib
 import json
@@ -22,6 +23,13 @@ import dsp
 mode, part_dir, out_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 if "TORCHELASTIC_RUN_ID" in os.environ:  # torchrun; under mpirun dsp keeps MPI
     dist.init_process_group("gloo")
+
+if mode == "probe":
+    backend = "torch" if dsp._pg.resolve(None, "auto") else "mpi"
+    probe = dsp._dsp._collectives_probe(backend)
+    with open(f"{out_dir}/rank{probe['rank']}.json", "w") as f:
+        json.dump(dict(probe, backend=backend), f)
+    sys.exit(0)
 
 
 def digest(value, h):
