@@ -76,7 +76,8 @@ OptionTable<PredictConfig> predict_options_table(bool embed) {
   } else {
     t.push_back(value<PredictConfig>("--output", "output",
                                      "class (predictions.npy), probs (also probabilities.npy: "
-                                     "softmax) or logits (also logits.npy)",
+                                     "softmax; a --loss bce model's sigmoids) or logits (also "
+                                     "logits.npy)",
                                      DSP_FIELD(output), "class,probs,logits"));
   }
   t.push_back(value<PredictConfig>("--threads", "threads",
