@@ -9,11 +9,14 @@
 #   DSP_PYTHON   the interpreter (default /usr/bin/python3: Debian's, with python3-torch)
 #   DSP_PYG      the torch_geometric requirement for the test venv (default: a release that
 #                supports torch 1.13); "none" skips it (its tests are then skipped and counted)
+#   DSP_SKLEARN  the scikit-learn requirement (default: a release for Debian's numpy and scipy),
+#                against which ROC-AUC is checked; "none" skips it (those checks skipped, named)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 py="${DSP_PYTHON:-/usr/bin/python3}"
 pyg="${DSP_PYG:-torch_geometric==2.5.3}"
+sklearn="${DSP_SKLEARN:-scikit-learn==1.3.2}"
 tools=build/python-tools       # kept: a venv with scikit-build-core, to build without isolation
 wheels=build/python-wheelhouse
 venv=build/python-test-venv    # made anew every run
@@ -43,13 +46,14 @@ echo "test-python.sh: built $(basename "${wheel[0]}") in $((SECONDS - start)) s"
 rm -rf "$venv"
 "$py" -m venv --system-site-packages "$venv"
 run_quiet "$venv/bin/pip" install "${wheel[0]}"
-if [[ "$pyg" != "none" ]]; then
-  if run_quiet "$venv/bin/pip" install "$pyg"; then
-    echo "test-python.sh: installed $pyg into the test venv"
+for req in "$pyg" "$sklearn"; do
+  [[ "$req" == "none" ]] && continue
+  if run_quiet "$venv/bin/pip" install "$req"; then
+    echo "test-python.sh: installed $req into the test venv"
   else
-    echo "test-python.sh: $pyg did not install: its tests are skipped"
+    echo "test-python.sh: $req did not install: its tests are skipped"
   fi
-fi
+done
 
 echo "test-python.sh: pytest on the installed package"
 work="$(mktemp -d)"
