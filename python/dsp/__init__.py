@@ -5,6 +5,7 @@
     dsp.partition("out/cora", "out/cora-p1", parts=1)
     for blocks, x, y in dsp.Loader("out/cora-p1", fanouts=[10, 10], batch_size=64):
         ...  # blocks[0] is the input layer; x: float32 [blocks[0].num_src, F]; y: int64 labels
+        # (a multi-label dataset: int8 [B, L] rows of 0/1; use y.float() for BCE)
 
 Under ``mpirun -np P python script.py`` every process is one rank (rank and size come from MPI)
 and a Loader iterates over the seeds that rank owns. The heavy lifting is in the C++ extension
@@ -74,6 +75,14 @@ else:
 __version__ = _dsp.__version__
 
 
+def build_info() -> Dict[str, object]:
+    """How this dsp was built: ``version``; ``cuda`` (the CUDA sampler, feature and NCCL backends
+    are compiled in: nvcc was found when ``pip install .`` built it, so ``Loader(device="cuda")``
+    can run where a GPU is visible); ``cuda_archs`` (the SM architectures compiled, e.g. "80,90");
+    ``trainer`` (the packaged CLI has ``dsp train``)."""
+    return {"version": _dsp.__version__, "cuda": bool(_dsp.has_cuda),
+            "cuda_archs": _dsp.cuda_archs, "trainer": bool(_dsp.has_trainer)}
+
 
 def _end_job_on_uncaught(exc_type, exc, tb, _previous=sys.excepthook):
     """Under mpirun (or torchrun, with a Loader over the process group), an exception no one
@@ -97,7 +106,7 @@ __all__ = [
     "generate_community", "generate_hetero", "generate_rmat", "load_dataset",
     "load_partition_meta", "partition",
     "set_log_level", "Error", "InvalidArgument", "IoError", "FormatError", "CommError",
-    "NotSupported", "cli_path", "__version__",
+    "NotSupported", "cli_path", "build_info", "__version__",
 ]
 if torch is not None:  # without torch, `from dsp import *` leaves them out
     __all__ += ["GNN", "load_model", "export_model"]

@@ -216,7 +216,8 @@ py::object typed_features_to_py(LoadedBatch& lb) {
   return out;
 }
 
-// (blocks, x, y, seeds, epoch, batch, pairs, typed); pairs: None, or (src, dst, label) of a link
+// (blocks, x, y, seeds, epoch, batch, pairs, typed); y: int64 [num_seeds] classes, int8
+// [num_seeds, L] 0/1 rows of a multi-label dataset, or None; pairs: None, or (src, dst, label) of a link
 // batch (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src,
 // num_dst, src_ids, weights, src_times (temporal sampling: every source's time, else None),
 // edge_types and src_types (int32, heterogeneous graphs, else None). x: a numpy array (host
@@ -247,9 +248,12 @@ py::tuple batch_to_py(LoadedBatch&& lb) {
                      ? device_rows_to_dlpack(std::move(lb.device_features), rows, lb.feature_dim,
                                              lb.device_dtype, lb.device.index)
                      : vec_to_numpy(std::move(lb.features), {rows, lb.feature_dim});
-  py::object y = lb.labels.empty() && !lb.sample.seeds.empty()
-                     ? py::object(py::none())
-                     : py::object(vec_to_numpy(std::move(lb.labels)));
+  // Multi-label: int8 [num_seeds x L] 0/1 rows; else int64 [num_seeds] classes (None: no labels).
+  const auto seeds_n = static_cast<py::ssize_t>(lb.sample.seeds.size());
+  py::object y = lb.multilabel()
+                     ? py::object(vec_to_numpy(std::move(lb.label_matrix), {seeds_n, lb.label_columns}))
+                 : lb.labels.empty() && seeds_n > 0 ? py::object(py::none())
+                                                    : py::object(vec_to_numpy(std::move(lb.labels)));
   py::object seeds = vec_to_numpy(std::move(lb.sample.seeds));
   LinkPairs& lp = lb.sample.pairs;
   py::object pairs = lp.src.empty() ? py::object(py::none())
@@ -338,6 +342,13 @@ void bind_basics(py::module_& m) {
   m.attr("has_trainer") = true;  // the CLI next to the module has `dsp train`
 #else
   m.attr("has_trainer") = false;
+#endif
+#ifdef DSP_HAVE_CUDA
+  m.attr("has_cuda") = true;  // the CUDA sampler, feature and NCCL backends are compiled in
+  m.attr("cuda_archs") = DSP_CUDA_ARCHS;
+#else
+  m.attr("has_cuda") = false;
+  m.attr("cuda_archs") = "";
 #endif
 
   m.def(

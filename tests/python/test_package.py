@@ -75,3 +75,16 @@ def test_imported_from_the_installed_package():
     assert pathlib.Path(sys.prefix).resolve() in pkg.parents, (pkg, sys.prefix)
     assert importlib.metadata.version("dsp") == dsp.__version__
     assert pathlib.Path(dsp.cli_path()).parent == pkg / "bin"
+
+
+def test_build_info_says_whether_cuda_was_compiled():
+    # pip install . (and scripts/setup.sh's build) compile the CUDA backends whenever nvcc is
+    # found: CUDA_HOME's, /usr/local/cuda's or PATH's (cmake/DspCuda.cmake).
+    info = dsp.build_info()
+    assert info["version"] == dsp.__version__ and isinstance(info["trainer"], bool)
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    nvcc = os.path.exists(f"{cuda_home}/bin/nvcc") or shutil.which("nvcc") is not None
+    if not nvcc:
+        pytest.skip("no nvcc on this machine: whether the build had one is unknown")
+    assert info["cuda"] is True, info
+    assert "90" in info["cuda_archs"].split(","), info
