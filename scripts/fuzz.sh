@@ -7,7 +7,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 secs="${1:-20}"; shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(npy_header csv_numbers edge_list dataset_json dataset_validate)
+((${#targets[@]})) || targets=(npy_header csv_numbers edge_list dataset_json dataset_validate
+                               dataset_dir hetero_dir partition_dir)
 
 log="$(mktemp)"
 if ! { cmake -S . -B build-fuzz -G Ninja -DDSP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -18,12 +19,19 @@ fi
 rm -f "$log"
 
 run_one() {
-  local t="$1" work="build-fuzz/corpus/$1" out="build-fuzz/fuzz_$1.log"
+  local t="$1" work="build-fuzz/corpus/$1" out="build-fuzz/fuzz_$1.log" rc=0
   mkdir -p "$work"
+  # The directory targets unpack each input into a private directory under TMPDIR (fuzz_dir.hpp):
+  # one per target in the build tree, removed after the run, even after a crash.
+  local tmp="build-fuzz/tmp-$1"
+  rm -rf "$tmp" && mkdir -p "$tmp"
   # Seeds from the repo, new inputs into the build tree (the repo corpus stays small).
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  TMPDIR="$PWD/$tmp" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "build-fuzz/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix="build-fuzz/crash-$t-" "$work" "fuzz/corpus/$t" >"$out" 2>&1
+      -artifact_prefix="build-fuzz/crash-$t-" "$work" "fuzz/corpus/$t" >"$out" 2>&1 || rc=$?
+  rm -rf "$tmp"
+  return $rc
 }
 
 fail=0
