@@ -22,7 +22,8 @@ class TableFlags {
       if (o.flag.empty()) continue;
       const std::string names = o.short_flag.empty() ? o.flag : o.flag + "," + o.short_flag;
       if (o.takes_value) {
-        sub->add_option(names, text_[o.flag], o.help)->type_name(o.type);
+        CLI::Option* opt = sub->add_option(names, text_[o.flag], o.help)->type_name(o.type);
+        if (o.value_optional) opt->expected(0, 1);
       } else {
         sub->add_flag(names, o.help);
       }

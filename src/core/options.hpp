@@ -27,7 +27,10 @@ struct Option {
   std::string short_flag;  // "-n": another spelling of the flag on the command line
   std::string help;
   std::string type;         // the value in --help: INT, UINT, FLOAT, TEXT, LIST, TEXT:{a,b}, ...
-  bool takes_value = true;  // false: a switch (--resume), `parse` gets ""
+  bool takes_value = true;  // false: a switch (--preaggregate), `parse` gets ""
+  // With takes_value: the value may be left out on the command line (--resume [auto]); `parse`
+  // then gets "".
+  bool value_optional = false;
   std::function<void(C&, const std::string&)> parse;    // the flag's text
   std::function<void(C&, const nlohmann::json&)> read;  // the key's JSON value
   std::function<nlohmann::json(const C&)> write;        // the key's JSON value
@@ -155,6 +158,7 @@ Option<C> embed(const Option<S>& o, Get get) {
   e.help = o.help;
   e.type = o.type;
   e.takes_value = o.takes_value;
+  e.value_optional = o.value_optional;
   if (o.parse) e.parse = [p = o.parse, get](C& c, const std::string& s) { p(get(c), s); };
   if (o.read) e.read = [r = o.read, get](C& c, const nlohmann::json& v) { r(get(c), v); };
   if (o.write) e.write = [w = o.write, get](const C& c) { return w(get(const_cast<C&>(c))); };

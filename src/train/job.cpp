@@ -30,6 +30,7 @@
 #include "pipeline/rank/runtime.hpp"
 #include "pipeline/roles.hpp"
 #include "pipeline/scheduler.hpp"
+#include "train/checkpoint_files.hpp"
 #include "train/inference.hpp"
 #include "train/job_options.hpp"
 #include "train/lr_schedule.hpp"
@@ -212,6 +213,7 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(patience >= 0, "--patience must be >= 0 (0: never stop early), got {}", patience);
   parse_pipeline_mode(pipeline);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  DSP_CHECK_ARG(keep_checkpoints >= 1, "--keep-checkpoints must be >= 1, got {}", keep_checkpoints);
   check_not_both_init_and_resume(*this);
   check_loss_and_metric(*this);
   DSP_CHECK_ARG(!cache_auto || rank.cache_ratio == -1,
@@ -360,6 +362,9 @@ int64_t eval_batch_id(int split, int64_t step) {
 int64_t eval_control_id(int split, int k) {
   return kEvalBase + split * kEvalSplitStride + kEvalSplitStride / 2 + k;
 }
+// The barrier after an epoch's checkpoint (every rank's embedding shard written): past every
+// training batch, before evaluation's ids.
+constexpr int64_t kCheckpointStep = kEvalBase - 1;
 
 RankOptions rank_options(const JobConfig& cfg) {
   RankOptions ro = cfg.rank;
@@ -434,6 +439,9 @@ class TrainJob {
   // The evaluation's fanouts as given: --eval-fanouts, else per-relation --fanouts' text.
   std::string eval_fanouts_text() const;
   void resume();
+  // --resume auto: the newest checkpoint that verifies on every rank ("": none, a new run).
+  std::string choose_checkpoint();
+  bool checkpoint_verifies(const std::string& file);
   void size_cache(const PipelineOptions& popts);
   int auto_samplers(const PipelineStages& symmetric);
   void log_preaggregation() const;
@@ -452,8 +460,9 @@ class TrainJob {
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
   void write_metrics(int epoch, double loss, double train_acc, bool evaluated);
-  // checkpoint.pt, or `path` (best.pt: the best validation so far).
+  // checkpoint-<epoch + 1>.pt (then rotate), or `path` (best.pt: the best validation so far).
   void checkpoint(int epoch, const std::string& path = "");
+  void rotate(int64_t epochs);
 
   JobConfig cfg_;
   nlohmann::json recorded_;
@@ -470,7 +479,8 @@ class TrainJob {
   std::unique_ptr<Pipeline> pipe_;
   int64_t steps_ = 0;
   int start_epoch_ = 0;
-  std::string ckpt_;
+  bool resumed_ = false;  // from a checkpoint (not a --resume auto that found none)
+  std::string ckpt_;      // checkpoint_dir/checkpoint.pt
   std::vector<int64_t> valid_ids_, test_ids_;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics_{nullptr, &std::fclose};
   // The epoch in progress.
@@ -534,7 +544,9 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
     }
   }
   if (rt_.leader() && !cfg_.metrics_file.empty()) {
-    metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), cfg_.resume ? "a" : "w"));
+    // A resumed run continues the file after its checkpoint's epochs (truncate_metrics).
+    if (resumed_) truncate_metrics(cfg_.metrics_file, start_epoch_);
+    metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), resumed_ ? "a" : "w"));
     DSP_CHECK_T(IoError, metrics_ != nullptr, "{}: cannot open for writing", cfg_.metrics_file);
   }
 }
@@ -913,15 +925,23 @@ void TrainJob::account_gather() {
 }
 
 void TrainJob::resume() {
-  DSP_CHECK_T(IoError, path_exists(ckpt_), "{}: no checkpoint to resume from", ckpt_);
-  CheckpointInfo info = trainer_->load_checkpoint(ckpt_);
-  if (emb_) emb_->load(embedding_shard(ckpt_, rt_.rank(), rt_.size()));
+  const std::string ckpt = cfg_.resume_auto ? choose_checkpoint() : ckpt_;
+  if (ckpt.empty()) {
+    if (rt_.leader()) {
+      DSP_INFO("train", "--resume auto: no checkpoint in {}: a new run", cfg_.checkpoint_dir);
+    }
+    return;
+  }
+  DSP_CHECK_T(IoError, path_exists(ckpt), "{}: no checkpoint to resume from", ckpt);
+  CheckpointInfo info = trainer_->load_checkpoint(ckpt);
+  if (emb_) emb_->load(embedding_shard(ckpt, rt_.rank(), rt_.size()));
+  resumed_ = true;
   const std::string src = fmt::format("{:016x}", rt_.part().meta.source_checksum);
   const std::string ck_src = info.extra.value("source_checksum", std::string());
   DSP_CHECK_FORMAT(ck_src.empty() || ck_src == src,
                    "{}: the checkpoint was trained on another dataset (source checksum {}, this "
                    "partition's dataset has {})",
-                   ckpt_, ck_src, src);
+                   ckpt, ck_src, src);
   start_epoch_ = static_cast<int>(info.epoch);
   best_val_ = info.extra.value("best_val_acc", -1.0);
   test_at_best_ = info.extra.value("test_acc_at_best", 0.0);
@@ -929,12 +949,52 @@ void TrainJob::resume() {
   evals_since_best_ = info.extra.value("evals_since_best", 0);
   if (info.extra.contains("lr_schedule")) lr_.restore(info.extra.at("lr_schedule"));
   if (!rt_.leader()) return;
-  DSP_INFO("train", "resumed from {} after epoch {}", ckpt_, start_epoch_);
+  DSP_INFO("train", "resumed from {} after epoch {}", ckpt, start_epoch_);
   if (start_epoch_ >= cfg_.epochs) {
     DSP_WARN("train",
              "nothing left to train: {} has completed {} epoch(s) and --epochs is {}; give "
              "--epochs above {} to train more",
-             ckpt_, start_epoch_, cfg_.epochs, start_epoch_);
+             ckpt, start_epoch_, cfg_.epochs, start_epoch_);
+  }
+}
+
+// Rank 0 lists the candidates (checkpoint-<E>.pt newest first; a directory of an older build:
+// checkpoint.pt) for every rank; each is tried on every rank in turn (rank 0 the file, each rank
+// its embedding shard) until one verifies everywhere (a minimum over the ranks). A damaged one
+// is skipped with a warning from the rank that found the damage.
+std::string TrainJob::choose_checkpoint() {
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 6);
+  std::vector<int64_t> epochs;
+  if (rt_.leader()) {
+    epochs = rotated_epochs(cfg_.checkpoint_dir);
+    if (epochs.empty() && path_exists(ckpt_)) epochs.push_back(-1);  // -1: checkpoint.pt
+  }
+  int64_t n = static_cast<int64_t>(epochs.size());
+  main_ch.broadcast(&n, 1, DType::kInt64, 0);
+  epochs.resize(n);
+  if (n > 0) main_ch.broadcast(epochs.data(), n, DType::kInt64, 0);
+  for (const int64_t e : epochs) {
+    const std::string file = e < 0 ? ckpt_ : rotated_checkpoint(cfg_.checkpoint_dir, e);
+    int64_t ok = checkpoint_verifies(file) ? 1 : 0;
+    main_ch.all_reduce(&ok, 1, DType::kInt64, ReduceOp::kMin);
+    if (ok) return file;
+  }
+  DSP_CHECK_FORMAT(n == 0,
+                   "--resume auto: none of the {} checkpoint(s) in {} verifies (each named "
+                   "above); remove them to start a new run there",
+                   n, cfg_.checkpoint_dir);
+  return "";
+}
+
+bool TrainJob::checkpoint_verifies(const std::string& file) {
+  try {
+    if (rt_.leader()) verify_checkpoint(file);
+    if (emb_) emb_->load(embedding_shard(file, rt_.rank(), rt_.size()));
+    return true;
+  } catch (const Error& e) {  // damaged or missing: the next older one
+    DSP_WARN("train", "--resume auto: skipping a damaged checkpoint: {}", e.what());
+    return false;
   }
 }
 
@@ -1337,20 +1397,40 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool eval
 }
 
 void TrainJob::checkpoint(int epoch, const std::string& path) {
+  const std::string file = path.empty() ? rotated_checkpoint(cfg_.checkpoint_dir, epoch + 1) : path;
   // Each rank's rows of the learnable embeddings beside the checkpoint.
-  if (emb_) emb_->save(embedding_shard(path.empty() ? ckpt_ : path, rt_.rank(), rt_.size()));
-  if (!rt_.leader()) return;  // replicas are identical: rank 0 writes
-  trainer_->save_checkpoint(
-      path.empty() ? ckpt_ : path, epoch + 1,
-      {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
-       {"dataset", rt_.part().meta.dataset_name},
-       {"best_val_acc", best_val_},
-       {"test_acc_at_best", test_at_best_},
-       {"best_epoch", best_epoch_},
-       {"metric", link_ ? "hits" : metric_},
-       {"evals_since_best", evals_since_best_},
-       {"lr_schedule", lr_.state()},
-       {"job", recorded_}});
+  if (emb_) emb_->save(embedding_shard(file, rt_.rank(), rt_.size()));
+  // Replicas are identical: rank 0 writes.
+  if (rt_.leader())
+    trainer_->save_checkpoint(
+        file, epoch + 1,
+        {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
+         {"dataset", rt_.part().meta.dataset_name},
+         {"best_val_acc", best_val_},
+         {"test_acc_at_best", test_at_best_},
+         {"best_epoch", best_epoch_},
+         {"metric", link_ ? "hits" : metric_},
+         {"evals_since_best", evals_since_best_},
+         {"lr_schedule", lr_.state()},
+         {"job", recorded_}});
+  if (path.empty()) rotate(epoch + 1);
+}
+
+// checkpoint-<epochs>.pt is written on every rank (a barrier when ranks wrote embedding shards):
+// checkpoint.pt becomes it, and only now are older ones past --keep-checkpoints removed (each
+// rank its own shards), so a kill at any moment leaves a complete checkpoint.
+void TrainJob::rotate(int64_t epochs) {
+  const std::string file = rotated_checkpoint(cfg_.checkpoint_dir, epochs);
+  const std::string shard = emb_ ? embedding_shard("", rt_.rank(), rt_.size()) : "";
+  if (emb_) {
+    CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+    main_ch.set_step(epochs - 1, kCheckpointStep);
+    main_ch.barrier();
+  }
+  if (rt_.leader()) link_file_atomic(file, ckpt_);
+  if (emb_) link_file_atomic(file + shard, ckpt_ + shard);
+  if (rt_.leader()) prune_checkpoints(cfg_.checkpoint_dir, "", epochs, cfg_.keep_checkpoints);
+  if (emb_) prune_checkpoints(cfg_.checkpoint_dir, shard, epochs, cfg_.keep_checkpoints);
 }
 
 JobResult TrainJob::finish() {
@@ -1410,17 +1490,37 @@ std::string flag_of(const std::string& key) {
 }
 }  // namespace
 
+namespace {
+// --resume auto: the newest checkpoint in `dir` whose header verifies, for the run's recorded
+// options ("": none; the job then picks the one to load, every tensor verified).
+std::string newest_readable_checkpoint(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const int64_t e : rotated_epochs(dir)) files.push_back(rotated_checkpoint(dir, e));
+  if (files.empty()) files.push_back(dir + "/checkpoint.pt");
+  for (const std::string& f : files) {
+    try {
+      if (path_exists(f)) checkpoint_header(f);
+      if (path_exists(f)) return f;
+    } catch (const Error&) {  // the job warns about it
+    }
+  }
+  return "";
+}
+}  // namespace
+
 JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) {
   check_not_both_init_and_resume(c);
-  const std::string path = c.checkpoint_dir + "/checkpoint.pt";
+  const std::string path = c.resume_auto ? newest_readable_checkpoint(c.checkpoint_dir)
+                                         : c.checkpoint_dir + "/checkpoint.pt";
+  if (path.empty()) return c;  // --resume auto with nothing to resume: a new run
   DSP_CHECK_T(IoError, path_exists(path), "{}: no checkpoint to resume from", path);
   const nlohmann::json extra = checkpoint_header(path).value("extra", nlohmann::json::object());
   if (!extra.contains("job")) return c;  // written before checkpoints recorded their run
   const JobConfig base = JobConfig::from_json(extra.at("job"), path);
   const nlohmann::json recorded = base.to_json(), mine = c.to_json();
   static const std::set<std::string> may_change = {
-      "epochs",  "eval_every", "checkpoint_every", "checkpoint_dir", "metrics_file",
-      "threads", "path",       "resume",           "progress",       "log_file"};
+      "epochs", "eval_every", "checkpoint_every", "checkpoint_dir", "metrics_file",    "threads",
+      "path",   "resume",     "progress",         "log_file",       "keep_checkpoints"};
   nlohmann::json take = nlohmann::json::object();
   for (const std::string& key : given) {
     if (!mine.contains(key)) continue;
@@ -1432,6 +1532,8 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
     take[key] = mine.at(key);
   }
   JobConfig out = base;
+  out.resume = c.resume;  // whether and how this run resumes is its own choice, not the record's
+  out.resume_auto = c.resume_auto;
   read_options(job_options(), take, out, "--resume");
   return out;
 }

@@ -61,9 +61,18 @@ struct JobConfig {
   // rows replace the input layer's sampled block; the sampler draws fanouts[0, L-1) and the
   // input layer's fanout (the last) is not used. Off: a pre-aggregated partition trains normally.
   bool preaggregate = false;
-  std::string checkpoint_dir;  // empty: no checkpoints
-  int checkpoint_every = 0;    // epochs; 0: only at the end (if checkpoint_dir is set)
-  bool resume = false;         // continue from checkpoint_dir/checkpoint.pt
+  // Empty: no checkpoints. Else each checkpoint is checkpoint_dir/checkpoint-<E>.pt (E: the
+  // epochs it completed; each rank's embedding shard beside it), the newest keep_checkpoints of
+  // them kept, checkpoint.pt a link to the newest; and best.pt (the best validation so far).
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;  // epochs; 0: only at the end (if checkpoint_dir is set)
+  int keep_checkpoints = 2;  // >= 1
+  // Continue the run in checkpoint_dir: from checkpoint.pt (an error when it is missing or
+  // damaged); with resume_auto from the newest checkpoint-<E>.pt that verifies on every rank
+  // (a damaged one skipped with a warning), or a new run when there is none (FormatError when
+  // there are some and none verifies).
+  bool resume = false;
+  bool resume_auto = false;  // --resume auto (sets resume too)
   // A new run whose parameters start from this checkpoint or exported model directory
   // (Trainer::init_parameters); not with resume.
   std::string init_from;

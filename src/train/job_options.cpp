@@ -67,6 +67,32 @@ JobOption ccc_option() {
   return o;
 }
 
+JobOption resume_option() {
+  JobOption o = declare<JobConfig>(
+      "--resume", "resume",
+      "continue the run in --checkpoint-dir from checkpoint.pt (an error when it is missing or "
+      "damaged); --resume auto: from the newest checkpoint there that verifies on every rank, "
+      "skipping a damaged one with a warning, or start the run when there is none (so the same "
+      "command starts and restarts a job; an error when none verifies)");
+  o.type = "[auto]";
+  o.value_optional = true;
+  o.parse = [](JobConfig& c, const std::string& s) {
+    DSP_CHECK_ARG(s.empty() || s == "auto", "--resume takes no value or auto, got '{}'", s);
+    c.resume = true;
+    c.resume_auto = s == "auto";
+  };
+  o.read = [](JobConfig& c, const json& v) {
+    DSP_CHECK_ARG(v.is_boolean() || v == "auto", "resume must be true, false or \"auto\", got {}",
+                  v.dump());
+    c.resume = !v.is_boolean() || v.get<bool>();
+    c.resume_auto = v.is_string();
+  };
+  o.write = [](const JobConfig& c) {
+    return c.resume && c.resume_auto ? json("auto") : json(c.resume);
+  };
+  return o;
+}
+
 JobOption quiet_option() {  // a command-line switch only
   JobOption o = declare<JobConfig>("--no-progress", "", "no progress bar", false);
   o.parse = [](JobConfig& c, const std::string&) { c.progress = false; };
@@ -130,12 +156,18 @@ std::vector<JobOption> run_and_placement() {
       value("--patience", "patience",
             "stop once validation has not improved in N evaluations (default 0: never)",
             DSP_FIELD(patience)),
-      value("--checkpoint-dir", "checkpoint_dir", "write checkpoint.pt here",
+      value("--checkpoint-dir", "checkpoint_dir",
+            "write checkpoints here: checkpoint-<E>.pt after epoch E (the newest "
+            "--keep-checkpoints kept), checkpoint.pt (the newest) and best.pt (the best "
+            "validation so far)",
             DSP_FIELD(checkpoint_dir)),
       value("--checkpoint-every", "checkpoint_every", "every k epochs (0: at the end)",
             DSP_FIELD(checkpoint_every)),
-      toggle("--resume", "resume", "continue from --checkpoint-dir/checkpoint.pt",
-             DSP_FIELD(resume)),
+      value("--keep-checkpoints", "keep_checkpoints",
+            "keep the newest K checkpoint-<E>.pt (default 2); an older one is removed once a "
+            "newer one is complete on every rank",
+            DSP_FIELD(keep_checkpoints)),
+      resume_option(),
       value("--init-from", "init_from",
             "start a new run from this model's parameters: a checkpoint of dsp train (e.g. "
             "best.pt) or a directory of dsp.export_model; same model and sizes, any optimizer",

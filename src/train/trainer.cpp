@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -1052,6 +1053,32 @@ void read_optimizer(const std::string& path, const nlohmann::json& header,
 nlohmann::json checkpoint_header(const std::string& path) {
   torch::serialize::InputArchive ar;
   return open_checkpoint(path, ar);
+}
+
+void verify_checkpoint(const std::string& path) {
+  torch::serialize::InputArchive ar;
+  const nlohmann::json header = open_checkpoint(path, ar);
+  check_format(path, header);
+  std::vector<std::string> keys;
+  const auto sums = header.find("checksums");
+  if (sums != header.end() && sums->is_object()) {
+    for (auto it = sums->begin(); it != sums->end(); ++it) keys.push_back(it.key());
+  } else {  // version 1: the parameters, each read whole
+    for (size_t i = 0; i < header.value("params", nlohmann::json::array()).size(); ++i) {
+      keys.push_back("p" + std::to_string(i));
+    }
+  }
+  const nlohmann::json params = header.value("params", nlohmann::json::array());
+  for (const std::string& key : keys) {
+    std::string what = key == "optimizer" ? "the optimizer state" : key;
+    if (key.size() > 1 && key[0] == 'p' && std::isdigit(static_cast<unsigned char>(key[1]))) {
+      const size_t i = std::stoul(key.substr(1));
+      if (i < params.size()) {
+        what = fmt::format("parameter '{}' ({})", params[i].value("name", std::string()), key);
+      }
+    }
+    read_verified(path, header, ar, key, what);
+  }
 }
 
 TrainConfig checkpoint_config(const std::string& path) {

@@ -68,6 +68,11 @@ struct CheckpointInfo {
 TrainConfig checkpoint_config(const std::string& path);
 // The whole header of a checkpoint (format, config, epoch, step, world_size, params, extra).
 nlohmann::json checkpoint_header(const std::string& path);
+// Reads the whole checkpoint and checks it against its checksums (the header's and every
+// tensor's: parameters, feature statistics, optimizer state; a version 1 file has none, so only
+// that every tensor reads): FormatError naming the file and what the damage hit, IoError when it
+// cannot be read. No model needed (--resume auto picks the newest checkpoint that verifies).
+void verify_checkpoint(const std::string& path);
 
 class Trainer {
  public:

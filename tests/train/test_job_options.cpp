@@ -65,7 +65,9 @@ JobConfig unusual_config() {
   c.rank.partition_method = "random";
   c.checkpoint_dir = "/ck";
   c.checkpoint_every = 4;
+  c.keep_checkpoints = 5;
   c.resume = true;
+  c.resume_auto = true;  // "resume": "auto"
   c.seed = uint64_t{1} << 40;
   c.metrics_file = "/m.jsonl";
   c.metric = "f1";
