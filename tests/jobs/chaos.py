@@ -101,7 +101,8 @@ class Job:
                 "--epochs", str(a.epochs), "--batch-size", str(a.batch_size), "--fanouts", "5,5",
                 "--hidden", "32", "--seed", "3", "--threads", "1", "--pipeline", "off",
                 "--no-progress", "--checkpoint-dir", self.ck, "--checkpoint-every", "1",
-                "--metrics", self.metrics, "--resume", "auto"]
+                "--metrics", self.metrics, "--resume", "auto", "--embedding-dim",
+                str(a.embedding_dim)]
 
     def start(self):
         self.log.write(f"---- start at {time.strftime('%H:%M:%S')}\n")
@@ -152,31 +153,49 @@ def epochs_done(job):
     return max(done, default=0)
 
 
-def run_chaos(a, tmp, startup_s, train_s):
-    """Kills and restarts until the job completes; returns (job, kills, starts, seconds).
+def records(path):
+    try:
+        with open(path) as f:
+            return f.read().count("\n")
+    except OSError:
+        return 0
 
-    Each start is killed (until K kills) at a moment drawn around what it has left to do: from
-    0.3 of its startup before training to 0.8 of its remaining training, so most kills land in
-    an epoch, an evaluation or a checkpoint write and some in the startup."""
+
+def kill_moment(a, job, rng, startup_s, epoch_s):
+    """Where this start is killed: ("startup", seconds) a quarter of the time, else ("epoch", E,
+    seconds): that long after the metrics file holds E records (E drawn from the epochs the start
+    will train but the last one), so the kill lands in an epoch's steps, its evaluation or its
+    checkpoint write, whatever the machine's speed."""
+    done = epochs_done(job)
+    if rng.random() < 0.25 or done >= a.epochs - 2:
+        return ("startup", rng.uniform(0.2, 1.0) * startup_s)
+    return ("epoch", rng.randint(done + 1, a.epochs - 2), rng.uniform(0, epoch_s))
+
+
+def run_chaos(a, tmp, startup_s, train_s):
+    """Kills and restarts until the job completes; returns (job, kills, starts, seconds)."""
     rng = random.Random(a.seed)
     job = Job(a, f"{tmp}/chaos")
     kills = starts = 0
     t0 = time.monotonic()
     while True:
-        left_s = train_s * (a.epochs - epochs_done(job)) / a.epochs
+        moment = kill_moment(a, job, rng, startup_s, train_s / a.epochs)
+        victim = rng.randrange(a.ranks)
         p = job.start()
         starts += 1
         if kills < a.kills:
-            delay = max(0.2, startup_s + rng.uniform(-0.3 * startup_s, 0.8 * left_s))
-            victim = rng.randrange(a.ranks)
-            deadline = time.monotonic() + delay
+            if moment[0] == "epoch":
+                while records(job.metrics) < moment[1] and p.poll() is None:
+                    time.sleep(0.005)
+            deadline = time.monotonic() + moment[-1]
             while time.monotonic() < deadline and p.poll() is None:
-                time.sleep(0.01)
+                time.sleep(0.005)
             pid = rank_pids(job.ck, a.ranks).get(victim) if p.poll() is None else None
             if pid is not None:
                 os.kill(pid, signal.SIGKILL)
                 kills += 1
-                job.log.write(f"---- SIGKILL rank {victim} after {delay:.2f} s\n")
+                where = "in startup" if moment[0] == "startup" else f"after epoch {moment[1]}"
+                job.log.write(f"---- SIGKILL rank {victim} {where} + {moment[-1]:.3f} s\n")
                 job.log.flush()
         try:
             rc = p.wait(timeout=a.limit)
@@ -185,8 +204,7 @@ def run_chaos(a, tmp, startup_s, train_s):
             fail("a start of the job hung", job.work)
         if rc == 0:
             if kills < a.kills:
-                fail(f"the job completed after {kills} of {a.kills} kills (drawn too late)",
-                     job.work)
+                fail(f"the job completed after {kills} of {a.kills} kills", job.work)
             return job, kills, starts, time.monotonic() - t0
         if starts > 2 * a.kills + 3:
             fail(f"the job failed (exit {rc}) without a kill, or never completed", job.work)
@@ -233,6 +251,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=60)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--embedding-dim", type=int, default=8,
+                    help="learnt embedding columns (each rank's shard beside each checkpoint)")
     ap.add_argument("--limit", type=float, default=120, help="seconds one start may take")
     ap.add_argument("--long", action="store_true", help="4 ranks, 20 kills, 200 epochs")
     ap.add_argument("--keep", help="keep the work directory here")
