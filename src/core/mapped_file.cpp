@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -47,7 +48,10 @@ void remove_stale_temps(const std::string& path) {
 void write_file_atomic(const std::string& path, const std::string& content) {
   remove_stale_temps(path);
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  // Created exclusively ("x": O_EXCL): never through a link or file someone placed under the name.
+  // One of this pid's (a process before us that had our pid and died) goes first.
+  std::remove(tmp.c_str());
+  std::FILE* f = std::fopen(tmp.c_str(), "wbx");
   DSP_CHECK_T(IoError, f != nullptr, "{}: cannot open for writing: {}", tmp, std::strerror(errno));
   bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
   ok = std::fflush(f) == 0 && ok;

@@ -327,7 +327,8 @@ NpyWriter::NpyWriter(std::string path, DType dtype, std::vector<int64_t> shape)
     expected_ *= static_cast<uint64_t>(d);
   }
   remove_stale_temps(path_);
-  file_ = std::fopen(tmp_.c_str(), "wb");
+  std::remove(tmp_.c_str());  // created exclusively, as write_file_atomic's temporary file is
+  file_ = std::fopen(tmp_.c_str(), "wbx");
   DSP_CHECK_T(IoError, file_ != nullptr, "{}: cannot open for writing: {}", tmp_,
               std::strerror(errno));
   std::string head = npy_header_bytes(dtype, shape);

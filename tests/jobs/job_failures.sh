@@ -184,6 +184,35 @@ case "$case_" in
   rank-killed)
     signal_case KILL 1 5 "^dsp: rank 1 vanished"
     ;;
+  leader-killed-leaves-nothing)
+    # Least privilege and cleanup: a job given a dataset directory partitions it on the fly into
+    # an owner-only temporary directory (mode 700, under TMPDIR) and shares FIFO rows through a
+    # /dev/shm object that exists only while the ranks open it; with rank 0, which made the
+    # directory, killed mid-epoch, neither is left behind.
+    export TMPDIR="$tmp/tmpdir"
+    mkdir -p "$TMPDIR"
+    "$dsp" convert --from ogb "$data/cora" "$tmp/cora" >/dev/null || fail "convert"
+    shm_before="$(ls /dev/shm | grep '^dsp-fifo-' | sort)"
+    new_shm() { comm -13 <(echo "$shm_before") <(ls /dev/shm | grep '^dsp-fifo-' | sort); }
+    start_job "$mpiexec" --oversubscribe -n 3 "$dsp" train "$tmp/cora" --epochs 200 --batch-size 8 \
+      --fifo-rows 100 --fifo-shared-rows 100 --no-progress
+    wait_training
+    made=("$TMPDIR"/dsp-*)
+    [[ ${#made[@]} -eq 1 && -d "${made[0]}" ]] || fail "not one on-the-fly directory: ${made[*]}"
+    [[ "$(stat -c '%a %u' "${made[0]}")" == "700 $(id -u)" ]] ||
+      fail "${made[0]}: mode and owner $(stat -c '%a %u' "${made[0]}"), expected 700 $(id -u)"
+    [[ -z "$(new_shm)" ]] || fail "a shared-memory object outlives the FIFO setup: $(new_shm)"
+    pid=$(rank_pid 0 "$dsp train $tmp/cora")
+    [[ -n "$pid" ]] || fail "no process for rank 0"
+    t0=$(now_ms)
+    kill -KILL "$pid"
+    wait_job 5
+    check "$t0" 5 "^dsp: rank 0 vanished" 1
+    # The directory goes as rank 0 goes (its helper process removes it): allow it a moment.
+    for _ in $(seq 40); do [[ -e "${made[0]}" ]] || break; sleep 0.05; done
+    [[ ! -e "${made[0]}" ]] || fail "left behind: ${made[0]}"
+    [[ -z "$(new_shm)" ]] || fail "left behind in /dev/shm: $(new_shm)"
+    ;;
   loader-raises)
     python_case loader_raise.py 5 "^dsp: error on rank 1: ValueError: injected failure" 1
     ;;

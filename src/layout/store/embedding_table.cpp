@@ -351,7 +351,8 @@ void EmbeddingTable::save(const std::string& path) const {
   h.ids_digest = ids_digest_;
   remove_stale_temps(path);
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  std::remove(tmp.c_str());  // created exclusively, as write_file_atomic's temporary file is
+  std::FILE* f = std::fopen(tmp.c_str(), "wbx");
   DSP_CHECK_T(IoError, f != nullptr, "{}: cannot open for writing: {}", tmp, std::strerror(errno));
   // The header twice: a placeholder, then with the sections' checksums (computed as they go).
   bool ok = std::fwrite(&h, sizeof(h), 1, f) == 1 && write_sections(f, h.sums);

@@ -163,6 +163,16 @@ FifoRowCache::FifoRowCache(int64_t capacity, int64_t num_nodes, size_t row_bytes
 // An attacher may open the object before its creator sized and initialised it: waits (bounded)
 // for the header, then checks the geometry before mapping the whole object.
 void FifoRowCache::attach_check(int fd) {
+  // Only an object of this user, owner-only, is attached (the creator makes it so: O_EXCL, 0600):
+  // one that another user made under the name first could be read or rewritten by that user.
+  struct stat own {};
+  if (fstat(fd, &own) != 0 || own.st_uid != geteuid() || (own.st_mode & 077) != 0) {
+    close(fd);
+    DSP_THROW_T(IoError,
+                "fifo cache: {} exists but is not this user's owner-only object (owner uid {}, "
+                "mode {:o}); refusing to share rows through it",
+                shm_name_, own.st_uid, own.st_mode & 0777);
+  }
   const size_t header_bytes = round64(sizeof(Header));
   for (int i = 0;; ++i) {
     struct stat st {};

@@ -2,7 +2,8 @@
 
 #include <unistd.h>
 
-#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -29,6 +30,15 @@ PartitionOptions on_the_fly_options(const RankOptions& opts, int parts) {
   return po;
 }
 
+// Rank 0's `s` on every rank.
+std::string broadcast_string(CoordinatedCommunicator& ch, const std::string& s) {
+  int64_t n = static_cast<int64_t>(s.size());
+  ch.broadcast(&n, 1, DType::kInt64, 0);
+  std::string out = ch.rank() == 0 ? s : std::string(static_cast<size_t>(n), '\0');
+  if (n > 0) ch.broadcast(out.data(), n, DType::kUInt8, 0);
+  return out;
+}
+
 }  // namespace
 
 OnTheFlyPartition::~OnTheFlyPartition() {
@@ -45,21 +55,25 @@ std::string OnTheFlyPartition::resolve(const RankOptions& opts, CoordinatedCommu
               "(dataset.json)",
               opts.path);
   leader_ = ch.rank() == 0;
-  int64_t pid = ::getpid();
-  ch.broadcast(&pid, 1, DType::kInt64, 0);
-  static std::atomic<int> counter{0};  // several runtimes in one process get distinct directories
-  dir_ = (fs::temp_directory_path() /
-          fmt::format("dsp-{}-{}-{}-{}", opts.log_name, pid, ch.size(), counter++))
-             .string();
   int64_t ok = 1;
-  std::string err;
+  std::string err, out;
   if (leader_) {
     try {
+      // An owner-only directory of a fresh name (mkdtemp: mode 0700, created exclusively): the
+      // partition inside holds the dataset's features and labels, which no other user of a shared
+      // temporary directory may read, and no one can have prepared the path beforehand.
+      std::string pattern =
+          (fs::temp_directory_path() / fmt::format("dsp-{}-XXXXXX", opts.log_name)).string();
+      DSP_CHECK_T(IoError, ::mkdtemp(pattern.data()) != nullptr,
+                  "cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
+      dir_ = pattern;
+      remove_at_exit_ = std::make_unique<RemoveAtExit>(dir_);
+      out = dir_ + "/partition";
       // A heterogeneous dataset is partitioned as its union graph (graph/hetero.hpp).
       Dataset ds = is_hetero_dataset(opts.path) ? hetero_union(load_hetero_dataset(opts.path))
                                                 : load_dataset(opts.path);
       DSP_INFO("runtime", "partitioning {} into {} part(s) ...", opts.path, ch.size());
-      partition_dataset(ds, on_the_fly_options(opts, ch.size()), dir_);
+      partition_dataset(ds, on_the_fly_options(opts, ch.size()), out);
     } catch (const Error& e) {
       ok = 0;
       err = e.what();
@@ -70,7 +84,8 @@ std::string OnTheFlyPartition::resolve(const RankOptions& opts, CoordinatedCommu
     if (leader_) throw FormatError(err);
     DSP_THROW("rank 0 failed to partition the dataset");
   }
-  return dir_;
+  active_ = true;
+  return broadcast_string(ch, out);
 }
 
 }  // namespace dsp
