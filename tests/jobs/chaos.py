@@ -107,8 +107,23 @@ class Job:
     def start(self):
         self.log.write(f"---- start at {time.strftime('%H:%M:%S')}\n")
         self.log.flush()
-        return subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        p = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        RUNNING.append(p)
+        return p
+
+
+RUNNING = []  # every job started: ended (its whole session) when the script ends
+
+
+def end_jobs():
+    for p in RUNNING:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
 
 
 def fail(msg, work=None):
@@ -161,15 +176,20 @@ def records(path):
         return 0
 
 
-def kill_moment(a, job, rng, startup_s, epoch_s):
+def kill_moment(a, job, rng, kills_left, startup_s, epoch_s):
     """Where this start is killed: ("startup", seconds) a quarter of the time, else ("epoch", E,
-    seconds): that long after the metrics file holds E records (E drawn from the epochs the start
-    will train but the last one), so the kill lands in an epoch's steps, its evaluation or its
-    checkpoint write, whatever the machine's speed."""
+    seconds): that long after the metrics file holds E records (none half of the time), so the
+    kill lands in epoch E's checkpoint write, the next epoch's steps or its evaluation whatever
+    the machine's speed. E is drawn from
+    the next (epochs left but the last) / (kills left) epochs, so every kill finds epochs to
+    interrupt."""
     done = epochs_done(job)
-    if rng.random() < 0.25 or done >= a.epochs - 2:
-        return ("startup", rng.uniform(0.2, 1.0) * startup_s)
-    return ("epoch", rng.randint(done + 1, a.epochs - 2), rng.uniform(0, epoch_s))
+    left = a.epochs - 2 - done
+    if rng.random() < 0.25 or left < 1:
+        return ("startup", rng.uniform(0.1, 0.7) * startup_s)
+    span = max(1, left // max(1, kills_left))
+    # Half of them at once: rank 0 is then writing epoch E's checkpoint (its record comes first).
+    return ("epoch", done + rng.randint(1, span), rng.choice([0.0, rng.uniform(0, epoch_s)]))
 
 
 def run_chaos(a, tmp, startup_s, train_s):
@@ -179,18 +199,23 @@ def run_chaos(a, tmp, startup_s, train_s):
     kills = starts = 0
     t0 = time.monotonic()
     while True:
-        moment = kill_moment(a, job, rng, startup_s, train_s / a.epochs)
+        moment = kill_moment(a, job, rng, a.kills - kills, startup_s, train_s / a.epochs)
         victim = rng.randrange(a.ranks)
         p = job.start()
         starts += 1
         if kills < a.kills:
+            pid = None  # looked up while waiting, so that a kill "at once" is within ms
             if moment[0] == "epoch":
                 while records(job.metrics) < moment[1] and p.poll() is None:
-                    time.sleep(0.005)
+                    pid = pid or rank_pids(job.ck, a.ranks).get(victim)
+                    time.sleep(0.002)
             deadline = time.monotonic() + moment[-1]
             while time.monotonic() < deadline and p.poll() is None:
-                time.sleep(0.005)
-            pid = rank_pids(job.ck, a.ranks).get(victim) if p.poll() is None else None
+                time.sleep(0.002)
+            if p.poll() is None:
+                pid = pid or rank_pids(job.ck, a.ranks).get(victim)
+            else:
+                pid = None
             if pid is not None:
                 os.kill(pid, signal.SIGKILL)
                 kills += 1
@@ -250,7 +275,7 @@ def main():
     ap.add_argument("--kills", type=int, default=4)
     ap.add_argument("--epochs", type=int, default=60)
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--embedding-dim", type=int, default=8,
                     help="learnt embedding columns (each rank's shard beside each checkpoint)")
     ap.add_argument("--limit", type=float, default=120, help="seconds one start may take")
@@ -263,6 +288,7 @@ def main():
         print(f"SKIP: no {a.mpiexec}")
         sys.exit(77)
     os.environ.setdefault("DSP_COMM_TIMEOUT", "60")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a timeout's TERM: end the jobs too
     tmp = tempfile.mkdtemp(prefix="dsp-chaos-")
     try:
         for d in ("ref", "chaos"):
@@ -277,12 +303,23 @@ def main():
         job, kills, starts, chaos_s = run_chaos(a, tmp, startup_s, train_s)
         check(a, ref, job)
         with open(f"{job.work}/log") as f:
-            skipped = sum("--resume auto: skipping" in x for x in f)
+            lines = f.readlines()
+        skipped = sum("--resume auto: skipping" in x for x in lines)
+        # Restarts that dropped a metrics record: killed after epoch E's record, resumed before E.
+        redone, killed_after = 0, None
+        for x in lines:
+            if x.startswith("---- SIGKILL"):
+                killed_after = int(x.split("after epoch ")[1].split()[0]) if "epoch" in x else None
+            elif "resumed from" in x and killed_after is not None:
+                redone += int(x.split("after epoch ")[1].split()[0]) < killed_after
+                killed_after = None
         print(f"chaos: {a.ranks} ranks, {a.epochs} epochs, seed {a.seed}: {kills} kills, "
-              f"{starts} starts, {skipped} damaged checkpoint(s) skipped; {chaos_s:.1f} s vs "
+              f"{starts} starts, {redone} epoch record(s) dropped and trained again, {skipped} "
+              f"damaged checkpoint(s) skipped; {chaos_s:.1f} s vs "
               f"{ref_s:.1f} s uninterrupted; parameters, optimizer state and metrics records "
               "identical")
     finally:
+        end_jobs()
         if a.keep:
             shutil.copytree(tmp, a.keep, dirs_exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
