@@ -69,13 +69,16 @@ def optimizer_tensors(path):
     raise AssertionError(f"{path}: no optimizer state found")
 
 
-def rank_pids(tag, ranks):
-    """pid of each rank of the job whose command line holds `tag` (OMPI_COMM_WORLD_RANK)."""
+def rank_pids(tag, ranks, session):
+    """pid of each rank of the job whose command line holds `tag` (OMPI_COMM_WORLD_RANK), among
+    the processes of `session` (not a previous start's rank still exiting)."""
     found = {}
     for p in os.listdir("/proc"):
         if not p.isdigit():
             continue
         try:
+            if os.getsid(int(p)) != session:
+                continue
             with open(f"/proc/{p}/cmdline", "rb") as f:
                 if tag.encode() not in f.read():
                     continue
@@ -207,14 +210,14 @@ def run_chaos(a, tmp, startup_s, train_s):
             pid = None  # looked up while waiting, so that a kill "at once" is within ms
             if moment[0] == "epoch":
                 while records(job.metrics) < moment[1] and p.poll() is None:
-                    pid = pid or rank_pids(job.ck, a.ranks).get(victim)
+                    pid = pid or rank_pids(job.ck, a.ranks, p.pid).get(victim)
                     time.sleep(0.002)
             deadline = time.monotonic() + moment[-1]
             while time.monotonic() < deadline and p.poll() is None:
                 time.sleep(0.002)
-            if p.poll() is None:
-                pid = pid or rank_pids(job.ck, a.ranks).get(victim)
-            else:
+            while pid is None and p.poll() is None:  # an early moment: the ranks not yet there
+                pid = rank_pids(job.ck, a.ranks, p.pid).get(victim)
+            if p.poll() is not None:
                 pid = None
             if pid is not None:
                 os.kill(pid, signal.SIGKILL)
