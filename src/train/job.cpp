@@ -992,8 +992,8 @@ bool TrainJob::checkpoint_verifies(const std::string& file) {
     if (rt_.leader()) verify_checkpoint(file);
     if (emb_) emb_->load(embedding_shard(file, rt_.rank(), rt_.size()));
     return true;
-  } catch (const Error& e) {  // damaged or missing: the next older one
-    DSP_WARN("train", "--resume auto: skipping a damaged checkpoint: {}", e.what());
+  } catch (const Error& e) {  // damaged, or a shard a killed rank never wrote: an older one
+    DSP_WARN("train", "--resume auto: skipping an incomplete or damaged checkpoint: {}", e.what());
     return false;
   }
 }

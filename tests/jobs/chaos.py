@@ -179,6 +179,13 @@ def records(path):
         return 0
 
 
+def trains(job, offset):
+    """Whether the start whose output begins at `offset` of the log has printed an epoch line."""
+    with open(f"{job.work}/log") as f:
+        f.seek(offset)
+        return "\nepoch " in f.read()
+
+
 def kill_moment(a, job, rng, kills_left, startup_s, epoch_s):
     """Where this start is killed: ("startup", seconds) a quarter of the time, else ("epoch", E,
     seconds): that long after the metrics file holds E records (none half of the time), so the
@@ -204,12 +211,15 @@ def run_chaos(a, tmp, startup_s, train_s):
     while True:
         moment = kill_moment(a, job, rng, a.kills - kills, startup_s, train_s / a.epochs)
         victim = rng.randrange(a.ranks)
+        offset = os.path.getsize(f"{job.work}/log")
         p = job.start()
         starts += 1
         if kills < a.kills:
             pid = None  # looked up while waiting, so that a kill "at once" is within ms
             if moment[0] == "epoch":
-                while records(job.metrics) < moment[1] and p.poll() is None:
+                # Records counted once this start trains (it first cuts the file to its checkpoint).
+                while not (trains(job, offset) and records(job.metrics) >= moment[1]) and \
+                        p.poll() is None:
                     pid = pid or rank_pids(job.ck, a.ranks, p.pid).get(victim)
                     time.sleep(0.002)
             deadline = time.monotonic() + moment[-1]

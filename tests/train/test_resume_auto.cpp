@@ -151,7 +151,8 @@ void expect_damaged_newest_skipped(const std::string& name, void (*damage)(const
   const JobResult r = run_training(resume_config(c, {"resume", "epochs"}));
   const std::string log = testing::internal::GetCapturedStderr();
   EXPECT_EQ(r.epochs_run, 2);  // epochs 3 and 4, from checkpoint-2.pt
-  const std::string warning = "--resume auto: skipping a damaged checkpoint: " + newest;
+  const std::string warning =
+      "--resume auto: skipping an incomplete or damaged checkpoint: " + newest;
   size_t lines = 0;
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);) {
@@ -175,6 +176,37 @@ TEST(ResumeAuto, TruncatedNewestIsSkipped) {
   expect_damaged_newest_skipped(
       "truncated", [](const std::string& f) { fs::resize_file(f, fs::file_size(f) / 2); },
       "is not a dsp checkpoint");
+}
+
+// With learnt embeddings each rank's shard is part of the checkpoint: a checkpoint whose shard a
+// killed rank never wrote is skipped (the warning names the shard), and the run continues from the
+// one before with the embeddings' rows and optimizer state of that epoch.
+TEST(ResumeAuto, CheckpointWithoutItsEmbeddingShardIsSkipped) {
+  JobConfig whole = small_job("emb_whole");
+  whole.embedding.dim = 8;
+  run_training(whole);
+  JobConfig c = small_job("emb_shard");
+  c.embedding.dim = 8;
+  c.epochs = 3;
+  run_training(c);
+  const std::string shard = rotated_checkpoint(c.checkpoint_dir, 3) + ".embedding.0-of-1";
+  ASSERT_TRUE(fs::exists(shard));
+  fs::remove(shard);
+  c.epochs = 4;
+  c.resume = c.resume_auto = true;
+  testing::internal::CaptureStderr();
+  const JobResult r = run_training(resume_config(c, {"resume", "epochs"}));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.epochs_run, 2);
+  EXPECT_NE(log.find("--resume auto: skipping an incomplete or damaged checkpoint: " + shard),
+            std::string::npos)
+      << log;
+  expect_same_run(whole, c);
+  EXPECT_TRUE(fs::exists(shard));
+  for (const JobConfig& j : {whole, c}) {
+    fs::remove_all(j.checkpoint_dir);
+    fs::remove(j.metrics_file);
+  }
 }
 
 // Only damaged checkpoints: an error, not a new run over them (which would replace the run's
