@@ -1401,7 +1401,7 @@ void TrainJob::checkpoint(int epoch, const std::string& path) {
   // Each rank's rows of the learnable embeddings beside the checkpoint.
   if (emb_) emb_->save(embedding_shard(file, rt_.rank(), rt_.size()));
   // Replicas are identical: rank 0 writes.
-  if (rt_.leader())
+  if (rt_.leader()) {
     trainer_->save_checkpoint(
         file, epoch + 1,
         {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
@@ -1413,6 +1413,7 @@ void TrainJob::checkpoint(int epoch, const std::string& path) {
          {"evals_since_best", evals_since_best_},
          {"lr_schedule", lr_.state()},
          {"job", recorded_}});
+  }
   if (path.empty()) rotate(epoch + 1);
 }
 
@@ -1498,9 +1499,10 @@ std::string newest_readable_checkpoint(const std::string& dir) {
   for (const int64_t e : rotated_epochs(dir)) files.push_back(rotated_checkpoint(dir, e));
   if (files.empty()) files.push_back(dir + "/checkpoint.pt");
   for (const std::string& f : files) {
+    if (!path_exists(f)) continue;
     try {
-      if (path_exists(f)) checkpoint_header(f);
-      if (path_exists(f)) return f;
+      checkpoint_header(f);
+      return f;
     } catch (const Error&) {  // the job warns about it
     }
   }
@@ -1524,11 +1526,12 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
   nlohmann::json take = nlohmann::json::object();
   for (const std::string& key : given) {
     if (!mine.contains(key)) continue;
-    DSP_CHECK_ARG(may_change.count(key) || mine.at(key) == recorded.at(key),
-                  "{} {} contradicts the run in {} ({}): --resume continues that run; only "
-                  "--epochs, --eval-every, --checkpoint-every, --checkpoint-dir, --metrics, "
-                  "--threads, --log-file and the path may change",
-                  flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump());
+    DSP_CHECK_ARG(
+        may_change.count(key) || mine.at(key) == recorded.at(key),
+        "{} {} contradicts the run in {} ({}): --resume continues that run; only "
+        "--epochs, --eval-every, --checkpoint-every, --keep-checkpoints, --checkpoint-dir, "
+        "--metrics, --threads, --log-file and the path may change",
+        flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump());
     take[key] = mine.at(key);
   }
   JobConfig out = base;

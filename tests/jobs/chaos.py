@@ -321,8 +321,8 @@ def main():
         # Restarts that dropped a metrics record: killed after epoch E's record, resumed before E.
         redone, killed_after = 0, None
         for x in lines:
-            if x.startswith("---- SIGKILL"):
-                killed_after = int(x.split("after epoch ")[1].split()[0]) if "epoch" in x else None
+            if x.startswith("---- SIGKILL") and "after epoch" in x:  # a startup kill: no change
+                killed_after = int(x.split("after epoch ")[1].split()[0])
             elif "resumed from" in x and killed_after is not None:
                 redone += int(x.split("after epoch ")[1].split()[0]) < killed_after
                 killed_after = None

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ccc/communicator.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "graph/dataset.hpp"
@@ -19,7 +20,6 @@
 #include "layout/partition/partition.hpp"
 #include "link_fixtures.hpp"
 #include "predicted_accuracy.hpp"
-#include "ccc/communicator.hpp"
 #include "train/job.hpp"
 #include "train/link.hpp"
 #include "train/predict.hpp"
@@ -457,8 +457,9 @@ TEST(Job, PredictWithTheBestModelReproducesItsTestAccuracy) {
     run_predict(p);
     FAIL();
   } catch (const IoError& e) {
-    EXPECT_EQ(std::string(e.what()), p.out + "/predictions.npy exists: remove it, choose another "
-                                             "--out, or give --overwrite");
+    EXPECT_EQ(std::string(e.what()), p.out +
+                                         "/predictions.npy exists: remove it, choose another "
+                                         "--out, or give --overwrite");
   }
   // Embeddings of chosen nodes: the hidden layer, rows in the file's order.
   PredictConfig e = p;
@@ -510,8 +511,8 @@ TEST(Job, ResumeTakesTheRunFromTheCheckpoint) {
     EXPECT_EQ(std::string(e.what()),
               "--seed 5 contradicts the run in " + c.checkpoint_dir +
                   "/checkpoint.pt (3): --resume continues that run; only --epochs, --eval-every, "
-                  "--checkpoint-every, --checkpoint-dir, --metrics, --threads, --log-file and "
-                  "the path may change");
+                  "--checkpoint-every, --keep-checkpoints, --checkpoint-dir, --metrics, "
+                  "--threads, --log-file and the path may change");
   }
   fs::remove_all(c.checkpoint_dir);
 }
