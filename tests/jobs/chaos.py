@@ -328,7 +328,7 @@ def main():
                 killed_after = None
         print(f"chaos: {a.ranks} ranks, {a.epochs} epochs, seed {a.seed}: {kills} kills, "
               f"{starts} starts, {redone} epoch record(s) dropped and trained again, {skipped} "
-              f"damaged checkpoint(s) skipped; {chaos_s:.1f} s vs "
+              f"incomplete or damaged checkpoint(s) skipped; {chaos_s:.1f} s vs "
               f"{ref_s:.1f} s uninterrupted; parameters, optimizer state and metrics records "
               "identical")
     finally:
