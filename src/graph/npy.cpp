@@ -258,8 +258,10 @@ Array load_copy(const std::string& path) {
   read_exact(f.get(), head.data(), head.size(), path);
   size_t prefix = 0;
   size_t header_end = npy_prefix_and_header_size(head.data(), head.size(), path, &prefix);
-  size_t have = head.size();
-  head.resize(std::min<uint64_t>(header_end, total));
+  // A header that ends within the bytes already read (a malformed length) must not shrink the
+  // buffer below them: the parse below then names the fault.
+  const size_t have = head.size();
+  head.resize(std::max<uint64_t>(have, std::min<uint64_t>(header_end, total)));
   read_exact(f.get(), head.data() + have, head.size() - have, path);
   NpyHeader h = parse_impl(head.data(), head.size(), total, path);
   Array a(h.dtype, h.shape);
