@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ccc/communicator.hpp"
+#include "cora_dataset.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "graph/dataset.hpp"
@@ -32,17 +33,6 @@ std::string temp_dir(const std::string& name) {
   auto p = fs::temp_directory_path() / fmt::format("dsp_job_{}_{}", name, ::getpid());
   fs::remove_all(p);
   return p.string();
-}
-
-const std::string& cora_dir() {
-  static std::string dir = [] {
-    std::string d = temp_dir("cora");
-    OgbImportOptions o;
-    o.name = "cora";
-    write_dataset(import_ogb_raw(std::string(DSP_TEST_DATA_DIR) + "/cora", o), d);
-    return d;
-  }();
-  return dir;
 }
 
 JobConfig cora_config() {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cora_dataset.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "graph/dataset.hpp"
@@ -24,17 +25,6 @@ std::string temp_dir(const std::string& name) {
   auto p = fs::temp_directory_path() / fmt::format("dsp_resume_auto_{}_{}", name, ::getpid());
   fs::remove_all(p);
   return p.string();
-}
-
-const std::string& cora_dir() {
-  static std::string dir = [] {
-    std::string d = temp_dir("cora");
-    OgbImportOptions o;
-    o.name = "cora";
-    write_dataset(import_ogb_raw(std::string(DSP_TEST_DATA_DIR) + "/cora", o), d);
-    return d;
-  }();
-  return dir;
 }
 
 // A few short epochs, a checkpoint after each, the newest 3 kept.
