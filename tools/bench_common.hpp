@@ -1,6 +1,7 @@
 #pragma once
 // What the subcommands of `dsp bench` share: each is its options' table (declared with the module
 // it measures) as flags, one positional path, validate(), then the run (tools/bench_*.cpp).
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "commands.hpp"
 #include "core/fs.hpp"
 #include "core/memory.hpp"
+#include "pipeline/bench_memory.hpp"
 #include "pipeline/rank/runtime.hpp"
 
 namespace dsp::cli {
@@ -69,6 +71,13 @@ inline RankOptions bench_rank(const std::string& path, int threads, const RankOp
   ro.threads = threads;
   ro.log_name = "bench";
   return ro;
+}
+
+// The budget a bench's rank plans against: --memory-budget, or 3/4 of the memory available
+// shared by the node's ranks.
+inline uint64_t bench_budget(const RankRuntime& rt) {
+  return rt.options().budget_or(default_memory_budget() /
+                                static_cast<uint64_t>(std::max(rt.cores().node_size, 1)));
 }
 
 // --json: the figures, written atomically (when a file was given).

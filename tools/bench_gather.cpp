@@ -48,8 +48,23 @@ void print_gather(const nlohmann::json& j) {
              j["rows_local_hot"].get<int64_t>(), j["rows_cold"].get<int64_t>());
 }
 
+// The store's arrays, the id permutation (8 B per node) and per gathered row the three buffers
+// (the store's output, the loop's and the memcpy's rows) and the ids and request lists.
+uint64_t gather_bytes(const GatherBenchOptions& a, const RankRuntime& rt) {
+  const Array& f = rt.part().features;
+  const uint64_t n = f.defined() ? static_cast<uint64_t>(f.dim(0)) : 0;
+  const uint64_t row = n ? f.nbytes() / n : 0;
+  const uint64_t out_row = std::max<uint64_t>(row, f.defined() ? 4 * f.dim(1) : 0);
+  const uint64_t batch = std::min<uint64_t>(static_cast<uint64_t>(a.batch), n);
+  return bench_store_bytes(rt.part(), true, false, rt.cores().node_size) + 8 * n +
+         batch * (2 * row + out_row + 48);
+}
+
 void run_gather(const GatherBenchOptions& a, const RankOptions& rank) {
   RankRuntime rt(bench_rank(a.partition, a.threads, rank));
+  if (rt.has_features()) {
+    check_bench_memory("dsp bench gather", gather_bytes(a, rt), bench_budget(rt), "--batch");
+  }
   Communicator& comm = rt.channel(WorkerKind::kLoader);  // the store's channel: ops in order
   nlohmann::json j = measure_gather(rt.store(), comm, rt.part().features, a);
   j["bench"] = "gather";
@@ -71,7 +86,7 @@ void add_bench_gather(CLI::App* bench) {
   add_bench_command<GatherBenchOptions>(
       bench, "gather", "Feature gather bandwidth vs a per-row memcpy loop and a contiguous memcpy",
       "PARTITION", "partition directory (dsp partition)", &GatherBenchOptions::partition,
-      gather_bench_options(), {"device"}, run_gather);
+      gather_bench_options(), {"device", "memory_budget"}, run_gather);
 }
 
 }  // namespace dsp::cli

@@ -244,6 +244,21 @@ void add_run_figures(nlohmann::json& j, const PipeArgs& a, RankRuntime& rt, Trai
   j["train_step_rank0"] = trainer.step_times().to_json();
 }
 
+// What a rank of the bench holds at its peak: the store and the sampler's copies, and the batches
+// in flight (two queues of --queue-capacity and one in each stage), each its sampled blocks, its
+// input rows (decoded to float32) and the trainer's activations and gradients (four arrays of
+// --hidden floats per node and layer).
+uint64_t pipeline_bytes(const PipeArgs& a, const RankRuntime& rt, const SamplerOptions& so) {
+  const PartitionData& part = rt.part();
+  const int64_t n = part.meta.num_nodes;
+  const uint64_t nodes = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, so.fanouts, n));
+  const uint64_t row = 4 * static_cast<uint64_t>(std::max<int64_t>(part.meta.feature_dim, 1));
+  const uint64_t per_batch = sampled_batch_bytes(a.batch_size, so.fanouts, n) + nodes * row +
+                             nodes * 16 * static_cast<uint64_t>(a.hidden) * so.fanouts.size();
+  const uint64_t in_flight = 2 * a.bench().queue_capacity + 3;
+  return bench_store_bytes(part, true, true, rt.cores().node_size) + in_flight * per_batch;
+}
+
 // The stages of `dsp train` (src/train/job.cpp, without evaluation, checkpoints and metrics),
 // timed by bench_pipeline with the pipeline on and off.
 void run_pipeline_bench(const PipeArgs& a, const RankOptions& rank) {
@@ -258,6 +273,8 @@ void run_pipeline_bench(const PipeArgs& a, const RankOptions& rank) {
   so.fanouts = parse_int_list(a.fanouts, "--fanouts");
   so.seed = a.seed;
   so.blocks_on_device = true;  // the trainer runs on the rank's device, as in dsp train
+  check_bench_memory("dsp bench pipeline", pipeline_bytes(a, rt, so), bench_budget(rt),
+                     "--batch-size, --fanouts, --hidden");
   std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
   FeatureStore& store = rt.store();
   Trainer trainer(train_config(a, rt, so), coord.channel(WorkerKind::kTrainer));
@@ -298,7 +315,7 @@ void add_bench_pipeline(CLI::App* bench) {
       "Epoch time of training with the pipeline on vs off, and the per-stage breakdown (run under "
       "mpirun -np P with a P-part partition)",
       "PARTITION", "partition directory (dsp partition)", &PipelineBenchCommand::partition,
-      pipeline_bench_options(), {"device", "topology_memory"}, run_pipeline_bench);
+      pipeline_bench_options(), {"device", "topology_memory", "memory_budget"}, run_pipeline_bench);
 }
 
 }  // namespace dsp::cli

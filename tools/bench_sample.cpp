@@ -52,6 +52,13 @@ void print_sample(const SampleBenchOptions& a, const nlohmann::json& j) {
 void run_sample(const SampleBenchOptions& a, const RankOptions& rank) {
   RankRuntime rt(bench_rank(a.partition, a.threads, rank));
   const PartitionData& part = rt.part();
+  // The sampler's neighbour array copy, the seeds, and a batch being sampled while the last one's
+  // figures are kept.
+  check_bench_memory("dsp bench sample",
+                     bench_store_bytes(part, false, true, rt.cores().node_size) +
+                         8 * static_cast<uint64_t>(part.seeds.dim(0)) +
+                         2 * sampled_batch_bytes(a.batch_size, a.base.fanouts, part.meta.num_nodes),
+                     bench_budget(rt), "--batch-size, --fanouts");
   check_node_times(a.sampler(SampleMode::kCsp), part, a.partition, "seed");
   Communicator& comm = rt.channel(WorkerKind::kSampler);
   std::vector<int64_t> seeds;
@@ -89,7 +96,7 @@ void add_bench_sample(CLI::App* bench) {
       bench, "sample",
       "Collective sampling throughput (per stage and layer) and bytes moved, CSP vs pull",
       "PARTITION", "partition directory (dsp partition)", &SampleBenchOptions::partition,
-      sample_bench_options(), {"device", "topology_memory"}, run_sample);
+      sample_bench_options(), {"device", "topology_memory", "memory_budget"}, run_sample);
 }
 
 }  // namespace dsp::cli

@@ -407,6 +407,10 @@ class Loader:
             bytes or a size such as "8G" (``--topology-memory``; default: half the free device
             memory, which leaves the rest to the model); the rest is read from pinned host memory
             through UVA, the hottest rows on the device; 0: all through UVA.
+        memory_budget: host memory this process may use, bytes or a size such as "12G"
+            (``--memory-budget``; default: 3/4 of what is available): a dataset directory's
+            partition on the fly is estimated first and refused with ``dsp.Error`` (the CLI's
+            one line) when it does not fit.
         backend: "auto" (MPI under mpirun; the torch.distributed process group when one is
             initialised, e.g. under torchrun; else a single process), "self", "mpi" or "torch".
         process_group: run dsp's collectives over this torch.distributed process group (gloo
@@ -454,15 +458,17 @@ class Loader:
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
                  topology_memory: Optional[Union[int, str]] = None, order: str = "random",
                  bfs_sequences: int = 4, nodes=None, sampler: str = "neighbor",
-                 process_group=None, **sampler_options):
+                 process_group=None, memory_budget: Optional[Union[int, str]] = None,
+                 **sampler_options):
         self._open(path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
                    partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
                    topology_memory, order, bfs_sequences, nodes, None,
-                   dict(sampler_options, sampler=sampler), process_group)
+                   dict(sampler_options, sampler=sampler), process_group, memory_budget)
 
     def _open(self, path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
               partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
-              topology_memory, order, bfs_sequences, nodes, link, sampler, process_group):
+              topology_memory, order, bfs_sequences, nodes, link, sampler, process_group,
+              memory_budget=None):
         """The engine (``link``: LinkLoader's keywords of the link table, else None;
         ``sampler``: the keywords of dsp train's sampler table but fanouts; ``process_group``:
         see :class:`Loader`)."""
@@ -499,7 +505,8 @@ class Loader:
                                   partition_method, device, int(fifo_rows),
                                   int(fifo_shared_rows), transport,
                                   "" if topology_memory is None else str(topology_memory),
-                                  order, int(bfs_sequences), nodes, link, sampler)
+                                  order, int(bfs_sequences), nodes, link, sampler,
+                                  "" if memory_budget is None else str(memory_budget))
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
         self._schema = Schema.from_meta(self._impl.meta)
@@ -605,7 +612,7 @@ class LinkLoader(Loader):
     Args:
         path, fanouts, batch_size (training edges per rank per step), shuffle, seed, prefetch,
             as_tensor, backend, partition_method, pin_memory, device, fifo_rows,
-            fifo_shared_rows, transport, topology_memory, process_group: as for
+            fifo_shared_rows, transport, topology_memory, process_group, memory_budget: as for
             :class:`Loader`. A dataset without training edges raises ``dsp.FormatError`` naming
             ``path``.
         neg_ratio: negatives per training edge, 1 to 4096 (``--neg-ratio``).
@@ -626,13 +633,14 @@ class LinkLoader(Loader):
                  partition_method: str = "metis", pin_memory: bool = False, device: str = "cpu",
                  fifo_rows: int = 0, fifo_shared_rows: int = 0, transport: str = "auto",
                  topology_memory: Optional[Union[int, str]] = None, sampler: str = "neighbor",
-                 process_group=None, **sampler_options):
+                 process_group=None, memory_budget: Optional[Union[int, str]] = None,
+                 **sampler_options):
         link = {"task": "link", "neg_ratio": int(neg_ratio), "negatives": negatives,
                 "exclude": exclude}
         self._open(path, fanouts, batch_size, shuffle, "train", seed, prefetch, as_tensor,
                    backend, partition_method, pin_memory, device, fifo_rows, fifo_shared_rows,
                    transport, topology_memory, "random", 4, None, link,
-                   dict(sampler_options, sampler=sampler), process_group)
+                   dict(sampler_options, sampler=sampler), process_group, memory_budget)
 
     @property
     def local_edges(self):

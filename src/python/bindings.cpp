@@ -781,7 +781,8 @@ LoaderHolder new_loader(const std::string& path, const py::object& fanouts, int6
                         const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
                         const std::string& transport, const std::string& topology_memory,
                         const std::string& order, int bfs_sequences, std::optional<IdArray> nodes,
-                        std::optional<py::dict> link, std::optional<py::dict> sampler) {
+                        std::optional<py::dict> link, std::optional<py::dict> sampler,
+                        const std::string& memory_budget) {
   pyext::LoaderOptions o;
   // The rank's options through the rank room's table: dsp train's parsers and
   // messages (pipeline/rank/options.hpp).
@@ -793,6 +794,7 @@ LoaderHolder new_loader(const std::string& path, const py::object& fanouts, int6
                          {"fifo_rows", fifo_rows},
                          {"fifo_shared_rows", fifo_shared_rows}};
   if (!topology_memory.empty()) rank["topology_memory"] = topology_memory;
+  if (!memory_budget.empty()) rank["memory_budget"] = memory_budget;
   read_options(rank_options_table(), rank, o.rank, "dsp.Loader");
   read_options(seed_order_options_table(), {{"order", order}, {"bfs_sequences", bfs_sequences}},
                o.seed_order, "dsp.Loader");
@@ -829,7 +831,8 @@ void bind_loader(py::module_& m) {
            py::arg("fifo_rows") = 0, py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
            py::arg("topology_memory") = "", py::arg("order") = "random",
            py::arg("bfs_sequences") = 4, py::arg("nodes") = py::none(),
-           py::arg("link") = py::none(), py::arg("sampler") = py::none())
+           py::arg("link") = py::none(), py::arg("sampler") = py::none(),
+           py::arg("memory_budget") = "")
       .def_property_readonly("rank", &pyext::Loader::rank)
       .def_property_readonly("device",
                              [](const pyext::Loader& l) { return l.runtime().device().str(); })

@@ -755,8 +755,9 @@ void TrainJob::make_trainer() {
       const FeaturelessRows f(*meta.hetero, tc_.model.type_dims);
       rows = f.offsets[rt_.rank() + 1] - f.offsets[rt_.rank()];
     }
-    rt_.check_embedding_fits(rows, tc_.model.embedding_dim, cfg_.embedding.optimizer,
-                             available_memory() / static_cast<uint64_t>(rt_.cores().node_size));
+    rt_.check_embedding_fits(
+        rows, tc_.model.embedding_dim, cfg_.embedding.optimizer,
+        cfg_.rank.budget_or(available_memory() / static_cast<uint64_t>(rt_.cores().node_size)));
   }
   trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
   if (tc_.model.embedding_dim > 0) make_embedding();
@@ -1521,8 +1522,9 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
   const JobConfig base = JobConfig::from_json(extra.at("job"), path);
   const nlohmann::json recorded = base.to_json(), mine = c.to_json();
   static const std::set<std::string> may_change = {
-      "epochs", "eval_every", "checkpoint_every", "checkpoint_dir", "metrics_file",    "threads",
-      "path",   "resume",     "progress",         "log_file",       "keep_checkpoints"};
+      "epochs", "eval_every", "checkpoint_every", "checkpoint_dir",  "metrics_file", "threads",
+      "path",   "resume",     "progress",         "log_file",        "keep_checkpoints",
+      "memory_budget"};
   nlohmann::json take = nlohmann::json::object();
   for (const std::string& key : given) {
     if (!mine.contains(key)) continue;
@@ -1530,7 +1532,7 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
         may_change.count(key) || mine.at(key) == recorded.at(key),
         "{} {} contradicts the run in {} ({}): --resume continues that run; only "
         "--epochs, --eval-every, --checkpoint-every, --keep-checkpoints, --checkpoint-dir, "
-        "--metrics, --threads, --log-file and the path may change",
+        "--metrics, --threads, --log-file, --memory-budget and the path may change",
         flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump());
     take[key] = mine.at(key);
   }

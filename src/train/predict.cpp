@@ -84,9 +84,11 @@ OptionTable<PredictConfig> predict_options_table(bool embed) {
                                    "threads per rank (default: the rank's share of its cores)",
                                    DSP_FIELD(rank.threads)));
 #undef DSP_FIELD
-  t.push_back(
-      options::embed<PredictConfig>(options::find(rank_options_table(), "device"),
-                                    [](PredictConfig& c) -> RankOptions& { return c.rank; }));
+  for (const char* key : {"device", "memory_budget"}) {
+    t.push_back(
+        options::embed<PredictConfig>(options::find(rank_options_table(), key),
+                                      [](PredictConfig& c) -> RankOptions& { return c.rank; }));
+  }
   return t;
 }
 
@@ -192,17 +194,19 @@ void check_memory(RankRuntime& rt, const Trainer& trainer, int layers, int64_t b
   const PartitionMeta& meta = rt.part().meta;
   int64_t need = layerwise_inference_bytes(meta, rt.rank(), widths, batch_size);
   if (rt.leader()) need += 4 * widths.back() * (meta.num_nodes + out_rows) + 8 * out_rows;
-  int64_t have =
-      static_cast<int64_t>(available_memory() / static_cast<uint64_t>(rt.cores().node_size));
+  int64_t have = static_cast<int64_t>(
+      rt.options().budget_or(available_memory() / static_cast<uint64_t>(rt.cores().node_size)));
   CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 3);
   main_ch.all_reduce(&need, 1, DType::kInt64, ReduceOp::kMax);
   main_ch.all_reduce(&have, 1, DType::kInt64, ReduceOp::kMin);
   DSP_CHECK_T(NotSupported, need <= have,
               "layer-wise inference over {} nodes needs an estimated {} on the busiest rank but "
-              "{} is available to a rank: run more ranks (mpirun -np) or give a smaller "
-              "--batch-size",
-              meta.num_nodes, format_bytes(need), format_bytes(have));
+              "{} {}: run more ranks (mpirun -np), give a smaller --batch-size or raise "
+              "--memory-budget",
+              meta.num_nodes, format_bytes(need), format_bytes(have),
+              rt.options().memory_budget > 0 ? "is the budget of a rank (--memory-budget)"
+                                             : "is available to a rank");
   if (rt.leader()) {
     DSP_INFO("predict", "layer-wise inference: an estimated {} on the busiest rank, {} available",
              format_bytes(need), format_bytes(have));

@@ -502,7 +502,7 @@ TEST(Job, ResumeTakesTheRunFromTheCheckpoint) {
               "--seed 5 contradicts the run in " + c.checkpoint_dir +
                   "/checkpoint.pt (3): --resume continues that run; only --epochs, --eval-every, "
                   "--checkpoint-every, --keep-checkpoints, --checkpoint-dir, --metrics, "
-                  "--threads, --log-file and the path may change");
+                  "--threads, --log-file, --memory-budget and the path may change");
   }
   fs::remove_all(c.checkpoint_dir);
 }

@@ -131,26 +131,12 @@ std::vector<Option<Cmd>> all_options() {
   return v;
 }
 
-// What a dataset directory partitions as: itself, or a heterogeneous dataset's union graph
-// (graph/hetero.hpp: its counts, for the memory plan; its arrays, for the partitioner).
-DatasetMeta source_meta(const std::string& dir) {
-  if (!is_hetero_dataset(dir)) return load_dataset_meta(dir);
-  const HeteroDataset h = load_hetero_dataset(dir, LoadOptions{true, false});
-  DatasetMeta m;
-  m.name = h.name;
-  m.num_nodes = h.schema.num_nodes();
-  for (const RelationInfo& r : h.schema.relations) m.num_edges += r.edges;
-  m.index_dtype = m.num_nodes < (int64_t{1} << 31) ? DType::kInt32 : DType::kInt64;
-  m.num_classes = h.schema.num_classes;
-  m.num_train = h.train_idx.defined() ? h.train_idx.dim(0) : 0;
-  return m;
-}
 Dataset load_source(const std::string& dir) {
   return is_hetero_dataset(dir) ? hetero_union(load_hetero_dataset(dir)) : load_dataset(dir);
 }
 
 PartitionPlan plan_memory(const PartitionCommand& cmd) {
-  const DatasetMeta meta = source_meta(cmd.dataset);
+  const DatasetMeta meta = partition_source_meta(cmd.dataset);
   PartitionPlan p;
   p.budget = cmd.memory_budget.empty() ? default_memory_budget()
                                        : parse_bytes("--memory-budget", cmd.memory_budget);
@@ -195,7 +181,7 @@ void PartitionCommand::validate() {
 }
 
 std::string PartitionPlan::describe(const PartitionCommand& cmd) const {
-  const DatasetMeta meta = source_meta(cmd.dataset);
+  const DatasetMeta meta = partition_source_meta(cmd.dataset);
   return fmt::format(
       "partition of {} ({} nodes, {} edge entries) into {} parts by {}: needs about {} of "
       "memory; budget {} ({} available){}",
@@ -221,6 +207,7 @@ PartitionMeta run_partition(PartitionCommand& cmd,
   const PartitionPlan p = plan_memory(cmd);
   if (plan) *plan = p;
   if (cmd.dry_run) return {};
+  check_partition_disk("dsp partition", partition_source_meta(cmd.dataset), cmd.o, cmd.out);
   Stopwatch sw;
   Dataset ds = load_source(cmd.dataset);
   DSP_INFO("partition", "{:<28} {:7.2f} s   peak RSS {:.2f} GiB", "load + validate", sw.seconds(),

@@ -4,6 +4,7 @@
 
 #include "core/dtype.hpp"
 #include "core/memory.hpp"
+#include "graph/hetero.hpp"
 
 namespace dsp {
 namespace {
@@ -52,6 +53,19 @@ uint64_t writing_bytes(const DatasetMeta& m, const PartitionOptions& o) {
 }
 
 }  // namespace
+
+DatasetMeta partition_source_meta(const std::string& dir) {
+  if (!is_hetero_dataset(dir)) return load_dataset_meta(dir);
+  const HeteroDataset h = load_hetero_dataset(dir, LoadOptions{true, false});
+  DatasetMeta m;
+  m.name = h.name;
+  m.num_nodes = h.schema.num_nodes();
+  for (const RelationInfo& r : h.schema.relations) m.num_edges += r.edges;
+  m.index_dtype = m.num_nodes < (int64_t{1} << 31) ? DType::kInt32 : DType::kInt64;
+  m.num_classes = h.schema.num_classes;
+  m.num_train = h.train_idx.defined() ? h.train_idx.dim(0) : 0;
+  return m;
+}
 
 uint64_t estimate_partition_memory(const DatasetMeta& meta, const PartitionOptions& opts) {
   return std::max(assignment_bytes(meta, opts), writing_bytes(meta, opts)) + kSlackBytes;

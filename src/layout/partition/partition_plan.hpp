@@ -12,6 +12,10 @@ namespace dsp {
 
 // Anonymous memory partition_dataset needs at its peak for a dataset with this metadata. The
 // dataset's own arrays are mapped files (page cache, reclaimable) and are not counted.
+// What a dataset directory partitions as, for the estimate: its dataset.json, or a heterogeneous
+// dataset's union graph's counts (graph/hetero.hpp).
+DatasetMeta partition_source_meta(const std::string& dir);
+
 uint64_t estimate_partition_memory(const DatasetMeta& meta, const PartitionOptions& opts);
 
 // What lowers the estimate, for the refusal line: "use --method bfs-blocks (about X) or --method

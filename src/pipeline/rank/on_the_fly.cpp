@@ -4,14 +4,17 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "graph/dataset.hpp"
 #include "graph/hetero.hpp"
 #include "layout/partition/partition.hpp"
+#include "layout/partition/partition_plan.hpp"
 
 namespace dsp {
 namespace fs = std::filesystem;
@@ -28,6 +31,28 @@ PartitionOptions on_the_fly_options(const RankOptions& opts, int parts) {
   if (opts.cache_ratio >= 0) po.cache_ratio = opts.cache_ratio;
   if (!opts.preaggregate.empty()) po.preaggregate = {opts.preaggregate};
   return po;
+}
+
+// Refuses, before the dataset is loaded or anything is created, a partition on the fly whose
+// estimate (dsp partition's, layout/partition/partition_plan.hpp) exceeds the rank's budget: one
+// line in dsp partition's form, naming --memory-budget and the methods that need less.
+void check_partition_memory(const RankOptions& opts, const PartitionOptions& po) {
+  const DatasetMeta meta = partition_source_meta(opts.path);
+  std::string lower = "raise --memory-budget";
+  if (po.method == "metis" && po.parts > 1) {
+    PartitionOptions r = po;
+    r.method = "bfs-blocks";
+    const uint64_t blocks = estimate_partition_memory(meta, r) + process_rss_bytes();
+    r.method = "random";
+    const uint64_t random = estimate_partition_memory(meta, r) + process_rss_bytes();
+    lower += fmt::format(
+        ", or partition it beforehand: dsp partition --method bfs-blocks (about {}) or --method "
+        "random (about {})",
+        format_bytes(blocks), format_bytes(random));
+  }
+  check_memory(fmt::format("the partition of {} on the fly ({} part{} by {})", opts.path, po.parts,
+                           po.parts == 1 ? "" : "s", po.method),
+               estimate_partition_memory(meta, po), opts.budget_or(default_memory_budget()), lower);
 }
 
 // Rank 0's `s` on every rank.
@@ -56,9 +81,12 @@ std::string OnTheFlyPartition::resolve(const RankOptions& opts, CoordinatedCommu
               opts.path);
   leader_ = ch.rank() == 0;
   int64_t ok = 1;
-  std::string err, out;
+  std::exception_ptr failure;  // rank 0's error, rethrown as it was (a memory refusal stays one)
+  std::string out;
   if (leader_) {
     try {
+      const PartitionOptions po = on_the_fly_options(opts, ch.size());
+      check_partition_memory(opts, po);
       // An owner-only directory of a fresh name (mkdtemp: mode 0700, created exclusively): the
       // partition inside holds the dataset's features and labels, which no other user of a shared
       // temporary directory may read, and no one can have prepared the path beforehand.
@@ -73,15 +101,15 @@ std::string OnTheFlyPartition::resolve(const RankOptions& opts, CoordinatedCommu
       Dataset ds = is_hetero_dataset(opts.path) ? hetero_union(load_hetero_dataset(opts.path))
                                                 : load_dataset(opts.path);
       DSP_INFO("runtime", "partitioning {} into {} part(s) ...", opts.path, ch.size());
-      partition_dataset(ds, on_the_fly_options(opts, ch.size()), out);
-    } catch (const Error& e) {
+      partition_dataset(ds, po, out);
+    } catch (const Error&) {
       ok = 0;
-      err = e.what();
+      failure = std::current_exception();
     }
   }
   ch.broadcast(&ok, 1, DType::kInt64, 0);
   if (!ok) {
-    if (leader_) throw FormatError(err);
+    if (leader_) std::rethrow_exception(failure);
     DSP_THROW("rank 0 failed to partition the dataset");
   }
   active_ = true;

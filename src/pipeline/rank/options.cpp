@@ -54,6 +54,12 @@ OptionTable<RankOptions> make_table() {
       value<R>("--cache-memory", "cache_memory",
                "--cache-auto: host bytes the cache may take (default: available memory)",
                DSP_RANK(cache_memory)),
+      options::bytes<R>("--memory-budget", "memory_budget",
+                        "host memory each rank may use, e.g. 12G (default: 3/4 of what is "
+                        "available, shared by the node's ranks): what a dataset directory's "
+                        "partition on the fly, the feature store and batches or an embedding table "
+                        "need is estimated first and refused with one line when it does not fit",
+                        DSP_RANK(memory_budget)),
       value<R>("--log-file", "log_file",
                "also append every rank's log lines and the results (epoch lines, summary) to this "
                "file",
@@ -93,6 +99,7 @@ void RankOptions::validate() const {
   DSP_CHECK_ARG(cache_ratio == -1 || (cache_ratio >= 0 && cache_ratio <= 1),
                 "--cache-ratio must be in [0, 1], got {}", cache_ratio);
   DSP_CHECK_ARG(cache_memory >= 0, "--cache-memory must be >= 0, got {}", cache_memory);
+  DSP_CHECK_ARG(memory_budget >= 0, "--memory-budget must be >= 0, got {}", memory_budget);
   DSP_CHECK_ARG(!emulate_device || !device.is_cuda(),
                 "the emulated device path runs on a CPU rank, not on {}", device.str());
 }

@@ -30,6 +30,10 @@ struct RankOptions {
   // The one check of these options, with the CLI's messages: RankRuntime, dsp train
   // (JobConfig::validate, before any rank starts) and the Python Loader call it.
   void validate() const;
+  // memory_budget when given, else `fallback` (each entry point's default share).
+  uint64_t budget_or(uint64_t fallback) const {
+    return memory_budget > 0 ? static_cast<uint64_t>(memory_budget) : fallback;
+  }
 
   std::string path;  // partition directory, or dataset directory (partitioned on the fly)
   std::string backend = "auto";  // coordinator backend: auto | self | mpi
@@ -55,6 +59,11 @@ struct RankOptions {
   // PaGraph's sizing (size_cache_for_batch): the host memory the cache may take, bytes; 0: the
   // available memory (MemAvailable). Ignored on a GPU rank: its free device memory decides.
   int64_t cache_memory = 0;
+  // Bytes of host memory this rank's process may use: its planned allocations (rank 0's
+  // on-the-fly partition, a bench's feature store and batches, a learnable embedding table,
+  // layer-wise inference) are estimated first and refused with one line naming --memory-budget
+  // when they do not fit (core/memory.hpp). 0: each entry point's default (budget_or).
+  int64_t memory_budget = 0;
   // PaGraph's PP: the kind (mean, gcn) of pre-aggregated rows the store gathers in place of the
   // features (layout/partition/partition.hpp; on-the-fly partitioning writes them); empty: the
   // features.
