@@ -244,19 +244,27 @@ void add_run_figures(nlohmann::json& j, const PipeArgs& a, RankRuntime& rt, Trai
   j["train_step_rank0"] = trainer.step_times().to_json();
 }
 
-// What a rank of the bench holds at its peak: the store and the sampler's copies, and the batches
-// in flight (two queues of --queue-capacity and one in each stage), each its sampled blocks, its
-// input rows (decoded to float32) and the trainer's activations and gradients (four arrays of
-// --hidden floats per node and layer).
+// What a rank of the bench holds at its peak: the store and the sampler's copies; the sampled
+// batches in flight (two queues of --queue-capacity and one in each stage), of which the loader's
+// output queue, the loader and the trainer hold input rows (decoded to float32); and the one batch
+// being trained: per layer, its destination rows of the layer's input and output widths, four
+// times (forward values, their gradients, the aggregation and its gradient).
 uint64_t pipeline_bytes(const PipeArgs& a, const RankRuntime& rt, const SamplerOptions& so) {
   const PartitionData& part = rt.part();
   const int64_t n = part.meta.num_nodes;
-  const uint64_t nodes = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, so.fanouts, n));
-  const uint64_t row = 4 * static_cast<uint64_t>(std::max<int64_t>(part.meta.feature_dim, 1));
-  const uint64_t per_batch = sampled_batch_bytes(a.batch_size, so.fanouts, n) + nodes * row +
-                             nodes * 16 * static_cast<uint64_t>(a.hidden) * so.fanouts.size();
-  const uint64_t in_flight = 2 * a.bench().queue_capacity + 3;
-  return bench_store_bytes(part, true, true, rt.cores().node_size) + in_flight * per_batch;
+  const uint64_t f = static_cast<uint64_t>(std::max<int64_t>(part.meta.feature_dim, 1));
+  const uint64_t h = static_cast<uint64_t>(a.hidden);
+  const uint64_t cap = a.bench().queue_capacity;
+  const uint64_t input = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, so.fanouts, n));
+  uint64_t train = 0;
+  for (size_t l = 0; l < so.fanouts.size(); ++l) {  // layer l's destinations: depth l
+    const std::vector<int> inner(so.fanouts.begin(), so.fanouts.begin() + l);
+    const uint64_t dst = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, inner, n));
+    train += dst * ((l + 1 == so.fanouts.size() ? f : h) + h) * 4 * 4;
+  }
+  return bench_store_bytes(part, true, true, rt.cores().node_size) +
+         (2 * cap + 3) * sampled_batch_bytes(a.batch_size, so.fanouts, n) +
+         (cap + 2) * input * 4 * f + train;
 }
 
 // The stages of `dsp train` (src/train/job.cpp, without evaluation, checkpoints and metrics),
