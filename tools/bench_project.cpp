@@ -139,24 +139,24 @@ StageTimes one_device_times(const ProjectCommand& a, const std::map<int, json>& 
 
 void print_projection(const std::vector<Projection>& all, const std::map<int, double>& published,
                       json& out) {
-  fmt::print(
-      "  {:>2} {:>7} | ms per batch (comm): {:>14} {:>14} {:>14} | epoch s: {:>7} {:>7} | "
-      "speedup: {:>5} {:>5}",
-      "P", "batches", "sample", "load", "train", "seq", "pipe", "seq", "pipe");
-  fmt::print(published.empty() ? "\n" : " | published: epoch s, speedup; pipe / published\n");
+  fmt::print("  {:>2} {:>7} | {:>16} {:>16} {:>16} | {:>8} {:>8} | {:>6} {:>6}", "P", "batches",
+             "sample ms (comm)", "load ms (comm)", "train ms (comm)", "seq s", "pipe s", "seq x",
+             "pipe x");
+  fmt::print(published.empty() ? "\n" : " | {:>8} {:>6} | {:>8} {:>7}\n", "publ. s", "publ. x",
+             "pipe/pub", "seq/pub");
   const double pub1 = published.count(1) ? published.at(1) : 0;
   for (const Projection& p : all) {
     auto st = [](const ProjectedStage& s) {
       return fmt::format("{:.2f} ({:.2f})", 1e3 * s.total_s(), 1e3 * s.comm_s);
     };
-    fmt::print("  {:>2} {:>7} | {:>35} {:>14} {:>14} | {:>16.3f} {:>7.3f} | {:>14.2f} {:>5.2f}",
+    fmt::print("  {:>2} {:>7} | {:>16} {:>16} {:>16} | {:>8.3f} {:>8.3f} | {:>6.2f} {:>6.2f}",
                p.ranks, p.steps, st(p.sample), st(p.load), st(p.train), p.epoch_sequential_s,
                p.epoch_pipelined_s, p.speedup_sequential, p.speedup_pipelined);
     json row = p.to_json();
     const auto it = published.find(p.ranks);
     if (it != published.end()) {
       const double sp = pub1 > 0 ? pub1 / it->second : 0;
-      fmt::print(" | {:>8.3f} {:>5.2f}x; {:.2f} (seq {:.2f})", it->second, sp,
+      fmt::print(" | {:>8.3f} {:>6.2f} | {:>8.2f} {:>7.2f}", it->second, sp,
                  p.epoch_pipelined_s / it->second, p.epoch_sequential_s / it->second);
       row["published_epoch_s"] = it->second;
       if (pub1 > 0) row["published_speedup"] = sp;
