@@ -3,7 +3,8 @@
 // closed-form result, uneven and zero-length all_to_all_v segments, every root, exact byte
 // counters. A test binary includes this header once, sets conformance_env() (the communicator
 // and its buffers) in main, and runs the suite on every rank: MPI at 1..4 ranks
-// (mpi/test_ccc_mpi.cpp), NCCL on a GPU (cuda/test_nccl.cpp, device buffers).
+// (mpi/test_ccc_mpi.cpp), NCCL on a GPU (cuda/test_nccl.cpp, device buffers). Timeout and abort,
+// which end the job, are the fault cases of conformance_faults.hpp, one process per case.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,38 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "ccc/comm_buffers.hpp"
 #include "ccc/communicator.hpp"
 #include "core/error.hpp"
 
 namespace dsp::test {
-
-// Buffers in the communicator's memory space, filled from and read back to host memory.
-class CommBuffers {
- public:
-  virtual ~CommBuffers() = default;
-  virtual void* alloc(size_t bytes) = 0;  // lives until reset()
-  virtual void put(void* dst, const void* host, size_t bytes) = 0;
-  virtual void get(void* host, const void* src, size_t bytes) = 0;
-  virtual void reset() = 0;
-};
-
-class HostBuffers : public CommBuffers {
- public:
-  void* alloc(size_t bytes) override {
-    blocks_.emplace_back(std::max<size_t>(bytes, 8));
-    return blocks_.back().data();
-  }
-  void put(void* dst, const void* host, size_t bytes) override {
-    if (bytes) std::memcpy(dst, host, bytes);
-  }
-  void get(void* host, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(host, src, bytes);
-  }
-  void reset() override { blocks_.clear(); }
-
- private:
-  std::vector<std::vector<unsigned char>> blocks_;
-};
 
 struct ConformanceEnv {
   Communicator* comm = nullptr;

@@ -3,6 +3,9 @@
 // GPU; the lent machine has one). With --staged: the staged communicator instead (MPI through
 // pinned host memory, ccc/cuda/staging.hpp), which 2 ranks on one GPU can run. Without a GPU
 // nothing runs: a line says so and the exit code is ctest's skip code.
+// With --fault CASE CULPRIT (after --staged, if given): one fault case of the suite
+// (conformance_faults.hpp) instead, checked from outside by tests/ccc/faults/expect_fault.sh;
+// NCCL needs a GPU per rank (it refuses two ranks on one), so it skips when there are fewer.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "ccc/conformance.hpp"
+#include "ccc/conformance_faults.hpp"
 #include "ccc/cuda/nccl_communicator.hpp"
 #include "ccc/cuda/staging.hpp"
 #include "core/cuda/check.hpp"
@@ -65,14 +69,28 @@ int main(int argc, char** argv) {
   }
   const int device = mpi->rank() % devices;
   DSP_CUDA_CHECK(cudaSetDevice(device));
+  const bool staged = argc > 1 && std::string(argv[1]) == "--staged";
+  const int fault_arg = staged ? 2 : 1;
+  const bool fault = argc == fault_arg + 3 && std::string(argv[fault_arg]) == "--fault";
+  if (fault && !staged && devices < mpi->size()) {
+    if (mpi->rank() == 0) {
+      std::printf("[  SKIPPED ] nccl fault case: %d ranks need %d GPUs, %d visible\n", mpi->size(),
+                  mpi->size(), devices);
+    }
+    return dsp::test::kSkipExitCode;
+  }
   std::unique_ptr<dsp::Communicator> comm;
-  if (argc > 1 && std::string(argv[1]) == "--staged") {
+  if (staged) {
     comm = dsp::make_staged_communicator(dsp::make_communicator("mpi", opts),
                                          dsp::make_cuda_staging(device));
   } else {
     comm = dsp::make_nccl_communicator(*mpi, device, opts);
   }
   dsp::test::DeviceBuffers dev;
+  if (fault) {
+    return dsp::test::run_fault_case(*comm, dev, argv[fault_arg + 1],
+                                     std::stoi(argv[fault_arg + 2]));
+  }
   dsp::test::conformance_env() = {comm.get(), &dev};
   const int failed = dsp::test::run_tests_on_all_ranks(*mpi);
   dev.reset();

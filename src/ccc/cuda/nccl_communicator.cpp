@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "ccc/detail/common.hpp"
@@ -111,7 +112,8 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device, const Co
   DeviceGuard g(device);
   DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   DSP_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&m.scratch), sizeof(int32_t)));
-  DSP_CUDA_CHECK(cudaMemset(m.scratch, 0, sizeof(int32_t)));  // barrier() all-reduces it: never read uninitialised
+  // barrier() all-reduces it: never read uninitialised.
+  DSP_CUDA_CHECK(cudaMemset(m.scratch, 0, sizeof(int32_t)));
   DSP_NCCL_CHECK(ncclCommInitRank(&m.comm, m.size, id, m.rank));
   DSP_DEBUG("ccc", "nccl communicator: rank {} of {} on cuda:{}", m.rank, m.size, device);
 }
@@ -289,6 +291,13 @@ void NcclCommunicator::synchronize(const OpOptions& o) {
     }
     if (it > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
+}
+
+void NcclCommunicator::abort_job(const std::string& message) {
+  // Not ncclCommAbort first: it may block on this rank's kernels, and the abort must end the job
+  // in bounded time; the process ending takes its kernels with it.
+  impl_->bootstrap.abort_job(message);
+  std::terminate();  // not reached: abort_job never returns (tells the compiler so)
 }
 
 std::unique_ptr<NcclCommunicator> make_nccl_communicator(Communicator& bootstrap, int device,

@@ -59,6 +59,10 @@ class NcclCommunicator : public Communicator {
   // Waits for every op enqueued so far (see the timeout note above).
   void synchronize(const OpOptions& o = {}) override;
 
+  // Ends the job through the bootstrap communicator (MPI: peers told first, then MPI_Abort), from
+  // any thread, also while this rank's kernels wait for peers that will never join them.
+  [[noreturn]] void abort_job(const std::string& message) override;
+
   cudaStream_t stream() const;
   int device() const;
 
