@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -21,10 +20,10 @@
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "core/hash.hpp"
 #include "core/logging.hpp"
 #include "core/rng.hpp"
 #include "layout/store/embedding_table.hpp"
+#include "train/checkpoint_header.hpp"
 #include "train/model.hpp"
 #ifdef DSP_TRAIN_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -34,9 +33,6 @@ namespace dsp {
 
 namespace {
 
-constexpr const char* kCheckpointFormat = "dsp-checkpoint";
-// 2: a checksum of the header and of every tensor and the optimizer's bytes (1: none; still read).
-constexpr int kCheckpointVersion = 2;
 // Separates the dropout streams from the sampler's, which key on the same (seed, epoch, batch).
 constexpr uint64_t kDropoutPurpose = 0x44524f504f5554ULL;  // "DROPOUT"
 
@@ -44,14 +40,8 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 std::string shape_str(at::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s.vec(), ", ")); }
 
-std::string checksum_hex(const void* data, size_t bytes) {
-  Hasher h;
-  h.update(data, bytes);
-  return fmt::format("{:016x}", h.digest());
-}
-
 std::string checksum_hex(const torch::Tensor& cpu_contiguous) {
-  return checksum_hex(cpu_contiguous.data_ptr(), cpu_contiguous.nbytes());
+  return checkpoint_checksum(cpu_contiguous.data_ptr(), cpu_contiguous.nbytes());
 }
 
 torch::Tensor bytes_tensor(const std::string& s) {
@@ -898,7 +888,7 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
     const std::string head = header.dump();
     torch::serialize::OutputArchive ar;
     ar.write("header", bytes_tensor(head));
-    ar.write("header_checksum", bytes_tensor(checksum_hex(head.data(), head.size())));
+    ar.write("header_checksum", bytes_tensor(checkpoint_checksum(head.data(), head.size())));
     for (const auto& [key, t] : tensors) ar.write(key, t);
     ar.save_to([&buffer](const void* data, size_t n) {
       buffer.append(static_cast<const char*>(data), n);
@@ -912,56 +902,12 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
 
 namespace {
 
-// FormatError unless `header` is a dsp checkpoint's of a version this build reads (1 or 2).
-void check_format(const std::string& path, const nlohmann::json& header) {
-  const int v = header.value("version", 0);
-  DSP_CHECK_FORMAT(
-      header.value("format", "") == kCheckpointFormat && v >= 1 && v <= kCheckpointVersion,
-      "{} is not a dsp checkpoint of version 1 to {}", path, kCheckpointVersion);
+// The model's parameter shapes, as check_checkpoint_params compares them.
+std::vector<std::vector<int64_t>> shapes_of(const std::vector<torch::Tensor>& params) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& p : params) out.push_back(p.sizes().vec());
+  return out;
 }
-
-// The header of a checkpoint against this trainer's model (its parameters' names and shapes):
-// FormatError naming the file and the first difference; returns the world size that wrote it.
-int64_t check_checkpoint_header(const std::string& path, const nlohmann::json& header,
-                                const std::vector<std::string>& names,
-                                const std::vector<torch::Tensor>& params, const TrainConfig& cfg) {
-  check_format(path, header);
-  const auto& ckcfg = header.at("config");
-  const std::string ck_model = ckcfg.at("model").dump();
-  const std::string my_model = cfg.model.to_json().dump();
-  const auto& ck_params = header.at("params");
-  DSP_CHECK_FORMAT(ck_params.size() == params.size(),
-                   "checkpoint {} holds {} parameter tensors but this model has {} "
-                   "(checkpoint model {}, this model {})",
-                   path, ck_params.size(), params.size(), ck_model, my_model);
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto name = ck_params[i].at("name").get<std::string>();
-    const auto shape = ck_params[i].at("shape").get<std::vector<int64_t>>();
-    DSP_CHECK_FORMAT(name == names[i],
-                     "checkpoint {}: parameter {} is '{}' but this model's is '{}' (checkpoint "
-                     "model {}, this model {})",
-                     path, i, name, names[i], ck_model, my_model);
-    DSP_CHECK_FORMAT(shape == params[i].sizes().vec(),
-                     "checkpoint {}: parameter '{}' has shape {} in the checkpoint but {} in this "
-                     "model (checkpoint model {}, this model {})",
-                     path, name, shape_str(shape), shape_str(params[i].sizes()), ck_model,
-                     my_model);
-  }
-  return header.at("world_size").get<int64_t>();
-}
-
-// The checkpoint's optimizer state is this trainer's optimizer's: FormatError otherwise.
-void check_checkpoint_optimizer(const std::string& path, const nlohmann::json& header,
-                                const TrainConfig& cfg) {
-  const auto ck_opt = header.at("config").at("optimizer").get<std::string>();
-  DSP_CHECK_FORMAT(ck_opt == cfg.optimizer,
-                   "checkpoint {} holds {} optimizer state but this trainer uses {}", path, ck_opt,
-                   cfg.optimizer);
-}
-
-}  // namespace
-
-namespace {
 
 // Opens a checkpoint archive and parses its header; FormatError naming the file.
 nlohmann::json open_checkpoint(const std::string& path, torch::serialize::InputArchive& ar) {
@@ -971,18 +917,13 @@ nlohmann::json open_checkpoint(const std::string& path, torch::serialize::InputA
     torch::Tensor h, sum;
     ar.read("header", h);
     const std::string head(reinterpret_cast<const char*>(h.data_ptr<uint8_t>()), h.numel());
-    if (ar.try_read("header_checksum", sum)) {  // version 2 on; checked before it is parsed
-      DSP_CHECK_FORMAT(std::string(reinterpret_cast<const char*>(sum.data_ptr<uint8_t>()),
-                                   sum.numel()) == checksum_hex(head.data(), head.size()),
-                       "{}: the header fails its checksum: the file is damaged", path);
-    }
-    return nlohmann::json::parse(head);
+    if (!ar.try_read("header_checksum", sum)) return parse_checkpoint_header(path, head, nullptr);
+    const std::string s(reinterpret_cast<const char*>(sum.data_ptr<uint8_t>()), sum.numel());
+    return parse_checkpoint_header(path, head, &s);
   } catch (const c10::Error& e) {
     // what() of a LibTorch error carries a multi-line C++ backtrace: one line is the message.
     DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: {}", path,
                 first_line(e.what_without_backtrace()));
-  } catch (const nlohmann::json::exception& e) {
-    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
   }
 }
 
@@ -1003,11 +944,9 @@ torch::Tensor read_verified(const std::string& path, const nlohmann::json& heade
   } catch (const c10::Error& e) {
     throw_damaged(path, e);
   }
-  const auto sums = header.find("checksums");
-  if (sums == header.end()) return t;
+  if (!header.contains("checksums")) return t;
   t = t.contiguous();
-  DSP_CHECK_FORMAT(sums->contains(key) && sums->at(key).get<std::string>() == checksum_hex(t),
-                   "{}: {} fails its checksum: the file is damaged", path, what);
+  verify_checkpoint_tensor(path, header, key, what, t.data_ptr(), t.nbytes());
   return t;
 }
 
@@ -1058,47 +997,14 @@ nlohmann::json checkpoint_header(const std::string& path) {
 void verify_checkpoint(const std::string& path) {
   torch::serialize::InputArchive ar;
   const nlohmann::json header = open_checkpoint(path, ar);
-  check_format(path, header);
-  std::vector<std::string> keys;
-  const auto sums = header.find("checksums");
-  if (sums != header.end() && sums->is_object()) {
-    for (auto it = sums->begin(); it != sums->end(); ++it) keys.push_back(it.key());
-  } else {  // version 1: the parameters, each read whole
-    for (size_t i = 0; i < header.value("params", nlohmann::json::array()).size(); ++i) {
-      keys.push_back("p" + std::to_string(i));
-    }
-  }
-  const nlohmann::json params = header.value("params", nlohmann::json::array());
-  for (const std::string& key : keys) {
-    std::string what = key == "optimizer" ? "the optimizer state" : key;
-    if (key.size() > 1 && key[0] == 'p' && std::isdigit(static_cast<unsigned char>(key[1]))) {
-      const size_t i = std::stoul(key.substr(1));
-      if (i < params.size()) {
-        what = fmt::format("parameter '{}' ({})", params[i].value("name", std::string()), key);
-      }
-    }
-    read_verified(path, header, ar, key, what);
+  for (const CheckpointTensor& t : checkpoint_tensors(header)) {
+    read_verified(path, header, ar, t.key, t.what);
   }
 }
 
 TrainConfig checkpoint_config(const std::string& path) {
   torch::serialize::InputArchive ar;
-  const nlohmann::json header = open_checkpoint(path, ar);
-  check_format(path, header);
-  TrainConfig c;
-  try {
-    const auto& j = header.at("config");
-    c.model = ModelConfig::from_json(j.at("model"));
-    c.optimizer = j.at("optimizer").get<std::string>();
-    c.lr = j.at("lr").get<double>();
-    c.weight_decay = j.at("weight_decay").get<double>();
-    c.momentum = j.at("momentum").get<double>();
-    c.seed = j.at("seed").get<uint64_t>();
-    c.normalize_features = j.value("normalize_features", "none");  // absent before --normalize
-  } catch (const nlohmann::json::exception& e) {
-    DSP_THROW_T(FormatError, "{}: bad training configuration in the header ({})", path, e.what());
-  }
-  return c;
+  return checkpoint_train_config(path, open_checkpoint(path, ar));
 }
 
 namespace {
@@ -1145,11 +1051,7 @@ void Trainer::init_parameters(const std::string& path) {
 void Trainer::load_parameters(const std::string& path) {
   torch::serialize::InputArchive ar;
   const nlohmann::json header = open_checkpoint(path, ar);
-  try {
-    check_checkpoint_header(path, header, impl_->names, impl_->params, cfg_);
-  } catch (const nlohmann::json::exception& e) {
-    DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
-  }
+  check_checkpoint_params(path, header, impl_->names, shapes_of(impl_->params), cfg_.model);
   read_parameters(path, header, ar, impl_->names, impl_->params);
 }
 
@@ -1159,8 +1061,9 @@ CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
   const nlohmann::json header = open_checkpoint(path, ar);
   CheckpointInfo info;
   try {
-    const int64_t ck_world = check_checkpoint_header(path, header, I.names, I.params, cfg_);
-    check_checkpoint_optimizer(path, header, cfg_);
+    const int64_t ck_world =
+        check_checkpoint_params(path, header, I.names, shapes_of(I.params), cfg_.model);
+    check_checkpoint_optimizer(path, header, cfg_.optimizer);
     if (ck_world != comm_.size()) {
       DSP_WARN("train",
                "checkpoint {} was written by {} rank(s), resuming on {}: training continues, but "
