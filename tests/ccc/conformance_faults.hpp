@@ -8,9 +8,14 @@
 //                 rank ends within seconds, the message printed once, exit code 1.
 //   abort-thread  rank C calls abort_job from a thread of its own while its main thread waits in a
 //                 collective that its peers never join.
+//   vanish        rank C is killed (SIGKILL) while its peers wait in a collective: the lowest other
+//                 rank names it and its host at once (mpi backend: ccc/mpi/peer_watch.hpp).
 // Each case ends the job, so it runs in a process of its own: a probe's main (faults/
 // fault_probe.cpp; cuda/test_nccl.cpp --fault) calls run_fault_case on every rank, and
 // faults/expect_fault.sh checks the exit code, the time and the one message from outside.
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -26,7 +31,7 @@ namespace dsp::test {
 // Longer than any bound the checks allow: a rank that sleeps this long has "never arrived".
 inline constexpr std::chrono::seconds kNeverArrives{60};
 
-inline const char* fault_case_names() { return "timeout|abort|abort-thread"; }
+inline const char* fault_case_names() { return "timeout|abort|abort-thread|vanish"; }
 
 // The label of the op rank `culprit` never joins (checked verbatim in the timeout message).
 inline std::string fault_label(int culprit) {
@@ -72,6 +77,12 @@ inline void run_fault_body(Communicator& c, CommBuffers& mem, const std::string&
     } else {
       std::this_thread::sleep_for(kNeverArrives);
     }
+  } else if (which == "vanish") {
+    if (r == culprit) {
+      std::fflush(stdout);
+      ::kill(::getpid(), SIGKILL);
+    }
+    c.barrier(o);  // never completes: the culprit is gone
   } else {
     std::fprintf(stderr, "unknown fault case '%s' (%s)\n", which.c_str(), fault_case_names());
     std::exit(2);

@@ -18,10 +18,12 @@
 // MPI, or unreachable). When several ranks time out in the same op, the lowest prints.
 //
 // Failures end the job with one message (mpi_runtime.hpp has the protocol): a rank that aborts
-// tells its peers first, so they stay silent; when the launcher ends the job because a rank
-// vanished (killed by a signal), the lowest surviving rank names it; a rank that finishes waits
-// at exit for every peer to finish too, and a peer still issuing collectives gets an error naming
-// it (e.g. ranks that iterate a different number of epochs), on both sides.
+// tells its peers first, so they stay silent; a rank that vanished (killed by a signal, crashed)
+// is named with its host by the lowest surviving rank, at once (peer_watch.hpp: a TCP connection
+// per pair of ranks that closes without a word) or when the launcher ends the job; a rank that
+// finishes waits at exit for every peer to finish too, and a peer still issuing collectives gets an
+// error naming it (e.g. ranks that iterate a different number of epochs), on both sides.
+//
 // Counts. MPI counts are int. Larger messages are split into pieces of at most INT_MAX elements
 // (all_reduce, broadcast; all_gather through a resized contiguous datatype), chosen from the
 // count alone so every rank splits alike. all_to_all_v is pairwise nonblocking send/receive, with

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "ccc/executor.hpp"
+#include "ccc/mpi/peer_watch.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
@@ -68,7 +69,9 @@ void print_once(const std::string& line) {
 
 void on_sigterm(int sig) {
   // The executor acts within milliseconds (service_all). A second signal, or the alarm when the
-  // executor is stuck outside MPI, ends the process the default way.
+  // executor is stuck outside MPI, ends the process the default way. The peers' watch learns at
+  // once that the launcher ends this rank (it did not vanish).
+  peer_watch::mark('T');
   if (g_signal.exchange(sig) != 0) _exit(128 + sig);
   alarm(2);
 }
@@ -175,6 +178,8 @@ void MpiRuntime::init_mpi() {
   DSP_MPI_CHECK(MPI_Comm_set_errhandler(job_, MPI_ERRORS_RETURN));
   peers_.assign(static_cast<size_t>(size_), Peer());
   if (we_initialized_ && size_ > 1) {
+    hosts_ = peer_watch::start(job_, rank_, size_,
+                               [this](const std::vector<int>& gone) { on_vanished(gone); });
     // The launcher ends the job with SIGTERM (after SIGCONT, before SIGKILL): find out who
     // vanished first (on_terminate). Only when dsp owns MPI: an application's handlers stay.
     struct sigaction sa {};
@@ -188,6 +193,7 @@ void MpiRuntime::finalize_mpi() {
   int fin = 0;
   MPI_Finalized(&fin);
   if (!fin && we_initialized_ && size_ > 1 && job_ != MPI_COMM_NULL) exit_barrier();
+  peer_watch::mark('B');  // every peer has finished too, or this rank would not be here
   g_job_size = 0;
   for (auto* s : live_) s->free_replies();
   if (!fin && job_ != MPI_COMM_NULL) {
@@ -291,6 +297,7 @@ void MpiRuntime::service_all() {
 }
 
 void MpiRuntime::abort_now(int code) {
+  peer_watch::mark('A');
   if (job_ != MPI_COMM_NULL && !finalized_) {
     const int32_t c = code;
     for (int p = 0; p < size_; ++p) {
@@ -326,8 +333,10 @@ void MpiRuntime::on_terminate() {
   // who is still there: ranks that do not answer vanished (killed by a signal, crashed, stopped,
   // host lost), and the lowest rank that is still there names them.
   if (job_ != MPI_COMM_NULL && size_ > 1 && !g_peer_aborting.load()) {
+    // Not to a rank the watch saw vanish: OpenMPI's TCP transport would block this thread on
+    // reconnecting to it until the launcher's SIGKILL.
     for (int p = 0; p < size_; ++p) {
-      if (p != rank_ && !peers_[p].bye) post(p, kTagPing, {});
+      if (p != rank_ && !peers_[p].bye && !peer_watch::vanished(p)) post(p, kTagPing, {});
     }
     const auto until = Clock::now() + kProbeWindow;
     while (Clock::now() < until && !g_peer_aborting.load()) {
@@ -353,12 +362,32 @@ void MpiRuntime::on_terminate() {
         }
       }
       print_once(fmt::format(
-          "{} vanished: no answer when the launcher ended the job (killed by a signal, crashed, "
-          "stopped, or its host went away){}",
-          rank_list(gone), doing));
+          "{}: no answer when the launcher ended the job (killed by a signal, crashed, stopped, "
+          "or its host went away){}",
+          vanished_ranks(gone), doing));
     }
   }
   exit_on_signal();
+}
+
+std::string MpiRuntime::vanished_ranks(const std::vector<int>& gone) const {
+  std::string s = rank_list(gone) + " vanished";
+  if (hosts_.size() != static_cast<size_t>(size_)) return s;
+  s += gone.size() > 1 ? " (hosts " : " (host ";
+  for (size_t i = 0; i < gone.size(); ++i) s += (i ? ", " : "") + hosts_[gone[i]];
+  return s + ")";
+}
+
+void MpiRuntime::on_vanished(const std::vector<int>& gone) {
+  // Silent when the job ends for a reason someone else reports; the lowest rank still there
+  // speaks. The launcher then ends the job (or, if it does not, the collective timeout does).
+  if (g_peer_aborting.load() || g_signal.load() || peer_watch::peer_ending()) return;
+  for (int p = 0; p < rank_; ++p) {
+    if (!peer_watch::vanished(p)) return;
+  }
+  print_once(fmt::format(
+      "{}: its connection to rank {} closed without a word (killed by a signal, or crashed)",
+      vanished_ranks(gone), rank_));
 }
 
 // ---------------------------------------------------------------------------------------------

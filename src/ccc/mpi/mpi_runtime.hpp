@@ -131,6 +131,10 @@ class MpiRuntime {
   void post(int peer, int tag, std::vector<char> bytes);
   void progress_out();
   [[noreturn]] void on_terminate();
+  // Watch thread (peer_watch.hpp): `gone` closed their connections without a word.
+  void on_vanished(const std::vector<int>& gone);
+  // "rank 1 vanished (host b)", "ranks 1, 2 vanished (hosts b, c)".
+  std::string vanished_ranks(const std::vector<int>& gone) const;
   [[noreturn]] void finished_peer_went_on();
 
   struct Peer {
@@ -155,6 +159,7 @@ class MpiRuntime {
   bool finalized_ = false;
   MPI_Comm job_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  std::vector<std::string> hosts_;  // by rank, when the peer watch runs (else empty)
   int64_t comms_created_ = 0;
   std::map<int64_t, int64_t> retired_;  // freed communicators: index -> ops started
   std::chrono::milliseconds exit_timeout_{0};

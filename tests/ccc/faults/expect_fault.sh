@@ -1,10 +1,11 @@
 #!/bin/bash
 # expect_fault.sh <max seconds> <message regex> <cmd...>
 # A fault case of the conformance suite (conformance_faults.hpp) passes when the command exits with
-# code 1 within the limit and its output has exactly one line starting "dsp: ", which matches the
-# regex from start to end (the job's one message: no rank adds another, none is lost). Exit code
-# 77 (the probe cannot run here and said why) is passed on: ctest counts the case as skipped.
-limit=$1 regex=$2
+# code 1 (or $EXPECT_FAULT_RC) within the limit and its output has exactly one line starting
+# "dsp: ", which matches the regex from start to end (the job's one message: no rank adds another,
+# none is lost). Exit code 77 (the probe cannot run here and said why) is passed on: ctest counts
+# the case as skipped.
+limit=$1 regex=$2 want_rc=${EXPECT_FAULT_RC:-1}
 shift 2
 start=$(date +%s%N)
 out=$(timeout -k 5 "$((limit + 30))" "$@" 2>&1)
@@ -16,7 +17,7 @@ echo "$out"
 lines=$(printf '%s\n' "$out" | grep -c '^dsp: ')
 echo "expect_fault: exit $rc after ${elapsed_ms} ms (limit ${limit} s), $lines 'dsp:' line(s)"
 ok=1
-[ "$rc" -eq 1 ] || { echo "expect_fault: FAIL: exit code $rc, expected 1"; ok=0; }
+[ "$rc" -eq "$want_rc" ] || { echo "expect_fault: FAIL: exit code $rc, expected $want_rc"; ok=0; }
 [ "$lines" -eq 1 ] || { echo "expect_fault: FAIL: $lines 'dsp:' lines, expected 1"; ok=0; }
 printf '%s\n' "$out" | grep -qE -- "^(${regex})\$" ||
   { echo "expect_fault: FAIL: no line is exactly '${regex}'"; ok=0; }
