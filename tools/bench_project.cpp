@@ -109,6 +109,7 @@ json read_json(const std::string& path) {
 // "P:seconds,..." as a map.
 std::map<int, double> parse_published(const std::string& text) {
   std::map<int, double> out;
+  if (text.empty()) return out;
   for (const std::string& item : split_list(text)) {
     const size_t colon = item.find(':');
     DSP_CHECK_ARG(colon != std::string::npos, "--published: '{}' is not P:seconds", item);
