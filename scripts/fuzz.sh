@@ -8,7 +8,7 @@ cd "$here"
 secs="${1:-20}"; shift || true
 targets=("$@")
 ((${#targets[@]})) || targets=(npy_header csv_numbers edge_list dataset_json dataset_validate
-                               dataset_dir hetero_dir partition_dir)
+                               dataset_dir hetero_dir partition_dir checkpoint)
 
 log="$(mktemp)"
 if ! { cmake -S . -B build-fuzz -G Ninja -DDSP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
