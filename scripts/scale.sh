@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # The "Scale" section of docs/benchmarks.md: papers100M-shaped community graphs (111,059,956 nodes,
-# 1,615,685,872 edges, 172 classes in full) generated out of core at fractions of that size,
-# partitioned into 2 parts (bfs-blocks) and into 1, sampled and trained at 2 ranks and at 1, each
-# phase timed with its peak RSS (/usr/bin/time -v), and a plot of both against size.
-# Not part of CI: at 3/4 of papers100M with 16 float16 features it needs about 30 GB of disk and
-# an hour.
+# 1,615,685,872 edges, 172 classes, papers100M's split sizes in full) generated out of core at
+# fractions of that size, partitioned into 2 parts (bfs-blocks) and into 1 with the features read
+# by reference (no second copy of them on disk), sampled (`dsp bench sample`) and trained with
+# `dsp train` itself at 2 ranks and at 1 (a few hundred steps, then validation and test), each
+# phase timed with its peak RSS (/usr/bin/time -v) and the disk it took, and a plot of both
+# against size. Not part of CI: at full size with 128 float16 columns it needs about 60 GB of disk
+# (the dataset 43 GB, a partition 16 GB) and over an hour.
 #
-# Usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 16] [--budget 4G] [--steps 300]
+# Usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300]
 #                         [--out out/scale] [--keep] [--reuse] [--no-build]
 #   --fractions  which fractions a/b of papers100M to run (default 1/64,1/8; 1/1 is the full size)
-#   --features   float16 feature columns (papers100M has 128; fewer shrink the dataset and the
-#                partition's copy of it: 16 columns take 32 bytes a node instead of 256)
+#   --features   float16 feature columns (default 128, papers100M's: 256 bytes a node)
 #   --budget     --memory-budget of `dsp generate` (default 4G: out of core, as the full size needs)
-#   --steps      training steps per rank (`dsp bench pipeline --max-steps`, one epoch)
+#   --steps      training steps per rank (`dsp train --epochs 1 --max-steps`)
 #   --out        where datasets, partitions and results go (results under OUT/results)
 #   --keep       keep the datasets and partitions (default: deleted as soon as they are used)
 #   --reuse      skip a phase whose result (OUT/results/<phase>_<a>-<b>.time) exists, e.g. after
@@ -22,8 +23,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-fractions=1/64,1/8 features=16 budget=4G steps=300 out=out/scale keep=0 reuse=0 build=1
-usage="usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 16] [--budget 4G] [--steps 300] [--out DIR] [--keep] [--reuse] [--no-build]"
+fractions=1/64,1/8 features=128 budget=4G steps=300 out=out/scale keep=0 reuse=0 build=1
+usage="usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300] [--out DIR] [--keep] [--reuse] [--no-build]"
 while (($#)); do
   case "$1" in
     --fractions) fractions="$2"; shift ;;
@@ -88,7 +89,7 @@ for f in "${fr[@]}"; do
   fi
   timed "generate_$tag" "$dsp" generate community "$ds" --nodes "$nodes" --edges "$edges" \
     --communities "$comms" --features "$features" --feature-dtype float16 --classes 172 \
-    --memory-budget "$budget" --out-of-core
+    --splits papers100m --memory-budget "$budget" --out-of-core
   [[ -d "$ds" ]] && echo "$(du -sb "$ds" | awk '{print $1}')" \
     "$("$dsp" info --json --no-validate "$ds" | json 'd["num_edges"]' /dev/stdin)" \
     >"$res/dataset_$tag.txt"
@@ -103,12 +104,16 @@ for f in "${fr[@]}"; do
       fi
     done
     timed "partition${p}_$tag" "$dsp" partition "$ds" "$pd" -p "$p" --method bfs-blocks \
-      --cache-policy none --overwrite
+      --cache-policy none --feature-storage reference --overwrite
+    [[ -d "$pd" ]] && du -sb "$pd" | awk '{print $1}' >"$res/partdisk${p}_$tag.txt"
     timed "sample${p}_$tag" "${run[@]}" "$dsp" bench sample "$pd" --fanouts 15,10,5 \
       --batch-size 1024 --batches 50 --json "$res/sample${p}_$tag.json"
-    timed "train${p}_$tag" "${run[@]}" "$dsp" bench pipeline "$pd" --modes off --epochs 1 \
-      --warmup 0 --max-steps "$steps" --fanouts 15,10,5 --batch-size 1024 \
-      --json "$res/train${p}_$tag.json"
+    # dsp train as a user runs it: one epoch of --steps steps, then validation and test (--eval
+    # auto chooses and logs how), the epoch line and --metrics record with their times.
+    rm -f "$res/train${p}_$tag.jsonl"
+    timed "train${p}_$tag" "${run[@]}" "$dsp" train "$pd" --epochs 1 --max-steps "$steps" \
+      --fanouts 15,10,5 --batch-size 1024 --hidden 256 --no-progress \
+      --metrics "$res/train${p}_$tag.jsonl"
     if ((!keep)); then rm -rf "$pd"; fi
   done
   if ((!keep)); then rm -rf "$ds"; fi
@@ -116,13 +121,14 @@ for f in "${fr[@]}"; do
   for ph in generate partition2 sample2 train2 partition1 sample1 train1; do
     row+="	$(figures "${ph}_$tag" | tr ' ' '\t')"
   done
-  row+="	$(json '"%.2f" % (d["modes"][0]["sampled_edges_per_s"] / 1e6)' "$res/sample2_$tag.json")"
-  row+="	$(json '"%.2f" % (d["modes"][0]["sampled_edges_per_s"] / 1e6)' "$res/sample1_$tag.json")"
-  row+="	$(json '"%.0f" % (1e3 * d["off"]["epoch_s"] / d["off"]["steps_per_epoch"])' "$res/train2_$tag.json")"
-  row+="	$(json '"%.0f" % (1e3 * d["off"]["epoch_s"] / d["off"]["steps_per_epoch"])' "$res/train1_$tag.json")"
+  for p in 2 1; do
+    row+="	$(json '"%.2f" % (d["modes"][0]["sampled_edges_per_s"] / 1e6)' "$res/sample${p}_$tag.json")"
+  done
+  for p in 2 1; do  # ms per step, steps, eval s, test accuracy (the metrics record of the epoch)
+    row+="	$(json '"%.0f\t%d\t%.1f\t%.4f" % (1e3 * d["pipeline"]["wall_s"] / d["pipeline"]["steps"], d["pipeline"]["steps"], d["eval_s"], d["test_acc"])' "$res/train${p}_$tag.jsonl")"
+    row+="	$(cat "$res/partdisk${p}_$tag.txt")"
+  done
   row+="	$(grep -o '[0-9]* sorted runs, [0-9.]* [KMG]*i*B spilled' "$res/generate_$tag.log" || echo "in memory")"
-  row+="	$(json 'd["off"]["steps_per_epoch"]' "$res/train2_$tag.json")"
-  row+="	$(json 'd["off"]["steps_per_epoch"]' "$res/train1_$tag.json")"
   echo "$row" >>"$summary"
 done
 
@@ -138,7 +144,11 @@ for line in open(summary):
     r = {"size": c[0], "nodes": int(c[1]), "entries": int(c[2]), "disk": int(c[3])}
     for i, ph in enumerate(phases):
         r[ph] = (float(c[4 + 2 * i]), int(c[5 + 2 * i]) / 1048576)
-    r["meps2"], r["meps1"], r["ms2"], r["ms1"], r["runs"], r["steps2"], r["steps1"] = c[18:25]
+    r["meps2"], r["meps1"] = c[18:20]
+    for k, p in ((20, "2"), (25, "1")):
+        r["ms" + p], r["steps" + p], r["eval" + p], r["acc" + p] = c[k:k + 4]
+        r["pdisk" + p] = int(c[k + 4])
+    r["runs"] = c[30]
     rows.append(r)
 
 import matplotlib
@@ -165,13 +175,13 @@ gib = lambda b: f"{b / 2**30:.1f} GiB"
 ph = lambda r, p: f"{r[p][0]:.0f} s / {r[p][1]:.1f}"
 lines = [
     "## Scale", "",
-    f"papers100M-shaped community graphs generated out of core, partitioned, sampled and trained (`scripts/scale.sh`; machine: {cores} cores, {mem} GiB, shared with other builds; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}). Full size: 111,059,956 nodes, 1,615,685,872 undirected edges drawn (each stored in both directions), 172 classes; here with {features} float16 feature columns (papers100M has 128, see below). Each phase: wall time (s) / peak RSS (GiB) from `/usr/bin/time -v` (under mpirun: the largest rank's). Generation: `--memory-budget {budget} --out-of-core`. Partitions: `--method bfs-blocks --cache-policy none`. Sampling: `dsp bench sample`, 1 thread per rank, fanouts [15,10,5], 1024 seeds per rank and batch, 50 batches (M edges/s: all ranks). Training: `dsp bench pipeline --modes off --max-steps {steps}` (GraphSAGE, hidden 256, Adam; {steps} steps of 1024 seeds per rank, one epoch; ms per step).", "",
-    "| size | nodes | stored entries | dataset | sort |", "|---|---|---|---|---|"]
+    f"papers100M-shaped community graphs generated out of core, partitioned, sampled and trained with `dsp train` (`scripts/scale.sh`; machine: {cores} cores, {mem} GiB, shared with other builds; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}). Full size: 111,059,956 nodes, 1,615,685,872 undirected edges drawn (each stored in both directions), 172 classes, papers100M's splits (`--splits papers100m`: 1,207,179 / 125,265 / 214,338 at full size, scaled); {features} float16 feature columns. Each phase: wall time (s) / peak RSS (GiB) from `/usr/bin/time -v` (under mpirun: the largest rank's). Generation: `--memory-budget {budget} --out-of-core`. Partitions: `--method bfs-blocks --cache-policy none --feature-storage reference` (the ranks read the dataset's features through the id map: no second copy on disk). Sampling: `dsp bench sample`, 1 thread per rank, fanouts [15,10,5], 1024 seeds per rank and batch, 50 batches (M edges/s: all ranks). Training: `dsp train PARTITION --epochs 1 --max-steps {steps} --fanouts 15,10,5 --batch-size 1024 --hidden 256` (GraphSAGE, Adam), then validation and test as `--eval auto` chooses; ms per step, the evaluation's seconds and the test accuracy from its --metrics record.", "",
+    "| size | nodes | stored entries | dataset | partition -p 2 | partition -p 1 | sort |", "|---|---|---|---|---|---|---|"]
 for r in rows:
-    lines.append(f"| {r['size']} | {r['nodes']:,} | {r['entries']:,} | {gib(r['disk'])} | {r['runs']} |")
-lines += ["", "| size | generate | partition -p 2 | sample, 2 ranks | train, 2 ranks | partition -p 1 | sample, 1 rank | train, 1 rank |", "|---|---|---|---|---|---|---|---|"]
+    lines.append(f"| {r['size']} | {r['nodes']:,} | {r['entries']:,} | {gib(r['disk'])} | {gib(r['pdisk2'])} | {gib(r['pdisk1'])} | {r['runs']} |")
+lines += ["", "| size | generate | partition -p 2 | sample, 2 ranks | dsp train, 2 ranks | partition -p 1 | sample, 1 rank | dsp train, 1 rank |", "|---|---|---|---|---|---|---|---|"]
 for r in rows:
-    lines.append(f"| {r['size']} | {ph(r, 'generate')} | {ph(r, 'partition2')} | {ph(r, 'sample2')}: {r['meps2']} M edges/s | {ph(r, 'train2')}: {r['ms2']} ms/step ({r['steps2']} steps) | {ph(r, 'partition1')} | {ph(r, 'sample1')}: {r['meps1']} M edges/s | {ph(r, 'train1')}: {r['ms1']} ms/step ({r['steps1']} steps) |")
+    lines.append(f"| {r['size']} | {ph(r, 'generate')} | {ph(r, 'partition2')} | {ph(r, 'sample2')}: {r['meps2']} M edges/s | {ph(r, 'train2')}: {r['ms2']} ms/step ({r['steps2']} steps), eval {r['eval2']} s, test acc {r['acc2']} | {ph(r, 'partition1')} | {ph(r, 'sample1')}: {r['meps1']} M edges/s | {ph(r, 'train1')}: {r['ms1']} ms/step ({r['steps1']} steps), eval {r['eval1']} s, test acc {r['acc1']} |")
 lines += ["", "![time and peak RSS against size](img/scale.svg)", ""]
 section = "\n".join(lines) + "\n"
 path = "docs/benchmarks.md"

@@ -4,11 +4,12 @@
 
 #include <atomic>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <string>
 
 #include "core/error.hpp"
@@ -63,8 +64,8 @@ HugePageBuffer huge_page_zeros(size_t bytes) {
   if (bytes == 0) return b;
   constexpr size_t kHuge = size_t{2} << 20;
   const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
+  void* raw =
+      ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   DSP_CHECK(raw != MAP_FAILED, "cannot map {} bytes of memory: {}", bytes, std::strerror(errno));
   const uintptr_t at = (reinterpret_cast<uintptr_t>(raw) + kHuge - 1) / kHuge * kHuge;
   void* p = reinterpret_cast<void*>(at);
@@ -76,16 +77,23 @@ HugePageBuffer huge_page_zeros(size_t bytes) {
 }
 
 HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share) {
+  if (!src) return HugePageBuffer{};
+  return huge_page_fill(
+      bytes, [&](void* p) { std::memcpy(p, src, bytes); }, max_share);
+}
+
+HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fill,
+                              double max_share) {
   HugePageBuffer b;
-  if (!src || bytes == 0) return b;
+  if (bytes == 0) return b;
   if (const char* off = std::getenv("DSP_HUGE_PAGES"); off && std::string(off) == "0") return b;
   if (!reserve(bytes, max_share)) return b;
   constexpr size_t kHuge = size_t{2} << 20;
   const size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
   // One extra huge page of address space, so the copy can start on a 2 MiB boundary (THP maps
   // only aligned 2 MiB ranges).
-  void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
+  void* raw =
+      ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) {
     g_held -= bytes;
     return b;
@@ -93,7 +101,7 @@ HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share) {
   const uintptr_t at = (reinterpret_cast<uintptr_t>(raw) + kHuge - 1) / kHuge * kHuge;
   void* p = reinterpret_cast<void*>(at);
   b.huge = ::madvise(p, len, MADV_HUGEPAGE) == 0;  // before the first touch: faults take 2 MiB
-  std::memcpy(p, src, bytes);
+  fill(p);
   b.data = std::shared_ptr<void>(p, [raw, len, bytes](void*) {
     ::munmap(raw, len + kHuge);
     g_held -= bytes;

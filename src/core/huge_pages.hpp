@@ -4,6 +4,7 @@
 // 4 KiB pages nearly every read also misses the TLB. A file mapping cannot be put on huge pages
 // portably, an anonymous copy can (madvise MADV_HUGEPAGE, THP in "madvise" or "always" mode).
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 namespace dsp {
@@ -23,6 +24,10 @@ struct HugePageBuffer {
 // (OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS), so several arrays and several ranks stay
 // within `max_share` of the machine together. DSP_HUGE_PAGES=0 in the environment makes no copies.
 HugePageBuffer huge_page_copy(const void* src, size_t bytes, double max_share = 0.25);
+// The same buffer under the same budget, its `bytes` written by `fill(p)` (e.g. rows gathered in
+// another order) instead of copied from one source.
+HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fill,
+                              double max_share = 0.25);
 
 // `bytes` of zeroed anonymous memory on a 2 MiB boundary, advised for huge pages (unless
 // DSP_HUGE_PAGES=0): for large arrays written and read at random (a learnable embedding table and

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/disk.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/half.hpp"
@@ -894,17 +895,9 @@ uint64_t peak_disk_bytes(int64_t n, int64_t max_entries, int64_t dim, DType dtyp
 }
 
 // Refuses before any work when the runs or the output cannot fit on OUT's disk.
-void check_disk(const std::string& out, uint64_t needed) {
-  std::error_code ec;
-  std::filesystem::path parent = std::filesystem::absolute(out, ec).parent_path();
-  auto sp = std::filesystem::space(parent, ec);
-  if (ec) return;
-  if (needed > sp.available) {
-    DSP_THROW(
-        "dsp generate (out of core) needs about {} of disk under {} (sorted runs, then the "
-        "output) but {} is free: lower --edges or --features, or write elsewhere",
-        format_bytes(needed), parent.string(), format_bytes(sp.available));
-  }
+void check_generate_disk(const std::string& out, uint64_t needed) {
+  check_disk("dsp generate (out of core: sorted runs, then the output)", out, needed,
+             "lower --edges or --features, or write elsewhere");
 }
 
 // Sort buffer of the out-of-core path: what the budget leaves beside what the process holds
@@ -968,8 +961,8 @@ GenerateResult finish_out_of_core(StagedDir& staged, DatasetMeta meta, int64_t m
 GenerateResult rmat_out_of_core(const RmatOptions& o, const std::string& dir,
                                 const GenerateWriteOptions& w) {
   const int64_t n = o.num_nodes, max_entries = o.undirected ? 2 * o.num_edges : o.num_edges;
-  check_disk(dir,
-             peak_disk_bytes(n, max_entries, o.feature_dim, o.feature_dtype, o.num_classes > 0));
+  check_generate_disk(
+      dir, peak_disk_bytes(n, max_entries, o.feature_dim, o.feature_dtype, o.num_classes > 0));
   Stopwatch sw;
   StagedDir staged(dir, w.overwrite);
   std::vector<int64_t> perm = rmat_permutation(o);
@@ -995,7 +988,7 @@ template <class Id>
 GenerateResult community_out_of_core(const CommunityOptions& o, const std::string& dir,
                                      const GenerateWriteOptions& w) {
   const int64_t n = o.num_nodes, max_entries = 2 * o.num_edges;
-  check_disk(dir, peak_disk_bytes(n, max_entries, o.feature_dim, o.feature_dtype, true));
+  check_generate_disk(dir, peak_disk_bytes(n, max_entries, o.feature_dim, o.feature_dtype, true));
   Stopwatch sw;
   StagedDir staged(dir, w.overwrite);
   std::vector<int32_t> comm_of;

@@ -849,8 +849,17 @@ void bind_loader(py::module_& m) {
           "link_train", [](const pyext::Loader& l) { return array_to_numpy(l.part().link_train); })
       .def_property_readonly(
           "meta", [](const pyext::Loader& l) { return json_to_py(l.part().meta.to_json()); })
-      .def_property_readonly(
-          "features", [](const pyext::Loader& l) { return array_to_numpy(l.part().features); })
+      .def_property_readonly("features",
+                             [](const pyext::Loader& l) {
+                               const PartitionData& p = l.part();
+                               DSP_CHECK_ARG(!p.feature_rows.defined(),
+                                             "{} reads its features from {} by reference "
+                                             "(--feature-storage reference, or a partition on "
+                                             "the fly): node v's row is row new2old[v] of that "
+                                             "file ({}/new2old.npy)",
+                                             p.dir, p.meta.feature_source, p.dir);
+                               return array_to_numpy(p.features);
+                             })
       .def_property_readonly("labels",
                              [](const pyext::Loader& l) { return array_to_numpy(l.part().labels); })
       .def("start_epoch",

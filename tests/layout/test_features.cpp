@@ -110,6 +110,36 @@ TEST_P(BackendGather, BadIdsRejectedAndStoreStillWorks) {
   EXPECT_EQ(store.gather(ids), rig.expect(ids));
 }
 
+// Features read by reference (--feature-storage reference): node v's row is row row_of[v] of the
+// mapped file. The gather returns those rows bit for bit, hot and cold, whether the host backend
+// copies them into memory in node order (it fits) or reads every row through the map
+// (DSP_HUGE_PAGES=0: no copy).
+TEST_P(BackendGather, RowsThroughTheRowMapEqualTheMappedRows) {
+  auto comm = make_communicator("self");
+  const int64_t n = 1200;
+  FeatureRig rig(n, 7, DType::kFloat32);
+  std::vector<int64_t> row_of(n);
+  std::iota(row_of.begin(), row_of.end(), 0);
+  RngStream s(rng_key(3, n), 0);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(row_of[i], row_of[s.uniform_int(i + 1)]);
+  rig.part.feature_rows = Array::from_vector(std::vector<int64_t>(row_of));
+  std::vector<int64_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(ids[i], ids[s.uniform_int(i + 1)]);
+  ids.resize(n / 2);
+  std::vector<int64_t> stored(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) stored[i] = row_of[ids[i]];
+  for (const char* huge : {"1", "0"}) {
+    SCOPED_TRACE(std::string("DSP_HUGE_PAGES=") + huge);
+    ::setenv("DSP_HUGE_PAGES", huge, 1);
+    FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
+    EXPECT_EQ(store.gather(ids), rig.expect(stored));
+    EXPECT_GT(store.stats().rows_local_hot, 0);
+    EXPECT_GT(store.stats().rows_cold, 0);
+  }
+  ::unsetenv("DSP_HUGE_PAGES");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BackendGather, ::testing::ValuesIn(test::backend_names()),
                          [](const auto& info) { return info.param; });
 

@@ -82,6 +82,11 @@ nlohmann::json PartitionMeta::to_json() const {
   if (has_edge_time) j["has_edge_time"] = true;
   if (has_node_time) j["has_node_time"] = true;
   if (multilabel) j["multilabel"] = true;
+  // Only when by reference, so that a partition with its own features.npy is written as before.
+  if (!feature_source.empty()) {
+    j["feature_source"] = feature_source;
+    j["feature_source_fingerprint"] = fmt::format("{:016x}", feature_source_fingerprint);
+  }
   // Only when converted, so that --feature-dtype keep writes the file it always did.
   if (feature_conversion.converted) {
     const FeatureConversion& c = feature_conversion;
@@ -241,6 +246,15 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   m.feature_conversion = parse_feature_conversion(j, m.feature_dtype, what);
   m.source_checksum = hex("source_checksum");
   m.partition_id = hex("partition_id");
+  if (j.contains("feature_source")) {
+    get("feature_source", m.feature_source);
+    m.feature_source_fingerprint = hex("feature_source_fingerprint");
+    DSP_CHECK_FORMAT(!m.feature_source.empty() && m.feature_source.front() == '/' &&
+                         !m.feature_conversion.converted && !j.contains("hetero"),
+                     "{}: feature_source must be an absolute path, of features kept as they are "
+                     "(no feature_conversion) in a homogeneous partition",
+                     what);
+  }
   if (j.contains("extra")) m.extra = j.at("extra");
   // Written since self-reliant (pagraph) partitions exist; absent means no replication.
   if (j.contains("hops")) get("hops", m.hops);
@@ -254,6 +268,21 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
         std::make_shared<HeteroLayout>(HeteroLayout::from_json(j["hetero"], m.offsets, what));
   }
   return m;
+}
+
+uint64_t feature_fingerprint(const Array& features) {
+  Hasher h;
+  const int64_t n = features.dim(0);
+  const std::string shape = fmt::format("{}:{}", features.describe(), dtype_name(features.dtype()));
+  h.update(shape.data(), shape.size());
+  const size_t row = features.nbytes() / static_cast<size_t>(std::max<int64_t>(n, 1));
+  const auto* base = static_cast<const unsigned char*>(features.raw());
+  constexpr int64_t kRows = 4096;
+  for (int64_t k = 0; n > 0 && k <= kRows; ++k) {
+    const int64_t i = static_cast<int64_t>(static_cast<__int128>(n - 1) * k / kRows);
+    h.update(base + static_cast<size_t>(i) * row, row);
+  }
+  return h.digest();
 }
 
 uint64_t dataset_checksum(const Dataset& ds) {

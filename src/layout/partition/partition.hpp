@@ -7,6 +7,9 @@
 //   partition.json            parts, offsets, method, cache policy and capacity, per-part stats,
 //                             checksum of the source dataset, partition id, hops of replication
 //   features.npy, labels.npy  renumbered (row v is the node with new id v), shared by all ranks;
+//                             with --feature-storage reference no features.npy: partition.json
+//                             "feature_source" names the dataset's features.npy, whose row
+//                             new2old[v] is new id v's (read through the id map, no copy)
 //                             multi-label labels.npy (partition.json "multilabel") int8 [N, L]
 //   train_idx.npy, valid_idx.npy, test_idx.npy   new ids, ascending
 //   old2new.npy, new2old.npy  int64 id maps, inverse of each other
@@ -106,6 +109,9 @@ struct PartitionOptions {
   // bfloat16 or int8 (symmetric, a float32 scale per column or per row: feature_scale).
   std::string feature_dtype = "keep";
   std::string feature_scale;  // int8: column (default) or row; empty otherwise
+  // copy: features.npy holds the renumbered rows; reference: no copy, the ranks read the dataset's
+  // features.npy through new2old.npy (keep dtype, homogeneous graphs only).
+  std::string feature_storage = "copy";
   // Bytes of a part's rows (row pointers and entries) built at a time, renumbered and sorted,
   // before they are appended to its files; a row longer than that is built alone. <= 0: the
   // whole part at once (its patch in memory).
@@ -175,6 +181,10 @@ struct PartitionMeta {
   bool multilabel = false;
   DType feature_dtype = DType::kFloat32;  // of features.npy
   FeatureConversion feature_conversion;
+  // --feature-storage reference: the dataset's features.npy (absolute path) read through
+  // new2old.npy, and feature_fingerprint() of it when partitioned; empty: features.npy here.
+  std::string feature_source;
+  uint64_t feature_source_fingerprint = 0;
   DType index_dtype = DType::kInt32;
   bool has_weights = false;
   // The dataset's edge_time.npy / node_time.npy, carried as part<p>/edge_time.npy (aligned with
@@ -195,6 +205,10 @@ struct PartitionMeta {
 
 // Digest of a dataset's meta and arrays (graph, features, labels, splits).
 uint64_t dataset_checksum(const Dataset& ds);
+// Digest of a features array's shape, dtype and 4097 of its rows (evenly spread, first and last
+// included): what a partition that reads the dataset's features by reference checks at load, so
+// that a dataset regenerated or replaced under it is refused without reading every row.
+uint64_t feature_fingerprint(const Array& features);
 
 // Part assignment of every node (values in [0, parts)).
 std::vector<int32_t> assign_random(int64_t num_nodes, int parts, uint64_t seed);
@@ -249,6 +263,9 @@ struct PartitionData {
   Array seeds;     // int64
   Array cached;    // int64, hottest first
   Array features;  // [N, F] mapped, renumbered, in meta.feature_dtype
+  // meta.feature_source set: `features` is the dataset's (old ids) and feature_rows (new2old.npy,
+  // int64 [N], mapped) gives the row of new id v; undefined otherwise (row v is new id v's).
+  Array feature_rows;
   // int8 features: float32 [1, F] (per column) or [N, 1] (per node); undefined otherwise.
   Array feature_scale;
   Array labels;  // int64 [N], or int8 [N, L] when meta.multilabel (a row of -1: unlabeled)

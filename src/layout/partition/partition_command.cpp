@@ -13,6 +13,7 @@
 #include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "graph/dataset.hpp"
+#include "layout/partition/partition_disk.hpp"
 #include "layout/partition/partition_plan.hpp"
 
 namespace dsp {
@@ -87,6 +88,11 @@ std::vector<Option<Cmd>> method_options() {
             "with --feature-dtype int8: column (default: one scale per feature column) or row "
             "(one per node); scale = max |x| / 127, q = round(x / scale), in feature_scale.npy",
             DSP_FIELD(o.feature_scale), "column,row"),
+      value("--feature-storage", "feature_storage",
+            "copy (default: features.npy holds the renumbered rows) or reference (no copy: the "
+            "ranks read the dataset's features.npy through new2old.npy, so the dataset must stay "
+            "where it is; --feature-dtype keep, homogeneous graphs)",
+            DSP_FIELD(o.feature_storage), "copy,reference"),
       value("--seed", "seed", "random seed (METIS, random method and policy)", DSP_FIELD(o.seed)),
       value("--seed-imbalance", "seed_imbalance",
             "allowed excess of training seeds per part over the mean (default 0.05)",

@@ -344,6 +344,15 @@ void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
                   dataset_label(ds));
   }
   partition_feature_dtype(opts, ds.meta.feature_dtype);  // --feature-dtype, --feature-scale
+  DSP_CHECK_ARG(opts.feature_storage == "copy" || opts.feature_storage == "reference",
+                "--feature-storage must be copy or reference, got '{}'", opts.feature_storage);
+  if (opts.feature_storage == "reference") {
+    DSP_CHECK_ARG(!ds.hetero && opts.feature_dtype == "keep" && ds.features.defined() &&
+                      ds.features.is_mapped() && !ds.dir.empty(),
+                  "--feature-storage reference reads {}/features.npy through the id map: it needs "
+                  "a homogeneous dataset directory with node features and --feature-dtype keep",
+                  dataset_label(ds));
+  }
   DSP_CHECK_ARG(opts.feature_dtype == "keep" || ds.features.defined(),
                 "--feature-dtype {}: {} has no node features", opts.feature_dtype,
                 dataset_label(ds));
@@ -447,7 +456,10 @@ void write_shared_arrays(StagedDir& dir, const Dataset& ds, PartitionMeta& meta,
                          const PartitionOptions& opts, const Renumbering& r) {
   const Csr& g = ds.graph;
   const std::vector<int64_t>& old2new = r.old2new;
-  if (ds.features.defined() && opts.feature_dtype == "keep") {
+  if (ds.features.defined() && opts.feature_storage == "reference") {
+    meta.feature_source = std::filesystem::canonical(ds.dir + "/features.npy").string();
+    meta.feature_source_fingerprint = feature_fingerprint(ds.features);
+  } else if (ds.features.defined() && opts.feature_dtype == "keep") {
     write_gathered_rows(dir.file("features.npy"), ds.features, r.new2old);
   } else if (ds.features.defined()) {
     meta.feature_conversion =
@@ -651,6 +663,7 @@ void check_partition_source(const PartitionMeta& meta, const Dataset& ds) {
 
 void share_node_arrays(const PartitionData& from, PartitionData& to) {
   to.features = from.features;
+  to.feature_rows = from.feature_rows;
   to.feature_scale = from.feature_scale;
   to.labels = from.labels;
   to.node_time = from.node_time;
@@ -705,14 +718,14 @@ void load_links(PartitionData& d, Need&& need) {
 // A partition's features.npy rows [begin, end) are finite (int8 always is), and int8 features
 // have their scales: feature_scale.npy of the shape partition.json's scale mode gives, every scale
 // finite and >= 0. FormatError naming the file.
-void check_stored_features(PartitionData& d, int64_t begin, int64_t end) {
-  const std::string path = d.dir + "/features.npy";
+void check_stored_features(PartitionData& d, const Array& features, int64_t begin, int64_t end,
+                           const std::string& path) {
   const DType t = d.meta.feature_dtype;
   if (t == DType::kFloat32 || t == DType::kFloat16) {
-    check_finite_features(d.features, begin, end, path);
+    check_finite_features(features, begin, end, path);
   } else if (t == DType::kBFloat16) {
-    const int64_t f = d.features.dim(1);
-    const auto* h = static_cast<const uint16_t*>(d.features.raw());
+    const int64_t f = features.dim(1);
+    const auto* h = static_cast<const uint16_t*>(features.raw());
     for (int64_t i = begin * f; i < end * f; ++i) {
       DSP_CHECK_FORMAT((h[i] & 0x7f80u) != 0x7f80u, "{}: feature {} of node {} is {}", path, i % f,
                        i / f, bf16_to_float(h[i]));
@@ -732,6 +745,51 @@ void check_stored_features(PartitionData& d, int64_t begin, int64_t end) {
     DSP_CHECK_FORMAT(std::isfinite(s[i]) && s[i] >= 0, "{}: scale {} is {} (must be finite, >= 0)",
                      sp, i, s[i]);
   }
+}
+
+// --feature-storage reference: the dataset's features.npy (partition.json "feature_source", its
+// shape, dtype and fingerprint as partitioned) and new2old.npy as the row of every new id (each in
+// [0, N)). Part p checks the finiteness of the source's rows [N p / P, N (p + 1) / P): read in
+// order, and every row is checked by some rank, as with a features.npy of the partition's own.
+void load_feature_source(PartitionData& d) {
+  const PartitionMeta& m = d.meta;
+  const std::string& src = m.feature_source;
+  const int64_t n = m.num_nodes;
+  DSP_CHECK_FORMAT(path_exists(src),
+                   "{}/partition.json: its features are read from {} (--feature-storage "
+                   "reference), which is missing: the dataset was moved or removed; partition it "
+                   "again",
+                   d.dir, src);
+  d.features = load_npy(src, m.feature_dtype, 2);
+  DSP_CHECK_FORMAT(d.features.dim(0) == n && d.features.dim(1) == m.feature_dim &&
+                       feature_fingerprint(d.features) == m.feature_source_fingerprint,
+                   "{}: not the features {}/partition.json was made from ({}, expected {} nodes "
+                   "x {} features, or other values): the dataset changed; partition it again",
+                   src, d.dir, d.features.describe(), n, m.feature_dim);
+  const std::string map = d.dir + "/new2old.npy";
+  check_file_readable(map);
+  d.feature_rows = load_npy(map, DType::kInt64, 1);
+  DSP_CHECK_FORMAT(d.feature_rows.dim(0) == n, "{}: {} ids, expected {}", map,
+                   d.feature_rows.dim(0), n);
+  const int64_t* r = d.feature_rows.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    DSP_CHECK_FORMAT(r[i] >= 0 && r[i] < n, "{}: id {} is outside [0, {})", map, r[i], n);
+  }
+  const int64_t p = d.part, parts = m.parts;
+  check_stored_features(d, d.features, n * p / parts, n * (p + 1) / parts, src);
+}
+
+// features.npy (this part's rows checked), or the dataset's by reference.
+void load_features(PartitionData& d) {
+  const PartitionMeta& m = d.meta;
+  if (!m.feature_source.empty()) return load_feature_source(d);
+  const std::string path = d.dir + "/features.npy";
+  check_file_readable(path);
+  d.features = load_npy(path, m.feature_dtype, 2);
+  DSP_CHECK_FORMAT(d.features.dim(0) == m.num_nodes && d.features.dim(1) == m.feature_dim,
+                   "{}: shape {} does not match {} nodes x {} features", path,
+                   d.features.describe(), m.num_nodes, m.feature_dim);
+  check_stored_features(d, d.features, m.offsets[d.part], m.offsets[d.part + 1], path);
 }
 
 }  // namespace
@@ -779,13 +837,7 @@ PartitionData load_partition(const std::string& dir, int part, int expected_part
   };
   d.seeds = ids_in(pd + "/seeds.npy", begin, end);
   d.cached = ids_in(pd + "/cached.npy", begin, end);
-  if (m.feature_dim > 0) {
-    d.features = load_npy(need(dir + "/features.npy"), m.feature_dtype, 2);
-    DSP_CHECK_FORMAT(d.features.dim(0) == n && d.features.dim(1) == m.feature_dim,
-                     "{}/features.npy: shape {} does not match {} nodes x {} features", dir,
-                     d.features.describe(), n, m.feature_dim);
-    check_stored_features(d, begin, end);  // this part's rows
-  }
+  if (m.feature_dim > 0) load_features(d);
   if (path_exists(dir + "/labels.npy")) {
     d.labels = load_npy(dir + "/labels.npy");
     check_label_layout(d.labels, n, m.multilabel ? m.num_classes : 0, dir + "/labels.npy",

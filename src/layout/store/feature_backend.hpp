@@ -55,6 +55,10 @@ struct FeatureSource {
   Array cached;                   // int64: this rank's cached ids in slot order (hottest first)
   const int32_t* slot = nullptr;  // [N]: slot of every node in its owner's cache, or -1
   const uint64_t* cached_bits = nullptr;  // bit v: node v is cached by some rank
+  // Row of `features` holding node v (PartitionData::feature_rows: the dataset's features read
+  // by reference), or null: row v.
+  const int64_t* row_of = nullptr;
+  int64_t stored_row(int64_t v) const { return row_of ? row_of[v] : v; }
 };
 
 // The position of a requested id: which rank serves it and how.

@@ -56,6 +56,14 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
   src.cached = all_cached.empty() ? part.cached : all_cached.at(part.part);
   src.slot = slot_.data();
   src.cached_bits = cached_bits_.data();
+  if (part.feature_rows.defined()) {
+    DSP_CHECK_ARG(
+        part.feature_rows.dim(0) == num_nodes_ && part.feature_rows.dtype() == DType::kInt64,
+        "{}: the feature row map has {} ids for {} feature rows", part.dir,
+        part.feature_rows.dim(0), num_nodes_);
+    feature_rows_ = part.feature_rows;
+    src.row_of = feature_rows_.data<int64_t>();
+  }
   cache_rows_ = src.cached.defined() ? src.cached.dim(0) : 0;
   backend_ = backend ? backend(src) : make_host_feature_backend(src);
   DSP_CHECK(backend_ != nullptr, "FeatureStore: the backend factory returned no backend");

@@ -121,7 +121,8 @@ class FeatureStore {
                MemorySpace space, void* out);
   Communicator& comm_;
   PartitionMeta meta_;
-  Array features_;  // mapped [N, F]
+  Array features_;      // mapped [N, F]
+  Array feature_rows_;  // int64 [N]: the row of node v in features_ (by reference), or undefined
   int64_t num_nodes_, dim_;
   DType dtype_, out_dtype_;
   size_t row_bytes_, out_row_bytes_;

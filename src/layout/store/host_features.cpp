@@ -1,6 +1,7 @@
 // The host feature backend (feature_backend.hpp): the CPU build's gather data path.
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "core/huge_pages.hpp"
 #include "core/parallel.hpp"
@@ -30,14 +31,24 @@ class HostFeatureBackend final : public FeatureBackend {
     // rounds alternating): gather / contiguous memcpy 0.61 (0.60-0.64) against 0.53 (0.49-0.54)
     // from the mapping. Streaming stores for the output were tried and lost (0.31): rows that
     // do not start on a cache line leave partial write-combining lines.
-    rows_copy_ = huge_page_copy(src.features.raw(), src.features.nbytes());
-    rows_ = static_cast<const unsigned char*>(rows_copy_.data ? rows_copy_.data.get()
-                                                              : src.features.raw());
+    // Features read by reference (src.row_of) are copied in node order, so that the copy needs
+    // no row map; without a copy every row is read through it.
+    const auto* mapped = static_cast<const unsigned char*>(src.features.raw());
+    rows_copy_ = src.row_of
+                     ? huge_page_fill(src.features.nbytes(),
+                                      [&](void* p) {
+                                        gather_rows(mapped, src.row_bytes, src.row_of,
+                                                    src.num_nodes, static_cast<unsigned char*>(p));
+                                      })
+                     : huge_page_copy(mapped, src.features.nbytes());
+    rows_ = static_cast<const unsigned char*>(rows_copy_.data ? rows_copy_.data.get() : mapped);
+    if (rows_copy_.data) src_.row_of = nullptr;  // the copy is in node order
     const int64_t rows = src.cached.defined() ? src.cached.dim(0) : 0;
     cache_.resize(static_cast<size_t>(rows) * src.row_bytes);
     if (rows) {
-      gather_rows(static_cast<const unsigned char*>(src.features.raw()), src.row_bytes,
-                  src.cached.data<int64_t>(), rows, cache_.data());
+      std::vector<int64_t> stored(src.cached.data<int64_t>(), src.cached.data<int64_t>() + rows);
+      for (int64_t& v : stored) v = src.stored_row(v);
+      gather_rows(mapped, src.row_bytes, stored.data(), rows, cache_.data());
     }
   }
   std::string name() const override { return "host"; }
@@ -105,6 +116,7 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
   const bool decode = codec_decodes(src_.codec.dtype);
   const FeatureCodec codec = src_.codec;
   const float* const row_scale = src_.row_scale;
+  const int64_t* const row_of = src_.row_of;  // null unless read by reference without a copy
   const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
   const uint64_t lo = static_cast<uint64_t>(src_.begin), hi = static_cast<uint64_t>(src_.end);
   std::atomic<int64_t> bad_pos{-1}, dup_pos{-1}, n_cold{0}, n_local{0};
@@ -114,16 +126,17 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
       if (i + kRowAhead < e) {
         const uint64_t w = static_cast<uint64_t>(ids[i + kRowAhead]);
         if (w < nn && (!((cached_bits[w >> 6] >> (w & 63)) & 1) || (w >= lo && w < hi))) {
-          prefetch_row(base + w * rb, rb);
+          prefetch_row(base + (row_of ? row_of[w] : w) * rb, rb);
         }
       }
       const uint64_t v = static_cast<uint64_t>(ids[i]);
       const RowSource where = classify_row(v, nn, lo, hi, cached_bits, seen);
       if (where == RowSource::kHere) {
+        const unsigned char* row = base + (row_of ? static_cast<uint64_t>(row_of[v]) : v) * rb;
         if (!decode) {
-          std::memcpy(out + i * rb, base + v * rb, rb);
+          std::memcpy(out + i * rb, row, rb);
         } else {
-          decode_row(codec, base + v * rb, row_scale ? row_scale[v] : 1.0f,
+          decode_row(codec, row, row_scale ? row_scale[v] : 1.0f,
                      reinterpret_cast<float*>(out + i * ob));
         }
         ((cached_bits[v >> 6] >> (v & 63)) & 1 ? local : cold) += 1;

@@ -5,7 +5,8 @@
 //
 // Memory: this rank's hot rows (its cached list, in slot order) in executor memory; cold rows
 // read where they are, from the features mapping registered for device access (map_host: UVA on
-// a GPU; read-only, so every rank of a machine shares one page cache).
+// a GPU; read-only, so every rank of a machine shares one page cache); features read by reference
+// (FeatureSource::row_of) are addressed through the row map as the ids are classified.
 //
 // Every copy is one CopyRows kernel: thread i copies word i % words of row i / words, so a row's
 // words are read by consecutive threads (coalesced; full PCIe requests for cold rows), with the
@@ -78,7 +79,8 @@ class KernelFeatureBackend final : public FeatureBackend {
     std::vector<unsigned char> hot(static_cast<size_t>(cached_rows_) * src.row_bytes);
     const int64_t* c = cached_rows_ ? src.cached.data<int64_t>() : nullptr;
     for (int64_t s = 0; s < cached_rows_; ++s) {
-      std::copy(base + c[s] * src.row_bytes, base + (c[s] + 1) * src.row_bytes,
+      const int64_t row = src.stored_row(c[s]);
+      std::copy(base + row * src.row_bytes, base + (row + 1) * src.row_bytes,
                 hot.data() + s * src.row_bytes);
     }
     cache_ = cache_buf_.reserve(std::max<size_t>(hot.size(), 16));
@@ -121,7 +123,7 @@ class KernelFeatureBackend final : public FeatureBackend {
           hot_pos.push_back(i);
           if (row_scale) hot_scale_.push_back(row_scale[v]);
         } else {
-          cold_ids.push_back(static_cast<int64_t>(v));
+          cold_ids.push_back(src_.stored_row(static_cast<int64_t>(v)));
           cold_pos.push_back(i);
           if (row_scale) cold_scale_.push_back(row_scale[v]);
         }

@@ -14,6 +14,7 @@
 #include "graph/dataset.hpp"
 #include "graph/hetero.hpp"
 #include "layout/partition/partition.hpp"
+#include "layout/partition/partition_disk.hpp"
 #include "layout/partition/partition_plan.hpp"
 
 namespace dsp {
@@ -30,6 +31,12 @@ PartitionOptions on_the_fly_options(const RankOptions& opts, int parts) {
   if (!opts.cache_policy.empty()) po.cache_policy = opts.cache_policy;
   if (opts.cache_ratio >= 0) po.cache_ratio = opts.cache_ratio;
   if (!opts.preaggregate.empty()) po.preaggregate = {opts.preaggregate};
+  // The partition lives as long as the job, beside the dataset: its ranks read the dataset's
+  // features through the id map rather than from a renumbered copy (the same rows, no second copy
+  // on disk; a rank they fit copies them into memory in its own order, host_features.cpp).
+  if (!is_hetero_dataset(opts.path) && load_dataset_meta(opts.path).feature_dim > 0) {
+    po.feature_storage = "reference";
+  }
   return po;
 }
 
@@ -87,6 +94,9 @@ std::string OnTheFlyPartition::resolve(const RankOptions& opts, CoordinatedCommu
     try {
       const PartitionOptions po = on_the_fly_options(opts, ch.size());
       check_partition_memory(opts, po);
+      check_partition_disk(fmt::format("the partition of {} on the fly", opts.path),
+                           partition_source_meta(opts.path), po,
+                           fs::temp_directory_path().string());
       // An owner-only directory of a fresh name (mkdtemp: mode 0700, created exclusively): the
       // partition inside holds the dataset's features and labels, which no other user of a shared
       // temporary directory may read, and no one can have prepared the path beforehand.

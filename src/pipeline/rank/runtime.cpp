@@ -30,7 +30,10 @@ RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
   part_dir_ = on_the_fly_.resolve(opts_, ch);
   part_ = load_partition(part_dir_, rank(), size());
   // PaGraph's PP: the store gathers [x_v | a_v] rows instead of x_v (the meta keeps F).
-  if (!opts_.preaggregate.empty()) part_.features = load_preaggregated(part_, opts_.preaggregate);
+  if (!opts_.preaggregate.empty()) {
+    part_.features = load_preaggregated(part_, opts_.preaggregate);
+    part_.feature_rows = Array();  // pre-aggregated rows are in new id order
+  }
   if (!opts_.cache_policy.empty() || opts_.cache_ratio >= 0) {
     if (!partitioned_on_the_fly()) override_cache();  // on the fly: the partition used them
   }
