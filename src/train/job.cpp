@@ -497,9 +497,10 @@ class TrainJob {
   std::string metric_ = "acc";
   EvalTally val_tally_, test_tally_;
   int best_epoch_ = -1;
-  int evals_since_best_ = 0;        // --patience
-  bool full_eval_ = false;          // --eval full, or auto where it fits
-  bool full_fits_ = false;          // the estimate fits: a sampled job tests its best model in full
+  int evals_since_best_ = 0;  // --patience
+  bool full_eval_ = false;    // --eval full, or auto where it fits
+  bool full_fits_ = false;    // the estimate of full-neighbour evaluation fits
+  bool final_full_ = false;   // a sampled job tests its best model in full (it fits, costs little)
   std::vector<float> best_params_;  // sampled evaluation: the best model so far, when it fits
   LrSchedule lr_;                   // --lr-schedule
   double epoch_lr_ = 0;             // the rate the epoch in progress trains with
@@ -1003,6 +1004,10 @@ namespace {
 // Neighbour rows below which full-neighbour evaluation is chosen whatever sampling would read
 // (about 2 s of a 2-core machine at hidden 256).
 constexpr double kSmallEval = 1e7;
+// A job that evaluates sampled tests its best model once in full at the end when that reads at
+// most this many times the rows of one sampled evaluation (or kSmallEval): at papers100M's size a
+// full pass reads thousands of times more and would take hours after a run of minutes.
+constexpr double kFinalFullFactor = 10;
 
 // 1234567 -> "1.2M" (k, M, G), for counts in log lines.
 std::string count_str(double n) {
@@ -1037,7 +1042,7 @@ std::pair<double, double> TrainJob::eval_reads() {
 // --eval for the jobs that evaluate by sampling only (their checks refused --eval full): a
 // heterogeneous graph (no layer-wise inference of its models) and --temporal.
 void TrainJob::choose_sampled_eval() {
-  full_eval_ = full_fits_ = false;
+  full_eval_ = full_fits_ = final_full_ = false;
   res_.eval = "sampled";
   if (!rt_.leader()) return;
   if (rt_.hetero()) {
@@ -1087,6 +1092,8 @@ void TrainJob::choose_eval() {
   // Under kSmallEval rows, full costs seconds whatever sampling would: exact wins.
   const bool cheaper = full_reads <= std::max(sampled_reads, kSmallEval);
   full_eval_ = cfg_.eval == "full" || (cfg_.eval == "auto" && full_fits_ && cheaper);
+  final_full_ = !full_eval_ && full_fits_ &&
+                full_reads <= kFinalFullFactor * std::max(sampled_reads, kSmallEval);
   res_.eval = full_eval_ ? "full" : "sampled";
   if (!rt_.leader()) return;
   const std::string estimate = fmt::format(
@@ -1103,6 +1110,12 @@ void TrainJob::choose_eval() {
              : cfg_.eval == "sampled" ? "--eval sampled or --eval-fanouts"
              : full_fits_             ? "full neighbourhoods would read more: " + estimate
                                       : "full neighbourhoods need " + estimate);
+    if (full_fits_ && !cfg_.preaggregate) {
+      DSP_INFO("train", "{}",
+               final_full_ ? "the best model is tested with full neighbourhoods at the end"
+                           : "the best model is not tested with full neighbourhoods at the end "
+                             "(it would read more than 10 sampled evaluations)");
+    }
   }
 }
 
@@ -1208,12 +1221,13 @@ void TrainJob::note_best(double val, double test, int epoch) {
   }
   best_epoch_ = epoch;
   evals_since_best_ = 0;
-  if (!full_eval_ && full_fits_) best_params_ = trainer_->flat_parameters();
+  if (final_full_) best_params_ = trainer_->flat_parameters();
   if (!ckpt_.empty()) checkpoint(epoch, cfg_.checkpoint_dir + "/best.pt");
 }
 
-// Sampled evaluation: the best model's test accuracy with full neighbourhoods, when it fits and
-// the best model is at hand (not when it predates a resume).
+// Sampled evaluation: the best model's test accuracy with full neighbourhoods, when it fits, costs
+// at most kFinalFullFactor sampled evaluations and the best model is at hand (not when it predates
+// a resume).
 void TrainJob::final_full_test() {
   if (full_eval_) {
     res_.test_acc_full = best_epoch_ >= 0 ? test_at_best_ : -1;
@@ -1522,9 +1536,9 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
   const JobConfig base = JobConfig::from_json(extra.at("job"), path);
   const nlohmann::json recorded = base.to_json(), mine = c.to_json();
   static const std::set<std::string> may_change = {
-      "epochs", "eval_every", "checkpoint_every", "checkpoint_dir",  "metrics_file", "threads",
-      "path",   "resume",     "progress",         "log_file",        "keep_checkpoints",
-      "memory_budget"};
+      "epochs",           "eval_every",   "checkpoint_every", "checkpoint_dir", "metrics_file",
+      "threads",          "path",         "resume",           "progress",       "log_file",
+      "keep_checkpoints", "memory_budget"};
   nlohmann::json take = nlohmann::json::object();
   for (const std::string& key : given) {
     if (!mine.contains(key)) continue;

@@ -114,7 +114,8 @@ def test_eval_max_nodes_keeps_the_same_nodes_at_any_rank_count(cora_p1, cora_p2,
 
 def test_eval_auto_samples_where_full_would_read_more(tmp_path, capsys):
     """--eval auto: full-neighbour evaluation where it reads no more neighbour rows than sampling
-    (or fewer than 10M); a 300k-node graph (about 6M entries x 2 layers) evaluated on about 1000 nodes
+    (or fewer than 10M), and the best model tested in full at the end where that reads at most 10
+    sampled evaluations' rows (or 100M); a 300k-node graph (about 6M entries x 2 layers) evaluated on about 1000 nodes
     per split with fanouts 2,2 samples instead, and the log gives both estimates."""
     ds = str(tmp_path / "g")
     dsp.generate_community(ds, nodes=300000, edges=3000000, classes=4, features=8)
@@ -123,3 +124,5 @@ def test_eval_auto_samples_where_full_would_read_more(tmp_path, capsys):
     err = capsys.readouterr().err
     assert re.search(r"evaluation: sampled with fanouts 2,2 \(full neighbourhoods would read more: "
                      r".*; 1[12]\.\dM neighbour rows read against up to \d+\.\dk sampled\)", err), err
+    # 12M rows is under 10 x 10M: the best model is still tested in full once at the end.
+    assert "the best model is tested with full neighbourhoods at the end" in err, err
