@@ -101,6 +101,36 @@ test_groups() {
   for np in 1 2; do  # the MPI transport of device buffers (pinned staging): ranks share the GPU
     group "staged MPI conformance, $np rank(s)" "staged_np$np.log" 90 "$MPIEXEC" -n $np "$KR/bin/test_nccl" --staged
   done
+  fault_groups
+}
+
+# fault NAME LOG TIMEOUT REGEX cmd...: one fault case of the conformance suite
+# (tests/ccc/conformance_faults.hpp) through tests/ccc/faults/expect_fault.sh: exit 1 within 20 s
+# and exactly one "dsp:" line, REGEX (tests/CMakeLists.txt's ccc_fault_cuda_* messages); DSP_COMM_TIMEOUT=TIMEOUT.
+fault() {
+  local name=$1 log=$2 secs=$3 regex=$4 rc
+  shift 4
+  not_started "$name" && return
+  timed 60 env DSP_COMM_TIMEOUT="$secs" tests/ccc/faults/expect_fault.sh 20 "$regex" "$@" >"$LOGS/$log" 2>&1
+  rc=$?
+  if ((rc == 0)); then row "$name" ok "$(grep -m1 -oE 'exit [0-9]+ after [0-9]+ ms' "$LOGS/$log")"
+  elif ((rc == 77 && DRY)); then row "$name" skip "no GPU: nothing ran, as it must here"
+  else row "$name" FAIL "exit $rc, see $log"; tail -n 4 "$LOGS/$log"; status=1; fi
+}
+
+# The fault cases on the GPU: NCCL's abort (main thread, another thread) at 1 rank, the pinned
+# staged transport's abort and timeout at 2 ranks sharing the GPU.
+fault_groups() {
+  local nccl=("$MPIEXEC" -n 1 "$KR/bin/test_nccl") staged=("$MPIEXEC" --oversubscribe -n 2 "$KR/bin/test_nccl" --staged)
+  fault "NCCL abort, 1 rank" fault_nccl_abort.log 60 "dsp: conformance: rank 0 ends the job" \
+    "${nccl[@]}" --fault abort 0
+  fault "NCCL abort from a thread, 1 rank" fault_nccl_thread.log 60 \
+    "dsp: conformance: a thread of rank 0 ends the job" "${nccl[@]}" --fault abort-thread 0
+  fault "staged abort, 2 ranks" fault_staged_abort.log 60 "dsp: conformance: rank 1 ends the job" \
+    "${staged[@]}" --fault abort 1
+  fault "staged timeout, 2 ranks" fault_staged_timeout.log 1 \
+    "dsp: collective 'all_reduce' \\(op #2, label 'conformance: rank 1 never arrives'\\) timed out after 1\\.[0-9] s on rank 0; ranks that did not arrive: 1 \\(idle after op #1\\)" \
+    "${staged[@]}" --fault timeout 1
 }
 
 # `dsp train` on Cora end to end (tests/train/e2e/cora_mpi.sh: the CPU build's band, >= 0.78) at
