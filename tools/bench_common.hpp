@@ -14,6 +14,10 @@
 #include "pipeline/bench_memory.hpp"
 #include "pipeline/rank/runtime.hpp"
 
+namespace dsp {
+struct TrainConfig;  // train/config.hpp
+}  // namespace dsp
+
 namespace dsp::cli {
 
 // A bench's own options (declared with the module it measures) and the rank options it takes
@@ -91,5 +95,10 @@ void add_bench_cache(CLI::App* bench);
 #ifdef DSP_HAVE_TRAIN
 void add_bench_pipeline(CLI::App* bench);
 #endif
+// The trainer's configuration of the benches that train (bench_pipeline.cpp, bench_project.cpp):
+// `model` of width `hidden` over the partition's features and classes, one layer per fanout, on
+// the rank's device and threads.
+TrainConfig bench_train_config(const std::string& model, int hidden, uint64_t seed, RankRuntime& rt,
+                               const std::vector<int>& fanouts);
 
 }  // namespace dsp::cli

@@ -180,23 +180,26 @@ void print_train_step(const StepTimes& st) {
       1e3 * st.optimizer_s / n, 1e3 * st.thread_cpu_s / n);
 }
 
-// The trainer's configuration: the model over the partition's features and classes, one layer
-// per fanout, on the rank's device and threads.
-TrainConfig train_config(const PipeArgs& a, RankRuntime& rt, const SamplerOptions& so) {
+}  // namespace
+
+TrainConfig bench_train_config(const std::string& model, int hidden, uint64_t seed, RankRuntime& rt,
+                               const std::vector<int>& fanouts) {
   const PartitionMeta& meta = rt.part().meta;
   TrainConfig tc;
-  tc.model.model = a.model;
-  tc.model.hidden = a.hidden;
+  tc.model.model = model;
+  tc.model.hidden = hidden;
   tc.model.in_dim = meta.feature_dim;
   tc.model.out_dim = meta.num_classes;
-  tc.model.layers = static_cast<int>(so.fanouts.size());
-  tc.seed = a.seed;
+  tc.model.layers = static_cast<int>(fanouts.size());
+  tc.seed = seed;
   tc.num_threads = rt.cores().threads;
   tc.device = rt.device();
   tc.validate();
-  check_fanout_count(so.fanouts, tc.model);
+  check_fanout_count(fanouts, tc.model);
   return tc;
 }
+
+namespace {
 
 // The three stages of a symmetric rank. The step-time breakdown leaves out the first warm-up
 // epoch (allocator and cache warm-up): it restarts after `steps * warmup` train calls.
@@ -285,7 +288,8 @@ void run_pipeline_bench(const PipeArgs& a, const RankOptions& rank) {
                      "--batch-size, --fanouts, --hidden");
   std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
   FeatureStore& store = rt.store();
-  Trainer trainer(train_config(a, rt, so), coord.channel(WorkerKind::kTrainer));
+  Trainer trainer(bench_train_config(a.model, a.hidden, a.seed, rt, so.fanouts),
+                  coord.channel(WorkerKind::kTrainer));
 
   EpochScheduler sched(
       a.step_seeds(std::vector<int64_t>(part.seeds.data<int64_t>(),

@@ -272,23 +272,6 @@ std::pair<double, double> peer_traffic(const Communicator& ch) {
   return {std::max(sent, recv), static_cast<double>(c.ops)};
 }
 
-TrainConfig volumes_train_config(const VolumesCommand& a, RankRuntime& rt,
-                                 const std::vector<int>& fanouts) {
-  const PartitionMeta& meta = rt.part().meta;
-  TrainConfig tc;
-  tc.model.model = a.model;
-  tc.model.hidden = a.hidden;
-  tc.model.in_dim = meta.feature_dim;
-  tc.model.out_dim = meta.num_classes;
-  tc.model.layers = static_cast<int>(fanouts.size());
-  tc.seed = a.seed;
-  tc.num_threads = rt.cores().threads;
-  tc.device = rt.device();
-  tc.validate();
-  check_fanout_count(fanouts, tc.model);
-  return tc;
-}
-
 // The stages of `dsp train` run one after another for warmup + batches batches; returns this
 // rank's figures per measured batch (kFigures).
 std::vector<double> measure_rank(const VolumesCommand& a, RankRuntime& rt, EpochScheduler& sched,
@@ -405,7 +388,8 @@ void run_volumes(const VolumesCommand& a, const RankOptions& rank) {
   so.blocks_on_device = true;
   std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
   Coordinator& coord = rt.coord();
-  Trainer trainer(volumes_train_config(a, rt, so.fanouts), coord.channel(WorkerKind::kTrainer));
+  Trainer trainer(bench_train_config(a.model, a.hidden, a.seed, rt, so.fanouts),
+                  coord.channel(WorkerKind::kTrainer));
   const int64_t* s = part.seeds.data<int64_t>();
   EpochScheduler sched(std::vector<int64_t>(s, s + part.seeds.dim(0)), a.batch_size, a.seed);
   CoordinatedCommunicator& main = coord.channel(WorkerKind::kMain);

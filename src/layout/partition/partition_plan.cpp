@@ -76,17 +76,22 @@ uint64_t estimate_partition_memory(const DatasetMeta& meta, const PartitionOptio
   return std::max(assignment_bytes(meta, opts), writing_bytes(meta, opts)) + kSlackBytes;
 }
 
+LighterMethods lighter_methods(const DatasetMeta& meta, const PartitionOptions& opts) {
+  LighterMethods l;
+  if (opts.method != "metis" || opts.parts <= 1) return l;
+  PartitionOptions r = opts;
+  r.method = "bfs-blocks";
+  l.bfs_blocks = estimate_partition_memory(meta, r) + process_rss_bytes();
+  r.method = "random";
+  l.random = estimate_partition_memory(meta, r) + process_rss_bytes();
+  return l;
+}
+
 std::string partition_memory_hint(const DatasetMeta& meta, const PartitionOptions& opts) {
-  if (opts.method == "metis" && opts.parts > 1) {
-    PartitionOptions r = opts;
-    r.method = "bfs-blocks";
-    const uint64_t blocks = estimate_partition_memory(meta, r) + process_rss_bytes();
-    r.method = "random";
-    const uint64_t random = estimate_partition_memory(meta, r) + process_rss_bytes();
-    return "use --method bfs-blocks (about " + format_bytes(blocks) +
-           ") or --method random (about " + format_bytes(random) + "), or raise --memory-budget";
-  }
-  return "raise --memory-budget";
+  const LighterMethods l = lighter_methods(meta, opts);
+  if (l.bfs_blocks == 0) return "raise --memory-budget";
+  return "use --method bfs-blocks (about " + format_bytes(l.bfs_blocks) +
+         ") or --method random (about " + format_bytes(l.random) + "), or raise --memory-budget";
 }
 
 }  // namespace dsp

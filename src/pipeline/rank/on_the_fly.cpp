@@ -46,16 +46,11 @@ PartitionOptions on_the_fly_options(const RankOptions& opts, int parts) {
 void check_partition_memory(const RankOptions& opts, const PartitionOptions& po) {
   const DatasetMeta meta = partition_source_meta(opts.path);
   std::string lower = "raise --memory-budget";
-  if (po.method == "metis" && po.parts > 1) {
-    PartitionOptions r = po;
-    r.method = "bfs-blocks";
-    const uint64_t blocks = estimate_partition_memory(meta, r) + process_rss_bytes();
-    r.method = "random";
-    const uint64_t random = estimate_partition_memory(meta, r) + process_rss_bytes();
+  if (const LighterMethods l = lighter_methods(meta, po); l.bfs_blocks > 0) {
     lower += fmt::format(
         ", or partition it beforehand: dsp partition --method bfs-blocks (about {}) or --method "
         "random (about {})",
-        format_bytes(blocks), format_bytes(random));
+        format_bytes(l.bfs_blocks), format_bytes(l.random));
   }
   check_memory(fmt::format("the partition of {} on the fly ({} part{} by {})", opts.path, po.parts,
                            po.parts == 1 ? "" : "s", po.method),
