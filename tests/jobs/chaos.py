@@ -29,6 +29,8 @@ import tempfile
 import time
 import zipfile
 
+from ranks import rank_pids
+
 # Fields of a metrics record that measure time, not what was computed (and those named t_*).
 TIMING = ("_s", "_ms", "_ns", "seconds", "per_s", "time")
 
@@ -68,28 +70,6 @@ def optimizer_tensors(path):
                                   for n in inner.namelist() if "/data/" in n)
     raise AssertionError(f"{path}: no optimizer state found")
 
-
-def rank_pids(tag, ranks, session):
-    """pid of each rank of the job whose command line holds `tag` (OMPI_COMM_WORLD_RANK), among
-    the processes of `session` (not a previous start's rank still exiting)."""
-    found = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            if os.getsid(int(p)) != session:
-                continue
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                if tag.encode() not in f.read():
-                    continue
-            with open(f"/proc/{p}/environ", "rb") as f:
-                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-        except OSError:
-            continue
-        r = env.get(b"OMPI_COMM_WORLD_RANK")
-        if r is not None and int(r) < ranks:
-            found[int(r)] = int(p)
-    return found
 
 
 class Job:
@@ -220,13 +200,13 @@ def run_chaos(a, tmp, startup_s, train_s):
                 # Records counted once this start trains (it first cuts the file to its checkpoint).
                 while not (trains(job, offset) and records(job.metrics) >= moment[1]) and \
                         p.poll() is None:
-                    pid = pid or rank_pids(job.ck, a.ranks, p.pid).get(victim)
+                    pid = pid or rank_pids(p.pid, a.ranks, job.ck).get(victim)
                     time.sleep(0.002)
             deadline = time.monotonic() + moment[-1]
             while time.monotonic() < deadline and p.poll() is None:
                 time.sleep(0.002)
             while pid is None and p.poll() is None:  # an early moment: the ranks not yet there
-                pid = rank_pids(job.ck, a.ranks, p.pid).get(victim)
+                pid = rank_pids(p.pid, a.ranks, job.ck).get(victim)
             if p.poll() is not None:
                 pid = None
             if pid is not None:

@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from ranks import rank_pids
+
 RANKS = 4
 QUANTITIES = ("rss_mib", "fds", "threads")
 RUNNING = []  # the job's process (its own session), ended when the script ends
@@ -64,24 +66,6 @@ def fail(msg, work=None):
             print("".join(f.readlines()[-40:]))
     sys.exit(1)
 
-
-def rank_pids(session):
-    """pid of each rank (OMPI_COMM_WORLD_RANK) among the processes of `session`."""
-    found = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            if os.getsid(int(p)) != session:
-                continue
-            with open(f"/proc/{p}/environ", "rb") as f:
-                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-        except OSError:
-            continue
-        r = env.get(b"OMPI_COMM_WORLD_RANK")
-        if r is not None and int(r) < RANKS:
-            found[int(r)] = int(p)
-    return found
 
 
 def sample(pid):
@@ -163,7 +147,7 @@ def soak(a, tmp, p):
             fail("no epoch ended within 120 s", tmp)
         time.sleep(0.2)
     startup = time.monotonic() - t0
-    pids = rank_pids(p.pid)
+    pids = rank_pids(p.pid, RANKS)
     if len(pids) != RANKS:
         fail(f"found the processes of ranks {sorted(pids)} only", tmp)
     samples = {r: [] for r in pids}
