@@ -426,6 +426,7 @@ class TrainJob {
   void log_start(const EpochScheduler& sched) const;
   EvalTally evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void choose_eval();
+  void log_eval_choice(const std::string& estimate) const;
   void choose_sampled_eval();
   std::pair<double, double> eval_reads();
   void subsample_eval_ids();
@@ -1095,27 +1096,32 @@ void TrainJob::choose_eval() {
   final_full_ = !full_eval_ && full_fits_ &&
                 full_reads <= kFinalFullFactor * std::max(sampled_reads, kSmallEval);
   res_.eval = full_eval_ ? "full" : "sampled";
-  if (!rt_.leader()) return;
-  const std::string estimate = fmt::format(
-      "an estimated {} per rank, {} available to each; {} neighbour rows read against up to {} "
-      "sampled",
-      format_bytes(need), format_bytes(have), count_str(full_reads), count_str(sampled_reads));
+  if (rt_.leader()) {
+    log_eval_choice(fmt::format(
+        "an estimated {} per rank, {} available to each; {} neighbour rows read against up to {} "
+        "sampled",
+        format_bytes(need), format_bytes(have), count_str(full_reads), count_str(sampled_reads)));
+  }
+}
+
+// choose_eval's choice and why, `estimate` its figures.
+void TrainJob::log_eval_choice(const std::string& estimate) const {
   if (full_eval_) {
     DSP_INFO("train", "evaluation: full neighbourhoods, layer by layer ({}){}", estimate,
              full_fits_ ? "" : ": it may not fit (--eval full)");
-  } else {
-    DSP_INFO("train", "evaluation: sampled with fanouts {} ({})",
-             fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","),
-             cfg_.preaggregate        ? "--preaggregate: the model has no input layer to infer with"
-             : cfg_.eval == "sampled" ? "--eval sampled or --eval-fanouts"
-             : full_fits_             ? "full neighbourhoods would read more: " + estimate
-                                      : "full neighbourhoods need " + estimate);
-    if (full_fits_ && !cfg_.preaggregate) {
-      DSP_INFO("train", "{}",
-               final_full_ ? "the best model is tested with full neighbourhoods at the end"
-                           : "the best model is not tested with full neighbourhoods at the end "
-                             "(it would read more than 10 sampled evaluations)");
-    }
+    return;
+  }
+  DSP_INFO("train", "evaluation: sampled with fanouts {} ({})",
+           fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","),
+           cfg_.preaggregate        ? "--preaggregate: the model has no input layer to infer with"
+           : cfg_.eval == "sampled" ? "--eval sampled or --eval-fanouts"
+           : full_fits_             ? "full neighbourhoods would read more: " + estimate
+                                    : "full neighbourhoods need " + estimate);
+  if (full_fits_ && !cfg_.preaggregate) {
+    DSP_INFO("train", "{}",
+             final_full_ ? "the best model is tested with full neighbourhoods at the end"
+                         : "the best model is not tested with full neighbourhoods at the end "
+                           "(it would read more than 10 sampled evaluations)");
   }
 }
 
