@@ -206,11 +206,10 @@ TEST(OutOfCore, RefusesWhenTheDiskCannotHoldIt) {
   auto r = run_cli("generate rmat " + tmp / "g" + " --nodes 1M --edges 1M --features 1000000", tmp);
   EXPECT_EQ(r.exit_code, 1);
   const std::regex line(
-      "dsp: error: dsp generate \\(out of core\\) needs about [0-9.]+ GiB of "
-      "disk under " +
+      "dsp: error: dsp generate \\(out of core: sorted runs, then the output\\) needs about "
+      "[0-9.]+ GiB of disk in " +
       tmp.path() +
-      " \\(sorted runs, then the output\\) but [0-9.]+ [KMG]iB is free: lower "
-      "--edges or --features, or write elsewhere\n");
+      " but [0-9.]+ [KMG]iB is free: lower --edges or --features, or write elsewhere\n");
   EXPECT_TRUE(std::regex_match(r.err, line)) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "g"));
 }
