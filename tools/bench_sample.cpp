@@ -27,6 +27,14 @@ void print_mode(const nlohmann::json& m, int batches) {
   fmt::print("       bytes/epoch (extrapolated from {} batches x {} batches/epoch): {:.1f} MB\n",
              batches, m["batches_per_epoch"].get<int64_t>(),
              m["bytes_per_epoch_extrapolated"].get<double>() / 1e6);
+  if (m["host_syncs_per_batch"].get<double>() > 0) {  // a device backend
+    fmt::print(
+        "       host round trips/batch: {:.1f} blocking syncs, {:.1f} device-to-host reads "
+        "({:.1f} per layer, {:.1f} KB)\n",
+        m["host_syncs_per_batch"].get<double>(), m["host_reads_per_batch"].get<double>(),
+        m["host_reads_per_layer"].get<double>(),
+        m["host_read_bytes_per_batch"].get<double>() / 1e3);
+  }
   if (m.contains("bytes_per_epoch_per_layer")) {
     std::string per;
     for (const auto& b : m["bytes_per_epoch_per_layer"]) {
@@ -96,7 +104,8 @@ void add_bench_sample(CLI::App* bench) {
       bench, "sample",
       "Collective sampling throughput (per stage and layer) and bytes moved, CSP vs pull",
       "PARTITION", "partition directory (dsp partition)", &SampleBenchOptions::partition,
-      sample_bench_options(), {"device", "topology_memory", "memory_budget"}, run_sample);
+      sample_bench_options(), {"device", "topology_memory", "memory_budget", "emulate_device"},
+      run_sample);
 }
 
 }  // namespace dsp::cli

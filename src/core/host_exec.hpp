@@ -19,6 +19,7 @@
 //   inclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i]
 //   map_host(p, bytes, read_only, reg)  a pointer E's loops can read the host range through
 //   sync()           returns once everything issued so far has completed (host reads may follow)
+//   traffic()        the blocking syncs and device-to-host copies issued so far (HostTraffic)
 //   E::read(h, d, bytes)  static: copies E memory to the host, synchronously, from any thread
 //                    (for arrays handed out to other threads: no stream of an E instance)
 // Copies and loops are issued in order: each sees the effects of those before it.
@@ -26,6 +27,8 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
+
+#include "core/host_traffic.hpp"
 
 namespace dsp {
 
@@ -53,7 +56,10 @@ class HostExec {
   struct Registration {};
 
   void to_device(void* d, const void* h, size_t bytes) { copy(d, h, bytes); }
-  void to_host(void* h, const void* d, size_t bytes) { copy(h, d, bytes); }
+  void to_host(void* h, const void* d, size_t bytes) {
+    traffic_.add_read(bytes);
+    copy(h, d, bytes);
+  }
   void copy(void* d, const void* s, size_t bytes) {
     if (bytes) std::memmove(d, s, bytes);
   }
@@ -95,10 +101,14 @@ class HostExec {
   const void* map_host(const void* p, size_t /*bytes*/, bool /*read_only*/, Registration&) {
     return p;
   }
-  void sync() {}
+  void sync() { traffic_.syncs += 1; }
+  const HostTraffic& traffic() const { return traffic_; }
   static void read(void* h, const void* d, size_t bytes) {
     if (bytes) std::memcpy(h, d, bytes);
   }
+
+ private:
+  HostTraffic traffic_;
 };
 
 }  // namespace dsp

@@ -34,6 +34,7 @@
 
 #include "ccc/communicator.hpp"
 #include "core/device.hpp"
+#include "core/host_traffic.hpp"
 #include "csp/block.hpp"
 #include "csp/sample_kernels.hpp"
 
@@ -108,6 +109,9 @@ class SamplerBackend {
   virtual std::unique_ptr<BackendBuffer> make_buffer() const = 0;
   virtual void to_backend(void* dst, const void* host, size_t bytes) = 0;
   virtual void to_host(void* host, const void* src, size_t bytes) = 0;
+  // Device backends: the blocking syncs and device-to-host copies their executor has issued since
+  // construction (core/host_traffic.hpp); a host backend has none.
+  virtual HostTraffic traffic() const { return {}; }
 
   // Groups frontier[0, n) by owner: node i gets a task, csp::pack_task(id, k) with k = fanout[i]
   // (fanout non-null) or `uniform`, when k > 0; its owner p has offsets[p] <= id < offsets[p + 1]

@@ -313,6 +313,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   int64_t hot_rows() const { return hot_rows_; }
 
   MemorySpace memory() const override { return MemorySpace::kDevice; }
+  HostTraffic traffic() const override { return ex_.traffic(); }
   std::unique_ptr<BackendBuffer> make_buffer() const override {
     return std::make_unique<BackendBufferOf<Buffer>>();
   }

@@ -77,6 +77,10 @@ json reduce_figures(const Opts& o, Communicator& comm, const SamplerStats& st, d
   for (int l = 0; l < L; ++l) sources.push_back(src[l] / o.batches / comm.size());
   std::vector<double> mx = {wall, st.t_shuffle, st.t_sample, st.t_reshuffle, st.t_relabel};
   for (int l = 0; l < L; ++l) mx.push_back(st.t_layer[l]);
+  // a device backend's host round trips (the busiest rank's)
+  for (const int64_t h : {st.host.syncs, st.host.reads, st.host.read_bytes}) {
+    mx.push_back(static_cast<double>(h));
+  }
   comm.all_reduce(mx.data(), static_cast<int64_t>(mx.size()), DType::kFloat64, ReduceOp::kMax);
   // batches per epoch: the rank with the most seeds decides (others sample empty batches)
   int64_t bpe = (num_seeds + o.batch_size - 1) / o.batch_size;
@@ -102,6 +106,12 @@ json reduce_figures(const Opts& o, Communicator& comm, const SamplerStats& st, d
           {"tasks_local", sum[3]},
           {"tasks_remote", sum[4]},
           {"bytes_per_batch", sum[2] / nb},
+          // a device backend's blocking syncs and device-to-host copies per batch (the busiest
+          // rank's; 0 on the CPU backend), and the copies per sampled layer
+          {"host_syncs_per_batch", mx[5 + L] / nb},
+          {"host_reads_per_batch", mx[6 + L] / nb},
+          {"host_read_bytes_per_batch", mx[7 + L] / nb},
+          {"host_reads_per_layer", L ? mx[6 + L] / nb / L : 0.0},
           {"batches_per_epoch", bpe},
           // measured bytes per batch (all ranks) times batches per epoch
           {"bytes_per_epoch_extrapolated", sum[2] / nb * bpe}};

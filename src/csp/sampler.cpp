@@ -104,7 +104,10 @@ nlohmann::json SamplerStats::to_json() const {
           {"t_total", t_total},
           {"t_layer", t_layer},
           {"bytes_sent", bytes_sent},
-          {"bytes_recv", bytes_recv}};
+          {"bytes_recv", bytes_recv},
+          {"host_syncs", host.syncs},
+          {"host_reads", host.reads},
+          {"host_read_bytes", host.read_bytes}};
 }
 
 PartitionData single_part(const Csr& g) {
@@ -434,12 +437,14 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
                 "nccl, or one staged through host memory)",
                 backend_->name(), comm_.backend());
   buf_ = std::make_unique<Buffers>(*backend_);
+  host0_ = backend_->traffic();  // construction's uploads are not a batch's
 }
 
 CollectiveSampler::~CollectiveSampler() = default;
 
 void CollectiveSampler::reset_stats() {
   stats_ = SamplerStats{};
+  host0_ = backend_ ? backend_->traffic() : HostTraffic{};
   stats_.t_layer.assign(opts_.fanouts.size(), 0.0);
   stats_.layer_sources.assign(opts_.fanouts.size(), 0);
 }
@@ -1235,6 +1240,7 @@ void CollectiveSampler::finish_batch(SampledBatch& out, std::vector<Block>& bloc
   stats_.bytes_sent += remote_bytes_sent() - sent0;
   stats_.bytes_recv += remote_bytes_recv() - recv0;
   stats_.t_total += seconds;
+  stats_.host = backend_->traffic() - host0_;
 }
 
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,

@@ -166,6 +166,9 @@ struct SamplerStats {
   double t_shuffle = 0, t_sample = 0, t_reshuffle = 0, t_relabel = 0, t_total = 0;
   std::vector<double> t_layer;              // [layers], from the seeds out
   uint64_t bytes_sent = 0, bytes_recv = 0;  // to / from other ranks (self copies excluded)
+  // A device backend's blocking syncs and device-to-host copies (SamplerBackend::traffic), from
+  // the end of construction or reset_stats() to the end of the last batch.
+  HostTraffic host;
   nlohmann::json to_json() const;
 };
 
@@ -389,6 +392,7 @@ class CollectiveSampler {
   std::vector<int64_t> ex_task_off_, ex_task_pos_, ex_host_tasks_;
   TaskExclusions ex_tasks_;
   SamplerStats stats_;
+  HostTraffic host0_;  // the backend's traffic when the stats were last reset
 };
 
 // The CPU backend relabels in parallel (first occurrences marked in a concurrent table, then a

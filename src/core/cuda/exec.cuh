@@ -9,6 +9,7 @@
 
 #include "core/cuda/check.hpp"
 #include "core/cuda/memory.hpp"
+#include "core/host_traffic.hpp"
 
 namespace dsp::cuda {
 
@@ -35,7 +36,7 @@ class CudaExec {
     DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   CudaExec(CudaExec&& o) noexcept
-      : device_(o.device_), stream_(o.stream_), scan_tmp_(std::move(o.scan_tmp_)) {
+      : device_(o.device_), stream_(o.stream_), scan_tmp_(std::move(o.scan_tmp_)), traffic_(o.traffic_) {
     o.stream_ = nullptr;
   }
   CudaExec(const CudaExec&) = delete;
@@ -48,7 +49,10 @@ class CudaExec {
   cudaStream_t stream() const { return stream_; }
 
   void to_device(void* d, const void* h, size_t bytes) { copy_kind(d, h, bytes, cudaMemcpyHostToDevice); }
-  void to_host(void* h, const void* d, size_t bytes) { copy_kind(h, d, bytes, cudaMemcpyDeviceToHost); }
+  void to_host(void* h, const void* d, size_t bytes) {
+    traffic_.add_read(bytes);
+    copy_kind(h, d, bytes, cudaMemcpyDeviceToHost);
+  }
   void copy(void* d, const void* s, size_t bytes) { copy_kind(d, s, bytes, cudaMemcpyDeviceToDevice); }
   void zero(void* d, size_t bytes) {
     if (!bytes) return;
@@ -79,9 +83,11 @@ class CudaExec {
     return r.map(p, bytes, read_only);
   }
   void sync() {
+    traffic_.syncs += 1;
     CudaDeviceGuard g(device_);
     DSP_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
+  const HostTraffic& traffic() const { return traffic_; }
   static void read(void* h, const void* d, size_t bytes) {
     if (bytes) DSP_CUDA_CHECK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
   }
@@ -110,6 +116,7 @@ class CudaExec {
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer scan_tmp_;
+  HostTraffic traffic_;
 };
 
 }  // namespace dsp::cuda

@@ -38,6 +38,7 @@
 
 #include "ccc/communicator.hpp"
 #include "core/device.hpp"
+#include "core/host_traffic.hpp"
 #include "core/quant.hpp"
 #include "graph/array.hpp"
 
@@ -105,6 +106,9 @@ class FeatureBackend {
   // `bytes` of the backend's memory, and back to the host (tests, tools).
   virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
   virtual void copy_to_host(const void* src, size_t bytes, void* host) = 0;
+  // Device backends: the blocking syncs and device-to-host copies their executor has issued since
+  // construction (core/host_traffic.hpp); the host backend has none.
+  virtual HostTraffic traffic() const { return {}; }
 };
 
 using FeatureBackendFactory = std::function<std::unique_ptr<FeatureBackend>(const FeatureSource&)>;

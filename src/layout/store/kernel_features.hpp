@@ -97,6 +97,7 @@ class KernelFeatureBackend final : public FeatureBackend {
   }
 
   std::string name() const override { return name_; }
+  HostTraffic traffic() const override { return ex_.traffic(); }
   Device device() const override { return device_; }
 
   LocalPass local_pass(const int64_t* ids, int64_t n, void* out, uint8_t* peer,

@@ -64,6 +64,11 @@ OptionTable<RankOptions> make_table() {
                "also append every rank's log lines and the results (epoch lines, summary) to this "
                "file",
                DSP_RANK(log_file)),
+      options::toggle<R>("--emulate-device", "emulate_device",
+                         "run this CPU rank as a GPU rank runs, the device sampler and feature "
+                         "paths executed on the host: the same results, and the host round trips "
+                         "a GPU would make counted (dsp bench sample)",
+                         DSP_RANK(emulate_device)),
       value<R>("--fifo-rows", "fifo_rows",
                "BGL's dynamic cache: keep this many of the rows other ranks serve per rank, first "
                "in first out, so a repeat needs no request (default 0: off)",

@@ -76,7 +76,8 @@ struct RankOptions {
   std::string log_name = "dsp";  // names the job in the startup log
   // Every rank appends its log lines, and rank 0 its results, to this file too (core/console.hpp).
   std::string log_file;
-  // Tests: a CPU rank run as a GPU rank is, but for the kernels and LibTorch's device: the device
+  // --emulate-device (tests, and the benches' host round-trip counts): a CPU rank run as a GPU
+  // rank is, but for the kernels and LibTorch's device: the device
   // sampler and feature backends executed on the host (HostExec), and device-space trainer and
   // loader channels (MPI staged through host memory standing in for the device's). Every
   // protocol, channel and pipeline step of a GPU rank runs, and the job trains exactly what the

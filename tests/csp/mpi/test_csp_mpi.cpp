@@ -132,6 +132,25 @@ void expect_same(const SampledBatch& a, const SampledBatch& b, const std::string
   }
 }
 
+// A device backend's host round trips over the 3 batches check_scheme samples
+// (core/host_traffic.hpp): bounded per sampled layer at any rank count, as the path stands (the
+// single-rank figures per scheme are pinned in test_host_traffic.cpp).
+void expect_host_traffic(const CollectiveSampler& s, const SamplerOptions& o,
+                         const std::string& what) {
+  const HostTraffic h = s.stats().host;
+  if (s.backend().memory() == MemorySpace::kHost) {
+    EXPECT_EQ(h.syncs + h.reads, 0) << what;
+    return;
+  }
+  // Per layer at P = 1..4, the worst scheme (biased layer-wise) as measured: CSP 12.5 syncs and
+  // 12 reads, pull 26.5 and 20 (its served rows are read on the host).
+  const bool pull = o.mode == SampleMode::kPull;
+  const int64_t layer_batches = 3 * static_cast<int64_t>(o.fanouts.size());
+  EXPECT_LE(h.syncs, (pull ? 27 : 13) * layer_batches) << what;
+  EXPECT_LE(h.reads, (pull ? 20 : 12) * layer_batches) << what;
+  EXPECT_GT(h.reads, 0) << what;
+}
+
 void check_scheme(SamplerOptions o, const std::string& what, const std::string& backend) {
   World& w = world();
   SamplerOptions ro = o;
@@ -149,6 +168,7 @@ void check_scheme(SamplerOptions o, const std::string& what, const std::string& 
       SampledBatch want = ref.sample(seeds, 4, batch);
       expect_same(got, want, what + (mode == SampleMode::kPull ? " pull" : " csp"));
     }
+    expect_host_traffic(s, o, what + (mode == SampleMode::kPull ? " pull" : " csp"));
     if (g_comm->size() > 1 && mode == SampleMode::kCsp) {
       EXPECT_GT(s.stats().tasks_remote, 0) << what;
     }

@@ -1,0 +1,33 @@
+#pragma once
+// What a device data path costs the host, counted by its executor (core/host_exec.hpp,
+// core/cuda/exec.cuh) as it issues the work: every blocking wait for the device and every
+// device-to-host copy. The emulated device path counts exactly what the CUDA one issues, so CPU
+// tests pin these figures (tests/csp/test_host_traffic.cpp) and `dsp bench sample|pipeline
+// --emulate-device` prints them.
+#include <cstddef>
+#include <cstdint>
+
+namespace dsp {
+
+struct HostTraffic {
+  int64_t syncs = 0;       // blocking waits for the device's work (Exec::sync)
+  int64_t reads = 0;       // device-to-host copies (Exec::to_host)
+  int64_t read_bytes = 0;  // their bytes
+
+  void add_read(size_t bytes) {  // a copy of 0 bytes issues nothing
+    if (bytes == 0) return;
+    reads += 1;
+    read_bytes += static_cast<int64_t>(bytes);
+  }
+  HostTraffic& operator+=(const HostTraffic& o) {
+    syncs += o.syncs;
+    reads += o.reads;
+    read_bytes += o.read_bytes;
+    return *this;
+  }
+  HostTraffic operator-(const HostTraffic& o) const {
+    return {syncs - o.syncs, reads - o.reads, read_bytes - o.read_bytes};
+  }
+};
+
+}  // namespace dsp
