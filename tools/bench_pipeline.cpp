@@ -229,6 +229,22 @@ void print_header(const PipeArgs& a, RankRuntime& rt, int64_t steps) {
              a.batch_size, a.fanouts, a.modes, a.repeats, a.warmup, a.epochs);
 }
 
+// A device backend's host round trips per batch on rank 0 (core/host_traffic.hpp), sampling and
+// gathering, over every mode's batches; printed when there are any.
+void add_host_traffic(nlohmann::json& j, const SamplerStats& ss, const GatherStats& gs) {
+  const auto per = [](int64_t v, int64_t n) { return n ? static_cast<double>(v) / n : 0.0; };
+  j["host_round_trips_rank0"] = {{"sample_syncs_per_batch", per(ss.host.syncs, ss.batches)},
+                                 {"sample_reads_per_batch", per(ss.host.reads, ss.batches)},
+                                 {"gather_syncs_per_batch", per(gs.host.syncs, gs.calls)},
+                                 {"gather_reads_per_batch", per(gs.host.reads, gs.calls)}};
+  if (ss.host.syncs + gs.host.syncs == 0) return;
+  fmt::print(
+      "host round trips per batch (rank 0): sampling {:.1f} blocking syncs and {:.1f} "
+      "device-to-host reads, gathering {:.1f} and {:.1f}\n",
+      per(ss.host.syncs, ss.batches), per(ss.host.reads, ss.batches), per(gs.host.syncs, gs.calls),
+      per(gs.host.reads, gs.calls));
+}
+
 void add_run_figures(nlohmann::json& j, const PipeArgs& a, RankRuntime& rt, Trainer& trainer) {
   const PartitionMeta& meta = rt.part().meta;
   j["device"] = rt.device().str();
@@ -316,6 +332,7 @@ void run_pipeline_bench(const PipeArgs& a, const RankOptions& rank) {
   if (rt.rank() != 0) return;
   print_pipeline_table(j);
   print_train_step(trainer.step_times());
+  add_host_traffic(j, sampler->stats(), store.stats());
   write_figures(a.json, j);
 }
 
@@ -327,7 +344,8 @@ void add_bench_pipeline(CLI::App* bench) {
       "Epoch time of training with the pipeline on vs off, and the per-stage breakdown (run under "
       "mpirun -np P with a P-part partition)",
       "PARTITION", "partition directory (dsp partition)", &PipelineBenchCommand::partition,
-      pipeline_bench_options(), {"device", "topology_memory", "memory_budget"}, run_pipeline_bench);
+      pipeline_bench_options(), {"device", "topology_memory", "memory_budget", "emulate_device"},
+      run_pipeline_bench);
 }
 
 }  // namespace dsp::cli

@@ -89,6 +89,26 @@ TEST_P(BackendGather, RowsEqualFeaturesBitForBit) {
   }
 }
 
+// A gather into backend memory waits on the device once and reads nothing back (the issue's
+// bound: at most 1 read per gather), whatever the number of rows; a host backend does neither.
+// Counted by the executor (core/host_traffic.hpp), so the emulated figure is CUDA's.
+TEST_P(BackendGather, OneSyncAndNoReadPerGatherWhateverItsSize) {
+  auto comm = make_communicator("self");
+  FeatureRig rig(3000, 16, DType::kFloat32);
+  FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
+  const bool device = store.backend().name() != "host";
+  for (int64_t n : {10, 2000}) {
+    SCOPED_TRACE(n);
+    std::vector<int64_t> ids(n);
+    std::iota(ids.begin(), ids.end(), 500);
+    std::shared_ptr<void> out = store.allocate_rows(n);
+    store.reset_stats();
+    store.gather(ids.data(), n, out.get());
+    EXPECT_EQ(store.stats().host.syncs, device ? 1 : 0);
+    EXPECT_EQ(store.stats().host.reads, 0);
+  }
+}
+
 TEST_P(BackendGather, BadIdsRejectedAndStoreStillWorks) {
   auto comm = make_communicator("self");
   FeatureRig rig(500, 5, DType::kFloat32);

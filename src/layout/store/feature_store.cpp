@@ -67,6 +67,7 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
   cache_rows_ = src.cached.defined() ? src.cached.dim(0) : 0;
   backend_ = backend ? backend(src) : make_host_feature_backend(src);
   DSP_CHECK(backend_ != nullptr, "FeatureStore: the backend factory returned no backend");
+  host0_ = backend_->traffic();  // construction's uploads are not a gather's
 }
 
 FeatureStore::~FeatureStore() = default;
@@ -161,6 +162,7 @@ std::shared_ptr<void> row_buffer(FeatureBackend& be, MemorySpace space, size_t b
 void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
   const Requests r = prepare(ids, n, out);
   exchange_rows(ids, r, out);
+  note_traffic();
 }
 
 // One round: slots to their owners (host buffers: small), rows back in the channel's memory space.

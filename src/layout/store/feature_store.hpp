@@ -39,6 +39,9 @@ struct GatherStats {
   // Bytes of stored rows (a quantized store moves its narrow rows; gather decodes at the end).
   int64_t bytes_remote_hot = 0, bytes_local_hot = 0, bytes_cold = 0;
   int64_t bytes_fifo = 0;  // stored rows served by the FIFO levels
+  // A device backend's blocking syncs and device-to-host copies (FeatureBackend::traffic) since
+  // the store was made or its stats reset, to the end of the last gather.
+  HostTraffic host;
   int64_t bytes() const { return bytes_remote_hot + bytes_local_hot + bytes_cold + bytes_fifo; }
   double hit_rate() const {
     const int64_t hot = rows_remote_hot + rows_local_hot + rows_fifo + rows_fifo_shared;
@@ -100,7 +103,10 @@ class FeatureStore {
   FifoRowCache* fifo(int level) { return level == 0 ? fifo_.get() : fifo_shared_.get(); }
 
   const GatherStats& stats() const { return stats_; }
-  void reset_stats() { stats_ = {}; }
+  void reset_stats() {
+    stats_ = {};
+    host0_ = backend_->traffic();
+  }
 
  private:
   friend void gather_stores(const std::vector<FeatureStore*>& stores,
@@ -133,12 +139,15 @@ class FeatureStore {
   std::vector<uint8_t> peer_;          // per requested id: cached by another rank
   std::unique_ptr<FeatureBackend> backend_;
   GatherStats stats_;
+  HostTraffic host0_;  // the backend's traffic when the stats were last reset
   std::unique_ptr<FifoRowCache> fifo_, fifo_shared_;
   // Serves the rows flagged in peer_ that a FIFO level holds (clearing their flags).
   void serve_from_fifo(const int64_t* ids, int64_t n, void* out);
   // The collective round of gather: req (slots, grouped by owner: send_counts[p] each) out, rows
   // back to positions req_pos of out.
   void exchange_rows(const int64_t* ids, const Requests& r, void* out);
+  // The backend's traffic since the last reset, into stats_.host (the end of a gather).
+  void note_traffic() { stats_.host = backend_->traffic() - host0_; }
 };
 
 // One gather for several stores on one communicator (a heterogeneous batch's featured node

@@ -106,6 +106,7 @@ void gather_stores(const std::vector<FeatureStore*>& stores,
       ri += m * static_cast<int64_t>(stores[s]->row_bytes());
     }
   }
+  for (FeatureStore* st : stores) st->note_traffic();
 }
 
 }  // namespace dsp
