@@ -20,8 +20,14 @@
 // thread per grouped position moves its picks.
 // relabel: keys = destinations then picks; every position offers itself to its key's table slot
 // (atomic minimum: the slot ends at the key's first position); first occurrences are flagged and
-// scanned into ids; every position looks its id up; the block comes back to the host and its
-// source ids also stay in executor memory (the next frontier).
+// scanned into ids; every position looks its id up; the source count is read, then the block
+// (packed: offsets, local ids, weights, source ids) comes back to the host in one read, unless it
+// stays in executor memory (blocks_on_device: the source ids are read); its source ids also stay
+// in executor memory (the next frontier).
+// Host round trips (core/host_traffic.hpp, pinned in tests/csp/test_host_traffic.cpp): group reads
+// the P owner counts (nothing at one rank with a uniform fanout); sample sizes its slots by
+// n x max_fanout (read only past kSlotBound) and reads the pick count; relabel reads the source
+// count and then the block.
 // Both are deterministic whatever the order threads run in (HostExec runs them scrambled).
 //
 // Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
@@ -32,6 +38,7 @@
 // allocation per batch once sizes settle.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -341,6 +348,10 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.for_each(P * n, kernels::FlagOwners{owner, n, flag});
     auto* rank = prefix_with_zero(slot_, flag, P * n);
     ex_.for_each(n, kernels::GroupScatter{frontier, fanout, uniform, owner, n, rank, tasks, perm});
+    if (P == 1 && !fanout && uniform > 0) {  // every node is a task of this rank: nothing to read
+      counts[0] = n;
+      return;
+    }
     std::vector<int64_t> bounds(P + 1);
     for (int p = 0; p <= P; ++p) bounds[p] = p * n;
     const int64_t* at = upload(bounds_, bounds.data(), bounds.size() * sizeof(int64_t));
@@ -357,7 +368,10 @@ class KernelSamplerBackend final : public SamplerBackend {
     auto* fan = reserve<int64_t>(wide_, n);
     ex_.for_each(n, kernels::TaskFanout{t, fan});
     auto* slot = prefix_with_zero(slot_, fan, n);
-    const int64_t total = read_back(slot + n);
+    // The slots are sized by n x max_fanout (no fanout is above it) where that is at most
+    // kSlotBound entries, without reading their sum back; beyond, the sum is read.
+    const int64_t bound = n * static_cast<int64_t>(std::max(max_fanout, 0));
+    const int64_t total = bound <= kSlotBound ? bound : read_back(slot + n);
     auto* res = reserve<int64_t>(out_, total);
     float* resw = biased_ ? reserve<float>(outw_, total) : nullptr;
     if (topo_.idx32) {
@@ -399,10 +413,10 @@ class KernelSamplerBackend final : public SamplerBackend {
                  BackendBuffer& out_nbrs, BackendBuffer* out_weights) override {
     auto* off = out_offsets.reserve_n<int64_t>(nf + 1);
     auto* per_node = reserve<int64_t>(wide_, nf);
+    // No wait at the end: the picks' only consumer is relabel, on this executor's stream.
     if (!perm) {
       ex_.for_each(nf, kernels::WidenCounts{counts, per_node});
       scan_into(off, per_node, nf);
-      ex_.sync();
       return;
     }
     ex_.zero(per_node, static_cast<size_t>(nf) * sizeof(int64_t));
@@ -415,9 +429,10 @@ class KernelSamplerBackend final : public SamplerBackend {
     auto* out = out_nbrs.reserve_n<int64_t>(total);
     float* outw = weights ? out_weights->reserve_n<float>(total) : nullptr;
     ex_.for_each(ng, kernels::MovePicks{perm, counts, start, off, nbrs, weights, out, outw});
-    ex_.sync();
   }
 
+  // A host block comes back in one read once its source count is known: indptr, indices, weights
+  // and source ids packed in executor memory (pack_, words: nd + 1 | ne | ceil(ne / 2) | sources).
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
                BackendBuffer* src_out) override {
     const int64_t ne = lo.total;
@@ -426,53 +441,54 @@ class KernelSamplerBackend final : public SamplerBackend {
     b.num_dst = nd;
     b.src_ids.clear();
     b.num_src = 0;
+    const int64_t head = nd + 1 + ne + (lo.weights ? (ne + 1) / 2 : 0);  // words before sources
+    int64_t* packed = nullptr;
     int64_t* indices = nullptr;  // where the local ids go
     if (blocks_on_device_) {
       indices = edges_on_device(nd, lo, b);
     } else {
       b.on_device.reset();
-      b.indptr.resize(nd + 1);
-      download(b.indptr.data(), lo.offsets, nd + 1);
-      b.weights.resize(lo.weights ? ne : 0);
-      if (lo.weights) download(b.weights.data(), lo.weights, ne);
-      b.indices.resize(ne);
+      packed = reserve<int64_t>(pack_, head + n);
+      ex_.copy(packed, lo.offsets, static_cast<size_t>(nd + 1) * sizeof(int64_t));
+      if (lo.weights && ne) ex_.copy(packed + nd + 1 + ne, lo.weights, ne * sizeof(float));
+      indices = packed + nd + 1;
     }
-    if (n == 0) {
-      ex_.sync();
-      return;
-    }
-    auto* keys = reserve<int64_t>(keys_, n);
-    if (nd) ex_.copy(keys, dst, nd * sizeof(int64_t));
-    if (ne) ex_.copy(keys + nd, lo.nbrs, ne * sizeof(int64_t));
-    int bits = 10;
-    while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(n)) ++bits;
-    const uint64_t cap = uint64_t{1} << bits, mask = cap - 1;
-    const int shift = 64 - bits;
-    auto* table = reserve<uint64_t>(table_, static_cast<int64_t>(cap));
-    ex_.zero(table, cap * sizeof(uint64_t));
-    ex_.for_each(n, kernels::RelabelOffer{keys, table, mask, shift});
-    auto* flag = reserve<int64_t>(wide_, n);
-    ex_.for_each(n, kernels::RelabelFlag{keys, table, mask, shift, flag});
-    auto* ids = prefix_with_zero(slot_, flag, n);
-    auto* local = reserve<int64_t>(out_, n);
-    auto* src = reserve<int64_t>(picks_, n);
-    ex_.for_each(n, kernels::RelabelAssign{keys, table, mask, shift, ids, local, src});
-    b.num_src = read_back(ids + n);
-    b.src_ids.resize(b.num_src);
-    if (indices) {
+    int64_t* src = packed ? packed + head : reserve<int64_t>(picks_, n);
+    if (n > 0) {
+      auto* keys = reserve<int64_t>(keys_, n);
+      if (nd) ex_.copy(keys, dst, nd * sizeof(int64_t));
+      if (ne) ex_.copy(keys + nd, lo.nbrs, ne * sizeof(int64_t));
+      int bits = 10;
+      while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(n)) ++bits;
+      const uint64_t cap = uint64_t{1} << bits, mask = cap - 1;
+      const int shift = 64 - bits;
+      auto* table = reserve<uint64_t>(table_, static_cast<int64_t>(cap));
+      ex_.zero(table, cap * sizeof(uint64_t));
+      ex_.for_each(n, kernels::RelabelOffer{keys, table, mask, shift});
+      auto* flag = reserve<int64_t>(wide_, n);
+      ex_.for_each(n, kernels::RelabelFlag{keys, table, mask, shift, flag});
+      auto* ids = prefix_with_zero(slot_, flag, n);
+      auto* local = reserve<int64_t>(out_, n);
+      ex_.for_each(n, kernels::RelabelAssign{keys, table, mask, shift, ids, local, src});
       if (ne) ex_.copy(indices, local + nd, ne * sizeof(int64_t));
-    } else {
-      download(b.indices.data(), local + nd, ne);
+      b.num_src = read_back(ids + n);
     }
-    download(b.src_ids.data(), src, b.num_src);
-    if (src_out) {
+    if (src_out) {  // issued before the last read, whose wait covers it
       ex_.copy(src_out->reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
     }
-    ex_.sync();
+    if (packed) {
+      unpack_block(packed, head, ne, lo.weights != nullptr, b);
+    } else {
+      b.src_ids.resize(b.num_src);
+      download(b.src_ids.data(), src, b.num_src);
+      ex_.sync();
+    }
   }
 
  private:
   using Buffer = typename Exec::Buffer;
+  // sample's slots up to this many entries (128 MiB) are sized by the fanout bound, not read.
+  static constexpr int64_t kSlotBound = int64_t{1} << 24;
   // The edge arrays of blocks handed out with Block::on_device, reused once a block is released
   // (after its consumer's work on it has completed: the trainer reads its loss back first).
   struct EdgeArrays {
@@ -502,6 +518,20 @@ class KernelSamplerBackend final : public SamplerBackend {
     b.weights.clear();
     b.on_device = e;
     return const_cast<int64_t*>(e->indices);
+  }
+
+  // relabel's packed host block (head words, then b.num_src source ids) in one read, into b.
+  void unpack_block(const int64_t* packed, int64_t head, int64_t ne, bool weights, Block& b) {
+    const int64_t nd = b.num_dst;
+    host_pack_.resize(static_cast<size_t>(head + b.num_src));
+    download(host_pack_.data(), packed, head + b.num_src);
+    ex_.sync();
+    const int64_t* h = host_pack_.data();
+    b.indptr.assign(h, h + nd + 1);
+    b.indices.assign(h + nd + 1, h + nd + 1 + ne);
+    b.weights.resize(weights ? ne : 0);
+    if (weights && ne) std::memcpy(b.weights.data(), h + nd + 1 + ne, ne * sizeof(float));
+    b.src_ids.assign(h + head, h + head + b.num_src);
   }
 
   // One thread per task in task order, or the turbo schedule: sort keys computed on the device,
@@ -626,8 +656,9 @@ class KernelSamplerBackend final : public SamplerBackend {
   const void* indices_ = nullptr;
   // Work buffers, reused across layers and batches.
   Buffer wide_, slot_, out_, outw_, offsets_, picks_, keys_, table_, order_, owner_, small_,
-      bounds_, small_out_;
+      bounds_, small_out_, pack_;
   std::vector<int64_t> host_keys_, host_order_, host_count_;  // the turbo schedule's
+  std::vector<int64_t> host_pack_;                            // relabel's host block, packed
 };
 
 }  // namespace dsp

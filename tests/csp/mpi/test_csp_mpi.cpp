@@ -142,12 +142,12 @@ void expect_host_traffic(const CollectiveSampler& s, const SamplerOptions& o,
     EXPECT_EQ(h.syncs + h.reads, 0) << what;
     return;
   }
-  // Per layer at P = 1..4, the worst scheme (biased layer-wise) as measured: CSP 12.5 syncs and
-  // 12 reads, pull 26.5 and 20 (its served rows are read on the host).
+  // Per layer at P = 1..4, the worst scheme (biased layer-wise) as measured: CSP 10.5 syncs and
+  // 8 reads, pull 24.5 and 16 (its served rows are read on the host).
   const bool pull = o.mode == SampleMode::kPull;
   const int64_t layer_batches = 3 * static_cast<int64_t>(o.fanouts.size());
-  EXPECT_LE(h.syncs, (pull ? 27 : 13) * layer_batches) << what;
-  EXPECT_LE(h.reads, (pull ? 20 : 12) * layer_batches) << what;
+  EXPECT_LE(2 * h.syncs, (pull ? 49 : 21) * layer_batches) << what;
+  EXPECT_LE(h.reads, (pull ? 16 : 8) * layer_batches) << what;
   EXPECT_GT(h.reads, 0) << what;
 }
 
