@@ -89,6 +89,7 @@ JobConfig unusual_config() {
   c.embedding.optimizer = "adagrad";
   c.embedding.lr = 0.125;
   c.rank.topology_memory = 1 << 20;
+  c.rank.emulate_device = true;
   c.rank.memory_budget = int64_t{3} << 30;
   c.seed_order.order = "bfs";
   c.seed_order.bfs_sequences = 8;
