@@ -259,8 +259,8 @@ bench() {
   local name=$1 log=$2
   shift 2
   cmd_step "$name" "$log.log" 150 "$KR/bin/dsp" bench "$@" --json "$LOGS/$log.json" &&
-    row "$name" ok "$(grep -E 'M sampled edges/s|stages ms/batch|FeatureStore::gather|/ d2d|/ h2d|^  (on|off) |speedup' \
-      "$LOGS/$log.log" | head -n 4 | tr -s ' ' | cut -c1-110 | paste -sd ';')"
+    row "$name" ok "$(grep -E 'M sampled edges/s|stages ms/batch|host round trips|FeatureStore::gather|/ d2d|/ h2d|^  (on|off) |speedup' \
+      "$LOGS/$log.log" | head -n 5 | tr -s ' ' | cut -c1-110 | paste -sd ';')"
 }
 
 # On a generated community graph (products-sized by default: DSP_GPU_BENCH_NODES / _EDGES).
@@ -276,6 +276,10 @@ bench_steps() {
     bench "sample $dev" "sample_$dev" sample $G/p1 --device $dev --batches 40 --threads "$th"
     bench "gather $dev" "gather_$dev" gather $G/p1 --device $dev --threads "$th"
   done
+  # The device path executed on the host: its host round trips per batch (core/host_traffic.hpp)
+  # must equal those "sample cuda" prints.
+  bench "sample emulated (host round trips)" sample_emulated sample $G/p1 --emulate-device \
+    --batches 5 --threads "$th"
   if ((DRY)); then
     row "sample cuda, uva, turbo; pipeline cuda" skip "no GPU (dry run)"
     bench "pipeline cpu (sage 15,10,5 h64)" pipeline_cpu pipeline $G/p1 --device cpu --hidden 64 --epochs 1 --warmup 0 --max-steps 4
