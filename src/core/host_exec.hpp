@@ -17,6 +17,8 @@
 //                    threads only. A thread must only use its own part of it (there is no barrier)
 //   exclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i - 1] (int64), out[0] = 0
 //   inclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i]
+//   sort_pairs_descending(keys, vals_in, vals_out, n, key_bits)  vals_out = vals_in ordered by
+//                    descending key (keys in [0, 2^key_bits)), stable: equal keys keep their order
 //   map_host(p, bytes, read_only, reg)  a pointer E's loops can read the host range through
 //   sync()           returns once everything issued so far has completed (host reads may follow)
 //   traffic()        the blocking syncs and device-to-host copies issued so far (HostTraffic)
@@ -97,6 +99,14 @@ class HostExec {
   void inclusive_scan(const int64_t* in, int64_t* out, int64_t n) {
     int64_t acc = 0;
     for (int64_t i = 0; i < n; ++i) out[i] = acc += in[i];
+  }
+  void sort_pairs_descending(const int64_t* keys, const int64_t* vals_in, int64_t* vals_out,
+                             int64_t n, int /*key_bits*/) {
+    std::vector<int64_t> at(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) at[i] = i;
+    std::stable_sort(at.begin(), at.end(),
+                     [keys](int64_t a, int64_t b) { return keys[a] > keys[b]; });
+    for (int64_t i = 0; i < n; ++i) vals_out[i] = vals_in[at[i]];
   }
   const void* map_host(const void* p, size_t /*bytes*/, bool /*read_only*/, Registration&) {
     return p;

@@ -142,6 +142,11 @@ struct TurboSampleTask {
   }
 };
 
+struct Iota {
+  int64_t* out;
+  DSP_HOST_DEVICE void operator()(int64_t i) const { out[i] = i; }
+};
+
 struct WidenCounts {
   const int32_t* cnt;
   int64_t* wide;
@@ -489,6 +494,9 @@ class KernelSamplerBackend final : public SamplerBackend {
   using Buffer = typename Exec::Buffer;
   // sample's slots up to this many entries (128 MiB) are sized by the fanout bound, not read.
   static constexpr int64_t kSlotBound = int64_t{1} << 24;
+  // Bits of a degree key (csp::degree_key: at most kDegreeKeyCap).
+  static constexpr int kDegreeKeyBits = 12;
+  static_assert(csp::kDegreeKeyCap < (int64_t{1} << kDegreeKeyBits), "degree keys need more bits");
   // The edge arrays of blocks handed out with Block::on_device, reused once a block is released
   // (after its consumer's work on it has completed: the trainer reads its loss back first).
   struct EdgeArrays {
@@ -534,8 +542,8 @@ class KernelSamplerBackend final : public SamplerBackend {
     b.src_ids.assign(h + head, h + head + b.num_src);
   }
 
-  // One thread per task in task order, or the turbo schedule: sort keys computed on the device,
-  // counting-sorted on the host (one O(n) pass), the order uploaded.
+  // One thread per task in task order, or the turbo schedule: sort keys computed and sorted on the
+  // device (a stable descending radix sort: csp::degree_order's order), nothing read back.
   template <class Id>
   void launch(int64_t n, int max_fanout, const int64_t* t, const kernels::SampleTask<Id>& op) {
     if (!turbo_) {
@@ -545,11 +553,10 @@ class KernelSamplerBackend final : public SamplerBackend {
     auto* keys = reserve<int64_t>(keys_, n);
     ex_.for_each(n, kernels::TaskDegreeKey{t, static_cast<const int64_t*>(indptr_.data()),
                                            topo_.row_base, keys});
-    host_keys_.resize(n);
-    download(host_keys_.data(), keys, n);
-    ex_.sync();
-    csp::degree_order(host_keys_.data(), n, host_order_, host_count_);
-    const int64_t* order = upload(order_, host_order_.data(), n * sizeof(int64_t));
+    auto* iota = reserve<int64_t>(owner_, n);
+    ex_.for_each(n, kernels::Iota{iota});
+    auto* order = reserve<int64_t>(order_, n);
+    ex_.sort_pairs_descending(keys, iota, order, n, kDegreeKeyBits);  // csp::degree_order's order
     const int cap = csp::WarpSnake::shared_slot(max_fanout);
     const csp::WarpSnake geo = csp::WarpSnake::of(n);
     ex_.for_each_block(geo.blocks, csp::WarpSnake::kThreads,
@@ -657,8 +664,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   // Work buffers, reused across layers and batches.
   Buffer wide_, slot_, out_, outw_, offsets_, picks_, keys_, table_, order_, owner_, small_,
       bounds_, small_out_, pack_;
-  std::vector<int64_t> host_keys_, host_order_, host_count_;  // the turbo schedule's
-  std::vector<int64_t> host_pack_;                            // relabel's host block, packed
+  std::vector<int64_t> host_pack_;  // relabel's host block, packed
 };
 
 }  // namespace dsp

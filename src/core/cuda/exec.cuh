@@ -36,7 +36,8 @@ class CudaExec {
     DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   CudaExec(CudaExec&& o) noexcept
-      : device_(o.device_), stream_(o.stream_), scan_tmp_(std::move(o.scan_tmp_)), traffic_(o.traffic_) {
+      : device_(o.device_), stream_(o.stream_), scan_tmp_(std::move(o.scan_tmp_)),
+        sort_keys_(std::move(o.sort_keys_)), traffic_(o.traffic_) {
     o.stream_ = nullptr;
   }
   CudaExec(const CudaExec&) = delete;
@@ -78,6 +79,19 @@ class CudaExec {
   }
   void exclusive_scan(const int64_t* in, int64_t* out, int64_t n) { scan(in, out, n, false); }
   void inclusive_scan(const int64_t* in, int64_t* out, int64_t n) { scan(in, out, n, true); }
+  void sort_pairs_descending(const int64_t* keys, const int64_t* vals_in, int64_t* vals_out,
+                             int64_t n, int key_bits) {
+    if (n <= 0) return;
+    DSP_CHECK(n < (int64_t{1} << 31), "sort of {} elements (at most 2^31 - 1)", n);
+    CudaDeviceGuard g(device_);
+    const int m = static_cast<int>(n);
+    int64_t* keys_out = static_cast<int64_t*>(sort_keys_.reserve(static_cast<size_t>(n) * sizeof(int64_t)));
+    size_t bytes = 0;
+    DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, bytes, keys, keys_out, vals_in, vals_out,
+                                                             m, 0, key_bits, stream_));
+    DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(scan_tmp_.reserve(bytes), bytes, keys, keys_out,
+                                                             vals_in, vals_out, m, 0, key_bits, stream_));
+  }
   const void* map_host(const void* p, size_t bytes, bool read_only, Registration& r) {
     CudaDeviceGuard g(device_);
     return r.map(p, bytes, read_only);
@@ -115,7 +129,7 @@ class CudaExec {
 
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
-  DeviceBuffer scan_tmp_;
+  DeviceBuffer scan_tmp_, sort_keys_;
   HostTraffic traffic_;
 };
 
