@@ -101,12 +101,15 @@ wait_training() {
   done
 }
 
+# The bound counts from the launch, start-up included: 2 ranks on 2 cores shared with ctest -j2's
+# other test took 5.04 s once in CI, so 10 s (still far below DSP_COMM_TIMEOUT's 60 s: nothing
+# waited for a timeout).
 setup_case() {  # setup_case REGEX: part1 is damaged by the caller; rank 1 fails while loading it
   local t0
   t0=$(now_ms)
   start_job "$mpiexec" -n 2 "$dsp" train "$tmp/part" --epochs 1 --no-progress
-  wait_job 5
-  check "$t0" 5 "^dsp: error on rank 1: .*$1" 1
+  wait_job 10
+  check "$t0" 10 "^dsp: error on rank 1: .*$1" 1
 }
 
 # The first element of an int64 .npy file set to 0 (a seed outside part 1's id range).
@@ -166,9 +169,8 @@ case "$case_" in
     setup_case "part1/seeds.npy: id 0 is outside"
     ;;
   every-rank-fails)
-    # The same bad input on every rank: one message (the lowest rank's), not one per rank. The
-    # bound counts from the launch: 3 ranks starting on 2 loaded cores took 5.6 s once in CI, so
-    # 10 s (still far below DSP_COMM_TIMEOUT's 60: nothing waited for a timeout).
+    # The same bad input on every rank: one message (the lowest rank's), not one per rank. From
+    # the launch, as setup_case (3 ranks starting on 2 loaded cores took 5.6 s once in CI).
     t0=$(now_ms)
     start_job "$mpiexec" --oversubscribe -n 3 "$dsp" train "$tmp/nothing" --epochs 1 --no-progress
     wait_job 10
