@@ -19,12 +19,6 @@ struct HostTraffic {
     reads += 1;
     read_bytes += static_cast<int64_t>(bytes);
   }
-  HostTraffic& operator+=(const HostTraffic& o) {
-    syncs += o.syncs;
-    reads += o.reads;
-    read_bytes += o.read_bytes;
-    return *this;
-  }
   HostTraffic operator-(const HostTraffic& o) const {
     return {syncs - o.syncs, reads - o.reads, read_bytes - o.read_bytes};
   }
