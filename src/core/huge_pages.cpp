@@ -1,6 +1,7 @@
 #include "core/huge_pages.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -108,6 +109,18 @@ HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fi
   });
   b.bytes = bytes;
   return b;
+}
+
+bool advise_random_reads(const void* data, size_t bytes) {
+  if (data == nullptr || bytes == 0) return false;
+  const size_t avail = available_memory_bytes();
+  if (avail == 0 || static_cast<double>(bytes) <= static_cast<double>(avail) / node_ranks()) {
+    return false;
+  }
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const auto end = reinterpret_cast<uintptr_t>(data) + bytes;
+  return ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_RANDOM) == 0;
 }
 
 }  // namespace dsp

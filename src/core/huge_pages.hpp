@@ -35,6 +35,14 @@ HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fi
 // huge_page_copy's share (the caller budgets it). Error naming the size when it cannot be mapped.
 HugePageBuffer huge_page_zeros(size_t bytes);
 
+// For an array read at random through a read-only file mapping (no copy made: it did not fit, or
+// DSP_HUGE_PAGES=0): when it is larger than this process's share of the memory available now
+// (MemAvailable divided among the node's ranks, as huge_page_copy's budget is), the page cache
+// cannot keep it, and each page fault's read-around (128 KiB or more, for a row of a few hundred
+// bytes) would mostly read bytes evicted unused: advises random reads (madvise MADV_RANDOM, so a
+// fault reads its own page). Returns whether it advised; a refusal is ignored.
+bool advise_random_reads(const void* data, size_t bytes);
+
 // Bytes of memory available for new allocations without swapping (MemAvailable), 0 if unknown.
 size_t available_memory_bytes();
 

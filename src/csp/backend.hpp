@@ -80,6 +80,10 @@ class BackendBuffer {
 
 // One layer's picks in destination (frontier) order, in the backend's memory: destination i's
 // picks are nbrs[offsets[i], offsets[i + 1]), with their edge weights when sampling is biased.
+// `total` is at least the number of picks (offsets[destinations]) and the buffers hold that many
+// entries: exactly it from a host backend; a device backend's sample returns a bound (the count
+// stays in its memory, and its relabel reads it with the source count), so a caller that needs
+// the exact count reads offsets[destinations].
 struct LayerPicks {
   const int64_t* offsets = nullptr;  // [destinations + 1]
   const int64_t* nbrs = nullptr;     // [total]
@@ -97,7 +101,9 @@ struct TaskExclusions {
 };
 
 // The local steps of a CSP layer. Pointers are the backend's memory unless a parameter says
-// host; every call has completed when it returns (its outputs may go straight to a communicator).
+// host. A call's outputs are complete for the backend's later calls; every call but sample and
+// unpermute has also completed when it returns (its outputs may go straight to a communicator),
+// and those two complete with the next call that does (a device backend leaves them in flight).
 class SamplerBackend {
  public:
   virtual ~SamplerBackend() = default;
@@ -125,7 +131,11 @@ class SamplerBackend {
   // with csp::sample_positions: counts[i] picks for task i (room for n); the picks, compacted in
   // task order, each task's sorted by row position (so by id), into nbrs (and weights, biased
   // only; null otherwise). `ex`, when not null (never with biased sampling), leaves each task's
-  // excluded entries out of its row. Returns the number of picks.
+  // excluded entries out of its row. Returns at least the number of picks (the room nbrs got):
+  // exactly it on a host backend; a device backend returns a bound without reading the count
+  // back (the sum of counts is exact), and its outputs are complete for its own later calls,
+  // for the host and for a communicator once one of its calls that reads back (segment_sums,
+  // to_host, relabel) has returned.
   virtual int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key,
                          int32_t* counts, BackendBuffer& nbrs, BackendBuffer* weights,
                          const TaskExclusions* ex) = 0;
@@ -142,11 +152,13 @@ class SamplerBackend {
                                             const std::vector<int64_t>& off) = 0;
   // Picks in grouped order (counts[ng], nbrs and weights compacted) to frontier order: frontier
   // index perm[pos] gets grouped position pos's picks, indices no position names none. Writes
-  // out_offsets ([nf + 1]); out_nbrs/out_weights get the picks unless perm is null (the grouped
-  // order is the frontier order, ng == nf: the picks stay where they are).
+  // out_offsets ([nf + 1]); out_nbrs/out_weights get the picks (room for `picks`, at least their
+  // number) unless perm is null (the grouped order is the frontier order, ng == nf: the picks
+  // stay where they are).
   virtual void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
-                         const int64_t* nbrs, const float* weights, BackendBuffer& out_offsets,
-                         BackendBuffer& out_nbrs, BackendBuffer* out_weights) = 0;
+                         const int64_t* nbrs, const float* weights, int64_t picks,
+                         BackendBuffer& out_offsets, BackendBuffer& out_nbrs,
+                         BackendBuffer* out_weights) = 0;
   // The block of one layer (`layer` counts from the seeds out; backends may keep per-layer sizing
   // hints): destination nodes dst[0, nd) first, then new sources in first-seen order over
   // `picks`. The block is host memory (edges: see SamplerOptions::blocks_on_device); its source

@@ -7,6 +7,8 @@
 
 #include "core/host_exec.hpp"
 #include "core/huge_pages.hpp"
+#include "core/logging.hpp"
+#include "core/memory.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
@@ -37,6 +39,12 @@ class CpuSamplerBackend final : public SamplerBackend {
     indices_copy_ = huge_page_copy(topo.indices, topo.indices_bytes());
     if (indptr_copy_.data) topo_.indptr = static_cast<const int64_t*>(indptr_copy_.data.get());
     if (indices_copy_.data) topo_.indices = indices_copy_.data.get();
+    if (!indices_copy_.data && topo.indices_mapped &&
+        advise_random_reads(topo.indices, topo.indices_bytes())) {
+      DSP_INFO("sampler",
+               "neighbour array ({}) read through its mapping at random, read-around off",
+               format_bytes(topo.indices_bytes()));
+    }
   }
   std::string name() const override { return "cpu"; }
   Device device() const override { return Device::cpu(); }
@@ -60,8 +68,9 @@ class CpuSamplerBackend final : public SamplerBackend {
   std::vector<int64_t> segment_sums(const int32_t* counts,
                                     const std::vector<int64_t>& off) override;
   void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
-                 const int64_t* nbrs, const float* weights, BackendBuffer& out_offsets,
-                 BackendBuffer& out_nbrs, BackendBuffer* out_weights) override;
+                 const int64_t* nbrs, const float* weights, int64_t picks,
+                 BackendBuffer& out_offsets, BackendBuffer& out_nbrs,
+                 BackendBuffer* out_weights) override;
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int layer, Block& b,
                BackendBuffer* src) override;
 
@@ -299,6 +308,7 @@ std::vector<int64_t> CpuSamplerBackend::segment_sums(const int32_t* counts,
 
 void CpuSamplerBackend::unpermute(const int64_t* perm, int64_t ng, int64_t nf,
                                   const int32_t* counts, const int64_t* nbrs, const float* weights,
+                                  int64_t /*picks: off[nf], known here*/,
                                   BackendBuffer& out_offsets, BackendBuffer& out_nbrs,
                                   BackendBuffer* out_weights) {
   int64_t* off = out_offsets.reserve_n<int64_t>(nf + 1);
@@ -328,7 +338,7 @@ void CpuSamplerBackend::unpermute(const int64_t* perm, int64_t ng, int64_t nf,
 void CpuSamplerBackend::relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int layer,
                                 Block& b, BackendBuffer* src) {
   if (static_cast<int>(new_ratio_.size()) <= layer) new_ratio_.resize(layer + 1, 1.0);
-  const int64_t ne = lo.total;
+  const int64_t ne = lo.offsets[nd];  // lo.total may be a bound
   // The parallel relabel does about 1.8x the serial work at 2 threads (callgrind: 289M vs 159M
   // instructions on a products-sized batch), so its slower thread does as much as the serial pass:
   // it can only gain from 3 threads on.
@@ -354,7 +364,7 @@ void CpuSamplerBackend::relabel(const int64_t* dst, int64_t nd, const LayerPicks
 
 void CpuSamplerBackend::relabel_serial(const int64_t* dst, int64_t nd, const LayerPicks& lo,
                                        int layer, Block& b) {
-  const int64_t ne = lo.total;
+  const int64_t ne = lo.offsets[nd];  // lo.total may be a bound
   // The table is sized for the distinct ids this layer produced in the previous batch (share of
   // new ids per pick), at load <= 1/2, and doubled if a batch outgrows it: a table sized for the
   // worst case (every pick new) would be several times larger and fall out of cache.
@@ -641,7 +651,7 @@ void assign_ids(const RelabelTable& tab, const int64_t* dst, int64_t nd, const i
 // thread, which the minimum capacity below keeps within the last quarter, so probes always end.
 void CpuSamplerBackend::relabel_parallel(const int64_t* dst, int64_t nd, const LayerPicks& lo,
                                          int layer, int threads, Block& b) {
-  const int64_t ne = lo.total;
+  const int64_t ne = lo.offsets[nd];  // lo.total may be a bound
   const double expect = static_cast<double>(nd) + 1.1 * new_ratio_[layer] * ne;
   const uint64_t min_cap = std::max<uint64_t>(uint64_t{1} << 15, 16ULL * kClaimBatch * threads);
   int bits = parallel_table_bits(expect, min_cap);

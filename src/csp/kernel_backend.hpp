@@ -20,14 +20,15 @@
 // thread per grouped position moves its picks.
 // relabel: keys = destinations then picks; every position offers itself to its key's table slot
 // (atomic minimum: the slot ends at the key's first position); first occurrences are flagged and
-// scanned into ids; every position looks its id up; the source count is read, then the block
-// (packed: offsets, local ids, weights, source ids) comes back to the host in one read, unless it
-// stays in executor memory (blocks_on_device: the source ids are read); its source ids also stay
-// in executor memory (the next frontier).
+// scanned into ids; every position looks its id up. The picks' exact count and the source count
+// come back in one read; then the block (packed: offsets, local ids, weights, source ids) in one
+// more, unless it stays in executor memory (blocks_on_device: the source ids are read); its source
+// ids also stay in executor memory (the next frontier).
 // Host round trips (core/host_traffic.hpp, pinned in tests/csp/test_host_traffic.cpp): group reads
 // the P owner counts (nothing at one rank with a uniform fanout); sample sizes its slots by
-// n x max_fanout (read only past kSlotBound) and reads the pick count; relabel reads the source
-// count and then the block.
+// n x max_fanout (read only past kSlotBound) and returns that bound, the exact pick count staying
+// on the device (LayerPicks::total); unpermute is sized by the bound it is given; relabel reads
+// the two sizes, then the block: 2 reads per layer at one rank.
 // Both are deterministic whatever the order threads run in (HostExec runs them scrambled).
 //
 // Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
@@ -169,40 +170,59 @@ struct CompactPicks {
   }
 };
 
-struct RelabelOffer {
+// relabel's keys (destinations, then picks) and their table. The picks are a bound's worth of
+// positions of which the first *ne hold picks (the exact count, in executor memory): positions
+// past nd + *ne take no part.
+struct RelabelTable {
   const int64_t* keys;
   uint64_t* table;
   uint64_t mask;
   int shift;
+  int64_t nd;
+  const int64_t* ne;
+  DSP_HOST_DEVICE bool valid(int64_t i) const { return i < nd + *ne; }
+  DSP_HOST_DEVICE uint32_t first(int64_t i) const {
+    return csp::relabel_find(table, mask, shift, keys[i]);
+  }
+};
+
+struct RelabelOffer {
+  RelabelTable t;
   DSP_HOST_DEVICE void operator()(int64_t i) const {
-    csp::relabel_offer_min(table, mask, shift, keys[i], static_cast<uint32_t>(i));
+    if (t.valid(i)) csp::relabel_offer_min(t.table, t.mask, t.shift, t.keys[i], uint32_t(i));
   }
 };
 
 struct RelabelFlag {
-  const int64_t* keys;
-  const uint64_t* table;
-  uint64_t mask;
-  int shift;
+  RelabelTable t;
   int64_t* flag;
   DSP_HOST_DEVICE void operator()(int64_t i) const {
-    flag[i] = csp::relabel_find(table, mask, shift, keys[i]) == static_cast<uint32_t>(i) ? 1 : 0;
+    flag[i] = t.valid(i) && t.first(i) == static_cast<uint32_t>(i) ? 1 : 0;
   }
 };
 
 // ids[i] = exclusive prefix of the first-occurrence flags at i's first occurrence.
 struct RelabelAssign {
-  const int64_t* keys;
-  const uint64_t* table;
-  uint64_t mask;
-  int shift;
+  RelabelTable t;
   const int64_t* ids;  // [n + 1]: ids[i] = flags before i
   int64_t* local;
   int64_t* src_ids;
   DSP_HOST_DEVICE void operator()(int64_t i) const {
-    const uint32_t first = csp::relabel_find(table, mask, shift, keys[i]);
+    if (!t.valid(i)) return;
+    const uint32_t first = t.first(i);
     local[i] = ids[first];
-    if (first == static_cast<uint32_t>(i)) src_ids[ids[i]] = keys[i];
+    if (first == static_cast<uint32_t>(i)) src_ids[ids[i]] = t.keys[i];
+  }
+};
+
+// The two sizes relabel reads in one copy: the picks and the sources.
+struct RelabelSizes {
+  const int64_t* picks;
+  const int64_t* sources;
+  int64_t* out;
+  DSP_HOST_DEVICE void operator()(int64_t) const {
+    out[0] = *picks;
+    out[1] = *sources;
   }
 };
 
@@ -384,15 +404,15 @@ class KernelSamplerBackend final : public SamplerBackend {
     } else {
       launch(n, max_fanout, t, task_op<int64_t>(t, key, slot, cnt, res, resw, ex));
     }
-    // compaction: offsets = prefix of the counts, picks moved to their offsets
+    // compaction: offsets = prefix of the counts, picks moved to their offsets. The pick count
+    // is not read: `total` bounds it, and the exact count stays on the device (the offsets' end,
+    // which relabel reads with its source count).
     ex_.for_each(n, kernels::WidenCounts{cnt, fan});
     auto* off = prefix_with_zero(offsets_, fan, n);
-    const int64_t picked = read_back(off + n);
-    auto* picks = nbrs.reserve_n<int64_t>(picked);
-    float* picks_w = biased_ ? weights->reserve_n<float>(picked) : nullptr;
+    auto* picks = nbrs.reserve_n<int64_t>(total);
+    float* picks_w = biased_ ? weights->reserve_n<float>(total) : nullptr;
     ex_.for_each(n, kernels::CompactPicks{cnt, slot, res, resw, off, picks, picks_w});
-    ex_.sync();
-    return picked;
+    return total;
   }
 
   std::vector<int64_t> segment_sums(const int32_t* counts,
@@ -414,11 +434,13 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
 
   void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
-                 const int64_t* nbrs, const float* weights, BackendBuffer& out_offsets,
-                 BackendBuffer& out_nbrs, BackendBuffer* out_weights) override {
+                 const int64_t* nbrs, const float* weights, int64_t picks,
+                 BackendBuffer& out_offsets, BackendBuffer& out_nbrs,
+                 BackendBuffer* out_weights) override {
     auto* off = out_offsets.reserve_n<int64_t>(nf + 1);
     auto* per_node = reserve<int64_t>(wide_, nf);
-    // No wait at the end: the picks' only consumer is relabel, on this executor's stream.
+    // Nothing read and no wait: the picks' only consumer is relabel, on this executor's stream,
+    // and `picks` sizes the output.
     if (!perm) {
       ex_.for_each(nf, kernels::WidenCounts{counts, per_node});
       scan_into(off, per_node, nf);
@@ -430,64 +452,57 @@ class KernelSamplerBackend final : public SamplerBackend {
     auto* wide = reserve<int64_t>(owner_, ng);
     ex_.for_each(ng, kernels::WidenCounts{counts, wide});
     auto* start = prefix_with_zero(slot_, wide, ng);
-    const int64_t total = read_back(off + nf);
-    auto* out = out_nbrs.reserve_n<int64_t>(total);
-    float* outw = weights ? out_weights->reserve_n<float>(total) : nullptr;
+    auto* out = out_nbrs.reserve_n<int64_t>(picks);
+    float* outw = weights ? out_weights->reserve_n<float>(picks) : nullptr;
     ex_.for_each(ng, kernels::MovePicks{perm, counts, start, off, nbrs, weights, out, outw});
   }
 
-  // A host block comes back in one read once its source count is known: indptr, indices, weights
-  // and source ids packed in executor memory (pack_, words: nd + 1 | ne | ceil(ne / 2) | sources).
+  // Two reads: the sizes (the picks' exact count, lo.offsets[nd], and the source count) in one,
+  // then the block: packed in executor memory (pack_, words: nd + 1 | ne | ceil(ne / 2) |
+  // sources) and read in one copy, or left there (blocks_on_device: only its source ids are read).
+  // The kernels run over lo.total, a bound of the picks; positions past the exact count take no
+  // part.
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
                BackendBuffer* src_out) override {
-    const int64_t ne = lo.total;
-    const int64_t n = nd + ne;
+    const int64_t n = nd + lo.total;
     DSP_CHECK(n < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", n);
     b.num_dst = nd;
     b.src_ids.clear();
     b.num_src = 0;
-    const int64_t head = nd + 1 + ne + (lo.weights ? (ne + 1) / 2 : 0);  // words before sources
-    int64_t* packed = nullptr;
-    int64_t* indices = nullptr;  // where the local ids go
-    if (blocks_on_device_) {
-      indices = edges_on_device(nd, lo, b);
-    } else {
-      b.on_device.reset();
-      packed = reserve<int64_t>(pack_, head + n);
-      ex_.copy(packed, lo.offsets, static_cast<size_t>(nd + 1) * sizeof(int64_t));
-      if (lo.weights && ne) ex_.copy(packed + nd + 1 + ne, lo.weights, ne * sizeof(float));
-      indices = packed + nd + 1;
-    }
-    int64_t* src = packed ? packed + head : reserve<int64_t>(picks_, n);
-    if (n > 0) {
-      auto* keys = reserve<int64_t>(keys_, n);
-      if (nd) ex_.copy(keys, dst, nd * sizeof(int64_t));
-      if (ne) ex_.copy(keys + nd, lo.nbrs, ne * sizeof(int64_t));
-      int bits = 10;
-      while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(n)) ++bits;
-      const uint64_t cap = uint64_t{1} << bits, mask = cap - 1;
-      const int shift = 64 - bits;
-      auto* table = reserve<uint64_t>(table_, static_cast<int64_t>(cap));
-      ex_.zero(table, cap * sizeof(uint64_t));
-      ex_.for_each(n, kernels::RelabelOffer{keys, table, mask, shift});
-      auto* flag = reserve<int64_t>(wide_, n);
-      ex_.for_each(n, kernels::RelabelFlag{keys, table, mask, shift, flag});
-      auto* ids = prefix_with_zero(slot_, flag, n);
-      auto* local = reserve<int64_t>(out_, n);
-      ex_.for_each(n, kernels::RelabelAssign{keys, table, mask, shift, ids, local, src});
-      if (ne) ex_.copy(indices, local + nd, ne * sizeof(int64_t));
-      b.num_src = read_back(ids + n);
-    }
+    auto* sizes = reserve<int64_t>(small_out_, 2);  // {picks, sources}
+    auto* src = reserve<int64_t>(picks_, n);
+    auto* local = reserve<int64_t>(out_, n);
+    if (n == 0) return set_edges(nd, lo, 0, local, src, b);
+    auto* keys = reserve<int64_t>(keys_, n);
+    if (nd) ex_.copy(keys, dst, nd * sizeof(int64_t));
+    if (lo.total) ex_.copy(keys + nd, lo.nbrs, lo.total * sizeof(int64_t));
+    int bits = 10;
+    while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(n)) ++bits;
+    const kernels::RelabelTable t{keys,
+                                  reserve<uint64_t>(table_, int64_t{1} << bits),
+                                  (uint64_t{1} << bits) - 1,
+                                  64 - bits,
+                                  nd,
+                                  lo.offsets + nd};
+    ex_.zero(t.table, (size_t{1} << bits) * sizeof(uint64_t));
+    ex_.for_each(n, kernels::RelabelOffer{t});
+    auto* flag = reserve<int64_t>(wide_, n);
+    ex_.for_each(n, kernels::RelabelFlag{t, flag});
+    auto* ids = prefix_with_zero(slot_, flag, n);
+    ex_.for_each(n, kernels::RelabelAssign{t, ids, local, src});
+    ex_.for_each(1, kernels::RelabelSizes{lo.offsets + nd, ids + n, sizes});
+    int64_t got[2];
+    download(got, sizes, 2);
+    ex_.sync();
+    b.num_src = got[1];
     if (src_out) {  // issued before the last read, whose wait covers it
       ex_.copy(src_out->reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
     }
-    if (packed) {
-      unpack_block(packed, head, ne, lo.weights != nullptr, b);
-    } else {
-      b.src_ids.resize(b.num_src);
-      download(b.src_ids.data(), src, b.num_src);
-      ex_.sync();
-    }
+    set_edges(nd, lo, got[0], local, src, b);
+    if (!blocks_on_device_) return;
+    b.src_ids.resize(b.num_src);
+    download(b.src_ids.data(), src, b.num_src);
+    ex_.sync();
   }
 
  private:
@@ -503,20 +518,49 @@ class KernelSamplerBackend final : public SamplerBackend {
     Buffer indptr, indices, weights;
   };
 
-  // Block b's offsets and weights copied into pooled arrays of executor memory, set as
-  // b.on_device (the host edge vectors emptied); returns where its local ids go.
-  int64_t* edges_on_device(int64_t nd, const LayerPicks& lo, Block& b) {
+  // Block b's edges from relabel's outputs (ne picks: their local ids at local + nd, the source
+  // ids at src): pooled arrays of executor memory set as b.on_device (blocks_on_device), or
+  // packed with the source ids (pack_, words: nd + 1 | ne | ceil(ne / 2) | sources) and read in
+  // one copy.
+  void set_edges(int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
+                 const int64_t* src, Block& b) {
+    if (blocks_on_device_) return edges_on_device(nd, lo, ne, local + nd, b);
+    b.on_device.reset();
+    const bool w = lo.weights != nullptr;
+    const int64_t head = nd + 1 + ne + (w ? (ne + 1) / 2 : 0);  // words before the sources
+    auto* packed = reserve<int64_t>(pack_, head + b.num_src);
+    ex_.copy(packed, lo.offsets, static_cast<size_t>(nd + 1) * sizeof(int64_t));
+    if (ne) ex_.copy(packed + nd + 1, local + nd, ne * sizeof(int64_t));
+    if (w && ne) ex_.copy(packed + nd + 1 + ne, lo.weights, ne * sizeof(float));
+    if (b.num_src) ex_.copy(packed + head, src, b.num_src * sizeof(int64_t));
+    host_pack_.resize(static_cast<size_t>(head + b.num_src));
+    download(host_pack_.data(), packed, head + b.num_src);
+    ex_.sync();
+    const int64_t* h = host_pack_.data();
+    b.indptr.assign(h, h + nd + 1);
+    b.indices.assign(h + nd + 1, h + nd + 1 + ne);
+    b.weights.resize(w ? ne : 0);
+    if (w && ne) std::memcpy(b.weights.data(), h + nd + 1 + ne, ne * sizeof(float));
+    b.src_ids.assign(h + head, h + head + b.num_src);
+  }
+
+  // Block b's offsets, local ids and weights copied into pooled arrays of executor memory, set as
+  // b.on_device (the host edge vectors emptied).
+  void edges_on_device(int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
+                       Block& b) {
     std::shared_ptr<EdgeArrays> a = RecyclePool<EdgeArrays>::lend(edge_pool_);
     auto e = std::make_shared<BlockEdges>();
     e->device = device_;
-    e->num_edges = lo.total;
+    e->num_edges = ne;
     auto* indptr = reserve<int64_t>(a->indptr, nd + 1);
     ex_.copy(indptr, lo.offsets, (nd + 1) * sizeof(int64_t));
     e->indptr = indptr;
-    e->indices = reserve<int64_t>(a->indices, lo.total);
+    auto* indices = reserve<int64_t>(a->indices, ne);
+    if (ne) ex_.copy(indices, local, ne * sizeof(int64_t));
+    e->indices = indices;
     if (lo.weights) {
-      auto* w = reserve<float>(a->weights, lo.total);
-      if (lo.total) ex_.copy(w, lo.weights, lo.total * sizeof(float));
+      auto* w = reserve<float>(a->weights, ne);
+      if (ne) ex_.copy(w, lo.weights, ne * sizeof(float));
       e->weights = w;
     }
     e->copy = &Exec::read;
@@ -525,21 +569,6 @@ class KernelSamplerBackend final : public SamplerBackend {
     b.indices.clear();
     b.weights.clear();
     b.on_device = e;
-    return const_cast<int64_t*>(e->indices);
-  }
-
-  // relabel's packed host block (head words, then b.num_src source ids) in one read, into b.
-  void unpack_block(const int64_t* packed, int64_t head, int64_t ne, bool weights, Block& b) {
-    const int64_t nd = b.num_dst;
-    host_pack_.resize(static_cast<size_t>(head + b.num_src));
-    download(host_pack_.data(), packed, head + b.num_src);
-    ex_.sync();
-    const int64_t* h = host_pack_.data();
-    b.indptr.assign(h, h + nd + 1);
-    b.indices.assign(h + nd + 1, h + nd + 1 + ne);
-    b.weights.resize(weights ? ne : 0);
-    if (weights && ne) std::memcpy(b.weights.data(), h + nd + 1 + ne, ne * sizeof(float));
-    b.src_ids.assign(h + head, h + head + b.num_src);
   }
 
   // One thread per task in task order, or the turbo schedule: sort keys computed and sorted on the

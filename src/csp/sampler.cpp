@@ -781,15 +781,16 @@ void CollectiveSampler::serve_pulled(uint64_t key, int max_fanout) {
   Buffers& b = *buf_;
   const int64_t n = served_off_[size_];
   const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
-  const int64_t nl = backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout,
-                                      key, b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
-                                      opts_.biased ? b.answer_weights.get() : nullptr,
-                                      served_exclusions(self_b, self_e));
+  backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout, key,
+                   b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
+                   opts_.biased ? b.answer_weights.get() : nullptr,
+                   served_exclusions(self_b, self_e));
   std::vector<int64_t> ht, ln;
   std::vector<int32_t> lc;
   std::vector<float> lw;
   const int64_t* tasks = host_view(*backend_, *b.served, n, ht);
   const int32_t* lcnt = host_view(*backend_, *b.answer_counts, self_e - self_b, lc);
+  const int64_t nl = std::accumulate(lcnt, lcnt + (self_e - self_b), int64_t{0});  // exact
   const int64_t* lnb = host_view(*backend_, *b.answer_nbrs, nl, ln);
   const float* lwt = opts_.biased ? host_view(*backend_, *b.answer_weights, nl, lw) : nullptr;
   const int64_t* ip = part_.patch.rowptr();
@@ -829,14 +830,17 @@ void CollectiveSampler::serve_pulled(uint64_t key, int max_fanout) {
 
 // Phase 4 (reshuffle): the answers go back to the requesters (counts, whose sizes both sides
 // know, then the data): answer_* hold what this rank's tasks got, in grouped order (in pull mode:
-// whole rows for remote tasks, sampled next by sample_pulled_rows).
+// whole rows for remote tasks, sampled next by sample_pulled_rows). The data's sizes: each owner
+// sums its served counts per requester (one read) and the sums are exchanged as counts, so a
+// requester reads none back.
 void CollectiveSampler::reshuffle() {
   Buffers& b = *buf_;
   const std::vector<int64_t> sc_data = backend_->segment_sums(b.counts->as<int32_t>(), served_off_);
+  OpOptions o;
+  o.label = "csp.reshuffle.sizes";
+  const std::vector<int64_t> rc_data = comm_.exchange_counts(sc_data, o);
   exchange(*b.counts, served_count_, *b.answer_counts, grouped_count_, DType::kInt32,
            "csp.reshuffle.counts");
-  const std::vector<int64_t> rc_data =
-      backend_->segment_sums(b.answer_counts->as<int32_t>(), prefix(grouped_count_));
   exchange(*b.nbrs, sc_data, *b.answer_nbrs, rc_data, DType::kInt64, "csp.reshuffle");
   if (opts_.biased) {
     exchange(*b.weights, sc_data, *b.answer_weights, rc_data, DType::kFloat32, "csp.reshuffle.w");
@@ -953,8 +957,8 @@ LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, con
   BackendBuffer* w = opts_.biased ? b.layer_weights.get() : nullptr;
   backend_->unpermute(identity ? nullptr : b.perm->as<int64_t>(), ng, nf,
                       b.answer_counts->as<int32_t>(), b.answer_nbrs->as<int64_t>(),
-                      opts_.biased ? b.answer_weights->as<float>() : nullptr, *b.offsets,
-                      *b.layer_nbrs, w);
+                      opts_.biased ? b.answer_weights->as<float>() : nullptr, answer_picks_,
+                      *b.offsets, *b.layer_nbrs, w);
   LayerPicks out;
   out.offsets = b.offsets->as<int64_t>();
   out.nbrs = (identity ? b.answer_nbrs : b.layer_nbrs)->as<int64_t>();

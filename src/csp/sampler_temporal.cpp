@@ -123,13 +123,14 @@ void CollectiveSampler::relabel_temporal(std::vector<int64_t>& ids, std::vector<
   const int64_t nf = static_cast<int64_t>(ids.size()), K = static_cast<int64_t>(tv.size());
   std::vector<int64_t> ho, hn, src_tix;
   const int64_t* off = on_host(*backend_, lo.offsets, nf + 1, ho);
-  const int64_t* nbr = on_host(*backend_, lo.nbrs, lo.total, hn);
+  const int64_t ne = off[nf];  // lo.total may be a bound
+  const int64_t* nbr = on_host(*backend_, lo.nbrs, ne, hn);
   if (opts_.temporal_host_relabel || !temporal_keys_fit(part_.meta.num_nodes, K)) {
     relabel_pairs_host(ids, tix, off, nbr, b, src_tix);
   } else {
     // Combined keys id * K + k in the backend's relabel: its order (destinations, then first
     // seen) is the pairs' order, since a destination's picks all carry its k.
-    std::vector<int64_t> dk(nf), pk(lo.total);
+    std::vector<int64_t> dk(nf), pk(ne);
     for (int64_t i = 0; i < nf; ++i) {
       dk[i] = ids[i] * K + tix[i];
       for (int64_t j = off[i]; j < off[i + 1]; ++j) pk[j] = nbr[j] * K + tix[i];
@@ -141,6 +142,7 @@ void CollectiveSampler::relabel_temporal(std::vector<int64_t>& ids, std::vector<
     }
     LayerPicks kp = lo;
     kp.nbrs = host ? pk.data() : buf_->key_picks->as<int64_t>();
+    kp.total = ne;
     backend_->relabel(host ? dk.data() : buf_->key_dst->as<int64_t>(), nf, kp, l, b, nullptr);
     src_tix.resize(b.src_ids.size());
     for (size_t i = 0; i < b.src_ids.size(); ++i) {

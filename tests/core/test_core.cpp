@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "core/device.hpp"
@@ -284,6 +287,45 @@ TEST(HugePages, CopyEqualsSourceAndTheEnvironmentTurnsItOff) {
   ::unsetenv("DSP_HUGE_PAGES");
   EXPECT_TRUE(off.data == nullptr);
   EXPECT_EQ(off.bytes, 0u);
+}
+
+// The VmFlags of the mapping holding `p` in /proc/self/smaps ("rd mr mw me ..."), empty if none.
+std::string vm_flags_of(const void* p) {
+  std::ifstream f("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(f, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(' ') < line.size()) {
+      inside = at >= lo && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// A file mapping read at random is advised so (MADV_RANDOM: "rr" in its VmFlags) only when it is
+// larger than this process's share of the available memory, which the node's rank count divides.
+TEST(HugePages, RandomReadsAdvisedOnlyBeyondTheMemoryShare) {
+  ::unsetenv("MPI_LOCALNRANKS");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("dsp_random_reads_" + std::to_string(::getpid()) + ".bin"))
+                               .string();
+  dsp::write_file_atomic(path, std::string(size_t{1} << 20, '\3'));
+  dsp::MappedFile small(path);
+  EXPECT_FALSE(dsp::advise_random_reads(small.data(), small.size()));  // 1 MiB fits
+  EXPECT_EQ(vm_flags_of(small.data()).find(" rr"), std::string::npos);
+  // A billion ranks on the node: 1 MiB is beyond this one's share
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1000000000", 1);
+  dsp::MappedFile large(path);
+  EXPECT_TRUE(dsp::advise_random_reads(large.data(), large.size()));
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  EXPECT_NE(vm_flags_of(large.data()).find(" rr"), std::string::npos) << vm_flags_of(large.data());
+  EXPECT_EQ(large.data()[12345], 3);  // still reads
+  std::filesystem::remove(path);
 }
 
 // All the copies of a process share one budget (several arrays, several ranks of a node): two

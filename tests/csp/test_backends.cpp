@@ -241,8 +241,10 @@ class BackendRelabel : public ::testing::TestWithParam<std::string> {
 TEST_P(BackendRelabel, FirstOccurrenceOrder) {
   PartitionData part = single_part(weighted_graph(false));
   auto dev = test::sampler_backend(GetParam())(topology_of(part), SamplerOptions{{5}});
-  for (int64_t n : {1, 2, 1000, 200000}) {
-    SCOPED_TRACE(n);
+  // pad: LayerPicks::total past the picks (a device sample's bound), entries that are no picks
+  for (auto [n, pad] :
+       {std::pair<int64_t, int64_t>{1, 0}, {2, 0}, {1000, 0}, {200000, 0}, {0, 9}, {1000, 4000}}) {
+    SCOPED_TRACE(testing::Message() << n << " picks, " << pad << " padding");
     std::vector<int64_t> dst;
     for (int64_t i = 0; i < std::min<int64_t>(n, 7); ++i) dst.push_back(1000 + 3 * i);
     std::vector<int64_t> offsets(dst.size() + 1, 0), nbrs;
@@ -253,21 +255,23 @@ TEST_P(BackendRelabel, FirstOccurrenceOrder) {
     offsets.back() = n;  // every pick belongs to the last destination
     std::unordered_map<int64_t, int64_t> first;
     std::vector<int64_t> want_src, want_idx(n);
-    for (int64_t v : dst) first.emplace(v, static_cast<int64_t>(want_src.size())), want_src.push_back(v);
+    for (int64_t v : dst)
+      first.emplace(v, static_cast<int64_t>(want_src.size())), want_src.push_back(v);
     for (int64_t i = 0; i < n; ++i) {
       auto it = first.emplace(nbrs[i], static_cast<int64_t>(want_src.size()));
       if (it.second) want_src.push_back(nbrs[i]);
       want_idx[i] = it.first->second;
     }
-    auto d_dst = upload(*dev, dst), d_off = upload(*dev, offsets), d_nbrs = upload(*dev, nbrs);
+    std::vector<int64_t> padded = nbrs;
+    for (int64_t i = 0; i < pad; ++i) padded.push_back(int64_t{5000000000} + i);
+    auto d_dst = upload(*dev, dst), d_off = upload(*dev, offsets), d_nbrs = upload(*dev, padded);
     LayerPicks picks;
     picks.offsets = d_off->as<int64_t>();
     picks.nbrs = d_nbrs->as<int64_t>();
-    picks.total = n;
+    picks.total = n + pad;
     Block b;
     auto src = dev->make_buffer();
-    dev->relabel(d_dst->as<int64_t>(), static_cast<int64_t>(dst.size()), picks, 0, b,
-                 src.get());
+    dev->relabel(d_dst->as<int64_t>(), static_cast<int64_t>(dst.size()), picks, 0, b, src.get());
     EXPECT_EQ(b.num_dst, static_cast<int64_t>(dst.size()));
     EXPECT_EQ(b.num_src, static_cast<int64_t>(want_src.size()));
     EXPECT_EQ(b.src_ids, want_src);
@@ -336,12 +340,13 @@ TEST_P(BackendRelabel, GroupSumAndUnpermute) {
     want_nbrs.insert(want_nbrs.end(), per_node[i].begin(), per_node[i].end());
   }
   auto off = dev->make_buffer(), out = dev->make_buffer();
-  dev->unpermute(perm->as<int64_t>(), ng, nf, d_cnt->as<int32_t>(), d_nbrs->as<int64_t>(),
-                 nullptr, *off, *out, nullptr);
+  const int64_t picks = static_cast<int64_t>(nbrs.size());
+  dev->unpermute(perm->as<int64_t>(), ng, nf, d_cnt->as<int32_t>(), d_nbrs->as<int64_t>(), nullptr,
+                 picks, *off, *out, nullptr);
   EXPECT_EQ(download<int64_t>(*dev, *off, nf + 1), want_off);
   EXPECT_EQ(download<int64_t>(*dev, *out, want_off[nf]), want_nbrs);
   // identity order: offsets only, the picks stay where they are
-  dev->unpermute(nullptr, ng, ng, d_cnt->as<int32_t>(), d_nbrs->as<int64_t>(), nullptr, *off,
+  dev->unpermute(nullptr, ng, ng, d_cnt->as<int32_t>(), d_nbrs->as<int64_t>(), nullptr, picks, *off,
                  *out, nullptr);
   std::vector<int64_t> want_id(ng + 1, 0);
   for (int64_t pos = 0; pos < ng; ++pos) want_id[pos + 1] = want_id[pos] + cnt[pos];
