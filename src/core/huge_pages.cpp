@@ -113,6 +113,8 @@ HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fi
 
 bool advise_random_reads(const void* data, size_t bytes) {
   if (data == nullptr || bytes == 0) return false;
+  if (const char* off = std::getenv("DSP_RANDOM_READS"); off && std::string(off) == "0")
+    return false;
   const size_t avail = available_memory_bytes();
   if (avail == 0 || static_cast<double>(bytes) <= static_cast<double>(avail) / node_ranks()) {
     return false;

@@ -321,6 +321,10 @@ TEST(HugePages, RandomReadsAdvisedOnlyBeyondTheMemoryShare) {
   // A billion ranks on the node: 1 MiB is beyond this one's share
   ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1000000000", 1);
   dsp::MappedFile large(path);
+  ::setenv("DSP_RANDOM_READS", "0", 1);
+  EXPECT_FALSE(dsp::advise_random_reads(large.data(), large.size()));
+  EXPECT_EQ(vm_flags_of(large.data()).find(" rr"), std::string::npos);
+  ::unsetenv("DSP_RANDOM_READS");
   EXPECT_TRUE(dsp::advise_random_reads(large.data(), large.size()));
   ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   EXPECT_NE(vm_flags_of(large.data()).find(" rr"), std::string::npos) << vm_flags_of(large.data());
