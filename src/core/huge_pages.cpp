@@ -14,6 +14,8 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
+#include "core/memory.hpp"
 
 namespace dsp {
 
@@ -111,7 +113,7 @@ HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fi
   return b;
 }
 
-bool advise_random_reads(const void* data, size_t bytes) {
+bool advise_random_reads(const void* data, size_t bytes, const char* what) {
   if (data == nullptr || bytes == 0) return false;
   if (const char* off = std::getenv("DSP_RANDOM_READS"); off && std::string(off) == "0")
     return false;
@@ -122,7 +124,10 @@ bool advise_random_reads(const void* data, size_t bytes) {
   static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<uintptr_t>(data) / page * page;
   const auto end = reinterpret_cast<uintptr_t>(data) + bytes;
-  return ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_RANDOM) == 0;
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_RANDOM) != 0) return false;
+  DSP_INFO("memory", "{} ({}) read through its mapping at random, read-around off", what,
+           format_bytes(bytes));
+  return true;
 }
 
 }  // namespace dsp

@@ -40,9 +40,9 @@ HugePageBuffer huge_page_zeros(size_t bytes);
 // (MemAvailable divided among the node's ranks, as huge_page_copy's budget is), the page cache
 // cannot keep it, and each page fault's read-around (128 KiB or more, for a row of a few hundred
 // bytes) would mostly read bytes evicted unused: advises random reads (madvise MADV_RANDOM, so a
-// fault reads its own page). Returns whether it advised; a refusal is ignored. DSP_RANDOM_READS=0
-// in the environment never advises (to compare the two).
-bool advise_random_reads(const void* data, size_t bytes);
+// fault reads its own page), and logs it naming `what`. Returns whether it advised; a refusal is
+// ignored. DSP_RANDOM_READS=0 in the environment never advises (to compare the two).
+bool advise_random_reads(const void* data, size_t bytes, const char* what);
 
 // Bytes of memory available for new allocations without swapping (MemAvailable), 0 if unknown.
 size_t available_memory_bytes();

@@ -7,8 +7,6 @@
 
 #include "core/host_exec.hpp"
 #include "core/huge_pages.hpp"
-#include "core/logging.hpp"
-#include "core/memory.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
@@ -39,11 +37,8 @@ class CpuSamplerBackend final : public SamplerBackend {
     indices_copy_ = huge_page_copy(topo.indices, topo.indices_bytes());
     if (indptr_copy_.data) topo_.indptr = static_cast<const int64_t*>(indptr_copy_.data.get());
     if (indices_copy_.data) topo_.indices = indices_copy_.data.get();
-    if (!indices_copy_.data && topo.indices_mapped &&
-        advise_random_reads(topo.indices, topo.indices_bytes())) {
-      DSP_INFO("sampler",
-               "neighbour array ({}) read through its mapping at random, read-around off",
-               format_bytes(topo.indices_bytes()));
+    if (!indices_copy_.data && topo.indices_mapped) {
+      advise_random_reads(topo.indices, topo.indices_bytes(), "the sampler's neighbour array");
     }
   }
   std::string name() const override { return "cpu"; }

@@ -215,17 +215,6 @@ struct RelabelAssign {
   }
 };
 
-// The two sizes relabel reads in one copy: the picks and the sources.
-struct RelabelSizes {
-  const int64_t* picks;
-  const int64_t* sources;
-  int64_t* out;
-  DSP_HOST_DEVICE void operator()(int64_t) const {
-    out[0] = *picks;
-    out[1] = *sources;
-  }
-};
-
 // Owner rank of frontier node i (csp::owner_of), or -1 when it gets no task (fanout 0).
 struct GroupOwner {
   const int64_t* frontier;
@@ -490,7 +479,8 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.for_each(n, kernels::RelabelFlag{t, flag});
     auto* ids = prefix_with_zero(slot_, flag, n);
     ex_.for_each(n, kernels::RelabelAssign{t, ids, local, src});
-    ex_.for_each(1, kernels::RelabelSizes{lo.offsets + nd, ids + n, sizes});
+    ex_.copy(sizes, lo.offsets + nd, sizeof(int64_t));
+    ex_.copy(sizes + 1, ids + n, sizeof(int64_t));
     int64_t got[2];
     download(got, sizes, 2);
     ex_.sync();

@@ -316,16 +316,16 @@ TEST(HugePages, RandomReadsAdvisedOnlyBeyondTheMemoryShare) {
                                .string();
   dsp::write_file_atomic(path, std::string(size_t{1} << 20, '\3'));
   dsp::MappedFile small(path);
-  EXPECT_FALSE(dsp::advise_random_reads(small.data(), small.size()));  // 1 MiB fits
+  EXPECT_FALSE(dsp::advise_random_reads(small.data(), small.size(), "rows"));  // 1 MiB fits
   EXPECT_EQ(vm_flags_of(small.data()).find(" rr"), std::string::npos);
   // A billion ranks on the node: 1 MiB is beyond this one's share
   ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1000000000", 1);
   dsp::MappedFile large(path);
   ::setenv("DSP_RANDOM_READS", "0", 1);
-  EXPECT_FALSE(dsp::advise_random_reads(large.data(), large.size()));
+  EXPECT_FALSE(dsp::advise_random_reads(large.data(), large.size(), "rows"));
   EXPECT_EQ(vm_flags_of(large.data()).find(" rr"), std::string::npos);
   ::unsetenv("DSP_RANDOM_READS");
-  EXPECT_TRUE(dsp::advise_random_reads(large.data(), large.size()));
+  EXPECT_TRUE(dsp::advise_random_reads(large.data(), large.size(), "rows"));
   ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   EXPECT_NE(vm_flags_of(large.data()).find(" rr"), std::string::npos) << vm_flags_of(large.data());
   EXPECT_EQ(large.data()[12345], 3);  // still reads

@@ -4,8 +4,6 @@
 #include <vector>
 
 #include "core/huge_pages.hpp"
-#include "core/logging.hpp"
-#include "core/memory.hpp"
 #include "core/parallel.hpp"
 #include "layout/store/feature_backend.hpp"
 #include "layout/store/feature_store.hpp"
@@ -45,11 +43,8 @@ class HostFeatureBackend final : public FeatureBackend {
                      : huge_page_copy(mapped, src.features.nbytes());
     rows_ = static_cast<const unsigned char*>(rows_copy_.data ? rows_copy_.data.get() : mapped);
     if (rows_copy_.data) src_.row_of = nullptr;  // the copy is in node order
-    if (!rows_copy_.data && src.features.is_mapped() &&
-        advise_random_reads(mapped, src.features.nbytes())) {
-      DSP_INFO("features",
-               "feature rows ({}) read through their mapping at random, read-around off",
-               format_bytes(src.features.nbytes()));
+    if (!rows_copy_.data && src.features.is_mapped()) {
+      advise_random_reads(mapped, src.features.nbytes(), "the feature rows");
     }
     const int64_t rows = src.cached.defined() ? src.cached.dim(0) : 0;
     cache_.resize(static_cast<size_t>(rows) * src.row_bytes);
