@@ -9,7 +9,8 @@
 # (the dataset 43 GB, a partition 16 GB) and over an hour.
 #
 # Usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300]
-#                         [--eval-max-nodes 0] [--out out/scale] [--keep] [--reuse] [--no-build]
+#                         [--eval-max-nodes 0] [--cache-ratio 0] [--out out/scale] [--keep]
+#                         [--reuse] [--no-build]
 #   --fractions  which fractions a/b of papers100M to run (default 1/64,1/8; 1/1 is the full size)
 #   --features   float16 feature columns (default 128, papers100M's: 256 bytes a node)
 #   --budget     --memory-budget of `dsp generate` (default 4G: out of core, as the full size needs)
@@ -17,6 +18,10 @@
 #   --eval-max-nodes  validate and test on about N nodes of each split (`dsp train
 #                --eval-max-nodes`; 0: every node). Each size's table row shows the steps and N
 #                it ran with (OUT/results/params<p>_<a>-<b>.txt)
+#   --cache-ratio  train with PaGraph's cache of each part's R hottest nodes by in-degree (`dsp train
+#                --cache-policy in-degree --cache-ratio R`; 0: none, every row read where it is
+#                stored). Beyond memory this is what keeps the hot rows off the disk; the row
+#                shows R
 #   --out        where datasets, partitions and results go (results under OUT/results)
 #   --keep       keep the datasets and partitions (default: deleted as soon as they are used)
 #   --reuse      skip a phase whose result (OUT/results/<phase>_<a>-<b>.time) exists, e.g. after
@@ -26,8 +31,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-fractions=1/64,1/8 features=128 budget=4G steps=300 eval_max=0 out=out/scale keep=0 reuse=0 build=1
-usage="usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300] [--eval-max-nodes 0] [--out DIR] [--keep] [--reuse] [--no-build]"
+fractions=1/64,1/8 features=128 budget=4G steps=300 eval_max=0 cache=0 out=out/scale keep=0
+reuse=0 build=1
+usage="usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300] [--eval-max-nodes 0] [--cache-ratio 0] [--out DIR] [--keep] [--reuse] [--no-build]"
 while (($#)); do
   case "$1" in
     --fractions) fractions="$2"; shift ;;
@@ -35,6 +41,7 @@ while (($#)); do
     --budget) budget="$2"; shift ;;
     --steps) steps="$2"; shift ;;
     --eval-max-nodes) eval_max="$2"; shift ;;
+    --cache-ratio) cache="$2"; shift ;;
     --out) out="$2"; shift ;;
     --keep) keep=1 ;;
     --reuse) reuse=1 ;;
@@ -116,11 +123,12 @@ for f in "${fr[@]}"; do
     # auto chooses and logs how), the epoch line and --metrics record with their times.
     if ! ((reuse)) || [[ ! -s "$res/train${p}_$tag.time" ]]; then
       rm -f "$res/train${p}_$tag.jsonl"
-      echo "$steps $eval_max" >"$res/params${p}_$tag.txt"
+      echo "$steps $eval_max $cache" >"$res/params${p}_$tag.txt"
     fi
     timed "train${p}_$tag" "${run[@]}" "$dsp" train "$pd" --epochs 1 --max-steps "$steps" \
       --eval-max-nodes "$eval_max" --fanouts 15,10,5 --batch-size 1024 --hidden 256 \
-      --no-progress --metrics "$res/train${p}_$tag.jsonl"
+      --no-progress --metrics "$res/train${p}_$tag.jsonl" --cache-policy in-degree \
+      --cache-ratio "$cache"
     if ((!keep)); then rm -rf "$pd"; fi
   done
   if ((!keep)); then rm -rf "$ds"; fi
@@ -136,7 +144,7 @@ for f in "${fr[@]}"; do
     row+="	$(cat "$res/partdisk${p}_$tag.txt")"
   done
   row+="	$(grep -o '[0-9]* sorted runs, [0-9.]* [KMG]*i*B spilled' "$res/generate_$tag.log" || echo "in memory")"
-  for p in 2 1; do row+="	$(cat "$res/params${p}_$tag.txt")"; done  # steps cap, eval nodes
+  for p in 2 1; do row+="	$(cat "$res/params${p}_$tag.txt")"; done  # steps cap, eval nodes, cache
   echo "$row" >>"$summary"
 done
 
@@ -157,9 +165,10 @@ for line in open(summary):
         r["ms" + p], r["steps" + p], r["eval" + p], r["acc" + p] = c[k:k + 4]
         r["pdisk" + p] = int(c[k + 4])
     r["runs"] = c[30]
-    for k, p in ((31, "2"), (32, "1")):  # "<--max-steps> <--eval-max-nodes>" of that run
-        cap, ev = c[k].split()
-        r["cap" + p] = f"--max-steps {cap}" + (f", --eval-max-nodes {ev}" if ev != "0" else "")
+    for k, p in ((31, "2"), (32, "1")):  # "<--max-steps> <--eval-max-nodes> [<--cache-ratio>]"
+        cap, ev, *cache = c[k].split()
+        r["cap" + p] = (f"--max-steps {cap}" + (f", --eval-max-nodes {ev}" if ev != "0" else "") +
+                        (f", --cache-ratio {cache[0]}" if cache and float(cache[0]) > 0 else ""))
     rows.append(r)
 
 import matplotlib
@@ -186,7 +195,7 @@ gib = lambda b: f"{b / 2**30:.1f} GiB"
 ph = lambda r, p: f"{r[p][0]:.0f} s / {r[p][1]:.1f}"
 lines = [
     "## Scale", "",
-    f"papers100M-shaped community graphs generated out of core, partitioned, sampled and trained with `dsp train` (`scripts/scale.sh`; machine: {cores} cores, {mem} GiB, shared with other builds; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}). Full size: 111,059,956 nodes, 1,615,685,872 undirected edges drawn (each stored in both directions), 172 classes, papers100M's splits (`--splits papers100m`: 1,207,179 / 125,265 / 214,338 at full size, scaled); {features} float16 feature columns. Each phase: wall time (s) / peak RSS (GiB) from `/usr/bin/time -v` (under mpirun: the largest rank's). Generation: `--memory-budget {budget} --out-of-core`. Partitions: `--method bfs-blocks --cache-policy none --feature-storage reference` (the ranks read the dataset's features through the id map: no second copy on disk). Sampling: `dsp bench sample`, 1 thread per rank, fanouts [15,10,5], 1024 seeds per rank and batch, 50 batches (M edges/s: all ranks). Training: `dsp train PARTITION --epochs 1 --fanouts 15,10,5 --batch-size 1024 --hidden 256` (GraphSAGE, Adam) with the `--max-steps` and `--eval-max-nodes` each row shows, then validation and test as `--eval auto` chooses; ms per step, the evaluation's seconds and the test accuracy from its --metrics record.", "",
+    f"papers100M-shaped community graphs generated out of core, partitioned, sampled and trained with `dsp train` (`scripts/scale.sh`; machine: {cores} cores, {mem} GiB, shared with other builds; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}). Full size: 111,059,956 nodes, 1,615,685,872 undirected edges drawn (each stored in both directions), 172 classes, papers100M's splits (`--splits papers100m`: 1,207,179 / 125,265 / 214,338 at full size, scaled); {features} float16 feature columns. Each phase: wall time (s) / peak RSS (GiB) from `/usr/bin/time -v` (under mpirun: the largest rank's). Generation: `--memory-budget {budget} --out-of-core`. Partitions: `--method bfs-blocks --cache-policy none --feature-storage reference` (the ranks read the dataset's features through the id map: no second copy on disk). Sampling: `dsp bench sample`, 1 thread per rank, fanouts [15,10,5], 1024 seeds per rank and batch, 50 batches (M edges/s: all ranks). Training: `dsp train PARTITION --epochs 1 --fanouts 15,10,5 --batch-size 1024 --hidden 256` (GraphSAGE, Adam) with the `--max-steps`, `--eval-max-nodes` and `--cache-ratio` (with `--cache-policy in-degree`; none shown: no cache) each row shows, then validation and test as `--eval auto` chooses; ms per step, the evaluation's seconds and the test accuracy from its --metrics record.", "",
     "| size | nodes | stored entries | dataset | partition -p 2 | partition -p 1 | sort |", "|---|---|---|---|---|---|---|"]
 for r in rows:
     lines.append(f"| {r['size']} | {r['nodes']:,} | {r['entries']:,} | {gib(r['disk'])} | {gib(r['pdisk2'])} | {gib(r['pdisk1'])} | {r['runs']} |")

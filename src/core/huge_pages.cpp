@@ -113,14 +113,16 @@ HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fi
   return b;
 }
 
+bool beyond_memory_share(size_t bytes) {
+  const size_t avail = available_memory_bytes();
+  return avail != 0 && static_cast<double>(bytes) > static_cast<double>(avail) / node_ranks();
+}
+
 bool advise_random_reads(const void* data, size_t bytes, const char* what) {
   if (data == nullptr || bytes == 0) return false;
   if (const char* off = std::getenv("DSP_RANDOM_READS"); off && std::string(off) == "0")
     return false;
-  const size_t avail = available_memory_bytes();
-  if (avail == 0 || static_cast<double>(bytes) <= static_cast<double>(avail) / node_ranks()) {
-    return false;
-  }
+  if (!beyond_memory_share(bytes)) return false;
   static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<uintptr_t>(data) / page * page;
   const auto end = reinterpret_cast<uintptr_t>(data) + bytes;

@@ -35,13 +35,17 @@ HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fi
 // huge_page_copy's share (the caller budgets it). Error naming the size when it cannot be mapped.
 HugePageBuffer huge_page_zeros(size_t bytes);
 
+// Whether `bytes` exceed this process's share of the memory available now (MemAvailable divided
+// among the node's ranks, as huge_page_copy's budget is): a mapping that large read at random is
+// mostly read from disk, each missing page a read its faulting thread waits on.
+bool beyond_memory_share(size_t bytes);
+
 // For an array read at random through a read-only file mapping (no copy made: it did not fit, or
-// DSP_HUGE_PAGES=0): when it is larger than this process's share of the memory available now
-// (MemAvailable divided among the node's ranks, as huge_page_copy's budget is), the page cache
-// cannot keep it, and each page fault's read-around (128 KiB or more, for a row of a few hundred
-// bytes) would mostly read bytes evicted unused: advises random reads (madvise MADV_RANDOM, so a
-// fault reads its own page), and logs it naming `what`. Returns whether it advised; a refusal is
-// ignored. DSP_RANDOM_READS=0 in the environment never advises (to compare the two).
+// DSP_HUGE_PAGES=0): when it is beyond_memory_share, the page cache cannot keep it, and each page
+// fault's read-around (128 KiB or more, for a row of a few hundred bytes) would mostly read bytes
+// evicted unused: advises random reads (madvise MADV_RANDOM, so a fault reads its own page), and
+// logs it naming `what`. Returns whether it advised; a refusal is ignored. DSP_RANDOM_READS=0 in
+// the environment never advises (to compare the two).
 bool advise_random_reads(const void* data, size_t bytes, const char* what);
 
 // Bytes of memory available for new allocations without swapping (MemAvailable), 0 if unknown.

@@ -37,6 +37,12 @@ class CpuSamplerBackend final : public SamplerBackend {
     indices_copy_ = huge_page_copy(topo.indices, topo.indices_bytes());
     if (indptr_copy_.data) topo_.indptr = static_cast<const int64_t*>(indptr_copy_.data.get());
     if (indices_copy_.data) topo_.indices = indices_copy_.data.get();
+    // Beyond this rank's memory share the neighbour rows are mostly read from disk: the tasks
+    // are sampled by kWaitingDepth threads at once (waiting_parallel_for), each waiting on its
+    // page, where the rank's own threads would wait for each read in turn. The draws are the
+    // same (each task's stream is its own): only which thread waits changes.
+    waits_ =
+        !indices_copy_.data && topo.indices_mapped && beyond_memory_share(topo.indices_bytes());
     if (!indices_copy_.data && topo.indices_mapped) {
       advise_random_reads(topo.indices, topo.indices_bytes(), "the sampler's neighbour array");
     }
@@ -86,6 +92,7 @@ class CpuSamplerBackend final : public SamplerBackend {
 
   LocalTopology topo_;
   HugePageBuffer indptr_copy_, indices_copy_;
+  bool waits_ = false;  // the neighbour array is a mapping beyond memory
   bool biased_, replace_, turbo_;
   csp::TemporalStrategy strategy_;
   csp::LaborVariates labor_;
@@ -180,6 +187,10 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
 
 template <class F>
 void CpuSamplerBackend::for_split(int64_t n, const F& fn) const {
+  if (waits_) {
+    waiting_parallel_for(0, n, 256, kWaitingDepth, fn);
+    return;
+  }
   if (!split_) {
     parallel_for(0, n, grain_, fn);
     return;
@@ -196,7 +207,7 @@ void CpuSamplerBackend::for_split(int64_t n, const F& fn) const {
 bool CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key, const int64_t* slot,
                                      int32_t* cnt, int64_t* out, float* outw) {
   const int bins = static_cast<int>(parallel_chunks(n, grain_));
-  const bool compact = bins <= 1;
+  const bool compact = bins <= 1 && !waits_;
   auto run = [&](const int64_t* tasks, const int64_t* slots, int32_t* counts) {
     if (topo_.idx32) {
       sample_tasks<int32_t>(tasks, n, key, slots, compact, counts, out, outw);
@@ -204,7 +215,7 @@ bool CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key, 
       sample_tasks<int64_t>(tasks, n, key, slots, compact, counts, out, outw);
     }
   };
-  if (!turbo_ || compact) {
+  if (!turbo_ || compact || waits_) {  // turbo's split only balances the threads' work
     run(t, slot, cnt);
     return compact;
   }

@@ -2,13 +2,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/device.hpp"
@@ -18,6 +23,7 @@
 #include "core/huge_pages.hpp"
 #include "core/logging.hpp"
 #include "core/metrics.hpp"
+#include "core/parallel.hpp"
 #include "core/rng.hpp"
 #include "error_of.hpp"
 
@@ -308,6 +314,32 @@ std::string vm_flags_of(const void* p) {
 
 // A file mapping read at random is advised so (MADV_RANDOM: "rr" in its VmFlags) only when it is
 // larger than this process's share of the available memory, which the node's rank count divides.
+// A loop whose chunks wait (here: sleep, as a page fault's reader does) runs every index exactly
+// once, on `depth` threads at once when there are that many chunks, on fewer when there are not,
+// and calls nothing for an empty range.
+TEST(Parallel, WaitingLoopCoversEveryIndexOnceOnDepthThreads) {
+  for (auto [n, grain, depth, threads] :
+       {std::tuple<int64_t, int64_t, int, size_t>{1000, 7, 8, 8}, {3, 1, 32, 3}, {5, 100, 4, 1}}) {
+    SCOPED_TRACE(n);
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n) + 10);
+    std::set<std::thread::id> ids;
+    std::mutex m;
+    dsp::waiting_parallel_for(10, 10 + n, grain, depth, [&](int64_t b, int64_t e) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        ids.insert(std::this_thread::get_id());
+      }
+      for (int64_t i = b; i < e; ++i) seen[i] += 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    });
+    for (int64_t i = 0; i < n + 10; ++i) ASSERT_EQ(seen[i].load(), i < 10 ? 0 : 1) << i;
+    EXPECT_EQ(ids.size(), threads);
+  }
+  bool called = false;
+  dsp::waiting_parallel_for(4, 4, 1, 8, [&](int64_t, int64_t) { called = true; });
+  EXPECT_FALSE(called);
+}
+
 TEST(HugePages, RandomReadsAdvisedOnlyBeyondTheMemoryShare) {
   ::unsetenv("MPI_LOCALNRANKS");
   ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");

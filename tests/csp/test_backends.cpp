@@ -4,8 +4,12 @@
 // int64 neighbour ids, with the neighbour array in backend memory and read through map_host.
 // Multi-rank equivalence is in mpi/test_csp_mpi.cpp.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <unordered_map>
@@ -13,6 +17,8 @@
 
 #include "backends.hpp"
 #include "ccc/communicator.hpp"
+#include "core/fs.hpp"
+#include "core/huge_pages.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
 #include "csp/sample_kernels.hpp"
@@ -157,6 +163,61 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(b.begin(), b.end(), '-', '_');
       return b + "_" + std::get<1>(info.param).name;
     });
+
+// The same array as a read-only file mapping (the file is removed once mapped), as a dataset's
+// neighbour array is held.
+Array mapped_copy(const Array& a) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("dsp_mapped_{}_{}.bin", ::getpid(), a.nbytes()))
+                               .string();
+  std::ofstream(path, std::ios::binary)
+      .write(static_cast<const char*>(a.raw()), static_cast<std::streamsize>(a.nbytes()));
+  auto mf = std::make_shared<MappedFile>(path);
+  std::filesystem::remove(path);
+  return Array(a.dtype(), a.shape(), mf->data(), mf);
+}
+
+// A neighbour array beyond the rank's memory share (the node's rank count set absurdly high; no
+// huge-page copy) is sampled by many threads at once, each waiting on its page, and with chunks
+// of tasks instead of the rank's threads' split: the blocks are the in-memory ones, bit for bit,
+// for every node-wise scheme (uniform, weighted, with replacement, turbo, LABOR, exclusions).
+TEST(CpuBackend, BeyondMemorySamplesTheSameBlocks) {
+  Csr g = weighted_graph(false);
+  g.indices = mapped_copy(g.indices);
+  PartitionData part = single_part(g);
+  ASSERT_TRUE(part.patch.indices.is_mapped());
+  auto comm = make_communicator("self");
+  struct Variant {
+    bool biased, replace, turbo, labor;
+  };
+  for (Variant v : {Variant{false, false, false, false}, Variant{true, false, false, false},
+                    Variant{false, true, false, false}, Variant{false, false, true, false},
+                    Variant{false, false, false, true}}) {
+    SCOPED_TRACE(::testing::Message() << v.biased << v.replace << v.turbo << v.labor);
+    SamplerOptions o{{9, 4, 3}};
+    o.biased = v.biased;
+    o.replace = v.replace;
+    o.kernel = v.turbo ? SampleKernel::kTurbo : SampleKernel::kDefault;
+    o.labor = v.labor;
+    o.seed = 78;
+    CollectiveSampler in_memory(part, *comm, o);
+    ::setenv("DSP_HUGE_PAGES", "0", 1);
+    ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1000000000", 1);
+    ASSERT_TRUE(beyond_memory_share(part.patch.indices.nbytes()));
+    CollectiveSampler beyond(part, *comm, o);
+    ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    ::unsetenv("DSP_HUGE_PAGES");
+    int64_t edges = 0;
+    for (int64_t batch = 0; batch < 2; ++batch) {
+      std::vector<int64_t> seeds;
+      for (int64_t v = batch; v < part.meta.num_nodes; v += 7) seeds.push_back(v);
+      SampledBatch a = in_memory.sample(seeds, 1, batch), b = beyond.sample(seeds, 1, batch);
+      expect_same_blocks(a, b);
+      edges += a.blocks.back().num_edges();
+    }
+    EXPECT_GT(edges, 3000);  // frontiers of many waiting chunks
+  }
+}
 
 class BackendExclusion : public ::testing::TestWithParam<std::tuple<std::string, Scheme>> {
  protected:

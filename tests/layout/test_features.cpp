@@ -16,6 +16,7 @@
 #include "backends.hpp"
 #include "ccc/communicator.hpp"
 #include "core/fs.hpp"
+#include "core/huge_pages.hpp"
 #include "core/rng.hpp"
 #include "layout/store/feature_store.hpp"
 
@@ -23,24 +24,26 @@ namespace dsp {
 namespace {
 
 // Features [N, F] of dtype `dt` written to a file and mapped read-only, as a partition of one part
-// holds them; every 3rd node in the cached (hot) list.
+// holds them; every 3rd node in the cached (hot) list. The file is removed once mapped, or with
+// the rig when `keep_file` (a test rewrites it under the mapping).
 struct FeatureRig {
   PartitionData part;
   std::vector<unsigned char> bytes;
   size_t row_bytes;
-  FeatureRig(int64_t n, int64_t f, DType dt) {
+  std::string path;
+  FeatureRig(int64_t n, int64_t f, DType dt, bool keep_file = false) {
     row_bytes = static_cast<size_t>(f) * dtype_size(dt);
     bytes.resize(n * row_bytes);
     RngStream s(rng_key(9, n, f), 0);
     for (auto& b : bytes) b = static_cast<unsigned char>(s.next_u32());
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              fmt::format("dsp_features_{}_{}_{}.bin", ::getpid(), n, f))
-                                 .string();
+    path = (std::filesystem::temp_directory_path() /
+            fmt::format("dsp_features_{}_{}_{}.bin", ::getpid(), n, f))
+               .string();
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()),
                static_cast<std::streamsize>(bytes.size()));
     auto mf = std::make_shared<MappedFile>(path);
-    std::filesystem::remove(path);
+    if (!keep_file) std::filesystem::remove(path);
     part.meta.parts = 1;
     part.meta.num_nodes = n;
     part.meta.offsets = {0, n};
@@ -50,6 +53,9 @@ struct FeatureRig {
     for (int64_t v = n - 1; v >= 0; v -= 3) cached.push_back(v);
     part.cached = Array::from_vector(std::move(cached));
   }
+  ~FeatureRig() { std::filesystem::remove(path); }
+  FeatureRig(const FeatureRig&) = delete;
+  FeatureRig& operator=(const FeatureRig&) = delete;
   std::vector<unsigned char> expect(const std::vector<int64_t>& ids) const {
     std::vector<unsigned char> out(ids.size() * row_bytes);
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -158,6 +164,49 @@ TEST_P(BackendGather, RowsThroughTheRowMapEqualTheMappedRows) {
     EXPECT_GT(store.stats().rows_cold, 0);
   }
   ::unsetenv("DSP_HUGE_PAGES");
+}
+
+// Features beyond the rank's memory share (the node's rank count set absurdly high; no huge-page
+// copy): the host backend reads its rows on many threads at once, each waiting on its page, and
+// every backend serves a hot row from the cache copy it took at load, a cold one from the file.
+// Rewriting the file under the mapping after the load shows where each row was read: hot rows
+// are the load's bytes, cold rows the file's new ones, bit for bit, through the row map.
+TEST_P(BackendGather, BeyondMemoryHotRowsFromTheCacheCopyColdRowsFromTheFile) {
+  auto comm = make_communicator("self");
+  const int64_t n = 6000;
+  FeatureRig rig(n, 9, DType::kFloat32, /*keep_file=*/true);
+  std::vector<int64_t> row_of(n);
+  std::iota(row_of.begin(), row_of.end(), 0);
+  RngStream s(rng_key(4, n), 0);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(row_of[i], row_of[s.uniform_int(i + 1)]);
+  rig.part.feature_rows = Array::from_vector(std::vector<int64_t>(row_of));
+  ::setenv("DSP_HUGE_PAGES", "0", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1000000000", 1);
+  ASSERT_TRUE(beyond_memory_share(rig.bytes.size()));
+  FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  ::unsetenv("DSP_HUGE_PAGES");
+  std::vector<unsigned char> now = rig.bytes;
+  for (auto& b : now) b = static_cast<unsigned char>(b + 1);
+  std::ofstream(rig.path, std::ios::binary | std::ios::in | std::ios::out)
+      .write(reinterpret_cast<const char*>(now.data()), static_cast<std::streamsize>(now.size()));
+  std::vector<int64_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(ids[i], ids[s.uniform_int(i + 1)]);
+  ids.resize(n * 2 / 3);  // chunks for several threads
+  std::vector<unsigned char> expect(ids.size() * rig.row_bytes);
+  const int64_t* hot = rig.part.cached.data<int64_t>();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool is_hot =
+        std::find(hot, hot + rig.part.cached.dim(0), ids[i]) != hot + rig.part.cached.dim(0);
+    std::memcpy(expect.data() + i * rig.row_bytes,
+                (is_hot ? rig.bytes : now).data() + row_of[ids[i]] * rig.row_bytes, rig.row_bytes);
+  }
+  EXPECT_EQ(store.gather(ids), expect);
+  EXPECT_EQ(store.stats().rows_local_hot + store.stats().rows_cold,
+            static_cast<int64_t>(ids.size()));
+  EXPECT_GT(store.stats().rows_local_hot, 0);
+  EXPECT_GT(store.stats().rows_cold, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendGather, ::testing::ValuesIn(test::backend_names()),

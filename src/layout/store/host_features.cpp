@@ -1,9 +1,12 @@
 // The host feature backend (feature_backend.hpp): the CPU build's gather data path.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "core/huge_pages.hpp"
+#include "core/logging.hpp"
 #include "core/parallel.hpp"
 #include "layout/store/feature_backend.hpp"
 #include "layout/store/feature_store.hpp"
@@ -17,9 +20,22 @@ namespace {
 // (the misses it issues exceed what the core can track, so prefetches wait or are dropped); the
 // hardware prefetcher fills the lines in between as the copy streams through the row.
 constexpr int64_t kRowAhead = 4;
+// Reads outstanding at once from a mapping beyond memory (waiting_parallel_for, core/parallel.hpp),
+// in chunks of kWaitGrain ids.
+constexpr int kReadDepth = kWaitingDepth;
+constexpr int64_t kWaitGrain = 512;
 inline void prefetch_row(const unsigned char* p, size_t row_bytes) {
   __builtin_prefetch(p);
   if (row_bytes > 64) __builtin_prefetch(p + row_bytes - 1);
+}
+
+// Where node v's row is read: from the cache copy when it is hot and the rows are beyond memory
+// (hot_rows set), else from the rows, through the row map when read by reference.
+inline const unsigned char* row_address(uint64_t v, bool hot, const unsigned char* base,
+                                        const int64_t* row_of, const unsigned char* hot_rows,
+                                        const int32_t* slot, size_t rb) {
+  if (hot && hot_rows) return hot_rows + static_cast<size_t>(slot[v]) * rb;
+  return base + (row_of ? static_cast<uint64_t>(row_of[v]) : v) * rb;
 }
 
 class HostFeatureBackend final : public FeatureBackend {
@@ -43,15 +59,19 @@ class HostFeatureBackend final : public FeatureBackend {
                      : huge_page_copy(mapped, src.features.nbytes());
     rows_ = static_cast<const unsigned char*>(rows_copy_.data ? rows_copy_.data.get() : mapped);
     if (rows_copy_.data) src_.row_of = nullptr;  // the copy is in node order
+    // A mapping beyond this rank's memory share is mostly read from disk: its rows are read by
+    // kReadDepth threads at once, and the rank's own hot rows from its cache copy.
+    waits_ =
+        !rows_copy_.data && src.features.is_mapped() && beyond_memory_share(src.features.nbytes());
+    fill_cache(src, mapped);  // before the advice: a sorted fill gains from read-around
     if (!rows_copy_.data && src.features.is_mapped()) {
       advise_random_reads(mapped, src.features.nbytes(), "the feature rows");
     }
-    const int64_t rows = src.cached.defined() ? src.cached.dim(0) : 0;
-    cache_.resize(static_cast<size_t>(rows) * src.row_bytes);
-    if (rows) {
-      std::vector<int64_t> stored(src.cached.data<int64_t>(), src.cached.data<int64_t>() + rows);
-      for (int64_t& v : stored) v = src.stored_row(v);
-      gather_rows(mapped, src.row_bytes, stored.data(), rows, cache_.data());
+    if (waits_) {
+      DSP_INFO("memory",
+               "feature rows beyond this rank's memory share: read {} at a time, this rank's {} "
+               "hot rows from its cache copy",
+               kReadDepth, cache_.size() / src.row_bytes);
     }
   }
   std::string name() const override { return "host"; }
@@ -86,11 +106,39 @@ class HostFeatureBackend final : public FeatureBackend {
   }
 
  private:
+  void fill_cache(const FeatureSource& src, const unsigned char* mapped);
+
   FeatureSource src_;
+  bool waits_ = false;                // rows_ is a mapping beyond memory: reads wait on the disk
   HugePageBuffer rows_copy_;          // the feature rows on huge pages, when they fit
   const unsigned char* rows_;         // where rows are read: rows_copy_ or the mapping
   std::vector<unsigned char> cache_;  // this rank's hot rows in slot order: what peers read
 };
+
+// The rank's hot rows in slot order. From a mapping beyond memory, read in file order by
+// kReadDepth threads: a cache of a fifth of the nodes touches nearly every page, so the reads are
+// nearly sequential and the kernel's read-around (still on here) serves most of them.
+void HostFeatureBackend::fill_cache(const FeatureSource& src, const unsigned char* mapped) {
+  const int64_t rows = src.cached.defined() ? src.cached.dim(0) : 0;
+  cache_.resize(static_cast<size_t>(rows) * src.row_bytes);
+  if (!rows) return;
+  const int64_t* cached = src.cached.data<int64_t>();
+  std::vector<int64_t> stored(rows), slot(rows);
+  for (int64_t s = 0; s < rows; ++s) stored[s] = src.stored_row(cached[s]);
+  if (!waits_) {
+    gather_rows(mapped, src.row_bytes, stored.data(), rows, cache_.data());
+    return;
+  }
+  std::iota(slot.begin(), slot.end(), 0);
+  std::sort(slot.begin(), slot.end(), [&](int64_t a, int64_t b) { return stored[a] < stored[b]; });
+  const size_t rb = src.row_bytes;
+  unsigned char* out = cache_.data();
+  waiting_parallel_for(0, rows, 4096, kReadDepth, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      std::memcpy(out + slot[k] * rb, mapped + stored[slot[k]] * rb, rb);
+    }
+  });
+}
 
 // One fused, software-pipelined pass: classify each id (range, duplicates, where its row is),
 // then copy cold and locally cached rows straight into place; ids cached by another rank are only
@@ -100,7 +148,9 @@ class HostFeatureBackend final : public FeatureBackend {
 //
 // Rows this rank caches itself are read from the mapping too: on the CPU, cache and mapping are
 // the same tier of memory holding the same bytes, and going through the cache would add a
-// dependent slot lookup (4 bytes x N, not cache resident) before every hot row.
+// dependent slot lookup (4 bytes x N, not cache resident) before every hot row. Not so from a
+// mapping beyond memory (waits_), where the mapping is the disk: there hot rows come from the
+// cache copy, and the pass runs on kReadDepth threads, most of them waiting on a page.
 //
 // The duplicate check is a plain read-modify-write, not a locked one: x86 locked instructions wait
 // for the row loads in flight and serialise the misses the prefetches overlap. With one thread the
@@ -120,10 +170,12 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
   const FeatureCodec codec = src_.codec;
   const float* const row_scale = src_.row_scale;
   const int64_t* const row_of = src_.row_of;  // null unless read by reference without a copy
+  const unsigned char* const hot_rows = waits_ ? cache_.data() : nullptr;  // hot rows from here
+  const int32_t* const slot = src_.slot;
   const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
   const uint64_t lo = static_cast<uint64_t>(src_.begin), hi = static_cast<uint64_t>(src_.end);
   std::atomic<int64_t> bad_pos{-1}, dup_pos{-1}, n_cold{0}, n_local{0};
-  parallel_for(0, n, 16384, [=, &bad_pos, &dup_pos, &n_cold, &n_local](int64_t b, int64_t e) {
+  auto pass = [=, &bad_pos, &dup_pos, &n_cold, &n_local](int64_t b, int64_t e) {
     int64_t cold = 0, local = 0;
     for (int64_t i = b; i < e; ++i) {
       // Read by reference without a copy: the map's entry of a row is one more dependent miss,
@@ -141,14 +193,15 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
       const uint64_t v = static_cast<uint64_t>(ids[i]);
       const RowSource where = classify_row(v, nn, lo, hi, cached_bits, seen);
       if (where == RowSource::kHere) {
-        const unsigned char* row = base + (row_of ? static_cast<uint64_t>(row_of[v]) : v) * rb;
+        const bool hot = (cached_bits[v >> 6] >> (v & 63)) & 1;
+        const unsigned char* row = row_address(v, hot, base, row_of, hot_rows, slot, rb);
         if (!decode) {
           std::memcpy(out + i * rb, row, rb);
         } else {
           decode_row(codec, row, row_scale ? row_scale[v] : 1.0f,
                      reinterpret_cast<float*>(out + i * ob));
         }
-        ((cached_bits[v >> 6] >> (v & 63)) & 1 ? local : cold) += 1;
+        (hot ? local : cold) += 1;
       } else if (where == RowSource::kPeer) {
         peer[i] = 1;
       } else {
@@ -159,7 +212,12 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
     }
     n_cold += cold;
     n_local += local;
-  });
+  };
+  if (waits_) {
+    waiting_parallel_for(0, n, kWaitGrain, kReadDepth, pass);
+  } else {
+    parallel_for(0, n, 16384, pass);
+  }
   return {n_cold.load(), n_local.load(), bad_pos.load(), dup_pos.load()};
 }
 
