@@ -100,6 +100,14 @@ struct TaskExclusions {
   const int64_t* positions = nullptr;  // [offsets[n]]
 };
 
+// A frontier's nodes per owner: counts[p] = the nodes v with offsets[p] <= v < offsets[p + 1].
+struct OwnerCounts {
+  const std::vector<int64_t>* offsets = nullptr;  // host, P + 1
+  std::vector<int64_t> counts;                    // host, P
+};
+// Counts nodes[0, n) (host) into owners.counts.
+void count_owners(const int64_t* nodes, int64_t n, OwnerCounts& owners);
+
 // The local steps of a CSP layer. Pointers are the backend's memory unless a parameter says
 // host. A call's outputs are complete for the backend's later calls; every call but sample and
 // unpermute has also completed when it returns (its outputs may go straight to a communicator),
@@ -123,10 +131,13 @@ class SamplerBackend {
   // (fanout non-null) or `uniform`, when k > 0; its owner p has offsets[p] <= id < offsets[p + 1]
   // (host, P + 1 entries). Owner chunks in rank order, frontier order within a chunk: tasks and
   // perm (grouped position -> frontier index) get sum(counts) entries (room for n), counts (host)
-  // the tasks per owner.
+  // the tasks per owner. `known` (host, P entries, or null; only with no fanout array and
+  // uniform > 0, when every node is a task): the frontier's nodes per owner as the caller already
+  // has them (the seeds counted on the host, relabel's OwnerCounts of the sources), which a
+  // device backend then need not read back.
   virtual void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
                      const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
-                     std::vector<int64_t>& counts) = 0;
+                     std::vector<int64_t>& counts, const int64_t* known) = 0;
   // Samples tasks[0, n) (every id owned by this rank; no fanout above max_fanout) under `key`
   // with csp::sample_positions: counts[i] picks for task i (room for n); the picks, compacted in
   // task order, each task's sorted by row position (so by id), into nbrs (and weights, biased
@@ -163,8 +174,10 @@ class SamplerBackend {
   // hints): destination nodes dst[0, nd) first, then new sources in first-seen order over
   // `picks`. The block is host memory (edges: see SamplerOptions::blocks_on_device); its source
   // ids also go to `src` unless it is null (the next frontier, when it lives in backend memory).
+  // `owners`, unless null, gets the sources per owner (a device backend counts them on the device
+  // and reads them with its sizes: the next layer's group then reads nothing).
   virtual void relabel(const int64_t* dst, int64_t nd, const LayerPicks& picks, int layer,
-                       Block& out, BackendBuffer* src) = 0;
+                       Block& out, BackendBuffer* src, OwnerCounts* owners) = 0;
 };
 
 // A BackendBuffer over an executor's buffer type (core/host_exec.hpp: E::Buffer).

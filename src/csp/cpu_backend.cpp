@@ -61,7 +61,7 @@ class CpuSamplerBackend final : public SamplerBackend {
   }
   void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
              const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
-             std::vector<int64_t>& counts) override;
+             std::vector<int64_t>& counts, const int64_t* known) override;
   int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key, int32_t* counts,
                  BackendBuffer& nbrs, BackendBuffer* weights, const TaskExclusions* ex) override;
   void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
@@ -73,7 +73,7 @@ class CpuSamplerBackend final : public SamplerBackend {
                  BackendBuffer& out_offsets, BackendBuffer& out_nbrs,
                  BackendBuffer* out_weights) override;
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int layer, Block& b,
-               BackendBuffer* src) override;
+               BackendBuffer* src, OwnerCounts* owners) override;
 
  private:
   template <class Id>
@@ -279,7 +279,8 @@ int64_t CpuSamplerBackend::sample(const int64_t* t, int64_t n, int /*max_fanout*
 
 void CpuSamplerBackend::group(const int64_t* frontier, int64_t nf, const int32_t* fanout,
                               int uniform, const std::vector<int64_t>& offsets, int64_t* tasks,
-                              int64_t* perm, std::vector<int64_t>& counts) {
+                              int64_t* perm, std::vector<int64_t>& counts,
+                              const int64_t* /*known*/) {  // host memory: counted as grouped
   const int P = static_cast<int>(offsets.size()) - 1;
   owner_.resize(nf);
   counts.assign(P, 0);
@@ -342,7 +343,7 @@ void CpuSamplerBackend::unpermute(const int64_t* perm, int64_t ng, int64_t nf,
 }
 
 void CpuSamplerBackend::relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int layer,
-                                Block& b, BackendBuffer* src) {
+                                Block& b, BackendBuffer* src, OwnerCounts* owners) {
   if (static_cast<int>(new_ratio_.size()) <= layer) new_ratio_.resize(layer + 1, 1.0);
   const int64_t ne = lo.offsets[nd];  // lo.total may be a bound
   // The parallel relabel does about 1.8x the serial work at 2 threads (callgrind: 289M vs 159M
@@ -366,6 +367,7 @@ void CpuSamplerBackend::relabel(const int64_t* dst, int64_t nd, const LayerPicks
   if (src) {
     std::memcpy(src->reserve_n<int64_t>(b.num_src), b.src_ids.data(), b.num_src * sizeof(int64_t));
   }
+  if (owners) count_owners(b.src_ids.data(), b.num_src, *owners);
 }
 
 void CpuSamplerBackend::relabel_serial(const int64_t* dst, int64_t nd, const LayerPicks& lo,
@@ -681,6 +683,14 @@ void CpuSamplerBackend::relabel_parallel(const int64_t* dst, int64_t nd, const L
 }
 
 }  // namespace
+
+void count_owners(const int64_t* nodes, int64_t n, OwnerCounts& owners) {
+  const std::vector<int64_t>& off = *owners.offsets;
+  const int P = static_cast<int>(off.size()) - 1;
+  owners.counts.assign(P, 0);
+  for (int64_t i = 0; i < n; ++i)
+    ++owners.counts[P == 1 ? 0 : csp::owner_of(off.data(), P, nodes[i])];
+}
 
 std::unique_ptr<SamplerBackend> make_cpu_sampler_backend(const LocalTopology& topo,
                                                          const SamplerOptions& opts) {

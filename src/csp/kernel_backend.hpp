@@ -229,6 +229,18 @@ struct GroupOwner {
   }
 };
 
+// The owner of source i of relabel's list, or -1 past the source count (*count).
+struct SourceOwner {
+  const int64_t* src;
+  const int64_t* count;
+  const int64_t* offsets;  // [P + 1]
+  int P;
+  int64_t* owner;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    owner[i] = i >= *count ? -1 : (P == 1 ? 0 : csp::owner_of(offsets, P, src[i]));
+  }
+};
+
 // flag[p * n + i] = 1 when node i belongs to owner p: the owner-major flag matrix, whose exclusive
 // scan is every node's grouped position (the nodes of lower owners, then p's before i).
 struct FlagOwners {
@@ -348,10 +360,11 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
 
   // Owners per node, one scan of the owner-major flag matrix (P x n: P is a few ranks) giving
-  // every node its grouped position, one scatter; the P chunk sizes come back in one copy.
+  // every node its grouped position, one scatter; the P chunk sizes come back in one copy, unless
+  // the caller knows them (`known`), or one rank takes every node.
   void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
              const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
-             std::vector<int64_t>& counts) override {
+             std::vector<int64_t>& counts, const int64_t* known) override {
     const int P = static_cast<int>(offsets.size()) - 1;
     counts.assign(P, 0);
     if (n == 0) return;
@@ -364,6 +377,10 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.for_each(n, kernels::GroupScatter{frontier, fanout, uniform, owner, n, rank, tasks, perm});
     if (P == 1 && !fanout && uniform > 0) {  // every node is a task of this rank: nothing to read
       counts[0] = n;
+      return;
+    }
+    if (known && !fanout && uniform > 0) {  // every node is a task: its owner's count is known
+      counts.assign(known, known + P);
       return;
     }
     std::vector<int64_t> bounds(P + 1);
@@ -452,15 +469,18 @@ class KernelSamplerBackend final : public SamplerBackend {
   // The kernels run over lo.total, a bound of the picks; positions past the exact count take no
   // part.
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
-               BackendBuffer* src_out) override {
+               BackendBuffer* src_out, OwnerCounts* owners) override {
     const int64_t n = nd + lo.total;
     DSP_CHECK(n < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", n);
     b.num_dst = nd;
     b.src_ids.clear();
     b.num_src = 0;
-    auto* sizes = reserve<int64_t>(small_out_, 2);  // {picks, sources}
+    const int P = owners ? static_cast<int>(owners->offsets->size()) - 1 : 0;
+    // {picks, sources, then the sources' owner-chunk bounds when counted}
+    auto* sizes = reserve<int64_t>(small_out_, 2 + (P ? P + 1 : 0));
     auto* src = reserve<int64_t>(picks_, n);
     auto* local = reserve<int64_t>(out_, n);
+    if (owners) owners->counts.assign(P, 0);
     if (n == 0) return set_edges(nd, lo, 0, local, src, b);
     auto* keys = reserve<int64_t>(keys_, n);
     if (nd) ex_.copy(keys, dst, nd * sizeof(int64_t));
@@ -481,10 +501,12 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.for_each(n, kernels::RelabelAssign{t, ids, local, src});
     ex_.copy(sizes, lo.offsets + nd, sizeof(int64_t));
     ex_.copy(sizes + 1, ids + n, sizeof(int64_t));
-    int64_t got[2];
-    download(got, sizes, 2);
+    if (P) count_source_owners(src, n, sizes + 1, *owners->offsets, sizes + 2);
+    std::vector<int64_t> got(2 + (P ? P + 1 : 0));
+    download(got.data(), sizes, static_cast<int64_t>(got.size()));
     ex_.sync();
     b.num_src = got[1];
+    for (int p = 0; p < P; ++p) owners->counts[p] = got[3 + p] - got[2 + p];
     if (src_out) {  // issued before the last read, whose wait covers it
       ex_.copy(src_out->reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
     }
@@ -507,6 +529,25 @@ class KernelSamplerBackend final : public SamplerBackend {
   struct EdgeArrays {
     Buffer indptr, indices, weights;
   };
+
+  // The chunk bounds of the sources src[0, *count) by owner (the P + 1 entries of the exclusive
+  // scan of the owner-major flag matrix at p x n) into `bounds`, on the device: the same scan as
+  // group's, over the n positions relabel ran on (those past the count have no owner). Reuses
+  // slot_ and wide_ (relabel's ids and flags: done with once the sizes are copied).
+  void count_source_owners(const int64_t* src, int64_t n, const int64_t* count,
+                           const std::vector<int64_t>& offsets, int64_t* bounds) {
+    const int P = static_cast<int>(offsets.size()) - 1;
+    const int64_t* off = upload(small_, offsets.data(), offsets.size() * sizeof(int64_t));
+    auto* owner = reserve<int64_t>(owner_, n);
+    ex_.for_each(n, kernels::SourceOwner{src, count, off, P, owner});
+    auto* flag = reserve<int64_t>(wide_, P * n);
+    ex_.for_each(P * n, kernels::FlagOwners{owner, n, flag});
+    auto* rank = prefix_with_zero(slot_, flag, P * n);
+    std::vector<int64_t> at(P + 1);
+    for (int p = 0; p <= P; ++p) at[p] = p * n;
+    const int64_t* d_at = upload(bounds_, at.data(), at.size() * sizeof(int64_t));
+    ex_.for_each(P + 1, kernels::GatherAt{rank, d_at, bounds});
+  }
 
   // Block b's edges from relabel's outputs (ne picks: their local ids at local + nd, the source
   // ids at src): pooled arrays of executor memory set as b.on_device (blocks_on_device), or

@@ -920,13 +920,13 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
 // Phases 1-5 of one layer: the picks of frontier[0, nf) in frontier order (phase 5, un-permute:
 // every grouped position's picks written back at its frontier index).
 LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
-                                        int uniform_fanout, uint64_t key,
-                                        const int64_t* host_times) {
+                                        int uniform_fanout, uint64_t key, const int64_t* host_times,
+                                        const int64_t* known) {
   Stopwatch sw;
   Buffers& b = *buf_;
   // Phase 1: the frontier's tasks grouped by owner; nodes with fanout 0 get no task.
   backend_->group(frontier, nf, fanout, uniform_fanout, offsets_, b.tasks->reserve_n<int64_t>(nf),
-                  b.perm->reserve_n<int64_t>(nf), grouped_count_);
+                  b.perm->reserve_n<int64_t>(nf), grouped_count_, fanout ? nullptr : known);
   const int64_t ng = sum(grouped_count_);
   if (host_times) group_times(host_times, ng);
   stats_.tasks_local += grouped_count_[rank_];
@@ -1252,8 +1252,16 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   return sample(seeds, epoch, batch, nullptr);
 }
 
+// At 2+ ranks, node-wise layers group every frontier node into a task: their owner counts can
+// come from the host (the seeds) and from relabel's sizes read (the next frontiers).
+bool CollectiveSampler::counts_owners_ahead() const {
+  return size_ > 1 && opts_.scheme == SampleScheme::kNodeWise &&
+         !(opts_.labor && opts_.labor_importance != 0);
+}
+
 LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t* host_frontier,
-                                         int64_t nf, int64_t epoch, int64_t batch, int l) {
+                                         int64_t nf, int64_t epoch, int64_t batch, int l,
+                                         const int64_t* known) {
   const uint64_t key = rng_key(opts_.seed, epoch, batch, l);
   if (opts_.labor && opts_.labor_importance != 0) {
     return labor_importance_layer(host_frontier, nf, opts_.fanouts[l],
@@ -1261,7 +1269,7 @@ LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t*
   }
   if (opts_.labor) {
     backend_->set_labor(labor_variates(epoch, batch, l));
-    const LayerPicks lo = run_layer(frontier, nf, nullptr, opts_.fanouts[l], key);
+    const LayerPicks lo = run_layer(frontier, nf, nullptr, opts_.fanouts[l], key, nullptr, known);
     backend_->set_labor(csp::LaborVariates{});
     return lo;
   }
@@ -1270,7 +1278,7 @@ LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t*
     upload(*backend_, *buf_->fanout, layerwise_counts(host_frontier, nf, opts_.fanouts[l], key));
     fanout = buf_->fanout->as<int32_t>();
   }
-  return run_layer(frontier, nf, fanout, opts_.fanouts[l], key);
+  return run_layer(frontier, nf, fanout, opts_.fanouts[l], key, nullptr, known);
 }
 
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
@@ -1313,13 +1321,21 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   }
   const int64_t* host_frontier = seeds.data();
   int64_t nf = static_cast<int64_t>(seeds.size());
+  // A device frontier's nodes per owner, so that group reads none back at 2+ ranks: the seeds'
+  // counted here, each next frontier's by relabel with its sizes.
+  OwnerCounts owners;
+  owners.offsets = &offsets_;
+  const bool count_owners_ahead = !host && counts_owners_ahead();
+  if (count_owners_ahead) count_owners(seeds.data(), nf, owners);
   for (int l = 0; l < L; ++l) {
     Stopwatch lsw;
-    const LayerPicks lo = pick_layer(frontier, host_frontier, nf, epoch, batch, l);
+    const LayerPicks lo = pick_layer(frontier, host_frontier, nf, epoch, batch, l,
+                                     count_owners_ahead ? owners.counts.data() : nullptr);
     Stopwatch rsw;
     blocks.emplace_back();
     const bool next_on_device = !host && l + 1 < L;
-    backend_->relabel(frontier, nf, lo, l, blocks.back(), next_on_device ? bf.next.get() : nullptr);
+    backend_->relabel(frontier, nf, lo, l, blocks.back(), next_on_device ? bf.next.get() : nullptr,
+                      next_on_device && count_owners_ahead ? &owners : nullptr);
     host_frontier = blocks.back().src_ids.data();
     nf = blocks.back().num_src;
     if (next_on_device) {

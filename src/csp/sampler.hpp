@@ -312,8 +312,10 @@ class CollectiveSampler {
   // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
   // `uniform_fanout`. The picks stay valid until the next layer.
   // host_times (temporal): the frontier nodes' times, host memory; null otherwise.
+  // known: the frontier's nodes per owner (host, P), or null (SamplerBackend::group).
   LayerPicks run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
-                       int uniform_fanout, uint64_t key, const int64_t* host_times = nullptr);
+                       int uniform_fanout, uint64_t key, const int64_t* host_times = nullptr,
+                       const int64_t* known = nullptr);
   // Temporal: the grouped tasks' times (host_times by the group's permutation) into task_times.
   void group_times(const int64_t* host_times, int64_t ng);
   // Temporal: layer l's block over the (id, time) pairs of the frontier (ids, time indices tix
@@ -337,10 +339,11 @@ class CollectiveSampler {
                      int64_t* out, float* outw, const TaskExclusions* ex) const;
   std::vector<int32_t> layerwise_counts(const int64_t* frontier, int64_t n, int draws,
                                         uint64_t key) const;
+  bool counts_owners_ahead() const;
   // Layer l's picks of the frontier (backend memory; host_frontier: the same on the host) by
-  // the options' sampler.
+  // the options' sampler; known: as run_layer's.
   LayerPicks pick_layer(const int64_t* frontier, const int64_t* host_frontier, int64_t nf,
-                        int64_t epoch, int64_t batch, int l);
+                        int64_t epoch, int64_t batch, int l, const int64_t* known);
   // LABOR's variates for layer l of (epoch, batch) (SamplerOptions::labor).
   csp::LaborVariates labor_variates(int64_t epoch, int64_t batch, int l) const;
   // The in-neighbour rows of frontier[0, nf) at this rank (host), row i at ids[off[i], off[i+1]):

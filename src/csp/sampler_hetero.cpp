@@ -237,7 +237,7 @@ void CollectiveSampler::hetero_layer(const int64_t* nodes, const int32_t* types,
     backend_->to_backend(bf.next->reserve_n<int64_t>(n), nodes, n * sizeof(int64_t));
     dst = bf.next->as<int64_t>();
   }
-  backend_->relabel(dst, n, per_node, l, out, nullptr);
+  backend_->relabel(dst, n, per_node, l, out, nullptr, nullptr);
   out.edges_to_host();
   attach_relations(types, n, out);
   stats_.t_relabel += sw.seconds();

@@ -143,7 +143,8 @@ void CollectiveSampler::relabel_temporal(std::vector<int64_t>& ids, std::vector<
     LayerPicks kp = lo;
     kp.nbrs = host ? pk.data() : buf_->key_picks->as<int64_t>();
     kp.total = ne;
-    backend_->relabel(host ? dk.data() : buf_->key_dst->as<int64_t>(), nf, kp, l, b, nullptr);
+    backend_->relabel(host ? dk.data() : buf_->key_dst->as<int64_t>(), nf, kp, l, b, nullptr,
+                      nullptr);
     src_tix.resize(b.src_ids.size());
     for (size_t i = 0; i < b.src_ids.size(); ++i) {
       src_tix[i] = b.src_ids[i] % K;

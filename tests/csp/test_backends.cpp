@@ -332,14 +332,54 @@ TEST_P(BackendRelabel, FirstOccurrenceOrder) {
     picks.total = n + pad;
     Block b;
     auto src = dev->make_buffer();
-    dev->relabel(d_dst->as<int64_t>(), static_cast<int64_t>(dst.size()), picks, 0, b, src.get());
+    // The sources per owner under 4 ranges (one empty, the padding's ids in none), counted with
+    // the sizes; the padding (no picks) counts for no owner.
+    const std::vector<int64_t> ranges{0, 1000, 1000, 2000000000, 4000000000};
+    OwnerCounts owners;
+    owners.offsets = &ranges;
+    std::vector<int64_t> want_owners(4, 0);
+    for (int64_t v : want_src) ++want_owners[csp::owner_of(ranges.data(), 4, v)];
+    dev->relabel(d_dst->as<int64_t>(), static_cast<int64_t>(dst.size()), picks, 0, b, src.get(),
+                 &owners);
     EXPECT_EQ(b.num_dst, static_cast<int64_t>(dst.size()));
     EXPECT_EQ(b.num_src, static_cast<int64_t>(want_src.size()));
     EXPECT_EQ(b.src_ids, want_src);
     EXPECT_EQ(b.indices, want_idx);
     EXPECT_EQ(b.indptr, offsets);
+    EXPECT_EQ(owners.counts, want_owners);
     EXPECT_EQ(download<int64_t>(*dev, *src, b.num_src), want_src);
   }
+}
+
+// A uniform fanout with the owners' counts known (as relabel's OwnerCounts give them): the
+// grouping every node gets as a task, and a device backend reads nothing back for it.
+TEST_P(BackendRelabel, GroupWithKnownOwnerCountsReadsNothing) {
+  PartitionData part = single_part(weighted_graph(false));
+  auto dev = test::sampler_backend(GetParam())(topology_of(part), SamplerOptions{{5}});
+  const std::vector<int64_t> offsets{0, 300, 300, 700, 1000};  // part 1 is empty
+  RngStream s(rng_key(9, 2), 0);
+  const int64_t nf = 5000;
+  std::vector<int64_t> frontier(nf);
+  for (int64_t i = 0; i < nf; ++i) frontier[i] = s.next_u32() % 1000;
+  std::vector<int64_t> want_tasks, want_perm, want_count(4, 0);
+  for (int p = 0; p < 4; ++p) {
+    for (int64_t i = 0; i < nf; ++i) {
+      if (frontier[i] < offsets[p] || frontier[i] >= offsets[p + 1]) continue;
+      want_tasks.push_back(csp::pack_task(frontier[i], 2));
+      want_perm.push_back(i);
+      ++want_count[p];
+    }
+  }
+  auto d_front = upload(*dev, frontier);
+  auto tasks = dev->make_buffer(), perm = dev->make_buffer();
+  std::vector<int64_t> count;
+  const HostTraffic before = dev->traffic();
+  dev->group(d_front->as<int64_t>(), nf, nullptr, 2, offsets, tasks->reserve_n<int64_t>(nf),
+             perm->reserve_n<int64_t>(nf), count, want_count.data());
+  EXPECT_EQ((dev->traffic() - before).reads, 0);
+  EXPECT_EQ(count, want_count);
+  EXPECT_EQ(download<int64_t>(*dev, *tasks, nf), want_tasks);
+  EXPECT_EQ(download<int64_t>(*dev, *perm, nf), want_perm);
 }
 
 // The protocol's other local steps against a plain reference: grouping by owner (stable, nodes
@@ -370,7 +410,7 @@ TEST_P(BackendRelabel, GroupSumAndUnpermute) {
   auto tasks = dev->make_buffer(), perm = dev->make_buffer();
   std::vector<int64_t> count;
   dev->group(d_front->as<int64_t>(), nf, d_fan->as<int32_t>(), 0, offsets,
-             tasks->reserve_n<int64_t>(nf), perm->reserve_n<int64_t>(nf), count);
+             tasks->reserve_n<int64_t>(nf), perm->reserve_n<int64_t>(nf), count, nullptr);
   EXPECT_EQ(count, want_count);
   EXPECT_EQ(download<int64_t>(*dev, *tasks, ng), want_tasks);
   EXPECT_EQ(download<int64_t>(*dev, *perm, ng), want_perm);
