@@ -80,6 +80,21 @@ void expect_same_blocks(const SampledBatch& a, const SampledBatch& b) {
   }
 }
 
+// Batches 0..batches-1 of every stride-th node from `batch` on, sampled by both: the same blocks.
+// Returns the edges they hold.
+int64_t expect_same_batches(CollectiveSampler& want, CollectiveSampler& got, int64_t nodes,
+                            int batches, int stride) {
+  int64_t edges = 0;
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    std::vector<int64_t> seeds;
+    for (int64_t v = batch; v < nodes; v += stride) seeds.push_back(v);
+    SampledBatch a = want.sample(seeds, 1, batch), b = got.sample(seeds, 1, batch);
+    expect_same_blocks(a, b);
+    for (const Block& bl : a.blocks) edges += bl.num_edges();
+  }
+  return edges;
+}
+
 struct Scheme {
   const char* name;
   SampleScheme scheme;
@@ -107,14 +122,7 @@ TEST_P(BackendBlocks, EqualCpuBackend) {
   CollectiveSampler dev(part, *comm, o, test::sampler_backend(backend));
   EXPECT_EQ(cpu.backend().name(), "cpu");
   EXPECT_NE(dev.backend().name(), "cpu");
-  int64_t edges = 0;
-  for (int64_t batch = 0; batch < 3; ++batch) {
-    std::vector<int64_t> seeds;
-    for (int64_t v = batch; v < part.meta.num_nodes; v += 23) seeds.push_back(v);
-    SampledBatch a = cpu.sample(seeds, 1, batch), b = dev.sample(seeds, 1, batch);
-    expect_same_blocks(a, b);
-    for (const Block& bl : a.blocks) edges += bl.num_edges();
-  }
+  const int64_t edges = expect_same_batches(cpu, dev, part.meta.num_nodes, 3, 23);
   EXPECT_GT(edges, 1000);  // the comparison covered real work
   // Edge arrays left in the backend's memory: the same blocks once brought back, and held blocks
   // keep theirs while later batches are sampled (the arrays are pooled).
@@ -207,15 +215,8 @@ TEST(CpuBackend, BeyondMemorySamplesTheSameBlocks) {
     CollectiveSampler beyond(part, *comm, o);
     ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     ::unsetenv("DSP_HUGE_PAGES");
-    int64_t edges = 0;
-    for (int64_t batch = 0; batch < 2; ++batch) {
-      std::vector<int64_t> seeds;
-      for (int64_t v = batch; v < part.meta.num_nodes; v += 7) seeds.push_back(v);
-      SampledBatch a = in_memory.sample(seeds, 1, batch), b = beyond.sample(seeds, 1, batch);
-      expect_same_blocks(a, b);
-      edges += a.blocks.back().num_edges();
-    }
-    EXPECT_GT(edges, 3000);  // frontiers of many waiting chunks
+    // frontiers of many waiting chunks
+    EXPECT_GT(expect_same_batches(in_memory, beyond, part.meta.num_nodes, 2, 7), 9000);
   }
 }
 
@@ -351,6 +352,30 @@ TEST_P(BackendRelabel, FirstOccurrenceOrder) {
   }
 }
 
+// The grouping by owner SamplerBackend::group must give: node i a task of fanout[i] (or
+// `uniform` when fanout is empty) unless that is 0, owner chunks in rank order, frontier order
+// within one.
+struct Grouping {
+  std::vector<int64_t> tasks, perm, count;
+};
+Grouping reference_grouping(const std::vector<int64_t>& frontier,
+                            const std::vector<int32_t>& fanout, int uniform,
+                            const std::vector<int64_t>& offsets) {
+  const int P = static_cast<int>(offsets.size()) - 1;
+  Grouping g;
+  g.count.assign(P, 0);
+  for (int p = 0; p < P; ++p) {
+    for (size_t i = 0; i < frontier.size(); ++i) {
+      const int k = fanout.empty() ? uniform : fanout[i];
+      if (k == 0 || frontier[i] < offsets[p] || frontier[i] >= offsets[p + 1]) continue;
+      g.tasks.push_back(csp::pack_task(frontier[i], k));
+      g.perm.push_back(static_cast<int64_t>(i));
+      ++g.count[p];
+    }
+  }
+  return g;
+}
+
 // A uniform fanout with the owners' counts known (as relabel's OwnerCounts give them): the
 // grouping every node gets as a task, and a device backend reads nothing back for it.
 TEST_P(BackendRelabel, GroupWithKnownOwnerCountsReadsNothing) {
@@ -358,28 +383,20 @@ TEST_P(BackendRelabel, GroupWithKnownOwnerCountsReadsNothing) {
   auto dev = test::sampler_backend(GetParam())(topology_of(part), SamplerOptions{{5}});
   const std::vector<int64_t> offsets{0, 300, 300, 700, 1000};  // part 1 is empty
   RngStream s(rng_key(9, 2), 0);
-  const int64_t nf = 5000;
-  std::vector<int64_t> frontier(nf);
-  for (int64_t i = 0; i < nf; ++i) frontier[i] = s.next_u32() % 1000;
-  std::vector<int64_t> want_tasks, want_perm, want_count(4, 0);
-  for (int p = 0; p < 4; ++p) {
-    for (int64_t i = 0; i < nf; ++i) {
-      if (frontier[i] < offsets[p] || frontier[i] >= offsets[p + 1]) continue;
-      want_tasks.push_back(csp::pack_task(frontier[i], 2));
-      want_perm.push_back(i);
-      ++want_count[p];
-    }
-  }
+  std::vector<int64_t> frontier(5000);
+  for (int64_t& v : frontier) v = s.next_u32() % 1000;
+  const int64_t nf = static_cast<int64_t>(frontier.size());
+  const Grouping want = reference_grouping(frontier, {}, 2, offsets);
   auto d_front = upload(*dev, frontier);
   auto tasks = dev->make_buffer(), perm = dev->make_buffer();
   std::vector<int64_t> count;
   const HostTraffic before = dev->traffic();
   dev->group(d_front->as<int64_t>(), nf, nullptr, 2, offsets, tasks->reserve_n<int64_t>(nf),
-             perm->reserve_n<int64_t>(nf), count, want_count.data());
+             perm->reserve_n<int64_t>(nf), count, want.count.data());
   EXPECT_EQ((dev->traffic() - before).reads, 0);
-  EXPECT_EQ(count, want_count);
-  EXPECT_EQ(download<int64_t>(*dev, *tasks, nf), want_tasks);
-  EXPECT_EQ(download<int64_t>(*dev, *perm, nf), want_perm);
+  EXPECT_EQ(count, want.count);
+  EXPECT_EQ(download<int64_t>(*dev, *tasks, nf), want.tasks);
+  EXPECT_EQ(download<int64_t>(*dev, *perm, nf), want.perm);
 }
 
 // The protocol's other local steps against a plain reference: grouping by owner (stable, nodes
@@ -396,24 +413,16 @@ TEST_P(BackendRelabel, GroupSumAndUnpermute) {
     frontier[i] = s.next_u32() % 1000;
     fanout[i] = static_cast<int32_t>(s.next_u32() % 4);  // a quarter get no task
   }
-  std::vector<int64_t> want_tasks, want_perm, want_count(4, 0);
-  for (int p = 0; p < 4; ++p) {
-    for (int64_t i = 0; i < nf; ++i) {
-      if (fanout[i] == 0 || frontier[i] < offsets[p] || frontier[i] >= offsets[p + 1]) continue;
-      want_tasks.push_back(csp::pack_task(frontier[i], fanout[i]));
-      want_perm.push_back(i);
-      ++want_count[p];
-    }
-  }
-  const int64_t ng = static_cast<int64_t>(want_tasks.size());
+  const Grouping want = reference_grouping(frontier, fanout, 0, offsets);
+  const int64_t ng = static_cast<int64_t>(want.tasks.size());
   auto d_front = upload(*dev, frontier), d_fan = upload(*dev, fanout);
   auto tasks = dev->make_buffer(), perm = dev->make_buffer();
   std::vector<int64_t> count;
   dev->group(d_front->as<int64_t>(), nf, d_fan->as<int32_t>(), 0, offsets,
              tasks->reserve_n<int64_t>(nf), perm->reserve_n<int64_t>(nf), count, nullptr);
-  EXPECT_EQ(count, want_count);
-  EXPECT_EQ(download<int64_t>(*dev, *tasks, ng), want_tasks);
-  EXPECT_EQ(download<int64_t>(*dev, *perm, ng), want_perm);
+  EXPECT_EQ(count, want.count);
+  EXPECT_EQ(download<int64_t>(*dev, *tasks, ng), want.tasks);
+  EXPECT_EQ(download<int64_t>(*dev, *perm, ng), want.perm);
 
   // counts per grouped position, picks = (position, j)
   std::vector<int32_t> cnt(ng);
@@ -423,7 +432,7 @@ TEST_P(BackendRelabel, GroupSumAndUnpermute) {
     for (int j = 0; j < cnt[pos]; ++j) nbrs.push_back(pos * 10 + j);
   }
   std::vector<int64_t> goff{0};
-  for (int p = 0; p < 4; ++p) goff.push_back(goff.back() + want_count[p]);
+  for (int p = 0; p < 4; ++p) goff.push_back(goff.back() + want.count[p]);
   std::vector<int64_t> want_sums(4, 0);
   for (int p = 0; p < 4; ++p) {
     for (int64_t pos = goff[p]; pos < goff[p + 1]; ++pos) want_sums[p] += cnt[pos];
@@ -434,7 +443,7 @@ TEST_P(BackendRelabel, GroupSumAndUnpermute) {
   std::vector<int64_t> want_off(nf + 1, 0), want_nbrs;
   std::vector<std::vector<int64_t>> per_node(nf);
   for (int64_t pos = 0, at = 0; pos < ng; at += cnt[pos], ++pos) {
-    per_node[want_perm[pos]].assign(nbrs.begin() + at, nbrs.begin() + at + cnt[pos]);
+    per_node[want.perm[pos]].assign(nbrs.begin() + at, nbrs.begin() + at + cnt[pos]);
   }
   for (int64_t i = 0; i < nf; ++i) {
     want_off[i + 1] = want_off[i] + static_cast<int64_t>(per_node[i].size());
