@@ -371,9 +371,7 @@ class KernelSamplerBackend final : public SamplerBackend {
     const int64_t* off = upload(small_, offsets.data(), offsets.size() * sizeof(int64_t));
     auto* owner = reserve<int64_t>(owner_, n);
     ex_.for_each(n, kernels::GroupOwner{frontier, fanout, uniform, off, P, owner});
-    auto* flag = reserve<int64_t>(wide_, P * n);
-    ex_.for_each(P * n, kernels::FlagOwners{owner, n, flag});
-    auto* rank = prefix_with_zero(slot_, flag, P * n);
+    auto* rank = owner_ranks(owner, n, P);
     ex_.for_each(n, kernels::GroupScatter{frontier, fanout, uniform, owner, n, rank, tasks, perm});
     if (P == 1 && !fanout && uniform > 0) {  // every node is a task of this rank: nothing to read
       counts[0] = n;
@@ -383,11 +381,9 @@ class KernelSamplerBackend final : public SamplerBackend {
       counts.assign(known, known + P);
       return;
     }
-    std::vector<int64_t> bounds(P + 1);
-    for (int p = 0; p <= P; ++p) bounds[p] = p * n;
-    const int64_t* at = upload(bounds_, bounds.data(), bounds.size() * sizeof(int64_t));
     auto* got = reserve<int64_t>(small_out_, P + 1);
-    ex_.for_each(P + 1, kernels::GatherAt{rank, at, got});
+    owner_chunk_bounds(rank, n, P, got);
+    std::vector<int64_t> bounds(P + 1);
     download(bounds.data(), got, P + 1);
     ex_.sync();
     for (int p = 0; p < P; ++p) counts[p] = bounds[p + 1] - bounds[p];
@@ -540,13 +536,22 @@ class KernelSamplerBackend final : public SamplerBackend {
     const int64_t* off = upload(small_, offsets.data(), offsets.size() * sizeof(int64_t));
     auto* owner = reserve<int64_t>(owner_, n);
     ex_.for_each(n, kernels::SourceOwner{src, count, off, P, owner});
+    owner_chunk_bounds(owner_ranks(owner, n, P), n, P, bounds);
+  }
+
+  // The exclusive scan of the owner-major flag matrix of owner[0, n) (P x n entries + 1, in
+  // slot_): node i of owner p is grouped at rank[p * n + i].
+  int64_t* owner_ranks(const int64_t* owner, int64_t n, int P) {
     auto* flag = reserve<int64_t>(wide_, P * n);
     ex_.for_each(P * n, kernels::FlagOwners{owner, n, flag});
-    auto* rank = prefix_with_zero(slot_, flag, P * n);
+    return prefix_with_zero(slot_, flag, P * n);
+  }
+  // Where each owner's chunk starts, P + 1 entries of owner_ranks' scan (at p x n), into `out`.
+  void owner_chunk_bounds(const int64_t* rank, int64_t n, int P, int64_t* out) {
     std::vector<int64_t> at(P + 1);
     for (int p = 0; p <= P; ++p) at[p] = p * n;
     const int64_t* d_at = upload(bounds_, at.data(), at.size() * sizeof(int64_t));
-    ex_.for_each(P + 1, kernels::GatherAt{rank, d_at, bounds});
+    ex_.for_each(P + 1, kernels::GatherAt{rank, d_at, out});
   }
 
   // Block b's edges from relabel's outputs (ne picks: their local ids at local + nd, the source

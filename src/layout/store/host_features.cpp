@@ -123,12 +123,13 @@ void HostFeatureBackend::fill_cache(const FeatureSource& src, const unsigned cha
   cache_.resize(static_cast<size_t>(rows) * src.row_bytes);
   if (!rows) return;
   const int64_t* cached = src.cached.data<int64_t>();
-  std::vector<int64_t> stored(rows), slot(rows);
+  std::vector<int64_t> stored(rows);
   for (int64_t s = 0; s < rows; ++s) stored[s] = src.stored_row(cached[s]);
   if (!waits_) {
     gather_rows(mapped, src.row_bytes, stored.data(), rows, cache_.data());
     return;
   }
+  std::vector<int64_t> slot(rows);
   std::iota(slot.begin(), slot.end(), 0);
   std::sort(slot.begin(), slot.end(), [&](int64_t a, int64_t b) { return stored[a] < stored[b]; });
   const size_t rb = src.row_bytes;
