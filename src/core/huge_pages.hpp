@@ -38,6 +38,8 @@ HugePageBuffer huge_page_zeros(size_t bytes);
 // Whether `bytes` exceed this process's share of the memory available now (MemAvailable divided
 // among the node's ranks, as huge_page_copy's budget is): a mapping that large read at random is
 // mostly read from disk, each missing page a read its faulting thread waits on.
+// DSP_BEYOND_MEMORY=1 in the environment says yes for any size (the disk paths on a small graph:
+// tests, and measurements with the page cache dropped).
 bool beyond_memory_share(size_t bytes);
 
 // For an array read at random through a read-only file mapping (no copy made: it did not fit, or

@@ -12,6 +12,7 @@
 #include <deque>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -55,6 +56,23 @@ class BoundedQueue {
     items_.pop_front();
     not_full_.notify_one();
     return true;
+  }
+
+  // Blocks until n items are queued (or the queue is closed or aborted) and returns the first
+  // min(n, queued) of them in order, leaving them queued: they stay valid until popped (pushes
+  // move no queued item), so only the queue's one consumer may call this. Waiting counts as the
+  // consumer's.
+  std::vector<const T*> peek(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (items_.size() < n && !closed_ && !aborted_) {
+      auto t0 = Clock::now();
+      not_empty_.wait(lock, [&] { return items_.size() >= n || closed_ || aborted_; });
+      pop_wait_ += seconds(Clock::now() - t0);
+    }
+    std::vector<const T*> out;
+    if (aborted_) return out;
+    for (size_t i = 0; i < n && i < items_.size(); ++i) out.push_back(&items_[i]);
+    return out;
   }
 
   void close() {

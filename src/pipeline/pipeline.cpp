@@ -101,6 +101,10 @@ Pipeline::Pipeline(Coordinator& coord, EpochScheduler& sched, PipelineStages sta
   if (opts_.threads <= 0) opts_.threads = std::max(1, omp_get_max_threads());
   DSP_CHECK_ARG(opts_.auto_opts.profile_steps >= 1 && opts_.auto_opts.trial_steps >= 1,
                 "pipeline: auto needs profile_steps and trial_steps >= 1");
+  DSP_CHECK_ARG(opts_.read_ahead >= 0, "pipeline: read-ahead must be >= 0 batches, got {}",
+                opts_.read_ahead);
+  DSP_CHECK_ARG(opts_.read_ahead <= 1 || stages_.read_ahead,
+                "pipeline: reading {} batches ahead needs a read_ahead stage", opts_.read_ahead);
   set_mode(opts_.mode);
 }
 
@@ -311,6 +315,49 @@ EpochMetrics Pipeline::run_epoch(int64_t epoch) {
   return m;
 }
 
+// Steps [g0, g1) of a sequential segment: sampled first when they are a read-ahead group, then
+// loaded and trained one by one. *worker and *t name the stage and batch in hand.
+void Pipeline::run_group(int64_t epoch, const std::vector<int64_t>& order, int64_t g0, int64_t g1,
+                         EpochMetrics* m, const char** worker, int64_t* step) {
+  CoordinatedCommunicator& cs = coord_.channel(WorkerKind::kSampler);
+  CoordinatedCommunicator& cl = coord_.channel(WorkerKind::kLoader);
+  CoordinatedCommunicator& ct = coord_.channel(WorkerKind::kTrainer);
+  int64_t& t = *step;
+  std::vector<SampledBatch> group(static_cast<size_t>(g1 - g0));
+  for (t = g0; t < g1; ++t) {
+    *worker = "sampler";
+    StageTimer timer(&m->sampler.busy_s, &m->sampler.cpu_s, process_cpu_seconds);
+    cs.set_step(epoch, t);
+    SampledBatch& sb = group[static_cast<size_t>(t - g0)];
+    sb = stages_.sample(epoch, t, sched_.batch_seeds(order, t));
+    sb.epoch = epoch;
+    sb.batch = t;
+  }
+  t = g0;
+  if (opts_.read_ahead > 1) {
+    *worker = "loader";
+    StageTimer timer(&m->loader.busy_s, &m->loader.cpu_s, process_cpu_seconds);
+    std::vector<const SampledBatch*> ahead;
+    for (const SampledBatch& sb : group) ahead.push_back(&sb);
+    stages_.read_ahead(ahead);
+  }
+  for (; t < g1; ++t) {
+    LoadedBatch lb;
+    {
+      *worker = "loader";
+      StageTimer timer(&m->loader.busy_s, &m->loader.cpu_s, process_cpu_seconds);
+      cl.set_step(epoch, t);
+      lb = stages_.load(std::move(group[static_cast<size_t>(t - g0)]));
+      lb.sample.epoch = epoch;
+      lb.sample.batch = t;
+    }
+    *worker = "trainer";
+    StageTimer timer(&m->trainer.busy_s, &m->trainer.cpu_s, process_cpu_seconds);
+    ct.set_step(epoch, t);
+    stages_.train(std::move(lb));
+  }
+}
+
 EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>& order, int64_t t0,
                                       int64_t t1) {
   EpochMetrics m;
@@ -323,34 +370,15 @@ EpochMetrics Pipeline::run_sequential(int64_t epoch, const std::vector<int64_t>&
   }
   Stopwatch wall;
   const char* worker = "sampler";
-  int64_t t = t0;
+  int64_t t = t0;  // the batch in hand
   try {
-    for (; t < t1; ++t) {
-      SampledBatch sb;
-      {
-        worker = "sampler";
-        StageTimer timer(&m.sampler.busy_s, &m.sampler.cpu_s, process_cpu_seconds);
-        cs.set_step(epoch, t);
-        sb = stages_.sample(epoch, t, sched_.batch_seeds(order, t));
-        sb.epoch = epoch;
-        sb.batch = t;
-      }
-      LoadedBatch lb;
-      {
-        worker = "loader";
-        StageTimer timer(&m.loader.busy_s, &m.loader.cpu_s, process_cpu_seconds);
-        cl.set_step(epoch, t);
-        lb = stages_.load(std::move(sb));
-        lb.sample.epoch = epoch;
-        lb.sample.batch = t;
-      }
-      {
-        worker = "trainer";
-        StageTimer timer(&m.trainer.busy_s, &m.trainer.cpu_s, process_cpu_seconds);
-        ct.set_step(epoch, t);
-        stages_.train(std::move(lb));
-      }
+    for (int64_t g0 = t0; g0 < t1;) {
+      const int64_t g1 =
+          opts_.read_ahead > 1 ? std::min<int64_t>(t1, g0 + opts_.read_ahead) : g0 + 1;
+      run_group(epoch, order, g0, g1, &m, &worker, &t);
+      g0 = g1;
     }
+    if (opts_.read_ahead > 1) stages_.read_ahead({});
   } catch (const std::exception& e) {
     if (abort_on_error()) {
       coord_.abort_job(fmt::format("error on rank {} in the {} (epoch {}, batch {}): {}",
@@ -396,14 +424,25 @@ void sample_steps(const PipelineStages& stages, const EpochScheduler& sched,
 }
 
 // The loader of a pipelined epoch: loads every sampled batch and pushes it to the trainer,
-// closing the queue after the last. Returns early, the queue open, when the epoch is aborted.
-// *step is the step in hand (-1 before the first).
+// closing the queue after the last. With read-ahead groups (ahead > 1: steps t0 + k ahead on),
+// it first waits for a group's batches (up to step t1) and hands them to stages.read_ahead. Returns
+// early, the queue open, when the epoch is aborted. *step is the step in hand (-1 before the
+// first).
 void load_steps(const PipelineStages& stages, CoordinatedCommunicator& cl, int64_t epoch,
-                BoundedQueue<SampledBatch>& to_loader, BoundedQueue<LoadedBatch>& to_trainer,
-                StageMetrics& lm, int64_t* step) {
+                int64_t t0, int64_t t1, int ahead, BoundedQueue<SampledBatch>& to_loader,
+                BoundedQueue<LoadedBatch>& to_trainer, StageMetrics& lm, int64_t* step) {
   int64_t& t = *step;
   SampledBatch sb;
-  while (to_loader.pop(&sb)) {
+  for (;;) {
+    const int64_t next = t0 + lm.batches;
+    if (ahead > 1 && lm.batches % ahead == 0 && next < t1) {  // a group starts: steps t0 + k ahead
+      const std::vector<const SampledBatch*> group =
+          to_loader.peek(static_cast<size_t>(std::min<int64_t>(ahead, t1 - next)));
+      t = next;
+      StageTimer timer(&lm.busy_s, &lm.cpu_s);
+      stages.read_ahead(group);
+    }
+    if (!to_loader.pop(&sb)) break;
     t = sb.batch;
     LoadedBatch lb;
     {
@@ -416,6 +455,7 @@ void load_steps(const PipelineStages& stages, CoordinatedCommunicator& cl, int64
     ++lm.batches;
     if (!to_trainer.push(std::move(lb))) return;
   }
+  if (ahead > 1) stages.read_ahead({});
   to_trainer.close();
 }
 
@@ -466,15 +506,19 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
   CoordinatedCommunicator& cl = coord_.channel(WorkerKind::kLoader);
   CoordinatedCommunicator& ct = coord_.channel(WorkerKind::kTrainer);
   const double c0s = cs.wait_seconds(), c0l = cl.wait_seconds(), c0t = ct.wait_seconds();
-  BoundedQueue<SampledBatch> to_loader(opts_.queue_capacity);
+  // Read-ahead groups: the sampler's queue holds a group, and the sampler keeps its lead unpaced
+  // (the loader waits for the whole group before it loads the first).
+  const int ahead = opts_.read_ahead;
+  BoundedQueue<SampledBatch> to_loader(
+      std::max<size_t>(opts_.queue_capacity, static_cast<size_t>(ahead)));
   BoundedQueue<LoadedBatch> to_trainer(opts_.queue_capacity);
   // The sampler can be ahead by both queues plus the batch each later worker holds. Only the
   // leader paces its sampler: a follower runs its collectives in the leader's launch order, so
   // the leader's lead bounds every rank's; a follower that throttled on its own could hold back a
   // sampler op the leader ordered before one of its trainer's, and its trainer would then wait
   // behind that op while the sampler waits for the trainer (DSP section 2.7's deadlock again).
-  PaceController pace(2 * opts_.queue_capacity + 2, opts_.pace_window,
-                      opts_.pace && coord_.rank() == 0);
+  PaceController pace(to_loader.capacity() + opts_.queue_capacity + 2, opts_.pace_window,
+                      opts_.pace && ahead <= 1 && coord_.rank() == 0);
   FirstFailure failure;
   const bool abort_job = abort_on_error();
 
@@ -505,7 +549,7 @@ EpochMetrics Pipeline::run_pipelined(int64_t epoch, const std::vector<int64_t>& 
     int64_t t = -1;
     try {
       enter_stage(WorkerKind::kLoader, shares.threads[1], shares.cpus[1]);
-      load_steps(stages_, cl, epoch, to_loader, to_trainer, m.loader, &t);
+      load_steps(stages_, cl, epoch, t0, t1, ahead, to_loader, to_trainer, m.loader, &t);
     } catch (...) {
       fail("loader", t);
     }

@@ -8,6 +8,10 @@
 // channel, coordinator.channel(WorkerKind::kSampler / kLoader / kTrainer), and the pipeline sets
 // that channel's step (epoch, batch) before every call, so op ids agree on all ranks.
 //
+// With read_ahead = K (`dsp train --read-ahead`), the loader takes the sampled batches K at a time:
+// it waits for K of them and has stage `read_ahead` read their rows from disk in one sweep before
+// it loads the first (superbatches, Ginex VLDB'22).
+//
 // kSequential (`--pipeline off`, DSP-Seq in the paper's ablation) runs the same stages one after
 // another on the calling thread, batch by batch, with all of the rank's threads.
 //
@@ -30,8 +34,8 @@
 // An epoch that ends with fewer trained batches than agreed steps is an error, never silent.
 #include <nlohmann/json.hpp>
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -57,6 +61,11 @@ struct PipelineStages {
   std::function<LoadedBatch(SampledBatch&&)> load;
   // One training step (forward, backward, gradient all-reduce, optimizer step).
   std::function<void(LoadedBatch&&)> train;
+  // Optional (PipelineOptions::read_ahead): given the batches the loader is about to load, in
+  // order, reads what their loads will read from disk, so that they find it in memory (Ginex's
+  // superbatches: the union of their rows read in file order, not each batch's at random). Local:
+  // no collectives. Called with no batches once the group's loads are done.
+  std::function<void(const std::vector<const SampledBatch*>&)> read_ahead;
   // Optional: sizes the pools of a library the stage uses (LibTorch's intra-op threads for the
   // trainer) on the calling thread, which is about to run stage `k` with `threads` threads. The
   // pipeline itself sets OpenMP's team size on every thread that runs a stage, and BLAS's for the
@@ -85,6 +94,12 @@ struct PipelineOptions {
   AutoOptions auto_opts;
   bool pace = true;  // TurboGNN's pace control of the sampler's lead (pace.hpp)
   int pace_window = 5;
+  // Batches loaded as one group (needs stages.read_ahead; 0 or 1: none): the loader waits until
+  // the sampler is this many batches ahead, hands them to stages.read_ahead, then loads them one
+  // by one. The sampler's queue then holds a group (pace control off: it needs the lead), and
+  // sequential segments sample a group before loading it. The batches and their order do not
+  // change.
+  int read_ahead = 0;
 };
 
 struct StageMetrics {
@@ -146,6 +161,8 @@ class Pipeline {
                              int64_t t1, const StageShares& shares);
   EpochMetrics run_sequential(int64_t epoch, const std::vector<int64_t>& order, int64_t t0,
                               int64_t t1);
+  void run_group(int64_t epoch, const std::vector<int64_t>& order, int64_t g0, int64_t g1,
+                 EpochMetrics* m, const char** worker, int64_t* step);
   // kAuto: the mode and length of the next segment from step t of an epoch of `steps`.
   PipelineMode next_segment(int64_t t, int64_t steps, int64_t* n) const;
   void profile_segment(int64_t epoch, const EpochMetrics& seg, int64_t n);

@@ -227,6 +227,13 @@ void JobConfig::validate() const {
                 "--normalize-features {} with --preaggregate: the pre-aggregated rows were "
                 "computed from the raw features; train without --preaggregate to normalise",
                 train.normalize_features);
+  DSP_CHECK_ARG(read_ahead == kReadAheadAuto || (read_ahead >= 0 && read_ahead <= kMaxReadAhead),
+                "--read-ahead must be auto or a number of batches in [0, {}], got {}",
+                kMaxReadAhead, read_ahead);
+  DSP_CHECK_ARG(roles == 0 || read_ahead <= 1,
+                "--read-ahead {} with --roles: sampler ranks load through their own queues; "
+                "superbatches are for symmetric jobs",
+                read_ahead);
   DSP_CHECK_ARG(roles == 0 || !preaggregate,
                 "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
   DSP_CHECK_ARG(roles == 0 || rank.fifo_rows == 0,
@@ -280,6 +287,8 @@ nlohmann::json JobResult::to_json() const {
           {"fifo_hits", fifo_hits},
           {"fifo_shared_hits", fifo_shared_hits},
           {"fifo_hit_rate", fifo_hit_rate},
+          {"read_ahead", read_ahead},
+          {"cold_rows_read_ahead", cold_rows_read_ahead},
           {"feature_dtype", feature_dtype},
           {"feature_max_abs_error", feature_max_abs_error},
           {"feature_rel_rms_error", feature_rel_rms_error},
@@ -444,6 +453,7 @@ class TrainJob {
   std::string choose_checkpoint();
   bool checkpoint_verifies(const std::string& file);
   void size_cache(const PipelineOptions& popts);
+  int read_ahead_batches();
   int auto_samplers(const PipelineStages& symmetric);
   void log_preaggregation() const;
   void account_gather();
@@ -522,7 +532,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   valid_ids_ = rt_.local_ids("valid");
   test_ids_ = rt_.local_ids("test");
   PipelineStages stages = symmetric_stages();
-  const PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
+  PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
   samplers_ = cfg_.roles == JobConfig::kRolesAuto ? auto_samplers(stages) : cfg_.roles;
   EpochScheduler* sched = schedule(stages, so);
   // The cap on the scheduler the pipeline runs over: every epoch's step agreement applies it.
@@ -534,6 +544,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   choose_eval();                                      // main channel, steps (-1, 3) and (-1, 5)
   if (cfg_.cache_auto) size_cache(popts);
   rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
+  if (samplers_ == 0) popts.read_ahead = res_.read_ahead = read_ahead_batches();  // (-1, 7)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
   if (rt_.leader()) log_start(*sched);
   {  // the partition's --feature-dtype and its error, reported beside the accuracy
@@ -787,6 +798,7 @@ PipelineStages TrainJob::symmetric_stages() {
     return sampler_->sample_nodes(seeds, epoch, batch);
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
+  stages.read_ahead = [this](const std::vector<const SampledBatch*>& b) { rt_.read_ahead(b); };
   stages.train = [this](LoadedBatch&& lb) {
     trainer_->gather_embedding(lb);  // collective; nothing without embeddings
     account(trainer_->train_step(lb, &train_counts_));
@@ -795,6 +807,25 @@ PipelineStages TrainJob::symmetric_stages() {
     if (k == WorkerKind::kTrainer) trainer_->set_threads(n);
   };
   return stages;
+}
+
+// --read-ahead: the group size, the same on every rank (a rank whose loader waits for a group
+// while a peer's does not would hold back that peer's sampler ops: pipeline.cpp). auto: groups of
+// kAutoReadAhead when any rank's store reads its rows from disk. Said once, with what it reads.
+int TrainJob::read_ahead_batches() {
+  int64_t any = rt_.reads_ahead() ? 1 : 0;
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 7);
+  main_ch.all_reduce(&any, 1, DType::kInt64, ReduceOp::kMax);
+  const int k = cfg_.read_ahead == JobConfig::kReadAheadAuto ? (any ? JobConfig::kAutoReadAhead : 0)
+                                                             : cfg_.read_ahead;
+  if (rt_.leader() && k > 1) {
+    DSP_INFO("train", "--read-ahead {}: batches loaded {} at a time, {}",
+             cfg_.read_ahead == JobConfig::kReadAheadAuto ? "auto" : std::to_string(k), k,
+             any ? "the cold feature rows of each group read from disk in one sweep in file order"
+                 : "though every rank's feature rows are in memory (nothing is read ahead)");
+  }
+  return k;
 }
 
 // The scheduler the pipeline runs over: GNNLab's factored layout's (its stages replace
@@ -908,6 +939,7 @@ void TrainJob::account_gather() {
     g.rows_remote_hot += s.rows_remote_hot;
     g.rows_local_hot += s.rows_local_hot;
     g.rows_cold += s.rows_cold;
+    g.rows_cold_ahead += s.rows_cold_ahead;
     g.rows_fifo += s.rows_fifo;
     g.rows_fifo_shared += s.rows_fifo_shared;
     g.bytes_cold += s.bytes_cold;
@@ -925,6 +957,8 @@ void TrainJob::account_gather() {
   res_.fifo_shared_hits = g.rows_fifo_shared;
   const int64_t peer_rows = fifo_rows + g.rows_remote_hot;
   res_.fifo_hit_rate = peer_rows > 0 ? static_cast<double>(fifo_rows) / peer_rows : 0.0;
+  res_.cold_rows_read_ahead =
+      g.rows_cold > 0 ? static_cast<double>(g.rows_cold_ahead) / g.rows_cold : 0.0;
 }
 
 void TrainJob::resume() {
@@ -1369,20 +1403,23 @@ void TrainJob::report_epoch(int epoch) {
 
 void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool evaluated) {
   if (!metrics_) return;
-  nlohmann::json rec = {{"epoch", epoch + 1},
-                        {"loss", loss},
-                        {"train_acc", train_acc},
-                        {"epoch_s", em_.wall_s},
-                        {"max_steps", cfg_.max_steps},  // the cap of pipeline.steps
-                        {"normalize_features", cfg_.train.normalize_features},
-                        {"eval", res_.eval},
-                        {"lr", epoch_lr_},
-                        {"pipeline", em_.to_json()},
-                        {"sampler", sampler_->stats().to_json()},
-                        {"train_step", trainer_->step_times().to_json()},
-                        {"cache_hit_rate", res_.cache_hit_rate},
-                        {"feature_bytes_per_batch", res_.feature_bytes_per_batch},
-                        {"peer_bytes_per_batch", res_.peer_bytes_per_batch}};
+  nlohmann::json rec = {
+      {"epoch", epoch + 1},
+      {"loss", loss},
+      {"train_acc", train_acc},
+      {"epoch_s", em_.wall_s},
+      {"max_steps", cfg_.max_steps},  // the cap of pipeline.steps
+      {"normalize_features", cfg_.train.normalize_features},
+      {"eval", res_.eval},
+      {"lr", epoch_lr_},
+      {"pipeline", em_.to_json()},
+      {"sampler", sampler_->stats().to_json()},
+      {"train_step", trainer_->step_times().to_json()},
+      {"cache_hit_rate", res_.cache_hit_rate},
+      {"feature_bytes_per_batch", res_.feature_bytes_per_batch},
+      {"peer_bytes_per_batch", res_.peer_bytes_per_batch},
+      {"read_ahead",
+       {{"batches", res_.read_ahead}, {"cold_rows_read_ahead", res_.cold_rows_read_ahead}}}};
   if (rt_.part().meta.feature_conversion.converted) {
     rec["feature_dtype"] = res_.feature_dtype;
     rec["feature_rel_rms_error"] = res_.feature_rel_rms_error;

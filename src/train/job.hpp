@@ -54,6 +54,13 @@ struct JobConfig {
   int roles = 0;
   static constexpr int kRolesAuto = -1;
   std::string roles_switch = "off";  // off | on | always | never (pipeline/roles.hpp RoleSwitch)
+  // Superbatches (PipelineOptions::read_ahead): batches whose feature rows are read from disk in
+  // one sweep; kReadAheadAuto: kAutoReadAhead when any rank's rows are beyond its memory share,
+  // else 0; 0 or 1: none.
+  int read_ahead = kReadAheadAuto;
+  static constexpr int kReadAheadAuto = -1;
+  static constexpr int kAutoReadAhead = 16;
+  static constexpr int kMaxReadAhead = 1024;
   // PaGraph: with no rank.cache_ratio, size the cache after the first batch from the memory left
   // (RankRuntime::size_cache_for_batch, within rank.cache_memory).
   bool cache_auto = false;
@@ -118,6 +125,10 @@ struct JobResult {
   double peer_bytes_per_batch = 0;
   int64_t fifo_hits = 0, fifo_shared_hits = 0;
   double fifo_hit_rate = 0;
+  // --read-ahead: batches per group (0: none), and of this rank's cold rows in training loads,
+  // the share served from the group's sweep.
+  int read_ahead = 0;
+  double cold_rows_read_ahead = 0;
   // The partition's stored feature dtype and, when dsp partition --feature-dtype converted them,
   // the conversion's error over all entries (partition.json's feature_conversion; else 0).
   std::string feature_dtype;

@@ -54,6 +54,36 @@ JobOption roles_option() {
   return o;
 }
 
+JobOption read_ahead_option() {
+  JobOption o = declare<JobConfig>(
+      "--read-ahead", "read_ahead",
+      "Ginex's superbatches: load the sampled batches N at a time, the cold feature rows of all N "
+      "read from disk in one sweep in file order before the first is loaded (the same batches "
+      "and results); auto (default): 16 when the feature rows exceed a rank's memory share "
+      "(read from disk), else 0 (off)");
+  o.type = "TEXT";
+  o.parse = [](JobConfig& c, const std::string& s) {
+    if (s == "auto") {
+      c.read_ahead = JobConfig::kReadAheadAuto;
+      return;
+    }
+    char* end = nullptr;
+    const long n = std::strtol(s.c_str(), &end, 10);
+    DSP_CHECK_ARG(!s.empty() && *end == '\0' && n >= 0 && n <= JobConfig::kMaxReadAhead,
+                  "--read-ahead must be auto or a number of batches in [0, {}], got '{}'",
+                  JobConfig::kMaxReadAhead, s);
+    c.read_ahead = static_cast<int>(n);
+  };
+  o.read = [](JobConfig& c, const json& v) {
+    c.read_ahead =
+        v.is_string() && v.get<std::string>() == "auto" ? JobConfig::kReadAheadAuto : v.get<int>();
+  };
+  o.write = [](const JobConfig& c) {
+    return c.read_ahead == JobConfig::kReadAheadAuto ? json("auto") : json(c.read_ahead);
+  };
+  return o;
+}
+
 JobOption ccc_option() {
   JobOption o =
       declare<JobConfig>("--ccc", "ccc", "on (default); off shows why the coordinator is needed");
@@ -145,6 +175,7 @@ std::vector<JobOption> caches_and_pipeline() {
             "(GNNLab's dynamic switching; the same batches and updates as a symmetric job on all "
             "ranks), always, never, or off (default: the trainers train one batch each per step)",
             DSP_FIELD(roles_switch), "off,on,always,never"),
+      read_ahead_option(),
       ccc_option(),
   };
 }

@@ -166,47 +166,116 @@ TEST_P(BackendGather, RowsThroughTheRowMapEqualTheMappedRows) {
   ::unsetenv("DSP_HUGE_PAGES");
 }
 
-// Features beyond the rank's memory share (the node's rank count set absurdly high; no huge-page
-// copy): the host backend reads its rows on many threads at once, each waiting on its page, and
-// every backend serves a hot row from the cache copy it took at load, a cold one from the file.
-// Rewriting the file under the mapping after the load shows where each row was read: hot rows
-// are the load's bytes, cold rows the file's new ones, bit for bit, through the row map.
-TEST_P(BackendGather, BeyondMemoryHotRowsFromTheCacheCopyColdRowsFromTheFile) {
-  auto comm = make_communicator("self");
-  const int64_t n = 6000;
-  FeatureRig rig(n, 9, DType::kFloat32, /*keep_file=*/true);
-  std::vector<int64_t> row_of(n);
-  std::iota(row_of.begin(), row_of.end(), 0);
+// A store over `rig`'s rows read by reference (row_of: a shuffle), built as one whose features
+// are beyond the rank's memory share (DSP_BEYOND_MEMORY) and read through their mapping (no
+// huge-page copy).
+std::unique_ptr<FeatureStore> beyond_memory_store(FeatureRig& rig, int64_t n, Communicator& comm,
+                                                  const std::string& backend,
+                                                  std::vector<int64_t>* row_of) {
+  row_of->resize(n);
+  std::iota(row_of->begin(), row_of->end(), 0);
   RngStream s(rng_key(4, n), 0);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(row_of[i], row_of[s.uniform_int(i + 1)]);
-  rig.part.feature_rows = Array::from_vector(std::vector<int64_t>(row_of));
+  for (int64_t i = n - 1; i > 0; --i) std::swap((*row_of)[i], (*row_of)[s.uniform_int(i + 1)]);
+  rig.part.feature_rows = Array::from_vector(std::vector<int64_t>(*row_of));
   ::setenv("DSP_HUGE_PAGES", "0", 1);
-  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1000000000", 1);
-  ASSERT_TRUE(beyond_memory_share(rig.bytes.size()));
-  FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
-  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  ::setenv("DSP_BEYOND_MEMORY", "1", 1);
+  EXPECT_TRUE(beyond_memory_share(rig.bytes.size()));
+  auto store = std::make_unique<FeatureStore>(rig.part, comm, std::vector<Array>{},
+                                              test::feature_backend(backend));
+  ::unsetenv("DSP_BEYOND_MEMORY");
   ::unsetenv("DSP_HUGE_PAGES");
+  return store;
+}
+
+// The file's bytes changed under the mapping (each byte + 1): where a row is read from shows.
+std::vector<unsigned char> rewrite(const FeatureRig& rig) {
   std::vector<unsigned char> now = rig.bytes;
   for (auto& b : now) b = static_cast<unsigned char>(b + 1);
   std::ofstream(rig.path, std::ios::binary | std::ios::in | std::ios::out)
       .write(reinterpret_cast<const char*>(now.data()), static_cast<std::streamsize>(now.size()));
+  return now;
+}
+
+bool is_hot(const FeatureRig& rig, int64_t v) {
+  const int64_t* hot = rig.part.cached.data<int64_t>();
+  return std::find(hot, hot + rig.part.cached.dim(0), v) != hot + rig.part.cached.dim(0);
+}
+
+// Features beyond the rank's memory share (no huge-page copy): the host backend reads its rows on
+// many threads at once, each waiting on its page, and every backend serves a hot row from the
+// cache copy it took at load, a cold one from the file. Rewriting the file under the mapping
+// after the load shows where each row was read: hot rows are the load's bytes, cold rows the
+// file's new ones, bit for bit, through the row map.
+TEST_P(BackendGather, BeyondMemoryHotRowsFromTheCacheCopyColdRowsFromTheFile) {
+  auto comm = make_communicator("self");
+  const int64_t n = 6000;
+  FeatureRig rig(n, 9, DType::kFloat32, /*keep_file=*/true);
+  std::vector<int64_t> row_of;
+  std::unique_ptr<FeatureStore> store = beyond_memory_store(rig, n, *comm, GetParam(), &row_of);
+  const std::vector<unsigned char> now = rewrite(rig);
   std::vector<int64_t> ids(n);
   std::iota(ids.begin(), ids.end(), 0);
+  RngStream s(rng_key(5, n), 0);
   for (int64_t i = n - 1; i > 0; --i) std::swap(ids[i], ids[s.uniform_int(i + 1)]);
   ids.resize(n * 2 / 3);  // chunks for several threads
   std::vector<unsigned char> expect(ids.size() * rig.row_bytes);
-  const int64_t* hot = rig.part.cached.data<int64_t>();
   for (size_t i = 0; i < ids.size(); ++i) {
-    const bool is_hot =
-        std::find(hot, hot + rig.part.cached.dim(0), ids[i]) != hot + rig.part.cached.dim(0);
     std::memcpy(expect.data() + i * rig.row_bytes,
-                (is_hot ? rig.bytes : now).data() + row_of[ids[i]] * rig.row_bytes, rig.row_bytes);
+                (is_hot(rig, ids[i]) ? rig.bytes : now).data() + row_of[ids[i]] * rig.row_bytes,
+                rig.row_bytes);
   }
-  EXPECT_EQ(store.gather(ids), expect);
-  EXPECT_EQ(store.stats().rows_local_hot + store.stats().rows_cold,
+  EXPECT_EQ(store->gather(ids), expect);
+  EXPECT_EQ(store->stats().rows_local_hot + store->stats().rows_cold,
             static_cast<int64_t>(ids.size()));
-  EXPECT_GT(store.stats().rows_local_hot, 0);
-  EXPECT_GT(store.stats().rows_cold, 0);
+  EXPECT_GT(store->stats().rows_local_hot, 0);
+  EXPECT_GT(store->stats().rows_cold, 0);
+}
+
+// Superbatches: read_ahead reads the cold rows of the ids it is given (repeats and hot ids
+// among them) in one sweep; gathers then serve those from that copy, until the next call replaces
+// it. The file rewritten after the call shows it: those cold rows are the sweep's bytes, other
+// cold rows the file's new ones, hot rows the cache copy's. The device backend, whose cold rows
+// come from host memory it maps, reads nothing ahead and says so.
+TEST_P(BackendGather, ReadAheadServesTheGroupsColdRowsFromOneSweep) {
+  auto comm = make_communicator("self");
+  const int64_t n = 20000;  // 36-byte rows
+  FeatureRig rig(n, 9, DType::kFloat32, /*keep_file=*/true);
+  std::vector<int64_t> row_of;
+  std::unique_ptr<FeatureStore> store = beyond_memory_store(rig, n, *comm, GetParam(), &row_of);
+  const bool reads = store->reads_ahead();
+  EXPECT_EQ(reads, GetParam() == "cpu");
+  // The nodes stored in rows [0, 1000), [9000, 10000) and [18000, 19000): three pieces of the
+  // file 288 KB apart (more than a piece's gap); a tenth of them twice.
+  auto swept_row = [&](int64_t v) { return row_of[v] % 9000 < 1000; };
+  std::vector<int64_t> ahead;
+  for (int64_t v = 0; v < n; ++v) {
+    if (swept_row(v)) ahead.push_back(v);
+    if (swept_row(v) && v % 10 == 0) ahead.push_back(v);
+  }
+  store->read_ahead(ahead.data(), static_cast<int64_t>(ahead.size()));
+  const std::vector<unsigned char> now = rewrite(rig);
+  std::vector<int64_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  auto expect = [&](bool from_sweep) {
+    std::vector<unsigned char> out(ids.size() * rig.row_bytes);
+    int64_t swept = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int64_t v = ids[i];
+      const bool hot = is_hot(rig, v), in_sweep = from_sweep && !hot && swept_row(v);
+      swept += in_sweep;
+      std::memcpy(out.data() + i * rig.row_bytes,
+                  (hot || in_sweep ? rig.bytes : now).data() + row_of[v] * rig.row_bytes,
+                  rig.row_bytes);
+    }
+    return std::make_pair(out, swept);
+  };
+  const auto [first, swept] = expect(reads);
+  EXPECT_EQ(store->gather(ids), first);
+  EXPECT_EQ(store->stats().rows_cold_ahead, swept);
+  if (reads) EXPECT_GT(swept, n / 10);
+  store->read_ahead(nullptr, 0);  // freed: every cold row from the file again
+  EXPECT_EQ(store->gather(ids), expect(false).first);
+  EXPECT_EQ(store->stats().rows_cold_ahead, swept);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendGather, ::testing::ValuesIn(test::backend_names()),

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -60,6 +61,34 @@ TEST(BoundedQueue, AbortWakesBothSides) {
   a.join();
   b.join();
   EXPECT_THROW(BoundedQueue<int>(0), InvalidArgument);
+}
+
+// peek waits for n items (or the end of the stream) and leaves them queued, in order.
+TEST(BoundedQueue, PeekWaitsForTheItemsAndLeavesThemQueued) {
+  BoundedQueue<int> q(4);
+  q.push(1);
+  std::atomic<size_t> seen{0};
+  std::thread consumer([&] {
+    const std::vector<const int*> first = q.peek(3);
+    seen = first.size();
+    EXPECT_EQ(*first[0], 1);
+    EXPECT_EQ(*first[2], 3);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(seen.load(), 0u);  // 1 of 3 queued: still waiting
+  q.push(2);
+  q.push(3);
+  consumer.join();
+  EXPECT_EQ(seen.load(), 3u);
+  EXPECT_EQ(q.size(), 3u);
+  q.close();
+  const std::vector<const int*> rest = q.peek(4);  // closed: what there is
+  ASSERT_EQ(rest.size(), 3u);
+  int v = 0;
+  ASSERT_TRUE(q.pop(&v));
+  EXPECT_EQ(v, 1);
+  q.abort();
+  EXPECT_TRUE(q.peek(1).empty());
 }
 
 std::vector<int64_t> iota_ids(int64_t n, int64_t start = 0) {
@@ -275,6 +304,71 @@ TEST(Pipeline, WorkerExceptionIsRethrownWithoutHanging) {
                 std::string::npos);
     }
     EXPECT_LE(si.seen.size(), 17u);
+  }
+}
+
+// Read-ahead groups (superbatches): every mode trains exactly what it trains without them, and
+// the loader hands each batch to read_ahead in a group before it loads it. Pipelined and
+// sequential segments group steps t0 + k K on: groups of K, the last one shorter, then an empty
+// call at the end of the segment. The sampler's lead reaches the group (pace control off).
+TEST(Pipeline, ReadAheadHandsEveryBatchToItsGroupBeforeItIsLoaded) {
+  const auto plain = run_standin(PipelineMode::kSequential, 0, 1);
+  for (PipelineMode mode :
+       {PipelineMode::kSequential, PipelineMode::kPipelined, PipelineMode::kAuto}) {
+    SCOPED_TRACE(pipeline_mode_name(mode));
+    auto coord = make_coordinator("self");
+    test::StandIn si(*coord, test::StandInConfig{});
+    EpochScheduler sched(iota_ids(1000), 16, 9);
+    PipelineStages st = si.stages();
+    std::mutex mu;
+    std::vector<std::vector<int64_t>> groups;  // batches of each read_ahead call, in order
+    std::vector<int64_t> group_of;             // per load: the group last handed over
+    st.read_ahead = [&](const std::vector<const SampledBatch*>& g) {
+      std::lock_guard<std::mutex> lock(mu);
+      groups.emplace_back();
+      for (const SampledBatch* sb : g) groups.back().push_back(sb->batch);
+    };
+    auto load = st.load;
+    st.load = [&, load](SampledBatch&& sb) -> LoadedBatch {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        const std::vector<int64_t> g = groups.empty() ? std::vector<int64_t>{} : groups.back();
+        EXPECT_NE(std::find(g.begin(), g.end(), sb.batch), g.end())
+            << "batch " << sb.batch << " loaded outside its group";
+        group_of.push_back(static_cast<int64_t>(groups.size()) - 1);
+      }
+      return load(std::move(sb));
+    };
+    PipelineOptions po;
+    po.mode = mode;
+    po.read_ahead = 5;
+    Pipeline p(*coord, sched, st, po);
+    const EpochMetrics m = p.run_epoch(0);
+    ASSERT_EQ(si.seen.size(), plain.size());
+    for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(si.seen[i].digest, plain[i].digest);
+    ASSERT_EQ(group_of.size(), plain.size());
+    EXPECT_TRUE(groups.back().empty()) << "the last group's rows are not freed";
+    if (mode == PipelineMode::kAuto) continue;  // its segments group from their own starts
+    ASSERT_EQ(groups.size(), 13u + 1);  // 63 steps: 12 groups of 5, one of 3, the empty call
+    for (size_t g = 0; g < 13; ++g) {
+      std::vector<int64_t> want;
+      for (int64_t t = 5 * static_cast<int64_t>(g); t < std::min<int64_t>(63, 5 * (g + 1)); ++t) {
+        want.push_back(t);
+      }
+      EXPECT_EQ(groups[g], want);
+    }
+    if (mode == PipelineMode::kPipelined) EXPECT_GE(m.ahead_max, 5);
+  }
+  auto coord = make_coordinator("self");
+  EpochScheduler sched(iota_ids(10), 8, 9);
+  test::StandIn si(*coord, test::StandInConfig{});
+  PipelineOptions po;
+  po.read_ahead = 4;
+  try {
+    Pipeline(*coord, sched, si.stages(), po);
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "pipeline: reading 4 batches ahead needs a read_ahead stage");
   }
 }
 

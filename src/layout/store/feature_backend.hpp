@@ -83,6 +83,7 @@ inline RowSource classify_row(uint64_t v, uint64_t num_nodes, uint64_t lo, uint6
 
 struct LocalPass {
   int64_t rows_cold = 0, rows_local_hot = 0;
+  int64_t rows_ahead = 0;              // of rows_cold: served from the rows read ahead (read_ahead)
   int64_t bad_pos = -1, dup_pos = -1;  // first position found out of range / repeated, or -1
 };
 
@@ -103,6 +104,16 @@ class FeatureBackend {
   // (pos and node: host memory; node picks per-node scales).
   virtual void place_rows(const void* rows, MemorySpace space, const int64_t* pos,
                           const int64_t* node, int64_t n, void* out) = 0;
+  // Superbatches (Ginex, VLDB'22): `ids` (host, any order, repeats allowed) are every id the next
+  // gathers will request. A backend whose cold rows are read from disk reads theirs now, in file
+  // order, and local_pass then serves them from memory until the next call, which replaces them
+  // (n = 0: frees them). reads_ahead(): whether read_ahead reads anything (false: the rows are in
+  // memory, and read_ahead does nothing).
+  virtual bool reads_ahead() const { return false; }
+  virtual void read_ahead(const int64_t* ids, int64_t n) {
+    (void)ids;
+    (void)n;
+  }
   // `bytes` of the backend's memory, and back to the host (tests, tools).
   virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
   virtual void copy_to_host(const void* src, size_t bytes, void* host) = 0;

@@ -116,6 +116,7 @@ FeatureStore::Requests FeatureStore::prepare(const int64_t* ids, int64_t n, void
   stats_.rows_remote_hot += total;
   stats_.rows_local_hot += lp.rows_local_hot;
   stats_.rows_cold += lp.rows_cold;
+  stats_.rows_cold_ahead += lp.rows_ahead;
   stats_.bytes_remote_hot += total * rb;
   stats_.bytes_local_hot += lp.rows_local_hot * rb;
   stats_.bytes_cold += lp.rows_cold * rb;

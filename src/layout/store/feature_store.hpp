@@ -34,6 +34,7 @@ struct GatherStats {
   int64_t rows_remote_hot = 0;   // served by another rank's cache through the collective
   int64_t rows_local_hot = 0;    // served by this rank's cache
   int64_t rows_cold = 0;         // read from the mapped file
+  int64_t rows_cold_ahead = 0;   // of rows_cold: from the rows read ahead (read_ahead)
   int64_t rows_fifo = 0;         // another rank's rows served by the FIFO cache (no request)
   int64_t rows_fifo_shared = 0;  // ... by the machine's shared FIFO level
   // Bytes of stored rows (a quantized store moves its narrow rows; gather decodes at the end).
@@ -94,6 +95,11 @@ class FeatureStore {
   // Host convenience: the rows copied to host memory whatever the backend.
   std::vector<unsigned char> gather(const std::vector<int64_t>& ids);
   Communicator& communicator() const { return comm_; }
+  // Superbatches (FeatureBackend::read_ahead): the cold rows of `ids`, every id the next gathers
+  // will request, read now in file order when the backend reads its rows from disk (reads_ahead);
+  // n = 0 frees them. Local: no communication.
+  bool reads_ahead() const { return backend_->reads_ahead(); }
+  void read_ahead(const int64_t* ids, int64_t n) { backend_->read_ahead(ids, n); }
 
   FeatureBackend& backend() { return *backend_; }
   Device device() const { return backend_->device(); }

@@ -5,6 +5,9 @@
 #include <numeric>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "core/huge_pages.hpp"
 #include "core/logging.hpp"
 #include "core/parallel.hpp"
@@ -24,6 +27,12 @@ constexpr int64_t kRowAhead = 4;
 // in chunks of kWaitGrain ids.
 constexpr int kReadDepth = kWaitingDepth;
 constexpr int64_t kWaitGrain = 512;
+// Read-ahead (superbatches): the rows are read in pieces of at most kPieceBytes of the file, a gap
+// of more than kGapBytes ending a piece, kAheadDepth pieces at once, each announced to the kernel
+// first (MADV_WILLNEED: one large read instead of a fault per page).
+constexpr size_t kPieceBytes = size_t{4} << 20;
+constexpr size_t kGapBytes = size_t{256} << 10;
+constexpr int kAheadDepth = 16;
 inline void prefetch_row(const unsigned char* p, size_t row_bytes) {
   __builtin_prefetch(p);
   if (row_bytes > 64) __builtin_prefetch(p + row_bytes - 1);
@@ -36,6 +45,21 @@ inline const unsigned char* row_address(uint64_t v, bool hot, const unsigned cha
                                         const int32_t* slot, size_t rb) {
   if (hot && hot_rows) return hot_rows + static_cast<size_t>(slot[v]) * rb;
   return base + (row_of ? static_cast<uint64_t>(row_of[v]) : v) * rb;
+}
+
+// The copy of stored row `stored` read ahead (rows: ascending, n of them; bytes: theirs), or null.
+inline const unsigned char* ahead_address(int64_t stored, const int64_t* rows, int64_t n,
+                                          const unsigned char* bytes, size_t rb) {
+  const int64_t* p = std::lower_bound(rows, rows + n, stored);
+  return p != rows + n && *p == stored ? bytes + static_cast<size_t>(p - rows) * rb : nullptr;
+}
+
+// The kernel reads [p, p + bytes) of a mapping now, in large requests (page-aligned outward).
+void advise_will_need(const unsigned char* p, size_t bytes) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t b = reinterpret_cast<uintptr_t>(p) / page * page;
+  (void)::madvise(reinterpret_cast<void*>(b), reinterpret_cast<uintptr_t>(p) + bytes - b,
+                  MADV_WILLNEED);  // advice: a refusal only loses speed
 }
 
 class HostFeatureBackend final : public FeatureBackend {
@@ -97,6 +121,8 @@ class HostFeatureBackend final : public FeatureBackend {
       }
     }
   }
+  bool reads_ahead() const override { return waits_; }
+  void read_ahead(const int64_t* ids, int64_t n) override;
   std::shared_ptr<void> allocate(size_t bytes) override {
     return std::shared_ptr<void>(new unsigned char[std::max<size_t>(bytes, 1)],
                                  [](void* p) { delete[] static_cast<unsigned char*>(p); });
@@ -113,7 +139,53 @@ class HostFeatureBackend final : public FeatureBackend {
   HugePageBuffer rows_copy_;          // the feature rows on huge pages, when they fit
   const unsigned char* rows_;         // where rows are read: rows_copy_ or the mapping
   std::vector<unsigned char> cache_;  // this rank's hot rows in slot order: what peers read
+  std::vector<int64_t> ahead_rows_;   // stored rows read ahead, ascending (read_ahead)
+  std::vector<unsigned char> ahead_bytes_;  // their bytes, in that order
 };
+
+// Superbatches: the cold rows of `ids` (rows this rank serves from the file: not cached by any
+// rank), each once, read in file order in pieces. Hot rows need no disk: the rank's own come
+// from its cache copy, the others' from their owners.
+void HostFeatureBackend::read_ahead(const int64_t* ids, int64_t n) {
+  std::vector<int64_t>().swap(ahead_rows_);  // the previous group's memory first
+  std::vector<unsigned char>().swap(ahead_bytes_);
+  if (!waits_ || n == 0) return;
+  const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
+  std::vector<int64_t> rows;
+  rows.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t v = static_cast<uint64_t>(ids[i]);
+    if (v < nn && !((src_.cached_bits[v >> 6] >> (v & 63)) & 1)) {
+      rows.push_back(src_.stored_row(static_cast<int64_t>(v)));
+    }
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  const size_t rb = src_.row_bytes;
+  std::vector<unsigned char> bytes(rows.size() * rb);
+  std::vector<size_t> piece{0};  // first row of each piece
+  for (size_t k = 1; k < rows.size(); ++k) {
+    const size_t span = static_cast<size_t>(rows[k] - rows[piece.back()] + 1) * rb;
+    const size_t gap = static_cast<size_t>(rows[k] - rows[k - 1] - 1) * rb;
+    if (span > kPieceBytes || gap > kGapBytes) piece.push_back(k);
+  }
+  piece.push_back(rows.size());
+  const int64_t pieces = static_cast<int64_t>(piece.size()) - 1;
+  waiting_parallel_for(0, pieces, 1, kAheadDepth, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const size_t k0 = piece[p], k1 = piece[p + 1];
+      const size_t off = static_cast<size_t>(rows[k0]) * rb;
+      const size_t len = static_cast<size_t>(rows[k1 - 1] + 1) * rb - off;
+      advise_will_need(rows_ + off, len);
+      for (size_t k = k0; k < k1; ++k) {
+        std::memcpy(bytes.data() + k * rb, rows_ + static_cast<size_t>(rows[k]) * rb, rb);
+      }
+      src_.features.release_pages(off, len);  // read once: out of this process's resident set
+    }
+  });
+  ahead_rows_ = std::move(rows);
+  ahead_bytes_ = std::move(bytes);
+}
 
 // The rank's hot rows in slot order. From a mapping beyond memory, read in file order by
 // kReadDepth threads: a cache of a fifth of the nodes touches nearly every page, so the reads are
@@ -173,11 +245,14 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
   const int64_t* const row_of = src_.row_of;  // null unless read by reference without a copy
   const unsigned char* const hot_rows = waits_ ? cache_.data() : nullptr;  // hot rows from here
   const int32_t* const slot = src_.slot;
+  const int64_t* const ahead_rows = ahead_rows_.data();
+  const int64_t n_ahead = static_cast<int64_t>(ahead_rows_.size());
+  const unsigned char* const ahead_bytes = ahead_bytes_.data();
   const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
   const uint64_t lo = static_cast<uint64_t>(src_.begin), hi = static_cast<uint64_t>(src_.end);
-  std::atomic<int64_t> bad_pos{-1}, dup_pos{-1}, n_cold{0}, n_local{0};
-  auto pass = [=, &bad_pos, &dup_pos, &n_cold, &n_local](int64_t b, int64_t e) {
-    int64_t cold = 0, local = 0;
+  std::atomic<int64_t> bad_pos{-1}, dup_pos{-1}, n_cold{0}, n_local{0}, n_read{0};
+  auto pass = [=, &bad_pos, &dup_pos, &n_cold, &n_local, &n_read](int64_t b, int64_t e) {
+    int64_t cold = 0, local = 0, read = 0;
     for (int64_t i = b; i < e; ++i) {
       // Read by reference without a copy: the map's entry of a row is one more dependent miss,
       // prefetched twice as far ahead, so it is in cache when the row's prefetch needs it.
@@ -195,7 +270,12 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
       const RowSource where = classify_row(v, nn, lo, hi, cached_bits, seen);
       if (where == RowSource::kHere) {
         const bool hot = (cached_bits[v >> 6] >> (v & 63)) & 1;
-        const unsigned char* row = row_address(v, hot, base, row_of, hot_rows, slot, rb);
+        const unsigned char* row = hot || !n_ahead
+                                       ? nullptr
+                                       : ahead_address(row_of ? row_of[v] : static_cast<int64_t>(v),
+                                                       ahead_rows, n_ahead, ahead_bytes, rb);
+        read += row != nullptr;
+        if (!row) row = row_address(v, hot, base, row_of, hot_rows, slot, rb);
         if (!decode) {
           std::memcpy(out + i * rb, row, rb);
         } else {
@@ -213,13 +293,14 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
     }
     n_cold += cold;
     n_local += local;
+    n_read += read;
   };
   if (waits_) {
     waiting_parallel_for(0, n, kWaitGrain, kReadDepth, pass);
   } else {
     parallel_for(0, n, 16384, pass);
   }
-  return {n_cold.load(), n_local.load(), bad_pos.load(), dup_pos.load()};
+  return {n_cold.load(), n_local.load(), n_read.load(), bad_pos.load(), dup_pos.load()};
 }
 
 }  // namespace

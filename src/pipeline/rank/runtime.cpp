@@ -187,6 +187,18 @@ LoadedBatch RankRuntime::load(SampledBatch&& sb) {
   return load_batch(std::move(sb), has_features() ? &store() : nullptr, part_.labels);
 }
 
+bool RankRuntime::reads_ahead() { return !hetero() && has_features() && store().reads_ahead(); }
+
+void RankRuntime::read_ahead(const std::vector<const SampledBatch*>& batches) {
+  if (!reads_ahead()) return;
+  std::vector<int64_t> ids;
+  for (const SampledBatch* sb : batches) {
+    const std::vector<int64_t>& in = sb->input_nodes();
+    ids.insert(ids.end(), in.begin(), in.end());
+  }
+  store().read_ahead(ids.data(), static_cast<int64_t>(ids.size()));
+}
+
 PipelineOptions RankRuntime::pipeline_options(PipelineMode mode) const {
   PipelineOptions po;
   po.mode = mode;

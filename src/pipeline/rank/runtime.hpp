@@ -68,6 +68,11 @@ class RankRuntime {
   bool hetero() const { return part_.meta.hetero != nullptr; }
   // The loader stage: features of the input nodes (in the store's memory) and labels of the seeds.
   LoadedBatch load(SampledBatch&& sb);
+  // Superbatches (FeatureStore::read_ahead): the input rows of `batches`, about to be loaded, read
+  // from disk in file order when the store reads its rows from there; none: frees them. Whether
+  // the rank's store reads ahead (a homogeneous partition with features, rows beyond memory).
+  void read_ahead(const std::vector<const SampledBatch*>& batches);
+  bool reads_ahead();
   // Pipeline options over the rank's threads, and its cpus when the process is bound to them (so
   // that `--pipeline auto` binds each stage's share inside them).
   PipelineOptions pipeline_options(PipelineMode mode) const;

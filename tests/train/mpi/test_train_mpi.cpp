@@ -414,6 +414,35 @@ TEST(Job, EmulatedDevicePathTrainsWhatTheCpuJobTrains) {
   if (c.rank() == 0) fs::remove_all(dir);
 }
 
+// Superbatches change where rows are read, never what trains: with its feature rows read from
+// disk (DSP_BEYOND_MEMORY, through the mapping), the job loading its batches 4 at a time (and
+// --read-ahead auto: 16) trains exactly what it trains without, and every cold row of its
+// training loads comes from its group's sweep. In memory, auto reads nothing ahead.
+TEST(Job, ReadAheadTrainsWhatTheJobWithoutItTrains) {
+  Communicator& c = *g_comm;
+  const std::string dir = cora_dataset_dir("read_ahead");
+  JobConfig cfg = small_cora_job(dir);
+  cfg.pipeline = "on";
+  const JobResult plain = run_training(cfg);
+  EXPECT_EQ(plain.read_ahead, 0) << "auto read ahead with the rows in memory";
+  ::setenv("DSP_HUGE_PAGES", "0", 1);
+  ::setenv("DSP_BEYOND_MEMORY", "1", 1);
+  for (int k : {4, JobConfig::kReadAheadAuto}) {
+    cfg.read_ahead = k;
+    const JobResult r = run_training(cfg);
+    EXPECT_EQ(r.read_ahead, k == 4 ? 4 : JobConfig::kAutoReadAhead);
+    EXPECT_EQ(r.final_loss, plain.final_loss) << k;
+    EXPECT_EQ(r.best_val_acc, plain.best_val_acc) << k;
+    EXPECT_EQ(r.test_acc_at_best, plain.test_acc_at_best) << k;
+    EXPECT_EQ(r.feature_bytes_per_batch, plain.feature_bytes_per_batch) << k;
+    EXPECT_EQ(r.cold_rows_read_ahead, 1.0) << k;
+  }
+  ::unsetenv("DSP_BEYOND_MEMORY");
+  ::unsetenv("DSP_HUGE_PAGES");
+  c.barrier();
+  if (c.rank() == 0) fs::remove_all(dir);
+}
+
 // The generated temporal community graph of tests/train/test_temporal_train.cpp as a dataset
 // directory (rank 0 writes it, the path the same on every rank); `reachable` (every rank's)
 // receives the accuracy its nodes with past edges allow: the bound, the others guessed (1 / C).
