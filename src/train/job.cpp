@@ -89,6 +89,18 @@ void check_task(const JobConfig& c) {
   refuse(c.eval_max_nodes > 0, "--eval-max-nodes (every held-out edge is scored)");
 }
 
+// --read-ahead: auto or a group size, in the symmetric layout.
+void check_read_ahead(const JobConfig& c) {
+  DSP_CHECK_ARG(c.read_ahead == JobConfig::kReadAheadAuto ||
+                    (c.read_ahead >= 0 && c.read_ahead <= JobConfig::kMaxReadAhead),
+                "--read-ahead must be auto or a number of batches in [0, {}], got {}",
+                JobConfig::kMaxReadAhead, c.read_ahead);
+  DSP_CHECK_ARG(c.roles == 0 || c.read_ahead <= 1,
+                "--read-ahead {} with --roles: sampler ranks load through their own queues; "
+                "superbatches are for symmetric jobs",
+                c.read_ahead);
+}
+
 // --temporal: node classification, every seed at its node time, in the symmetric layout.
 void check_temporal(const JobConfig& c) {
   if (!c.sampler.temporal) return;
@@ -227,13 +239,7 @@ void JobConfig::validate() const {
                 "--normalize-features {} with --preaggregate: the pre-aggregated rows were "
                 "computed from the raw features; train without --preaggregate to normalise",
                 train.normalize_features);
-  DSP_CHECK_ARG(read_ahead == kReadAheadAuto || (read_ahead >= 0 && read_ahead <= kMaxReadAhead),
-                "--read-ahead must be auto or a number of batches in [0, {}], got {}",
-                kMaxReadAhead, read_ahead);
-  DSP_CHECK_ARG(roles == 0 || read_ahead <= 1,
-                "--read-ahead {} with --roles: sampler ranks load through their own queues; "
-                "superbatches are for symmetric jobs",
-                read_ahead);
+  check_read_ahead(*this);
   DSP_CHECK_ARG(roles == 0 || !preaggregate,
                 "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
   DSP_CHECK_ARG(roles == 0 || rank.fifo_rows == 0,

@@ -718,6 +718,23 @@ TEST(Job, FifoCacheLeavesTheResultAndNoSharedMemoryBehind) {
                "--roles: sampler ranks read every row from their own mapping and trainers load "
                "none, so no rows come from peers for a FIFO to keep: --fifo-rows is for "
                "symmetric jobs");
+  // --read-ahead: the key (auto or a group size), and its checks.
+  EXPECT_EQ(JobConfig::from_json(nlohmann::json::parse(R"({"read_ahead": "auto"})"), "cfg.json")
+                .read_ahead,
+            JobConfig::kReadAheadAuto);
+  const JobConfig ra =
+      JobConfig::from_json(nlohmann::json::parse(R"({"read_ahead": 8})"), "cfg.json");
+  EXPECT_EQ(ra.read_ahead, 8);
+  EXPECT_EQ(ra.to_json()["read_ahead"], 8);
+  EXPECT_EQ(cora_config().to_json()["read_ahead"], "auto");
+  bad = cora_config();
+  bad.read_ahead = -2;
+  expect_usage(bad, "--read-ahead must be auto or a number of batches in [0, 1024], got -2");
+  bad.read_ahead = 4;
+  bad.roles = 1;
+  expect_usage(bad,
+               "--read-ahead 4 with --roles: sampler ranks load through their own queues; "
+               "superbatches are for symmetric jobs");
   // No silent downgrade: sampler ranks on the CPU while the job asked for the GPU is refused.
   bad = cora_config();
   bad.roles = 1;

@@ -39,20 +39,32 @@ inline void prefetch_row(const unsigned char* p, size_t row_bytes) {
 }
 
 // Where node v's row is read: from the cache copy when it is hot and the rows are beyond memory
-// (hot_rows set), else from the rows, through the row map when read by reference.
-inline const unsigned char* row_address(uint64_t v, bool hot, const unsigned char* base,
-                                        const int64_t* row_of, const unsigned char* hot_rows,
-                                        const int32_t* slot, size_t rb) {
-  if (hot && hot_rows) return hot_rows + static_cast<size_t>(slot[v]) * rb;
-  return base + (row_of ? static_cast<uint64_t>(row_of[v]) : v) * rb;
-}
-
-// The copy of stored row `stored` read ahead (rows: ascending, n of them; bytes: theirs), or null.
-inline const unsigned char* ahead_address(int64_t stored, const int64_t* rows, int64_t n,
-                                          const unsigned char* bytes, size_t rb) {
-  const int64_t* p = std::lower_bound(rows, rows + n, stored);
-  return p != rows + n && *p == stored ? bytes + static_cast<size_t>(p - rows) * rb : nullptr;
-}
+// (hot_rows set); a cold row from the rows read ahead when it is among them (ahead_rows:
+// ascending stored rows, n_ahead of them; ahead_bytes: theirs), counted in *read; else from the
+// rows, through the row map when read by reference. A plain struct of locals: local_pass keeps it
+// in registers (see there).
+struct RowPlaces {
+  const unsigned char* base;
+  const int64_t* row_of;
+  const unsigned char* hot_rows;
+  const int32_t* slot;
+  const int64_t* ahead_rows;
+  int64_t n_ahead;
+  const unsigned char* ahead_bytes;
+  size_t rb;
+  const unsigned char* row(uint64_t v, bool hot, int64_t* read) const {
+    if (hot && hot_rows) return hot_rows + static_cast<size_t>(slot[v]) * rb;
+    const int64_t stored = row_of ? row_of[v] : static_cast<int64_t>(v);
+    if (!hot && n_ahead) {
+      const int64_t* p = std::lower_bound(ahead_rows, ahead_rows + n_ahead, stored);
+      if (p != ahead_rows + n_ahead && *p == stored) {
+        ++*read;
+        return ahead_bytes + static_cast<size_t>(p - ahead_rows) * rb;
+      }
+    }
+    return base + static_cast<size_t>(stored) * rb;
+  }
+};
 
 // The kernel reads [p, p + bytes) of a mapping now, in large requests (page-aligned outward).
 void advise_will_need(const unsigned char* p, size_t bytes) {
@@ -243,11 +255,14 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
   const FeatureCodec codec = src_.codec;
   const float* const row_scale = src_.row_scale;
   const int64_t* const row_of = src_.row_of;  // null unless read by reference without a copy
-  const unsigned char* const hot_rows = waits_ ? cache_.data() : nullptr;  // hot rows from here
-  const int32_t* const slot = src_.slot;
-  const int64_t* const ahead_rows = ahead_rows_.data();
-  const int64_t n_ahead = static_cast<int64_t>(ahead_rows_.size());
-  const unsigned char* const ahead_bytes = ahead_bytes_.data();
+  const RowPlaces places{base,
+                         row_of,
+                         waits_ ? cache_.data() : nullptr,
+                         src_.slot,
+                         ahead_rows_.data(),
+                         static_cast<int64_t>(ahead_rows_.size()),
+                         ahead_bytes_.data(),
+                         rb};
   const uint64_t nn = static_cast<uint64_t>(src_.num_nodes);
   const uint64_t lo = static_cast<uint64_t>(src_.begin), hi = static_cast<uint64_t>(src_.end);
   std::atomic<int64_t> bad_pos{-1}, dup_pos{-1}, n_cold{0}, n_local{0}, n_read{0};
@@ -270,12 +285,7 @@ LocalPass HostFeatureBackend::local_pass(const int64_t* ids, int64_t n, void* ou
       const RowSource where = classify_row(v, nn, lo, hi, cached_bits, seen);
       if (where == RowSource::kHere) {
         const bool hot = (cached_bits[v >> 6] >> (v & 63)) & 1;
-        const unsigned char* row = hot || !n_ahead
-                                       ? nullptr
-                                       : ahead_address(row_of ? row_of[v] : static_cast<int64_t>(v),
-                                                       ahead_rows, n_ahead, ahead_bytes, rb);
-        read += row != nullptr;
-        if (!row) row = row_address(v, hot, base, row_of, hot_rows, slot, rb);
+        const unsigned char* row = places.row(v, hot, &read);
         if (!decode) {
           std::memcpy(out + i * rb, row, rb);
         } else {
