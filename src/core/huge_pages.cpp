@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include <cerrno>
@@ -113,10 +114,17 @@ HugePageBuffer huge_page_fill(size_t bytes, const std::function<void(void*)>& fi
   return b;
 }
 
+namespace {
+std::atomic<size_t> g_random_reads{0};
+}  // namespace
+
+void note_random_reads(size_t bytes) { g_random_reads = bytes; }
+
 bool beyond_memory_share(size_t bytes) {
   if (const char* on = std::getenv("DSP_BEYOND_MEMORY"); on && std::string(on) == "1") return true;
   const size_t avail = available_memory_bytes();
-  return avail != 0 && static_cast<double>(bytes) > static_cast<double>(avail) / node_ranks();
+  const size_t together = std::max(bytes, g_random_reads.load());
+  return avail != 0 && static_cast<double>(together) > static_cast<double>(avail) / node_ranks();
 }
 
 bool advise_random_reads(const void* data, size_t bytes, const char* what) {

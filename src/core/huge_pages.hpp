@@ -38,9 +38,14 @@ HugePageBuffer huge_page_zeros(size_t bytes);
 // Whether `bytes` exceed this process's share of the memory available now (MemAvailable divided
 // among the node's ranks, as huge_page_copy's budget is): a mapping that large read at random is
 // mostly read from disk, each missing page a read its faulting thread waits on.
+// Arrays a process reads at random compete for the same page cache: once note_random_reads has
+// noted their total, each counts as that large (every one is then mostly read from disk).
 // DSP_BEYOND_MEMORY=1 in the environment says yes for any size (the disk paths on a small graph:
 // tests, and measurements with the page cache dropped).
 bool beyond_memory_share(size_t bytes);
+// The bytes of every array this process reads at random through a file mapping, together (a
+// rank's neighbour array and feature rows, noted when its partition is loaded); 0: none noted.
+void note_random_reads(size_t bytes);
 
 // For an array read at random through a read-only file mapping (no copy made: it did not fit, or
 // DSP_HUGE_PAGES=0): when it is beyond_memory_share, the page cache cannot keep it, and each page

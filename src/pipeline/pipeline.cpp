@@ -64,6 +64,13 @@ const char* pipeline_mode_name(PipelineMode m) {
   return "auto";
 }
 
+std::vector<const SampledBatch*> batch_pointers(const std::vector<SampledBatch>& batches) {
+  std::vector<const SampledBatch*> out;
+  out.reserve(batches.size());
+  for (const SampledBatch& sb : batches) out.push_back(&sb);
+  return out;
+}
+
 nlohmann::json StageMetrics::to_json() const {
   return {{"busy_s", busy_s},
           {"idle_s", idle_s},
@@ -337,9 +344,7 @@ void Pipeline::run_group(int64_t epoch, const std::vector<int64_t>& order, int64
   if (opts_.read_ahead > 1) {
     *worker = "loader";
     StageTimer timer(&m->loader.busy_s, &m->loader.cpu_s, process_cpu_seconds);
-    std::vector<const SampledBatch*> ahead;
-    for (const SampledBatch& sb : group) ahead.push_back(&sb);
-    stages_.read_ahead(ahead);
+    stages_.read_ahead(batch_pointers(group));
   }
   for (; t < g1; ++t) {
     LoadedBatch lb;

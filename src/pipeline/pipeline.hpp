@@ -47,6 +47,9 @@
 
 namespace dsp {
 
+// Pointers to `batches`, in order: a read-ahead group as PipelineStages::read_ahead takes it.
+std::vector<const SampledBatch*> batch_pointers(const std::vector<SampledBatch>& batches);
+
 // "on" | "pipelined" -> kPipelined, "off" | "sequential" -> kSequential, "auto" -> kAuto; else
 // InvalidArgument.
 PipelineMode parse_pipeline_mode(const std::string& s);

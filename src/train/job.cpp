@@ -1307,20 +1307,29 @@ EvalTally TrainJob::evaluate(int split, const std::vector<int64_t>& ids, int64_t
   main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
   EvalTally tally = trainer_->new_tally();
   EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), split == 0 ? "valid" : "test");
-  for (int64_t s = 0; s < steps; ++s) {
-    const int64_t b = std::min<int64_t>(ids.size(), s * bs);
-    const int64_t e = std::min<int64_t>(ids.size(), b + bs);
-    const std::vector<int64_t> seeds(ids.begin() + b, ids.begin() + e);
-    const int64_t batch = eval_batch_id(split, s);
-    rt_.channel(WorkerKind::kSampler).set_step(epoch, batch);
-    SampledBatch sb = eval_sampler_->sample_nodes(seeds, epoch, batch);
-    rt_.channel(WorkerKind::kLoader).set_step(epoch, batch);
-    LoadedBatch lb = rt_.load(std::move(sb));
-    rt_.channel(WorkerKind::kTrainer).set_step(epoch, batch);
-    trainer_->gather_embedding(lb);  // collective; nothing without embeddings
-    trainer_->eval_batch(lb, &tally);
-    progress.update(s + 1, steps);
+  // Training's read-ahead groups (--read-ahead): a group's batches are sampled, their cold rows
+  // read in one sweep, then each is loaded and evaluated.
+  const int64_t k = std::max(1, pipe_->options().read_ahead);
+  for (int64_t g = 0; g < steps; g += k) {
+    std::vector<SampledBatch> group;
+    for (int64_t s = g; s < std::min(steps, g + k); ++s) {
+      const int64_t b = std::min<int64_t>(ids.size(), s * bs);
+      const int64_t e = std::min<int64_t>(ids.size(), b + bs);
+      const std::vector<int64_t> seeds(ids.begin() + b, ids.begin() + e);
+      rt_.channel(WorkerKind::kSampler).set_step(epoch, eval_batch_id(split, s));
+      group.push_back(eval_sampler_->sample_nodes(seeds, epoch, eval_batch_id(split, s)));
+    }
+    if (k > 1) rt_.read_ahead(batch_pointers(group));
+    for (int64_t s = g; s < g + static_cast<int64_t>(group.size()); ++s) {
+      rt_.channel(WorkerKind::kLoader).set_step(epoch, eval_batch_id(split, s));
+      LoadedBatch lb = rt_.load(std::move(group[static_cast<size_t>(s - g)]));
+      rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_batch_id(split, s));
+      trainer_->gather_embedding(lb);  // collective; nothing without embeddings
+      trainer_->eval_batch(lb, &tally);
+      progress.update(s + 1, steps);
+    }
   }
+  if (k > 1) rt_.read_ahead({});
   rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_control_id(split, 1));
   tally.combine(rt_.channel(WorkerKind::kTrainer),
                 split == 0 ? "train:eval_valid" : "train:eval_test");

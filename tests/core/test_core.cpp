@@ -364,6 +364,23 @@ TEST(HugePages, RandomReadsAdvisedOnlyBeyondTheMemoryShare) {
   std::filesystem::remove(path);
 }
 
+// Arrays read at random share the page cache: once their total is noted beyond the share, a
+// small one counts as beyond too; DSP_BEYOND_MEMORY=1 says beyond for any size.
+TEST(HugePages, ArraysReadAtRandomTogetherCountAsTheirTotal) {
+  ::unsetenv("MPI_LOCALNRANKS");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  EXPECT_FALSE(dsp::beyond_memory_share(1 << 20));
+  dsp::note_random_reads(size_t{1} << 62);
+  EXPECT_TRUE(dsp::beyond_memory_share(1 << 20));
+  dsp::note_random_reads(size_t{1} << 20);
+  EXPECT_FALSE(dsp::beyond_memory_share(1 << 20));
+  dsp::note_random_reads(0);
+  ::setenv("DSP_BEYOND_MEMORY", "1", 1);
+  EXPECT_TRUE(dsp::beyond_memory_share(1));
+  ::unsetenv("DSP_BEYOND_MEMORY");
+  EXPECT_FALSE(dsp::beyond_memory_share(1));
+}
+
 // All the copies of a process share one budget (several arrays, several ranks of a node): two
 // copies that each fit alone do not fit together, and freeing one makes room again.
 TEST(HugePages, CopiesShareOneBudgetPerProcessAndNode) {

@@ -2,6 +2,7 @@
 
 #include "core/console.hpp"
 #include "core/error.hpp"
+#include "core/huge_pages.hpp"
 #include "core/logging.hpp"
 #include "graph/npy.hpp"
 #include "layout/store/cache_sizing.hpp"
@@ -29,6 +30,9 @@ RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
   set_thread_pools(cores_.threads);
   part_dir_ = on_the_fly_.resolve(opts_, ch);
   part_ = load_partition(part_dir_, rank(), size());
+  // The sampler's neighbour array and the feature rows share the page cache: beyond memory
+  // together, each is read as from disk (core/huge_pages.hpp).
+  note_random_reads(part_.patch.indices.nbytes() + part_.features.nbytes());
   // PaGraph's PP: the store gathers [x_v | a_v] rows instead of x_v (the meta keeps F).
   if (!opts_.preaggregate.empty()) {
     part_.features = load_preaggregated(part_, opts_.preaggregate);
