@@ -26,62 +26,51 @@ JobOption toggle(std::string flag, std::string key, std::string help, Get get) {
 #define DSP_FIELD(member) [](JobConfig& c) -> auto& { return c.member; }
 // clang-format on
 
-JobOption roles_option() {
-  JobOption o = declare<JobConfig>(
-      "--roles", "roles",
-      "GNNLab's factored layout: this many ranks (the last ones) only sample and load, "
-      "the others only train (default 0: every rank does every stage); auto: GNNLab's "
-      "allocation rule over a profile of a few batches (logged)");
+// An option that takes auto (stored as -1) or a count in [0, max] into c.*member; `what` names the
+// count in the usage error ("--roles must be auto or <what>, got 'x'").
+JobOption auto_or_count(std::string flag, std::string key, std::string help, int JobConfig::*member,
+                        long max, std::string what) {
+  JobOption o = declare<JobConfig>(flag, std::move(key), std::move(help));
   o.type = "TEXT";
-  o.parse = [](JobConfig& c, const std::string& s) {
+  o.parse = [=](JobConfig& c, const std::string& s) {
     if (s == "auto") {
-      c.roles = JobConfig::kRolesAuto;
+      c.*member = -1;
       return;
     }
     char* end = nullptr;
     const long n = std::strtol(s.c_str(), &end, 10);
-    DSP_CHECK_ARG(!s.empty() && *end == '\0' && n >= 0 && n < (1 << 20),
-                  "--roles must be auto or a number of sampler-only ranks, got '{}'", s);
-    c.roles = static_cast<int>(n);
+    DSP_CHECK_ARG(!s.empty() && *end == '\0' && n >= 0 && n <= max,
+                  "{} must be auto or {}, got '{}'", flag, what, s);
+    c.*member = static_cast<int>(n);
   };
-  o.read = [](JobConfig& c, const json& v) {
-    c.roles =
-        v.is_string() && v.get<std::string>() == "auto" ? JobConfig::kRolesAuto : v.get<int>();
+  o.read = [member](JobConfig& c, const json& v) {
+    c.*member = v.is_string() && v.get<std::string>() == "auto" ? -1 : v.get<int>();
   };
-  o.write = [](const JobConfig& c) {
-    return c.roles == JobConfig::kRolesAuto ? json("auto") : json(c.roles);
+  o.write = [member](const JobConfig& c) {
+    return c.*member == -1 ? json("auto") : json(c.*member);
   };
   return o;
 }
 
+JobOption roles_option() {
+  static_assert(JobConfig::kRolesAuto == -1, "auto_or_count stores auto as -1");
+  return auto_or_count("--roles", "roles",
+                       "GNNLab's factored layout: this many ranks (the last ones) only sample and "
+                       "load, the others only train (default 0: every rank does every stage); "
+                       "auto: GNNLab's allocation rule over a profile of a few batches (logged)",
+                       &JobConfig::roles, (1 << 20) - 1, "a number of sampler-only ranks");
+}
+
 JobOption read_ahead_option() {
-  JobOption o = declare<JobConfig>(
+  static_assert(JobConfig::kReadAheadAuto == -1, "auto_or_count stores auto as -1");
+  return auto_or_count(
       "--read-ahead", "read_ahead",
       "Ginex's superbatches: load the sampled batches N at a time, the cold feature rows of all N "
       "read from disk in one sweep in file order before the first is loaded (the same batches "
       "and results); auto (default): 16 when the feature rows exceed a rank's memory share "
-      "(read from disk), else 0 (off)");
-  o.type = "TEXT";
-  o.parse = [](JobConfig& c, const std::string& s) {
-    if (s == "auto") {
-      c.read_ahead = JobConfig::kReadAheadAuto;
-      return;
-    }
-    char* end = nullptr;
-    const long n = std::strtol(s.c_str(), &end, 10);
-    DSP_CHECK_ARG(!s.empty() && *end == '\0' && n >= 0 && n <= JobConfig::kMaxReadAhead,
-                  "--read-ahead must be auto or a number of batches in [0, {}], got '{}'",
-                  JobConfig::kMaxReadAhead, s);
-    c.read_ahead = static_cast<int>(n);
-  };
-  o.read = [](JobConfig& c, const json& v) {
-    c.read_ahead =
-        v.is_string() && v.get<std::string>() == "auto" ? JobConfig::kReadAheadAuto : v.get<int>();
-  };
-  o.write = [](const JobConfig& c) {
-    return c.read_ahead == JobConfig::kReadAheadAuto ? json("auto") : json(c.read_ahead);
-  };
-  return o;
+      "(read from disk), else 0 (off)",
+      &JobConfig::read_ahead, JobConfig::kMaxReadAhead,
+      fmt::format("a number of batches in [0, {}]", JobConfig::kMaxReadAhead));
 }
 
 JobOption ccc_option() {

@@ -46,6 +46,7 @@ JobConfig unusual_config() {
   c.pipeline = "on";
   c.roles = JobConfig::kRolesAuto;
   c.roles_switch = "always";
+  c.read_ahead = 8;
   c.sampler.kernel = SampleKernel::kTurbo;
   c.sampler.labor = true;  // --sampler labor
   c.sampler.labor_importance = 2;
@@ -131,6 +132,8 @@ TEST(JobOptions, FlagsAreTheTableAndTheirTextIsCheckedOnce) {
       {"--heads 99999999999", "--heads: 99999999999 is out of range"},
       {"--ccc maybe", "--ccc must be on or off, got 'maybe'"},
       {"--roles some", "--roles must be auto or a number of sampler-only ranks, got 'some'"},
+      {"--read-ahead 2000",
+       "--read-ahead must be auto or a number of batches in [0, 1024], got '2000'"},
       {"--seed -1", "--seed: must be a non-negative integer, got '-1'"},
   };
   for (const auto& [args, message] : bad) {
