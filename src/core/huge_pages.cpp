@@ -132,13 +132,17 @@ bool advise_random_reads(const void* data, size_t bytes, const char* what) {
   if (const char* off = std::getenv("DSP_RANDOM_READS"); off && std::string(off) == "0")
     return false;
   if (!beyond_memory_share(bytes)) return false;
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(data) / page * page;
-  const auto end = reinterpret_cast<uintptr_t>(data) + bytes;
-  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_RANDOM) != 0) return false;
+  if (!advise_pages(data, bytes, MADV_RANDOM)) return false;
   DSP_INFO("memory", "{} ({}) read through its mapping at random, read-around off", what,
            format_bytes(bytes));
   return true;
+}
+
+bool advise_pages(const void* data, size_t bytes, int advice) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const auto end = reinterpret_cast<uintptr_t>(data) + bytes;
+  return ::madvise(reinterpret_cast<void*>(begin), end - begin, advice) == 0;
 }
 
 }  // namespace dsp

@@ -55,6 +55,11 @@ void note_random_reads(size_t bytes);
 // the environment never advises (to compare the two).
 bool advise_random_reads(const void* data, size_t bytes, const char* what);
 
+// madvise(advice) over the pages of [data, data + bytes) of a mapping, rounded outward to whole
+// pages (madvise needs an aligned start; advice may cover partial pages). Returns whether the
+// kernel took it: advice only, a refusal loses speed, nothing else.
+bool advise_pages(const void* data, size_t bytes, int advice);
+
 // Bytes of memory available for new allocations without swapping (MemAvailable), 0 if unknown.
 size_t available_memory_bytes();
 

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "core/huge_pages.hpp"
 #include "core/logging.hpp"
@@ -68,15 +67,6 @@ struct RowPlaces {
     return base + static_cast<size_t>(stored) * rb;
   }
 };
-
-// Advice for [p, p + bytes) of a mapping (page-aligned outward): MADV_WILLNEED, the kernel reads
-// it now in large requests; MADV_COLD, its pages go to the inactive end of the page cache (pages
-// another process maps too are left alone). Advice only: a refusal loses speed, nothing else.
-void advise_range(const unsigned char* p, size_t bytes, int advice) {
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t b = reinterpret_cast<uintptr_t>(p) / page * page;
-  (void)::madvise(reinterpret_cast<void*>(b), reinterpret_cast<uintptr_t>(p) + bytes - b, advice);
-}
 
 class HostFeatureBackend final : public FeatureBackend {
  public:
@@ -192,14 +182,14 @@ void HostFeatureBackend::read_ahead(const int64_t* ids, int64_t n) {
       const size_t k0 = piece[p], k1 = piece[p + 1];
       const size_t off = static_cast<size_t>(rows[k0]) * rb;
       const size_t len = static_cast<size_t>(rows[k1 - 1] + 1) * rb - off;
-      advise_range(rows_ + off, len, MADV_WILLNEED);
+      advise_pages(rows_ + off, len, MADV_WILLNEED);  // read it now, in large requests
       for (size_t k = k0; k < k1; ++k) {
         std::memcpy(bytes.data() + k * rb, rows_ + static_cast<size_t>(rows[k]) * rb, rb);
       }
       // Read once: first out of the page cache's working set (deactivated, so memory pressure
       // takes these pages before the neighbour arrays the sampler keeps reading), then out of
       // this process's resident set.
-      advise_range(rows_ + off, len, MADV_COLD);
+      advise_pages(rows_ + off, len, MADV_COLD);
       src_.features.release_pages(off, len);
     }
   });

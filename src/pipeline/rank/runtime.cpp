@@ -45,6 +45,7 @@ RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
 }
 
 RankRuntime::~RankRuntime() {
+  note_random_reads(0);  // this rank's arrays are no longer read
   store_.reset();
   type_stores_.clear();
 }
