@@ -5,7 +5,9 @@
 //
 // An executor E provides:
 //   E::Buffer        growth-only storage in E's memory: void* reserve(bytes) (contents are not kept
-//                    when it grows), data(), capacity()
+//                    when it grows), data(), capacity(); made by buffer(): it grows and is freed in
+//                    the order of E's stream (no wait for the device), and each growth is counted
+//                    in traffic().allocations. It may outlive E (lent to a batch)
 //   E::Registration  keeps a host range readable by E's loops (map_host), released on destruction
 //   to_device(d, h, bytes), to_host(h, d, bytes), copy(d, s, bytes), zero(d, bytes)
 //   for_each(n, f)   calls f(i) (a DSP_HOST_DEVICE functor) for every i in [0, n): in no
@@ -21,13 +23,16 @@
 //                    descending key (keys in [0, 2^key_bits)), stable: equal keys keep their order
 //   map_host(p, bytes, read_only, reg)  a pointer E's loops can read the host range through
 //   sync()           returns once everything issued so far has completed (host reads may follow)
-//   traffic()        the blocking syncs and device-to-host copies issued so far (HostTraffic)
+//   traffic()        the blocking syncs, device-to-host copies and buffer growths so far
+//                    (HostTraffic)
 //   E::read(h, d, bytes)  static: copies E memory to the host, synchronously, from any thread
 //                    (for arrays handed out to other threads: no stream of an E instance)
 // Copies and loops are issued in order: each sees the effects of those before it.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/host_traffic.hpp"
@@ -38,11 +43,14 @@ class HostExec {
  public:
   class Buffer {
    public:
+    Buffer() = default;  // counted nowhere (host code that has no executor)
+    explicit Buffer(std::shared_ptr<int64_t> growths) : growths_(std::move(growths)) {}
     // Grows by at least half (as DeviceBuffer does), dropping the contents: sizes that creep up
     // batch after batch settle after a few growths.
     void* reserve(size_t bytes) {
       const size_t words = (bytes + 7) / 8;
       if (words > mem_.size()) {
+        if (growths_) *growths_ += 1;
         const size_t grown = std::max(words, mem_.size() + mem_.size() / 2);
         std::vector<uint64_t>().swap(mem_);
         mem_.resize(grown);
@@ -53,9 +61,12 @@ class HostExec {
     size_t capacity() const { return mem_.size() * sizeof(uint64_t); }
 
    private:
-    std::vector<uint64_t> mem_;  // 8-byte aligned
+    std::vector<uint64_t> mem_;         // 8-byte aligned
+    std::shared_ptr<int64_t> growths_;  // the executor's count, or null
   };
   struct Registration {};
+
+  Buffer buffer() const { return Buffer(growths_); }
 
   void to_device(void* d, const void* h, size_t bytes) { copy(d, h, bytes); }
   void to_host(void* h, const void* d, size_t bytes) {
@@ -112,13 +123,20 @@ class HostExec {
     return p;
   }
   void sync() { traffic_.syncs += 1; }
-  const HostTraffic& traffic() const { return traffic_; }
+  HostTraffic traffic() const {
+    HostTraffic t = traffic_;
+    t.allocations = *growths_;
+    return t;
+  }
   static void read(void* h, const void* d, size_t bytes) {
     if (bytes) std::memcpy(h, d, bytes);
   }
 
  private:
   HostTraffic traffic_;
+  // Growths of the buffers made by buffer(), which may outlive the executor. One thread grows an
+  // executor's buffers (the thread issuing its work), as one thread issues a stream's.
+  std::shared_ptr<int64_t> growths_ = std::make_shared<int64_t>(0);
 };
 
 }  // namespace dsp

@@ -1,8 +1,10 @@
 #pragma once
 // What a device data path costs the host, counted by its executor (core/host_exec.hpp,
-// core/cuda/exec.cuh) as it issues the work: every blocking wait for the device and every
-// device-to-host copy. The emulated device path counts exactly what the CUDA one issues, so CPU
-// tests pin these figures (tests/csp/test_host_traffic.cpp) and `dsp bench sample|pipeline
+// core/cuda/exec.cuh) as it issues the work: every blocking wait for the device, every
+// device-to-host copy, and every growth of the executor's buffers (an allocation: stream-ordered
+// on a GPU, so it waits for nothing, but a batch once sizes settle should make none). The emulated
+// device path counts exactly what the CUDA one issues, so CPU tests pin these figures
+// (tests/csp/test_host_traffic.cpp) and `dsp bench sample|pipeline
 // --emulate-device` prints them.
 #include <cstddef>
 #include <cstdint>
@@ -10,9 +12,10 @@
 namespace dsp {
 
 struct HostTraffic {
-  int64_t syncs = 0;       // blocking waits for the device's work (Exec::sync)
-  int64_t reads = 0;       // device-to-host copies (Exec::to_host)
-  int64_t read_bytes = 0;  // their bytes
+  int64_t syncs = 0;        // blocking waits for the device's work (Exec::sync)
+  int64_t reads = 0;        // device-to-host copies (Exec::to_host)
+  int64_t read_bytes = 0;   // their bytes
+  int64_t allocations = 0;  // growths of the executor's buffers (E::Buffer::reserve)
 
   void add_read(size_t bytes) {  // a copy of 0 bytes issues nothing
     if (bytes == 0) return;
@@ -20,7 +23,8 @@ struct HostTraffic {
     read_bytes += static_cast<int64_t>(bytes);
   }
   HostTraffic operator-(const HostTraffic& o) const {
-    return {syncs - o.syncs, reads - o.reads, read_bytes - o.read_bytes};
+    return {syncs - o.syncs, reads - o.reads, read_bytes - o.read_bytes,
+            allocations - o.allocations};
   }
 };
 

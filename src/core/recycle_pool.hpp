@@ -2,7 +2,9 @@
 // Objects reused across hand-outs (device buffers a batch carries away): lend() gives one, a
 // recycled one when any was returned, and its last holder returns it. The pool lives as long as
 // any lent object, so they may outlive whoever owns the pool. A returned object is handed out
-// again as it is: whoever lends must be sure its last holder's work on it has completed.
+// again as it is: whoever lends must be sure its last holder's work on it has completed (and a
+// device buffer that grows or goes is freed in its own stream's order: that holder's work on
+// another stream must have completed too).
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -13,6 +15,11 @@ template <class T>
 class RecyclePool {
  public:
   static std::shared_ptr<T> lend(const std::shared_ptr<RecyclePool>& pool) {
+    return lend(pool, [] { return T(); });
+  }
+  // `make()` builds a new object (a T) when none is free: e.g. buffers on an executor's stream.
+  template <class Make>
+  static std::shared_ptr<T> lend(const std::shared_ptr<RecyclePool>& pool, const Make& make) {
     std::unique_ptr<T> obj;
     {
       std::lock_guard<std::mutex> lock(pool->mu_);
@@ -21,7 +28,7 @@ class RecyclePool {
         pool->free_.pop_back();
       }
     }
-    if (!obj) obj = std::make_unique<T>();
+    if (!obj) obj = std::make_unique<T>(make());
     return std::shared_ptr<T>(obj.release(), [pool](T* p) {
       std::lock_guard<std::mutex> lock(pool->mu_);
       pool->free_.emplace_back(p);

@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ccc/communicator.hpp"
@@ -184,6 +185,8 @@ class SamplerBackend {
 template <class B>
 class BackendBufferOf final : public BackendBuffer {
  public:
+  BackendBufferOf() = default;
+  explicit BackendBufferOf(B b) : b_(std::move(b)) {}  // e.g. an executor's buffer()
   void* reserve(size_t bytes) override { return b_.reserve(bytes); }
   void* data() const override { return b_.data(); }
 

@@ -348,7 +348,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   MemorySpace memory() const override { return MemorySpace::kDevice; }
   HostTraffic traffic() const override { return ex_.traffic(); }
   std::unique_ptr<BackendBuffer> make_buffer() const override {
-    return std::make_unique<BackendBufferOf<Buffer>>();
+    return std::make_unique<BackendBufferOf<Buffer>>(ex_.buffer());
   }
   void to_backend(void* dst, const void* host, size_t bytes) override {
     if (bytes) ex_.to_device(dst, host, bytes);
@@ -584,7 +584,9 @@ class KernelSamplerBackend final : public SamplerBackend {
   // b.on_device (the host edge vectors emptied).
   void edges_on_device(int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
                        Block& b) {
-    std::shared_ptr<EdgeArrays> a = RecyclePool<EdgeArrays>::lend(edge_pool_);
+    std::shared_ptr<EdgeArrays> a = RecyclePool<EdgeArrays>::lend(edge_pool_, [this] {
+      return EdgeArrays{ex_.buffer(), ex_.buffer(), ex_.buffer()};
+    });
     auto e = std::make_shared<BlockEdges>();
     e->device = device_;
     e->num_edges = ne;
@@ -723,12 +725,17 @@ class KernelSamplerBackend final : public SamplerBackend {
   bool indices_on_host_ = false;
   std::shared_ptr<RecyclePool<EdgeArrays>> edge_pool_ = std::make_shared<RecyclePool<EdgeArrays>>();
   int64_t hot_rows_ = 0;
-  Buffer indptr_, indices_buf_, cum_, weights_, hot_indices_, row_loc_, times_;
+  // Every buffer is the executor's (its stream orders their growths; they are counted).
+  Buffer indptr_ = ex_.buffer(), indices_buf_ = ex_.buffer(), cum_ = ex_.buffer(),
+         weights_ = ex_.buffer(), hot_indices_ = ex_.buffer(), row_loc_ = ex_.buffer(),
+         times_ = ex_.buffer();
   typename Exec::Registration indices_reg_;
   const void* indices_ = nullptr;
   // Work buffers, reused across layers and batches.
-  Buffer wide_, slot_, out_, outw_, offsets_, picks_, keys_, table_, order_, owner_, small_,
-      bounds_, small_out_, pack_;
+  Buffer wide_ = ex_.buffer(), slot_ = ex_.buffer(), out_ = ex_.buffer(), outw_ = ex_.buffer(),
+         offsets_ = ex_.buffer(), picks_ = ex_.buffer(), keys_ = ex_.buffer(),
+         table_ = ex_.buffer(), order_ = ex_.buffer(), owner_ = ex_.buffer(), small_ = ex_.buffer(),
+         bounds_ = ex_.buffer(), small_out_ = ex_.buffer(), pack_ = ex_.buffer();
   std::vector<int64_t> host_pack_;  // relabel's host block, packed
 };
 

@@ -107,7 +107,8 @@ nlohmann::json SamplerStats::to_json() const {
           {"bytes_recv", bytes_recv},
           {"host_syncs", host.syncs},
           {"host_reads", host.reads},
-          {"host_read_bytes", host.read_bytes}};
+          {"host_read_bytes", host.read_bytes},
+          {"host_allocations", host.allocations}};
 }
 
 PartitionData single_part(const Csr& g) {

@@ -115,6 +115,28 @@ TEST_P(BackendGather, OneSyncAndNoReadPerGatherWhateverItsSize) {
   }
 }
 
+// Output rows come from a pool and the work buffers are the executor's, grown geometrically: a
+// gather like one before it (the earlier batch's rows released) allocates nothing.
+TEST_P(BackendGather, AGatherLikeAnEarlierOneAllocatesNothing) {
+  auto comm = make_communicator("self");
+  FeatureRig rig(3000, 16, DType::kFloat32);
+  FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
+  const bool device = store.backend().name() != "host";
+  std::vector<int64_t> ids(2000);
+  std::iota(ids.begin(), ids.end(), 500);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    store.reset_stats();
+    std::shared_ptr<void> out = store.allocate_rows(round == 2 ? 1000 : 2000);
+    store.gather(ids.data(), round == 2 ? 1000 : 2000, out.get());
+    if (round == 0) {
+      EXPECT_EQ(store.stats().host.allocations > 0, device);  // counted at all
+    } else {
+      EXPECT_EQ(store.stats().host.allocations, 0);
+    }
+  }
+}
+
 TEST_P(BackendGather, BadIdsRejectedAndStoreStillWorks) {
   auto comm = make_communicator("self");
   FeatureRig rig(500, 5, DType::kFloat32);

@@ -1,11 +1,13 @@
 #pragma once
 // CudaExec: the executor (core/host_exec.hpp states the contract) of the CUDA build. Everything is
-// issued on the executor's own stream of its device; for_each is a thin launcher of a one-line
+// issued on the executor's own stream of its device (its Lane, core/cuda/memory.hpp, which also
+// orders its buffers' growths); for_each is a thin launcher of a one-line
 // kernel over the functor, scans are CUB's. Included by .cu files only.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cub/cub.cuh>
+#include <memory>
 
 #include "core/cuda/check.hpp"
 #include "core/cuda/memory.hpp"
@@ -31,23 +33,13 @@ class CudaExec {
   using Registration = HostRegistration;
   static constexpr int kThreads = 256;
 
-  explicit CudaExec(int device) : device_(device) {
-    CudaDeviceGuard g(device_);
-    DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  CudaExec(CudaExec&& o) noexcept
-      : device_(o.device_), stream_(o.stream_), scan_tmp_(std::move(o.scan_tmp_)),
-        sort_keys_(std::move(o.sort_keys_)), traffic_(o.traffic_) {
-    o.stream_ = nullptr;
-  }
-  CudaExec(const CudaExec&) = delete;
-  CudaExec& operator=(const CudaExec&) = delete;
-  ~CudaExec() {
-    if (stream_) DSP_CUDA_CHECK_NO_THROW(cudaStreamDestroy(stream_));
-  }
+  explicit CudaExec(int device)
+      : lane_(std::make_shared<Lane>(device)), scan_tmp_(lane_), sort_keys_(lane_) {}
 
-  int device() const { return device_; }
-  cudaStream_t stream() const { return stream_; }
+  int device() const { return lane_->device(); }
+  cudaStream_t stream() const { return lane_->stream(); }
+  // A buffer on this executor's lane (core/cuda/memory.hpp): its growths are ordered on stream().
+  DeviceBuffer buffer() const { return DeviceBuffer(lane_); }
 
   void to_device(void* d, const void* h, size_t bytes) { copy_kind(d, h, bytes, cudaMemcpyHostToDevice); }
   void to_host(void* h, const void* d, size_t bytes) {
@@ -57,24 +49,24 @@ class CudaExec {
   void copy(void* d, const void* s, size_t bytes) { copy_kind(d, s, bytes, cudaMemcpyDeviceToDevice); }
   void zero(void* d, size_t bytes) {
     if (!bytes) return;
-    CudaDeviceGuard g(device_);
-    DSP_CUDA_CHECK(cudaMemsetAsync(d, 0, bytes, stream_));
+    CudaDeviceGuard g(device());
+    DSP_CUDA_CHECK(cudaMemsetAsync(d, 0, bytes, stream()));
   }
   template <class F>
   void for_each(int64_t n, const F& f) {
     if (n <= 0) return;
-    CudaDeviceGuard g(device_);
+    CudaDeviceGuard g(device());
     const int64_t blocks = (n + kThreads - 1) / kThreads;
-    for_each_kernel<F><<<static_cast<unsigned>(blocks), kThreads, 0, stream_>>>(n, f);
+    for_each_kernel<F><<<static_cast<unsigned>(blocks), kThreads, 0, stream()>>>(n, f);
     DSP_CUDA_CHECK(cudaGetLastError());
   }
   template <class F>
   void for_each_block(int64_t blocks, int threads, size_t shared_bytes, const F& f) {
     if (blocks <= 0) return;
     DSP_CHECK(blocks < (int64_t{1} << 31), "launch of {} blocks (at most 2^31 - 1)", blocks);
-    CudaDeviceGuard g(device_);
+    CudaDeviceGuard g(device());
     const auto grid = static_cast<unsigned>(blocks), block = static_cast<unsigned>(threads);
-    for_each_block_kernel<F><<<grid, block, shared_bytes, stream_>>>(f);
+    for_each_block_kernel<F><<<grid, block, shared_bytes, stream()>>>(f);
     DSP_CUDA_CHECK(cudaGetLastError());
   }
   void exclusive_scan(const int64_t* in, int64_t* out, int64_t n) { scan(in, out, n, false); }
@@ -83,25 +75,29 @@ class CudaExec {
                              int64_t n, int key_bits) {
     if (n <= 0) return;
     DSP_CHECK(n < (int64_t{1} << 31), "sort of {} elements (at most 2^31 - 1)", n);
-    CudaDeviceGuard g(device_);
+    CudaDeviceGuard g(device());
     const int m = static_cast<int>(n);
     int64_t* keys_out = static_cast<int64_t*>(sort_keys_.reserve(static_cast<size_t>(n) * sizeof(int64_t)));
     size_t bytes = 0;
     DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, bytes, keys, keys_out, vals_in, vals_out,
-                                                             m, 0, key_bits, stream_));
+                                                             m, 0, key_bits, stream()));
     DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(scan_tmp_.reserve(bytes), bytes, keys, keys_out,
-                                                             vals_in, vals_out, m, 0, key_bits, stream_));
+                                                             vals_in, vals_out, m, 0, key_bits, stream()));
   }
   const void* map_host(const void* p, size_t bytes, bool read_only, Registration& r) {
-    CudaDeviceGuard g(device_);
+    CudaDeviceGuard g(device());
     return r.map(p, bytes, read_only);
   }
   void sync() {
     traffic_.syncs += 1;
-    CudaDeviceGuard g(device_);
-    DSP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CudaDeviceGuard g(device());
+    DSP_CUDA_CHECK(cudaStreamSynchronize(stream()));
   }
-  const HostTraffic& traffic() const { return traffic_; }
+  HostTraffic traffic() const {
+    HostTraffic t = traffic_;
+    t.allocations = lane_->growths;
+    return t;
+  }
   static void read(void* h, const void* d, size_t bytes) {
     if (bytes) DSP_CUDA_CHECK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
   }
@@ -109,26 +105,25 @@ class CudaExec {
  private:
   void copy_kind(void* d, const void* s, size_t bytes, cudaMemcpyKind kind) {
     if (!bytes) return;
-    CudaDeviceGuard g(device_);
-    DSP_CUDA_CHECK(cudaMemcpyAsync(d, s, bytes, kind, stream_));
+    CudaDeviceGuard g(device());
+    DSP_CUDA_CHECK(cudaMemcpyAsync(d, s, bytes, kind, stream()));
   }
   void scan(const int64_t* in, int64_t* out, int64_t n, bool inclusive) {
     if (n <= 0) return;
     DSP_CHECK(n < (int64_t{1} << 31), "scan of {} elements (at most 2^31 - 1)", n);
-    CudaDeviceGuard g(device_);
+    CudaDeviceGuard g(device());
     size_t bytes = 0;
     const int m = static_cast<int>(n);
     if (inclusive) {
-      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, m, stream_));
-      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scan_tmp_.reserve(bytes), bytes, in, out, m, stream_));
+      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, m, stream()));
+      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scan_tmp_.reserve(bytes), bytes, in, out, m, stream()));
     } else {
-      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, m, stream_));
-      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_tmp_.reserve(bytes), bytes, in, out, m, stream_));
+      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, m, stream()));
+      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_tmp_.reserve(bytes), bytes, in, out, m, stream()));
     }
   }
 
-  int device_ = 0;
-  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<Lane> lane_;  // its stream outlives the executor while a buffer holds it
   DeviceBuffer scan_tmp_, sort_keys_;
   HostTraffic traffic_;
 };

@@ -3,7 +3,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/check.hpp"
@@ -11,13 +14,47 @@
 
 namespace dsp::cuda {
 
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) DSP_CUDA_CHECK_NO_THROW(cudaFree(ptr_));
+Lane::Lane(int device) : device_(device) {
+  CudaDeviceGuard g(device);
+  int pools = 0;
+  DSP_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+  pools_ = pools != 0;
+  if (pools_) {
+    cudaMemPool_t pool = nullptr;
+    DSP_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    uint64_t keep = UINT64_MAX;  // freed memory stays in the pool for the next growth
+    DSP_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  } else {
+    static std::once_flag once;
+    std::call_once(once, [device] {
+      DSP_INFO("cuda", "device {} has no memory pools: buffers grow with cudaMalloc/cudaFree",
+               device);
+    });
+  }
+  DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
+
+Lane::~Lane() {
+  if (!stream_) return;
+  CudaDeviceGuard g(device_);
+  DSP_CUDA_CHECK_NO_THROW(cudaStreamDestroy(stream_));  // pending frees complete first
+}
+
+DeviceBuffer::DeviceBuffer(std::shared_ptr<Lane> lane) : lane_(std::move(lane)) {
+  DSP_CHECK(lane_ != nullptr, "DeviceBuffer: no lane");
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : lane_(o.lane_), ptr_(o.ptr_), cap_(o.cap_) {
+  o.ptr_ = nullptr;
+  o.cap_ = 0;
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) DSP_CUDA_CHECK_NO_THROW(cudaFree(ptr_));
+    release();
+    lane_ = o.lane_;
     ptr_ = o.ptr_;
     cap_ = o.cap_;
     o.ptr_ = nullptr;
@@ -26,16 +63,34 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+void DeviceBuffer::release() noexcept {
+  if (!ptr_) return;
+  try {
+    CudaDeviceGuard g(lane_->device());
+    if (lane_->stream_ordered()) {
+      DSP_CUDA_CHECK_NO_THROW(cudaFreeAsync(ptr_, lane_->stream()));
+    } else {
+      DSP_CUDA_CHECK_NO_THROW(cudaFree(ptr_));
+    }
+  } catch (const std::exception& e) {
+    DSP_WARN("cuda", "device buffer release: {}", e.what());
+  }
+  ptr_ = nullptr;
+  cap_ = 0;
+}
+
 void* DeviceBuffer::reserve(size_t bytes) {
   if (bytes <= cap_ && ptr_) return ptr_;
   const size_t cap = std::max<size_t>({bytes, cap_ + cap_ / 2, 256});
-  if (ptr_) {
-    DSP_CUDA_CHECK(cudaFree(ptr_));
-    ptr_ = nullptr;
-    cap_ = 0;
+  release();
+  CudaDeviceGuard g(lane_->device());
+  if (lane_->stream_ordered()) {
+    DSP_CUDA_CHECK(cudaMallocAsync(&ptr_, cap, lane_->stream()));
+  } else {
+    DSP_CUDA_CHECK(cudaMalloc(&ptr_, cap));
   }
-  DSP_CUDA_CHECK(cudaMalloc(&ptr_, cap));
   cap_ = cap;
+  lane_->growths += 1;
   return ptr_;
 }
 
@@ -128,12 +183,10 @@ namespace {
 // What copy_bandwidth allocates besides its device buffers, released however it returns.
 struct CopyScratch {
   void* host = nullptr;
-  cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
   ~CopyScratch() {
     if (start) DSP_CUDA_CHECK_NO_THROW(cudaEventDestroy(start));
     if (stop) DSP_CUDA_CHECK_NO_THROW(cudaEventDestroy(stop));
-    if (stream) DSP_CUDA_CHECK_NO_THROW(cudaStreamDestroy(stream));
     if (host) DSP_CUDA_CHECK_NO_THROW(cudaFreeHost(host));
   }
 };
@@ -143,22 +196,23 @@ struct CopyScratch {
 CopyBandwidth copy_bandwidth(int device, size_t bytes, int iters) {
   CudaDeviceGuard g(device);
   bytes = std::max<size_t>(bytes, 1);
-  DeviceBuffer a, b;
+  auto lane = std::make_shared<Lane>(device);
+  DeviceBuffer a(lane), b(lane);
   void* src = a.reserve(bytes);
   void* dst = b.reserve(bytes);
   CopyScratch k;
   DSP_CUDA_CHECK(cudaMallocHost(&k.host, bytes));
   std::memset(k.host, 1, bytes);
-  DSP_CUDA_CHECK(cudaMemset(src, 1, bytes));
-  DSP_CUDA_CHECK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+  cudaStream_t stream = lane->stream();  // the buffers' allocations are ordered on it
+  DSP_CUDA_CHECK(cudaMemsetAsync(src, 1, bytes, stream));
   DSP_CUDA_CHECK(cudaEventCreate(&k.start));
   DSP_CUDA_CHECK(cudaEventCreate(&k.stop));
   auto median_gbps = [&](const void* from, cudaMemcpyKind kind) {
     std::vector<float> ms;
     for (int it = -1; it < std::max(iters, 1); ++it) {
-      DSP_CUDA_CHECK(cudaEventRecord(k.start, k.stream));
-      DSP_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, kind, k.stream));
-      DSP_CUDA_CHECK(cudaEventRecord(k.stop, k.stream));
+      DSP_CUDA_CHECK(cudaEventRecord(k.start, stream));
+      DSP_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, kind, stream));
+      DSP_CUDA_CHECK(cudaEventRecord(k.stop, stream));
       DSP_CUDA_CHECK(cudaEventSynchronize(k.stop));
       float t = 0;
       DSP_CUDA_CHECK(cudaEventElapsedTime(&t, k.start, k.stop));

@@ -1,17 +1,49 @@
 #pragma once
-// Device memory of the CUDA build (dsp::cuda_core): growth-only device buffers and host ranges
-// registered for device access. Host C++ against the CUDA runtime (no kernels here).
+// Device memory of the CUDA build (dsp::cuda_core): executor lanes (a stream and its buffers'
+// allocations), growth-only device buffers and host ranges registered for device access. Host C++
+// against the CUDA runtime (no kernels here).
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
 
 namespace dsp::cuda {
 
-// A growth-only device allocation: reserve() reallocates only to grow (geometrically), so a
-// buffer reused across batches stops allocating once sizes settle.
+// The stream an executor issues its work on, shared with the buffers it makes (CudaExec::buffer):
+// a non-blocking stream of one device, destroyed when the executor and the last of its buffers
+// (which a batch may carry away) are gone. Buffers on a lane grow and are freed in the stream's
+// order from the device's default memory pool (cudaMallocAsync / cudaFreeAsync; the pool keeps
+// what is freed for the next growth: release threshold unlimited), so a growth waits for nothing.
+// A device without memory pools gets cudaMalloc / cudaFree instead (logged once).
+class Lane {
+ public:
+  explicit Lane(int device);
+  ~Lane();
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+  int device() const { return device_; }
+  CUstream_st* stream() const { return stream_; }
+  bool stream_ordered() const { return pools_; }
+  // Growths of the lane's buffers (HostTraffic::allocations). One thread grows a lane's buffers:
+  // the one issuing its work.
+  int64_t growths = 0;
+
+ private:
+  int device_ = 0;
+  CUstream_st* stream_ = nullptr;
+  bool pools_ = false;
+};
+
+// A growth-only device allocation on a lane: reserve() reallocates only to grow (geometrically),
+// so a buffer reused across batches stops allocating once sizes settle. Growth and destruction are
+// ordered on the lane's stream: whoever last used the memory on another stream (a batch's
+// consumer) must have finished with it before the buffer grows or goes (recycle_pool.hpp).
 class DeviceBuffer {
  public:
-  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::shared_ptr<Lane> lane);
   ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), cap_(o.cap_) { o.ptr_ = nullptr; o.cap_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -21,6 +53,8 @@ class DeviceBuffer {
   size_t capacity() const { return cap_; }
 
  private:
+  void release() noexcept;
+  std::shared_ptr<Lane> lane_;
   void* ptr_ = nullptr;
   size_t cap_ = 0;
 };

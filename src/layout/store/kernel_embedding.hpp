@@ -134,7 +134,9 @@ class KernelEmbeddingStorage final : public EmbeddingStorage {
   MemorySpace memory_;
   int64_t rows_ = 0, dim_ = 0;
   bool adam_ = false;
-  Buffer values_, state1_, state2_, steps_, stage_, a_, b_, c_;
+  Buffer values_ = ex_.buffer(), state1_ = ex_.buffer(), state2_ = ex_.buffer(),
+         steps_ = ex_.buffer(), stage_ = ex_.buffer(), a_ = ex_.buffer(), b_ = ex_.buffer(),
+         c_ = ex_.buffer();
   float *x_ = nullptr, *s1_ = nullptr, *s2_ = nullptr;
   int64_t* t_ = nullptr;
 };

@@ -173,7 +173,7 @@ class KernelFeatureBackend final : public FeatureBackend {
   // Output rows come from a pool of growth-only buffers: a batch's buffer returns to the pool when
   // the batch is dropped, so once sizes settle no batch allocates (no cudaMalloc on the hot path).
   std::shared_ptr<void> allocate(size_t bytes) override {
-    std::shared_ptr<Buffer> buf = RecyclePool<Buffer>::lend(pool_);
+    std::shared_ptr<Buffer> buf = RecyclePool<Buffer>::lend(pool_, [this] { return ex_.buffer(); });
     void* p = buf->reserve(std::max<size_t>(bytes, 16));
     return std::shared_ptr<void>(buf, p);
   }
@@ -246,15 +246,16 @@ class KernelFeatureBackend final : public FeatureBackend {
   FeatureSource src_;
   typename Exec::Registration cold_reg_;
   const void* cold_ = nullptr;
-  Buffer cache_buf_;
+  Buffer cache_buf_ = ex_.buffer();  // every buffer is the executor's (stream-ordered, counted)
   void* cache_ = nullptr;
   int64_t cached_rows_ = 0;
-  Buffer stage_, ids_a_, pos_a_, ids_b_, pos_b_, scale_a_, scale_b_;
+  Buffer stage_ = ex_.buffer(), ids_a_ = ex_.buffer(), pos_a_ = ex_.buffer(), ids_b_ = ex_.buffer(),
+         pos_b_ = ex_.buffer(), scale_a_ = ex_.buffer(), scale_b_ = ex_.buffer();
   std::vector<int64_t> cold_ids_, cold_pos_, hot_slots_, hot_pos_;
   std::vector<float> cold_scale_, hot_scale_;  // per-node scales of the rows (int8 by row)
   bool decode_ = false;                        // stored rows decode to float32 (bfloat16, int8)
   FeatureCodec codec_;                         // column scales in executor memory
-  Buffer column_scale_buf_;
+  Buffer column_scale_buf_ = ex_.buffer();
   std::shared_ptr<RecyclePool<Buffer>> pool_ = std::make_shared<RecyclePool<Buffer>>();
 };
 
