@@ -1,12 +1,14 @@
 #include "ccc/staged_communicator.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <numeric>
 #include <vector>
 
 #include "ccc/detail/common.hpp"
-#include "core/host_exec.hpp"
+#include "core/error.hpp"
 
 namespace dsp {
 namespace {
@@ -92,7 +94,15 @@ class StagedCommunicator final : public Communicator {
 
 class HostStaging final : public DeviceStaging {
  public:
-  void* host(int which, size_t bytes) override { return buf_[which].reserve(bytes); }
+  explicit HostStaging(HostAlloc alloc) : alloc_(std::move(alloc)) {
+    if (!alloc_) {
+      alloc_ = [](size_t bytes) {
+        return std::shared_ptr<void>(std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage),
+                                     std::free);
+      };
+    }
+  }
+  void* host(int which, size_t bytes) override { return area_[which].reserve(bytes, alloc_); }
   void to_host(void* host, const void* device, size_t bytes) override {
     std::memcpy(host, device, bytes);
   }
@@ -101,16 +111,31 @@ class HostStaging final : public DeviceStaging {
   }
 
  private:
-  HostExec::Buffer buf_[2];
+  static constexpr size_t kPage = 4096;
+  HostAlloc alloc_;
+  StagingArea area_[2];
 };
 
 }  // namespace
+
+void* StagingArea::reserve(size_t bytes, const HostAlloc& alloc) {
+  if (mem_ && bytes <= cap_) return mem_.get();
+  const size_t cap = std::max({bytes, cap_ + cap_ / 2, size_t{4096}});
+  mem_.reset();
+  cap_ = 0;
+  mem_ = alloc(cap);
+  DSP_CHECK(mem_ != nullptr, "staging: cannot allocate {} bytes of host memory", cap);
+  cap_ = cap;
+  return mem_.get();
+}
 
 std::unique_ptr<Communicator> make_staged_communicator(std::unique_ptr<Communicator> host,
                                                        std::unique_ptr<DeviceStaging> staging) {
   return std::make_unique<StagedCommunicator>(std::move(host), std::move(staging));
 }
 
-std::unique_ptr<DeviceStaging> make_host_staging() { return std::make_unique<HostStaging>(); }
+std::unique_ptr<DeviceStaging> make_host_staging(HostAlloc alloc) {
+  return std::make_unique<HostStaging>(std::move(alloc));
+}
 
 }  // namespace dsp

@@ -12,6 +12,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/error.hpp"
@@ -178,6 +180,58 @@ CoreShare share_cores(Communicator& comm, const Device& device, int requested, b
     if (!s.bound) DSP_WARN("cores", "could not bind to cpus {}", format_cpu_list(s.cpus));
   }
   return s;
+}
+
+namespace {
+
+// The OS indices set in `set`.
+std::vector<int> indices_of(hwloc_const_bitmap_t set) {
+  std::vector<int> out;
+  int i = -1;
+  while ((i = hwloc_bitmap_next(set, i)) != -1) out.push_back(i);
+  return out;
+}
+
+// `bytes` of page-aligned memory bound to `nodes` (unbound where the system refuses, logged once).
+std::shared_ptr<void> alloc_on_nodes(const std::shared_ptr<Topology>& topo,
+                                     hwloc_const_bitmap_t nodes, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1);
+  void* p =
+      hwloc_alloc_membind(topo->get(), bytes, nodes, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
+  if (!p) {
+    static std::once_flag once;
+    const int err = errno;
+    std::call_once(once, [err] {
+      DSP_DEBUG("cores", "staging memory not bound to NUMA nodes (hwloc_alloc_membind: {})",
+                std::strerror(err));
+    });
+    p = hwloc_alloc(topo->get(), bytes);
+    DSP_CHECK(p != nullptr, "cannot allocate {} bytes of staging memory", bytes);
+  }
+  return std::shared_ptr<void>(p, [topo, bytes](void* q) { hwloc_free(topo->get(), q, bytes); });
+}
+
+}  // namespace
+
+NearMemory near_memory(const Device& device) {
+  auto topo = std::make_shared<Topology>();
+  Bitmap cpus;
+  allowed_cpus(*topo, device, cpus.get());
+  auto nodes = std::shared_ptr<hwloc_bitmap_s>(hwloc_bitmap_alloc(), hwloc_bitmap_free);
+  hwloc_cpuset_to_nodeset(topo->get(), cpus.get(), nodes.get());
+  NearMemory m;
+  m.nodes = indices_of(nodes.get());
+  m.alloc = [topo, nodes](size_t bytes) { return alloc_on_nodes(topo, nodes.get(), bytes); };
+  return m;
+}
+
+std::vector<int> memory_nodes(const void* p, size_t bytes) {
+  Topology topo;
+  Bitmap nodes;
+  if (hwloc_get_area_memlocation(topo.get(), p, bytes, nodes.get(), HWLOC_MEMBIND_BYNODESET) != 0) {
+    return {};
+  }
+  return indices_of(nodes.get());
 }
 
 void set_thread_pools(int threads) {

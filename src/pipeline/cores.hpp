@@ -11,6 +11,9 @@
 // inherits the binding.
 //
 // Collective over `comm` (one all_gather): node membership comes from the host name.
+#include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,6 +62,19 @@ bool bind_this_thread(const std::vector<int>& cpus);
 // DSP_SPIN_WAIT=1 keeps the libraries' defaults. Call first thing in main(), before any thread
 // or MPI starts. Returns only if no re-execution was needed (or it failed).
 void ensure_passive_waits(char** argv);
+
+// Host memory on the NUMA nodes nearest `device` (a GPU: the cpus hwloc finds near it within this
+// process's allowed ones, as share_cores narrows them; a CPU: the allowed cpus), for the staging
+// of a device channel (ccc/staged_communicator.hpp's HostAlloc): page-aligned, bound to `nodes`
+// with hwloc_alloc_membind. Where the system refuses the binding (a kernel or container without
+// mbind), the memory is allocated unbound, and the first refusal logged.
+struct NearMemory {
+  std::vector<int> nodes;  // OS indices of the NUMA nodes
+  std::function<std::shared_ptr<void>(size_t bytes)> alloc;
+};
+NearMemory near_memory(const Device& device);
+// The NUMA nodes holding the pages of [p, p + bytes) (touched ones), ascending.
+std::vector<int> memory_nodes(const void* p, size_t bytes);
 
 // "0-3,8" for a list of cpu indices.
 std::string format_cpu_list(const std::vector<int>& cpus);

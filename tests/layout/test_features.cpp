@@ -294,7 +294,9 @@ TEST_P(BackendGather, ReadAheadServesTheGroupsColdRowsFromOneSweep) {
   const auto [first, swept] = expect(reads);
   EXPECT_EQ(store->gather(ids), first);
   EXPECT_EQ(store->stats().rows_cold_ahead, swept);
-  if (reads) EXPECT_GT(swept, n / 10);
+  if (reads) {
+    EXPECT_GT(swept, n / 10);
+  }
   store->read_ahead(nullptr, 0);  // freed: every cold row from the file again
   EXPECT_EQ(store->gather(ids), expect(false).first);
   EXPECT_EQ(store->stats().rows_cold_ahead, swept);

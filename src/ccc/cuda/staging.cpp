@@ -3,33 +3,36 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 
 #include "core/cuda/check.hpp"
 
 namespace dsp {
 namespace {
 
+// `alloc`'s memory page-locked for `device` (unlocked before it is released), or cudaHostAlloc's.
+HostAlloc pinned(int device, HostAlloc alloc) {
+  return [device, alloc = std::move(alloc)](size_t bytes) -> std::shared_ptr<void> {
+    cuda::CudaDeviceGuard g(device);
+    if (!alloc) {
+      void* p = nullptr;
+      DSP_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+      return std::shared_ptr<void>(p, [](void* q) { DSP_CUDA_CHECK_NO_THROW(cudaFreeHost(q)); });
+    }
+    std::shared_ptr<void> mem = alloc(bytes);
+    DSP_CHECK(mem != nullptr, "staging: cannot allocate {} bytes of host memory", bytes);
+    DSP_CUDA_CHECK(cudaHostRegister(mem.get(), bytes, cudaHostRegisterPortable));
+    return std::shared_ptr<void>(
+        mem.get(), [mem](void* q) { DSP_CUDA_CHECK_NO_THROW(cudaHostUnregister(q)); });
+  };
+}
+
 class CudaStaging final : public DeviceStaging {
  public:
-  explicit CudaStaging(int device) : device_(device) {}
-  ~CudaStaging() override {
-    for (Pinned& b : buf_) {
-      if (b.ptr) DSP_CUDA_CHECK_NO_THROW(cudaFreeHost(b.ptr));
-    }
-  }
-  void* host(int which, size_t bytes) override {
-    Pinned& b = buf_[which];
-    if (bytes > b.cap) {
-      const size_t cap = std::max(bytes, b.cap + b.cap / 2);
-      cuda::CudaDeviceGuard g(device_);
-      if (b.ptr) DSP_CUDA_CHECK(cudaFreeHost(b.ptr));
-      b.ptr = nullptr;
-      b.cap = 0;
-      DSP_CUDA_CHECK(cudaHostAlloc(&b.ptr, cap, cudaHostAllocPortable));
-      b.cap = cap;
-    }
-    return b.ptr;
-  }
+  CudaStaging(int device, HostAlloc alloc)
+      : device_(device), alloc_(pinned(device, std::move(alloc))) {}
+  void* host(int which, size_t bytes) override { return area_[which].reserve(bytes, alloc_); }
   void to_host(void* host, const void* device, size_t bytes) override {
     cuda::CudaDeviceGuard g(device_);
     DSP_CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
@@ -40,18 +43,15 @@ class CudaStaging final : public DeviceStaging {
   }
 
  private:
-  struct Pinned {
-    void* ptr = nullptr;
-    size_t cap = 0;
-  };
   int device_;
-  Pinned buf_[2];
+  HostAlloc alloc_;
+  StagingArea area_[2];
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceStaging> make_cuda_staging(int device) {
-  return std::make_unique<CudaStaging>(device);
+std::unique_ptr<DeviceStaging> make_cuda_staging(int device, HostAlloc alloc) {
+  return std::make_unique<CudaStaging>(device, std::move(alloc));
 }
 
 }  // namespace dsp

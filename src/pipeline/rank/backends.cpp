@@ -2,6 +2,7 @@
 
 #include "ccc/staged_communicator.hpp"
 #include "core/error.hpp"
+#include "pipeline/cores.hpp"
 #ifdef DSP_HAVE_CUDA
 #include "ccc/cuda/nccl_communicator.hpp"
 #include "ccc/cuda/staging.hpp"
@@ -55,7 +56,8 @@ RankBackends make_backends(const RankPlace& place, bool emulate_device, int64_t 
     b.sampler = emulated_sampler_backend();
     b.features = make_emulated_feature_backend;
     b.embedding = make_emulated_embedding_storage;
-    b.device_channel = staged_channel(make_host_staging);
+    const HostAlloc near = near_memory(place.device).alloc;  // as a GPU's pinned staging
+    b.device_channel = staged_channel([near] { return make_host_staging(near); });
     return b;
   }
   if (!place.device.is_cuda()) return b;
@@ -72,7 +74,8 @@ RankBackends make_backends(const RankPlace& place, bool emulate_device, int64_t 
       return make_nccl_communicator(control, dev, comm);
     };
   } else {
-    b.device_channel = staged_channel([dev] { return make_cuda_staging(dev); });
+    const HostAlloc near = near_memory(place.device).alloc;  // the GPU's NUMA nodes
+    b.device_channel = staged_channel([dev, near] { return make_cuda_staging(dev, near); });
   }
 #else
   (void)topology_memory;
