@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/group_kernels.hpp"
 #include "core/host_device.hpp"
 #include "core/recycle_pool.hpp"
 #include "core/rng.hpp"
@@ -241,15 +242,6 @@ struct SourceOwner {
   }
 };
 
-// flag[p * n + i] = 1 when node i belongs to owner p: the owner-major flag matrix, whose exclusive
-// scan is every node's grouped position (the nodes of lower owners, then p's before i).
-struct FlagOwners {
-  const int64_t* owner;
-  int64_t n;
-  int64_t* flag;
-  DSP_HOST_DEVICE void operator()(int64_t k) const { flag[k] = owner[k % n] == k / n ? 1 : 0; }
-};
-
 struct GroupScatter {
   const int64_t* frontier;
   const int32_t* fanout;
@@ -268,12 +260,6 @@ struct GroupScatter {
   }
 };
 
-struct GatherAt {
-  const int64_t* from;
-  const int64_t* at;
-  int64_t* out;
-  DSP_HOST_DEVICE void operator()(int64_t i) const { out[i] = from[at[i]]; }
-};
 
 struct ScatterCounts {
   const int64_t* perm;
@@ -543,7 +529,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   // slot_): node i of owner p is grouped at rank[p * n + i].
   int64_t* owner_ranks(const int64_t* owner, int64_t n, int P) {
     auto* flag = reserve<int64_t>(wide_, P * n);
-    ex_.for_each(P * n, kernels::FlagOwners{owner, n, flag});
+    ex_.for_each(P * n, kernels::FlagCategories{owner, n, flag});
     return prefix_with_zero(slot_, flag, P * n);
   }
   // Where each owner's chunk starts, P + 1 entries of owner_ranks' scan (at p x n), into `out`.

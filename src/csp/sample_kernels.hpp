@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/group_kernels.hpp"
 #include "core/host_device.hpp"
 #include "core/rng.hpp"
 
@@ -37,20 +38,8 @@ DSP_HOST_DEVICE DSP_FORCEINLINE int task_fanout(int64_t t) {
   return static_cast<int>(t >> kTaskShift);
 }
 
-// The rank owning node v under the partition offsets (offsets[p] <= v < offsets[p + 1], P + 1
-// entries): a binary search for the last offset at most v.
-DSP_HOST_DEVICE DSP_FORCEINLINE int owner_of(const int64_t* offsets, int P, int64_t v) {
-  int lo = 0, hi = P - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (offsets[mid] <= v) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
-}
+// The rank owning node v under the partition offsets (core/group_kernels.hpp).
+using ::dsp::owner_of;
 
 // The draws of a stream from its position on, for a task that knows about how many it will take
 // (`expected`): up to four Philox blocks are computed at once (RngStream::blocks), so a task's

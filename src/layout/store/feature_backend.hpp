@@ -87,6 +87,18 @@ struct LocalPass {
   int64_t bad_pos = -1, dup_pos = -1;  // first position found out of range / repeated, or -1
 };
 
+// A local pass over ids in the backend's memory (FeatureStore::gather_resident), classified where
+// the ids are: the rows this rank serves are written to `out` as local_pass writes them, and the
+// rows other ranks cache are grouped by owner in the backend's memory (slots, their output rows and
+// node ids, send_counts[p] each), valid until the backend's next call. `bad`: ids out of range.
+struct ResidentPass {
+  int64_t rows_cold = 0, rows_local_hot = 0, bad = 0;
+  std::vector<int64_t> send_counts;  // [P]
+  const int64_t* slots = nullptr;
+  const int64_t* pos = nullptr;
+  const int64_t* nodes = nullptr;
+};
+
 class FeatureBackend {
  public:
   virtual ~FeatureBackend() = default;
@@ -114,9 +126,22 @@ class FeatureBackend {
     (void)ids;
     (void)n;
   }
-  // `bytes` of the backend's memory, and back to the host (tests, tools).
+  // Ids in the backend's memory (a device sampler's block sources left there): classifies() says
+  // whether the backend classifies them where they are (a device backend); a host backend's memory
+  // is the host's, and the store runs local_pass. classify_resident reads back only the counts
+  // (one copy of P + 4 words, whatever n); `offsets`: the P + 1 part offsets, `rank`: this one.
+  // Repeated ids are each served. serve_resident: slots in the backend's memory, rows written
+  // there. place_resident: `rows` in `space`, pos and node in the backend's memory.
+  virtual bool classifies() const { return false; }
+  virtual ResidentPass classify_resident(const int64_t* ids, int64_t n, void* out,
+                                         const std::vector<int64_t>& offsets, int rank);
+  virtual void serve_resident(const int64_t* slots, int64_t n, void* rows);
+  virtual void place_resident(const void* rows, MemorySpace space, const int64_t* pos,
+                              const int64_t* node, int64_t n, void* out);
+  // `bytes` of the backend's memory, and copies to and from the host (tests, tools).
   virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
   virtual void copy_to_host(const void* src, size_t bytes, void* host) = 0;
+  virtual void copy_from_host(void* dst, const void* host, size_t bytes) = 0;
   // Device backends: the blocking syncs and device-to-host copies their executor has issued since
   // construction (core/host_traffic.hpp); the host backend has none.
   virtual HostTraffic traffic() const { return {}; }

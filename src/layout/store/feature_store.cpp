@@ -111,16 +111,21 @@ FeatureStore::Requests FeatureStore::prepare(const int64_t* ids, int64_t n, void
     r.req[k] = slot_[ids[i]];
     r.req_pos[k] = i;
   }
+  count_rows(lp.rows_cold, lp.rows_ahead, lp.rows_local_hot, total);
+  return r;
+}
+
+void FeatureStore::count_rows(int64_t cold, int64_t cold_ahead, int64_t local_hot,
+                              int64_t remote_hot) {
   const int64_t rb = static_cast<int64_t>(row_bytes_);
   stats_.calls += 1;
-  stats_.rows_remote_hot += total;
-  stats_.rows_local_hot += lp.rows_local_hot;
-  stats_.rows_cold += lp.rows_cold;
-  stats_.rows_cold_ahead += lp.rows_ahead;
-  stats_.bytes_remote_hot += total * rb;
-  stats_.bytes_local_hot += lp.rows_local_hot * rb;
-  stats_.bytes_cold += lp.rows_cold * rb;
-  return r;
+  stats_.rows_remote_hot += remote_hot;
+  stats_.rows_local_hot += local_hot;
+  stats_.rows_cold += cold;
+  stats_.rows_cold_ahead += cold_ahead;
+  stats_.bytes_remote_hot += remote_hot * rb;
+  stats_.bytes_local_hot += local_hot * rb;
+  stats_.bytes_cold += cold * rb;
 }
 
 void FeatureStore::serve(const int64_t* slots, int64_t n, void* rows, MemorySpace space) {
@@ -196,6 +201,82 @@ void FeatureStore::exchange_rows(const int64_t* ids, const Requests& r, void* ou
     comm_.synchronize(rows_op);
   }
   receive(ids, r, 0, n_in, rows_in.get(), space, out);
+}
+
+void FeatureStore::gather_resident(const int64_t* ids, int64_t n, void* out) {
+  if (!backend_->classifies()) return gather(ids, n, out);  // ids in host memory
+  if (fifo_) {  // the FIFO levels look ids up on the host
+    std::vector<int64_t> host(n);
+    backend_->copy_to_host(ids, n * sizeof(int64_t), host.data());
+    return gather(host.data(), n, out);
+  }
+  const ResidentPass r = prepare_resident(ids, n, out);
+  exchange_resident(r, out);
+  note_traffic();
+}
+
+ResidentPass FeatureStore::prepare_resident(const int64_t* ids, int64_t n, void* out) {
+  ResidentPass r = backend_->classify_resident(ids, n, out, meta_.offsets, comm_.rank());
+  if (r.bad > 0) {  // the error path reads the ids back to name the first bad one
+    std::vector<int64_t> host(n);
+    backend_->copy_to_host(ids, n * sizeof(int64_t), host.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (host[i] < 0 || host[i] >= num_nodes_) {
+        DSP_THROW_T(InvalidArgument, "gather: id {} at position {} is out of range [0, {})",
+                    host[i], i, num_nodes_);
+      }
+    }
+  }
+  int64_t remote = 0;
+  for (const int64_t c : r.send_counts) remote += c;
+  count_rows(r.rows_cold, 0, r.rows_local_hot, remote);
+  return r;
+}
+
+void FeatureStore::exchange_resident(const ResidentPass& r, void* out) {
+  const int P = comm_.size();
+  const std::vector<int64_t> recv = comm_.exchange_counts(r.send_counts, {{}, "gather.counts"});
+  int64_t total_in = 0, n_out = 0;
+  for (int p = 0; p < P; ++p) total_in += recv[p], n_out += r.send_counts[p];
+  const MemorySpace space = comm_.memory_space();
+  const bool device = space == MemorySpace::kDevice;
+  // Slots: where the channel takes its buffers (read back for a host channel).
+  std::vector<int64_t> slots_host(device ? 0 : n_out), slots_in_host(device ? 0 : total_in);
+  if (!device) backend_->copy_to_host(r.slots, n_out * sizeof(int64_t), slots_host.data());
+  std::shared_ptr<void> slots_in =
+      device ? backend_->allocate(total_in * sizeof(int64_t) + 8) : std::shared_ptr<void>();
+  const OpOptions slots_op{{}, "gather.slots"};
+  comm_.all_to_all_v(device ? r.slots : slots_host.data(), r.send_counts,
+                     device ? slots_in.get() : slots_in_host.data(), recv, DType::kInt64, slots_op);
+  std::shared_ptr<void> rows_out = row_buffer(*backend_, space, total_in * row_bytes_);
+  std::shared_ptr<void> rows_in = row_buffer(*backend_, space, n_out * row_bytes_);
+  if (device) {
+    comm_.synchronize(slots_op);
+    backend_->serve_resident(static_cast<const int64_t*>(slots_in.get()), total_in, rows_out.get());
+  } else {
+    serve(slots_in_host.data(), total_in, rows_out.get(), space);
+  }
+  std::vector<int64_t> sc(P), rc(P);  // rows travel as bytes
+  for (int p = 0; p < P; ++p) {
+    sc[p] = recv[p] * static_cast<int64_t>(row_bytes_);
+    rc[p] = r.send_counts[p] * static_cast<int64_t>(row_bytes_);
+  }
+  const OpOptions rows_op{{}, "gather.rows"};
+  comm_.all_to_all_v(rows_out.get(), sc, rows_in.get(), rc, DType::kUInt8, rows_op);
+  comm_.synchronize(rows_op);
+  backend_->place_resident(rows_in.get(), space, r.pos, r.nodes, n_out, out);
+}
+
+ResidentPass FeatureBackend::classify_resident(const int64_t*, int64_t, void*,
+                                               const std::vector<int64_t>&, int) {
+  DSP_THROW("{}: the feature backend does not classify resident ids", name());
+}
+void FeatureBackend::serve_resident(const int64_t*, int64_t, void*) {
+  DSP_THROW("{}: the feature backend does not serve resident slots", name());
+}
+void FeatureBackend::place_resident(const void*, MemorySpace, const int64_t*, const int64_t*,
+                                    int64_t, void*) {
+  DSP_THROW("{}: the feature backend does not place resident rows", name());
 }
 
 void FeatureStore::enable_fifo(const FifoCacheOptions& o) {

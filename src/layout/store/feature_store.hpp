@@ -92,6 +92,14 @@ class FeatureStore {
   // in [0, N): InvalidArgument otherwise (on the calling rank, before any communication, so a bad
   // request fails where it was made).
   void gather(const int64_t* ids, int64_t n, void* out);
+  // gather for ids in the backend's memory (a device sampler's block sources, left there): on a
+  // device backend classified on the device, so no id list crosses to the host; the backend's
+  // counts are the one read (FeatureBackend::classify_resident), and with a device-space channel
+  // the slots go to their owners and the rows come back in device memory. Ids out of range are
+  // InvalidArgument (before any communication); repeated ids are each served (a block's sources
+  // are distinct). A host backend (or the FIFO levels, which are host structures) runs gather on
+  // the ids where they are (a host backend's memory) or read back. Collective, as gather.
+  void gather_resident(const int64_t* ids, int64_t n, void* out);
   // Host convenience: the rows copied to host memory whatever the backend.
   std::vector<unsigned char> gather(const std::vector<int64_t>& ids);
   Communicator& communicator() const { return comm_; }
@@ -123,6 +131,11 @@ class FeatureStore {
   struct Requests {
     std::vector<int64_t> req, req_pos, send_counts;
   };
+  // gather_resident's local part on a classifying backend: checks, local rows, the request counts.
+  ResidentPass prepare_resident(const int64_t* ids, int64_t n, void* out);
+  // gather_resident's round: the slots to their owners, rows back into out (in the backend's
+  // memory where the channel is device-space, through host buffers otherwise).
+  void exchange_resident(const ResidentPass& r, void* out);
   // The local part of gather: checks, local and cold rows, the FIFO levels, the requests.
   Requests prepare(const int64_t* ids, int64_t n, void* out);
   // Rows of this rank's cache by slot, for peers (slots checked), into `rows` in `space`.
@@ -152,6 +165,8 @@ class FeatureStore {
   // The collective round of gather: req (slots, grouped by owner: send_counts[p] each) out, rows
   // back to positions req_pos of out.
   void exchange_rows(const int64_t* ids, const Requests& r, void* out);
+  // Adds a gather's local rows and requests to stats_.
+  void count_rows(int64_t cold, int64_t cold_ahead, int64_t local_hot, int64_t remote_hot);
   // The backend's traffic since the last reset, into stats_.host (the end of a gather).
   void note_traffic() { stats_.host = backend_->traffic() - host0_; }
 };

@@ -136,6 +136,9 @@ class HostFeatureBackend final : public FeatureBackend {
   void copy_to_host(const void* src, size_t bytes, void* host) override {
     if (bytes) std::memcpy(host, src, bytes);
   }
+  void copy_from_host(void* dst, const void* host, size_t bytes) override {
+    if (bytes) std::memcpy(dst, host, bytes);
+  }
 
  private:
   void fill_cache(const FeatureSource& src, const unsigned char* mapped);

@@ -12,14 +12,19 @@
 // words are read by consecutive threads (coalesced; full PCIe requests for cold rows), with the
 // widest word (16, 8, 4, 2 or 1 bytes) the row size and pointers allow. The local pass classifies
 // the ids on the host (classify_row: the checks every backend shares), then copies cold rows from
-// the mapping and own hot rows from the cache in two launches.
+// the mapping and own hot rows from the cache in two launches. Ids already in executor memory
+// (FeatureStore::gather_resident) are classified on the device instead (ClassifyIds, against the
+// slot list copied to executor memory on first use: 4 bytes a node), the local rows copied in one
+// launch and the requests grouped by owner there; only the category counts are read back.
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/group_kernels.hpp"
 #include "core/host_device.hpp"
 #include "core/quant.hpp"
 #include "core/recycle_pool.hpp"
@@ -34,7 +39,7 @@ struct alignas(16) Word16 {  // the 16-byte copy unit
 
 template <class V>
 struct CopyRows {
-  const int64_t* src_rows;  // row of `base` for output row r
+  const int64_t* src_rows;  // row of `base` for output row r, or null: r
   const V* base;
   const int64_t* dst_pos;  // output row of r, or null: r
   V* out;
@@ -42,15 +47,110 @@ struct CopyRows {
   DSP_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t r = i / words, w = i - r * words;
     const int64_t to = dst_pos ? dst_pos[r] : r;
-    out[to * words + w] = base[src_rows[r] * words + w];
+    out[to * words + w] = base[(src_rows ? src_rows[r] : r) * words + w];
   }
+};
+
+// Requested ids classified on the device (FeatureStore::gather_resident), by category
+// (core/group_kernels.hpp): p < P, the owner of a row another rank caches; P (cold) and P + 1
+// (hot), rows this rank serves; P + 2, out of range. src[i]: the stored row of a cold row, the
+// cache slot otherwise. The same decisions as classify_row, from the slot list (a node is cached
+// when it has a slot) and the part offsets.
+struct ClassifyIds {
+  const int64_t* ids;
+  uint64_t num_nodes;
+  const int32_t* slot;     // [N]
+  const int64_t* row_of;   // [N] (FeatureSource::row_of), or null
+  const int64_t* offsets;  // [P + 1]
+  int P, rank;
+  int64_t* cat;
+  int64_t* src;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const uint64_t v = static_cast<uint64_t>(ids[i]);
+    if (v >= num_nodes) {
+      cat[i] = P + 2;
+      src[i] = 0;
+      return;
+    }
+    const int32_t s = slot[v];
+    const int owner = P == 1 ? 0 : owner_of(offsets, P, static_cast<int64_t>(v));
+    cat[i] = s < 0 ? P : owner == rank ? P + 1 : owner;
+    src[i] = s >= 0 ? s : row_of ? row_of[v] : static_cast<int64_t>(v);
+  }
+};
+
+// Output row r from the cold rows (category P) or the cache (P + 1); other rows are left.
+template <class V>
+struct CopyLocalRows {
+  const int64_t* cat;
+  const int64_t* src;
+  int P;
+  const V* cold;
+  const V* cache;
+  V* out;
+  int64_t words;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t r = i / words, w = i - r * words, c = cat[r];
+    if (c != P && c != P + 1) return;
+    out[r * words + w] = (c == P ? cold : cache)[src[r] * words + w];
+  }
+};
+
+// CopyLocalRows decoding to float32 (as DecodeRows), with node ids[r]'s per-node scale.
+struct DecodeLocalRows {
+  const int64_t* cat;
+  const int64_t* src;
+  int P;
+  const unsigned char* cold;
+  const unsigned char* cache;
+  int64_t row_bytes;
+  const int64_t* ids;
+  const float* row_scale;  // [N], or null
+  FeatureCodec codec;
+  float* out;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t d = codec.dim, r = i / d, j = i - r * d, c = cat[r];
+    if (c != P && c != P + 1) return;
+    const unsigned char* row = (c == P ? cold : cache) + src[r] * row_bytes;
+    out[r * d + j] = decode_feature(codec, row, j, row_scale ? row_scale[ids[r]] : 1.0f);
+  }
+};
+
+// The rows other ranks cache, grouped by owner at their grouped positions (rank, the exclusive
+// scan of the category-major flag matrix): slot, output row and node id.
+struct ScatterPeers {
+  const int64_t* cat;
+  const int64_t* src;
+  const int64_t* ids;
+  const int64_t* rank;
+  int64_t n;
+  int P;
+  int64_t* slots;
+  int64_t* pos;
+  int64_t* nodes;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t c = cat[i];
+    if (c < 0 || c >= P) return;
+    const int64_t at = rank[c * n + i];
+    slots[at] = src[i];
+    pos[at] = i;
+    nodes[at] = ids[i];
+  }
+};
+
+// out[k] = row_scale[node[k]].
+struct ScalesOf {
+  const int64_t* node;
+  const float* row_scale;
+  float* out;
+  DSP_HOST_DEVICE void operator()(int64_t k) const { out[k] = row_scale[node[k]]; }
 };
 
 // Output row dst_pos[r] (r when null) of float32 `out`, decoded from stored row src_rows[r] of
 // `base`: thread i decodes element i % dim of row i / dim with decode_feature (core/quant.hpp),
 // the element form of the host backend's decode_row, so both give the same bits.
 struct DecodeRows {
-  const int64_t* src_rows;
+  const int64_t* src_rows;  // or null: r
   const unsigned char* base;
   int64_t row_bytes;
   const int64_t* dst_pos;
@@ -60,8 +160,8 @@ struct DecodeRows {
   DSP_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t d = codec.dim, r = i / d, j = i - r * d;
     const int64_t to = dst_pos ? dst_pos[r] : r;
-    out[to * d + j] =
-        decode_feature(codec, base + src_rows[r] * row_bytes, j, row_scale ? row_scale[r] : 1.0f);
+    out[to * d + j] = decode_feature(codec, base + (src_rows ? src_rows[r] : r) * row_bytes, j,
+                                     row_scale ? row_scale[r] : 1.0f);
   }
 };
 
@@ -170,6 +270,82 @@ class KernelFeatureBackend final : public FeatureBackend {
     ex_.sync();
   }
 
+  bool classifies() const override { return true; }
+
+  // One classification kernel, one scan of the category-major flag matrix (core/group_kernels.hpp:
+  // P owners, cold, hot, out of range), the local rows in one launch, the requests scattered by
+  // owner; one read: the P + 4 category bounds.
+  ResidentPass classify_resident(const int64_t* ids, int64_t n, void* out,
+                                 const std::vector<int64_t>& offsets, int rank) override {
+    const int P = static_cast<int>(offsets.size()) - 1, C = P + 3;
+    ResidentPass r;
+    r.send_counts.assign(P, 0);
+    if (n == 0) return r;
+    map_resident_tables();
+    auto* off = upload(ids_b_, offsets.data(), offsets.size());
+    auto* cat = reserve<int64_t>(cat_, n);
+    auto* src = reserve<int64_t>(src_rows_, n);
+    ex_.for_each(n, kernels::ClassifyIds{ids, static_cast<uint64_t>(src_.num_nodes), slot_dev_,
+                                         row_of_dev_, off, P, rank, cat, src});
+    auto* flag = reserve<int64_t>(flag_, C * n);
+    ex_.for_each(C * n, kernels::FlagCategories{cat, n, flag});
+    auto* at = reserve<int64_t>(rank_, C * n + 1);
+    ex_.zero(at, sizeof(int64_t));
+    ex_.inclusive_scan(flag, at + 1, C * n);
+    std::vector<int64_t> where(C + 1);
+    for (int c = 0; c <= C; ++c) where[c] = c * n;
+    auto* bounds = reserve<int64_t>(bounds_, 2 * (C + 1));
+    ex_.to_device(bounds, where.data(), where.size() * sizeof(int64_t));
+    ex_.for_each(C + 1, kernels::GatherAt{at, bounds, bounds + C + 1});
+    const int64_t peers_bound = n;  // at most n requests
+    r.slots = reserve<int64_t>(req_slots_, 3 * peers_bound);
+    r.pos = r.slots + peers_bound;
+    r.nodes = r.pos + peers_bound;
+    ex_.for_each(n,
+                 kernels::ScatterPeers{cat, src, ids, at, n, P, const_cast<int64_t*>(r.slots),
+                                       const_cast<int64_t*>(r.pos), const_cast<int64_t*>(r.nodes)});
+    copy_local(cat, src, P, ids, out, n);
+    std::vector<int64_t> got(C + 1);
+    ex_.to_host(got.data(), bounds + C + 1, got.size() * sizeof(int64_t));
+    ex_.sync();
+    for (int p = 0; p < P; ++p) r.send_counts[p] = got[p + 1] - got[p];
+    r.rows_cold = got[P + 1] - got[P];
+    r.rows_local_hot = got[P + 2] - got[P + 1];
+    r.bad = got[P + 3] - got[P + 2];
+    return r;
+  }
+
+  void serve_resident(const int64_t* slots, int64_t n, void* rows) override {
+    if (n == 0) return;
+    by_word({cache_, rows}, [&](auto w) { launch<decltype(w)>(slots, cache_, nullptr, rows, n); });
+    ex_.sync();
+  }
+
+  void place_resident(const void* rows, MemorySpace space, const int64_t* pos, const int64_t* node,
+                      int64_t n, void* out) override {
+    if (n == 0) return;
+    const void* src = rows;
+    if (space != MemorySpace::kDevice) {
+      void* staged = stage_.reserve(n * src_.row_bytes);
+      ex_.to_device(staged, rows, n * src_.row_bytes);
+      src = staged;
+    }
+    if (!decode_) {
+      by_word({src, out}, [&](auto w) { launch<decltype(w)>(nullptr, src, pos, out, n); });
+    } else {
+      float* sc = nullptr;
+      if (src_.row_scale) {
+        sc = reserve<float>(scale_a_, n);
+        ex_.for_each(n, kernels::ScalesOf{node, row_scale_dev_, sc});
+      }
+      ex_.for_each(n * codec_.dim,
+                   kernels::DecodeRows{nullptr, static_cast<const unsigned char*>(src),
+                                       static_cast<int64_t>(src_.row_bytes), pos, sc, codec_,
+                                       static_cast<float*>(out)});
+    }
+    ex_.sync();
+  }
+
   // Output rows come from a pool of growth-only buffers: a batch's buffer returns to the pool when
   // the batch is dropped, so once sizes settle no batch allocates (no cudaMalloc on the hot path).
   std::shared_ptr<void> allocate(size_t bytes) override {
@@ -180,6 +356,11 @@ class KernelFeatureBackend final : public FeatureBackend {
   void copy_to_host(const void* src, size_t bytes, void* host) override {
     if (bytes == 0) return;
     ex_.to_host(host, src, bytes);
+    ex_.sync();
+  }
+  void copy_from_host(void* dst, const void* host, size_t bytes) override {
+    if (bytes == 0) return;
+    ex_.to_device(dst, host, bytes);
     ex_.sync();
   }
 
@@ -222,16 +403,72 @@ class KernelFeatureBackend final : public FeatureBackend {
       p = static_cast<int64_t*>(pos_buf.reserve(n * sizeof(int64_t)));
       ex_.to_device(p, pos.data(), n * sizeof(int64_t));
     }
+    by_word({base, out}, [&](auto w) { launch<decltype(w)>(r, base, p, out, n); });
+  }
+  // f(V{}) with the widest copy word V (16, 8, 4, 2 or 1 bytes) dividing the row size and every
+  // pointer's address.
+  template <class F>
+  void by_word(std::initializer_list<const void*> ptrs, const F& f) {
     const size_t rb = src_.row_bytes;
     auto fits = [&](size_t a) {
-      return rb % a == 0 && reinterpret_cast<uintptr_t>(base) % a == 0 &&
-             reinterpret_cast<uintptr_t>(out) % a == 0;
+      if (rb % a) return false;
+      for (const void* q : ptrs) {
+        if (reinterpret_cast<uintptr_t>(q) % a) return false;
+      }
+      return true;
     };
-    if (fits(16)) return launch<kernels::Word16>(r, base, p, out, n);
-    if (fits(8)) return launch<uint64_t>(r, base, p, out, n);
-    if (fits(4)) return launch<uint32_t>(r, base, p, out, n);
-    if (fits(2)) return launch<uint16_t>(r, base, p, out, n);
-    launch<uint8_t>(r, base, p, out, n);
+    if (fits(16)) return f(kernels::Word16{});
+    if (fits(8)) return f(uint64_t{});
+    if (fits(4)) return f(uint32_t{});
+    if (fits(2)) return f(uint16_t{});
+    f(uint8_t{});
+  }
+  // gather_resident's local rows: output row r from the cold rows or the cache by its category.
+  void copy_local(const int64_t* cat, const int64_t* src, int P, const int64_t* ids, void* out,
+                  int64_t n) {
+    if (decode_) {
+      const auto* cold = static_cast<const unsigned char*>(cold_);
+      return ex_.for_each(
+          n * codec_.dim,
+          kernels::DecodeLocalRows{cat, src, P, cold, static_cast<const unsigned char*>(cache_),
+                                   static_cast<int64_t>(src_.row_bytes), ids, row_scale_dev_,
+                                   codec_, static_cast<float*>(out)});
+    }
+    by_word({cold_, cache_, out}, [&](auto w) {
+      using V = decltype(w);
+      const int64_t words = static_cast<int64_t>(src_.row_bytes / sizeof(V));
+      ex_.for_each(n * words, kernels::CopyLocalRows<V>{cat, src, P, static_cast<const V*>(cold_),
+                                                        static_cast<const V*>(cache_),
+                                                        static_cast<V*>(out), words});
+    });
+  }
+  // What the device classification reads, made once: the slot list in executor memory (4 bytes a
+  // node), the row map and per-node scales (host arrays) mapped for the executor's loops.
+  void map_resident_tables() {
+    if (slot_dev_) return;
+    const size_t nn = static_cast<size_t>(std::max<int64_t>(src_.num_nodes, 1));
+    auto* slot = static_cast<int32_t*>(slot_buf_.reserve(nn * sizeof(int32_t)));
+    if (src_.num_nodes) ex_.to_device(slot, src_.slot, src_.num_nodes * sizeof(int32_t));
+    if (src_.row_of) {
+      row_of_dev_ = static_cast<const int64_t*>(
+          ex_.map_host(src_.row_of, src_.num_nodes * sizeof(int64_t), true, row_of_reg_));
+    }
+    if (src_.row_scale) {
+      row_scale_dev_ = static_cast<const float*>(
+          ex_.map_host(src_.row_scale, src_.num_nodes * sizeof(float), true, row_scale_reg_));
+    }
+    slot_dev_ = slot;
+  }
+  template <class T>
+  T* reserve(Buffer& buf, int64_t count) {
+    return static_cast<T*>(
+        buf.reserve(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
+  }
+  template <class T>
+  const T* upload(Buffer& buf, const T* host, size_t count) {
+    T* d = reserve<T>(buf, static_cast<int64_t>(count));
+    ex_.to_device(d, host, count * sizeof(T));
+    return d;
   }
   template <class V>
   void launch(const int64_t* r, const void* base, const int64_t* p, void* out, int64_t n) {
@@ -257,6 +494,13 @@ class KernelFeatureBackend final : public FeatureBackend {
   FeatureCodec codec_;                         // column scales in executor memory
   Buffer column_scale_buf_ = ex_.buffer();
   std::shared_ptr<RecyclePool<Buffer>> pool_ = std::make_shared<RecyclePool<Buffer>>();
+  // gather_resident: the classification's arrays, the requests, the tables it reads.
+  Buffer cat_ = ex_.buffer(), src_rows_ = ex_.buffer(), flag_ = ex_.buffer(), rank_ = ex_.buffer(),
+         bounds_ = ex_.buffer(), req_slots_ = ex_.buffer(), slot_buf_ = ex_.buffer();
+  const int32_t* slot_dev_ = nullptr;
+  const int64_t* row_of_dev_ = nullptr;
+  const float* row_scale_dev_ = nullptr;
+  typename Exec::Registration row_of_reg_, row_scale_reg_;
 };
 
 }  // namespace dsp

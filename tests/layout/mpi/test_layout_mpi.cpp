@@ -189,6 +189,85 @@ TEST_P(Gather, DuplicateAndOutOfRangeIdsAreRejected) {
   cleanup(f);
 }
 
+// gather_resident: `ids` copied to the backend's memory first (as a device sampler leaves a
+// block's sources), the rows copied back.
+std::vector<unsigned char> gather_resident(FeatureStore& store, const std::vector<int64_t>& ids) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  FeatureBackend& be = store.backend();
+  std::shared_ptr<void> dev = be.allocate(std::max<size_t>(n * sizeof(int64_t), 8));
+  be.copy_from_host(dev.get(), ids.data(), n * sizeof(int64_t));
+  std::shared_ptr<void> rows = store.allocate_rows(n);
+  store.gather_resident(static_cast<const int64_t*>(dev.get()), n, rows.get());
+  std::vector<unsigned char> out(n * store.out_row_bytes());
+  be.copy_to_host(rows.get(), out.size(), out.data());
+  return out;
+}
+
+// Ids in the backend's memory, classified there on a device backend: the same rows and the same
+// row counts as gather, on random, empty and all-hot sets.
+TEST_P(Gather, ResidentIdsGiveTheRowsAndCountsOfGather) {
+  Fixture f = make("in-degree", 0.3);
+  for (uint64_t round = 0; round < 4; ++round) {
+    std::vector<int64_t> ids;
+    if (round != 1 || g_comm->rank() % 2 == 0) {
+      ids = random_ids(f.store->num_nodes(), 60 + 150 * round + 31 * g_comm->rank(), round);
+    }
+    f.store->reset_stats();
+    expect_rows(f, ids, f.store->gather(ids));
+    const GatherStats want = f.store->stats();
+    f.store->reset_stats();
+    expect_rows(f, ids, gather_resident(*f.store, ids));
+    const GatherStats& got = f.store->stats();
+    EXPECT_EQ(got.calls, 1);
+    EXPECT_EQ(got.rows_cold, want.rows_cold);
+    EXPECT_EQ(got.rows_local_hot, want.rows_local_hot);
+    EXPECT_EQ(got.rows_remote_hot, want.rows_remote_hot);
+    EXPECT_EQ(got.bytes(), want.bytes());
+  }
+  if (g_comm->size() > 1) EXPECT_GT(f.store->stats().rows_remote_hot, 0);
+  cleanup(f);
+}
+
+// The point of resident ids: a device backend reads back only the P + 4 category counts, one
+// copy whatever the number of ids, on a device-space channel (a GPU rank's: NCCL, or MPI staged).
+TEST_P(Gather, ResidentIdsCostOneReadOfTheirCounts) {
+  Fixture f = make("in-degree", 0.3);
+  const bool device_channel = f.store->communicator().memory_space() == MemorySpace::kDevice;
+  if (!f.store->backend().classifies() || !device_channel) {
+    cleanup(f);
+    GTEST_SKIP() << GetParam()
+                 << (device_channel ? ": ids in host memory (nothing to read back)"
+                                    : ": a host channel takes slots and rows through the host");
+  }
+  const int64_t P = g_comm->size();
+  for (const int64_t n : {40, 700}) {
+    auto ids = random_ids(f.store->num_nodes(), n, 7);
+    f.store->reset_stats();
+    gather_resident(*f.store, ids);  // stats().host: to the end of the gather (no copy back)
+    const HostTraffic t = f.store->stats().host;
+    EXPECT_EQ(t.reads, 1) << n << " ids";
+    EXPECT_EQ(t.read_bytes, (P + 4) * 8) << n << " ids";
+  }
+  cleanup(f);
+}
+
+TEST_P(Gather, ResidentIdOutOfRangeIsRejectedBeforeAnyCommunication) {
+  Fixture f = make("in-degree", 0.2);
+  if (g_comm->rank() == 0) {
+    const int64_t N = f.store->num_nodes();
+    try {
+      gather_resident(*f.store, {3, 7, 11, N + 5, 2});
+      FAIL();
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("gather: id {} at position 3 is out of range [0, {})", N + 5, N));
+    }
+  }
+  auto ids = random_ids(f.store->num_nodes(), 64, 1);  // the store still works
+  expect_rows(f, ids, gather_resident(*f.store, ids));
+  cleanup(f);
+}
+
 // BGL's FIFO levels in the protocol: rows served from them equal the features, rows another rank
 // caches are requested once and then found in the FIFO (small enough to evict), and the shared
 // level (one per machine: every rank here) serves rows a peer rank fetched.
@@ -376,6 +455,9 @@ TEST_P(Gather, QuantizedRowsDecodeToTheReference) {
       EXPECT_GT(st.rows_fifo, 0);
     }
     EXPECT_EQ(st.bytes_remote_hot, st.rows_remote_hot * static_cast<int64_t>(store.row_bytes()));
+    store.enable_fifo({});  // resident ids decode on the device to the same bits (no FIFO)
+    const auto ids = random_ids(store.num_nodes(), 170 + 20 * c.rank(), 5);
+    EXPECT_EQ(gather_resident(store, ids), store.gather(ids));
     c.barrier();
   }
   if (c.rank() == 0) fs::remove_all(dir);
