@@ -300,6 +300,7 @@ void run_pipeline_bench(const PipeArgs& a, const RankOptions& rank) {
   so.fanouts = parse_int_list(a.fanouts, "--fanouts");
   so.seed = a.seed;
   so.blocks_on_device = true;  // the trainer runs on the rank's device, as in dsp train
+  so.ids_on_device = true;     // and the loader gathers the input ids there
   check_bench_memory("dsp bench pipeline", pipeline_bytes(a, rt, so), bench_budget(rt),
                      "--batch-size, --fanouts, --hidden");
   std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);

@@ -386,6 +386,7 @@ void run_volumes(const VolumesCommand& a, const RankOptions& rank) {
   so.fanouts = parse_int_list(a.fanouts, "--fanouts");
   so.seed = a.seed;
   so.blocks_on_device = true;
+  so.ids_on_device = true;  // as dsp train samples
   std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
   Coordinator& coord = rt.coord();
   Trainer trainer(bench_train_config(a.model, a.hidden, a.seed, rt, so.fanouts),

@@ -12,6 +12,8 @@ struct Device {
   static Device cpu() { return {}; }
   static Device cuda(int i) { return {Kind::kCuda, i}; }
   bool is_cuda() const { return kind == Kind::kCuda; }
+  bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
   std::string str() const;
   // Parses "cpu", "cuda", "cuda:N"; throws InvalidArgument otherwise.
   static Device parse(const std::string& s);

@@ -21,6 +21,7 @@
 
 #include "core/device.hpp"
 #include "core/dtype.hpp"
+#include "core/error.hpp"
 
 namespace dsp {
 
@@ -28,11 +29,14 @@ namespace dsp {
 // (SamplerOptions::blocks_on_device), so a trainer on that device reads them without a round trip
 // through the host. `keep` owns the memory (shared with whatever wraps the arrays); copy(host, src,
 // bytes) brings a range to the host.
+// With SamplerOptions::ids_on_device the block's source ids stay there too (src_ids, the host
+// vector empty) for a consumer on that device (the feature store's gather_resident).
 struct BlockEdges {
   Device device;
   const int64_t* indptr = nullptr;   // [num_dst + 1]
   const int64_t* indices = nullptr;  // [num_edges]
   const float* weights = nullptr;    // [num_edges], or null
+  const int64_t* src_ids = nullptr;  // [num_src], or null: Block::src_ids holds them
   int64_t num_edges = 0;
   std::shared_ptr<void> keep;
   std::function<void(void* host, const void* src, size_t bytes)> copy;
@@ -61,8 +65,22 @@ struct Block {
     return on_device ? on_device->num_edges : static_cast<int64_t>(indices.size());
   }
   const int64_t* dst_ids() const { return src_ids.data(); }
-  // Copies device-resident edge arrays into the vectors and drops `on_device` (no-op otherwise).
+  // The source ids in device memory (on_device->src_ids; src_ids empty until ids_to_host).
+  bool ids_on_device() const { return on_device && on_device->src_ids; }
+  // Copies device-resident source ids into src_ids (no-op otherwise); the edges stay where they
+  // are.
+  void ids_to_host() {
+    if (!ids_on_device()) return;
+    src_ids.resize(num_src);
+    if (num_src) on_device->copy(src_ids.data(), on_device->src_ids, num_src * sizeof(int64_t));
+    auto e = std::make_shared<BlockEdges>(*on_device);
+    e->src_ids = nullptr;
+    on_device = std::move(e);
+  }
+  // Copies device-resident edge arrays (and source ids) into the vectors and drops `on_device`
+  // (no-op otherwise).
   void edges_to_host() {
+    ids_to_host();
     if (!on_device) return;
     const BlockEdges& e = *on_device;
     indptr.resize(num_dst + 1);
@@ -92,7 +110,13 @@ struct SampledBatch {
   std::vector<int64_t> seed_times;  // temporal sampling: seeds[i]'s time; empty otherwise
   std::vector<Block> blocks;        // blocks[0] = input layer ... blocks.back() = output layer
   LinkPairs pairs;                  // link prediction: what the batch scores (empty otherwise)
-  const std::vector<int64_t>& input_nodes() const { return blocks.front().src_ids; }
+  // The input block's source ids on the host (blocks[0].ids_to_host() first where they were left
+  // on the device: an error otherwise, rather than an empty list).
+  const std::vector<int64_t>& input_nodes() const {
+    DSP_CHECK(!blocks.front().ids_on_device(),
+              "the batch's input ids are in device memory: bring them to the host first");
+    return blocks.front().src_ids;
+  }
 };
 
 // After loading: the features of every input node (row i = blocks[0].src_ids[i]) and the labels

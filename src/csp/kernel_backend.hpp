@@ -22,13 +22,14 @@
 // (atomic minimum: the slot ends at the key's first position); first occurrences are flagged and
 // scanned into ids; every position looks its id up. The picks' exact count and the source count
 // come back in one read; then the block (packed: offsets, local ids, weights, source ids) in one
-// more, unless it stays in executor memory (blocks_on_device: the source ids are read); its source
-// ids also stay in executor memory (the next frontier).
+// more, unless it stays in executor memory (blocks_on_device: the source ids are read; with
+// ids_on_device they stay too, the block copied by its bounds before the sizes are read, so that
+// read is the layer's only one); its source ids also stay in executor memory (the next frontier).
 // Host round trips (core/host_traffic.hpp, pinned in tests/csp/test_host_traffic.cpp): group reads
 // the P owner counts (nothing at one rank with a uniform fanout); sample sizes its slots by
 // n x max_fanout (read only past kSlotBound) and returns that bound, the exact pick count staying
 // on the device (LayerPicks::total); unpermute is sized by the bound it is given; relabel reads
-// the two sizes, then the block: 2 reads per layer at one rank.
+// the two sizes, then the block: 2 reads per layer at one rank (1 with ids_on_device).
 // Both are deterministic whatever the order threads run in (HostExec runs them scrambled).
 //
 // Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
@@ -260,7 +261,6 @@ struct GroupScatter {
   }
 };
 
-
 struct ScatterCounts {
   const int64_t* perm;
   const int32_t* cnt;
@@ -302,6 +302,7 @@ class KernelSamplerBackend final : public SamplerBackend {
         replace_(opts.replace),
         turbo_(opts.kernel == SampleKernel::kTurbo),
         blocks_on_device_(opts.blocks_on_device),
+        ids_on_device_(opts.blocks_on_device && opts.ids_on_device && !opts.temporal),
         strategy_(opts.temporal_strategy) {
     DSP_CHECK_ARG(topo.num_edges < (int64_t{1} << 31) || !topo.idx32,
                   "sampler backend: int32 neighbour ids with more than 2^31 entries");
@@ -447,7 +448,8 @@ class KernelSamplerBackend final : public SamplerBackend {
 
   // Two reads: the sizes (the picks' exact count, lo.offsets[nd], and the source count) in one,
   // then the block: packed in executor memory (pack_, words: nd + 1 | ne | ceil(ne / 2) |
-  // sources) and read in one copy, or left there (blocks_on_device: only its source ids are read).
+  // sources) and read in one copy, or left there (blocks_on_device: only its source ids are read;
+  // ids_on_device: nothing, the sizes' read is the only one).
   // The kernels run over lo.total, a bound of the picks; positions past the exact count take no
   // part.
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
@@ -464,6 +466,8 @@ class KernelSamplerBackend final : public SamplerBackend {
     auto* local = reserve<int64_t>(out_, n);
     if (owners) owners->counts.assign(P, 0);
     if (n == 0) return set_edges(nd, lo, 0, local, src, b);
+    std::shared_ptr<BlockEdges>
+        e;  // ids_on_device: the block, copied by its bounds before the read
     auto* keys = reserve<int64_t>(keys_, n);
     if (nd) ex_.copy(keys, dst, nd * sizeof(int64_t));
     if (lo.total) ex_.copy(keys + nd, lo.nbrs, lo.total * sizeof(int64_t));
@@ -484,11 +488,19 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.copy(sizes, lo.offsets + nd, sizeof(int64_t));
     ex_.copy(sizes + 1, ids + n, sizeof(int64_t));
     if (P) count_source_owners(src, n, sizes + 1, *owners->offsets, sizes + 2);
+    if (ids_on_device_) {  // nothing is read after the sizes, so their wait covers these copies
+      e = device_edges(nd, lo, lo.total, local + nd, src, n);
+      if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
+    }
     std::vector<int64_t> got(2 + (P ? P + 1 : 0));
     download(got.data(), sizes, static_cast<int64_t>(got.size()));
     ex_.sync();
     b.num_src = got[1];
     for (int p = 0; p < P; ++p) owners->counts[p] = got[3 + p] - got[2 + p];
+    if (e) {
+      e->num_edges = got[0];
+      return put_edges(std::move(e), b);
+    }
     if (src_out) {  // issued before the last read, whose wait covers it
       ex_.copy(src_out->reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
     }
@@ -509,7 +521,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   // The edge arrays of blocks handed out with Block::on_device, reused once a block is released
   // (after its consumer's work on it has completed: the trainer reads its loss back first).
   struct EdgeArrays {
-    Buffer indptr, indices, weights;
+    Buffer indptr, indices, weights, sources;
   };
 
   // The chunk bounds of the sources src[0, *count) by owner (the P + 1 entries of the exclusive
@@ -546,7 +558,10 @@ class KernelSamplerBackend final : public SamplerBackend {
   // one copy.
   void set_edges(int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
                  const int64_t* src, Block& b) {
-    if (blocks_on_device_) return edges_on_device(nd, lo, ne, local + nd, b);
+    if (blocks_on_device_) {
+      return put_edges(
+          device_edges(nd, lo, ne, local + nd, ids_on_device_ ? src : nullptr, b.num_src), b);
+    }
     b.on_device.reset();
     const bool w = lo.weights != nullptr;
     const int64_t head = nd + 1 + ne + (w ? (ne + 1) / 2 : 0);  // words before the sources
@@ -566,12 +581,12 @@ class KernelSamplerBackend final : public SamplerBackend {
     b.src_ids.assign(h + head, h + head + b.num_src);
   }
 
-  // Block b's offsets, local ids and weights copied into pooled arrays of executor memory, set as
-  // b.on_device (the host edge vectors emptied).
-  void edges_on_device(int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
-                       Block& b) {
+  // A block's offsets, local ids and weights (ne of each) and, given `src`, its source ids (ns)
+  // copied into pooled arrays of executor memory.
+  std::shared_ptr<BlockEdges> device_edges(int64_t nd, const LayerPicks& lo, int64_t ne,
+                                           const int64_t* local, const int64_t* src, int64_t ns) {
     std::shared_ptr<EdgeArrays> a = RecyclePool<EdgeArrays>::lend(edge_pool_, [this] {
-      return EdgeArrays{ex_.buffer(), ex_.buffer(), ex_.buffer()};
+      return EdgeArrays{ex_.buffer(), ex_.buffer(), ex_.buffer(), ex_.buffer()};
     });
     auto e = std::make_shared<BlockEdges>();
     e->device = device_;
@@ -587,12 +602,21 @@ class KernelSamplerBackend final : public SamplerBackend {
       if (ne) ex_.copy(w, lo.weights, ne * sizeof(float));
       e->weights = w;
     }
+    if (src) {
+      auto* ids = reserve<int64_t>(a->sources, ns);
+      if (ns) ex_.copy(ids, src, ns * sizeof(int64_t));
+      e->src_ids = ids;
+    }
     e->copy = &Exec::read;
     e->keep = std::move(a);
+    return e;
+  }
+  // Sets b.on_device (the host edge vectors emptied).
+  static void put_edges(std::shared_ptr<BlockEdges> e, Block& b) {
     b.indptr.clear();
     b.indices.clear();
     b.weights.clear();
-    b.on_device = e;
+    b.on_device = std::move(e);
   }
 
   // One thread per task in task order, or the turbo schedule: sort keys computed and sorted on the
@@ -704,7 +728,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   std::string name_;
   Device device_;
   LocalTopology topo_;
-  bool biased_, replace_, turbo_, blocks_on_device_;
+  bool biased_, replace_, turbo_, blocks_on_device_, ids_on_device_;
   csp::TemporalStrategy strategy_;
   csp::LaborVariates labor_;
   const int64_t* task_times_ = nullptr;  // set_task_times (executor memory), or null

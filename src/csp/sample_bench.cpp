@@ -160,6 +160,7 @@ SamplerOptions SampleBenchOptions::sampler(SampleMode m, int num_layers) const {
   so.seed = seed;
   so.mode = m;
   so.blocks_on_device = true;  // as dsp train samples: a device backend's blocks stay there
+  so.ids_on_device = true;     // ... with their source ids, for the feature store
   return so;
 }
 

@@ -429,6 +429,8 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
     topo.hot_nodes = nullptr;
     topo.num_hot = 0;
   }
+  // Layer-wise, LABOR-i and temporal sampling read their blocks' source ids on the host.
+  if (draws_on_host() || opts_.temporal) opts_.ids_on_device = false;
   backend_ = backend ? backend(topo, opts_) : make_cpu_sampler_backend(topo, opts_);
   DSP_CHECK(backend_ != nullptr, "sampler: the backend factory returned no backend");
   DSP_CHECK_ARG(size_ == 1 || backend_->memory() == MemorySpace::kHost ||
@@ -1258,6 +1260,11 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
 bool CollectiveSampler::counts_owners_ahead() const {
   return size_ > 1 && opts_.scheme == SampleScheme::kNodeWise &&
          !(opts_.labor && opts_.labor_importance != 0);
+}
+
+// Layer-wise counts and LABOR-i's importance rounds are drawn on the host from the frontier's ids.
+bool CollectiveSampler::draws_on_host() const {
+  return opts_.scheme == SampleScheme::kLayerWise || (opts_.labor && opts_.labor_importance != 0);
 }
 
 LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t* host_frontier,

@@ -86,6 +86,12 @@ struct SamplerOptions {
   // A device backend leaves each block's edge arrays in its memory (Block::on_device) instead of
   // copying them to the host: for a trainer on that device. The CPU backend ignores it.
   bool blocks_on_device = false;
+  // With blocks_on_device, a device backend also leaves each block's source ids there
+  // (BlockEdges::src_ids; Block::ids_to_host brings them back) instead of reading them: for a
+  // feature store on that device (FeatureStore::gather_resident). Not for the samplers that read
+  // them on the host: layer-wise and LABOR-i (their draws take the previous block's ids) and
+  // temporal sampling (its loader deduplicates them); their ids are read as without it.
+  bool ids_on_device = false;
   // LABOR (Balin & Catalyurek, NeurIPS'23; --sampler labor): node-wise, with one variate r_t
   // per neighbour global id shared by the layer's seeds (csp::LaborVariates).
   // labor_importance 0: LABOR-0, each seed keeps the min(fanout, degree) neighbours of smallest
@@ -340,6 +346,7 @@ class CollectiveSampler {
   std::vector<int32_t> layerwise_counts(const int64_t* frontier, int64_t n, int draws,
                                         uint64_t key) const;
   bool counts_owners_ahead() const;
+  bool draws_on_host() const;  // a layer's picks are drawn from the frontier's ids on the host
   // Layer l's picks of the frontier (backend memory; host_frontier: the same on the host) by
   // the options' sampler; known: as run_layer's.
   LayerPicks pick_layer(const int64_t* frontier, const int64_t* host_frontier, int64_t nf,

@@ -108,25 +108,44 @@ void load_labels(const SampledBatch& sb, const Array& labels, LoadedBatch& lb) {
   for (size_t i = 0; i < sb.seeds.size(); ++i) lb.labels[i] = lab[sb.seeds[i]];
 }
 
+// The input ids a device sampler left in its memory (SamplerOptions::ids_on_device), where the
+// store gathers them (the same device: FeatureStore::gather_resident), else null, the ids brought
+// to the host first for a store elsewhere.
+const int64_t* resident_input(Block& in, const FeatureStore* store) {
+  if (!in.ids_on_device()) return nullptr;
+  if (store && store->device() == in.on_device->device) return in.on_device->src_ids;
+  in.ids_to_host();
+  return nullptr;
+}
+
 }  // namespace
 
 LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labels) {
   LoadedBatch lb;
-  const std::vector<int64_t>& input = sb.input_nodes();
   const int64_t F = store ? store->dim() : 0;
   lb.feature_dim = F;
-  // Temporal blocks' inputs may repeat an id; a plain batch's are distinct.
+  // Temporal blocks' inputs may repeat an id (and are on the host); a plain batch's are distinct.
   const bool temporal = !sb.blocks.empty() && !sb.blocks.front().src_times.empty();
+  const int64_t* resident = sb.blocks.empty() ? nullptr : resident_input(sb.blocks.front(), store);
+  const int64_t n =
+      resident ? sb.blocks.front().num_src : static_cast<int64_t>(sb.input_nodes().size());
   if (store && store->device().is_cuda() && !temporal) {
     // Rows stay in device memory, in gather's output dtype (float32, or a float16 file's rows,
     // which the trainer widens there).
-    const int64_t n = static_cast<int64_t>(input.size());
     lb.device = store->device();
     lb.device_dtype = store->out_dtype();
     lb.device_features = store->allocate_rows(n);
-    store->gather(input.data(), n, lb.device_features.get());
+    if (resident) {
+      store->gather_resident(resident, n, lb.device_features.get());
+    } else {
+      store->gather(sb.input_nodes().data(), n, lb.device_features.get());
+    }
+  } else if (store && resident) {  // a host-memory backend's (the emulated device path)
+    std::vector<unsigned char> raw(std::max<size_t>(n * store->out_row_bytes(), 1));
+    store->gather_resident(resident, n, raw.data());
+    rows_to_float(*store, raw.data(), n, lb.features);
   } else if (store) {
-    host_features(*store, input, temporal, lb.features);
+    host_features(*store, sb.input_nodes(), temporal, lb.features);
   }
   load_labels(sb, labels, lb);
   lb.sample = std::move(sb);

@@ -623,7 +623,8 @@ SamplerOptions TrainJob::make_samplers() {
   check_node_times(so, rt_.part(), cfg_.rank.path, "training and evaluation seed");
   // The trainer runs on the rank's device, where a device sampler backend builds the blocks: their
   // edge arrays stay there (Block::on_device; the CPU backend ignores this).
-  so.blocks_on_device = !rt_.hetero();  // sample_hetero builds its blocks on the host
+  so.blocks_on_device = !rt_.hetero();     // sample_hetero builds its blocks on the host
+  so.ids_on_device = so.blocks_on_device;  // the loader gathers the input ids where they are
   // Fanouts run from the seeds out: with PP the last one (the input layer's) is not sampled.
   if (cfg_.preaggregate) so.fanouts.pop_back();
   // On self-reliant (pagraph) parts training samples without communication; evaluation (any
@@ -901,7 +902,7 @@ void TrainJob::size_cache(const PipelineOptions& popts) {
   rt_.channel(WorkerKind::kSampler).set_step(-1, 2);
   const SampledBatch sb = sampler_->sample_nodes(seeds, start_epoch_, 0);
   const PartitionData& part = rt_.part();
-  const int64_t bytes = static_cast<int64_t>(sb.input_nodes().size()) * part.features.dim(1) *
+  const int64_t bytes = sb.blocks.front().num_src * part.features.dim(1) *
                         static_cast<int64_t>(dtype_size(part.features.dtype()));
   // Pipelined: the loaded queue and the batch being loaded hold features besides the trained one.
   const int64_t in_flight =

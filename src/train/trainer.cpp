@@ -551,7 +551,7 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
     if (cfg_.model.hetero()) {
       I.emb_ids = hetero_embedding_ids(batch, cfg_.model, I.emb_rows);
     } else {
-      const auto& ids = batch.sample.blocks.front().src_ids;
+      const auto& ids = batch.sample.input_nodes();  // on the host since gather_embedding
       I.emb_ids.assign(ids.begin(), ids.end());
     }
     // Where the table takes them: its device's memory, else the host.
@@ -640,12 +640,13 @@ void Trainer::gather_embedding(LoadedBatch& batch) {
   EmbeddingTable* t = impl_->table;
   if (!t) return;
   const bool empty = batch.sample.blocks.empty();
+  if (!empty) batch.sample.blocks.front().ids_to_host();  // the table looks ids up on the host
   const std::vector<int64_t> none;
   const std::vector<int64_t> typed =
       cfg_.model.hetero() ? hetero_embedding_ids(batch, cfg_.model, impl_->emb_rows) : none;
   const std::vector<int64_t>& ids = cfg_.model.hetero() ? typed
                                     : empty             ? none
-                                                        : batch.sample.blocks.front().src_ids;
+                                                        : batch.sample.input_nodes();
   const int64_t n = static_cast<int64_t>(ids.size());
   batch.embedding_dim = t->dim();
   if (table_on_trainer_device()) {  // a device table fills a tensor on the trainer's device

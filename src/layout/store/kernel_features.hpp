@@ -255,12 +255,7 @@ class KernelFeatureBackend final : public FeatureBackend {
   void place_rows(const void* rows, MemorySpace space, const int64_t* pos, const int64_t* node,
                   int64_t n, void* out) override {
     if (n == 0) return;
-    const void* src = rows;
-    if (space != MemorySpace::kDevice) {
-      void* staged = stage_.reserve(n * src_.row_bytes);
-      ex_.to_device(staged, rows, n * src_.row_bytes);
-      src = staged;
-    }
+    const void* src = in_executor(rows, space, n);
     std::vector<int64_t> iota(n), p(pos, pos + n);
     for (int64_t k = 0; k < n; ++k) iota[k] = k;
     std::vector<float>& scale = cold_scale_;
@@ -324,12 +319,7 @@ class KernelFeatureBackend final : public FeatureBackend {
   void place_resident(const void* rows, MemorySpace space, const int64_t* pos, const int64_t* node,
                       int64_t n, void* out) override {
     if (n == 0) return;
-    const void* src = rows;
-    if (space != MemorySpace::kDevice) {
-      void* staged = stage_.reserve(n * src_.row_bytes);
-      ex_.to_device(staged, rows, n * src_.row_bytes);
-      src = staged;
-    }
+    const void* src = in_executor(rows, space, n);
     if (!decode_) {
       by_word({src, out}, [&](auto w) { launch<decltype(w)>(nullptr, src, pos, out, n); });
     } else {
@@ -404,6 +394,13 @@ class KernelFeatureBackend final : public FeatureBackend {
       ex_.to_device(p, pos.data(), n * sizeof(int64_t));
     }
     by_word({base, out}, [&](auto w) { launch<decltype(w)>(r, base, p, out, n); });
+  }
+  // n stored rows in executor memory: `rows` where they are, host rows staged through stage_.
+  const void* in_executor(const void* rows, MemorySpace space, int64_t n) {
+    if (space == MemorySpace::kDevice) return rows;
+    void* staged = stage_.reserve(n * src_.row_bytes);
+    ex_.to_device(staged, rows, n * src_.row_bytes);
+    return staged;
   }
   // f(V{}) with the widest copy word V (16, 8, 4, 2 or 1 bytes) dividing the row size and every
   // pointer's address.
