@@ -21,6 +21,9 @@
 //   inclusive_scan(in, out, n)  out[i] = in[0] + ... + in[i]
 //   sort_pairs_descending(keys, vals_in, vals_out, n, key_bits)  vals_out = vals_in ordered by
 //                    descending key (keys in [0, 2^key_bits)), stable: equal keys keep their order
+//   fence()          a new ReleaseFence (core/release_fence.hpp) for an array E lends out
+//   wait(f)          when f was recorded: E's stream waits for that point (device-side, no host
+//                    wait; counted in traffic().stream_waits) and f is cleared; else nothing
 //   map_host(p, bytes, read_only, reg)  a pointer E's loops can read the host range through
 //   sync()           returns once everything issued so far has completed (host reads may follow)
 //   traffic()        the blocking syncs, device-to-host copies and buffer growths so far
@@ -36,10 +39,15 @@
 #include <vector>
 
 #include "core/host_traffic.hpp"
+#include "core/release_fence.hpp"
 
 namespace dsp {
 
 class HostExec {
+  struct HostFence final : ReleaseFence {
+    void record_on(void* /*stream*/) override {}
+  };
+
  public:
   class Buffer {
    public:
@@ -118,6 +126,12 @@ class HostExec {
     std::stable_sort(at.begin(), at.end(),
                      [keys](int64_t a, int64_t b) { return keys[a] > keys[b]; });
     for (int64_t i = 0; i < n; ++i) vals_out[i] = vals_in[at[i]];
+  }
+  std::shared_ptr<ReleaseFence> fence() const { return std::make_shared<HostFence>(); }
+  void wait(ReleaseFence& f) {  // host work is issued in order: the point has passed
+    if (!f.recorded()) return;
+    traffic_.stream_waits += 1;
+    f.clear();
   }
   const void* map_host(const void* p, size_t /*bytes*/, bool /*read_only*/, Registration&) {
     return p;

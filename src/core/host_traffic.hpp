@@ -16,6 +16,9 @@ struct HostTraffic {
   int64_t reads = 0;        // device-to-host copies (Exec::to_host)
   int64_t read_bytes = 0;   // their bytes
   int64_t allocations = 0;  // growths of the executor's buffers (E::Buffer::reserve)
+  // Device-side waits for a consumer's stream before reusing a lent array (Exec::wait on a
+  // recorded ReleaseFence, core/release_fence.hpp): ordering instead of a host wait.
+  int64_t stream_waits = 0;
 
   void add_read(size_t bytes) {  // a copy of 0 bytes issues nothing
     if (bytes == 0) return;
@@ -24,7 +27,7 @@ struct HostTraffic {
   }
   HostTraffic operator-(const HostTraffic& o) const {
     return {syncs - o.syncs, reads - o.reads, read_bytes - o.read_bytes,
-            allocations - o.allocations};
+            allocations - o.allocations, stream_waits - o.stream_waits};
   }
 };
 

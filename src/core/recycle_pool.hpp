@@ -2,9 +2,10 @@
 // Objects reused across hand-outs (device buffers a batch carries away): lend() gives one, a
 // recycled one when any was returned, and its last holder returns it. The pool lives as long as
 // any lent object, so they may outlive whoever owns the pool. A returned object is handed out
-// again as it is: whoever lends must be sure its last holder's work on it has completed (and a
-// device buffer that grows or goes is freed in its own stream's order: that holder's work on
-// another stream must have completed too).
+// again as it is: whoever lends must order its new work after its last holder's (and a device
+// buffer that grows or goes is freed in its own stream's order: that holder's work on another
+// stream must come first too): the device backends lend objects carrying a release fence
+// (core/release_fence.hpp) their holders record and the lender waits for on its stream.
 #include <memory>
 #include <mutex>
 #include <vector>

@@ -22,6 +22,7 @@
 #include "core/device.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/release_fence.hpp"
 
 namespace dsp {
 
@@ -39,6 +40,10 @@ struct BlockEdges {
   const int64_t* src_ids = nullptr;  // [num_src], or null: Block::src_ids holds them
   int64_t num_edges = 0;
   std::shared_ptr<void> keep;
+  // Recorded by the consumer on the stream its work on the arrays went to, when it lets go
+  // (core/release_fence.hpp): the sampler reuses them after that point without a host wait. Null
+  // where no fence is kept.
+  std::shared_ptr<ReleaseFence> fence;
   std::function<void(void* host, const void* src, size_t bytes)> copy;
 };
 
@@ -144,6 +149,9 @@ struct LoadedBatch {
   std::shared_ptr<void> device_embedding;
   Device device;  // where the features are
   std::shared_ptr<void> device_features;
+  // Recorded where the consumer's work on device_features went when it lets go (the feature
+  // store's next gather into that memory waits for it on the device), or null.
+  std::shared_ptr<ReleaseFence> device_features_fence;
   DType device_dtype = DType::kFloat32;
   // Heterogeneous graphs (the sample's blocks carry src_types): the input nodes' features per
   // node type t, typed_features[t] = float32 [typed_rows[t].size() x typed_dims[t]] (row j: input

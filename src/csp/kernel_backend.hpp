@@ -522,6 +522,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   // (after its consumer's work on it has completed: the trainer reads its loss back first).
   struct EdgeArrays {
     Buffer indptr, indices, weights, sources;
+    std::shared_ptr<ReleaseFence> fence;  // where the last consumer let go (BlockEdges::fence)
   };
 
   // The chunk bounds of the sources src[0, *count) by owner (the P + 1 entries of the exclusive
@@ -586,8 +587,9 @@ class KernelSamplerBackend final : public SamplerBackend {
   std::shared_ptr<BlockEdges> device_edges(int64_t nd, const LayerPicks& lo, int64_t ne,
                                            const int64_t* local, const int64_t* src, int64_t ns) {
     std::shared_ptr<EdgeArrays> a = RecyclePool<EdgeArrays>::lend(edge_pool_, [this] {
-      return EdgeArrays{ex_.buffer(), ex_.buffer(), ex_.buffer(), ex_.buffer()};
+      return EdgeArrays{ex_.buffer(), ex_.buffer(), ex_.buffer(), ex_.buffer(), ex_.fence()};
     });
+    ex_.wait(*a->fence);  // the last consumer's work on them first (nothing when none recorded)
     auto e = std::make_shared<BlockEdges>();
     e->device = device_;
     e->num_edges = ne;
@@ -608,6 +610,7 @@ class KernelSamplerBackend final : public SamplerBackend {
       e->src_ids = ids;
     }
     e->copy = &Exec::read;
+    e->fence = a->fence;
     e->keep = std::move(a);
     return e;
   }

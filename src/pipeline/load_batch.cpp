@@ -134,7 +134,7 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
     // which the trainer widens there).
     lb.device = store->device();
     lb.device_dtype = store->out_dtype();
-    lb.device_features = store->allocate_rows(n);
+    lb.device_features = store->allocate_rows(n, &lb.device_features_fence);
     if (resident) {
       store->gather_resident(resident, n, lb.device_features.get());
     } else {

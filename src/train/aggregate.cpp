@@ -21,7 +21,8 @@ namespace dsp {
 
 namespace {
 // A block's edge arrays where the sampler left them (Block::on_device), wrapped without a copy
-// (the tensors share the arrays' owner), then moved to `device` if that is elsewhere.
+// (the tensors share the arrays' owner, and record its release fence as they go: the sampler
+// reuses the arrays after the kernels that read them), then moved to `device` if elsewhere.
 void wrap_device_edges(const Block& b, const torch::Device& device, BlockTensors& t) {
   const BlockEdges& e = *b.on_device;
   const torch::Device where =
@@ -30,7 +31,7 @@ void wrap_device_edges(const Block& b, const torch::Device& device, BlockTensors
           : torch::Device(torch::kCPU);
   auto opts = torch::TensorOptions().dtype(torch::kInt64).device(where);
   std::shared_ptr<const BlockEdges> keep = b.on_device;
-  auto hold = [keep](void*) {};
+  auto hold = [keep](void*) { record_release(keep->fence, keep->device); };
   t.indptr = torch::from_blob(const_cast<int64_t*>(e.indptr), {b.num_dst + 1}, hold, opts);
   t.indices = e.num_edges > 0
                   ? torch::from_blob(const_cast<int64_t*>(e.indices), {e.num_edges}, hold, opts)
@@ -47,6 +48,18 @@ void wrap_device_edges(const Block& b, const torch::Device& device, BlockTensors
   }
 }
 }  // namespace
+
+void record_release(const std::shared_ptr<ReleaseFence>& fence, const Device& d) {
+  if (!fence) return;
+#ifdef DSP_TRAIN_CUDA
+  if (d.is_cuda()) {
+    return fence->record(
+        c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(d.index)).stream());
+  }
+#endif
+  (void)d;
+  fence->record(nullptr);
+}
 
 BlockTensors block_to_tensors(const Block& b, const torch::Device& device) {
   DSP_CHECK_ARG(b.num_dst >= 0 && b.num_dst <= b.num_src,

@@ -43,6 +43,10 @@ struct BlockTensors {
 };
 
 BlockTensors block_to_tensors(const Block& b, const torch::Device& device = torch::kCPU);
+// Records `fence` (when set) after the work issued so far to LibTorch's current stream of `d`
+// (a CPU device: the host emulation's point, nothing to order): where a consumer of arrays lent by
+// a device backend (Block::on_device, LoadedBatch::device_features) lets go of them.
+void record_release(const std::shared_ptr<ReleaseFence>& fence, const Device& d);
 std::vector<BlockTensors> blocks_to_tensors(const std::vector<Block>& blocks,
                                             const torch::Device& device = torch::kCPU);
 

@@ -309,8 +309,12 @@ torch::Tensor feature_tensor(const LoadedBatch& b, const torch::Device& device) 
   const auto dtype = b.device_dtype == DType::kFloat16 ? torch::kFloat16 : torch::kFloat32;
   DSP_CHECK_ARG(b.device_dtype == DType::kFloat16 || b.device_dtype == DType::kFloat32,
                 "device features of dtype {} are not supported", dtype_name(b.device_dtype));
-  return torch::from_blob(b.device_features.get(), {n, b.feature_dim},
-                          torch::TensorOptions().dtype(dtype).device(where))
+  std::shared_ptr<ReleaseFence> fence = b.device_features_fence;
+  const Device at = b.device;
+  return torch::from_blob(
+             b.device_features.get(), {n, b.feature_dim},
+             [fence, at](void*) { record_release(fence, at); },
+             torch::TensorOptions().dtype(dtype).device(where))
       .to(device, torch::kFloat32);
 }
 

@@ -105,6 +105,35 @@ TEST(HostTraffic, BoundedPerLayerWhateverTheBatchSize) {
   }
 }
 
+// Block arrays lent to a consumer on another stream (the trainer's kernels) come back at its
+// release point: the arrays of blocks whose consumer recorded their fences are reused after a
+// device-side wait each (no host wait: the syncs are those of any batch), those of blocks whose
+// consumer recorded nothing without one.
+TEST(HostTraffic, LentBlocksComeBackThroughTheirReleaseFence) {
+  auto comm = make_communicator("self");
+  const PartitionData part = single_part(graph());
+  SamplerOptions o{{10, 5, 3}};
+  o.blocks_on_device = true;
+  o.ids_on_device = true;
+  CollectiveSampler s(part, *comm, o, test::sampler_backend("emulated"));
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < 600; v += 3) seeds.push_back(v);
+  {
+    SampledBatch b = s.sample(seeds, 0, 0);
+    for (Block& k : b.blocks) {
+      ASSERT_TRUE(k.on_device && k.on_device->fence);
+      k.on_device->fence->record(nullptr);
+    }
+  }  // let go: the arrays are back in the pool, fenced
+  s.reset_stats();
+  s.sample(seeds, 0, 1);  // dropped without recording
+  EXPECT_EQ(s.stats().host.stream_waits, kLayers);
+  EXPECT_EQ(s.stats().host.syncs, kLayers + 1);
+  s.reset_stats();
+  s.sample(seeds, 0, 2);
+  EXPECT_EQ(s.stats().host.stream_waits, 0);
+}
+
 // Per-batch buffers are the executor's, grown geometrically and reused (stream-ordered on a GPU):
 // once sizes settle, a batch like an earlier one allocates nothing, for every scheme. They settle
 // in two batches: the frontier's two buffers swap roles every layer, so with an odd number of

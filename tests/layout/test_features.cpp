@@ -137,6 +137,32 @@ TEST_P(BackendGather, AGatherLikeAnEarlierOneAllocatesNothing) {
   }
 }
 
+// Output rows lent to a consumer on another stream (the trainer's kernels) come back at its
+// release point: a buffer whose consumer recorded the fence is reused after one device-side wait
+// (no host wait), one whose consumer recorded nothing without any; host memory has no fence.
+TEST_P(BackendGather, LentRowsComeBackThroughTheirReleaseFence) {
+  auto comm = make_communicator("self");
+  FeatureRig rig(3000, 16, DType::kFloat32);
+  FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
+  const bool device = store.backend().name() != "host";
+  std::vector<int64_t> ids(1000);
+  std::iota(ids.begin(), ids.end(), 100);
+  for (const bool record : {true, false}) {
+    SCOPED_TRACE(record);
+    {
+      std::shared_ptr<ReleaseFence> fence;
+      std::shared_ptr<void> out = store.allocate_rows(1000, &fence);
+      store.gather(ids.data(), 1000, out.get());
+      EXPECT_EQ(fence != nullptr, device);
+      if (fence && record) fence->record(nullptr);
+    }  // let go: back in the pool, the last returned
+    store.reset_stats();
+    std::shared_ptr<void> again = store.allocate_rows(1000);
+    store.gather(ids.data(), 1000, again.get());
+    EXPECT_EQ(store.stats().host.stream_waits, device && record ? 1 : 0);
+  }
+}
+
 TEST_P(BackendGather, BadIdsRejectedAndStoreStillWorks) {
   auto comm = make_communicator("self");
   FeatureRig rig(500, 5, DType::kFloat32);

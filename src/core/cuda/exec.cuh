@@ -84,6 +84,13 @@ class CudaExec {
     DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(scan_tmp_.reserve(bytes), bytes, keys, keys_out,
                                                              vals_in, vals_out, m, 0, key_bits, stream()));
   }
+  std::shared_ptr<ReleaseFence> fence() const { return std::make_shared<EventFence>(device()); }
+  void wait(ReleaseFence& f) {
+    if (!f.recorded()) return;
+    traffic_.stream_waits += 1;
+    static_cast<EventFence&>(f).wait_on(stream());
+    f.clear();
+  }
   const void* map_host(const void* p, size_t bytes, bool read_only, Registration& r) {
     CudaDeviceGuard g(device());
     return r.map(p, bytes, read_only);

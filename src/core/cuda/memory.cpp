@@ -40,6 +40,28 @@ Lane::~Lane() {
   DSP_CUDA_CHECK_NO_THROW(cudaStreamDestroy(stream_));  // pending frees complete first
 }
 
+EventFence::EventFence(int device) : device_(device) {
+  CudaDeviceGuard g(device);
+  DSP_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+}
+
+EventFence::~EventFence() {
+  if (!event_) return;
+  CudaDeviceGuard g(device_);
+  DSP_CUDA_CHECK_NO_THROW(cudaEventDestroy(event_));
+}
+
+void EventFence::record_on(void* stream) {
+  CudaDeviceGuard g(device_);
+  cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy;
+  DSP_CUDA_CHECK(cudaEventRecord(event_, s));
+}
+
+void EventFence::wait_on(CUstream_st* stream) const {
+  CudaDeviceGuard g(device_);
+  DSP_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
+}
+
 DeviceBuffer::DeviceBuffer(std::shared_ptr<Lane> lane) : lane_(std::move(lane)) {
   DSP_CHECK(lane_ != nullptr, "DeviceBuffer: no lane");
 }

@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/release_fence.hpp"
+
 struct CUstream_st;  // cudaStream_t is CUstream_st*
+struct CUevent_st;   // cudaEvent_t is CUevent_st*
 
 namespace dsp::cuda {
 
@@ -33,6 +36,23 @@ class Lane {
   int device_ = 0;
   CUstream_st* stream_ = nullptr;
   bool pools_ = false;
+};
+
+// A ReleaseFence over a CUDA event of one device (CudaExec::fence): recorded on the consumer's
+// stream (null: the legacy default stream, LibTorch's unless it sets one), waited for on a lane's.
+class EventFence final : public ReleaseFence {
+ public:
+  explicit EventFence(int device);
+  ~EventFence() override;
+  EventFence(const EventFence&) = delete;
+  EventFence& operator=(const EventFence&) = delete;
+  // `stream` waits for the recorded point (cudaStreamWaitEvent: no host wait).
+  void wait_on(CUstream_st* stream) const;
+
+ private:
+  void record_on(void* stream) override;
+  int device_ = 0;
+  CUevent_st* event_ = nullptr;
 };
 
 // A growth-only device allocation on a lane: reserve() reallocates only to grow (geometrically),

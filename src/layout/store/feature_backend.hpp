@@ -40,6 +40,7 @@
 #include "core/device.hpp"
 #include "core/host_traffic.hpp"
 #include "core/quant.hpp"
+#include "core/release_fence.hpp"
 #include "graph/array.hpp"
 
 namespace dsp {
@@ -138,8 +139,12 @@ class FeatureBackend {
   virtual void serve_resident(const int64_t* slots, int64_t n, void* rows);
   virtual void place_resident(const void* rows, MemorySpace space, const int64_t* pos,
                               const int64_t* node, int64_t n, void* out);
-  // `bytes` of the backend's memory, and copies to and from the host (tests, tools).
-  virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
+  // `bytes` of the backend's memory; with `fence`, *fence is set to the release fence the consumer
+  // records where its work on the memory went when it lets go (core/release_fence.hpp), so the
+  // backend reuses it after that point without a host wait (null: none needed, host memory).
+  // And copies to and from the host (tests, tools).
+  virtual std::shared_ptr<void> allocate(size_t bytes, std::shared_ptr<ReleaseFence>* fence) = 0;
+  std::shared_ptr<void> allocate(size_t bytes) { return allocate(bytes, nullptr); }
   virtual void copy_to_host(const void* src, size_t bytes, void* host) = 0;
   virtual void copy_from_host(void* dst, const void* host, size_t bytes) = 0;
   // Device backends: the blocking syncs and device-to-host copies their executor has issued since

@@ -81,9 +81,10 @@ class FeatureStore {
   // the stored rows otherwise (float16 rows are widened by their consumer, on its device).
   DType out_dtype() const { return out_dtype_; }
   size_t out_row_bytes() const { return out_row_bytes_; }
-  // Memory for n output rows in the backend's memory.
-  std::shared_ptr<void> allocate_rows(int64_t n) {
-    return backend_->allocate(std::max<size_t>(static_cast<size_t>(n) * out_row_bytes_, 1));
+  // Memory for n output rows in the backend's memory; *fence (when given): its release fence
+  // (FeatureBackend::allocate).
+  std::shared_ptr<void> allocate_rows(int64_t n, std::shared_ptr<ReleaseFence>* fence = nullptr) {
+    return backend_->allocate(std::max<size_t>(static_cast<size_t>(n) * out_row_bytes_, 1), fence);
   }
   int64_t cached_rows() const { return cache_rows_; }
 

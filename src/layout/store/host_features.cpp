@@ -129,7 +129,9 @@ class HostFeatureBackend final : public FeatureBackend {
   }
   bool reads_ahead() const override { return waits_; }
   void read_ahead(const int64_t* ids, int64_t n) override;
-  std::shared_ptr<void> allocate(size_t bytes) override {
+  using FeatureBackend::allocate;
+  std::shared_ptr<void> allocate(size_t bytes, std::shared_ptr<ReleaseFence>* fence) override {
+    if (fence) fence->reset();  // host memory: freed when its last holder lets go
     return std::shared_ptr<void>(new unsigned char[std::max<size_t>(bytes, 1)],
                                  [](void* p) { delete[] static_cast<unsigned char*>(p); });
   }

@@ -338,10 +338,17 @@ class KernelFeatureBackend final : public FeatureBackend {
 
   // Output rows come from a pool of growth-only buffers: a batch's buffer returns to the pool when
   // the batch is dropped, so once sizes settle no batch allocates (no cudaMalloc on the hot path).
-  std::shared_ptr<void> allocate(size_t bytes) override {
-    std::shared_ptr<Buffer> buf = RecyclePool<Buffer>::lend(pool_, [this] { return ex_.buffer(); });
-    void* p = buf->reserve(std::max<size_t>(bytes, 16));
-    return std::shared_ptr<void>(buf, p);
+  // Each carries a release fence: a buffer comes back after its consumer's work on it (the rows
+  // a trainer's kernels read), which the next gather into it waits for on the device.
+  using FeatureBackend::allocate;
+  std::shared_ptr<void> allocate(size_t bytes, std::shared_ptr<ReleaseFence>* fence) override {
+    std::shared_ptr<Lent> lent = RecyclePool<Lent>::lend(pool_, [this] {
+      return Lent{ex_.buffer(), ex_.fence()};
+    });
+    ex_.wait(*lent->fence);
+    if (fence) *fence = lent->fence;
+    void* p = lent->buf.reserve(std::max<size_t>(bytes, 16));
+    return std::shared_ptr<void>(lent, p);
   }
   void copy_to_host(const void* src, size_t bytes, void* host) override {
     if (bytes == 0) return;
@@ -490,7 +497,11 @@ class KernelFeatureBackend final : public FeatureBackend {
   bool decode_ = false;                        // stored rows decode to float32 (bfloat16, int8)
   FeatureCodec codec_;                         // column scales in executor memory
   Buffer column_scale_buf_ = ex_.buffer();
-  std::shared_ptr<RecyclePool<Buffer>> pool_ = std::make_shared<RecyclePool<Buffer>>();
+  struct Lent {  // an output buffer of allocate and its release fence
+    Buffer buf;
+    std::shared_ptr<ReleaseFence> fence;
+  };
+  std::shared_ptr<RecyclePool<Lent>> pool_ = std::make_shared<RecyclePool<Lent>>();
   // gather_resident: the classification's arrays, the requests, the tables it reads.
   Buffer cat_ = ex_.buffer(), src_rows_ = ex_.buffer(), flag_ = ex_.buffer(), rank_ = ex_.buffer(),
          bounds_ = ex_.buffer(), req_slots_ = ex_.buffer(), slot_buf_ = ex_.buffer();
