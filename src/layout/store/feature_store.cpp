@@ -173,7 +173,6 @@ void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
 
 // One round: slots to their owners (host buffers: small), rows back in the channel's memory space.
 void FeatureStore::exchange_rows(const int64_t* ids, const Requests& r, void* out) {
-  const int P = comm_.size();
   const std::vector<int64_t>& req = r.req;
   const std::vector<int64_t>& send_counts = r.send_counts;
   OpOptions slots_op{{}, "gather.slots"};
@@ -189,17 +188,7 @@ void FeatureStore::exchange_rows(const int64_t* ids, const Requests& r, void* ou
   std::shared_ptr<void> rows_out = row_buffer(*backend_, space, total_in * row_bytes_);
   std::shared_ptr<void> rows_in = row_buffer(*backend_, space, n_in * row_bytes_);
   serve(slots_in.data(), total_in, rows_out.get(), space);
-  {
-    // Rows travel as bytes: counts in rows * row_bytes.
-    std::vector<int64_t> sc(P), rc(P);
-    for (int p = 0; p < P; ++p) {
-      sc[p] = recv_counts[p] * static_cast<int64_t>(row_bytes_);
-      rc[p] = send_counts[p] * static_cast<int64_t>(row_bytes_);
-    }
-    const OpOptions rows_op{{}, "gather.rows"};
-    comm_.all_to_all_v(rows_out.get(), sc, rows_in.get(), rc, DType::kUInt8, rows_op);
-    comm_.synchronize(rows_op);
-  }
+  exchange_row_bytes(rows_out.get(), recv_counts, rows_in.get(), send_counts);
   receive(ids, r, 0, n_in, rows_in.get(), space, out);
 }
 
@@ -256,14 +245,7 @@ void FeatureStore::exchange_resident(const ResidentPass& r, void* out) {
   } else {
     serve(slots_in_host.data(), total_in, rows_out.get(), space);
   }
-  std::vector<int64_t> sc(P), rc(P);  // rows travel as bytes
-  for (int p = 0; p < P; ++p) {
-    sc[p] = recv[p] * static_cast<int64_t>(row_bytes_);
-    rc[p] = r.send_counts[p] * static_cast<int64_t>(row_bytes_);
-  }
-  const OpOptions rows_op{{}, "gather.rows"};
-  comm_.all_to_all_v(rows_out.get(), sc, rows_in.get(), rc, DType::kUInt8, rows_op);
-  comm_.synchronize(rows_op);
+  exchange_row_bytes(rows_out.get(), recv, rows_in.get(), r.send_counts);
   backend_->place_resident(rows_in.get(), space, r.pos, r.nodes, n_out, out);
 }
 
@@ -277,6 +259,21 @@ void FeatureBackend::serve_resident(const int64_t*, int64_t, void*) {
 void FeatureBackend::place_resident(const void*, MemorySpace, const int64_t*, const int64_t*,
                                     int64_t, void*) {
   DSP_THROW("{}: the feature backend does not place resident rows", name());
+}
+
+// The served rows out (served[p] rows to peer p), the requested rows in (asked[p] from p), as
+// bytes in the channel's memory space; complete on return.
+void FeatureStore::exchange_row_bytes(const void* out_rows, const std::vector<int64_t>& served,
+                                      void* in_rows, const std::vector<int64_t>& asked) {
+  const int P = comm_.size();
+  std::vector<int64_t> sc(P), rc(P);
+  for (int p = 0; p < P; ++p) {
+    sc[p] = served[p] * static_cast<int64_t>(row_bytes_);
+    rc[p] = asked[p] * static_cast<int64_t>(row_bytes_);
+  }
+  const OpOptions rows_op{{}, "gather.rows"};
+  comm_.all_to_all_v(out_rows, sc, in_rows, rc, DType::kUInt8, rows_op);
+  comm_.synchronize(rows_op);
 }
 
 void FeatureStore::enable_fifo(const FifoCacheOptions& o) {

@@ -137,6 +137,9 @@ class FeatureStore {
   // gather_resident's round: the slots to their owners, rows back into out (in the backend's
   // memory where the channel is device-space, through host buffers otherwise).
   void exchange_resident(const ResidentPass& r, void* out);
+  // Both rounds' rows: served rows out, requested rows back (counts in rows, sent as bytes).
+  void exchange_row_bytes(const void* out_rows, const std::vector<int64_t>& served, void* in_rows,
+                          const std::vector<int64_t>& asked);
   // The local part of gather: checks, local and cold rows, the FIFO levels, the requests.
   Requests prepare(const int64_t* ids, int64_t n, void* out);
   // Rows of this rank's cache by slot, for peers (slots checked), into `rows` in `space`.
