@@ -30,10 +30,11 @@ void print_mode(const nlohmann::json& m, int batches) {
   if (m["host_syncs_per_batch"].get<double>() > 0) {  // a device backend
     fmt::print(
         "       host round trips/batch: {:.1f} blocking syncs, {:.1f} device-to-host reads "
-        "({:.1f} per layer, {:.1f} KB); {:.0f} buffer growths in {} batches\n",
+        "({:.1f} per layer, {:.1f} KB); {:.0f} buffer growths in {} batches; {:.1f} graph "
+        "replays\n",
         m["host_syncs_per_batch"].get<double>(), m["host_reads_per_batch"].get<double>(),
         m["host_reads_per_layer"].get<double>(), m["host_read_bytes_per_batch"].get<double>() / 1e3,
-        m["host_allocations"].get<double>(), batches);
+        m["host_allocations"].get<double>(), batches, m["graph_launches_per_batch"].get<double>());
   }
   if (m.contains("bytes_per_epoch_per_layer")) {
     std::string per;

@@ -432,7 +432,9 @@ class Loader:
             ``labor_importance`` != 0 the blocks carry edge weights, ``edata["w"]`` /
             ``edge_weight``) or "layer" (layer-wise).
         **sampler_options: the rest of ``dsp train``'s sampler options by their keys:
-            ``sample_kernel``, ``labor_importance`` (0, i or "*"), ``labor_layer_dependency``,
+            ``sample_kernel``, ``cuda_graphs`` (a device sampler replays its captured kernels;
+            the CPU sampler refuses it), ``labor_importance`` (0, i or "*"),
+            ``labor_layer_dependency``,
             ``labor_batch_dependency``, ``layer_draws`` ("with" or "without"), ``temporal``
             ("off", "uniform" or "recent", as ``dsp train --temporal``: every seed is sampled at
             its node time from the partition's ``node_time.npy``, among the in-edges older than

@@ -26,6 +26,16 @@
 //                    wait; counted in traffic().stream_waits) and f is cleared; else nothing
 //   map_host(p, bytes, read_only, reg)  a pointer E's loops can read the host range through
 //   sync()           returns once everything issued so far has completed (host reads may follow)
+//   capture_begin()  what is issued until capture_end() is recorded instead of run: copies, zeros,
+//                    loops, scans and sorts, their arguments taken by value (as a CUDA Graph's
+//                    nodes take theirs: what a replay reads is whatever memory holds then). A
+//                    read, an upload, a sync, a wait or a buffer growth inside a capture is an
+//                    error (the caller grows its buffers by a direct run of the same sequence)
+//   capture_end()    the recorded sequence, an E::Graph (movable; valid while the memory it
+//                    names is)
+//   launch(g)        issues g's sequence, in order with the rest (traffic().graph_launches)
+//   scratch_moves()  how often the executor's own working memory (its scans' and sorts') has moved:
+//                    a capture that used it is valid while this is unchanged
 //   traffic()        the blocking syncs, device-to-host copies and buffer growths so far
 //                    (HostTraffic)
 //   E::read(h, d, bytes)  static: copies E memory to the host, synchronously, from any thread
@@ -34,10 +44,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/host_traffic.hpp"
 #include "core/release_fence.hpp"
 
@@ -73,70 +85,100 @@ class HostExec {
     std::shared_ptr<int64_t> growths_;  // the executor's count, or null
   };
   struct Registration {};
+  class Graph {
+   public:
+    size_t size() const { return ops_.size(); }
+
+   private:
+    friend class HostExec;
+    std::vector<std::function<void()>> ops_;
+  };
 
   Buffer buffer() const { return Buffer(growths_); }
 
-  void to_device(void* d, const void* h, size_t bytes) { copy(d, h, bytes); }
+  void to_device(void* d, const void* h, size_t bytes) {
+    no_capture("an upload");
+    move_bytes(d, h, bytes);
+  }
   void to_host(void* h, const void* d, size_t bytes) {
+    no_capture("a read");
     traffic_.add_read(bytes);
-    copy(h, d, bytes);
+    move_bytes(h, d, bytes);
   }
   void copy(void* d, const void* s, size_t bytes) {
-    if (bytes) std::memmove(d, s, bytes);
+    issue([=] { move_bytes(d, s, bytes); });
   }
   void zero(void* d, size_t bytes) {
-    if (bytes) std::memset(d, 0, bytes);
+    issue([=] {
+      if (bytes) std::memset(d, 0, bytes);
+    });
   }
-  // A scrambled order (back to front, neighbours swapped): a device gives no order, so the host
-  // emulation must not give the natural one either, or order-dependent loops would pass here.
   template <class F>
   void for_each(int64_t n, const F& f) {
-    for (int64_t k = n - 1; k >= 0; --k) {
-      const int64_t i = (k ^ 1) < n ? (k ^ 1) : k;
-      f(i);
-    }
+    issue([n, f] { each(n, f); });
   }
-  // Blocks and threads scrambled as in for_each; the scratch is refilled with garbage for every
-  // block, as a GPU's shared memory holds whatever the previous block left there.
   template <class F>
   void for_each_block(int64_t blocks, int threads, size_t shared_bytes, const F& f) {
-    std::vector<uint64_t> shared((shared_bytes + 7) / 8 + 1);
-    for (int64_t k = blocks - 1; k >= 0; --k) {
-      const int64_t b = (k ^ 1) < blocks ? (k ^ 1) : k;
-      std::fill(shared.begin(), shared.end(), 0xA5A5A5A5A5A5A5A5ULL ^ static_cast<uint64_t>(b));
-      for (int j = threads - 1; j >= 0; --j) f(b, (j ^ 1) < threads ? (j ^ 1) : j, shared.data());
-    }
+    issue([=] { each_block(blocks, threads, shared_bytes, f); });
   }
   void exclusive_scan(const int64_t* in, int64_t* out, int64_t n) {
-    int64_t acc = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t x = in[i];
-      out[i] = acc;
-      acc += x;
-    }
+    issue([=] {
+      int64_t acc = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t x = in[i];
+        out[i] = acc;
+        acc += x;
+      }
+    });
   }
   void inclusive_scan(const int64_t* in, int64_t* out, int64_t n) {
-    int64_t acc = 0;
-    for (int64_t i = 0; i < n; ++i) out[i] = acc += in[i];
+    issue([=] {
+      int64_t acc = 0;
+      for (int64_t i = 0; i < n; ++i) out[i] = acc += in[i];
+    });
   }
   void sort_pairs_descending(const int64_t* keys, const int64_t* vals_in, int64_t* vals_out,
                              int64_t n, int /*key_bits*/) {
-    std::vector<int64_t> at(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) at[i] = i;
-    std::stable_sort(at.begin(), at.end(),
-                     [keys](int64_t a, int64_t b) { return keys[a] > keys[b]; });
-    for (int64_t i = 0; i < n; ++i) vals_out[i] = vals_in[at[i]];
+    issue([=] {
+      std::vector<int64_t> at(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) at[i] = i;
+      std::stable_sort(at.begin(), at.end(),
+                       [keys](int64_t a, int64_t b) { return keys[a] > keys[b]; });
+      for (int64_t i = 0; i < n; ++i) vals_out[i] = vals_in[at[i]];
+    });
   }
   std::shared_ptr<ReleaseFence> fence() const { return std::make_shared<HostFence>(); }
   void wait(ReleaseFence& f) {  // host work is issued in order: the point has passed
     if (!f.recorded()) return;
+    no_capture("a fence wait");
     traffic_.stream_waits += 1;
     f.clear();
   }
   const void* map_host(const void* p, size_t /*bytes*/, bool /*read_only*/, Registration&) {
     return p;
   }
-  void sync() { traffic_.syncs += 1; }
+  void sync() {
+    no_capture("a sync");
+    traffic_.syncs += 1;
+  }
+  void capture_begin() {
+    DSP_CHECK(!capture_, "executor: a capture inside a capture");
+    capture_ = std::make_unique<Graph>();
+    capture_growths_ = *growths_;
+  }
+  Graph capture_end() {
+    DSP_CHECK(capture_ != nullptr, "executor: capture_end without capture_begin");
+    Graph g = std::move(*capture_);
+    capture_.reset();
+    DSP_CHECK(*growths_ == capture_growths_, "executor: a buffer grew inside a capture");
+    return g;
+  }
+  void launch(const Graph& g) {
+    no_capture("a graph launch");
+    traffic_.graph_launches += 1;
+    for (const auto& op : g.ops_) op();
+  }
+  int64_t scratch_moves() const { return 0; }  // host scans and sorts use none
   HostTraffic traffic() const {
     HostTraffic t = traffic_;
     t.allocations = *growths_;
@@ -147,7 +189,45 @@ class HostExec {
   }
 
  private:
+  // Runs op now, or records it inside a capture.
+  template <class Op>
+  void issue(Op&& op) {
+    if (capture_) {
+      capture_->ops_.emplace_back(std::forward<Op>(op));
+    } else {
+      op();
+    }
+  }
+  void no_capture(const char* what) const {
+    DSP_CHECK(!capture_, "executor: {} inside a capture", what);
+  }
+  static void move_bytes(void* d, const void* s, size_t bytes) {
+    if (bytes) std::memmove(d, s, bytes);
+  }
+  // A scrambled order (back to front, neighbours swapped): a device gives no order, so the host
+  // emulation must not give the natural one either, or order-dependent loops would pass here.
+  template <class F>
+  static void each(int64_t n, const F& f) {
+    for (int64_t k = n - 1; k >= 0; --k) {
+      const int64_t i = (k ^ 1) < n ? (k ^ 1) : k;
+      f(i);
+    }
+  }
+  // Blocks and threads scrambled as in each; the scratch is refilled with garbage for every
+  // block, as a GPU's shared memory holds whatever the previous block left there.
+  template <class F>
+  static void each_block(int64_t blocks, int threads, size_t shared_bytes, const F& f) {
+    std::vector<uint64_t> shared((shared_bytes + 7) / 8 + 1);
+    for (int64_t k = blocks - 1; k >= 0; --k) {
+      const int64_t b = (k ^ 1) < blocks ? (k ^ 1) : k;
+      std::fill(shared.begin(), shared.end(), 0xA5A5A5A5A5A5A5A5ULL ^ static_cast<uint64_t>(b));
+      for (int j = threads - 1; j >= 0; --j) f(b, (j ^ 1) < threads ? (j ^ 1) : j, shared.data());
+    }
+  }
+
   HostTraffic traffic_;
+  std::unique_ptr<Graph> capture_;  // what is being recorded, or null
+  int64_t capture_growths_ = 0;
   // Growths of the buffers made by buffer(), which may outlive the executor. One thread grows an
   // executor's buffers (the thread issuing its work), as one thread issues a stream's.
   std::shared_ptr<int64_t> growths_ = std::make_shared<int64_t>(0);

@@ -19,6 +19,9 @@ struct HostTraffic {
   // Device-side waits for a consumer's stream before reusing a lent array (Exec::wait on a
   // recorded ReleaseFence, core/release_fence.hpp): ordering instead of a host wait.
   int64_t stream_waits = 0;
+  // Replays of a captured sequence (Exec::launch: a CUDA Graph on a GPU): one launch for the
+  // kernels, copies and scans a direct run issues one by one.
+  int64_t graph_launches = 0;
 
   void add_read(size_t bytes) {  // a copy of 0 bytes issues nothing
     if (bytes == 0) return;
@@ -26,8 +29,12 @@ struct HostTraffic {
     read_bytes += static_cast<int64_t>(bytes);
   }
   HostTraffic operator-(const HostTraffic& o) const {
-    return {syncs - o.syncs, reads - o.reads, read_bytes - o.read_bytes,
-            allocations - o.allocations, stream_waits - o.stream_waits};
+    return {syncs - o.syncs,
+            reads - o.reads,
+            read_bytes - o.read_bytes,
+            allocations - o.allocations,
+            stream_waits - o.stream_waits,
+            graph_launches - o.graph_launches};
   }
 };
 

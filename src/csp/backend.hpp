@@ -132,10 +132,10 @@ class SamplerBackend {
   // (fanout non-null) or `uniform`, when k > 0; its owner p has offsets[p] <= id < offsets[p + 1]
   // (host, P + 1 entries). Owner chunks in rank order, frontier order within a chunk: tasks and
   // perm (grouped position -> frontier index) get sum(counts) entries (room for n), counts (host)
-  // the tasks per owner. `known` (host, P entries, or null; only with no fanout array and
-  // uniform > 0, when every node is a task): the frontier's nodes per owner as the caller already
-  // has them (the seeds counted on the host, relabel's OwnerCounts of the sources), which a
-  // device backend then need not read back.
+  // the tasks per owner. `known` (host, P entries, or null): the tasks per owner (the nodes with
+  // k > 0) as the caller already has them (the seeds counted on the host, relabel's OwnerCounts
+  // of the sources, layer-wise counts drawn on the host), which a device backend then need not
+  // read back.
   virtual void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
                      const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
                      std::vector<int64_t>& counts, const int64_t* known) = 0;

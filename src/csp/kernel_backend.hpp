@@ -26,11 +26,16 @@
 // ids_on_device they stay too, the block copied by its bounds before the sizes are read, so that
 // read is the layer's only one); its source ids also stay in executor memory (the next frontier).
 // Host round trips (core/host_traffic.hpp, pinned in tests/csp/test_host_traffic.cpp): group reads
-// the P owner counts (nothing at one rank with a uniform fanout); sample sizes its slots by
-// n x max_fanout (read only past kSlotBound) and returns that bound, the exact pick count staying
-// on the device (LayerPicks::total); unpermute is sized by the bound it is given; relabel reads
-// the two sizes, then the block: 2 reads per layer at one rank (1 with ids_on_device).
-// Both are deterministic whatever the order threads run in (HostExec runs them scrambled).
+// the P owner counts (nothing at one rank with a uniform fanout, or when the caller knows them);
+// sample sizes its slots by n x max_fanout (read only past kSlotBound) and returns that bound, the
+// exact pick count staying on the device (LayerPicks::total); unpermute is sized by the bound it is
+// given; relabel reads the two sizes, then the block: 2 reads per layer at one rank (1 with
+// ids_on_device). Both are deterministic whatever the order threads run in (HostExec runs them
+// scrambled). cuda_graphs (SamplerOptions): sample's sequence (slots, draws, compaction; the turbo
+// sort) has a fixed shape once its size is rounded up (capture_size: positions past the task count,
+// read from executor memory with the key and LABOR's variates, take no part), so the second call of
+// a shape is captured (Exec::capture_begin/capture_end: a CUDA Graph) and every later one replays
+// it in one launch (HostTraffic::graph_launches); the blocks are those of the direct sequence.
 //
 // Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
 // fits `index_budget` bytes. Otherwise the array is read where it is through map_host (UVA on a
@@ -60,16 +65,28 @@
 namespace dsp {
 namespace kernels {
 
+// The scalars of one sample call, in executor memory, so that a replayed capture of its sequence
+// (SamplerOptions::cuda_graphs) reads this call's: the task count (the sequence may run over more
+// positions: those past it take no part), the key and LABOR's variates.
+struct SampleParams {
+  int64_t n;
+  uint64_t key;
+  csp::LaborVariates labor;
+};
+
 struct TaskFanout {
+  const SampleParams* params;
   const int64_t* tasks;
   int64_t* fan;
-  DSP_HOST_DEVICE void operator()(int64_t i) const { fan[i] = csp::task_fanout(tasks[i]); }
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    fan[i] = i < params->n ? csp::task_fanout(tasks[i]) : 0;
+  }
 };
 
 template <class Id>
 struct SampleTask {
+  const SampleParams* params;
   const int64_t* tasks;
-  uint64_t key;
   const int64_t* indptr;
   const Id* indices;       // the whole neighbour array (executor memory, or host through UVA)
   const Id* hot_indices;   // rows copied to executor memory, or null
@@ -84,7 +101,6 @@ struct SampleTask {
   float* outw;
   const int64_t* ex_off;  // TaskExclusions (uniform only), or null: none
   const int64_t* ex_pos;
-  csp::LaborVariates labor;  // on: LABOR's picks (csp::labor_positions)
   const int64_t* task_time;  // temporal: task i's seed time (csp::temporal_positions), or null
   const int64_t* times;      // temporal: the edge times of every entry
   csp::TemporalStrategy strategy;
@@ -92,6 +108,9 @@ struct SampleTask {
   // Task i; its positions go to `shared` (a thread's slot of `slot_cap` positions) when
   // csp::uses_shared_slot says so, else to its output slot, converted to ids in place.
   DSP_HOST_DEVICE void run(int64_t i, int64_t* shared, int slot_cap) const {
+    if (i >= params->n) return;
+    const uint64_t key = params->key;
+    const csp::LaborVariates& labor = params->labor;  // on: LABOR's picks (csp::labor_positions)
     const int64_t v = csp::task_id(tasks[i]);
     const int k = csp::task_fanout(tasks[i]);
     const int64_t p0 = indptr[v - row_base], deg = indptr[v - row_base + 1] - p0;
@@ -118,11 +137,16 @@ struct SampleTask {
 
 // Sort key of task i (csp::degree_key of its row's degree).
 struct TaskDegreeKey {
+  const SampleParams* params;
   const int64_t* tasks;
   const int64_t* indptr;
   int64_t row_base;
   int64_t* keys;
   DSP_HOST_DEVICE void operator()(int64_t i) const {
+    if (i >= params->n) {
+      keys[i] = 0;  // sorted last (descending, stable)
+      return;
+    }
     const int64_t r = csp::task_id(tasks[i]) - row_base;
     keys[i] = csp::degree_key(indptr[r + 1] - indptr[r]);
   }
@@ -153,10 +177,12 @@ struct Iota {
 struct WidenCounts {
   const int32_t* cnt;
   int64_t* wide;
-  DSP_HOST_DEVICE void operator()(int64_t i) const { wide[i] = cnt[i]; }
+  const int64_t* live = nullptr;  // or: positions from *live on count 0 (cnt is not read there)
+  DSP_HOST_DEVICE void operator()(int64_t i) const { wide[i] = live && i >= *live ? 0 : cnt[i]; }
 };
 
 struct CompactPicks {
+  const SampleParams* params;
   const int32_t* cnt;
   const int64_t *slot, *out;
   const float* outw;
@@ -164,6 +190,7 @@ struct CompactPicks {
   int64_t* picks;
   float* picks_w;
   DSP_HOST_DEVICE void operator()(int64_t i) const {
+    if (i >= params->n) return;
     const int64_t from = slot[i], to = offsets[i];
     for (int j = 0; j < cnt[i]; ++j) {
       picks[to + j] = out[from + j];
@@ -303,6 +330,7 @@ class KernelSamplerBackend final : public SamplerBackend {
         turbo_(opts.kernel == SampleKernel::kTurbo),
         blocks_on_device_(opts.blocks_on_device),
         ids_on_device_(opts.blocks_on_device && opts.ids_on_device && !opts.temporal),
+        cuda_graphs_(opts.cuda_graphs),
         strategy_(opts.temporal_strategy) {
     DSP_CHECK_ARG(topo.num_edges < (int64_t{1} << 31) || !topo.idx32,
                   "sampler backend: int32 neighbour ids with more than 2^31 entries");
@@ -364,7 +392,7 @@ class KernelSamplerBackend final : public SamplerBackend {
       counts[0] = n;
       return;
     }
-    if (known && !fanout && uniform > 0) {  // every node is a task: its owner's count is known
+    if (known) {  // the caller has counted the tasks per owner
       counts.assign(known, known + P);
       return;
     }
@@ -376,32 +404,27 @@ class KernelSamplerBackend final : public SamplerBackend {
     for (int p = 0; p < P; ++p) counts[p] = bounds[p + 1] - bounds[p];
   }
 
+  // The sequence runs over the n tasks, or, with cuda_graphs, over the shape's size m >= n
+  // (capture_size) and is replayed (replay_sample); its scalars come from executor memory.
   int64_t sample(const int64_t* t, int64_t n, int max_fanout, uint64_t key, int32_t* cnt,
                  BackendBuffer& nbrs, BackendBuffer* weights, const TaskExclusions* ex) override {
     if (n == 0) return 0;
-    auto* fan = reserve<int64_t>(wide_, n);
-    ex_.for_each(n, kernels::TaskFanout{t, fan});
-    auto* slot = prefix_with_zero(slot_, fan, n);
+    const int64_t f = std::max(max_fanout, 0);
+    const kernels::SampleParams p{n, key, labor_};
+    SampleCall c{upload(params_, &p, sizeof p), t, n, max_fanout, cnt, ex, n * f};
+    const int64_t m = capture_size(n);
+    if (cuda_graphs_ && m * f <= kSlotBound) {
+      c.m = m;
+      c.total = m * f;
+      replay_sample(c, nbrs, weights);
+      return n * f;
+    }
+    const int64_t* slot = issue_slots(c);
     // The slots are sized by n x max_fanout (no fanout is above it) where that is at most
     // kSlotBound entries, without reading their sum back; beyond, the sum is read.
-    const int64_t bound = n * static_cast<int64_t>(std::max(max_fanout, 0));
-    const int64_t total = bound <= kSlotBound ? bound : read_back(slot + n);
-    auto* res = reserve<int64_t>(out_, total);
-    float* resw = biased_ ? reserve<float>(outw_, total) : nullptr;
-    if (topo_.idx32) {
-      launch(n, max_fanout, t, task_op<int32_t>(t, key, slot, cnt, res, resw, ex));
-    } else {
-      launch(n, max_fanout, t, task_op<int64_t>(t, key, slot, cnt, res, resw, ex));
-    }
-    // compaction: offsets = prefix of the counts, picks moved to their offsets. The pick count
-    // is not read: `total` bounds it, and the exact count stays on the device (the offsets' end,
-    // which relabel reads with its source count).
-    ex_.for_each(n, kernels::WidenCounts{cnt, fan});
-    auto* off = prefix_with_zero(offsets_, fan, n);
-    auto* picks = nbrs.reserve_n<int64_t>(total);
-    float* picks_w = biased_ ? weights->reserve_n<float>(total) : nullptr;
-    ex_.for_each(n, kernels::CompactPicks{cnt, slot, res, resw, off, picks, picks_w});
-    return total;
+    if (c.total > kSlotBound) c.total = read_back(slot + n);
+    issue_draws(c, slot, nbrs, weights);
+    return c.total;
   }
 
   std::vector<int64_t> segment_sums(const int32_t* counts,
@@ -518,6 +541,40 @@ class KernelSamplerBackend final : public SamplerBackend {
   // Bits of a degree key (csp::degree_key: at most kDegreeKeyCap).
   static constexpr int kDegreeKeyBits = 12;
   static_assert(csp::kDegreeKeyCap < (int64_t{1} << kDegreeKeyBits), "degree keys need more bits");
+  // Captured sample sequences (cuda_graphs) are kept for at most this many shapes at once.
+  static constexpr size_t kMaxGraphs = 64;
+  // One sample call: its parameters (executor memory), tasks and counts, and the size m its
+  // sequence runs over (n, or the captured shape's) with its slots' `total`.
+  struct SampleCall {
+    const kernels::SampleParams* params;
+    const int64_t* tasks;
+    int64_t m;
+    int max_fanout;
+    int32_t* cnt;
+    const TaskExclusions* ex;
+    int64_t total;
+  };
+  // What a captured sample sequence names: its size and fanout, and every array it reads or
+  // writes (the caller's, the backend's own, the executor's scratch by its moves), each reserved
+  // for this shape first. A capture is valid for a call with the same: the arrays where they were,
+  // each as large as the shape needs.
+  static constexpr int kShapeArrays = 16;
+  struct SampleShape {
+    int64_t m;
+    int max_fanout;
+    int64_t scratch_moves;
+    const void* arrays[kShapeArrays];
+    bool operator==(const SampleShape& o) const {
+      return m == o.m && max_fanout == o.max_fanout && scratch_moves == o.scratch_moves &&
+             std::equal(arrays, arrays + kShapeArrays, o.arrays);
+    }
+  };
+  struct CapturedSample {
+    SampleShape shape;
+    bool captured = false;  // seen once (run directly, growing what it needs), or captured
+    typename Exec::Graph graph;
+  };
+
   // The edge arrays of blocks handed out with Block::on_device, reused once a block is released
   // (after its consumer's work on it has completed: the trainer reads its loss back first).
   struct EdgeArrays {
@@ -625,23 +682,101 @@ class KernelSamplerBackend final : public SamplerBackend {
   // One thread per task in task order, or the turbo schedule: sort keys computed and sorted on the
   // device (a stable descending radix sort: csp::degree_order's order), nothing read back.
   template <class Id>
-  void launch(int64_t n, int max_fanout, const int64_t* t, const kernels::SampleTask<Id>& op) {
+  void launch(const SampleCall& c, const kernels::SampleTask<Id>& op) {
+    const int64_t n = c.m;
     if (!turbo_) {
       ex_.for_each(n, op);
       return;
     }
     auto* keys = reserve<int64_t>(keys_, n);
-    ex_.for_each(n, kernels::TaskDegreeKey{t, static_cast<const int64_t*>(indptr_.data()),
-                                           topo_.row_base, keys});
+    ex_.for_each(
+        n, kernels::TaskDegreeKey{c.params, c.tasks, static_cast<const int64_t*>(indptr_.data()),
+                                  topo_.row_base, keys});
     auto* iota = reserve<int64_t>(owner_, n);
     ex_.for_each(n, kernels::Iota{iota});
     auto* order = reserve<int64_t>(order_, n);
     ex_.sort_pairs_descending(keys, iota, order, n, kDegreeKeyBits);  // csp::degree_order's order
-    const int cap = csp::WarpSnake::shared_slot(max_fanout);
+    const int cap = csp::WarpSnake::shared_slot(c.max_fanout);
     const csp::WarpSnake geo = csp::WarpSnake::of(n);
     ex_.for_each_block(geo.blocks, csp::WarpSnake::kThreads,
                        static_cast<size_t>(cap) * csp::WarpSnake::kThreads * sizeof(int64_t),
                        kernels::TurboSampleTask<Id>{op, order, geo, cap});
+  }
+
+  // n rounded up to 3 significant bits (at most 12.5% more; 8 shapes per doubling), at least 256.
+  static int64_t capture_size(int64_t n) {
+    int64_t step = 32;
+    while (step * 16 <= n) step *= 2;
+    return std::max<int64_t>((n + step - 1) / step * step, 256);
+  }
+  // The fanouts' exclusive prefix (the slots), m + 1 entries.
+  const int64_t* issue_slots(const SampleCall& c) {
+    auto* fan = reserve<int64_t>(wide_, c.m);
+    ex_.for_each(c.m, kernels::TaskFanout{c.params, c.tasks, fan});
+    return prefix_with_zero(slot_, fan, c.m);
+  }
+  // The draws into c.total slots, then the compaction: offsets = prefix of the counts, picks
+  // moved to their offsets. The pick count is not read: the exact count stays on the device (the
+  // offsets' end, which relabel reads with its source count).
+  void issue_draws(const SampleCall& c, const int64_t* slot, BackendBuffer& nbrs,
+                   BackendBuffer* weights) {
+    auto* res = reserve<int64_t>(out_, c.total);
+    float* resw = biased_ ? reserve<float>(outw_, c.total) : nullptr;
+    if (topo_.idx32) {
+      launch(c, task_op<int32_t>(c, slot, res, resw));
+    } else {
+      launch(c, task_op<int64_t>(c, slot, res, resw));
+    }
+    auto* fan = reserve<int64_t>(wide_, c.m);
+    ex_.for_each(c.m, kernels::WidenCounts{c.cnt, fan, &c.params->n});
+    auto* off = prefix_with_zero(offsets_, fan, c.m);
+    auto* picks = nbrs.reserve_n<int64_t>(c.total);
+    float* picks_w = biased_ ? weights->reserve_n<float>(c.total) : nullptr;
+    ex_.for_each(c.m, kernels::CompactPicks{c.params, c.cnt, slot, res, resw, off, picks, picks_w});
+  }
+  // cuda_graphs: the sequence of a shape seen before replays its capture; the first call of a
+  // shape runs directly (growing every buffer it takes, the executor's own included), the second
+  // is captured. Any growth since may have moved an array a capture names: all are dropped.
+  void replay_sample(const SampleCall& c, BackendBuffer& nbrs, BackendBuffer* weights) {
+    const SampleShape shape = reserve_sample(c, nbrs, weights);
+    auto it = std::find_if(captures_.begin(), captures_.end(),
+                           [&](const CapturedSample& g) { return g.shape == shape; });
+    if (it == captures_.end()) {
+      if (captures_.size() >= kMaxGraphs) captures_.erase(captures_.begin());  // the oldest
+      captures_.emplace_back();
+      captures_.back().shape = shape;
+      return issue_draws(c, issue_slots(c), nbrs, weights);
+    }
+    if (!it->captured) {
+      ex_.capture_begin();
+      try {
+        issue_draws(c, issue_slots(c), nbrs, weights);
+      } catch (...) {
+        ex_.capture_end();
+        throw;
+      }
+      it->graph = ex_.capture_end();
+      it->captured = true;
+    }
+    ex_.launch(it->graph);
+  }
+
+  // Every array of sample's sequence reserved for c's shape (issue_slots, issue_draws, launch),
+  // and the shape that names them.
+  SampleShape reserve_sample(const SampleCall& c, BackendBuffer& nbrs, BackendBuffer* weights) {
+    const int64_t m = c.m, t = c.total;
+    const bool w = biased_;
+    return {
+        m,
+        c.max_fanout,
+        ex_.scratch_moves(),
+        {c.tasks, c.cnt, c.params, c.ex ? c.ex->offsets : nullptr, c.ex ? c.ex->positions : nullptr,
+         task_times_, nbrs.reserve_n<int64_t>(t), w ? weights->reserve_n<float>(t) : nullptr,
+         reserve<int64_t>(wide_, m), reserve<int64_t>(slot_, m + 1), reserve<int64_t>(out_, t),
+         w ? reserve<float>(outw_, t) : nullptr, reserve<int64_t>(offsets_, m + 1),
+         turbo_ ? reserve<int64_t>(keys_, m) : nullptr,
+         turbo_ ? reserve<int64_t>(order_, m) : nullptr,
+         turbo_ ? reserve<int64_t>(owner_, m) : nullptr}};
   }
 
   // The adjacency position list: rows in hotness order while their entries fit the budget.
@@ -702,10 +837,12 @@ class KernelSamplerBackend final : public SamplerBackend {
     if (n) ex_.inclusive_scan(in, out + 1, n);
   }
   template <class Id>
-  kernels::SampleTask<Id> task_op(const int64_t* t, uint64_t key, const int64_t* slot, int32_t* cnt,
-                                  int64_t* res, float* resw, const TaskExclusions* ex) const {
-    return {t,
-            key,
+  kernels::SampleTask<Id> task_op(const SampleCall& c, const int64_t* slot, int64_t* res,
+                                  float* resw) const {
+    const TaskExclusions* ex = c.ex;
+    int32_t* cnt = c.cnt;
+    return {c.params,
+            c.tasks,
             static_cast<const int64_t*>(indptr_.data()),
             static_cast<const Id*>(indices_),
             hot_rows_ ? static_cast<const Id*>(hot_indices_.data()) : nullptr,
@@ -721,7 +858,6 @@ class KernelSamplerBackend final : public SamplerBackend {
             resw,
             ex ? ex->offsets : nullptr,
             ex ? ex->positions : nullptr,
-            labor_,
             task_times_,
             task_times_ ? static_cast<const int64_t*>(times_.data()) : nullptr,
             strategy_};
@@ -731,7 +867,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   std::string name_;
   Device device_;
   LocalTopology topo_;
-  bool biased_, replace_, turbo_, blocks_on_device_, ids_on_device_;
+  bool biased_, replace_, turbo_, blocks_on_device_, ids_on_device_, cuda_graphs_;
   csp::TemporalStrategy strategy_;
   csp::LaborVariates labor_;
   const int64_t* task_times_ = nullptr;  // set_task_times (executor memory), or null
@@ -749,7 +885,9 @@ class KernelSamplerBackend final : public SamplerBackend {
          offsets_ = ex_.buffer(), picks_ = ex_.buffer(), keys_ = ex_.buffer(),
          table_ = ex_.buffer(), order_ = ex_.buffer(), owner_ = ex_.buffer(), small_ = ex_.buffer(),
          bounds_ = ex_.buffer(), small_out_ = ex_.buffer(), pack_ = ex_.buffer();
-  std::vector<int64_t> host_pack_;  // relabel's host block, packed
+  std::vector<int64_t> host_pack_;        // relabel's host block, packed
+  Buffer params_ = ex_.buffer();          // sample's kernels::SampleParams
+  std::vector<CapturedSample> captures_;  // cuda_graphs: sample's shapes
 };
 
 }  // namespace dsp

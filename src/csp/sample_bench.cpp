@@ -78,7 +78,8 @@ json reduce_figures(const Opts& o, Communicator& comm, const SamplerStats& st, d
   std::vector<double> mx = {wall, st.t_shuffle, st.t_sample, st.t_reshuffle, st.t_relabel};
   for (int l = 0; l < L; ++l) mx.push_back(st.t_layer[l]);
   // a device backend's host round trips (the busiest rank's)
-  for (const int64_t h : {st.host.syncs, st.host.reads, st.host.read_bytes, st.host.allocations}) {
+  for (const int64_t h : {st.host.syncs, st.host.reads, st.host.read_bytes, st.host.allocations,
+                          st.host.graph_launches}) {
     mx.push_back(static_cast<double>(h));
   }
   comm.all_reduce(mx.data(), static_cast<int64_t>(mx.size()), DType::kFloat64, ReduceOp::kMax);
@@ -114,6 +115,8 @@ json reduce_figures(const Opts& o, Communicator& comm, const SamplerStats& st, d
           {"host_reads_per_layer", L ? mx[6 + L] / nb / L : 0.0},
           // growths of its buffers over the whole run (once sizes settle, a batch makes none)
           {"host_allocations", mx[8 + L]},
+          // captured sequences replayed per batch (--cuda-graphs: one launch for sample's kernels)
+          {"graph_launches_per_batch", mx[9 + L] / nb},
           {"batches_per_epoch", bpe},
           // measured bytes per batch (all ranks) times batches per epoch
           {"bytes_per_epoch_extrapolated", sum[2] / nb * bpe}};

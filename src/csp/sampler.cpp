@@ -108,7 +108,8 @@ nlohmann::json SamplerStats::to_json() const {
           {"host_syncs", host.syncs},
           {"host_reads", host.reads},
           {"host_read_bytes", host.read_bytes},
-          {"host_allocations", host.allocations}};
+          {"host_allocations", host.allocations},
+          {"graph_launches", host.graph_launches}};
 }
 
 PartitionData single_part(const Csr& g) {
@@ -272,6 +273,20 @@ std::vector<Option<SamplerOptions>> sampler_kind_options() {
 }
 }  // namespace
 
+namespace {
+// --cuda-graphs captures a device backend's sampling kernels: refused where there are none.
+void check_cuda_graphs(const SamplerOptions& o, const SamplerBackend& backend) {
+  if (!o.cuda_graphs) return;
+  DSP_CHECK_ARG(!(o.labor && o.labor_importance != 0),
+                "--cuda-graphs: LABOR with importance rounds (--labor-importance) draws on the "
+                "host; it runs no sampling kernels to capture");
+  DSP_CHECK_ARG(backend.memory() == MemorySpace::kDevice,
+                "--cuda-graphs: the {} sampler backend runs no kernels to capture (it needs a "
+                "device backend: cuda, or the emulated device)",
+                backend.name());
+}
+}  // namespace
+
 const OptionTable<SamplerOptions>& sampler_options_table() {
   static const OptionTable<SamplerOptions> table = [] {
     using S = SamplerOptions;
@@ -306,7 +321,12 @@ const OptionTable<SamplerOptions>& sampler_options_table() {
       return o.relation_fanouts.empty() ? nlohmann::json(o.fanouts)
                                         : nlohmann::json(o.relation_fanouts);
     };
-    OptionTable<S> t{fanouts, kernel};
+    Option<S> graphs = options::toggle<S>(
+        "--cuda-graphs", "cuda_graphs",
+        "device sampler: capture each shape of a layer's sampling kernels once and replay it as "
+        "one CUDA Graph launch (the same blocks; the CPU sampler refuses it)",
+        [](S & o) -> auto& { return o.cuda_graphs; });
+    OptionTable<S> t{fanouts, kernel, graphs};
     for (Option<S>& o : sampler_kind_options()) t.push_back(std::move(o));
     return t;
   }();
@@ -433,6 +453,7 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
   if (draws_on_host() || opts_.temporal) opts_.ids_on_device = false;
   backend_ = backend ? backend(topo, opts_) : make_cpu_sampler_backend(topo, opts_);
   DSP_CHECK(backend_ != nullptr, "sampler: the backend factory returned no backend");
+  check_cuda_graphs(opts_, *backend_);
   DSP_CHECK_ARG(size_ == 1 || backend_->memory() == MemorySpace::kHost ||
                     comm_.memory_space() == MemorySpace::kDevice,
                 "sampler: the {} backend keeps its tasks and picks in device memory, and the '{}' "
@@ -929,7 +950,7 @@ LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, con
   Buffers& b = *buf_;
   // Phase 1: the frontier's tasks grouped by owner; nodes with fanout 0 get no task.
   backend_->group(frontier, nf, fanout, uniform_fanout, offsets_, b.tasks->reserve_n<int64_t>(nf),
-                  b.perm->reserve_n<int64_t>(nf), grouped_count_, fanout ? nullptr : known);
+                  b.perm->reserve_n<int64_t>(nf), grouped_count_, known);
   const int64_t ng = sum(grouped_count_);
   if (host_times) group_times(host_times, ng);
   stats_.tasks_local += grouped_count_[rank_];
@@ -1282,9 +1303,17 @@ LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t*
     return lo;
   }
   const int32_t* fanout = nullptr;
+  std::vector<int64_t> tasks;  // layer-wise: the nodes given draws, per owner (group's counts)
   if (opts_.scheme == SampleScheme::kLayerWise) {
-    upload(*backend_, *buf_->fanout, layerwise_counts(host_frontier, nf, opts_.fanouts[l], key));
+    const std::vector<int32_t> c = layerwise_counts(host_frontier, nf, opts_.fanouts[l], key);
+    upload(*backend_, *buf_->fanout, c);
     fanout = buf_->fanout->as<int32_t>();
+    tasks.assign(size_, 0);
+    for (int64_t i = 0; i < nf; ++i) {
+      if (c[i] > 0)
+        ++tasks[size_ == 1 ? 0 : csp::owner_of(offsets_.data(), size_, host_frontier[i])];
+    }
+    known = tasks.data();
   }
   return run_layer(frontier, nf, fanout, opts_.fanouts[l], key, nullptr, known);
 }

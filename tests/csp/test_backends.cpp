@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -281,6 +282,112 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(b.begin(), b.end(), '-', '_');
       return b + "_" + std::get<1>(info.param).name;
     });
+
+// SamplerOptions::cuda_graphs: a device backend captures its sampling sequence once per shape and
+// replays it from then on; the blocks are those of the direct sequence, batch after batch (each
+// with its own key, seeds and LABOR variates, which a replay must read afresh), for every
+// node-wise scheme, on dsp train's path too, and the replays cost no more host round trips.
+struct Replayed {
+  const char* name;
+  bool biased, replace, labor, layer, exclude, resident;
+};
+
+class CapturedSampling : public ::testing::TestWithParam<std::tuple<std::string, Replayed>> {
+ protected:
+  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(std::get<0>(GetParam())); }
+};
+
+TEST_P(CapturedSampling, ReplaysGiveTheDirectBlocks) {
+  const std::string backend = std::get<0>(GetParam());
+  const Replayed v = std::get<1>(GetParam());
+  SamplerOptions o{v.layer ? std::vector<int>{300, 600, 900} : std::vector<int>{9, 4, 3}};
+  o.scheme = v.layer ? SampleScheme::kLayerWise : SampleScheme::kNodeWise;
+  o.biased = v.biased;
+  o.replace = v.replace;
+  o.labor = v.labor;
+  o.blocks_on_device = o.ids_on_device = v.resident;
+  o.seed = 79;
+  SamplerOptions og = o;
+  og.cuda_graphs = true;
+  const Csr& g = weighted_graph(false);
+  PartitionData part = single_part(g);
+  auto comm = make_communicator("self");
+  CollectiveSampler direct(part, *comm, o, test::sampler_backend(backend));
+  CollectiveSampler replayed(part, *comm, og, test::sampler_backend(backend));
+  constexpr int64_t kBatches = 16;
+  int64_t edges = 0;
+  for (int64_t batch = 0; batch < kBatches; ++batch) {
+    std::vector<int64_t> seeds;
+    for (int64_t v2 = batch % 4; v2 < part.meta.num_nodes; v2 += 23) seeds.push_back(v2);
+    CollectiveSampler::ExcludedEdges ex;  // each seed's first in-edge
+    for (int64_t s : seeds) {
+      if (g.rowptr()[s] == g.rowptr()[s + 1]) continue;
+      ex.dst.push_back(s);
+      ex.src.push_back(g.indices.int_at(g.rowptr()[s]));
+    }
+    SampledBatch a = direct.sample(seeds, 1, batch, v.exclude ? &ex : nullptr);
+    SampledBatch b = replayed.sample(seeds, 1, batch, v.exclude ? &ex : nullptr);
+    for (size_t l = 0; l < a.blocks.size(); ++l) {
+      EXPECT_EQ(b.blocks[l].on_device != nullptr, v.resident);
+      a.blocks[l].edges_to_host();
+      b.blocks[l].edges_to_host();
+      edges += a.blocks[l].num_edges();
+    }
+    expect_same_blocks(a, b);
+  }
+  EXPECT_GT(edges, 1000 * kBatches);
+  const HostTraffic d = direct.stats().host, r = replayed.stats().host;
+  std::printf("%s: %lld replays in %lld batches of 3 layers\n", v.name,
+              static_cast<long long>(r.graph_launches), static_cast<long long>(kBatches));
+  EXPECT_EQ(d.graph_launches, 0);
+  // The frontier's buffers swap roles every layer (so a shape's arrays differ from one batch to
+  // the next) and creeping sizes grow them at first: 24..29 of the 48 layers replay here.
+  EXPECT_GE(r.graph_launches, kBatches);
+  EXPECT_EQ(r.syncs, d.syncs);
+  EXPECT_EQ(r.reads, d.reads);
+  EXPECT_EQ(r.read_bytes, d.read_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schemes, CapturedSampling,
+    ::testing::Combine(
+        ::testing::ValuesIn(test::sampler_backend_names(/*with_cpu=*/false, /*with_uva=*/true)),
+        ::testing::Values(Replayed{"uniform", false, false, false, false, false, false},
+                          Replayed{"weighted_replace", true, true, false, false, false, false},
+                          Replayed{"labor", false, false, true, false, false, false},
+                          Replayed{"layer", false, false, false, true, false, false},
+                          Replayed{"exclusions", false, false, false, false, true, false},
+                          Replayed{"resident", false, false, false, false, false, true})),
+    [](const auto& info) {
+      std::string b = std::get<0>(info.param);
+      std::replace(b.begin(), b.end(), '-', '_');
+      return b + "_" + std::get<1>(info.param).name;
+    });
+
+// Where nothing would be captured, the option is refused, not ignored: the CPU sampler, and LABOR
+// with importance rounds (drawn on the host).
+TEST(CapturedSampling, RefusedWhereThereIsNothingToCapture) {
+  PartitionData part = single_part(weighted_graph(false));
+  auto comm = make_communicator("self");
+  auto message = [&](const SamplerOptions& o, const SamplerBackendFactory& backend) {
+    try {
+      CollectiveSampler s(part, *comm, o, backend);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("not refused");
+  };
+  SamplerOptions o{{9, 4}};
+  o.cuda_graphs = true;
+  EXPECT_EQ(message(o, nullptr),
+            "--cuda-graphs: the cpu sampler backend runs no kernels to capture (it needs a device "
+            "backend: cuda, or the emulated device)");
+  o.labor = true;
+  o.labor_importance = 1;
+  EXPECT_EQ(message(o, nullptr),
+            "--cuda-graphs: LABOR with importance rounds (--labor-importance) draws on the host; "
+            "it runs no sampling kernels to capture");
+}
 
 // The local topology of a one-part, int32-indexed partition.
 LocalTopology topology_of(const PartitionData& part) {

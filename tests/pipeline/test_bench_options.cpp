@@ -58,7 +58,8 @@ TEST(BenchOptions, EveryFlagOfEveryBench) {
             (V{"--batch", "--iters", "--threads", "--seed", "--json"}));
   EXPECT_EQ(flags_of(sample_bench_options()),
             (V{"--batch-size", "--batches", "--mode", "--biased", "--replace", "--per-layer-bytes",
-               "--threads", "--seed", "--json", "--fanouts", "--sample-kernel", "--sampler",
+               "--threads", "--seed", "--json", "--fanouts", "--sample-kernel", "--cuda-graphs",
+               "--sampler",
                "--labor-importance", "--labor-layer-dependency", "--labor-batch-dependency",
                "--layer-draws", "--temporal"}));
   EXPECT_EQ(

@@ -31,6 +31,7 @@ class CudaExec {
  public:
   using Buffer = DeviceBuffer;
   using Registration = HostRegistration;
+  using Graph = cuda::Graph;
   static constexpr int kThreads = 256;
 
   explicit CudaExec(int device)
@@ -41,8 +42,12 @@ class CudaExec {
   // A buffer on this executor's lane (core/cuda/memory.hpp): its growths are ordered on stream().
   DeviceBuffer buffer() const { return DeviceBuffer(lane_); }
 
-  void to_device(void* d, const void* h, size_t bytes) { copy_kind(d, h, bytes, cudaMemcpyHostToDevice); }
+  void to_device(void* d, const void* h, size_t bytes) {
+    no_capture("an upload");
+    copy_kind(d, h, bytes, cudaMemcpyHostToDevice);
+  }
   void to_host(void* h, const void* d, size_t bytes) {
+    no_capture("a read");
     traffic_.add_read(bytes);
     copy_kind(h, d, bytes, cudaMemcpyDeviceToHost);
   }
@@ -77,16 +82,17 @@ class CudaExec {
     DSP_CHECK(n < (int64_t{1} << 31), "sort of {} elements (at most 2^31 - 1)", n);
     CudaDeviceGuard g(device());
     const int m = static_cast<int>(n);
-    int64_t* keys_out = static_cast<int64_t*>(sort_keys_.reserve(static_cast<size_t>(n) * sizeof(int64_t)));
+    int64_t* keys_out = static_cast<int64_t*>(scratch(sort_keys_, static_cast<size_t>(n) * sizeof(int64_t)));
     size_t bytes = 0;
     DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, bytes, keys, keys_out, vals_in, vals_out,
                                                              m, 0, key_bits, stream()));
-    DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(scan_tmp_.reserve(bytes), bytes, keys, keys_out,
+    DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(scratch(scan_tmp_, bytes), bytes, keys, keys_out,
                                                              vals_in, vals_out, m, 0, key_bits, stream()));
   }
   std::shared_ptr<ReleaseFence> fence() const { return std::make_shared<EventFence>(device()); }
   void wait(ReleaseFence& f) {
     if (!f.recorded()) return;
+    no_capture("a fence wait");
     traffic_.stream_waits += 1;
     static_cast<EventFence&>(f).wait_on(stream());
     f.clear();
@@ -96,9 +102,32 @@ class CudaExec {
     return r.map(p, bytes, read_only);
   }
   void sync() {
+    no_capture("a sync");
     traffic_.syncs += 1;
     CudaDeviceGuard g(device());
     DSP_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  }
+  void capture_begin() {
+    DSP_CHECK(!capturing_, "executor: a capture inside a capture");
+    CudaDeviceGuard g(device());
+    Graph::begin(stream());
+    capturing_ = true;
+    capture_growths_ = lane_->growths;
+  }
+  Graph capture_end() {
+    DSP_CHECK(capturing_, "executor: capture_end without capture_begin");
+    capturing_ = false;
+    CudaDeviceGuard g(device());
+    Graph graph = Graph::end(stream());
+    DSP_CHECK(lane_->growths == capture_growths_, "executor: a buffer grew inside a capture");
+    return graph;
+  }
+  int64_t scratch_moves() const { return scratch_moves_; }
+  void launch(const Graph& graph) {
+    no_capture("a graph launch");
+    traffic_.graph_launches += 1;
+    CudaDeviceGuard g(device());
+    graph.launch(stream());
   }
   HostTraffic traffic() const {
     HostTraffic t = traffic_;
@@ -123,16 +152,29 @@ class CudaExec {
     const int m = static_cast<int>(n);
     if (inclusive) {
       DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, m, stream()));
-      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scan_tmp_.reserve(bytes), bytes, in, out, m, stream()));
+      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scratch(scan_tmp_, bytes), bytes, in, out, m, stream()));
     } else {
       DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, m, stream()));
-      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_tmp_.reserve(bytes), bytes, in, out, m, stream()));
+      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch(scan_tmp_, bytes), bytes, in, out, m, stream()));
     }
+  }
+
+  void* scratch(DeviceBuffer& b, size_t bytes) {
+    void* before = b.data();
+    void* p = b.reserve(bytes);
+    if (p != before) scratch_moves_ += 1;
+    return p;
+  }
+  void no_capture(const char* what) const {
+    DSP_CHECK(!capturing_, "executor: {} inside a capture", what);
   }
 
   std::shared_ptr<Lane> lane_;  // its stream outlives the executor while a buffer holds it
   DeviceBuffer scan_tmp_, sort_keys_;
   HostTraffic traffic_;
+  bool capturing_ = false;
+  int64_t scratch_moves_ = 0;
+  int64_t capture_growths_ = 0;
 };
 
 }  // namespace dsp::cuda

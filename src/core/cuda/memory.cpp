@@ -62,6 +62,45 @@ void EventFence::wait_on(CUstream_st* stream) const {
   DSP_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
 }
 
+Graph::~Graph() { release(); }
+
+Graph::Graph(Graph&& o) noexcept : graph_(o.graph_), exec_(o.exec_) {
+  o.graph_ = nullptr;
+  o.exec_ = nullptr;
+}
+
+Graph& Graph::operator=(Graph&& o) noexcept {
+  if (this != &o) {
+    release();
+    std::swap(graph_, o.graph_);
+    std::swap(exec_, o.exec_);
+  }
+  return *this;
+}
+
+void Graph::release() noexcept {
+  if (exec_) DSP_CUDA_CHECK_NO_THROW(cudaGraphExecDestroy(exec_));
+  if (graph_) DSP_CUDA_CHECK_NO_THROW(cudaGraphDestroy(graph_));
+  exec_ = nullptr;
+  graph_ = nullptr;
+}
+
+void Graph::begin(CUstream_st* stream) {
+  DSP_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+}
+
+Graph Graph::end(CUstream_st* stream) {
+  Graph g;
+  DSP_CUDA_CHECK(cudaStreamEndCapture(stream, &g.graph_));
+  DSP_CUDA_CHECK(cudaGraphInstantiate(&g.exec_, g.graph_, 0));
+  return g;
+}
+
+void Graph::launch(CUstream_st* stream) const {
+  DSP_CHECK(exec_ != nullptr, "Graph::launch: nothing captured");
+  DSP_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
+}
+
 DeviceBuffer::DeviceBuffer(std::shared_ptr<Lane> lane) : lane_(std::move(lane)) {
   DSP_CHECK(lane_ != nullptr, "DeviceBuffer: no lane");
 }

@@ -8,8 +8,10 @@
 
 #include "core/release_fence.hpp"
 
-struct CUstream_st;  // cudaStream_t is CUstream_st*
-struct CUevent_st;   // cudaEvent_t is CUevent_st*
+struct CUstream_st;     // cudaStream_t is CUstream_st*
+struct CUevent_st;      // cudaEvent_t is CUevent_st*
+struct CUgraph_st;      // cudaGraph_t
+struct CUgraphExec_st;  // cudaGraphExec_t
 
 namespace dsp::cuda {
 
@@ -53,6 +55,27 @@ class EventFence final : public ReleaseFence {
   void record_on(void* stream) override;
   int device_ = 0;
   CUevent_st* event_ = nullptr;
+};
+
+// The work a lane's stream recorded between begin(stream) and end(stream) (stream capture, in this
+// thread's mode: other threads' CUDA calls are not disturbed), instantiated as a CUDA Graph and
+// launched on a stream as often as needed (CudaExec::capture_begin, capture_end, launch).
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph();
+  Graph(Graph&& o) noexcept;
+  Graph& operator=(Graph&& o) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  static void begin(CUstream_st* stream);
+  static Graph end(CUstream_st* stream);
+  void launch(CUstream_st* stream) const;
+
+ private:
+  void release() noexcept;
+  CUgraph_st* graph_ = nullptr;
+  CUgraphExec_st* exec_ = nullptr;
 };
 
 // A growth-only device allocation on a lane: reserve() reallocates only to grow (geometrically),
