@@ -274,15 +274,16 @@ uint64_t pipeline_bytes(const PipeArgs& a, const RankRuntime& rt, const SamplerO
   const uint64_t f = static_cast<uint64_t>(std::max<int64_t>(part.meta.feature_dim, 1));
   const uint64_t h = static_cast<uint64_t>(a.hidden);
   const uint64_t cap = a.bench().queue_capacity;
-  const uint64_t input = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, so.fanouts, n));
+  const bool lw = so.scheme == SampleScheme::kLayerWise;
+  const uint64_t input = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, so.fanouts, n, lw));
   uint64_t train = 0;
   for (size_t l = 0; l < so.fanouts.size(); ++l) {  // layer l's destinations: depth l
     const std::vector<int> inner(so.fanouts.begin(), so.fanouts.begin() + l);
-    const uint64_t dst = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, inner, n));
+    const uint64_t dst = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, inner, n, lw));
     train += dst * ((l + 1 == so.fanouts.size() ? f : h) + h) * 4 * 4;
   }
   return bench_store_bytes(part, true, true, rt.cores().node_size) +
-         (2 * cap + 3) * sampled_batch_bytes(a.batch_size, so.fanouts, n) +
+         (2 * cap + 3) * sampled_batch_bytes(a.batch_size, so.fanouts, n, lw) +
          (cap + 2) * input * 4 * f + train;
 }
 

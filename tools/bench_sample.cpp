@@ -66,7 +66,8 @@ void run_sample(const SampleBenchOptions& a, const RankOptions& rank) {
   check_bench_memory("dsp bench sample",
                      bench_store_bytes(part, false, true, rt.cores().node_size) +
                          8 * static_cast<uint64_t>(part.seeds.dim(0)) +
-                         2 * sampled_batch_bytes(a.batch_size, a.base.fanouts, part.meta.num_nodes),
+                         2 * sampled_batch_bytes(a.batch_size, a.base.fanouts, part.meta.num_nodes,
+                                                 a.base.scheme == SampleScheme::kLayerWise),
                      bench_budget(rt), "--batch-size, --fanouts");
   check_node_times(a.sampler(SampleMode::kCsp), part, a.partition, "seed");
   Communicator& comm = rt.channel(WorkerKind::kSampler);

@@ -90,6 +90,10 @@ struct LayerPicks {
   const int64_t* nbrs = nullptr;     // [total]
   const float* weights = nullptr;    // [total], or null unless biased
   int64_t total = 0;
+  // total is the picks' count (offsets[destinations]), as after an exchange whose sizes the host
+  // has, not a bound: a device relabel then knows the block's sizes, but its source count, before
+  // it reads anything, and reads the block with them in one copy.
+  bool exact = false;
 };
 
 // The row entries the tasks of one sample call leave out (link prediction's edge exclusion:
@@ -139,17 +143,18 @@ class SamplerBackend {
   virtual void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
                      const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
                      std::vector<int64_t>& counts, const int64_t* known) = 0;
-  // Samples tasks[0, n) (every id owned by this rank; no fanout above max_fanout) under `key`
-  // with csp::sample_positions: counts[i] picks for task i (room for n); the picks, compacted in
-  // task order, each task's sorted by row position (so by id), into nbrs (and weights, biased
+  // Samples tasks[0, n) (every id owned by this rank; no fanout above max_fanout, and, when
+  // max_picks >= 0, the fanouts summing to at most max_picks: layer-wise's P x its draws) under
+  // `key` with csp::sample_positions: counts[i] picks for task i (room for n); the picks, compacted
+  // in task order, each task's sorted by row position (so by id), into nbrs (and weights, biased
   // only; null otherwise). `ex`, when not null (never with biased sampling), leaves each task's
   // excluded entries out of its row. Returns at least the number of picks (the room nbrs got):
   // exactly it on a host backend; a device backend returns a bound without reading the count
   // back (the sum of counts is exact), and its outputs are complete for its own later calls,
   // for the host and for a communicator once one of its calls that reads back (segment_sums,
   // to_host, relabel) has returned.
-  virtual int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key,
-                         int32_t* counts, BackendBuffer& nbrs, BackendBuffer* weights,
+  virtual int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, int64_t max_picks,
+                         uint64_t key, int32_t* counts, BackendBuffer& nbrs, BackendBuffer* weights,
                          const TaskExclusions* ex) = 0;
   // The LABOR variates of the next sample calls (lv.on: every task takes csp::labor_positions
   // of its row instead of sample_positions; uniform, without exclusions). Off until set.

@@ -62,8 +62,9 @@ class CpuSamplerBackend final : public SamplerBackend {
   void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
              const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
              std::vector<int64_t>& counts, const int64_t* known) override;
-  int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, uint64_t key, int32_t* counts,
-                 BackendBuffer& nbrs, BackendBuffer* weights, const TaskExclusions* ex) override;
+  int64_t sample(const int64_t* tasks, int64_t n, int max_fanout, int64_t max_picks, uint64_t key,
+                 int32_t* counts, BackendBuffer& nbrs, BackendBuffer* weights,
+                 const TaskExclusions* ex) override;
   void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
   void set_task_times(const int64_t* times) override { task_times_ = times; }
   std::vector<int64_t> segment_sums(const int32_t* counts,
@@ -253,8 +254,9 @@ bool CpuSamplerBackend::sample_split(const int64_t* t, int64_t n, uint64_t key, 
 // Samples into per-task slots at the fanout prefix, then compacts in place (unless one chunk
 // wrote them compacted); the buffers and slot_ keep their capacity across layers and batches (no
 // page faults on the hot path).
-int64_t CpuSamplerBackend::sample(const int64_t* t, int64_t n, int /*max_fanout*/, uint64_t key,
-                                  int32_t* cnt, BackendBuffer& nbrs, BackendBuffer* weights,
+int64_t CpuSamplerBackend::sample(const int64_t* t, int64_t n, int /*max_fanout*/,
+                                  int64_t /*max_picks*/, uint64_t key, int32_t* cnt,
+                                  BackendBuffer& nbrs, BackendBuffer* weights,
                                   const TaskExclusions* ex) {
   slot_.resize(n + 1);
   int64_t* slot = slot_.data();

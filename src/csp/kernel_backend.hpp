@@ -27,15 +27,17 @@
 // read is the layer's only one); its source ids also stay in executor memory (the next frontier).
 // Host round trips (core/host_traffic.hpp, pinned in tests/csp/test_host_traffic.cpp): group reads
 // the P owner counts (nothing at one rank with a uniform fanout, or when the caller knows them);
-// sample sizes its slots by n x max_fanout (read only past kSlotBound) and returns that bound, the
-// exact pick count staying on the device (LayerPicks::total); unpermute is sized by the bound it is
-// given; relabel reads the two sizes, then the block: 2 reads per layer at one rank (1 with
-// ids_on_device). Both are deterministic whatever the order threads run in (HostExec runs them
-// scrambled). cuda_graphs (SamplerOptions): sample's sequence (slots, draws, compaction; the turbo
-// sort) has a fixed shape once its size is rounded up (capture_size: positions past the task count,
-// read from executor memory with the key and LABOR's variates, take no part), so the second call of
-// a shape is captured (Exec::capture_begin/capture_end: a CUDA Graph) and every later one replays
-// it in one launch (HostTraffic::graph_launches); the blocks are those of the direct sequence.
+// sample sizes its slots by n x max_fanout or the caller's max_picks, the smaller (read only past
+// kSlotBound), and returns that bound, the exact pick count staying on the device
+// (LayerPicks::total); unpermute is sized by the bound it is given; relabel reads the two sizes,
+// then the block: 2 reads per layer at one rank (1 with ids_on_device, or when the picks' count is
+// exact, LayerPicks::exact: the block read with the sizes by a bound). Both are deterministic
+// whatever the order threads run in (HostExec runs them scrambled). cuda_graphs
+// (SamplerOptions): sample's sequence (slots, draws, compaction; the turbo sort) has a fixed shape
+// once its size is rounded up (capture_size: positions past the task count, read from executor
+// memory with the key and LABOR's variates, take no part), so the second call of a shape is
+// captured (Exec::capture_begin/capture_end: a CUDA Graph) and every later one replays it in one
+// launch (HostTraffic::graph_launches); the blocks are those of the direct sequence.
 //
 // Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
 // fits `index_budget` bytes. Otherwise the array is read where it is through map_host (UVA on a
@@ -406,22 +408,26 @@ class KernelSamplerBackend final : public SamplerBackend {
 
   // The sequence runs over the n tasks, or, with cuda_graphs, over the shape's size m >= n
   // (capture_size) and is replayed (replay_sample); its scalars come from executor memory.
-  int64_t sample(const int64_t* t, int64_t n, int max_fanout, uint64_t key, int32_t* cnt,
-                 BackendBuffer& nbrs, BackendBuffer* weights, const TaskExclusions* ex) override {
+  int64_t sample(const int64_t* t, int64_t n, int max_fanout, int64_t max_picks, uint64_t key,
+                 int32_t* cnt, BackendBuffer& nbrs, BackendBuffer* weights,
+                 const TaskExclusions* ex) override {
     if (n == 0) return 0;
     const int64_t f = std::max(max_fanout, 0);
     const kernels::SampleParams p{n, key, labor_};
-    SampleCall c{upload(params_, &p, sizeof p), t, n, max_fanout, cnt, ex, n * f};
+    SampleCall c{upload(params_, &p, sizeof p), t, n, max_fanout, cnt, ex,
+                 slot_bound(n, f, max_picks)};
     const int64_t m = capture_size(n);
-    if (cuda_graphs_ && m * f <= kSlotBound) {
+    if (cuda_graphs_ && slot_bound(m, f, max_picks) <= kSlotBound) {
+      const int64_t direct = c.total;
       c.m = m;
-      c.total = m * f;
+      c.total = slot_bound(m, f, max_picks);
       replay_sample(c, nbrs, weights);
-      return n * f;
+      return direct;
     }
     const int64_t* slot = issue_slots(c);
-    // The slots are sized by n x max_fanout (no fanout is above it) where that is at most
-    // kSlotBound entries, without reading their sum back; beyond, the sum is read.
+    // The slots are sized by n x max_fanout (no fanout is above it), or by max_picks when that is
+    // smaller, where that is at most kSlotBound entries, without reading their sum back; beyond,
+    // the sum is read.
     if (c.total > kSlotBound) c.total = read_back(slot + n);
     issue_draws(c, slot, nbrs, weights);
     return c.total;
@@ -472,7 +478,8 @@ class KernelSamplerBackend final : public SamplerBackend {
   // Two reads: the sizes (the picks' exact count, lo.offsets[nd], and the source count) in one,
   // then the block: packed in executor memory (pack_, words: nd + 1 | ne | ceil(ne / 2) |
   // sources) and read in one copy, or left there (blocks_on_device: only its source ids are read;
-  // ids_on_device: nothing, the sizes' read is the only one).
+  // ids_on_device: nothing, the sizes' read is the only one). One when lo.exact: the block (or
+  // its source ids) read with the sizes (read_with_sizes).
   // The kernels run over lo.total, a bound of the picks; positions past the exact count take no
   // part.
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
@@ -511,6 +518,8 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.copy(sizes, lo.offsets + nd, sizeof(int64_t));
     ex_.copy(sizes + 1, ids + n, sizeof(int64_t));
     if (P) count_source_owners(src, n, sizes + 1, *owners->offsets, sizes + 2);
+    if (lo.exact && !ids_on_device_)
+      return read_with_sizes(nd, lo, local, src, sizes, b, src_out, owners);
     if (ids_on_device_) {  // nothing is read after the sizes, so their wait covers these copies
       e = device_edges(nd, lo, lo.total, local + nd, src, n);
       if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
@@ -518,8 +527,7 @@ class KernelSamplerBackend final : public SamplerBackend {
     std::vector<int64_t> got(2 + (P ? P + 1 : 0));
     download(got.data(), sizes, static_cast<int64_t>(got.size()));
     ex_.sync();
-    b.num_src = got[1];
-    for (int p = 0; p < P; ++p) owners->counts[p] = got[3 + p] - got[2 + p];
+    take_sizes(got.data(), b, owners);
     if (e) {
       e->num_edges = got[0];
       return put_edges(std::move(e), b);
@@ -562,10 +570,12 @@ class KernelSamplerBackend final : public SamplerBackend {
   struct SampleShape {
     int64_t m;
     int max_fanout;
+    int64_t total;
     int64_t scratch_moves;
     const void* arrays[kShapeArrays];
     bool operator==(const SampleShape& o) const {
-      return m == o.m && max_fanout == o.max_fanout && scratch_moves == o.scratch_moves &&
+      return m == o.m && max_fanout == o.max_fanout && total == o.total &&
+             scratch_moves == o.scratch_moves &&
              std::equal(arrays, arrays + kShapeArrays, o.arrays);
     }
   };
@@ -608,6 +618,50 @@ class KernelSamplerBackend final : public SamplerBackend {
     for (int p = 0; p <= P; ++p) at[p] = p * n;
     const int64_t* d_at = upload(bounds_, at.data(), at.size() * sizeof(int64_t));
     ex_.for_each(P + 1, kernels::GatherAt{rank, d_at, out});
+  }
+
+  // relabel's sizes read (got: picks, sources, the sources' owner-chunk bounds when counted).
+  static void take_sizes(const int64_t* got, Block& b, OwnerCounts* owners) {
+    b.num_src = got[1];
+    const int P = owners ? static_cast<int>(owners->counts.size()) : 0;
+    for (int p = 0; p < P; ++p) owners->counts[p] = got[3 + p] - got[2 + p];
+  }
+  // relabel when lo.total is the picks' count: every size of block b but its source count is
+  // known, so the block is read with the sizes in one copy, its source ids by their bound nd + ne
+  // (pack_, words: sizes | nd + 1 | ne | ceil(ne / 2) | nd + ne sources); blocks_on_device: its
+  // edges copied into the pool first, the sizes and source ids read.
+  void read_with_sizes(int64_t nd, const LayerPicks& lo, const int64_t* local, const int64_t* src,
+                       const int64_t* sizes, Block& b, BackendBuffer* src_out,
+                       OwnerCounts* owners) {
+    const int64_t ne = lo.total, n = nd + ne;
+    const int64_t ns = owners ? 3 + static_cast<int64_t>(owners->counts.size()) : 2;
+    std::shared_ptr<BlockEdges> e;
+    if (blocks_on_device_) e = device_edges(nd, lo, ne, local + nd, nullptr, 0);
+    const bool w = lo.weights && !e;
+    const int64_t edges = e ? 0 : nd + 1 + ne + (w ? (ne + 1) / 2 : 0);  // words
+    auto* packed = reserve<int64_t>(pack_, ns + edges + n);
+    ex_.copy(packed, sizes, ns * sizeof(int64_t));
+    if (!e) ex_.copy(packed + ns, lo.offsets, static_cast<size_t>(nd + 1) * sizeof(int64_t));
+    if (!e && ne) ex_.copy(packed + ns + nd + 1, local + nd, ne * sizeof(int64_t));
+    if (w && ne) ex_.copy(packed + ns + nd + 1 + ne, lo.weights, ne * sizeof(float));
+    ex_.copy(packed + ns + edges, src, n * sizeof(int64_t));
+    if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
+    host_pack_.resize(static_cast<size_t>(ns + edges + n));
+    download(host_pack_.data(), packed, ns + edges + n);
+    ex_.sync();
+    const int64_t* h = host_pack_.data();
+    DSP_CHECK(h[0] == ne, "relabel: {} picks where exactly {} were given", h[0], ne);
+    take_sizes(h, b, owners);
+    b.src_ids.assign(h + ns + edges, h + ns + edges + b.num_src);
+    if (e) {
+      e->num_edges = ne;
+      return put_edges(std::move(e), b);
+    }
+    b.on_device.reset();
+    b.indptr.assign(h + ns, h + ns + nd + 1);
+    b.indices.assign(h + ns + nd + 1, h + ns + nd + 1 + ne);
+    b.weights.resize(w ? ne : 0);
+    if (w && ne) std::memcpy(b.weights.data(), h + ns + nd + 1 + ne, ne * sizeof(float));
   }
 
   // Block b's edges from relabel's outputs (ne picks: their local ids at local + nd, the source
@@ -703,6 +757,10 @@ class KernelSamplerBackend final : public SamplerBackend {
                        kernels::TurboSampleTask<Id>{op, order, geo, cap});
   }
 
+  // The slots of n tasks of fanouts at most f summing to at most max_picks (when >= 0).
+  static int64_t slot_bound(int64_t n, int64_t f, int64_t max_picks) {
+    return max_picks >= 0 ? std::min(n * f, max_picks) : n * f;
+  }
   // n rounded up to 3 significant bits (at most 12.5% more; 8 shapes per doubling), at least 256.
   static int64_t capture_size(int64_t n) {
     int64_t step = 32;
@@ -769,6 +827,7 @@ class KernelSamplerBackend final : public SamplerBackend {
     return {
         m,
         c.max_fanout,
+        t,
         ex_.scratch_moves(),
         {c.tasks, c.cnt, c.params, c.ex ? c.ex->offsets : nullptr, c.ex ? c.ex->positions : nullptr,
          task_times_, nbrs.reserve_n<int64_t>(t), w ? weights->reserve_n<float>(t) : nullptr,

@@ -784,28 +784,28 @@ const TaskExclusions* CollectiveSampler::served_exclusions(int64_t b, int64_t e)
 // Phase 3 (sample): the backend samples every served task. Pull mode instead answers remote
 // tasks with whole rows (the degree as the count), for the requester to sample; its own tasks
 // are sampled here as in CSP.
-void CollectiveSampler::serve(uint64_t key, int max_fanout) {
+void CollectiveSampler::serve(uint64_t key, int max_fanout, int64_t max_picks) {
   Buffers& b = *buf_;
   const int64_t n = served_off_[size_];
   if (opts_.mode != SampleMode::kPull || size_ == 1) {
     const TaskExclusions* ex = served_exclusions(0, n);
     if (opts_.temporal) backend_->set_task_times(b.served_times->as<int64_t>());
-    served_picks_ = backend_->sample(b.served->as<int64_t>(), n, max_fanout, key,
+    served_picks_ = backend_->sample(b.served->as<int64_t>(), n, max_fanout, max_picks, key,
                                      b.counts->reserve_n<int32_t>(n), *b.nbrs,
                                      opts_.biased ? b.weights.get() : nullptr, ex);
     backend_->set_task_times(nullptr);
     return;
   }
-  serve_pulled(key, max_fanout);
+  serve_pulled(key, max_fanout, max_picks);
 }
 
 // Pull mode, owner side: its own tasks sampled as in CSP, every remote task answered with its
 // whole row (the degree as the count, and the row's weights when biased).
-void CollectiveSampler::serve_pulled(uint64_t key, int max_fanout) {
+void CollectiveSampler::serve_pulled(uint64_t key, int max_fanout, int64_t max_picks) {
   Buffers& b = *buf_;
   const int64_t n = served_off_[size_];
   const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
-  backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout, key,
+  backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout, max_picks, key,
                    b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
                    opts_.biased ? b.answer_weights.get() : nullptr,
                    served_exclusions(self_b, self_e));
@@ -945,7 +945,7 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
 // every grouped position's picks written back at its frontier index).
 LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
                                         int uniform_fanout, uint64_t key, const int64_t* host_times,
-                                        const int64_t* known) {
+                                        const int64_t* known, int64_t max_picks) {
   Stopwatch sw;
   Buffers& b = *buf_;
   // Phase 1: the frontier's tasks grouped by owner; nodes with fanout 0 get no task.
@@ -958,7 +958,7 @@ LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, con
   shuffle();
   stats_.t_shuffle += sw.seconds();
   sw.reset();
-  serve(key, uniform_fanout);
+  serve(key, uniform_fanout, max_picks);
   stats_.t_sample += sw.seconds();
   sw.reset();
   if (size_ > 1) {
@@ -988,6 +988,7 @@ LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, con
   out.nbrs = (identity ? b.answer_nbrs : b.layer_nbrs)->as<int64_t>();
   if (opts_.biased) out.weights = (identity ? b.answer_weights : b.layer_weights)->as<float>();
   out.total = answer_picks_;
+  out.exact = size_ > 1;  // the received picks, summed on the host (reshuffle, pulled rows)
   stats_.t_relabel += sw.seconds();  // reordering is part of block assembly
   return out;
 }
@@ -1181,6 +1182,7 @@ LayerPicks CollectiveSampler::labor_importance_layer(const int64_t* frontier, in
   out.nbrs = b.layer_nbrs->as<int64_t>();
   out.weights = b.layer_weights->as<float>();
   out.total = static_cast<int64_t>(pn.size());
+  out.exact = true;  // made here: relabel reads the block with its sizes
   return out;
 }
 
@@ -1315,7 +1317,11 @@ LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t*
     }
     known = tasks.data();
   }
-  return run_layer(frontier, nf, fanout, opts_.fanouts[l], key, nullptr, known);
+  // Layer-wise: each rank draws fanouts[l] picks over its frontier, so an owner serves at most P
+  // times that many, however many tasks hold them (the backend's slots are sized by that, not by
+  // every task taking them all).
+  const int64_t max_picks = fanout ? int64_t{size_} * std::max(opts_.fanouts[l], 0) : -1;
+  return run_layer(frontier, nf, fanout, opts_.fanouts[l], key, nullptr, known, max_picks);
 }
 
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,

@@ -324,9 +324,10 @@ class CollectiveSampler {
   // `uniform_fanout`. The picks stay valid until the next layer.
   // host_times (temporal): the frontier nodes' times, host memory; null otherwise.
   // known: the frontier's nodes per owner (host, P), or null (SamplerBackend::group).
+  // max_picks: a bound of the picks an owner serves (SamplerBackend::sample), or -1.
   LayerPicks run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
                        int uniform_fanout, uint64_t key, const int64_t* host_times = nullptr,
-                       const int64_t* known = nullptr);
+                       const int64_t* known = nullptr, int64_t max_picks = -1);
   // Temporal: the grouped tasks' times (host_times by the group's permutation) into task_times.
   void group_times(const int64_t* host_times, int64_t ng);
   // Temporal: layer l's block over the (id, time) pairs of the frontier (ids, time indices tix
@@ -336,8 +337,8 @@ class CollectiveSampler {
   void exchange(const BackendBuffer& send, const std::vector<int64_t>& sc, BackendBuffer& recv,
                 const std::vector<int64_t>& rc, DType t, const char* label);
   void shuffle();
-  void serve(uint64_t key, int max_fanout);
-  void serve_pulled(uint64_t key, int max_fanout);
+  void serve(uint64_t key, int max_fanout, int64_t max_picks);
+  void serve_pulled(uint64_t key, int max_fanout, int64_t max_picks);
   void finish_batch(SampledBatch& out, std::vector<Block>& blocks, int64_t seeds, uint64_t sent0,
                     uint64_t recv0, double seconds);
   void reshuffle();

@@ -14,6 +14,18 @@ namespace {
 // (twice, load factor 1/2) and in the blocks' node lists.
 constexpr uint64_t kSampledEdgeBytes = 64, kFrontierNodeBytes = 48;
 
+// A layer of fanout f sampled from `frontier` nodes, at most: node-wise, every node takes f picks
+// and adds as many nodes; layer-wise, f draws in all over the frontier. Never past `num_nodes`.
+struct LayerGrowth {
+  uint64_t edges;
+  int64_t next;  // the next frontier
+};
+LayerGrowth layer_growth(int64_t frontier, int f, int64_t num_nodes, bool layer_wise) {
+  if (layer_wise) return {static_cast<uint64_t>(f), std::min(num_nodes, frontier + f)};
+  return {static_cast<uint64_t>(frontier) * static_cast<uint64_t>(f),
+          frontier > num_nodes / (f + 1) ? num_nodes : frontier * (f + 1)};
+}
+
 }  // namespace
 
 uint64_t bench_store_bytes(const PartitionData& part, bool features, bool sampler, int node_ranks) {
@@ -33,23 +45,24 @@ uint64_t bench_store_bytes(const PartitionData& part, bool features, bool sample
   return bytes + std::min(copies, share);
 }
 
-int64_t batch_nodes_bound(int64_t seeds, const std::vector<int>& fanouts, int64_t num_nodes) {
+int64_t batch_nodes_bound(int64_t seeds, const std::vector<int>& fanouts, int64_t num_nodes,
+                          bool layer_wise) {
   int64_t frontier = std::min(seeds, num_nodes), total = frontier;
   for (int f : fanouts) {
-    // Each frontier node adds at most f new ones; the bound saturates at the graph's size.
-    frontier = frontier > num_nodes / (f + 1) ? num_nodes : frontier * (f + 1);
+    frontier = layer_growth(frontier, f, num_nodes, layer_wise).next;
     total = std::max(total, frontier);
   }
   return std::min(total, num_nodes);
 }
 
-uint64_t sampled_batch_bytes(int64_t seeds, const std::vector<int>& fanouts, int64_t num_nodes) {
+uint64_t sampled_batch_bytes(int64_t seeds, const std::vector<int>& fanouts, int64_t num_nodes,
+                             bool layer_wise) {
   uint64_t bytes = 0;
   int64_t frontier = std::min(seeds, num_nodes);
   for (int f : fanouts) {
-    bytes += static_cast<uint64_t>(frontier) *
-             (static_cast<uint64_t>(f) * kSampledEdgeBytes + kFrontierNodeBytes);
-    frontier = frontier > num_nodes / (f + 1) ? num_nodes : frontier * (f + 1);
+    const LayerGrowth g = layer_growth(frontier, f, num_nodes, layer_wise);
+    bytes += g.edges * kSampledEdgeBytes + static_cast<uint64_t>(frontier) * kFrontierNodeBytes;
+    frontier = g.next;
   }
   return bytes + static_cast<uint64_t>(frontier) * kFrontierNodeBytes;
 }

@@ -570,6 +570,45 @@ TEST_P(BackendRelabel, GroupSumAndUnpermute) {
   EXPECT_EQ(download<int64_t>(*dev, *off, ng + 1), want_id);
 }
 
+// Layer-wise tasks: fanouts up to the layer's draws F each, F in all (max_picks). The picks are
+// those without the bound (the CPU backend's), and a device backend sizes its slots by the bound
+// it is given, F, not by every task taking F: it returns F (n x F without a bound).
+TEST_P(BackendRelabel, SlotsSizedByTheCallersPickBound) {
+  PartitionData part = single_part(weighted_graph(false));
+  auto dev = test::sampler_backend(GetParam())(topology_of(part), SamplerOptions{{5}});
+  auto cpu = test::sampler_backend("cpu")(topology_of(part), SamplerOptions{{5}});
+  constexpr int F = 3000;
+  RngStream s(rng_key(9, 3), 0);
+  std::vector<int64_t> tasks;
+  int64_t draws = 0;
+  for (int64_t v = 0; v < 1000 && draws < F; v += 1 + s.next_u32() % 3) {
+    const int k = static_cast<int>(std::min<int64_t>(1 + s.next_u32() % 9, F - draws));
+    tasks.push_back(csp::pack_task(v, k));
+    draws += k;
+  }
+  const int64_t n = static_cast<int64_t>(tasks.size());
+  ASSERT_GT(n * F, 100 * int64_t{F});  // a bound far below n x F
+  auto run = [&](SamplerBackend& b, int64_t max_picks, std::vector<int32_t>& cnt,
+                 std::vector<int64_t>& nbrs) {
+    auto d_tasks = upload(b, tasks), d_cnt = b.make_buffer(), d_nbrs = b.make_buffer();
+    const int64_t room = b.sample(d_tasks->as<int64_t>(), n, F, max_picks, 77,
+                                  d_cnt->reserve_n<int32_t>(n), *d_nbrs, nullptr, nullptr);
+    cnt = download<int32_t>(b, *d_cnt, n);
+    const int64_t picks = std::accumulate(cnt.begin(), cnt.end(), int64_t{0});
+    nbrs = download<int64_t>(b, *d_nbrs, picks);
+    return room;
+  };
+  std::vector<int32_t> want_cnt, cnt;
+  std::vector<int64_t> want_nbrs, nbrs;
+  const int64_t picks = run(*cpu, -1, want_cnt, want_nbrs);  // exact on the host
+  const bool host = dev->memory() == MemorySpace::kHost;
+  EXPECT_EQ(run(*dev, F, cnt, nbrs), host ? picks : int64_t{F});
+  EXPECT_EQ(cnt, want_cnt);
+  EXPECT_EQ(nbrs, want_nbrs);
+  EXPECT_EQ(run(*dev, -1, cnt, nbrs), host ? picks : n * F);
+  EXPECT_EQ(nbrs, want_nbrs);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BackendRelabel,
                          ::testing::ValuesIn(test::sampler_backend_names(/*with_cpu=*/true)),
                          [](const auto& info) {

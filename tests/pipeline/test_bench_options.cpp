@@ -13,6 +13,7 @@
 #include "error_of.hpp"
 #include "layout/store/gather_bench.hpp"
 #include "pipeline/bench.hpp"
+#include "pipeline/bench_memory.hpp"
 
 namespace dsp {
 namespace {
@@ -59,9 +60,8 @@ TEST(BenchOptions, EveryFlagOfEveryBench) {
   EXPECT_EQ(flags_of(sample_bench_options()),
             (V{"--batch-size", "--batches", "--mode", "--biased", "--replace", "--per-layer-bytes",
                "--threads", "--seed", "--json", "--fanouts", "--sample-kernel", "--cuda-graphs",
-               "--sampler",
-               "--labor-importance", "--labor-layer-dependency", "--labor-batch-dependency",
-               "--layer-draws", "--temporal"}));
+               "--sampler", "--labor-importance", "--labor-layer-dependency",
+               "--labor-batch-dependency", "--layer-draws", "--temporal"}));
   EXPECT_EQ(
       flags_of(cache_bench_options()),
       (V{"--ratios", "--policies", "--batches", "--fanouts", "--batch-size", "--presample-epochs",
@@ -194,6 +194,23 @@ TEST(BenchOptions, StepSeedsAreARandomSubsetOfMaxStepsBatches) {
   const std::vector<int64_t> s = p.step_seeds(seeds);
   EXPECT_EQ(s.size(), 30u);
   EXPECT_NE(s, std::vector<int64_t>(seeds.begin(), seeds.begin() + 30));
+}
+
+// The benches' batch estimates: node-wise, every frontier node takes the fanout (and the frontier
+// saturates at the graph); layer-wise, the fanout is the layer's draws in all, so a layer adds at
+// most that many edges and nodes (dsp bench sample --sampler layer --fanouts 500,1000,2000 fits).
+TEST(BenchMemory, LayerWiseFanoutsAreEachLayersDrawsInAll) {
+  const std::vector<int> f{500, 1000, 2000};
+  EXPECT_EQ(batch_nodes_bound(256, f, 200000, false), 200000);
+  EXPECT_EQ(batch_nodes_bound(256, f, 200000, true), 256 + 500 + 1000 + 2000);
+  EXPECT_EQ(batch_nodes_bound(256, f, 1000, true), 1000);
+  // 3500 edges of 64 bytes; frontiers 256, 756, 1756 and the inputs, 3756, 48 bytes a node
+  EXPECT_EQ(sampled_batch_bytes(256, f, 200000, true),
+            uint64_t{3500} * 64 + uint64_t{256 + 756 + 1756 + 3756} * 48);
+  // node-wise: 256 x 500 edges, then 128256 nodes x 1000, then the whole graph x 2000
+  EXPECT_EQ(sampled_batch_bytes(256, f, 200000, false),
+            (uint64_t{256} * 500 + uint64_t{128256} * 1000 + uint64_t{200000} * 2000) * 64 +
+                uint64_t{256 + 128256 + 200000 + 200000} * 48);
 }
 
 }  // namespace
