@@ -164,6 +164,14 @@ class SamplerBackend {
   // csp::temporal_stream(key, id, times[i]); strategy and replacement from the options; uniform
   // fanouts, without exclusions). times: [n] in the backend's memory, served order; null: off.
   virtual void set_task_times(const int64_t* times) = 0;
+  // Temporal sampling's device steps, neither reading nor waiting (like group given `known`: the
+  // outputs are ordered before the backend's later calls and its channel's transfers).
+  // out[i] = values[index[i]] for i in [0, n) (the grouped tasks' times).
+  virtual void gather(const int64_t* values, const int64_t* index, int64_t n, int64_t* out) = 0;
+  // The picks' pair keys: out[j] = csp::pair_key(nbrs[j], tags[i], K) for every pick j of
+  // destination i < nd (offsets[i] <= j < offsets[i + 1]); positions past offsets[nd] untouched.
+  virtual void pair_keys(const int64_t* offsets, const int64_t* nbrs, const int64_t* tags,
+                         int64_t nd, int64_t K, int64_t* out) = 0;
   // sums[p] = counts[off[p]] + ... + counts[off[p + 1] - 1] for every p (off and sums: host).
   virtual std::vector<int64_t> segment_sums(const int32_t* counts,
                                             const std::vector<int64_t>& off) = 0;

@@ -297,6 +297,17 @@ struct ScatterCounts {
   DSP_HOST_DEVICE void operator()(int64_t pos) const { to[perm[pos]] = cnt[pos]; }
 };
 
+// Destination i's picks' pair keys (SamplerBackend::pair_keys).
+struct PairKeys {
+  const int64_t *offsets, *nbrs, *tags;
+  int64_t K;
+  int64_t* out;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    for (int64_t j = offsets[i]; j < offsets[i + 1]; ++j)
+      out[j] = csp::pair_key(nbrs[j], tags[i], K);
+  }
+};
+
 // Grouped position pos's picks (from start[pos]) to its frontier index's offset.
 struct MovePicks {
   const int64_t* perm;
@@ -359,6 +370,13 @@ class KernelSamplerBackend final : public SamplerBackend {
   Device device() const override { return device_; }
   void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
   void set_task_times(const int64_t* times) override { task_times_ = times; }
+  void gather(const int64_t* values, const int64_t* index, int64_t n, int64_t* out) override {
+    if (n) ex_.for_each(n, kernels::GatherAt{values, index, out});
+  }
+  void pair_keys(const int64_t* offsets, const int64_t* nbrs, const int64_t* tags, int64_t nd,
+                 int64_t K, int64_t* out) override {
+    if (nd) ex_.for_each(nd, kernels::PairKeys{offsets, nbrs, tags, K, out});
+  }
   bool indices_on_host() const { return indices_on_host_; }
   int64_t hot_rows() const { return hot_rows_; }
 

@@ -34,6 +34,10 @@ DSP_HOST_DEVICE DSP_FORCEINLINE int64_t pack_task(int64_t v, int64_t k) {
   return v | (k << kTaskShift);
 }
 DSP_HOST_DEVICE DSP_FORCEINLINE int64_t task_id(int64_t t) { return t & kTaskIdMask; }
+// Temporal sampling's (id, time index k of K) pair as one relabel key: id * K + k.
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t pair_key(int64_t id, int64_t k, int64_t K) {
+  return id * K + k;
+}
 DSP_HOST_DEVICE DSP_FORCEINLINE int task_fanout(int64_t t) {
   return static_cast<int>(t >> kTaskShift);
 }

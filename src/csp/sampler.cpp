@@ -598,10 +598,10 @@ int64_t sum(const std::vector<int64_t>& v) {
 
 CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
   for (auto* b :
-       {&tasks,         &perm,        &served,         &counts,     &nbrs,         &weights,
-        &answer_counts, &answer_nbrs, &answer_weights, &offsets,    &layer_nbrs,   &layer_weights,
-        &fanout,        &frontier,    &next,           &ex_offsets, &ex_positions, &task_times,
-        &served_times,  &key_dst,     &key_picks}) {
+       {&tasks,         &perm,         &served,         &counts,     &nbrs,         &weights,
+        &answer_counts, &answer_nbrs,  &answer_weights, &offsets,    &layer_nbrs,   &layer_weights,
+        &fanout,        &frontier,     &next,           &ex_offsets, &ex_positions, &frontier_times,
+        &task_times,    &served_times, &key_dst,        &key_picks,  &key_tags}) {
     *b = be.make_buffer();
   }
 }
@@ -952,7 +952,7 @@ LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, con
   backend_->group(frontier, nf, fanout, uniform_fanout, offsets_, b.tasks->reserve_n<int64_t>(nf),
                   b.perm->reserve_n<int64_t>(nf), grouped_count_, known);
   const int64_t ng = sum(grouped_count_);
-  if (host_times) group_times(host_times, ng);
+  if (host_times) group_times(host_times, nf, ng);
   stats_.tasks_local += grouped_count_[rank_];
   stats_.tasks_remote += ng - grouped_count_[rank_];
   shuffle();

@@ -305,8 +305,10 @@ class CollectiveSampler {
     std::unique_ptr<BackendBuffer> offsets, layer_nbrs, layer_weights, fanout, frontier, next;
     // served order: the tasks' excluded row positions (TaskExclusions), device backends only
     std::unique_ptr<BackendBuffer> ex_offsets, ex_positions;
-    // temporal: the tasks' times (grouped, served order), the relabel's combined keys
-    std::unique_ptr<BackendBuffer> task_times, served_times, key_dst, key_picks;
+    // temporal: the frontier's times, the tasks' (grouped, served order), the relabel's combined
+    // keys and the destinations' time indices (their tags)
+    std::unique_ptr<BackendBuffer> frontier_times, task_times, served_times, key_dst, key_picks,
+        key_tags;
   };
   void check_collective(bool ok, const std::string& msg);
   // check_collective that also tells whether any rank set `any` (the same one all_reduce).
@@ -328,8 +330,9 @@ class CollectiveSampler {
   LayerPicks run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout,
                        int uniform_fanout, uint64_t key, const int64_t* host_times = nullptr,
                        const int64_t* known = nullptr, int64_t max_picks = -1);
-  // Temporal: the grouped tasks' times (host_times by the group's permutation) into task_times.
-  void group_times(const int64_t* host_times, int64_t ng);
+  // Temporal: the grouped tasks' times (host_times of the nf frontier nodes by the group's
+  // permutation, where it is) into task_times.
+  void group_times(const int64_t* host_times, int64_t nf, int64_t ng);
   // Temporal: layer l's block over the (id, time) pairs of the frontier (ids, time indices tix
   // into the batch's K distinct times tv) and its picks; ids and tix become the next frontier.
   void relabel_temporal(std::vector<int64_t>& ids, std::vector<int64_t>& tix,

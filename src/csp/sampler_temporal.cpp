@@ -109,42 +109,39 @@ void relabel_pairs_host(const std::vector<int64_t>& dst_id, const std::vector<in
 
 }  // namespace
 
-void CollectiveSampler::group_times(const int64_t* host_times, int64_t ng) {
-  std::vector<int64_t> hp;
-  const int64_t* perm = on_host(*backend_, buf_->perm->as<int64_t>(), ng, hp);
-  std::vector<int64_t> t(static_cast<size_t>(ng));
-  for (int64_t i = 0; i < ng; ++i) t[i] = host_times[perm[i]];
-  upload_vec(*backend_, *buf_->task_times, t);
+void CollectiveSampler::group_times(const int64_t* host_times, int64_t nf, int64_t ng) {
+  Buffers& b = *buf_;
+  b.frontier_times->reserve_n<int64_t>(std::max<int64_t>(nf, 1));
+  backend_->to_backend(b.frontier_times->data(), host_times, nf * sizeof(int64_t));
+  backend_->gather(b.frontier_times->as<int64_t>(), b.perm->as<int64_t>(), ng,
+                   b.task_times->reserve_n<int64_t>(std::max<int64_t>(ng, 1)));
 }
 
 void CollectiveSampler::relabel_temporal(std::vector<int64_t>& ids, std::vector<int64_t>& tix,
                                          const std::vector<int64_t>& tv, const LayerPicks& lo,
                                          int l, Block& b) {
   const int64_t nf = static_cast<int64_t>(ids.size()), K = static_cast<int64_t>(tv.size());
-  std::vector<int64_t> ho, hn, src_tix;
-  const int64_t* off = on_host(*backend_, lo.offsets, nf + 1, ho);
-  const int64_t ne = off[nf];  // lo.total may be a bound
-  const int64_t* nbr = on_host(*backend_, lo.nbrs, ne, hn);
+  std::vector<int64_t> src_tix;
   if (opts_.temporal_host_relabel || !temporal_keys_fit(part_.meta.num_nodes, K)) {
+    std::vector<int64_t> ho, hn;
+    const int64_t* off = on_host(*backend_, lo.offsets, nf + 1, ho);
+    const int64_t* nbr = on_host(*backend_, lo.nbrs, off[nf], hn);  // lo.total may be a bound
     relabel_pairs_host(ids, tix, off, nbr, b, src_tix);
   } else {
-    // Combined keys id * K + k in the backend's relabel: its order (destinations, then first
-    // seen) is the pairs' order, since a destination's picks all carry its k.
-    std::vector<int64_t> dk(nf), pk(ne);
-    for (int64_t i = 0; i < nf; ++i) {
-      dk[i] = ids[i] * K + tix[i];
-      for (int64_t j = off[i]; j < off[i + 1]; ++j) pk[j] = nbr[j] * K + tix[i];
-    }
-    const bool host = backend_->memory() == MemorySpace::kHost;
-    if (!host) {
-      upload_vec(*backend_, *buf_->key_dst, dk);
-      upload_vec(*backend_, *buf_->key_picks, pk);
-    }
+    // Combined keys csp::pair_key(id, k, K) in the backend's relabel: its order (destinations,
+    // then first seen) is the pairs' order, since a destination's picks all carry its k. The
+    // destinations' keys are made here, the picks' where the picks are (pair_keys): nothing of
+    // the layer is read but relabel's own.
+    Buffers& bf = *buf_;
+    std::vector<int64_t> dk(nf);
+    for (int64_t i = 0; i < nf; ++i) dk[i] = csp::pair_key(ids[i], tix[i], K);
+    upload_vec(*backend_, *bf.key_dst, dk);
+    upload_vec(*backend_, *bf.key_tags, tix);
+    int64_t* pk = bf.key_picks->reserve_n<int64_t>(std::max<int64_t>(lo.total, 1));
+    backend_->pair_keys(lo.offsets, lo.nbrs, bf.key_tags->as<int64_t>(), nf, K, pk);
     LayerPicks kp = lo;
-    kp.nbrs = host ? pk.data() : buf_->key_picks->as<int64_t>();
-    kp.total = ne;
-    backend_->relabel(host ? dk.data() : buf_->key_dst->as<int64_t>(), nf, kp, l, b, nullptr,
-                      nullptr);
+    kp.nbrs = pk;
+    backend_->relabel(bf.key_dst->as<int64_t>(), nf, kp, l, b, nullptr, nullptr);
     src_tix.resize(b.src_ids.size());
     for (size_t i = 0; i < b.src_ids.size(); ++i) {
       src_tix[i] = b.src_ids[i] % K;
@@ -184,6 +181,8 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
   out.seed_times = seed_times;
   const int L = static_cast<int>(opts_.fanouts.size());
   std::vector<Block> blocks(L);
+  OwnerCounts owners;
+  owners.offsets = &offsets_;
   for (int l = 0; l < L; ++l) {
     Stopwatch lsw;
     const int64_t nf = static_cast<int64_t>(ids.size());
@@ -195,7 +194,11 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
       frontier = buf_->frontier->as<int64_t>();
     }
     const uint64_t key = rng_key(opts_.seed, epoch, batch, l);
-    const LayerPicks lo = run_layer(frontier, nf, nullptr, opts_.fanouts[l], key, times.data());
+    // The frontier's nodes per owner, counted here where its ids are: group reads none.
+    const bool count = size_ > 1 && opts_.fanouts[l] > 0;
+    if (count) count_owners(ids.data(), nf, owners);
+    const LayerPicks lo = run_layer(frontier, nf, nullptr, opts_.fanouts[l], key, times.data(),
+                                    count ? owners.counts.data() : nullptr);
     Stopwatch rsw;
     relabel_temporal(ids, tix, tv, lo, l, blocks[l]);
     stats_.t_relabel += rsw.seconds();

@@ -362,7 +362,8 @@ TEST_P(PInvariance, RandomWalkAndPinSage) {
 // Temporal sampling: the blocks over (id, time) pairs equal the whole-graph reference
 // (tests/csp/temporal_reference.hpp) exactly, for uniform without and with replacement and
 // recent, through the backend's combined-key relabel and the host one. Each rank's seeds include
-// some ids at two times; rank 1 has none in batch 1.
+// some ids at two times; rank 1 has none in batch 1. A device backend reads at most 2 times a
+// layer.
 TEST_P(PInvariance, Temporal) {
   World& w = world();
   using testref::TemporalNode;
@@ -424,6 +425,13 @@ TEST_P(PInvariance, Temporal) {
     }
     if (g_comm->size() > 1) {
       EXPECT_GT(s.stats().tasks_remote, 0);
+    }
+    // The tasks' times and the picks' pair keys made where they are (SamplerBackend::gather,
+    // pair_keys): a temporal layer reads what a node-wise one does, at most 2 times (relabel's
+    // sizes and block at one rank; the served pick sums and relabel's one read at 2..4 ranks).
+    if (!c.host_relabel && s.backend().memory() == MemorySpace::kDevice) {
+      EXPECT_LE(s.stats().host.reads, 2 * 3 * static_cast<int64_t>(o.fanouts.size()));
+      EXPECT_GT(s.stats().host.reads, 0);
     }
   }
 }
