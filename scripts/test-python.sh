@@ -36,6 +36,14 @@ if ! "$tools/bin/python" -c "import scikit_build_core" 2>/dev/null; then
   run_quiet "$tools/bin/pip" install "scikit-build-core>=0.10"
 fi
 
+# The wheel compiles with build/'s compilers: scikit-build-core otherwise sets CC and CXX from
+# Python's sysconfig (x86_64-linux-gnu-gcc/g++ on Debian), and under another compiler name no
+# object of build/ is found in ccache, so the wheel recompiled the whole project.
+if [[ -f build/CMakeCache.txt ]]; then
+  CC="${CC:-$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' build/CMakeCache.txt)}"
+  CXX="${CXX:-$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' build/CMakeCache.txt)}"
+  export CC CXX
+fi
 echo "test-python.sh: building the wheel"
 rm -rf "$wheels"
 start=$SECONDS
