@@ -33,11 +33,15 @@
 // then the block: 2 reads per layer at one rank (1 with ids_on_device, or when the picks' count is
 // exact, LayerPicks::exact: the block read with the sizes by a bound). Both are deterministic
 // whatever the order threads run in (HostExec runs them scrambled). cuda_graphs
-// (SamplerOptions): sample's sequence (slots, draws, compaction; the turbo sort) has a fixed shape
-// once its size is rounded up (capture_size: positions past the task count, read from executor
-// memory with the key and LABOR's variates, take no part), so the second call of a shape is
-// captured (Exec::capture_begin/capture_end: a CUDA Graph) and every later one replays it in one
-// launch (HostTraffic::graph_launches); the blocks are those of the direct sequence.
+// (SamplerOptions): each of a layer's four sequences (group: owners, flags, scan, scatter, chunk
+// bounds; sample: slots, draws, compaction, the turbo sort; unpermute; relabel up to its sizes:
+// keys, table, flags, ids, sizes, the sources' owner bounds) has a fixed shape once its sizes are
+// rounded up (capture_size: positions past the live count, read from executor memory with the
+// key, LABOR's variates and the destination count, take no part), so the second call of a shape
+// is captured (Exec::capture_begin/capture_end: a CUDA Graph) and every later one replays it in
+// one launch (HostTraffic::graph_launches); the blocks are those of the direct sequence. The
+// reads, the exchanges between ranks and the copies of the block (sized by the exact counts)
+// stay direct.
 //
 // Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
 // fits `index_budget` bytes. Otherwise the array is read where it is through map_host (UVA on a
@@ -46,6 +50,7 @@
 // offset there, or -1 for a row read from the host. Buffers grow geometrically and are reused: no
 // allocation per batch once sizes settle.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -201,19 +206,32 @@ struct CompactPicks {
   }
 };
 
-// relabel's keys (destinations, then picks) and their table. The picks are a bound's worth of
-// positions of which the first *ne hold picks (the exact count, in executor memory): positions
-// past nd + *ne take no part.
+// relabel's keys (destinations, then picks) and their table. The destination count *nd and the
+// picks' offsets are executor memory (a replayed capture reads this call's): the first
+// offsets[*nd] of the picks' positions hold picks, and positions past *nd + offsets[*nd] (those of
+// the picks' bound, or of a captured shape) take no part.
 struct RelabelTable {
   const int64_t* keys;
   uint64_t* table;
   uint64_t mask;
   int shift;
-  int64_t nd;
-  const int64_t* ne;
-  DSP_HOST_DEVICE bool valid(int64_t i) const { return i < nd + *ne; }
+  const int64_t* nd;
+  const int64_t* offsets;
+  DSP_HOST_DEVICE bool valid(int64_t i) const { return i < *nd + offsets[*nd]; }
   DSP_HOST_DEVICE uint32_t first(int64_t i) const {
     return csp::relabel_find(table, mask, shift, keys[i]);
+  }
+};
+
+// keys[i]: destination i, then pick i - nd, for the valid positions.
+struct RelabelKeys {
+  RelabelTable t;
+  const int64_t *dst, *nbrs;
+  int64_t* keys;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    if (!t.valid(i)) return;
+    const int64_t nd = *t.nd;
+    keys[i] = i < nd ? dst[i] : nbrs[i - nd];
   }
 };
 
@@ -246,8 +264,23 @@ struct RelabelAssign {
   }
 };
 
-// Owner rank of frontier node i (csp::owner_of), or -1 when it gets no task (fanout 0).
+// relabel's two sizes (one thread): the picks' exact count and the source count (the flags' sum
+// over the m positions).
+struct RelabelSizes {
+  RelabelTable t;
+  const int64_t* ids;  // [m + 1]
+  int64_t m;
+  int64_t* sizes;
+  DSP_HOST_DEVICE void operator()(int64_t) const {
+    sizes[0] = t.offsets[*t.nd];
+    sizes[1] = ids[m];
+  }
+};
+
+// Owner rank of frontier node i (csp::owner_of), or -1 when it gets no task (fanout 0) or is past
+// the node count *live.
 struct GroupOwner {
+  const int64_t* live;
   const int64_t* frontier;
   const int32_t* fanout;  // or null: `uniform` for every node
   int uniform;
@@ -255,6 +288,10 @@ struct GroupOwner {
   int P;
   int64_t* owner;
   DSP_HOST_DEVICE void operator()(int64_t i) const {
+    if (i >= *live) {
+      owner[i] = -1;
+      return;
+    }
     const int k = fanout ? fanout[i] : uniform;
     owner[i] = k <= 0 ? -1 : (P == 1 ? 0 : csp::owner_of(offsets, P, frontier[i]));
   }
@@ -290,11 +327,15 @@ struct GroupScatter {
   }
 };
 
+// Grouped position pos's count at its frontier index (positions from *live take no part).
 struct ScatterCounts {
+  const int64_t* live;
   const int64_t* perm;
   const int32_t* cnt;
   int64_t* to;  // [nf], zeroed
-  DSP_HOST_DEVICE void operator()(int64_t pos) const { to[perm[pos]] = cnt[pos]; }
+  DSP_HOST_DEVICE void operator()(int64_t pos) const {
+    if (pos < *live) to[perm[pos]] = cnt[pos];
+  }
 };
 
 // Destination i's picks' pair keys (SamplerBackend::pair_keys).
@@ -308,8 +349,10 @@ struct PairKeys {
   }
 };
 
-// Grouped position pos's picks (from start[pos]) to its frontier index's offset.
+// Grouped position pos's picks (from start[pos]) to its frontier index's offset (positions from
+// *live take no part).
 struct MovePicks {
+  const int64_t* live;
   const int64_t* perm;
   const int32_t* cnt;
   const int64_t* start;
@@ -319,6 +362,7 @@ struct MovePicks {
   int64_t* out;
   float* outw;
   DSP_HOST_DEVICE void operator()(int64_t pos) const {
+    if (pos >= *live) return;
     const int64_t from = start[pos], to = offsets[perm[pos]];
     for (int j = 0; j < cnt[pos]; ++j) {
       out[to + j] = nbrs[from + j];
@@ -378,6 +422,8 @@ class KernelSamplerBackend final : public SamplerBackend {
     if (nd) ex_.for_each(nd, kernels::PairKeys{offsets, nbrs, tags, K, out});
   }
   bool indices_on_host() const { return indices_on_host_; }
+  // cuda_graphs: the launches of each sequence's captures (group, sample, unpermute, relabel).
+  std::array<int64_t, 4> replays() const { return replays_; }
   int64_t hot_rows() const { return hot_rows_; }
 
   MemorySpace memory() const override { return MemorySpace::kDevice; }
@@ -394,21 +440,42 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.sync();
   }
 
-  // Owners per node, one scan of the owner-major flag matrix (P x n: P is a few ranks) giving
+  // Owners per node, one scan of the owner-major flag matrix (P x m: P is a few ranks) giving
   // every node its grouped position, one scatter; the P chunk sizes come back in one copy, unless
-  // the caller knows them (`known`), or one rank takes every node.
+  // the caller knows them (`known`), or one rank takes every node. Over m = n positions, or with
+  // cuda_graphs the shape's m >= n (capture_size) through its capture (replay).
   void group(const int64_t* frontier, int64_t n, const int32_t* fanout, int uniform,
              const std::vector<int64_t>& offsets, int64_t* tasks, int64_t* perm,
              std::vector<int64_t>& counts, const int64_t* known) override {
     const int P = static_cast<int>(offsets.size()) - 1;
     counts.assign(P, 0);
     if (n == 0) return;
-    const int64_t* off = upload(small_, offsets.data(), offsets.size() * sizeof(int64_t));
-    auto* owner = reserve<int64_t>(owner_, n);
-    ex_.for_each(n, kernels::GroupOwner{frontier, fanout, uniform, off, P, owner});
-    auto* rank = owner_ranks(owner, n, P);
-    ex_.for_each(n, kernels::GroupScatter{frontier, fanout, uniform, owner, n, rank, tasks, perm});
-    if (P == 1 && !fanout && uniform > 0) {  // every node is a task of this rank: nothing to read
+    const bool all_mine = P == 1 && !fanout && uniform > 0;  // every node is a task of this rank
+    const bool read = !all_mine && !known;
+    const int64_t m = cuda_graphs_ ? capture_size(n) : n;
+    const OwnerInputs in = upload_owner_inputs(group_in_, n, &offsets, m);
+    auto* owner = reserve<int64_t>(owner_, m);
+    auto* flag = reserve<int64_t>(wide_, P * m);
+    auto* rank = reserve<int64_t>(slot_, P * m + 1);
+    auto* got = reserve<int64_t>(small_out_, P + 1);
+    const auto seq = [&] {
+      ex_.for_each(m,
+                   kernels::GroupOwner{in.live, frontier, fanout, uniform, in.offsets, P, owner});
+      owner_ranks(owner, m, P);
+      ex_.for_each(m,
+                   kernels::GroupScatter{frontier, fanout, uniform, owner, m, rank, tasks, perm});
+      if (read) owner_chunk_bounds(rank, P, in.at, got);
+    };
+    if (cuda_graphs_) {
+      replay(Shape{Seq::kGroup,
+                   {m, P, uniform + (read ? int64_t{1} << 32 : 0)},
+                   ex_.scratch_moves(),
+                   {frontier, fanout, in.live, owner, flag, rank, tasks, perm, got}},
+             seq);
+    } else {
+      seq();
+    }
+    if (all_mine) {
       counts[0] = n;
       return;
     }
@@ -416,8 +483,6 @@ class KernelSamplerBackend final : public SamplerBackend {
       counts.assign(known, known + P);
       return;
     }
-    auto* got = reserve<int64_t>(small_out_, P + 1);
-    owner_chunk_bounds(rank, n, P, got);
     std::vector<int64_t> bounds(P + 1);
     download(bounds.data(), got, P + 1);
     ex_.sync();
@@ -425,7 +490,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
 
   // The sequence runs over the n tasks, or, with cuda_graphs, over the shape's size m >= n
-  // (capture_size) and is replayed (replay_sample); its scalars come from executor memory.
+  // (capture_size) and is replayed (replay); its scalars come from executor memory.
   int64_t sample(const int64_t* t, int64_t n, int max_fanout, int64_t max_picks, uint64_t key,
                  int32_t* cnt, BackendBuffer& nbrs, BackendBuffer* weights,
                  const TaskExclusions* ex) override {
@@ -439,7 +504,8 @@ class KernelSamplerBackend final : public SamplerBackend {
       const int64_t direct = c.total;
       c.m = m;
       c.total = slot_bound(m, f, max_picks);
-      replay_sample(c, nbrs, weights);
+      replay(reserve_sample(c, nbrs, weights),
+             [&] { issue_draws(c, issue_slots(c), nbrs, weights); });
       return direct;
     }
     const int64_t* slot = issue_slots(c);
@@ -469,75 +535,71 @@ class KernelSamplerBackend final : public SamplerBackend {
     return sums;
   }
 
+  // Nothing read and no wait: the picks' only consumer is relabel, on this executor's stream,
+  // and `picks` sizes the output. Over the ng grouped and nf frontier positions, or with
+  // cuda_graphs their shapes' (capture_size) through its capture (replay).
   void unpermute(const int64_t* perm, int64_t ng, int64_t nf, const int32_t* counts,
                  const int64_t* nbrs, const float* weights, int64_t picks,
                  BackendBuffer& out_offsets, BackendBuffer& out_nbrs,
                  BackendBuffer* out_weights) override {
-    auto* off = out_offsets.reserve_n<int64_t>(nf + 1);
-    auto* per_node = reserve<int64_t>(wide_, nf);
-    // Nothing read and no wait: the picks' only consumer is relabel, on this executor's stream,
-    // and `picks` sizes the output.
-    if (!perm) {
-      ex_.for_each(nf, kernels::WidenCounts{counts, per_node});
-      scan_into(off, per_node, nf);
-      return;
-    }
-    ex_.zero(per_node, static_cast<size_t>(nf) * sizeof(int64_t));
-    ex_.for_each(ng, kernels::ScatterCounts{perm, counts, per_node});
-    scan_into(off, per_node, nf);
-    auto* wide = reserve<int64_t>(owner_, ng);
-    ex_.for_each(ng, kernels::WidenCounts{counts, wide});
-    auto* start = prefix_with_zero(slot_, wide, ng);
-    auto* out = out_nbrs.reserve_n<int64_t>(picks);
-    float* outw = weights ? out_weights->reserve_n<float>(picks) : nullptr;
-    ex_.for_each(ng, kernels::MovePicks{perm, counts, start, off, nbrs, weights, out, outw});
+    const int64_t mg = cuda_graphs_ ? capture_size(ng) : ng;
+    const int64_t mf = cuda_graphs_ ? capture_size(nf) : nf;
+    const int64_t sizes[2] = {ng, nf};
+    const int64_t* live = upload(unpermute_in_, sizes, sizeof sizes);
+    auto* off = out_offsets.reserve_n<int64_t>(mf + 1);
+    auto* per_node = reserve<int64_t>(wide_, mf);
+    auto* wide = perm ? reserve<int64_t>(owner_, mg) : nullptr;
+    auto* start = perm ? reserve<int64_t>(slot_, mg + 1) : nullptr;
+    auto* out = perm ? out_nbrs.reserve_n<int64_t>(picks) : nullptr;
+    float* outw = perm && weights ? out_weights->reserve_n<float>(picks) : nullptr;
+    const auto seq = [&] {
+      if (!perm) {  // grouped order is frontier order
+        ex_.for_each(mf, kernels::WidenCounts{counts, per_node, live + 1});
+        return scan_into(off, per_node, mf);
+      }
+      ex_.zero(per_node, static_cast<size_t>(mf) * sizeof(int64_t));
+      ex_.for_each(mg, kernels::ScatterCounts{live, perm, counts, per_node});
+      scan_into(off, per_node, mf);
+      ex_.for_each(mg, kernels::WidenCounts{counts, wide, live});
+      scan_into(start, wide, mg);
+      ex_.for_each(mg,
+                   kernels::MovePicks{live, perm, counts, start, off, nbrs, weights, out, outw});
+    };
+    if (!cuda_graphs_) return seq();
+    replay(Shape{Seq::kUnpermute,
+                 {mg, mf, 0},
+                 ex_.scratch_moves(),
+                 {perm, counts, nbrs, weights, live, off, per_node, wide, start, out, outw}},
+           seq);
   }
 
   // Two reads: the sizes (the picks' exact count, lo.offsets[nd], and the source count) in one,
-  // then the block: packed in executor memory (pack_, words: nd + 1 | ne | ceil(ne / 2) |
-  // sources) and read in one copy, or left there (blocks_on_device: only its source ids are read;
-  // ids_on_device: nothing, the sizes' read is the only one). One when lo.exact: the block (or
-  // its source ids) read with the sizes (read_with_sizes).
-  // The kernels run over lo.total, a bound of the picks; positions past the exact count take no
-  // part.
+  // then the block: packed in executor memory (pack_, words: edge_words | sources) and read in one
+  // copy, or left there (blocks_on_device: only its source ids are read; ids_on_device: nothing,
+  // the sizes' read is the only one). One when lo.exact: the block (or its source ids) read with
+  // the sizes (read_with_sizes). The kernels run over m >= nd + lo.total positions (lo.total
+  // bounds the picks; with cuda_graphs, the shape's m, capture_size): those past nd + the exact
+  // count take no part.
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
                BackendBuffer* src_out, OwnerCounts* owners) override {
     const int64_t n = nd + lo.total;
-    DSP_CHECK(n < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", n);
+    const int64_t m = cuda_graphs_ && n ? capture_size(n) : n;
+    DSP_CHECK(m < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", m);
     b.num_dst = nd;
     b.src_ids.clear();
     b.num_src = 0;
     const int P = owners ? static_cast<int>(owners->offsets->size()) - 1 : 0;
     // {picks, sources, then the sources' owner-chunk bounds when counted}
     auto* sizes = reserve<int64_t>(small_out_, 2 + (P ? P + 1 : 0));
-    auto* src = reserve<int64_t>(picks_, n);
-    auto* local = reserve<int64_t>(out_, n);
+    auto* src = reserve<int64_t>(picks_, m);
+    auto* local = reserve<int64_t>(out_, m);
     if (owners) owners->counts.assign(P, 0);
     if (n == 0) return set_edges(nd, lo, 0, local, src, b);
-    std::shared_ptr<BlockEdges>
-        e;  // ids_on_device: the block, copied by its bounds before the read
-    auto* keys = reserve<int64_t>(keys_, n);
-    if (nd) ex_.copy(keys, dst, nd * sizeof(int64_t));
-    if (lo.total) ex_.copy(keys + nd, lo.nbrs, lo.total * sizeof(int64_t));
-    int bits = 10;
-    while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(n)) ++bits;
-    const kernels::RelabelTable t{keys,
-                                  reserve<uint64_t>(table_, int64_t{1} << bits),
-                                  (uint64_t{1} << bits) - 1,
-                                  64 - bits,
-                                  nd,
-                                  lo.offsets + nd};
-    ex_.zero(t.table, (size_t{1} << bits) * sizeof(uint64_t));
-    ex_.for_each(n, kernels::RelabelOffer{t});
-    auto* flag = reserve<int64_t>(wide_, n);
-    ex_.for_each(n, kernels::RelabelFlag{t, flag});
-    auto* ids = prefix_with_zero(slot_, flag, n);
-    ex_.for_each(n, kernels::RelabelAssign{t, ids, local, src});
-    ex_.copy(sizes, lo.offsets + nd, sizeof(int64_t));
-    ex_.copy(sizes + 1, ids + n, sizeof(int64_t));
-    if (P) count_source_owners(src, n, sizes + 1, *owners->offsets, sizes + 2);
+    issue_relabel(dst, nd, lo, m, src, local, sizes, owners);
     if (lo.exact && !ids_on_device_)
       return read_with_sizes(nd, lo, local, src, sizes, b, src_out, owners);
+    std::shared_ptr<BlockEdges>
+        e;                 // ids_on_device: the block, copied by its bounds before the read
     if (ids_on_device_) {  // nothing is read after the sizes, so their wait covers these copies
       e = device_edges(nd, lo, lo.total, local + nd, src, n);
       if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
@@ -567,8 +629,8 @@ class KernelSamplerBackend final : public SamplerBackend {
   // Bits of a degree key (csp::degree_key: at most kDegreeKeyCap).
   static constexpr int kDegreeKeyBits = 12;
   static_assert(csp::kDegreeKeyCap < (int64_t{1} << kDegreeKeyBits), "degree keys need more bits");
-  // Captured sample sequences (cuda_graphs) are kept for at most this many shapes at once.
-  static constexpr size_t kMaxGraphs = 64;
+  // Captured sequences (cuda_graphs) are kept for at most this many shapes at once.
+  static constexpr size_t kMaxGraphs = 128;
   // One sample call: its parameters (executor memory), tasks and counts, and the size m its
   // sequence runs over (n, or the captured shape's) with its slots' `total`.
   struct SampleCall {
@@ -580,27 +642,32 @@ class KernelSamplerBackend final : public SamplerBackend {
     const TaskExclusions* ex;
     int64_t total;
   };
-  // What a captured sample sequence names: its size and fanout, and every array it reads or
-  // writes (the caller's, the backend's own, the executor's scratch by its moves), each reserved
-  // for this shape first. A capture is valid for a call with the same: the arrays where they were,
+  // What a captured sequence names: which sequence, its sizes, and every array it reads or writes
+  // (the caller's, the backend's own, the executor's scratch by its moves), each reserved for
+  // this shape first. A capture is valid for a call with the same: the arrays where they were,
   // each as large as the shape needs.
+  enum class Seq { kGroup, kSample, kUnpermute, kRelabel };
   static constexpr int kShapeArrays = 16;
-  struct SampleShape {
-    int64_t m;
-    int max_fanout;
-    int64_t total;
+  struct Shape {
+    Seq seq;
+    int64_t size[3];
     int64_t scratch_moves;
     const void* arrays[kShapeArrays];
-    bool operator==(const SampleShape& o) const {
-      return m == o.m && max_fanout == o.max_fanout && total == o.total &&
+    bool operator==(const Shape& o) const {
+      return seq == o.seq && std::equal(size, size + 3, o.size) &&
              scratch_moves == o.scratch_moves &&
              std::equal(arrays, arrays + kShapeArrays, o.arrays);
     }
   };
-  struct CapturedSample {
-    SampleShape shape;
+  struct Captured {
+    Shape shape;
     bool captured = false;  // seen once (run directly, growing what it needs), or captured
     typename Exec::Graph graph;
+  };
+  // An owner grouping's inputs in executor memory, uploaded in one copy: the live count (positions
+  // from it on take no part), the P + 1 rank offsets, the P + 1 chunk starts p x m.
+  struct OwnerInputs {
+    const int64_t *live, *offsets, *at;
   };
 
   // The edge arrays of blocks handed out with Block::on_device, reused once a block is released
@@ -610,32 +677,81 @@ class KernelSamplerBackend final : public SamplerBackend {
     std::shared_ptr<ReleaseFence> fence;  // where the last consumer let go (BlockEdges::fence)
   };
 
-  // The chunk bounds of the sources src[0, *count) by owner (the P + 1 entries of the exclusive
-  // scan of the owner-major flag matrix at p x n) into `bounds`, on the device: the same scan as
-  // group's, over the n positions relabel ran on (those past the count have no owner). Reuses
-  // slot_ and wide_ (relabel's ids and flags: done with once the sizes are copied).
-  void count_source_owners(const int64_t* src, int64_t n, const int64_t* count,
-                           const std::vector<int64_t>& offsets, int64_t* bounds) {
-    const int P = static_cast<int>(offsets.size()) - 1;
-    const int64_t* off = upload(small_, offsets.data(), offsets.size() * sizeof(int64_t));
-    auto* owner = reserve<int64_t>(owner_, n);
-    ex_.for_each(n, kernels::SourceOwner{src, count, off, P, owner});
-    owner_chunk_bounds(owner_ranks(owner, n, P), n, P, bounds);
+  // {live | offsets | p x m for p = 0..P} (just {live} without offsets) uploaded to buf.
+  OwnerInputs upload_owner_inputs(Buffer& buf, int64_t live, const std::vector<int64_t>* offsets,
+                                  int64_t m) {
+    const size_t P1 = offsets ? offsets->size() : 0;
+    std::vector<int64_t> h(1 + 2 * P1);
+    h[0] = live;
+    for (size_t p = 0; p < P1; ++p) {
+      h[1 + p] = (*offsets)[p];
+      h[1 + P1 + p] = static_cast<int64_t>(p) * m;
+    }
+    const int64_t* d = upload(buf, h.data(), h.size() * sizeof(int64_t));
+    return {d, d + 1, d + 1 + P1};
   }
 
-  // The exclusive scan of the owner-major flag matrix of owner[0, n) (P x n entries + 1, in
-  // slot_): node i of owner p is grouped at rank[p * n + i].
-  int64_t* owner_ranks(const int64_t* owner, int64_t n, int P) {
-    auto* flag = reserve<int64_t>(wide_, P * n);
-    ex_.for_each(P * n, kernels::FlagCategories{owner, n, flag});
-    return prefix_with_zero(slot_, flag, P * n);
+  // relabel's sequence over m positions, up to its sizes (picks, sources, then the sources'
+  // owner-chunk bounds when `owners`): keys, table, first-occurrence flags, ids, sizes.
+  void issue_relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int64_t m, int64_t* src,
+                     int64_t* local, int64_t* sizes, const OwnerCounts* owners) {
+    const int P = owners ? static_cast<int>(owners->offsets->size()) - 1 : 0;
+    const OwnerInputs in =
+        upload_owner_inputs(relabel_in_, nd, owners ? owners->offsets : nullptr, m);
+    int bits = 10;
+    while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(m)) ++bits;
+    auto* keys = reserve<int64_t>(keys_, m);
+    const kernels::RelabelTable t{keys,
+                                  reserve<uint64_t>(table_, int64_t{1} << bits),
+                                  (uint64_t{1} << bits) - 1,
+                                  64 - bits,
+                                  in.live,
+                                  lo.offsets};
+    // count_source_owners reuses the flags and ids (wide_, slot_) once the sizes are taken
+    auto* flag = reserve<int64_t>(wide_, std::max(1, P) * m);
+    auto* ids = reserve<int64_t>(slot_, std::max(1, P) * m + 1);
+    auto* owner = P ? reserve<int64_t>(owner_, m) : nullptr;
+    const auto seq = [&] {
+      ex_.for_each(m, kernels::RelabelKeys{t, dst, lo.nbrs, keys});
+      ex_.zero(t.table, (size_t{1} << bits) * sizeof(uint64_t));
+      ex_.for_each(m, kernels::RelabelOffer{t});
+      ex_.for_each(m, kernels::RelabelFlag{t, flag});
+      scan_into(ids, flag, m);
+      ex_.for_each(m, kernels::RelabelAssign{t, ids, local, src});
+      ex_.for_each(1, kernels::RelabelSizes{t, ids, m, sizes});
+      if (P) count_source_owners(src, m, sizes + 1, in, P, sizes + 2);
+    };
+    if (!cuda_graphs_) return seq();
+    replay(Shape{Seq::kRelabel,
+                 {m, P, 0},
+                 ex_.scratch_moves(),
+                 {dst, lo.nbrs, lo.offsets, in.live, keys, t.table, flag, ids, local, src, sizes,
+                  owner}},
+           seq);
   }
-  // Where each owner's chunk starts, P + 1 entries of owner_ranks' scan (at p x n), into `out`.
-  void owner_chunk_bounds(const int64_t* rank, int64_t n, int P, int64_t* out) {
-    std::vector<int64_t> at(P + 1);
-    for (int p = 0; p <= P; ++p) at[p] = p * n;
-    const int64_t* d_at = upload(bounds_, at.data(), at.size() * sizeof(int64_t));
-    ex_.for_each(P + 1, kernels::GatherAt{rank, d_at, out});
+
+  // The chunk bounds of the sources src[0, *count) by owner (the P + 1 entries of the exclusive
+  // scan of the owner-major flag matrix at p x m) into `bounds`, on the device: the same scan as
+  // group's, over the m positions relabel ran on (those past the count have no owner). Reuses
+  // slot_ and wide_ (relabel's ids and flags: done with once the sizes are copied).
+  void count_source_owners(const int64_t* src, int64_t m, const int64_t* count,
+                           const OwnerInputs& in, int P, int64_t* bounds) {
+    auto* owner = reserve<int64_t>(owner_, m);
+    ex_.for_each(m, kernels::SourceOwner{src, count, in.offsets, P, owner});
+    owner_chunk_bounds(owner_ranks(owner, m, P), P, in.at, bounds);
+  }
+
+  // The exclusive scan of the owner-major flag matrix of owner[0, m) (P x m entries + 1, in
+  // slot_): position i of owner p is grouped at rank[p * m + i].
+  int64_t* owner_ranks(const int64_t* owner, int64_t m, int P) {
+    auto* flag = reserve<int64_t>(wide_, P * m);
+    ex_.for_each(P * m, kernels::FlagCategories{owner, m, flag});
+    return prefix_with_zero(slot_, flag, P * m);
+  }
+  // Where each owner's chunk starts, P + 1 entries of owner_ranks' scan (at the chunk starts
+  // `at`: p x m), into `out`.
+  void owner_chunk_bounds(const int64_t* rank, int P, const int64_t* at, int64_t* out) {
+    ex_.for_each(P + 1, kernels::GatherAt{rank, at, out});
   }
 
   // relabel's sizes read (got: picks, sources, the sources' owner-chunk bounds when counted).
@@ -646,8 +762,8 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
   // relabel when lo.total is the picks' count: every size of block b but its source count is
   // known, so the block is read with the sizes in one copy, its source ids by their bound nd + ne
-  // (pack_, words: sizes | nd + 1 | ne | ceil(ne / 2) | nd + ne sources); blocks_on_device: its
-  // edges copied into the pool first, the sizes and source ids read.
+  // (pack_, words: sizes | edge_words | nd + ne sources); blocks_on_device: its edges copied into
+  // the pool first, the sizes and source ids read.
   void read_with_sizes(int64_t nd, const LayerPicks& lo, const int64_t* local, const int64_t* src,
                        const int64_t* sizes, Block& b, BackendBuffer* src_out,
                        OwnerCounts* owners) {
@@ -656,12 +772,10 @@ class KernelSamplerBackend final : public SamplerBackend {
     std::shared_ptr<BlockEdges> e;
     if (blocks_on_device_) e = device_edges(nd, lo, ne, local + nd, nullptr, 0);
     const bool w = lo.weights && !e;
-    const int64_t edges = e ? 0 : nd + 1 + ne + (w ? (ne + 1) / 2 : 0);  // words
+    const int64_t edges = e ? 0 : edge_words(nd, ne, w);
     auto* packed = reserve<int64_t>(pack_, ns + edges + n);
     ex_.copy(packed, sizes, ns * sizeof(int64_t));
-    if (!e) ex_.copy(packed + ns, lo.offsets, static_cast<size_t>(nd + 1) * sizeof(int64_t));
-    if (!e && ne) ex_.copy(packed + ns + nd + 1, local + nd, ne * sizeof(int64_t));
-    if (w && ne) ex_.copy(packed + ns + nd + 1 + ne, lo.weights, ne * sizeof(float));
+    if (!e) pack_edges(packed + ns, nd, lo, ne, local + nd, w);
     ex_.copy(packed + ns + edges, src, n * sizeof(int64_t));
     if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
     host_pack_.resize(static_cast<size_t>(ns + edges + n));
@@ -675,40 +789,50 @@ class KernelSamplerBackend final : public SamplerBackend {
       e->num_edges = ne;
       return put_edges(std::move(e), b);
     }
-    b.on_device.reset();
-    b.indptr.assign(h + ns, h + ns + nd + 1);
-    b.indices.assign(h + ns + nd + 1, h + ns + nd + 1 + ne);
-    b.weights.resize(w ? ne : 0);
-    if (w && ne) std::memcpy(b.weights.data(), h + ns + nd + 1 + ne, ne * sizeof(float));
+    unpack_edges(h + ns, nd, ne, w, b);
   }
 
   // Block b's edges from relabel's outputs (ne picks: their local ids at local + nd, the source
   // ids at src): pooled arrays of executor memory set as b.on_device (blocks_on_device), or
-  // packed with the source ids (pack_, words: nd + 1 | ne | ceil(ne / 2) | sources) and read in
-  // one copy.
+  // packed with the source ids (pack_, words: edge_words | sources) and read in one copy.
   void set_edges(int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
                  const int64_t* src, Block& b) {
     if (blocks_on_device_) {
       return put_edges(
           device_edges(nd, lo, ne, local + nd, ids_on_device_ ? src : nullptr, b.num_src), b);
     }
-    b.on_device.reset();
     const bool w = lo.weights != nullptr;
-    const int64_t head = nd + 1 + ne + (w ? (ne + 1) / 2 : 0);  // words before the sources
+    const int64_t head = edge_words(nd, ne, w);
     auto* packed = reserve<int64_t>(pack_, head + b.num_src);
-    ex_.copy(packed, lo.offsets, static_cast<size_t>(nd + 1) * sizeof(int64_t));
-    if (ne) ex_.copy(packed + nd + 1, local + nd, ne * sizeof(int64_t));
-    if (w && ne) ex_.copy(packed + nd + 1 + ne, lo.weights, ne * sizeof(float));
+    pack_edges(packed, nd, lo, ne, local + nd, w);
     if (b.num_src) ex_.copy(packed + head, src, b.num_src * sizeof(int64_t));
     host_pack_.resize(static_cast<size_t>(head + b.num_src));
     download(host_pack_.data(), packed, head + b.num_src);
     ex_.sync();
     const int64_t* h = host_pack_.data();
+    unpack_edges(h, nd, ne, w, b);
+    b.src_ids.assign(h + head, h + head + b.num_src);
+  }
+
+  // Words of a block's edges packed for one read: nd + 1 offsets | ne local ids | ceil(ne / 2)
+  // words of weights (w).
+  static int64_t edge_words(int64_t nd, int64_t ne, bool w) {
+    return nd + 1 + ne + (w ? (ne + 1) / 2 : 0);
+  }
+  // Issues the copies of a block's edges (the picks' local ids at `local`) into `at`, edge_words.
+  void pack_edges(int64_t* at, int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
+                  bool w) {
+    ex_.copy(at, lo.offsets, static_cast<size_t>(nd + 1) * sizeof(int64_t));
+    if (ne) ex_.copy(at + nd + 1, local, ne * sizeof(int64_t));
+    if (w && ne) ex_.copy(at + nd + 1 + ne, lo.weights, ne * sizeof(float));
+  }
+  // Block b's host edges from the words pack_edges packed, read back to h.
+  static void unpack_edges(const int64_t* h, int64_t nd, int64_t ne, bool w, Block& b) {
+    b.on_device.reset();
     b.indptr.assign(h, h + nd + 1);
     b.indices.assign(h + nd + 1, h + nd + 1 + ne);
     b.weights.resize(w ? ne : 0);
     if (w && ne) std::memcpy(b.weights.data(), h + nd + 1 + ne, ne * sizeof(float));
-    b.src_ids.assign(h + head, h + head + b.num_src);
   }
 
   // A block's offsets, local ids and weights (ne of each) and, given `src`, its source ids (ns)
@@ -810,23 +934,24 @@ class KernelSamplerBackend final : public SamplerBackend {
     float* picks_w = biased_ ? weights->reserve_n<float>(c.total) : nullptr;
     ex_.for_each(c.m, kernels::CompactPicks{c.params, c.cnt, slot, res, resw, off, picks, picks_w});
   }
-  // cuda_graphs: the sequence of a shape seen before replays its capture; the first call of a
-  // shape runs directly (growing every buffer it takes, the executor's own included), the second
-  // is captured. Any growth since may have moved an array a capture names: all are dropped.
-  void replay_sample(const SampleCall& c, BackendBuffer& nbrs, BackendBuffer* weights) {
-    const SampleShape shape = reserve_sample(c, nbrs, weights);
+  // cuda_graphs: seq, the sequence of `shape`, replays its capture when the shape was seen
+  // before; the first call of a shape runs directly (growing every buffer it takes, the
+  // executor's own included), the second is captured. Any growth since may have moved an array a
+  // capture names: its shape then differs.
+  template <class F>
+  void replay(const Shape& shape, const F& seq) {
     auto it = std::find_if(captures_.begin(), captures_.end(),
-                           [&](const CapturedSample& g) { return g.shape == shape; });
+                           [&](const Captured& g) { return g.shape == shape; });
     if (it == captures_.end()) {
       if (captures_.size() >= kMaxGraphs) captures_.erase(captures_.begin());  // the oldest
       captures_.emplace_back();
       captures_.back().shape = shape;
-      return issue_draws(c, issue_slots(c), nbrs, weights);
+      return seq();
     }
     if (!it->captured) {
       ex_.capture_begin();
       try {
-        issue_draws(c, issue_slots(c), nbrs, weights);
+        seq();
       } catch (...) {
         ex_.capture_end();
         throw;
@@ -835,17 +960,17 @@ class KernelSamplerBackend final : public SamplerBackend {
       it->captured = true;
     }
     ex_.launch(it->graph);
+    replays_[static_cast<int>(shape.seq)] += 1;
   }
 
   // Every array of sample's sequence reserved for c's shape (issue_slots, issue_draws, launch),
   // and the shape that names them.
-  SampleShape reserve_sample(const SampleCall& c, BackendBuffer& nbrs, BackendBuffer* weights) {
+  Shape reserve_sample(const SampleCall& c, BackendBuffer& nbrs, BackendBuffer* weights) {
     const int64_t m = c.m, t = c.total;
     const bool w = biased_;
     return {
-        m,
-        c.max_fanout,
-        t,
+        Seq::kSample,
+        {m, c.max_fanout, t},
         ex_.scratch_moves(),
         {c.tasks, c.cnt, c.params, c.ex ? c.ex->offsets : nullptr, c.ex ? c.ex->positions : nullptr,
          task_times_, nbrs.reserve_n<int64_t>(t), w ? weights->reserve_n<float>(t) : nullptr,
@@ -961,10 +1086,14 @@ class KernelSamplerBackend final : public SamplerBackend {
   Buffer wide_ = ex_.buffer(), slot_ = ex_.buffer(), out_ = ex_.buffer(), outw_ = ex_.buffer(),
          offsets_ = ex_.buffer(), picks_ = ex_.buffer(), keys_ = ex_.buffer(),
          table_ = ex_.buffer(), order_ = ex_.buffer(), owner_ = ex_.buffer(), small_ = ex_.buffer(),
-         bounds_ = ex_.buffer(), small_out_ = ex_.buffer(), pack_ = ex_.buffer();
-  std::vector<int64_t> host_pack_;        // relabel's host block, packed
-  Buffer params_ = ex_.buffer();          // sample's kernels::SampleParams
-  std::vector<CapturedSample> captures_;  // cuda_graphs: sample's shapes
+         small_out_ = ex_.buffer(), pack_ = ex_.buffer();
+  std::vector<int64_t> host_pack_;  // relabel's host block, packed
+  // Each sequence's scalars in executor memory: sample's kernels::SampleParams, group's and
+  // relabel's OwnerInputs, unpermute's live counts.
+  Buffer params_ = ex_.buffer(), group_in_ = ex_.buffer(), relabel_in_ = ex_.buffer(),
+         unpermute_in_ = ex_.buffer();
+  std::vector<Captured> captures_;    // cuda_graphs: the shapes seen, and their captures
+  std::array<int64_t, 4> replays_{};  // launches per Seq
 };
 
 }  // namespace dsp

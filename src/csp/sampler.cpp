@@ -1392,6 +1392,9 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
     stats_.layer_sources[l] += blocks.back().num_src;
     stats_.t_layer[l] += lsw.seconds();
   }
+  // The frontier's buffers swapped L - 1 times: back, so that every batch's layer l runs on the
+  // same arrays (a captured sequence names them: cuda_graphs replays from the second batch on).
+  if (!host && L % 2 == 0) std::swap(bf.frontier, bf.next);
   finish_batch(out, blocks, static_cast<int64_t>(seeds.size()), sent0, recv0, total.seconds());
   return out;
 }

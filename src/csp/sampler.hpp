@@ -92,9 +92,10 @@ struct SamplerOptions {
   // them on the host: layer-wise and LABOR-i (their draws take the previous block's ids) and
   // temporal sampling (its loader deduplicates them); their ids are read as without it.
   bool ids_on_device = false;
-  // A device backend captures its sampling sequence (slots, draws, compaction) once per shape
-  // (the task count rounded up to 3 significant bits, the fanout and the arrays it names) and
-  // replays it as one CUDA Graph launch from the second call of that shape on; the same blocks.
+  // A device backend captures each of a layer's kernel sequences (group, sample, unpermute,
+  // relabel up to its sizes) once per shape (its sizes rounded up to 3 significant bits and the
+  // arrays it names) and replays it as one CUDA Graph launch from the second call of that shape
+  // on; the same blocks. Reads and exchanges between ranks stay direct.
   // The CPU backend has no kernels to capture: the sampler refuses the option there.
   bool cuda_graphs = false;
   // LABOR (Balin & Catalyurek, NeurIPS'23; --sampler labor): node-wise, with one variate r_t

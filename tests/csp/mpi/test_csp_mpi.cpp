@@ -132,10 +132,10 @@ void expect_same(const SampledBatch& a, const SampledBatch& b, const std::string
   }
 }
 
-// A device backend's host round trips over the 3 batches check_scheme samples
+// A device backend's host round trips over the batches check_scheme samples
 // (core/host_traffic.hpp): bounded per sampled layer at any rank count, as the path stands (the
 // single-rank figures per scheme are pinned in test_host_traffic.cpp).
-void expect_host_traffic(const CollectiveSampler& s, const SamplerOptions& o,
+void expect_host_traffic(const CollectiveSampler& s, const SamplerOptions& o, int64_t batches,
                          const std::string& what) {
   const HostTraffic h = s.stats().host;
   if (s.backend().memory() == MemorySpace::kHost) {
@@ -156,7 +156,7 @@ void expect_host_traffic(const CollectiveSampler& s, const SamplerOptions& o,
   const bool node_wise = o.scheme == SampleScheme::kNodeWise && !(o.labor && o.labor_importance);
   const bool alone = g_comm->size() == 1;
   const bool labor_i = o.labor && o.labor_importance;
-  const int64_t layer_batches = 3 * static_cast<int64_t>(o.fanouts.size());
+  const int64_t layer_batches = batches * static_cast<int64_t>(o.fanouts.size());
   const int64_t resident = o.blocks_on_device && o.ids_on_device && node_wise ? 1 : 0;
   EXPECT_LE(2 * h.syncs, (pull ? 39 : 11) * layer_batches) << what;
   const int64_t reads = pull ? 12 : labor_i ? 1 : alone ? 2 - resident : 2;
@@ -168,12 +168,15 @@ void check_scheme(SamplerOptions o, const std::string& what, const std::string& 
   World& w = world();
   SamplerOptions ro = o;
   ro.mode = SampleMode::kCsp;
+  ro.cuda_graphs = false;  // the reference is the CPU sampler's
   CollectiveSampler ref(w.ref_part, *w.self, ro);
   for (SampleMode mode : {SampleMode::kCsp, SampleMode::kPull}) {
     if (o.labor && mode == SampleMode::kPull) continue;  // LABOR refuses the pull mode
     o.mode = mode;
     CollectiveSampler s(w.part, channel_for(backend), o, test::sampler_backend(backend));
-    for (int64_t batch = 0; batch < 3; ++batch) {
+    // captures: a shape is captured when seen the second time, once its buffers have settled
+    const int64_t batches = o.cuda_graphs ? 10 : 3;
+    for (int64_t batch = 0; batch < batches; ++batch) {
       // rank 1 samples nothing in batch 1: collectives still line up
       std::vector<int64_t> seeds =
           (batch == 1 && g_comm->rank() == 1) ? std::vector<int64_t>{} : my_seeds(batch, 60);
@@ -187,7 +190,10 @@ void check_scheme(SamplerOptions o, const std::string& what, const std::string& 
       }
       expect_same(got, want, what + (mode == SampleMode::kPull ? " pull" : " csp"));
     }
-    expect_host_traffic(s, o, what + (mode == SampleMode::kPull ? " pull" : " csp"));
+    expect_host_traffic(s, o, batches, what + (mode == SampleMode::kPull ? " pull" : " csp"));
+    if (o.cuda_graphs) {
+      EXPECT_GT(s.stats().host.graph_launches, 0) << what;
+    }
     if (g_comm->size() > 1 && mode == SampleMode::kCsp) {
       EXPECT_GT(s.stats().tasks_remote, 0) << what;
     }
@@ -227,6 +233,28 @@ TEST_P(PInvariance, IdsLeftOnTheDevice) {
   w.blocks_on_device = true;
   w.ids_on_device = true;
   check_scheme(w, "weighted, ids on device");
+}
+
+// SamplerOptions::cuda_graphs at 1..4 ranks: group (its owner counts read, or known), sample,
+// unpermute and relabel (with the next frontier's owner counts) replay their captures, and the
+// blocks are the reference's, under CSP and pull, within the same round-trip bounds.
+TEST_P(PInvariance, CapturedSequences) {
+  if (GetParam().rfind("cpu", 0) == 0) GTEST_SKIP() << "the cpu backend runs no kernels to capture";
+  SamplerOptions o{{7, 5, 3}};
+  o.cuda_graphs = true;
+  check_scheme(o, "uniform, captured");
+  o.blocks_on_device = o.ids_on_device = true;
+  check_scheme(o, "uniform, ids on device, captured");
+  o.kernel = SampleKernel::kTurbo;
+  check_scheme(o, "turbo, ids on device, captured");
+  SamplerOptions w{{5, 4}};
+  w.biased = true;
+  w.cuda_graphs = true;
+  check_scheme(w, "weighted, captured");
+  SamplerOptions l{{40, 80}};
+  l.scheme = SampleScheme::kLayerWise;
+  l.cuda_graphs = true;
+  check_scheme(l, "layerwise, captured");
 }
 
 TEST_P(PInvariance, UniformWith) {
@@ -495,7 +523,9 @@ TEST_P(PInvariance, Heterogeneous) {
     }
   }
   // one shuffle per layer for all relations: tasks of other ranks' nodes went to their owners
-  if (g_comm->size() > 1) EXPECT_GT(s.stats().tasks_remote, 0);
+  if (g_comm->size() > 1) {
+    EXPECT_GT(s.stats().tasks_remote, 0);
+  }
 }
 
 TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
