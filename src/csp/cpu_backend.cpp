@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/group_kernels.hpp"
 #include "core/host_exec.hpp"
 #include "core/huge_pages.hpp"
 #include "core/parallel.hpp"
@@ -67,15 +68,15 @@ class CpuSamplerBackend final : public SamplerBackend {
                  const TaskExclusions* ex) override;
   void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
   void set_task_times(const int64_t* times) override { task_times_ = times; }
+  // The device backend's per-element functors, run in a loop.
   void gather(const int64_t* values, const int64_t* index, int64_t n, int64_t* out) override {
-    for (int64_t i = 0; i < n; ++i) out[i] = values[index[i]];
+    const kernels::GatherAt op{values, index, out};
+    for (int64_t i = 0; i < n; ++i) op(i);
   }
   void pair_keys(const int64_t* offsets, const int64_t* nbrs, const int64_t* tags, int64_t nd,
                  int64_t K, int64_t* out) override {
-    for (int64_t i = 0; i < nd; ++i) {
-      for (int64_t j = offsets[i]; j < offsets[i + 1]; ++j)
-        out[j] = csp::pair_key(nbrs[j], tags[i], K);
-    }
+    const csp::PairKeys op{offsets, nbrs, tags, K, out};
+    for (int64_t i = 0; i < nd; ++i) op(i);
   }
   std::vector<int64_t> segment_sums(const int32_t* counts,
                                     const std::vector<int64_t>& off) override;

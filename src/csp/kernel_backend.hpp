@@ -338,17 +338,6 @@ struct ScatterCounts {
   }
 };
 
-// Destination i's picks' pair keys (SamplerBackend::pair_keys).
-struct PairKeys {
-  const int64_t *offsets, *nbrs, *tags;
-  int64_t K;
-  int64_t* out;
-  DSP_HOST_DEVICE void operator()(int64_t i) const {
-    for (int64_t j = offsets[i]; j < offsets[i + 1]; ++j)
-      out[j] = csp::pair_key(nbrs[j], tags[i], K);
-  }
-};
-
 // Grouped position pos's picks (from start[pos]) to its frontier index's offset (positions from
 // *live take no part).
 struct MovePicks {
@@ -419,7 +408,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
   void pair_keys(const int64_t* offsets, const int64_t* nbrs, const int64_t* tags, int64_t nd,
                  int64_t K, int64_t* out) override {
-    if (nd) ex_.for_each(nd, kernels::PairKeys{offsets, nbrs, tags, K, out});
+    if (nd) ex_.for_each(nd, csp::PairKeys{offsets, nbrs, tags, K, out});
   }
   bool indices_on_host() const { return indices_on_host_; }
   // cuda_graphs: the launches of each sequence's captures (group, sample, unpermute, relabel).

@@ -38,6 +38,16 @@ DSP_HOST_DEVICE DSP_FORCEINLINE int64_t task_id(int64_t t) { return t & kTaskIdM
 DSP_HOST_DEVICE DSP_FORCEINLINE int64_t pair_key(int64_t id, int64_t k, int64_t K) {
   return id * K + k;
 }
+// Destination i's picks' pair keys, out[j] = pair_key(nbrs[j], tags[i], K) for its picks j
+// (SamplerBackend::pair_keys; one destination per thread on a device).
+struct PairKeys {
+  const int64_t *offsets, *nbrs, *tags;
+  int64_t K;
+  int64_t* out;
+  DSP_HOST_DEVICE void operator()(int64_t i) const {
+    for (int64_t j = offsets[i]; j < offsets[i + 1]; ++j) out[j] = pair_key(nbrs[j], tags[i], K);
+  }
+};
 DSP_HOST_DEVICE DSP_FORCEINLINE int task_fanout(int64_t t) {
   return static_cast<int>(t >> kTaskShift);
 }

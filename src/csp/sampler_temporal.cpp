@@ -59,9 +59,13 @@ std::string temporal_seed_error(const std::vector<int64_t>& seeds,
   return "";
 }
 
+// n host elements where the backend reads them: v itself for a host backend, else uploaded to buf.
 template <class T>
-void upload_vec(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
-  be.to_backend(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(), v.size() * sizeof(T));
+const T* in_backend(SamplerBackend& be, BackendBuffer& buf, const T* v, int64_t n) {
+  if (be.memory() == MemorySpace::kHost) return v;
+  T* d = buf.reserve_n<T>(std::max<int64_t>(n, 1));
+  be.to_backend(d, v, n * sizeof(T));
+  return d;
 }
 
 // n elements of backend memory readable on the host (the memory itself for a host backend).
@@ -111,10 +115,8 @@ void relabel_pairs_host(const std::vector<int64_t>& dst_id, const std::vector<in
 
 void CollectiveSampler::group_times(const int64_t* host_times, int64_t nf, int64_t ng) {
   Buffers& b = *buf_;
-  b.frontier_times->reserve_n<int64_t>(std::max<int64_t>(nf, 1));
-  backend_->to_backend(b.frontier_times->data(), host_times, nf * sizeof(int64_t));
-  backend_->gather(b.frontier_times->as<int64_t>(), b.perm->as<int64_t>(), ng,
-                   b.task_times->reserve_n<int64_t>(std::max<int64_t>(ng, 1)));
+  backend_->gather(in_backend(*backend_, *b.frontier_times, host_times, nf), b.perm->as<int64_t>(),
+                   ng, b.task_times->reserve_n<int64_t>(std::max<int64_t>(ng, 1)));
 }
 
 void CollectiveSampler::relabel_temporal(std::vector<int64_t>& ids, std::vector<int64_t>& tix,
@@ -135,13 +137,13 @@ void CollectiveSampler::relabel_temporal(std::vector<int64_t>& ids, std::vector<
     Buffers& bf = *buf_;
     std::vector<int64_t> dk(nf);
     for (int64_t i = 0; i < nf; ++i) dk[i] = csp::pair_key(ids[i], tix[i], K);
-    upload_vec(*backend_, *bf.key_dst, dk);
-    upload_vec(*backend_, *bf.key_tags, tix);
+    const int64_t* tags = in_backend(*backend_, *bf.key_tags, tix.data(), nf);
     int64_t* pk = bf.key_picks->reserve_n<int64_t>(std::max<int64_t>(lo.total, 1));
-    backend_->pair_keys(lo.offsets, lo.nbrs, bf.key_tags->as<int64_t>(), nf, K, pk);
+    backend_->pair_keys(lo.offsets, lo.nbrs, tags, nf, K, pk);
     LayerPicks kp = lo;
     kp.nbrs = pk;
-    backend_->relabel(bf.key_dst->as<int64_t>(), nf, kp, l, b, nullptr, nullptr);
+    backend_->relabel(in_backend(*backend_, *bf.key_dst, dk.data(), nf), nf, kp, l, b, nullptr,
+                      nullptr);
     src_tix.resize(b.src_ids.size());
     for (size_t i = 0; i < b.src_ids.size(); ++i) {
       src_tix[i] = b.src_ids[i] % K;
@@ -188,11 +190,7 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
     const int64_t nf = static_cast<int64_t>(ids.size());
     times.resize(nf);
     for (int64_t i = 0; i < nf; ++i) times[i] = tv[tix[i]];
-    const int64_t* frontier = ids.data();
-    if (backend_->memory() != MemorySpace::kHost) {
-      upload_vec(*backend_, *buf_->frontier, ids);
-      frontier = buf_->frontier->as<int64_t>();
-    }
+    const int64_t* frontier = in_backend(*backend_, *buf_->frontier, ids.data(), nf);
     const uint64_t key = rng_key(opts_.seed, epoch, batch, l);
     // The frontier's nodes per owner, counted here where its ids are: group reads none.
     const bool count = size_ > 1 && opts_.fanouts[l] > 0;
