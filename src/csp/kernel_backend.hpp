@@ -455,15 +455,11 @@ class KernelSamplerBackend final : public SamplerBackend {
                    kernels::GroupScatter{frontier, fanout, uniform, owner, m, rank, tasks, perm});
       if (read) owner_chunk_bounds(rank, P, in.at, got);
     };
-    if (cuda_graphs_) {
-      replay(Shape{Seq::kGroup,
-                   {m, P, uniform + (read ? int64_t{1} << 32 : 0)},
-                   ex_.scratch_moves(),
-                   {frontier, fanout, in.live, owner, flag, rank, tasks, perm, got}},
-             seq);
-    } else {
-      seq();
-    }
+    replay(Shape{Seq::kGroup,
+                 {m, P, uniform, read},
+                 ex_.scratch_moves(),
+                 {frontier, fanout, in.live, owner, flag, rank, tasks, perm, got}},
+           seq);
     if (all_mine) {
       counts[0] = n;
       return;
@@ -554,9 +550,8 @@ class KernelSamplerBackend final : public SamplerBackend {
       ex_.for_each(mg,
                    kernels::MovePicks{live, perm, counts, start, off, nbrs, weights, out, outw});
     };
-    if (!cuda_graphs_) return seq();
     replay(Shape{Seq::kUnpermute,
-                 {mg, mf, 0},
+                 {mg, mf},
                  ex_.scratch_moves(),
                  {perm, counts, nbrs, weights, live, off, per_node, wide, start, out, outw}},
            seq);
@@ -639,11 +634,11 @@ class KernelSamplerBackend final : public SamplerBackend {
   static constexpr int kShapeArrays = 16;
   struct Shape {
     Seq seq;
-    int64_t size[3];
+    int64_t size[4];
     int64_t scratch_moves;
     const void* arrays[kShapeArrays];
     bool operator==(const Shape& o) const {
-      return seq == o.seq && std::equal(size, size + 3, o.size) &&
+      return seq == o.seq && std::equal(size, size + 4, o.size) &&
              scratch_moves == o.scratch_moves &&
              std::equal(arrays, arrays + kShapeArrays, o.arrays);
     }
@@ -710,9 +705,8 @@ class KernelSamplerBackend final : public SamplerBackend {
       ex_.for_each(1, kernels::RelabelSizes{t, ids, m, sizes});
       if (P) count_source_owners(src, m, sizes + 1, in, P, sizes + 2);
     };
-    if (!cuda_graphs_) return seq();
     replay(Shape{Seq::kRelabel,
-                 {m, P, 0},
+                 {m, P},
                  ex_.scratch_moves(),
                  {dst, lo.nbrs, lo.offsets, in.live, keys, t.table, flag, ids, local, src, sizes,
                   owner}},
@@ -923,12 +917,13 @@ class KernelSamplerBackend final : public SamplerBackend {
     float* picks_w = biased_ ? weights->reserve_n<float>(c.total) : nullptr;
     ex_.for_each(c.m, kernels::CompactPicks{c.params, c.cnt, slot, res, resw, off, picks, picks_w});
   }
-  // cuda_graphs: seq, the sequence of `shape`, replays its capture when the shape was seen
-  // before; the first call of a shape runs directly (growing every buffer it takes, the
-  // executor's own included), the second is captured. Any growth since may have moved an array a
-  // capture names: its shape then differs.
+  // seq, the sequence of `shape`, run directly without cuda_graphs; with it, seq replays its
+  // capture when the shape was seen before: the first call of a shape runs directly (growing
+  // every buffer it takes, the executor's own included), the second is captured. Any growth
+  // since may have moved an array a capture names: its shape then differs.
   template <class F>
   void replay(const Shape& shape, const F& seq) {
+    if (!cuda_graphs_) return seq();
     auto it = std::find_if(captures_.begin(), captures_.end(),
                            [&](const Captured& g) { return g.shape == shape; });
     if (it == captures_.end()) {
