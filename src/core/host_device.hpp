@@ -53,4 +53,13 @@ DSP_HOST_DEVICE DSP_FORCEINLINE void atomic_min_u64(uint64_t* p, uint64_t v) {
 #endif
 }
 
+// *p += v, atomically.
+DSP_HOST_DEVICE DSP_FORCEINLINE void atomic_add_u64(uint64_t* p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+#else
+  __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
 }  // namespace dsp

@@ -96,14 +96,11 @@ struct LayerPicks {
   bool exact = false;
 };
 
-// The row entries the tasks of one sample call leave out (link prediction's edge exclusion:
-// CollectiveSampler::ExcludedEdges), in the backend's memory: task i samples its row without the
-// entries at positions[offsets[i], offsets[i + 1]) (sorted, distinct, within the row) by
-// csp::uniform_excluding, so a task with none gives exactly its plain picks. Uniform sampling only.
-struct TaskExclusions {
-  const int64_t* offsets = nullptr;    // [n + 1]
-  const int64_t* positions = nullptr;  // [offsets[n]]
-};
+// The pairs the tasks of one sample call leave out of their rows (link prediction's edge
+// exclusion: CollectiveSampler::ExcludedEdges), in the backend's memory (csp/sample_kernels.hpp):
+// each task samples its row without its requester's pairs' entries by csp::excluding_task, so a
+// task with none gives exactly its plain picks. Uniform sampling only.
+using csp::TaskExclusions;
 
 // A frontier's nodes per owner: counts[p] = the nodes v with offsets[p] <= v < offsets[p + 1].
 struct OwnerCounts {
@@ -128,6 +125,12 @@ class SamplerBackend {
   virtual std::unique_ptr<BackendBuffer> make_buffer() const = 0;
   virtual void to_backend(void* dst, const void* host, size_t bytes) = 0;
   virtual void to_host(void* host, const void* src, size_t bytes) = 0;
+  // An upload for the backend's own later calls only: ordered before them, without a wait (from
+  // pageable host memory, which may be reused on return; a communicator must not read dst before
+  // a call that reads back). A host backend copies.
+  virtual void to_backend_async(void* dst, const void* host, size_t bytes) {
+    to_backend(dst, host, bytes);
+  }
   // Device backends: the blocking syncs and device-to-host copies their executor has issued since
   // construction (core/host_traffic.hpp); a host backend has none.
   virtual HostTraffic traffic() const { return {}; }

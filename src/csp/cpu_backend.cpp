@@ -139,8 +139,7 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
   const double* cum = topo_.cum;
   const bool biased = biased_, replace = replace_;
   const int64_t base = topo_.row_base;
-  const int64_t* ex_off = ex_ ? ex_->offsets : nullptr;
-  const int64_t* ex_pos = ex_ ? ex_->positions : nullptr;
+  const TaskExclusions ex = ex_ ? *ex_ : TaskExclusions{};
   const int64_t* ex_order = ex_order_;
   const csp::LaborVariates labor = labor_;
   const int64_t* task_times = task_times_;
@@ -165,10 +164,9 @@ void CpuSamplerBackend::sample_tasks(const int64_t* tasks, int64_t n, uint64_t k
                                     csp::temporal_stream(key, v, T), o);
       } else if (labor.on) {
         c = csp::labor_positions(idx + p0, deg, task_fanout(tasks[i]), labor, o);
-      } else if (ex_off) {
-        const int64_t t = ex_order ? ex_order[i] : i;
-        c = csp::uniform_excluding(deg, task_fanout(tasks[i]), replace, ex_pos + ex_off[t],
-                                   ex_off[t + 1] - ex_off[t], s, o);
+      } else if (ex.tasks) {
+        c = csp::excluding_task(ex, ex_order ? ex_order[i] : i, v, idx + p0, deg,
+                                task_fanout(tasks[i]), replace, s, o);
       } else {
         c = csp::sample_positions(deg, task_fanout(tasks[i]), biased, replace,
                                   biased ? cum + p0 : nullptr, s, o);

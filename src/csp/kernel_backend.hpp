@@ -13,8 +13,9 @@
 // writes ids at its slot; counts are scanned into offsets and the picks compacted (one thread per
 // task). With SampleKernel::kTurbo the draws run as TurboSampleTask (csp/degree_schedule.hpp): the
 // same draws per task, tasks degree-sorted and dealt to warps and blocks in snake order,
-// high-degree tasks' positions in shared memory. Tasks with excluded entries (TaskExclusions)
-// draw by csp::uniform_excluding in the same per-task function, under either schedule.
+// high-degree tasks' positions in shared memory. Tasks under exclusions (TaskExclusions: their
+// requesters' pairs, found by binary searches) draw by csp::excluding_task in the same per-task
+// function, under either schedule.
 // segment_sums: counts widened and scanned, the scan read at the segment bounds.
 // unpermute: per-node counts scattered through the permutation and scanned into offsets; one
 // thread per grouped position moves its picks.
@@ -106,8 +107,7 @@ struct SampleTask {
   int32_t* cnt;
   int64_t* out;  // positions first, converted to ids in place
   float* outw;
-  const int64_t* ex_off;  // TaskExclusions (uniform only), or null: none
-  const int64_t* ex_pos;
+  csp::TaskExclusions ex;    // uniform only; ex.tasks null: none
   const int64_t* task_time;  // temporal: task i's seed time (csp::temporal_positions), or null
   const int64_t* times;      // temporal: the edge times of every entry
   csp::TemporalStrategy strategy;
@@ -130,10 +130,9 @@ struct SampleTask {
                       ? csp::temporal_positions(times + p0, deg, task_time[i], k, strategy, replace,
                                                 csp::temporal_stream(key, v, task_time[i]), pos)
                   : labor.on ? csp::labor_positions(row, deg, k, labor, pos)
-                  : ex_off   ? csp::uniform_excluding(deg, k, replace, ex_pos + ex_off[i],
-                                                      ex_off[i + 1] - ex_off[i], s, pos)
+                  : ex.tasks ? csp::excluding_task(ex, i, v, row, deg, k, replace, s, pos)
                              : csp::sample_positions(deg, k, weighted, replace,
-                                                   weighted ? cum + p0 : nullptr, s, pos);
+                                                     weighted ? cum + p0 : nullptr, s, pos);
     for (int j = 0; j < c; ++j) {
       if (outw) outw[slot[i] + j] = weights[p0 + pos[j]];
       o[j] = static_cast<int64_t>(row[pos[j]]);
@@ -428,6 +427,9 @@ class KernelSamplerBackend final : public SamplerBackend {
     if (bytes) ex_.to_host(host, src, bytes);
     ex_.sync();
   }
+  void to_backend_async(void* dst, const void* host, size_t bytes) override {
+    if (bytes) ex_.to_device(dst, host, bytes);
+  }
 
   // Owners per node, one scan of the owner-major flag matrix (P x m: P is a few ranks) giving
   // every node its grouped position, one scatter; the P chunk sizes come back in one copy, unless
@@ -631,7 +633,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   // this shape first. A capture is valid for a call with the same: the arrays where they were,
   // each as large as the shape needs.
   enum class Seq { kGroup, kSample, kUnpermute, kRelabel };
-  static constexpr int kShapeArrays = 16;
+  static constexpr int kShapeArrays = 17;
   struct Shape {
     Seq seq;
     int64_t size[4];
@@ -952,17 +954,17 @@ class KernelSamplerBackend final : public SamplerBackend {
   Shape reserve_sample(const SampleCall& c, BackendBuffer& nbrs, BackendBuffer* weights) {
     const int64_t m = c.m, t = c.total;
     const bool w = biased_;
-    return {
-        Seq::kSample,
-        {m, c.max_fanout, t},
-        ex_.scratch_moves(),
-        {c.tasks, c.cnt, c.params, c.ex ? c.ex->offsets : nullptr, c.ex ? c.ex->positions : nullptr,
-         task_times_, nbrs.reserve_n<int64_t>(t), w ? weights->reserve_n<float>(t) : nullptr,
-         reserve<int64_t>(wide_, m), reserve<int64_t>(slot_, m + 1), reserve<int64_t>(out_, t),
-         w ? reserve<float>(outw_, t) : nullptr, reserve<int64_t>(offsets_, m + 1),
-         turbo_ ? reserve<int64_t>(keys_, m) : nullptr,
-         turbo_ ? reserve<int64_t>(order_, m) : nullptr,
-         turbo_ ? reserve<int64_t>(owner_, m) : nullptr}};
+    return {Seq::kSample,
+            {m, c.max_fanout, t, c.ex ? c.ex->parts : 0},
+            ex_.scratch_moves(),
+            {c.tasks, c.cnt, c.params, c.ex ? c.ex->tasks : nullptr, c.ex ? c.ex->pairs : nullptr,
+             c.ex ? c.ex->excluded : nullptr, task_times_, nbrs.reserve_n<int64_t>(t),
+             w ? weights->reserve_n<float>(t) : nullptr, reserve<int64_t>(wide_, m),
+             reserve<int64_t>(slot_, m + 1), reserve<int64_t>(out_, t),
+             w ? reserve<float>(outw_, t) : nullptr, reserve<int64_t>(offsets_, m + 1),
+             turbo_ ? reserve<int64_t>(keys_, m) : nullptr,
+             turbo_ ? reserve<int64_t>(order_, m) : nullptr,
+             turbo_ ? reserve<int64_t>(owner_, m) : nullptr}};
   }
 
   // The adjacency position list: rows in hotness order while their entries fit the budget.
@@ -1042,8 +1044,7 @@ class KernelSamplerBackend final : public SamplerBackend {
             cnt,
             res,
             resw,
-            ex ? ex->offsets : nullptr,
-            ex ? ex->positions : nullptr,
+            ex ? *ex : csp::TaskExclusions{},
             task_times_,
             task_times_ ? static_cast<const int64_t*>(times_.data()) : nullptr,
             strategy_};

@@ -423,29 +423,104 @@ DSP_HOST_DEVICE inline int sample_positions(int64_t deg, int k, bool weighted, b
   return replace ? uniform_with(deg, k, s, pos) : uniform_without(deg, k, s, pos);
 }
 
-// Positions pos[0, n) (non-decreasing) of a row with the entries at ex[0, nx) (sorted, distinct)
-// left out, mapped in place to positions of the whole row: p becomes the p-th entry not left out.
-// One merge-like walk (pos and ex both sorted).
-DSP_HOST_DEVICE DSP_FORCEINLINE void skip_excluded(const int64_t* ex, int64_t nx, int64_t* pos,
-                                                   int n) {
-  int64_t j = 0;  // excluded entries before the current mapped position
-  for (int i = 0; i < n; ++i) {
-    while (j < nx && ex[j] <= pos[i] + j) ++j;
-    pos[i] += j;
+// ---- Edge exclusion (link prediction) ----
+// The pairs one sample call's tasks leave out of their rows, in the backend's memory. Task i of
+// the call belongs to requester q = owner_of(tasks, parts, i) (tasks: parts + 1 offsets, from 0);
+// q's pairs are j in [pairs[q], pairs[q + 1]), with dst pairs[parts + 1 + j] and src
+// pairs[parts + 1 + M + j], M = pairs[parts]: sorted by (dst, src) and distinct per requester.
+// Task i of node v leaves out every entry of v's row equal to the src of one of q's pairs with
+// dst v, and adds how many it left out to *excluded.
+struct TaskExclusions {
+  const int64_t* tasks = nullptr;  // [parts + 1]
+  const int64_t* pairs = nullptr;  // [parts + 1 + 2M]
+  int parts = 0;
+  uint64_t* excluded = nullptr;  // entries left out, accumulated (atomically)
+};
+
+// The first index in a[lo, hi) (ascending) whose value is above v (upper) / not below v.
+template <class T>
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t first_above(const T* a, int64_t lo, int64_t hi, int64_t v,
+                                                    bool upper) {
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const int64_t x = static_cast<int64_t>(a[mid]);
+    if (upper ? x <= v : x < v) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
   }
+  return lo;
 }
 
-// The uniform node-wise step of a task whose row of `deg` entries has the entries at ex[0, nx)
-// (sorted, distinct, in [0, deg)) left out (link prediction's edge exclusion): k positions drawn
-// over the deg - nx remaining ones exactly as sample_positions draws over a row of that length
-// (all of them when deg - nx <= k), then mapped past the excluded entries. With nx == 0 it is
-// sample_positions(deg, k, false, replace, ...) itself. Writes at most k sorted positions.
-DSP_HOST_DEVICE inline int uniform_excluding(int64_t deg, int k, bool replace, const int64_t* ex,
-                                             int64_t nx, const RngStream& s, int64_t* pos) {
-  const int64_t m = deg - nx;
+// Task i's (node v's) excluded src ids, ascending: *n of them from the returned pointer.
+DSP_HOST_DEVICE inline const int64_t* excluded_srcs(const TaskExclusions& ex, int64_t i, int64_t v,
+                                                    int64_t* n) {
+  const int q = owner_of(ex.tasks, ex.parts, i);
+  const int64_t* dst = ex.pairs + ex.parts + 1;
+  const int64_t a = first_above(dst, ex.pairs[q], ex.pairs[q + 1], v, false);
+  *n = first_above(dst, a, ex.pairs[q + 1], v, true) - a;
+  return dst + ex.pairs[ex.parts] + a;
+}
+
+// The positions in a row (deg entries, ascending ids) of its entries equal to one of src[0, ns)
+// (ascending, distinct), ascending, one per next(); deg once there are no more.
+template <class Id>
+struct ExcludedPositions {
+  const Id* row;
+  int64_t deg;
+  const int64_t* src;
+  int64_t ns;
+  int64_t j = 0, at = 0;  // the next src to look for; the next row position
+  DSP_HOST_DEVICE int64_t next() {
+    while (at < deg) {
+      if (j > 0 && static_cast<int64_t>(row[at]) == src[j - 1]) return at++;
+      if (j == ns) break;
+      at = first_above(row, at, deg, src[j++], false);
+    }
+    return deg;
+  }
+};
+
+// The uniform node-wise step of a task whose row of `deg` entries leaves out the entries equal
+// to src[0, ns) (ExcludedPositions; *nx gets their number): k positions drawn over the deg - nx
+// remaining ones exactly as sample_positions draws over a row of that length (all of them when
+// deg - nx <= k), then mapped past the excluded entries by one merge-like walk. With nx == 0 it
+// is sample_positions(deg, k, false, replace, ...) itself. Writes at most k sorted positions.
+template <class Id>
+DSP_HOST_DEVICE inline int uniform_excluding(const Id* row, int64_t deg, int k, bool replace,
+                                             const int64_t* src, int64_t ns, const RngStream& s,
+                                             int64_t* pos, int64_t* nx) {
+  const ExcludedPositions<Id> first{row, deg, src, ns};
+  ExcludedPositions<Id> it = first;
+  int64_t x = 0;
+  while (it.next() < deg) ++x;
+  *nx = x;
+  const int64_t m = deg - x;
   if (k <= 0 || m <= 0) return 0;
   const int c = replace ? uniform_with(m, k, s, pos) : uniform_without(m, k, s, pos);
-  skip_excluded(ex, nx, pos, c);
+  it = first;
+  int64_t skipped = 0, e = x ? it.next() : deg;  // excluded entries before the mapped position
+  for (int i = 0; i < c; ++i) {
+    while (e <= pos[i] + skipped) {
+      ++skipped;
+      e = it.next();
+    }
+    pos[i] += skipped;
+  }
+  return c;
+}
+
+// Task i (node v, row of deg entries) under the exclusions ex: uniform_excluding of its
+// requester's pairs, its count added to *ex.excluded.
+template <class Id>
+DSP_HOST_DEVICE inline int excluding_task(const TaskExclusions& ex, int64_t i, int64_t v,
+                                          const Id* row, int64_t deg, int k, bool replace,
+                                          const RngStream& s, int64_t* pos) {
+  int64_t ns = 0, nx = 0;
+  const int64_t* src = excluded_srcs(ex, i, v, &ns);
+  const int c = uniform_excluding(row, deg, k, replace, src, ns, s, pos, &nx);
+  if (nx) atomic_add_u64(ex.excluded, static_cast<uint64_t>(nx));
   return c;
 }
 

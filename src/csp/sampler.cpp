@@ -461,6 +461,7 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
                 "nccl, or one staged through host memory)",
                 backend_->name(), comm_.backend());
   buf_ = std::make_unique<Buffers>(*backend_);
+  zero_excluded();
   host0_ = backend_->traffic();  // construction's uploads are not a batch's
 }
 
@@ -468,6 +469,7 @@ CollectiveSampler::~CollectiveSampler() = default;
 
 void CollectiveSampler::reset_stats() {
   stats_ = SamplerStats{};
+  if (backend_) zero_excluded();
   host0_ = backend_ ? backend_->traffic() : HostTraffic{};
   stats_.t_layer.assign(opts_.fanouts.size(), 0.0);
   stats_.layer_sources.assign(opts_.fanouts.size(), 0);
@@ -520,8 +522,7 @@ void CollectiveSampler::sample_pulled(const int64_t* tasks, int64_t n, uint64_t 
       RngStream s(key, static_cast<uint64_t>(v), kPurposeNodeWise);
       int64_t* o = out + slot[i];
       const int c =
-          ex ? csp::uniform_excluding(deg, k, replace, ex->positions + ex->offsets[i],
-                                      ex->offsets[i + 1] - ex->offsets[i], s, o)
+          ex ? csp::excluding_task(*ex, i, v, rows + p0, deg, k, replace, s, o)
              : csp::sample_positions(deg, k, biased, replace, biased ? cum.data() : nullptr, s, o);
       if (outw) {
         for (int j = 0; j < c; ++j) outw[slot[i] + j] = w[p0 + o[j]];
@@ -591,6 +592,12 @@ template <class T>
 void upload(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
   be.to_backend(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(), v.size() * sizeof(T));
 }
+// upload, for the backend's own later calls only (SamplerBackend::to_backend_async: no wait).
+template <class T>
+void upload_async(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
+  be.to_backend_async(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(),
+                      v.size() * sizeof(T));
+}
 int64_t sum(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{0});
 }
@@ -598,12 +605,30 @@ int64_t sum(const std::vector<int64_t>& v) {
 
 CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
   for (auto* b :
-       {&tasks,         &perm,         &served,         &counts,     &nbrs,         &weights,
-        &answer_counts, &answer_nbrs,  &answer_weights, &offsets,    &layer_nbrs,   &layer_weights,
-        &fanout,        &frontier,     &next,           &ex_offsets, &ex_positions, &frontier_times,
-        &task_times,    &served_times, &key_dst,        &key_picks,  &key_tags}) {
+       {&tasks,          &perm,        &served,         &counts,   &nbrs,       &weights,
+        &answer_counts,  &answer_nbrs, &answer_weights, &offsets,  &layer_nbrs, &layer_weights,
+        &fanout,         &frontier,    &next,           &ex_tasks, &ex_pairs,   &ex_count,
+        &frontier_times, &task_times,  &served_times,   &key_dst,  &key_picks,  &key_tags}) {
     *b = be.make_buffer();
   }
+}
+
+void CollectiveSampler::zero_excluded() {
+  const uint64_t zero = 0;
+  backend_->to_backend_async(buf_->ex_count->reserve_n<uint64_t>(1), &zero, sizeof zero);
+  ex_used_ = false;
+}
+
+// The backend's exclusion counter is read here, not per batch; the read is not a batch's.
+SamplerStats CollectiveSampler::stats() const {
+  SamplerStats s = stats_;
+  if (ex_used_) {
+    const HostTraffic before = backend_->traffic();
+    std::vector<uint64_t> tmp;
+    s.excluded_entries += static_cast<int64_t>(*host_view(*backend_, *buf_->ex_count, 1, tmp));
+    host0_ = backend_->traffic() - (before - host0_);
+  }
+  return s;
 }
 
 // An all-to-all of protocol buffers (backend memory), complete on return.
@@ -669,6 +694,30 @@ std::string CollectiveSampler::exclusion_error(const ExcludedEdges& ex) const {
   return "";
 }
 
+namespace {
+// Pairs per requester, each sorted and made distinct, packed as TaskExclusions::pairs reads them:
+// P + 1 offsets, then every dst, then every src.
+std::vector<int64_t> pack_pairs(std::vector<std::vector<std::pair<int64_t, int64_t>>>& by) {
+  const int P = static_cast<int>(by.size());
+  std::vector<int64_t> off(P + 1, 0);
+  for (int q = 0; q < P; ++q) {
+    std::sort(by[q].begin(), by[q].end());
+    by[q].erase(std::unique(by[q].begin(), by[q].end()), by[q].end());
+    off[q + 1] = off[q] + static_cast<int64_t>(by[q].size());
+  }
+  const int64_t M = off[P];
+  std::vector<int64_t> out(P + 1 + 2 * M);
+  std::copy(off.begin(), off.end(), out.begin());
+  for (int q = 0; q < P; ++q) {
+    for (int64_t j = 0; j < off[q + 1] - off[q]; ++j) {
+      out[P + 1 + off[q] + j] = by[q][j].first;
+      out[P + 1 + M + off[q] + j] = by[q][j].second;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 void CollectiveSampler::share_exclusions(const ExcludedEdges* ex) {
   const int64_t m = ex ? static_cast<int64_t>(ex->dst.size()) : 0;
   std::vector<int64_t> sc(size_, 0), owner(m);
@@ -692,92 +741,34 @@ void CollectiveSampler::share_exclusions(const ExcludedEdges* ex) {
     recv = a2a(comm_, send, sc, rc, "csp.exclude");
   }
   const std::vector<int64_t> ro = prefix(rc);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> by(size_);
+  for (int q = 0; q < size_; ++q) {
+    for (int64_t j = ro[q]; j < ro[q + 1]; j += 2) by[q].emplace_back(recv[j], recv[j + 1]);
+  }
+  ex_pairs_ = pack_pairs(by);
+  if (backend_->memory() != MemorySpace::kHost) upload_async(*backend_, *buf_->ex_pairs, ex_pairs_);
   if (opts_.mode == SampleMode::kPull && size_ > 1 && m > 0) {
-    // pull mode samples the rows it fetches itself: its own pairs, sorted and distinct
-    std::vector<std::pair<int64_t, int64_t>> own(m);
-    for (int64_t i = 0; i < m; ++i) own[i] = {ex->dst[i], ex->src[i]};
-    std::sort(own.begin(), own.end());
-    own.erase(std::unique(own.begin(), own.end()), own.end());
-    for (const auto& [d, u] : own) {
-      ex_own_dst_.push_back(d);
-      ex_own_src_.push_back(u);
-    }
-  }
-  ex_dst_.clear();
-  ex_src_.clear();
-  ex_off_.assign(size_ + 1, 0);
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  for (int q = 0; q < size_; ++q) {
-    pairs.clear();
-    for (int64_t j = ro[q]; j < ro[q + 1]; j += 2) pairs.emplace_back(recv[j], recv[j + 1]);
-    std::sort(pairs.begin(), pairs.end());
-    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-    for (const auto& [d, u] : pairs) {
-      ex_dst_.push_back(d);
-      ex_src_.push_back(u);
-    }
-    ex_off_[q + 1] = static_cast<int64_t>(ex_dst_.size());
+    // pull mode samples the rows it fetches itself, under its own pairs
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> own(1);
+    for (int64_t i = 0; i < m; ++i) own[0].emplace_back(ex->dst[i], ex->src[i]);
+    ex_own_ = pack_pairs(own);
   }
 }
 
-namespace {
-// The positions in `row` (deg entries, ascending ids) of the entries equal to one of src[0, ns)
-// (ascending, distinct), appended to out in ascending order.
-template <class Id>
-void append_positions(const Id* row, int64_t deg, const int64_t* src, int64_t ns,
-                      std::vector<int64_t>& out) {
-  const Id* from = row;
-  for (int64_t j = 0; j < ns && from < row + deg; ++j) {
-    const auto r = std::equal_range(from, row + deg, src[j]);
-    for (const Id* p = r.first; p < r.second; ++p) out.push_back(p - row);
-    from = r.second;
-  }
-}
-
-// Appends node v's excluded positions in its row (deg entries, ascending ids): the entries equal
-// to the src of the pairs dst[0, m) / src[0, m) (sorted by (dst, src), distinct) whose dst is v.
-template <class Id>
-void task_positions(int64_t v, const int64_t* dst, const int64_t* src, int64_t m, const Id* row,
-                    int64_t deg, std::vector<int64_t>& out) {
-  const auto r = std::equal_range(dst, dst + m, v);
-  if (r.first == r.second || deg == 0) return;
-  append_positions(row, deg, src + (r.first - dst), r.second - r.first, out);
-}
-}  // namespace
-
-// Served positions [b, e): task i's positions at ex_task_off_[i - b].
+// The exclusions of the served tasks [b, e): their requesters' pairs (ex_pairs_), the tasks'
+// offsets per requester uploaded (P + 1 words, no read); null when this rank has no pairs.
 const TaskExclusions* CollectiveSampler::served_exclusions(int64_t b, int64_t e) {
-  if (ex_off_.empty() || ex_off_[size_] == 0 || e == b) return nullptr;
-  const int64_t* tasks = host_view(*backend_, *buf_->served, e, ex_host_tasks_);
-  const Csr& g = part_.patch;
-  const int64_t* ip = g.rowptr();
-  const bool i32 = g.num_edges() > 0 && g.index_dtype() == DType::kInt32;
-  ex_task_off_.assign(e - b + 1, 0);
-  ex_task_pos_.clear();
-  for (int q = 0; q < size_; ++q) {
-    const int64_t* dst = ex_dst_.data() + ex_off_[q];
-    const int64_t* src = ex_src_.data() + ex_off_[q];
-    const int64_t m = ex_off_[q + 1] - ex_off_[q];
-    for (int64_t i = std::max(b, served_off_[q]); i < std::min(e, served_off_[q + 1]); ++i) {
-      const int64_t v = task_id(tasks[i]);
-      const int64_t lv = v - begin_, deg = ip[lv + 1] - ip[lv];
-      if (i32) {
-        task_positions(v, dst, src, m, g.indices.data<int32_t>() + ip[lv], deg, ex_task_pos_);
-      } else {
-        task_positions(v, dst, src, m, g.indices.data<int64_t>() + ip[lv], deg, ex_task_pos_);
-      }
-      ex_task_off_[i - b + 1] = static_cast<int64_t>(ex_task_pos_.size());
-    }
+  if (ex_pairs_.empty() || ex_pairs_[size_] == 0 || e == b) return nullptr;
+  ex_task_off_.resize(size_ + 1);
+  for (int q = 0; q <= size_; ++q) {
+    ex_task_off_[q] = std::clamp<int64_t>(served_off_[q] - b, 0, e - b);
   }
-  if (ex_task_pos_.empty()) return nullptr;
-  stats_.excluded_entries += static_cast<int64_t>(ex_task_pos_.size());
-  if (backend_->memory() == MemorySpace::kHost) {
-    ex_tasks_ = {ex_task_off_.data(), ex_task_pos_.data()};
-  } else {
-    upload(*backend_, *buf_->ex_offsets, ex_task_off_);
-    upload(*backend_, *buf_->ex_positions, ex_task_pos_);
-    ex_tasks_ = {buf_->ex_offsets->as<int64_t>(), buf_->ex_positions->as<int64_t>()};
-  }
+  const bool host = backend_->memory() == MemorySpace::kHost;
+  if (!host) upload_async(*backend_, *buf_->ex_tasks, ex_task_off_);
+  ex_used_ = true;
+  ex_tasks_ = {host ? ex_task_off_.data() : buf_->ex_tasks->as<int64_t>(),
+               host ? ex_pairs_.data() : buf_->ex_pairs->as<int64_t>(), size_,
+               buf_->ex_count->as<uint64_t>()};
   return &ex_tasks_;
 }
 
@@ -872,27 +863,6 @@ void CollectiveSampler::reshuffle() {
   answer_picks_ = sum(rc_data);
 }
 
-// Pull mode, requester side: the excluded positions (ex_task_*, host) of the grouped tasks
-// [0, ng) outside the self chunk [self_b, self_e) in their fetched rows (rows[roff[i],
-// roff[i + 1])), from this rank's own pairs. False when none.
-bool CollectiveSampler::pulled_exclusions(const int64_t* tasks, int64_t ng, int64_t self_b,
-                                          int64_t self_e, const int64_t* roff,
-                                          const int64_t* rows) {
-  if (ex_own_dst_.empty()) return false;
-  ex_task_off_.assign(ng + 1, 0);
-  ex_task_pos_.clear();
-  const int64_t m = static_cast<int64_t>(ex_own_dst_.size());
-  for (int64_t i = 0; i < ng; ++i) {
-    if (i < self_b || i >= self_e) {
-      task_positions(task_id(tasks[i]), ex_own_dst_.data(), ex_own_src_.data(), m, rows + roff[i],
-                     roff[i + 1] - roff[i], ex_task_pos_);
-    }
-    ex_task_off_[i + 1] = static_cast<int64_t>(ex_task_pos_.size());
-  }
-  stats_.excluded_entries += static_cast<int64_t>(ex_task_pos_.size());
-  return !ex_task_pos_.empty();
-}
-
 // Pull mode, requester side: samples the fetched rows (grouped positions outside the self chunk)
 // with the owners' exact per-node logic; the self chunk was sampled by its owner, this rank.
 void CollectiveSampler::sample_pulled_rows(uint64_t key) {
@@ -916,14 +886,15 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
   std::vector<int64_t> buf(slot[ng]);
   std::vector<float> bufw(rw ? slot[ng] : 0);
   std::vector<int32_t> c(ng);
-  const bool ex = pulled_exclusions(tasks, ng, self_b, self_e, roff.data(), rows);
+  uint64_t excluded = 0;  // this rank's own pairs (ex_own_), one requester
   for (const auto& [from, to] : {std::pair{int64_t{0}, self_b}, std::pair{self_e, ng}}) {
-    TaskExclusions part;
-    if (ex) part = {ex_task_off_.data() + from, ex_task_pos_.data()};
+    const int64_t part_tasks[2] = {0, to - from};
+    const TaskExclusions part{part_tasks, ex_own_.data(), 1, &excluded};
     sample_pulled<int64_t>(tasks + from, to - from, key, roff.data() + from, rows, rw,
                            slot.data() + from, c.data() + from, buf.data(),
-                           rw ? bufw.data() : nullptr, ex ? &part : nullptr);
+                           rw ? bufw.data() : nullptr, ex_own_.empty() ? nullptr : &part);
   }
+  stats_.excluded_entries += static_cast<int64_t>(excluded);
   for (int64_t i = self_b; i < self_e; ++i) {
     c[i] = rc[i];
     std::copy(rows + roff[i], rows + roff[i + 1], buf.begin() + slot[i]);
@@ -1341,9 +1312,8 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
   const bool any_ex = check_collective_any(err.empty(), err, has_ex);
 
   const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
-  ex_off_.clear();
-  ex_own_dst_.clear();
-  ex_own_src_.clear();
+  ex_pairs_.clear();
+  ex_own_.clear();
   if (any_ex) share_exclusions(exclude);
   const int L = static_cast<int>(opts_.fanouts.size());
   SampledBatch out;

@@ -286,7 +286,8 @@ class CollectiveSampler {
 
   const SamplerOptions& options() const { return opts_; }
   const SamplerBackend& backend() const { return *backend_; }
-  const SamplerStats& stats() const { return stats_; }
+  // On a device backend with edge exclusion, reads the exclusion counter (a read no batch counts).
+  SamplerStats stats() const;
   void reset_stats();
 
   // Implementation detail, public for the anonymous-namespace helpers of sampler.cpp.
@@ -304,8 +305,9 @@ class CollectiveSampler {
     std::unique_ptr<BackendBuffer> answer_counts, answer_nbrs, answer_weights;
     // frontier order: the layer's picks; the frontier, its fanouts (layer-wise) and the next one
     std::unique_ptr<BackendBuffer> offsets, layer_nbrs, layer_weights, fanout, frontier, next;
-    // served order: the tasks' excluded row positions (TaskExclusions), device backends only
-    std::unique_ptr<BackendBuffer> ex_offsets, ex_positions;
+    // edge exclusion (TaskExclusions): the served tasks' offsets per requester and the batch's
+    // pairs (device backends only), the count of entries left out (every backend)
+    std::unique_ptr<BackendBuffer> ex_tasks, ex_pairs, ex_count;
     // temporal: the frontier's times, the tasks' (grouped, served order), the relabel's combined
     // keys and the destinations' time indices (their tags)
     std::unique_ptr<BackendBuffer> frontier_times, task_times, served_times, key_dst, key_picks,
@@ -315,14 +317,13 @@ class CollectiveSampler {
   // check_collective that also tells whether any rank set `any` (the same one all_reduce).
   bool check_collective_any(bool ok, const std::string& msg, bool any);
   std::string exclusion_error(const ExcludedEdges& ex) const;
-  // Sends this batch's excluded pairs (null: none) to the owners of their dst: ex_dst_/ex_src_
-  // hold the received ones by requester (ex_off_), sorted by (dst, src) and distinct.
+  // Sends this batch's excluded pairs (null: none) to the owners of their dst: ex_pairs_ holds the
+  // received ones by requester (TaskExclusions::pairs), uploaded once for the batch.
   void share_exclusions(const ExcludedEdges* ex);
-  // The excluded row positions (ex_task_*) of the served tasks [b, e), in backend memory; null
-  // when none.
+  // The exclusions of the served tasks [b, e) (backend memory), or null when this rank has no
+  // pairs in the batch.
   const TaskExclusions* served_exclusions(int64_t b, int64_t e);
-  bool pulled_exclusions(const int64_t* tasks, int64_t ng, int64_t self_b, int64_t self_e,
-                         const int64_t* roff, const int64_t* rows);
+  void zero_excluded();  // the backend's exclusion counter
   // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
   // `uniform_fanout`. The picks stay valid until the next layer.
   // host_times (temporal): the frontier nodes' times, host memory; null otherwise.
@@ -405,14 +406,15 @@ class CollectiveSampler {
   // Per-rank task counts of the current layer (host): grouped by owner, served by requester.
   std::vector<int64_t> grouped_count_, served_count_, served_off_;
   int64_t served_picks_ = 0, answer_picks_ = 0;
-  // The current batch's excluded pairs this rank owns the dst of (share_exclusions; ex_off_ empty
-  // when the batch has none anywhere) and one layer's served tasks' positions (host).
-  std::vector<int64_t> ex_dst_, ex_src_, ex_off_;
-  std::vector<int64_t> ex_own_dst_, ex_own_src_;  // pull mode: this rank's own pairs, sorted
-  std::vector<int64_t> ex_task_off_, ex_task_pos_, ex_host_tasks_;
+  // The current batch's excluded pairs this rank owns the dst of, packed by requester (empty when
+  // the batch has none anywhere); pull mode: this rank's own pairs (one requester); one call's
+  // served task offsets per requester (host).
+  std::vector<int64_t> ex_pairs_, ex_own_, ex_task_off_;
   TaskExclusions ex_tasks_;
+  bool ex_used_ = false;  // the backend's exclusion counter may be non-zero
   SamplerStats stats_;
-  HostTraffic host0_;  // the backend's traffic when the stats were last reset
+  // The backend's traffic when the stats were last reset (and since, the reads stats() made).
+  mutable HostTraffic host0_;
 };
 
 // The CPU backend relabels in parallel (first occurrences marked in a concurrent table, then a

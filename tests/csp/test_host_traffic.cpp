@@ -41,6 +41,7 @@ struct Case {
   SamplerOptions opts;
   int64_t syncs, reads;
   int64_t read_bytes = -1;  // exact, where no read depends on the batch; -1: the block is read
+  bool exclude = false;     // link prediction: every seed leaves out every other in-edge
 };
 
 constexpr int64_t kLayers = 3;
@@ -68,16 +69,35 @@ std::vector<Case> cases() {
   dev.ids_on_device = true;
   // (relabel's two sizes, 16 bytes a layer, whatever the batch)
   c.push_back({"ids_on_device", dev, kLayers + 1, kLayers, 16 * kLayers});
+  // edge exclusion: the pairs are uploaded once a batch and each layer's task offsets per
+  // requester, the tasks' excluded entries found on the device; nothing more is read
+  c.push_back(
+      {"uniform, excluding", SamplerOptions{{10, 5, 3}}, kNodeWiseSyncs, kNodeWiseReads, -1, true});
+  c.push_back({"ids_on_device, excluding", dev, kLayers + 1, kLayers, 16 * kLayers, true});
   return c;
 }
 
-// The traffic of one batch of `n` seeds (every 3rd node from `first`), after a warm-up batch.
-HostTraffic batch_traffic(CollectiveSampler& s, int64_t n, int64_t batch) {
+// The traffic of one batch of `n` seeds (every 3rd node from `first`), after a warm-up batch;
+// with `exclude`, each seed leaves out every other entry of its row.
+HostTraffic batch_traffic(CollectiveSampler& s, int64_t n, int64_t batch, bool exclude = false) {
   std::vector<int64_t> seeds;
   for (int64_t v = batch % 3; static_cast<int64_t>(seeds.size()) < n; v += 3) seeds.push_back(v);
+  CollectiveSampler::ExcludedEdges ex;
+  const int64_t* ip = graph().rowptr();
+  const Csr& g = graph();
+  for (int64_t v : exclude ? seeds : std::vector<int64_t>{}) {
+    for (int64_t e = ip[v]; e < ip[v + 1]; e += 2) {
+      ex.dst.push_back(v);
+      ex.src.push_back(g.indices.int_at(e));
+    }
+  }
   s.reset_stats();
-  s.sample(seeds, 0, batch);
-  return s.stats().host;
+  s.sample(seeds, 0, batch, &ex);
+  const HostTraffic t = s.stats().host;
+  if (exclude) {
+    EXPECT_GT(s.stats().excluded_entries, 0);
+  }
+  return t;
 }
 
 TEST(HostTraffic, BoundedPerLayerWhateverTheBatchSize) {
@@ -87,7 +107,8 @@ TEST(HostTraffic, BoundedPerLayerWhateverTheBatchSize) {
     SCOPED_TRACE(c.name);
     CollectiveSampler s(part, *comm, c.opts, test::sampler_backend("emulated"));
     ASSERT_EQ(static_cast<int64_t>(c.opts.fanouts.size()), kLayers);
-    const HostTraffic small = batch_traffic(s, 64, 0), large = batch_traffic(s, 1024, 1);
+    const HostTraffic small = batch_traffic(s, 64, 0, c.exclude),
+                      large = batch_traffic(s, 1024, 1, c.exclude);
     std::printf("%s: %lld syncs, %lld reads (%lld bytes) per batch of 1024 seeds\n", c.name,
                 static_cast<long long>(large.syncs), static_cast<long long>(large.reads),
                 static_cast<long long>(large.read_bytes));
@@ -144,10 +165,11 @@ TEST(HostTraffic, ABatchLikeAnEarlierOneAllocatesNothing) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     CollectiveSampler s(part, *comm, c.opts, test::sampler_backend("emulated"));
-    EXPECT_GT(batch_traffic(s, 1024, 1).allocations, 0);  // counted at all
-    EXPECT_LE(batch_traffic(s, 1024, 1).allocations, 3);
-    EXPECT_EQ(batch_traffic(s, 1024, 1).allocations, 0);
-    EXPECT_EQ(batch_traffic(s, 512, 2).allocations, 0);  // a smaller batch fits the same buffers
+    EXPECT_GT(batch_traffic(s, 1024, 1, c.exclude).allocations, 0);  // counted at all
+    EXPECT_LE(batch_traffic(s, 1024, 1, c.exclude).allocations, 3);
+    EXPECT_EQ(batch_traffic(s, 1024, 1, c.exclude).allocations, 0);
+    // a smaller batch fits the same buffers
+    EXPECT_EQ(batch_traffic(s, 512, 2, c.exclude).allocations, 0);
   }
 }
 

@@ -658,6 +658,66 @@ TEST(EdgeExclusion, BlocksEqualAReferenceOverTheRemainingEntries) {
   }
 }
 
+// The per-task step both backends run (csp::excluding_task), on rows with repeated ids (a
+// multigraph): every entry equal to an excluded src is left out, the draws are those of a row of
+// the remaining entries, the count of left-out entries is added up, and each task takes its own
+// requester's pairs (requester 1 has no tasks).
+TEST(EdgeExclusion, TaskStepLeavesOutEveryEqualEntryOfItsRequestersPairs) {
+  RngStream r(rng_key(7), 1);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<int64_t> row(r.next_u32() % 30);
+    for (int64_t& x : row) x = r.next_u32() % 12;
+    std::sort(row.begin(), row.end());
+    const int64_t v = 5;
+    // pairs of three requesters; the tasks: 0-1 requester 0, 2-4 requester 2
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> by(3);
+    for (int q : {0, 2}) {
+      for (int64_t u = 0; u < 14; ++u) {
+        if (r.next_u32() % 3 == 0) by[q].emplace_back(v, u);
+        if (r.next_u32() % 4 == 0) by[q].emplace_back(u == v ? v + 1 : u, u);  // other dst
+      }
+      std::sort(by[q].begin(), by[q].end());
+    }
+    std::vector<int64_t> pairs = {0, static_cast<int64_t>(by[0].size()),
+                                  static_cast<int64_t>(by[0].size()),
+                                  static_cast<int64_t>(by[0].size() + by[2].size())};
+    for (auto* f : {+[](const std::pair<int64_t, int64_t>& p) { return p.first; },
+                    +[](const std::pair<int64_t, int64_t>& p) { return p.second; }}) {
+      for (int q : {0, 2}) {
+        for (const auto& pr : by[q]) pairs.push_back(f(pr));
+      }
+    }
+    const int64_t tasks[4] = {0, 2, 2, 5};
+    uint64_t excluded = 0;
+    const csp::TaskExclusions ex{tasks, pairs.data(), 3, &excluded};
+    const int k = 1 + static_cast<int>(r.next_u32() % 12);
+    const bool replace = trial % 2;
+    uint64_t want_excluded = 0;
+    for (int64_t i = 0; i < 5; ++i) {
+      std::set<int64_t> gone;
+      for (const auto& [d, u] : by[i < 2 ? 0 : 2]) {
+        if (d == v) gone.insert(u);
+      }
+      std::vector<int64_t> left;
+      for (int64_t x : row) {
+        if (!gone.count(x)) left.push_back(x);
+      }
+      want_excluded += row.size() - left.size();
+      const RngStream s(rng_key(trial), static_cast<uint64_t>(i), csp::kPurposeNodeWise);
+      std::vector<int64_t> want(k), got(k);
+      const int64_t m = static_cast<int64_t>(left.size());
+      RngStream s2 = s;
+      want.resize(csp::sample_positions(m, k, false, replace, nullptr, s2, want.data()));
+      for (int64_t& p : want) p = left[p];
+      got.resize(csp::excluding_task(ex, i, v, row.data(), static_cast<int64_t>(row.size()), k,
+                                     replace, s, got.data()));
+      for (int64_t& p : got) p = row[p];
+      EXPECT_EQ(got, want) << "trial " << trial << " task " << i;
+    }
+    EXPECT_EQ(excluded, want_excluded) << "trial " << trial;
+  }
+}
+
 // Rows whose remaining entries are more than, exactly and fewer than the fanout: a node keeps its
 // fanout while its row allows, else takes every remaining entry.
 TEST(EdgeExclusion, NodeKeepsItsFanoutWhileTheRowAllows) {

@@ -331,24 +331,29 @@ CollectiveSampler::ExcludedEdges my_exclusions(const std::vector<int64_t>& seeds
 
 // Edge exclusion: at every rank count the blocks equal the one-part reference's for the same
 // seeds and pairs (so every owner left out exactly its requesters' entries), in CSP and pull
-// mode. In batch 1 rank 1 passes no seeds and no pairs; in batch 2 only rank 0 passes pairs (the
-// others none at all).
+// mode, and with captured sequences. In batch 1 rank 1 passes no seeds and no pairs; in batch 2
+// only rank 0 passes pairs (the others none at all). A device backend finds the excluded entries
+// on the device: its round trips keep the bounds of sampling without pairs.
 TEST_P(PInvariance, ExcludedEdges) {
   World& w = world();
-  for (int variant = 0; variant < 3; ++variant) {
+  const bool cpu = GetParam().rfind("cpu", 0) == 0;
+  for (int variant = 0; variant < 4; ++variant) {
+    if (variant == 3 && cpu) continue;  // the cpu backend runs no kernels to capture
     SamplerOptions o{{7, 5, 3}};
     o.replace = variant == 1;
     o.mode = variant == 2 ? SampleMode::kPull : SampleMode::kCsp;
+    o.cuda_graphs = variant == 3;
     o.seed = 5;
-    const std::string what = std::string(variant == 0   ? "exclusion"
-                                         : variant == 1 ? "exclusion+replace"
-                                                        : "exclusion pull") +
-                             " [" + GetParam() + "]";
+    const char* names[] = {"exclusion", "exclusion+replace", "exclusion pull",
+                           "exclusion captured"};
+    const std::string what = std::string(names[variant]) + " [" + GetParam() + "]";
     SamplerOptions ro = o;
     ro.mode = SampleMode::kCsp;
+    ro.cuda_graphs = false;
     CollectiveSampler ref(w.ref_part, *w.self, ro);
     CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
-    for (int64_t batch = 0; batch < 4; ++batch) {
+    const int64_t batches = o.cuda_graphs ? 10 : 4;
+    for (int64_t batch = 0; batch < batches; ++batch) {
       const bool idle = batch == 1 && g_comm->rank() == 1;
       std::vector<int64_t> seeds = idle ? std::vector<int64_t>{} : my_seeds(batch, 60);
       CollectiveSampler::ExcludedEdges ex;
@@ -360,6 +365,10 @@ TEST_P(PInvariance, ExcludedEdges) {
         EXPECT_GT(got.blocks.back().num_edges(), 0) << what;
         expect_same(s.sample(seeds, 4, batch, nullptr), ref.sample(seeds, 4, batch), what);
       }
+    }
+    expect_host_traffic(s, o, batches + 1, what);
+    if (o.cuda_graphs) {
+      EXPECT_GT(s.stats().host.graph_launches, 0) << what;
     }
     int64_t excluded = s.stats().excluded_entries;
     OpOptions oo;
