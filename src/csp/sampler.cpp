@@ -588,15 +588,16 @@ class HostFill {
   T* p_ = nullptr;
   std::vector<T> tmp_;
 };
+// v into buf; with `own_only`, for the backend's own later calls only (to_backend_async: no wait).
 template <class T>
-void upload(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
-  be.to_backend(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(), v.size() * sizeof(T));
-}
-// upload, for the backend's own later calls only (SamplerBackend::to_backend_async: no wait).
-template <class T>
-void upload_async(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v) {
-  be.to_backend_async(buf.reserve_n<T>(static_cast<int64_t>(v.size())), v.data(),
-                      v.size() * sizeof(T));
+void upload(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v,
+            bool own_only = false) {
+  T* d = buf.reserve_n<T>(static_cast<int64_t>(v.size()));
+  if (own_only) {
+    be.to_backend_async(d, v.data(), v.size() * sizeof(T));
+  } else {
+    be.to_backend(d, v.data(), v.size() * sizeof(T));
+  }
 }
 int64_t sum(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{0});
@@ -614,8 +615,7 @@ CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
 }
 
 void CollectiveSampler::zero_excluded() {
-  const uint64_t zero = 0;
-  backend_->to_backend_async(buf_->ex_count->reserve_n<uint64_t>(1), &zero, sizeof zero);
+  upload(*backend_, *buf_->ex_count, std::vector<uint64_t>{0}, true);
   ex_used_ = false;
 }
 
@@ -746,7 +746,7 @@ void CollectiveSampler::share_exclusions(const ExcludedEdges* ex) {
     for (int64_t j = ro[q]; j < ro[q + 1]; j += 2) by[q].emplace_back(recv[j], recv[j + 1]);
   }
   ex_pairs_ = pack_pairs(by);
-  if (backend_->memory() != MemorySpace::kHost) upload_async(*backend_, *buf_->ex_pairs, ex_pairs_);
+  if (backend_->memory() != MemorySpace::kHost) upload(*backend_, *buf_->ex_pairs, ex_pairs_, true);
   if (opts_.mode == SampleMode::kPull && size_ > 1 && m > 0) {
     // pull mode samples the rows it fetches itself, under its own pairs
     std::vector<std::vector<std::pair<int64_t, int64_t>>> own(1);
@@ -764,7 +764,7 @@ const TaskExclusions* CollectiveSampler::served_exclusions(int64_t b, int64_t e)
     ex_task_off_[q] = std::clamp<int64_t>(served_off_[q] - b, 0, e - b);
   }
   const bool host = backend_->memory() == MemorySpace::kHost;
-  if (!host) upload_async(*backend_, *buf_->ex_tasks, ex_task_off_);
+  if (!host) upload(*backend_, *buf_->ex_tasks, ex_task_off_, true);
   ex_used_ = true;
   ex_tasks_ = {host ? ex_task_off_.data() : buf_->ex_tasks->as<int64_t>(),
                host ? ex_pairs_.data() : buf_->ex_pairs->as<int64_t>(), size_,
