@@ -396,7 +396,9 @@ class Loader:
         as_tensor: torch tensors (default when torch is importable) or numpy arrays.
         pin_memory: hand out tensors in page-locked memory (torch's pinned allocator, one copy
             per batch), so that ``x.to("cuda", non_blocking=True)`` overlaps with compute. Needs
-            a CUDA device.
+            a CUDA device. The copies are made with this thread's memory bound to the NUMA nodes
+            nearest the current CUDA device (``torch.cuda.current_device()`` when the loader is
+            made), so new pinned pages lie next to the GPU they are copied to.
         device: "cpu" (default), "cuda" or "cuda:N": sample and gather on this rank's GPU (the
             GPU of its node rank, + N); the batches are CUDA tensors (features gathered straight
             into device memory, handed over through DLPack without a copy). CUDA builds only.
@@ -502,6 +504,9 @@ class Loader:
         self._path = str(path)
         self._as_tensor = as_tensor
         self._pin = bool(pin_memory)
+        # The NUMA nodes nearest the GPU the pinned batches are for.
+        self._pin_nodes = (_dsp._near_memory_nodes(f"cuda:{torch.cuda.current_device()}")
+                           if self._pin else [])
         self._impl = _dsp._Loader(str(path), _fanouts_arg(fanouts), int(batch_size),
                                   bool(shuffle), split, int(seed), int(prefetch), backend,
                                   partition_method, device, int(fifo_rows),
@@ -568,7 +573,12 @@ class Loader:
                 raw = self._impl.next()
                 if raw is None:
                     return
-                yield _make_batch(raw, self._as_tensor, self._pin, self._device, self._schema)
+                # torch's pin_memory() allocates (when its cache has no block) on this thread:
+                # bound to the GPU's nodes while it does, so the new pages land there.
+                with _dsp._ThreadMemoryBinding(self._pin_nodes):
+                    batch = _make_batch(raw, self._as_tensor, self._pin, self._device,
+                                        self._schema)
+                yield batch
         finally:
             # A loop left early ends its epoch here (serving peers), not whenever the generator
             # is collected; an iteration superseded by a newer one must not end the newer epoch.

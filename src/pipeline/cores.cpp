@@ -1,10 +1,10 @@
 #include "pipeline/cores.hpp"
 
 #include <dlfcn.h>
-#include <pthread.h>
-#include <sched.h>
 #include <hwloc.h>
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,7 +65,8 @@ uint64_t host_hash() {
 // The processing units this process may run on, narrowed to a GPU's neighbourhood when it has one.
 void allowed_cpus(const Topology& topo, const Device& device, hwloc_bitmap_t out) {
   hwloc_const_cpuset_t machine = hwloc_topology_get_allowed_cpuset(topo.get());
-  if (hwloc_get_cpubind(topo.get(), out, HWLOC_CPUBIND_PROCESS) != 0) hwloc_bitmap_copy(out, machine);
+  if (hwloc_get_cpubind(topo.get(), out, HWLOC_CPUBIND_PROCESS) != 0)
+    hwloc_bitmap_copy(out, machine);
   hwloc_bitmap_and(out, out, machine);
   if (hwloc_bitmap_iszero(out)) hwloc_bitmap_copy(out, machine);
 #ifdef DSP_HAVE_CUDA
@@ -118,8 +119,8 @@ std::string format_cpu_list(const std::vector<int>& cpus) {
 
 std::string CoreShare::describe() const {
   return fmt::format("cpus {} ({} thread{}{}), node rank {} of {}{}", format_cpu_list(cpus),
-                     threads, threads == 1 ? "" : "s", bound ? ", bound" : "", node_rank,
-                     node_size, sharing > 1 ? fmt::format(", cpuset split {} ways", sharing) : "");
+                     threads, threads == 1 ? "" : "s", bound ? ", bound" : "", node_rank, node_size,
+                     sharing > 1 ? fmt::format(", cpuset split {} ways", sharing) : "");
 }
 
 NodePlace node_place(Communicator& comm) {
@@ -143,7 +144,8 @@ CoreShare share_cores(Communicator& comm, const Device& device, int requested, b
   Bitmap allowed;
   allowed_cpus(topo, device, allowed.get());
   // Who shares this node, and who shares this very cpuset: one gather of (host, cpuset).
-  std::vector<int64_t> mine(1 + kMaskWords, 0), all(static_cast<size_t>(comm.size()) * (1 + kMaskWords));
+  std::vector<int64_t> mine(1 + kMaskWords, 0),
+      all(static_cast<size_t>(comm.size()) * (1 + kMaskWords));
   mine[0] = static_cast<int64_t>(host_hash());
   static_assert(sizeof(unsigned long) == 8, "hwloc bitmap words are 64-bit here");
   for (int w = 0; w < kMaskWords; ++w) {
@@ -223,6 +225,61 @@ NearMemory near_memory(const Device& device) {
   m.nodes = indices_of(nodes.get());
   m.alloc = [topo, nodes](size_t bytes) { return alloc_on_nodes(topo, nodes.get(), bytes); };
   return m;
+}
+
+namespace {
+
+// One topology for the thread bindings of every batch (loading one reads sysfs: milliseconds).
+const Topology& shared_topology() {
+  static const Topology topo;
+  return topo;
+}
+
+constexpr int kThreadNodes = HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET;
+
+}  // namespace
+
+struct ThreadMemoryBinding::State {
+  Bitmap previous;
+  hwloc_membind_policy_t policy = HWLOC_MEMBIND_DEFAULT;
+};
+
+ThreadMemoryBinding::ThreadMemoryBinding(const std::vector<int>& nodes) {
+  if (nodes.empty()) return;
+  hwloc_topology_t topo = shared_topology().get();
+  auto s = std::make_unique<State>();
+  Bitmap set;
+  for (int n : nodes) hwloc_bitmap_set(set.get(), static_cast<unsigned>(n));
+  if (hwloc_get_membind(topo, s->previous.get(), &s->policy, kThreadNodes) != 0 ||
+      hwloc_set_membind(topo, set.get(), HWLOC_MEMBIND_BIND, kThreadNodes) != 0) {
+    static std::once_flag once;
+    const int err = errno;
+    std::call_once(once, [err, &nodes] {
+      DSP_DEBUG("cores", "thread memory not bound to NUMA nodes {} (hwloc_set_membind: {})",
+                format_cpu_list(nodes), std::strerror(err));
+    });
+    return;
+  }
+  state_ = std::move(s);
+}
+
+ThreadMemoryBinding::~ThreadMemoryBinding() {
+  if (!state_) return;
+  if (hwloc_set_membind(shared_topology().get(), state_->previous.get(), state_->policy,
+                        kThreadNodes) != 0) {
+    DSP_WARN("cores", "could not restore this thread's memory policy (hwloc_set_membind: {})",
+             std::strerror(errno));
+  }
+}
+
+std::vector<int> thread_memory_nodes() {
+  Bitmap nodes;
+  hwloc_membind_policy_t policy;
+  if (hwloc_get_membind(shared_topology().get(), nodes.get(), &policy, kThreadNodes) != 0 ||
+      policy == HWLOC_MEMBIND_DEFAULT || policy == HWLOC_MEMBIND_FIRSTTOUCH) {
+    return {};
+  }
+  return indices_of(nodes.get());
 }
 
 std::vector<int> memory_nodes(const void* p, size_t bytes) {

@@ -23,11 +23,11 @@
 namespace dsp {
 
 struct CoreShare {
-  int threads = 1;              // processing units of the share (>= 1)
-  std::vector<int> cpus;        // OS indices of those processing units
+  int threads = 1;                   // processing units of the share (>= 1)
+  std::vector<int> cpus;             // OS indices of those processing units
   int node_rank = 0, node_size = 1;  // this rank among the ranks of its node
-  int sharing = 1;              // ranks of this node that split the same cpuset (this one incl.)
-  bool bound = false;           // the process was bound to `cpus`
+  int sharing = 1;               // ranks of this node that split the same cpuset (this one incl.)
+  bool bound = false;            // the process was bound to `cpus`
   std::string describe() const;  // "cpus 0-3 (4 threads), node rank 1 of 2"
 };
 
@@ -75,6 +75,29 @@ struct NearMemory {
 NearMemory near_memory(const Device& device);
 // The NUMA nodes holding the pages of [p, p + bytes) (touched ones), ascending.
 std::vector<int> memory_nodes(const void* p, size_t bytes);
+
+// While alive, the memory this thread allocates or first touches (malloc, cudaHostAlloc, torch's
+// pin_memory) comes from NUMA `nodes` (OS indices; hwloc_set_membind, thread scope, bind
+// policy); the thread's previous policy comes back on destruction. dsp.Loader(pin_memory=True)
+// pins each batch under one so that its page-locked copy lies near the GPU
+// (near_memory(gpu).nodes). Where the system refuses (no mbind in this kernel or container) nothing
+// is bound (logged once), and bound() says so. Empty `nodes`: nothing to bind.
+class ThreadMemoryBinding {
+ public:
+  explicit ThreadMemoryBinding(const std::vector<int>& nodes);
+  ~ThreadMemoryBinding();
+  ThreadMemoryBinding(const ThreadMemoryBinding&) = delete;
+  ThreadMemoryBinding& operator=(const ThreadMemoryBinding&) = delete;
+  bool bound() const { return state_ != nullptr; }
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;  // the previous policy; null when nothing was bound
+};
+// The NUMA nodes this thread's memory is bound to, ascending; empty when it is not bound (the
+// default policy: pages come from the node of the cpu that touches them first) or the system does
+// not say.
+std::vector<int> thread_memory_nodes();
 
 // "0-3,8" for a list of cpu indices.
 std::string format_cpu_list(const std::vector<int>& cpus);

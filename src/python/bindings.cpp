@@ -28,6 +28,7 @@
 #include "graph/dataset.hpp"
 #include "graph/validate.hpp"
 #include "layout/partition/partition_command.hpp"
+#include "pipeline/cores.hpp"
 #include "pipeline/link_batch.hpp"
 #include "pipeline/load_batch.hpp"
 #include "python/loader.hpp"
@@ -217,8 +218,8 @@ py::object typed_features_to_py(LoadedBatch& lb) {
 }
 
 // (blocks, x, y, seeds, epoch, batch, pairs, typed); y: int64 [num_seeds] classes, int8
-// [num_seeds, L] 0/1 rows of a multi-label dataset, or None; pairs: None, or (src, dst, label) of a link
-// batch (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src,
+// [num_seeds, L] 0/1 rows of a multi-label dataset, or None; pairs: None, or (src, dst, label) of a
+// link batch (int64 seed indices, float32 labels). blocks[l] = dict of indptr, indices, num_src,
 // num_dst, src_ids, weights, src_times (temporal sampling: every source's time, else None),
 // edge_types and src_types (int32, heterogeneous graphs, else None). x: a numpy array (host
 // features), or a DLPack capsule of the device rows (device features). typed: see
@@ -250,10 +251,11 @@ py::tuple batch_to_py(LoadedBatch&& lb) {
                      : vec_to_numpy(std::move(lb.features), {rows, lb.feature_dim});
   // Multi-label: int8 [num_seeds x L] 0/1 rows; else int64 [num_seeds] classes (None: no labels).
   const auto seeds_n = static_cast<py::ssize_t>(lb.sample.seeds.size());
-  py::object y = lb.multilabel()
-                     ? py::object(vec_to_numpy(std::move(lb.label_matrix), {seeds_n, lb.label_columns}))
-                 : lb.labels.empty() && seeds_n > 0 ? py::object(py::none())
-                                                    : py::object(vec_to_numpy(std::move(lb.labels)));
+  py::object y =
+      lb.multilabel()
+          ? py::object(vec_to_numpy(std::move(lb.label_matrix), {seeds_n, lb.label_columns}))
+      : lb.labels.empty() && seeds_n > 0 ? py::object(py::none())
+                                         : py::object(vec_to_numpy(std::move(lb.labels)));
   py::object seeds = vec_to_numpy(std::move(lb.sample.seeds));
   LinkPairs& lp = lb.sample.pairs;
   py::object pairs = lp.src.empty() ? py::object(py::none())
@@ -884,6 +886,37 @@ void bind_loader(py::module_& m) {
       });
 }
 
+// dsp.Loader(pin_memory=True)'s placement of torch's page-locked copies: the NUMA nodes nearest
+// a device, and a context manager binding the calling thread's new memory to nodes
+// (pipeline/cores.hpp: ThreadMemoryBinding) while a batch is pinned.
+void bind_thread_memory(py::module_& m) {
+  using Holder = std::unique_ptr<ThreadMemoryBinding>;
+  struct Scope {
+    std::vector<int> nodes;
+    Holder binding;
+  };
+  m.def(
+      "_near_memory_nodes",
+      [](const std::string& device) { return near_memory(Device::parse(device)).nodes; },
+      py::arg("device"));
+  m.def("_thread_memory_nodes", &thread_memory_nodes);
+  py::class_<Scope>(m, "_ThreadMemoryBinding")
+      .def(py::init([](std::vector<int> nodes) {
+             return Scope{std::move(nodes), nullptr};
+           }),
+           py::arg("nodes"))
+      .def_property_readonly("bound",
+                             [](const Scope& s) { return s.binding && s.binding->bound(); })
+      .def(
+          "__enter__",
+          [](Scope& s) -> Scope& {
+            s.binding = std::make_unique<ThreadMemoryBinding>(s.nodes);
+            return s;
+          },
+          py::return_value_policy::reference)
+      .def("__exit__", [](Scope& s, const py::args&) { s.binding.reset(); });
+}
+
 // Test hook: one of every collective on a fresh communicator of `backend`, with inputs that
 // depend on the rank (uneven and zero-length all_to_all_v segments, every reduce op, a root that
 // is not 0), and the counters after them. Every backend must give the same results, so
@@ -992,6 +1025,7 @@ void bind(py::module_& m) {
   bind_id_maps(m);
   bind_checksum(m);
   bind_loader(m);
+  bind_thread_memory(m);
   bind_epoch_hook(m);
 }
 

@@ -1,5 +1,6 @@
 // Staging memory on the NUMA nodes nearest a rank's device (pipeline/cores.hpp: near_memory), as
-// the staged transport's buffers get it (ccc/staged_communicator.hpp: HostAlloc).
+// the staged transport's buffers get it (ccc/staged_communicator.hpp: HostAlloc), and a thread's
+// memory bound to those nodes for a while (ThreadMemoryBinding: the Loader's pinned batches).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +33,37 @@ TEST(NearMemory, PagesLieOnTheNodesNearestTheDevice) {
     EXPECT_TRUE(std::find(near.nodes.begin(), near.nodes.end(), n) != near.nodes.end())
         << "a page on node " << n;
   }
+}
+
+// A thread binding sends what the thread touches first to the nodes it names, and the thread's
+// previous policy (also an outer binding's) comes back when it ends.
+TEST(ThreadMemoryBinding, TouchedPagesLieOnItsNodesAndThePolicyComesBack) {
+  const NearMemory near = near_memory(Device::cpu());
+  const std::vector<int> before = thread_memory_nodes();  // empty: not bound (the default)
+  {
+    ThreadMemoryBinding none({});
+    EXPECT_FALSE(none.bound());
+    EXPECT_EQ(thread_memory_nodes(), before);
+  }
+  {
+    ThreadMemoryBinding outer(near.nodes);
+    if (!outer.bound()) GTEST_SKIP() << "the system refuses to bind this thread's memory";
+    EXPECT_EQ(thread_memory_nodes(), near.nodes);
+    const std::vector<int> first{near.nodes.front()};
+    {
+      ThreadMemoryBinding inner(first);
+      ASSERT_TRUE(inner.bound());
+      EXPECT_EQ(thread_memory_nodes(), first);
+      const size_t bytes = size_t{8} << 20;
+      std::vector<char> touched(bytes, 0x5a);
+      const std::vector<int> on = memory_nodes(touched.data(), bytes);
+      if (!on.empty()) {
+        EXPECT_EQ(on, first);
+      }
+    }
+    EXPECT_EQ(thread_memory_nodes(), near.nodes);
+  }
+  EXPECT_EQ(thread_memory_nodes(), before);
 }
 
 // The staged channel's buffers come from the allocator it is given, and an op through them gives

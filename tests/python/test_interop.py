@@ -126,17 +126,27 @@ def test_pin_memory(cora_p1, monkeypatch):
             dsp.Loader(cora_p1, fanouts=FANOUTS, pin_memory=True)
     with pytest.raises(dsp.InvalidArgument, match="pin_memory=True needs as_tensor=True"):
         dsp.Loader(cora_p1, fanouts=FANOUTS, pin_memory=True, as_tensor=False)
-    # Every tensor of a batch goes through torch's pinned copy (simulated where there is no GPU).
-    pinned = []
+    # Every tensor of a batch goes through torch's pinned copy (simulated where there is no GPU),
+    # made while this thread's memory is bound to the NUMA nodes nearest the current GPU; the
+    # thread is unbound again before the batch reaches the caller.
+    pinned, bound_to = [], []
 
     def fake_pin(t):
         pinned.append(t.data_ptr())
+        bound_to.append(dsp._dsp._thread_memory_nodes())
         return t.clone()
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.Tensor, "pin_memory", fake_pin)
+    near = dsp._dsp._near_memory_nodes("cuda:0")
+    assert near and dsp._dsp._thread_memory_nodes() == []
     b = next(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=8, pin_memory=True).iter_batches())
+    assert dsp._dsp._thread_memory_nodes() == []
     tensors = [b.x, b.y, b.seeds] + [t for blk in b.blocks
                                      for t in (blk.indptr, blk.indices, blk.src_ids)]
     assert len(pinned) == len(tensors)
     assert not {t.data_ptr() for t in tensors} & set(pinned)  # the copies are handed out
+    if not any(bound_to):
+        pytest.skip("this system refuses to bind a thread's memory (no mbind)")
+    assert bound_to == [near] * len(tensors)
