@@ -86,6 +86,8 @@ preamble() {
   group "host registration" registration.log 60 "$KR/bin/test_cuda" --gtest_filter='CudaMemory.*'
   ro="$(grep -m1 -oE 'read-only host registration supported: .*' "$LOGS/registration.log")"
   [[ -n "$ro" ]] && row "  ${ro%%:*}" "" "${ro#*: }"
+  numa="$(grep -m1 -oE 'NUMA nodes: .*' "$LOGS/registration.log")"
+  [[ -n "$numa" ]] && row "  NUMA nodes" "" "${numa#NUMA nodes: }"
 }
 
 test_groups() {

@@ -1,6 +1,7 @@
 // GPU-only tests of the CUDA build (run on a GPU machine by scripts/gpu-check.sh): the device RNG
-// against host streams, and host-range registration. The sampler and feature backends run the
-// device-neutral suites instead (test_*_cuda: tests/backends.hpp). Without a GPU every test skips.
+// against host streams, host-range registration and where pinned pages lie. The sampler and feature
+// backends run the device-neutral suites instead (test_*_cuda: tests/backends.hpp). Without a GPU
+// every test skips.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,11 +16,13 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
-#include "core/fs.hpp"
-#include "core/rng.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/memory.hpp"
+#include "core/device.hpp"
+#include "core/fs.hpp"
+#include "core/rng.hpp"
 #include "csp/cuda/rng_kernels.hpp"
+#include "pipeline/cores.hpp"
 
 namespace dsp {
 namespace {
@@ -37,7 +40,9 @@ template <class T>
 struct Dev {
   T* p = nullptr;
   size_t n = 0;
-  explicit Dev(size_t count) : n(count) { DSP_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(T))); }
+  explicit Dev(size_t count) : n(count) {
+    DSP_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(T)));
+  }
   explicit Dev(const std::vector<T>& v) : Dev(v.size()) {
     if (n) DSP_CUDA_CHECK(cudaMemcpy(p, v.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   }
@@ -57,7 +62,8 @@ TEST(CudaRng, DrawsEqualHostStreams) {
   const uint64_t key = rng_key(42, 1, 2, 3);
   Dev<int64_t> d_sub(subjects);
   Dev<uint32_t> d_out(subjects.size() * per);
-  DSP_CUDA_CHECK(cuda::launch_rng_draws(key, d_sub.p, static_cast<int64_t>(d_sub.n), per, d_out.p, nullptr));
+  DSP_CUDA_CHECK(
+      cuda::launch_rng_draws(key, d_sub.p, static_cast<int64_t>(d_sub.n), per, d_out.p, nullptr));
   DSP_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<uint32_t> got = d_out.get();
   for (size_t i = 0; i < subjects.size(); ++i) {
@@ -89,6 +95,28 @@ TEST(CudaMemory, BorrowerOutlivesTheFirstOwner) {
   EXPECT_EQ(out.get(), want);
 }
 
+// cudaHostAlloc's pages lie on the NUMA node the allocating thread's memory is bound to: what
+// dsp.Loader(pin_memory=True) relies on to put torch's pinned batches near the GPU
+// (ThreadMemoryBinding over near_memory's nodes). Checked for every node this process may use.
+TEST(CudaMemory, PinnedPagesFollowTheThreadsMemoryBinding) {
+  REQUIRE_GPU();
+  const std::vector<int> nodes = near_memory(Device::cpu()).nodes;
+  std::printf("NUMA nodes: %s; nearest GPU 0: %s\n", format_cpu_list(nodes).c_str(),
+              format_cpu_list(near_memory(Device::cuda(0)).nodes).c_str());
+  const size_t bytes = size_t{8} << 20;
+  for (int n : nodes) {
+    ThreadMemoryBinding bind({n});
+    if (!bind.bound()) GTEST_SKIP() << "the system refuses to bind a thread's memory";
+    void* p = nullptr;
+    DSP_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    std::memset(p, 1, bytes);
+    const std::vector<int> on = memory_nodes(p, bytes);
+    DSP_CUDA_CHECK(cudaFreeHost(p));
+    if (on.empty()) GTEST_SKIP() << "the system does not report where pages lie";
+    EXPECT_EQ(on, std::vector<int>{n}) << "pinned under a binding to node " << n;
+  }
+}
+
 // A read-only file mapping (how a partition's neighbour array is opened) is readable by the
 // device: registered read-only where the device supports it, else through a pinned copy.
 TEST(CudaMemory, ReadOnlyFileMappingIsReadable) {
@@ -98,7 +126,8 @@ TEST(CudaMemory, ReadOnlyFileMappingIsReadable) {
   const std::string path = testing::TempDir() + "dsp_ro_mapping.bin";
   std::vector<unsigned char> bytes(3 << 20);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 31 + 7);
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   MappedFile f(path);
   cuda::HostRegistration r;
   const void* d = r.map(f.data(), f.size(), true);
