@@ -2,10 +2,11 @@
 
 The kit is built here for CPython 3.11; the device image has 3.12, whose headers this machine
 lacks. So `record` (here, at bundle time) keeps what building _dsp took in the kit's build tree:
-the static libraries it links (copied into the kit) and the two compile commands and the link
-command, with every path of this machine made a placeholder. `build` (on the device, or in the
-dry run) fills the placeholders for the Python that runs it, compiles the two sources of
-src/python, links, and lays out an importable package (the pure-Python files, bin/dsp).
+the static libraries it links (copied into the kit), the compile command of each of its sources
+(every src/python/*.cpp the build compiles into _dsp) and the link command, with every path of
+this machine made a placeholder. `build` (on the device, or in the dry run) fills the
+placeholders for the Python that runs it, compiles the sources, links, and lays out an importable
+package (the pure-Python files, bin/dsp).
 
   python3 py_recipe.py record BUILD_DIR REPO KIT_PY_DIR
   python3 py_recipe.py build KIT_PY_DIR DEB_ROOT DSP_BINARY OUT_DIR
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import sysconfig
 
-SOURCES = ("src/python/bindings.cpp", "src/python/loader.cpp")
+OBJ_DIR = "src/python/CMakeFiles/_dsp.dir/"  # where the build puts _dsp's objects
 MULTIARCH = "/usr/lib/x86_64-linux-gnu/"
 
 
@@ -57,10 +58,15 @@ def record(build, repo, kit):
     kit_lib = pathlib.Path(kit) / "lib"
     kit_lib.mkdir(parents=True, exist_ok=True)
     entries = json.loads((pathlib.Path(build) / "compile_commands.json").read_text())
+    # _dsp's sources: the compiles whose object goes to its folder (a new file needs no edit here).
+    mine = {os.path.relpath(e["file"], repo): e for e in entries
+            if OBJ_DIR in e.get("output", "") or f"-o {OBJ_DIR}" in e["command"]}
+    sources = sorted(mine)
+    if not sources:
+        sys.exit(f"py_recipe: no compile of {OBJ_DIR} in {build}/compile_commands.json")
     compiles = []
-    for src in SOURCES:
-        e = next(e for e in entries if e["file"] == f"{repo}/{src}")
-        args = shlex.split(e["command"])
+    for src in sources:
+        args = shlex.split(mine[src]["command"])
         i = args.index("-o")
         args[i + 1] = "@OUT@/" + pathlib.Path(src).stem + ".o"
         compiles.append(relocate(args, build, repo, kit_lib))
@@ -68,8 +74,11 @@ def record(build, repo, kit):
                           capture_output=True, text=True).stdout.strip().splitlines()
     # Ninja's line is ": && <link> && :" (or the link alone): keep the part that writes _dsp.
     link = shlex.split(next(p for p in cmds[-1].split("&&") if " -o " in p and "_dsp" in p))
-    objs = {f"src/python/CMakeFiles/_dsp.dir/{pathlib.Path(s).name}.o": pathlib.Path(s).stem for s in SOURCES}
+    objs = {f"{OBJ_DIR}{pathlib.Path(s).name}.o": pathlib.Path(s).stem for s in sources}
     link = ["@OUT@/" + objs[a] + ".o" if a in objs else a for a in link]
+    missing = [a for a in link if OBJ_DIR in a]
+    if missing:
+        sys.exit(f"py_recipe: the link names objects no recorded compile makes: {missing}")
     i = link.index("-o")
     link[i + 1] = "@OUT@/dsp/_dsp@SUFFIX@"
     link = relocate(link, build, repo, kit_lib)
