@@ -21,6 +21,7 @@ back and ``dsp.to_dsp_ids`` goes the other way. ``dsp.load_model`` turns a
 checkpoint of ``dsp train`` into ``dsp.GNN``, the same model in plain PyTorch (``model(blocks,
 x)``); ``dsp.export_model`` writes it as ``model.json`` plus a ``state_dict.pt`` (these need torch).
 """
+import contextlib
 import os
 import sys
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -575,7 +576,8 @@ class Loader:
                     return
                 # torch's pin_memory() allocates (when its cache has no block) on this thread:
                 # bound to the GPU's nodes while it does, so the new pages land there.
-                with _dsp._ThreadMemoryBinding(self._pin_nodes):
+                with (_dsp._ThreadMemoryBinding(self._pin_nodes) if self._pin_nodes
+                      else contextlib.nullcontext()):
                     batch = _make_batch(raw, self._as_tensor, self._pin, self._device,
                                         self._schema)
                 yield batch

@@ -229,7 +229,8 @@ NearMemory near_memory(const Device& device) {
 
 namespace {
 
-// One topology for the thread bindings of every batch (loading one reads sysfs: milliseconds).
+// One topology for the thread bindings of every batch and the page lookups (loading one reads
+// sysfs: milliseconds).
 const Topology& shared_topology() {
   static const Topology topo;
   return topo;
@@ -283,9 +284,9 @@ std::vector<int> thread_memory_nodes() {
 }
 
 std::vector<int> memory_nodes(const void* p, size_t bytes) {
-  Topology topo;
   Bitmap nodes;
-  if (hwloc_get_area_memlocation(topo.get(), p, bytes, nodes.get(), HWLOC_MEMBIND_BYNODESET) != 0) {
+  if (hwloc_get_area_memlocation(shared_topology().get(), p, bytes, nodes.get(),
+                                 HWLOC_MEMBIND_BYNODESET) != 0) {
     return {};
   }
   return indices_of(nodes.get());

@@ -905,8 +905,6 @@ void bind_thread_memory(py::module_& m) {
              return Scope{std::move(nodes), nullptr};
            }),
            py::arg("nodes"))
-      .def_property_readonly("bound",
-                             [](const Scope& s) { return s.binding && s.binding->bound(); })
       .def(
           "__enter__",
           [](Scope& s) -> Scope& {
