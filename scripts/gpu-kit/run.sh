@@ -88,6 +88,8 @@ preamble() {
   [[ -n "$ro" ]] && row "  ${ro%%:*}" "" "${ro#*: }"
   numa="$(grep -m1 -oE 'NUMA nodes: .*' "$LOGS/registration.log")"
   [[ -n "$numa" ]] && row "  NUMA nodes" "" "${numa#NUMA nodes: }"
+  staged="$(grep -m1 -oE 'staged uploads: .*' "$LOGS/registration.log")"
+  [[ -n "$staged" ]] && row "  staged uploads" "" "${staged#staged uploads: }"
 }
 
 test_groups() {

@@ -12,19 +12,27 @@
 
 namespace dsp {
 
-// The part owning node v under partition offsets (offsets[p] <= v < offsets[p + 1], P + 1
-// entries): a binary search for the last offset at most v.
-DSP_HOST_DEVICE DSP_FORCEINLINE int owner_of(const int64_t* offsets, int P, int64_t v) {
-  int lo = 0, hi = P - 1;
+// The first index in a[lo, hi) (ascending) whose value is above v (upper) / not below v (lower):
+// hi when there is none. Every binary search of the device path is this one.
+template <class T, class V>
+DSP_HOST_DEVICE DSP_FORCEINLINE int64_t first_above(const T* a, int64_t lo, int64_t hi, V v,
+                                                    bool upper) {
   while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (offsets[mid] <= v) {
-      lo = mid;
+    const int64_t mid = lo + (hi - lo) / 2;
+    const V x = static_cast<V>(a[mid]);
+    if (upper ? x <= v : x < v) {
+      lo = mid + 1;
     } else {
-      hi = mid - 1;
+      hi = mid;
     }
   }
   return lo;
+}
+
+// The part owning node v under partition offsets (offsets[p] <= v < offsets[p + 1], P + 1
+// entries): the last offset at most v.
+DSP_HOST_DEVICE DSP_FORCEINLINE int owner_of(const int64_t* offsets, int P, int64_t v) {
+  return static_cast<int>(first_above(offsets, 1, P, v, true) - 1);
 }
 
 namespace kernels {

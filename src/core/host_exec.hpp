@@ -9,7 +9,8 @@
 //                    the order of E's stream (no wait for the device), and each growth is counted
 //                    in traffic().allocations. It may outlive E (lent to a batch)
 //   E::Registration  keeps a host range readable by E's loops (map_host), released on destruction
-//   to_device(d, h, bytes), to_host(h, d, bytes), copy(d, s, bytes), zero(d, bytes)
+//   to_device(d, h, bytes), to_host(h, d, bytes), copy(d, s, bytes), zero(d, bytes): the host
+//                    bytes of an upload may be reused on return (CudaExec stages them, pinned)
 //   for_each(n, f)   calls f(i) (a DSP_HOST_DEVICE functor) for every i in [0, n): in no
 //                    particular order, possibly concurrently, so f must not depend on either
 //   for_each_block(blocks, threads, shared_bytes, f)  calls f(b, t, shared) for every thread t in

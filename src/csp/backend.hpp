@@ -125,9 +125,9 @@ class SamplerBackend {
   virtual std::unique_ptr<BackendBuffer> make_buffer() const = 0;
   virtual void to_backend(void* dst, const void* host, size_t bytes) = 0;
   virtual void to_host(void* host, const void* src, size_t bytes) = 0;
-  // An upload for the backend's own later calls only: ordered before them, without a wait (from
-  // pageable host memory, which may be reused on return; a communicator must not read dst before
-  // a call that reads back). A host backend copies.
+  // An upload for the backend's own later calls only: ordered before them, without a wait (the
+  // host bytes may be reused on return: a device executor stages them in pinned memory; a
+  // communicator must not read dst before a call that reads back). A host backend copies.
   virtual void to_backend_async(void* dst, const void* host, size_t bytes) {
     to_backend(dst, host, bytes);
   }

@@ -52,7 +52,9 @@ DSP_HOST_DEVICE DSP_FORCEINLINE int task_fanout(int64_t t) {
   return static_cast<int>(t >> kTaskShift);
 }
 
-// The rank owning node v under the partition offsets (core/group_kernels.hpp).
+// The rank owning node v under the partition offsets, and the binary search
+// (core/group_kernels.hpp).
+using ::dsp::first_above;
 using ::dsp::owner_of;
 
 // The draws of a stream from its position on, for a task that knows about how many it will take
@@ -282,41 +284,15 @@ DSP_HOST_DEVICE inline int uniform_with(int64_t deg, int k, const RngStream& str
   return k;
 }
 
-// First i in [0, deg) with cum[i] > x (cum: inclusive prefix sums of the row's weights, so
-// zero-weight entries are never returned); deg when there is none.
-DSP_HOST_DEVICE DSP_FORCEINLINE int64_t upper_pos(const double* cum, int64_t deg, double x) {
-  int64_t lo = 0, hi = deg;
-  while (lo < hi) {
-    int64_t mid = (lo + hi) >> 1;
-    if (cum[mid] > x) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  return lo;
-}
-
 // One position drawn with probability w_i / total by inverse CDF; -1 if total <= 0. u*total can
 // round up to total, so the overflow case falls back to the last positive-weight entry.
 DSP_HOST_DEVICE DSP_FORCEINLINE int64_t weighted_one(const double* cum, int64_t deg, RngStream& s) {
   double total = cum[deg - 1];
   if (!(total > 0)) return -1;
-  int64_t i = upper_pos(cum, deg, s.uniform01() * total);
-  if (i == deg) {
-    // last increment: the first entry whose prefix reaches the total
-    int64_t lo = 0, hi = deg - 1;
-    while (lo < hi) {
-      int64_t mid = (lo + hi) >> 1;
-      if (cum[mid] >= total) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    i = lo;
-  }
-  return i;
+  // the first entry whose prefix is above the draw (zero-weight entries are never returned) or,
+  // when the draw rounded up to the total, the first whose prefix reaches it (the last increment)
+  const int64_t i = first_above(cum, 0, deg, s.uniform01() * total, true);
+  return i < deg ? i : first_above(cum, 0, deg - 1, total, false);
 }
 
 DSP_HOST_DEVICE DSP_FORCEINLINE double weight_at(const double* cum, int64_t i) {
@@ -436,22 +412,6 @@ struct TaskExclusions {
   int parts = 0;
   uint64_t* excluded = nullptr;  // entries left out, accumulated (atomically)
 };
-
-// The first index in a[lo, hi) (ascending) whose value is above v (upper) / not below v.
-template <class T>
-DSP_HOST_DEVICE DSP_FORCEINLINE int64_t first_above(const T* a, int64_t lo, int64_t hi, int64_t v,
-                                                    bool upper) {
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    const int64_t x = static_cast<int64_t>(a[mid]);
-    if (upper ? x <= v : x < v) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
 
 // Task i's (node v's) excluded src ids, ascending: *n of them from the returned pointer.
 DSP_HOST_DEVICE inline const int64_t* excluded_srcs(const TaskExclusions& ex, int64_t i, int64_t v,

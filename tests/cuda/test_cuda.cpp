@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <unordered_map>
 #include <vector>
 
@@ -115,6 +116,51 @@ TEST(CudaMemory, PinnedPagesFollowTheThreadsMemoryBinding) {
     if (on.empty()) GTEST_SKIP() << "the system does not report where pages lie";
     EXPECT_EQ(on, std::vector<int>{n}) << "pinned under a binding to node " << n;
   }
+}
+
+// CudaExec::to_device's staging (StagedUploads): the host may overwrite its bytes as soon as an
+// upload returns, over many rounds of the pinned ring, while the stream is busy with earlier
+// work (so that chunks come round again while their copies still wait behind it); uploads
+// larger than a chunk are copied directly.
+TEST(CudaMemory, StagedUploadsLetTheHostReuseItsBytesOnReturn) {
+  REQUIRE_GPU();
+  auto lane = std::make_shared<cuda::Lane>(0);
+  cuda::DeviceBuffer busy_a(lane), busy_b(lane), dst(lane);
+  const size_t busy = size_t{1} << 30;
+  void* a = busy_a.reserve(busy);
+  void* b = busy_b.reserve(busy);
+  std::vector<size_t> at, len;
+  size_t total = 0;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 4000; ++i) {
+    const size_t n = i % 500 == 7 ? (size_t{200} << 10) : 1 + rng() % 4096;
+    at.push_back(total);
+    len.push_back(n);
+    total += n;
+  }
+  auto* d = static_cast<unsigned char*>(dst.reserve(total));
+  for (int r = 0; r < 8; ++r) {
+    DSP_CUDA_CHECK(cudaMemcpyAsync(b, a, busy, cudaMemcpyDeviceToDevice, lane->stream()));
+  }
+  cuda::StagedUploads up(lane);
+  std::vector<unsigned char> host, want(total);
+  int waits = 0;
+  for (size_t i = 0; i < at.size(); ++i) {
+    const auto v = static_cast<unsigned char>(i * 7 + 1);
+    host.assign(len[i], v);
+    std::fill(want.begin() + static_cast<std::ptrdiff_t>(at[i]),
+              want.begin() + static_cast<std::ptrdiff_t>(at[i] + len[i]), v);
+    waits += up.upload(d + at[i], host.data(), len[i]);
+    std::fill(host.begin(), host.end(), 0);  // reused at once
+  }
+  DSP_CUDA_CHECK(cudaStreamSynchronize(lane->stream()));
+  std::vector<unsigned char> got(total);
+  DSP_CUDA_CHECK(cudaMemcpy(got.data(), d, total, cudaMemcpyDeviceToHost));
+  const auto bad = std::mismatch(got.begin(), got.end(), want.begin());
+  EXPECT_TRUE(bad.first == got.end()) << "byte " << (bad.first - got.begin()) << " is "
+                                      << int(*bad.first) << ", uploaded " << int(*bad.second);
+  std::printf("staged uploads: %zu (%zu bytes), %d host waits for a chunk\n", at.size(), total,
+              waits);
 }
 
 // A read-only file mapping (how a partition's neighbour array is opened) is readable by the

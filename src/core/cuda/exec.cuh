@@ -35,23 +35,30 @@ class CudaExec {
   static constexpr int kThreads = 256;
 
   explicit CudaExec(int device)
-      : lane_(std::make_shared<Lane>(device)), scan_tmp_(lane_), sort_keys_(lane_) {}
+      : lane_(std::make_shared<Lane>(device)),
+        uploads_(lane_),
+        scan_tmp_(lane_),
+        sort_keys_(lane_) {}
 
   int device() const { return lane_->device(); }
   cudaStream_t stream() const { return lane_->stream(); }
   // A buffer on this executor's lane (core/cuda/memory.hpp): its growths are ordered on stream().
   DeviceBuffer buffer() const { return DeviceBuffer(lane_); }
 
+  // Staged in pinned memory (StagedUploads): the host bytes may be reused on return, and the
+  // host waits only when the device is a whole staging ring behind (counted as a sync).
   void to_device(void* d, const void* h, size_t bytes) {
     no_capture("an upload");
-    copy_kind(d, h, bytes, cudaMemcpyHostToDevice);
+    traffic_.syncs += uploads_.upload(d, h, bytes);
   }
   void to_host(void* h, const void* d, size_t bytes) {
     no_capture("a read");
     traffic_.add_read(bytes);
     copy_kind(h, d, bytes, cudaMemcpyDeviceToHost);
   }
-  void copy(void* d, const void* s, size_t bytes) { copy_kind(d, s, bytes, cudaMemcpyDeviceToDevice); }
+  void copy(void* d, const void* s, size_t bytes) {
+    copy_kind(d, s, bytes, cudaMemcpyDeviceToDevice);
+  }
   void zero(void* d, size_t bytes) {
     if (!bytes) return;
     CudaDeviceGuard g(device());
@@ -82,12 +89,14 @@ class CudaExec {
     DSP_CHECK(n < (int64_t{1} << 31), "sort of {} elements (at most 2^31 - 1)", n);
     CudaDeviceGuard g(device());
     const int m = static_cast<int>(n);
-    int64_t* keys_out = static_cast<int64_t*>(scratch(sort_keys_, static_cast<size_t>(n) * sizeof(int64_t)));
+    int64_t* keys_out =
+        static_cast<int64_t*>(scratch(sort_keys_, static_cast<size_t>(n) * sizeof(int64_t)));
     size_t bytes = 0;
-    DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, bytes, keys, keys_out, vals_in, vals_out,
-                                                             m, 0, key_bits, stream()));
-    DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(scratch(scan_tmp_, bytes), bytes, keys, keys_out,
-                                                             vals_in, vals_out, m, 0, key_bits, stream()));
+    DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
+        nullptr, bytes, keys, keys_out, vals_in, vals_out, m, 0, key_bits, stream()));
+    DSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(scratch(scan_tmp_, bytes), bytes, keys,
+                                                             keys_out, vals_in, vals_out, m, 0,
+                                                             key_bits, stream()));
   }
   std::shared_ptr<ReleaseFence> fence() const { return std::make_shared<EventFence>(device()); }
   void wait(ReleaseFence& f) {
@@ -152,10 +161,12 @@ class CudaExec {
     const int m = static_cast<int>(n);
     if (inclusive) {
       DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, m, stream()));
-      DSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scratch(scan_tmp_, bytes), bytes, in, out, m, stream()));
+      DSP_CUDA_CHECK(
+          cub::DeviceScan::InclusiveSum(scratch(scan_tmp_, bytes), bytes, in, out, m, stream()));
     } else {
       DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, m, stream()));
-      DSP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch(scan_tmp_, bytes), bytes, in, out, m, stream()));
+      DSP_CUDA_CHECK(
+          cub::DeviceScan::ExclusiveSum(scratch(scan_tmp_, bytes), bytes, in, out, m, stream()));
     }
   }
 
@@ -170,6 +181,7 @@ class CudaExec {
   }
 
   std::shared_ptr<Lane> lane_;  // its stream outlives the executor while a buffer holds it
+  StagedUploads uploads_;
   DeviceBuffer scan_tmp_, sort_keys_;
   HostTraffic traffic_;
   bool capturing_ = false;

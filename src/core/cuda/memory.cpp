@@ -11,6 +11,7 @@
 
 #include "core/cuda/check.hpp"
 #include "core/shared_ranges.hpp"
+#include "core/upload_ring.hpp"
 
 namespace dsp::cuda {
 
@@ -153,6 +154,66 @@ void* DeviceBuffer::reserve(size_t bytes) {
   cap_ = cap;
   lane_->growths += 1;
   return ptr_;
+}
+
+struct StagedUploads::State final : UploadRing::Events {
+  static constexpr size_t kChunkBytes = size_t{128} << 10;
+  static constexpr int kChunks = 8;
+  std::shared_ptr<Lane> lane;
+  UploadRing ring{kChunkBytes, kChunks};
+  char* pinned = nullptr;  // ring.bytes(), allocated at the first staged upload
+  cudaEvent_t events[kChunks] = {};
+  int waits = 0;  // host waits of the current upload
+
+  explicit State(std::shared_ptr<Lane> l) : lane(std::move(l)) {}
+  ~State() override {
+    try {
+      CudaDeviceGuard g(lane->device());
+      if (pinned) DSP_CUDA_CHECK_NO_THROW(cudaStreamSynchronize(lane->stream()));  // its copies
+      for (cudaEvent_t e : events) {
+        if (e) DSP_CUDA_CHECK_NO_THROW(cudaEventDestroy(e));
+      }
+      if (pinned) DSP_CUDA_CHECK_NO_THROW(cudaFreeHost(pinned));
+    } catch (const std::exception& e) {
+      DSP_WARN("cuda", "staged uploads release: {}", e.what());
+    }
+  }
+  void allocate() {
+    DSP_CUDA_CHECK(
+        cudaHostAlloc(reinterpret_cast<void**>(&pinned), ring.bytes(), cudaHostAllocPortable));
+    for (cudaEvent_t& e : events)
+      DSP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  void finished(int c) override { DSP_CUDA_CHECK(cudaEventRecord(events[c], lane->stream())); }
+  void reuse(int c) override {
+    const cudaError_t q = cudaEventQuery(events[c]);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) DSP_CUDA_CHECK(q);
+    waits += 1;
+    DSP_CUDA_CHECK(cudaEventSynchronize(events[c]));
+  }
+};
+
+StagedUploads::StagedUploads(std::shared_ptr<Lane> lane)
+    : s_(std::make_unique<State>(std::move(lane))) {}
+StagedUploads::~StagedUploads() = default;
+StagedUploads::StagedUploads(StagedUploads&& o) noexcept = default;
+StagedUploads& StagedUploads::operator=(StagedUploads&& o) noexcept = default;
+
+int StagedUploads::upload(void* d, const void* h, size_t bytes) {
+  if (!bytes) return 0;
+  State& s = *s_;
+  CudaDeviceGuard g(s.lane->device());
+  if (bytes > s.ring.chunk_bytes()) {
+    DSP_CUDA_CHECK(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s.lane->stream()));
+    return 0;
+  }
+  if (!s.pinned) s.allocate();
+  s.waits = 0;
+  char* at = s.pinned + s.ring.take(bytes, s);
+  std::memcpy(at, h, bytes);
+  DSP_CUDA_CHECK(cudaMemcpyAsync(d, at, bytes, cudaMemcpyHostToDevice, s.lane->stream()));
+  return s.waits;
 }
 
 namespace {

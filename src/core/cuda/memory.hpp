@@ -102,6 +102,28 @@ class DeviceBuffer {
   size_t cap_ = 0;
 };
 
+// The uploads of a lane (CudaExec::to_device): the host bytes are copied into pinned memory, an
+// UploadRing (core/upload_ring.hpp) of 8 chunks of 128 KiB allocated at the first upload, and
+// from there to the device on the lane's stream, so the host may reuse its bytes on return and
+// never waits for the stream (a cudaMemcpyAsync from pageable memory may synchronize with it).
+// A chunk is written again after the event recorded when it was finished: a host wait only when
+// the device is a whole ring behind. An upload larger than a chunk is copied from where it is
+// (pageable: CUDA stages it before returning).
+class StagedUploads {
+ public:
+  explicit StagedUploads(std::shared_ptr<Lane> lane);
+  ~StagedUploads();
+  StagedUploads(StagedUploads&& o) noexcept;
+  StagedUploads& operator=(StagedUploads&& o) noexcept;
+  // Issues the copy of h[0, bytes) to d on the lane's stream; returns the blocking host waits
+  // this took (0, or 1 when a chunk's previous copies had not completed).
+  int upload(void* d, const void* h, size_t bytes);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
 // A host range made readable by the device (mapped, portable). Registrations are shared by the
 // whole process and counted per base address (core/shared_ranges.hpp): a second object or rank
 // mapping the same range, or one inside it, borrows the first registration, and the range is
