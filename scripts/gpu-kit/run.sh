@@ -58,7 +58,7 @@ cmd_step() {
 }
 
 preamble() {
-  local gpu b n=0 listed=0 ro rc
+  local gpu b n=0 listed=0 rc label line
   nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1 || echo "nvidia-smi: not found or failed" >>"$LOGS/nvidia-smi.txt"
   if gpu="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null)"; then
     row GPU ok "$gpu"
@@ -84,12 +84,11 @@ preamble() {
     { row "load dsp" FAIL "$(head -1 "$LOGS/dsp_help.log")"; status=1; }
   row "binaries load ($n tests + dsp)" ok "$listed tests listed"
   group "host registration" registration.log 60 "$KR/bin/test_cuda" --gtest_filter='CudaMemory.*'
-  ro="$(grep -m1 -oE 'read-only host registration supported: .*' "$LOGS/registration.log")"
-  [[ -n "$ro" ]] && row "  ${ro%%:*}" "" "${ro#*: }"
-  numa="$(grep -m1 -oE 'NUMA nodes: .*' "$LOGS/registration.log")"
-  [[ -n "$numa" ]] && row "  NUMA nodes" "" "${numa#NUMA nodes: }"
-  staged="$(grep -m1 -oE 'staged uploads: .*' "$LOGS/registration.log")"
-  [[ -n "$staged" ]] && row "  staged uploads" "" "${staged#staged uploads: }"
+  # lines test_cuda prints as "<label>: ...", one row each
+  for label in "read-only host registration supported" "NUMA nodes" "staged uploads"; do
+    line="$(grep -m1 -oE "$label: .*" "$LOGS/registration.log")"
+    if [[ -n "$line" ]]; then row "  $label" "" "${line#"$label: "}"; fi
+  done
 }
 
 test_groups() {
