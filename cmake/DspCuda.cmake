@@ -1,8 +1,26 @@
-# DSP_WITH_CUDA=AUTO builds the CUDA kernel library and the NCCL communicator whenever nvcc is
-# found. Nothing here needs a GPU to compile; the full CUDA build (kernels linked into the
-# trainer) additionally needs a CUDA-enabled LibTorch (see README).
+# DSP_WITH_CUDA=ON builds the CUDA kernel library and the NCCL communicator (nvcc required; no GPU
+# needed to compile: scripts/test.sh asks for it wherever nvcc is, so the sources keep compiling);
+# AUTO builds them where nvcc is found and this machine has a GPU (nvidia-smi lists one), since on
+# a machine without one they only cost compile time (a quarter of a cold build). The full CUDA
+# build (kernels linked into the trainer) also needs a CUDA-enabled LibTorch (see README).
 set(DSP_CUDA_ENABLED OFF)
-if(NOT DSP_WITH_CUDA STREQUAL "OFF" AND NOT DSP_FUZZ)
+set(_dsp_cuda_wanted ON)
+if(DSP_WITH_CUDA STREQUAL "AUTO" AND NOT DSP_FUZZ)
+  find_program(DSP_NVIDIA_SMI nvidia-smi)
+  set(_gpus "")
+  if(DSP_NVIDIA_SMI)
+    execute_process(COMMAND ${DSP_NVIDIA_SMI} -L OUTPUT_VARIABLE _gpus ERROR_QUIET
+                    RESULT_VARIABLE _smi_rc TIMEOUT 20)
+  endif()
+  if(NOT _gpus MATCHES "GPU [0-9]+:")
+    set(_dsp_cuda_wanted OFF)
+    message(STATUS "dsp: no GPU on this machine: the CUDA backends are not compiled "
+                   "(-DDSP_WITH_CUDA=ON compiles them)")
+  endif()
+elseif(NOT DSP_WITH_CUDA MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "DSP_WITH_CUDA=${DSP_WITH_CUDA}: expected AUTO, ON or OFF")
+endif()
+if(NOT DSP_WITH_CUDA STREQUAL "OFF" AND NOT DSP_FUZZ AND _dsp_cuda_wanted)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages of dsp's stack (idempotent), then configures and builds into build/.
-# Usage: scripts/setup.sh [--deps-only] [extra cmake args...]
+# Usage: scripts/setup.sh [--deps-only | --target T] [extra cmake args...]
+#   --target T  builds only T and what it needs (scripts/demo.sh: the CLI, `dsp`), not the tests
 # Quiet unless something fails: the full log of each step is printed only on failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 deps_only=0
+targets=()
 if [[ "${1:-}" == "--deps-only" ]]; then deps_only=1; shift; fi
+if [[ "${1:-}" == "--target" ]]; then targets=(--target "$2"); shift 2; fi
 
 pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -47,5 +50,5 @@ fi
 cd "$here"
 echo "setup.sh: configuring and building into build/ ..."
 run_quiet cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-run_quiet cmake --build build -j "$(nproc)"
+run_quiet cmake --build build -j "$(nproc)" "${targets[@]}"
 echo "setup.sh: done (binary: build/tools/dsp)"

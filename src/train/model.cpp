@@ -74,9 +74,9 @@ class SageLayer : public Layer {
         neigh_(register_module("neigh",
                                torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {
     // LibTorch's Linear initialisation (PyG's SAGEConv's), the bias at zero as DGL's SAGEConv.
-    // Not DGL's xavier uniform (ReLU gain): measured with scripts/parity.py (docs/benchmarks.md),
-    // it made training on Amazon Photo's 160 labels unstable (test 0.782 +- 0.091 over 5 seeds,
-    // against 0.897 +- 0.011 with this one), and did not help on Cora.
+    // Not DGL's xavier uniform (ReLU gain): measured with scripts/peers/parity.py
+    // (docs/benchmarks.md), it made training on Amazon Photo's 160 labels unstable (test
+    // 0.782 +- 0.091 over 5 seeds, against 0.897 +- 0.011 with this one), and did not help on Cora.
     torch::NoGradGuard ng;
     self_->bias.zero_();
   }

@@ -1,4 +1,4 @@
-// GPU-only tests of the CUDA build (run on a GPU machine by scripts/gpu-check.sh): the device RNG
+// GPU-only tests of the CUDA build (run on a GPU machine by scripts/gpu/check.sh): the device RNG
 // against host streams, host-range registration and where pinned pages lie. The sampler and feature
 // backends run the device-neutral suites instead (test_*_cuda: tests/backends.hpp). Without a GPU
 // every test skips.

@@ -1,5 +1,5 @@
 // The NCCL communicator through the conformance suite (ccc/conformance.hpp) with device buffers,
-// bootstrapped over MPI. Run by scripts/gpu-check.sh at one rank (NCCL refuses two ranks on one
+// bootstrapped over MPI. Run by scripts/gpu/check.sh at one rank (NCCL refuses two ranks on one
 // GPU; the lent machine has one). With --staged: the staged communicator instead (MPI through
 // pinned host memory, ccc/cuda/staging.hpp), which 2 ranks on one GPU can run. Without a GPU
 // nothing runs: a line says so and the exit code is ctest's skip code.
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   auto mpi = dsp::make_communicator("mpi", opts);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    // No GPU: run nothing, say so, and exit as skipped (ctest and gpu-check.sh count it so).
+    // No GPU: run nothing, say so, exit as skipped (ctest and scripts/gpu/check.sh count it so).
     if (mpi->rank() == 0) std::printf("[  SKIPPED ] nccl conformance: no CUDA device visible\n");
     return dsp::test::kSkipExitCode;
   }

@@ -18,6 +18,13 @@ CORA_RAW = REPO / "tests" / "data" / "cora"
 FRAMEWORKS = ("dgl", "torch_geometric")
 
 
+def pytest_configure(config):
+    # The tiers of scripts/test.sh: --quick runs -m "not slow and not full", the gate (CI)
+    # -m "not full", --full everything.
+    config.addinivalue_line("markers", "slow: a whole job or a multi-process run (not in --quick)")
+    config.addinivalue_line("markers", "full: only in the full tier (scripts/test.sh --full)")
+
+
 def pytest_terminal_summary(terminalreporter):
     for name in FRAMEWORKS:
         n = sum(1 for r in terminalreporter.stats.get("skipped", [])

@@ -11,6 +11,9 @@ import sys
 
 import pytest
 
+# Whole examples (training runs): not in the quick tier.
+pytestmark = pytest.mark.slow
+
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 EPOCHS = "30"
 

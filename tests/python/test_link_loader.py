@@ -236,6 +236,7 @@ def test_two_ranks_cover_the_edges_without_excluded_ones(link_ds, tmp_path):
     assert np.array_equal(np.unique(positives, axis=0), np.unique(train, axis=0))
 
 
+@pytest.mark.slow
 def test_example_reaches_hits_at_50(link_ds):
     r = subprocess.run([sys.executable, str(EXAMPLES / "link_torch.py"), link_ds, "5"],
                        capture_output=True, text=True, timeout=600)

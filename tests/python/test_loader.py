@@ -145,7 +145,7 @@ def test_cuda_device_is_a_clear_error_without_a_gpu(cora_p1):
     # Without a GPU (CI), device="cuda" must fail with a message, not fall back to the CPU: in
     # Python first, and in the C++ runtime for callers of the extension itself.
     if torch.cuda.is_available():
-        pytest.skip("a GPU is visible: the device path is checked by scripts/gpu-check.sh")
+        pytest.skip("a GPU is visible: the device path is checked by scripts/gpu/check.sh")
     with pytest.raises(dsp.NotSupported, match="needs a CUDA device"):
         dsp.Loader(cora_p1, fanouts=[5], batch_size=16, device="cuda")
     with pytest.raises(dsp.InvalidArgument, match="--device cuda:0: "):

@@ -258,7 +258,9 @@ def blas_gives_rows_the_same_bits(width_in, width_out):
     return True
 
 
-@pytest.fixture(scope="module", params=["sage", "gcn", "gat"])
+# One model in the gate, the other two in the full tier (the same path with another layer).
+@pytest.fixture(scope="module", params=["sage", pytest.param("gcn", marks=pytest.mark.full),
+                                        pytest.param("gat", marks=pytest.mark.full)])
 def one_and_two_ranks(request, community, tmp_path_factory):
     """(model, embeddings at 1 and 2 ranks, logits at 1 and 2 ranks) of one trained model."""
     if shutil.which("mpirun") is None:
@@ -282,6 +284,7 @@ def one_and_two_ranks(request, community, tmp_path_factory):
     return model, emb, logits
 
 
+@pytest.mark.slow
 def test_embed_and_predict_agree_at_one_and_two_ranks(one_and_two_ranks):
     """1 and 2 ranks (other parts, other renumbering, other batches) give every node the same
     embedding and logits within float rounding (10^-5 of the largest output, as a value summed

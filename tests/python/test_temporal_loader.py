@@ -162,6 +162,7 @@ def bench(part, *args):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_bench_sample_temporal(temporal, no_node_times, tmp_path):
     # dsp bench sample --temporal samples each batch's seeds at their node times.
     figures = {}

@@ -20,8 +20,11 @@ import dsp
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
-                                reason="torch.distributed with gloo is not available")
+# Multi-process jobs: not in the quick tier; the gate keeps 2 processes, the collectives, a failing
+# rank and the missing-backend refusal, the full tier the rest (scripts/test.sh).
+pytestmark = [pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                                 reason="torch.distributed with gloo is not available"),
+              pytest.mark.slow]
 
 HERE = pathlib.Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1] / "examples"
@@ -55,7 +58,7 @@ def ranks(out_dir, nproc):
 
 
 @needs_mpirun
-@pytest.mark.parametrize("nproc", [1, 2])
+@pytest.mark.parametrize("nproc", [pytest.param(1, marks=pytest.mark.full), 2])
 def test_same_batches_as_mpirun(request, nproc, tmp_path):
     part = request.getfixturevalue(f"cora_p{nproc}")
     (tmp_path / "torchrun").mkdir()
@@ -73,7 +76,7 @@ def test_same_batches_as_mpirun(request, nproc, tmp_path):
         assert g["batches"] == w["batches"]  # seeds, blocks, features, labels of every batch
 
 
-@pytest.mark.parametrize("nproc", [2, 3])
+@pytest.mark.parametrize("nproc", [2, pytest.param(3, marks=pytest.mark.full)])
 def test_every_collective(nproc, tmp_path):
     """One of every op over the torch backend: the closed-form results, and MPI's results and
     byte counters (ccc/communicator.hpp's accounting rules)."""
@@ -104,6 +107,7 @@ def test_every_collective(nproc, tmp_path):
             {k: v for k, v in w.items() if k != "backend"}
 
 
+@pytest.mark.full
 def test_example_same_accuracy_as_mpirun(cora):
     """Same seed, same partition on the fly, same DDP: the same losses and accuracies."""
     epochs = "10"
@@ -139,6 +143,7 @@ def test_failing_rank_ends_the_job(cora_p2, tmp_path):
     assert exit_codes(r.stderr) == {0: 1, 1: 1}, r.stderr
 
 
+@pytest.mark.full
 def test_killed_rank_ends_the_job(cora_p2, tmp_path):
     """Rank 1 is killed (no message left): rank 0's collective fails and it ends the job."""
     r = torchrun(2, SCRIPT, "kill", cora_p2, tmp_path)
@@ -147,6 +152,7 @@ def test_killed_rank_ends_the_job(cora_p2, tmp_path):
     assert exit_codes(r.stderr) == {0: 1, 1: -9}, r.stderr
 
 
+@pytest.mark.full
 def test_stalled_rank_times_out(cora_p2, tmp_path):
     """Rank 1 stops after its first batch: rank 0's op times out (DSP_COMM_TIMEOUT) naming the
     op and the backend, and the job ends long before rank 1 would wake."""
@@ -159,6 +165,7 @@ def test_stalled_rank_times_out(cora_p2, tmp_path):
     assert exit_codes(r.stderr)[0] == 1, r.stderr
 
 
+@pytest.mark.full
 def test_wrong_group_size(cora_p2, tmp_path):
     r = torchrun(1, SCRIPT, "digest", cora_p2, tmp_path)
     assert r.returncode != 0

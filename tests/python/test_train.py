@@ -53,6 +53,7 @@ def test_cli_ships_with_the_package():
     assert os.access(exe, os.X_OK) and dsp._dsp.has_trainer
 
 
+@pytest.mark.slow
 def test_predict_and_embed_with_the_best_model(cora, cora_p1, tmp_path):
     import numpy as np
     ck = tmp_path / "ck"
@@ -112,6 +113,7 @@ def test_eval_max_nodes_keeps_the_same_nodes_at_any_rank_count(cora_p1, cora_p2,
     assert abs(test - 300) <= 4 * (1000 * 0.3 * 0.7) ** 0.5
 
 
+@pytest.mark.slow
 def test_eval_auto_samples_where_full_would_read_more(tmp_path, capsys):
     """--eval auto: full-neighbour evaluation where it reads no more neighbour rows than sampling
     (or fewer than 10M), and the best model tested in full at the end where that reads at most 10

@@ -1,4 +1,4 @@
-// The trainer on the GPU (CUDA build with a CUDA LibTorch; run by scripts/gpu-check.sh):
+// The trainer on the GPU (CUDA build with a CUDA LibTorch; run by scripts/gpu/check.sh):
 // GraphSAGE on Cora trained with device "cuda" reaches the CPU build's accuracy band (the CPU
 // test, tests/train CoraAccuracy, asks a 3-seed mean test accuracy >= 0.78). Skips without a GPU.
 #include <gtest/gtest.h>
@@ -38,7 +38,7 @@ TEST_P(CudaCoraAccuracy, ThreeSeedsReach78PercentOnGpu) {
 }
 
 // Named by model (Models/CudaCoraAccuracy.ThreeSeedsReach78PercentOnGpu/sage), so a filter can
-// pick one (scripts/gpu-check.sh runs sage first).
+// pick one (scripts/gpu/check.sh runs sage first).
 INSTANTIATE_TEST_SUITE_P(Models, CudaCoraAccuracy, ::testing::Values("sage", "gcn", "gat"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 

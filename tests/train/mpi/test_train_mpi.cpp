@@ -443,7 +443,7 @@ TEST(Job, ReadAheadTrainsWhatTheJobWithoutItTrains) {
   if (c.rank() == 0) fs::remove_all(dir);
 }
 
-// The generated temporal community graph of tests/train/test_temporal_train.cpp as a dataset
+// The generated temporal community graph of tests/train/jobs/test_temporal_train.cpp as a dataset
 // directory (rank 0 writes it, the path the same on every rank); `reachable` (every rank's)
 // receives the accuracy its nodes with past edges allow: the bound, the others guessed (1 / C).
 std::string temporal_dataset_dir(double* reachable) {
@@ -476,8 +476,8 @@ std::string temporal_dataset_dir(double* reachable) {
 
 // dsp train --temporal uniform at P ranks: every rank samples its seeds at their node times
 // through the owners of their neighbourhoods (the CSP's times travel beside the tasks), and the
-// model reaches the band the 1-rank job reaches (tests/train/test_temporal_train.cpp: 0.838 of a
-// reachable 0.907, plain sampling 0.390) with the same global batch at every rank count. The
+// model reaches the band the 1-rank job reaches (tests/train/jobs/test_temporal_train.cpp: 0.838
+// of a reachable 0.907, plain sampling 0.390) with the same global batch at every rank count. The
 // job is not P-invariant (each rank's seeds are its part's), so the band is what is compared,
 // and plain sampling's distance below it.
 TEST(Job, TemporalTrainingReachesTheBoundAtAnyRankCount) {
@@ -511,7 +511,7 @@ TEST(Job, TemporalTrainingReachesTheBoundAtAnyRankCount) {
 // dsp train --model rgcn on a heterogeneous partition at P ranks: every rank samples its part's
 // seeds through all relations' owners, loads each featured type's rows through its store and the
 // featureless types' learnable rows through the embedding table, and reaches the band the 1-rank
-// job reaches (tests/train/test_hetero_train.cpp) with the same global batch.
+// job reaches (tests/train/jobs/test_hetero_train.cpp) with the same global batch.
 TEST(Job, HeteroRgcnReachesTheBoundAtAnyRankCount) {
   Communicator& c = *g_comm;
   int64_t pid = ::getpid();

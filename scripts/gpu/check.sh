@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The GPU kit: built and checked here (no GPU), run on a lent GPU machine in one call.
 #
-#   here:    scripts/gpu-check.sh bundle     builds .gpu-kit/ (see below); ~30 min on 2 cores cold
-#            scripts/gpu-check.sh --dry-run  the device path as far as a CPU can run it
-#   device:  run(command="bash scripts/gpu-check.sh run", carry=[".gpu-kit"], timeout_s=600)
-#   device, fallback (a kit that cannot load): "bash scripts/gpu-check.sh build-run" builds on the
+#   here:    scripts/gpu/check.sh bundle     builds .gpu-kit/ (see below); ~30 min on 2 cores cold
+#            scripts/gpu/check.sh --dry-run  the device path as far as a CPU can run it
+#   device:  run(command="bash scripts/gpu/check.sh run", carry=[".gpu-kit"], timeout_s=600)
+#   device, fallback (a kit that cannot load): "bash scripts/gpu/check.sh build-run" builds on the
 #            device from the kit's -dev packages (4-6 min), then runs.
 #
 # .gpu-kit/ (ignored; with the tree under 56 MiB): bin.tar.xz (dsp and the CUDA test binaries,
@@ -26,7 +26,7 @@
 # process loaded came from the kit, torch, CUDA or the C/C++ runtime, that no path of this machine
 # is in a binary, and the size.
 set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 KIT="$here/.gpu-kit"
 KR="${DSP_KIT_ROOT:-/tmp/dsp-kit}"          # where the kit is unpacked
@@ -41,17 +41,17 @@ dev_debs=(libfmt-dev nlohmann-json3-dev libcli11-dev librandom123-dev libgtest-d
           libopenmpi-dev libhwloc-dev libevent-dev zlib1g-dev)
 step="${1:-}"
 
-source "$here/scripts/gpu-kit/common.sh"
+source "$here/scripts/gpu/kit/common.sh"
 
 case "$step" in
-  bundle) source "$here/scripts/gpu-kit/bundle.sh"; bundle ;;
-  run) source "$here/scripts/gpu-kit/run.sh"; run_kit ;;
+  bundle) source "$here/scripts/gpu/kit/bundle.sh"; bundle ;;
+  run) source "$here/scripts/gpu/kit/run.sh"; run_kit ;;
   build-run)
-    source "$here/scripts/gpu-kit/bundle.sh"; source "$here/scripts/gpu-kit/run.sh"
+    source "$here/scripts/gpu/kit/bundle.sh"; source "$here/scripts/gpu/kit/run.sh"
     build_on_device || { table; exit 1; }
     run_kit ;;
-  --dry-run) source "$here/scripts/gpu-kit/dry_run.sh"; dry_run ;;
-  --dry-run-inner) source "$here/scripts/gpu-kit/dry_run.sh"; source "$here/scripts/gpu-kit/run.sh"
+  --dry-run) source "$here/scripts/gpu/kit/dry_run.sh"; dry_run ;;
+  --dry-run-inner) source "$here/scripts/gpu/kit/dry_run.sh"; source "$here/scripts/gpu/kit/run.sh"
     dry_run_inner ;;
-  *) echo "usage: scripts/gpu-check.sh bundle|--dry-run|run|build-run" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu/check.sh bundle|--dry-run|run|build-run" >&2; exit 2 ;;
 esac

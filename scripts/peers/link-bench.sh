@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Link prediction, dsp against DGL 2.1 on this machine, on the same graph files, runs alternating.
-# Not part of CI (the DGL venv: scripts/peer-bench.sh says how to make it).
+# Not part of CI (the DGL venv: scripts/peers/bench.sh says how to make it).
 #
 # The graph: `dsp generate community` with a link split (featureless: both systems learn a
 # 64-column embedding per node), partitioned into 1 and 2 parts (METIS). Each round runs:
 #   dsp  1 rank x 1 thread   dsp train P1 --task link --max-steps S (--pipeline off)
-#   DGL  1 thread            scripts/peerbench/dgl_link.py (as_edge_prediction_sampler, reverse_id
-#                            exclusion, uniform negatives, nn.Embedding(sparse) + SparseAdam)
+#   DGL  1 thread            scripts/peers/peerbench/dgl_link.py (as_edge_prediction_sampler,
+#                            reverse_id exclusion, uniform negatives, nn.Embedding(sparse) +
+#                            SparseAdam)
 #   dsp  2 ranks x 1 thread  mpirun -n 2 dsp train P2 ... (the same batch per rank)
 #   DGL  2 threads
 # all with GraphSAGE-mean over [10,5], hidden 64, batch 1024 positive edges, 1 negative each, dot
@@ -15,10 +16,10 @@
 # Reported: ms per step, sampled edges per second of sampling time, and the estimated epoch
 # (steps of a whole epoch x ms per step).
 #
-# Usage: scripts/peer-link-bench.sh [--nodes N] [--edges M] [--steps S] [--rounds R] [--out DIR]
+# Usage: scripts/peers/link-bench.sh [--nodes N] [--edges M] [--steps S] [--rounds R] [--out DIR]
 # Env: DSP_PEER_VENV (default ~/.cache/dsp/peer-venv), MPIEXEC (default mpirun).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 nodes=1000000 edges=10000000 steps=200 rounds=2 out=out/peer/link
 while (($#)); do
@@ -28,14 +29,14 @@ while (($#)); do
     --steps) steps="$2"; shift ;;
     --rounds) rounds="$2"; shift ;;
     --out) out="$2"; shift ;;
-    *) echo "usage: scripts/peer-link-bench.sh [--nodes N] [--edges M] [--steps S]" \
+    *) echo "usage: scripts/peers/link-bench.sh [--nodes N] [--edges M] [--steps S]" \
          "[--rounds R] [--out DIR]" >&2
        exit 2 ;;
   esac
   shift
 done
 venv="${DSP_PEER_VENV:-$HOME/.cache/dsp/peer-venv}"
-[[ -x "$venv/bin/python" ]] || { echo "no DGL venv at $venv (see scripts/peer-bench.sh)" >&2; exit 1; }
+[[ -x "$venv/bin/python" ]] || { echo "no DGL venv at $venv (see scripts/peers/bench.sh)" >&2; exit 1; }
 mpiexec="${MPIEXEC:-mpirun}"
 dsp=build/tools/dsp
 mkdir -p "$out"
@@ -58,7 +59,7 @@ run_dsp() {  # ranks, json
   "${cmd[@]}" > /dev/null
 }
 run_dgl() {  # threads, json
-  OMP_NUM_THREADS="$1" DGLBACKEND=pytorch "$venv/bin/python" scripts/peerbench/dgl_link.py \
+  OMP_NUM_THREADS="$1" DGLBACKEND=pytorch "$venv/bin/python" scripts/peers/peerbench/dgl_link.py \
     "$data" "$1" "$2" --steps "$steps" --fanouts 10,5 --batch 1024 --hidden 64 > /dev/null 2>&1
 }
 for r in $(seq 1 "$rounds"); do

@@ -4,14 +4,14 @@
 # METIS exploits), an R-MAT graph of the same size (no locality: the worst case for partitioning)
 # and Cora (tests/data/cora). Datasets and partitions are kept under out/bench/<size>/ and reused.
 #
-# Usage: scripts/bench.sh [--quick] [--no-build] [--report-only]
+# Usage: scripts/bench/bench.sh [--quick] [--no-build] [--report-only]
 #   --quick        ~200k-node graphs and fewer batches (a few minutes on 2 cores)
 #   --no-build     use build/tools/dsp as it is
 #   --report-only  rewrite the report from the results of the last run
 # Every comparison (CSP vs pull, policy vs oracle, gather vs memcpy, pipeline on vs off) is made
 # inside one command, so its ratio is measured in one run on one machine state.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 quick=0
 build=1
@@ -21,7 +21,7 @@ for arg in "$@"; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     --report-only) report_only=1 build=0 ;;
-    *) echo "usage: scripts/bench.sh [--quick] [--no-build] [--report-only]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench/bench.sh [--quick] [--no-build] [--report-only]" >&2; exit 2 ;;
   esac
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -54,7 +54,7 @@ res="$out/results"
 mkdir -p "$res"
 log() { echo "bench.sh [$(date +%T)] $*" >&2; }
 report() {
-  "$py" scripts/plot_bench.py "$res" docs/benchmarks.md docs/img
+  "$py" scripts/bench/plot_bench.py "$res" docs/benchmarks.md docs/img
   log "wrote docs/benchmarks.md and docs/img/bench_*.png"
 }
 if ((report_only)); then
@@ -167,7 +167,7 @@ run pipeline_cora_p1 "$dsp" bench pipeline "$out/cora-p1" --model sage --hidden 
   echo "  \"cpu\": \"$(lscpu | sed -n 's/^Model name: *//p' | head -1)\","
   echo "  \"cores\": $(nproc),"
   echo "  \"mem_gib\": $(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo),"
-  echo "  \"command\": \"scripts/bench.sh$( ((quick)) && echo ' --quick')\""
+  echo "  \"command\": \"scripts/bench/bench.sh$( ((quick)) && echo ' --quick')\""
   echo "}"
 } >"$res/meta.json"
 for g in community rmat cora; do cp "$out/$g/dataset.json" "$res/dataset_$g.json"; done

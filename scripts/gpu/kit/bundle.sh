@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# `scripts/gpu-check.sh bundle` (here) and the device's fallback build (sourced by gpu-check.sh).
+# `scripts/gpu/check.sh bundle` (here) and the device's fallback build (sourced by gpu/check.sh).
 
 # The NCCL of torch's wheel: its folder (header and libnccl.so.2 side by side in lib/ in 2.28).
 nccl_of() {  # PYTHON -> "LIBRARY INCLUDE_DIR"
@@ -34,10 +34,10 @@ bundle() {
   DSP_CUDA_BUILD_DIR="${DSP_KIT_BUILD_DIR:-build-kit}"
   # The kit's build: sm_90 only, no RPATH (the device sets the library path), tests/data relative
   # to the repository root, source paths relative in every message (-ffile-prefix-map).
-  [[ -x "$py" ]] || bash scripts/build-cuda.sh --venv-only || return 1
+  [[ -x "$py" ]] || bash scripts/gpu/build-cuda.sh --venv-only || return 1
   read -r lib inc < <(nccl_of "$py") || { echo "bundle: no nvidia-nccl wheel beside $py's torch" >&2; return 1; }
   DSP_CUDA_BUILD_DIR="$DSP_CUDA_BUILD_DIR" DSP_CUDA_ARCHS=90 DSP_CUDA_TARGETS="${bins[*]} _dsp" \
-    bash scripts/build-cuda.sh "-j${DSP_KIT_JOBS:-2}" -DCMAKE_SKIP_RPATH=ON -DDSP_TEST_DATA_DIR=tests/data \
+    bash scripts/gpu/build-cuda.sh "-j${DSP_KIT_JOBS:-2}" -DCMAKE_SKIP_RPATH=ON -DDSP_TEST_DATA_DIR=tests/data \
     -DDSP_WITH_PYTHON=ON -DPython_EXECUTABLE="$py" -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST \
     -DDSP_NCCL_LIBRARY="$lib" -DDSP_NCCL_INCLUDE_DIR="$inc" \
     "-DCMAKE_CXX_FLAGS=-ffile-prefix-map=$here/=" "-DCMAKE_CUDA_FLAGS=-Xcompiler=-ffile-prefix-map=$here/=" ||
@@ -52,7 +52,7 @@ bundle() {
   tar -cJf "$KIT/bin.tar.xz" -C "$stage" . && rm -rf "$stage"
   # The Python extension is compiled on the device for its Python (py_recipe.py).
   stage="$(mktemp -d)"
-  python3 scripts/gpu-kit/py_recipe.py record "$here/$DSP_CUDA_BUILD_DIR" "$here" "$stage" || return 1
+  python3 scripts/gpu/kit/py_recipe.py record "$here/$DSP_CUDA_BUILD_DIR" "$here" "$stage" || return 1
   tar -cJf "$KIT/py.tar.xz" -C "$stage" . && rm -rf "$stage"
   bundle_wheel || return 1
   fetch_debs "$KIT/debs" "${runtime_debs[@]}" && fetch_debs "$KIT/debs-dev" "${dev_debs[@]}" || return 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Heterogeneous neighbour sampling, dsp against DGL 2.1's heterograph NeighborSampler, on the same
-# graph files, runs alternating. Not part of CI (the DGL venv: scripts/peer-bench.sh says how to
+# graph files, runs alternating. Not part of CI (the DGL venv: scripts/peers/bench.sh says how to
 # make it).
 #
 # The graph: `dsp generate hetero`, MAG-shaped (papers with features and labels, authors,
@@ -9,7 +9,7 @@
 # (--fanouts, repeatable; dsp's text: the same count for every relation, or per relation with
 # '*' for the rest), each round r (sampling seed r) runs
 #   dsp  `dsp bench sample P1 --threads 1 --fanouts F --seed r` (one rank, one thread)
-#   DGL  scripts/peerbench/dgl_hetero.py: NeighborSampler.sample_blocks (one thread: DGL's
+#   DGL  scripts/peers/peerbench/dgl_hetero.py: NeighborSampler.sample_blocks (one thread: DGL's
 #        unfused path) and sample_neighbors_fused per layer, the same fanouts as one
 #        {canonical etype: count} dict per layer, one thread
 # with the same batch size and number of timed batches, seeds in batches from a shuffled paper
@@ -18,11 +18,11 @@
 # min(fanout, degree) per (node, relation)), ms per batch and sampled edges/s on one core
 # (medians over rounds), and dsp's rate over each DGL path's.
 #
-# Usage: scripts/peer-hetero-bench.sh [--papers N] [--fanouts F]... [--batch B] [--batches K]
+# Usage: scripts/peers/hetero-bench.sh [--papers N] [--fanouts F]... [--batch B] [--batches K]
 #                                     [--rounds R] [--out DIR]
 # Env: DSP_PEER_VENV (default ~/.cache/dsp/peer-venv), DSP (default build/tools/dsp).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 papers=200000 batch=1024 batches=40 rounds=3
 fanouts=()
@@ -35,7 +35,7 @@ while (($#)); do
     --batches) batches="$2"; shift ;;
     --rounds) rounds="$2"; shift ;;
     --out) out="$2"; shift ;;
-    *) echo "usage: scripts/peer-hetero-bench.sh [--papers N] [--fanouts F]... [--batch B]" \
+    *) echo "usage: scripts/peers/hetero-bench.sh [--papers N] [--fanouts F]... [--batch B]" \
          "[--batches K] [--rounds R] [--out DIR]" >&2
        exit 2 ;;
   esac
@@ -44,7 +44,7 @@ done
 ((${#fanouts[@]})) || fanouts=("10,10" "writes:15,cites:10,*:5;writes:10,cites:5,*:3")
 venv="${DSP_PEER_VENV:-$HOME/.cache/dsp/peer-venv}"
 if [[ ! -x "$venv/bin/python" ]]; then
-  echo "no DGL venv at $venv (see scripts/peer-bench.sh)" >&2
+  echo "no DGL venv at $venv (see scripts/peers/bench.sh)" >&2
   exit 1
 fi
 dsp="${DSP:-build/tools/dsp}"
@@ -74,7 +74,7 @@ for i in "${!fanouts[@]}"; do
       --batch-size "$batch" --batches "$batches" --seed "$r" --json "$res/dsp_f${i}_r$r.json"
     echo "fanouts ${fanouts[$i]}, round $r: DGL" >&2
     OMP_NUM_THREADS=1 DGLBACKEND=pytorch run "dgl_f${i}_r$r" "$venv/bin/python" \
-      scripts/peerbench/dgl_hetero.py "$data" 1 "$res/dgl_f${i}_r$r.json" \
+      scripts/peers/peerbench/dgl_hetero.py "$data" 1 "$res/dgl_f${i}_r$r.json" \
       --fanouts "${fanouts[$i]}" --batch "$batch" --batches "$batches" --seed "$r"
   done
 done

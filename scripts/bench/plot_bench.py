@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes docs/benchmarks.md (tables) and docs/img/bench_*.png (plots) from the JSON that
-scripts/bench.sh collects. Usage: plot_bench.py RESULTS_DIR OUT.md IMG_DIR
+scripts/bench/bench.sh collects. Usage: plot_bench.py RESULTS_DIR OUT.md IMG_DIR
 
 Every table names the machine, date and the command behind its numbers; where two things are
 compared, the ratio comes from one command (one run), never from two runs put side by side.
@@ -508,16 +508,17 @@ def main():
     md.append("## Training curves\n")
     md.append(
         "`dsp train ... --metrics FILE` writes one JSON record per epoch; "
-        "`scripts/plot_metrics.py FILE OUT.png` draws loss and accuracy curves from it.\n"
+        "`scripts/bench/plot_metrics.py FILE OUT.png` draws loss and accuracy curves from it.\n"
     )
-    # scripts/peer-bench.sh owns the section between its markers: keep it.
+    # scripts/peers/bench.sh owns the section between its markers: keep it.
     peer = ""
     if os.path.exists(out_md):
         old = open(out_md).read()
         b, e = old.find("<!-- peer-bench:begin -->"), old.find("<!-- peer-bench:end -->")
         if 0 <= b < e:
             peer = "\n" + old[b:e + len("<!-- peer-bench:end -->")] + "\n"
-    # The "Scale" section is written by scripts/scale.sh (a separate, much longer run): keep it.
+    # The "Scale" section is written by scripts/bench/scale.sh (a separate, much longer run): keep
+    # it.
     if os.path.exists(out_md):
         old = open(out_md).read()
         at = old.find("\n## Scale\n")

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by the GPU kit's steps (sourced by scripts/gpu-check.sh): the summary rows, the deadline,
+# Shared by the GPU kit's steps (sourced by scripts/gpu/check.sh): the summary rows, the deadline,
 # and the kit unpacked and put on the library path exactly as the device will have it.
 
 declare -a rows=()
@@ -35,7 +35,7 @@ table() {
 kit_unpack() {
   local t f
   t=$(date +%s)
-  [[ -d "$KIT/debs" && -f "$KIT/bin.tar.xz" ]] || { row kit FAIL "no $KIT (scripts/gpu-check.sh bundle)"; return 1; }
+  [[ -d "$KIT/debs" && -f "$KIT/bin.tar.xz" ]] || { row kit FAIL "no $KIT (scripts/gpu/check.sh bundle)"; return 1; }
   rm -rf "$KR" && mkdir -p "$KR/root" "$KR/bin"
   for f in "$KIT"/debs/*.deb; do dpkg -x "$f" "$KR/root" || { row kit FAIL "dpkg -x $f"; return 1; }; done
   for f in "$KIT"/debs-dev/*.deb; do dpkg -x "$f" "$KR/root" || { row kit FAIL "dpkg -x $f"; return 1; }; done

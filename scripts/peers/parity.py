@@ -18,7 +18,7 @@ dsp evaluates as its --eval says (default auto: full neighbourhoods where they f
 --dsp-args "--eval full" to evaluate both sides the same way.
 
 Run with the DGL venv's python (docs: /work/shared/peerbench/README.md), e.g.
-  python scripts/parity.py /tmp/cora --models sage,gcn,gat --seeds 0,1,2,3,4 --epochs 100 \
+  python scripts/peers/parity.py /tmp/cora --models sage,gcn,gat --seeds 0,1,2,3,4 --epochs 100 \
       --dsp-args "--eval full" --out cora.json --markdown cora.md
 Prints one line per finished run to stderr; writes every run (curves, seconds) to --out and a
 summary table (mean, sample std, min, max and per-seed test accuracy) to --markdown.

@@ -8,9 +8,9 @@
 # stage times derived from the DSP paper's products figures, compared with its published epoch
 # times (Table 4: 3.11, 1.75, 0.992, 0.613 s).
 #
-# Usage: scripts/project.sh [--batches 3] [--out out/project] [--no-build]
+# Usage: scripts/bench/project.sh [--batches 3] [--out out/project] [--no-build]
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 batches=3 out=out/project build=1
 while (($#)); do
@@ -18,7 +18,7 @@ while (($#)); do
     --batches) batches="$2"; shift ;;
     --out) out="$2"; shift ;;
     --no-build) build=0 ;;
-    *) echo "usage: scripts/project.sh [--batches 3] [--out DIR] [--no-build]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench/project.sh [--batches 3] [--out DIR] [--no-build]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -33,7 +33,7 @@ log() { echo "project.sh [$(date +%T)] $*" >&2; }
 g="$out/products"
 if [[ ! -f "$g/dataset.json" ]]; then
   log "generating the products-sized community graph"
-  # as scripts/bench.sh: 71.1M draws keep about 62M distinct undirected edges
+  # as scripts/bench/bench.sh: 71.1M draws keep about 62M distinct undirected edges
   "$dsp" generate community "$g" --nodes 2449029 --edges 71100000 --communities 1024 \
     --features 100 --classes 47 --train-frac 0.0803 --name products-sized --overwrite
 fi

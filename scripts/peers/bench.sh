@@ -6,18 +6,20 @@
 #  1. DGL venv (torch 2.2.1 + dgl 2.1.0, the newest Linux DGL wheel) in $DSP_PEER_VENV (default
 #     ~/.cache/dsp/peer-venv; keep it out of the repository), created on first use.
 #  2. Graphs under out/peer/<size>/: an R-MAT graph without duplicate edges for sampling
-#     (scripts/peerbench/gen_rmat.py + dedup.py: a dsp dataset and an int64 CSC copy for DGL) and
-#     a community graph (dsp generate community) for end-to-end training.
+#     (scripts/peers/peerbench/gen_rmat.py + dedup.py: a dsp dataset and an int64 CSC copy for
+#     DGL) and a community graph (dsp generate community) for end-to-end training.
 #  3. Sampling: `dsp bench sample` (one part, one thread) against DGL's default and fused
-#     NeighborSampler paths (scripts/peerbench/dgl_sampling.py), uniform [15,10,5], 1024 seeds.
+#     NeighborSampler paths (scripts/peers/peerbench/dgl_sampling.py), uniform [15,10,5], 1024
+#     seeds.
 #  4. End to end: `dsp train` (--pipeline off, then on) against the standard DGL loop
-#     (scripts/peerbench/dgl_train.py: NeighborSampler + DataLoader + 3 x SAGEConv('mean'), Adam),
+#     (scripts/peers/peerbench/dgl_train.py: NeighborSampler + DataLoader + 3 x SAGEConv('mean'),
+#     Adam),
 #     GraphSAGE-mean, hidden 128, [15,10,5], batch 1024, 2 epochs each (the second is timed, the
 #     first's mean loss compares learning per step), on 1 and 2 threads. Then the train step's
 #     breakdown: `dsp bench pipeline` and dgl_train.py --stages.
 #  Every comparison alternates dsp and DGL, --rounds times; the table reports medians.
 #
-# Usage: scripts/peer-bench.sh [--quick] [--rounds N] [--steps N] [--data DIR] [--no-build]
+# Usage: scripts/peers/bench.sh [--quick] [--rounds N] [--steps N] [--data DIR] [--no-build]
 #                              [--report-only]
 #   --quick    R-MAT scale 18 and a 200k-node community graph (default: scale 21, 1M nodes)
 #   --steps N  end to end on the community graph with N x 1024 training seeds (and 1024
@@ -28,7 +30,7 @@
 # Env: DSP_PEER_VENV (the venv), DSP_PEER_THREADS (default "1 2"), DSP_PEER_LOCK (a file each
 # timed phase holds with flock, e.g. the lock concurrent builds on a shared machine take).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 quick=0 rounds=2 build=1 report_only=0 steps=0 data=""
 while (($#)); do
@@ -39,7 +41,7 @@ while (($#)); do
     --data) data="$2"; shift ;;
     --no-build) build=0 ;;
     --report-only) report_only=1 build=0 ;;
-    *) echo "usage: scripts/peer-bench.sh [--quick] [--rounds N] [--steps N] [--data DIR]" \
+    *) echo "usage: scripts/peers/bench.sh [--quick] [--rounds N] [--steps N] [--data DIR]" \
          "[--no-build] [--report-only]" >&2
        exit 2 ;;
   esac
@@ -50,7 +52,7 @@ threads_list=(${DSP_PEER_THREADS:-1 2})
 py=/usr/bin/python3
 [[ -x "$py" ]] || py=python3
 dsp=build/tools/dsp  # relative: the report quotes the commands
-pb=scripts/peerbench
+pb=scripts/peers/peerbench
 if ((quick)); then
   size=quick rmat_scale=18
   comm_args=(--nodes 200000 --edges 5000000 --communities 128)
@@ -62,7 +64,7 @@ else
 fi
 out="out/peer/$size"
 res="$out/results"
-log() { echo "peer-bench.sh [$(date +%T)] $*" >&2; }
+log() { echo "peers/bench.sh [$(date +%T)] $*" >&2; }
 report() {
   "$py" "$pb/report.py" "$res" docs/benchmarks.md
   log "wrote the peer section of docs/benchmarks.md"

@@ -8,7 +8,7 @@
 # against size. Not part of CI: at full size with 128 float16 columns it needs about 60 GB of disk
 # (the dataset 43 GB, a partition 16 GB) and over an hour.
 #
-# Usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300]
+# Usage: scripts/bench/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300]
 #                         [--eval-max-nodes 0] [--cache-ratio 0] [--out out/scale] [--keep]
 #                         [--reuse] [--no-build]
 #   --fractions  which fractions a/b of papers100M to run (default 1/64,1/8; 1/1 is the full size)
@@ -29,11 +29,11 @@
 # The 2-part partition is deleted before the 1-part one is written (disk), unless --keep.
 # Writes the Scale section of docs/benchmarks.md and docs/img/scale.svg in place.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 fractions=1/64,1/8 features=128 budget=4G steps=300 eval_max=0 cache=0 out=out/scale keep=0
 reuse=0 build=1
-usage="usage: scripts/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300] [--eval-max-nodes 0] [--cache-ratio 0] [--out DIR] [--keep] [--reuse] [--no-build]"
+usage="usage: scripts/bench/scale.sh [--fractions 1/64,1/8] [--features 128] [--budget 4G] [--steps 300] [--eval-max-nodes 0] [--cache-ratio 0] [--out DIR] [--keep] [--reuse] [--no-build]"
 while (($#)); do
   case "$1" in
     --fractions) fractions="$2"; shift ;;
@@ -195,7 +195,7 @@ gib = lambda b: f"{b / 2**30:.1f} GiB"
 ph = lambda r, p: f"{r[p][0]:.0f} s / {r[p][1]:.1f}"
 lines = [
     "## Scale", "",
-    f"papers100M-shaped community graphs generated out of core, partitioned, sampled and trained with `dsp train` (`scripts/scale.sh`; machine: {cores} cores, {mem} GiB, shared with other builds; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}). Full size: 111,059,956 nodes, 1,615,685,872 undirected edges drawn (each stored in both directions), 172 classes, papers100M's splits (`--splits papers100m`: 1,207,179 / 125,265 / 214,338 at full size, scaled); {features} float16 feature columns. Each phase: wall time (s) / peak RSS (GiB) from `/usr/bin/time -v` (under mpirun: the largest rank's). Generation: `--memory-budget {budget} --out-of-core`. Partitions: `--method bfs-blocks --cache-policy none --feature-storage reference` (the ranks read the dataset's features through the id map: no second copy on disk). Sampling: `dsp bench sample`, 1 thread per rank, fanouts [15,10,5], 1024 seeds per rank and batch, 50 batches (M edges/s: all ranks). Training: `dsp train PARTITION --epochs 1 --fanouts 15,10,5 --batch-size 1024 --hidden 256` (GraphSAGE, Adam) with the `--max-steps`, `--eval-max-nodes` and `--cache-ratio` (with `--cache-policy in-degree`; none shown: no cache) each row shows, then validation and test as `--eval auto` chooses; ms per step, the evaluation's seconds and the test accuracy from its --metrics record.", "",
+    f"papers100M-shaped community graphs generated out of core, partitioned, sampled and trained with `dsp train` (`scripts/bench/scale.sh`; machine: {cores} cores, {mem} GiB, shared with other builds; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, commit {commit}). Full size: 111,059,956 nodes, 1,615,685,872 undirected edges drawn (each stored in both directions), 172 classes, papers100M's splits (`--splits papers100m`: 1,207,179 / 125,265 / 214,338 at full size, scaled); {features} float16 feature columns. Each phase: wall time (s) / peak RSS (GiB) from `/usr/bin/time -v` (under mpirun: the largest rank's). Generation: `--memory-budget {budget} --out-of-core`. Partitions: `--method bfs-blocks --cache-policy none --feature-storage reference` (the ranks read the dataset's features through the id map: no second copy on disk). Sampling: `dsp bench sample`, 1 thread per rank, fanouts [15,10,5], 1024 seeds per rank and batch, 50 batches (M edges/s: all ranks). Training: `dsp train PARTITION --epochs 1 --fanouts 15,10,5 --batch-size 1024 --hidden 256` (GraphSAGE, Adam) with the `--max-steps`, `--eval-max-nodes` and `--cache-ratio` (with `--cache-policy in-degree`; none shown: no cache) each row shows, then validation and test as `--eval auto` chooses; ms per step, the evaluation's seconds and the test accuracy from its --metrics record.", "",
     "| size | nodes | stored entries | dataset | partition -p 2 | partition -p 1 | sort |", "|---|---|---|---|---|---|---|"]
 for r in rows:
     lines.append(f"| {r['size']} | {r['nodes']:,} | {r['entries']:,} | {gib(r['disk'])} | {gib(r['pdisk2'])} | {gib(r['pdisk1'])} | {r['runs']} |")

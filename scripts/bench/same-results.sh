@@ -3,10 +3,11 @@
 # graph, partitions both by METIS and by PaGraph, trains GraphSAGE, GCN and GAT on Cora and
 # GraphSAGE on the community graph with 2 ranks, and one job that partitions on the fly with a
 # cache override and a FIFO level; then compares every file (.npy byte for byte, JSON without its
-# timings). Usage: scripts/same-results.sh OLD_DSP NEW_DSP [WORKDIR]  (exit 1 when any differs).
+# timings).
+# Usage: scripts/bench/same-results.sh OLD_DSP NEW_DSP [WORKDIR]  (exit 1 when any differs).
 set -euo pipefail
 old=$1 new=$2 work=${3:-$(mktemp -d)}
-cora=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/datasets/cora/raw
+cora=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/../shared/datasets/cora/raw
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 run() {  # BINARY OUT

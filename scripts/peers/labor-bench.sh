@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # LABOR against neighbour sampling, dsp against DGL 2.1, on the same graph files, runs alternating.
-# Not part of CI (the DGL venv: scripts/peer-bench.sh says how to make it).
+# Not part of CI (the DGL venv: scripts/peers/bench.sh says how to make it).
 #
 # The graph: `dsp generate community` (power-law degrees, so many nodes have more neighbours than
 # the fanout and LABOR has something to share), one part. Each round r (sampling seed r) runs
 #   dsp  `dsp bench sample P1 --sampler neighbor | labor [--labor-importance 1]
 #        [--labor-layer-dependency]`, one rank, one thread
-#   DGL  scripts/peerbench/dgl_labor.py: NeighborSampler and LaborSampler(importance_sampling
+#   DGL  scripts/peers/peerbench/dgl_labor.py: NeighborSampler and LaborSampler(importance_sampling
 #        0 | 1, layer_dependency off | on), one thread
 # with the same fanouts, batch size and number of timed batches, seeds in batches from a shuffled
 # train_idx (each system its own shuffle: the same distribution of seed sets). Reported per
@@ -17,11 +17,11 @@
 # times medians. Counts repeat exactly for the same seeds; times on a shared machine do not, so
 # compare times within a system (LABOR against neighbour sampling in the same round).
 #
-# Usage: scripts/peer-labor-bench.sh [--nodes N] [--edges M] [--features F] [--fanouts LIST]
+# Usage: scripts/peers/labor-bench.sh [--nodes N] [--edges M] [--features F] [--fanouts LIST]
 #                                    [--batch B] [--batches K] [--rounds R] [--out DIR]
 # Env: DSP_PEER_VENV (default ~/.cache/dsp/peer-venv), DSP (default build/tools/dsp).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 nodes=200000 edges=2000000 features=64 fanouts=10,10,10 batch=1024 batches=40 rounds=2
 out=out/peer/labor
@@ -35,7 +35,7 @@ while (($#)); do
     --batches) batches="$2"; shift ;;
     --rounds) rounds="$2"; shift ;;
     --out) out="$2"; shift ;;
-    *) echo "usage: scripts/peer-labor-bench.sh [--nodes N] [--edges M] [--features F]" \
+    *) echo "usage: scripts/peers/labor-bench.sh [--nodes N] [--edges M] [--features F]" \
          "[--fanouts LIST] [--batch B] [--batches K] [--rounds R] [--out DIR]" >&2
        exit 2 ;;
   esac
@@ -43,7 +43,7 @@ while (($#)); do
 done
 venv="${DSP_PEER_VENV:-$HOME/.cache/dsp/peer-venv}"
 if [[ ! -x "$venv/bin/python" ]]; then
-  echo "no DGL venv at $venv (see scripts/peer-bench.sh)" >&2
+  echo "no DGL venv at $venv (see scripts/peers/bench.sh)" >&2
   exit 1
 fi
 dsp="${DSP:-build/tools/dsp}"
@@ -82,7 +82,7 @@ for r in $(seq 1 "$rounds"); do
   done
   echo "round $r: DGL" >&2
   OMP_NUM_THREADS=1 DGLBACKEND=pytorch run "dgl_r$r" "$venv/bin/python" \
-    scripts/peerbench/dgl_labor.py "$data" 1 "$res/dgl_r$r.json" --fanouts "$fanouts" \
+    scripts/peers/peerbench/dgl_labor.py "$data" 1 "$res/dgl_r$r.json" --fanouts "$fanouts" \
     --batch "$batch" --batches "$batches" --seed "$r" --configs "$(IFS=,; echo "${configs[*]}")"
 done
 /usr/bin/python3 - "$res" "$rounds" "$data" "${configs[@]}" <<'EOF'

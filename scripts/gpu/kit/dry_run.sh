@@ -1,13 +1,13 @@
 # shellcheck shell=bash
-# `scripts/gpu-check.sh --dry-run` (sourced by gpu-check.sh): the device path as far as a CPU can
+# `scripts/gpu/check.sh --dry-run` (sourced by gpu/check.sh): the device path as far as a CPU can
 # run it, in a mount namespace that hides what the device image does not have.
 
 dry_run() {
-  [[ $(id -u) -eq 0 ]] || { echo "gpu-check --dry-run: needs root (a private mount namespace)" >&2; exit 1; }
-  [[ -f "$KIT/bin.tar.xz" ]] || { echo "gpu-check --dry-run: no $KIT (scripts/gpu-check.sh bundle)" >&2; exit 1; }
+  [[ $(id -u) -eq 0 ]] || { echo "gpu/check.sh --dry-run: needs root (a private mount namespace)" >&2; exit 1; }
+  [[ -f "$KIT/bin.tar.xz" ]] || { echo "gpu/check.sh --dry-run: no $KIT (scripts/gpu/check.sh bundle)" >&2; exit 1; }
   export DSP_GPU_PYTHON="${DSP_GPU_PYTHON:-$here/.venv-cuda/bin/python}"
-  [[ -x "$DSP_GPU_PYTHON" ]] || { echo "gpu-check --dry-run: no $DSP_GPU_PYTHON (scripts/build-cuda.sh --venv-only)" >&2; exit 1; }
-  exec unshare --mount --propagation private bash "$here/scripts/gpu-check.sh" --dry-run-inner
+  [[ -x "$DSP_GPU_PYTHON" ]] || { echo "gpu/check.sh --dry-run: no $DSP_GPU_PYTHON (scripts/gpu/build-cuda.sh --venv-only)" >&2; exit 1; }
+  exec unshare --mount --propagation private bash "$here/scripts/gpu/check.sh" --dry-run-inner
 }
 
 # What the device image lacks and this machine has: the system's OpenMPI, PMIx and hwloc plugins
@@ -75,7 +75,7 @@ dry_checks() {
   for b in "$KR"/bin/*; do grep -q -F "$here" "$b" && hits+=" $(basename "$b")"; done
   if [[ -n "$hits" ]]; then row "no path of this machine in binaries" FAIL "$here in:$hits"; status=1
   else row "no path of this machine in binaries" ok "$here absent"; fi
-  source "$here/scripts/gpu-kit/bundle.sh"
+  source "$here/scripts/gpu/kit/bundle.sh"
   fallback_configure_check
   mb=$(carried_mb)
   if ((mb <= MAX_KIT_MB)); then row "tree + kit carried" ok "$mb MiB (limit $MAX_KIT_MB)"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# `scripts/gpu-check.sh run` (sourced by gpu-check.sh): the kit's one call on the device. Also run
+# `scripts/gpu/check.sh run` (sourced by gpu/check.sh): the kit's one call on the device. Also run
 # by `--dry-run` here with DSP_KIT_DRY=1 (DRY), where a step that needs a GPU must report "no GPU".
 
 gtest_counts() {  # LOG -> "<passed> <failed> <skipped>", summed over a (multi-rank) gtest log
@@ -210,11 +210,11 @@ hetero_steps() {
 python_steps() {
   local dev=cuda work
   ((DRY)) && dev=cpu
-  cmd_step "python extension for $PY" py_build.log 150 "$PY" scripts/gpu-kit/py_recipe.py build \
+  cmd_step "python extension for $PY" py_build.log 150 "$PY" scripts/gpu/kit/py_recipe.py build \
     "$KR/py" "$KR/root" "$KR/bin/dsp" "$KR/pyout" || return
   row "python extension for $PY" ok "$(tail -1 "$LOGS/py_build.log")"
   work="$(mktemp -d)"
-  cmd_step "dsp.Loader(device=\"$dev\")" loader.log 120 "$PY" scripts/gpu-kit/loader_check.py \
+  cmd_step "dsp.Loader(device=\"$dev\")" loader.log 120 "$PY" scripts/gpu/kit/loader_check.py \
     "$KR/pyout" tests/data/cora "$work" $dev && row "dsp.Loader(device=\"$dev\")" ok "$(tail -1 "$LOGS/loader.log")"
   rm -rf "$work"
   wheel_step "$dev"
@@ -232,7 +232,7 @@ wheel_step() {
   cmd_step "pip install $(basename "${whl[0]}")" wheel_install.log 120 "$PY" -m pip install --no-deps \
     --no-index --target "$KR/pywheel" "${whl[0]}" || return
   work="$(mktemp -d)"
-  cmd_step "dsp.Loader(device=\"$1\") from the wheel" wheel_loader.log 120 "$PY" scripts/gpu-kit/loader_check.py \
+  cmd_step "dsp.Loader(device=\"$1\") from the wheel" wheel_loader.log 120 "$PY" scripts/gpu/kit/loader_check.py \
     "$KR/pywheel" tests/data/cora "$work" "$1" &&
     row "dsp.Loader(device=\"$1\") from the wheel" ok "$(tail -1 "$LOGS/wheel_loader.log")"
   rm -rf "$work"

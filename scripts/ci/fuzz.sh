@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang 14, ASan + UBSan) into build-fuzz/ and runs each for the given
 # number of seconds, two at a time. Exits non-zero on any crash, leak or sanitizer report.
-# Usage: scripts/fuzz.sh [SECONDS=20] [TARGET...]
+# Usage: scripts/ci/fuzz.sh [SECONDS=20] [TARGET...]
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 secs="${1:-20}"; shift || true
 targets=("$@")

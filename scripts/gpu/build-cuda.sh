@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full CUDA build (DSP_WITH_CUDA=ON, kernels for sm_80 + sm_90, the trainer against a CUDA
 # LibTorch) on a machine without a GPU: everything compiles and links here, so a GPU lease is spent
-# running (scripts/gpu-check.sh), not building.
+# running (scripts/gpu/check.sh), not building.
 #
 # LibTorch: PyPI's torch==2.11.0 (the cu130 build, the device image's version, ~5 GB with its
 # nvidia-* CUDA libraries) in a venv in .venv-cuda/ (ignored), created on first use and reused.
@@ -10,12 +10,12 @@
 # Prerequisites: the Debian packages of scripts/setup.sh --deps-only, the CUDA toolkit (nvcc, CUB,
 # NCCL) under /usr/local/cuda (CUDA_HOME overrides) and python3 with venv (Debian: python3-venv).
 #
-# Usage: scripts/build-cuda.sh [-jN] [extra cmake args...]   (default -j1: a shared 2-core box)
-#        scripts/build-cuda.sh --venv-only                  (only the torch venv)
+# Usage: scripts/gpu/build-cuda.sh [-jN] [extra cmake args...]   (default -j1: a shared 2-core box)
+#        scripts/gpu/build-cuda.sh --venv-only                  (only the torch venv)
 # Env: DSP_CUDA_BUILD_DIR (default build-cuda), DSP_CUDA_ARCHS (default "80;90"), DSP_CUDA_TARGETS
 # (space-separated targets to build; default all).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 jobs=1
 if [[ "${1:-}" == -j* ]]; then jobs="${1#-j}"; shift; fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the dsp-vs-DGL section of docs/benchmarks.md from scripts/peer-bench.sh's results.
+"""Writes the dsp-vs-DGL section of docs/benchmarks.md from scripts/peers/bench.sh's results.
 
 Usage: report.py RESULTS_DIR BENCHMARKS_MD
 The section sits between the peer-bench markers; it replaces an earlier one, or is appended.
@@ -85,7 +85,8 @@ def bound(res, md, dsp, d_eps, d_epb):
               f"frontier nodes, so at least {reads:.2f} random reads per sampled edge (the node's "
               "indptr pair, then its neighbour list: two dependent misses per node; the relabel "
               "table and the batch's own arrays stay in the caches). A dependent chain of loads "
-              f"over 1 GiB (scripts/peerbench/pointer_chase.c) takes {lat['ns_per_load_4k']:.0f} "
+              "over 1 GiB (scripts/peers/peerbench/pointer_chase.c) takes "
+              f"{lat['ns_per_load_4k']:.0f} "
               f"ns per load on 4 KiB pages and {ns:.0f} ns on huge pages: one miss at a time, one "
               f"core would sample at most {serial / 1e6:.1f} M edges/s. dsp runs at "
               f"{d_eps / serial:.1f}x that (its prefetches keep about that many misses in "
@@ -192,7 +193,7 @@ def step(res, md):
 def main():
     res, out_md = sys.argv[1], sys.argv[2]
     meta = load(os.path.join(res, "meta.json"))
-    md = [BEGIN, "## dsp vs DGL on one machine (scripts/peer-bench.sh)\n"]
+    md = [BEGIN, "## dsp vs DGL on one machine (scripts/peers/bench.sh)\n"]
     md.append(f"Machine: {meta['cpu']}, {meta['cores']} cores, {meta['mem_gib']} GiB, shared "
               f"with other work (runs alternate dsp / DGL, {meta['rounds']} rounds, medians). "
               f"Date: {meta['date']}, commit {meta['commit']}, `{meta['size']}` sizes. dsp: "
