@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages of dsp's stack (idempotent), then configures and builds into build/.
 # Usage: scripts/setup.sh [--deps-only | --target T] [extra cmake args...]
-#   --target T  builds only T and what it needs (scripts/demo.sh: the CLI, `dsp`), not the tests
+#   --target T  builds only T and what it needs (scripts/demo.sh: the CLI, `dsp`): installs only the
+#               packages that build it (not the test stack: GoogleTest, clang, pybind11, pytest)
+#               and, in a new build/, configures without the tests
 # Quiet unless something fails: the full log of each step is printed only on failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,15 +12,19 @@ targets=()
 if [[ "${1:-}" == "--deps-only" ]]; then deps_only=1; shift; fi
 if [[ "${1:-}" == "--target" ]]; then targets=(--target "$2"); shift 2; fi
 
-pkgs=(
+pkgs=(  # what builds the library and the CLI
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev python3-torch python3-numpy python3-pytest python3-matplotlib libopenblas0-pthread
+  libtorch-dev python3-torch python3-numpy python3-matplotlib libopenblas0-pthread
   libopenmpi-dev openmpi-bin
   libmetis-dev libhwloc-dev libfmt-dev
-  libgtest-dev libgmock-dev librandom123-dev libcli11-dev nlohmann-json3-dev
-  pybind11-dev python3-dev python3-venv python3-pip zlib1g-dev
+  librandom123-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+)
+test_pkgs=(  # the tests, the Python module, the fuzz and sanitizer builds
+  python3-pytest libgtest-dev libgmock-dev
+  pybind11-dev python3-dev python3-venv python3-pip
   clang-14 libclang-rt-14-dev libomp-14-dev
 )
+((${#targets[@]})) || pkgs+=("${test_pkgs[@]}")
 
 run_quiet() {  # run a command, show its log only if it fails
   local log; log="$(mktemp)"
@@ -49,6 +55,8 @@ fi
 
 cd "$here"
 echo "setup.sh: configuring and building into build/ ..."
-run_quiet cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+configure=()
+if ((${#targets[@]})) && [[ ! -f build/CMakeCache.txt ]]; then configure=(-DDSP_BUILD_TESTS=OFF); fi
+run_quiet cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${configure[@]}" "$@"
 run_quiet cmake --build build -j "$(nproc)" "${targets[@]}"
 echo "setup.sh: done (binary: build/tools/dsp)"

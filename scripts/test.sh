@@ -68,7 +68,10 @@ if [[ -z "$cuda" ]]; then
   if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then cuda=ON; fi
   [[ $cuda == OFF ]] && echo "test.sh: nvcc not found: the CUDA sources are not compiled in this run"
 fi
-stage "setup (apt + build)" bash scripts/setup.sh -DDSP_WITH_CUDA="$cuda" -DDSP_BUILD_TESTS=ON
+# Tests and the Python module asked for by name: a build/ that scripts/demo.sh configured first
+# has neither.
+stage "setup (apt + build)" bash scripts/setup.sh -DDSP_WITH_CUDA="$cuda" -DDSP_BUILD_TESTS=ON \
+  -DDSP_WITH_PYTHON=ON
 rm -rf "$reports" && mkdir -p "$reports"
 labels='^(quick|gate|cuda)$'
 [[ $tier == full ]] && labels='.'

@@ -25,7 +25,7 @@ sklearn="${DSP_SKLEARN:-scikit-learn==1.3.2}"
 tools=build/python-tools       # kept: a venv with scikit-build-core, to build without isolation
 wheels=build/python-wheelhouse
 key="$(printf '%s\n' "$("$py" -c 'import sys; print(sys.version)')" "$py" "$pyg" "$sklearn" | sha256sum | cut -c1-16)"
-venv="${DSP_TEST_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/dsp/test-venvs}/$key"
+venv="$(realpath -m "${DSP_TEST_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/dsp/test-venvs}/$key")"
 
 run_quiet() {  # run a command, show its log only if it fails
   local log; log="$(mktemp)"
@@ -80,5 +80,5 @@ echo "test-python.sh: pytest on the installed package"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-DSP_TEST_INSTALLED=1 "$here/$venv/bin/python" -m pytest -q -p no:cacheprovider -rs \
+DSP_TEST_INSTALLED=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs \
   "$here/tests/python" "$@"
