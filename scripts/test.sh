@@ -56,6 +56,8 @@ if [[ $tier == quick ]]; then
   stage "ctest (quick)" run_ctest -L '^quick$'
   if grep -q '^DSP_WITH_PYTHON:BOOL=ON' build/CMakeCache.txt; then
     stage "pytest (not slow)" run_pytest_build -m "not slow and not full"
+  else
+    echo "test.sh: python module not configured (DSP_WITH_PYTHON=OFF): pytest skipped"
   fi
   echo "test.sh: the quick tier passed"
   exit 0
