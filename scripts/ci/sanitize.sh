@@ -10,7 +10,8 @@
 #     without sanitizers; LibTorch itself is not instrumented), every test of the build.
 # Leak checking is off: OpenMPI's own allocations are reported as leaks.
 # -O1 -g1 (ASan's recommended level, line tables for the reports): half the compile time of -O2 -g;
-# the test sources at -O0 (tests/CMakeLists.txt, DSP_TEST_OPTIMIZE).
+# the test sources at -O0 (tests/CMakeLists.txt, DSP_TEST_OPTIMIZE). One source at a time
+# (DSP_UNITY_BUILD=OFF): the one build that shows a source missing an include of its own.
 # Usage: scripts/ci/sanitize.sh [--scope io|all] [ctest args...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -30,7 +31,7 @@ case "$scope" in
 esac
 log="$(mktemp)"
 if ! { cmake -S . -B build-asan -G Ninja -DDSP_SANITIZE=ON -DDSP_WITH_CUDA=OFF -DDSP_WITH_TRAIN=OFF \
-         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DDSP_UNITY_BUILD=OFF \
          -DDSP_TEST_OPTIMIZE=-O0 "${extra[@]}" &&
        cmake --build build-asan -j "$(nproc)" "${targets[@]}"; } >"$log" 2>&1; then
   echo "sanitize.sh: build failed:" >&2; tail -n 60 "$log" >&2; exit 1

@@ -14,44 +14,45 @@
 namespace dsp {
 namespace {
 
-using Opts = CacheBenchOptions;
+using CacheOpts = CacheBenchOptions;
 using json = nlohmann::json;
 
 // clang-format off
-#define DSP_FIELD(member) [](Opts& c) -> auto& { return c.member; }
+#define DSP_FIELD(member) [](CacheOpts& c) -> auto& { return c.member; }
 // clang-format on
 
 template <class Get>
-Option<Opts> value(std::string flag, std::string key, std::string help, Get get) {
-  return options::value<Opts>(std::move(flag), std::move(key), std::move(help), get);
+Option<CacheOpts> cache_value(std::string flag, std::string key, std::string help, Get get) {
+  return options::value<CacheOpts>(std::move(flag), std::move(key), std::move(help), get);
 }
 
-OptionTable<Opts> all_options() {
+OptionTable<CacheOpts> cache_options_table() {
   return {
-      value("--ratios", "ratios", "cached share of the nodes (default 0.05,0.1,0.2)",
+      cache_value("--ratios", "ratios", "cached share of the nodes (default 0.05,0.1,0.2)",
             DSP_FIELD(ratios)),
-      value("--policies", "policies",
+      cache_value("--policies", "policies",
             "static policies to score (default in-degree,out-degree,presample,random); BGL's "
             "dynamic FIFO is always replayed too",
             DSP_FIELD(policies)),
-      value("--batches", "batches", "batches in the trace (default 50)", DSP_FIELD(batches)),
-      value("--fanouts", "fanouts", "fanouts from the seeds out (default 15,10,5)",
+      cache_value("--batches", "batches", "batches in the trace (default 50)", DSP_FIELD(batches)),
+      cache_value("--fanouts", "fanouts", "fanouts from the seeds out (default 15,10,5)",
             DSP_FIELD(fanouts)),
-      value("--batch-size", "batch_size", "seeds per batch (default 1024)", DSP_FIELD(batch_size)),
-      value("--presample-epochs", "presample_epochs",
+      cache_value("--batch-size", "batch_size", "seeds per batch (default 1024)", DSP_FIELD(batch_size)),
+      cache_value("--presample-epochs", "presample_epochs",
             "K of PreSC#K, or a list (1,2,4: one presample#K policy each; default 1)",
             DSP_FIELD(presample_epochs)),
-      value("--orders", "orders",
+      cache_value("--orders", "orders",
             "seed orders to record a trace for: random (default), bfs, or random,bfs",
             DSP_FIELD(orders)),
-      value("--bfs-sequences", "bfs_sequences",
+      cache_value("--bfs-sequences", "bfs_sequences",
             "order bfs: BFS sequences interleaved per epoch (default 4)", DSP_FIELD(bfs_sequences)),
-      value("--threads", "threads", "OpenMP threads (default 1)", DSP_FIELD(threads)),
-      value("--seed", "seed", "seed of the trace (presampling and random use others)",
+      cache_value("--threads", "threads", "OpenMP threads (default 1)", DSP_FIELD(threads)),
+      cache_value("--seed", "seed", "seed of the trace (presampling and random use others)",
             DSP_FIELD(seed)),
-      value("--json", "json", "write the figures to this file", DSP_FIELD(json)),
+      cache_value("--json", "json", "write the figures to this file", DSP_FIELD(json)),
   };
 }
+#undef DSP_FIELD
 
 // Hits of a cache per ratio and their share of the oracle's.
 struct Hits {
@@ -83,7 +84,7 @@ json reuse_windows(const CacheTrace& t, const std::vector<ScoredPolicy>& scored,
 }  // namespace
 
 const OptionTable<CacheBenchOptions>& cache_bench_options() {
-  static const OptionTable<Opts> table = all_options();
+  static const OptionTable<CacheOpts> table = cache_options_table();
   return table;
 }
 

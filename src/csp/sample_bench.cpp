@@ -48,6 +48,7 @@ OptionTable<Opts> all_options() {
   }
   return t;
 }
+#undef DSP_FIELD
 
 // Batch b of the shuffled seeds: bs seeds from (b * bs) mod n on, wrapping around.
 std::vector<int64_t> batch_seeds(const std::vector<int64_t>& seeds, int64_t bs, int64_t b) {

@@ -17,11 +17,13 @@
 namespace dsp {
 namespace {
 
-// Keys are rng_key(seed, kDomain, purpose): no stream is shared with the homogeneous generators
+// Keys are rng_key(seed, kHeteroDomain, purpose): no stream is shared with the homogeneous generators
 // or with sampling.
-constexpr uint64_t kDomain = 0x686574657267656eULL;  // "hetergen"
-enum Purpose : uint64_t { kCommunities = 1, kEdges, kCentroids, kFeatures, kLabels, kSplits };
-uint64_t key_for(uint64_t seed, Purpose p) { return rng_key(seed, kDomain, p); }
+constexpr uint64_t kHeteroDomain = 0x686574657267656eULL;  // "hetergen"
+enum class HeteroKey : uint64_t { kCommunities = 1, kEdges, kCentroids, kFeatures, kLabels, kSplits };
+uint64_t key_for(uint64_t seed, HeteroKey p) {
+  return rng_key(seed, kHeteroDomain, static_cast<uint64_t>(p));
+}
 
 constexpr int64_t kGrain = int64_t{1} << 12;
 
@@ -104,7 +106,7 @@ struct HeteroModel {
 HeteroModel hetero_model(const HeteroGenOptions& o) {
   HeteroModel m;
   m.count = {o.authors, o.fields, o.institutions, o.papers};
-  const uint64_t key = key_for(o.seed, kCommunities);
+  const uint64_t key = key_for(o.seed, HeteroKey::kCommunities);
   for (int t = 0; t < kTypes; ++t) {
     std::vector<int32_t>& comm = m.comm[t];
     comm.resize(static_cast<size_t>(m.count[t]));
@@ -125,7 +127,7 @@ Csr draw_relation(const HeteroGenOptions& o, const HeteroModel& m, int r) {
   const int64_t k = o.*spec.per, n = m.count[spec.from];
   const Type other = spec.from == spec.src ? spec.dst : spec.src;
   std::vector<int64_t> src(static_cast<size_t>(n * k)), dst(static_cast<size_t>(n * k));
-  const uint64_t key = key_for(o.seed, kEdges);
+  const uint64_t key = key_for(o.seed, HeteroKey::kEdges);
   parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
     for (int64_t v = b; v < e; ++v) {
       RngStream s(key, static_cast<uint64_t>(v), static_cast<uint32_t>(r));
@@ -158,7 +160,7 @@ double share_inside(const Csr& g, const std::vector<int32_t>& src_comm,
 std::vector<float> class_centroids(const HeteroGenOptions& o) {
   std::vector<float> mu(static_cast<size_t>(o.classes * o.feature_dim));
   for (int64_t c = 0; c < o.classes; ++c) {
-    RngStream s(key_for(o.seed, kCentroids), static_cast<uint64_t>(c));
+    RngStream s(key_for(o.seed, HeteroKey::kCentroids), static_cast<uint64_t>(c));
     detail::normals(s, mu.data() + c * o.feature_dim, o.feature_dim);
   }
   return mu;
@@ -172,7 +174,7 @@ Array paper_features(const HeteroGenOptions& o, const HeteroModel& m,
   const auto noise = static_cast<float>(o.feature_noise);
   parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
     for (int64_t v = b; v < e; ++v) {
-      RngStream s(key_for(o.seed, kFeatures), static_cast<uint64_t>(v));
+      RngStream s(key_for(o.seed, HeteroKey::kFeatures), static_cast<uint64_t>(v));
       float* row = x + v * dim;
       const float* c = mu.data() + m.comm[kPaper][v] * dim;
       detail::normals(s, row, dim);
@@ -187,7 +189,7 @@ Array paper_labels(const HeteroGenOptions& o, const HeteroModel& m) {
   int64_t* y = out.mutable_data<int64_t>();
   parallel_for(0, o.papers, kGrain, [&](int64_t b, int64_t e) {
     for (int64_t v = b; v < e; ++v) {
-      RngStream s(key_for(o.seed, kLabels), static_cast<uint64_t>(v));
+      RngStream s(key_for(o.seed, HeteroKey::kLabels), static_cast<uint64_t>(v));
       y[v] = m.comm[kPaper][v];
       if (s.uniform01() < o.label_noise) y[v] = static_cast<int64_t>(s.uniform_int(o.classes));
     }
@@ -233,7 +235,7 @@ void make_splits(HeteroDataset& ds, const HeteroGenOptions& o) {
   const detail::SplitSizes sizes =
       detail::split_sizes(o.papers, o.train_frac, o.valid_frac, o.test_frac);
   std::vector<std::vector<int64_t>> ids =
-      detail::split_ids(o.papers, sizes, key_for(o.seed, kSplits));
+      detail::split_ids(o.papers, sizes, key_for(o.seed, HeteroKey::kSplits));
   ds.train_idx = Array::from_vector(std::move(ids[0]));
   ds.valid_idx = Array::from_vector(std::move(ids[1]));
   ds.test_idx = Array::from_vector(std::move(ids[2]));

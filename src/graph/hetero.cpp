@@ -248,7 +248,7 @@ struct SplitFile {
   const char* file;
   const char* key;
 };
-constexpr SplitFile kSplits[] = {{&HeteroDataset::train_idx, "train_idx.npy", "num_train"},
+constexpr SplitFile kSplitFiles[] = {{&HeteroDataset::train_idx, "train_idx.npy", "num_train"},
                                  {&HeteroDataset::valid_idx, "valid_idx.npy", "num_valid"},
                                  {&HeteroDataset::test_idx, "test_idx.npy", "num_test"}};
 
@@ -329,7 +329,7 @@ void check_label_shapes(const HeteroDataset& ds, const HeteroSchema& s, const st
         "{}: expected int64[{}] (one per {} id), got {}", f, n, s.target_type,
         ds.labels.describe());
   }
-  for (const SplitFile& sf : kSplits) {
+  for (const SplitFile& sf : kSplitFiles) {
     const Array& a = ds.*sf.array;
     if (!a.defined()) continue;
     const std::string file = join(what, sf.file);
@@ -403,7 +403,7 @@ void validate_hetero_dataset(const HeteroDataset& ds, const std::string& what) {
     }
   }
   if (ds.labels.defined()) check_labels(ds.labels, s.num_classes, join(what, "labels.npy"));
-  for (const SplitFile& sf : kSplits) {
+  for (const SplitFile& sf : kSplitFiles) {
     const Array& a = ds.*sf.array;
     if (a.defined()) {
       check_split_ids(a, s.node_types[s.target].count, s.target_type, join(what, sf.file));
@@ -430,7 +430,7 @@ json hetero_json(const HeteroDataset& ds) {
   json j = {{"format_version", kDatasetFormatVersion},
             {"name", ds.name},
             {"hetero", ds.schema.to_json()}};
-  for (const SplitFile& sf : kSplits) {
+  for (const SplitFile& sf : kSplitFiles) {
     const Array& a = ds.*sf.array;
     j[sf.key] = a.defined() ? a.dim(0) : 0;
   }
@@ -465,7 +465,7 @@ void load_hetero_arrays(HeteroDataset& ds, const json& j, const std::string& dir
   }
   if (s.num_classes > 0) ds.labels = load_npy(required(join(dir, "labels.npy")), mmap);
   const std::string json_path = join(dir, "dataset.json");
-  for (const SplitFile& sf : kSplits) {
+  for (const SplitFile& sf : kSplitFiles) {
     const int64_t count = int_field(j, sf.key, json_path, 0);
     if (count == 0) continue;
     const std::string f = required(join(dir, sf.file));
@@ -540,7 +540,7 @@ void write_hetero_dataset(const HeteroDataset& ds, const std::string& dir, bool 
     save_npy(indices_file(tmp, rel), ds.relations[r].indices);
   }
   if (ds.labels.defined()) save_npy(staged.file("labels.npy"), ds.labels);
-  for (const SplitFile& sf : kSplits) {
+  for (const SplitFile& sf : kSplitFiles) {
     if ((ds.*sf.array).defined()) save_npy(staged.file(sf.file), ds.*sf.array);
   }
   // dataset.json last: a directory without it is never mistaken for a dataset.

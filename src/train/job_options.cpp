@@ -210,6 +210,7 @@ std::vector<JobOption> run_and_placement() {
              DSP_FIELD(preaggregate)),
   };
 }
+#undef DSP_FIELD
 
 // The job's own options, then those its modules declare (each module's table, embedded whole:
 // a module's new option needs no line here): the rank's (pipeline/rank/options.hpp), the

@@ -130,6 +130,7 @@ std::vector<Option<Cmd>> cache_and_run_options() {
       toggle("--quiet", "quiet", "no progress lines per phase", DSP_FIELD(quiet)),
   };
 }
+#undef DSP_FIELD
 
 std::vector<Option<Cmd>> all_options() {
   std::vector<Option<Cmd>> v = method_options();

@@ -12,10 +12,10 @@
 namespace dsp {
 namespace {
 
-using Opts = GatherBenchOptions;
+using GatherOpts = GatherBenchOptions;
 
 // clang-format off
-#define DSP_FIELD(member) [](Opts& c) -> auto& { return c.member; }
+#define DSP_FIELD(member) [](GatherOpts& c) -> auto& { return c.member; }
 // clang-format on
 
 // Distinct ids drawn uniformly: a partial Fisher-Yates over a reused permutation.
@@ -39,7 +39,7 @@ struct GatherRun {
   std::shared_ptr<void> out;
   double t_gather = 0, t_loop = 0, t_memcpy = 0;
 
-  GatherRun(FeatureStore& s, Communicator& c, const Array& features, const Opts& o)
+  GatherRun(FeatureStore& s, Communicator& c, const Array& features, const GatherOpts& o)
       : store(s),
         comm(c),
         base(static_cast<const unsigned char*>(features.raw())),
@@ -90,18 +90,19 @@ struct GatherRun {
 }  // namespace
 
 const OptionTable<GatherBenchOptions>& gather_bench_options() {
-  static const OptionTable<Opts> table = {
-      options::value<Opts>("--batch", "batch", "distinct rows per gather (default 100000)",
+  static const OptionTable<GatherOpts> table = {
+      options::value<GatherOpts>("--batch", "batch", "distinct rows per gather (default 100000)",
                            DSP_FIELD(batch)),
-      options::value<Opts>("--iters", "iters", "timed gathers (default 20)", DSP_FIELD(iters)),
-      options::value<Opts>("--threads", "threads",
+      options::value<GatherOpts>("--iters", "iters", "timed gathers (default 20)", DSP_FIELD(iters)),
+      options::value<GatherOpts>("--threads", "threads",
                            "OpenMP threads of the gather (default 1, as the loop)",
                            DSP_FIELD(threads)),
-      options::value<Opts>("--seed", "seed", "random seed of the id sets", DSP_FIELD(seed)),
-      options::value<Opts>("--json", "json", "write the figures to this file", DSP_FIELD(json)),
+      options::value<GatherOpts>("--seed", "seed", "random seed of the id sets", DSP_FIELD(seed)),
+      options::value<GatherOpts>("--json", "json", "write the figures to this file", DSP_FIELD(json)),
   };
   return table;
 }
+#undef DSP_FIELD
 
 void GatherBenchOptions::validate() const {
   DSP_CHECK_ARG(batch > 0 && iters > 0 && threads > 0,
