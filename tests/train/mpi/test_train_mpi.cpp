@@ -149,33 +149,6 @@ TEST(Resume, OnAllRanksEqualsUninterrupted) {
   if (c.rank() == 0) fs::remove(path);
 }
 
-// The bar with 2 ranks (each takes half of every batch's seeds): mean test accuracy at
-// best validation over 3 seeds >= 0.78. Other world sizes skip it to keep the suite short.
-class CoraAccuracy2 : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(CoraAccuracy2, ThreeSeedsReach78Percent) {
-  Communicator& c = *g_comm;
-  if (c.size() != 2) GTEST_SKIP() << "accuracy is checked with 2 ranks";
-  const CoraData& d = cora();
-  CoraRunOptions o;
-  double sum = 0;
-  for (uint64_t seed : {1, 2, 3}) {
-    Trainer t(cora_config(GetParam(), seed), c);
-    CoraRunResult r = train_cora(t, d, o);
-    if (c.rank() == 0) {
-      std::printf("[cora] model=%s ranks=2 seed=%llu best_val=%.3f (epoch %d) test=%.3f\n",
-                  GetParam().c_str(), (unsigned long long)seed, r.best_val, r.best_epoch,
-                  r.test_at_best);
-    }
-    sum += r.test_at_best;
-  }
-  if (c.rank() == 0)
-    std::printf("[cora] model=%s ranks=2 mean test=%.4f\n", GetParam().c_str(), sum / 3);
-  EXPECT_GE(sum / 3, 0.78);
-}
-
-INSTANTIATE_TEST_SUITE_P(Models, CoraAccuracy2, ::testing::Values("sage", "gcn", "gat"));
-
 // A GPU rank's trainer channel is device-space (NCCL, or MPI staged through pinned memory); its
 // host payloads (initial parameters, evaluation counts) travel as OpOptions::host_buffers. Over
 // the staged communicator (host memory standing in for the device) the replicas train exactly
