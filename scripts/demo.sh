@@ -4,7 +4,7 @@
 # ranks (mpirun) through collective sampling and the three-worker pipeline. Prints the accuracy;
 # the generator's attainable bound is printed first, for comparison. Builds only the CLI (no
 # tests; the CUDA backends only where a GPU is, or with DSP_WITH_CUDA=ON).
-# Usage: scripts/demo.sh [OUT_DIR=out/demo]   (7 minutes on a fresh 2-core Debian, apt and the
+# Usage: scripts/demo.sh [OUT_DIR=out/demo]   (4 minutes on a fresh 2-core Debian, apt and the
 # build included, most of it compiling; docs/benchmarks.md, "The test tiers and the demo")
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
