@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python tests against the package as a user installs it: builds a wheel of dsp (pip,
 # scikit-build-core), installs it into a venv that sees Debian's numpy and torch
-# (--system-site-packages) and holds torch_geometric and scikit-learn when they install, and runs
+# (--system-site-packages) and holds torch_geometric, scikit-learn and DGL when they install, and runs
 # tests/python
 # from outside the source tree, so `import dsp` can only find the installed package. The wheel's
 # CMake tree, build-<wheel tag>/, compiles what build/ compiled with the same commands, so with
@@ -10,6 +10,9 @@
 #   DSP_PYTHON   the interpreter (default /usr/bin/python3: Debian's, with python3-torch)
 #   DSP_PYG      the torch_geometric requirement for the test venv (default: a release that
 #                supports torch 1.13); "none" skips it (its tests are then skipped and counted)
+#   DSP_DGL      the DGL requirement (default 1.1.2: the last release whose version check accepts
+#                Debian's torch, 1.13.0a0; the interop tests build DGL graphs and models from
+#                the loader's batches); "none" skips it (those tests skipped, counted)
 #   DSP_SKLEARN  the scikit-learn requirement (default: a release for Debian's numpy and scipy),
 #                against which ROC-AUC is checked; "none" skips it (those checks skipped, named)
 #   DSP_TEST_VENVS  where the test venvs are kept between runs on one machine, one per interpreter
@@ -22,9 +25,10 @@ cd "$here"
 py="${DSP_PYTHON:-/usr/bin/python3}"
 pyg="${DSP_PYG:-torch_geometric==2.5.3}"
 sklearn="${DSP_SKLEARN:-scikit-learn==1.3.2}"
+dgl="${DSP_DGL:-dgl==1.1.2}"
 tools=build/python-tools       # kept: a venv with scikit-build-core, to build without isolation
 wheels=build/python-wheelhouse
-key="$(printf '%s\n' "$("$py" -c 'import sys; print(sys.version)')" "$py" "$pyg" "$sklearn" | sha256sum | cut -c1-16)"
+key="$(printf '%s\n' "$("$py" -c 'import sys; print(sys.version)')" "$py" "$pyg" "$sklearn" "$dgl" | sha256sum | cut -c1-16)"
 venv="$(realpath -m "${DSP_TEST_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/dsp/test-venvs}/$key")"
 
 run_quiet() {  # run a command, show its log only if it fails
@@ -63,7 +67,7 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$py" -m venv --system-site-packages "$venv"
 fi
 touch "$venv/installed"
-for req in "$pyg" "$sklearn"; do  # each once; one that failed is tried again next run
+for req in "$pyg" "$sklearn" "$dgl"; do  # each once; one that failed is tried again next run
   [[ "$req" == "none" ]] && continue
   grep -qxF "$req" "$venv/installed" && continue
   if run_quiet "$venv/bin/pip" install "$req"; then
