@@ -303,7 +303,8 @@ const OptionTable<SamplerOptions>& sampler_options_table() {
     kernel.write = [](const S& o) { return nlohmann::json(sample_kernel_name(o.kernel)); };
     Option<S> fanouts = options::declare<S>(
         "--fanouts", "fanouts",
-        "neighbours sampled per node, from the seeds out; one per layer (default 15,10,5). On a "
+        "neighbours sampled per node, from the seeds out; one per layer (default 15,10,5; dsp "
+        "train --task link: 15,10). On a "
         "heterogeneous graph each relation takes them, or per relation: "
         "\"writes:10,cites:15;writes:5,cites:10\" (layers split by ';', '*' for the relations "
         "not named, the others none) or a JSON map {\"writes\": [10, 5], ...}");

@@ -201,7 +201,35 @@ void check_not_both_init_and_resume(const JobConfig& c) {
 }
 }  // namespace
 
+TrainConfig job_train_defaults() {
+  TrainConfig t;
+  t.weight_decay = JobConfig::kTaskWeightDecay;
+  return t;
+}
+
+SamplerOptions job_sampler_defaults() {
+  SamplerOptions s;
+  s.fanouts.clear();
+  return s;
+}
+
+void JobConfig::apply_task_defaults() {
+  if (sampler.fanouts.empty() && sampler.relation_fanouts.empty()) {
+    sampler.fanouts = link.link() ? std::vector<int>{15, 10} : std::vector<int>{15, 10, 5};
+    // --layers alone: that many of them (beyond 64, the count check below refuses it).
+    if (layers > 0 && layers <= 64) sampler.fanouts.resize(static_cast<size_t>(layers), 5);
+  }
+  if (train.weight_decay == kTaskWeightDecay) train.weight_decay = link.link() ? 0.0 : 5e-4;
+}
+
 void JobConfig::validate() const {
+  if ((sampler.fanouts.empty() && sampler.relation_fanouts.empty()) ||
+      train.weight_decay == kTaskWeightDecay) {
+    JobConfig resolved = *this;
+    resolved.apply_task_defaults();
+    resolved.validate();
+    return;
+  }
   rank_options(*this).validate();  // the rank's own options: checked where they belong
   sampler.validate();
   const std::vector<int>& fanouts = sampler.fanouts;
@@ -868,14 +896,16 @@ void TrainJob::log_start(const EpochScheduler& sched) const {
   const PartitionMeta& meta = rt_.part().meta;
   DSP_INFO("train",
            "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
-           "steps{} of {} {} per rank per epoch, fanouts {}, pipeline {}{}",
+           "steps{} of {} {} per rank per epoch, fanouts {}, {} lr {} weight decay {}, pipeline "
+           "{}{}",
            tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim, meta.num_classes,
            rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
            cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})",
                                             cfg_.max_steps, sched.full_steps())
                               : "",
            cfg_.batch_size, link_ ? "training edges" : "seeds",
-           fmt::join(cfg_.sampler.fanouts, ","), cfg_.pipeline,
+           fmt::join(cfg_.sampler.fanouts, ","), tc_.optimizer, tc_.lr, tc_.weight_decay,
+           cfg_.pipeline,
            samplers_ > 0
                ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
                              samplers_, rt_.size() - samplers_, cfg_.roles_switch)
@@ -1616,7 +1646,9 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
   return out;
 }
 
-JobResult run_training(const JobConfig& cfg_in) {
+JobResult run_training(const JobConfig& cfg_given) {
+  JobConfig cfg_in = cfg_given;  // what the run records: the options with the task's defaults
+  cfg_in.apply_task_defaults();
   JobConfig cfg = cfg_in;
   cfg.validate();
   // Fanouts given for evaluation ask for sampled evaluation (auto would ignore them).

@@ -120,7 +120,8 @@ JobOption quiet_option() {  // a command-line switch only
 
 std::vector<JobOption> model_and_sampling() {
   return {
-      value("--layers", "layers", "number of layers (default: one per fanout)", DSP_FIELD(layers)),
+      value("--layers", "layers", "number of layers (default: one per fanout; without --fanouts, the first N of the "
+            "task's fanouts, then 5s)", DSP_FIELD(layers)),
       value("--eval-fanouts", "eval_fanouts",
             "sampled evaluation with these fanouts (default: --fanouts, when evaluation samples)",
             DSP_FIELD(eval_fanouts)),
