@@ -3,8 +3,8 @@
 OGB's full-batch protocol (ogbl-ddi's example): a learnt embedding per node (uniform in
 [-0.1, 0.1), as dsp's --embedding-init-scale), --layers SAGEConv('mean') layers of --hidden over the
 training edges in both directions (link_train.npy), ReLU and dropout between them, the dot product
-of two output rows as the logit; per step --batch positive training edges, one uniform negative
-destination each (source kept), binary cross-entropy, Adam(lr, weight_decay) over the embedding and
+of two output rows as the logit (or --predictor mlp); per step --batch positive training edges, one
+uniform negative destination each (source kept), binary cross-entropy, Adam(lr, weight_decay) over the embedding and
 the layers together. After every epoch Hits@K of link_valid/test against link_valid_neg/test_neg
 (above the K-th highest negative score: OGB's definition, as dsp's evaluator).
 Run with a Python that has torch_geometric (scripts/ci/test-python.sh's test venv has 2.5.3), e.g.
@@ -32,6 +32,9 @@ ap.add_argument("--batch", type=int, default=1024, help="positive training edges
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--k", type=int, default=50, help="Hits@K")
 ap.add_argument("--threads", type=int, default=2)
+ap.add_argument("--predictor", choices=["dot", "mlp"], default="dot",
+                help="mlp: Linear(hidden, hidden), ReLU, Linear(hidden, 1) over the rows' product "
+                     "(dsp's --predictor mlp)")
 a = ap.parse_args()
 torch.manual_seed(a.seed)
 torch.set_num_threads(a.threads)
@@ -48,8 +51,12 @@ edge_index = torch.cat([train.t(), train.t().flip(0)], 1)  # the training edges,
 emb = torch.nn.Embedding(n, a.hidden)
 torch.nn.init.uniform_(emb.weight, -0.1, 0.1)
 convs = torch.nn.ModuleList([SAGEConv(a.hidden, a.hidden) for _ in range(a.layers)])
-opt = torch.optim.Adam(list(emb.parameters()) + list(convs.parameters()), lr=a.lr,
-                       weight_decay=a.wd)
+mlp = torch.nn.Sequential(torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU(),
+                          torch.nn.Linear(a.hidden, 1))
+params = list(emb.parameters()) + list(convs.parameters())
+if a.predictor == "mlp":
+    params += list(mlp.parameters())
+opt = torch.optim.Adam(params, lr=a.lr, weight_decay=a.wd)
 
 
 def encode(training):
@@ -62,7 +69,8 @@ def encode(training):
 
 
 def score(h, pairs):
-    return (h[pairs[:, 0]] * h[pairs[:, 1]]).sum(1)
+    prod = h[pairs[:, 0]] * h[pairs[:, 1]]
+    return mlp(prod).squeeze(1) if a.predictor == "mlp" else prod.sum(1)
 
 
 def hits(h, pos, neg):
