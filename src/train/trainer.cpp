@@ -340,7 +340,9 @@ torch::Tensor input_tensor(const LoadedBatch& b, const torch::Device& device,
                              {b.sample.blocks.front().num_src, b.embedding_dim}, torch::kFloat32)
                 .to(device);
   if (emb_leaf) {
-    e = e.clone().requires_grad_(true);
+    // A new leaf over the batch's rows, not a copy of them (the batch outlives the step, and
+    // autograd refuses in-place writes to a leaf that records its gradient).
+    e = e.detach().requires_grad_(true);
     *emb_leaf = e;
   }
   return b.feature_dim == 0 ? e : torch::cat({x, e}, 1);
@@ -385,7 +387,7 @@ HeteroInput hetero_input(const LoadedBatch& b, const ModelConfig& cfg, const tor
                                  torch::kFloat32)
                     .to(device);
     if (emb_leaf) {
-      emb = emb.clone().requires_grad_(true);
+      emb = emb.detach().requires_grad_(true);  // a new leaf over the rows (input_tensor)
       *emb_leaf = emb;
     }
   }
