@@ -5,7 +5,8 @@
 # tests/python
 # from outside the source tree, so `import dsp` can only find the installed package. The wheel's
 # CMake tree, build-<wheel tag>/, compiles what build/ compiled with the same commands, so with
-# ccache (and the same CCACHE_BASEDIR, if any) it costs little more than the links.
+# ccache and the same CCACHE_BASEDIR (scripts/test.sh sets it to the checkout) it costs little
+# more than the links.
 # Usage: scripts/ci/test-python.sh [pytest args...]
 #   DSP_PYTHON   the interpreter (default /usr/bin/python3: Debian's, with python3-torch)
 #   DSP_PYG      the torch_geometric requirement for the test venv (default: a release that

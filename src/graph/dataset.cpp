@@ -123,6 +123,7 @@ nlohmann::json DatasetMeta::to_json() const {
   for (const LinkFile& f : kLinkFiles) {
     if (this->*f.count > 0) j[f.key] = this->*f.count;  // absent: no such file (older readers)
   }
+  if (link_held_out_in_graph) j["link_held_out_in_graph"] = true;  // absent: refused
   j["extra"] = extra;
   return j;
 }
@@ -158,6 +159,7 @@ DatasetMeta DatasetMeta::from_json(const nlohmann::json& j, const std::string& w
   m.num_valid = get_int(j, "num_valid", false, 0, 0, what);
   m.num_test = get_int(j, "num_test", false, 0, 0, what);
   for (const LinkFile& f : kLinkFiles) m.*f.count = get_int(j, f.key, false, 0, 0, what);
+  m.link_held_out_in_graph = get_bool(j, "link_held_out_in_graph", false, what);
   for (auto [key, v] : {std::pair{"num_train", m.num_train}, std::pair{"num_valid", m.num_valid},
                         std::pair{"num_test", m.num_test}}) {
     DSP_CHECK_FORMAT(v <= m.num_nodes, "{}: '{}' = {} exceeds num_nodes = {}", what, key, v,
@@ -331,10 +333,11 @@ void validate_links(const Dataset& ds, const std::string& what) {
     const bool train = lf.array == &Dataset::link_train;
     const bool negatives =
         lf.array == &Dataset::link_valid_neg || lf.array == &Dataset::link_test_neg;
+    const LinkRule held_out = m.link_held_out_in_graph ? LinkRule::kAny : LinkRule::kNotInGraph;
     check_link_pairs(a, m.num_nodes, &ds.graph,
                      train       ? LinkRule::kInGraph
                      : negatives ? LinkRule::kAny
-                                 : LinkRule::kNotInGraph,
+                                 : held_out,
                      !m.directed, f);
   }
   const std::pair<const Array*, const Array*> held_out[] = {{&ds.link_valid, &ds.link_valid_neg},

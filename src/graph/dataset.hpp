@@ -17,7 +17,9 @@
 //   link_train.npy      int64 [E_tr, 2]   training positive edges (src, dst), each an entry of
 //                                         the stored graph (row dst of indices.npy lists src)
 //   link_valid.npy, link_test.npy   int64 [E, 2]   held-out positive edges: none an entry of the
-//                                         stored graph (undirected: in neither direction)
+//                                         stored graph (undirected: in neither direction), unless
+//                                         dataset.json's link_held_out_in_graph is true (OGB's
+//                                         ogbl-collab: a held-out pair may repeat a training one)
 //   link_valid_neg.npy, link_test_neg.npy   int64 [M, 2]   fixed negative pairs of the split (OGB's
 //                                         collab/ppa/ddi convention: shared by all its positives,
 //                                         Hits@K and MRR rank each positive against them);
@@ -55,6 +57,10 @@ struct DatasetMeta {
   // Rows of link_train.npy ... link_test_neg.npy (0: the file is absent).
   int64_t num_link_train = 0, num_link_valid = 0, num_link_test = 0, num_link_valid_neg = 0,
           num_link_test_neg = 0;
+  // Held-out positive pairs may also be edges of the stored graph (written only when true): OGB's
+  // ogbl-collab, whose later collaborations repeat earlier ones; `dsp convert --from ogb-link`
+  // sets it when a split has such pairs. False: such a pair is refused as a leak.
+  bool link_held_out_in_graph = false;
   nlohmann::json extra = nlohmann::json::object();  // provenance: generator parameters, source
 
   nlohmann::json to_json() const;

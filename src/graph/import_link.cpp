@@ -73,6 +73,18 @@ std::string link_split_name(const fs::path& root, const OgbImportOptions& opts) 
   return names.front();
 }
 
+// Rows of `pairs` that are entries of `g` (either direction when undirected); 0 when undefined.
+int64_t pairs_in_graph(const Array& pairs, const Csr& g, bool undirected) {
+  if (!pairs.defined()) return 0;
+  const int64_t* e = pairs.data<int64_t>();
+  int64_t k = 0;
+  for (int64_t r = 0; r < pairs.dim(0); ++r) {
+    const int64_t u = e[2 * r], v = e[2 * r + 1];
+    k += csr_has_entry(g, u, v) || (undirected && csr_has_entry(g, v, u));
+  }
+  return k;
+}
+
 // The split's files into ds.link_*, each checked against the graph and named by its file.
 void read_link_split(const fs::path& sdir, bool undirected, Dataset& ds) {
   std::error_code ec;
@@ -83,15 +95,29 @@ void read_link_split(const fs::path& sdir, bool undirected, Dataset& ds) {
     Array* a;
     LinkRule rule;
   } files[] = {{"train_edge", &ds.link_train, LinkRule::kInGraph},
-               {"valid_edge", &ds.link_valid, LinkRule::kNotInGraph},
+               {"valid_edge", &ds.link_valid, LinkRule::kAny},
                {"valid_edge_neg", &ds.link_valid_neg, LinkRule::kAny},
-               {"test_edge", &ds.link_test, LinkRule::kNotInGraph},
+               {"test_edge", &ds.link_test, LinkRule::kAny},
                {"test_edge_neg", &ds.link_test_neg, LinkRule::kAny}};
   for (const auto& f : files) {
     const std::string path = find_pairs_file(sdir, f.stem);
     if (path.empty()) continue;
     *f.a = read_pairs(path);
     check_link_pairs(*f.a, n, &ds.graph, f.rule, undirected, path);
+  }
+  // OGB's semantics: a held-out pair may repeat a training edge (ogbl-collab's later
+  // collaborations); kept, counted, and the dataset marked so that its check accepts them.
+  nlohmann::json repeats = nlohmann::json::object();
+  for (const auto& [name, a] : {std::pair{"valid", &ds.link_valid}, std::pair{"test", &ds.link_test}}) {
+    const int64_t k = pairs_in_graph(*a, ds.graph, undirected);
+    if (k == 0) continue;
+    repeats[name] = k;
+    DSP_INFO("import", "{}: {} of its {} held-out {} edges are also training edges (kept, as OGB's "
+             "evaluation keeps them)", sdir.string(), k, a->dim(0), name);
+  }
+  if (!repeats.empty()) {
+    ds.meta.link_held_out_in_graph = true;
+    ds.meta.extra["held_out_in_graph"] = repeats;
   }
   for (const char* stem : {"valid_edge", "test_edge"}) {
     const std::string neg = std::string(stem) + "_neg";

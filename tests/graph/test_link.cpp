@@ -118,6 +118,23 @@ TEST(LinkData, EachFaultIsNamedWithFileRowAndPair) {
             "D/link_valid.npy: wrong dtype/shape: expected int64[2, 2], got int64[2]");
 }
 
+// dataset.json's link_held_out_in_graph (OGB's collab semantics) lets held-out positives be
+// edges of the stored graph, and round-trips; without it they are refused (above).
+TEST(LinkData, HeldOutPairsInTheGraphOnlyWhenTheDatasetSaysSo) {
+  TempDir tmp("link_repeats");
+  Dataset ds = link_dataset();
+  ds.link_valid = pairs({4, 5, 3, 2});
+  ds.sync_meta();
+  EXPECT_EQ(error_of<FormatError>([&] { validate_dataset(ds, "D"); }),
+            "D/link_valid.npy: row 1: held-out edge (3, 2) is an edge of the stored graph (in "
+            "either direction); a split overlapping the training graph is refused");
+  ds.meta.link_held_out_in_graph = true;
+  validate_dataset(ds, "D");
+  write_dataset(ds, tmp / "d");
+  EXPECT_TRUE(load_dataset(tmp / "d").meta.link_held_out_in_graph);
+  EXPECT_FALSE(link_dataset().meta.to_json().contains("link_held_out_in_graph"));
+}
+
 TEST(LinkData, DirectedGraphChecksOnlyTheGivenDirection) {
   std::vector<int64_t> src = {0, 1}, dst = {1, 2};
   Dataset ds;
@@ -465,10 +482,13 @@ TEST(OgbLink, FaultsNameTheSplitFileRowAndPair) {
   EXPECT_EQ(fault("test_edge_neg.csv", "0,4\n2,6\n"),
             split + "test_edge_neg.csv: row 1 column 1 is 6, not a node id in [0, 6)");
   EXPECT_EQ(fault("train_edge.csv", "0,1\n1\n"), split + "train_edge.csv:2: expected 2 columns, got 1");
+  // A held-out pair that repeats a training edge (ogbl-collab's repeated collaborations) is
+  // kept, as OGB's evaluation keeps it: counted, and the dataset marked so that it validates.
   save_npy(split + "valid_edge.npy", pairs({4, 5, 2, 1}));
-  EXPECT_EQ(error_of([&] { run_convert(ogb_link_command(root, tmp / "ds")); }),
-            split + "valid_edge.npy: row 1: held-out edge (2, 1) is an edge of the stored graph (in "
-                    "either direction); a split overlapping the training graph is refused");
+  EXPECT_EQ(run_convert(ogb_link_command(root, tmp / "repeats")).num_link_valid, 2);
+  const Dataset repeats = load_dataset(tmp / "repeats");
+  EXPECT_TRUE(repeats.meta.link_held_out_in_graph);
+  EXPECT_EQ(repeats.meta.extra.at("held_out_in_graph"), (nlohmann::json{{"valid", 1}}));
   save_npy(split + "valid_edge.npy", pairs({4, 5}));
   std::filesystem::remove(split + "valid_edge_neg.npy");
   EXPECT_EQ(error_of<IoError>([&] { run_convert(ogb_link_command(root, tmp / "ds")); }),
