@@ -72,15 +72,25 @@ def test_missing_negatives_name_the_pt_file(tmp_path, cli):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_held_out_edge_in_the_graph_is_refused(tmp_path, cli):
+def test_a_held_out_edge_in_the_graph_is_kept_as_ogb_keeps_it(tmp_path, cli):
+    # ogbl-collab's later collaborations repeat earlier ones: OGB's evaluation keeps them, and so
+    # does the import, counting them and marking the dataset (whose check then accepts them).
     split = _ogbl(str(tmp_path / "ogbl_toy"))
     with open(os.path.join(split, "test.pt"), "wb") as f:
         pickle.dump({"edge": np.array([[2, 1]]), "edge_neg": np.array([[0, 4]])}, f)
+    _data.convert_ogb_link(tmp_path / "ogbl_toy", tmp_path / "out")
+    meta = json.loads((tmp_path / "out" / "dataset.json").read_text())
+    assert meta["link_held_out_in_graph"] is True
+    assert meta["extra"]["held_out_in_graph"] == {"test": 1}
+    assert np.load(tmp_path / "out" / "link_test.npy").tolist() == [[2, 1]]
+    # Without the mark, the same files are refused as a leak.
+    del meta["link_held_out_in_graph"]
+    (tmp_path / "out" / "dataset.json").write_text(json.dumps(meta))
     with pytest.raises(dsp.FormatError) as e:
-        _data.convert_ogb_link(tmp_path / "ogbl_toy", tmp_path / "out")
-    assert str(e.value) == (f"{split}/test_edge.npy: row 0: held-out edge (2, 1) is an edge of the "
-                            "stored graph (in either direction); a split overlapping the training "
-                            "graph is refused")
+        dsp.load_dataset(str(tmp_path / "out"))
+    assert str(e.value) == (f"{tmp_path / 'out'}/link_test.npy: row 0: held-out edge (2, 1) is an "
+                            "edge of the stored graph (in either direction); a split overlapping "
+                            "the training graph is refused")
 
 
 def test_the_converter_is_the_packages():
