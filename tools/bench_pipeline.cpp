@@ -93,7 +93,7 @@ class RolesBenchMode {
     SlotTrain train_slots = [this](SlotBatches&& mine, int slots) {
       std::vector<Trainer::SlotBatch> sb;
       for (const auto& [slot, lb] : mine) sb.push_back({slot, &lb});
-      trainer_.train_slots(sb, slots);
+      trainer_.step_slots(sb, slots);
     };
     rank_ = make_role_rank(
         coord, rt_.partition_dir(), layout, a_.batch_size, a_.seed, so_, sym_.train,
@@ -212,7 +212,7 @@ PipelineStages symmetric_stages(CollectiveSampler& sampler, RankRuntime& rt, Tra
   stages.load = [&rt](SampledBatch&& sb) { return rt.load(std::move(sb)); };
   stages.train = [&trainer, &train_calls, restart_after](LoadedBatch&& lb) {
     if (train_calls++ == restart_after) trainer.reset_step_times();
-    trainer.train_step(lb);
+    trainer.step(lb);
   };
   stages.set_threads = [&trainer](WorkerKind k, int n) {
     if (k == WorkerKind::kTrainer) trainer.set_threads(n);

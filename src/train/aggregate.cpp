@@ -16,6 +16,7 @@
 
 #include "train/cuda/kernels.hpp"
 #endif
+#include "train/device_io.hpp"
 
 namespace dsp {
 
@@ -91,10 +92,10 @@ BlockTensors block_to_tensors(const Block& b, const torch::Device& device) {
     t.weights = torch::from_blob(const_cast<float*>(b.weights.data()), {b.num_edges()},
                                  opts.dtype(torch::kFloat32));
   }
-  if (device != torch::kCPU) {
-    t.indptr = t.indptr.to(device);
-    t.indices = t.indices.to(device);
-    if (t.weights.defined()) t.weights = t.weights.to(device);
+  if (device != torch::kCPU) {  // queued through pinned memory: no wait for the device
+    t.indptr = upload_to_device(t.indptr, device);
+    t.indices = upload_to_device(t.indices, device);
+    if (t.weights.defined()) t.weights = upload_to_device(t.weights, device);
   }
   return t;
 }
@@ -163,18 +164,24 @@ void transpose_cpu(const BlockTensors& b, BlockCache& c) {
   }
 }
 
-// The same with device ops: a stable sort by source.
-void transpose_torch(const BlockTensors& b, BlockCache& c) {
+}  // namespace
+
+// The same with device ops: a stable sort by source. Every output size is known on the host
+// (edges, sources), so nothing waits for the device: repeat_interleave is told its length and
+// the row starts are a search of the sorted sources (bincount would read their maximum back).
+void transpose_on_device(const BlockTensors& b, BlockCache& c) {
   auto opts = b.indices.options();
+  const int64_t edges = b.indices.numel();
   if (!c.edge_dst.defined()) {
-    c.edge_dst = torch::repeat_interleave(torch::arange(b.num_dst, opts), in_degree(b));
+    c.edge_dst = torch::repeat_interleave(in_degree(b), c10::optional<int64_t>(edges));
   }
   auto sorted = at::sort(b.indices, /*stable=*/true, /*dim=*/0, /*descending=*/false);
   c.t_eids = std::get<1>(sorted);
   c.t_dst = c.edge_dst.index_select(0, c.t_eids);
-  auto counts = torch::bincount(b.indices, /*weights=*/{}, b.num_src);
-  c.t_indptr = torch::cat({torch::zeros({1}, opts), counts.cumsum(0)});
+  c.t_indptr = torch::searchsorted(std::get<0>(sorted), torch::arange(b.num_src + 1, opts));
 }
+
+namespace {
 
 const BlockCache& transposed(const BlockTensors& b) {
   BlockCache& c = cache_of(b);
@@ -182,7 +189,7 @@ const BlockCache& transposed(const BlockTensors& b) {
     if (b.indices.is_cpu()) {
       transpose_cpu(b, c);
     } else {
-      transpose_torch(b, c);
+      transpose_on_device(b, c);
     }
   }
   return c;

@@ -49,6 +49,10 @@ BlockTensors block_to_tensors(const Block& b, const torch::Device& device = torc
 void record_release(const std::shared_ptr<ReleaseFence>& fence, const Device& d);
 std::vector<BlockTensors> blocks_to_tensors(const std::vector<Block>& blocks,
                                             const torch::Device& device = torch::kCPU);
+// The transposed pattern (edge_dst, t_indptr, t_dst, t_eids of `c`) with tensor ops, as a device
+// block builds it: no output size depends on the data, so nothing waits for the device. (Host
+// blocks use a counting sort; tests run this one on host tensors against it.)
+void transpose_on_device(const BlockTensors& b, BlockCache& c);
 
 // With edge weights w (BlockTensors::weights) every message h_u becomes w_e h_u (the self loops
 // of GCN keep weight 1): DGL's SAGEConv(edge_weight=...) and GraphConv(edge_weight=...), as its

@@ -175,6 +175,10 @@ OptionTable<TrainConfig> make_train_table() {
       value<T>("--lr-patience", "lr_patience",
                "plateau: evaluations without improvement before a decay (default 10)",
                DSP_TRAIN(lr_patience)),
+      value<T>("--tf32", "tf32",
+               "on a GPU, matrix products in TF32 (true, the default, where the GPU has it) or "
+               "in full float32 (false)",
+               DSP_TRAIN(tf32)),
   };
 #undef DSP_TRAIN
 }

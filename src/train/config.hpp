@@ -90,6 +90,9 @@ struct TrainConfig {
   int lr_step_size = 0;
   int lr_patience = 10;
   std::vector<float> feature_mean, feature_inv_std;
+  // Matrix products in TF32 on GPUs that have it (LibTorch's cuBLAS and cuDNN switches, set by
+  // the trainer for its process); false keeps them in full float32. Nothing on the CPU.
+  bool tf32 = true;
 
   void validate() const;
   nlohmann::json to_json() const;
@@ -97,7 +100,7 @@ struct TrainConfig {
 
 // The model's and optimiser's options a user sets (core/options.hpp): model, hidden, heads,
 // out_heads, dropout, optimizer, lr, weight_decay, momentum, normalize_features, lr_schedule,
-// lr_gamma, lr_step_size, lr_patience. dsp train's table
+// lr_gamma, lr_step_size, lr_patience, tf32. dsp train's table
 // embeds them (JobConfig::train); TrainConfig::validate is their one check.
 const OptionTable<TrainConfig>& train_config_table();
 

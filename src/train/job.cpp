@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -339,7 +340,8 @@ class ProgressBar {
  public:
   ProgressBar(bool on, int epoch, int epochs, int64_t steps)
       : on_(on && ::isatty(2)), epoch_(epoch), epochs_(epochs), steps_(steps) {}
-  void update(int64_t done, double loss) {
+  // `loss` is called only when the line is drawn (it reads the trainer's device).
+  void update(int64_t done, const std::function<double()>& loss) {
     if (!on_ || (last_.seconds() < 0.1 && done < steps_)) return;
     last_.reset();
     const int width = 30;
@@ -348,7 +350,7 @@ class ProgressBar {
     std::string bar(fill, '=');
     if (fill < width) bar += '>' + std::string(width - fill - 1, ' ');
     console_status(fmt::format("  epoch {}/{} [{}] {}/{}  ETA {:.0f}s  loss {:.4f} ", epoch_ + 1,
-                               epochs_, bar, done, steps_, eta, loss));
+                               epochs_, bar, done, steps_, eta, loss()));
   }
   void finish() {
     if (on_) console_status("");
@@ -463,7 +465,7 @@ class TrainJob {
   void check_data() const;
   SamplerOptions make_samplers();
   void make_trainer();
-  void account(float loss);
+  void account();
   PipelineStages symmetric_stages();
   EpochScheduler* schedule(PipelineStages& stages, const SamplerOptions& so);
   void log_start(const EpochScheduler& sched) const;
@@ -819,10 +821,10 @@ void TrainJob::make_trainer() {
   if (rt_.leader() && !cfg_.checkpoint_dir.empty()) fs::create_directories(cfg_.checkpoint_dir);
 }
 
-void TrainJob::account(float loss) {
-  loss_sum_ += loss;
+// A step taken: the progress line reads the running loss only when it redraws.
+void TrainJob::account() {
   ++loss_count_;
-  if (bar_) bar_->update(loss_count_, loss_sum_ / loss_count_);
+  if (bar_) bar_->update(loss_count_, [this] { return trainer_->running_loss(); });
 }
 
 // Every rank samples, loads and trains.
@@ -836,7 +838,8 @@ PipelineStages TrainJob::symmetric_stages() {
   stages.read_ahead = [this](const std::vector<const SampledBatch*>& b) { rt_.read_ahead(b); };
   stages.train = [this](LoadedBatch&& lb) {
     trainer_->gather_embedding(lb);  // collective; nothing without embeddings
-    account(trainer_->train_step(lb, &train_counts_));
+    trainer_->step(lb, /*tally_correct=*/true);
+    account();
   };
   stages.set_threads = [this](WorkerKind k, int n) {
     if (k == WorkerKind::kTrainer) trainer_->set_threads(n);
@@ -882,7 +885,8 @@ EpochScheduler* TrainJob::schedule(PipelineStages& stages, const SamplerOptions&
   SlotTrain train_slots = [this](SlotBatches&& mine, int slots) {
     std::vector<Trainer::SlotBatch> sb;
     for (const auto& [slot, lb] : mine) sb.push_back({slot, &lb});
-    account(trainer_->train_slots(sb, slots, &train_counts_));
+    trainer_->step_slots(sb, slots, /*tally_correct=*/true);
+    account();
   };
   role_ = make_role_rank(rt_.coord(), rt_.partition_dir(), layout, cfg_.batch_size, cfg_.seed, so,
                          stages.train, {}, train_slots);
@@ -1411,6 +1415,9 @@ std::pair<double, double> TrainJob::evaluate_epoch(int epoch) {
 
 void TrainJob::report_epoch(int epoch) {
   next_epoch_ = epoch + 1;
+  const Trainer::Tally tally = trainer_->take_tally();  // the epoch's one read of its figures
+  loss_sum_ = tally.loss_sum;
+  train_counts_ = tally.correct;
   const double loss = loss_count_ ? loss_sum_ / loss_count_ : 0.0;
   rt_.channel(WorkerKind::kTrainer).set_step(epoch, steps_ + 1);
   const EvalCounts train_acc = trainer_->all_reduce(train_counts_);

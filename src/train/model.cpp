@@ -13,16 +13,15 @@ namespace dsp {
 
 namespace {
 
-// A fresh 64-bit dropout key from the generator: a step's generator yields the same keys, in
-// the same order, every time it is seeded the same.
+// A fresh 64-bit dropout key from the generator, a host one on every device (the trainer's step
+// generator, else LibTorch's default CPU generator): a step's generator yields the same keys, in
+// the same order, every time it is seeded the same, and nothing is read back from a GPU.
 uint64_t draw_key(at::Generator* gen) {
   at::Generator g = gen ? *gen : at::detail::getDefaultCPUGenerator();
-  if (g.device().is_cpu()) {
-    std::lock_guard<std::mutex> lock(g.mutex());
-    return at::check_generator<at::CPUGeneratorImpl>(g)->random64();
-  }
-  auto t = torch::empty({1}, torch::TensorOptions().dtype(torch::kInt64).device(g.device()));
-  return static_cast<uint64_t>(t.random_(g).item<int64_t>());
+  DSP_CHECK_ARG(g.device().is_cpu(), "dropout keys come from a host generator, not a {} one",
+                g.device().str());
+  std::lock_guard<std::mutex> lock(g.mutex());
+  return at::check_generator<at::CPUGeneratorImpl>(g)->random64();
 }
 
 }  // namespace

@@ -24,10 +24,9 @@
 #include "core/rng.hpp"
 #include "layout/store/embedding_table.hpp"
 #include "train/checkpoint_header.hpp"
+#include "train/device_io.hpp"
+#include "train/flat_optimizer.hpp"
 #include "train/model.hpp"
-#ifdef DSP_TRAIN_CUDA
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace dsp {
 
@@ -50,20 +49,6 @@ torch::Tensor bytes_tensor(const std::string& s) {
   return t;
 }
 
-// Optimizer::load restores state tensors on the CPU; a replica on a GPU needs them beside its
-// parameters.
-void move_optimizer_state(torch::optim::Optimizer& opt, const torch::Device& dev) {
-  for (auto& kv : opt.state()) {
-    if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(kv.second.get())) {
-      a->exp_avg(a->exp_avg().to(dev));
-      a->exp_avg_sq(a->exp_avg_sq().to(dev));
-      if (a->max_exp_avg_sq().defined()) a->max_exp_avg_sq(a->max_exp_avg_sq().to(dev));
-    } else if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(kv.second.get())) {
-      if (s->momentum_buffer().defined()) s->momentum_buffer(s->momentum_buffer().to(dev));
-    }
-  }
-}
-
 // A train step allocates and frees tensors of tens to hundreds of MB (activations, their
 // gradients, the gathered features) every step. glibc serves blocks above 32 MiB with fresh
 // mmaps, which the kernel zero-fills page by page on first touch and unmaps on free: measured as
@@ -84,13 +69,28 @@ void keep_freed_memory() {
 #endif
 }
 
+// --tf32: LibTorch's process-wide switches for cuBLAS and cuDNN (nothing changes on the CPU).
+void set_tf32(const torch::Device& device, bool on) {
+  if (device.is_cpu()) return;
+  at::globalContext().setAllowTF32CuBLAS(on);
+  at::globalContext().setAllowTF32CuDNN(on);
+}
+
 }  // namespace
 
 using EmbeddingRowMap = Trainer::EmbeddingRowMap;
 
 struct Trainer::Impl {
   std::shared_ptr<GnnModel> model;
+  // The step runs on `flat` (one flat tensor, its parameters views of it); `optimizer`, LibTorch's
+  // over the same parameters, carries its state in and out of checkpoints in their format.
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<FlatOptimizer> flat;
+  DeviceIo io{torch::kCPU};
+  // Since the last take_tally: the steps' mean losses and train hits summed on the device
+  // (float64 [2]), the steps and the predictions counted on the host.
+  torch::Tensor tally;
+  int64_t tally_steps = 0, tally_total = 0;
   std::vector<torch::Tensor> params;  // registration order
   std::vector<std::string> names;
   int64_t numel = 0;
@@ -166,6 +166,16 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
         impl_->params,
         torch::optim::SGDOptions(cfg_.lr).momentum(cfg_.momentum).weight_decay(cfg_.weight_decay));
   }
+  FlatOptimizerOptions fo;
+  fo.kind = cfg_.optimizer;
+  fo.lr = cfg_.lr;
+  fo.weight_decay = cfg_.weight_decay;
+  fo.momentum = cfg_.momentum;
+  impl_->flat = std::make_unique<FlatOptimizer>(impl_->params, fo);
+  impl_->io = DeviceIo(impl_->device);
+  impl_->tally =
+      torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(impl_->device));
+  set_tf32(impl_->device, cfg_.tf32);
   DSP_DEBUG("train", "{} model with {} parameters, {} on {} rank(s)", cfg_.model.model,
             impl_->numel, cfg_.optimizer, comm_.size());
 }
@@ -285,14 +295,10 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
   check_labels(b, cfg, n_seeds);
 }
 
-EvalCounts count_correct(const torch::Tensor& logits, const std::vector<int64_t>& labels) {
+// The predictions (argmax) that equal their labels `y` (on the logits' device), counted there.
+torch::Tensor count_hits(const torch::Tensor& logits, const torch::Tensor& y) {
   torch::NoGradGuard ng;
-  auto pred = logits.argmax(1).to(torch::kCPU);
-  const int64_t* pp = pred.data_ptr<int64_t>();
-  EvalCounts c;
-  for (size_t i = 0; i < labels.size(); ++i) c.correct += pp[i] == labels[i];
-  c.total = static_cast<int64_t>(labels.size());
-  return c;
+  return (logits.argmax(1) == y).sum();
 }
 
 // The input features on the model's device, float32: host rows are wrapped without a copy (and
@@ -301,9 +307,9 @@ EvalCounts count_correct(const torch::Tensor& logits, const std::vector<int64_t>
 torch::Tensor feature_tensor(const LoadedBatch& b, const torch::Device& device) {
   const int64_t n = b.sample.blocks.front().num_src;
   if (!b.features_on_device()) {
-    return torch::from_blob(const_cast<float*>(b.features.data()), {n, b.feature_dim},
-                            torch::kFloat32)
-        .to(device);
+    return upload_to_device(torch::from_blob(const_cast<float*>(b.features.data()),
+                                             {n, b.feature_dim}, torch::kFloat32),
+                            device);
   }
   const torch::Device where(torch::kCUDA, static_cast<c10::DeviceIndex>(b.device.index));
   const auto dtype = b.device_dtype == DType::kFloat16 ? torch::kFloat16 : torch::kFloat32;
@@ -336,9 +342,10 @@ torch::Tensor input_tensor(const LoadedBatch& b, const torch::Device& device,
   torch::Tensor e =
       b.device_embedding
           ? *static_cast<const torch::Tensor*>(b.device_embedding.get())
-          : torch::from_blob(const_cast<float*>(b.embedding.data()),
-                             {b.sample.blocks.front().num_src, b.embedding_dim}, torch::kFloat32)
-                .to(device);
+          : upload_to_device(torch::from_blob(const_cast<float*>(b.embedding.data()),
+                                              {b.sample.blocks.front().num_src, b.embedding_dim},
+                                              torch::kFloat32),
+                             device);
   if (emb_leaf) {
     // A new leaf over the batch's rows, not a copy of them (the batch outlives the step, and
     // autograd refuses in-place writes to a leaf that records its gradient).
@@ -363,9 +370,9 @@ std::vector<int64_t> hetero_embedding_ids(const LoadedBatch& b, const ModelConfi
 }
 
 torch::Tensor host_index(const std::vector<int64_t>& v, const torch::Device& device) {
-  return torch::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())},
-                          torch::kInt64)
-      .to(device);
+  return upload_to_device(torch::from_blob(const_cast<int64_t*>(v.data()),
+                                           {static_cast<int64_t>(v.size())}, torch::kInt64),
+                          device);
 }
 
 // A heterogeneous batch as the model's input: the blocks split by relation, per type its input
@@ -381,11 +388,12 @@ HeteroInput hetero_input(const LoadedBatch& b, const ModelConfig& cfg, const tor
   if (cfg.embedding_dim > 0) {
     emb = b.device_embedding
               ? *static_cast<const torch::Tensor*>(b.device_embedding.get())
-              : torch::from_blob(const_cast<float*>(b.embedding.data()),
-                                 {static_cast<int64_t>(b.embedding.size()) / cfg.embedding_dim,
-                                  cfg.embedding_dim},
-                                 torch::kFloat32)
-                    .to(device);
+              : upload_to_device(
+                    torch::from_blob(const_cast<float*>(b.embedding.data()),
+                                     {static_cast<int64_t>(b.embedding.size()) / cfg.embedding_dim,
+                                      cfg.embedding_dim},
+                                     torch::kFloat32),
+                    device);
     if (emb_leaf) {
       emb = emb.detach().requires_grad_(true);  // a new leaf over the rows (input_tensor)
       *emb_leaf = emb;
@@ -400,9 +408,9 @@ HeteroInput hetero_input(const LoadedBatch& b, const ModelConfig& cfg, const tor
       off += n;
       continue;
     }
-    auto x =
-        torch::from_blob(const_cast<float*>(b.typed_features[t].data()), {n, d}, torch::kFloat32)
-            .to(device);
+    auto x = upload_to_device(
+        torch::from_blob(const_cast<float*>(b.typed_features[t].data()), {n, d}, torch::kFloat32),
+        device);
     in.x.push_back(normalized(x, how, torch::Tensor(), torch::Tensor()));
   }
   return in;
@@ -410,9 +418,10 @@ HeteroInput hetero_input(const LoadedBatch& b, const ModelConfig& cfg, const tor
 
 // --loss bce on node labels: binary cross-entropy with logits of every label entry (a binary
 // task's one column, label 1 positive; a multi-label task's every column), summed; `count` the
-// entries. With `correct`, the entries whose logit has the label's sign (logit > 0 for 1).
+// entries. With `hits`, adds the entries whose logit has the label's sign (logit > 0 for 1),
+// counted on the device.
 torch::Tensor node_bce_loss(const torch::Tensor& out, const LoadedBatch& b,
-                            const torch::Device& device, EvalCounts* correct, int64_t* count) {
+                            const torch::Device& device, torch::Tensor* hits, int64_t* count) {
   torch::Tensor y;
   if (b.multilabel()) {
     y = torch::from_blob(
@@ -423,11 +432,10 @@ torch::Tensor node_bce_loss(const torch::Tensor& out, const LoadedBatch& b,
     y = torch::from_blob(const_cast<int64_t*>(b.labels.data()),
                          {static_cast<int64_t>(b.labels.size()), 1}, torch::kInt64);
   }
-  y = y.to(device).to(torch::kFloat32);
-  if (correct) {
+  y = upload_to_device(y, device).to(torch::kFloat32);
+  if (hits) {
     torch::NoGradGuard ng;
-    correct->correct += ((out > 0).to(torch::kFloat32) == y).sum().item<int64_t>();
-    correct->total += y.numel();
+    hits->add_(((out > 0).to(torch::kFloat32) == y).sum());
   }
   *count = y.numel();
   return torch::nn::functional::binary_cross_entropy_with_logits(
@@ -436,19 +444,17 @@ torch::Tensor node_bce_loss(const torch::Tensor& out, const LoadedBatch& b,
 }
 
 // Link prediction's loss: binary cross-entropy of the predictor's logit of every pair (summed),
-// and (with `correct`) the pairs whose logit has the label's sign.
+// and (with `hits`) adds the pairs whose logit has the label's sign, counted on the device.
 torch::Tensor link_loss(GnnModel& model, const torch::Tensor& h, const LinkPairs& q,
-                        const torch::Device& device, EvalCounts* correct) {
+                        const torch::Device& device, torch::Tensor* hits) {
   const int64_t n = q.size();
-  auto idx = [&](const std::vector<int64_t>& v) {
-    return torch::from_blob(const_cast<int64_t*>(v.data()), {n}, torch::kInt64).to(device);
-  };
-  auto y = torch::from_blob(const_cast<float*>(q.label.data()), {n}, torch::kFloat32).to(device);
-  auto logits = model.score(h.index_select(0, idx(q.src)), h.index_select(0, idx(q.dst)));
-  if (correct) {
+  auto y = upload_to_device(
+      torch::from_blob(const_cast<float*>(q.label.data()), {n}, torch::kFloat32), device);
+  auto logits = model.score(h.index_select(0, host_index(q.src, device)),
+                            h.index_select(0, host_index(q.dst, device)));
+  if (hits) {
     torch::NoGradGuard ng;
-    correct->correct += ((logits > 0).to(torch::kFloat32) == y).sum().item<int64_t>();
-    correct->total += n;
+    hits->add_(((logits > 0).to(torch::kFloat32) == y).sum());
   }
   return torch::nn::functional::binary_cross_entropy_with_logits(
       logits, y,
@@ -507,52 +513,44 @@ torch::Tensor Trainer::run_model(const LoadedBatch& batch, at::Generator* gen,
 
 // Forward and backward of one batch with the dropout stream of `stream` (the rank of the
 // symmetric job that trains it); its gradients, loss sum and seed count go into `row` (numel + 2
-// floats, zero on entry). The gradients of the parameters are left set.
+// floats, zero on entry): the parameters' gradients are views of the row, which autograd adds
+// into. With `hits`, adds the batch's train predictions that hit their labels (on the device);
+// `total` gets their count. Nothing is read from the device.
 void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Tensor row,
-                            EvalCounts* correct) {
+                            torch::Tensor* hits, int64_t* total) {
   auto& I = *impl_;
   check_batch(batch, cfg_.model);
+  int64_t off = 0;
   for (auto& p : I.params) {
-    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
+    p.mutable_grad() = row.narrow(0, off, p.numel()).view(p.sizes());
+    off += p.numel();
   }
   auto clock = std::chrono::steady_clock::now();
   torch::Tensor emb;
+  // The masks' keys come from a host generator on every device (the same masks on a GPU as on
+  // the CPU, and no key read back from the device).
   const uint64_t key =
       mix64(rng_key(cfg_.seed, batch.sample.epoch, batch.sample.batch, stream) ^ kDropoutPurpose);
-  at::Generator gen;
-  if (I.device.is_cpu()) {
-    gen = at::detail::createCPUGenerator(key);
-  } else {
-    // Device generators cannot be created without the device headers; the trainer is the only
-    // user of the device's default generator, so reseeding it per step is just as reproducible.
-    gen = at::globalContext().defaultGenerator(I.device);
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(key);
-  }
+  at::Generator gen = at::detail::createCPUGenerator(key);
   auto out = run_model(batch, &gen, I.table ? &emb : nullptr);
   torch::Tensor loss;
   int64_t count = 0;
   if (cfg_.model.predictor != "none") {
-    loss = link_loss(*I.model, out, batch.sample.pairs, I.device, correct);
+    loss = link_loss(*I.model, out, batch.sample.pairs, I.device, hits);
     count = batch.sample.pairs.size();
   } else if (cfg_.model.bce()) {
-    loss = node_bce_loss(out, batch, I.device, correct, &count);
+    loss = node_bce_loss(out, batch, I.device, hits, &count);
   } else {
-    auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
-                              {static_cast<int64_t>(batch.labels.size())}, torch::kInt64)
-                 .to(I.device);
-    if (correct) *correct += count_correct(out, batch.labels);
+    auto y = host_index(batch.labels, I.device);
+    if (hits) hits->add_(count_hits(out, y));
     loss = torch::nn::functional::cross_entropy(
         out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     count = y.size(0);
   }
+  if (total) *total += count;
   times_.forward_s += seconds_since(clock);
   loss.backward();
-  int64_t off = 0;
-  for (auto& p : I.params) {
-    if (p.grad().defined()) row.narrow(0, off, p.numel()).copy_(p.grad().reshape(-1));
-    off += p.numel();
-  }
+  for (auto& p : I.params) p.mutable_grad() = torch::Tensor();  // the row holds them
   if (emb.defined() && emb.grad().defined()) {
     if (cfg_.model.hetero()) {
       I.emb_ids = hetero_embedding_ids(batch, cfg_.model, I.emb_rows);
@@ -560,50 +558,54 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
       const auto& ids = batch.sample.input_nodes();  // on the host since gather_embedding
       I.emb_ids.assign(ids.begin(), ids.end());
     }
-    // Where the table takes them: its device's memory, else the host.
-    I.emb_grad = emb.grad()
-                     .to(table_on_trainer_device() ? I.device : torch::Device(torch::kCPU))
-                     .contiguous();
+    // Where the table takes them: its device's memory, else the host (a read).
+    I.emb_grad = table_on_trainer_device() ? emb.grad().contiguous() : I.io.read(emb.grad());
   }
-  row[I.numel] = static_cast<float>(loss.item<double>());
+  row.narrow(0, I.numel, 1).copy_(loss.detach().reshape({1}));
   row[I.numel + 1] = static_cast<float>(count);
   times_.backward_s += seconds_since(clock);
 }
 
 // The step from the summed gradients, loss sum and seed count (`sum`, numel + 2 floats): the
-// mean gradient over the step's seeds, then the optimizer. Returns the mean loss.
-float Trainer::apply_step(torch::Tensor sum) {
+// mean gradient over the step's seeds, then the optimizer. Returns the mean loss ([1], on the
+// device). `local` says whether this rank had seeds: then the global count is not 0 and nothing
+// is read; otherwise (or when an embedding table needs the count on the host) one read.
+torch::Tensor Trainer::apply_step(torch::Tensor sum, bool local) {
   auto& I = *impl_;
   auto clock = std::chrono::steady_clock::now();
-  auto totals = sum.narrow(0, I.numel, 2).to(torch::kCPU);
-  const float loss_total = totals.data_ptr<float>()[0], n_total = totals.data_ptr<float>()[1];
-  I.last_count = n_total;
   ++times_.steps;
-  if (n_total == 0) return 0.0f;  // no rank had a seed: nothing to learn from (same on all ranks)
-  sum.narrow(0, 0, I.numel).div_(n_total);
-  int64_t off = 0;
-  for (auto& p : I.params) {
-    p.mutable_grad() = sum.narrow(0, off, p.numel()).view_as(p).clone();
-    off += p.numel();
+  if (!local || I.table) {
+    const torch::Tensor totals = I.io.read(sum.narrow(0, I.numel, 2));
+    I.last_count = totals.data_ptr<float>()[1];
+    // No rank had a seed: nothing to learn from (the same on every rank).
+    if (I.last_count == 0) return torch::zeros({1}, sum.options());
   }
-  I.optimizer->step();
+  const torch::Tensor n = sum.narrow(0, I.numel + 1, 1);
+  auto grad = sum.narrow(0, 0, I.numel);
+  grad.div_(n);
+  I.flat->step(grad);
   ++step_;
   times_.optimizer_s += seconds_since(clock);
-  return loss_total / n_total;
+  return sum.narrow(0, I.numel, 1) / n;
 }
 
-float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
+// One symmetric step; returns its figures on the device: [mean loss, train hits] (float32), and
+// adds the predictions counted to `total`.
+torch::Tensor Trainer::symmetric_step(const LoadedBatch& batch, bool count, int64_t* total) {
   auto& I = *impl_;
   I.model->train();
   const double cpu0 = thread_cpu_seconds();
   const AggregationTimes agg0 = aggregation_times();
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(I.device);
   // One bucket on the model's device: every gradient, then the loss sum and the seed count.
-  auto bucket =
-      torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  auto bucket = torch::zeros({I.numel + 2}, opts);
+  auto hits = torch::zeros({1}, opts);
   I.emb_ids.clear();
   I.emb_grad = torch::Tensor();
-  if (!batch_empty(batch)) {
-    backward_into(batch, static_cast<uint64_t>(comm_.rank()), bucket, correct);
+  const bool local = !batch_empty(batch);
+  if (local) {
+    backward_into(batch, static_cast<uint64_t>(comm_.rank()), bucket, count ? &hits : nullptr,
+                  total);
   }
   const AggregationTimes& agg1 = aggregation_times();
   times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
@@ -611,24 +613,72 @@ float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   auto clock = std::chrono::steady_clock::now();
   all_reduce_bucket(bucket);
   times_.all_reduce_s += seconds_since(clock);
-  const float loss = apply_step(bucket);
+  const torch::Tensor loss = apply_step(bucket, local);
   if (I.table) {
     // The embedding rows' gradients go to their owners (collective: every rank, every step).
     clock = std::chrono::steady_clock::now();
-#ifdef DSP_TRAIN_CUDA
     // The table reads the gradient rows on its own copies: LibTorch's writes must be done.
-    if (I.emb_grad.defined() && I.emb_grad.is_cuda()) {
-      c10::cuda::getCurrentCUDAStream(I.emb_grad.device().index()).synchronize();
-    }
-#endif
+    if (I.emb_grad.defined() && table_on_trainer_device()) I.io.wait();
     I.table->apply_gradients(I.emb_ids.data(), static_cast<int64_t>(I.emb_ids.size()),
                              I.emb_grad.defined() ? I.emb_grad.data_ptr<float>() : nullptr,
                              I.last_count > 0 ? 1.0f / I.last_count : 0.0f);
     times_.optimizer_s += seconds_since(clock);
   }
   times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
-  return loss;
+  return torch::cat({loss, hits});
 }
+
+namespace {
+
+// The figures [mean loss, hits] of a step read (one read), the hits added to `correct`.
+float read_figures(DeviceIo& io, const torch::Tensor& figures, int64_t total, EvalCounts* correct) {
+  const torch::Tensor f = io.read(figures);
+  if (correct) {
+    correct->correct += static_cast<int64_t>(f.data_ptr<float>()[1]);
+    correct->total += total;
+  }
+  return f.data_ptr<float>()[0];
+}
+
+}  // namespace
+
+float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
+  int64_t total = 0;
+  const torch::Tensor f = symmetric_step(batch, correct != nullptr, &total);
+  return read_figures(impl_->io, f, total, correct);
+}
+
+void Trainer::step(const LoadedBatch& batch, bool tally_correct) {
+  add_to_tally(symmetric_step(batch, tally_correct, &impl_->tally_total));
+}
+
+void Trainer::add_to_tally(const torch::Tensor& figures) {
+  impl_->tally.add_(figures);
+  ++impl_->tally_steps;
+}
+
+Trainer::Tally Trainer::take_tally() {
+  auto& I = *impl_;
+  const torch::Tensor t = I.io.read(I.tally);
+  Tally out;
+  out.loss_sum = t.data_ptr<double>()[0];
+  out.steps = I.tally_steps;
+  out.correct.correct = static_cast<int64_t>(t.data_ptr<double>()[1]);
+  out.correct.total = I.tally_total;
+  I.tally.zero_();
+  I.tally_steps = 0;
+  I.tally_total = 0;
+  return out;
+}
+
+double Trainer::running_loss() {
+  auto& I = *impl_;
+  if (I.tally_steps == 0) return 0;
+  return I.io.read(I.tally.narrow(0, 0, 1)).data_ptr<double>()[0] /
+         static_cast<double>(I.tally_steps);
+}
+
+const HostTraffic& Trainer::traffic() const { return impl_->io.traffic(); }
 
 void Trainer::attach_embedding(EmbeddingTable* table, EmbeddingRowMap rows) {
   DSP_CHECK_ARG(table == nullptr || table->dim() == cfg_.model.embedding_dim,
@@ -674,14 +724,17 @@ double Trainer::time_backward(const LoadedBatch& batch) {
   const auto t0 = std::chrono::steady_clock::now();
   auto row =
       torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
-  backward_into(batch, static_cast<uint64_t>(comm_.rank()), row, nullptr);
+  backward_into(batch, static_cast<uint64_t>(comm_.rank()), row, nullptr, nullptr);
   for (auto& p : I.params) p.mutable_grad() = torch::Tensor();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   times_ = saved;
   return s;
 }
 
-float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, EvalCounts* correct) {
+// The slots' step (train_slots); returns its figures [mean loss, hits] on the device and adds
+// the predictions counted to `total`.
+torch::Tensor Trainer::slots_step(const std::vector<SlotBatch>& batches, int slots, bool count,
+                                  int64_t* total) {
   auto& I = *impl_;
   DSP_CHECK_ARG(slots >= 1, "train_slots: {} slots", slots);
   DSP_CHECK_ARG(I.table == nullptr, "train_slots: learnable embeddings train with train_step");
@@ -689,17 +742,20 @@ float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, Eva
   const double cpu0 = thread_cpu_seconds();
   const AggregationTimes agg0 = aggregation_times();
   const int64_t width = I.numel + 2;
-  auto rows =
-      torch::zeros({slots * width}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(I.device);
+  auto rows = torch::zeros({slots * width}, opts);
+  auto hits = torch::zeros({1}, opts);
   std::vector<bool> seen(slots, false);
+  bool local = false;
   for (const SlotBatch& b : batches) {
     DSP_CHECK_ARG(b.slot >= 0 && b.slot < slots && !seen[b.slot] && b.batch != nullptr,
                   "train_slots: slot {} of {} given twice, out of range or without a batch", b.slot,
                   slots);
     seen[b.slot] = true;
     if (!batch_empty(*b.batch)) {
+      local = true;
       backward_into(*b.batch, static_cast<uint64_t>(b.slot), rows.narrow(0, b.slot * width, width),
-                    correct);
+                    count ? &hits : nullptr, total);
     }
   }
   const AggregationTimes& agg1 = aggregation_times();
@@ -712,9 +768,19 @@ float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, Eva
   auto sum = rows.narrow(0, 0, width).clone();
   for (int v = 1; v < slots; ++v) sum.add_(rows.narrow(0, v * width, width));
   times_.all_reduce_s += seconds_since(clock);
-  const float loss = apply_step(sum);
+  const torch::Tensor loss = apply_step(sum, local);
   times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
-  return loss;
+  return torch::cat({loss, hits});
+}
+
+float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, EvalCounts* correct) {
+  int64_t total = 0;
+  const torch::Tensor f = slots_step(batches, slots, correct != nullptr, &total);
+  return read_figures(impl_->io, f, total, correct);
+}
+
+void Trainer::step_slots(const std::vector<SlotBatch>& batches, int slots, bool tally_correct) {
+  add_to_tally(slots_step(batches, slots, tally_correct, &impl_->tally_total));
 }
 
 // Sums the bucket over the ranks where the communicator takes its buffers: in place when that is
@@ -727,11 +793,9 @@ void Trainer::all_reduce_bucket(torch::Tensor& bucket) {
                           : bucket.to(comm_on_device ? impl_->device : torch::Device(torch::kCPU));
   OpOptions o;
   o.label = "train:grad_all_reduce";
-#ifdef DSP_TRAIN_CUDA
   // The channel reads the bucket on its own stream (NCCL) or thread (staged copies): LibTorch's
-  // writes to it, queued on the current stream, must have completed.
-  if (buf.is_cuda()) c10::cuda::getCurrentCUDAStream(buf.device().index()).synchronize();
-#endif
+  // writes to it, queued on the current stream, must have completed (counted on every device).
+  impl_->io.wait();
   comm_.all_reduce(buf.data_ptr<float>(), buf.numel(), DType::kFloat32, ReduceOp::kSum, o);
   comm_.synchronize(o);
   if (!buf.is_same(bucket)) bucket.copy_(buf);
@@ -741,6 +805,7 @@ void Trainer::set_threads(int threads) { torch::set_num_threads(std::max(1, thre
 
 void Trainer::set_lr(double lr) {
   for (auto& group : impl_->optimizer->param_groups()) group.options().set_lr(lr);
+  impl_->flat->set_lr(lr);
 }
 
 EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
@@ -757,7 +822,7 @@ void Trainer::eval_batch(const LoadedBatch& batch, EvalTally* tally) {
   auto& I = *impl_;
   torch::NoGradGuard ng;
   I.model->eval();
-  const auto out = run_model(batch, nullptr, nullptr).to(torch::kCPU).contiguous();
+  const auto out = I.io.read(run_model(batch, nullptr, nullptr));
   const float* logits = out.data_ptr<float>();
   if (batch.multilabel()) {
     tally->add(logits, out.size(0), batch.label_matrix.data());
@@ -797,7 +862,7 @@ std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, con
         torch::from_blob(const_cast<float*>(gcn_src_scale), {blk.num_src}, torch::kFloat32)
             .to(I.device);
   }
-  auto out = I.model->forward_layer(layer, bt, h).to(torch::kCPU).contiguous();
+  auto out = I.io.read(I.model->forward_layer(layer, bt, h));
   return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
 }
 
@@ -811,7 +876,7 @@ std::vector<float> Trainer::score(const float* hs, const float* hd, int64_t n) {
   auto wrap = [&](const float* p) {
     return torch::from_blob(const_cast<float*>(p), {n, w}, torch::kFloat32).to(I.device);
   };
-  auto s = I.model->score(wrap(hs), wrap(hd)).to(torch::kCPU).contiguous();
+  auto s = I.io.read(I.model->score(wrap(hs), wrap(hd)));
   return std::vector<float>(s.data_ptr<float>(), s.data_ptr<float>() + n);
 }
 
@@ -873,7 +938,7 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
     for (size_t i = 0; i < I.params.size(); ++i) {
       tensors.emplace_back("p" + std::to_string(i),
-                           I.params[i].detach().to(torch::kCPU).contiguous());
+                           I.params[i].detach().to(torch::kCPU).clone());  // not a view
     }
     // The input's column statistics (normalize_features standard), so that a model loaded from
     // the checkpoint alone (dsp.load_model) sees its inputs as training did.
@@ -882,6 +947,7 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
       tensors.emplace_back("feature_inv_std", I.inv_std.to(torch::kCPU).contiguous());
     }
     torch::serialize::OutputArchive opt;
+    I.flat->save_into(*I.optimizer);  // the state as LibTorch's optimizer holds it
     I.optimizer->save(opt);
     std::string opt_bytes;
     opt.save_to([&opt_bytes](const void* data, size_t n) {
@@ -1085,7 +1151,7 @@ CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
   }
   read_parameters(path, header, ar, I.names, I.params);
   read_optimizer(path, header, ar, *I.optimizer);
-  if (!I.device.is_cpu()) move_optimizer_state(*I.optimizer, I.device);
+  I.flat->load_from(*I.optimizer);
   step_ = info.step;
   return info;
 }

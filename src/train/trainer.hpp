@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "core/host_traffic.hpp"
 #include "csp/block.hpp"
 #include "train/config.hpp"
 #include "train/metrics.hpp"
@@ -106,6 +107,27 @@ class Trainer {
   };
   float train_slots(const std::vector<SlotBatch>& batches, int slots,
                     EvalCounts* correct = nullptr);
+  // The same steps without reading anything back from the device (train_step and train_slots
+  // each read their loss: one blocking read a step on a GPU). The step's mean loss and, with
+  // `tally_correct`, its train predictions that hit are added to the trainer's tally on the
+  // device; take_tally reads them. In steady state such a step reads nothing and waits only for
+  // the gradient all-reduce (at 2+ ranks) and a device embedding table (traffic()); a step in
+  // which this rank has no seed reads the global count (one read), and so does every step with
+  // an embedding table (its sparse update scales by it on the host).
+  void step(const LoadedBatch& batch, bool tally_correct = false);
+  void step_slots(const std::vector<SlotBatch>& batches, int slots, bool tally_correct = false);
+  struct Tally {
+    double loss_sum = 0;  // the steps' mean losses, summed in step order
+    int64_t steps = 0;
+    EvalCounts correct;  // the train predictions of the steps that tallied them (this rank)
+  };
+  // The tally since the last take (one read), then reset.
+  Tally take_tally();
+  // The tally's mean loss so far, not reset (one read; 0 before a step): a progress line.
+  double running_loss();
+  // What the trainer read from its device and waited for since it was built: every read and wait
+  // goes through one counted place (train/device_io.hpp), on the CPU as on a GPU.
+  const HostTraffic& traffic() const;
   // Learnable node embeddings (ModelConfig::embedding_dim > 0): the table (owned by the caller,
   // alive as long as the trainer) whose rows gather_embedding adds to a batch and whose rows
   // train_step updates (sparse: only the batch's input rows) after the dense step.
@@ -186,9 +208,13 @@ class Trainer {
  private:
   void all_reduce_bucket(at::Tensor& bucket);
   at::Tensor run_model(const LoadedBatch& batch, at::Generator* gen, at::Tensor* emb_leaf);
-  void backward_into(const LoadedBatch& batch, uint64_t stream, at::Tensor row,
-                     EvalCounts* correct);
-  float apply_step(at::Tensor sum);
+  void backward_into(const LoadedBatch& batch, uint64_t stream, at::Tensor row, at::Tensor* hits,
+                     int64_t* total);
+  at::Tensor apply_step(at::Tensor sum, bool local);
+  at::Tensor symmetric_step(const LoadedBatch& batch, bool count, int64_t* total);
+  at::Tensor slots_step(const std::vector<SlotBatch>& batches, int slots, bool count,
+                        int64_t* total);
+  void add_to_tally(const at::Tensor& figures);
   struct Impl;
   TrainConfig cfg_;
   Communicator& comm_;

@@ -237,6 +237,24 @@ TEST(Aggregate, TransposeIsBuiltOncePerBlockAndOnlyForGradients) {
   EXPECT_EQ(tp[50].item<int64_t>(), blk.num_edges());
 }
 
+// The device formulation of the transpose (sort, searched row starts, told sizes: nothing waits
+// for a GPU) builds exactly the host's counting sort, on every test block.
+TEST(Aggregate, DeviceTransposeEqualsTheCountingSort) {
+  auto x_of = [](int64_t n) { return randn({n, 3}, 9); };
+  for (const Block& blk : test_blocks()) {
+    BlockTensors host = block_to_tensors(blk);
+    auto x = x_of(blk.num_src);
+    aggregate(host, x, Aggregation::kSum).sum().backward();  // builds the host transpose
+    BlockTensors dev = block_to_tensors(blk);
+    transpose_on_device(dev, *dev.cache);
+    const BlockCache &h = *host.cache, &d = *dev.cache;
+    ASSERT_TRUE(h.t_indptr.defined());
+    EXPECT_TRUE(torch::equal(h.t_indptr, d.t_indptr)) << blk.num_dst << "x" << blk.num_src;
+    EXPECT_TRUE(torch::equal(h.t_dst, d.t_dst));
+    EXPECT_TRUE(torch::equal(h.t_eids, d.t_eids));
+  }
+}
+
 TEST(Aggregate, RejectsBadInputs) {
   Block blk = random_block(4, 6, 2, 1);
   BlockTensors b = block_to_tensors(blk);

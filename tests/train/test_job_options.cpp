@@ -64,6 +64,7 @@ JobConfig unusual_config() {
   c.train.lr_gamma = 0.5;
   c.train.lr_step_size = 7;
   c.train.lr_patience = 3;
+  c.train.tf32 = false;
   c.rank.partition_method = "random";
   c.checkpoint_dir = "/ck";
   c.checkpoint_every = 4;

@@ -302,6 +302,46 @@ TEST(Trainer, SlotStepsDependOnTheSlotsOnly) {
   }
 }
 
+// The step a job takes (Trainer::step) reads nothing back from the device and, at one rank, waits
+// for nothing: its figures stay in the tally until take_tally, one read. train_step reads its
+// figures each step (one read). The tally's figures are train_step's, summed. Counted by the
+// trainer's one device-traffic place, which the CPU passes through exactly as a GPU does.
+TEST(Trainer, AStepReadsNothingFromTheDevice) {
+  const CoraData& d = cora();
+  auto comm = make_communicator("self");
+  for (const char* model : {"sage", "gcn", "gat"}) {
+    TrainConfig cfg = cora_config(model, 4);
+    cfg.num_threads = 1;
+    Trainer lazy(cfg, *comm), eager(cfg, *comm);
+    std::vector<LoadedBatch> batches;
+    for (int64_t s = 0; s < 4; ++s) {
+      std::vector<int64_t> seeds(d.train.begin() + 32 * s, d.train.begin() + 32 * s + 32);
+      batches.push_back(load_batch(d, sample_batch(d.ds.graph, seeds, {10, 10}, 1, 0, s)));
+    }
+    const HostTraffic before = lazy.traffic();
+    for (const auto& b : batches) lazy.step(b, /*tally_correct=*/true);
+    const HostTraffic steps = lazy.traffic() - before;
+    EXPECT_EQ(steps.reads, 0) << model;
+    EXPECT_EQ(steps.syncs, 0) << model;
+    const Trainer::Tally tally = lazy.take_tally();
+    EXPECT_EQ((lazy.traffic() - before).reads, 1) << model;
+    EXPECT_EQ(tally.steps, 4);
+
+    double loss_sum = 0;
+    EvalCounts hits;
+    const HostTraffic e0 = eager.traffic();
+    for (const auto& b : batches) loss_sum += eager.train_step(b, &hits);
+    EXPECT_EQ((eager.traffic() - e0).reads, 4) << model;
+    EXPECT_EQ(tally.loss_sum, loss_sum) << model;
+    EXPECT_EQ(tally.correct.correct, hits.correct) << model;
+    EXPECT_EQ(tally.correct.total, 128) << model;
+    EXPECT_EQ(hits.total, 128) << model;
+    EXPECT_TRUE(lazy.flat_parameters() == eager.flat_parameters()) << model;
+    // A new tally starts empty.
+    EXPECT_EQ(lazy.take_tally().steps, 0);
+  }
+}
+
 TEST(Trainer, SgdFitsOneBatch) {
   // SGD on row-normalised Cora is slow to start, so this only checks that its steps descend:
   // without dropout, repeating one batch must drive its loss down.

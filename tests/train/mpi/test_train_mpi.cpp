@@ -79,6 +79,42 @@ TEST_P(Replicas, BitIdenticalAfterEveryStep) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Replicas, ::testing::Values("sage", "gcn", "gat"));
 
+// A job's step (Trainer::step) at P ranks: nothing read from the device while every rank has
+// seeds, one wait a step for the gradient all-reduce at 2+ ranks (none alone); a step in which a
+// rank has no seed reads the global count there (one read). The replicas stay identical and the
+// tallies equal train_step's figures.
+TEST(Replicas, AStepReadsNothingAndWaitsOnlyForTheAllReduce) {
+  const CoraData& d = cora();
+  Communicator& c = *g_comm;
+  Trainer lazy(cora_config("sage", 6), c), eager(cora_config("sage", 6), c);
+  const int steps = 3;
+  double loss_sum = 0;
+  const HostTraffic before = lazy.traffic();
+  for (int64_t b = 0; b < steps; ++b) {
+    std::vector<int64_t> seeds(d.train.begin() + 16 * b, d.train.begin() + 16 * b + 16);
+    auto batch = load_batch(
+        d, sample_batch(d.ds.graph, rank_share(seeds, c.rank(), c.size()), {10, 5}, 6, 0, b));
+    lazy.step(batch);
+    loss_sum += eager.train_step(batch);
+  }
+  const HostTraffic t = lazy.traffic() - before;
+  EXPECT_EQ(t.reads, 0);
+  EXPECT_EQ(t.syncs, c.size() > 1 ? steps : 0);
+  expect_identical_replicas(lazy, "after the steps");
+  EXPECT_TRUE(lazy.flat_parameters() == eager.flat_parameters());
+  EXPECT_EQ(lazy.take_tally().loss_sum, loss_sum);
+
+  // Rank 0 alone has seeds: the others read the global count, rank 0 reads nothing.
+  std::vector<int64_t> seeds(d.train.begin(), d.train.begin() + 8);
+  auto batch =
+      load_batch(d, sample_batch(d.ds.graph, c.rank() == 0 ? seeds : std::vector<int64_t>{},
+                                 {10, 5}, 6, 0, steps));
+  const HostTraffic b0 = lazy.traffic();
+  lazy.step(batch);
+  EXPECT_EQ((lazy.traffic() - b0).reads, c.rank() == 0 ? 0 : 1);
+  expect_identical_replicas(lazy, "after a step only rank 0 had seeds for");
+}
+
 // Without dropout a P-rank step on a batch equals a one-rank step on the whole batch (up to the
 // order of float sums): the gradient is the mean over all the batch's seeds, however it is split.
 TEST(GradientSync, EqualsOneRankOnTheWholeBatch) {

@@ -1,0 +1,142 @@
+#include "train/flat_optimizer.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <type_traits>
+#include <utility>
+
+#include "core/error.hpp"
+
+namespace dsp {
+
+namespace {
+
+// torch::optim's key of a parameter's state: the address of its TensorImpl, as text in LibTorch
+// 1.x, the pointer itself in 2.x.
+using StateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+template <class K>
+K key_of(void* impl) {
+  if constexpr (std::is_same_v<K, std::string>) {
+    std::ostringstream os;  // c10::guts::to_string's text
+    os << impl;
+    return os.str();
+  } else {
+    return impl;
+  }
+}
+
+StateKey state_key(const torch::Tensor& p) { return key_of<StateKey>(p.unsafeGetTensorImpl()); }
+
+}  // namespace
+
+FlatOptimizer::FlatOptimizer(std::vector<torch::Tensor>& params, FlatOptimizerOptions o)
+    : params_(params), o_(std::move(o)) {
+  DSP_CHECK_ARG(o_.kind == "adam" || o_.kind == "sgd", "unknown optimizer '{}' (adam, sgd)",
+                o_.kind);
+  DSP_CHECK_ARG(!params_.empty(), "an optimizer needs parameters");
+  int64_t numel = 0;
+  for (const auto& p : params_) numel += p.numel();
+  const auto opts = params_.front().options().requires_grad(false);
+  flat_ = torch::empty({numel}, opts);
+  torch::NoGradGuard ng;
+  int64_t off = 0;
+  for (auto& p : params_) {
+    DSP_CHECK_ARG(p.device() == flat_.device() && p.scalar_type() == torch::kFloat32,
+                  "the parameters must be float32 on one device");
+    auto view = flat_.narrow(0, off, p.numel());
+    view.copy_(p.detach().reshape(-1));
+    p.set_data(view.view(p.sizes()));
+    off += p.numel();
+  }
+  m_ = torch::zeros_like(flat_);
+  if (o_.kind == "adam") v_ = torch::zeros_like(flat_);
+}
+
+// torch::optim::Adam::step (LibTorch 1.13), every parameter at once: the same ops in the same
+// order on every element, with the step count all parameters share.
+void FlatOptimizer::step(const torch::Tensor& grad) {
+  torch::NoGradGuard ng;
+  DSP_CHECK_ARG(grad.numel() == flat_.numel(), "a gradient of {} values for {} parameters",
+                grad.numel(), flat_.numel());
+  if (o_.kind == "sgd") {
+    torch::Tensor d = o_.weight_decay != 0 ? grad.add(flat_, o_.weight_decay) : grad;
+    if (o_.momentum != 0) {
+      if (steps_ == 0) {
+        m_.copy_(d);  // the buffer starts as the first step's gradient (SGD's clone)
+      } else {
+        m_.mul_(o_.momentum).add_(d, 1.0);  // dampening 0
+      }
+      d = m_;
+    }
+    flat_.add_(d, -1 * o_.lr);
+    ++steps_;
+    return;
+  }
+  ++steps_;
+  const double bc1 = 1 - std::pow(o_.beta1, static_cast<double>(steps_));
+  const double bc2 = 1 - std::pow(o_.beta2, static_cast<double>(steps_));
+  const torch::Tensor g = o_.weight_decay != 0 ? grad.add(flat_, o_.weight_decay) : grad;
+  m_.mul_(o_.beta1).add_(g, 1 - o_.beta1);
+  v_.mul_(o_.beta2).addcmul_(g, g, 1 - o_.beta2);
+  const torch::Tensor denom = (v_.sqrt() / std::sqrt(bc2)).add_(o_.eps);
+  flat_.addcdiv_(m_, denom, -(o_.lr / bc1));
+}
+
+void FlatOptimizer::save_into(torch::optim::Optimizer& opt) const {
+  auto& state = opt.state();
+  state.clear();
+  if (steps_ == 0 || (o_.kind == "sgd" && o_.momentum == 0)) return;  // torch keeps none then
+  int64_t off = 0;
+  for (const auto& p : params_) {
+    auto part = [&](const torch::Tensor& t) {
+      return t.narrow(0, off, p.numel()).view(p.sizes()).clone();
+    };
+    if (o_.kind == "adam") {
+      auto s = std::make_unique<torch::optim::AdamParamState>();
+      s->step(steps_);
+      s->exp_avg(part(m_));
+      s->exp_avg_sq(part(v_));
+      state[state_key(p)] = std::move(s);
+    } else {
+      auto s = std::make_unique<torch::optim::SGDParamState>();
+      s->momentum_buffer(part(m_));
+      state[state_key(p)] = std::move(s);
+    }
+    off += p.numel();
+  }
+}
+
+void FlatOptimizer::load_from(torch::optim::Optimizer& opt) {
+  torch::NoGradGuard ng;
+  const auto& state = opt.state();
+  m_.zero_();
+  if (v_.defined()) v_.zero_();
+  steps_ = 0;
+  int64_t off = 0;
+  bool first = true;
+  for (const auto& p : params_) {
+    const auto it = state.find(state_key(p));
+    const int64_t n = p.numel();
+    int64_t steps = 0;
+    if (it != state.end()) {
+      if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(it->second.get())) {
+        steps = a->step();
+        m_.narrow(0, off, n).copy_(a->exp_avg().reshape(-1));
+        v_.narrow(0, off, n).copy_(a->exp_avg_sq().reshape(-1));
+      } else if (const auto* s =
+                     dynamic_cast<const torch::optim::SGDParamState*>(it->second.get())) {
+        steps = 1;
+        m_.narrow(0, off, n).copy_(s->momentum_buffer().reshape(-1));
+      }
+    }
+    DSP_CHECK_ARG(first || steps == steps_,
+                  "the optimizer state has parameters at different step counts ({} and {})", steps_,
+                  steps);
+    steps_ = steps;
+    first = false;
+    off += n;
+  }
+}
+
+}  // namespace dsp

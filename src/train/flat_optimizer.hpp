@@ -1,0 +1,48 @@
+#pragma once
+// The dense optimizer as a handful of launches over one flat tensor (LibTorch inside: included
+// only by trainer.cpp and its tests).
+//
+// The model's parameters are made views of one contiguous tensor (`adopt`), the optimizer's state
+// lives in tensors of the same length, and the gradient comes as the train step's flat bucket: so
+// Adam's step is eight element-wise ops and SGD's two to four, whatever the number of parameters
+// (the loop over parameters issued that many per parameter, ~200 launches a GraphSAGE step on a
+// GPU). The arithmetic is LibTorch 1.13's torch::optim::Adam / SGD's, op for op, on every element
+// (tests/train/test_flat_optimizer.cpp compares the two over steps). The state goes in and out
+// of a checkpoint through the torch optimizer it was always written with (`save_into`,
+// `load_from`), so checkpoints keep their format.
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace dsp {
+
+struct FlatOptimizerOptions {
+  std::string kind = "adam";  // "adam" | "sgd"
+  double lr = 0.01, weight_decay = 0, momentum = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // torch::optim::AdamOptions' defaults
+};
+
+class FlatOptimizer {
+ public:
+  // Moves `params` (same device and dtype float32) into one flat tensor and makes each a view
+  // of it: later writes to either are writes to both.
+  FlatOptimizer(std::vector<torch::Tensor>& params, FlatOptimizerOptions o);
+  // One step from the flat gradient (numel entries, the parameters' order), on its device.
+  void step(const torch::Tensor& grad);
+  void set_lr(double lr) { o_.lr = lr; }
+  double lr() const { return o_.lr; }
+  const torch::Tensor& flat() const { return flat_; }
+  // The state into / from a torch::optim::Adam or SGD over the same parameters (its per-parameter
+  // state, as its own step would have left it): checkpoints.
+  void save_into(torch::optim::Optimizer& opt) const;
+  void load_from(torch::optim::Optimizer& opt);
+
+ private:
+  std::vector<torch::Tensor> params_;
+  FlatOptimizerOptions o_;
+  torch::Tensor flat_, m_, v_;  // parameters; Adam's moments or SGD's momentum buffer (m_)
+  int64_t steps_ = 0;           // Adam: steps taken; SGD: whether the momentum buffer is set
+};
+
+}  // namespace dsp
