@@ -14,10 +14,17 @@
 # debs-dev/ (headers for the fallback build) and KIT.txt (what it was built from).
 #
 # `run` (at most DSP_KIT_DEADLINE s, default 480; no step starts after it, each step's timeout is
-# cut to what is left): the environment (driver, GPU, read-only registration, `mpiexec -n 2`),
-# then the test groups in order of value, Cora on the GPU, compute-sanitizer, and the benchmarks on
-# a products-sized community graph. A group that ran zero tests fails. The summary table comes
-# last; $OUT gets summary.txt and logs.tar.gz (every log and JSON).
+# cut to what is left): first refuses a kit built from other sources than the tree's (KIT.txt's
+# `source:` digest, scripts/gpu/kit/common.sh source_digest), then the environment (driver, GPU,
+# read-only registration, `mpiexec -n 2`), the sampler, feature and trainer backends against the
+# CPU, then performance first on a products-sized community graph with every row cached
+# (sampling with and without captured graphs, the emulated device's round trips asserted equal to
+# the GPU's, the gather against the device copy, two epochs of `dsp train --device cuda`, the
+# pipeline on and off, nsys of 20 steps where the image has it), then the correctness groups, Cora,
+# link prediction, typed graphs, inference, the remaining benchmarks, Python, compute-sanitizer,
+# until the deadline. A group that ran zero tests fails. Every row is appended to $OUT/rows.txt as
+# it is made; the summary table comes last; $OUT gets summary.txt and logs.tar.gz (every log and
+# JSON). The bundle carries a pip wheel only with DSP_KIT_WHEEL=1.
 #
 # `--dry-run`: in a private mount namespace where the system's OpenMPI, ssh and rsh are hidden,
 # unpacks the kit exactly as the device does, runs `mpiexec -n 2` from it, lists every binary's

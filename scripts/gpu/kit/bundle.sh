@@ -54,11 +54,13 @@ bundle() {
   stage="$(mktemp -d)"
   python3 scripts/gpu/kit/py_recipe.py record "$here/$DSP_CUDA_BUILD_DIR" "$here" "$stage" || return 1
   tar -cJf "$KIT/py.tar.xz" -C "$stage" . && rm -rf "$stage"
-  bundle_wheel || return 1
+  if [[ -n "${DSP_KIT_WHEEL:-}" ]]; then bundle_wheel || return 1
+  else echo "bundle: no pip wheel (DSP_KIT_WHEEL=1 to carry one)"; fi
   fetch_debs "$KIT/debs" "${runtime_debs[@]}" && fetch_debs "$KIT/debs-dev" "${dev_debs[@]}" || return 1
   {
     echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
-    echo "built: $(date -u +%FT%TZ) on $(. /etc/os-release; echo "$PRETTY_NAME"), sm_90"
+    echo "source: $(source_digest)"
+    echo "built: $(date -u +%FT%TZ) on $(. /etc/os-release; echo "$PRETTY_NAME"), sm_90, in $(elapsed "$t")"
     echo "torch: $("$py" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
     echo "nccl: $lib"
     echo "nvcc: $(nvcc --version | tail -1)"

@@ -5,7 +5,13 @@
 declare -a rows=()
 status=0
 T0=$(date +%s)
-row() { rows+=("$(printf '%-40s %-5s %s' "$1" "$2" "$3")"); }
+# A summary row, kept for the table and appended at once to $OUT/rows.txt (when OUT is set), so a
+# run cut short by the lease still returns every row it made.
+row() {
+  rows+=("$(printf '%-40s %-5s %s' "$1" "$2" "$3")")
+  [[ -n "${OUT:-}" && -d "${OUT:-}" ]] && printf '%s\n' "${rows[-1]}" >>"$OUT/rows.txt"
+  return 0
+}
 elapsed() { echo "$(($(date +%s) - $1)) s"; }
 # Seconds left before the deadline (DSP_KIT_DEADLINE, counted from the script's start).
 left() { echo $((${DSP_KIT_DEADLINE:-480} - ($(date +%s) - T0))); }
@@ -26,6 +32,15 @@ table() {
   echo "==== dsp gpu-check $step (${gpu:-no GPU}), $(elapsed "$T0") ===="
   printf '%-40s %-5s %s\n' step result detail
   for r in "${rows[@]}"; do echo "$r"; done
+}
+
+# A digest of the sources a kit is built from (src, tools, tests, python, cmake, the top
+# CMakeLists.txt), the same here and on the device, where the tree arrives without .git: the run
+# refuses a kit whose digest is not the tree's (built from another commit).
+source_digest() {
+  (cd "$here" && find src tools tests python cmake CMakeLists.txt -type f ! -name '*.pyc' \
+    ! -path '*/__pycache__/*' -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum |
+    sha256sum | cut -c1-16)
 }
 
 # Unpacks the kit's .debs (dpkg -x, never into /) and binaries into $KR and exports the variables

@@ -57,6 +57,21 @@ cmd_step() {
   return 1
 }
 
+# The kit against the tree it runs in: the digest of the sources it was built from (KIT.txt) must
+# be the tree's, else the run stops here (a kit of an older commit measures old code).
+kit_matches_tree() {
+  local built mine commit
+  built="$(sed -n 's/^source: //p' "$KIT/KIT.txt" 2>/dev/null)"
+  commit="$(sed -n 's/^commit: //p' "$KIT/KIT.txt" 2>/dev/null)"
+  mine="$(source_digest)"
+  if [[ -z "$built" || "$built" != "$mine" ]]; then
+    row kit FAIL "built from ${commit:-?} (sources ${built:-unrecorded}), the tree's sources are $mine: rebuild it (scripts/gpu/check.sh bundle)"
+    status=1
+    return 1
+  fi
+  row kit ok "commit $commit, sources $mine, $(sed -n 's/^built: //p' "$KIT/KIT.txt")"
+}
+
 preamble() {
   local gpu b n=0 listed=0 rc label line
   nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1 || echo "nvidia-smi: not found or failed" >>"$LOGS/nvidia-smi.txt"
@@ -91,11 +106,17 @@ preamble() {
   done
 }
 
+# The sampler and feature backends against the CPU's: what the performance rows measure is right.
+backend_groups() {
+  group "sampler backends vs CPU" csp_backends.log 180 "$KR/bin/test_csp_backends_cuda"
+  group "feature backends vs features[ids]" layout_backends.log 180 "$KR/bin/test_layout_backends_cuda"
+  group "trainer: no host sync a step, GPU = CPU" cuda_trainer.log 120 "$KR/bin/test_cuda_train" \
+    --gtest_filter='CudaTrainer.*'
+}
+
 test_groups() {
   local np
   group "test_cuda (RNG)" test_cuda.log 60 "$KR/bin/test_cuda" --gtest_filter='-CudaMemory.*'
-  group "sampler backends vs CPU" csp_backends.log 180 "$KR/bin/test_csp_backends_cuda"
-  group "feature backends vs features[ids]" layout_backends.log 180 "$KR/bin/test_layout_backends_cuda"
   for np in 1 2; do
     group "P-invariance, $np rank(s) on the GPU" "csp_mpi_np$np.log" 180 "$MPIEXEC" -n $np "$KR/bin/test_csp_mpi_cuda"
     group "gathers, $np rank(s) on the GPU" "layout_mpi_np$np.log" 180 "$MPIEXEC" -n $np "$KR/bin/test_layout_mpi_cuda"
@@ -266,40 +287,75 @@ bench() {
       "$LOGS/$log.log" | head -n 5 | tr -s ' ' | cut -c1-110 | paste -sd ';')"
 }
 
-# On a generated community graph (products-sized by default: DSP_GPU_BENCH_NODES / _EDGES).
-bench_steps() {
-  local G=/tmp/dsp-gpu-bench dev devs=(cpu cuda) th
-  th=$(nproc)
-  ((DRY)) && devs=(cpu)
-  cmd_step "bench graph" bench_data.log 150 bash -c "rm -rf $G && '$KR/bin/dsp' generate community $G/ds \
+# The host round trips a batch costs (core/host_traffic.hpp), as `dsp bench sample` prints them.
+round_trips() { grep -m1 -oE '[0-9.]+ blocking syncs, [0-9.]+ device-to-host reads' "$LOGS/$1.log"; }
+
+# The products-sized graph (DSP_GPU_BENCH_NODES / _EDGES) generated and partitioned with every row
+# cached (--cache-ratio 1: the rows a GPU rank gathers are all in device memory).
+bench_graph() {
+  local G=/tmp/dsp-gpu-bench
+  cmd_step "bench graph" bench_data.log 200 bash -c "rm -rf $G && '$KR/bin/dsp' generate community $G/ds \
     --nodes ${DSP_GPU_BENCH_NODES:-2.4M} --edges ${DSP_GPU_BENCH_EDGES:-62M} --classes 47 &&
-    '$KR/bin/dsp' partition $G/ds $G/p1 --parts 1" || return
-  row "bench graph (${DSP_GPU_BENCH_NODES:-2.4M} nodes, ${DSP_GPU_BENCH_EDGES:-62M} edges)" ok ""
-  for dev in "${devs[@]}"; do
-    bench "sample $dev" "sample_$dev" sample $G/p1 --device $dev --batches 40 --threads "$th"
-    bench "gather $dev" "gather_$dev" gather $G/p1 --device $dev --threads "$th"
-  done
-  # The device path executed on the host: its host round trips per batch (core/host_traffic.hpp)
-  # must equal those "sample cuda" prints.
-  bench "sample emulated (host round trips)" sample_emulated sample $G/p1 --emulate-device \
-    --batches 5 --threads "$th"
-  if ((DRY)); then
-    row "sample cuda, uva, turbo; pipeline cuda" skip "no GPU (dry run)"
-    bench "pipeline cpu (sage 15,10,5 h64)" pipeline_cpu pipeline $G/p1 --device cpu --hidden 64 --epochs 1 --warmup 0 --max-steps 4
-    return
+    '$KR/bin/dsp' partition $G/ds $G/p1 --parts 1 --cache-ratio 1" || return 1
+  row "bench graph (${DSP_GPU_BENCH_NODES:-2.4M} nodes, ${DSP_GPU_BENCH_EDGES:-62M} edges)" ok "every row cached"
+}
+
+# Performance first: sampling with and without captured graphs, the emulated device's round trips
+# asserted equal to the GPU's, the gather against the device copy, two epochs of `dsp train`
+# (epoch_s from --metrics), the pipeline on and off. On the CPU in the dry run.
+perf_steps() {
+  local G=/tmp/dsp-gpu-bench dev=cuda th emu gpu short=()
+  th=$(nproc)
+  ((DRY)) && dev=cpu short=(--warmup 0 --max-steps 4)
+  bench_graph || return
+  bench "sample $dev" "sample_$dev" sample $G/p1 --device $dev --batches 40 --threads "$th"
+  if ((!DRY)); then
+    bench "sample cuda, captured graphs" sample_cuda_graphs sample $G/p1 --device cuda --batches 40 \
+      --threads "$th" --cuda-graphs
   fi
-  # The neighbour array read from pinned host memory through UVA (none of it on the device).
+  # The device path executed on the host counts what the GPU's issues: equal, or the CPU tests
+  # that pin the counts do not describe the GPU.
+  bench "sample emulated" sample_emulated sample $G/p1 --emulate-device --batches 5 --threads "$th"
+  if ((DRY)); then row "round trips: emulated = cuda" skip "no GPU (dry run)"
+  else
+    emu="$(round_trips sample_emulated)" gpu="$(round_trips sample_cuda)"
+    if [[ -n "$emu" && "$emu" == "$gpu" ]]; then row "round trips: emulated = cuda" ok "$gpu"
+    else row "round trips: emulated = cuda" FAIL "emulated '$emu', cuda '$gpu'"; status=1; fi
+  fi
+  bench "gather $dev, every row cached" "gather_$dev" gather $G/p1 --device $dev --threads "$th"
+  cmd_step "dsp train --device $dev, 2 epochs" train_bench.log 240 "$KR/bin/dsp" train $G/p1 \
+    --device $dev --fanouts 15,10,5 --hidden 256 --batch-size 1024 --epochs 2 --eval sampled \
+    --eval-max-nodes 20000 --metrics "$LOGS/train_bench_metrics.jsonl" --no-progress &&
+    row "dsp train --device $dev, 2 epochs" ok "epoch_s $(grep -oE '"epoch_s": *[0-9.]+' \
+      "$LOGS/train_bench_metrics.jsonl" | grep -oE '[0-9.]+$' | paste -sd ' '); $(grep -m1 -oE 'test acc[^|]*' "$LOGS/train_bench.log" | tail -1)"
+  bench "pipeline $dev, on vs off" "pipeline_$dev" pipeline $G/p1 --device $dev --hidden 256 --epochs 1 \
+    "${short[@]}"
+  nsys_step "$dev"
+}
+
+# `nsys profile` of 20 train steps, its CUDA kernel and API summaries (where the image has nsys).
+nsys_step() {
+  local G=/tmp/dsp-gpu-bench
+  [[ $1 == cuda ]] || return
+  if ! command -v nsys >/dev/null; then row "nsys, 20 steps" skip "no nsys in the image"; return; fi
+  cmd_step "nsys, 20 steps" nsys.log 180 nsys profile -o "$LOGS/steps" --force-overwrite true \
+    --stats=true "$KR/bin/dsp" train $G/p1 --device cuda --fanouts 15,10,5 --hidden 256 --epochs 1 \
+    --max-steps 20 --eval sampled --eval-max-nodes 1000 --no-progress &&
+    row "nsys, 20 steps" ok "$(grep -m3 -E '^ +[0-9.]+ +[0-9]+ ' "$LOGS/nsys.log" | tr -s ' ' | cut -c1-60 | paste -sd ';')"
+}
+
+# What the performance rows leave out: the UVA neighbour array, TurboGNN's kernel, the partition's
+# default cache (10% of rows) for gather and pipeline.
+bench_steps() {
+  local G=/tmp/dsp-gpu-bench th
+  th=$(nproc)
+  ((DRY)) && { row "sample cuda uva, turbo; default cache" skip "no GPU (dry run)"; return; }
+  [[ -d $G/p1 ]] || return
   bench "sample cuda uva" sample_cuda_uva sample $G/p1 --device cuda --batches 40 --threads "$th" --topology-memory 0
-  # TurboGNN's schedule (degree-sorted snake order, shared-memory positions) vs the default kernel.
   bench "sample cuda turbo" sample_cuda_turbo sample $G/p1 --device cuda --batches 40 --threads "$th" --sample-kernel turbo
-  bench "pipeline cuda (sage 15,10,5 h256)" pipeline_cuda pipeline $G/p1 --device cuda --hidden 256 --epochs 1
-  # Every feature row cached in device memory (960 MB here; a partition with --cache-ratio 1):
-  # the gather and the epoch without host-to-device feature traffic.
-  cmd_step "partition, every row cached" bench_data_all.log 60 "$KR/bin/dsp" partition $G/ds $G/p1all \
-    --parts 1 --cache-ratio 1 || return
-  bench "gather cuda, all rows on the device" gather_cuda_all gather $G/p1all --device cuda --threads "$th"
-  bench "pipeline cuda, all rows on the device" pipeline_cuda_all pipeline $G/p1all --device cuda --hidden 256 \
-    --epochs 1
+  cmd_step "partition, default cache" bench_data_10.log 60 "$KR/bin/dsp" partition $G/ds $G/p10 --parts 1 || return
+  bench "gather cuda, 10% of rows cached" gather_cuda_10 gather $G/p10 --device cuda --threads "$th"
+  bench "pipeline cuda, 10% of rows cached" pipeline_cuda_10 pipeline $G/p10 --device cuda --hidden 256 --epochs 1
 }
 
 # Layer-wise inference (dsp embed, as --eval full and dsp predict run it) on the GPU: a Cora
@@ -348,18 +404,22 @@ run_kit() {  # [EXTRA_FN]: more checks run last, before the summary (the dry run
   OUT="${OUT:-$here/out/gpu-check}"
   LOGS="$OUT/logs"
   rm -rf "$LOGS" && mkdir -p "$LOGS"
+  rm -f "$OUT/rows.txt"
   trap finish EXIT
   if [[ -z "${KIT_READY:-}" ]]; then kit_unpack || exit 1; else cp "$KR"/*.log "$LOGS/" 2>/dev/null; fi
   kit_env || exit 1
+  [[ -n "${KIT_READY:-}" ]] || kit_matches_tree || exit 1  # built on the device: the tree's
   preamble
+  backend_groups
+  perf_steps
   test_groups
   cora_steps
   link_steps
   hetero_steps
+  inference_steps
+  bench_steps
   python_steps
   memcheck_steps
-  bench_steps
-  inference_steps
   [[ -n "${1:-}" ]] && "$1"
   return 0
 }
