@@ -214,6 +214,12 @@ SamplerOptions job_sampler_defaults() {
   return s;
 }
 
+bool JobConfig::sizes_device_cache(bool gpu) const {
+  return gpu && !cache_auto && rank.cache_ratio == -1 && rank.cache_policy.empty() &&
+         !link.link() && !ModelConfig::is_hetero_model(train.model.model) && roles == 0 &&
+         !preaggregate;
+}
+
 void JobConfig::apply_task_defaults() {
   if (sampler.fanouts.empty() && sampler.relation_fanouts.empty()) {
     sampler.fanouts = link.link() ? std::vector<int>{15, 10} : std::vector<int>{15, 10, 5};
@@ -578,7 +584,15 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   steps_ = sched->agree_steps(main_ch);
   if (cfg_.eval_max_nodes > 0) subsample_eval_ids();  // main channel, step (-1, 4)
   choose_eval();                                      // main channel, steps (-1, 3) and (-1, 5)
-  if (cfg_.cache_auto) size_cache(popts);
+  if (cfg_.sizes_device_cache(rt_.device().is_cuda())) {
+    if (rt_.leader()) {
+      DSP_INFO("train", "the feature cache holds every row the device memory left holds (a GPU "
+                        "rank's default; --cache-ratio chooses another share)");
+    }
+    size_cache(popts);
+  } else if (cfg_.cache_auto) {
+    size_cache(popts);
+  }
   rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
   if (samplers_ == 0) popts.read_ahead = res_.read_ahead = read_ahead_batches();  // (-1, 7)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);

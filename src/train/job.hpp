@@ -112,6 +112,12 @@ struct JobConfig {
   // blurs the pairs Hits@K must rank, in PyG as here). Idempotent; run_training calls it first.
   void apply_task_defaults();
   static constexpr double kTaskWeightDecay = -1;
+  // Whether a rank on a GPU (`gpu`) sizes its feature cache from the device memory left after the
+  // topology and the model, as --cache-auto does, without being asked: every row when they fit,
+  // the rest read from host memory through UVA. Not when --cache-ratio, --cache-policy or
+  // --cache-auto chose, nor where --cache-auto is refused (link prediction, typed graphs, --roles,
+  // --preaggregate's rows keep the partition's cache).
+  bool sizes_device_cache(bool gpu) const;
 
   void validate() const;  // InvalidArgument naming the field (after the task's defaults)
   nlohmann::json to_json() const;

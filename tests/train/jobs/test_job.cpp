@@ -208,6 +208,26 @@ TEST(Job, TaskDefaultsFillOnlyWhatWasLeftOpen) {
   EXPECT_EQ(layers.sampler.fanouts, (std::vector<int>{15, 10, 5, 5}));
 }
 
+// A GPU rank sizes its feature cache from device memory unless a cache option chose, and only
+// where --cache-auto is allowed; a CPU rank keeps the partition's cache.
+TEST(Job, GpuRanksSizeTheirCacheFromDeviceMemoryByDefault) {
+  JobConfig plain;
+  EXPECT_TRUE(plain.sizes_device_cache(true));
+  EXPECT_FALSE(plain.sizes_device_cache(false));
+  auto with = [](auto change) {
+    JobConfig c;
+    change(c);
+    return c.sizes_device_cache(true);
+  };
+  EXPECT_FALSE(with([](JobConfig& c) { c.rank.cache_ratio = 0.2; }));
+  EXPECT_FALSE(with([](JobConfig& c) { c.rank.cache_policy = "random"; }));
+  EXPECT_FALSE(with([](JobConfig& c) { c.cache_auto = true; }));  // sized, but as asked
+  EXPECT_FALSE(with([](JobConfig& c) { c.link.task = "link"; }));
+  EXPECT_FALSE(with([](JobConfig& c) { c.train.model.model = "rgcn"; }));
+  EXPECT_FALSE(with([](JobConfig& c) { c.roles = 1; }));
+  EXPECT_FALSE(with([](JobConfig& c) { c.preaggregate = true; }));
+}
+
 // Two epochs, then two more resumed from the checkpoint (the embeddings' rows and their
 // optimizer state included), equal four uninterrupted epochs.
 TEST(Job, LinkPredictionResumesExactly) {
