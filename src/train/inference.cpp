@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstring>
 
+#include <torch/torch.h>
+
 #include "core/error.hpp"
 #include "graph/npy.hpp"
+#include "train/device_io.hpp"
 
 namespace dsp {
 
@@ -123,8 +126,69 @@ std::vector<float> gcn_source_scales(const PartitionData& part, Communicator& co
   return scale;
 }
 
+torch::Tensor host_ids(const std::vector<int64_t>& v, int64_t minus, DeviceIo& io) {
+  auto t = torch::empty({static_cast<int64_t>(v.size())}, torch::kInt64);
+  int64_t* p = t.data_ptr<int64_t>();
+  for (size_t i = 0; i < v.size(); ++i) p[i] = v[i] - minus;
+  return io.upload(t);
+}
+
+// The previous layer's rows of `ids` (a block's sources) on the trainer's device: this rank's
+// from its `table` (this part's rows, on the device), other ranks' from their owners (one
+// all_to_all_v of ids and one of rows, host buffers: the rows asked of this rank read from the
+// device once). Collective (not at one rank: every row is this rank's).
+torch::Tensor source_rows(Communicator& comm, const PartitionMeta& meta, const torch::Tensor& table,
+                          const std::vector<int64_t>& ids, DeviceIo& io) {
+  const int P = comm.size(), me = comm.rank();
+  const int64_t first = meta.offsets[me], width = table.size(1);
+  if (P == 1) return table.index_select(0, host_ids(ids, first, io));
+  std::vector<int64_t> own, own_at;
+  std::vector<std::vector<int64_t>> want(P), at(P);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int p = meta.owner(ids[i]);
+    (p == me ? own : want[p]).push_back(ids[i]);
+    (p == me ? own_at : at[p]).push_back(static_cast<int64_t>(i));
+  }
+  std::vector<int64_t> send, counts(P), recv_counts, remote_at;
+  for (int p = 0; p < P; ++p) {
+    counts[p] = static_cast<int64_t>(want[p].size());
+    send.insert(send.end(), want[p].begin(), want[p].end());
+    remote_at.insert(remote_at.end(), at[p].begin(), at[p].end());
+  }
+  OpOptions o;
+  o.label = "infer:ids";
+  const std::vector<int64_t> asked = comm.all_to_all_v(send, counts, &recv_counts, o);
+  std::vector<float> reply(asked.size() * static_cast<size_t>(width));
+  if (!asked.empty()) {
+    const torch::Tensor r = io.read(table.index_select(0, host_ids(asked, first, io)));
+    std::copy(r.data_ptr<float>(), r.data_ptr<float>() + r.numel(), reply.begin());
+  }
+  for (auto& c : recv_counts) c *= width;
+  o.label = "infer:rows";
+  std::vector<float> rows = comm.all_to_all_v(reply, recv_counts, nullptr, o);
+  auto out = torch::empty({static_cast<int64_t>(ids.size()), width}, table.options());
+  if (!own.empty()) {
+    out.index_copy_(0, host_ids(own_at, 0, io), table.index_select(0, host_ids(own, first, io)));
+  }
+  if (!remote_at.empty()) {
+    const auto got = torch::from_blob(rows.data(), {static_cast<int64_t>(remote_at.size()), width},
+                                      torch::kFloat32);
+    out.index_copy_(0, host_ids(remote_at, 0, io), io.upload(got));
+  }
+  return out;
+}
+
+// The block's rows of GCN's whole-graph source scales (`scales`, on the device), or undefined.
+torch::Tensor source_scales(const torch::Tensor& scales, const Block& blk, DeviceIo& io) {
+  if (!scales.defined()) return {};
+  return scales.index_select(0, host_ids(blk.src_ids, 0, io));
+}
+
 }  // namespace
 
+// The layers' tables (this part's rows of the layer's input and output) live on the trainer's
+// device: a batch's source rows are selected there, its output rows written there, and only the
+// rows other ranks ask for, and the last layer's table at the end, are read back.
 std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
                                        const InferenceOptions& o) {
   DSP_CHECK_ARG(o.batch_size > 0, "layer-wise inference: batch size must be > 0");
@@ -134,6 +198,7 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   const int64_t rows = part.patch.num_nodes;
   CoordinatedCommunicator& tc = rt.channel(WorkerKind::kTrainer);
   CoordinatedCommunicator& lc = rt.channel(WorkerKind::kLoader);
+  DeviceIo& io = trainer.device_io();
   int64_t step = o.first_step;
   tc.set_step(o.epoch, step++);
   int64_t batches = (rows + o.batch_size - 1) / o.batch_size;
@@ -142,28 +207,33 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   host.host_buffers = true;  // a scalar on the host, whatever the trainer channel's memory space
   tc.all_reduce(&batches, 1, DType::kInt64, ReduceOp::kMax, host);
   const bool gcn = trainer.config().model.model == "gcn";
-  const std::vector<float> scales = gcn ? gcn_source_scales(part, tc) : std::vector<float>{};
+  torch::Tensor scales;
+  if (gcn) {
+    const std::vector<float> s = gcn_source_scales(part, tc);
+    scales = io.upload(torch::from_blob(const_cast<float*>(s.data()),
+                                        {static_cast<int64_t>(s.size())}, torch::kFloat32)
+                           .clone());
+  }
   std::vector<int32_t> pos(static_cast<size_t>(meta.num_nodes), -1);
   const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
   DSP_CHECK_FORMAT(new2old.dim(0) == meta.num_nodes, "{}/new2old.npy has {} entries for {} nodes",
                    rt.partition_dir(), new2old.dim(0), meta.num_nodes);
   const int64_t* orig = new2old.data<int64_t>();
-  std::vector<float> in, out;
   const int layers = o.layers > 0 ? o.layers : trainer.config().model.layers;
   DSP_CHECK_ARG(layers <= trainer.config().model.layers,
                 "layer-wise inference: {} layers of a "
                 "{}-layer model",
                 layers, trainer.config().model.layers);
+  const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(io.device());
+  torch::Tensor in, out;
   for (int l = 0; l < layers; ++l) {
-    const int64_t w_in = l > 0 ? trainer.layer_width(l - 1) : 0;
-    out.assign(static_cast<size_t>(rows * trainer.layer_width(l)), 0.0f);
-    size_t filled = 0;
+    out = torch::zeros({rows, trainer.layer_width(l)}, on_device);
     for (int64_t s = 0; s < batches; ++s, ++step) {
       const int64_t b = std::min(rows, s * o.batch_size), e = std::min(rows, b + o.batch_size);
       LoadedBatch lb;
       lb.sample.blocks.push_back(full_block(part.patch, orig, first, b, e, pos));
       const Block& blk = lb.sample.blocks.front();
-      std::vector<float> h;
+      torch::Tensor h;
       if (l == 0) {
         lb.sample.epoch = o.epoch;
         lb.sample.batch = step;
@@ -174,26 +244,18 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
         trainer.gather_embedding(lb);  // collective: learnable embeddings' rows, if any
       } else {
         tc.set_step(o.epoch, step);
-        h = fetch_rows(tc, meta, in, w_in, lb.sample.blocks.front().src_ids);
+        h = source_rows(tc, meta, in, lb.sample.blocks.front().src_ids, io);
       }
-      if (e == b) {
-        if (o.progress) o.progress(l * batches + s + 1, layers * batches);
-        continue;
+      if (e > b) {
+        const Block& bl = lb.sample.blocks.front();
+        out.narrow(0, b, e - b).copy_(trainer.infer_layer(l, lb, h, source_scales(scales, bl, io)));
       }
-      std::vector<float> scale;
-      const Block& bl = lb.sample.blocks.front();
-      if (gcn) {
-        for (int64_t u : bl.src_ids) scale.push_back(scales[u]);
-      }
-      const std::vector<float> r =
-          trainer.infer_layer(l, lb, h.data(), gcn ? scale.data() : nullptr);
-      std::copy(r.begin(), r.end(), out.begin() + static_cast<std::ptrdiff_t>(filled));
-      filled += r.size();
       if (o.progress) o.progress(l * batches + s + 1, layers * batches);
     }
-    in.swap(out);
+    in = out;
   }
-  return in;
+  const torch::Tensor last = io.read(in);
+  return std::vector<float>(last.data_ptr<float>(), last.data_ptr<float>() + last.numel());
 }
 
 int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,

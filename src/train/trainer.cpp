@@ -831,8 +831,8 @@ void Trainer::eval_batch(const LoadedBatch& batch, EvalTally* tally) {
   }
 }
 
-std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, const float* hidden,
-                                        const float* gcn_src_scale) {
+at::Tensor Trainer::infer_layer(int layer, const LoadedBatch& batch, const at::Tensor& hidden,
+                                const at::Tensor& gcn_src_scale) {
   auto& I = *impl_;
   DSP_CHECK_ARG(batch.sample.blocks.size() == 1, "layer-wise inference takes one block, got {}",
                 batch.sample.blocks.size());
@@ -840,7 +840,7 @@ std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, con
   I.model->eval();
   const Block& blk = batch.sample.blocks.front();
   BlockTensors bt = block_to_tensors(blk, I.device);
-  torch::Tensor h;
+  torch::Tensor h = hidden;
   if (layer == 0) {
     DSP_CHECK_ARG(batch.feature_dim + batch.embedding_dim == cfg_.model.in_dim &&
                       (batch.features_on_device() || static_cast<int64_t>(batch.features.size()) ==
@@ -849,22 +849,21 @@ std::vector<float> Trainer::infer_layer(int layer, const LoadedBatch& batch, con
                   "{} columns",
                   batch.feature_dim + batch.embedding_dim, blk.num_src, cfg_.model.in_dim);
     h = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std, nullptr);
-  } else {
-    h = torch::from_blob(const_cast<float*>(hidden), {blk.num_src, layer_width(layer - 1)},
-                         torch::kFloat32)
-            .to(I.device);
   }
-  if (cfg_.model.model == "gcn" && gcn_src_scale) {
+  DSP_CHECK_ARG(h.dim() == 2 && h.size(0) == blk.num_src && h.device() == I.device,
+                "layer-wise inference: layer {}'s input rows must be [{}, {}] on the trainer's "
+                "device",
+                layer, blk.num_src, layer > 0 ? layer_width(layer - 1) : cfg_.model.in_dim);
+  if (cfg_.model.model == "gcn" && gcn_src_scale.defined()) {
     // The whole graph's degrees: a full in-neighbourhood has the graph's in-degree already.
     auto in_deg = bt.indptr.narrow(0, 1, blk.num_dst) - bt.indptr.narrow(0, 0, blk.num_dst);
     bt.cache->gcn_dst_scale = (in_deg.to(torch::kFloat32) + 1.0).rsqrt();
-    bt.cache->gcn_src_scale =
-        torch::from_blob(const_cast<float*>(gcn_src_scale), {blk.num_src}, torch::kFloat32)
-            .to(I.device);
+    bt.cache->gcn_src_scale = gcn_src_scale;
   }
-  auto out = I.io.read(I.model->forward_layer(layer, bt, h));
-  return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+  return I.model->forward_layer(layer, bt, h);
 }
+
+DeviceIo& Trainer::device_io() { return impl_->io; }
 
 int64_t Trainer::layer_width(int layer) const { return impl_->model->layer_width(layer); }
 

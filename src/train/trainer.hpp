@@ -25,6 +25,7 @@ namespace dsp {
 
 class GnnModel;
 class EmbeddingTable;
+class DeviceIo;
 }  // namespace dsp
 namespace at {
 class Generator;
@@ -158,14 +159,17 @@ class Trainer {
   void eval_batch(const LoadedBatch& batch, EvalTally* tally);
   EvalTally new_tally() const;
   // Full-neighbour layer-wise inference (train/inference.hpp), local: layer `layer` of the model
-  // in eval mode over the batch's one block (batch.sample.blocks[0]). Its input rows are the
-  // batch's loaded features for layer 0 (normalised as training normalises them), else `hidden`
-  // (host float32 [num_src x layer_width(layer - 1)]). For gcn, `gcn_src_scale` (host, num_src)
-  // holds each source's (out-degree + 1)^-1/2 in the whole graph, so that the block computes
-  // what the whole-graph block computes (ignored by the other models). Returns the destination
-  // rows, host float32 [num_dst x layer_width(layer)].
-  std::vector<float> infer_layer(int layer, const LoadedBatch& batch, const float* hidden,
-                                 const float* gcn_src_scale);
+  // in eval mode over the batch's one block (batch.sample.blocks[0]), on the trainer's device.
+  // Its input rows are the batch's loaded features for layer 0 (normalised as training normalises
+  // them), else `hidden` (float32 [num_src x layer_width(layer - 1)] on the trainer's device). For
+  // gcn, `gcn_src_scale` (float32 [num_src] on the device, or undefined) holds each source's
+  // (out-degree + 1)^-1/2 in the whole graph, so that the block computes what the whole-graph
+  // block computes (ignored by the other models). Returns the destination rows, float32
+  // [num_dst x layer_width(layer)] on the device. (LibTorch callers only: train/.)
+  at::Tensor infer_layer(int layer, const LoadedBatch& batch, const at::Tensor& hidden,
+                         const at::Tensor& gcn_src_scale);
+  // The trainer's one counted place for device traffic (train/device_io.hpp; train/ callers).
+  DeviceIo& device_io();
   int64_t layer_width(int layer) const;
   // Link prediction, local: the predictor's logit of each pair of output rows hs[i], hd[i] (host
   // float32 [n x out_dim] each), eval mode. InvalidArgument for a node classifier.

@@ -278,8 +278,9 @@ torch::Tensor whole_graph_logits(GnnModel& model, const CoraData& d, int layers)
 }
 
 // Full-neighbour layer-wise inference (batches of 300 destinations, rows of other parts fetched
-// from their owners) computes what the model computes on the whole graph, at every rank count:
-// GCN with the whole graph's degrees, row normalisation applied to the input layer.
+// from their owners) computes what the model computes on the whole graph, at every rank count
+// (GCN with the whole graph's degrees, row normalisation applied to the input layer), its layer
+// tables on the trainer's device (the reads counted).
 class Layerwise : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Layerwise, EqualsTheWholeGraphForward) {
@@ -297,7 +298,15 @@ TEST_P(Layerwise, EqualsTheWholeGraphForward) {
     InferenceOptions io;
     io.batch_size = 300;
     io.epoch = 1;  // past the trainer's initial broadcast: every collective has its own step
+    const HostTraffic before = t.traffic();
     const std::vector<float> mine = layerwise_inference(rt, t, io);
+    // The layers' tables stay on the trainer's device: alone, a rank reads only the last one
+    // back; with peers also the rows they ask of it, once a batch of every layer after the first.
+    const int64_t reads = (t.traffic() - before).reads, most = (d.num_nodes + 299) / 300;
+    if (c.size() == 1) {
+      EXPECT_EQ(reads, 1);
+    }
+    EXPECT_LE(reads, 1 + most * (tc.model.layers - 1));
     const torch::Tensor ref = whole_graph_logits(t.model(), d, tc.model.layers);
     const PartitionMeta& meta = rt.part().meta;
     const int64_t first = meta.offsets[c.rank()], rows = meta.offsets[c.rank() + 1] - first;
