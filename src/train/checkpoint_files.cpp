@@ -84,3 +84,40 @@ void truncate_metrics(const std::string& path, int64_t epochs) {
 }
 
 }  // namespace dsp
+
+namespace dsp {
+
+std::vector<std::string> earlier_run_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool ours = name.rfind("checkpoint", 0) == 0 || name.rfind("best.pt", 0) == 0;
+    if (ours && name.find(".pt") != std::string::npos) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void claim_checkpoint_dir(const std::string& dir, bool overwrite) {
+  const std::vector<std::string> files = earlier_run_files(dir);
+  if (files.empty()) return;
+  if (!overwrite) {
+    const size_t shown = std::min<size_t>(files.size(), 4);
+    std::string list;
+    for (size_t i = 0; i < shown; ++i) list += (i ? ", " : "") + files[i];
+    if (files.size() > shown) list += fmt::format(" and {} more", files.size() - shown);
+    DSP_THROW_T(
+        InvalidArgument,
+        "--checkpoint-dir {} holds an earlier run ({}): continue it with --resume, or replace it "
+        "with --overwrite",
+        dir, list);
+  }
+  for (const std::string& f : files) {
+    std::error_code ec;  // another rank may have removed it first
+    fs::remove(fs::path(dir) / f, ec);
+  }
+}
+
+}  // namespace dsp

@@ -24,6 +24,14 @@ void link_file_atomic(const std::string& from, const std::string& to);
 // (another run's in the same directory, or damaged ones --resume auto skipped: this run trains
 // those epochs again) and all but the newest `keep` of the others.
 void prune_checkpoints(const std::string& dir, const std::string& suffix, int64_t epochs, int keep);
+// The files an earlier run left in DIR (checkpoint.pt, best.pt, checkpoint-<E>.pt and their
+// embedding shards, any temporary ones), names sorted; none when DIR does not exist.
+std::vector<std::string> earlier_run_files(const std::string& dir);
+// A new run's --checkpoint-dir: InvalidArgument naming DIR and (some of) its files when an earlier
+// run left files there, unless `overwrite`, which removes them (every rank may: a file already
+// gone is no error). Nothing when `dir` is empty.
+void claim_checkpoint_dir(const std::string& dir, bool overwrite);
+
 // A --metrics file (JSON lines, each with its "epoch" numbered from 1) cut to the records of
 // epochs 1..E, rewritten atomically: a run resumed after epoch E then appends each later epoch
 // once, so an interrupted run's file ends as an uninterrupted one's (a record written after the

@@ -249,7 +249,7 @@ void JobConfig::validate() const {
   check_hetero(*this);
   DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
   DSP_CHECK_ARG(eval_max_nodes >= 0, "--eval-max-nodes must be >= 0, got {}", eval_max_nodes);
-  DSP_CHECK_ARG(epochs >= 0, "--epochs must be >= 0");
+  DSP_CHECK_ARG(epochs >= 1, "--epochs must be at least 1, got {}: a run trains", epochs);
   DSP_CHECK_ARG(max_steps >= 0, "--max-steps must be >= 0 (0: no limit), got {}", max_steps);
   DSP_CHECK_ARG(roles >= 0 || roles == kRolesAuto,
                 "--roles must be auto or >= 0 (sampler-only ranks), got {}", roles);
@@ -260,6 +260,11 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(patience >= 0, "--patience must be >= 0 (0: never stop early), got {}", patience);
   parse_pipeline_mode(pipeline);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  DSP_CHECK_ARG(!overwrite || !checkpoint_dir.empty(),
+                "--overwrite replaces an earlier run in --checkpoint-dir: give --checkpoint-dir");
+  DSP_CHECK_ARG(
+      !overwrite || !resume,
+      "--resume continues the run in --checkpoint-dir, --overwrite replaces it: give one");
   DSP_CHECK_ARG(keep_checkpoints >= 1, "--keep-checkpoints must be >= 1, got {}", keep_checkpoints);
   check_not_both_init_and_resume(*this);
   check_loss_and_metric(*this);
@@ -312,6 +317,14 @@ JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what)
 }
 
 nlohmann::json JobResult::to_json() const {
+  nlohmann::json j = body_json();
+  const nlohmann::json none;  // null: a split the data does not have
+  if (!has_valid) j["best_val_acc"] = none;
+  if (!has_test) j["test_acc_at_best"] = j["test_acc_full"] = none;
+  return j;
+}
+
+nlohmann::json JobResult::body_json() const {
   return {{"epochs_run", epochs_run},
           {"stopped_early", stopped_early},
           {"best_val_acc", best_val_acc},
@@ -472,6 +485,8 @@ class TrainJob {
   SamplerOptions make_samplers();
   void make_trainer();
   void account();
+  void count_splits();
+  std::string eval_text(double val, double test) const;
   PipelineStages symmetric_stages();
   EpochScheduler* schedule(PipelineStages& stages, const SamplerOptions& so);
   void log_start(const EpochScheduler& sched) const;
@@ -535,6 +550,7 @@ class TrainJob {
   bool resumed_ = false;  // from a checkpoint (not a --resume auto that found none)
   std::string ckpt_;      // checkpoint_dir/checkpoint.pt
   std::vector<int64_t> valid_ids_, test_ids_;
+  bool has_valid_ = true, has_test_ = true;  // any rank has such nodes (node tasks)
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics_{nullptr, &std::fclose};
   // The epoch in progress.
   double loss_sum_ = 0;
@@ -573,6 +589,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   }
   valid_ids_ = rt_.local_ids("valid");
   test_ids_ = rt_.local_ids("test");
+  count_splits();
   PipelineStages stages = symmetric_stages();
   PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
   samplers_ = cfg_.roles == JobConfig::kRolesAuto ? auto_samplers(stages) : cfg_.roles;
@@ -586,8 +603,9 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   choose_eval();                                      // main channel, steps (-1, 3) and (-1, 5)
   if (cfg_.sizes_device_cache(rt_.device().is_cuda())) {
     if (rt_.leader()) {
-      DSP_INFO("train", "the feature cache holds every row the device memory left holds (a GPU "
-                        "rank's default; --cache-ratio chooses another share)");
+      DSP_INFO("train",
+               "the feature cache holds every row the device memory left holds (a GPU "
+               "rank's default; --cache-ratio chooses another share)");
     }
     size_cache(popts);
   } else if (cfg_.cache_auto) {
@@ -835,6 +853,39 @@ void TrainJob::make_trainer() {
   if (rt_.leader() && !cfg_.checkpoint_dir.empty()) fs::create_directories(cfg_.checkpoint_dir);
 }
 
+// Node tasks: whether any rank has validation and test nodes (main channel), said once when not.
+// Without validation the best model is the last evaluated one, and --patience and the plateau
+// schedule, which act on validation, are refused.
+void TrainJob::count_splits() {
+  if (link_) return;
+  int64_t n[2] = {static_cast<int64_t>(valid_ids_.size()), static_cast<int64_t>(test_ids_.size())};
+  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 8);
+  main_ch.all_reduce(n, 2, DType::kInt64, ReduceOp::kSum);
+  res_.has_valid = has_valid_ = n[0] > 0;
+  res_.has_test = has_test_ = n[1] > 0;
+  DSP_CHECK_ARG(has_valid_ || (cfg_.patience == 0 && cfg_.train.lr_schedule != "plateau"),
+                "{} acts on validation, but {} has no validation nodes",
+                cfg_.patience > 0 ? "--patience" : "--lr-schedule plateau", cfg_.rank.path);
+  if (!rt_.leader() || (has_valid_ && has_test_)) return;
+  DSP_INFO("train", "{}: {}", cfg_.rank.path,
+           !has_valid_ && !has_test_ ? "no validation or test nodes: nothing is evaluated, and "
+                                       "best.pt is the last epoch's model"
+           : !has_valid_ ? "no validation nodes: best.pt is the last evaluated epoch's model, "
+                           "and its test figure is reported"
+                         : "no test nodes: validation only, no test figure");
+}
+
+// The epoch line's evaluation: the splits the data has, in the task's metric.
+std::string TrainJob::eval_text(double val, double test) const {
+  if (link_) return fmt::format(" | val {} | test {}", link_line(val_link_), link_line(test_link_));
+  const std::string m = metric_ == "acc" ? "" : metric_ + " ";
+  std::string out;
+  if (has_valid_) out += fmt::format(" | val {}{:.4f}", m, val);
+  if (has_test_) out += fmt::format(" | test {}{:.4f}", m, test);
+  return out;
+}
+
 // A step taken: the progress line reads the running loss only when it redraws.
 void TrainJob::account() {
   ++loss_count_;
@@ -912,22 +963,21 @@ EpochScheduler* TrainJob::schedule(PipelineStages& stages, const SamplerOptions&
 
 void TrainJob::log_start(const EpochScheduler& sched) const {
   const PartitionMeta& meta = rt_.part().meta;
-  DSP_INFO("train",
-           "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
-           "steps{} of {} {} per rank per epoch, fanouts {}, {} lr {} weight decay {}, pipeline "
-           "{}{}",
-           tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim, meta.num_classes,
-           rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
-           cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})",
-                                            cfg_.max_steps, sched.full_steps())
-                              : "",
-           cfg_.batch_size, link_ ? "training edges" : "seeds",
-           fmt::join(cfg_.sampler.fanouts, ","), tc_.optimizer, tc_.lr, tc_.weight_decay,
-           cfg_.pipeline,
-           samplers_ > 0
-               ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
-                             samplers_, rt_.size() - samplers_, cfg_.roles_switch)
-               : "");
+  DSP_INFO(
+      "train",
+      "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
+      "steps{} of {} {} per rank per epoch, fanouts {}, {} lr {} weight decay {}, pipeline "
+      "{}{}",
+      tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim, meta.num_classes,
+      rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
+      cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})", cfg_.max_steps,
+                                       sched.full_steps())
+                         : "",
+      cfg_.batch_size, link_ ? "training edges" : "seeds", fmt::join(cfg_.sampler.fanouts, ","),
+      tc_.optimizer, tc_.lr, tc_.weight_decay, cfg_.pipeline,
+      samplers_ > 0 ? fmt::format(", roles: {} sampler-only rank(s), {} trainer(s), switching {}",
+                                  samplers_, rt_.size() - samplers_, cfg_.roles_switch)
+                    : "");
   log_preaggregation();
 }
 
@@ -1307,7 +1357,9 @@ std::string TrainJob::link_line(const LinkMetrics& m) const {
 
 void TrainJob::note_best(double val, double test, int epoch) {
   ++evals_since_best_;
-  if (!(val > best_val_)) return;  // a NaN (ROC-AUC of a one-class split) is no improvement
+  // A NaN (ROC-AUC of a one-class split) is no improvement; without validation the latest model
+  // is the best one.
+  if (has_valid_ && !(val > best_val_)) return;
   best_val_ = val;
   test_at_best_ = test;
   if (link_) {
@@ -1411,7 +1463,7 @@ std::pair<double, double> TrainJob::evaluate_epoch(int epoch) {
     std::tie(val_link_, test_link_) = evaluate_link(epoch);
     val = val_link_.main();
     test = test_link_.main();
-  } else {
+  } else if (has_valid_ || has_test_) {
     if (full_eval_) {
       std::tie(val_tally_, test_tally_) = evaluate_full(epoch);
     } else {
@@ -1442,13 +1494,9 @@ void TrainJob::report_epoch(int epoch) {
   res_.final_loss = loss;
   res_.cache_hit_rate = cache_hit_rate();
   if (rt_.leader()) {
-    const std::string evals =
-        !do_eval ? ""
-        : link_  ? fmt::format(" | val {} | test {}", link_line(val_link_), link_line(test_link_))
-        : metric_ == "acc"
-            ? fmt::format(" | val {:.4f} | test {:.4f}", val, test)
-            : fmt::format(" | val {} {:.4f} | test {} {:.4f}", metric_, val, metric_, test);
-    const std::string eval_time = do_eval ? fmt::format(" | eval {:.2f} s", eval_s_) : "";
+    const std::string evals = do_eval ? eval_text(val, test) : "";
+    const bool evaluated = do_eval && (link_ || has_valid_ || has_test_);
+    const std::string eval_time = evaluated ? fmt::format(" | eval {:.2f} s", eval_s_) : "";
     const std::string fifo =
         rt_.fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
     console_result(
@@ -1509,9 +1557,10 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool eval
     // Every metric of the task (acc and f1, or acc and rocauc) for both splits; a ROC-AUC
     // without both classes in a split is null.
     rec["metric"] = metric_;
+    const nlohmann::json none;  // a split the data does not have
     for (const std::string& m : val_tally_.metric_names()) {
-      rec["val_" + m] = val_tally_.metric(m);
-      rec["test_" + m] = test_tally_.metric(m);
+      rec["val_" + m] = has_valid_ ? nlohmann::json(val_tally_.metric(m)) : none;
+      rec["test_" + m] = has_test_ ? nlohmann::json(test_tally_.metric(m)) : none;
     }
     rec["eval_s"] = eval_s_;
   }
@@ -1575,17 +1624,23 @@ JobResult TrainJob::finish() {
     const std::string metric = link_ ? fmt::format("hits@{}", cfg_.link.hits_k.front()) : metric_;
     console_result(fmt::format(
         "\nsummary\n"
-        "  {:<20}{:.4f} (epoch {})\n"
-        "  {:<20}{:.4f} ({})\n"
+        "{}{}"
         "  final loss          {:.4f}\n"
         "  time per epoch      {:.2f} s\n"
         "  cache hit rate      {:.3f}\n"
         "  bytes sent (rank 0) {:.1f} MB\n"
         "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
-        "best val " + metric, res_.best_val_acc, res_.best_epoch,
-        link_ ? "test " + metric + " (best)" : "test " + metric + " at best", res_.test_acc_at_best,
-        eval_summary(), res_.final_loss, res_.mean_epoch_s, res_.cache_hit_rate,
-        res_.bytes_communicated / 1e6, res_.feature_bytes_per_batch / 1e6));
+        has_valid_ ? fmt::format("  {:<20}{:.4f} (epoch {})\n", "best val " + metric,
+                                 res_.best_val_acc, res_.best_epoch)
+                   : fmt::format("  {:<20}the last evaluated epoch's ({}; no validation nodes)\n",
+                                 "best model", res_.best_epoch),
+        !has_test_
+            ? ""
+            : fmt::format("  {:<20}{:.4f} ({})\n",
+                          link_ ? "test " + metric + " (best)" : "test " + metric + " at best",
+                          res_.test_acc_at_best, eval_summary()),
+        res_.final_loss, res_.mean_epoch_s, res_.cache_hit_rate, res_.bytes_communicated / 1e6,
+        res_.feature_bytes_per_batch / 1e6));
     if (rt_.part().meta.feature_conversion.converted) {
       console_result(fmt::format(
           "  features            {}: relative RMS error {:.4g}, max {:.4g} (dsp partition)\n",
@@ -1645,10 +1700,19 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
   if (!extra.contains("job")) return c;  // written before checkpoints recorded their run
   const JobConfig base = JobConfig::from_json(extra.at("job"), path);
   const nlohmann::json recorded = base.to_json(), mine = c.to_json();
-  static const std::set<std::string> may_change = {
-      "epochs",           "eval_every",   "checkpoint_every", "checkpoint_dir", "metrics_file",
-      "threads",          "path",         "resume",           "progress",       "log_file",
-      "keep_checkpoints", "memory_budget"};
+  static const std::set<std::string> may_change = {"epochs",
+                                                   "eval_every",
+                                                   "checkpoint_every",
+                                                   "checkpoint_dir",
+                                                   "metrics_file",
+                                                   "threads",
+                                                   "path",
+                                                   "resume",
+                                                   "progress",
+                                                   "log_file",
+                                                   "keep_checkpoints",
+                                                   "memory_budget",
+                                                   "tf32"};
   nlohmann::json take = nlohmann::json::object();
   for (const std::string& key : given) {
     if (!mine.contains(key)) continue;
@@ -1656,13 +1720,14 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
         may_change.count(key) || mine.at(key) == recorded.at(key),
         "{} {} contradicts the run in {} ({}): --resume continues that run; only "
         "--epochs, --eval-every, --checkpoint-every, --keep-checkpoints, --checkpoint-dir, "
-        "--metrics, --threads, --log-file, --memory-budget and the path may change",
+        "--metrics, --threads, --log-file, --memory-budget, --tf32 and the path may change",
         flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump());
     take[key] = mine.at(key);
   }
   JobConfig out = base;
   out.resume = c.resume;  // whether and how this run resumes is its own choice, not the record's
   out.resume_auto = c.resume_auto;
+  out.overwrite = false;  // the recorded run may have replaced another; this one continues it
   read_options(job_options(), take, out, "--resume");
   return out;
 }
@@ -1672,6 +1737,8 @@ JobResult run_training(const JobConfig& cfg_given) {
   cfg_in.apply_task_defaults();
   JobConfig cfg = cfg_in;
   cfg.validate();
+  // Before any work: a new run must not replace an earlier one's checkpoints unasked.
+  if (!cfg.resume) claim_checkpoint_dir(cfg.checkpoint_dir, cfg.overwrite);
   // Fanouts given for evaluation ask for sampled evaluation (auto would ignore them).
   if (cfg.eval == "auto" && !cfg.eval_fanouts.empty()) cfg.eval = "sampled";
   // Per-relation fanouts (a heterogeneous graph) evaluate as they train unless --eval-fanouts.

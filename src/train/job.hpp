@@ -77,6 +77,9 @@ struct JobConfig {
   // epochs it completed; each rank's embedding shard beside it), the newest keep_checkpoints of
   // them kept, checkpoint.pt a link to the newest; and best.pt (the best validation so far).
   std::string checkpoint_dir;
+  // A new run where checkpoint_dir holds an earlier run's files (checkpoint_files.hpp
+  // earlier_run_files): they are removed first. Without it (or resume) such a run is refused.
+  bool overwrite = false;
   int checkpoint_every = 0;  // epochs; 0: only at the end (if checkpoint_dir is set)
   int keep_checkpoints = 2;  // >= 1
   // Continue the run in checkpoint_dir: from checkpoint.pt (an error when it is missing or
@@ -156,8 +159,14 @@ struct JobResult {
   // --task link: best_val_acc / test_acc_at_best hold the first Hits@K; these the rest. Node
   // classification with --metric f1 or rocauc (--loss bce's default): that metric.
   std::string metric = "accuracy";  // or "hits@K", "f1", "rocauc"
+  // Whether the data has validation and test nodes (node tasks). Without validation the best
+  // model is the last epoch's (best_val_acc null in to_json); without test no test figure (null).
+  bool has_valid = true, has_test = true;
   double best_val_mrr = 0, test_mrr_at_best = 0;
   nlohmann::json to_json() const;
+
+ private:
+  nlohmann::json body_json() const;
 };
 
 // --resume with the configuration the checkpoint in c.checkpoint_dir recorded: that run's

@@ -189,6 +189,10 @@ std::vector<JobOption> run_and_placement() {
             "newer one is complete on every rank",
             DSP_FIELD(keep_checkpoints)),
       resume_option(),
+      toggle("--overwrite", "overwrite",
+             "a new run in a --checkpoint-dir that holds an earlier run's checkpoints: remove "
+             "them first (without it, or --resume, the run is refused before any work)",
+             DSP_FIELD(overwrite)),
       value("--init-from", "init_from",
             "start a new run from this model's parameters: a checkpoint of dsp train (e.g. "
             "best.pt) or a directory of dsp.export_model; same model and sizes, any optimizer",

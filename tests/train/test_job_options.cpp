@@ -97,6 +97,7 @@ JobConfig unusual_config() {
   c.seed_order.order = "bfs";
   c.seed_order.bfs_sequences = 8;
   c.preaggregate = true;
+  c.overwrite = true;
   return c;
 }
 
@@ -137,6 +138,7 @@ TEST(JobOptions, FlagsAreTheTableAndTheirTextIsCheckedOnce) {
       {"--read-ahead 2000",
        "--read-ahead must be auto or a number of batches in [0, 1024], got '2000'"},
       {"--seed -1", "--seed: must be a non-negative integer, got '-1'"},
+      {"--epochs 0", "--epochs must be at least 1, got 0: a run trains"},
   };
   for (const auto& [args, message] : bad) {
     SCOPED_TRACE(args);

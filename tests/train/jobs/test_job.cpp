@@ -89,6 +89,61 @@ TEST(Job, CommunityGraphReachesItsAttainableAccuracy) {
 
 std::vector<nlohmann::json> metrics_records(const std::string& f);
 
+// A dataset without validation or test nodes: said once, never reported as a 0.0000 figure (null
+// in the result and the metrics), the last epoch's model is the best; --patience, which acts on
+// validation, is refused naming the data. With test nodes only, the test figure is reported.
+TEST(Job, MissingSplitsAreStatedNotReportedAsZero) {
+  for (const bool test_nodes : {false, true}) {
+    SCOPED_TRACE(test_nodes);
+    CommunityOptions co;
+    co.num_nodes = 3000;
+    co.num_edges = 30000;
+    co.num_classes = 4;
+    co.feature_dim = 8;
+    co.valid_frac = 0;
+    co.test_frac = test_nodes ? 0.2 : 0.0;
+    const std::string dir = temp_dir("nosplits");
+    write_dataset(generate_community(co), dir);
+    JobConfig c;
+    c.rank.path = dir;
+    c.rank.backend = "self";
+    c.progress = false;
+    c.train.num_threads = 1;
+    c.sampler.fanouts = {5, 5};
+    c.batch_size = 256;
+    c.epochs = 2;
+    c.checkpoint_dir = dir + "/ck";
+    c.metrics_file = dir + "/metrics.jsonl";
+    const JobResult r = run_training(c);
+    EXPECT_FALSE(r.has_valid);
+    EXPECT_EQ(r.has_test, test_nodes);
+    EXPECT_EQ(r.best_epoch, 2) << "the last epoch's model is the best";
+    const nlohmann::json j = r.to_json();
+    EXPECT_TRUE(j.at("best_val_acc").is_null());
+    EXPECT_EQ(j.at("test_acc_at_best").is_null(), !test_nodes);
+    const auto recs = metrics_records(c.metrics_file);
+    ASSERT_EQ(recs.size(), 2u);
+    if (test_nodes) {
+      EXPECT_GT(r.test_acc_at_best, 0.0);
+      EXPECT_EQ(r.test_acc_at_best, recs[1].at("test_acc").get<double>());
+    }
+    EXPECT_TRUE(recs[1].at("val_acc").is_null());
+    EXPECT_EQ(recs[1].at("test_acc").is_null(), !test_nodes);
+    EXPECT_TRUE(fs::exists(c.checkpoint_dir + "/best.pt"));
+    JobConfig p = c;
+    p.patience = 3;
+    p.overwrite = true;
+    try {
+      run_training(p);
+      FAIL() << "--patience without validation nodes was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "--patience acts on validation, but " + dir + " has no validation nodes");
+    }
+    fs::remove_all(dir);
+  }
+}
+
 // A featureless community graph with a link split (planted structure: within-community pairs
 // are the edges to find); `bound` receives its achievable test Hits@K.
 std::string link_graph(const std::string& name, double* bound) {
@@ -206,6 +261,50 @@ TEST(Job, TaskDefaultsFillOnlyWhatWasLeftOpen) {
   layers.layers = 4;
   layers.apply_task_defaults();
   EXPECT_EQ(layers.sampler.fanouts, (std::vector<int>{15, 10, 5, 5}));
+}
+
+// A new run in a --checkpoint-dir that holds an earlier run is refused before any work, its
+// files untouched; --resume continues it; --overwrite replaces it (the earlier run's later
+// rotated checkpoints gone, not mixed with the new run's).
+TEST(Job, ANewRunRefusesACheckpointDirHoldingAnEarlierRun) {
+  JobConfig c = cora_config();
+  c.epochs = 3;
+  c.max_steps = 2;
+  c.eval_every = 0;
+  c.checkpoint_every = 1;
+  c.keep_checkpoints = 3;
+  c.checkpoint_dir = temp_dir("ckpt_claim");
+  run_training(c);
+  const std::string best = c.checkpoint_dir + "/best.pt";
+  const auto written = fs::last_write_time(best);
+  JobConfig again = c;
+  again.epochs = 1;
+  try {
+    run_training(again);
+    FAIL() << "a second run replaced the first's checkpoints";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--checkpoint-dir " + c.checkpoint_dir +
+                  " holds an earlier run (best.pt, checkpoint-1.pt, checkpoint-2.pt, "
+                  "checkpoint-3.pt and 1 more): continue it with --resume, or replace it with "
+                  "--overwrite");
+  }
+  EXPECT_EQ(fs::last_write_time(best), written);
+  EXPECT_TRUE(fs::exists(c.checkpoint_dir + "/checkpoint-3.pt"));
+  again.overwrite = true;
+  EXPECT_EQ(run_training(again).epochs_run, 1);
+  EXPECT_TRUE(fs::exists(c.checkpoint_dir + "/checkpoint-1.pt"));
+  EXPECT_FALSE(fs::exists(c.checkpoint_dir + "/checkpoint-3.pt"));
+  again.resume = true;
+  try {
+    run_training(again);
+    FAIL() << "--resume with --overwrite was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--resume continues the run in --checkpoint-dir, --overwrite replaces it: give "
+                 "one");
+  }
+  fs::remove_all(c.checkpoint_dir);
 }
 
 // A GPU rank sizes its feature cache from device memory unless a cache option chose, and only
@@ -583,7 +682,7 @@ TEST(Job, ResumeTakesTheRunFromTheCheckpoint) {
               "--seed 5 contradicts the run in " + c.checkpoint_dir +
                   "/checkpoint.pt (3): --resume continues that run; only --epochs, --eval-every, "
                   "--checkpoint-every, --keep-checkpoints, --checkpoint-dir, --metrics, "
-                  "--threads, --log-file, --memory-budget and the path may change");
+                  "--threads, --log-file, --memory-budget, --tf32 and the path may change");
   }
   fs::remove_all(c.checkpoint_dir);
 }
