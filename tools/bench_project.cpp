@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -97,6 +98,8 @@ OptionTable<ProjectCommand> project_options() {
 }
 
 json read_json(const std::string& path) {
+  DSP_CHECK_T(IoError, !std::filesystem::is_directory(path),
+              "{}: a directory; give the JSON files `dsp bench volumes --json` wrote", path);
   std::ifstream in(path);
   DSP_CHECK_T(IoError, in.good(), "{}: cannot be read", path);
   try {

@@ -173,6 +173,13 @@ void run_info(const InfoArgs& a) {
     fmt::print("classes      {}\n", m.num_classes);
   }
   fmt::print("split        train {} / valid {} / test {}\n", m.num_train, m.num_valid, m.num_test);
+  if (m.num_link_train + m.num_link_valid + m.num_link_test > 0) {
+    fmt::print(
+        "link split   train {} / valid {} / test {} edges, negatives valid {} / test {}{}\n",
+        m.num_link_train, m.num_link_valid, m.num_link_test, m.num_link_valid_neg,
+        m.num_link_test_neg,
+        m.link_held_out_in_graph ? " (held-out edges may repeat graph edges, as OGB's)" : "");
+  }
   fmt::print(
       "memory       dsp partition -p 2 needs about {} (metis) or {} (random) beyond the "
       "process itself; {} available\n",

@@ -1,7 +1,9 @@
 #include "usage.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <utility>
 
 namespace dsp::cli {
 
@@ -22,10 +24,30 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return d[n][m];
 }
 
+namespace {
+// What users of DGL, PyG and PyTorch type for a value dsp spells otherwise, where the spelling
+// alone would suggest another value ("graphsage" is nearer "hsage", "gpu" nearer "cpu").
+const std::vector<std::pair<std::string, std::string>>& known_spellings() {
+  static const std::vector<std::pair<std::string, std::string>> m = {
+      {"graphsage", "sage"}, {"sageconv", "sage"}, {"graphconv", "gcn"},
+      {"gcnconv", "gcn"},    {"gatconv", "gat"},   {"relgraphconv", "rgcn"},
+      {"rgcnconv", "rgcn"},  {"gpu", "cuda"},      {"gpu:0", "cuda:0"}};
+  return m;
+}
+}  // namespace
+
 std::vector<std::string> nearest(const std::string& word,
                                  const std::vector<std::string>& candidates) {
   constexpr std::size_t kMost = 4;
   if (word.empty()) return {};
+  std::string lower = word;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const auto& [typed, meant] : known_spellings()) {
+    if (lower == typed &&
+        std::find(candidates.begin(), candidates.end(), meant) != candidates.end())
+      return {meant};
+  }
   const std::size_t limit = std::min(std::max<std::size_t>(1, word.size() / 3), word.size() - 1);
   std::size_t best = limit + 1;
   std::vector<std::string> out;
@@ -105,9 +127,8 @@ std::string unknown_flag(const CLI::App& root, const CLI::App* app) {
     const std::string bare = flag.substr(flag.find_first_not_of('-'));
     std::vector<std::string> near = nearest(bare, long_flags(app));
     for (std::string& n : near) n = "--" + n;
-    const std::string hint = near.empty()
-                                 ? command_path(app) + " --help lists the options"
-                                 : did_you_mean(near);
+    const std::string hint =
+        near.empty() ? command_path(app) + " --help lists the options" : did_you_mean(near);
     return "unknown option '" + flag + "' (" + hint + ")";
   }
   return "";
@@ -121,8 +142,8 @@ std::string missing_command(const CLI::App& root, const CLI::App* app) {
   for (const std::string& token : root.remaining(true)) {
     if (is_flag(token)) continue;
     const std::vector<std::string> near = nearest(token, names);
-    const std::string hint = near.empty() ? command_path(app) + " --help lists the commands"
-                                          : did_you_mean(near);
+    const std::string hint =
+        near.empty() ? command_path(app) + " --help lists the commands" : did_you_mean(near);
     return "unknown command '" + token + "' (" + hint + ")";
   }
   std::string list;
@@ -144,8 +165,8 @@ std::vector<std::string> choice_words(std::string list) {
     w.erase(0, w.find_first_not_of(' '));
     w.erase(w.find_last_not_of(' ') + 1);
     if (w.find('<') == std::string::npos) {
-      if (w.empty() || w.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_:.-") !=
-                           std::string::npos)
+      if (w.empty() ||
+          w.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_:.-") != std::string::npos)
         return {};
       words.push_back(w);
     }

@@ -961,15 +961,28 @@ EpochScheduler* TrainJob::schedule(PipelineStages& stages, const SamplerOptions&
   return &role_.roles->scheduler();
 }
 
+// "1433 features", or a typed graph's per type: "features paper 128, author learnt 64".
+std::string features_text(const PartitionMeta& meta, int64_t embedding_dim) {
+  if (!meta.hetero) return fmt::format("{} features", meta.feature_dim);
+  std::vector<std::string> per;
+  for (const NodeTypeInfo& t : meta.hetero->schema.node_types) {
+    per.push_back(t.feature_dim > 0   ? fmt::format("{} {}", t.name, t.feature_dim)
+                  : embedding_dim > 0 ? fmt::format("{} learnt {}", t.name, embedding_dim)
+                                      : fmt::format("{} none", t.name));
+  }
+  return fmt::format("features {}", fmt::join(per, ", "));
+}
+
 void TrainJob::log_start(const EpochScheduler& sched) const {
   const PartitionMeta& meta = rt_.part().meta;
   DSP_INFO(
       "train",
-      "{} on {} ({} nodes, {} features, {} classes): {} rank(s) x {} thread(s) on {}, {} "
+      "{} on {} ({} nodes, {}, {} classes): {} rank(s) x {} thread(s) on {}, {} "
       "steps{} of {} {} per rank per epoch, fanouts {}, {} lr {} weight decay {}, pipeline "
       "{}{}",
-      tc_.model.model, meta.dataset_name, meta.num_nodes, meta.feature_dim, meta.num_classes,
-      rt_.size(), rt_.cores().threads, rt_.device().str(), steps_,
+      tc_.model.model, meta.dataset_name, meta.num_nodes,
+      features_text(meta, tc_.model.embedding_dim), meta.num_classes, rt_.size(),
+      rt_.cores().threads, rt_.device().str(), steps_,
       cfg_.max_steps > 0 ? fmt::format(" (--max-steps {}; a whole epoch is {})", cfg_.max_steps,
                                        sched.full_steps())
                          : "",

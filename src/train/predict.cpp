@@ -290,8 +290,17 @@ PredictResult run_predict(const PredictConfig& c) {
   if (rt.leader()) {
     res.files = write_outputs(c, rt, ids, table, res.width, !c.embed() && tc.model.bce());
     res.rows = static_cast<int64_t>(ids.size());
-    DSP_INFO(ro.log_name, "wrote {} rows x {} to {}", res.rows, c.embed() ? res.width : 1,
-             fmt::format("{}", fmt::join(res.files, ", ")));
+    // Each file with its shape: predictions [n] (a multi-label model's [n, L]), the float
+    // outputs [n, width].
+    const bool multi = !c.embed() && tc.model.bce() && res.width > 1;
+    std::vector<std::string> shown;
+    for (const std::string& path : res.files) {
+      const std::string f = fs::path(path).filename().string();
+      const bool vector = f == "predictions.npy" && !multi;
+      shown.push_back(vector ? fmt::format("{} [{}]", f, res.rows)
+                             : fmt::format("{} [{}, {}]", f, res.rows, res.width));
+    }
+    DSP_INFO(ro.log_name, "wrote {} to {}", fmt::join(shown, ", "), c.out);
   }
   CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
   main_ch.set_step(3, 0);

@@ -36,6 +36,11 @@ expect 2 "did you mean 'sample'\?" "$dsp" bench smaple "$cora"
 expect 2 "unknown option '--bogus' \(dsp train --help lists the options\)" \
   "$dsp" train "$cora" --bogus
 expect 2 "unknown model 'sgae'.*did you mean 'sage'\?" "$dsp" train "$cora" --model sgae
+# Other frameworks' spellings: the value they mean, not the nearest letters ('hsage', 'cpu').
+expect 2 "unknown model 'graphsage'.*did you mean 'sage'\?$" "$dsp" train "$cora" --model graphsage
+expect 2 "unknown device 'gpu'.*did you mean 'cuda'\?$" "$dsp" train "$cora" --device gpu
+expect nonzero "^dsp: error: $tmp: a directory; give the JSON files \`dsp bench volumes --json\` wrote$" \
+  "$dsp" bench project "$tmp"
 expect 2 "unknown pipeline mode 'onn'.*did you mean 'on'\?" "$dsp" train "$cora" --pipeline onn
 expect 2 "got 'fulll'; did you mean 'full'\?" "$dsp" train "$cora" --eval fulll
 expect 2 "did you mean 'metis'\?" "$dsp" partition "$cora" "$tmp/p" --method metsi

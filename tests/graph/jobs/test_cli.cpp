@@ -111,7 +111,8 @@ TEST(Cli, ConvertReportsBadInput) {
 TEST(Cli, LinkSplitConvertAndGenerate) {
   TempDir tmp("cli_link");
   std::string text;
-  for (int i = 0; i < 30; ++i) text += fmt::format("{} {}\n{} {}\n", i, (i + 1) % 30, i, (i + 7) % 30);
+  for (int i = 0; i < 30; ++i)
+    text += fmt::format("{} {}\n{} {}\n", i, (i + 1) % 30, i, (i + 7) % 30);
   iotest::write_text(tmp / "g.txt", text);
   auto r = run_cli("convert --from edgelist --undirected --link-split 0.8,0.1,0.1 --seed 4 " +
                        tmp / "g.txt " + tmp / "el",
@@ -120,26 +121,33 @@ TEST(Cli, LinkSplitConvertAndGenerate) {
   EXPECT_NE(r.out.find("links: train 48 / valid 6 / test 6, negatives 6 / 6"), std::string::npos)
       << r.out;
   EXPECT_EQ(load_dataset(tmp / "el").meta.extra["link_split"]["seed"], 4);
+  r = run_cli("info " + tmp / "el", tmp);
+  EXPECT_NE(
+      r.out.find("link split   train 48 / valid 6 / test 6 edges, negatives valid 6 / test 6\n"),
+      std::string::npos)
+      << r.out;
   expect_failure(run_cli("convert --from edgelist --out-of-core --link-split 0.8,0.1,0.1 " +
                              tmp / "g.txt " + tmp / "ooc",
                          tmp),
                  2,
                  "dsp: error: --link-split needs the in-memory conversion (the edges are split in "
                  "memory); drop --out-of-core");
-  expect_failure(run_cli("convert --from ogb --link-split 0.8,0.1,0.1 " + tmp / "g.txt " +
-                             tmp / "ogb",
-                         tmp),
-                 2, "dsp: error: --link-split applies to --from edgelist only");
-  r = run_cli("generate community --nodes 2000 --edges 10000 --features 0 --classes 0 "
-              "--link-split 0.85,0.05,0.10 " + tmp / "gen",
-              tmp);
+  expect_failure(
+      run_cli("convert --from ogb --link-split 0.8,0.1,0.1 " + tmp / "g.txt " + tmp / "ogb", tmp),
+      2, "dsp: error: --link-split applies to --from edgelist only");
+  r = run_cli(
+      "generate community --nodes 2000 --edges 10000 --features 0 --classes 0 "
+      "--link-split 0.85,0.05,0.10 " +
+          tmp / "gen",
+      tmp);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Hits@K bound"), std::string::npos) << r.out;
   const Dataset ds = load_dataset(tmp / "gen");
   EXPECT_GT(ds.meta.extra["link_hits_bound"].get<double>(), 0.5);
   EXPECT_FALSE(ds.labels.defined());
-  expect_failure(run_cli("generate community --link-split 0.9,0.2,0 " + tmp / "bad", tmp), 2,
-                 "dsp: error: --link-split: train + valid + test fractions (0.9 + 0.2 + 0) exceed 1");
+  expect_failure(
+      run_cli("generate community --link-split 0.9,0.2,0 " + tmp / "bad", tmp), 2,
+      "dsp: error: --link-split: train + valid + test fractions (0.9 + 0.2 + 0) exceed 1");
 }
 
 // What used to be accepted without a word: a convert without a split, an output that replaces

@@ -91,6 +91,23 @@ TEST(HeteroTrain, PerRelationFanouts) {
   EXPECT_GT(r.test_acc_at_best, graph().bound() - 0.1);
 }
 
+// The start line names each type's input: the papers' 32 features, the learnt embeddings of the
+// featureless types (not "0 features").
+TEST(HeteroTrain, TheStartLineNamesEveryTypesInput) {
+  JobConfig c = job("rgcn");
+  c.epochs = 1;
+  c.max_steps = 1;
+  c.eval_every = 0;
+  testing::internal::CaptureStderr();
+  run_training(c);
+  const std::string err = testing::internal::GetCapturedStderr();
+  // The embeddings' width defaults to --hidden (64 here).
+  EXPECT_NE(err.find("(5150 nodes, features author learnt 64, field_of_study learnt 64, "
+                     "institution learnt 64, paper 32, 5 classes)"),
+            std::string::npos)
+      << err;
+}
+
 TEST(HeteroTrain, ResumesFromACheckpoint) {
   JobConfig c = job("rgcn");
   c.epochs = 2;

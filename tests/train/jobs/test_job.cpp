@@ -295,6 +295,19 @@ TEST(Job, ANewRunRefusesACheckpointDirHoldingAnEarlierRun) {
   EXPECT_EQ(run_training(again).epochs_run, 1);
   EXPECT_TRUE(fs::exists(c.checkpoint_dir + "/checkpoint-1.pt"));
   EXPECT_FALSE(fs::exists(c.checkpoint_dir + "/checkpoint-3.pt"));
+  // dsp predict's line names each file with its shape.
+  PredictConfig pc;
+  pc.rank.path = c.rank.path;
+  pc.rank.backend = "self";
+  pc.checkpoint = best;
+  pc.out = c.checkpoint_dir + "/pred";
+  pc.output = "probs";
+  testing::internal::CaptureStderr();
+  run_predict(pc);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("wrote predictions.npy [2708], probabilities.npy [2708, 7] to " + pc.out),
+            std::string::npos)
+      << err;
   again.resume = true;
   try {
     run_training(again);
