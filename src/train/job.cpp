@@ -155,9 +155,6 @@ void check_loss_and_metric(const JobConfig& c) {
                   c.metric);
     return;
   }
-  DSP_CHECK_ARG(!(loss == "ce" && c.metric == "rocauc"),
-                "--metric rocauc ranks per-seed scores of a binary or multi-label task: train "
-                "with --loss bce");
   DSP_CHECK_ARG(!(loss == "bce" && c.metric == "f1"),
                 "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc or "
                 "rocauc");
@@ -184,11 +181,13 @@ std::string resolve_loss(const std::string& loss, bool multilabel, int64_t class
 }
 
 // --metric auto: acc for ce, rocauc for bce; otherwise the given one, which must suit the loss.
-std::string resolve_metric(const std::string& metric, const std::string& loss) {
+// --metric rocauc with ce: a 2-class softmax's p(class 1) (scikit-learn's and OGB's score).
+std::string resolve_metric(const std::string& metric, const std::string& loss, int64_t classes) {
   if (metric == "auto") return loss == "bce" ? "rocauc" : "acc";
-  DSP_CHECK_ARG(!(loss == "ce" && metric == "rocauc"),
-                "--metric rocauc ranks per-seed scores of a binary or multi-label task: train "
-                "with --loss bce");
+  DSP_CHECK_ARG(!(loss == "ce" && metric == "rocauc" && classes != 2),
+                "--metric rocauc ranks per-seed scores: a binary task (a 2-class softmax's "
+                "p(class 1), or --loss bce) or a multi-label one; the dataset has {} classes",
+                classes);
   DSP_CHECK_ARG(!(loss == "bce" && metric == "f1"),
                 "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc or "
                 "rocauc");
@@ -817,7 +816,7 @@ void TrainJob::make_trainer() {
     tc_.model.loss = "bce";  // of the pairs' logits
   } else {
     tc_.model.loss = resolve_loss(tc_.model.loss, meta.multilabel, meta.num_classes, rt_.hetero());
-    metric_ = resolve_metric(cfg_.metric, tc_.model.loss);
+    metric_ = resolve_metric(cfg_.metric, tc_.model.loss, meta.num_classes);
     // A binary bce model outputs one logit; a multi-label one, one per label column.
     tc_.model.out_dim = tc_.model.bce() && !meta.multilabel ? 1 : meta.num_classes;
   }

@@ -94,6 +94,10 @@ void EvalTally::add(const float* logits, int64_t n, const int64_t* labels) {
     const float* row = logits + i * columns_;
     const int64_t pred = std::max_element(row, row + columns_) - row;
     correct_ += pred == labels[i];
+    if (columns_ == 2) {  // a 2-class softmax's p(class 1), as scikit-learn and OGB score it
+      scores_.push_back(probability(row[1] - row[0]));
+      labels_.push_back(static_cast<int8_t>(labels[i] == 1));
+    }
     DSP_CHECK_ARG(labels[i] >= 0 && labels[i] < columns_, "label {} outside [0, {})", labels[i],
                   columns_);
     ++confusion_[labels[i] * columns_ + pred];
@@ -123,14 +127,15 @@ void EvalTally::combine(Communicator& comm, const std::string& label) {
   correct_ = sums[0];
   total_ = sums[1];
   std::copy(sums.begin() + 2, sums.end(), confusion_.begin());
-  if (!bce_) return;
+  const int64_t columns = score_columns();
+  if (columns == 0) return;
   // Every rank's rows to every rank: the row counts, then the rows padded to the largest count.
-  const int64_t rows = static_cast<int64_t>(scores_.size()) / columns_;
+  const int64_t rows = static_cast<int64_t>(scores_.size()) / columns;
   std::vector<int64_t> counts(static_cast<size_t>(comm.size()));
   comm.all_gather(&rows, counts.data(), 1, DType::kInt64, o);
   const int64_t most = *std::max_element(counts.begin(), counts.end());
   if (most == 0) return;
-  const int64_t width = most * columns_;
+  const int64_t width = most * columns;
   scores_.resize(static_cast<size_t>(width), 0.0f);
   labels_.resize(static_cast<size_t>(width), 0);
   std::vector<float> all_scores(static_cast<size_t>(width * comm.size()));
@@ -141,7 +146,7 @@ void EvalTally::combine(Communicator& comm, const std::string& label) {
   labels_.clear();
   for (int p = 0; p < comm.size(); ++p) {
     const auto b = static_cast<std::ptrdiff_t>(p * width);
-    const auto e = b + static_cast<std::ptrdiff_t>(counts[p] * columns_);
+    const auto e = b + static_cast<std::ptrdiff_t>(counts[p] * columns);
     scores_.insert(scores_.end(), all_scores.begin() + b, all_scores.begin() + e);
     labels_.insert(labels_.end(), all_labels.begin() + b, all_labels.begin() + e);
   }
@@ -157,10 +162,15 @@ double EvalTally::macro_f1() const {
 }
 
 double EvalTally::roc_auc() const {
-  DSP_CHECK_ARG(bce_, "ROC-AUC needs per-seed scores (--loss bce)");
+  DSP_CHECK_ARG(score_columns() > 0,
+                "ROC-AUC needs per-seed scores: a binary or multi-label task (--loss bce) or two "
+                "classes (--loss ce), not {}",
+                columns_);
   if (scores_.empty()) return std::numeric_limits<double>::quiet_NaN();
-  return mean_roc_auc(scores_, labels_, columns_);
+  return mean_roc_auc(scores_, labels_, score_columns());
 }
+
+int64_t EvalTally::score_columns() const { return bce_ ? columns_ : columns_ == 2 ? 1 : 0; }
 
 double EvalTally::metric(const std::string& name) const {
   if (name == "acc") return accuracy();
@@ -171,6 +181,7 @@ double EvalTally::metric(const std::string& name) const {
 
 std::vector<std::string> EvalTally::metric_names() const {
   if (bce_) return {"acc", "rocauc"};
+  if (columns_ == 2) return {"acc", "f1", "rocauc"};
   return {"acc", "f1"};
 }
 

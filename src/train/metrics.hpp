@@ -39,7 +39,9 @@ double mean_roc_auc(const std::vector<float>& scores, const std::vector<int8_t>&
 double macro_f1(const std::vector<int64_t>& confusion, int64_t classes);
 
 // What an evaluation collects from its seeds' outputs on one rank, until combine().
-//  ce  (bce false): `columns` classes; argmax predictions into counts and the confusion matrix.
+//  ce  (bce false): `columns` classes; argmax predictions into counts and the confusion matrix;
+//                   with 2 classes also the softmax's p(class 1) and the labels (ROC-AUC, as
+//                   scikit-learn's roc_auc_score and OGB score a two-class softmax).
 //  bce (bce true):  `columns` label columns (1: binary); the logits and labels are kept (ROC-AUC),
 //                   counts get each entry's thresholded prediction.
 class EvalTally {
@@ -60,18 +62,19 @@ class EvalTally {
   int64_t total() const { return total_; }
   double accuracy() const;
   double macro_f1() const;  // ce
-  double roc_auc() const;   // bce: the (mean) ROC-AUC; NaN without both classes
+  double roc_auc() const;   // bce, 2-class ce: the (mean) ROC-AUC; NaN without both classes
   // "acc", "f1" or "rocauc".
   double metric(const std::string& name) const;
-  // The metrics this tally computes: ce {acc, f1}; bce {acc, rocauc}.
+  // The metrics this tally computes: ce {acc, f1} (2 classes: and rocauc); bce {acc, rocauc}.
   std::vector<std::string> metric_names() const;
 
  private:
+  int64_t score_columns() const;  // columns of scores_: bce's; 1 for a 2-class ce; else 0
   bool bce_ = false;
   int64_t columns_ = 0;
   int64_t correct_ = 0, total_ = 0;
   std::vector<int64_t> confusion_;  // ce
-  std::vector<float> scores_;       // bce: [rows x columns]
+  std::vector<float> scores_;       // [rows x score_columns()]
   std::vector<int8_t> labels_;
 };
 

@@ -105,6 +105,16 @@ TEST(Metrics, MacroF1OfAHandComputedConfusionMatrix) {
     EXPECT_DOUBLE_EQ(t.metric("f1"), 0.7);
     EXPECT_EQ(t.metric_names(), (std::vector<std::string>{"acc", "f1"}));
   }
+  // Two classes: also the ROC-AUC of the softmax's p(class 1).
+  EvalTally two(false, 2);
+  const std::vector<float> logits2 = {0, 1, 2, 0, 0, 3, 1, 0};  // p(1) ~ .73, .12, .95, .27
+  const std::vector<int64_t> y2 = {1, 0, 0, 1};
+  two.add(logits2.data(), 4, y2.data());
+  EXPECT_EQ(two.metric_names(), (std::vector<std::string>{"acc", "f1", "rocauc"}));
+  // Positives .73, .27 against negatives .12, .95: two of the four pairs ranked right.
+  EXPECT_DOUBLE_EQ(two.roc_auc(), 0.5);
+  EXPECT_DOUBLE_EQ(two.accuracy(), 0.5);  // argmax 1, 0, 0, 0
+  EXPECT_THROW(EvalTally(false, 3).roc_auc(), InvalidArgument);
   std::vector<int64_t> confusion = {1, 1, 0, 0, 2, 0, 1, 0, 2};
   EXPECT_DOUBLE_EQ(macro_f1(confusion, 3), 0.7);
 }

@@ -45,6 +45,21 @@ const std::string& binary_dir() {
   return dir;
 }
 
+// A three-class one.
+const std::string& cora_like_dir() {
+  static std::string dir = [] {
+    CommunityOptions co;
+    co.num_nodes = 1000;
+    co.num_edges = 8000;
+    co.num_classes = 3;
+    co.feature_dim = 8;
+    std::string d = temp_dir("three");
+    write_dataset(generate_community(co), d);
+    return d;
+  }();
+  return dir;
+}
+
 JobConfig binary_config() {
   JobConfig c;
   c.rank.path = binary_dir();
@@ -66,8 +81,10 @@ std::vector<nlohmann::json> records(const std::string& f) {
   return out;
 }
 
-// P(p+ > p-) + P(p+ = p-) / 2 over every pair of the test nodes (scikit-learn's roc_auc_score).
-double brute_force_test_auc(const Array& probs, const Dataset& ds) {
+// P(p+ > p-) + P(p+ = p-) / 2 over every pair of the test nodes (scikit-learn's roc_auc_score),
+// p = column `column` of the [n, columns] probabilities.
+double brute_force_test_auc(const Array& probs, const Dataset& ds, int64_t column = 0) {
+  const int64_t columns = probs.dim(1);
   int64_t twice = 0, pairs = 0;
   const int64_t n = ds.test_idx.dim(0);
   for (int64_t i = 0; i < n; ++i) {
@@ -76,7 +93,8 @@ double brute_force_test_auc(const Array& probs, const Dataset& ds) {
     for (int64_t j = 0; j < n; ++j) {
       const int64_t v = ds.test_idx.int_at(j);
       if (ds.labels.int_at(v) != 0) continue;
-      const float a = probs.data<float>()[u], b = probs.data<float>()[v];
+      const float a = probs.data<float>()[u * columns + column],
+                  b = probs.data<float>()[v * columns + column];
       twice += a > b ? 2 : a == b ? 1 : 0;
       ++pairs;
     }
@@ -122,6 +140,32 @@ TEST(Metrics, BinaryBceReportsThePredictedRocAuc) {
   for (const std::string& d : {c.checkpoint_dir, c.metrics_file, p.out}) fs::remove_all(d);
 }
 
+// --metric rocauc with a softmax over two classes (--loss ce): the ROC-AUC of p(class 1), as
+// scikit-learn and OGB score it, equal to the one recomputed from dsp predict's probabilities.
+TEST(Metrics, TwoClassSoftmaxRocAuc) {
+  JobConfig c = binary_config();
+  c.metric = "rocauc";
+  c.epochs = 3;
+  c.checkpoint_dir = temp_dir("softmax_ck");
+  const JobResult r = run_training(c);
+  EXPECT_EQ(r.metric, "rocauc");
+  EXPECT_GE(r.test_acc_at_best, 0.85);
+  PredictConfig p;
+  p.rank.path = binary_dir();
+  p.rank.backend = "self";
+  p.rank.threads = 1;
+  p.checkpoint = c.checkpoint_dir + "/best.pt";
+  p.out = temp_dir("softmax_out");
+  p.output = "probs";
+  run_predict(p);
+  const Array probs = load_npy(p.out + "/probabilities.npy");
+  ASSERT_EQ(probs.shape(), (std::vector<int64_t>{3000, 2}));
+  // The two computations of p(class 1) round differently (float sigmoid of the logits'
+  // difference, double softmax): ties may split, nothing more.
+  EXPECT_NEAR(brute_force_test_auc(probs, load_dataset(binary_dir()), 1), r.test_acc_at_best, 1e-3);
+  for (const std::string& d : {c.checkpoint_dir, p.out}) fs::remove_all(d);
+}
+
 // --metric f1 on class labels: the best epoch by macro-F1, every metric in the record.
 TEST(Metrics, MacroF1PicksTheBestEpoch) {
   JobConfig c = binary_config();
@@ -153,11 +197,13 @@ void expect_refused(const JobConfig& c, const std::string& message) {
 
 TEST(Metrics, RefusesWhatCannotWork) {
   JobConfig c = binary_config();
+  c.rank.path = cora_like_dir();
   c.metric = "rocauc";
   c.train.model.loss = "ce";
   expect_refused(c,
-                 "--metric rocauc ranks per-seed scores of a binary or multi-label task: train "
-                 "with --loss bce");
+                 "--metric rocauc ranks per-seed scores: a binary task (a 2-class softmax's "
+                 "p(class 1), or --loss bce) or a multi-label one; the dataset has 3 classes");
+  c.rank.path = binary_dir();
   c.metric = "f1";
   c.train.model.loss = "bce";
   expect_refused(c,
