@@ -1,7 +1,7 @@
 """Data-parallel GraphSAGE: the model under torch's DistributedDataParallel, each rank iterating
 its own dsp.Loader (Cora: the accuracy of one rank, about 0.80).
 
-    mpirun -np 2 python examples/ddp_sage.py [DATA_DIR] [EPOCHS]
+    mpirun -np 2 python examples/ddp_sage.py [DATA_DIR] [EPOCHS] [--normalize-features none|row]
     torchrun --nproc_per_node 2 examples/ddp_sage.py [DATA_DIR] [EPOCHS]
 torch.distributed is initialised from the rank and size the launcher gives each process
 (torchrun's RANK/WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_*, or PMI_RANK/PMI_SIZE): gloo on CPU,
@@ -20,7 +20,8 @@ import tempfile
 import torch
 import torch.distributed as dist
 
-from common import BlockStack, data_dir, fit, loaders, make_model
+from common import (BlockStack, data_dir, feature_normalisation, fit, loaders, make_model,
+                    parse_args)
 from train_sage import MeanSAGEConv
 
 
@@ -40,6 +41,7 @@ def init_method():
 
 
 def main(argv):
+    args = parse_args(argv)
     rank, size = rank_and_size()
     cuda = torch.cuda.is_available()
     local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get(
@@ -47,9 +49,11 @@ def main(argv):
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     dist.init_process_group("nccl" if cuda else "gloo", init_method=init_method(), rank=rank,
                             world_size=size)
-    train, evals = loaders(data_dir(argv), batch_size=max(1, 32 // size), pin_memory=cuda)
+    data = data_dir(args.data)
+    train, evals = loaders(data, batch_size=max(1, 32 // size), pin_memory=cuda)
     assert (train.rank, train.size) == (rank, size), "dsp and torch.distributed disagree"
-    model = make_model(BlockStack, MeanSAGEConv, train).to(device)
+    normalize = feature_normalisation(data, args.normalize_features)
+    model = make_model(BlockStack, MeanSAGEConv, train, normalize=normalize).to(device)
     ddp = torch.nn.parallel.DistributedDataParallel(model,
                                                     device_ids=[local_rank] if cuda else None)
 
@@ -63,7 +67,7 @@ def main(argv):
         dist.all_reduce(buffer)
         t.copy_(buffer)
 
-    fit(ddp, train, evals, epochs=int(argv[2]) if len(argv) > 2 else 30, device=device,
+    fit(ddp, train, evals, epochs=args.epochs, device=device,
         eval_model=model, all_reduce=all_reduce, log=print if rank == 0 else lambda _: None)
     dist.destroy_process_group()
 

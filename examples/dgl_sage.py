@@ -1,7 +1,7 @@
 """DGL's own SAGEConv trained on dsp.Loader (Cora: about 0.80 test accuracy).
 
     pip install . dgl                  # in a venv with torch (a DGL build for that torch)
-    python examples/dgl_sage.py [DATA_DIR] [EPOCHS]
+    python examples/dgl_sage.py [DATA_DIR] [EPOCHS] [--normalize-features none|row]
 Each dsp block becomes a DGL block (block.to_dgl(): dgl.create_block with the same source and
 destination counts, the global ids as dgl.NID), which DGL's layers take as they are.
 """

@@ -1,7 +1,7 @@
 """PyTorch Geometric's own SAGEConv trained on dsp.Loader (Cora: about 0.80 test accuracy).
 
     pip install . torch_geometric      # in a venv with torch
-    python examples/pyg_sage.py [DATA_DIR] [EPOCHS]
+    python examples/pyg_sage.py [DATA_DIR] [EPOCHS] [--normalize-features none|row]
 Each dsp block is a bipartite graph for PyG: block.to_pyg() gives its edge_index in PyG's
 (source, target) order and its (num_src, num_dst) size.
 """

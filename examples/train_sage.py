@@ -1,7 +1,7 @@
 """GraphSAGE in plain PyTorch on dsp's sampler and loader (Cora: about 0.80 test accuracy).
 
     pip install .            # in a venv with torch
-    python examples/train_sage.py [DATA_DIR] [EPOCHS]
+    python examples/train_sage.py [DATA_DIR] [EPOCHS] [--normalize-features none|row]
 DATA_DIR: a dsp dataset or partition directory (default: Cora converted from tests/data/cora).
 """
 import torch

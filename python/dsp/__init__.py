@@ -50,16 +50,19 @@ from ._dsp import (  # noqa: F401  (re-exported)
     InvalidArgument,
     IoError,
     NotSupported,
-    convert_edge_list,
-    convert_ogb,
-    generate_community,
-    generate_hetero,
-    generate_rmat,
     load_dataset,
     load_partition_meta,
-    partition,
     set_log_level,
 )
+from . import _wording
+
+# The CLI's commands, whose messages then name Python's keywords (overwrite=True, not --overwrite).
+convert_edge_list = _wording.python_keywords(_dsp.convert_edge_list)
+convert_ogb = _wording.python_keywords(_dsp.convert_ogb)
+generate_community = _wording.python_keywords(_dsp.generate_community)
+generate_hetero = _wording.python_keywords(_dsp.generate_hetero)
+generate_rmat = _wording.python_keywords(_dsp.generate_rmat)
+partition = _wording.python_keywords(_dsp.partition)
 from . import _data
 from ._data import convert_ogb_link, from_dgl, from_pyg, save_dataset  # noqa: F401  (re-exported)
 from ._train import cli_path, embed, predict, train  # noqa: F401  (re-exported)

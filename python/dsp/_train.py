@@ -13,7 +13,7 @@ import tempfile
 import threading
 from typing import List, Optional, Sequence, Tuple
 
-from . import _dsp
+from . import _dsp, _wording
 
 # The CLI prints one line per error; DSP_ERROR_TYPE=1 makes it name the class (tools/dsp.cpp).
 _ERROR_LINE = re.compile(r"^dsp: error(?: \((\w+)\))?(?: on rank \d+)?: (.*)$")
@@ -147,6 +147,8 @@ def _launch(exe: str, sub: str, args: List[str], ranks: int, mpirun: Sequence[st
         type_name, message = errors[0]
         if rename[0]:
             message = message.replace(*rename)
+        if sub != "train":  # its flags are keywords of the call (dsp.train's are config keys)
+            message = _wording.python_wording(message)
         raise _exception(type_name, message, code)
     last = other[-1].strip() if other else "no message"
     how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"

@@ -1,5 +1,6 @@
 """Dataset tools: convert, generate, load (zero-copy views), partition."""
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -86,3 +87,48 @@ def test_convert_ogb_without_split(tmp_path):
     with pytest.raises(dsp.InvalidArgument, match="not both"):
         dsp.convert_ogb(str(CORA_RAW), str(tmp_path / "c"), split="x", no_split=True)
 
+
+
+def _commands(tmp_path, cora):
+    """Each command of the package that writes a directory, as f(out, **kw)."""
+    edges = tmp_path / "edges.txt"
+    edges.write_text("0 1\n1 2\n")
+    return {
+        "convert_ogb": lambda out, **kw: dsp.convert_ogb(str(CORA_RAW), out, **kw),
+        "convert_edge_list": lambda out, **kw: dsp.convert_edge_list(str(edges), out, **kw),
+        "generate_community": lambda out, **kw: dsp.generate_community(
+            out, nodes=200, edges=1000, features=4, classes=2, **kw),
+        "generate_rmat": lambda out, **kw: dsp.generate_rmat(out, nodes=256, edges=1000, **kw),
+        "generate_hetero": lambda out, **kw: dsp.generate_hetero(
+            out, papers=200, authors=100, institutions=10, fields=10, **kw),
+        "partition": lambda out, **kw: dsp.partition(cora, out, parts=1, **kw),
+        "save_dataset": lambda out, **kw: dsp.save_dataset(out, edge_index=[[0], [1]], **kw),
+    }
+
+
+@pytest.mark.parametrize("command", ["convert_ogb", "convert_edge_list", "generate_community",
+                                     "generate_rmat", "generate_hetero", "partition",
+                                     "save_dataset"])
+def test_an_existing_output_names_the_keyword(cora, tmp_path, command):
+    # The CLI's own C++ refuses an existing OUT naming its flag, --overwrite; from Python the
+    # message names the keyword the call takes, overwrite=True (the same class, IoError), which
+    # then replaces it.
+    call = _commands(tmp_path, cora)[command]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("kept")
+    with pytest.raises(dsp.IoError) as e:
+        call(str(out))
+    assert str(e.value) == f"{out}: already exists (pass overwrite=True to replace it)"
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+    call(str(out), overwrite=True)
+    assert not (out / "mine.txt").exists()
+
+
+def test_the_cli_still_names_its_flag(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    r = subprocess.run([dsp.cli_path(), "convert", "--from", "ogb", str(CORA_RAW), str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (
+        1, f"dsp: error: {out}: already exists (pass --overwrite to replace it)\n")

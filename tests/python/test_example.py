@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+import dsp
+
 # Whole examples (training runs): not in the quick tier.
 pytestmark = pytest.mark.slow
 
@@ -52,3 +54,33 @@ def test_ddp_two_ranks(cora):
     # Rank 0 alone reports, the accuracy over both ranks' seeds.
     assert sum(line.startswith("best val") for line in out.splitlines()) == 1, out
     assert accuracy(out) >= 0.78, out
+
+
+def test_feature_normalisation_is_a_choice(cora, cora_p1, tmp_path):
+    # Row normalisation by default only where the reference examples use it (the Planetoid
+    # datasets, Cora here, as dataset or partition directory); none on other datasets; the
+    # option chooses for any.
+    torch = pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location("examples_common", EXAMPLES / "common.py")
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    other = str(tmp_path / "sbm")
+    dsp.generate_community(other, nodes=200, edges=1000, features=4, classes=2)
+    assert [common.feature_normalisation(d) for d in (cora, cora_p1, other)] == [
+        "row", "row", "none"]
+    assert common.feature_normalisation(cora, "none") == "none"
+    assert common.feature_normalisation(other, "row") == "row"
+    args = common.parse_args(["x.py", cora, "5", "--normalize-features", "none"])
+    assert (args.data, args.epochs, args.normalize_features) == (cora, 5, "none")
+    assert common.parse_args(["x.py"]).normalize_features is None
+    x = torch.tensor([[1.0, 3.0], [0.0, 0.0]])
+    assert torch.equal(common.normalise(x, "none"), x)
+    assert torch.equal(common.normalise(x, "row"), torch.tensor([[0.25, 0.75], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="normalize must be 'none' or 'row', got 'standard'"):
+        common.BlockStack([], normalize="standard")
+    # The examples' command line: the choice reaches the model.
+    out = run([sys.executable, str(EXAMPLES / "train_sage.py"), cora, "1",
+               "--normalize-features", "none"])
+    assert out.startswith("features: none normalisation\n"), out
+    assert run([sys.executable, str(EXAMPLES / "train_sage.py"), other, "1"]).startswith(
+        "features: none normalisation\n")

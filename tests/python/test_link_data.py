@@ -93,6 +93,17 @@ def test_a_held_out_edge_in_the_graph_is_kept_as_ogb_keeps_it(tmp_path, cli):
                             "the training graph is refused")
 
 
+def test_an_existing_output_names_the_keyword(tmp_path, cli):
+    # The CLI's message names its flag, --overwrite; the call's names its keyword.
+    _ogbl(str(tmp_path / "ogbl_toy"))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(dsp.IoError) as e:
+        _data.convert_ogb_link(tmp_path / "ogbl_toy", out)
+    assert str(e.value) == f"{out}: already exists (pass overwrite=True to replace it)"
+    assert _data.convert_ogb_link(tmp_path / "ogbl_toy", out, overwrite=True)["num_link_train"] == 3
+
+
 def test_the_converter_is_the_packages():
     assert dsp.convert_ogb_link is _data.convert_ogb_link
     assert "convert_ogb_link" in dsp.__all__

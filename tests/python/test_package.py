@@ -1,4 +1,5 @@
-"""The installed package: no LibTorch in the extension, numpy-only use, version, file layout."""
+"""The installed package: no LibTorch in the extension, numpy-only use, version, file layout, the
+`dsp` command and `python -m dsp`."""
 import importlib.metadata
 import os
 import pathlib
@@ -95,3 +96,61 @@ def test_build_info_says_whether_cuda_was_compiled():
     assert info["cuda"] is gpu, info
     if gpu:
         assert info["cuda_archs"], info
+
+
+def cli(*args, exe=None, **kw):
+    """`exe ARGS` (default: the package's CLI itself)."""
+    return subprocess.run([exe or dsp.cli_path(), *args], capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+def same_run(a, b):
+    return (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+
+
+def test_python_m_dsp_is_the_cli(tmp_path):
+    # `python -m dsp` execs the package's CLI with the same arguments: the same help, and a usage
+    # error's exit code 2 and its one line on stderr.
+    for args in (["--help"], ["train"]):
+        ours = subprocess.run([sys.executable, "-m", "dsp", *args], capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path)
+        assert same_run(ours, cli(*args, cwd=tmp_path)), (args, ours)
+        if args == ["--help"]:
+            assert ours.returncode == 0 and "Subcommands:" in ours.stdout, ours
+    assert ours.returncode == 2 and ours.stdout == "", ours  # `train` with no dataset
+    assert len(ours.stderr.splitlines()) == 1 and ours.stderr.startswith("dsp: error: "), ours
+
+
+def test_python_m_dsp_keeps_the_clis_signals():
+    # Python ignores SIGPIPE; the CLI it execs does not: writing --help into a pipe no one reads
+    # ends it by SIGPIPE, as it ends the CLI run directly.
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        for cmd in ([sys.executable, "-m", "dsp", "--help"], [dsp.cli_path(), "--help"]):
+            r = subprocess.run(cmd, stdout=write, stderr=subprocess.PIPE, timeout=120)
+            assert r.returncode == -13, (cmd, r)  # -SIGPIPE: killed by it, not an exit code
+    finally:
+        os.close(write)
+
+
+@pytest.mark.skipif(os.environ.get("DSP_TEST_INSTALLED") != "1",
+                    reason="DSP_TEST_INSTALLED=1 only (scripts/test-python.sh)")
+def test_the_dsp_command(tmp_path):
+    # pip installs the console script `dsp` beside the venv's python: the package's CLI with the
+    # same arguments (output, exit code: 0, 1 for a runtime error, 2 for a usage error).
+    script = pathlib.Path(sys.executable).parent / "dsp"
+    assert script.is_file() and os.access(script, os.X_OK), script
+    if sys.version_info >= (3, 10):
+        entries = importlib.metadata.entry_points(group="console_scripts", name="dsp")
+    else:
+        entries = [e for e in importlib.metadata.entry_points().get("console_scripts", [])
+                   if e.name == "dsp"]
+    assert [e.value for e in entries] == ["dsp.__main__:main"]
+    missing = str(tmp_path / "no such dataset")  # an argument with spaces, passed as one
+    for args, code in ((["--version"], 0), (["info", missing], 1), (["train"], 2)):
+        ours = cli(*args, exe=str(script), cwd=tmp_path)
+        assert same_run(ours, cli(*args, cwd=tmp_path)), (args, ours)
+        assert ours.returncode == code, (args, ours)
+        if args == ["--version"]:
+            assert ours.stdout == f"dsp {dsp.__version__}\n"

@@ -68,8 +68,11 @@ def test_predict_and_embed_with_the_best_model(cora, cora_p1, tmp_path):
     assert np.allclose(probs.sum(1), 1, atol=1e-5)
     emb = dsp.embed(cora_p1, str(ck / "best.pt"), str(tmp_path / "e"), nodes=[5, 0])
     assert emb.shape == (2, 16)
-    with pytest.raises(dsp.IoError, match="predictions.npy exists: remove it"):
+    with pytest.raises(dsp.IoError) as e:
         dsp.predict(cora_p1, str(ck / "best.pt"), str(tmp_path / "p"))
+    # The CLI's "choose another --out, or give --overwrite", in the call's keywords.
+    assert str(e.value) == (f"{tmp_path / 'p' / 'predictions.npy'} exists: remove it, choose "
+                            "another out, or pass overwrite=True")
     with pytest.raises(dsp.InvalidArgument, match="nodes must be a 1-d array of integer"):
         dsp.embed(cora_p1, str(ck / "best.pt"), str(tmp_path / "e2"), nodes=[[1]])
 
