@@ -84,7 +84,10 @@ def train(config: dict, *, ranks: int = 1, mpirun: Sequence[str] = ("mpirun",)) 
         mpirun: the launcher command and its options, e.g. ``("mpirun", "--oversubscribe")``.
 
     Returns the job result: ``best_val_acc``, ``test_acc_at_best``, ``final_loss``,
-    ``mean_epoch_s``, ``epochs_run``, ... (rank 0's).
+    ``mean_epoch_s``, ``epochs_run``, ... (rank 0's; ``None`` for a split the data does not
+    have), and ``history``: one dict per epoch trained (``epoch`` from 1, ``loss``,
+    ``train_acc``, ``lr``, ``epoch_s``, and after an evaluation ``val`` and ``test`` in the
+    job's metric).
 
     Raises the ``dsp.Error`` subclass of the CLI's error (``dsp.InvalidArgument``,
     ``dsp.IoError``, ``dsp.FormatError``, ...) with its one-line message; the first rank's error

@@ -320,6 +320,7 @@ nlohmann::json JobResult::to_json() const {
   const nlohmann::json none;  // null: a split the data does not have
   if (!has_valid) j["best_val_acc"] = none;
   if (!has_test) j["test_acc_at_best"] = j["test_acc_full"] = none;
+  j["history"] = history;
   return j;
 }
 
@@ -485,6 +486,8 @@ class TrainJob {
   void make_trainer();
   void account();
   void count_splits();
+  void note_history(int epoch, double loss, double train_acc, bool evaluated, double val,
+                    double test);
   std::string eval_text(double val, double test) const;
   PipelineStages symmetric_stages();
   EpochScheduler* schedule(PipelineStages& stages, const SamplerOptions& so);
@@ -873,6 +876,22 @@ void TrainJob::count_splits() {
            : !has_valid_ ? "no validation nodes: best.pt is the last evaluated epoch's model, "
                            "and its test figure is reported"
                          : "no test nodes: validation only, no test figure");
+}
+
+// The epoch's record in the result's history (JobResult::history).
+void TrainJob::note_history(int epoch, double loss, double train_acc, bool evaluated, double val,
+                            double test) {
+  nlohmann::json rec = {{"epoch", epoch + 1},
+                        {"loss", loss},
+                        {"train_acc", train_acc},
+                        {"lr", epoch_lr_},
+                        {"epoch_s", em_.wall_s}};
+  if (evaluated) {
+    const nlohmann::json none;
+    rec["val"] = has_valid_ ? nlohmann::json(val) : none;
+    rec["test"] = has_test_ ? nlohmann::json(test) : none;
+  }
+  res_.history.push_back(std::move(rec));
 }
 
 // The epoch line's evaluation: the splits the data has, in the task's metric.
@@ -1518,6 +1537,7 @@ void TrainJob::report_epoch(int epoch) {
                     em_.sampler.busy_s, em_.loader.busy_s, em_.trainer.busy_s, eval_time));
     write_metrics(epoch, loss, train_acc.accuracy(), do_eval);
   }
+  note_history(epoch, loss, train_acc.accuracy(), do_eval, val, test);
   if (!ckpt_.empty() && (last || stop_early() ||
                          (cfg_.checkpoint_every > 0 && (epoch + 1) % cfg_.checkpoint_every == 0))) {
     checkpoint(epoch);

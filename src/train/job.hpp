@@ -162,6 +162,10 @@ struct JobResult {
   // Whether the data has validation and test nodes (node tasks). Without validation the best
   // model is the last epoch's (best_val_acc null in to_json); without test no test figure (null).
   bool has_valid = true, has_test = true;
+  // One record per epoch trained by this run, in order (PyTorch users' per-epoch history):
+  // epoch (from 1), loss, train_acc, lr, epoch_s, and after an evaluation val and test in the
+  // metric (null for a split the data does not have; link prediction: the first Hits@K).
+  std::vector<nlohmann::json> history;
   double best_val_mrr = 0, test_mrr_at_best = 0;
   nlohmann::json to_json() const;
 

@@ -20,6 +20,10 @@ def test_result_and_forwarded_output(cora_p1, capsys):
     assert f"best val acc        {r['best_val_acc']:.4f} (epoch {r['best_epoch']})" in captured.out
     assert re.search(r"^epoch   2 \| loss .* busy\) \| eval \d+\.\d\d s$", captured.out, re.M)
     assert "sage on" in captured.err and "epoch   2 | loss" not in captured.err
+    # The per-epoch history, as a PyTorch loop would have kept it.
+    assert [h["epoch"] for h in r["history"]] == [1, 2]
+    assert r["history"][-1]["loss"] == r["final_loss"]
+    assert max(h["val"] for h in r["history"]) == r["best_val_acc"]
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed")

@@ -130,6 +130,15 @@ TEST(Job, MissingSplitsAreStatedNotReportedAsZero) {
     EXPECT_TRUE(recs[1].at("val_acc").is_null());
     EXPECT_EQ(recs[1].at("test_acc").is_null(), !test_nodes);
     EXPECT_TRUE(fs::exists(c.checkpoint_dir + "/best.pt"));
+    // The per-epoch history: one record an epoch, its loss the epoch line's, the splits' figures
+    // null where the data has none.
+    ASSERT_EQ(j.at("history").size(), 2u);
+    const nlohmann::json& last = j.at("history").back();
+    EXPECT_EQ(last.at("epoch"), 2);
+    EXPECT_EQ(last.at("loss").get<double>(), r.final_loss);
+    EXPECT_EQ(last.at("loss"), recs[1].at("loss"));
+    EXPECT_TRUE(last.at("val").is_null());
+    EXPECT_EQ(last.at("test").is_null(), !test_nodes);
     JobConfig p = c;
     p.patience = 3;
     p.overwrite = true;
