@@ -486,6 +486,7 @@ class TrainJob {
   void make_trainer();
   void account();
   void count_splits();
+  void warn_few_steps(const EpochScheduler& sched) const;
   void note_history(int epoch, double loss, double train_acc, bool evaluated, double val,
                     double test);
   std::string eval_text(double val, double test) const;
@@ -617,6 +618,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   if (samplers_ == 0) popts.read_ahead = res_.read_ahead = read_ahead_batches();  // (-1, 7)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
   if (rt_.leader()) log_start(*sched);
+  if (rt_.leader()) warn_few_steps(*sched);
   {  // the partition's --feature-dtype and its error, reported beside the accuracy
     const PartitionMeta& pm = rt_.part().meta;
     res_.feature_dtype = pm.feature_dim > 0 ? dtype_name(pm.feature_dtype) : "";
@@ -876,6 +878,24 @@ void TrainJob::count_splits() {
            : !has_valid_ ? "no validation nodes: best.pt is the last evaluated epoch's model, "
                            "and its test figure is reported"
                          : "no test nodes: validation only, no test figure");
+}
+
+// A batch size that leaves a graph a handful of steps an epoch (1024 seeds a rank against
+// Cora's 140 training nodes: one update an epoch), said with a size that gives about
+// kWantedSteps (the power of two at or above the seeds over kWantedSteps). The size stays the
+// user's: DGL and PyG train with the batch size given.
+void TrainJob::warn_few_steps(const EpochScheduler& sched) const {
+  constexpr int64_t kFewSteps = 4, kWantedSteps = 10;
+  const int64_t full = sched.full_steps();
+  if (full >= kFewSteps || cfg_.max_steps > 0) return;
+  const int64_t seeds = sched.num_local_seeds();  // rank 0's (shares are alike)
+  int64_t suggest = 1;
+  while (suggest < seeds / kWantedSteps) suggest *= 2;
+  DSP_WARN("train",
+           "--batch-size {} leaves {} step(s) an epoch ({} {} on rank 0): the model is updated "
+           "{} time(s) an epoch; --batch-size {} gives {}",
+           cfg_.batch_size, full, seeds, link_ ? "training edges" : "training nodes", full, suggest,
+           (seeds + suggest - 1) / suggest);
 }
 
 // The epoch's record in the result's history (JobResult::history).

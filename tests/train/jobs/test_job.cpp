@@ -329,6 +329,27 @@ TEST(Job, ANewRunRefusesACheckpointDirHoldingAnEarlierRun) {
   fs::remove_all(c.checkpoint_dir);
 }
 
+// A batch size that leaves a small graph a step or two an epoch is said, with one that gives
+// about ten; the job trains with the size given.
+TEST(Job, AFewStepsAnEpochAreWarnedAbout) {
+  JobConfig c = cora_config();
+  c.epochs = 1;
+  c.eval_every = 0;
+  c.batch_size = 1024;
+  testing::internal::CaptureStderr();
+  run_training(c);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("--batch-size 1024 leaves 1 step(s) an epoch (140 training nodes on rank 0): "
+                     "the model is updated 1 time(s) an epoch; --batch-size 16 gives 9"),
+            std::string::npos)
+      << err;
+  c.batch_size = 16;
+  testing::internal::CaptureStderr();
+  run_training(c);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("leaves"), std::string::npos) << err;
+}
+
 // A GPU rank sizes its feature cache from device memory unless a cache option chose, and only
 // where --cache-auto is allowed; a CPU rank keeps the partition's cache.
 TEST(Job, GpuRanksSizeTheirCacheFromDeviceMemoryByDefault) {
