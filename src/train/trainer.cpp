@@ -649,7 +649,9 @@ float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
 }
 
 void Trainer::step(const LoadedBatch& batch, bool tally_correct) {
-  add_to_tally(symmetric_step(batch, tally_correct, &impl_->tally_total));
+  int64_t total = 0;
+  add_to_tally(symmetric_step(batch, tally_correct, &total));
+  if (tally_correct) impl_->tally_total += total;
 }
 
 void Trainer::add_to_tally(const torch::Tensor& figures) {
@@ -780,7 +782,9 @@ float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, Eva
 }
 
 void Trainer::step_slots(const std::vector<SlotBatch>& batches, int slots, bool tally_correct) {
-  add_to_tally(slots_step(batches, slots, tally_correct, &impl_->tally_total));
+  int64_t total = 0;
+  add_to_tally(slots_step(batches, slots, tally_correct, &total));
+  if (tally_correct) impl_->tally_total += total;
 }
 
 // Sums the bucket over the ranks where the communicator takes its buffers: in place when that is
