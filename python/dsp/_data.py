@@ -181,9 +181,63 @@ def _split(ids, what, n):
     return a if len(a) else None
 
 
+_LINKS = ("link_train", "link_valid", "link_test", "link_valid_neg", "link_test_neg")
+
+
+def _pairs(pairs, what):
+    """Link pairs as C-ordered int64 [E, 2] (src, dst), the layout of the link_*.npy files, from
+    [2, E] (PyG's edge_index: row 0 sources, row 1 targets), [E, 2] (one pair a row: OGB's and
+    dsp's own) or a tuple ``(src, dst)`` of two 1-d arrays (DGL's ``g.edges()``). None for None
+    or no pairs."""
+    if pairs is None:
+        return None
+    if isinstance(pairs, tuple) and len(pairs) == 2:
+        src, dst = (_ints(p, f"{what}[{i}]", 1) for i, p in enumerate(pairs))
+        if len(src) != len(dst):
+            raise _bad(f"{what} is a tuple (src, dst) of {len(src)} sources and {len(dst)} "
+                       "targets")
+        a = np.stack([src, dst], axis=1)
+    else:
+        a = int_like(pairs)
+        if a.size == 0:
+            return None
+        a = _ints(a, what, 2)
+        if a.shape == (2, 2):
+            raise _bad(f"{what} has shape (2, 2), which reads both as [2, E] (row 0 sources, "
+                       "row 1 targets) and as [E, 2] (one pair a row): pass it as a tuple "
+                       "(src, dst) of two 1-d arrays")
+        if a.shape[0] == 2:
+            a = a.T
+        elif a.shape[1] != 2:
+            hint = ("; per-positive negatives ([E, K], as ogbl-citation2's) are not in the "
+                    "format: a split's negative pairs are shared by all its positives"
+                    if what.endswith("_neg") else "")
+            raise _bad(f"{what} must have shape [2, E] (row 0 sources, row 1 targets) or [E, 2] "
+                       f"(one pair a row), got shape {tuple(a.shape)}{hint}")
+    return np.ascontiguousarray(a, dtype=np.int64) if len(a) else None
+
+
+def _links(links):
+    """The link keywords as int64 [E, 2] arrays or None; InvalidArgument naming the keyword for a
+    held-out split without its negatives or negatives without their split (the format ranks each
+    held-out positive against its split's fixed negatives)."""
+    out = {k: _pairs(links.get(k), k) for k in _LINKS}
+    for split in ("link_valid", "link_test"):
+        pos, neg = out[split], out[split + "_neg"]
+        if pos is not None and neg is None:
+            raise _bad(f"{split} needs {split}_neg: Hits@K and MRR rank each held-out pair "
+                       "against the split's negative pairs (OGB's collab/ppa/ddi convention)")
+        if neg is not None and pos is None:
+            raise _bad(f"{split}_neg without {split}: negative pairs rank a held-out split's "
+                       "positive pairs; give both or neither")
+    return out
+
+
 def _save(path, importer, *, edge_index=None, csr=None, adj=None, x=None, y=None, train_idx=None,
           valid_idx=None, test_idx=None, edge_weight=None, undirected=False, name="dataset",
-          num_nodes=None, overwrite=False, edge_time=None, node_time=None):
+          num_nodes=None, overwrite=False, edge_time=None, node_time=None, link_train=None,
+          link_valid=None, link_test=None, link_valid_neg=None, link_test_neg=None,
+          link_held_out_in_graph=False):
     g, n = _graph(edge_index, csr, adj, edge_weight, num_nodes)
     if edge_time is not None and g["graph_what"] == "adj":
         raise _bad("edge_time needs edge_index or csr (adj's values are its weights)")
@@ -195,19 +249,24 @@ def _save(path, importer, *, edge_index=None, csr=None, adj=None, x=None, y=None
     node_time = _times(node_time, n, "node_time", "nodes")
     splits = {k: _split(v, k, n) for k, v in
               (("train_idx", train_idx), ("valid_idx", valid_idx), ("test_idx", test_idx))}
+    links = _links({"link_train": link_train, "link_valid": link_valid, "link_test": link_test,
+                    "link_valid_neg": link_valid_neg, "link_test_neg": link_test_neg})
     extra = {"importer": importer, "input": g["graph_what"]}
     return _dsp._save_dataset(
         os.fspath(path), n, f"dsp.save_dataset: {g['graph_what']}", g.get("src"), g.get("dst"),
         g.get("indptr"), g.get("indices"), g.get("edge_weight"), bool(undirected),
         None if x is None else _features(x), None if y is None else _labels(y),
         splits["train_idx"], splits["valid_idx"], splits["test_idx"], str(name),
-        bool(overwrite), extra, edge_time, node_time)
+        bool(overwrite), extra, edge_time, node_time, links["link_train"], links["link_valid"],
+        links["link_test"], links["link_valid_neg"], links["link_test_neg"],
+        bool(link_held_out_in_graph))
 
 
 def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, train_idx=None,
                  valid_idx=None, test_idx=None, edge_weight=None, undirected=False,
                  name="dataset", num_nodes=None, overwrite=False, edge_time=None,
-                 node_time=None):
+                 node_time=None, link_train=None, link_valid=None, link_test=None,
+                 link_valid_neg=None, link_test_neg=None, link_held_out_in_graph=False):
     """Writes a dataset directory (what ``dsp convert`` writes) from arrays; returns its meta.
 
     ``dsp train``, ``dsp partition``, ``dsp.partition`` and ``dsp.Loader`` take the directory.
@@ -239,10 +298,26 @@ def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, t
         no edge), the rows of ``csr`` or the size of ``adj``.
     name: the dataset's name in dataset.json. overwrite: replace an existing ``path``.
 
+    A link-prediction split (``dsp train --task link``, ``dsp.LinkLoader``), the files and
+    dataset.json counts of ``dsp convert --link-split``; each node pairs as int [2, E] (PyG's
+    ``edge_label_index``: row 0 sources, row 1 targets), [E, 2] (one pair a row: OGB's
+    ``split_edge``, ``dsp.load_dataset``'s) or a tuple ``(src, dst)`` (DGL's ``g.edges()``;
+    a [2, 2] array is ambiguous and refused):
+        link_train: training edges, each an edge of the graph given (the training graph);
+            default, when a held-out split is given: every edge of the graph.
+        link_valid, link_test: held-out positive edges, none an edge of the graph (in neither
+            direction when ``undirected``), unless ``link_held_out_in_graph=True`` (OGB's
+            ogbl-collab, whose held-out pairs may repeat training ones).
+        link_valid_neg, link_test_neg: the split's negative pairs, shared by all its positives
+            (OGB's collab/ppa/ddi convention); required beside the split's positives, and only
+            there. Either held-out split may be left out (e.g. train and test only): the
+            format holds that, though ``dsp train --task link`` evaluates on both.
+
     The arrays are copied once into the writer, then validated before anything is written, with
     the messages of ``dsp convert`` naming the file of the array and the first fault (``x`` is
-    features.npy, ``y`` labels.npy, edges indices.npy, ...): a node id out of range, labels of the
-    wrong length, features with the wrong number of rows, a repeated split id, NaN features.
+    features.npy, ``y`` labels.npy, edges indices.npy, ``link_test`` link_test.npy, ...): a node
+    id out of range, labels of the wrong length, features with the wrong number of rows, a
+    repeated split id, NaN features, a training pair that is no edge, a held-out pair that is one.
     Raises ``dsp.InvalidArgument`` for every fault of the arguments, ``dsp.IoError`` when
     ``path`` exists (without ``overwrite``) or cannot be written; nothing is left at ``path``
     then (the directory is written under a temporary name and renamed at the end).
@@ -251,7 +326,9 @@ def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, t
                  train_idx=train_idx, valid_idx=valid_idx, test_idx=test_idx,
                  edge_weight=edge_weight, undirected=undirected, name=name,
                  num_nodes=num_nodes, overwrite=overwrite, edge_time=edge_time,
-                 node_time=node_time)
+                 node_time=node_time, link_train=link_train, link_valid=link_valid,
+                 link_test=link_test, link_valid_neg=link_valid_neg,
+                 link_test_neg=link_test_neg, link_held_out_in_graph=link_held_out_in_graph)
 
 
 def _pyg_edge_weight(data):
@@ -297,7 +374,8 @@ def from_pyg(data, path, **kw):
     ``train_idx``/``valid_idx``/``test_idx``, edge weights from ``edge_weight`` or a 1-d
     ``edge_attr``, and times from ``edge_time`` / ``node_time``, else from ``time`` (per edge or
     per node by its length). Keywords of :func:`save_dataset` override what the Data gives (e.g.
-    ``undirected=True``, ``train_idx=data.train_mask[:, 0]`` for one of several splits).
+    ``undirected=True``, ``train_idx=data.train_mask[:, 0]`` for one of several splits) or add to
+    it (a link split: ``link_valid=``, ``link_valid_neg=``, ... ).
     Returns the meta. Needs torch_geometric."""
     _interop.require("torch_geometric", "dsp.from_pyg", "pip install torch_geometric")
     edge_index = getattr(data, "edge_index", None)
@@ -331,7 +409,8 @@ def from_dgl(graph, path, *, feat="feat", label="label", train_mask="train_mask"
     leave it out; a missing key is left out). Edge weights and times: pass
     ``edge_weight=graph.edata["w"]``, ``edge_time=graph.edata["timestamp"]`` (edge id order),
     ``node_time=graph.ndata["timestamp"]``. Keywords of :func:`save_dataset` override
-    what the graph gives. Returns the meta. Needs dgl."""
+    what the graph gives or add to it (a link split: ``link_test=(u, v)``, ``link_test_neg=``,
+    ...). Returns the meta. Needs dgl."""
     _interop.require("dgl", "dsp.from_dgl", "pip install dgl (a build for your torch version)")
     if len(graph.ntypes) != 1 or len(graph.canonical_etypes) != 1:
         raise _dsp.InvalidArgument(

@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -322,7 +323,8 @@ void validate_links(const Dataset& ds, const std::string& what) {
     const int64_t count = m.*lf.count;
     const std::string f = join_path(what, lf.file);
     if (!a.defined()) {
-      DSP_CHECK_FORMAT(count == 0, "{}: missing (dataset.json says {} pairs)", f, count);
+      DSP_CHECK_FORMAT(count == 0, "{}: missing, but dataset.json counts {} pair{}", f, count,
+                       count == 1 ? "" : "s");
       continue;
     }
     DSP_CHECK_FORMAT(a.dtype() == DType::kInt64 && a.ndim() == 2 && a.dim(1) == 2,
@@ -352,6 +354,25 @@ void validate_links(const Dataset& ds, const std::string& what) {
     DSP_CHECK_FORMAT(pos->defined() || !neg->defined(),
                      "{}: negatives without positives: {} is missing",
                      join_path(what, names[i].second), names[i].first);
+  }
+}
+
+// The link files of `dir` that dataset.json does not count: each must be absent (or hold no
+// pair), else the reader would ignore it silently (a hand-written split) and the trainer would
+// then speak of a file that is there. FormatError naming the file, its pairs and what counts it.
+void check_uncounted_links(const DatasetMeta& m, const std::string& dir) {
+  for (const LinkFile& lf : kLinkFiles) {
+    if (m.*lf.count > 0) continue;
+    const std::string f = join_path(dir, lf.file);
+    std::error_code ec;
+    if (!std::filesystem::exists(f, ec)) continue;
+    const Array a = load_npy(f);  // the header (mapped): a malformed file is named as such
+    const int64_t rows = a.ndim() >= 1 ? a.dim(0) : 0;
+    if (rows == 0) continue;  // an empty split, as the writer leaves one: nothing to count
+    DSP_THROW_T(FormatError,
+                "{} exists but dataset.json has no {}: count its pairs there (\"{}\": {}), or "
+                "re-save the dataset with dsp.save_dataset({}=...) or dsp convert",
+                f, lf.key, lf.key, rows, std::string(lf.file, std::strlen(lf.file) - 4));
   }
 }
 
@@ -436,9 +457,14 @@ Dataset load_dataset(const std::string& dir, const LoadOptions& opts) {
   for (const auto& s : splits) {
     if (s.count > 0) *s.a = load_shaped(required(s.file), DType::kInt64, {s.count});
   }
+  check_uncounted_links(m, dir);
   for (const LinkFile& f : kLinkFiles) {
     if (m.*f.count > 0) {
-      ds.*f.array = load_shaped(required(f.file), DType::kInt64, {m.*f.count, 2});
+      const std::string path = join_path(dir, f.file);
+      check_file_readable(path, fmt::format("missing, but dataset.json counts {} pair{}",
+                                            m.*f.count, m.*f.count == 1 ? "" : "s")
+                                    .c_str());
+      ds.*f.array = load_shaped(path, DType::kInt64, {m.*f.count, 2});
     }
   }
   if (opts.validate) validate_dataset(ds, dir);

@@ -93,7 +93,9 @@ struct LoadOptions {
   bool validate = true;  // full validation (O(E)); metadata/shape checks always run
 };
 
-// Loads and validates a dataset directory. Errors name the file and the fault.
+// Loads and validates a dataset directory. Errors name the file and the fault; a link file that
+// dataset.json counts but is absent, or one that holds pairs dataset.json does not count (a split
+// written by hand), is named alone, with the count or the key that dataset.json lacks.
 Dataset load_dataset(const std::string& dir, const LoadOptions& opts = {});
 // dataset.json of a dataset directory, checked as load_dataset checks it (the same errors: a
 // missing directory, an unreadable or invalid file), without touching the arrays.

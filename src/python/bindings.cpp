@@ -26,6 +26,7 @@
 #include "graph/commands.hpp"
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
+#include "graph/link.hpp"
 #include "graph/validate.hpp"
 #include "layout/partition/partition_command.hpp"
 #include "pipeline/cores.hpp"
@@ -333,6 +334,12 @@ py::dict dataset_to_py(Dataset&& ds) {
   d["train_idx"] = array_to_numpy(ds.train_idx);
   d["valid_idx"] = array_to_numpy(ds.valid_idx);
   d["test_idx"] = array_to_numpy(ds.test_idx);
+  // Link prediction's pairs, int64 [E, 2] (src, dst) each, None where the dataset has none.
+  d["link_train"] = array_to_numpy(ds.link_train);
+  d["link_valid"] = array_to_numpy(ds.link_valid);
+  d["link_test"] = array_to_numpy(ds.link_test);
+  d["link_valid_neg"] = array_to_numpy(ds.link_valid_neg);
+  d["link_test_neg"] = array_to_numpy(ds.link_test_neg);
   return d;
 }
 
@@ -625,6 +632,9 @@ struct SaveInputs {
   bool undirected = false, overwrite = false;
   RawArray src, dst, indptr, indices, weights, x, y, train, valid, test;
   RawArray edge_time, node_time;  // int64, one per edge (entry) / node, or not given
+  // Link prediction's pairs, int64 [E, 2] (src, dst), or not given.
+  RawArray link_train, link_valid, link_test, link_valid_neg, link_test_neg;
+  bool link_held_out_in_graph = false;  // dataset.json's mark: held-out pairs may be graph edges
   nlohmann::json extra;
 };
 
@@ -672,8 +682,20 @@ DatasetMeta save_dataset(const SaveInputs& in) {
     ds.train_idx = copy_array(in.train);
     ds.valid_idx = copy_array(in.valid);
     ds.test_idx = copy_array(in.test);
+    ds.link_train = copy_array(in.link_train);
+    ds.link_valid = copy_array(in.link_valid);
+    ds.link_test = copy_array(in.link_test);
+    ds.link_valid_neg = copy_array(in.link_valid_neg);
+    ds.link_test_neg = copy_array(in.link_test_neg);
+    // Held-out pairs without training pairs: every edge of the graph trains, as `dsp convert
+    // --from ogb-link` does without train_edge (PyG's and DGL's training graph is their edges).
+    if (!ds.link_train.defined() && (ds.link_valid.defined() || ds.link_test.defined())) {
+      Array edges = graph_edge_pairs(ds.graph, in.undirected);
+      if (edges.dim(0) > 0) ds.link_train = std::move(edges);
+    }
     ds.meta.name = in.name;
     ds.meta.directed = !in.undirected;
+    ds.meta.link_held_out_in_graph = in.link_held_out_in_graph;
     ds.meta.extra = in.extra;
     ds.sync_meta();
     write_dataset(ds, in.out, in.overwrite);
@@ -692,7 +714,8 @@ void bind_save_dataset(py::module_& m) {
       [](const std::string& out, int64_t num_nodes, const std::string& graph_what, Opt src, Opt dst,
          Opt indptr, Opt indices, Opt edge_weight, bool undirected, Opt x, Opt y, Opt train,
          Opt valid, Opt test, const std::string& name, bool overwrite, const py::dict& extra,
-         Opt edge_time, Opt node_time) {
+         Opt edge_time, Opt node_time, Opt link_train, Opt link_valid, Opt link_test,
+         Opt link_valid_neg, Opt link_test_neg, bool link_held_out_in_graph) {
         SaveInputs in;
         in.out = out;
         in.num_nodes = num_nodes;
@@ -713,6 +736,12 @@ void bind_save_dataset(py::module_& m) {
         in.extra = py_to_json(extra);
         in.edge_time = raw_array(edge_time, {DType::kInt64}, "edge_time");
         in.node_time = raw_array(node_time, {DType::kInt64}, "node_time");
+        in.link_train = raw_array(link_train, {DType::kInt64}, "link_train");
+        in.link_valid = raw_array(link_valid, {DType::kInt64}, "link_valid");
+        in.link_test = raw_array(link_test, {DType::kInt64}, "link_test");
+        in.link_valid_neg = raw_array(link_valid_neg, {DType::kInt64}, "link_valid_neg");
+        in.link_test_neg = raw_array(link_test_neg, {DType::kInt64}, "link_test_neg");
+        in.link_held_out_in_graph = link_held_out_in_graph;
         DatasetMeta meta;
         {
           py::gil_scoped_release nogil;
@@ -724,7 +753,10 @@ void bind_save_dataset(py::module_& m) {
       py::arg("indptr"), py::arg("indices"), py::arg("edge_weight"), py::arg("undirected"),
       py::arg("x"), py::arg("y"), py::arg("train_idx"), py::arg("valid_idx"), py::arg("test_idx"),
       py::arg("name"), py::arg("overwrite"), py::arg("extra"), py::arg("edge_time") = py::none(),
-      py::arg("node_time") = py::none());
+      py::arg("node_time") = py::none(), py::arg("link_train") = py::none(),
+      py::arg("link_valid") = py::none(), py::arg("link_test") = py::none(),
+      py::arg("link_valid_neg") = py::none(), py::arg("link_test_neg") = py::none(),
+      py::arg("link_held_out_in_graph") = false);
 }
 
 // Node ids as the bindings take them: int64, C order (dsp/__init__.py checks the dtype first).

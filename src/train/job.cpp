@@ -659,10 +659,16 @@ void TrainJob::check_data() const {
                      "link prediction needs them (dsp convert --link-split, dsp generate "
                      "--link-split)",
                      cfg_.rank.path);
-    DSP_CHECK_FORMAT(part.link_valid.defined() && part.link_test.defined(),
-                     "{}: the dataset has no held-out edges (link_valid.npy, link_test.npy) to "
-                     "evaluate link prediction with",
-                     cfg_.rank.path);
+    // Both held-out splits: the best epoch is chosen on validation, reported on test.
+    for (const auto& [held, file] : {std::make_pair(&part.link_valid, "link_valid.npy"),
+                                     std::make_pair(&part.link_test, "link_test.npy")}) {
+      DSP_CHECK_FORMAT(held->defined(),
+                       "{}: the dataset has no {} (held-out pairs and their negatives): link "
+                       "prediction chooses its best epoch on validation pairs and reports test "
+                       "pairs; add both (dsp.save_dataset(link_valid=..., link_test=..., "
+                       "link_valid_neg=..., link_test_neg=...), dsp convert --link-split)",
+                       cfg_.rank.path, file);
+    }
     const int64_t negatives = std::min(part.link_valid_neg.dim(0), part.link_test_neg.dim(0));
     for (int k : cfg_.link.hits_k) {
       DSP_CHECK_ARG(k <= negatives,

@@ -164,6 +164,76 @@ TEST(LinkData, LoadChecksCountsAgainstTheFiles) {
                   "either direction); a split overlapping the training graph is refused");
 }
 
+// A split dataset.json counts but whose file is gone is named alone, with the count: at load (an
+// IoError: the file is missing) and by the validator of a dataset built in memory.
+TEST(LinkData, AMissingCountedFileIsNamedWithItsCount) {
+  TempDir tmp("link_missing");
+  const std::string dir = tmp / "ds";
+  write_dataset(link_dataset(), dir);
+  std::filesystem::remove(dir + "/link_test.npy");
+  EXPECT_EQ(error_of<IoError>([&] { load_dataset(dir); }),
+            dir + "/link_test.npy: missing, but dataset.json counts 2 pairs");
+  write_dataset(link_dataset(), dir, /*overwrite=*/true);
+  std::filesystem::remove(dir + "/link_valid.npy");
+  LoadOptions lo;
+  lo.validate = false;
+  EXPECT_EQ(error_of<IoError>([&] { load_dataset(dir, lo); }),
+            dir + "/link_valid.npy: missing, but dataset.json counts 1 pair");
+  Dataset ds = link_dataset();
+  ds.link_test = Array();  // the meta still counts its 2 pairs
+  EXPECT_EQ(error_of<FormatError>([&] { validate_dataset(ds, "D"); }),
+            "D/link_test.npy: missing, but dataset.json counts 2 pairs");
+}
+
+// A link file that dataset.json does not count (a split written by hand beside a dataset) is
+// refused naming that file, the key dataset.json lacks and its pairs, rather than ignored; an
+// empty one is nothing to count.
+TEST(LinkData, AnUncountedLinkFileIsNamedWithTheMissingKey) {
+  TempDir tmp("link_uncounted");
+  const std::string dir = tmp / "ds";
+  Dataset ds = link_dataset();
+  for (Array* a : {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg,
+                   &ds.link_test_neg}) {
+    *a = Array();
+  }
+  ds.sync_meta();
+  write_dataset(ds, dir);
+  save_npy(dir + "/link_train.npy", pairs({0, 1, 1, 2, 2, 3}));
+  const std::string train_msg =
+      dir + "/link_train.npy exists but dataset.json has no num_link_train: count its pairs "
+            "there (\"num_link_train\": 3), or re-save the dataset with "
+            "dsp.save_dataset(link_train=...) or dsp convert";
+  EXPECT_EQ(error_of<FormatError>([&] { load_dataset(dir); }), train_msg);
+  LoadOptions lo;
+  lo.validate = false;  // a metadata check: it runs without the content checks too
+  EXPECT_EQ(error_of<FormatError>([&] { load_dataset(dir, lo); }), train_msg);
+  // Counted, the training pairs load; the test pairs beside them are named next.
+  nlohmann::json j = nlohmann::json::parse(read_file(dir + "/dataset.json"));
+  j["num_link_train"] = 3;
+  write_file_atomic(dir + "/dataset.json", j.dump());
+  save_npy(dir + "/link_test.npy", pairs({0, 5}));
+  EXPECT_EQ(error_of<FormatError>([&] { load_dataset(dir); }),
+            dir + "/link_test.npy exists but dataset.json has no num_link_test: count its pairs "
+                  "there (\"num_link_test\": 1), or re-save the dataset with "
+                  "dsp.save_dataset(link_test=...) or dsp convert");
+  save_npy(dir + "/link_test.npy", Array(DType::kInt64, {0, 2}));
+  EXPECT_EQ(load_dataset(dir).link_train.dim(0), 3);
+}
+
+// The format holds any held-out split alone: training and test pairs without validation ones.
+TEST(LinkData, TrainAndTestWithoutValidationRoundTrip) {
+  TempDir tmp("link_no_valid");
+  Dataset ds = link_dataset();
+  ds.link_valid = ds.link_valid_neg = Array();
+  ds.sync_meta();
+  write_dataset(ds, tmp / "ds");
+  const Dataset back = load_dataset(tmp / "ds");
+  EXPECT_FALSE(back.link_valid.defined());
+  EXPECT_FALSE(back.link_valid_neg.defined());
+  EXPECT_TRUE(same_bytes(back.link_test, ds.link_test));
+  EXPECT_FALSE(back.meta.to_json().contains("num_link_valid"));
+}
+
 using Pair = std::pair<int64_t, int64_t>;
 
 std::vector<Pair> rows_of(const Array& a) {
