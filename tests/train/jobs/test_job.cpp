@@ -14,6 +14,7 @@
 #include "cora_dataset.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "error_of.hpp"
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
@@ -142,13 +143,8 @@ TEST(Job, MissingSplitsAreStatedNotReportedAsZero) {
     JobConfig p = c;
     p.patience = 3;
     p.overwrite = true;
-    try {
-      run_training(p);
-      FAIL() << "--patience without validation nodes was accepted";
-    } catch (const InvalidArgument& e) {
-      EXPECT_EQ(std::string(e.what()),
-                "--patience acts on validation, but " + dir + " has no validation nodes");
-    }
+    EXPECT_EQ(test::error_of<InvalidArgument>([&] { run_training(p); }),
+              "--patience acts on validation, but " + dir + " has no validation nodes");
     fs::remove_all(dir);
   }
 }
@@ -288,16 +284,11 @@ TEST(Job, ANewRunRefusesACheckpointDirHoldingAnEarlierRun) {
   const auto written = fs::last_write_time(best);
   JobConfig again = c;
   again.epochs = 1;
-  try {
-    run_training(again);
-    FAIL() << "a second run replaced the first's checkpoints";
-  } catch (const InvalidArgument& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "--checkpoint-dir " + c.checkpoint_dir +
-                  " holds an earlier run (best.pt, checkpoint-1.pt, checkpoint-2.pt, "
-                  "checkpoint-3.pt and 1 more): continue it with --resume, or replace it with "
-                  "--overwrite");
-  }
+  EXPECT_EQ(test::error_of<InvalidArgument>([&] { run_training(again); }),
+            "--checkpoint-dir " + c.checkpoint_dir +
+                " holds an earlier run (best.pt, checkpoint-1.pt, checkpoint-2.pt, "
+                "checkpoint-3.pt and 1 more): continue it with --resume, or replace it with "
+                "--overwrite");
   EXPECT_EQ(fs::last_write_time(best), written);
   EXPECT_TRUE(fs::exists(c.checkpoint_dir + "/checkpoint-3.pt"));
   again.overwrite = true;
@@ -318,14 +309,8 @@ TEST(Job, ANewRunRefusesACheckpointDirHoldingAnEarlierRun) {
             std::string::npos)
       << err;
   again.resume = true;
-  try {
-    run_training(again);
-    FAIL() << "--resume with --overwrite was accepted";
-  } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(),
-                 "--resume continues the run in --checkpoint-dir, --overwrite replaces it: give "
-                 "one");
-  }
+  EXPECT_EQ(test::error_of<InvalidArgument>([&] { run_training(again); }),
+            "--resume continues the run in --checkpoint-dir, --overwrite replaces it: give one");
   fs::remove_all(c.checkpoint_dir);
 }
 

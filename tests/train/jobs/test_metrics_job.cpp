@@ -28,35 +28,29 @@ std::string temp_dir(const std::string& name) {
   return p.string();
 }
 
+// A community graph of `classes` classes written to a temporary directory.
+std::string community_dir(const std::string& name, int classes, int64_t nodes) {
+  CommunityOptions co;
+  co.num_nodes = nodes;
+  co.num_edges = 8 * nodes;
+  co.num_communities = 8;
+  co.num_classes = classes;
+  co.feature_dim = 16;
+  co.seed = 5;
+  std::string d = temp_dir(name);
+  write_dataset(generate_community(co), d);
+  return d;
+}
+
 // A two-class community graph (dsp generate community --classes 2).
 const std::string& binary_dir() {
-  static std::string dir = [] {
-    CommunityOptions co;
-    co.num_nodes = 3000;
-    co.num_edges = 24000;
-    co.num_communities = 8;
-    co.num_classes = 2;
-    co.feature_dim = 16;
-    co.seed = 5;
-    std::string d = temp_dir("binary");
-    write_dataset(generate_community(co), d);
-    return d;
-  }();
+  static const std::string dir = community_dir("binary", 2, 3000);
   return dir;
 }
 
 // A three-class one.
-const std::string& cora_like_dir() {
-  static std::string dir = [] {
-    CommunityOptions co;
-    co.num_nodes = 1000;
-    co.num_edges = 8000;
-    co.num_classes = 3;
-    co.feature_dim = 8;
-    std::string d = temp_dir("three");
-    write_dataset(generate_community(co), d);
-    return d;
-  }();
+const std::string& three_class_dir() {
+  static const std::string dir = community_dir("three", 3, 1000);
   return dir;
 }
 
@@ -197,7 +191,7 @@ void expect_refused(const JobConfig& c, const std::string& message) {
 
 TEST(Metrics, RefusesWhatCannotWork) {
   JobConfig c = binary_config();
-  c.rank.path = cora_like_dir();
+  c.rank.path = three_class_dir();
   c.metric = "rocauc";
   c.train.model.loss = "ce";
   expect_refused(c,
