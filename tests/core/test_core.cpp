@@ -324,13 +324,24 @@ TEST(Parallel, WaitingLoopCoversEveryIndexOnceOnDepthThreads) {
     std::vector<std::atomic<int>> seen(static_cast<size_t>(n) + 10);
     std::set<std::thread::id> ids;
     std::mutex m;
+    // Each chunk waits (up to 5 s, as a slow page read would) until `threads` threads have
+    // entered: loops that do run that many at once pass on any machine load, and one that runs
+    // fewer is seen with fewer ids, however long its chunks take.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     dsp::waiting_parallel_for(10, 10 + n, grain, depth, [&](int64_t b, int64_t e) {
       {
         std::lock_guard<std::mutex> lock(m);
         ids.insert(std::this_thread::get_id());
       }
       for (int64_t i = b; i < e; ++i) seen[i] += 1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      for (;;) {
+        {
+          std::lock_guard<std::mutex> lock(m);
+          if (ids.size() >= threads) break;
+        }
+        if (std::chrono::steady_clock::now() > until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     });
     for (int64_t i = 0; i < n + 10; ++i) ASSERT_EQ(seen[i].load(), i < 10 ? 0 : 1) << i;
     EXPECT_EQ(ids.size(), threads);
