@@ -8,6 +8,7 @@
 #include "ccc/job.hpp"
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/logging.hpp"
 #include "usage.hpp"
 #ifdef DSP_HAVE_PIPELINE
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
 #ifdef DSP_HAVE_PIPELINE
   dsp::ensure_passive_waits(argv);  // thread pools that wait must not burn the stages' cores
 #endif
+  // Ctrl-C or SIGTERM: one line and exit 130/143. A rank of a multi-rank job exits quietly until
+  // the job's communicator exists (a launcher also ends the others so when one rank fails), then
+  // ccc's MPI runtime tells an interrupt from a failure.
+  dsp::install_interrupt_handlers(dsp::cli::launcher_size() > 1);
   CLI::App app{"dsp: distributed sampling and pipelining for GNN training", "dsp"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dsp " DSP_VERSION);

@@ -236,4 +236,12 @@ int launcher_rank() {
   return 0;
 }
 
+int launcher_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* v = std::getenv(name);
+    if (v && *v) return std::max(1, std::atoi(v));
+  }
+  return 1;
+}
+
 }  // namespace dsp::cli

@@ -33,5 +33,7 @@ std::string with_choice_hint(const std::string& message);
 // This process's rank as its launcher numbered it (OMPI_COMM_WORLD_RANK, PMI_RANK or PMIX_RANK),
 // read from the environment without initialising MPI; 0 when it was not started as a rank.
 int launcher_rank();
+// The number of ranks its launcher started (OMPI_COMM_WORLD_SIZE or PMI_SIZE); 1 when unknown.
+int launcher_size();
 
 }  // namespace dsp::cli

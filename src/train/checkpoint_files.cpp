@@ -120,4 +120,23 @@ void claim_checkpoint_dir(const std::string& dir, bool overwrite) {
   }
 }
 
+std::string interrupt_note(int64_t done, int64_t epochs, const std::string& dir, int64_t saved,
+                           bool overwrite) {
+  const std::string where = done == 0 ? fmt::format(" before epoch 1 of {} ended", epochs)
+                                      : fmt::format(" after epoch {} of {}", done, epochs);
+  if (dir.empty()) {
+    return where +
+           "; nothing was saved (--checkpoint-dir DIR --checkpoint-every 1 keeps a checkpoint a "
+           "run continues from with --resume auto)";
+  }
+  if (saved == 0) {
+    return where + fmt::format("; no checkpoint in {} yet (--checkpoint-every 1 writes one an epoch)",
+                               dir);
+  }
+  return where + fmt::format(
+                     "; continue from the checkpoint of epoch {} ({}) with the same command and "
+                     "--resume auto{}",
+                     saved, rotated_checkpoint(dir, saved), overwrite ? " in place of --overwrite" : "");
+}
+
 }  // namespace dsp

@@ -38,4 +38,11 @@ void claim_checkpoint_dir(const std::string& dir, bool overwrite);
 // checkpoint, and a line torn by a kill, are dropped). No file: nothing to do.
 void truncate_metrics(const std::string& path, int64_t epochs);
 
+// What dsp train says when interrupted after `done` of `epochs` epochs (core/interrupt.hpp's
+// note): where it stood and how to continue: from the newest checkpoint (written after `saved`
+// epochs, 0: none) with --resume auto (in place of --overwrite when the run was given it), or
+// what to give so that a run can be continued.
+std::string interrupt_note(int64_t done, int64_t epochs, const std::string& dir, int64_t saved,
+                           bool overwrite);
+
 }  // namespace dsp

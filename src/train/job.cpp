@@ -20,6 +20,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
+#include "core/interrupt.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #include "core/rng.hpp"
@@ -534,6 +535,11 @@ class TrainJob {
   // checkpoint-<epoch + 1>.pt (then rotate), or `path` (best.pt: the best validation so far).
   void checkpoint(int epoch, const std::string& path = "");
   void rotate(int64_t epochs);
+  // What an interrupt says now (core/interrupt.hpp), `done` epochs in.
+  void note_interrupt(int64_t done) const {
+    set_interrupt_note(
+        interrupt_note(done, cfg_.epochs, cfg_.checkpoint_dir, saved_epochs_, cfg_.overwrite));
+  }
 
   JobConfig cfg_;
   nlohmann::json recorded_;
@@ -551,6 +557,7 @@ class TrainJob {
   int64_t steps_ = 0;
   int start_epoch_ = 0;
   bool resumed_ = false;  // from a checkpoint (not a --resume auto that found none)
+  int64_t saved_epochs_ = 0;  // of the newest checkpoint of this run (0: none)
   std::string ckpt_;      // checkpoint_dir/checkpoint.pt
   std::vector<int64_t> valid_ids_, test_ids_;
   bool has_valid_ = true, has_test_ = true;  // any rank has such nodes (node tasks)
@@ -628,6 +635,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
       DSP_INFO("train", "{}", describe_feature_storage(pm));
     }
   }
+  note_interrupt(start_epoch_);
   if (rt_.leader() && !cfg_.metrics_file.empty()) {
     // A resumed run continues the file after its checkpoint's epochs (truncate_metrics).
     if (resumed_) truncate_metrics(cfg_.metrics_file, start_epoch_);
@@ -1142,6 +1150,7 @@ void TrainJob::resume() {
                    "partition's dataset has {})",
                    ckpt, ck_src, src);
   start_epoch_ = static_cast<int>(info.epoch);
+  saved_epochs_ = info.epoch;
   best_val_ = info.extra.value("best_val_acc", -1.0);
   test_at_best_ = info.extra.value("test_acc_at_best", 0.0);
   best_epoch_ = info.extra.value("best_epoch", -1);
@@ -1568,6 +1577,7 @@ void TrainJob::report_epoch(int epoch) {
                          (cfg_.checkpoint_every > 0 && (epoch + 1) % cfg_.checkpoint_every == 0))) {
     checkpoint(epoch);
   }
+  note_interrupt(epoch + 1);
   if (stop_early() && rt_.leader()) {
     DSP_INFO("train", "early stop after epoch {}: validation has not improved in {} evaluations",
              epoch + 1, cfg_.patience);
@@ -1664,6 +1674,7 @@ void TrainJob::rotate(int64_t epochs) {
   if (emb_) link_file_atomic(file + shard, ckpt_ + shard);
   if (rt_.leader()) prune_checkpoints(cfg_.checkpoint_dir, "", epochs, cfg_.keep_checkpoints);
   if (emb_) prune_checkpoints(cfg_.checkpoint_dir, shard, epochs, cfg_.keep_checkpoints);
+  saved_epochs_ = epochs;
 }
 
 JobResult TrainJob::finish() {

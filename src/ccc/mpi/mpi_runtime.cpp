@@ -17,6 +17,7 @@
 #include "ccc/executor.hpp"
 #include "ccc/mpi/peer_watch.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/logging.hpp"
 
 namespace dsp {
@@ -56,6 +57,8 @@ std::atomic<bool> g_printed{false};
 
 std::mutex g_rt_mu;
 MpiRuntime* g_rt = nullptr;
+// The SIGINT and SIGTERM handlers before init_mpi's (the CLI's), put back by finalize_mpi.
+struct sigaction g_old_int {}, g_old_term {};
 
 // "dsp: <line>" on stderr, at most once per process: a job ends with one message per rank at most,
 // and a rank that learns a peer is ending the job says nothing.
@@ -180,12 +183,14 @@ void MpiRuntime::init_mpi() {
   if (we_initialized_ && size_ > 1) {
     hosts_ = peer_watch::start(job_, rank_, size_,
                                [this](const std::vector<int>& gone) { on_vanished(gone); });
-    // The launcher ends the job with SIGTERM (after SIGCONT, before SIGKILL): find out who
-    // vanished first (on_terminate). Only when dsp owns MPI: an application's handlers stay.
+    // The launcher ends the job with SIGTERM (after SIGCONT, before SIGKILL), and Ctrl-C reaches
+    // the ranks of a terminal's job as SIGINT: find out who vanished first (on_terminate). Only
+    // when dsp owns MPI: an application's handlers stay.
     struct sigaction sa {};
     sa.sa_handler = on_sigterm;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGTERM, &sa, &g_old_term);
+    sigaction(SIGINT, &sa, &g_old_int);
   }
 }
 
@@ -202,7 +207,10 @@ void MpiRuntime::finalize_mpi() {
     MPI_Comm_free(&job_);
   }
   if (we_initialized_ && !fin) MPI_Finalize();
-  if (we_initialized_ && size_ > 1) signal(SIGTERM, SIG_DFL);
+  if (we_initialized_ && size_ > 1) {
+    sigaction(SIGTERM, &g_old_term, nullptr);
+    sigaction(SIGINT, &g_old_int, nullptr);
+  }
   finalized_ = true;
 }
 
@@ -329,9 +337,10 @@ void MpiRuntime::quiet_end() {
 }
 
 void MpiRuntime::on_terminate() {
-  // The launcher is ending the job. If a peer announced an abort it has said why; otherwise ask
-  // who is still there: ranks that do not answer vanished (killed by a signal, crashed, stopped,
-  // host lost), and the lowest rank that is still there names them.
+  // The launcher (or the user) is ending the job. If a peer announced an abort it has said why;
+  // otherwise ask who is still there: ranks that do not answer vanished (killed by a signal,
+  // crashed, stopped, host lost), and the lowest rank that is still there names them; when every
+  // rank answers, the job was interrupted and rank 0 says so (core/interrupt.hpp's line).
   if (job_ != MPI_COMM_NULL && size_ > 1 && !g_peer_aborting.load()) {
     // Not to a rank the watch saw vanish: OpenMPI's TCP transport would block this thread on
     // reconnecting to it until the launcher's SIGKILL.
@@ -353,6 +362,7 @@ void MpiRuntime::on_terminate() {
         gone.push_back(p);
       }
     }
+    if (!g_peer_aborting.load() && gone.empty() && lowest) print_once(interrupt_message());
     if (!g_peer_aborting.load() && !gone.empty() && lowest) {
       std::string doing;
       for (auto* s : live_) {
