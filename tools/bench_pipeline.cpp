@@ -283,7 +283,7 @@ uint64_t pipeline_bytes(const PipeArgs& a, const RankRuntime& rt, const SamplerO
     train += dst * ((l + 1 == so.fanouts.size() ? f : h) + h) * 4 * 4;
   }
   return bench_store_bytes(part, true, true, rt.cores().node_size) +
-         (2 * cap + 3) * sampled_batch_bytes(a.batch_size, so.fanouts, n, lw) +
+         (2 * cap + 3) * sampled_batch_bytes(a.batch_size, so.fanouts, n, part.meta.num_edges, lw) +
          (cap + 2) * input * 4 * f + train;
 }
 

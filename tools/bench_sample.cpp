@@ -67,6 +67,7 @@ void run_sample(const SampleBenchOptions& a, const RankOptions& rank) {
                      bench_store_bytes(part, false, true, rt.cores().node_size) +
                          8 * static_cast<uint64_t>(part.seeds.dim(0)) +
                          2 * sampled_batch_bytes(a.batch_size, a.base.fanouts, part.meta.num_nodes,
+                                                 part.meta.num_edges,
                                                  a.base.scheme == SampleScheme::kLayerWise),
                      bench_budget(rt), "--batch-size, --fanouts");
   check_node_times(a.sampler(SampleMode::kCsp), part, a.partition, "seed");

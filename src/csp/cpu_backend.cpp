@@ -270,7 +270,16 @@ int64_t CpuSamplerBackend::sample(const int64_t* t, int64_t n, int /*max_fanout*
   slot_.resize(n + 1);
   int64_t* slot = slot_.data();
   slot[0] = 0;
-  for (int64_t i = 0; i < n; ++i) slot[i + 1] = slot[i] + task_fanout(t[i]);
+  const int64_t* ip = topo_.indptr;
+  for (int64_t i = 0; i < n; ++i) {
+    const int k = task_fanout(t[i]);
+    int64_t room = k;
+    if (csp::slot_needs_degree(k, replace_)) {  // min(k, degree) picks: a fanout of -1 asks 2^22
+      const int64_t r = csp::task_id(t[i]) - topo_.row_base;
+      room = std::min<int64_t>(k, ip[r + 1] - ip[r]);
+    }
+    slot[i + 1] = slot[i] + room;
+  }
   int64_t* res = nbrs.reserve_n<int64_t>(slot[n]);
   float* resw = biased_ ? weights->reserve_n<float>(slot[n]) : nullptr;
   ex_ = ex;

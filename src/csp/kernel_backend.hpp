@@ -85,9 +85,22 @@ struct SampleParams {
 struct TaskFanout {
   const SampleParams* params;
   const int64_t* tasks;
+  const int64_t* indptr;  // csp::slot_needs_degree's tasks: their room is min(k, degree)
+  int64_t row_base;
+  bool replace;
   int64_t* fan;
   DSP_HOST_DEVICE void operator()(int64_t i) const {
-    fan[i] = i < params->n ? csp::task_fanout(tasks[i]) : 0;
+    if (i >= params->n) {
+      fan[i] = 0;
+      return;
+    }
+    const int k = csp::task_fanout(tasks[i]);
+    int64_t room = k;
+    if (csp::slot_needs_degree(k, replace)) {
+      const int64_t r = csp::task_id(tasks[i]) - row_base;
+      room = indptr[r + 1] - indptr[r] < k ? indptr[r + 1] - indptr[r] : k;
+    }
+    fan[i] = room;
   }
 };
 
@@ -897,7 +910,9 @@ class KernelSamplerBackend final : public SamplerBackend {
   // The fanouts' exclusive prefix (the slots), m + 1 entries.
   const int64_t* issue_slots(const SampleCall& c) {
     auto* fan = reserve<int64_t>(wide_, c.m);
-    ex_.for_each(c.m, kernels::TaskFanout{c.params, c.tasks, fan});
+    ex_.for_each(c.m, kernels::TaskFanout{c.params, c.tasks,
+                                          static_cast<const int64_t*>(indptr_.data()),
+                                          topo_.row_base, replace_, fan});
     return prefix_with_zero(slot_, fan, c.m);
   }
   // The draws into c.total slots, then the compaction: offsets = prefix of the counts, picks

@@ -51,6 +51,13 @@ struct PairKeys {
 DSP_HOST_DEVICE DSP_FORCEINLINE int task_fanout(int64_t t) {
   return static_cast<int>(t >> kTaskShift);
 }
+// The picks a task of fanout k over `deg` entries gets room for: k, or, past kDegreeSlotsAbove
+// without replacement (which takes min(k, deg): a fanout of -1 asks for 2^22), its degree when
+// smaller. Below the threshold no degree is read for it.
+constexpr int kDegreeSlotsAbove = 256;
+DSP_HOST_DEVICE DSP_FORCEINLINE bool slot_needs_degree(int k, bool replace) {
+  return !replace && k > kDegreeSlotsAbove;
+}
 
 // The rank owning node v under the partition offsets, and the binary search
 // (core/group_kernels.hpp).

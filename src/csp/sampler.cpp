@@ -21,7 +21,6 @@ namespace {
 
 using csp::task_fanout;
 using csp::task_id;
-constexpr int kMaxFanout = (1 << 22);
 // Random walks use their own key domain, so a walk step never reuses a sampling layer's draws.
 constexpr uint64_t kWalkSalt = 0x77616c6b'73746570ULL;  // "walkstep"
 
@@ -140,6 +139,15 @@ SamplerKind SamplerOptions::kind() const {
 }
 
 std::string sampler_combination_error(const SamplerOptions& o) {
+  const bool all = std::find(o.fanouts.begin(), o.fanouts.end(), kAllNeighbours) != o.fanouts.end();
+  if (all && (o.scheme == SampleScheme::kLayerWise || o.replace)) {
+    return "--fanouts -1 (all neighbours) samples node-wise without replacement (--sampler layer "
+           "and --replace draw a number of picks: give that number)";
+  }
+  if (all && o.labor && o.labor_importance != 0) {
+    return "--labor-importance with --fanouts -1: every neighbour is taken, there is nothing to "
+           "weigh (give a fanout, or leave --labor-importance out)";
+  }
   if (o.temporal) {
     if (o.labor || o.scheme != SampleScheme::kNodeWise || o.biased) {
       return "--temporal samples node-wise among the edges before each seed's time, uniformly or "
@@ -303,8 +311,8 @@ const OptionTable<SamplerOptions>& sampler_options_table() {
     kernel.write = [](const S& o) { return nlohmann::json(sample_kernel_name(o.kernel)); };
     Option<S> fanouts = options::declare<S>(
         "--fanouts", "fanouts",
-        "neighbours sampled per node, from the seeds out; one per layer (default 15,10,5; dsp "
-        "train --task link: 15,10). On a "
+        "neighbours sampled per node, from the seeds out; one per layer, -1 for all of them "
+        "(default 15,10,5; dsp train --task link: 15,10). On a "
         "heterogeneous graph each relation takes them, or per relation: "
         "\"writes:10,cites:15;writes:5,cites:10\" (layers split by ';', '*' for the relations "
         "not named, the others none) or a JSON map {\"writes\": [10, 5], ...}");
@@ -337,7 +345,8 @@ const OptionTable<SamplerOptions>& sampler_options_table() {
 void check_fanouts(const std::vector<int>& fanouts, const std::string& what) {
   DSP_CHECK_ARG(!fanouts.empty(), "{}: at least one layer (fanout) is needed", what);
   for (int f : fanouts) {
-    DSP_CHECK_ARG(f > 0 && f <= kMaxFanout, "{}: fanouts must be in [1, {}], got {}", what,
+    DSP_CHECK_ARG(f == kAllNeighbours || (f > 0 && f <= kMaxFanout),
+                  "{}: fanouts must be -1 (all neighbours) or in [1, {}], got {}", what,
                   kMaxFanout, f);
   }
 }
@@ -882,7 +891,9 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
   for (int64_t i = 0; i < ng; ++i) {
     const bool self = i >= self_b && i < self_e;
     roff[i + 1] = roff[i] + rc[i];
-    slot[i + 1] = slot[i] + (self ? rc[i] : task_fanout(tasks[i]));
+    const int k = task_fanout(tasks[i]);  // remote: its whole row came, rc[i] entries
+    const bool by_row = self || csp::slot_needs_degree(k, opts_.replace);
+    slot[i + 1] = slot[i] + (by_row ? std::min<int64_t>(rc[i], self ? rc[i] : k) : k);
   }
   std::vector<int64_t> buf(slot[ng]);
   std::vector<float> bufw(rw ? slot[ng] : 0);
@@ -1267,12 +1278,13 @@ LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t*
                                          const int64_t* known) {
   const uint64_t key = rng_key(opts_.seed, epoch, batch, l);
   if (opts_.labor && opts_.labor_importance != 0) {
-    return labor_importance_layer(host_frontier, nf, opts_.fanouts[l],
+    return labor_importance_layer(host_frontier, nf, drawn_fanout(opts_.fanouts[l]),
                                   labor_variates(epoch, batch, l));
   }
   if (opts_.labor) {
     backend_->set_labor(labor_variates(epoch, batch, l));
-    const LayerPicks lo = run_layer(frontier, nf, nullptr, opts_.fanouts[l], key, nullptr, known);
+    const LayerPicks lo =
+        run_layer(frontier, nf, nullptr, drawn_fanout(opts_.fanouts[l]), key, nullptr, known);
     backend_->set_labor(csp::LaborVariates{});
     return lo;
   }
@@ -1293,7 +1305,8 @@ LayerPicks CollectiveSampler::pick_layer(const int64_t* frontier, const int64_t*
   // times that many, however many tasks hold them (the backend's slots are sized by that, not by
   // every task taking them all).
   const int64_t max_picks = fanout ? int64_t{size_} * std::max(opts_.fanouts[l], 0) : -1;
-  return run_layer(frontier, nf, fanout, opts_.fanouts[l], key, nullptr, known, max_picks);
+  return run_layer(frontier, nf, fanout, drawn_fanout(opts_.fanouts[l]), key, nullptr, known,
+                   max_picks);
 }
 
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,

@@ -67,13 +67,22 @@ SampleMode parse_sample_mode(const std::string& s);      // "csp" | "pull"
 SampleKernel parse_sample_kernel(const std::string& s);  // "default" | "turbo"
 const char* sample_kernel_name(SampleKernel k);
 
+// A fanout of -1 (as DGL's and PyG's): every neighbour. Node-wise sampling without replacement
+// takes min(k, degree) picks, so the sampler asks the backends for the largest fanout,
+// kMaxFanout (a node of a higher degree gives that many), and they size such tasks' slots by the
+// degree (csp::kDegreeSlotsAbove). Layer-wise draws and --replace draw a number: refused there.
+constexpr int kAllNeighbours = -1;
+constexpr int kMaxFanout = 1 << 22;
+constexpr int drawn_fanout(int f) { return f == kAllNeighbours ? kMaxFanout : f; }
+
 // The one check of a list of fanouts, wherever one is given (dsp train, the Loader, the benches,
-// the sampler itself): at least one layer, each fanout in [1, 2^22]. `what` names the option.
+// the sampler itself): at least one layer, each fanout -1 (all) or in [1, 2^22]. `what` names the
+// option.
 void check_fanouts(const std::vector<int>& fanouts, const std::string& what);
 
 // The parameters of DSP's Table 2 plus the RNG seed and the mode.
 struct SamplerOptions {
-  std::vector<int> fanouts{15, 10, 5};  // from the seeds out; each > 0
+  std::vector<int> fanouts{15, 10, 5};  // from the seeds out; each > 0 or -1 (all neighbours)
   SampleScheme scheme = SampleScheme::kNodeWise;
   bool biased = false;   // weight by edge weight (the partition must have edge_weight.npy)
   bool replace = false;  // node-wise draws with replacement (layer-wise: within each node)

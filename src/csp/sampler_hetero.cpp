@@ -28,10 +28,10 @@ int parse_count(const std::string& s, const std::string& item) {
   } catch (const std::exception&) {
     used = 0;
   }
-  DSP_CHECK_ARG(used == s.size() && !s.empty() && v >= 0 && v <= kMaxRelationFanout,
-                "--fanouts: '{}' needs a count in [0, {}] after its relation", item,
+  DSP_CHECK_ARG(used == s.size() && !s.empty() && v >= kAllNeighbours && v <= kMaxRelationFanout,
+                "--fanouts: '{}' needs a count in [0, {}] or -1 (all) after its relation", item,
                 kMaxRelationFanout);
-  return v;
+  return drawn_fanout(v);
 }
 
 std::vector<LayerSpec> parse_text_spec(const std::string& text) {
@@ -140,7 +140,7 @@ std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
   const int R = schema.num_relations();
   if (o.relation_fanouts.empty()) {
     std::vector<std::vector<int>> out;
-    for (int f : o.fanouts) out.emplace_back(R, f);
+    for (int f : o.fanouts) out.emplace_back(R, drawn_fanout(f));
     return out;
   }
   std::vector<std::vector<int>> out;

@@ -193,9 +193,10 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
     const int64_t* frontier = in_backend(*backend_, *buf_->frontier, ids.data(), nf);
     const uint64_t key = rng_key(opts_.seed, epoch, batch, l);
     // The frontier's nodes per owner, counted here where its ids are: group reads none.
-    const bool count = size_ > 1 && opts_.fanouts[l] > 0;
+    const bool count = size_ > 1 && drawn_fanout(opts_.fanouts[l]) > 0;
     if (count) count_owners(ids.data(), nf, owners);
-    const LayerPicks lo = run_layer(frontier, nf, nullptr, opts_.fanouts[l], key, times.data(),
+    const LayerPicks lo = run_layer(frontier, nf, nullptr, drawn_fanout(opts_.fanouts[l]), key,
+                                    times.data(),
                                     count ? owners.counts.data() : nullptr);
     Stopwatch rsw;
     relabel_temporal(ids, tix, tv, lo, l, blocks[l]);

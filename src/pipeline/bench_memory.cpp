@@ -15,13 +15,19 @@ namespace {
 constexpr uint64_t kSampledEdgeBytes = 64, kFrontierNodeBytes = 48;
 
 // A layer of fanout f sampled from `frontier` nodes, at most: node-wise, every node takes f picks
-// and adds as many nodes; layer-wise, f draws in all over the frontier. Never past `num_nodes`.
+// and adds as many nodes; layer-wise, f draws in all over the frontier; f = -1 (all neighbours):
+// the frontier's whole rows, at most `num_edges`. Never past `num_nodes`.
 struct LayerGrowth {
   uint64_t edges;
   int64_t next;  // the next frontier
 };
-LayerGrowth layer_growth(int64_t frontier, int f, int64_t num_nodes, bool layer_wise) {
+LayerGrowth layer_growth(int64_t frontier, int f, int64_t num_nodes, int64_t num_edges,
+                         bool layer_wise) {
   if (layer_wise) return {static_cast<uint64_t>(f), std::min(num_nodes, frontier + f)};
+  if (f < 0) {
+    const uint64_t rows = static_cast<uint64_t>(frontier) * static_cast<uint64_t>(num_nodes);
+    return {std::min(rows, static_cast<uint64_t>(std::max<int64_t>(num_edges, 0))), num_nodes};
+  }
   return {static_cast<uint64_t>(frontier) * static_cast<uint64_t>(f),
           frontier > num_nodes / (f + 1) ? num_nodes : frontier * (f + 1)};
 }
@@ -49,18 +55,18 @@ int64_t batch_nodes_bound(int64_t seeds, const std::vector<int>& fanouts, int64_
                           bool layer_wise) {
   int64_t frontier = std::min(seeds, num_nodes), total = frontier;
   for (int f : fanouts) {
-    frontier = layer_growth(frontier, f, num_nodes, layer_wise).next;
+    frontier = layer_growth(frontier, f, num_nodes, 0, layer_wise).next;
     total = std::max(total, frontier);
   }
   return std::min(total, num_nodes);
 }
 
 uint64_t sampled_batch_bytes(int64_t seeds, const std::vector<int>& fanouts, int64_t num_nodes,
-                             bool layer_wise) {
+                             int64_t num_edges, bool layer_wise) {
   uint64_t bytes = 0;
   int64_t frontier = std::min(seeds, num_nodes);
   for (int f : fanouts) {
-    const LayerGrowth g = layer_growth(frontier, f, num_nodes, layer_wise);
+    const LayerGrowth g = layer_growth(frontier, f, num_nodes, num_edges, layer_wise);
     bytes += g.edges * kSampledEdgeBytes + static_cast<uint64_t>(frontier) * kFrontierNodeBytes;
     frontier = g.next;
   }

@@ -20,14 +20,15 @@ uint64_t bench_store_bytes(const PartitionData& part, bool features, bool sample
 
 // Input nodes of one batch of `seeds` seeds sampled with `fanouts` (from the seeds out), at most:
 // every layer's frontier grows by (1 + fanout) times (layer_wise: by the fanout, the layer's
-// draws), never past the graph's `num_nodes`.
+// draws; -1, all neighbours: to the whole graph), never past the graph's `num_nodes`.
 int64_t batch_nodes_bound(int64_t seeds, const std::vector<int>& fanouts, int64_t num_nodes,
                           bool layer_wise);
 
 // One sampled batch's buffers (ids, blocks, the shuffles' send and receive buffers, the relabel
-// maps) for `seeds` seeds and `fanouts` (layer_wise: each the layer's draws in all), at most.
+// maps) for `seeds` seeds and `fanouts` (layer_wise: each the layer's draws in all), at most. A
+// fanout of -1 takes whole rows of distinct nodes: at most the graph's `num_edges` picks a layer.
 uint64_t sampled_batch_bytes(int64_t seeds, const std::vector<int>& fanouts, int64_t num_nodes,
-                             bool layer_wise);
+                             int64_t num_edges, bool layer_wise);
 
 // Refuses (check_memory) with "<what> needs about X of memory but the budget is Y (Z available):
 // lower <lower> or raise --memory-budget" when `needed` and the process's resident memory exceed

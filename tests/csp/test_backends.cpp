@@ -175,6 +175,53 @@ INSTANTIATE_TEST_SUITE_P(
       return b + "_" + std::get<1>(info.param).name;
     });
 
+// A fanout of -1 (all neighbours, as DGL's and PyG's) on every backend: each destination's picks
+// are its whole row, each entry once (the slots sized by the degree, not by 2^22 picks), plain,
+// LABOR and turbo alike; and each equals the CPU backend's blocks.
+class BackendAllNeighbours : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { DSP_SKIP_UNAVAILABLE_BACKEND(GetParam()); }
+};
+
+TEST_P(BackendAllNeighbours, EveryDestinationTakesItsWholeRow) {
+  const Csr& g = weighted_graph(false);
+  PartitionData part = single_part(g);
+  auto comm = make_communicator("self");
+  for (const char* variant : {"plain", "labor", "turbo"}) {
+    SCOPED_TRACE(variant);
+    SamplerOptions o{{-1, -1}};
+    o.labor = std::string(variant) == "labor";
+    if (std::string(variant) == "turbo") o.kernel = SampleKernel::kTurbo;
+    CollectiveSampler cpu(part, *comm, o);
+    CollectiveSampler dev(part, *comm, o, test::sampler_backend(GetParam()));
+    std::vector<int64_t> seeds;
+    for (int64_t v = 3; v < g.num_nodes; v += 41) seeds.push_back(v);
+    const SampledBatch b = dev.sample(seeds, 0, 1);
+    expect_same_blocks(cpu.sample(seeds, 0, 1), b);
+    int64_t edges = 0;
+    for (const Block& bl : b.blocks) {
+      for (int64_t d = 0; d < bl.num_dst; ++d) {
+        const int64_t v = bl.src_ids[d];
+        std::multiset<int64_t> want, got;
+        for (int64_t e = g.rowptr()[v]; e < g.rowptr()[v + 1]; ++e) want.insert(g.indices.int_at(e));
+        for (int64_t e = bl.indptr[d]; e < bl.indptr[d + 1]; ++e) got.insert(bl.src_ids[bl.indices[e]]);
+        ASSERT_EQ(got, want) << "destination " << v;
+      }
+      edges += bl.num_edges();
+    }
+    EXPECT_GT(edges, 5000);  // two hops of 74 seeds over a graph of mean degree ~7
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendAllNeighbours,
+                         ::testing::ValuesIn(test::sampler_backend_names(/*with_cpu=*/true,
+                                                                         /*with_uva=*/true)),
+                         [](const auto& info) {
+                           std::string b = info.param;
+                           std::replace(b.begin(), b.end(), '-', '_');
+                           return b;
+                         });
+
 // The same array as a read-only file mapping (the file is removed once mapped), as a dataset's
 // neighbour array is held.
 Array mapped_copy(const Array& a) {

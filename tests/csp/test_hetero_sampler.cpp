@@ -132,7 +132,15 @@ TEST(HeteroSampler, BadFanoutsGetOneMessageEach) {
       "author___writes___paper, paper___published_in___venue, "
       "paper___rev_cites___paper, paper___rev_writes___author, venue___rev_published_in___paper)");
   EXPECT_EQ(error_of([&] { with_fanouts("cites:x"); }),
-            "--fanouts: 'cites:x' needs a count in [0, 4194304] after its relation");
+            "--fanouts: 'cites:x' needs a count in [0, 4194304] or -1 (all) after its relation");
+  EXPECT_EQ(error_of([&] { with_fanouts("cites:-2"); }),
+            "--fanouts: 'cites:-2' needs a count in [0, 4194304] or -1 (all) after its relation");
+  // -1, all neighbours, as the largest count (min(count, degree) picks), per relation or for all.
+  EXPECT_EQ(resolve_relation_fanouts(with_fanouts("-1,2"), s)[0],
+            std::vector<int>(static_cast<size_t>(s.num_relations()), kMaxFanout));
+  const std::vector<int> l0 = resolve_relation_fanouts(with_fanouts("cites:-1,*:3;*:1"), s)[0];
+  EXPECT_EQ(l0[0], kMaxFanout);  // paper___cites___paper
+  EXPECT_EQ(l0[1], 3);
   EXPECT_EQ(error_of([&] { with_fanouts("cites:3;;writes:1"); }),
             "--fanouts: layer 2 of 'cites:3;;writes:1' names no relation");
   EXPECT_EQ(error_of([&] { with_fanouts("{\"cites\": [1, 2], \"writes\": [3]}"); }),

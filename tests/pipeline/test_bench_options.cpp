@@ -205,12 +205,25 @@ TEST(BenchMemory, LayerWiseFanoutsAreEachLayersDrawsInAll) {
   EXPECT_EQ(batch_nodes_bound(256, f, 200000, true), 256 + 500 + 1000 + 2000);
   EXPECT_EQ(batch_nodes_bound(256, f, 1000, true), 1000);
   // 3500 edges of 64 bytes; frontiers 256, 756, 1756 and the inputs, 3756, 48 bytes a node
-  EXPECT_EQ(sampled_batch_bytes(256, f, 200000, true),
+  EXPECT_EQ(sampled_batch_bytes(256, f, 200000, 1000000, true),
             uint64_t{3500} * 64 + uint64_t{256 + 756 + 1756 + 3756} * 48);
   // node-wise: 256 x 500 edges, then 128256 nodes x 1000, then the whole graph x 2000
-  EXPECT_EQ(sampled_batch_bytes(256, f, 200000, false),
+  EXPECT_EQ(sampled_batch_bytes(256, f, 200000, 1000000, false),
             (uint64_t{256} * 500 + uint64_t{128256} * 1000 + uint64_t{200000} * 2000) * 64 +
                 uint64_t{256 + 128256 + 200000 + 200000} * 48);
+}
+
+// A fanout of -1 takes the frontier's whole rows: the next frontier may be the whole graph, and
+// a layer picks at most every edge once (its frontier's nodes are distinct).
+TEST(BenchMemory, AllNeighboursAreBoundedByTheGraph) {
+  const std::vector<int> f{-1, 10};
+  EXPECT_EQ(batch_nodes_bound(256, f, 200000, false), 200000);
+  EXPECT_EQ(sampled_batch_bytes(256, {-1}, 200000, 1000000, false),
+            uint64_t{1000000} * 64 + uint64_t{256 + 200000} * 48);
+  EXPECT_EQ(sampled_batch_bytes(2, {-1}, 200000, 1000000, false),
+            uint64_t{400000} * 64 + uint64_t{2 + 200000} * 48);
+  EXPECT_EQ(sampled_batch_bytes(256, f, 200000, 1000000, false),
+            (uint64_t{1000000} + uint64_t{200000} * 10) * 64 + uint64_t{256 + 200000 + 200000} * 48);
 }
 
 }  // namespace

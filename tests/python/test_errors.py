@@ -70,9 +70,9 @@ def test_partition_never_replaces_its_dataset(cora, tmp_path):
 def test_bad_fanouts(cora_p1):
     with pytest.raises(dsp.InvalidArgument) as e:
         dsp.Loader(cora_p1, fanouts=[10, 0])
-    assert str(e.value) == "--fanouts: fanouts must be in [1, 4194304], got 0"
+    assert str(e.value) == "--fanouts: fanouts must be -1 (all neighbours) or in [1, 4194304], got 0"
     with pytest.raises(ValueError):  # InvalidArgument is a ValueError
-        dsp.Loader(cora_p1, fanouts=[-1])
+        dsp.Loader(cora_p1, fanouts=[-2])
     with pytest.raises(dsp.InvalidArgument) as e2:
         dsp.train({"path": cora_p1, "fanouts": [10, 0]})
     assert str(e2.value) == str(e.value)

@@ -85,6 +85,23 @@ def test_blocks_and_data_against_partition_files(cora_p1):
     np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(train))
 
 
+def test_fanout_minus_one_gives_whole_neighbourhoods(cora, cora_p1):
+    # -1 (as DGL's and PyG's): every destination of every block takes its whole in-neighbour row,
+    # each entry once, so the blocks are the full-neighbour ones.
+    data = dsp.load_dataset(cora)
+    indptr, indices = np.asarray(data["indptr"]), np.asarray(data["indices"])
+    b = next(iter(dsp.Loader(cora_p1, fanouts=[-1, -1], batch_size=64, seed=1).iter_batches()))
+    edges = 0
+    for blk in b.blocks:
+        src = blk.src_ids.numpy()
+        for d in range(blk.num_dst):
+            v = src[d]
+            got = np.sort(src[blk.indices[blk.indptr[d]:blk.indptr[d + 1]].numpy()])
+            np.testing.assert_array_equal(got, np.sort(indices[indptr[v]:indptr[v + 1]]))
+        edges += len(blk.indices)
+    assert edges > 64 * 3  # Cora's mean in-degree is about 4
+
+
 def test_deterministic_for_a_seed(cora_p1):
     a = batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=5))
     b = batches(dsp.Loader(cora_p1, fanouts=FANOUTS, batch_size=32, seed=5, prefetch=0))

@@ -226,7 +226,7 @@ TEST(BadInput, FanoutCountMustEqualLayers) {
   std::string msg = error_of<InvalidArgument>([&] { check_fanout_count({15, 10, 5}, m); });
   EXPECT_NE(msg.find("3 fanouts given for a 2-layer model"), std::string::npos) << msg;
   msg = error_of<InvalidArgument>([&] { check_fanouts({10, 0}, "--fanouts"); });
-  EXPECT_EQ(msg, "--fanouts: fanouts must be in [1, 4194304], got 0");
+  EXPECT_EQ(msg, "--fanouts: fanouts must be -1 (all neighbours) or in [1, 4194304], got 0");
   msg = error_of<InvalidArgument>([&] { check_fanouts({}, "--eval-fanouts"); });
   EXPECT_EQ(msg, "--eval-fanouts: at least one layer (fanout) is needed");
 
