@@ -65,6 +65,7 @@ generate_rmat = _wording.python_keywords(_dsp.generate_rmat)
 partition = _wording.python_keywords(_dsp.partition)
 from . import _data
 from ._data import convert_ogb_link, from_dgl, from_pyg, save_dataset  # noqa: F401  (re-exported)
+from ._hetero_data import load_hetero_dataset, save_hetero_dataset  # noqa: F401  (re-exported)
 from ._train import cli_path, embed, predict, train  # noqa: F401  (re-exported)
 
 _MODEL_NAMES = ("GNN", "load_model", "export_model")
@@ -106,7 +107,8 @@ sys.excepthook = _end_job_on_uncaught
 __all__ = [
     "Block", "Batch", "Schema", "Loader", "LinkBatch", "LinkPairs", "LinkLoader",
     "to_original_ids", "to_dsp_ids", "train", "predict", "embed", "convert_ogb",
-    "convert_ogb_link", "convert_edge_list", "save_dataset", "from_pyg", "from_dgl",
+    "convert_ogb_link", "convert_edge_list", "save_dataset", "save_hetero_dataset",
+    "load_hetero_dataset", "from_pyg", "from_dgl",
     "generate_community", "generate_hetero", "generate_rmat", "load_dataset",
     "load_partition_meta", "partition",
     "set_log_level", "Error", "InvalidArgument", "IoError", "FormatError", "CommError",
@@ -377,7 +379,8 @@ class Loader:
     Args:
         path: a partition directory (``dsp partition``), or a dataset directory, which is then
             partitioned on the fly into one part per rank (``partition_method``).
-        fanouts: neighbours per node, from the seeds out (``[15, 10, 5]``). On a heterogeneous
+        fanouts: neighbours per node, from the seeds out (``[15, 10, 5]``); -1 takes every
+            neighbour (``[-1, -1]``: full neighbourhoods, as DGL's and PyG's -1). On a heterogeneous
             graph a list gives every relation the same counts; per relation, a dict {relation:
             [count per layer]} (a relation by its name, its ``(src, name, dst)`` triple or its
             key ``"src___name___dst"``; ``"*"`` for the relations not named, the others take

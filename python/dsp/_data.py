@@ -1,5 +1,5 @@
 """Your own graph as a dataset directory: ``save_dataset`` from numpy or torch arrays, and the
-``from_pyg`` / ``from_dgl`` adapters.
+``from_pyg`` / ``from_dgl`` adapters (a typed graph: _hetero_data.py).
 
 The arrays are only converted here (dtypes, C order, masks to ids, the node count); the C++
 writer of ``dsp convert`` builds the CSR, validates everything with the CLI's messages and
@@ -47,14 +47,14 @@ def as_int64(a, not_integers, too_large):
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def _ints(a, what, ndim):
-    """``a`` as a C-ordered int64 array of ``ndim`` dimensions; InvalidArgument naming ``what``
-    for another shape or for values that are not integers."""
+def _ints(a, what, ndim, bad=_bad):
+    """``a`` as a C-ordered int64 array of ``ndim`` dimensions; ``bad`` (InvalidArgument) naming
+    ``what`` for another shape or for values that are not integers."""
     a = int_like(a)
     if a.ndim != ndim:
-        raise _bad(f"{what} must be a {ndim}-d array, got shape {tuple(a.shape)}")
-    return as_int64(a, lambda t: _bad(f"{what} must hold integers, got an array of {t}"),
-                    lambda v: _bad(f"{what}: {v} is outside int64"))
+        raise bad(f"{what} must be a {ndim}-d array, got shape {tuple(a.shape)}")
+    return as_int64(a, lambda t: bad(f"{what} must hold integers, got an array of {t}"),
+                    lambda v: bad(f"{what}: {v} is outside int64"))
 
 
 def _edges(edge_index):
@@ -147,26 +147,27 @@ def _times(t, count, what, per):
     return _ints(a, what, 1)
 
 
-def _features(x):
+def _features(x, what="x", bad=_bad):
     """``x`` as C-ordered float32 or float16 [N, F] (other numbers become float32)."""
     x = _numpy(x)
     if x.ndim != 2:
-        raise _bad(f"x must be a 2-d array [num_nodes, num_features], got shape {tuple(x.shape)}")
+        raise bad(f"{what} must be a 2-d array [num_nodes, num_features], got shape "
+                  f"{tuple(x.shape)}")
     if x.dtype.kind not in "fiub":
-        raise _bad(f"x must hold numbers, got an array of {x.dtype}")
+        raise bad(f"{what} must hold numbers, got an array of {x.dtype}")
     dtype = x.dtype if x.dtype in (np.float32, np.float16) else np.float32
     return np.ascontiguousarray(x, dtype=dtype)
 
 
-def _labels(y):
+def _labels(y, what="y", bad=_bad):
     """``y`` as int64 [N] class labels (-1: unlabeled); [N, 1] (OGB's layout) is flattened."""
     y = _numpy(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
-    return _ints(y, "y", 1)
+    return _ints(y, what, 1, bad)
 
 
-def _split(ids, what, n):
+def _split(ids, what, n, bad=_bad, nodes="the graph"):
     """A split as int64 node ids: ``ids`` itself, or the nodes where a boolean mask of length
     ``n`` is True. None (no split) for None or no nodes."""
     if ids is None:
@@ -174,10 +175,10 @@ def _split(ids, what, n):
     a = _numpy(ids)
     if a.dtype == np.bool_:
         if a.ndim != 1 or len(a) != n:
-            raise _bad(f"{what} is a boolean mask of shape {tuple(a.shape)} but the graph has "
-                       f"{n} nodes")
+            raise bad(f"{what} is a boolean mask of shape {tuple(a.shape)} but {nodes} has "
+                      f"{n} nodes")
         a = np.flatnonzero(a)
-    a = _ints(a, what, 1)
+    a = _ints(a, what, 1, bad)
     return a if len(a) else None
 
 
@@ -376,8 +377,20 @@ def from_pyg(data, path, **kw):
     per node by its length). Keywords of :func:`save_dataset` override what the Data gives (e.g.
     ``undirected=True``, ``train_idx=data.train_mask[:, 0]`` for one of several splits) or add to
     it (a link split: ``link_valid=``, ``link_valid_neg=``, ... ).
-    Returns the meta. Needs torch_geometric."""
+    Returns the meta. Needs torch_geometric.
+
+    A ``torch_geometric.data.HeteroData`` gives a heterogeneous dataset
+    (:func:`save_hetero_dataset`): its ``node_types`` with ``data[t].num_nodes`` and
+    ``data[t].x``, its ``edge_types`` with ``data[et].edge_index`` (or ``adj_t``, a
+    SparseTensor or a torch sparse tensor), and ``y`` and the splits
+    (``train_mask``/``val_mask``/``test_mask`` or ``train_idx``/``valid_idx``/``test_idx``) of
+    the one node type holding them, the target (``target_type=`` picks one where several do).
+    Keywords of :func:`save_hetero_dataset` override or add to them (``add_reverse=True``,
+    ``name=``, ``overwrite=True``); returns dataset.json as a dict."""
     _interop.require("torch_geometric", "dsp.from_pyg", "pip install torch_geometric")
+    from . import _hetero_data
+    if _hetero_data.is_pyg_hetero(data):
+        return _hetero_data.from_pyg_hetero(data, path, kw)
     edge_index = getattr(data, "edge_index", None)
     if edge_index is None and "edge_index" not in kw and "csr" not in kw and "adj" not in kw:
         raise _dsp.InvalidArgument("dsp.from_pyg: the Data has no edge_index (a SparseTensor "
@@ -410,12 +423,19 @@ def from_dgl(graph, path, *, feat="feat", label="label", train_mask="train_mask"
     ``edge_weight=graph.edata["w"]``, ``edge_time=graph.edata["timestamp"]`` (edge id order),
     ``node_time=graph.ndata["timestamp"]``. Keywords of :func:`save_dataset` override
     what the graph gives or add to it (a link split: ``link_test=(u, v)``, ``link_test_neg=``,
-    ...). Returns the meta. Needs dgl."""
+    ...). Returns the meta. Needs dgl.
+
+    A heterograph (several node or edge types) gives a heterogeneous dataset
+    (:func:`save_hetero_dataset`): ``graph.ntypes`` with ``num_nodes(t)``,
+    ``graph.canonical_etypes`` with ``edges(etype=et)``, and from ``graph.nodes[t].data`` the
+    features ``feat`` of each type and the labels and masks of the one type holding them, the
+    target (``target_type=`` picks one where several do). Keywords of
+    :func:`save_hetero_dataset` override or add to them; returns dataset.json as a dict."""
     _interop.require("dgl", "dsp.from_dgl", "pip install dgl (a build for your torch version)")
     if len(graph.ntypes) != 1 or len(graph.canonical_etypes) != 1:
-        raise _dsp.InvalidArgument(
-            f"dsp.from_dgl: a homogeneous graph is needed, got node types {graph.ntypes} and "
-            f"edge types {graph.canonical_etypes} (dgl.to_homogeneous makes one)")
+        from . import _hetero_data
+        return _hetero_data.from_dgl_hetero(graph, path, feat, label,
+                                            (train_mask, val_mask, test_mask), kw)
     src, dst = graph.edges()
     ndata = graph.ndata
 

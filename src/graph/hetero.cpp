@@ -426,17 +426,6 @@ json read_dataset_json(const std::string& dir) {
   return j;
 }
 
-json hetero_json(const HeteroDataset& ds) {
-  json j = {{"format_version", kDatasetFormatVersion},
-            {"name", ds.name},
-            {"hetero", ds.schema.to_json()}};
-  for (const SplitFile& sf : kSplitFiles) {
-    const Array& a = ds.*sf.array;
-    j[sf.key] = a.defined() ? a.dim(0) : 0;
-  }
-  j["extra"] = ds.extra;
-  return j;
-}
 
 // The arrays of a loaded dataset, as dataset.json lists them (shapes are checked afterwards).
 void load_hetero_arrays(HeteroDataset& ds, const json& j, const std::string& dir, bool mmap) {
@@ -477,6 +466,18 @@ void load_hetero_arrays(HeteroDataset& ds, const json& j, const std::string& dir
 }
 
 }  // namespace
+
+json hetero_json(const HeteroDataset& ds) {
+  json j = {{"format_version", kDatasetFormatVersion},
+            {"name", ds.name},
+            {"hetero", ds.schema.to_json()}};
+  for (const SplitFile& sf : kSplitFiles) {
+    const Array& a = ds.*sf.array;
+    j[sf.key] = a.defined() ? a.dim(0) : 0;
+  }
+  j["extra"] = ds.extra;
+  return j;
+}
 
 bool is_hetero_dataset(const std::string& dir) {
   const std::string path = join(dir, "dataset.json");

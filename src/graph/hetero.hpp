@@ -90,6 +90,8 @@ struct HeteroDataset {
 // dataset.json of `dir` names a heterogeneous dataset (has a "hetero" object).
 bool is_hetero_dataset(const std::string& dir);
 HeteroDataset load_hetero_dataset(const std::string& dir, const LoadOptions& opts = {});
+// dataset.json of `ds` as write_hetero_dataset writes it.
+nlohmann::json hetero_json(const HeteroDataset& ds);
 // Writes `ds` to `dir` through a staging directory renamed at the end (validated first).
 void write_hetero_dataset(const HeteroDataset& ds, const std::string& dir, bool overwrite = false);
 // Every invariant: schema vs arrays (counts, widths, dtypes), each relation's CSR (rows = dst

@@ -26,6 +26,8 @@
 #include "graph/commands.hpp"
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
+#include "graph/hetero.hpp"
+#include "graph/hetero_detail.hpp"
 #include "graph/link.hpp"
 #include "graph/validate.hpp"
 #include "layout/partition/partition_command.hpp"
@@ -759,6 +761,152 @@ void bind_save_dataset(py::module_& m) {
       py::arg("link_held_out_in_graph") = false);
 }
 
+// ---------------------------------------------------------------- dsp.save_hetero_dataset
+
+// What dsp.save_hetero_dataset hands to the writer (python/dsp/_hetero_data.py has checked and
+// ordered them: node types by name, relations by key with the reverses given after them, as
+// `dsp convert --from ogb-hetero [--add-reverse]` lists them).
+struct HeteroSaveInputs {
+  std::string out, name, target_type;
+  bool overwrite = false, add_reverse = false;
+  std::vector<NodeTypeInfo> types;         // name and count
+  std::vector<RawArray> features;          // per type, or not given
+  std::vector<RelationInfo> relations;     // src, name, dst
+  std::vector<std::string> relation_what;  // the caller's argument per relation, for messages
+  std::vector<RawArray> src, dst;          // per relation, int64 type-local ids
+  RawArray y, train, valid, test;
+  nlohmann::json extra;
+};
+
+// Builds each relation's CSR with the importers' builder (detail::build_relation_csr: rows
+// ascending, repeats dropped), adds the reverses on request and writes with
+// write_hetero_dataset (validated first, with the messages of `dsp convert --from ogb-hetero`
+// naming the file of each array; staged and renamed). A FormatError is an InvalidArgument: the
+// arrays are the caller's. Nothing is left at `in.out` on any error.
+nlohmann::json save_hetero_dataset(const HeteroSaveInputs& in) {
+  std::error_code ec;
+  DSP_CHECK_T(IoError, in.overwrite || !std::filesystem::exists(in.out, ec),
+              "{}: already exists (pass overwrite=True to replace it)", in.out);
+  try {
+    HeteroDataset ds;
+    ds.name = in.name;
+    ds.schema.node_types = in.types;
+    ds.schema.relations = in.relations;
+    ds.schema.target_type = in.target_type;
+    ds.schema.resolve("dsp.save_hetero_dataset");
+    for (const RawArray& f : in.features) ds.features.push_back(copy_array(f));
+    for (size_t r = 0; r < in.relations.size(); ++r) {
+      const RelationInfo& rel = ds.schema.relations[r];
+      const int64_t m = in.src[r].numel();
+      DSP_CHECK_ARG(in.dst[r].numel() == m, "{}: {} sources and {} targets", in.relation_what[r], m,
+                    in.dst[r].numel());
+      ds.relations.push_back(detail::build_relation_csr(
+          ds.schema.node_types[rel.src_type].count, ds.schema.node_types[rel.dst_type].count,
+          in.src[r].as<int64_t>(), in.dst[r].as<int64_t>(), m, in.relation_what[r]));
+    }
+    ds.labels = copy_array(in.y);
+    ds.train_idx = copy_array(in.train);
+    ds.valid_idx = copy_array(in.valid);
+    ds.test_idx = copy_array(in.test);
+    ds.extra = in.extra;
+    if (in.add_reverse) add_reverse_relations(ds);
+    ds.sync_schema();
+    write_hetero_dataset(ds, in.out, in.overwrite);
+    return hetero_json(ds);
+  } catch (const FormatError& e) {
+    throw InvalidArgument(e.what(), e.file(), e.line());
+  }
+}
+
+void bind_save_hetero_dataset(py::module_& m) {
+  using Opt = std::optional<py::array>;
+  m.def(
+      "_save_hetero_dataset",
+      [](const std::string& out, const std::vector<std::string>& type_names,
+         const std::vector<int64_t>& counts, const std::vector<Opt>& features,
+         const std::vector<std::vector<std::string>>& relations,
+         const std::vector<std::string>& relation_what, const std::vector<py::array>& src,
+         const std::vector<py::array>& dst, const std::string& target_type, Opt y, Opt train,
+         Opt valid, Opt test, bool add_reverse, const std::string& name, bool overwrite,
+         const py::dict& extra) {
+        DSP_CHECK_ARG(type_names.size() == counts.size() && features.size() == counts.size() &&
+                          relations.size() == relation_what.size() &&
+                          src.size() == relations.size() && dst.size() == relations.size(),
+                      "_save_hetero_dataset: the per-type and per-relation lists differ in length");
+        HeteroSaveInputs in;
+        in.out = out;
+        for (size_t t = 0; t < type_names.size(); ++t) {
+          NodeTypeInfo info;
+          info.name = type_names[t];
+          info.count = counts[t];
+          in.types.push_back(info);
+          in.features.push_back(raw_array(features[t], {DType::kFloat32, DType::kFloat16}, "x"));
+        }
+        for (size_t r = 0; r < relations.size(); ++r) {
+          DSP_CHECK_ARG(relations[r].size() == 3,
+                        "_save_hetero_dataset: a relation is (src, name, dst)");
+          in.relations.push_back(RelationInfo{relations[r][0], relations[r][1], relations[r][2]});
+          in.src.push_back(raw_array(src[r], {DType::kInt64}, "src"));
+          in.dst.push_back(raw_array(dst[r], {DType::kInt64}, "dst"));
+        }
+        in.relation_what = relation_what;
+        in.target_type = target_type;
+        in.y = raw_array(y, {DType::kInt64}, "y");
+        in.train = raw_array(train, {DType::kInt64}, "train_idx");
+        in.valid = raw_array(valid, {DType::kInt64}, "valid_idx");
+        in.test = raw_array(test, {DType::kInt64}, "test_idx");
+        in.add_reverse = add_reverse;
+        in.name = name;
+        in.overwrite = overwrite;
+        in.extra = py_to_json(extra);
+        nlohmann::json meta;
+        {
+          py::gil_scoped_release nogil;
+          meta = save_hetero_dataset(in);
+        }
+        return json_to_py(meta);
+      },
+      py::arg("out"), py::arg("type_names"), py::arg("counts"), py::arg("features"),
+      py::arg("relations"), py::arg("relation_what"), py::arg("src"), py::arg("dst"),
+      py::arg("target_type"), py::arg("y"), py::arg("train_idx"), py::arg("valid_idx"),
+      py::arg("test_idx"), py::arg("add_reverse"), py::arg("name"), py::arg("overwrite"),
+      py::arg("extra"));
+
+  // dsp.load_hetero_dataset: dataset.json plus read-only numpy views over the mapped files.
+  m.def(
+      "_load_hetero_dataset",
+      [](const std::string& dir, bool validate) {
+        LoadOptions o;
+        o.validate = validate;
+        HeteroDataset ds;
+        {
+          py::gil_scoped_release nogil;
+          ds = load_hetero_dataset(dir, o);
+        }
+        py::dict d, features, relations;
+        d["meta"] = json_to_py(hetero_json(ds));
+        d["dir"] = ds.dir;
+        for (int t = 0; t < ds.schema.num_types(); ++t) {
+          if (t < static_cast<int>(ds.features.size()) && ds.features[t].defined()) {
+            features[py::str(ds.schema.node_types[t].name)] = array_to_numpy(ds.features[t]);
+          }
+        }
+        for (int r = 0; r < ds.schema.num_relations(); ++r) {
+          const RelationInfo& rel = ds.schema.relations[r];
+          relations[py::make_tuple(rel.src, rel.name, rel.dst)] = py::make_tuple(
+              array_to_numpy(ds.relations[r].indptr), array_to_numpy(ds.relations[r].indices));
+        }
+        d["features"] = features;
+        d["relations"] = relations;
+        d["labels"] = array_to_numpy(ds.labels);
+        d["train_idx"] = array_to_numpy(ds.train_idx);
+        d["valid_idx"] = array_to_numpy(ds.valid_idx);
+        d["test_idx"] = array_to_numpy(ds.test_idx);
+        return d;
+      },
+      py::arg("dir"), py::kw_only(), py::arg("validate") = true);
+}
+
 // Node ids as the bindings take them: int64, C order (dsp/__init__.py checks the dtype first).
 using IdArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
@@ -1052,6 +1200,7 @@ void bind(py::module_& m) {
   bind_generate_hetero(m);
   bind_partition(m);
   bind_save_dataset(m);
+  bind_save_hetero_dataset(m);
   bind_id_maps(m);
   bind_checksum(m);
   bind_loader(m);
