@@ -83,6 +83,11 @@ OptionTable<Conv> all_convert_options() {
                   "classification), a .npy of int64 [N] or a text file of one integer per line; "
                   "written as node_time.npy",
                   DSP_CONV(node_time)),
+      value<Conv>("--features", "features",
+                  "edgelist: node features, a .npy of float32 or float16 [N, F] (row i: node i; "
+                  "N is the node count unless --num-nodes says it); written as features.npy "
+                  "(in memory only)",
+                  DSP_CONV(features)),
       flag("--add-reverse", "add_reverse",
            "ogb-hetero: add the reverse of every relation (dst___rev_<name>___src), so that "
            "messages flow both ways",
@@ -118,6 +123,8 @@ void check_convert_options(const ConvertCommand& a) {
                 "--link-negatives and --seed apply with --link-split only");
   DSP_CHECK_ARG(a.from == "edgelist" || (a.time_column == 0 && a.node_time.empty()),
                 "--time-column and --node-time apply to --from edgelist only");
+  DSP_CHECK_ARG(a.from == "edgelist" || a.features.empty(),
+                "--features applies to --from edgelist only (OGB's layout carries its features)");
   DSP_CHECK_ARG(a.node_time.empty() || a.time_column > 0,
                 "--node-time needs edge times: give --time-column too");
   DSP_CHECK_ARG(a.time_column == 0 || a.link_split.empty(),
@@ -200,6 +207,11 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     DSP_CHECK_ARG(!a.directed, "edge lists are directed unless --undirected is given");
     EdgeListOptions o;
     o.num_nodes = a.num_nodes;
+    Array features;
+    if (!a.features.empty()) {  // read first: its rows are the node count when none is given
+      features = read_node_features(a.features, a.num_nodes);
+      o.num_nodes = features.dim(0);
+    }
     o.undirected = a.undirected;
     o.remove_self_loops = a.no_self_loops;
     o.time_column = a.time_column;
@@ -214,6 +226,9 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
       check_memory("dsp convert --time-column", in_memory, budget, "raise --memory-budget");
     }
     if (a.out_of_core || in_memory > memory_left(budget)) {
+      DSP_CHECK_ARG(a.features.empty(),
+                    "--features needs the in-memory conversion; drop --out-of-core{}",
+                    a.out_of_core ? "" : " or raise --memory-budget");
       DSP_CHECK_ARG(a.link_split.empty(),
                     "--link-split needs the in-memory conversion (the edges are split in memory); "
                     "drop --out-of-core{}",
@@ -225,6 +240,7 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     }
     ds = import_edge_list(a.input, o, a.name, &st);
     if (!a.node_time.empty()) ds.node_time = read_node_times(a.node_time, ds.meta.num_nodes);
+    ds.features = features;
     ds.sync_meta();
     if (link) split_links(ds, *link);
   } else {

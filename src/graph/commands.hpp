@@ -34,6 +34,9 @@ struct ConvertCommand {
   // times (.npy or one integer per line; needs edge times). In memory only.
   int64_t time_column = 0;
   std::string node_time;
+  // edgelist: node features, a .npy of float32|float16 [N, F] (N also gives the node count when
+  // --num-nodes is not). In memory only.
+  std::string features;
   bool add_reverse = false;  // ogb-hetero: add the reverse of every relation
 };
 

@@ -526,6 +526,21 @@ Array read_node_times(const std::string& path, int64_t num_nodes) {
   return Array::from_vector(std::move(t));
 }
 
+Array read_node_features(const std::string& path, int64_t num_nodes) {
+  require_file(path);
+  DSP_CHECK_FORMAT(fs::path(path).extension() == ".npy",
+                   "{}: node features must be a .npy file (float32 or float16 [num_nodes, F])",
+                   path);
+  Array a = load_npy(path, /*mmap=*/false);
+  DSP_CHECK_FORMAT((a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat16) &&
+                       a.ndim() == 2 && a.dim(1) > 0,
+                   "{}: node features must be float32 or float16 [num_nodes, F > 0], got {}", path,
+                   a.describe());
+  DSP_CHECK_FORMAT(num_nodes < 0 || a.dim(0) == num_nodes,
+                   "{}: has {} feature rows but the graph has {} nodes", path, a.dim(0), num_nodes);
+  return a;
+}
+
 Dataset import_edge_list(const std::string& path, const EdgeListOptions& opts,
                          const std::string& name, ImportStats* stats) {
   DSP_CHECK_ARG(opts.num_nodes >= -1, "--num-nodes must be non-negative, got {}", opts.num_nodes);

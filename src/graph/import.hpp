@@ -125,6 +125,10 @@ HeteroDataset import_ogb_hetero(const std::string& dir, const OgbHeteroImportOpt
 // (optionally gzip) of one integer per line, num_nodes lines. FormatError naming the file (and
 // line) for a value that is not an integer or a count that is not num_nodes.
 Array read_node_times(const std::string& path, int64_t num_nodes);
+// Node features for an edge list (dsp convert --features): a .npy of float32 or float16 [N, F],
+// read into memory. FormatError naming the file for another dtype or shape; with num_nodes >= 0,
+// for N != num_nodes.
+Array read_node_features(const std::string& path, int64_t num_nodes);
 
 // ---------------------------------------------------------------- memory planning, streaming
 

@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "core/fs.hpp"
 #include "graph/dataset.hpp"
 #include "graph/dataset_cases.hpp"
 #include "graph/hetero.hpp"
 #include "graph/io_test_util.hpp"
+#include "graph/npy.hpp"
 
 namespace dsp {
 namespace {
@@ -148,6 +150,45 @@ TEST(Cli, LinkSplitConvertAndGenerate) {
   expect_failure(
       run_cli("generate community --link-split 0.9,0.2,0 " + tmp / "bad", tmp), 2,
       "dsp: error: --link-split: train + valid + test fractions (0.9 + 0.2 + 0) exceed 1");
+}
+
+// An edge list with its node features (--features): written as features.npy row for row, with a
+// link split; the file's rows give the node count (isolated last nodes kept), or must equal
+// --num-nodes; a bad file is named with its fault.
+TEST(Cli, EdgeListWithFeatures) {
+  TempDir tmp("cli_features");
+  std::string text;
+  for (int i = 0; i < 30; ++i) {
+    text += fmt::format("{} {}\n{} {}\n", i, (i + 1) % 30, i, (i + 7) % 30);
+  }
+  iotest::write_text(tmp / "g.txt", text);
+  std::vector<float> x(32 * 3);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.5f;
+  save_npy(tmp / "x.npy", Array::from_vector(std::move(x), {32, 3}));
+  auto r = run_cli("convert --from edgelist --undirected --features " + tmp / "x.npy" +
+                       " --link-split 0.8,0.1,0.1 " + tmp / "g.txt " + tmp / "el",
+                   tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Dataset ds = load_dataset(tmp / "el");
+  EXPECT_EQ(ds.meta.num_nodes, 32);  // nodes 30 and 31 have no edge
+  ASSERT_TRUE(ds.features.defined());
+  ASSERT_EQ(ds.features.shape(), (std::vector<int64_t>{32, 3}));
+  for (int64_t i = 0; i < 32 * 3; ++i) ASSERT_EQ(ds.features.data<float>()[i], 0.5f * i);
+  EXPECT_GT(ds.meta.num_link_train, 0);
+  expect_failure(run_cli("convert --from edgelist --num-nodes 31 --features " + tmp / "x.npy " +
+                             tmp / "g.txt " + tmp / "bad1",
+                         tmp),
+                 1, "x.npy: has 32 feature rows but the graph has 31 nodes");
+  save_npy(tmp / "ids.npy", Array::from_vector(std::vector<int64_t>{1, 2, 3}));
+  expect_failure(run_cli("convert --from edgelist --features " + tmp / "ids.npy " + tmp / "g.txt " +
+                             tmp / "bad2",
+                         tmp),
+                 1, "ids.npy: node features must be float32 or float16 [num_nodes, F > 0], got");
+  expect_failure(run_cli("convert --from edgelist --out-of-core --features " + tmp / "x.npy " +
+                             tmp / "g.txt " + tmp / "bad3",
+                         tmp),
+                 2, "dsp: error: --features needs the in-memory conversion; drop --out-of-core");
+  EXPECT_FALSE(path_exists(tmp / "bad1") || path_exists(tmp / "bad2") || path_exists(tmp / "bad3"));
 }
 
 // What used to be accepted without a word: a convert without a split, an output that replaces
