@@ -131,9 +131,6 @@ void check_hetero(const JobConfig& c) {
   refuse(c.sampler.biased, "biased sampling (--biased: relations are sampled uniformly)");
   refuse(c.sampler.mode != SampleMode::kCsp, "--sample-mode pull");
   refuse(c.roles != 0, "--roles (GNNLab's factored layout carries homogeneous batches)");
-  refuse(c.eval == "full",
-         "--eval full (full-neighbour layer-wise inference has no per-type input layer: "
-         "evaluate with --eval sampled, which --eval auto picks)");
   refuse(c.cache_auto,
          "--cache-auto (it sizes one feature store; a heterogeneous graph has one "
          "per node type)");
@@ -1246,11 +1243,20 @@ std::pair<double, double> TrainJob::eval_reads() {
 }
 
 // --eval for the jobs that evaluate by sampling only (their checks refused --eval full): a
-// heterogeneous graph (no layer-wise inference of its models) and --temporal.
+// heterogeneous graph (no layer-wise inference of its models; --eval full samples every
+// neighbour, run_training) and --temporal.
 void TrainJob::choose_sampled_eval() {
   full_eval_ = full_fits_ = final_full_ = false;
-  res_.eval = "sampled";
+  res_.eval = cfg_.eval == "full" ? "full" : "sampled";
   if (!rt_.leader()) return;
+  if (rt_.hetero() && cfg_.eval == "full") {
+    DSP_INFO("train",
+             "evaluation: full neighbourhoods of the {} nodes, every neighbour of every relation "
+             "sampled (fanouts {}), {} nodes a batch",
+             rt_.part().meta.hetero->schema.target_type, eval_fanouts_text(),
+             cfg_.eval_batch_size);
+    return;
+  }
   if (rt_.hetero()) {
     DSP_INFO("train",
              "evaluation: sampled with fanouts {} on the {} nodes (--model {}: no layer-wise "
@@ -1442,7 +1448,7 @@ void TrainJob::note_best(double val, double test, int epoch) {
 // at most kFinalFullFactor sampled evaluations and the best model is at hand (not when it predates
 // a resume).
 void TrainJob::final_full_test() {
-  if (full_eval_) {
+  if (full_eval_ || cfg_.eval == "full") {  // (a typed graph's by sampling every neighbour)
     res_.test_acc_full = best_epoch_ >= 0 ? test_at_best_ : -1;
     return;
   }
@@ -1459,7 +1465,7 @@ std::string TrainJob::eval_fanouts_text() const {
 }
 
 std::string TrainJob::eval_summary() const {
-  if (full_eval_) return "full neighbourhoods";
+  if (full_eval_ || cfg_.eval == "full") return "full neighbourhoods";
   const std::string sampled = fmt::format("sampled, fanouts {}", eval_fanouts_text());
   if (res_.test_acc_full < 0) return sampled;
   return fmt::format("{}; with full neighbourhoods {:.4f}", sampled, res_.test_acc_full);
@@ -1810,6 +1816,10 @@ JobResult run_training(const JobConfig& cfg_given) {
   if (!cfg.resume) claim_checkpoint_dir(cfg.checkpoint_dir, cfg.overwrite);
   // Fanouts given for evaluation ask for sampled evaluation (auto would ignore them).
   if (cfg.eval == "auto" && !cfg.eval_fanouts.empty()) cfg.eval = "sampled";
+  // A typed model's full-neighbour evaluation: every neighbour (-1) of every relation sampled.
+  if (cfg.eval == "full" && ModelConfig::is_hetero_model(cfg.train.model.model)) {
+    cfg.eval_fanouts.assign(cfg.sampler.fanouts.size(), kAllNeighbours);
+  }
   // Per-relation fanouts (a heterogeneous graph) evaluate as they train unless --eval-fanouts.
   if (cfg.eval_fanouts.empty() && cfg.sampler.relation_fanouts.empty()) {
     cfg.eval_fanouts = cfg.sampler.fanouts;

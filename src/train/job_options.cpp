@@ -127,7 +127,7 @@ std::vector<JobOption> model_and_sampling() {
             DSP_FIELD(eval_fanouts)),
       value("--eval", "eval",
             "evaluation: full (every layer over whole neighbourhoods, layer by layer, as DGL's "
-            "and PyG's inference), sampled (--eval-fanouts) or auto (default: sampled if "
+            "and PyG's inference; a typed graph: every neighbour sampled, batch by batch), sampled (--eval-fanouts) or auto (default: sampled if "
             "--eval-fanouts is given, else full where its memory estimate fits and it reads no "
             "more neighbour rows than sampling, else sampled; logged)",
             DSP_FIELD(eval), "auto,full,sampled"),
