@@ -1692,8 +1692,9 @@ JobResult TrainJob::finish() {
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
   res_.test_acc_at_best = test_at_best_;
   res_.mean_epoch_s = res_.epochs_run ? epoch_time_sum_ / res_.epochs_run : 0;
-  for (int k = 0; k < kNumWorkerKinds; ++k) {
-    res_.bytes_communicated += rt_.channel(static_cast<WorkerKind>(k)).counters().total_sent();
+  for (int k = 0; k < kNumWorkerKinds; ++k) {  // to other ranks (a rank's copies to itself
+    const CommCounters c = rt_.channel(static_cast<WorkerKind>(k)).counters();  // are no traffic)
+    res_.bytes_communicated += c.total_sent() - c.bytes_sent[static_cast<size_t>(rt_.rank())];
   }
   if (rt_.leader() && res_.epochs_run > 0) {
     const std::string metric = link_ ? fmt::format("hits@{}", cfg_.link.hits_k.front()) : metric_;

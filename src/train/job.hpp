@@ -141,7 +141,7 @@ struct JobResult {
   double final_loss = 0;
   double mean_epoch_s = 0;
   double cache_hit_rate = 0;
-  uint64_t bytes_communicated = 0;     // this rank, all workers
+  uint64_t bytes_communicated = 0;     // this rank to the others, all workers
   double feature_bytes_per_batch = 0;  // this rank's loaded input rows, last epoch's training
   // Of those, the bytes received from other ranks' caches per batch, and the rows the FIFO
   // levels served instead (rank, machine) with their share of the rows other ranks serve.
