@@ -37,6 +37,7 @@
 #include "train/job_options.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/trainer.hpp"
+#include "train/typed_rows.hpp"
 
 namespace dsp {
 namespace fs = std::filesystem;
@@ -438,34 +439,6 @@ RankOptions rank_options(const JobConfig& cfg) {
   return ro;
 }
 
-// The learnable rows of a heterogeneous partition: one per node of a type without features, in
-// new id order, so that part p's rows are one range (the table's offsets) and a node's row is its
-// (part, type) slot's first row plus its place in the slot. The featured types' nodes have none.
-struct FeaturelessRows {
-  std::vector<int64_t> offsets;   // [P + 1]
-  std::vector<int64_t> slot_row;  // [P T]: the row of the slot's first node (-1: featured type)
-
-  FeaturelessRows(const HeteroLayout& h, const std::vector<int64_t>& type_dims) {
-    const int T = h.num_types();
-    offsets.assign(h.parts + 1, 0);
-    slot_row.assign(static_cast<size_t>(h.parts) * T, -1);
-    int64_t row = 0;
-    for (int p = 0; p < h.parts; ++p) {
-      for (int t = 0; t < T; ++t) {
-        const size_t s = static_cast<size_t>(p) * T + t;
-        if (type_dims[t] > 0) continue;
-        slot_row[s] = row;
-        row += h.bounds[s + 1] - h.bounds[s];
-      }
-      offsets[p + 1] = row;
-    }
-  }
-  int64_t row(const HeteroLayout& h, int64_t v) const {
-    const int64_t s = h.slot(v);
-    return slot_row[s] + (v - h.bounds[s]);
-  }
-};
-
 // One rank's training job: setup (constructor), one epoch (train_epoch), evaluation, reporting.
 class TrainJob {
  public:
@@ -755,19 +728,10 @@ void TrainJob::make_embedding() {
 // dataset (union) id, so a node's row does not depend on the partition or the rank count.
 void TrainJob::make_hetero_embedding(EmbeddingOptions eo) {
   const HeteroLayout& h = *rt_.part().meta.hetero;
-  auto rows = std::make_shared<const FeaturelessRows>(h, tc_.model.type_dims);
-  const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
-  std::vector<int64_t> ids;  // dataset ids of this rank's rows, in row order
-  const int T = h.num_types(), p = rt_.rank();
-  for (int t = 0; t < T; ++t) {
-    const size_t s = static_cast<size_t>(p) * T + t;
-    if (rows->slot_row[s] < 0) continue;
-    for (int64_t v = h.bounds[s]; v < h.bounds[s + 1]; ++v)
-      ids.push_back(new2old.data<int64_t>()[v]);
-  }
-  emb_ = std::make_unique<EmbeddingTable>(rt_.channel(WorkerKind::kTrainer), rows->offsets,
-                                          ids.data(), eo, rt_.embedding_storage());
-  trainer_->attach_embedding(emb_.get(), [rows, &h](int64_t v) { return rows->row(h, v); });
+  emb_ = attach_typed_rows(rt_, *trainer_, tc_.model.type_dims, eo);
+  const int T = h.num_types();
+  const FeaturelessRows rows(h, tc_.model.type_dims);
+  const int64_t mine = rows.offsets[rt_.rank() + 1] - rows.offsets[rt_.rank()];
   if (rt_.leader()) {
     std::vector<std::string> names;
     for (int t = 0; t < T; ++t) {
@@ -776,7 +740,7 @@ void TrainJob::make_hetero_embedding(EmbeddingOptions eo) {
     DSP_INFO("train",
              "learnable rows for the node types without features ({}): {} columns, {} rows in "
              "all ({} on this rank, in {} memory), sparse {} at lr {}",
-             fmt::join(names, ", "), eo.dim, rows->offsets.back(), ids.size(),
+             fmt::join(names, ", "), eo.dim, rows.offsets.back(), mine,
              emb_->memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer, eo.lr);
   }
 }

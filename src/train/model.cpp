@@ -253,7 +253,7 @@ torch::Tensor GnnModel::score(const torch::Tensor& hs, const torch::Tensor& hd) 
   return pred_out_->forward(torch::relu(pred_hidden_->forward(hs * hd))).squeeze(1);
 }
 
-torch::Tensor GnnModel::forward_hetero(const HeteroInput&, at::Generator*) {
+torch::Tensor GnnModel::forward_hetero(const HeteroInput&, at::Generator*, int) {
   DSP_THROW_T(InvalidArgument,
               "--model {} is for homogeneous graphs: a heterogeneous batch needs rgcn or hsage",
               cfg_.model);

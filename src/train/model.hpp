@@ -83,8 +83,11 @@ class GnnModel : public torch::nn::Module {
   virtual torch::Tensor forward_layer(int layer, const BlockTensors& block, torch::Tensor h) = 0;
   // A heterogeneous model's forward (ModelConfig::hetero()): logits [blocks.back().num_dst,
   // out_dim]. InvalidArgument for the homogeneous models, and from the heterogeneous ones' forward
-  // and forward_layer (full-neighbour inference has no per-type input there).
-  virtual torch::Tensor forward_hetero(const HeteroInput& in, at::Generator* gen = nullptr);
+  // and forward_layer (full-neighbour inference has no per-type input there). With `layers` in
+  // [1, cfg.layers): the first `layers` layers only, over as many blocks, the last one's output
+  // after its activation (dsp embed's hidden layer).
+  virtual torch::Tensor forward_hetero(const HeteroInput& in, at::Generator* gen = nullptr,
+                                       int layers = -1);
   // Width of layer `layer`'s output as forward_layer returns it (GAT hidden: hidden * heads).
   int64_t layer_width(int layer) const;
   // Link prediction (ModelConfig::predictor dot or mlp): one logit per pair of output rows,

@@ -210,8 +210,11 @@ class HeteroModel : public GnnModel {
                 cfg_.model);
   }
 
-  torch::Tensor forward_hetero(const HeteroInput& in, at::Generator* gen) override {
-    check(in);
+  torch::Tensor forward_hetero(const HeteroInput& in, at::Generator* gen, int layers) override {
+    const size_t run = layers < 0 ? layers_.size() : static_cast<size_t>(layers);
+    DSP_CHECK_ARG(run >= 1 && run <= layers_.size(), "layers {}: the model has {}", layers,
+                  layers_.size());
+    check(in, static_cast<int>(run));
     std::vector<torch::Tensor> pieces;
     for (int t = 0; t < cfg_.num_types(); ++t) {
       pieces.push_back(cfg_.type_dims[t] > 0 ? input_[t](in.x[t]) : in.x[t]);
@@ -219,7 +222,7 @@ class HeteroModel : public GnnModel {
     const int64_t n = in.blocks.front().num_src;
     torch::Tensor h = torch::zeros({n, cfg_.hidden}, pieces.front().options())
                           .index_copy(0, torch::cat(in.rows), torch::cat(pieces));
-    for (size_t l = 0; l < layers_.size(); ++l) {
+    for (size_t l = 0; l < run; ++l) {
       h = layers_[l]->forward(in.blocks[l], h);
       if (l + 1 < layers_.size()) h = dropout(h, cfg_.dropout, gen, /*relu=*/true);
     }
@@ -227,13 +230,13 @@ class HeteroModel : public GnnModel {
   }
 
  private:
-  // The batch against the config: InvalidArgument naming the first fault.
-  void check(const HeteroInput& in) const {
+  // The batch against the config and the `layers` to run: InvalidArgument naming the first fault.
+  void check(const HeteroInput& in, int layers) const {
     const int T = cfg_.num_types();
-    DSP_CHECK_ARG(static_cast<int>(in.blocks.size()) == cfg_.layers,
+    DSP_CHECK_ARG(static_cast<int>(in.blocks.size()) == layers,
                   "the batch has {} blocks but the {}-layer model needs {} (the number of fanouts "
                   "must equal the number of layers)",
-                  in.blocks.size(), cfg_.layers, cfg_.layers);
+                  in.blocks.size(), cfg_.layers, layers);
     for (size_t l = 1; l < in.blocks.size(); ++l) {
       DSP_CHECK_ARG(in.blocks[l].num_src == in.blocks[l - 1].num_dst,
                     "block {} has {} source nodes but block {} has {} destination nodes", l,

@@ -11,6 +11,7 @@
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "core/memory.hpp"
+#include "csp/sampler.hpp"
 #include "graph/npy.hpp"
 #include "layout/store/embedding_table.hpp"
 #include "pipeline/rank/runtime.hpp"
@@ -18,6 +19,7 @@
 #include "train/link.hpp"
 #include "train/metrics.hpp"
 #include "train/trainer.hpp"
+#include "train/typed_rows.hpp"
 
 namespace dsp {
 
@@ -132,20 +134,28 @@ void write_atomic(const Array& a, const fs::path& path) {
   fs::rename(tmp, path);
 }
 
-// Rank 0: the output files from the rows of every node (new id order).
-// --loss bce models (`bce`): each logit's 0/1 prediction (logit > 0) and sigmoid probability
-// (train/metrics.hpp's probability, the score training's ROC-AUC ranks). A binary model's one
-// column gives predictions.npy int64 [n]; a multi-label model's L columns give int8 [n, L].
-std::vector<std::string> write_outputs(const PredictConfig& c, const RankRuntime& rt,
-                                       const std::vector<int64_t>& ids,
-                                       const std::vector<float>& table, int64_t width, bool bce) {
+// The rows of `ids` (original ids), in their order, out of every node's rows (new id order).
+std::vector<float> rows_of(const RankRuntime& rt, const std::vector<int64_t>& ids,
+                           const std::vector<float>& table, int64_t width) {
   const Array old2new = load_npy(rt.partition_dir() + "/old2new.npy");
   const int64_t n = static_cast<int64_t>(ids.size());
   std::vector<float> rows(static_cast<size_t>(n * width));
-  std::vector<int64_t> cls(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const float* r = &table[old2new.int_at(ids[i]) * width];
     std::copy(r, r + width, rows.begin() + i * width);
+  }
+  return rows;
+}
+
+// Rank 0: the output files from the output rows ([n, width], the order of the ids asked for).
+// --loss bce models (`bce`): each logit's 0/1 prediction (logit > 0) and sigmoid probability
+// (train/metrics.hpp's probability, the score training's ROC-AUC ranks). A binary model's one
+// column gives predictions.npy int64 [n]; a multi-label model's L columns give int8 [n, L].
+std::vector<std::string> write_outputs(const PredictConfig& c, std::vector<float> rows, int64_t n,
+                                       int64_t width, bool bce) {
+  std::vector<int64_t> cls(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float* r = &rows[i * width];
     cls[i] = std::max_element(r, r + width) - r;
   }
   std::vector<int8_t> multi;  // a multi-label model's predictions
@@ -213,30 +223,161 @@ void check_memory(RankRuntime& rt, const Trainer& trainer, int layers, int64_t b
   }
 }
 
-// The learnt embeddings' rows of this rank (null for a model without them), from the shard its
-// training job saved beside `ckpt`: the same partition and rank count.
-std::unique_ptr<EmbeddingTable> load_embedding(const std::string& ckpt, const ModelConfig& m,
-                                               RankRuntime& rt) {
-  if (m.embedding_dim == 0) return nullptr;
-  const std::string shard = embedding_shard(ckpt, rt.rank(), rt.size());
-  DSP_CHECK_T(IoError, path_exists(shard),
+// The options of the learnt embeddings' table whose shard for this rank lies beside `ckpt` (its
+// training job's: the same partition and rank count), which `shard` receives.
+EmbeddingOptions checkpoint_embedding(const std::string& ckpt, const ModelConfig& m,
+                                      const RankRuntime& rt, std::string* shard) {
+  *shard = embedding_shard(ckpt, rt.rank(), rt.size());
+  DSP_CHECK_T(IoError, path_exists(*shard),
               "{}: the model learnt node embeddings and {} holds no rows for rank {} of {}: run "
               "on the partition and rank count it was trained with",
-              ckpt, shard, rt.rank(), rt.size());
+              ckpt, *shard, rt.rank(), rt.size());
   const nlohmann::json job = checkpoint_header(ckpt)
                                  .value("extra", nlohmann::json::object())
                                  .value("job", nlohmann::json::object());
   EmbeddingOptions eo;
   eo.dim = m.embedding_dim;
   eo.optimizer = job.value("embedding_optimizer", std::string("adam"));
-  const PartitionMeta& meta = rt.part().meta;
-  const int64_t b = meta.offsets[rt.rank()];
-  const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
-  auto t =
-      std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
-                                       new2old.data<int64_t>() + b, eo, rt.embedding_storage());
+  return eo;
+}
+
+// The learnt embeddings' rows of this rank (null for a model without them), attached to
+// `trainer`: every node's (a homogeneous model), or the featureless types' (a typed model).
+std::unique_ptr<EmbeddingTable> load_embedding(const std::string& ckpt, const ModelConfig& m,
+                                               RankRuntime& rt, Trainer& trainer) {
+  if (m.embedding_dim == 0) return nullptr;
+  std::string shard;
+  const EmbeddingOptions eo = checkpoint_embedding(ckpt, m, rt, &shard);
+  std::unique_ptr<EmbeddingTable> t;
+  if (m.hetero()) {
+    t = attach_typed_rows(rt, trainer, m.type_dims, eo);
+  } else {
+    const PartitionMeta& meta = rt.part().meta;
+    const int64_t b = meta.offsets[rt.rank()];
+    const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+    t = std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
+                                         new2old.data<int64_t>() + b, eo, rt.embedding_storage());
+    trainer.attach_embedding(t.get());
+  }
   t->load(shard);
   return t;
+}
+
+// Homogeneous models: every node's rows by layer-wise inference, at rank 0 in the order of `ids`.
+std::vector<float> layerwise_rows(const PredictConfig& c, RankRuntime& rt, Trainer& trainer,
+                                  const std::vector<int64_t>& ids, int layers) {
+  InferenceOptions io;
+  io.batch_size = c.batch_size;
+  io.epoch = 1;  // past the trainer's initial broadcast
+  io.layers = layers;
+  check_memory(rt, trainer, io.layers, c.batch_size, static_cast<int64_t>(ids.size()));
+  const std::vector<float> table = gather_rows(rt, layerwise_inference(rt, trainer, io));
+  if (!rt.leader()) return {};
+  return rows_of(rt, ids, table, trainer.layer_width(layers - 1));
+}
+
+// A typed model's rows of the target type's nodes `ids` (the type's own ids), at rank 0 in their
+// order: each rank samples every neighbour of every relation (fanouts -1) of the ids it owns,
+// batch by batch, and runs the model's first `layers` layers on them: each node's exact
+// full-neighbour output (the same as --eval full's). The typed models have no layer-wise pass.
+std::vector<float> typed_rows(const PredictConfig& c, RankRuntime& rt, Trainer& trainer,
+                              const std::vector<int64_t>& ids, int layers) {
+  const PartitionMeta& meta = rt.part().meta;
+  const HeteroSchema& schema = meta.hetero->schema;
+  const int64_t base = schema.type_offsets()[static_cast<size_t>(schema.target)];
+  const Array old2new = load_npy(rt.partition_dir() + "/old2new.npy");
+  const int64_t b = meta.offsets[rt.rank()], e = meta.offsets[rt.rank() + 1];
+  std::vector<int64_t> seeds, at;  // the ids this rank owns: new ids, and their places in `ids`
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t v = old2new.int_at(base + ids[i]);
+    if (v < b || v >= e) continue;
+    seeds.push_back(v);
+    at.push_back(static_cast<int64_t>(i));
+  }
+  SamplerOptions so;
+  so.fanouts.assign(static_cast<size_t>(layers), kAllNeighbours);
+  const std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
+  const int64_t bs = c.batch_size, width = trainer.layer_width(layers - 1);
+  int64_t steps = (static_cast<int64_t>(seeds.size()) + bs - 1) / bs;
+  CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 4);
+  main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
+  std::vector<float> mine;
+  mine.reserve(seeds.size() * static_cast<size_t>(width));
+  for (int64_t s = 0; s < steps; ++s) {
+    const size_t lo = std::min(seeds.size(), static_cast<size_t>(s * bs));
+    const std::vector<int64_t> batch(seeds.begin() + lo,
+                                     seeds.begin() + std::min(seeds.size(), lo + bs));
+    rt.channel(WorkerKind::kSampler).set_step(1, s);
+    SampledBatch sb = sampler->sample_nodes(batch, 1, s);
+    rt.channel(WorkerKind::kLoader).set_step(1, s);
+    LoadedBatch lb = rt.load(std::move(sb));
+    rt.channel(WorkerKind::kTrainer).set_step(1, s);
+    trainer.gather_embedding(lb);  // collective
+    if (batch.empty()) continue;
+    const std::vector<float> out = trainer.typed_outputs(lb, layers);
+    mine.insert(mine.end(), out.begin(), out.end());
+  }
+  // Rank 0 gathers every rank's rows and their places.
+  CoordinatedCommunicator& tc = rt.channel(WorkerKind::kTrainer);
+  tc.set_step(2, 0);
+  std::vector<int64_t> counts(static_cast<size_t>(rt.size()), 0);
+  counts[0] = static_cast<int64_t>(at.size());
+  OpOptions o;
+  o.label = "predict:places";
+  const std::vector<int64_t> places = tc.all_to_all_v(at, counts, nullptr, o);
+  const std::vector<float> rows = gather_rows(rt, mine);
+  if (!rt.leader()) return {};
+  std::vector<float> ordered(ids.size() * static_cast<size_t>(width));
+  for (size_t k = 0; k < places.size(); ++k) {
+    std::copy(rows.begin() + static_cast<int64_t>(k) * width,
+              rows.begin() + static_cast<int64_t>(k + 1) * width,
+              ordered.begin() + places[k] * width);
+  }
+  return ordered;
+}
+
+// The checkpoint's model against the graph: a typed model needs a heterogeneous partition with
+// the same node types' feature widths, a homogeneous one the feature columns it reads.
+void check_model_fits(const PredictConfig& c, const ModelConfig& m, const RankRuntime& rt) {
+  const PartitionData& part = rt.part();
+  DSP_CHECK_ARG(m.hetero() == rt.hetero(),
+                "{}: a {} model ({}) cannot run on {}, a {} graph", c.checkpoint,
+                m.hetero() ? "typed" : "homogeneous", m.model, c.rank.path,
+                rt.hetero() ? "typed" : "homogeneous");
+  if (!m.hetero()) {
+    DSP_CHECK_FORMAT(part.meta.feature_dim + m.embedding_dim == m.in_dim,
+                     "{} has {} feature columns but the model in {} reads {}", c.rank.path,
+                     part.meta.feature_dim, c.checkpoint, m.in_dim - m.embedding_dim);
+    return;
+  }
+  const HeteroSchema& s = part.meta.hetero->schema;
+  DSP_CHECK_FORMAT(s.num_types() == m.num_types(), "{} has {} node types but the model in {} {}",
+                   c.rank.path, s.num_types(), c.checkpoint, m.num_types());
+  for (int t = 0; t < s.num_types(); ++t) {
+    const int64_t d = part.type_features[t].defined() ? part.type_features[t].dim(1) : 0;
+    DSP_CHECK_FORMAT(d == m.type_dims[t],
+                     "{}: node type {} has {} feature columns but the model in {} reads {}",
+                     c.rank.path, s.node_types[t].name, d, c.checkpoint, m.type_dims[t]);
+  }
+}
+
+// Rank 0: the files, and one line naming each with its shape.
+void report_outputs(const PredictConfig& c, const std::string& log_name, std::vector<float> rows,
+                    int64_t n, int64_t width, bool bce, PredictResult* res) {
+  res->width = width;
+  res->rows = n;
+  res->files = write_outputs(c, std::move(rows), n, width, !c.embed() && bce);
+  // Each file with its shape: predictions [n] (a multi-label model's [n, L]), the float
+  // outputs [n, width].
+  const bool multi = !c.embed() && bce && width > 1;
+  std::vector<std::string> shown;
+  for (const std::string& path : res->files) {
+    const std::string f = fs::path(path).filename().string();
+    const bool vector = f == "predictions.npy" && !multi;
+    shown.push_back(vector ? fmt::format("{} [{}]", f, n) : fmt::format("{} [{}, {}]", f, n, width));
+  }
+  DSP_INFO(log_name, "wrote {} to {}", fmt::join(shown, ", "), c.out);
 }
 
 }  // namespace
@@ -248,10 +389,6 @@ PredictResult run_predict(const PredictConfig& c) {
   DSP_CHECK_ARG(!tc.model.preaggregated,
                 "{}: a model trained with --preaggregate has no input layer to infer with",
                 c.checkpoint);
-  DSP_CHECK_ARG(!tc.model.hetero(),
-                "{}: dsp predict and dsp embed of a heterogeneous model ({}) are not implemented "
-                "(they infer layer by layer over full neighbourhoods)",
-                c.checkpoint, tc.model.model);
   DSP_CHECK_ARG(c.embed() || tc.model.predictor == "none",
                 "{}: a link predictor's outputs are node embeddings: use dsp embed", c.checkpoint);
   // A node classifier's embedding is its last hidden layer; a link model's, its output.
@@ -262,12 +399,13 @@ PredictResult run_predict(const PredictConfig& c) {
   RankOptions ro = c.rank;
   ro.log_name = c.embed() ? "embed" : "predict";
   RankRuntime rt(ro);
-  const PartitionMeta& meta = rt.part().meta;
-  DSP_CHECK_FORMAT(meta.feature_dim + tc.model.embedding_dim == tc.model.in_dim,
-                   "{} has {} feature columns but the model in {} reads {}", c.rank.path,
-                   meta.feature_dim, c.checkpoint, tc.model.in_dim - tc.model.embedding_dim);
-  // Every rank checks the id file before any work, so a bad one fails alike everywhere.
-  const std::vector<int64_t> ids = output_ids(c, meta.num_nodes);
+  check_model_fits(c, tc.model, rt);
+  // Every rank checks the id file before any work, so a bad one fails alike everywhere. A typed
+  // model's rows are its target type's nodes, by the type's own ids.
+  const HeteroLayout* h = rt.part().meta.hetero.get();
+  const std::vector<int64_t> ids =
+      output_ids(c, h ? h->schema.node_types[static_cast<size_t>(h->schema.target)].count
+                      : rt.part().meta.num_nodes);
   tc.num_threads = rt.cores().threads;
   tc.device = rt.device();
   if (tc.normalize_features == "standard") {
@@ -276,31 +414,14 @@ PredictResult run_predict(const PredictConfig& c) {
   }
   Trainer trainer(tc, rt.channel(WorkerKind::kTrainer));
   trainer.load_parameters(c.checkpoint);
-  const std::unique_ptr<EmbeddingTable> emb = load_embedding(c.checkpoint, tc.model, rt);
-  trainer.attach_embedding(emb.get());
-  InferenceOptions io;
-  io.batch_size = c.batch_size;
-  io.epoch = 1;  // past the trainer's initial broadcast
-  io.layers = c.embed() ? layer + 1 : layers;
-  check_memory(rt, trainer, io.layers, c.batch_size, static_cast<int64_t>(ids.size()));
-  const std::vector<float> mine = layerwise_inference(rt, trainer, io);
+  const std::unique_ptr<EmbeddingTable> emb = load_embedding(c.checkpoint, tc.model, rt, trainer);
+  const int run = c.embed() ? layer + 1 : layers;
+  std::vector<float> rows = tc.model.hetero() ? typed_rows(c, rt, trainer, ids, run)
+                                              : layerwise_rows(c, rt, trainer, ids, run);
   PredictResult res;
-  res.width = trainer.layer_width(io.layers - 1);
-  const std::vector<float> table = gather_rows(rt, mine);
   if (rt.leader()) {
-    res.files = write_outputs(c, rt, ids, table, res.width, !c.embed() && tc.model.bce());
-    res.rows = static_cast<int64_t>(ids.size());
-    // Each file with its shape: predictions [n] (a multi-label model's [n, L]), the float
-    // outputs [n, width].
-    const bool multi = !c.embed() && tc.model.bce() && res.width > 1;
-    std::vector<std::string> shown;
-    for (const std::string& path : res.files) {
-      const std::string f = fs::path(path).filename().string();
-      const bool vector = f == "predictions.npy" && !multi;
-      shown.push_back(vector ? fmt::format("{} [{}]", f, res.rows)
-                             : fmt::format("{} [{}, {}]", f, res.rows, res.width));
-    }
-    DSP_INFO(ro.log_name, "wrote {} to {}", fmt::join(shown, ", "), c.out);
+    report_outputs(c, ro.log_name, std::move(rows), static_cast<int64_t>(ids.size()),
+                   trainer.layer_width(run - 1), tc.model.bce(), &res);
   }
   CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
   main_ch.set_step(3, 0);

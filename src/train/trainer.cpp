@@ -871,6 +871,18 @@ DeviceIo& Trainer::device_io() { return impl_->io; }
 
 int64_t Trainer::layer_width(int layer) const { return impl_->model->layer_width(layer); }
 
+std::vector<float> Trainer::typed_outputs(const LoadedBatch& batch, int layers) {
+  DSP_CHECK_ARG(cfg_.model.hetero(), "typed outputs need a heterogeneous model, not {}",
+                cfg_.model.model);
+  auto& I = *impl_;
+  torch::NoGradGuard ng;
+  I.model->eval();
+  const HeteroInput in = hetero_input(batch, cfg_.model, I.device, cfg_.normalize_features, nullptr);
+  const torch::Tensor out = I.io.read(I.model->forward_hetero(in, nullptr, layers)).contiguous();
+  const float* p = out.data_ptr<float>();
+  return std::vector<float>(p, p + out.numel());
+}
+
 std::vector<float> Trainer::score(const float* hs, const float* hd, int64_t n) {
   auto& I = *impl_;
   torch::NoGradGuard ng;

@@ -168,6 +168,10 @@ class Trainer {
   // [num_dst x layer_width(layer)] on the device. (LibTorch callers only: train/.)
   at::Tensor infer_layer(int layer, const LoadedBatch& batch, const at::Tensor& hidden,
                          const at::Tensor& gcn_src_scale);
+  // A typed model's outputs for the batch's seeds, local, eval mode: the first `layers` layers
+  // (its blocks: as many), the last one's output after its activation; float32 [seeds x
+  // layer_width(layers - 1)] on the host, row-major.
+  std::vector<float> typed_outputs(const LoadedBatch& batch, int layers);
   // The trainer's one counted place for device traffic (train/device_io.hpp; train/ callers).
   DeviceIo& device_io();
   int64_t layer_width(int layer) const;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -526,17 +527,16 @@ TEST(Job, TemporalTrainingReachesTheBoundAtAnyRankCount) {
   if (c.rank() == 0) fs::remove_all(dir);
 }
 
-// dsp train --model rgcn on a heterogeneous partition at P ranks: every rank samples its part's
-// seeds through all relations' owners, loads each featured type's rows through its store and the
-// featureless types' learnable rows through the embedding table, and reaches the band the 1-rank
-// job reaches (tests/train/jobs/test_hetero_train.cpp) with the same global batch.
-TEST(Job, HeteroRgcnReachesTheBoundAtAnyRankCount) {
+// test_hetero_train.cpp's typed graph (bound 0.920, features alone 0.515), written and
+// partitioned into one part per rank by rank 0 (its path the same on every rank); `bound` (every
+// rank's) receives its accuracy bound.
+std::string hetero_dataset_dir(const std::string& tag, double* bound) {
   Communicator& c = *g_comm;
   int64_t pid = ::getpid();
   c.broadcast(&pid, 1, DType::kInt64, 0);
   const std::string dir =
-      (fs::temp_directory_path() / fmt::format("dsp_hetero_{}_{}", pid, c.size())).string();
-  HeteroGenOptions o;  // test_hetero_train.cpp's graph: bound 0.920, features alone 0.515
+      (fs::temp_directory_path() / fmt::format("dsp_{}_{}_{}", tag, pid, c.size())).string();
+  HeteroGenOptions o;
   o.papers = 3000;
   o.authors = 2000;
   o.institutions = 100;
@@ -546,35 +546,94 @@ TEST(Job, HeteroRgcnReachesTheBoundAtAnyRankCount) {
   o.train_frac = 0.3;
   o.valid_frac = 0.1;
   o.seed = 1;
-  double bound = 0;
+  double b = 0;
   if (c.rank() == 0) {
     const HeteroDataset ds = generate_hetero(o);
-    bound = ds.extra.at("accuracy_bound").get<double>();
+    b = ds.extra.at("accuracy_bound").get<double>();
+    write_hetero_dataset(ds, dir + "/data");
     PartitionOptions po;
     po.parts = c.size();
     po.verbose = false;
     po.overwrite = true;
-    partition_dataset(hetero_union(ds), po, dir);
+    partition_dataset(hetero_union(ds), po, dir + "/part");
   }
-  c.broadcast(&bound, 1, DType::kFloat64, 0);
+  c.broadcast(&b, 1, DType::kFloat64, 0);
   c.barrier();
+  *bound = b;
+  return dir;
+}
+
+JobConfig hetero_job(const std::string& dir, const std::string& model) {
   JobConfig cfg;
-  cfg.rank.path = dir;
-  cfg.train.model.model = "rgcn";
+  cfg.rank.path = dir + "/part";
+  cfg.train.model.model = model;
   cfg.train.model.hidden = 64;
   cfg.train.num_threads = 1;
   cfg.sampler.fanouts = {10, 10};
-  cfg.batch_size = 128 / c.size();
+  cfg.batch_size = 128 / g_comm->size();
   cfg.epochs = 10;
   cfg.seed = 1;
   cfg.progress = false;
-  const JobResult r = run_training(cfg);
+  return cfg;
+}
+
+// dsp train --model rgcn on a heterogeneous partition at P ranks: every rank samples its part's
+// seeds through all relations' owners, loads each featured type's rows through its store and the
+// featureless types' learnable rows through the embedding table, and reaches the band the 1-rank
+// job reaches (tests/train/jobs/test_hetero_train.cpp) with the same global batch.
+TEST(Job, HeteroRgcnReachesTheBoundAtAnyRankCount) {
+  Communicator& c = *g_comm;
+  double bound = 0;
+  const std::string dir = hetero_dataset_dir("hetero", &bound);
+  const JobResult r = run_training(hetero_job(dir, "rgcn"));
   if (c.rank() == 0) {
     std::printf("[hetero] rgcn ranks=%d test=%.4f (bound %.3f)\n", c.size(), r.test_acc_at_best,
                 bound);
   }
   EXPECT_EQ(r.eval, "sampled");
   EXPECT_GT(r.test_acc_at_best, bound - 0.07) << "at " << c.size() << " ranks";
+  c.barrier();
+  if (c.rank() == 0) fs::remove_all(dir);
+}
+
+// Typed models through dsp predict and dsp embed at P ranks: every neighbour of every relation
+// sampled for the target type's nodes, so the best model's predictions give the job's --eval full
+// test accuracy exactly; dsp embed writes the last hidden layer's rows (after its ReLU) of every
+// paper.
+TEST(Predict, TypedModelsGiveTheJobsFullTestAccuracy) {
+  Communicator& c = *g_comm;
+  double bound = 0;
+  const std::string dir = hetero_dataset_dir("hetero_predict", &bound);
+  for (const char* model : {"rgcn", "hsage"}) {
+    SCOPED_TRACE(model);
+    JobConfig cfg = hetero_job(dir, model);
+    cfg.epochs = 3;
+    cfg.eval = "full";
+    cfg.checkpoint_dir = dir + "/ck_" + model;
+    const JobResult r = run_training(cfg);
+    ASSERT_EQ(r.eval, "full");
+    PredictConfig p;
+    p.rank.path = cfg.rank.path;
+    p.rank.threads = 1;
+    p.checkpoint = cfg.checkpoint_dir + "/best.pt";
+    p.out = dir + "/out_" + model;
+    p.batch_size = 700;  // several batches per part
+    run_predict(p);
+    PredictConfig e = p;
+    e.output = "embedding";
+    e.out = dir + "/emb_" + model;
+    run_predict(e);
+    if (c.rank() == 0) {
+      const HeteroDataset ds = load_hetero_dataset(dir + "/data");
+      EXPECT_EQ(predicted_test_accuracy(p.out + "/predictions.npy", ds), r.test_acc_at_best);
+      EXPECT_GT(r.test_acc_at_best, bound - 0.2);
+      const Array emb = load_npy(e.out + "/embeddings.npy");
+      EXPECT_EQ(emb.shape(), (std::vector<int64_t>{3000, 64}));
+      const float* x = emb.data<float>();
+      EXPECT_GE(*std::min_element(x, x + emb.numel()), 0.0f);  // after the ReLU
+      EXPECT_GT(*std::max_element(x, x + emb.numel()), 0.0f);
+    }
+  }
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
 }

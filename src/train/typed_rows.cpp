@@ -1,0 +1,46 @@
+#include "train/typed_rows.hpp"
+
+#include "graph/npy.hpp"
+#include "pipeline/rank/runtime.hpp"
+#include "train/trainer.hpp"
+
+namespace dsp {
+
+FeaturelessRows::FeaturelessRows(const HeteroLayout& h, const std::vector<int64_t>& type_dims) {
+  const int T = h.num_types();
+  offsets.assign(h.parts + 1, 0);
+  slot_row.assign(static_cast<size_t>(h.parts) * T, -1);
+  int64_t row = 0;
+  for (int p = 0; p < h.parts; ++p) {
+    for (int t = 0; t < T; ++t) {
+      const size_t s = static_cast<size_t>(p) * T + t;
+      if (type_dims[t] > 0) continue;
+      slot_row[s] = row;
+      row += h.bounds[s + 1] - h.bounds[s];
+    }
+    offsets[p + 1] = row;
+  }
+}
+
+std::unique_ptr<EmbeddingTable> attach_typed_rows(RankRuntime& rt, Trainer& trainer,
+                                                  const std::vector<int64_t>& type_dims,
+                                                  const EmbeddingOptions& eo) {
+  const HeteroLayout& h = *rt.part().meta.hetero;
+  auto rows = std::make_shared<const FeaturelessRows>(h, type_dims);
+  const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  std::vector<int64_t> ids;  // dataset ids of this rank's rows, in row order
+  const int T = h.num_types(), p = rt.rank();
+  for (int t = 0; t < T; ++t) {
+    const size_t s = static_cast<size_t>(p) * T + t;
+    if (rows->slot_row[s] < 0) continue;
+    for (int64_t v = h.bounds[s]; v < h.bounds[s + 1]; ++v) {
+      ids.push_back(new2old.data<int64_t>()[v]);
+    }
+  }
+  auto table = std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), rows->offsets,
+                                                ids.data(), eo, rt.embedding_storage());
+  trainer.attach_embedding(table.get(), [rows, &h](int64_t v) { return rows->row(h, v); });
+  return table;
+}
+
+}  // namespace dsp
