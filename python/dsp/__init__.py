@@ -19,7 +19,9 @@ batches training edges and their negatives for link prediction. Batches carry th
 partition's node ids ("dsp ids"); ``dsp.to_original_ids(path, ids)`` gives the dataset's own ids
 back and ``dsp.to_dsp_ids`` goes the other way. ``dsp.load_model`` turns a
 checkpoint of ``dsp train`` into ``dsp.GNN``, the same model in plain PyTorch (``model(blocks,
-x)``); ``dsp.export_model`` writes it as ``model.json`` plus a ``state_dict.pt`` (these need torch).
+x)``), a typed one (rgcn, hsage) into ``dsp.HeteroGNN`` (``model(blocks, model.inputs(batch,
+dsp.load_embedding_table(checkpoint, partition)))``); ``dsp.export_model`` writes it as
+``model.json`` plus a ``state_dict.pt`` (these need torch).
 """
 import contextlib
 import os
@@ -68,9 +70,10 @@ from ._data import convert_ogb_link, from_dgl, from_pyg, save_dataset  # noqa: F
 from ._hetero_data import load_hetero_dataset, save_hetero_dataset  # noqa: F401  (re-exported)
 from ._train import cli_path, embed, predict, train  # noqa: F401  (re-exported)
 
-_MODEL_NAMES = ("GNN", "load_model", "export_model")
+_MODEL_NAMES = ("GNN", "HeteroGNN", "load_model", "export_model", "load_embedding_table")
 if torch is not None:  # the models are torch modules: without torch, dsp.GNN says what is missing
-    from ._model import GNN, export_model, load_model  # noqa: F401  (re-exported)
+    from ._model import (  # re-exported
+        GNN, HeteroGNN, export_model, load_embedding_table, load_model)  # noqa: F401
 else:
     def __getattr__(name):
         if name in _MODEL_NAMES:
@@ -115,7 +118,7 @@ __all__ = [
     "NotSupported", "cli_path", "build_info", "__version__",
 ]
 if torch is not None:  # without torch, `from dsp import *` leaves them out
-    __all__ += ["GNN", "load_model", "export_model"]
+    __all__ += list(_MODEL_NAMES)
 
 
 class Schema(NamedTuple):

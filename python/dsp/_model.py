@@ -1,7 +1,10 @@
 """dsp's GNN models (src/train/model.hpp) in plain PyTorch, and models trained by ``dsp train``.
 
-:class:`GNN` has the parameters of the C++ model under the same names, in the same order and
-shapes, and computes what its eval mode computes (no dropout), input normalisation included.
+:class:`GNN` (sage, gcn, gat) and :class:`HeteroGNN` (the typed models rgcn and hsage of a
+heterogeneous partition) have the parameters of the C++ model under the same names, in the same
+order and shapes, and compute what its eval mode computes (no dropout), input normalisation
+included. :func:`load_embedding_table` reads the rows a model learnt for featureless nodes (the
+checkpoint's embedding shards), which the models take as part of their input.
 :func:`load_model` reads a checkpoint of ``dsp train --checkpoint-dir`` (``checkpoint.pt``,
 ``best.pt``: a LibTorch archive, read with ``torch.jit.load``) or a directory written by
 :func:`export_model`, which holds ``model.json`` (the architecture) and ``state_dict.pt``
@@ -21,6 +24,7 @@ import torch.nn.functional as F
 from . import _dsp
 
 MODELS = ("sage", "gcn", "gat")
+HETERO_MODELS = ("rgcn", "hsage")  # typed models: HeteroGNN
 NORMALIZATIONS = ("none", "row", "standard")
 CHECKPOINT_FORMAT, CHECKPOINT_VERSIONS = "dsp-checkpoint", (1, 2)
 EXPORT_FORMAT, EXPORT_VERSION = "dsp-model", 1
@@ -163,7 +167,8 @@ class GNN(torch.nn.Module):
                  heads: int = 1, out_heads: int = 1, normalize_features: str = "none"):
         super().__init__()
         if model not in MODELS:
-            raise ValueError(f"unknown model '{model}' ({', '.join(MODELS)})")
+            typed = " (rgcn and hsage are dsp.HeteroGNN's)" if model in HETERO_MODELS else ""
+            raise ValueError(f"unknown model '{model}' ({', '.join(MODELS)}){typed}")
         if normalize_features not in NORMALIZATIONS:
             raise ValueError(f"normalize_features must be none, row or standard, got "
                              f"'{normalize_features}'")
@@ -230,19 +235,262 @@ class GNN(torch.nn.Module):
         return ", ".join(f"{k}={v!r}" for k, v in self.config.items())
 
 
-def _build(cfg: dict, normalize: str, params: list, source: str) -> GNN:
-    """The GNN of a recorded model config (ModelConfig::to_json), checked against the recorded
-    parameter list [{name, shape}]; ValueError naming `source` otherwise."""
-    if not isinstance(cfg, dict) or cfg.get("model") not in MODELS:
+def _types(t, n: int, device, what: str) -> torch.Tensor:
+    """A block's int64 type array (src_types / edge_types) of `n` entries on `device`."""
+    if t is None:
+        raise ValueError(f"a typed model needs blocks with node and edge types (a Loader on a "
+                         f"heterogeneous partition): the block has no {what}")
+    t = _index(t, device)
+    if t.numel() != n:
+        raise ValueError(f"the block has {t.numel()} {what} for {n} "
+                         f"{'sources' if what == 'src_types' else 'edges'}")
+    return t
+
+
+class _RelationSage(torch.nn.Module):
+    """hsage's SAGEConv('mean') of one relation: W_self h_v + b + W_neigh mean_r(v)."""
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        self.add_module("self", torch.nn.Linear(d_in, d_out))
+        self.neigh = torch.nn.Linear(d_in, d_out, bias=False)
+        torch.nn.init.zeros_(self.self.bias)
+
+
+class _HeteroLayer(torch.nn.Module):
+    """One rgcn or hsage layer over a typed block (model_hetero.cpp's HeteroLayer):
+    rgcn  h_v' = W_0 h_v + b + sum_{r into v's type} W_r mean_r(v);
+    hsage h_v' = sum_{r into v's type} (W_self,r h_v + b_r + W_neigh,r mean_r(v)), 0 for a type
+    no relation enters. mean_r(v): the mean of h_u over v's in-edges of relation r (0 without)."""
+
+    def __init__(self, model: str, relation_src, relation_dst, num_types: int, d_in: int,
+                 d_out: int):
+        super().__init__()
+        self.rgcn, self.d_out = model == "rgcn", d_out
+        self.relation_src, self.relation_dst = list(relation_src), list(relation_dst)
+        self.rels_into = [[r for r, d in enumerate(self.relation_dst) if d == t]
+                          for t in range(num_types)]
+        if self.rgcn:
+            self.add_module("self", torch.nn.Linear(d_in, d_out))
+            torch.nn.init.zeros_(self.self.bias)
+        for r in range(len(self.relation_dst)):
+            self.add_module(f"rel{r}", torch.nn.Linear(d_in, d_out, bias=False) if self.rgcn
+                            else _RelationSage(d_in, d_out))
+
+    def forward(self, block, h):
+        n, device = int(block.num_dst), h.device
+        src, dst = _edges(block, device, False)
+        etype = _types(block.edge_types, src.numel(), device, "edge_types")
+        stype = _types(block.src_types, int(block.num_src), device, "src_types")
+        T, R = len(self.rels_into), len(self.relation_dst)
+        if stype.numel() and (int(stype.min()) < 0 or int(stype.max()) >= T):
+            raise ValueError(f"the block has a source of node type {int(stype.max())}, outside "
+                             f"the model's {T} types")
+        if etype.numel():
+            lo, hi = int(etype.min()), int(etype.max())
+            if lo < 0 or hi >= R:
+                raise ValueError(f"the block has an edge of relation {lo if lo < 0 else hi}, "
+                                 f"outside the model's {R}")
+            rs = torch.tensor(self.relation_src, device=device)[etype]
+            rd = torch.tensor(self.relation_dst, device=device)[etype]
+            bad = torch.nonzero((rs != stype[src]) | (rd != stype[dst])).flatten()
+            if bad.numel():
+                e = int(bad[0])
+                r = int(etype[e])
+                raise ValueError(f"edge {e} of the block (relation {r}: type "
+                                 f"{self.relation_src[r]} -> {self.relation_dst[r]}) joins a node "
+                                 f"of type {int(stype[src[e]])} to one of type "
+                                 f"{int(stype[dst[e]])}")
+        out = h.new_zeros(n, self.d_out)
+        dst_type = stype[:n]
+        for t, rels in enumerate(self.rels_into):
+            rows = torch.nonzero(dst_type == t).flatten()
+            if rows.numel() == 0 or (not self.rgcn and not rels):
+                continue
+            h_v = h[rows]
+            acc = self.self(h_v) if self.rgcn else None
+            for r in rels:
+                keep = etype == r
+                s_r, d_r = src[keep], dst[keep]
+                total = h.new_zeros(n, h.size(1)).index_add_(0, d_r, h[s_r])
+                mean = total / torch.bincount(d_r, minlength=n).to(h.dtype).clamp_min(1) \
+                    .unsqueeze(1)
+                conv = getattr(self, f"rel{r}")
+                term = conv(mean[rows]) if self.rgcn else conv.self(h_v) + conv.neigh(mean[rows])
+                acc = term if acc is None else acc + term
+            out[rows] = acc
+        return out
+
+
+class HeteroGNN(torch.nn.Module):
+    """dsp's typed models over a heterogeneous partition's blocks, as ``dsp train --model rgcn``
+    or ``--model hsage`` builds them (src/train/model_hetero.cpp): R-GCN (DGL's RelGraphConv
+    with self loop, no bases) or DGL's HeteroGraphConv(sum) of one SAGEConv('mean') per relation.
+
+    Node type t enters with a ``hidden``-wide row: ``input<t>`` (a linear map, no activation) of
+    its features when ``type_dims[t] > 0``; for a featureless type (``type_dims[t] == 0``) the
+    row the model learnt for the node, which the caller supplies (see :meth:`inputs` and
+    :func:`load_embedding_table`). Relation r joins type ``relation_src[r]`` to type
+    ``relation_dst[r]``; type and relation ids are the partition schema's order
+    (``Loader.schema.node_types``/``relations``). ReLU between layers, no dropout (the C++
+    model's eval mode). ``named_parameters()`` are the C++ model's: ``input<t>.weight/bias``,
+    then per layer ``layer<l>.self.*`` and ``layer<l>.rel<r>.weight`` (rgcn) or
+    ``layer<l>.rel<r>.self.*``/``layer<l>.rel<r>.neigh.weight`` (hsage). ValueError on a bad
+    argument.
+    """
+
+    def __init__(self, model: str, type_dims, relation_src, relation_dst, out_dim: int,
+                 hidden: int = 128, layers: int = 2, normalize_features: str = "none"):
+        super().__init__()
+        if model not in HETERO_MODELS:
+            raise ValueError(f"unknown typed model '{model}' ({', '.join(HETERO_MODELS)})")
+        if normalize_features not in ("none", "row"):
+            raise ValueError(f"normalize_features of a typed model must be none or row, got "
+                             f"'{normalize_features}'")
+        type_dims, relation_src, relation_dst = (
+            [int(v) for v in a] for a in (type_dims, relation_src, relation_dst))
+        if min(out_dim, hidden, layers) < 1:
+            raise ValueError("out_dim, hidden and layers must be >= 1")
+        if not type_dims or not relation_src or len(relation_src) != len(relation_dst):
+            raise ValueError(f"a typed model needs node types and relations ({len(type_dims)} "
+                             f"types, {len(relation_src)} relation sources, {len(relation_dst)} "
+                             "destinations)")
+        if min(type_dims) < 0:
+            raise ValueError(f"node type input widths must be >= 0, got {min(type_dims)}")
+        T = len(type_dims)
+        for r, (a, b) in enumerate(zip(relation_src, relation_dst)):
+            if not (0 <= a < T and 0 <= b < T):
+                raise ValueError(f"relation {r} goes from type {a} to type {b}, outside the {T} "
+                                 "node types")
+        self.config = dict(model=model, type_dims=type_dims, relation_src=relation_src,
+                           relation_dst=relation_dst, out_dim=int(out_dim), hidden=int(hidden),
+                           layers=int(layers), normalize_features=normalize_features)
+        for t, d in enumerate(type_dims):
+            if d > 0:
+                self.add_module(f"input{t}", torch.nn.Linear(d, hidden))
+                torch.nn.init.zeros_(getattr(self, f"input{t}").bias)
+        for l in range(layers):
+            self.add_module(f"layer{l}", _HeteroLayer(model, relation_src, relation_dst, T,
+                                                      hidden, out_dim if l + 1 == layers
+                                                      else hidden))
+
+    def _type_id(self, key, names) -> int:
+        if isinstance(key, str):
+            if names is None or key not in names:
+                raise ValueError(f"input of node type '{key}': the blocks carry no schema naming "
+                                 "it; key the inputs by type id" if names is None else
+                                 f"input of node type '{key}': the schema's types are {names}")
+            return names.index(key)
+        t = int(key)
+        if not 0 <= t < len(self.config["type_dims"]):
+            raise ValueError(f"input of node type {t}, outside the model's "
+                             f"{len(self.config['type_dims'])} types")
+        return t
+
+    def forward(self, blocks, x):
+        """Logits [blocks[-1].num_dst, out_dim] of a typed batch: `blocks` as :class:`dsp.Loader`
+        yields them on a heterogeneous partition (with ``src_types`` and ``edge_types``; one per
+        layer), `x` the input rows per node type: a dict keyed by type name (as the blocks'
+        ``schema`` names it) or type id, or a list indexed by type id. Entry t holds the rows of
+        blocks[0]'s sources of type t in their source order (``Batch.x_dict``'s order): raw
+        features [n_t, type_dims[t]] for a featured type, the learnt rows [n_t, hidden] for a
+        featureless one (:meth:`inputs` builds them); a type without sources may be left out."""
+        c = self.config
+        if len(blocks) != c["layers"]:
+            raise ValueError(f"the batch has {len(blocks)} blocks but the {c['layers']}-layer "
+                             "model needs one per layer")
+        p = next(self.parameters())
+        first = blocks[0]
+        stype = _types(first.src_types, int(first.num_src), p.device, "src_types")
+        schema = getattr(first, "schema", None)
+        names = list(schema.node_types) if schema is not None else None
+        items = x.items() if isinstance(x, dict) else enumerate(x)
+        given = {}
+        for key, v in items:
+            if v is None:
+                continue
+            t = self._type_id(key, names)
+            if not isinstance(v, torch.Tensor):
+                v = torch.from_numpy(np.array(v, dtype=np.float32))
+            given[t] = v.to(p.device, p.dtype)
+        h = p.new_zeros(int(first.num_src), c["hidden"])
+        for t, d in enumerate(c["type_dims"]):
+            rows = torch.nonzero(stype == t).flatten()
+            width = d if d > 0 else c["hidden"]
+            v = given.get(t)
+            if v is None:
+                if rows.numel() == 0:
+                    continue
+                raise ValueError(f"the batch has {rows.numel()} input nodes of type "
+                                 f"{names[t] if names else t} but no input rows for them")
+            if v.dim() != 2 or tuple(v.shape) != (rows.numel(), width):
+                raise ValueError(f"inputs of node type {names[t] if names else t} are "
+                                 f"{list(v.shape)} but the model expects [{rows.numel()}, "
+                                 f"{width}] (its input nodes x "
+                                 f"{'its features' if d > 0 else 'hidden'})")
+            if d > 0:
+                if c["normalize_features"] == "row":
+                    v = v / v.sum(1, keepdim=True).clamp_min(1)
+                v = getattr(self, f"input{t}")(v)
+            h[rows] = v
+        for l, block in enumerate(blocks):
+            if l > 0 and int(block.num_src) != int(blocks[l - 1].num_dst):
+                raise ValueError(f"block {l} has {int(block.num_src)} source nodes but block "
+                                 f"{l - 1} has {int(blocks[l - 1].num_dst)} destination nodes")
+            h = getattr(self, f"layer{l}")(block, h)
+            if l + 1 < c["layers"]:
+                h = torch.relu(h)
+        return h
+
+    def inputs(self, batch, embedding=None) -> dict:
+        """The input rows of a typed :class:`dsp.Batch` for :meth:`forward`: ``batch.x_dict``
+        (the featured types, keyed by name) plus, for every featureless type with input nodes,
+        ``embedding`` indexed by their partition ids (``blocks[0].src_ids``): the table of
+        :func:`load_embedding_table` (float [num_nodes, hidden], rows by partition id)."""
+        c = self.config
+        first = batch.blocks[0]
+        names = list(batch.schema.node_types)
+        out = dict(batch.x_dict or {})
+        stype = _index(first.src_types, "cpu")
+        ids = _index(first.src_ids, "cpu")
+        for t, d in enumerate(c["type_dims"]):
+            if d > 0:
+                continue
+            sel = ids[stype == t]
+            if sel.numel() == 0:
+                continue
+            if embedding is None:
+                raise ValueError(f"node type {names[t]} has no features: the model takes the "
+                                 "rows it learnt for them; pass embedding= (dsp."
+                                 "load_embedding_table of the checkpoint and partition)")
+            if not isinstance(embedding, torch.Tensor):
+                embedding = torch.from_numpy(np.asarray(embedding))
+            out[names[t]] = embedding[sel]
+        return out
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.config.items())
+
+
+def _build(cfg: dict, normalize: str, params: list, source: str):
+    """The GNN or HeteroGNN of a recorded model config (ModelConfig::to_json), checked against
+    the recorded parameter list [{name, shape}]; ValueError naming `source` otherwise."""
+    if not isinstance(cfg, dict) or cfg.get("model") not in MODELS + HETERO_MODELS:
         name = cfg.get("model") if isinstance(cfg, dict) else cfg
-        raise ValueError(f"{source}: unknown model '{name}' ({', '.join(MODELS)})")
+        raise ValueError(f"{source}: unknown model '{name}' ({', '.join(MODELS + HETERO_MODELS)})")
     if cfg.get("preaggregated", False):
         raise ValueError(f"{source}: a pre-aggregated model (dsp train --preaggregate) reads "
                          "[x | a] rows made by dsp partition --preaggregate in its first layer; "
                          "dsp.GNN has no such input: retrain without --preaggregate")
     try:
-        model = GNN(cfg["model"], int(cfg["in_dim"]), int(cfg["out_dim"]), int(cfg["hidden"]),
-                    int(cfg["layers"]), int(cfg["heads"]), int(cfg["out_heads"]), normalize)
+        if cfg["model"] in HETERO_MODELS:
+            model = HeteroGNN(cfg["model"], cfg["type_dims"], cfg["relation_src"],
+                              cfg["relation_dst"], int(cfg["out_dim"]), int(cfg["hidden"]),
+                              int(cfg["layers"]), normalize)
+        else:
+            model = GNN(cfg["model"], int(cfg["in_dim"]), int(cfg["out_dim"]),
+                        int(cfg["hidden"]), int(cfg["layers"]), int(cfg["heads"]),
+                        int(cfg["out_heads"]), normalize)
         recorded = [(p["name"], [int(s) for s in p["shape"]]) for p in params]
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"{source}: bad model description ({type(e).__name__}: {e})") from None
@@ -250,8 +498,9 @@ def _build(cfg: dict, normalize: str, params: list, source: str) -> GNN:
     if recorded != mine:
         diff = next((f"{a} against {b}" for a, b in zip(recorded, mine) if a != b),
                     f"{len(recorded)} parameters against {len(mine)}")
-        raise ValueError(f"{source}: the recorded parameters do not match dsp.GNN's "
-                         f"{cfg['model']} model (recorded, expected: {diff})")
+        raise ValueError(f"{source}: the recorded parameters do not match dsp."
+                         f"{type(model).__name__}'s {cfg['model']} model (recorded, expected: "
+                         f"{diff})")
     return model
 
 
@@ -313,14 +562,14 @@ def _entry(archive, name: str, path: str) -> torch.Tensor:
         raise ValueError(f"checkpoint {path} is damaged: it has no tensor '{name}'") from None
 
 
-def _load_state(model: GNN, state, path: str) -> None:
+def _load_state(model, state, path: str) -> None:
     try:
         model.load_state_dict(state)
     except RuntimeError as e:
         raise ValueError(f"{path}: the tensors do not fit the model: {e}") from None
 
 
-def _read_export(directory: str) -> GNN:
+def _read_export(directory: str):
     """The model of a directory written by :func:`export_model`."""
     meta_path, state_path = (os.path.join(directory, f) for f in (MODEL_FILE, STATE_FILE))
     for f in (meta_path, state_path):
@@ -344,13 +593,18 @@ def _read_export(directory: str) -> GNN:
     return model
 
 
-def load_model(path) -> GNN:
-    """A trained model as a :class:`GNN` in eval mode, on the CPU.
+def load_model(path):
+    """A trained model in eval mode, on the CPU: a :class:`GNN` (sage, gcn, gat) or, for a typed
+    model of a heterogeneous partition (rgcn, hsage), a :class:`HeteroGNN`.
 
     `path` is a checkpoint of ``dsp train --checkpoint-dir`` (``checkpoint.pt``, ``best.pt``) or a
     directory written by :func:`export_model`. FileNotFoundError for a missing path; ValueError
     naming the file for one that is not a dsp checkpoint or model, an unknown model, a
     pre-aggregated one, or a "standard"-normalised checkpoint without its feature statistics.
+    A model that learnt rows for featureless nodes (``embedding_dim`` > 0; a typed model with a
+    featureless type) holds no such rows: they are the checkpoint's embedding shards, which
+    :func:`load_embedding_table` reads, and the caller passes them in with the features (GNN:
+    as the last ``embedding_dim`` columns of x; HeteroGNN: as the featureless types' inputs).
     """
     path = os.fspath(path)
     if os.path.isdir(path):
@@ -367,8 +621,10 @@ def export_model(checkpoint, out_dir, *, overwrite: bool = False) -> str:
     """Writes the model of a dsp checkpoint to `out_dir` for use without dsp's checkpoints:
     ``model.json`` (format "dsp-model" version 1; ``model``: the checkpoint's config.model;
     ``normalize_features``; ``params``: [{name, shape}]; ``epoch``) and ``state_dict.pt``
-    (``torch.save`` of the GNN's state dict: parameters by name, plus
-    ``input_norm.feature_mean``/``input_norm.feature_inv_std`` for "standard"). Refuses an
+    (``torch.save`` of the model's state dict: parameters by name, plus
+    ``input_norm.feature_mean``/``input_norm.feature_inv_std`` for "standard"). A typed model's
+    config.model holds its ``type_dims``, ``relation_src`` and ``relation_dst``. The learnt rows
+    of featureless nodes are not exported (see :func:`load_embedding_table`). Refuses an
     existing non-empty `out_dir` (FileExistsError) unless `overwrite`. Returns `out_dir`.
     :func:`load_model` reads it back."""
     checkpoint, out_dir = os.fspath(checkpoint), os.fspath(out_dir)
@@ -395,3 +651,93 @@ def export_model(checkpoint, out_dir, *, overwrite: bool = False) -> str:
     os.replace(state_tmp, os.path.join(out_dir, STATE_FILE))
     os.replace(meta_tmp, os.path.join(out_dir, MODEL_FILE))
     return out_dir
+
+
+
+EMBEDDING_MAGIC, EMBEDDING_VERSION = b"DSPEMBD\0", 1
+# layout/store/embedding_table.cpp's FileHeader: magic, version, optimizer, dim, begin, end,
+# num_nodes, ranks, rank, ids_digest, sums[4], header_sum (112 bytes, native byte order).
+_EMBEDDING_HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("optimizer", "<u4"),
+                              ("dim", "<i8"), ("begin", "<i8"), ("end", "<i8"),
+                              ("num_nodes", "<i8"), ("ranks", "<i8"), ("rank", "<i8"),
+                              ("ids_digest", "<u8"), ("sums", "<u8", (4,)),
+                              ("header_sum", "<u8")])
+
+
+def load_embedding_table(checkpoint, partition) -> "torch.Tensor":
+    """The rows a model learnt for featureless nodes (``dsp train`` with ``embedding_dim``, or a
+    typed model with a type without features), as float32 [num_nodes, dim] indexed by
+    partition id (``Block.src_ids``) of the partition directory `partition` the model was
+    trained on: what :meth:`HeteroGNN.inputs` takes, and for a :class:`GNN` the last ``dim``
+    columns of its input (``x = cat([features, table[src_ids]], 1)``). A typed model's rows of
+    featured nodes are 0 (they have none).
+
+    Reads the checkpoint's shards ``<checkpoint>.embedding.<r>-of-<P>`` (one per rank of the
+    training job, which had one rank per part), checking each header and the rows' checksums as
+    dsp does. Not checked: that `partition` is the training one (the shards record its dataset
+    ids only as a digest). FileNotFoundError when a shard is missing; ValueError naming the file
+    for a model without learnt rows or a damaged or foreign shard."""
+    checkpoint, partition = os.fspath(checkpoint), os.fspath(partition)
+    header, _ = _read_checkpoint(checkpoint)
+    cfg = header["config"]["model"]
+    dim = int(cfg.get("embedding_dim", 0))
+    if dim == 0:
+        raise ValueError(f"{checkpoint}: the model learnt no node rows (embedding_dim 0)")
+    meta = _dsp.load_partition_meta(partition)
+    parts, num_nodes = int(meta["parts"]), int(meta["num_nodes"])
+    offsets = [int(o) for o in meta["offsets"]]
+    if cfg["model"] in HETERO_MODELS:  # train/typed_rows.hpp's FeaturelessRows
+        bounds = [int(b) for b in meta["hetero"]["type_bounds"]]
+        T = len(cfg["type_dims"])
+        if len(bounds) != parts * T + 1:
+            raise ValueError(f"{partition}: {len(bounds) - 1} (part, type) slots but the model of "
+                             f"{checkpoint} has {T} node types over {parts} parts")
+        ids, row_offsets = [], [0]
+        for p in range(parts):
+            for t in range(T):
+                if cfg["type_dims"][t] == 0:
+                    ids.append(np.arange(bounds[p * T + t], bounds[p * T + t + 1]))
+            row_offsets.append(sum(len(a) for a in ids))
+        ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+    else:  # every node's row, in partition id order
+        ids, row_offsets = np.arange(num_nodes), offsets
+    rows = []
+    for r in range(parts):
+        shard = f"{checkpoint}.embedding.{r}-of-{parts}"
+        if not os.path.isfile(shard):
+            raise FileNotFoundError(f"{shard} does not exist: the learnt rows of {checkpoint} "
+                                    f"for rank {r} of a {parts}-rank job (one per part of "
+                                    f"{partition})")
+        rows.append(_read_shard(shard, dim, row_offsets[r], row_offsets[r + 1],
+                                row_offsets[-1], r, parts))
+    table = torch.zeros(num_nodes, dim)
+    table[torch.from_numpy(ids.astype(np.int64))] = torch.from_numpy(np.concatenate(rows))
+    return table
+
+
+def _read_shard(path: str, dim: int, begin: int, end: int, total: int, rank: int,
+                ranks: int) -> np.ndarray:
+    """The rows [end - begin, dim] of one embedding shard, checked against what the partition
+    implies (ValueError naming the file and the fault)."""
+    data = np.fromfile(path, dtype=np.uint8)
+    size = _EMBEDDING_HEADER.itemsize
+    if data.size < size or data[:8].tobytes() != EMBEDDING_MAGIC:
+        raise ValueError(f"{path} is not a dsp embedding table")
+    h = data[:size].view(_EMBEDDING_HEADER)[0]
+    if _dsp._checksum(data[:size - 8]) != f"{int(h['header_sum']):016x}":
+        raise ValueError(f"{path}: checksum mismatch in the header: the file is damaged")
+    if int(h["version"]) != EMBEDDING_VERSION:
+        raise ValueError(f"{path}: embedding table version {int(h['version'])}; this dsp reads "
+                         f"{EMBEDDING_VERSION}")
+    if int(h["dim"]) != dim:
+        raise ValueError(f"{path}: embedding dim {int(h['dim'])} but the model's is {dim}")
+    got = (int(h["begin"]), int(h["end"]), int(h["num_nodes"]), int(h["rank"]), int(h["ranks"]))
+    if got != (begin, end, total, rank, ranks):
+        raise ValueError(f"{path}: rows [{got[0]}, {got[1]}) of {got[2]} (rank {got[3]} of "
+                         f"{got[4]}) but the partition gives rank {rank} of {ranks} rows "
+                         f"[{begin}, {end}) of {total}: another partition")
+    cells = (end - begin) * dim * 4
+    values = data[size:size + cells]
+    if values.size != cells or _dsp._checksum(values) != f"{int(h['sums'][0]):016x}":
+        raise ValueError(f"{path}: checksum mismatch in the rows: the file is damaged")
+    return values.view(np.float32).reshape(end - begin, dim)

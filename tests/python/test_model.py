@@ -163,7 +163,8 @@ def test_unknown_and_preaggregated_models_are_refused(sage_checkpoint, tmp_path)
     d = tmp_path / "m"
     dsp.export_model(sage_checkpoint, d)
     meta = json.loads((d / "model.json").read_text())
-    for change, message in (({"model": "gin"}, r"unknown model 'gin' \(sage, gcn, gat\)"),
+    for change, message in (({"model": "gin"},
+                             r"unknown model 'gin' \(sage, gcn, gat, rgcn, hsage\)"),
                             ({"preaggregated": True}, "a pre-aggregated model")):
         (d / "model.json").write_text(json.dumps({**meta, "model": {**meta["model"], **change}}))
         with pytest.raises(ValueError, match=re.escape(f"{d / 'model.json'}: ") + message):
@@ -330,3 +331,21 @@ def test_load_model_verifies_the_checkpoints_checksums(trained, tmp_path):
     with pytest.raises(ValueError, match=re.escape(
             f"{damaged}: the header fails its checksum: the file is damaged")):
         dsp.load_model(damaged)
+
+
+def test_learnt_rows_of_a_homogeneous_model(cora_p1, whole_graph, tmp_path):
+    """A model with learnt node rows (embedding_dim) takes them as the last columns of x:
+    dsp.load_embedding_table reads them from the checkpoint's shards, by partition id."""
+    ck = tmp_path / "ck"
+    dsp.train({"path": cora_p1, "fanouts": [5, 5], "epochs": 1, "batch_size": 256, "hidden": 4,
+               "embedding_dim": 4, "checkpoint_dir": str(ck)})
+    r = dsp.predict(cora_p1, str(ck / "best.pt"), str(tmp_path / "pred"), output="logits")
+    table = dsp.load_embedding_table(ck / "best.pt", cora_p1)
+    new2old = np.load(f"{cora_p1}/new2old.npy")
+    rows = torch.zeros_like(table)
+    rows[torch.from_numpy(new2old)] = table  # in the dataset's ids, as whole_graph
+    block, x = whole_graph
+    model = dsp.load_model(ck / "best.pt")
+    with torch.no_grad():
+        out = model([block, block], torch.cat([torch.from_numpy(np.array(x)), rows], 1)).numpy()
+    assert_same_predictions(out, r["logits"], r["predictions"])
