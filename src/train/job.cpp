@@ -1779,7 +1779,17 @@ JobResult run_training(const JobConfig& cfg_given) {
   cfg.validate();
   // Before any work: a new run must not replace an earlier one's checkpoints unasked.
   if (!cfg.resume) claim_checkpoint_dir(cfg.checkpoint_dir, cfg.overwrite);
-  // Fanouts given for evaluation ask for sampled evaluation (auto would ignore them).
+  // Fanouts given for evaluation ask for sampled evaluation (auto would ignore them); all of them
+  // -1 (every neighbour) ask for each node's full-neighbour output, which layer-wise inference
+  // computes once per node and layer instead of once per batch that reaches it.
+  const bool every = !cfg.eval_fanouts.empty() &&
+                     std::all_of(cfg.eval_fanouts.begin(), cfg.eval_fanouts.end(),
+                                 [](int f) { return f == kAllNeighbours; });
+  if (every && !ModelConfig::is_hetero_model(cfg.train.model.model) && !cfg.sampler.temporal &&
+      !cfg.preaggregate) {
+    cfg.eval = "full";
+    cfg.eval_fanouts.clear();
+  }
   if (cfg.eval == "auto" && !cfg.eval_fanouts.empty()) cfg.eval = "sampled";
   // A typed model's full-neighbour evaluation: every neighbour (-1) of every relation sampled.
   if (cfg.eval == "full" && ModelConfig::is_hetero_model(cfg.train.model.model)) {

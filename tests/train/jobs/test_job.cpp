@@ -626,6 +626,13 @@ TEST(Job, FullNeighbourEvaluationIsTheDefaultWhereItFits) {
   EXPECT_NE(sampled.test_acc_at_best, full.test_acc_at_best)
       << "sampled (fanouts 2,2) and full neighbourhoods gave the same accuracy: one of them did "
          "not run";
+  // Every evaluation fanout -1 (all neighbours): each node's full-neighbour output, which the
+  // job computes layer by layer (once per node and layer, not once per batch reaching it).
+  c.eval_fanouts = {-1, -1};
+  const JobResult every = run_training(c);
+  EXPECT_EQ(every.eval, "full");
+  EXPECT_EQ(every.test_acc_at_best, full.test_acc_at_best);
+  EXPECT_EQ(every.best_val_acc, full.best_val_acc);
 }
 
 // dsp train keeps the best-validation model (best.pt); dsp predict with it predicts exactly the
