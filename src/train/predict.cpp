@@ -117,14 +117,17 @@ std::vector<int64_t> output_ids(const PredictConfig& c, int64_t num_nodes) {
   return ids;
 }
 
-// Every rank's rows at rank 0, in the partition's (new) id order: the parts are contiguous.
-std::vector<float> gather_rows(RankRuntime& rt, const std::vector<float>& mine) {
+// Every rank's `mine` at rank 0, rank after rank (rows: in the partition's new id order, the
+// parts being contiguous); empty elsewhere. Step (2, step) of the trainer channel.
+template <class T>
+std::vector<T> gather_rows(RankRuntime& rt, const std::vector<T>& mine, int64_t step = 0,
+                           const char* label = "predict:rows") {
   CoordinatedCommunicator& tc = rt.channel(WorkerKind::kTrainer);
-  tc.set_step(2, 0);
+  tc.set_step(2, step);
   std::vector<int64_t> counts(static_cast<size_t>(rt.size()), 0);
   counts[0] = static_cast<int64_t>(mine.size());
   OpOptions o;
-  o.label = "predict:rows";
+  o.label = label;
   return tc.all_to_all_v(mine, counts, nullptr, o);
 }
 
@@ -319,13 +322,7 @@ std::vector<float> typed_rows(const PredictConfig& c, RankRuntime& rt, Trainer& 
     mine.insert(mine.end(), out.begin(), out.end());
   }
   // Rank 0 gathers every rank's rows and their places.
-  CoordinatedCommunicator& tc = rt.channel(WorkerKind::kTrainer);
-  tc.set_step(2, 0);
-  std::vector<int64_t> counts(static_cast<size_t>(rt.size()), 0);
-  counts[0] = static_cast<int64_t>(at.size());
-  OpOptions o;
-  o.label = "predict:places";
-  const std::vector<int64_t> places = tc.all_to_all_v(at, counts, nullptr, o);
+  const std::vector<int64_t> places = gather_rows(rt, at, 1, "predict:places");
   const std::vector<float> rows = gather_rows(rt, mine);
   if (!rt.leader()) return {};
   std::vector<float> ordered(ids.size() * static_cast<size_t>(width));

@@ -52,3 +52,14 @@ def cora_p2(cora, tmp_path_factory):
     out = tmp_path_factory.mktemp("part") / "cora-p2"
     dsp.partition(cora, str(out), parts=2)
     return str(out)
+
+
+def assert_same_predictions(out, ref_logits, ref_classes):
+    """A Python model's logits against dsp predict's: within 1e-4 of their scale, and the same
+    class wherever the top two logits are more than 1e-6 apart."""
+    import numpy as np
+    assert out.shape == ref_logits.shape
+    assert np.abs(out - ref_logits).max() <= 1e-4 * np.abs(ref_logits).max()
+    top2 = np.sort(out, axis=1)[:, -2:]
+    differ = out.argmax(1) != ref_classes
+    assert not np.any(differ & (top2[:, 1] - top2[:, 0] > 1e-6)), np.flatnonzero(differ)

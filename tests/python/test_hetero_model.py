@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import dsp  # noqa: E402
+from conftest import assert_same_predictions  # noqa: E402
 
 # rgcn in every tier; hsage (the same path with another layer) not in --quick.
 MODELS = ["rgcn", pytest.param("hsage", marks=pytest.mark.slow)]
@@ -64,14 +65,6 @@ def test_split_logits(model, part, embedding):
 
 
 test_split_logits.__test__ = False  # a helper, not a test
-
-
-def assert_same_predictions(out, ref_logits, ref_classes):
-    assert out.shape == ref_logits.shape
-    assert np.abs(out - ref_logits).max() <= 1e-4 * np.abs(ref_logits).max()
-    top2 = np.sort(out, axis=1)[:, -2:]
-    differ = out.argmax(1) != ref_classes
-    assert not np.any(differ & (top2[:, 1] - top2[:, 0] > 1e-6)), np.flatnonzero(differ)
 
 
 def test_full_neighbour_batches_give_the_jobs_accuracy_and_dsp_predict(trained, hetero_p1):

@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import dsp  # noqa: E402
+from conftest import assert_same_predictions  # noqa: E402
 
 CASES = {  # name: model options
     "sage": {"model": "sage"},
@@ -51,14 +52,6 @@ def logits(model, whole_graph):
 
 def header(checkpoint):
     return json.loads(torch.jit.load(str(checkpoint)).header.numpy().tobytes())
-
-
-def assert_same_predictions(out, ref_logits, ref_classes):
-    assert out.shape == ref_logits.shape
-    assert np.abs(out - ref_logits).max() <= 1e-4 * np.abs(ref_logits).max()
-    top2 = np.sort(out, axis=1)[:, -2:]
-    differ = out.argmax(1) != ref_classes
-    assert not np.any(differ & (top2[:, 1] - top2[:, 0] > 1e-6)), np.flatnonzero(differ)
 
 
 def test_logits_and_classes_equal_dsp_predict(trained, whole_graph):
