@@ -30,9 +30,12 @@ opts=(--batch-size 8 --threads 1 --no-progress)
 train=(train "${opts[@]}" --epochs 100000)
 
 # start CMD...: runs CMD in a session of its own (as a terminal's job: Ctrl-C reaches its
-# process group), stdout and stderr to files.
+# process group), stdout and stderr to files, emptied here first (a redirection in the child
+# would truncate them only after this shell has gone on to read the last job's lines).
 start() {
-  setsid "$@" >"$tmp/out" 2>"$tmp/err" &
+  : >"$tmp/out"
+  : >"$tmp/err"
+  setsid "$@" >>"$tmp/out" 2>>"$tmp/err" &
   job=$!
 }
 
