@@ -14,6 +14,7 @@
 #include "graph/dataset.hpp"
 #include "layout/partition/partition.hpp"
 #include "pipeline/seed_order.hpp"
+#include "layout/partition/partition_dir.hpp"
 
 namespace dsp::cli {
 namespace {
@@ -30,7 +31,7 @@ struct WholeGraph {
 };
 
 void load_whole_graph(const std::string& path, WholeGraph& w) {
-  if (path_exists(path + "/partition.json")) {
+  if (is_partition_dir(path)) {
     PartitionMeta m = load_partition_meta(path);
     DSP_CHECK_ARG(m.parts == 1,
                   "{}: bench cache needs the whole graph: a dataset directory or a 1-part "

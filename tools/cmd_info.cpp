@@ -16,6 +16,7 @@
 #include "graph/hetero.hpp"
 #include "layout/partition/partition.hpp"
 #include "layout/partition/partition_plan.hpp"
+#include "layout/partition/partition_dir.hpp"
 
 namespace dsp::cli {
 namespace {
@@ -131,7 +132,7 @@ void run_hetero_info(const InfoArgs& a) {
 }
 
 void run_info(const InfoArgs& a) {
-  if (path_exists(a.dir + "/partition.json")) return run_partition_info(a);
+  if (is_partition_dir(a.dir)) return run_partition_info(a);
   if (is_hetero_dataset(a.dir)) return run_hetero_info(a);
   LoadOptions lo;
   lo.validate = !a.no_validate;

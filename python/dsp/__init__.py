@@ -684,7 +684,7 @@ class LinkLoader(Loader):
 def _check_parts(path, size):
     """A partition directory must have one part per rank of the process group (a dataset
     directory is partitioned on the fly into that many)."""
-    if not os.path.isfile(os.path.join(str(path), "partition.json")):
+    if not _dsp._is_partition_dir(str(path)):
         return
     parts = int(_dsp.load_partition_meta(str(path))["parts"])
     if parts != size:

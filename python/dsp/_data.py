@@ -210,19 +210,42 @@ def _pairs(pairs, what):
         if a.shape[0] == 2:
             a = a.T
         elif a.shape[1] != 2:
-            hint = ("; per-positive negatives ([E, K], as ogbl-citation2's) are not in the "
-                    "format: a split's negative pairs are shared by all its positives"
-                    if what.endswith("_neg") else "")
+            hint = ("; per-positive negatives ([E, K] destinations, as ogbl-citation2's) need "
+                    "link_negatives_per_positive=K" if what.endswith("_neg") else "")
             raise _bad(f"{what} must have shape [2, E] (row 0 sources, row 1 targets) or [E, 2] "
                        f"(one pair a row), got shape {tuple(a.shape)}{hint}")
     return np.ascontiguousarray(a, dtype=np.int64) if len(a) else None
 
 
-def _links(links):
+def _per_positive(neg, pos, k, what):
+    """Negatives of `k` per positive as [E K, 2] pairs: from [E, K] destinations (ogbl-citation2's
+    ``target_node_neg``: row i for positive i, whose source each pair takes) or from pairs already
+    [E K, 2] (any of _pairs' layouts)."""
+    a = int_like(neg)
+    rows = 0 if pos is None else len(pos)
+    if a.ndim == 2 and a.shape[0] == rows and a.shape[1] == k and rows > 0:
+        a = _ints(a, what, 2)
+        return np.ascontiguousarray(np.stack([np.repeat(pos[:, 0], k), a.reshape(-1)], axis=1))
+    pairs = _pairs(neg, what)
+    if pairs is not None and len(pairs) != rows * k:
+        raise _bad(f"{what} must hold {k} negatives for each of the {rows} positives "
+                   f"(link_negatives_per_positive={k}): [{rows}, {k}] destinations or "
+                   f"[{rows * k}, 2] pairs, got shape {tuple(a.shape)}")
+    return pairs
+
+
+def _links(links, per_positive=0):
     """The link keywords as int64 [E, 2] arrays or None; InvalidArgument naming the keyword for a
     held-out split without its negatives or negatives without their split (the format ranks each
-    held-out positive against its split's fixed negatives)."""
-    out = {k: _pairs(links.get(k), k) for k in _LINKS}
+    held-out positive against its split's fixed negatives, or with ``per_positive`` K > 0 against
+    its own K)."""
+    if int(per_positive) < 0:
+        raise _bad(f"link_negatives_per_positive must be >= 0, got {per_positive}")
+    out = {k: _pairs(links.get(k), k) for k in _LINKS if not k.endswith("_neg")}
+    for k in ("link_valid_neg", "link_test_neg"):
+        pos = out[k[:-4]]
+        out[k] = (_per_positive(links.get(k), pos, int(per_positive), k)
+                  if per_positive and links.get(k) is not None else _pairs(links.get(k), k))
     for split in ("link_valid", "link_test"):
         pos, neg = out[split], out[split + "_neg"]
         if pos is not None and neg is None:
@@ -238,7 +261,7 @@ def _save(path, importer, *, edge_index=None, csr=None, adj=None, x=None, y=None
           valid_idx=None, test_idx=None, edge_weight=None, undirected=False, name="dataset",
           num_nodes=None, overwrite=False, edge_time=None, node_time=None, link_train=None,
           link_valid=None, link_test=None, link_valid_neg=None, link_test_neg=None,
-          link_held_out_in_graph=False):
+          link_held_out_in_graph=False, link_negatives_per_positive=0):
     g, n = _graph(edge_index, csr, adj, edge_weight, num_nodes)
     if edge_time is not None and g["graph_what"] == "adj":
         raise _bad("edge_time needs edge_index or csr (adj's values are its weights)")
@@ -251,7 +274,8 @@ def _save(path, importer, *, edge_index=None, csr=None, adj=None, x=None, y=None
     splits = {k: _split(v, k, n) for k, v in
               (("train_idx", train_idx), ("valid_idx", valid_idx), ("test_idx", test_idx))}
     links = _links({"link_train": link_train, "link_valid": link_valid, "link_test": link_test,
-                    "link_valid_neg": link_valid_neg, "link_test_neg": link_test_neg})
+                    "link_valid_neg": link_valid_neg, "link_test_neg": link_test_neg},
+                   link_negatives_per_positive)
     extra = {"importer": importer, "input": g["graph_what"]}
     return _dsp._save_dataset(
         os.fspath(path), n, f"dsp.save_dataset: {g['graph_what']}", g.get("src"), g.get("dst"),
@@ -260,14 +284,15 @@ def _save(path, importer, *, edge_index=None, csr=None, adj=None, x=None, y=None
         splits["train_idx"], splits["valid_idx"], splits["test_idx"], str(name),
         bool(overwrite), extra, edge_time, node_time, links["link_train"], links["link_valid"],
         links["link_test"], links["link_valid_neg"], links["link_test_neg"],
-        bool(link_held_out_in_graph))
+        bool(link_held_out_in_graph), int(link_negatives_per_positive))
 
 
 def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, train_idx=None,
                  valid_idx=None, test_idx=None, edge_weight=None, undirected=False,
                  name="dataset", num_nodes=None, overwrite=False, edge_time=None,
                  node_time=None, link_train=None, link_valid=None, link_test=None,
-                 link_valid_neg=None, link_test_neg=None, link_held_out_in_graph=False):
+                 link_valid_neg=None, link_test_neg=None, link_held_out_in_graph=False,
+                 link_negatives_per_positive=0):
     """Writes a dataset directory (what ``dsp convert`` writes) from arrays; returns its meta.
 
     ``dsp train``, ``dsp partition``, ``dsp.partition`` and ``dsp.Loader`` take the directory.
@@ -313,6 +338,10 @@ def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, t
             (OGB's collab/ppa/ddi convention); required beside the split's positives, and only
             there. Either held-out split may be left out (e.g. train and test only): the
             format holds that, though ``dsp train --task link`` evaluates on both.
+        link_negatives_per_positive: K > 0 makes the negatives per positive instead (OGB's
+            ogbl-citation2): each held-out positive is ranked against its own K, given as
+            [E, K] destinations (``target_node_neg``: row i for positive i, whose source they
+            take) or as [E K, 2] pairs, positive by positive; MRR then picks the best epoch.
 
     The arrays are copied once into the writer, then validated before anything is written, with
     the messages of ``dsp convert`` naming the file of the array and the first fault (``x`` is
@@ -329,7 +358,8 @@ def save_dataset(path, *, edge_index=None, csr=None, adj=None, x=None, y=None, t
                  num_nodes=num_nodes, overwrite=overwrite, edge_time=edge_time,
                  node_time=node_time, link_train=link_train, link_valid=link_valid,
                  link_test=link_test, link_valid_neg=link_valid_neg,
-                 link_test_neg=link_test_neg, link_held_out_in_graph=link_held_out_in_graph)
+                 link_test_neg=link_test_neg, link_held_out_in_graph=link_held_out_in_graph,
+                 link_negatives_per_positive=link_negatives_per_positive)
 
 
 def _pyg_edge_weight(data):
@@ -468,21 +498,54 @@ def _ogb_link_split(src, split):
     return root, split
 
 
-def _pt_pairs(torch, path, key):
-    """The [E, 2] int64 pairs under `key` of an OGB split dict saved with torch.save."""
+def _pt_dict(torch, path):
+    """An OGB split dict saved with torch.save."""
     try:
         d = torch.load(path, map_location="cpu", weights_only=False)
     except TypeError:  # torch before 1.13 has no weights_only
         d = torch.load(path, map_location="cpu")
-    if not isinstance(d, dict) or key not in d:
-        keys = sorted(d) if isinstance(d, dict) else type(d).__name__
+    if not isinstance(d, dict):
+        raise _dsp.FormatError(f"{path}: expected a dict (OGB's edge splits), got "
+                               f"{type(d).__name__}")
+    return d
+
+
+def _pt_int(path, d, key, ndim, width=None):
+    """d[key] as int64 with `ndim` dimensions (and `width` columns); FormatError naming it."""
+    if key not in d:
         raise _dsp.FormatError(f"{path}: expected a dict with key '{key}' (OGB's edge splits), "
-                               f"got {keys}")
+                               f"got {sorted(d)}")
     a = _numpy(d[key])
-    if a.ndim != 2 or a.shape[1] != 2 or not np.issubdtype(a.dtype, np.integer):
-        raise _dsp.FormatError(f"{path}: '{key}' must be integer node pairs [E, 2], got "
+    if a.ndim != ndim or (width is not None and a.shape[1] != width) or \
+            not np.issubdtype(a.dtype, np.integer):
+        shape = "[E]" if ndim == 1 else f"[E, {width or 'K'}]"
+        raise _dsp.FormatError(f"{path}: '{key}' must be integer {shape}, got "
                                f"{a.dtype}{list(a.shape)}")
     return a.astype(np.int64)
+
+
+def _pt_split(torch, path, part):
+    """{stem: array} of one OGB split file (train, valid or test): `edge` (and `edge_neg`) pairs
+    as collab/ppa/ddi ship them, or citation2's `source_node`, `target_node` (and
+    `target_node_neg` [E, K], K negatives per positive)."""
+    d = _pt_dict(torch, path)
+    if "edge" in d or "source_node" not in d:
+        out = {part + "_edge": _pt_int(path, d, "edge", 2, 2)}
+        if part != "train":
+            out[part + "_edge_neg"] = _pt_int(path, d, "edge_neg", 2, 2)
+        return out
+    src, dst = _pt_int(path, d, "source_node", 1), _pt_int(path, d, "target_node", 1)
+    if src.shape != dst.shape:
+        raise _dsp.FormatError(f"{path}: 'source_node' has {src.shape[0]} entries and "
+                               f"'target_node' {dst.shape[0]}")
+    out = {part + "_edge": np.stack([src, dst], axis=1)}
+    if part != "train":
+        neg = _pt_int(path, d, "target_node_neg", 2)
+        if neg.shape[0] != src.shape[0]:
+            raise _dsp.FormatError(f"{path}: 'target_node_neg' has {neg.shape[0]} rows for "
+                                   f"{src.shape[0]} positives")
+        out[part + "_target_neg"] = neg
+    return out
 
 
 def convert_ogb_link(src, out, *, split=None, **kw):
@@ -491,7 +554,10 @@ def convert_ogb_link(src, out, *, split=None, **kw):
     ``src`` is the dataset folder (``raw/`` with edge.csv.gz, num-node-list, num-edge-list,
     optionally node-feat; ``split/<name>/{train,valid,test}.pt``) or its ``raw/``. The ``.pt``
     dicts are read with your torch (key ``'edge'``, and ``'edge_neg'`` for valid and test: OGB's
-    collab/ppa/ddi layout) and written as ``.npy`` into a temporary copy of the layout, which the
+    collab/ppa/ddi layout; or ``'source_node'``, ``'target_node'`` and for valid and test
+    ``'target_node_neg'``: ogbl-citation2's 1,000 negatives per positive, which dataset.json then
+    records as ``link_negatives_per_positive``) and written as ``.npy`` into a temporary copy of
+    the layout, which the
     ``dsp`` CLI of this package converts. ``split``: the folder under split/ (default: the only or
     first one). Keywords as ``dsp convert``'s flags (``overwrite=True``, ``directed=True``,
     ``name=...``). Returns dataset.json as a dict. Raises the CLI's error (``dsp.FormatError`` naming the file and row, ...).
@@ -513,10 +579,8 @@ def convert_ogb_link(src, out, *, split=None, **kw):
             path = os.path.join(sdir, part + ".pt")
             if not os.path.exists(path):
                 continue
-            np.save(os.path.join(staged_split, part + "_edge.npy"), _pt_pairs(torch, path, "edge"))
-            if part != "train":
-                np.save(os.path.join(staged_split, part + "_edge_neg.npy"),
-                        _pt_pairs(torch, path, "edge_neg"))
+            for stem, a in _pt_split(torch, path, part).items():
+                np.save(os.path.join(staged_split, stem + ".npy"), a)
         args = ["--from", "ogb-link", "--split", split]
         for key, value in kw.items():
             flag = "--" + key.replace("_", "-")

@@ -1,7 +1,7 @@
 #pragma once
 // What the sampler produces and the loader and trainer consume.
 //
-// Conventions (documented in README):
+// Conventions (documented in docs/cli.md, "Conventions"):
 //  * fanouts are given from the seeds out: fanouts[0] is the number of neighbours sampled for each
 //    seed, fanouts[1] for each node reached in the first hop, and so on ("15,10,5").
 //  * blocks are ordered like DGL's: blocks[0] is the input layer (its sources are all the nodes

@@ -71,6 +71,10 @@ OptionTable<Conv> all_convert_options() {
                   "with --link-split: negative pairs per held-out split (default: the larger of "
                   "the valid and test edge counts)",
                   DSP_CONV(link_negatives)),
+      value<Conv>("--link-negatives-per-positive", "link_negatives_per_positive",
+                  "with --link-split: K negatives for each held-out edge (u, v) instead, pairs "
+                  "(u, w), as OGB's ogbl-citation2 (MRR then picks the best epoch)",
+                  DSP_CONV(link_negatives_per_positive)),
       value<Conv>("--seed", "seed", "with --link-split: seed of the split and the negatives",
                   DSP_CONV(seed)),
       value<Conv>("--time-column", "time_column",
@@ -106,6 +110,7 @@ OutOfCoreImportOptions out_of_core_options(const ConvertCommand& a, uint64_t bud
 LinkSplitOptions link_split_options(const ConvertCommand& a) {
   LinkSplitOptions ls = parse_link_split(a.link_split);
   ls.negatives = a.link_negatives;
+  ls.negatives_per_positive = a.link_negatives_per_positive;
   ls.seed = a.seed;
   check_link_split(ls);
   return ls;
@@ -119,8 +124,10 @@ void check_convert_options(const ConvertCommand& a) {
                 a.output, a.input);
   DSP_CHECK_ARG(a.from == "edgelist" || a.link_split.empty(),
                 "--link-split applies to --from edgelist only");
-  DSP_CHECK_ARG(!a.link_split.empty() || (a.link_negatives == 0 && a.seed == 0),
-                "--link-negatives and --seed apply with --link-split only");
+  DSP_CHECK_ARG(!a.link_split.empty() ||
+                    (a.link_negatives == 0 && a.link_negatives_per_positive == 0 && a.seed == 0),
+                "--link-negatives, --link-negatives-per-positive and --seed apply with "
+                "--link-split only");
   DSP_CHECK_ARG(a.from == "edgelist" || (a.time_column == 0 && a.node_time.empty()),
                 "--time-column and --node-time apply to --from edgelist only");
   DSP_CHECK_ARG(a.from == "edgelist" || a.features.empty(),
@@ -465,6 +472,11 @@ OptionTable<CommunityCommand> all_community_options() {
       "with --link-split: negative pairs per held-out split (default: the larger "
       "of the valid and test edge counts)",
       [](C & c) -> auto& { return c.link_negatives; }));
+  t.push_back(value<C>(
+      "--link-negatives-per-positive", "link_negatives_per_positive",
+      "with --link-split: K negatives for each held-out edge (u, v) instead, pairs (u, w), as "
+      "OGB's ogbl-citation2 (MRR then picks the best epoch)",
+      [](C & c) -> auto& { return c.link_negatives_per_positive; }));
   t.push_back(options::toggle<C>(
       "--temporal", "temporal",
       "planted temporal structure: a directed graph with edge and node times where a node's "
@@ -601,11 +613,12 @@ void CommunityCommand::validate() {
                   o.multilabel, o.multilabel, o.num_classes);
     o.num_classes = o.multilabel;
   }
-  DSP_CHECK_ARG(!link_split.empty() || link_negatives == 0,
-                "--link-negatives applies with --link-split only");
+  DSP_CHECK_ARG(!link_split.empty() || (link_negatives == 0 && link_negatives_per_positive == 0),
+                "--link-negatives and --link-negatives-per-positive apply with --link-split only");
   if (link_split.empty()) return;
   o.link_split = parse_link_split(link_split);
   o.link_split->negatives = link_negatives;
+  o.link_split->negatives_per_positive = link_negatives_per_positive;
   check_link_split(*o.link_split);
 }
 

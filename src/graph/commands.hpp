@@ -29,6 +29,7 @@ struct ConvertCommand {
   // per held-out split (0: the larger positive count); the seed of the split and negatives.
   std::string link_split;
   int64_t link_negatives = 0;
+  int64_t link_negatives_per_positive = 0;
   uint64_t seed = 0;
   // edgelist: the 1-based column of each edge's integer time (3 or 4; 0: none) and a file of node
   // times (.npy or one integer per line; needs edge times). In memory only.
@@ -85,6 +86,7 @@ struct CommunityCommand {
   GenerateSplits splits;
   std::string link_split;      // "train,valid,test" fractions (empty: none)
   int64_t link_negatives = 0;  // per held-out split (0: the larger positive count)
+  int64_t link_negatives_per_positive = 0;  // > 0: per held-out positive instead
   void validate();             // as RmatCommand::validate, and sets o.link_split from the two above
 };
 

@@ -125,6 +125,9 @@ nlohmann::json DatasetMeta::to_json() const {
     if (this->*f.count > 0) j[f.key] = this->*f.count;  // absent: no such file (older readers)
   }
   if (link_held_out_in_graph) j["link_held_out_in_graph"] = true;  // absent: refused
+  if (link_negatives_per_positive > 0) {  // absent: shared negatives
+    j["link_negatives_per_positive"] = link_negatives_per_positive;
+  }
   j["extra"] = extra;
   return j;
 }
@@ -161,6 +164,7 @@ DatasetMeta DatasetMeta::from_json(const nlohmann::json& j, const std::string& w
   m.num_test = get_int(j, "num_test", false, 0, 0, what);
   for (const LinkFile& f : kLinkFiles) m.*f.count = get_int(j, f.key, false, 0, 0, what);
   m.link_held_out_in_graph = get_bool(j, "link_held_out_in_graph", false, what);
+  m.link_negatives_per_positive = get_int(j, "link_negatives_per_positive", false, 0, 0, what);
   for (auto [key, v] : {std::pair{"num_train", m.num_train}, std::pair{"num_valid", m.num_valid},
                         std::pair{"num_test", m.num_test}}) {
     DSP_CHECK_FORMAT(v <= m.num_nodes, "{}: '{}' = {} exceeds num_nodes = {}", what, key, v,
@@ -354,6 +358,13 @@ void validate_links(const Dataset& ds, const std::string& what) {
     DSP_CHECK_FORMAT(pos->defined() || !neg->defined(),
                      "{}: negatives without positives: {} is missing",
                      join_path(what, names[i].second), names[i].first);
+    const int64_t per = m.link_negatives_per_positive;
+    DSP_CHECK_FORMAT(per == 0 || !pos->defined() || neg->dim(0) == pos->dim(0) * per,
+                     "{}: has {} pairs, but dataset.json's link_negatives_per_positive {} needs {} "
+                     "for the {} positives of {} (rows [i K, (i + 1) K) are positive i's)",
+                     join_path(what, names[i].second), neg->defined() ? neg->dim(0) : 0, per,
+                     pos->defined() ? pos->dim(0) * per : 0, pos->defined() ? pos->dim(0) : 0,
+                     names[i].first);
   }
 }
 

@@ -23,7 +23,11 @@
 //   link_valid_neg.npy, link_test_neg.npy   int64 [M, 2]   fixed negative pairs of the split (OGB's
 //                                         collab/ppa/ddi convention: shared by all its positives,
 //                                         Hits@K and MRR rank each positive against them);
-//                                         required when the split's positives exist
+//                                         required when the split's positives exist. With
+//                                         dataset.json's link_negatives_per_positive K (OGB's
+//                                         ogbl-citation2: 1,000 per positive) they are per
+//                                         positive instead: [E K, 2], rows [i K, (i + 1) K) are
+//                                         positive i's own negatives (MRR leads)
 // Every id in [0, N).
 #include <cstdint>
 #include <memory>
@@ -61,6 +65,9 @@ struct DatasetMeta {
   // ogbl-collab, whose later collaborations repeat earlier ones; `dsp convert --from ogb-link`
   // sets it when a split has such pairs. False: such a pair is refused as a leak.
   bool link_held_out_in_graph = false;
+  // > 0: link_valid_neg/link_test_neg hold this many negatives for each held-out positive, in the
+  // positives' order (written only when > 0); 0: the split's negatives are shared by its positives.
+  int64_t link_negatives_per_positive = 0;
   nlohmann::json extra = nlohmann::json::object();  // provenance: generator parameters, source
 
   nlohmann::json to_json() const;

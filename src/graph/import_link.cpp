@@ -1,7 +1,9 @@
 // dsp convert --from ogb-link: OGB's raw link-prediction layout (see import.hpp).
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
@@ -85,6 +87,68 @@ int64_t pairs_in_graph(const Array& pairs, const Csr& g, bool undirected) {
   return k;
 }
 
+// OGB's per-positive negatives (ogbl-citation2's target_node_neg): `path` holds int64/int32
+// [E, K] destinations, row i for positive i of `pos`; the pairs (source of positive i, each of its
+// K destinations), [E K, 2] in that order, and K. FormatError naming the file.
+std::pair<Array, int64_t> per_positive_pairs(const std::string& path, const Array& pos,
+                                             const std::string& pos_file) {
+  const Array t = load_npy(path, false);
+  DSP_CHECK_FORMAT((t.dtype() == DType::kInt64 || t.dtype() == DType::kInt32) && t.ndim() == 2 &&
+                       t.dim(1) > 0,
+                   "{}: expected int64[E, K] negative destinations (row i: positive i's), got {}",
+                   path, t.describe());
+  DSP_CHECK_FORMAT(pos.defined() && pos.dim(0) == t.dim(0),
+                   "{}: {} rows, but {} holds {} positives (one row of negatives each)", path,
+                   t.dim(0), pos_file, pos.defined() ? pos.dim(0) : 0);
+  const int64_t e = t.dim(0), k = t.dim(1);
+  std::vector<int64_t> v(static_cast<size_t>(2 * e * k));
+  const int64_t* p = pos.data<int64_t>();
+  for (int64_t i = 0; i < e * k; ++i) {
+    v[2 * i] = p[2 * (i / k)];
+    v[2 * i + 1] = t.int_at(i);
+  }
+  return {Array::from_vector(std::move(v), {e * k, 2}), k};
+}
+
+// ogbl-citation2's layout: <split>_target_neg beside <split>_edge makes the split's negatives per
+// positive; K must agree between the splits and a split takes one kind of negatives.
+void read_per_positive_negatives(const fs::path& sdir, bool undirected, Dataset& ds) {
+  const struct {
+    const char* stem;
+    const Array* pos;
+    Array* neg;
+  } splits[] = {{"valid", &ds.link_valid, &ds.link_valid_neg},
+                {"test", &ds.link_test, &ds.link_test_neg}};
+  std::error_code ec;
+  int kinds = 0;  // bit 0: a split with shared negatives, bit 1: one with negatives per positive
+  for (const auto& s : splits) {
+    const fs::path path = sdir / (std::string(s.stem) + "_target_neg.npy");
+    if (!fs::is_regular_file(path, ec)) {
+      kinds |= s.neg->defined() ? 1 : 0;
+      continue;
+    }
+    DSP_CHECK_FORMAT(!s.neg->defined(),
+                     "{}: the split has both {}_edge_neg (negatives shared by its positives) and "
+                     "{}_target_neg (negatives per positive); keep one",
+                     path.string(), s.stem, s.stem);
+    kinds |= 2;
+    const std::string pos_file = find_pairs_file(sdir, std::string(s.stem) + "_edge");
+    int64_t k = 0;
+    std::tie(*s.neg, k) = per_positive_pairs(path.string(), *s.pos, pos_file);
+    DSP_CHECK_FORMAT(ds.meta.link_negatives_per_positive == 0 ||
+                         ds.meta.link_negatives_per_positive == k,
+                     "{}: {} negatives per positive, but the other split has {}", path.string(), k,
+                     ds.meta.link_negatives_per_positive);
+    ds.meta.link_negatives_per_positive = k;
+    check_link_pairs(*s.neg, ds.graph.num_nodes, &ds.graph, LinkRule::kAny, undirected,
+                     path.string());
+  }
+  DSP_CHECK_FORMAT(kinds != 3,
+                   "{}: one split's negatives are per positive (<split>_target_neg.npy) and the "
+                   "other's shared (<split>_edge_neg): give both splits the same kind",
+                   sdir.string());
+}
+
 // The split's files into ds.link_*, each checked against the graph and named by its file.
 void read_link_split(const fs::path& sdir, bool undirected, Dataset& ds) {
   std::error_code ec;
@@ -119,12 +183,16 @@ void read_link_split(const fs::path& sdir, bool undirected, Dataset& ds) {
     ds.meta.link_held_out_in_graph = true;
     ds.meta.extra["held_out_in_graph"] = repeats;
   }
+  read_per_positive_negatives(sdir, undirected, ds);
   for (const char* stem : {"valid_edge", "test_edge"}) {
     const std::string neg = std::string(stem) + "_neg";
+    const std::string targets = std::string(stem, std::strlen(stem) - 5) + "_target_neg.npy";
     DSP_CHECK_T(IoError,
-                find_pairs_file(sdir, stem).empty() || !find_pairs_file(sdir, neg).empty(),
+                find_pairs_file(sdir, stem).empty() || !find_pairs_file(sdir, neg).empty() ||
+                    fs::is_regular_file(sdir / targets, ec),
                 "{}: missing file ({} holds positive edges; Hits@K and MRR rank them against "
-                "fixed negatives)",
+                "fixed negatives, shared by the split's positives, or per positive in "
+                "<split>_target_neg.npy as OGB's ogbl-citation2)",
                 (sdir / (neg + ".npy")).string(), stem);
   }
   if (!ds.link_train.defined()) ds.link_train = graph_edge_pairs(ds.graph, undirected);

@@ -127,6 +127,36 @@ Array draw_negatives(const Csr& g, bool undirected, int64_t count, uint64_t key,
   return pair_array(std::move(out));
 }
 
+// Per-positive negatives (OGB's ogbl-citation2): for each row (u, v) of `pos`, `k` distinct
+// destinations w != u such that (u, w) is no edge of g (neither direction when undirected) and
+// passes `ok`, drawn from the positive's own stream; pairs (u, w), positive by positive.
+Array draw_per_positive(const Csr& g, bool undirected, const Array& pos, int64_t k, uint64_t key,
+                        const std::function<bool(int64_t, int64_t)>& ok, const char* split) {
+  const auto n = static_cast<uint64_t>(g.num_nodes);
+  const uint64_t tries = 100 * static_cast<uint64_t>(k) + 1000;
+  const int64_t* p = pos.data<int64_t>();
+  std::vector<int64_t> flat;
+  flat.reserve(static_cast<size_t>(2 * pos.dim(0) * k));
+  for (int64_t i = 0; i < pos.dim(0); ++i) {
+    const int64_t u = p[2 * i];
+    RngStream s(key, static_cast<uint64_t>(i));
+    std::set<int64_t> seen;
+    for (uint64_t t = 0; static_cast<int64_t>(seen.size()) < k && t < tries; ++t) {
+      const auto w = static_cast<int64_t>(s.uniform_int(n));
+      if (w == u || csr_has_entry(g, u, w) || (undirected && csr_has_entry(g, w, u))) continue;
+      if (ok && !ok(u, w)) continue;
+      if (!seen.insert(w).second) continue;
+      flat.push_back(u);
+      flat.push_back(w);
+    }
+    DSP_CHECK_ARG(static_cast<int64_t>(seen.size()) == k,
+                  "--link-negatives-per-positive: found only {} of {} negatives for {} row {} "
+                  "(source {}) in {} draws; lower it",
+                  seen.size(), k, split, i, u, tries);
+  }
+  return Array::from_vector(std::move(flat), {pos.dim(0) * k, 2});
+}
+
 }  // namespace
 
 Array graph_edge_pairs(const Csr& g, bool undirected) {
@@ -147,6 +177,11 @@ void check_link_split(const LinkSplitOptions& o, const std::string& flag) {
                 "{}: train + valid + test fractions ({} + {} + {}) exceed 1", flag, o.train,
                 o.valid, o.test);
   DSP_CHECK_ARG(o.negatives >= 0, "--link-negatives must be >= 0, got {}", o.negatives);
+  DSP_CHECK_ARG(o.negatives_per_positive >= 0,
+                "--link-negatives-per-positive must be >= 0, got {}", o.negatives_per_positive);
+  DSP_CHECK_ARG(o.negatives == 0 || o.negatives_per_positive == 0,
+                "--link-negatives (shared by a split's positives) and "
+                "--link-negatives-per-positive exclude each other: give one");
 }
 
 LinkSplitOptions parse_link_split(const std::string& text, const std::string& flag) {
@@ -210,24 +245,35 @@ void split_links(Dataset& ds, const LinkSplitOptions& o,
     }
   }
   c = Candidates();
-  const int64_t m = o.negatives > 0 ? o.negatives : std::max<int64_t>({n_valid, n_test, 1});
-  if (n_valid > 0) {
-    ds.link_valid_neg = draw_negatives(full, undirected, m, rng_key(o.seed, kLinkDomain,
-                                       kValidNegatives), negative_ok, "link_valid");
-  }
-  if (n_test > 0) {
-    ds.link_test_neg = draw_negatives(full, undirected, m, rng_key(o.seed, kLinkDomain,
-                                      kTestNegatives), negative_ok, "link_test");
-  }
   ds.link_train = pair_array(std::move(train));
   if (n_valid > 0) ds.link_valid = pair_array(std::move(valid));
   if (n_test > 0) ds.link_test = pair_array(std::move(test));
+  const int64_t per = o.negatives_per_positive;
+  const int64_t m = per > 0            ? per
+                    : o.negatives > 0 ? o.negatives
+                                      : std::max<int64_t>({n_valid, n_test, 1});
+  const struct {
+    int64_t count;
+    const Array* pos;
+    Array* neg;
+    uint64_t purpose;
+    const char* name;
+  } held[] = {{n_valid, &ds.link_valid, &ds.link_valid_neg, kValidNegatives, "link_valid"},
+              {n_test, &ds.link_test, &ds.link_test_neg, kTestNegatives, "link_test"}};
+  for (const auto& h : held) {
+    if (h.count == 0) continue;
+    const uint64_t key = rng_key(o.seed, kLinkDomain, h.purpose);
+    *h.neg = per > 0 ? draw_per_positive(full, undirected, *h.pos, per, key, negative_ok, h.name)
+                     : draw_negatives(full, undirected, m, key, negative_ok, h.name);
+  }
+  ds.meta.link_negatives_per_positive = per;
   ds.graph = without_entries(full, drop);
   ds.meta.extra["link_split"] = {{"train", o.train},
                                  {"valid", o.valid},
                                  {"test", o.test},
                                  {"seed", o.seed},
                                  {"negatives", m},
+                                 {"negatives_per_positive", per > 0},
                                  {"candidate_edges", e},
                                  {"dropped_edges", e - n_train - n_valid - n_test}};
   ds.sync_meta();

@@ -17,6 +17,9 @@ struct LinkSplitOptions {
   double train = 0.85, valid = 0.05, test = 0.10;  // shares of the distinct edges
   int64_t negatives = 0;  // pairs per held-out split; 0: the larger positive count, at least 1
   uint64_t seed = 0;
+  // > 0: this many negatives for each held-out positive (u, v) instead, (u, w) pairs in the
+  // positives' order (dataset.json's link_negatives_per_positive; OGB's ogbl-citation2 layout).
+  int64_t negatives_per_positive = 0;
 };
 
 // "0.85,0.05,0.10": three fractions, each >= 0, train > 0, sum <= 1 (+1e-9). InvalidArgument
@@ -34,7 +37,8 @@ void check_link_split(const LinkSplitOptions& o, const std::string& flag = "--li
 // (self loops included), link_valid / link_test the held-out ones, each sorted by (src, dst).
 // Negatives: pairs (u, v), u != v, drawn uniformly with the seed, that are no edge of the full input
 // graph (neither direction when undirected), not repeated within the split and accepted by
-// `negative_ok` when given; Error when they cannot be found. meta.extra["link_split"] records the
+// `negative_ok` when given; Error when they cannot be found. With negatives_per_positive K: for
+// each held-out (u, v), K pairs (u, w) of the same kind, distinct w. meta.extra["link_split"] records the
 // options and counts.
 void split_links(Dataset& ds, const LinkSplitOptions& o,
                  const std::function<bool(int64_t, int64_t)>& negative_ok = {});

@@ -342,6 +342,8 @@ py::dict dataset_to_py(Dataset&& ds) {
   d["link_test"] = array_to_numpy(ds.link_test);
   d["link_valid_neg"] = array_to_numpy(ds.link_valid_neg);
   d["link_test_neg"] = array_to_numpy(ds.link_test_neg);
+  // > 0: link_*_neg hold this many negatives per held-out positive, positive by positive.
+  d["link_negatives_per_positive"] = ds.meta.link_negatives_per_positive;
   return d;
 }
 
@@ -521,6 +523,8 @@ void bind_partition(py::module_& m) {
       "load_partition_meta",
       [](const std::string& dir) { return json_to_py(load_partition_meta(dir).to_json()); },
       py::arg("dir"));
+  m.def("_is_partition_dir", &is_partition_dir, py::arg("dir"),
+        "Whether `dir` is a partition directory (layout/partition/partition_dir.hpp).");
 }
 
 // ---------------------------------------------------------------- dsp.save_dataset
@@ -637,6 +641,7 @@ struct SaveInputs {
   // Link prediction's pairs, int64 [E, 2] (src, dst), or not given.
   RawArray link_train, link_valid, link_test, link_valid_neg, link_test_neg;
   bool link_held_out_in_graph = false;  // dataset.json's mark: held-out pairs may be graph edges
+  int64_t link_negatives_per_positive = 0;  // > 0: the negatives are per held-out positive
   nlohmann::json extra;
 };
 
@@ -698,6 +703,7 @@ DatasetMeta save_dataset(const SaveInputs& in) {
     ds.meta.name = in.name;
     ds.meta.directed = !in.undirected;
     ds.meta.link_held_out_in_graph = in.link_held_out_in_graph;
+    ds.meta.link_negatives_per_positive = in.link_negatives_per_positive;
     ds.meta.extra = in.extra;
     ds.sync_meta();
     write_dataset(ds, in.out, in.overwrite);
@@ -717,7 +723,8 @@ void bind_save_dataset(py::module_& m) {
          Opt indptr, Opt indices, Opt edge_weight, bool undirected, Opt x, Opt y, Opt train,
          Opt valid, Opt test, const std::string& name, bool overwrite, const py::dict& extra,
          Opt edge_time, Opt node_time, Opt link_train, Opt link_valid, Opt link_test,
-         Opt link_valid_neg, Opt link_test_neg, bool link_held_out_in_graph) {
+         Opt link_valid_neg, Opt link_test_neg, bool link_held_out_in_graph,
+         int64_t link_negatives_per_positive) {
         SaveInputs in;
         in.out = out;
         in.num_nodes = num_nodes;
@@ -744,6 +751,7 @@ void bind_save_dataset(py::module_& m) {
         in.link_valid_neg = raw_array(link_valid_neg, {DType::kInt64}, "link_valid_neg");
         in.link_test_neg = raw_array(link_test_neg, {DType::kInt64}, "link_test_neg");
         in.link_held_out_in_graph = link_held_out_in_graph;
+        in.link_negatives_per_positive = link_negatives_per_positive;
         DatasetMeta meta;
         {
           py::gil_scoped_release nogil;
@@ -758,7 +766,7 @@ void bind_save_dataset(py::module_& m) {
       py::arg("node_time") = py::none(), py::arg("link_train") = py::none(),
       py::arg("link_valid") = py::none(), py::arg("link_test") = py::none(),
       py::arg("link_valid_neg") = py::none(), py::arg("link_test_neg") = py::none(),
-      py::arg("link_held_out_in_graph") = false);
+      py::arg("link_held_out_in_graph") = false, py::arg("link_negatives_per_positive") = 0);
 }
 
 // ---------------------------------------------------------------- dsp.save_hetero_dataset

@@ -7,16 +7,17 @@
 #include "core/fs.hpp"
 #include "core/logging.hpp"
 #include "graph/dataset.hpp"
-#include "graph/npy.hpp"
+#include "layout/partition/partition_dir.hpp"
 
 namespace dsp::pyext {
 namespace {
 
-// `ids` through the id map `file` of the partition directory `dir` (old2new.npy or new2old.npy),
-// or unchanged for a dataset directory; each checked against [0, num_nodes) (see to_dsp_ids).
-std::vector<int64_t> map_ids(const std::string& dir, const char* file, const int64_t* ids,
-                             int64_t n, const std::string& label) {
-  const bool partition = path_exists(dir + "/partition.json");
+// `ids` through the id map that `load_map` reads from the partition directory `dir`
+// (load_old2new or load_new2old), or unchanged for a dataset directory; each checked against
+// [0, num_nodes) (see to_dsp_ids).
+std::vector<int64_t> map_ids(const std::string& dir, Array (*load_map)(const std::string&, int64_t),
+                             const int64_t* ids, int64_t n, const std::string& label) {
+  const bool partition = is_partition_dir(dir);
   DSP_CHECK_T(IoError, partition || path_exists(dir + "/dataset.json"),
               "{}: neither a partition directory (partition.json) nor a dataset directory "
               "(dataset.json)",
@@ -24,7 +25,7 @@ std::vector<int64_t> map_ids(const std::string& dir, const char* file, const int
   Array map;
   int64_t num_nodes = 0;
   if (partition) {
-    map = load_npy(dir + "/" + file, DType::kInt64, 1);
+    map = load_map(dir, -1);
     num_nodes = map.dim(0);
   } else {
     num_nodes = load_dataset_meta(dir).num_nodes;
@@ -69,12 +70,12 @@ const char* split_noun(const std::string& split) {
 
 std::vector<int64_t> to_dsp_ids(const std::string& dir, const int64_t* ids, int64_t n,
                                 const std::string& label) {
-  return map_ids(dir, "old2new.npy", ids, n, label);
+  return map_ids(dir, &load_old2new, ids, n, label);
 }
 
 std::vector<int64_t> to_original_ids(const std::string& dir, const int64_t* ids, int64_t n,
                                      const std::string& label) {
-  return map_ids(dir, "new2old.npy", ids, n, label);
+  return map_ids(dir, &load_new2old, ids, n, label);
 }
 
 void LoaderOptions::validate() const {

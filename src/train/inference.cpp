@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "graph/npy.hpp"
 #include "train/device_io.hpp"
+#include "layout/partition/partition_dir.hpp"
 
 namespace dsp {
 
@@ -215,9 +216,7 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
                            .clone());
   }
   std::vector<int32_t> pos(static_cast<size_t>(meta.num_nodes), -1);
-  const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
-  DSP_CHECK_FORMAT(new2old.dim(0) == meta.num_nodes, "{}/new2old.npy has {} entries for {} nodes",
-                   rt.partition_dir(), new2old.dim(0), meta.num_nodes);
+  const Array new2old = load_new2old(rt.partition_dir(), meta.num_nodes);
   const int64_t* orig = new2old.data<int64_t>();
   const int layers = o.layers > 0 ? o.layers : trainer.config().model.layers;
   DSP_CHECK_ARG(layers <= trainer.config().model.layers,

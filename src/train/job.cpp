@@ -38,6 +38,7 @@
 #include "train/lr_schedule.hpp"
 #include "train/trainer.hpp"
 #include "train/typed_rows.hpp"
+#include "layout/partition/partition_dir.hpp"
 
 namespace dsp {
 namespace fs = std::filesystem;
@@ -501,6 +502,7 @@ class TrainJob {
   SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
+  std::string link_metric() const;
   void write_metrics(int epoch, double loss, double train_acc, bool evaluated);
   // checkpoint-<epoch + 1>.pt (then rotate), or `path` (best.pt: the best validation so far).
   void checkpoint(int epoch, const std::string& path = "");
@@ -647,12 +649,14 @@ void TrainJob::check_data() const {
                        "link_valid_neg=..., link_test_neg=...), dsp convert --link-split)",
                        cfg_.rank.path, file);
     }
-    const int64_t negatives = std::min(part.link_valid_neg.dim(0), part.link_test_neg.dim(0));
+    const int64_t per = meta.link_negatives_per_positive;
+    const int64_t negatives =
+        per > 0 ? per : std::min(part.link_valid_neg.dim(0), part.link_test_neg.dim(0));
     for (int k : cfg_.link.hits_k) {
       DSP_CHECK_ARG(k <= negatives,
-                    "--hits-k {} is larger than the {} negative edges of {}'s held-out splits: "
+                    "--hits-k {} is larger than the {} negative edges {}of {}'s held-out splits: "
                     "Hits@K ranks a positive among them",
-                    k, negatives, cfg_.rank.path);
+                    k, negatives, per > 0 ? "of each positive " : "", cfg_.rank.path);
     }
     return;
   }
@@ -711,7 +715,7 @@ void TrainJob::make_embedding() {
   if (rt_.hetero()) return make_hetero_embedding(eo);
   const PartitionMeta& meta = rt_.part().meta;
   const int64_t b = meta.offsets[rt_.rank()], e = meta.offsets[rt_.rank() + 1];
-  const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  const Array new2old = load_new2old(rt_.partition_dir(), meta.num_nodes);
   emb_ = std::make_unique<EmbeddingTable>(rt_.channel(WorkerKind::kTrainer), meta.offsets,
                                           new2old.data<int64_t>() + b, eo, rt_.embedding_storage());
   trainer_->attach_embedding(emb_.get());
@@ -1244,11 +1248,14 @@ void TrainJob::choose_eval() {
     res_.eval = "full";
     const PartitionData& part = rt_.part();
     if (rt_.leader()) {
+      const int64_t per = part.meta.link_negatives_per_positive;
       DSP_INFO("train",
                "evaluation: full neighbourhoods, layer by layer; Hits@{} and MRR of {} "
-               "validation and {} test edges against {} and {} negatives",
+               "validation and {} test edges against {}",
                fmt::join(cfg_.link.hits_k, ","), part.link_valid.dim(0), part.link_test.dim(0),
-               part.link_valid_neg.dim(0), part.link_test_neg.dim(0));
+               per > 0 ? fmt::format("{} negatives each (MRR picks the best epoch)", per)
+                       : fmt::format("{} and {} negatives", part.link_valid_neg.dim(0),
+                                     part.link_test_neg.dim(0)));
     }
     return;
   }
@@ -1303,7 +1310,7 @@ void TrainJob::log_eval_choice(const std::string& estimate) const {
 // --eval-max-nodes: each split's node kept with probability max / (the split's size), by a hash
 // of (seed, its dataset id), so every rank count keeps the same nodes; the counts are logged.
 void TrainJob::subsample_eval_ids() {
-  const Array new2old = load_npy(rt_.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  const Array new2old = load_new2old(rt_.partition_dir(), rt_.part().meta.num_nodes);
   const int64_t* orig = new2old.data<int64_t>();
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 4);
@@ -1376,12 +1383,20 @@ std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
   const PartitionData& part = rt_.part();
   CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);
   tc.set_step(epoch, eval_control_id(0, 1));
+  const int64_t per = part.meta.link_negatives_per_positive;
   LinkMetrics val = evaluate_link_split(tc, part.meta, h, width, part.link_valid,
-                                        part.link_valid_neg, cfg_.link.hits_k, *trainer_);
+                                        part.link_valid_neg, per, cfg_.link.hits_k, *trainer_);
   tc.set_step(epoch, eval_control_id(1, 1));
   LinkMetrics test = evaluate_link_split(tc, part.meta, h, width, part.link_test,
-                                         part.link_test_neg, cfg_.link.hits_k, *trainer_);
+                                         part.link_test_neg, per, cfg_.link.hits_k, *trainer_);
   return {val, test};
+}
+
+// What picks a link job's best epoch: the first Hits@K, or MRR with negatives per positive.
+std::string TrainJob::link_metric() const {
+  return rt_.part().meta.link_negatives_per_positive > 0
+             ? "mrr"
+             : fmt::format("hits@{}", cfg_.link.hits_k.front());
 }
 
 // "hits@50 0.8123 mrr 0.4012"
@@ -1650,7 +1665,7 @@ void TrainJob::rotate(int64_t epochs) {
 JobResult TrainJob::finish() {
   final_full_test();
   res_.best_val_acc = best_val_;
-  if (link_) res_.metric = fmt::format("hits@{}", cfg_.link.hits_k.front());
+  if (link_) res_.metric = link_metric();
   if (!link_ && metric_ != "acc") res_.metric = metric_;
   res_.best_epoch = best_epoch_ + 1;  // numbered from 1, as every output numbers epochs
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
@@ -1661,7 +1676,7 @@ JobResult TrainJob::finish() {
     res_.bytes_communicated += c.total_sent() - c.bytes_sent[static_cast<size_t>(rt_.rank())];
   }
   if (rt_.leader() && res_.epochs_run > 0) {
-    const std::string metric = link_ ? fmt::format("hits@{}", cfg_.link.hits_k.front()) : metric_;
+    const std::string metric = link_ ? link_metric() : metric_;
     console_result(fmt::format(
         "\nsummary\n"
         "{}{}"

@@ -39,6 +39,51 @@ std::pair<int64_t, int64_t> share_of(int64_t n, int rank, int ranks) {
   return {n * rank / ranks, n * (rank + 1) / ranks};
 }
 
+std::string LinkMetrics::main_name() const {
+  return hits.empty() || per_positive > 0 ? "mrr" : fmt::format("hits@{}", k.front());
+}
+
+namespace {
+
+// OGB's rank of score s among n negatives: 1 + (#above + #at least as high) / 2, from the counts.
+double ogb_rank(int64_t above, int64_t at_least) {
+  return 1.0 + 0.5 * static_cast<double>(above + at_least);
+}
+
+// [hits per K..., reciprocal rank sum, positives] summed over ranks into m.
+LinkMetrics reduce_metrics(Communicator& comm, std::vector<double> sums, LinkMetrics m) {
+  OpOptions o;
+  o.label = "link:metrics";
+  o.host_buffers = true;
+  comm.all_reduce(sums.data(), static_cast<int64_t>(sums.size()), DType::kFloat64, ReduceOp::kSum,
+                  o);
+  const size_t nk = m.k.size();
+  m.positives = static_cast<int64_t>(sums[nk + 1]);
+  const double n = std::max(1.0, sums[nk + 1]);
+  for (size_t j = 0; j < nk; ++j) m.hits.push_back(sums[j] / n);
+  m.mrr = sums[nk] / n;
+  return m;
+}
+
+// Adds positives pos[0, n) ranked each against its own `per` negatives neg[i per, (i + 1) per).
+void add_per_positive(const float* pos, const float* neg, int64_t n, int64_t per,
+                      const std::vector<int>& ks, std::vector<double>& sums) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t above = 0, at_least = 0;
+    for (int64_t j = 0; j < per; ++j) {
+      const float x = neg[i * per + j];
+      above += x > pos[i];
+      at_least += x >= pos[i];
+    }
+    const double rank = ogb_rank(above, at_least);
+    for (size_t j = 0; j < ks.size(); ++j) sums[j] += rank <= ks[j] ? 1 : 0;
+    sums[ks.size()] += 1.0 / rank;
+    sums[ks.size() + 1] += 1;
+  }
+}
+
+}  // namespace
+
 LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
                          const std::vector<float>& neg, const std::vector<int>& ks) {
   LinkMetrics m;
@@ -52,7 +97,6 @@ LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
   }
   std::vector<float> sorted = neg;
   std::sort(sorted.begin(), sorted.end(), std::greater<float>());
-  // [hits per K..., reciprocal rank sum, positives]
   std::vector<double> sums(ks.size() + 2, 0.0);
   for (const float s : pos) {
     for (size_t j = 0; j < ks.size(); ++j) sums[j] += s > sorted[ks[j] - 1] ? 1 : 0;
@@ -63,19 +107,39 @@ LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
     const auto at_least =
         std::partition_point(sorted.begin(), sorted.end(), [s](float x) { return x >= s; }) -
         sorted.begin();
-    sums[ks.size()] += 1.0 / (1.0 + 0.5 * static_cast<double>(above + at_least));
+    sums[ks.size()] += 1.0 / ogb_rank(above, at_least);
   }
   sums[ks.size() + 1] = static_cast<double>(pos.size());
-  OpOptions o;
-  o.label = "link:metrics";
-  o.host_buffers = true;
-  comm.all_reduce(sums.data(), static_cast<int64_t>(sums.size()), DType::kFloat64, ReduceOp::kSum,
-                  o);
-  m.positives = static_cast<int64_t>(sums.back());
-  const double n = std::max(1.0, sums.back());
-  for (size_t j = 0; j < ks.size(); ++j) m.hits.push_back(sums[j] / n);
-  m.mrr = sums[ks.size()] / n;
-  return m;
+  return reduce_metrics(comm, std::move(sums), std::move(m));
+}
+
+namespace {
+// --hits-k K beyond each positive's own negatives: InvalidArgument.
+void check_per_positive_k(int64_t per_positive, const std::vector<int>& ks) {
+  for (int k : ks) {
+    DSP_CHECK_ARG(k <= per_positive,
+                  "--hits-k {} is larger than the {} negatives of each held-out positive: Hits@K "
+                  "ranks a positive among its own negatives",
+                  k, per_positive);
+  }
+}
+}  // namespace
+
+LinkMetrics link_metrics_per_positive(Communicator& comm, const std::vector<float>& pos,
+                                      const std::vector<float>& neg, int64_t per_positive,
+                                      const std::vector<int>& ks) {
+  check_per_positive_k(per_positive, ks);
+  DSP_CHECK_ARG(static_cast<int64_t>(neg.size()) == static_cast<int64_t>(pos.size()) * per_positive,
+                "link metrics: {} negative scores for {} positives of {} negatives each",
+                neg.size(), pos.size(), per_positive);
+  LinkMetrics m;
+  m.k = ks;
+  m.per_positive = per_positive;
+  m.negatives = static_cast<int64_t>(neg.size());
+  std::vector<double> sums(ks.size() + 2, 0.0);
+  add_per_positive(pos.data(), neg.data(), static_cast<int64_t>(pos.size()), per_positive, ks,
+                   sums);
+  return reduce_metrics(comm, std::move(sums), std::move(m));
 }
 
 std::vector<float> score_edges(Communicator& comm, const PartitionMeta& meta,
@@ -93,9 +157,47 @@ std::vector<float> score_edges(Communicator& comm, const PartitionMeta& meta,
   return trainer.score(hs.data(), hd.data(), e - b);
 }
 
+namespace {
+
+// Scored pairs a rank holds at once when negatives are per positive: its positives go chunk by
+// chunk (ogbl-citation2: 1,000 negatives for each of 86k positives a split).
+constexpr int64_t kScoredPairsPerChunk = int64_t{1} << 20;
+
+LinkMetrics evaluate_per_positive(Communicator& comm, const PartitionMeta& meta,
+                                  const std::vector<float>& h, int64_t width, const Array& pos,
+                                  const Array& neg, int64_t per, const std::vector<int>& ks,
+                                  Trainer& trainer) {
+  check_per_positive_k(per, ks);
+  DSP_CHECK_FORMAT(neg.dim(0) == pos.dim(0) * per,
+                   "{} negative pairs for {} held-out positives of {} negatives each", neg.dim(0),
+                   pos.dim(0), per);
+  const auto [pb, pe] = share_of(pos.dim(0), comm.rank(), comm.size());
+  // Every rank takes part in each round's row fetches: as many rounds as the largest share needs.
+  const int64_t most = (pos.dim(0) + comm.size() - 1) / comm.size();
+  const int64_t chunk = std::max<int64_t>(1, kScoredPairsPerChunk / (per + 1));
+  std::vector<double> sums(ks.size() + 2, 0.0);
+  for (int64_t r = 0; r * chunk < most; ++r) {
+    const int64_t b = std::min(pb + r * chunk, pe), e = std::min(b + chunk, pe);
+    const std::vector<float> ps = score_edges(comm, meta, h, width, pos, b, e, trainer);
+    const std::vector<float> ns = score_edges(comm, meta, h, width, neg, b * per, e * per, trainer);
+    add_per_positive(ps.data(), ns.data(), e - b, per, ks, sums);
+  }
+  LinkMetrics m;
+  m.k = ks;
+  m.per_positive = per;
+  m.negatives = neg.dim(0);
+  return reduce_metrics(comm, std::move(sums), std::move(m));
+}
+
+}  // namespace
+
 LinkMetrics evaluate_link_split(Communicator& comm, const PartitionMeta& meta,
                                 const std::vector<float>& h, int64_t width, const Array& pos,
-                                const Array& neg, const std::vector<int>& ks, Trainer& trainer) {
+                                const Array& neg, int64_t per_positive, const std::vector<int>& ks,
+                                Trainer& trainer) {
+  if (per_positive > 0) {
+    return evaluate_per_positive(comm, meta, h, width, pos, neg, per_positive, ks, trainer);
+  }
   const auto [pb, pe] = share_of(pos.dim(0), comm.rank(), comm.size());
   const std::vector<float> ps = score_edges(comm, meta, h, width, pos, pb, pe, trainer);
   const auto [nb, ne] = share_of(neg.dim(0), comm.rank(), comm.size());

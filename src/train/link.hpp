@@ -9,6 +9,11 @@
 // negatives are shared by the split's positives, OGB's ogbl-collab/ppa/ddi convention):
 //   Hits@K  positives scoring above the K-th highest negative (OGB's evaluator);
 //   MRR     mean of 1 / rank, rank = 1 + (#negatives above + #negatives at least as high) / 2.
+// With negatives per positive (dataset.json's link_negatives_per_positive K, OGB's ogbl-citation2
+// convention) positive i is ranked against negative rows [i K, (i + 1) K) only, each rank scoring
+// its positives' rows chunk by chunk: MRR as above, Hits@K the positives of rank <= K (OGB's
+// citation2 lists), and MRR picks the best epoch. scripts/peers/ogb_link_evaluator.py gives OGB's
+// values on the fixed scores that tests/train/test_link.cpp pins.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,7 +38,9 @@ struct LinkMetrics {
   std::vector<double> hits;
   double mrr = 0;
   int64_t positives = 0, negatives = 0;
-  double main() const { return hits.empty() ? mrr : hits.front(); }
+  int64_t per_positive = 0;  // > 0: each positive ranked against its own negatives (MRR leads)
+  double main() const { return hits.empty() || per_positive > 0 ? mrr : hits.front(); }
+  std::string main_name() const;  // "hits@50" or "mrr"
 };
 
 // The metrics of this rank's positive scores `pos` against all of the split's negative scores
@@ -41,6 +48,11 @@ struct LinkMetrics {
 // a K exceeds the negatives.
 LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
                          const std::vector<float>& neg, const std::vector<int>& ks);
+// The same with `per_positive` K negatives for each positive: neg[i K, (i + 1) K) are pos[i]'s.
+// InvalidArgument when a K of `ks` exceeds them.
+LinkMetrics link_metrics_per_positive(Communicator& comm, const std::vector<float>& pos,
+                                      const std::vector<float>& neg, int64_t per_positive,
+                                      const std::vector<int>& ks);
 
 // This rank's share [b, e) of n rows split over `ranks` in contiguous pieces.
 std::pair<int64_t, int64_t> share_of(int64_t n, int rank, int ranks);
@@ -52,10 +64,12 @@ std::vector<float> score_edges(Communicator& comm, const PartitionMeta& meta,
                                const std::vector<float>& h, int64_t width, const Array& edges,
                                int64_t b, int64_t e, Trainer& trainer);
 // A split's metrics from every node's output rows: each rank scores its share of the positives
-// `pos` and of the negatives `neg` (int64 [., 2], new ids); the negatives' scores are summed into
-// one vector on every rank (each entry written by one rank). Collective on `comm`.
+// `pos` and of the negatives `neg` (int64 [., 2], new ids); shared negatives (`per_positive` 0):
+// their scores are summed into one vector on every rank (each entry written by one rank);
+// per_positive K: a rank scores its positives' K rows each, in chunks. Collective on `comm`.
 LinkMetrics evaluate_link_split(Communicator& comm, const PartitionMeta& meta,
                                 const std::vector<float>& h, int64_t width, const Array& pos,
-                                const Array& neg, const std::vector<int>& ks, Trainer& trainer);
+                                const Array& neg, int64_t per_positive, const std::vector<int>& ks,
+                                Trainer& trainer);
 
 }  // namespace dsp

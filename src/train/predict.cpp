@@ -20,6 +20,7 @@
 #include "train/metrics.hpp"
 #include "train/trainer.hpp"
 #include "train/typed_rows.hpp"
+#include "layout/partition/partition_dir.hpp"
 
 namespace dsp {
 
@@ -140,7 +141,7 @@ void write_atomic(const Array& a, const fs::path& path) {
 // The rows of `ids` (original ids), in their order, out of every node's rows (new id order).
 std::vector<float> rows_of(const RankRuntime& rt, const std::vector<int64_t>& ids,
                            const std::vector<float>& table, int64_t width) {
-  const Array old2new = load_npy(rt.partition_dir() + "/old2new.npy");
+  const Array old2new = load_old2new(rt.partition_dir(), rt.part().meta.num_nodes);
   const int64_t n = static_cast<int64_t>(ids.size());
   std::vector<float> rows(static_cast<size_t>(n * width));
   for (int64_t i = 0; i < n; ++i) {
@@ -257,7 +258,7 @@ std::unique_ptr<EmbeddingTable> load_embedding(const std::string& ckpt, const Mo
   } else {
     const PartitionMeta& meta = rt.part().meta;
     const int64_t b = meta.offsets[rt.rank()];
-    const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+    const Array new2old = load_new2old(rt.partition_dir(), meta.num_nodes);
     t = std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
                                          new2old.data<int64_t>() + b, eo, rt.embedding_storage());
     trainer.attach_embedding(t.get());
@@ -288,7 +289,7 @@ std::vector<float> typed_rows(const PredictConfig& c, RankRuntime& rt, Trainer& 
   const PartitionMeta& meta = rt.part().meta;
   const HeteroSchema& schema = meta.hetero->schema;
   const int64_t base = schema.type_offsets()[static_cast<size_t>(schema.target)];
-  const Array old2new = load_npy(rt.partition_dir() + "/old2new.npy");
+  const Array old2new = load_old2new(rt.partition_dir(), meta.num_nodes);
   const int64_t b = meta.offsets[rt.rank()], e = meta.offsets[rt.rank() + 1];
   std::vector<int64_t> seeds, at;  // the ids this rank owns: new ids, and their places in `ids`
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -3,6 +3,7 @@
 #include "graph/npy.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "train/trainer.hpp"
+#include "layout/partition/partition_dir.hpp"
 
 namespace dsp {
 
@@ -27,7 +28,7 @@ std::unique_ptr<EmbeddingTable> attach_typed_rows(RankRuntime& rt, Trainer& trai
                                                   const EmbeddingOptions& eo) {
   const HeteroLayout& h = *rt.part().meta.hetero;
   auto rows = std::make_shared<const FeaturelessRows>(h, type_dims);
-  const Array new2old = load_npy(rt.partition_dir() + "/new2old.npy", DType::kInt64, 1);
+  const Array new2old = load_new2old(rt.partition_dir(), rt.part().meta.num_nodes);
   std::vector<int64_t> ids;  // dataset ids of this rank's rows, in row order
   const int T = h.num_types(), p = rt.rank();
   for (int t = 0; t < T; ++t) {

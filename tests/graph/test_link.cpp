@@ -382,7 +382,8 @@ TEST(LinkSplit, RefusalsNameTheOption) {
               c.link_split.clear();
               c.link_negatives = 3;
             }),
-            "--link-negatives and --seed apply with --link-split only");
+            "--link-negatives, --link-negatives-per-positive and --seed apply with "
+            "--link-split only");
   EXPECT_EQ(refusal([](ConvertCommand& c) { c.link_negatives = 100000; }),
             "--link-negatives: found only 708 of 100000 negative pairs for link_valid in "
             "10001000 draws (too few node pairs are not edges); lower --link-negatives");
@@ -469,7 +470,7 @@ TEST(LinkSplit, CommunityCommandParsesTheSplit) {
   CommunityCommand bad;
   bad.link_negatives = 5;
   EXPECT_EQ(error_of<InvalidArgument>([&] { bad.validate(); }),
-            "--link-negatives applies with --link-split only");
+            "--link-negatives and --link-negatives-per-positive apply with --link-split only");
 }
 
 // An OGB link directory: raw/ with a 6-node path 0-1-2-3-4 and node features, split/time/ with
@@ -563,12 +564,97 @@ TEST(OgbLink, FaultsNameTheSplitFileRowAndPair) {
   std::filesystem::remove(split + "valid_edge_neg.npy");
   EXPECT_EQ(error_of<IoError>([&] { run_convert(ogb_link_command(root, tmp / "ds")); }),
             split + "valid_edge_neg.npy: missing file (valid_edge holds positive edges; Hits@K and "
-                    "MRR rank them against fixed negatives)");
+                    "MRR rank them against fixed negatives, shared by the split's positives, or "
+                    "per positive in <split>_target_neg.npy as OGB's ogbl-citation2)");
   EXPECT_FALSE(path_exists(tmp / "ds"));
   ConvertCommand c = ogb_link_command(root, tmp / "ds");
   c.out_of_core = true;
   EXPECT_EQ(error_of<InvalidArgument>([&] { run_convert(c); }),
             "--from ogb-link converts in memory; drop --out-of-core");
+}
+
+// ogbl-citation2's layout: <split>_target_neg.npy [E, K] holds K negative destinations for each
+// positive; the dataset stores the pairs (positive's source, destination), K per positive in the
+// positives' order, and dataset.json records K. Mixed or mismatched files are named.
+TEST(OgbLink, PerPositiveNegativesAsCitation2ShipsThem) {
+  TempDir tmp("ogbl_citation");
+  const std::string root = ogb_link_dir(tmp);
+  const std::string split = root + "/split/time/";
+  std::filesystem::remove(split + "valid_edge_neg.npy");
+  std::filesystem::remove(split + "test_edge_neg.csv");
+  save_npy(split + "valid_edge.npy", pairs({4, 5, 0, 2}));
+  save_npy(split + "valid_target_neg.npy",
+           Array::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5}, {2, 3}));
+  save_npy(split + "test_target_neg.npy",
+           Array::from_vector(std::vector<int32_t>{1, 2, 4}, {1, 3}));
+  run_convert(ogb_link_command(root, tmp / "ds"));
+  const Dataset ds = load_dataset(tmp / "ds");
+  EXPECT_EQ(ds.meta.link_negatives_per_positive, 3);
+  EXPECT_EQ(rows_of(ds.link_valid_neg),
+            (std::vector<Pair>{{4, 0}, {4, 1}, {4, 2}, {0, 3}, {0, 4}, {0, 5}}));
+  EXPECT_EQ(rows_of(ds.link_test_neg), (std::vector<Pair>{{0, 1}, {0, 2}, {0, 4}}));
+  // A dataset.json whose K does not match the pairs is refused naming the file.
+  DatasetMeta m = load_dataset_meta(tmp / "ds");
+  m.link_negatives_per_positive = 2;
+  iotest::write_text(tmp / "ds/dataset.json", m.to_json().dump());
+  EXPECT_EQ(error_of<FormatError>([&] { load_dataset(tmp / "ds"); }),
+            (tmp / "ds/link_valid_neg.npy") +
+                ": has 6 pairs, but dataset.json's link_negatives_per_positive 2 needs 4 for the "
+                "2 positives of link_valid.npy (rows [i K, (i + 1) K) are positive i's)");
+  save_npy(split + "test_target_neg.npy",
+           Array::from_vector(std::vector<int64_t>{1, 2}, {1, 2}));
+  EXPECT_EQ(error_of<FormatError>([&] { run_convert(ogb_link_command(root, tmp / "k")); }),
+            split + "test_target_neg.npy: 2 negatives per positive, but the other split has 3");
+  save_npy(split + "test_target_neg.npy",
+           Array::from_vector(std::vector<int64_t>{1, 2, 4, 1, 2, 4}, {2, 3}));
+  EXPECT_EQ(error_of<FormatError>([&] { run_convert(ogb_link_command(root, tmp / "rows")); }),
+            split + "test_target_neg.npy: 2 rows, but " + split +
+                "test_edge.csv.gz holds 1 positives (one row of negatives each)");
+  std::filesystem::remove(split + "test_target_neg.npy");
+  iotest::write_text(split + "test_edge_neg.csv", "0,4\n2,5\n");
+  EXPECT_EQ(error_of<FormatError>([&] { run_convert(ogb_link_command(root, tmp / "mixed")); }),
+            (root + "/split/time") +
+                ": one split's negatives are per positive (<split>_target_neg.npy) and the "
+                "other's shared (<split>_edge_neg): give both splits the same kind");
+  save_npy(split + "valid_edge_neg.npy", pairs({0, 3}));
+  EXPECT_EQ(error_of<FormatError>([&] { run_convert(ogb_link_command(root, tmp / "both")); }),
+            split + "valid_target_neg.npy: the split has both valid_edge_neg (negatives shared by "
+                    "its positives) and valid_target_neg (negatives per positive); keep one");
+}
+
+// --link-negatives-per-positive K: each held-out (u, v) gets K distinct (u, w), none an edge of
+// the input graph (either direction), none a self loop; the dataset validates and records K.
+TEST(LinkSplit, NegativesPerPositiveShareTheSourceAndAreNoEdges) {
+  TempDir tmp("link_per_positive");
+  std::set<Pair> all;
+  iotest::write_text(tmp / "g.txt", ring_edge_list(&all));
+  ConvertCommand c = edge_list_command(tmp / "g.txt", tmp / "ds");
+  c.link_negatives_per_positive = 4;
+  run_convert(c);
+  const Dataset ds = load_dataset(tmp / "ds");
+  EXPECT_EQ(ds.meta.link_negatives_per_positive, 4);
+  for (const auto& [pos, neg] : {std::pair{&ds.link_valid, &ds.link_valid_neg},
+                                 std::pair{&ds.link_test, &ds.link_test_neg}}) {
+    ASSERT_EQ(neg->dim(0), 4 * pos->dim(0));
+    const std::vector<Pair> p = rows_of(*pos), n = rows_of(*neg);
+    for (size_t i = 0; i < p.size(); ++i) {
+      std::set<int64_t> seen;
+      for (size_t j = 4 * i; j < 4 * i + 4; ++j) {
+        EXPECT_EQ(n[j].first, p[i].first);
+        EXPECT_NE(n[j].second, p[i].first);
+        EXPECT_EQ(all.count({std::min(n[j].first, n[j].second),
+                             std::max(n[j].first, n[j].second)}),
+                  0u);
+        seen.insert(n[j].second);
+      }
+      EXPECT_EQ(seen.size(), 4u);
+    }
+  }
+  c.output = tmp / "both";
+  c.link_negatives = 10;
+  EXPECT_EQ(error_of<InvalidArgument>([&] { run_convert(c); }),
+            "--link-negatives (shared by a split's positives) and --link-negatives-per-positive "
+            "exclude each other: give one");
 }
 
 }  // namespace

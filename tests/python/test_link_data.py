@@ -97,6 +97,33 @@ def test_a_held_out_edge_in_the_graph_is_kept_as_ogb_keeps_it(tmp_path, cli):
                             "the training graph is refused")
 
 
+def test_citation2_splits_give_negatives_per_positive(tmp_path, cli):
+    # ogbl-citation2's dicts: source_node, target_node and, for valid and test, target_node_neg
+    # [E, K]; each positive keeps its own K negatives (its source, each target), in its order.
+    split = _ogbl(str(tmp_path / "ogbl_toy"))
+    for name, d in (("train", {"source_node": np.array([0, 1, 3]),
+                               "target_node": np.array([1, 2, 2])}),
+                    ("valid", {"source_node": np.array([4, 0]), "target_node": np.array([5, 2]),
+                               "target_node_neg": np.array([[0, 1, 2], [3, 4, 5]])}),
+                    ("test", {"source_node": np.array([0]), "target_node": np.array([5]),
+                              "target_node_neg": np.array([[1, 2, 4]])})):
+        with open(os.path.join(split, name + ".pt"), "wb") as f:
+            pickle.dump(d, f)
+    meta = _data.convert_ogb_link(tmp_path / "ogbl_toy", tmp_path / "out")
+    assert meta["link_negatives_per_positive"] == 3
+    out = tmp_path / "out"
+    assert np.load(out / "link_valid.npy").tolist() == [[4, 5], [0, 2]]
+    assert np.load(out / "link_valid_neg.npy").tolist() == [
+        [4, 0], [4, 1], [4, 2], [0, 3], [0, 4], [0, 5]]
+    assert np.load(out / "link_test_neg.npy").tolist() == [[0, 1], [0, 2], [0, 4]]
+    with open(os.path.join(split, "test.pt"), "wb") as f:
+        pickle.dump({"source_node": np.array([0]), "target_node": np.array([5]),
+                     "target_node_neg": np.array([[1, 2, 4], [1, 2, 4]])}, f)
+    with pytest.raises(dsp.FormatError) as e:
+        _data.convert_ogb_link(tmp_path / "ogbl_toy", tmp_path / "bad")
+    assert str(e.value) == (f"{split}/test.pt: 'target_node_neg' has 2 rows for 1 positives")
+
+
 def test_an_existing_output_names_the_keyword(tmp_path, cli):
     # The CLI's message names its flag, --overwrite; the call's names its keyword.
     _ogbl(str(tmp_path / "ogbl_toy"))
@@ -220,6 +247,44 @@ def test_subsets_the_format_holds(tmp_path, planted):
     assert dsp.load_dataset(str(tmp_path / "c"))["link_test"].tolist() == p["train"][:3].tolist()
 
 
+def test_negatives_per_positive_as_citation2_gives_them(tmp_path, planted):
+    # [E, K] destinations (ogbl-citation2's target_node_neg) or [E K, 2] pairs: each positive
+    # keeps its own K, stored as (its source, destination) pairs; the job ranks each against them
+    # and picks its epoch by MRR.
+    p, k = planted, 4
+    rng = np.random.default_rng(1)
+    edges = {tuple(e) for e in np.concatenate([p["train"], p["valid"], p["test"]]).tolist()}
+
+    def targets(pos):
+        out = []
+        for u, _ in pos.tolist():
+            row = []
+            while len(row) < k:
+                w = int(rng.integers(p["n"]))
+                if w != u and (min(u, w), max(u, w)) not in edges and w not in row:
+                    row.append(w)
+            out.append(row)
+        return np.array(out, dtype=np.int64)
+
+    vt, tt = targets(p["valid"]), targets(p["test"])
+    pairs = np.stack([np.repeat(p["test"][:, 0], k), tt.reshape(-1)], axis=1)
+    meta = _save_planted(tmp_path / "ds", p, link_valid_neg=vt, link_test_neg=pairs,
+                         link_negatives_per_positive=k)
+    assert meta["link_negatives_per_positive"] == k
+    assert (meta["num_link_valid_neg"], meta["num_link_test_neg"]) == (75 * k, 150 * k)
+    ds = dsp.load_dataset(str(tmp_path / "ds"))
+    assert ds["link_negatives_per_positive"] == k
+    assert ds["link_valid_neg"][:, 0].tolist() == np.repeat(p["valid"][:, 0], k).tolist()
+    assert ds["link_valid_neg"][:, 1].tolist() == vt.reshape(-1).tolist()
+    assert ds["link_test_neg"].tolist() == pairs.tolist()
+    r = dsp.train({"path": str(tmp_path / "ds"), "task": "link", "epochs": 1, "fanouts": [5, 5],
+                   "batch_size": 256, "hidden": 16, "hits_k": [1], "threads": 1})
+    assert r["metric"] == "mrr" and r["best_val_acc"] == r["best_val_mrr"]
+    # Above a random order's MRR: the mean of 1 / rank over ranks 1..K+1.
+    assert sum(1 / i for i in range(1, k + 2)) / (k + 1) < r["test_mrr_at_best"] <= 1.0
+    assert dsp.load_dataset(str(tmp_path / "ds"))["link_negatives_per_positive"] == k
+
+
 def _link_refusals(out):
     """(keywords, exact message) of link splits the format cannot hold, on the graph 0-1-2-3-4
     (undirected) of 6 nodes."""
@@ -239,9 +304,12 @@ def _link_refusals(out):
          "arrays"),
         (dict(ok, link_test=[[4, 5]], link_test_neg=np.zeros((1, 100), dtype=np.int64)),
          bad + "link_test_neg must have shape [2, E] (row 0 sources, row 1 targets) or [E, 2] "
-         "(one pair a row), got shape (1, 100); per-positive negatives ([E, K], as "
-         "ogbl-citation2's) are not in the format: a split's negative pairs are shared by all "
-         "its positives"),
+         "(one pair a row), got shape (1, 100); per-positive negatives ([E, K] destinations, as "
+         "ogbl-citation2's) need link_negatives_per_positive=K"),
+        (dict(ok, link_test=[[4, 5]], link_test_neg=np.zeros((2, 4), dtype=np.int64),
+              link_negatives_per_positive=3),
+         bad + "link_test_neg must hold 3 negatives for each of the 1 positives "
+         "(link_negatives_per_positive=3): [1, 3] destinations or [3, 2] pairs, got shape (2, 4)"),
         (dict(ok, link_valid=[4, 5], link_valid_neg=[[0, 3]]),
          bad + "link_valid must be a 2-d array, got shape (2,)"),
         (dict(ok, link_train=np.array([[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]])),
@@ -326,8 +394,8 @@ def test_adapters_pass_the_link_keywords_through(tmp_path, planted, monkeypatch)
 
 
 def test_pyg_random_link_split_as_the_readme_saves_it(tmp_path, planted):
-    # README's example: PyG's RandomLinkSplit, its positives and negatives per split by
-    # edge_label, the training graph's edges training.
+    # docs/guide-link-prediction.md's example: PyG's RandomLinkSplit, its positives and negatives
+    # per split by edge_label, the training graph's edges training.
     torch = pytest.importorskip("torch")
     pytest.importorskip("torch_geometric")
     from torch_geometric.data import Data

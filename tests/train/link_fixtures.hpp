@@ -9,7 +9,8 @@ namespace dsp::test {
 // 5000 nodes in 16 communities, no features or labels, its edges split 0.85/0.05/0.10 with
 // negatives across communities: a scorer that knows the communities reaches the test Hits@K in
 // meta.extra["link_hits_bound"] (about 0.889).
-inline Dataset planted_link_graph() {
+// per_positive > 0: that many negatives for each held-out edge (OGB's ogbl-citation2 layout).
+inline Dataset planted_link_graph(int64_t per_positive = 0) {
   CommunityOptions co;
   co.num_nodes = 5000;
   co.num_edges = 50000;
@@ -18,6 +19,7 @@ inline Dataset planted_link_graph() {
   co.feature_dim = 0;
   co.seed = 1;
   co.link_split = LinkSplitOptions{};
+  co.link_split->negatives_per_positive = per_positive;
   return generate_community(co);
 }
 

@@ -30,6 +30,43 @@ TEST(LinkMetrics, HitsAndMrrFollowOgbsDefinitions) {
   EXPECT_DOUBLE_EQ(m.main(), m.hits[0]);
 }
 
+// OGB's evaluator (ogb 1.3.6, ogb.linkproppred.Evaluator) on fixed scores with many ties, as
+// scripts/peers/ogb_link_evaluator.py prints it: the same arrays, OGB's values pinned.
+TEST(LinkMetrics, EqualOgbsEvaluatorOnFixedScores) {
+  auto comm = make_communicator("self");
+  std::vector<float> pos, neg;
+  for (int i = 0; i < 12; ++i) pos.push_back(static_cast<float>((i * 7) % 11) / 4 - 1);
+  for (int j = 0; j < 20; ++j) neg.push_back(static_cast<float>((j * 5) % 13) / 4 - 1.5f);
+  const LinkMetrics shared = link_metrics(*comm, pos, neg, {1, 3, 10, 20});
+  EXPECT_DOUBLE_EQ(shared.hits[0], 0);  // ogbl-collab's Hits@K with K = 1, 3, 10, 20
+  EXPECT_DOUBLE_EQ(shared.hits[1], 0.083333333333333329);
+  EXPECT_DOUBLE_EQ(shared.hits[2], 0.5);
+  EXPECT_DOUBLE_EQ(shared.hits[3], 1);
+  EXPECT_NEAR(shared.mrr, 0.15134734225769839, 1e-7);  // OGB sums float32 reciprocals
+  // ogbl-citation2's lists: 6 positives, 8 negatives each.
+  pos.clear();
+  neg.clear();
+  for (int i = 0; i < 6; ++i) {
+    pos.push_back(static_cast<float>((i * 3) % 7) / 4 - 0.5f);
+    for (int j = 0; j < 8; ++j) neg.push_back(static_cast<float>((i * 5 + j * 3) % 9) / 4 - 0.75f);
+  }
+  const LinkMetrics own = link_metrics_per_positive(*comm, pos, neg, 8, {1, 3});
+  EXPECT_DOUBLE_EQ(own.hits[0], 0);
+  EXPECT_DOUBLE_EQ(own.hits[1], 0.33333333333333331);
+  EXPECT_NEAR(own.mrr, 0.25158730645974475, 1e-7);
+  EXPECT_EQ(own.positives, 6);
+  EXPECT_DOUBLE_EQ(own.main(), own.mrr);  // MRR picks the best epoch, as OGB's citation2
+  EXPECT_EQ(own.main_name(), "mrr");
+  try {
+    link_metrics_per_positive(*comm, pos, neg, 8, {10});
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--hits-k 10 is larger than the 8 negatives of each held-out positive: Hits@K "
+                 "ranks a positive among its own negatives");
+  }
+}
+
 TEST(LinkMetrics, KLargerThanTheNegativesIsRefused) {
   auto comm = make_communicator("self");
   try {

@@ -82,6 +82,7 @@ nlohmann::json PartitionMeta::to_json() const {
   if (has_edge_time) j["has_edge_time"] = true;
   if (has_node_time) j["has_node_time"] = true;
   if (multilabel) j["multilabel"] = true;
+  if (link_negatives_per_positive > 0) j["link_negatives_per_positive"] = link_negatives_per_positive;
   // Only when by reference, so that a partition with its own features.npy is written as before.
   if (!feature_source.empty()) {
     j["feature_source"] = feature_source;
@@ -233,6 +234,7 @@ PartitionMeta PartitionMeta::from_json(const nlohmann::json& j, const std::strin
   m.has_edge_time = j.value("has_edge_time", false);
   m.has_node_time = j.value("has_node_time", false);
   m.multilabel = j.value("multilabel", false);
+  m.link_negatives_per_positive = j.value("link_negatives_per_positive", int64_t{0});
   get("dataset_name", m.dataset_name);
   std::string fd, id;
   get("feature_dtype", fd);

@@ -179,6 +179,9 @@ struct PartitionMeta {
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   // The dataset's multi-label labels: labels.npy int8 [N, num_classes] (DatasetMeta::multilabel).
   bool multilabel = false;
+  // The dataset's link_negatives_per_positive: link_valid_neg/link_test_neg hold this many
+  // negatives per held-out positive (0: shared by the split's positives).
+  int64_t link_negatives_per_positive = 0;
   DType feature_dtype = DType::kFloat32;  // of features.npy
   FeatureConversion feature_conversion;
   // --feature-storage reference: the dataset's features.npy (absolute path) read through

@@ -395,6 +395,7 @@ void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& op
   meta.index_dtype = g.index_dtype();
   meta.num_classes = ds.meta.num_classes;
   meta.multilabel = ds.meta.multilabel;
+  meta.link_negatives_per_positive = ds.meta.link_negatives_per_positive;
   meta.has_weights = g.has_weights();
   meta.has_edge_time = g.has_times();
   meta.has_node_time = ds.node_time.defined();
@@ -712,6 +713,16 @@ void load_links(PartitionData& d, Need&& need) {
   for (const auto& [file, a] : shared) {
     const std::string path = d.dir + "/" + file;
     if (path_exists(path)) *a = load_pairs(path, n, 0, n, -1);
+  }
+  const int64_t per = m.link_negatives_per_positive;
+  for (int i = 0; i < 2 && per > 0; ++i) {
+    const Array& pos = *shared[i].second;
+    const Array& neg = *shared[i + 2].second;
+    DSP_CHECK_FORMAT(!pos.defined() || (neg.defined() && neg.dim(0) == pos.dim(0) * per),
+                     "{}/{}: {} pairs, but partition.json's link_negatives_per_positive {} needs "
+                     "{} for the {} positives of {}",
+                     d.dir, shared[i + 2].first, neg.defined() ? neg.dim(0) : 0, per,
+                     pos.dim(0) * per, pos.dim(0), shared[i].first);
   }
 }
 

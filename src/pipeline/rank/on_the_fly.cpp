@@ -16,6 +16,7 @@
 #include "layout/partition/partition.hpp"
 #include "layout/partition/partition_disk.hpp"
 #include "layout/partition/partition_plan.hpp"
+#include "layout/partition/partition_dir.hpp"
 
 namespace dsp {
 namespace fs = std::filesystem;
@@ -76,7 +77,7 @@ OnTheFlyPartition::~OnTheFlyPartition() {
 }
 
 std::string OnTheFlyPartition::resolve(const RankOptions& opts, CoordinatedCommunicator& ch) {
-  if (path_exists(opts.path + "/partition.json")) return opts.path;
+  if (is_partition_dir(opts.path)) return opts.path;
   DSP_CHECK_T(IoError, path_exists(opts.path + "/dataset.json"),
               "{}: neither a partition directory (partition.json) nor a dataset directory "
               "(dataset.json)",
