@@ -2,7 +2,7 @@
 # needed to compile: scripts/test.sh asks for it wherever nvcc is, so the sources keep compiling);
 # AUTO builds them where nvcc is found and this machine has a GPU (nvidia-smi lists one), since on
 # a machine without one they only cost compile time (a quarter of a cold build). The full CUDA
-# build (kernels linked into the trainer) also needs a CUDA-enabled LibTorch (see README).
+# build (kernels linked into the trainer) also needs a CUDA-enabled LibTorch (see docs/building.md).
 set(DSP_CUDA_ENABLED OFF)
 set(_dsp_cuda_wanted ON)
 if(DSP_WITH_CUDA STREQUAL "AUTO" AND NOT DSP_FUZZ)
