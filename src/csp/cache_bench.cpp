@@ -9,7 +9,7 @@
 #include "core/timer.hpp"
 #include "csp/presample.hpp"
 #include "layout/store/fifo_cache.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 
 namespace dsp {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// `dsp bench cache`: hit rates of the static cache policies (layout/store/hotness.hpp) and BGL's
+// `dsp bench cache`: hit rates of the static cache policies (layout/partition/hotness.hpp) and BGL's
 // dynamic FIFO against the optimal oracle, on access traces the reference sampler records (GNNLab's
 // evaluation, single process). Its options are declared once (cache_bench_options: flags, keys,
 // help, defaults), checked once (validate); the scoring is here, next to the sampler that records

@@ -7,7 +7,7 @@
 
 #include "csp/sampler.hpp"
 #include "layout/partition/partition_command.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 
 namespace dsp {
 

@@ -31,6 +31,7 @@
 #include "graph/link.hpp"
 #include "graph/validate.hpp"
 #include "layout/partition/partition_command.hpp"
+#include "layout/partition/partition_dir.hpp"
 #include "pipeline/cores.hpp"
 #include "pipeline/link_batch.hpp"
 #include "pipeline/load_batch.hpp"

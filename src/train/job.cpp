@@ -27,7 +27,7 @@
 #include "core/timer.hpp"
 #include "csp/sampler.hpp"
 #include "graph/npy.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "pipeline/roles.hpp"

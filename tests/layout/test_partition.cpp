@@ -22,7 +22,7 @@
 #include "graph/npy.hpp"
 #include "layout/layout_fixtures.hpp"
 #include "layout/partition/partition.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 
 namespace dsp {
 namespace {

@@ -1,4 +1,4 @@
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 
 #include <algorithm>
 #include <numeric>

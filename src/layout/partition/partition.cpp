@@ -16,7 +16,7 @@
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
 #include "layout/partition/partition_detail.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 
 namespace dsp {
 namespace {

@@ -56,7 +56,7 @@
 #include "graph/csr.hpp"
 #include "graph/dataset.hpp"
 #include "graph/hetero.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 
 namespace dsp {
 

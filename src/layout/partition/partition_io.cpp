@@ -17,7 +17,7 @@
 #include "layout/partition/partition.hpp"
 #include "layout/partition/partition_detail.hpp"
 #include "layout/partition/partition_hetero.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 
 namespace dsp {
 namespace {

@@ -1,7 +1,7 @@
 #include "pipeline/rank/options.hpp"
 
 #include "core/error.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 
 namespace dsp {
 

@@ -7,7 +7,7 @@
 #include "graph/npy.hpp"
 #include "layout/store/cache_sizing.hpp"
 #include "layout/store/embedding_table.hpp"
-#include "layout/store/hotness.hpp"
+#include "layout/partition/hotness.hpp"
 #include "pipeline/load_batch.hpp"
 
 namespace dsp {
@@ -66,7 +66,7 @@ DataCommFactory RankRuntime::device_channels() const {
   };
 }
 
-// The cache lists of every part under another policy or ratio (layout/store/hotness.hpp), computed
+// The cache lists of every part under another policy or ratio (layout/partition/hotness.hpp), computed
 // identically on every rank from replicated data, so the feature position lists agree.
 void RankRuntime::override_cache() {
   const PartitionMeta& m = part_.meta;
