@@ -734,8 +734,6 @@ void TrainJob::make_hetero_embedding(EmbeddingOptions eo) {
   const HeteroLayout& h = *rt_.part().meta.hetero;
   emb_ = attach_typed_rows(rt_, *trainer_, tc_.model.type_dims, eo);
   const int T = h.num_types();
-  const FeaturelessRows rows(h, tc_.model.type_dims);
-  const int64_t mine = rows.offsets[rt_.rank() + 1] - rows.offsets[rt_.rank()];
   if (rt_.leader()) {
     std::vector<std::string> names;
     for (int t = 0; t < T; ++t) {
@@ -744,7 +742,7 @@ void TrainJob::make_hetero_embedding(EmbeddingOptions eo) {
     DSP_INFO("train",
              "learnable rows for the node types without features ({}): {} columns, {} rows in "
              "all ({} on this rank, in {} memory), sparse {} at lr {}",
-             fmt::join(names, ", "), eo.dim, rows.offsets.back(), mine,
+             fmt::join(names, ", "), eo.dim, emb_->num_nodes(), emb_->end() - emb_->begin(),
              emb_->memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer, eo.lr);
   }
 }

@@ -166,6 +166,14 @@ def trains(job, offset):
         return "\nepoch " in f.read()
 
 
+def overran(job, offset, moment):
+    """Whether this start is past where `moment` aimed: training began (a startup kill), or the
+    epoch after E finished (an epoch kill)."""
+    if moment[0] == "startup":
+        return trains(job, offset)
+    return records(job.metrics) > moment[1]
+
+
 def kill_moment(a, job, rng, kills_left, startup_s, epoch_s):
     """Where this start is killed: ("startup", seconds) a quarter of the time, else ("epoch", E,
     seconds): that long after the metrics file holds E records (none half of the time), so the
@@ -203,7 +211,11 @@ def run_chaos(a, tmp, startup_s, train_s):
                     pid = pid or rank_pids(p.pid, a.ranks, job.ck).get(victim)
                     time.sleep(0.002)
             deadline = time.monotonic() + moment[-1]
-            while time.monotonic() < deadline and p.poll() is None:
+            # The moment was scaled by the reference run, which a loaded machine slows: a delay
+            # that outlasts this start's startup (or its next epoch) ends there, so every kill
+            # lands before the job can complete.
+            while time.monotonic() < deadline and p.poll() is None and \
+                    not overran(job, offset, moment):
                 time.sleep(0.002)
             while pid is None and p.poll() is None:  # an early moment: the ranks not yet there
                 pid = rank_pids(p.pid, a.ranks, job.ck).get(victim)
