@@ -1,6 +1,5 @@
 // dsp convert --from ogb-link: OGB's raw link-prediction layout (see import.hpp).
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <tuple>
@@ -184,12 +183,11 @@ void read_link_split(const fs::path& sdir, bool undirected, Dataset& ds) {
     ds.meta.extra["held_out_in_graph"] = repeats;
   }
   read_per_positive_negatives(sdir, undirected, ds);
-  for (const char* stem : {"valid_edge", "test_edge"}) {
-    const std::string neg = std::string(stem) + "_neg";
-    const std::string targets = std::string(stem, std::strlen(stem) - 5) + "_target_neg.npy";
+  for (const std::string split : {"valid", "test"}) {
+    const std::string stem = split + "_edge", neg = stem + "_neg";
     DSP_CHECK_T(IoError,
                 find_pairs_file(sdir, stem).empty() || !find_pairs_file(sdir, neg).empty() ||
-                    fs::is_regular_file(sdir / targets, ec),
+                    fs::is_regular_file(sdir / (split + "_target_neg.npy"), ec),
                 "{}: missing file ({} holds positive edges; Hits@K and MRR rank them against "
                 "fixed negatives, shared by the split's positives, or per positive in "
                 "<split>_target_neg.npy as OGB's ogbl-citation2)",

@@ -16,6 +16,7 @@
 #include "layout/partition/graph_scan.hpp"
 #include "layout/partition/partition.hpp"
 #include "layout/partition/partition_detail.hpp"
+#include "layout/partition/partition_dir.hpp"
 #include "layout/partition/partition_hetero.hpp"
 #include "layout/partition/hotness.hpp"
 
@@ -777,7 +778,7 @@ void load_feature_source(PartitionData& d) {
                    "{}: not the features {}/partition.json was made from ({}, expected {} nodes "
                    "x {} features, or other values): the dataset changed; partition it again",
                    src, d.dir, d.features.describe(), n, m.feature_dim);
-  const std::string map = d.dir + "/new2old.npy";
+  const std::string map = new2old_path(d.dir);
   check_file_readable(map);
   d.feature_rows = load_npy(map, DType::kInt64, 1);
   DSP_CHECK_FORMAT(d.feature_rows.dim(0) == n, "{}: {} ids, expected {}", map,
