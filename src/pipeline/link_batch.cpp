@@ -38,7 +38,7 @@ const OptionTable<LinkOptions>& link_options_table() {
   static const OptionTable<LinkOptions> table = {
       value<T>("--task", "task",
                "node (default: classify nodes) or link (predict edges: the dataset's "
-               "link_train/valid/test edges, Hits@K and MRR)",
+               "link_train/valid/test edges, Hits@K, MRR and ROC-AUC)",
                DSP_LINK(task), "node,link"),
       value<T>("--neg-ratio", "neg_ratio", "link: negatives per positive edge (default 1)",
                DSP_LINK(neg_ratio)),
@@ -52,7 +52,8 @@ const OptionTable<LinkOptions>& link_options_table() {
                "undirected dataset, else self)",
                DSP_LINK(exclude), "auto,none,self,reverse"),
       value<T>("--hits-k", "hits_k",
-               "link: report Hits@K for these K (default 50); the first selects the best epoch",
+               "link: report Hits@K for these K (default 50); the first selects the best epoch "
+               "(unless --metric rocauc)",
                DSP_LINK(hits_k)),
   };
 #undef DSP_LINK

@@ -149,9 +149,10 @@ void check_loss_and_metric(const JobConfig& c) {
     DSP_CHECK_ARG(loss != "ce",
                   "--loss ce with --task link: link prediction trains with binary cross-entropy "
                   "of the pairs' logits (--loss bce or auto)");
-    DSP_CHECK_ARG(c.metric == "auto",
+    DSP_CHECK_ARG(c.metric == "auto" || c.metric == "rocauc",
                   "--metric {} with --task link: link prediction picks its best epoch by the "
-                  "first --hits-k's Hits@K",
+                  "first --hits-k's Hits@K (MRR with negatives per positive) or, with --metric "
+                  "rocauc, by the ROC-AUC of the held-out edges against their negatives",
                   c.metric);
     return;
   }
@@ -503,6 +504,7 @@ class TrainJob {
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
   std::string link_metric() const;
+  double link_value(const LinkMetrics& m) const;
   void write_metrics(int epoch, double loss, double train_acc, bool evaluated);
   // checkpoint-<epoch + 1>.pt (then rotate), or `path` (best.pt: the best validation so far).
   void checkpoint(int epoch, const std::string& path = "");
@@ -1248,12 +1250,13 @@ void TrainJob::choose_eval() {
     if (rt_.leader()) {
       const int64_t per = part.meta.link_negatives_per_positive;
       DSP_INFO("train",
-               "evaluation: full neighbourhoods, layer by layer; Hits@{} and MRR of {} "
-               "validation and {} test edges against {}",
+               "evaluation: full neighbourhoods, layer by layer; Hits@{}, MRR and AUC of {} "
+               "validation and {} test edges against {}; {} picks the best epoch",
                fmt::join(cfg_.link.hits_k, ","), part.link_valid.dim(0), part.link_test.dim(0),
-               per > 0 ? fmt::format("{} negatives each (MRR picks the best epoch)", per)
+               per > 0 ? fmt::format("{} negatives each", per)
                        : fmt::format("{} and {} negatives", part.link_valid_neg.dim(0),
-                                     part.link_test_neg.dim(0)));
+                                     part.link_test_neg.dim(0)),
+               link_metric());
     }
     return;
   }
@@ -1390,18 +1393,25 @@ std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
   return {val, test};
 }
 
-// What picks a link job's best epoch: the first Hits@K, or MRR with negatives per positive.
+// What picks a link job's best epoch: the first Hits@K, MRR with negatives per positive, or the
+// ROC-AUC (--metric rocauc).
 std::string TrainJob::link_metric() const {
+  if (cfg_.metric == "rocauc") return "rocauc";
   return rt_.part().meta.link_negatives_per_positive > 0
              ? "mrr"
              : fmt::format("hits@{}", cfg_.link.hits_k.front());
 }
 
-// "hits@50 0.8123 mrr 0.4012"
+// That figure of a split's metrics.
+double TrainJob::link_value(const LinkMetrics& m) const {
+  return cfg_.metric == "rocauc" ? m.auc : m.main();
+}
+
+// "hits@50 0.8123 mrr 0.4012 auc 0.9310"
 std::string TrainJob::link_line(const LinkMetrics& m) const {
   std::string s;
   for (size_t j = 0; j < m.k.size(); ++j) s += fmt::format("hits@{} {:.4f} ", m.k[j], m.hits[j]);
-  return s + fmt::format("mrr {:.4f}", m.mrr);
+  return s + fmt::format("mrr {:.4f} auc {:.4f}", m.mrr, m.auc);
 }
 
 void TrainJob::note_best(double val, double test, int epoch) {
@@ -1510,8 +1520,8 @@ std::pair<double, double> TrainJob::evaluate_epoch(int epoch) {
   double val = 0, test = 0;
   if (link_) {
     std::tie(val_link_, test_link_) = evaluate_link(epoch);
-    val = val_link_.main();
-    test = test_link_.main();
+    val = link_value(val_link_);
+    test = link_value(test_link_);
   } else if (has_valid_ || has_test_) {
     if (full_eval_) {
       std::tie(val_tally_, test_tally_) = evaluate_full(epoch);
@@ -1597,7 +1607,10 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool eval
   }
   if (evaluated && link_) {
     auto split = [](const LinkMetrics& m) {
-      nlohmann::json j = {{"mrr", m.mrr}, {"positives", m.positives}, {"negatives", m.negatives}};
+      nlohmann::json j = {{"mrr", m.mrr},
+                          {"auc", m.auc},
+                          {"positives", m.positives},
+                          {"negatives", m.negatives}};
       for (size_t i = 0; i < m.k.size(); ++i) j[fmt::format("hits@{}", m.k[i])] = m.hits[i];
       return j;
     };

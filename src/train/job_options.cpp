@@ -199,9 +199,11 @@ std::vector<JobOption> run_and_placement() {
             DSP_FIELD(init_from)),
       value("--seed", "seed", "random seed (sampling, dropout, initialisation)", DSP_FIELD(seed)),
       value("--metric", "metric",
-            "what picks the best epoch (node classification): acc, f1 (macro-F1, --loss ce), "
-            "rocauc (--loss bce; mean over label columns with both classes when multi-label, "
-            "as OGB's ogbn-proteins) or auto (default: acc for ce, rocauc for bce)",
+            "what picks the best epoch: acc, f1 (macro-F1, --loss ce), rocauc (--loss bce; "
+            "mean over label columns with both classes when multi-label, as OGB's "
+            "ogbn-proteins) or auto (default: acc for ce, rocauc for bce); --task link: auto "
+            "(the first --hits-k's Hits@K, MRR with negatives per positive) or rocauc (the "
+            "held-out edges' ROC-AUC against their negatives)",
             DSP_FIELD(metric), "auto,acc,f1,rocauc"),
       value("--metrics", "metrics_file", "write one JSON record per epoch to this file",
             DSP_FIELD(metrics_file)),

@@ -50,7 +50,7 @@ double ogb_rank(int64_t above, int64_t at_least) {
   return 1.0 + 0.5 * static_cast<double>(above + at_least);
 }
 
-// [hits per K..., reciprocal rank sum, positives] summed over ranks into m.
+// [hits per K..., reciprocal rank sum, AUC sum, positives] summed over ranks into m.
 LinkMetrics reduce_metrics(Communicator& comm, std::vector<double> sums, LinkMetrics m) {
   OpOptions o;
   o.label = "link:metrics";
@@ -58,11 +58,18 @@ LinkMetrics reduce_metrics(Communicator& comm, std::vector<double> sums, LinkMet
   comm.all_reduce(sums.data(), static_cast<int64_t>(sums.size()), DType::kFloat64, ReduceOp::kSum,
                   o);
   const size_t nk = m.k.size();
-  m.positives = static_cast<int64_t>(sums[nk + 1]);
-  const double n = std::max(1.0, sums[nk + 1]);
+  m.positives = static_cast<int64_t>(sums[nk + 2]);
+  const double n = std::max(1.0, sums[nk + 2]);
   for (size_t j = 0; j < nk; ++j) m.hits.push_back(sums[j] / n);
   m.mrr = sums[nk] / n;
+  m.auc = sums[nk + 1] / n;
   return m;
+}
+
+// A positive's share of `n` negatives it beats, ties counting half (its term of the Mann-Whitney
+// statistic: the mean over positives is scikit-learn's roc_auc_score of positives and negatives).
+double auc_term(int64_t above, int64_t at_least, int64_t n) {
+  return n == 0 ? 0.0 : (static_cast<double>(n - at_least) + 0.5 * (at_least - above)) / n;
 }
 
 // Adds positives pos[0, n) ranked each against its own `per` negatives neg[i per, (i + 1) per).
@@ -78,7 +85,8 @@ void add_per_positive(const float* pos, const float* neg, int64_t n, int64_t per
     const double rank = ogb_rank(above, at_least);
     for (size_t j = 0; j < ks.size(); ++j) sums[j] += rank <= ks[j] ? 1 : 0;
     sums[ks.size()] += 1.0 / rank;
-    sums[ks.size() + 1] += 1;
+    sums[ks.size() + 1] += auc_term(above, at_least, per);
+    sums[ks.size() + 2] += 1;
   }
 }
 
@@ -97,7 +105,7 @@ LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
   }
   std::vector<float> sorted = neg;
   std::sort(sorted.begin(), sorted.end(), std::greater<float>());
-  std::vector<double> sums(ks.size() + 2, 0.0);
+  std::vector<double> sums(ks.size() + 3, 0.0);
   for (const float s : pos) {
     for (size_t j = 0; j < ks.size(); ++j) sums[j] += s > sorted[ks[j] - 1] ? 1 : 0;
     // Negatives above s: the prefix of the descending order that is > s; at least as high: >= s.
@@ -108,8 +116,9 @@ LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
         std::partition_point(sorted.begin(), sorted.end(), [s](float x) { return x >= s; }) -
         sorted.begin();
     sums[ks.size()] += 1.0 / ogb_rank(above, at_least);
+    sums[ks.size() + 1] += auc_term(above, at_least, m.negatives);
   }
-  sums[ks.size() + 1] = static_cast<double>(pos.size());
+  sums[ks.size() + 2] = static_cast<double>(pos.size());
   return reduce_metrics(comm, std::move(sums), std::move(m));
 }
 
@@ -136,7 +145,7 @@ LinkMetrics link_metrics_per_positive(Communicator& comm, const std::vector<floa
   m.k = ks;
   m.per_positive = per_positive;
   m.negatives = static_cast<int64_t>(neg.size());
-  std::vector<double> sums(ks.size() + 2, 0.0);
+  std::vector<double> sums(ks.size() + 3, 0.0);
   add_per_positive(pos.data(), neg.data(), static_cast<int64_t>(pos.size()), per_positive, ks,
                    sums);
   return reduce_metrics(comm, std::move(sums), std::move(m));
@@ -172,7 +181,7 @@ LinkMetrics evaluate_per_positive(Communicator& comm, const PartitionMeta& meta,
   // Every rank takes part in each round's row fetches: as many rounds as the largest share needs.
   const int64_t most = (pos.dim(0) + comm.size() - 1) / comm.size();
   const int64_t chunk = std::max<int64_t>(1, kScoredPairsPerChunk / (per + 1));
-  std::vector<double> sums(ks.size() + 2, 0.0);
+  std::vector<double> sums(ks.size() + 3, 0.0);
   for (int64_t r = 0; r * chunk < most; ++r) {
     const int64_t b = std::min(pb + r * chunk, pe), e = std::min(b + chunk, pe);
     const std::vector<float> ps = score_edges(comm, meta, h, width, pos, b, e, trainer);

@@ -8,11 +8,15 @@
 // into one vector every rank holds, and each positive is ranked against all of them (the
 // negatives are shared by the split's positives, OGB's ogbl-collab/ppa/ddi convention):
 //   Hits@K  positives scoring above the K-th highest negative (OGB's evaluator);
-//   MRR     mean of 1 / rank, rank = 1 + (#negatives above + #negatives at least as high) / 2.
+//   MRR     mean of 1 / rank, rank = 1 + (#negatives above + #negatives at least as high) / 2;
+//   AUC     mean over positives of the share of negatives scoring below it, ties counting half
+//           (scikit-learn's roc_auc_score of the positives' and negatives' scores; PyG's and
+//           DGL's link examples report it).
 // With negatives per positive (dataset.json's link_negatives_per_positive K, OGB's ogbl-citation2
 // convention) positive i is ranked against negative rows [i K, (i + 1) K) only, each rank scoring
 // its positives' rows chunk by chunk: MRR as above, Hits@K the positives of rank <= K (OGB's
-// citation2 lists), and MRR picks the best epoch. scripts/peers/ogb_link_evaluator.py gives OGB's
+// citation2 lists), AUC the mean of each positive's share of its own negatives below it, and MRR
+// picks the best epoch (--metric rocauc: the AUC, in either convention). scripts/peers/ogb_link_evaluator.py gives OGB's
 // values on the fixed scores that tests/train/test_link.cpp pins.
 #include <cstdint>
 #include <string>
@@ -37,6 +41,7 @@ struct LinkMetrics {
   std::vector<int> k;
   std::vector<double> hits;
   double mrr = 0;
+  double auc = 0;  // ROC-AUC of the positives against the negatives (per positive: their mean)
   int64_t positives = 0, negatives = 0;
   int64_t per_positive = 0;  // > 0: each positive ranked against its own negatives (MRR leads)
   double main() const { return hits.empty() || per_positive > 0 ? mrr : hits.front(); }

@@ -25,6 +25,8 @@ TEST(LinkMetrics, HitsAndMrrFollowOgbsDefinitions) {
   EXPECT_DOUBLE_EQ(m.hits[3], 2.0 / 3);
   // Ranks: 0.9 -> 1; 0.5 -> 1 + (2 above + 3 at least as high) / 2 = 3.5; 0.1 -> 5.
   EXPECT_DOUBLE_EQ(m.mrr, (1.0 + 1.0 / 3.5 + 1.0 / 5) / 3);
+  // AUC: 0.9 beats all 4; 0.5 beats 0.2 and ties 0.5 (half); 0.1 beats none.
+  EXPECT_DOUBLE_EQ(m.auc, (1.0 + 1.5 / 4 + 0) / 3);
   EXPECT_EQ(m.positives, 3);
   EXPECT_EQ(m.negatives, 4);
   EXPECT_DOUBLE_EQ(m.main(), m.hits[0]);
@@ -43,6 +45,9 @@ TEST(LinkMetrics, EqualOgbsEvaluatorOnFixedScores) {
   EXPECT_DOUBLE_EQ(shared.hits[2], 0.5);
   EXPECT_DOUBLE_EQ(shared.hits[3], 1);
   EXPECT_NEAR(shared.mrr, 0.15134734225769839, 1e-7);  // OGB sums float32 reciprocals
+  // scikit-learn 1.x's roc_auc_score of the positives (label 1) and negatives (label 0), the AUC
+  // PyG's and DGL's link examples report.
+  EXPECT_NEAR(shared.auc, 0.5520833333333335, 1e-12);
   // ogbl-citation2's lists: 6 positives, 8 negatives each.
   pos.clear();
   neg.clear();
@@ -54,6 +59,8 @@ TEST(LinkMetrics, EqualOgbsEvaluatorOnFixedScores) {
   EXPECT_DOUBLE_EQ(own.hits[0], 0);
   EXPECT_DOUBLE_EQ(own.hits[1], 0.33333333333333331);
   EXPECT_NEAR(own.mrr, 0.25158730645974475, 1e-7);
+  // Per positive: the mean of roc_auc_score of each positive against its own 8 negatives.
+  EXPECT_NEAR(own.auc, 0.5208333333333334, 1e-12);
   EXPECT_EQ(own.positives, 6);
   EXPECT_DOUBLE_EQ(own.main(), own.mrr);  // MRR picks the best epoch, as OGB's citation2
   EXPECT_EQ(own.main_name(), "mrr");

@@ -498,6 +498,12 @@ TEST(Job, LinkPredictionRefusesWhatItCannotDo) {
   c.link.task = "node";
   c.train.model.predictor = "mlp";
   EXPECT_EQ(message(c), "--predictor mlp scores node pairs: it needs --task link");
+  c = link_job(dir);
+  c.metric = "f1";
+  EXPECT_EQ(message(c),
+            "--metric f1 with --task link: link prediction picks its best epoch by the first "
+            "--hits-k's Hits@K (MRR with negatives per positive) or, with --metric rocauc, by the "
+            "ROC-AUC of the held-out edges against their negatives");
   fs::remove_all(dir);
 }
 
@@ -506,6 +512,31 @@ std::vector<nlohmann::json> metrics_records(const std::string& f) {
   std::istringstream in(read_file(f));
   for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
   return out;
+}
+
+// --metric rocauc (PyG's and DGL's link examples pick their epoch by validation AUC): the job's
+// best epoch is the one of the highest validation AUC in its metrics records, its test figure
+// that epoch's test AUC, and the planted graph's held-out edges rank far above their negatives.
+TEST(Job, LinkMetricRocaucPicksTheEpochOfTheBestValidationAuc) {
+  const std::string dir = link_graph("link_rocauc", nullptr);
+  JobConfig c = link_job(dir);
+  c.metrics_file = dir + "/m.jsonl";
+  c.metric = "rocauc";
+  c.epochs = 3;
+  const JobResult r = run_training(c);
+  EXPECT_EQ(r.metric, "rocauc");
+  const std::vector<nlohmann::json> recs = metrics_records(c.metrics_file);
+  ASSERT_EQ(recs.size(), 3u);
+  size_t best = 0;
+  for (size_t e = 1; e < recs.size(); ++e) {
+    if (recs[e].at("val").at("auc").get<double>() > recs[best].at("val").at("auc").get<double>())
+      best = e;
+  }
+  EXPECT_EQ(r.best_epoch, static_cast<int>(best) + 1);
+  EXPECT_DOUBLE_EQ(r.best_val_acc, recs[best].at("val").at("auc").get<double>());
+  EXPECT_DOUBLE_EQ(r.test_acc_at_best, recs[best].at("test").at("auc").get<double>());
+  EXPECT_GE(r.test_acc_at_best, 0.9);
+  fs::remove_all(dir);
 }
 
 // Every random draw is a function of (seed, epoch, batch, ...), evaluation included: a resumed
