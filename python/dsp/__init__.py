@@ -639,8 +639,9 @@ class LinkLoader(Loader):
             :class:`Loader`. A dataset without training edges raises ``dsp.FormatError`` naming
             ``path``.
         neg_ratio: negatives per training edge, 1 to 4096 (``--neg-ratio``).
-        negatives: "uniform" destinations over the nodes, or "unigram" (in-degree^0.75)
-            (``--negatives``).
+        negatives: "uniform" destinations over the nodes, or "unigram" (in-degree^0.75), each
+            negative keeping its positive's source; or "pairs", both ends uniform (PyG's
+            ``negative_sampling``, DGL's ``GlobalUniform``) (``--negatives``).
         exclude: edges a batch's blocks leave out (``--exclude``): "self" (its training edges
             u -> v), "reverse" (also v -> u), "none", or "auto": reverse on an undirected dataset,
             else self.

@@ -17,8 +17,11 @@ Protocols (rows):
        edges both ways (the example's test graph also holds the validation edges; here every
        split is scored on the training graph, as dsp does).
        dsp: --fanouts -1,-1 --batch-size <training edges> --exclude none --normalize-features row
-       (one step an epoch over whole neighbourhoods; its negatives keep the source and draw the
-       destination uniformly, where negative_sampling draws both ends and skips edges).
+       --negatives pairs (one step an epoch over whole neighbourhoods; negatives with both ends
+       uniform, where negative_sampling also skips existing edges). --pyg-negatives destinations
+       gives both systems negatives that keep the positive's source instead (dsp's default):
+       with GCN and the dot predictor, full batch, both then collapse on Amazon Photo (every score
+       equal, AUC 0.5, from about epoch 8) where pairs keep learning.
   dgl  DGL's mini-batch loop (user guide 6.3, examples/pytorch/graphsage/link_pred.py):
        as_edge_prediction_sampler(NeighborSampler([10, 10]), exclude='reverse_id',
        negative_sampler=Uniform(1)), DataLoader(batch 512, shuffle) over the training edges, 2 x
@@ -63,6 +66,10 @@ ap.add_argument("--peer-init", choices=["dsp", "own"], default="dsp",
                      "+-1/sqrt(fan_in), biases zero); own = the peer's (PyG's GCNConv glorot, "
                      "its SAGEConv's random bias; DGL's xavier)")
 ap.add_argument("--work", help="where the per-seed splits go (default: DATASET-splits)")
+ap.add_argument("--pyg-negatives", choices=["pairs", "destinations"], default="pairs",
+                help="the pyg protocol's negatives: pairs = torch_geometric's negative_sampling "
+                     "(both ends random, edges skipped: the example's); destinations = each "
+                     "positive's source with a uniform destination (dsp's, DGL's Uniform)")
 ap.add_argument("--out")
 ap.add_argument("--markdown")
 args = ap.parse_args()
@@ -197,7 +204,7 @@ def run_pyg(D, model, predictor, seed, epochs, featureless):
         else:  # PyG's example: one step over every training edge
             batches = [train]
         for pos in batches:
-            if featureless:
+            if featureless or args.pyg_negatives == "destinations":
                 neg = torch.stack([pos[:, 0], torch.randint(0, D["n"], (pos.size(0),))], 1)
             else:
                 neg = negative_sampling(edge_index, num_nodes=D["n"],
@@ -284,7 +291,8 @@ def run_dsp(d, protocol, model, predictor, seed, epochs, n_train):
                "--checkpoint-dir", f"{tmp}/ck", "--no-progress"]
         if protocol == "pyg":
             cmd += ["--fanouts", "-1,-1", "--batch-size", str(n_train), "--exclude", "none",
-                    "--normalize-features", "row"]
+                    "--normalize-features", "row", "--negatives",
+                    "pairs" if args.pyg_negatives == "pairs" else "uniform"]
         elif protocol == "dgl":
             cmd += ["--fanouts", ",".join(map(str, DGL_FANOUTS)), "--batch-size", str(DGL_BATCH),
                     "--exclude", "reverse"]

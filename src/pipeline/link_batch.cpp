@@ -21,8 +21,8 @@ void LinkOptions::validate() const {
   DSP_CHECK_ARG(neg_ratio >= 1 && neg_ratio <= 4096,
                 "--neg-ratio must lie in [1, 4096] (negatives per positive edge), got {}",
                 neg_ratio);
-  DSP_CHECK_ARG(negatives == "uniform" || negatives == "unigram",
-                "--negatives must be uniform or unigram, got '{}'", negatives);
+  DSP_CHECK_ARG(negatives == "uniform" || negatives == "unigram" || negatives == "pairs",
+                "--negatives must be uniform, unigram or pairs, got '{}'", negatives);
   DSP_CHECK_ARG(exclude == "auto" || exclude == "none" || exclude == "self" || exclude == "reverse",
                 "--exclude must be auto, none, self or reverse, got '{}'", exclude);
   DSP_CHECK_ARG(!hits_k.empty(), "--hits-k needs at least one K");
@@ -43,9 +43,10 @@ const OptionTable<LinkOptions>& link_options_table() {
       value<T>("--neg-ratio", "neg_ratio", "link: negatives per positive edge (default 1)",
                DSP_LINK(neg_ratio)),
       value<T>("--negatives", "negatives",
-               "link: negative destinations uniform over the nodes (default) or unigram (in-degree "
-               "to the power 0.75)",
-               DSP_LINK(negatives), "uniform,unigram"),
+               "link: a positive (u, v)'s negatives (u, w), w uniform over the nodes (default) or "
+               "unigram (in-degree to the power 0.75); or pairs (w, x) with both ends uniform "
+               "(PyG's negative_sampling, DGL's GlobalUniform; existing edges are not skipped)",
+               DSP_LINK(negatives), "uniform,unigram,pairs"),
       value<T>("--exclude", "exclude",
                "link: edges a batch must not see while it samples: self (its positive edges), "
                "reverse (also their reverse edges), none, or auto (default: reverse on an "
@@ -128,7 +129,16 @@ LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch, in
     const uint64_t subject =
         static_cast<uint64_t>(u) * static_cast<uint64_t>(num_nodes_) + static_cast<uint64_t>(v);
     for (int j = 0; j < opts_.neg_ratio; ++j) {
-      add(su, seed_of(draw_negative(key, subject, j)), 0.0f);
+      if (opts_.negatives == "pairs") {
+        // Both ends from the negative's own stream: its first draw the source, its second the
+        // destination.
+        RngStream r(key, subject, static_cast<uint32_t>(j));
+        const int64_t w = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
+        const int64_t x = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
+        add(seed_of(w), seed_of(x), 0.0f);
+      } else {
+        add(su, seed_of(draw_negative(key, subject, j)), 0.0f);
+      }
     }
   }
   return out;

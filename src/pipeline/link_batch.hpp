@@ -8,7 +8,9 @@
 // probability proportional to in-degree^0.75 ("unigram", word2vec's and DGL's choice), from
 // RngStream(rng_key(seed, epoch, batch, kNegatives), u * N + v): a pure function of the edge and
 // the step (so an edge listed twice in link_train and dealt twice into one batch repeats its
-// negatives). The endpoints, deduplicated in first-seen order, are the CSP seeds; pairs index them.
+// negatives). "pairs": each negative is (w, x), both uniform from that stream (first draw w,
+// second x), as PyG's negative_sampling and DGL's GlobalUniform draw them, an existing edge not
+// skipped (a share |E| / N^2 of the draws). The endpoints, deduplicated in first-seen order, are the CSP seeds; pairs index them.
 // Edge exclusion (CollectiveSampler::ExcludedEdges): "self" hides u -> v from v's row while the
 // batch samples, "reverse" also v -> u (an undirected graph stores both), "none" hides nothing;
 // "auto" is reverse on an undirected dataset, else self.
@@ -26,7 +28,7 @@ namespace dsp {
 struct LinkOptions {
   std::string task = "node";          // node | link
   int neg_ratio = 1;                  // negatives per positive edge
-  std::string negatives = "uniform";  // uniform | unigram (in-degree^0.75)
+  std::string negatives = "uniform";  // uniform | unigram (in-degree^0.75) | pairs (both ends)
   std::string exclude = "auto";       // auto | none | self | reverse
   // Hits@K reported for each K; the first is the validation metric (best epoch, --patience).
   std::vector<int> hits_k{50};

@@ -200,5 +200,48 @@ TEST(LinkBatcher, NegativesFollowTheirDistribution) {
   }
 }
 
+// --negatives pairs: both ends of every negative uniform over the nodes (PyG's negative_sampling,
+// DGL's GlobalUniform), independently of the positive and of each other: the sources', the
+// destinations' and the (source, destination) cells' frequencies against uniform (chi-square,
+// 9 and 99 degrees of freedom: 27.9 and 148.2 are p = 0.001).
+TEST(LinkBatcher, PairNegativesAreUniformAtBothEnds) {
+  std::vector<int64_t> edges, all;
+  for (int64_t i = 0; i < 100; ++i) {
+    edges.push_back(i / 10);
+    edges.push_back(i % 10);
+    all.push_back(i);
+  }
+  const PartitionData part = link_part(10, edges, std::vector<int64_t>(10, 10));
+  LinkOptions o;
+  o.neg_ratio = 200;
+  o.negatives = "pairs";
+  const LinkBatch b = LinkBatcher(part, o, 3, true).make(all, 0, 0);
+  std::vector<int64_t> src(10, 0), dst(10, 0), cell(100, 0);
+  int64_t negatives = 0, source_kept = 0;
+  for (int64_t i = 0; i < b.pairs.size(); ++i) {
+    if (b.pairs.label[i] != 0.0f) continue;
+    const int64_t u = b.seeds[b.pairs.src[i]], v = b.seeds[b.pairs.dst[i]];
+    ++src[u];
+    ++dst[v];
+    ++cell[u * 10 + v];
+    ++negatives;
+    source_kept += u == b.seeds[b.pairs.src[i / (o.neg_ratio + 1) * (o.neg_ratio + 1)]];
+  }
+  EXPECT_EQ(negatives, 100 * 200);
+  EXPECT_LT(chi_square(src, std::vector<double>(10, 0.1)), 27.9);
+  EXPECT_LT(chi_square(dst, std::vector<double>(10, 0.1)), 27.9);
+  EXPECT_LT(chi_square(cell, std::vector<double>(100, 0.01)), 148.2);
+  // A source-kept scheme would keep every one; uniform sources keep about a tenth.
+  EXPECT_LT(source_kept, negatives / 5);
+  LinkOptions bad;
+  bad.negatives = "global";
+  try {
+    bad.validate();
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "--negatives must be uniform, unigram or pairs, got 'global'");
+  }
+}
+
 }  // namespace
 }  // namespace dsp

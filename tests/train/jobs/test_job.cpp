@@ -167,11 +167,13 @@ JobConfig link_job(const std::string& dir) {
 }
 
 // Learnable embeddings (no features) through each encoder and predictor find the planted
-// communities: Hits@50 of the test edges near the best a community-aware scorer reaches.
+// communities: Hits@50 of the test edges near the best a community-aware scorer reaches; with
+// negatives of both ends uniform (--negatives pairs) too.
 struct LinkCase {
   const char* model;
   const char* predictor;
   int epochs;
+  const char* negatives = "uniform";
 };
 class LinkModels : public ::testing::TestWithParam<LinkCase> {};
 
@@ -185,6 +187,7 @@ TEST_P(LinkModels, FeaturelessGraphReachesThePlantedHits) {
   c.train.model.predictor = lc.predictor;
   c.epochs = lc.epochs;
   if (std::string(lc.model) == "gat") c.train.model.hidden = 32;  // GAT's step is the slowest
+  c.link.negatives = lc.negatives;
   if (std::string(lc.predictor) == "mlp") {
     c.link.neg_ratio = 3;
     c.link.negatives = "unigram";
@@ -202,9 +205,11 @@ TEST_P(LinkModels, FeaturelessGraphReachesThePlantedHits) {
 
 INSTANTIATE_TEST_SUITE_P(Job, LinkModels,
                          ::testing::Values(LinkCase{"sage", "dot", 4}, LinkCase{"gcn", "dot", 3},
-                                           LinkCase{"gat", "dot", 1}, LinkCase{"sage", "mlp", 3}),
+                                           LinkCase{"gat", "dot", 1}, LinkCase{"sage", "mlp", 3},
+                                           LinkCase{"sage", "dot", 4, "pairs"}),
                          [](const ::testing::TestParamInfo<LinkCase>& i) {
-                           return std::string(i.param.model) + "_" + i.param.predictor;
+                           return std::string(i.param.model) + "_" + i.param.predictor +
+                                  (std::string(i.param.negatives) == "pairs" ? "_pairs" : "");
                          });
 
 // `--task link` with every other option at its default (a user's first run) learns on the
