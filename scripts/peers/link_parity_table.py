@@ -70,6 +70,9 @@ ap.add_argument("--pyg-negatives", choices=["pairs", "destinations"], default="p
                 help="the pyg protocol's negatives: pairs = torch_geometric's negative_sampling "
                      "(both ends random, edges skipped: the example's); destinations = each "
                      "positive's source with a uniform destination (dsp's, DGL's Uniform)")
+ap.add_argument("--dgl-exclude", choices=["reverse", "none"], default="reverse",
+                help="the dgl protocol's exclusion: reverse (exclude='reverse_id', dsp --exclude "
+                     "reverse) or none (both systems sample the batch's own edges)")
 ap.add_argument("--out")
 ap.add_argument("--markdown")
 args = ap.parse_args()
@@ -243,9 +246,11 @@ def run_dgl(D, model, predictor, seed, epochs):
     score, mlp = pair_scorer(predictor)
     opt = torch.optim.Adam(list(convs.parameters()) + (list(mlp.parameters()) if mlp else []),
                            lr=LR)
+    exclude = (dict(exclude="reverse_id", reverse_eids=reverse)
+               if args.dgl_exclude == "reverse" else {})
     sampler = dgl.dataloading.as_edge_prediction_sampler(
-        dgl.dataloading.NeighborSampler(DGL_FANOUTS), exclude="reverse_id",
-        reverse_eids=reverse, negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
+        dgl.dataloading.NeighborSampler(DGL_FANOUTS),
+        negative_sampler=dgl.dataloading.negative_sampler.Uniform(1), **exclude)
     loader = dgl.dataloading.DataLoader(g, train_eids, sampler, batch_size=DGL_BATCH,
                                         shuffle=True, drop_last=False, num_workers=0)
     full = dgl.dataloading.MultiLayerFullNeighborSampler(1)
@@ -295,7 +300,7 @@ def run_dsp(d, protocol, model, predictor, seed, epochs, n_train):
                     "pairs" if args.pyg_negatives == "pairs" else "uniform"]
         elif protocol == "dgl":
             cmd += ["--fanouts", ",".join(map(str, DGL_FANOUTS)), "--batch-size", str(DGL_BATCH),
-                    "--exclude", "reverse"]
+                    "--exclude", args.dgl_exclude]
         else:
             cmd += ["--fanouts", "-1,-1", "--batch-size", str(OGB_BATCH), "--exclude", "none",
                     "--embedding-dim", str(args.hidden), "--embedding-lr", str(LR)]

@@ -59,6 +59,13 @@ std::vector<int64_t> times(const std::vector<int64_t>& counts, int64_t k) {
   return out;
 }
 
+// `v` grown to at least n elements and never shrunk: a call's row buffers are reused by the next
+// ones without being zeroed (or paged in) again.
+float* scratch(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
 int64_t total(const std::vector<int64_t>& counts) {
   int64_t t = 0;
   for (int64_t c : counts) t += c;
@@ -219,8 +226,7 @@ void EmbeddingTable::count_bytes(const std::vector<int64_t>& send, const std::ve
   }
 }
 
-void EmbeddingTable::fetch(const int64_t* ids, int64_t n, std::vector<float>& rows,
-                           std::vector<int64_t>& pos) {
+const float* EmbeddingTable::fetch(const int64_t* ids, int64_t n, std::vector<int64_t>& pos) {
   std::vector<int64_t> send, counts;
   group_by_owner(ids, n, "gather", send, counts, pos);
   const std::vector<int64_t> rc = comm_.exchange_counts(counts, host_op("embedding gather counts"));
@@ -229,10 +235,10 @@ void EmbeddingTable::fetch(const int64_t* ids, int64_t n, std::vector<float>& ro
                      host_op("embedding gather ids"));
   const int64_t dim = opts_.dim;
   for (int64_t& id : req) id -= begin_;  // local rows
-  std::vector<float> reply(req.size() * static_cast<size_t>(dim));
-  storage_->read_rows(req.data(), static_cast<int64_t>(req.size()), reply.data());
-  rows.resize(static_cast<size_t>(n * dim));
-  comm_.all_to_all_v(reply.data(), times(rc, dim), rows.data(), times(counts, dim), DType::kFloat32,
+  float* reply = scratch(reply_, req.size() * static_cast<size_t>(dim));
+  storage_->read_rows(req.data(), static_cast<int64_t>(req.size()), reply);
+  float* rows = scratch(rows_, static_cast<size_t>(n * dim));
+  comm_.all_to_all_v(reply, times(rc, dim), rows, times(counts, dim), DType::kFloat32,
                      host_op("embedding gather rows"));
   ++stats_.gather_calls;
   stats_.rows_requested += n;
@@ -240,24 +246,24 @@ void EmbeddingTable::fetch(const int64_t* ids, int64_t n, std::vector<float>& ro
   stats_.rows_served += static_cast<int64_t>(req.size());
   count_bytes(counts, rc, sizeof(int64_t));
   count_bytes(rc, counts, dim * static_cast<int64_t>(sizeof(float)));
+  return rows;
 }
 
 void EmbeddingTable::gather(const int64_t* ids, int64_t n, float* out) {
-  std::vector<float> rows;
   std::vector<int64_t> pos;
-  fetch(ids, n, rows, pos);
-  storage_->place_rows(rows.data(), n, pos.data(), n, out);
+  const float* rows = fetch(ids, n, pos);
+  storage_->place_rows(rows, n, pos.data(), n, out);
 }
 
 std::vector<float> EmbeddingTable::gather(const std::vector<int64_t>& ids) {
   const int64_t n = static_cast<int64_t>(ids.size()), dim = opts_.dim;
-  std::vector<float> rows, out(ids.size() * static_cast<size_t>(dim));
+  std::vector<float> out(ids.size() * static_cast<size_t>(dim));
   std::vector<int64_t> pos;
-  fetch(ids.data(), n, rows, pos);
+  const float* rows = fetch(ids.data(), n, pos);
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   parallel_for(0, n, 1024, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
-      std::memcpy(out.data() + i * dim, rows.data() + pos[i] * dim, row_bytes);
+      std::memcpy(out.data() + i * dim, rows + pos[i] * dim, row_bytes);
   });
   return out;
 }
@@ -267,14 +273,14 @@ void EmbeddingTable::apply_gradients(const int64_t* ids, int64_t n, const float*
   std::vector<int64_t> send, counts, pos;
   group_by_owner(ids, n, "gradients", send, counts, pos);
   const int64_t dim = opts_.dim;
-  std::vector<float> sg(static_cast<size_t>(n * dim));
-  storage_->scale_rows(grads, n, pos.data(), scale, sg.data());
+  float* sg = scratch(sg_, static_cast<size_t>(n * dim));
+  storage_->scale_rows(grads, n, pos.data(), scale, sg);
   const std::vector<int64_t> rc = comm_.exchange_counts(counts, host_op("embedding grad counts"));
   std::vector<int64_t> req(static_cast<size_t>(total(rc)));
   comm_.all_to_all_v(send.data(), counts, req.data(), rc, DType::kInt64,
                      host_op("embedding grad ids"));
-  std::vector<float> rg(req.size() * static_cast<size_t>(dim));
-  comm_.all_to_all_v(sg.data(), times(counts, dim), rg.data(), times(rc, dim), DType::kFloat32,
+  float* rg = scratch(rg_, req.size() * static_cast<size_t>(dim));
+  comm_.all_to_all_v(sg, times(counts, dim), rg, times(rc, dim), DType::kFloat32,
                      host_op("embedding grad rows"));
   step_rows(req, rg);
   ++stats_.grad_calls;
@@ -304,9 +310,9 @@ EmbeddingStepPlan EmbeddingTable::plan_step(const std::vector<int64_t>& ids) {
   return p;
 }
 
-void EmbeddingTable::step_rows(const std::vector<int64_t>& ids, const std::vector<float>& grads) {
+void EmbeddingTable::step_rows(const std::vector<int64_t>& ids, const float* grads) {
   const EmbeddingStepPlan plan = plan_step(ids);
-  storage_->step(plan, grads.data(), static_cast<int64_t>(ids.size()), step_consts(opts_));
+  storage_->step(plan, grads, static_cast<int64_t>(ids.size()), step_consts(opts_));
   stats_.rows_updated += static_cast<int64_t>(plan.touched.size());
 }
 

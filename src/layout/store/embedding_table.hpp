@@ -50,8 +50,9 @@
 //  * Memory: allocated in the constructor. footprint() says what a table takes where (values,
 //    state and step counts in the storage's memory; the per-row slot on the host), bytes() the
 //    sum, for the job's memory check first. A call adds host scratch in proportion to its
-//    request (ids, and about three copies of its rows) and, on a device storage, device scratch
-//    for the rows it stages (growth-only).
+//    request (ids, and about two copies of its rows, kept for the next calls: growth-only, so a
+//    step does not zero and page in fresh buffers) and, on a device storage, device scratch for
+//    the rows it stages (growth-only).
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -153,6 +154,9 @@ class EmbeddingTable {
   uint64_t ids_digest_;                        // of the owned range's dataset ids (save/load)
   std::unique_ptr<EmbeddingStorage> storage_;  // values, optimizer state, step counts
   std::vector<int64_t> slot_;                  // per row: its slot in the current step, or -1
+  // Host row buffers of the protocol's rounds, kept between calls (growth-only): gather's rows
+  // served and received, apply_gradients' scaled and received gradient rows.
+  std::vector<float> reply_, rows_, sg_, rg_;
   EmbeddingStats stats_;
 
   // The file's sections after its header, in order (absent ones empty).
@@ -166,13 +170,13 @@ class EmbeddingTable {
   // Writes the sections to `f` (from the host, a device storage's staged one at a time) and their
   // checksums to sums[]; false when a write fails.
   bool write_sections(std::FILE* f, uint64_t* sums) const;
-  // The rounds of a gather: host rows[pos[i]] is the row of ids[i].
-  void fetch(const int64_t* ids, int64_t n, std::vector<float>& rows, std::vector<int64_t>& pos);
+  // The rounds of a gather: the returned host rows (rows_), row pos[i] that of ids[i].
+  const float* fetch(const int64_t* ids, int64_t n, std::vector<int64_t>& pos);
   // Requests grouped by owner: send_ids (ids in owner order), pos[i] = position of ids[i] in it.
   void group_by_owner(const int64_t* ids, int64_t n, const char* what, std::vector<int64_t>& send,
                       std::vector<int64_t>& counts, std::vector<int64_t>& pos) const;
   // Sums the received gradient rows per id in arrival order and steps each touched row once.
-  void step_rows(const std::vector<int64_t>& ids, const std::vector<float>& grads);
+  void step_rows(const std::vector<int64_t>& ids, const float* grads);
   EmbeddingStepPlan plan_step(const std::vector<int64_t>& ids);
   void count_bytes(const std::vector<int64_t>& send, const std::vector<int64_t>& recv,
                    int64_t elem);
