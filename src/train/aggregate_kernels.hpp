@@ -101,10 +101,13 @@ template <int kLanes, int kChunk>
 DSP_HOST_DEVICE DSP_FORCEINLINE void spmm_chunk(const SpmmArgs& a, int64_t r, int64_t h, int64_t j0,
                                                 int lane) {
   float acc[kChunk];
-  for (int c = 0; c < kChunk; ++c) acc[c] = 0.f;
   const int64_t H = a.heads, D = a.dim;
   const int64_t xs = a.x_stride ? a.x_stride : H * D, os = a.out_stride ? a.out_stride : H * D;
   const int64_t n = D - j0 < kChunk ? D - j0 : kChunk;  // kLanes == 1 only
+  // The host zeroes and writes the row's n features only: a whole kChunk per row cost more than
+  // the row's edges where rows are many and short (a block's sources, in the backward pass).
+  const int64_t used = kLanes == 1 ? n : kChunk;
+  for (int64_t c = 0; c < used; ++c) acc[c] = 0.f;
   const int64_t begin = a.g.indptr[r], stored_end = a.g.indptr[r + 1], end = row_end(a.g, r);
   for (int64_t k = begin; k < end; ++k) {
     const Entry en = entry(a.g, r, k);
@@ -124,8 +127,12 @@ DSP_HOST_DEVICE DSP_FORCEINLINE void spmm_chunk(const SpmmArgs& a, int64_t r, in
   }
   const float s = a.row_scale ? a.row_scale[r] : 1.f;
   float* o = a.out + r * os + h * D + j0 + lane;
-  for (int c = 0; c < kChunk; ++c) {
-    if (j0 + c * kLanes + lane < D) o[c * kLanes] = s * acc[c];
+  if constexpr (kLanes == 1) {
+    for (int64_t c = 0; c < n; ++c) o[c] = s * acc[c];
+  } else {
+    for (int c = 0; c < kChunk; ++c) {
+      if (j0 + c * kLanes + lane < D) o[c * kLanes] = s * acc[c];
+    }
   }
 }
 
