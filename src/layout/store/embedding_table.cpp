@@ -229,17 +229,24 @@ void EmbeddingTable::count_bytes(const std::vector<int64_t>& send, const std::ve
 const float* EmbeddingTable::fetch(const int64_t* ids, int64_t n, std::vector<int64_t>& pos) {
   std::vector<int64_t> send, counts;
   group_by_owner(ids, n, "gather", send, counts, pos);
-  const std::vector<int64_t> rc = comm_.exchange_counts(counts, host_op("embedding gather counts"));
-  std::vector<int64_t> req(static_cast<size_t>(total(rc)));
-  comm_.all_to_all_v(send.data(), counts, req.data(), rc, DType::kInt64,
-                     host_op("embedding gather ids"));
+  const bool alone = comm_.size() == 1;  // one rank: it serves itself, no rounds
+  const std::vector<int64_t> rc =
+      alone ? counts : comm_.exchange_counts(counts, host_op("embedding gather counts"));
+  std::vector<int64_t> req = alone ? std::move(send) : std::vector<int64_t>(total(rc));
+  if (!alone) {
+    comm_.all_to_all_v(send.data(), counts, req.data(), rc, DType::kInt64,
+                       host_op("embedding gather ids"));
+  }
   const int64_t dim = opts_.dim;
   for (int64_t& id : req) id -= begin_;  // local rows
   float* reply = scratch(reply_, req.size() * static_cast<size_t>(dim));
   storage_->read_rows(req.data(), static_cast<int64_t>(req.size()), reply);
-  float* rows = scratch(rows_, static_cast<size_t>(n * dim));
-  comm_.all_to_all_v(reply, times(rc, dim), rows, times(counts, dim), DType::kFloat32,
-                     host_op("embedding gather rows"));
+  float* rows = reply;
+  if (!alone) {
+    rows = scratch(rows_, static_cast<size_t>(n * dim));
+    comm_.all_to_all_v(reply, times(rc, dim), rows, times(counts, dim), DType::kFloat32,
+                       host_op("embedding gather rows"));
+  }
   ++stats_.gather_calls;
   stats_.rows_requested += n;
   stats_.rows_remote += n - counts[comm_.rank()];
@@ -275,13 +282,18 @@ void EmbeddingTable::apply_gradients(const int64_t* ids, int64_t n, const float*
   const int64_t dim = opts_.dim;
   float* sg = scratch(sg_, static_cast<size_t>(n * dim));
   storage_->scale_rows(grads, n, pos.data(), scale, sg);
-  const std::vector<int64_t> rc = comm_.exchange_counts(counts, host_op("embedding grad counts"));
-  std::vector<int64_t> req(static_cast<size_t>(total(rc)));
-  comm_.all_to_all_v(send.data(), counts, req.data(), rc, DType::kInt64,
-                     host_op("embedding grad ids"));
-  float* rg = scratch(rg_, req.size() * static_cast<size_t>(dim));
-  comm_.all_to_all_v(sg, times(counts, dim), rg, times(rc, dim), DType::kFloat32,
-                     host_op("embedding grad rows"));
+  const bool alone = comm_.size() == 1;  // one rank: its own gradients, no rounds
+  const std::vector<int64_t> rc =
+      alone ? counts : comm_.exchange_counts(counts, host_op("embedding grad counts"));
+  std::vector<int64_t> req = alone ? std::move(send) : std::vector<int64_t>(total(rc));
+  float* rg = sg;
+  if (!alone) {
+    comm_.all_to_all_v(send.data(), counts, req.data(), rc, DType::kInt64,
+                       host_op("embedding grad ids"));
+    rg = scratch(rg_, req.size() * static_cast<size_t>(dim));
+    comm_.all_to_all_v(sg, times(counts, dim), rg, times(rc, dim), DType::kFloat32,
+                       host_op("embedding grad rows"));
+  }
   step_rows(req, rg);
   ++stats_.grad_calls;
   stats_.grads_received += static_cast<int64_t>(req.size());

@@ -12,8 +12,9 @@
 //  * gather and apply_gradients are collectives: every rank calls them, in the same order,
 //    possibly with n = 0. Each is one count exchange and two all_to_all_v rounds (gather: ids to
 //    the owners, rows back; apply_gradients: ids, then gradient rows), in host buffers
-//    (OpOptions::host_buffers). Ids outside [0, num_nodes) are refused with InvalidArgument on
-//    the calling rank before any communication. Repeats are allowed.
+//    (OpOptions::host_buffers); on one rank none (it serves itself from the same buffers). Ids
+//    outside [0, num_nodes) are refused with InvalidArgument on the calling rank before any
+//    communication. Repeats are allowed.
 //  * No staleness: apply_gradients updates the owners' rows before it returns, so the next gather
 //    on any rank sees them.
 //  * Gradients: an owner sums the rows it receives for one id in (requester rank, position)
