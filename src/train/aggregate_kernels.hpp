@@ -173,16 +173,19 @@ DSP_HOST_DEVICE void sddmm_row(const SddmmArgs& a, int64_t r, int lane) {
       const float* gr = a.grad + (r * H + h) * D;
       const float* xr = a.x + (en.col * H + h) * D;
       // kChunk partial sums per lane: a reduction the compiler can vectorise without reassociating.
+      // The host uses only the partials a feature reaches (a head is often narrower than the
+      // chunk): the same sums, without zeroing and adding the rest for every edge.
       float part[kChunk];
-      for (int c = 0; c < kChunk; ++c) part[c] = 0.f;
+      const int used = kLanes == 1 && D < kChunk ? static_cast<int>(D) : kChunk;
+      for (int c = 0; c < used; ++c) part[c] = 0.f;
       for (int64_t j0 = 0; j0 < D; j0 += int64_t{kChunk} * kLanes) {
-        for (int c = 0; c < kChunk; ++c) {
+        for (int c = 0; c < used; ++c) {
           const int64_t j = j0 + c * kLanes + lane;
           if (j < D) part[c] += gr[j] * xr[j];
         }
       }
       float dot = 0.f;
-      for (int c = 0; c < kChunk; ++c) dot += part[c];
+      for (int c = 0; c < used; ++c) dot += part[c];
       dot = lane_sum<kLanes>(dot);
       if (lane == 0) a.out[en.eid * H + h] = s * dot;
     }
