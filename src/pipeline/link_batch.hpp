@@ -10,7 +10,8 @@
 // the step (so an edge listed twice in link_train and dealt twice into one batch repeats its
 // negatives). "pairs": each negative is (w, x), both uniform from that stream (first draw w,
 // second x), as PyG's negative_sampling and DGL's GlobalUniform draw them, an existing edge not
-// skipped (a share |E| / N^2 of the draws). The endpoints, deduplicated in first-seen order, are the CSP seeds; pairs index them.
+// skipped (a share |E| / N^2 of the draws). The endpoints, deduplicated in first-seen order, are
+// the CSP seeds; pairs index them.
 // Edge exclusion (CollectiveSampler::ExcludedEdges): "self" hides u -> v from v's row while the
 // batch samples, "reverse" also v -> u (an undirected graph stores both), "none" hides nothing;
 // "auto" is reverse on an undirected dataset, else self.

@@ -1647,7 +1647,7 @@ void TrainJob::checkpoint(int epoch, const std::string& path) {
          {"best_val_acc", best_val_},
          {"test_acc_at_best", test_at_best_},
          {"best_epoch", best_epoch_},
-         {"metric", link_ ? "hits" : metric_},
+         {"metric", link_ ? link_metric() : metric_},
          {"evals_since_best", evals_since_best_},
          {"lr_schedule", lr_.state()},
          {"job", recorded_}});
