@@ -73,6 +73,8 @@ ap.add_argument("--pyg-negatives", choices=["pairs", "destinations"], default="p
 ap.add_argument("--dgl-exclude", choices=["reverse", "none"], default="reverse",
                 help="the dgl protocol's exclusion: reverse (exclude='reverse_id', dsp --exclude "
                      "reverse) or none (both systems sample the batch's own edges)")
+ap.add_argument("--dgl-fanouts", default="10,10",
+                help="the dgl protocol's fanouts (dsp's order: from the seeds out; -1 for all)")
 ap.add_argument("--out")
 ap.add_argument("--markdown")
 args = ap.parse_args()
@@ -88,7 +90,10 @@ from sklearn.metrics import roc_auc_score
 torch.set_num_threads(args.threads)
 PROTOCOL_EPOCHS = {"pyg": 100, "dgl": 20, "ogb": 20}
 LR = 0.01
-DGL_FANOUTS, DGL_BATCH, OGB_BATCH = [10, 10], 512, 1024
+DGL_FANOUTS = [int(f) for f in args.dgl_fanouts.split(",")]
+if len(DGL_FANOUTS) != 2:
+    ap.error("--dgl-fanouts: two fanouts (the protocols train 2 layers)")
+DGL_BATCH, OGB_BATCH = 512, 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,6 +163,16 @@ class Mlp(torch.nn.Module):
         return self.b(F.relu(self.a(u * v))).squeeze(1)
 
 
+def bce_step(opt, score, h, pos, neg):
+    """One optimiser step of binary cross-entropy over the positive and negative pairs' logits."""
+    logits = torch.cat([score(h, pos), score(h, neg)])
+    y = torch.cat([torch.ones(pos.size(0)), torch.zeros(neg.size(0))])
+    loss = F.binary_cross_entropy_with_logits(logits, y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
 def pair_scorer(predictor):
     mlp = Mlp(args.hidden) if predictor == "mlp" else None
     def score(h, pairs):
@@ -212,13 +227,7 @@ def run_pyg(D, model, predictor, seed, epochs, featureless):
             else:
                 neg = negative_sampling(edge_index, num_nodes=D["n"],
                                         num_neg_samples=pos.size(0), method="sparse").t()
-            h = encode()
-            logits = torch.cat([score(h, pos), score(h, neg)])
-            y = torch.cat([torch.ones(pos.size(0)), torch.zeros(neg.size(0))])
-            loss = F.binary_cross_entropy_with_logits(logits, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            bce_step(opt, score, encode(), pos, neg)
         with torch.no_grad():
             h = encode()
             f = lambda pairs: score(h, pairs)
@@ -249,7 +258,7 @@ def run_dgl(D, model, predictor, seed, epochs):
     exclude = (dict(exclude="reverse_id", reverse_eids=reverse)
                if args.dgl_exclude == "reverse" else {})
     sampler = dgl.dataloading.as_edge_prediction_sampler(
-        dgl.dataloading.NeighborSampler(DGL_FANOUTS),
+        dgl.dataloading.NeighborSampler(list(reversed(DGL_FANOUTS))),
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(1), **exclude)
     loader = dgl.dataloading.DataLoader(g, train_eids, sampler, batch_size=DGL_BATCH,
                                         shuffle=True, drop_last=False, num_workers=0)
@@ -262,14 +271,7 @@ def run_dgl(D, model, predictor, seed, epochs):
                 h = conv(block, h)
                 if i == 0:
                     h = F.relu(h)
-            pos = torch.stack(pos_g.edges(), 1)
-            neg = torch.stack(neg_g.edges(), 1)
-            logits = torch.cat([score(h, pos), score(h, neg)])
-            y = torch.cat([torch.ones(pos.size(0)), torch.zeros(neg.size(0))])
-            loss = F.binary_cross_entropy_with_logits(logits, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            bce_step(opt, score, h, torch.stack(pos_g.edges(), 1), torch.stack(neg_g.edges(), 1))
         with torch.no_grad():  # layer-wise inference over whole neighbourhoods
             h = x
             for i, conv in enumerate(convs):
