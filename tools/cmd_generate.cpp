@@ -85,6 +85,12 @@ void report(const HeteroGenerateResult& r, const GenerateRun& c, const char* kin
   if (r.extra.contains("feature_only_accuracy")) {
     std::printf(" (features alone %.3f)", r.extra["feature_only_accuracy"].get<double>());
   }
+  if (!s.link_relation.empty()) {
+    std::printf("\n  links on %s: train/valid/test %lld/%lld/%lld, Hits@K bound %.3f",
+                s.link_relation.c_str(), static_cast<long long>(r.num_link_train),
+                static_cast<long long>(r.num_link_valid), static_cast<long long>(r.num_link_test),
+                r.extra.value("link_hits_bound", 0.0));
+  }
   const double rss_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
   std::printf("\n  generated in %.2f s, written in %.2f s, peak RSS %.0f MiB -> %s\n", r.generate_s,
               r.write_s, rss_mib, c.out.c_str());

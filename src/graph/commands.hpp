@@ -96,7 +96,11 @@ struct HeteroCommand {
   HeteroGenOptions o;
   GenerateSplits splits;  // over the papers
   bool no_reverse = false;
-  void validate();  // as RmatCommand::validate, and o.reverse from no_reverse
+  std::string link_split;      // "train,valid,test" fractions of o.link_relation (empty: none)
+  int64_t link_negatives = 0;  // per held-out split (0: the larger positive count)
+  int64_t link_negatives_per_positive = 0;  // > 0: per held-out positive instead
+  // as RmatCommand::validate, o.reverse from no_reverse and o.link_split from the link options
+  void validate();
 };
 
 const OptionTable<RmatCommand>& rmat_options();

@@ -267,6 +267,25 @@ nlohmann::json hetero_extra(const HeteroGenOptions& o) {
            "label_noise * (1 - 1 / classes); no model of the graph can do better in expectation"}};
 }
 
+// The link split of o.link_relation: negatives join different communities, so a scorer that
+// knows the communities ranks every held-out edge inside one above all of them: the share of
+// held-out edges inside a community is the best Hits@K (extra["link_hits_bound"], as the
+// community generator's).
+void split_links_across(HeteroDataset& ds, const HeteroGenOptions& o, const HeteroModel& m) {
+  const int r = ds.schema.relation_index(o.link_relation);
+  const std::vector<int32_t>* cs = r >= 0 ? &m.comm[ds.schema.relations[r].src_type] : nullptr;
+  const std::vector<int32_t>* cd = r >= 0 ? &m.comm[ds.schema.relations[r].dst_type] : nullptr;
+  split_hetero_links(ds, o.link_relation, *o.link_split,
+                     [cs, cd](int64_t u, int64_t v) { return (*cs)[u] != (*cd)[v]; });
+  auto inside = [&](const Array& a) {
+    int64_t in = 0;
+    for (int64_t i = 0; i < a.dim(0); ++i) in += (*cs)[a.int_at(2 * i)] == (*cd)[a.int_at(2 * i + 1)];
+    return a.dim(0) > 0 ? static_cast<double>(in) / static_cast<double>(a.dim(0)) : 0.0;
+  };
+  if (ds.link_test.defined()) ds.extra["link_hits_bound"] = inside(ds.link_test);
+  if (ds.link_valid.defined()) ds.extra["link_hits_bound_valid"] = inside(ds.link_valid);
+}
+
 }  // namespace
 
 HeteroDataset generate_hetero(const HeteroGenOptions& o) {
@@ -297,6 +316,7 @@ HeteroDataset generate_hetero(const HeteroGenOptions& o) {
   make_splits(ds, o);
   if (o.reverse) add_reverse_relations(ds);
   ds.sync_schema();
+  if (o.link_split) split_links_across(ds, o, m);
   return ds;
 }
 
@@ -315,6 +335,11 @@ HeteroGenerateResult write_hetero(const HeteroGenOptions& o, const std::string& 
   r.num_train = ds.train_idx.numel();
   r.num_valid = ds.valid_idx.numel();
   r.num_test = ds.test_idx.numel();
+  for (const auto& [n, a] : {std::pair{&r.num_link_train, &ds.link_train},
+                             std::pair{&r.num_link_valid, &ds.link_valid},
+                             std::pair{&r.num_link_test, &ds.link_test}}) {
+    *n = a->defined() ? a->dim(0) : 0;
+  }
   return r;
 }
 

@@ -27,6 +27,7 @@
 
 #include "graph/generate.hpp"
 #include "graph/hetero.hpp"
+#include "graph/link.hpp"
 
 namespace dsp {
 
@@ -47,6 +48,10 @@ struct HeteroGenOptions {
   double train_frac = SplitFractions{}.train, valid_frac = SplitFractions{}.valid;
   std::optional<double> test_frac;  // unset: the rest is test (SplitFractions); over papers
   bool reverse = true;              // add the reverse relations
+  // Link prediction on one relation (split_hetero_links, after the reverses are added): its
+  // edges split into link_train/valid/test with negatives of its destination type.
+  std::optional<LinkSplitOptions> link_split;
+  std::string link_relation = "author___writes___paper";
   uint64_t seed = 0;
   std::string name = "hetero";
 };
@@ -59,6 +64,7 @@ struct HeteroGenerateResult {
   HeteroSchema schema;
   nlohmann::json extra;
   int64_t num_train = 0, num_valid = 0, num_test = 0;
+  int64_t num_link_train = 0, num_link_valid = 0, num_link_test = 0;  // on schema.link_relation
   double generate_s = 0, write_s = 0;
 };
 

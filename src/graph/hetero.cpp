@@ -119,6 +119,19 @@ int HeteroSchema::relation_index(const std::string& key_or_name) const {
   return found;
 }
 
+int HeteroSchema::reverse_of(int r) const {
+  const RelationInfo& rel = relations.at(static_cast<size_t>(r));
+  RelationInfo rev{rel.dst, "rev_" + rel.name, rel.src};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int q = 0; q < num_relations(); ++q) {
+      if (relations[q].key() == rev.key()) return q;
+    }
+    if (rel.name.rfind("rev_", 0) != 0) return -1;
+    rev.name = rel.name.substr(4);
+  }
+  return -1;
+}
+
 void HeteroSchema::resolve(const std::string& what) {
   std::set<std::string> names;
   for (const NodeTypeInfo& t : node_types) {
@@ -158,6 +171,13 @@ void HeteroSchema::resolve(const std::string& what) {
   DSP_CHECK_FORMAT(num_classes >= 0, "{}: negative num_classes {}", what, num_classes);
   DSP_CHECK_FORMAT(target >= 0 || num_classes == 0,
                    "{}: num_classes is {} but there is no target_type to label", what, num_classes);
+  link = -1;
+  for (int r = 0; r < num_relations() && !link_relation.empty(); ++r) {
+    if (relations[r].key() == link_relation) link = r;
+  }
+  DSP_CHECK_FORMAT(link_relation.empty() || link >= 0,
+                   "{}: link_relation '{}' is not the key of one of its relations", what,
+                   link_relation);
 }
 
 json HeteroSchema::to_json() const {
@@ -171,10 +191,12 @@ json HeteroSchema::to_json() const {
   for (const RelationInfo& r : relations) {
     rels.push_back({{"src", r.src}, {"name", r.name}, {"dst", r.dst}, {"edges", r.edges}});
   }
-  return {{"node_types", types},
-          {"relations", rels},
-          {"target_type", target_type},
-          {"num_classes", num_classes}};
+  json j = {{"node_types", types},
+            {"relations", rels},
+            {"target_type", target_type},
+            {"num_classes", num_classes}};
+  if (!link_relation.empty()) j["link_relation"] = link_relation;
+  return j;
 }
 
 HeteroSchema HeteroSchema::from_json(const json& j, const std::string& what) {
@@ -204,6 +226,7 @@ HeteroSchema HeteroSchema::from_json(const json& j, const std::string& what) {
   }
   if (j.contains("target_type")) s.target_type = string_field(j, "target_type", what);
   s.num_classes = int_field(j, "num_classes", what, 0);
+  if (j.contains("link_relation")) s.link_relation = string_field(j, "link_relation", what);
   s.resolve(what);
   return s;
 }
@@ -251,6 +274,20 @@ struct SplitFile {
 constexpr SplitFile kSplitFiles[] = {{&HeteroDataset::train_idx, "train_idx.npy", "num_train"},
                                  {&HeteroDataset::valid_idx, "valid_idx.npy", "num_valid"},
                                  {&HeteroDataset::test_idx, "test_idx.npy", "num_test"}};
+
+// The link-prediction files (on schema.link_relation): the array, its file, its count's key.
+struct HeteroLinkFile {
+  Array HeteroDataset::*array;
+  const char* file;
+  const char* key;
+  bool held_out;  // link_valid / link_test: pairs that must not be edges of the relation
+};
+constexpr HeteroLinkFile kHeteroLinkFiles[] = {
+    {&HeteroDataset::link_train, "link_train.npy", "num_link_train", false},
+    {&HeteroDataset::link_valid, "link_valid.npy", "num_link_valid", true},
+    {&HeteroDataset::link_test, "link_test.npy", "num_link_test", true},
+    {&HeteroDataset::link_valid_neg, "link_valid_neg.npy", "num_link_valid_neg", false},
+    {&HeteroDataset::link_test_neg, "link_test_neg.npy", "num_link_test_neg", false}};
 
 // The schema of `ds`, resolved, with its errors naming DIR/dataset.json.
 HeteroSchema resolved_schema(const HeteroDataset& ds, const std::string& what) {
@@ -340,11 +377,74 @@ void check_label_shapes(const HeteroDataset& ds, const HeteroSchema& s, const st
   }
 }
 
+// The link files: present only with a link_relation, int64 [E, 2]; negatives per positive K
+// give K rows per held-out edge.
+void check_link_shapes(const HeteroDataset& ds, const HeteroSchema& s, const std::string& what) {
+  for (const HeteroLinkFile& lf : kHeteroLinkFiles) {
+    const Array& a = ds.*lf.array;
+    if (!a.defined()) continue;
+    const std::string file = join(what, lf.file);
+    DSP_CHECK_FORMAT(s.link >= 0, "{}: link pairs but dataset.json's \"hetero\" names no "
+                     "link_relation", file);
+    DSP_CHECK_FORMAT(a.dtype() == DType::kInt64 && a.ndim() == 2 && a.dim(1) == 2,
+                     "{}: wrong dtype/shape: expected int64 [E, 2] pairs of {}, got {}", file,
+                     s.relations[s.link].key(), a.describe());
+  }
+  const int64_t per = ds.link_negatives_per_positive;
+  DSP_CHECK_FORMAT(per >= 0, "{}: negative link_negatives_per_positive {}", join(what, "dataset.json"),
+                   per);
+  if (per == 0) return;
+  const std::pair<const Array*, const char*> held[] = {{&ds.link_valid, "link_valid_neg.npy"},
+                                                       {&ds.link_test, "link_test_neg.npy"}};
+  const Array* neg[] = {&ds.link_valid_neg, &ds.link_test_neg};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t pos = held[i].first->defined() ? held[i].first->dim(0) : 0;
+    const int64_t rows = neg[i]->defined() ? neg[i]->dim(0) : 0;
+    DSP_CHECK_FORMAT(rows == pos * per,
+                     "{}: {} pairs, but link_negatives_per_positive {} needs {} ({} per held-out "
+                     "edge)",
+                     join(what, held[i].second), rows, per, pos * per, per);
+  }
+}
+
 // Every shape and dtype against the schema (what a loader checks even without validation).
 void check_hetero_shapes(const HeteroDataset& ds, const HeteroSchema& s, const std::string& what) {
   check_feature_shapes(ds, s, what);
   check_relation_shapes(ds, s, what);
   check_label_shapes(ds, s, what);
+  check_link_shapes(ds, s, what);
+}
+
+// The link pairs' ids against the relation's types; training pairs are edges of the relation,
+// held-out ones are not.
+void check_link_pairs(const HeteroDataset& ds, const HeteroSchema& s, const std::string& what) {
+  if (s.link < 0) return;
+  const RelationInfo& rel = s.relations[s.link];
+  const int64_t n_src = s.node_types[rel.src_type].count, n_dst = s.node_types[rel.dst_type].count;
+  const Csr& g = ds.relations[s.link];
+  for (const HeteroLinkFile& lf : kHeteroLinkFiles) {
+    const Array& a = ds.*lf.array;
+    if (!a.defined()) continue;
+    const std::string file = join(what, lf.file);
+    const int64_t* p = a.data<int64_t>();
+    for (int64_t i = 0; i < a.dim(0); ++i) {
+      const int64_t u = p[2 * i], v = p[2 * i + 1];
+      DSP_CHECK_FORMAT(u >= 0 && u < n_src && v >= 0 && v < n_dst,
+                       "{}: pair {} ({}, {}) is outside {}'s {} ids or {}'s {} ids", file, i, u, v,
+                       rel.src, n_src, rel.dst, n_dst);
+      if (lf.array == &HeteroDataset::link_train) {
+        DSP_CHECK_FORMAT(csr_has_entry(g, u, v),
+                         "{}: pair {} ({}, {}) is no edge of {}: training edges are edges of the "
+                         "stored relation",
+                         file, i, u, v, rel.key());
+      } else if (lf.held_out) {
+        DSP_CHECK_FORMAT(!csr_has_entry(g, u, v),
+                         "{}: pair {} ({}, {}) is an edge of {}: held-out edges must not be in "
+                         "the stored relation",
+                         file, i, u, v, rel.key());
+      }
+    }
+  }
 }
 
 // After check_csr_rows found a fault: the first entry outside the source type's ids, named by
@@ -409,6 +509,7 @@ void validate_hetero_dataset(const HeteroDataset& ds, const std::string& what) {
       check_split_ids(a, s.node_types[s.target].count, s.target_type, join(what, sf.file));
     }
   }
+  check_link_pairs(ds, s, what);
 }
 
 // ---------------------------------------------------------------- reading and writing
@@ -463,6 +564,17 @@ void load_hetero_arrays(HeteroDataset& ds, const json& j, const std::string& dir
                      count);
     ds.*sf.array = std::move(a);
   }
+  if (s.link < 0) return;
+  for (const HeteroLinkFile& lf : kHeteroLinkFiles) {
+    const int64_t count = int_field(j, lf.key, json_path, 0);
+    if (count == 0) continue;
+    const std::string f = required(join(dir, lf.file));
+    Array a = load_npy(f, DType::kInt64, 2, mmap);
+    DSP_CHECK_FORMAT(a.dim(0) == count, "{}: has {} pairs but dataset.json says {}", f, a.dim(0),
+                     count);
+    ds.*lf.array = std::move(a);
+  }
+  ds.link_negatives_per_positive = int_field(j, "link_negatives_per_positive", json_path, 0);
 }
 
 }  // namespace
@@ -474,6 +586,12 @@ json hetero_json(const HeteroDataset& ds) {
   for (const SplitFile& sf : kSplitFiles) {
     const Array& a = ds.*sf.array;
     j[sf.key] = a.defined() ? a.dim(0) : 0;
+  }
+  for (const HeteroLinkFile& lf : kHeteroLinkFiles) {
+    if ((ds.*lf.array).defined()) j[lf.key] = (ds.*lf.array).dim(0);
+  }
+  if (ds.link_negatives_per_positive > 0) {
+    j["link_negatives_per_positive"] = ds.link_negatives_per_positive;
   }
   j["extra"] = ds.extra;
   return j;
@@ -544,6 +662,9 @@ void write_hetero_dataset(const HeteroDataset& ds, const std::string& dir, bool 
   for (const SplitFile& sf : kSplitFiles) {
     if ((ds.*sf.array).defined()) save_npy(staged.file(sf.file), ds.*sf.array);
   }
+  for (const HeteroLinkFile& lf : kHeteroLinkFiles) {
+    if ((ds.*lf.array).defined()) save_npy(staged.file(lf.file), ds.*lf.array);
+  }
   // dataset.json last: a directory without it is never mistaken for a dataset.
   write_file_atomic(staged.file("dataset.json"), hetero_json(ds).dump(2) + "\n");
   staged.commit();
@@ -552,16 +673,6 @@ void write_hetero_dataset(const HeteroDataset& ds, const std::string& dir, bool 
 // ---------------------------------------------------------------- reverse relations
 
 namespace {
-
-// Whether `rel` has its reverse in `s`: (dst, rev_<name>, src), or (dst, <name>, src) for a
-// relation named rev_<name>.
-bool has_reverse(const HeteroSchema& s, const RelationInfo& rel) {
-  RelationInfo rev{rel.dst, "rev_" + rel.name, rel.src};
-  if (s.relation_index(rev.key()) >= 0) return true;
-  if (rel.name.rfind("rev_", 0) != 0) return false;
-  rev.name = rel.name.substr(4);
-  return s.relation_index(rev.key()) >= 0;
-}
 
 // The CSR of the reversed edges of g (rows: the ids of g's source type).
 Csr reverse_csr(const Csr& g, int64_t n_src, int64_t n_dst, const std::string& what) {
@@ -588,7 +699,7 @@ void add_reverse_relations(HeteroDataset& ds) {
   const int relations = s.num_relations();
   for (int r = 0; r < relations; ++r) {
     const RelationInfo rel = s.relations[r];  // a copy: the vector grows below
-    if (has_reverse(s, rel)) continue;
+    if (s.reverse_of(r) >= 0) continue;
     RelationInfo rev{rel.dst, "rev_" + rel.name, rel.src};
     Csr g = reverse_csr(ds.relations[r], s.node_types[rel.src_type].count,
                         s.node_types[rel.dst_type].count, rev.key());

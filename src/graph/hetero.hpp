@@ -11,6 +11,10 @@
 //                                      feature_dim > 0 (each type its own width and dtype)
 //   labels.npy                         int64 [count of the target type], -1: unlabeled
 //   train_idx.npy, valid_idx.npy, test_idx.npy   int64, ids of the target type, no repeats
+//   link_train.npy, link_valid.npy, link_test.npy, link_valid_neg.npy, link_test_neg.npy
+//                                      when "hetero" names a link_relation: its link-prediction
+//                                      pairs (HeteroDataset::link_*), counts num_link_* in
+//                                      dataset.json as for a homogeneous dataset
 //   relations/<src>___<name>___<dst>/indptr.npy   int64 [count(dst) + 1]
 //   relations/<src>___<name>___<dst>/indices.npy  int32|int64 [edges]: in-neighbour CSR of the
 //                                      relation: row v (an id of dst) lists the src ids u with an
@@ -56,6 +60,9 @@ struct HeteroSchema {
   std::string target_type;               // the type labels and splits are on
   int target = -1;                       // its index
   int64_t num_classes = 0;
+  // The relation the link-prediction files (link_*.npy) are on, by key; empty: none.
+  std::string link_relation;
+  int link = -1;  // its index (filled by resolve)
 
   int num_types() const { return static_cast<int>(node_types.size()); }
   int num_relations() const { return static_cast<int>(relations.size()); }
@@ -65,6 +72,9 @@ struct HeteroSchema {
   // Index of a type / a relation (by key src___name___dst, or by name when unique); -1 if none.
   int type_index(const std::string& name) const;
   int relation_index(const std::string& key_or_name) const;
+  // The reverse of relation r: (dst, rev_<name>, src), or (dst, <name>, src) when r is named
+  // rev_<name> (add_reverse_relations' convention); -1 when the schema has none.
+  int reverse_of(int r) const;
   // Fills src_type/dst_type/target and checks names (unique, non-empty, no "___" or '/'), every
   // relation naming known types, counts >= 0, feature dims >= 0: FormatError prefixed `what`,
   // e.g. "relation author___writes___paper names an unknown node type 'autor'".
@@ -80,6 +90,12 @@ struct HeteroDataset {
   std::vector<Csr> relations;   // per relation: rows = dst ids, entries = src ids (type-local)
   Array labels;                 // int64 [count of target] or undefined
   Array train_idx, valid_idx, test_idx;  // int64 target-local ids, or undefined
+  // Link prediction on schema.link_relation (split_hetero_links): int64 [E, 2] pairs (an id of the
+  // relation's source type, one of its destination type), as the homogeneous link files
+  // (dataset.hpp): training edges (each an edge of the relation), held-out ones (none an edge of
+  // it) and their fixed negatives (K per held-out edge when link_negatives_per_positive is K).
+  Array link_train, link_valid, link_test, link_valid_neg, link_test_neg;
+  int64_t link_negatives_per_positive = 0;
   nlohmann::json extra = nlohmann::json::object();  // provenance (generator, source)
   std::string dir;                                  // where it was loaded from, for messages
 

@@ -67,6 +67,31 @@ Array union_split(const Array& a, int64_t base) {
   return Array::from_vector(std::move(v));
 }
 
+// Link pairs of the link relation (type-local ids) in union ids.
+Array union_pairs(const Array& a, int64_t src_base, int64_t dst_base) {
+  if (!a.defined()) return a;
+  std::vector<int64_t> v(static_cast<size_t>(a.numel()));
+  const int64_t* p = a.data<int64_t>();
+  for (int64_t i = 0; i < a.dim(0); ++i) {
+    v[2 * i] = src_base + p[2 * i];
+    v[2 * i + 1] = dst_base + p[2 * i + 1];
+  }
+  return Array::from_vector(std::move(v), {a.dim(0), 2});
+}
+
+void union_links(const HeteroDataset& ds, const std::vector<int64_t>& toff, Dataset& out) {
+  const HeteroSchema& s = ds.schema;
+  if (s.link < 0) return;
+  const RelationInfo& rel = s.relations[s.link];
+  const int64_t sb = toff[rel.src_type], db = toff[rel.dst_type];
+  out.link_train = union_pairs(ds.link_train, sb, db);
+  out.link_valid = union_pairs(ds.link_valid, sb, db);
+  out.link_test = union_pairs(ds.link_test, sb, db);
+  out.link_valid_neg = union_pairs(ds.link_valid_neg, sb, db);
+  out.link_test_neg = union_pairs(ds.link_test_neg, sb, db);
+  out.meta.link_negatives_per_positive = ds.link_negatives_per_positive;
+}
+
 }  // namespace
 
 Dataset hetero_union(const HeteroDataset& ds) {
@@ -98,6 +123,7 @@ Dataset hetero_union(const HeteroDataset& ds) {
   out.train_idx = union_split(ds.train_idx, base);
   out.valid_idx = union_split(ds.valid_idx, base);
   out.test_idx = union_split(ds.test_idx, base);
+  union_links(ds, toff, out);
   out.meta.name = ds.name;
   out.meta.directed = true;
   out.meta.num_classes = s.num_classes;

@@ -50,7 +50,8 @@ struct Candidates {
   std::vector<Pair> loops;
 };
 
-Candidates candidates(const Csr& g, bool undirected) {
+// `loops`: u == v is a self loop (one id space); a relation between two types has none.
+Candidates candidates(const Csr& g, bool undirected, bool loops = true) {
   Candidates c;
   const int64_t* p = g.rowptr();
   dispatch_index(g.index_dtype(), [&](auto tag) {
@@ -59,7 +60,7 @@ Candidates candidates(const Csr& g, bool undirected) {
     for (int64_t v = 0; v < g.num_nodes; ++v) {
       for (int64_t j = p[v]; j < p[v + 1]; ++j) {
         const auto u = static_cast<int64_t>(idx[j]);
-        if (u == v) {
+        if (loops && u == v) {
           c.loops.emplace_back(u, v);
         } else if (!undirected || u < v) {
           c.pairs.emplace_back(u, v);
@@ -104,19 +105,34 @@ Csr without_entries(const Csr& g, const std::vector<bool>& drop) {
   return out;
 }
 
-// `count` distinct pairs u != v that are no edge of g (neither direction when undirected) and
-// pass `ok`, drawn from the stream `key`; written (min, max) when undirected.
-Array draw_negatives(const Csr& g, bool undirected, int64_t count, uint64_t key,
+// Where negatives are drawn: sources in [0, n_src), destinations in [0, n_dst); `taken` tells
+// a pair that is no negative (an edge, a self pair); `undirected` writes a pair (min, max).
+struct NegativeSpace {
+  int64_t n_src = 0, n_dst = 0;
+  bool undirected = false;
+  std::function<bool(int64_t, int64_t)> taken;
+};
+
+// The space of a graph's own negatives: pairs u != v that are no edge of g (neither direction
+// when undirected).
+NegativeSpace graph_space(const Csr& g, bool undirected) {
+  return {g.num_nodes, g.num_nodes, undirected, [&g, undirected](int64_t u, int64_t v) {
+            return u == v || csr_has_entry(g, u, v) || (undirected && csr_has_entry(g, v, u));
+          }};
+}
+
+// `count` distinct pairs of the space that pass `ok`, drawn from the stream `key`.
+Array draw_negatives(const NegativeSpace& sp, int64_t count, uint64_t key,
                      const std::function<bool(int64_t, int64_t)>& ok, const char* split) {
-  const auto n = static_cast<uint64_t>(g.num_nodes);
   const uint64_t tries = 100 * static_cast<uint64_t>(count) + 1000;
   std::set<Pair> seen;
   std::vector<Pair> out;
   for (uint64_t i = 0; static_cast<int64_t>(out.size()) < count && i < tries; ++i) {
     RngStream s(key, i);
-    auto u = static_cast<int64_t>(s.uniform_int(n)), v = static_cast<int64_t>(s.uniform_int(n));
-    if (undirected && u > v) std::swap(u, v);
-    if (u == v || csr_has_entry(g, u, v) || (undirected && csr_has_entry(g, v, u))) continue;
+    auto u = static_cast<int64_t>(s.uniform_int(static_cast<uint64_t>(sp.n_src)));
+    auto v = static_cast<int64_t>(s.uniform_int(static_cast<uint64_t>(sp.n_dst)));
+    if (sp.undirected && u > v) std::swap(u, v);
+    if (sp.taken(u, v)) continue;
     if (ok && !ok(u, v)) continue;
     if (seen.insert({u, v}).second) out.emplace_back(u, v);
   }
@@ -128,11 +144,10 @@ Array draw_negatives(const Csr& g, bool undirected, int64_t count, uint64_t key,
 }
 
 // Per-positive negatives (OGB's ogbl-citation2): for each row (u, v) of `pos`, `k` distinct
-// destinations w != u such that (u, w) is no edge of g (neither direction when undirected) and
-// passes `ok`, drawn from the positive's own stream; pairs (u, w), positive by positive.
-Array draw_per_positive(const Csr& g, bool undirected, const Array& pos, int64_t k, uint64_t key,
+// destinations w such that (u, w) is a pair of the space that passes `ok`, drawn from the
+// positive's own stream; pairs (u, w), positive by positive.
+Array draw_per_positive(const NegativeSpace& sp, const Array& pos, int64_t k, uint64_t key,
                         const std::function<bool(int64_t, int64_t)>& ok, const char* split) {
-  const auto n = static_cast<uint64_t>(g.num_nodes);
   const uint64_t tries = 100 * static_cast<uint64_t>(k) + 1000;
   const int64_t* p = pos.data<int64_t>();
   std::vector<int64_t> flat;
@@ -142,8 +157,8 @@ Array draw_per_positive(const Csr& g, bool undirected, const Array& pos, int64_t
     RngStream s(key, static_cast<uint64_t>(i));
     std::set<int64_t> seen;
     for (uint64_t t = 0; static_cast<int64_t>(seen.size()) < k && t < tries; ++t) {
-      const auto w = static_cast<int64_t>(s.uniform_int(n));
-      if (w == u || csr_has_entry(g, u, w) || (undirected && csr_has_entry(g, w, u))) continue;
+      const auto w = static_cast<int64_t>(s.uniform_int(static_cast<uint64_t>(sp.n_dst)));
+      if (sp.taken(u, w)) continue;
       if (ok && !ok(u, w)) continue;
       if (!seen.insert(w).second) continue;
       flat.push_back(u);
@@ -207,12 +222,17 @@ LinkSplitOptions parse_link_split(const std::string& text, const std::string& fl
   return o;
 }
 
-void split_links(Dataset& ds, const LinkSplitOptions& o,
-                 const std::function<bool(int64_t, int64_t)>& negative_ok) {
-  check_link_split(o);
-  const bool undirected = !ds.meta.directed;
-  const Csr& full = ds.graph;
-  Candidates c = candidates(full, undirected);
+namespace {
+
+// The candidates cut by the seeded permutation into train (after the self loops), valid and test
+// (round(f * E) each, clamped in that order); `held(k)` is called for each held-out candidate k.
+struct Cut {
+  std::vector<Pair> train, valid, test;
+  int64_t candidates = 0, dropped = 0;
+};
+
+Cut cut_candidates(const Candidates& c, const LinkSplitOptions& o,
+                   const std::function<void(int64_t)>& held) {
   const auto e = static_cast<int64_t>(c.pairs.size());
   DSP_CHECK_ARG(e > 0, "--link-split: the graph has no edges (other than self loops) to split");
   auto share = [e](double f, int64_t left) {
@@ -221,33 +241,37 @@ void split_links(Dataset& ds, const LinkSplitOptions& o,
   const int64_t n_train = share(o.train, e), n_valid = share(o.valid, e - n_train),
                 n_test = share(o.test, e - n_train - n_valid);
   const std::vector<int64_t> order = permutation(e, rng_key(o.seed, kLinkDomain, kPermute));
-  std::vector<bool> drop(static_cast<size_t>(full.num_edges()), false);
-  std::vector<Pair> train = c.loops, valid, test;
+  Cut cut;
+  cut.train = c.loops;
+  cut.candidates = e;
+  cut.dropped = e - n_train - n_valid - n_test;
   for (int64_t i = 0; i < e; ++i) {
     const int64_t k = order[i];
-    const Pair pr = c.pairs[k];
     if (i < n_train) {
-      train.push_back(pr);
+      cut.train.push_back(c.pairs[k]);
       continue;
     }
-    if (i < n_train + n_valid) valid.push_back(pr);
-    if (i >= n_train + n_valid && i < n_train + n_valid + n_test) test.push_back(pr);
-    drop[c.entry[k]] = true;
-    if (undirected) {  // the reverse entry: row src listing dst
-      const int64_t* p = full.rowptr();
-      dispatch_index(full.index_dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        const T* idx = full.indices.data<T>();
-        drop[std::lower_bound(idx + p[pr.first], idx + p[pr.first + 1],
-                              static_cast<T>(pr.second)) -
-             idx] = true;
-      });
-    }
+    if (i < n_train + n_valid) cut.valid.push_back(c.pairs[k]);
+    if (i >= n_train + n_valid && i < n_train + n_valid + n_test) cut.test.push_back(c.pairs[k]);
+    held(k);
   }
-  c = Candidates();
-  ds.link_train = pair_array(std::move(train));
-  if (n_valid > 0) ds.link_valid = pair_array(std::move(valid));
-  if (n_test > 0) ds.link_test = pair_array(std::move(test));
+  return cut;
+}
+
+// Where a split's pairs go.
+struct LinkArrays {
+  Array *train, *valid, *test, *valid_neg, *test_neg;
+};
+
+// The cut's pairs into `out` and each held-out split's negatives from `space`; returns the
+// negatives' count per split (per held-out edge with negatives_per_positive).
+int64_t store_split(Cut& cut, const NegativeSpace& space, const LinkSplitOptions& o,
+                    const LinkArrays& out, const std::function<bool(int64_t, int64_t)>& ok) {
+  const auto n_valid = static_cast<int64_t>(cut.valid.size());
+  const auto n_test = static_cast<int64_t>(cut.test.size());
+  *out.train = pair_array(std::move(cut.train));
+  if (n_valid > 0) *out.valid = pair_array(std::move(cut.valid));
+  if (n_test > 0) *out.test = pair_array(std::move(cut.test));
   const int64_t per = o.negatives_per_positive;
   const int64_t m = per > 0            ? per
                     : o.negatives > 0 ? o.negatives
@@ -258,25 +282,106 @@ void split_links(Dataset& ds, const LinkSplitOptions& o,
     Array* neg;
     uint64_t purpose;
     const char* name;
-  } held[] = {{n_valid, &ds.link_valid, &ds.link_valid_neg, kValidNegatives, "link_valid"},
-              {n_test, &ds.link_test, &ds.link_test_neg, kTestNegatives, "link_test"}};
+  } held[] = {{n_valid, out.valid, out.valid_neg, kValidNegatives, "link_valid"},
+              {n_test, out.test, out.test_neg, kTestNegatives, "link_test"}};
   for (const auto& h : held) {
     if (h.count == 0) continue;
     const uint64_t key = rng_key(o.seed, kLinkDomain, h.purpose);
-    *h.neg = per > 0 ? draw_per_positive(full, undirected, *h.pos, per, key, negative_ok, h.name)
-                     : draw_negatives(full, undirected, m, key, negative_ok, h.name);
+    *h.neg = per > 0 ? draw_per_positive(space, *h.pos, per, key, ok, h.name)
+                     : draw_negatives(space, m, key, ok, h.name);
   }
-  ds.meta.link_negatives_per_positive = per;
+  return m;
+}
+
+nlohmann::json split_record(const LinkSplitOptions& o, int64_t m, const Cut& cut) {
+  return {{"train", o.train},
+          {"valid", o.valid},
+          {"test", o.test},
+          {"seed", o.seed},
+          {"negatives", m},
+          {"negatives_per_positive", o.negatives_per_positive > 0},
+          {"candidate_edges", cut.candidates},
+          {"dropped_edges", cut.dropped}};
+}
+
+// Marks the entry of row `row` of g listing `id` in `drop`, when there is one.
+void drop_entry(const Csr& g, int64_t row, int64_t id, std::vector<bool>& drop) {
+  const int64_t* p = g.rowptr();
+  dispatch_index(g.index_dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* idx = g.indices.data<T>();
+    const T* at = std::lower_bound(idx + p[row], idx + p[row + 1], static_cast<T>(id));
+    if (at != idx + p[row + 1] && *at == static_cast<T>(id)) drop[at - idx] = true;
+  });
+}
+
+}  // namespace
+
+void split_links(Dataset& ds, const LinkSplitOptions& o,
+                 const std::function<bool(int64_t, int64_t)>& negative_ok) {
+  check_link_split(o);
+  const bool undirected = !ds.meta.directed;
+  const Csr& full = ds.graph;
+  std::vector<bool> drop(static_cast<size_t>(full.num_edges()), false);
+  Cut cut;
+  {
+    const Candidates c = candidates(full, undirected);
+    cut = cut_candidates(c, o, [&](int64_t k) {
+      drop[c.entry[k]] = true;
+      // the reverse entry: row src listing dst
+      if (undirected) drop_entry(full, c.pairs[k].first, c.pairs[k].second, drop);
+    });
+  }
+  const int64_t m = store_split(cut, graph_space(full, undirected), o,
+                                {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg,
+                                 &ds.link_test_neg},
+                                negative_ok);
+  ds.meta.link_negatives_per_positive = o.negatives_per_positive;
+  ds.meta.extra["link_split"] = split_record(o, m, cut);
   ds.graph = without_entries(full, drop);
-  ds.meta.extra["link_split"] = {{"train", o.train},
-                                 {"valid", o.valid},
-                                 {"test", o.test},
-                                 {"seed", o.seed},
-                                 {"negatives", m},
-                                 {"negatives_per_positive", per > 0},
-                                 {"candidate_edges", e},
-                                 {"dropped_edges", e - n_train - n_valid - n_test}};
   ds.sync_meta();
+}
+
+void split_hetero_links(HeteroDataset& ds, const std::string& relation, const LinkSplitOptions& o,
+                        const std::function<bool(int64_t, int64_t)>& negative_ok) {
+  check_link_split(o);
+  HeteroSchema& s = ds.schema;
+  s.resolve(ds.name.empty() ? "heterogeneous dataset" : ds.name);
+  const int r = s.relation_index(relation);
+  std::string keys;
+  for (const RelationInfo& ri : s.relations) keys += (keys.empty() ? "" : ", ") + ri.key();
+  DSP_CHECK_ARG(r >= 0, "--link-relation: no relation '{}' in {} (a key, or a name only one "
+                "relation has; relations: {})", relation, ds.name, keys);
+  const RelationInfo rel = s.relations[r];
+  const bool one_type = rel.src_type == rel.dst_type;
+  const Csr full = ds.relations[r];
+  const int rev = s.reverse_of(r);
+  std::vector<bool> drop(static_cast<size_t>(full.num_edges()), false), drop_rev;
+  if (rev >= 0) drop_rev.assign(static_cast<size_t>(ds.relations[rev].num_edges()), false);
+  Cut cut;
+  {
+    const Candidates c = candidates(full, /*undirected=*/false, one_type);
+    cut = cut_candidates(c, o, [&](int64_t k) {
+      drop[c.entry[k]] = true;
+      // the reverse relation's entry: row src (of rel's source type) listing dst
+      if (rev >= 0) drop_entry(ds.relations[rev], c.pairs[k].first, c.pairs[k].second, drop_rev);
+    });
+  }
+  const NegativeSpace space{s.node_types[rel.src_type].count, s.node_types[rel.dst_type].count,
+                            false, [&full, one_type](int64_t u, int64_t v) {
+                              return (one_type && u == v) || csr_has_entry(full, u, v);
+                            }};
+  const int64_t m = store_split(cut, space, o,
+                                {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg,
+                                 &ds.link_test_neg},
+                                negative_ok);
+  ds.link_negatives_per_positive = o.negatives_per_positive;
+  ds.extra["link_split"] = split_record(o, m, cut);
+  ds.extra["link_split"]["relation"] = rel.key();
+  ds.relations[r] = without_entries(full, drop);
+  if (rev >= 0) ds.relations[rev] = without_entries(ds.relations[rev], drop_rev);
+  s.link_relation = rel.key();
+  ds.sync_schema();
 }
 
 }  // namespace dsp

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "graph/dataset.hpp"
+#include "graph/hetero.hpp"
 
 namespace dsp {
 
@@ -42,6 +43,18 @@ void check_link_split(const LinkSplitOptions& o, const std::string& flag = "--li
 // options and counts.
 void split_links(Dataset& ds, const LinkSplitOptions& o,
                  const std::function<bool(int64_t, int64_t)>& negative_ok = {});
+
+// Link prediction on one relation of a heterogeneous dataset (dsp generate hetero --link-split,
+// --link-relation): `relation` is a key, or a name only one relation has (InvalidArgument naming
+// the relations otherwise). The relation's edges are split as split_links splits a directed
+// graph's (self loops stay in training only within one type); the relation keeps the training
+// edges, and its reverse relation (HeteroSchema::reverse_of), when there is one, loses the
+// reverses of the held-out ones. Negatives (u, w): u of the relation's source type, w of its
+// destination type, no edge of the relation (and u != w within one type). Sets the link files
+// (type-local pairs), link_negatives_per_positive, schema.link_relation and extra["link_split"].
+// `negative_ok` as split_links'.
+void split_hetero_links(HeteroDataset& ds, const std::string& relation, const LinkSplitOptions& o,
+                        const std::function<bool(int64_t, int64_t)>& negative_ok = {});
 
 // The distinct edges of g as pairs (src, dst) sorted, self loops included; for an undirected
 // (symmetric) graph one per unordered pair, written (min, max). int64 [E, 2].
