@@ -692,6 +692,9 @@ std::string CollectiveSampler::exclusion_error(const ExcludedEdges& ex) const {
     return fmt::format("sampler: excluded edges: {} dst ids and {} src ids (one of each per edge)",
                        ex.dst.size(), ex.src.size());
   }
+  if (!ex.rel.empty()) {
+    return "sampler: excluded edges name relations, but the graph is homogeneous";
+  }
   const int64_t n = part_.meta.num_nodes;
   for (size_t i = 0; i < ex.dst.size(); ++i) {
     if (ex.dst[i] < 0 || ex.dst[i] >= n || ex.src[i] < 0 || ex.src[i] >= n) {

@@ -222,8 +222,12 @@ class CollectiveSampler {
 
   // Edges one batch must not see (link prediction's edge exclusion): pair i removes the entry
   // src[i] from the in-neighbour row of dst[i] (global ids) for every layer of this batch.
+  // On a heterogeneous partition `rel` (one per pair) names the relation whose segment of dst's
+  // row loses src (an edge u -> v of relation r and its reverse v -> u of relation r'); empty on
+  // a homogeneous one.
   struct ExcludedEdges {
     std::vector<int64_t> dst, src;
+    std::vector<int32_t> rel;
   };
   // sample() of a batch whose blocks leave out `exclude`'s edges, passed by the rank whose batch
   // it is (null or empty: none; then exactly sample(seeds, epoch, batch)). For DGL's "self" pass
@@ -268,9 +272,13 @@ class CollectiveSampler {
   // destinations = the previous block's sources (all types), sources in first-seen order over
   // the picks (destination by destination, relation by relation), with edge_types and src_types
   // (block.hpp), in host memory (blocks_on_device or not: the relations are attached on the
-  // host). Node-wise uniform sampling, CSP mode, no exclusions; other samplers are refused at
-  // construction. Collective; sample() of a heterogeneous sampler is refused.
-  SampledBatch sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
+  // host). Node-wise uniform sampling in CSP mode; other samplers are refused at construction.
+  // `exclude` (link prediction on a relation) as sample()'s, each pair with its relation: the
+  // pair travels as (dst R + rel, src), the task whose row segment loses the entry, so the
+  // protocol's exclusion path serves it unchanged. Collective; sample() of a heterogeneous
+  // sampler is refused.
+  SampledBatch sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
+                             const ExcludedEdges* exclude = nullptr);
   // [layer][relation] fanouts of a heterogeneous sampler (empty otherwise).
   const std::vector<std::vector<int>>& relation_fanouts() const { return rel_fanouts_; }
 
@@ -326,6 +334,8 @@ class CollectiveSampler {
   // check_collective that also tells whether any rank set `any` (the same one all_reduce).
   bool check_collective_any(bool ok, const std::string& msg, bool any);
   std::string exclusion_error(const ExcludedEdges& ex) const;
+  // A heterogeneous batch's pairs as tasks (sample_hetero): "" or the fault.
+  std::string hetero_exclusions(const ExcludedEdges& ex, ExcludedEdges& tasks) const;
   // Sends this batch's excluded pairs (null: none) to the owners of their dst: ex_pairs_ holds the
   // received ones by requester (TaskExclusions::pairs), uploaded once for the batch.
   void share_exclusions(const ExcludedEdges* ex);

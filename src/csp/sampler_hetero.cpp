@@ -262,14 +262,43 @@ void CollectiveSampler::attach_relations(const int32_t* types, int64_t n, Block&
   }
 }
 
+// A heterogeneous batch's excluded pairs as the protocol carries them: (dst R + rel, src).
+// "" when they are, else the fault.
+std::string CollectiveSampler::hetero_exclusions(const ExcludedEdges& ex, ExcludedEdges& tasks) const {
+  const int64_t n = part_.meta.num_nodes;
+  if (ex.dst.size() != ex.src.size() || ex.rel.size() != ex.dst.size()) {
+    return fmt::format("sampler: excluded edges: {} dst ids, {} src ids and {} relations (one of "
+                       "each per edge on a heterogeneous graph)",
+                       ex.dst.size(), ex.src.size(), ex.rel.size());
+  }
+  tasks.dst.resize(ex.dst.size());
+  tasks.src = ex.src;
+  for (size_t i = 0; i < ex.dst.size(); ++i) {
+    if (ex.dst[i] < 0 || ex.dst[i] >= n || ex.src[i] < 0 || ex.src[i] >= n || ex.rel[i] < 0 ||
+        ex.rel[i] >= num_rel_) {
+      return fmt::format("sampler: excluded edge {} -> {} of relation {} is not between node ids "
+                         "of one of the {} relations (graph has {} nodes)",
+                         ex.src[i], ex.dst[i], ex.rel[i], num_rel_, n);
+    }
+    tasks.dst[i] = ex.dst[i] * num_rel_ + ex.rel[i];
+  }
+  return "";
+}
+
 SampledBatch CollectiveSampler::sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch,
-                                              int64_t batch) {
+                                              int64_t batch, const ExcludedEdges* exclude) {
   Stopwatch total;
   std::string err = part_.meta.hetero ? seed_error(seeds, part_.meta.num_nodes,
                                                    opts_.require_owned_seeds, rank_, begin_, end_)
                                       : "sampler: sample_hetero needs a heterogeneous partition";
-  check_collective(err.empty(), err);
+  const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
+  ExcludedEdges tasks;
+  if (err.empty() && has_ex) err = hetero_exclusions(*exclude, tasks);
+  const bool any_ex = check_collective_any(err.empty(), err, has_ex);
   const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
+  ex_pairs_.clear();
+  ex_own_.clear();
+  if (any_ex) share_exclusions(has_ex ? &tasks : nullptr);
   const HeteroLayout& h = *part_.meta.hetero;
   SampledBatch out;
   out.epoch = epoch;

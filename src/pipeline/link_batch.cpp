@@ -71,6 +71,10 @@ LinkBatcher::LinkBatcher(const PartitionData& part, const LinkOptions& opts, uin
                    part.dir, part.part);
   edges_ = part.link_train.dim(0);
   exclude_ = opts.exclude == "auto" ? (undirected ? "reverse" : "self") : opts.exclude;
+  if (part.meta.hetero) {
+    init_typed(part.dir);
+    return;
+  }
   if (opts.negatives == "unigram") {
     const int64_t* deg = part.in_degree.data<int64_t>();
     cdf_.resize(static_cast<size_t>(num_nodes_));
@@ -83,6 +87,41 @@ LinkBatcher::LinkBatcher(const PartitionData& part, const LinkOptions& opts, uin
   }
 }
 
+void LinkBatcher::init_typed(const std::string& dir) {
+  const HeteroLayout& h = *part_.meta.hetero;
+  const HeteroSchema& s = h.schema;
+  DSP_CHECK_FORMAT(s.link >= 0,
+                   "{}: the heterogeneous partition names no link_relation: link prediction on a "
+                   "typed graph predicts one relation split for it (dsp generate hetero "
+                   "--link-split, --link-relation)",
+                   dir);
+  rel_ = s.link;
+  rev_ = s.reverse_of(rel_);
+  const RelationInfo& r = s.relations[rel_];
+  DSP_CHECK_ARG(opts_.negatives != "unigram",
+                "--negatives unigram on the heterogeneous graph {}: not implemented (a node's "
+                "in-degree there counts every relation); use uniform or pairs",
+                dir);
+  if (opts_.exclude == "auto") exclude_ = rev_ >= 0 ? "reverse" : "self";
+  DSP_CHECK_ARG(exclude_ != "reverse" || rev_ >= 0,
+                "--exclude reverse: relation {} of {} has no reverse relation ({}___rev_{}___{}); "
+                "use self or none, or add the reverses to the dataset",
+                r.key(), dir, r.dst, r.name, r.src);
+  auto pool = [&h](int t) {
+    std::vector<int64_t> out;
+    const int T = h.num_types();
+    for (int p = 0; p < h.parts; ++p) {
+      const size_t slot = static_cast<size_t>(p) * T + t;
+      for (int64_t v = h.bounds[slot]; v < h.bounds[slot + 1]; ++v) out.push_back(v);
+    }
+    return out;
+  };
+  dst_pool_ = pool(r.dst_type);
+  if (opts_.negatives == "pairs") src_pool_ = pool(r.src_type);
+  DSP_CHECK_FORMAT(!dst_pool_.empty(), "{}: the link relation's destination type {} has no nodes",
+                   dir, r.dst);
+}
+
 std::vector<int64_t> LinkBatcher::edge_indices() const {
   std::vector<int64_t> v(static_cast<size_t>(edges_));
   for (int64_t i = 0; i < edges_; ++i) v[i] = i;
@@ -91,6 +130,7 @@ std::vector<int64_t> LinkBatcher::edge_indices() const {
 
 int64_t LinkBatcher::draw_negative(uint64_t key, uint64_t subject, int j) const {
   RngStream r(key, subject, static_cast<uint32_t>(j));
+  if (!dst_pool_.empty()) return dst_pool_[r.uniform_int(dst_pool_.size())];
   if (cdf_.empty()) return static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
   const double x = r.uniform01() * cdf_.back();
   const auto it = std::upper_bound(cdf_.begin(), cdf_.end(), x);
@@ -118,14 +158,7 @@ LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch, in
     const int64_t u = e[2 * i], v = e[2 * i + 1];
     const int64_t su = seed_of(u);
     add(su, seed_of(v), 1.0f);
-    if (exclude_ != "none") {
-      out.exclude.dst.push_back(v);
-      out.exclude.src.push_back(u);
-    }
-    if (exclude_ == "reverse") {
-      out.exclude.dst.push_back(u);
-      out.exclude.src.push_back(v);
-    }
+    exclude(out, u, v);
     const uint64_t subject =
         static_cast<uint64_t>(u) * static_cast<uint64_t>(num_nodes_) + static_cast<uint64_t>(v);
     for (int j = 0; j < opts_.neg_ratio; ++j) {
@@ -133,15 +166,35 @@ LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch, in
         // Both ends from the negative's own stream: its first draw the source, its second the
         // destination.
         RngStream r(key, subject, static_cast<uint32_t>(j));
-        const int64_t w = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
-        const int64_t x = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
-        add(seed_of(w), seed_of(x), 0.0f);
+        if (dst_pool_.empty()) {
+          const auto w = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
+          const auto x = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
+          add(seed_of(w), seed_of(x), 0.0f);
+        } else {
+          const int64_t w = src_pool_[r.uniform_int(src_pool_.size())];
+          const int64_t x = dst_pool_[r.uniform_int(dst_pool_.size())];
+          add(seed_of(w), seed_of(x), 0.0f);
+        }
       } else {
         add(su, seed_of(draw_negative(key, subject, j)), 0.0f);
       }
     }
   }
   return out;
+}
+
+// The exclusions of positive u -> v: itself (of the link relation on a typed graph) and, with
+// "reverse", v -> u (of the reverse relation there).
+void LinkBatcher::exclude(LinkBatch& out, int64_t u, int64_t v) const {
+  CollectiveSampler::ExcludedEdges& ex = out.exclude;
+  if (exclude_ == "none") return;
+  ex.dst.push_back(v);
+  ex.src.push_back(u);
+  if (rel_ >= 0) ex.rel.push_back(rel_);
+  if (exclude_ != "reverse") return;
+  ex.dst.push_back(u);
+  ex.src.push_back(v);
+  if (rel_ >= 0) ex.rel.push_back(rev_);
 }
 
 }  // namespace dsp

@@ -15,6 +15,11 @@
 // Edge exclusion (CollectiveSampler::ExcludedEdges): "self" hides u -> v from v's row while the
 // batch samples, "reverse" also v -> u (an undirected graph stores both), "none" hides nothing;
 // "auto" is reverse on an undirected dataset, else self.
+// A heterogeneous partition predicts its link relation (schema.link_relation, type-typed pairs
+// in union ids): negatives w are uniform over the relation's destination type ("pairs": w over
+// its source type, x over its destination type), "reverse" hides v -> u in the reverse relation
+// (HeteroSchema::reverse_of; refused when there is none), "auto" is reverse when the relation has
+// one, else self; the exclusions carry their relation. "unigram" is refused there.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +67,9 @@ class LinkBatcher {
 
  private:
   int64_t draw_negative(uint64_t key, uint64_t subject, int j) const;
+  // A heterogeneous partition's link relation: its types' nodes and the exclusion's relations.
+  void init_typed(const std::string& dir);
+  void exclude(LinkBatch& out, int64_t u, int64_t v) const;
 
   const PartitionData& part_;
   LinkOptions opts_;
@@ -69,6 +77,10 @@ class LinkBatcher {
   int64_t edges_ = 0, num_nodes_ = 0;
   std::string exclude_;
   std::vector<double> cdf_;  // unigram: inclusive prefix sums of in-degree^0.75
+  // Typed: the relation and its reverse (-1: none), the new ids of its source and destination
+  // types in type order (the negatives' pools); empty on a homogeneous partition.
+  int rel_ = -1, rev_ = -1;
+  std::vector<int64_t> src_pool_, dst_pool_;
 };
 
 }  // namespace dsp

@@ -45,7 +45,6 @@ void check_hetero_fields(const ModelConfig& m) {
                 "--preaggregate with --model {}: pre-aggregated rows are a homogeneous graph's "
                 "(one aggregation over every in-neighbour), not one per relation",
                 m.model);
-  DSP_CHECK_ARG(m.predictor == "none", "--model {} classifies nodes: no link predictor", m.model);
 }
 
 }  // namespace
@@ -137,7 +136,9 @@ OptionTable<TrainConfig> make_train_table() {
                DSP_TRAIN(model.model)),
       value<T>("--hidden", "hidden", "hidden width (GAT: per head; default 128)",
                DSP_TRAIN(model.hidden)),
-      value<T>("--lr", "lr", "learning rate (default 0.01)", DSP_TRAIN(lr)),
+      value<T>("--lr", "lr",
+               "learning rate (default 0.01; 0.001 with --task link and --model rgcn or hsage)",
+               DSP_TRAIN(lr)),
       value<T>("--weight-decay", "weight_decay",
                "weight decay, Adam's and SGD's L2 term (default 5e-4; 0 with --task link)",
                DSP_TRAIN(weight_decay)),

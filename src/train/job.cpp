@@ -125,7 +125,6 @@ void check_hetero(const JobConfig& c) {
   auto refuse = [&what](bool bad, const char* option) {
     DSP_CHECK_ARG(!bad, "{} does not support {}", what, option);
   };
-  refuse(c.link.link(), "--task link (it classifies the target type's nodes)");
   refuse(c.sampler.temporal, "--temporal");
   refuse(c.preaggregate, "--preaggregate (pre-aggregated rows are a homogeneous graph's)");
   refuse(c.sampler.kind() != SamplerKind::kNeighbor,
@@ -205,6 +204,7 @@ void check_not_both_init_and_resume(const JobConfig& c) {
 TrainConfig job_train_defaults() {
   TrainConfig t;
   t.weight_decay = JobConfig::kTaskWeightDecay;
+  t.lr = JobConfig::kTaskLr;
   return t;
 }
 
@@ -227,11 +227,14 @@ void JobConfig::apply_task_defaults() {
     if (layers > 0 && layers <= 64) sampler.fanouts.resize(static_cast<size_t>(layers), 5);
   }
   if (train.weight_decay == kTaskWeightDecay) train.weight_decay = link.link() ? 0.0 : 5e-4;
+  if (train.lr == kTaskLr) {
+    train.lr = link.link() && ModelConfig::is_hetero_model(train.model.model) ? 1e-3 : 1e-2;
+  }
 }
 
 void JobConfig::validate() const {
   if ((sampler.fanouts.empty() && sampler.relation_fanouts.empty()) ||
-      train.weight_decay == kTaskWeightDecay) {
+      train.weight_decay == kTaskWeightDecay || train.lr == kTaskLr) {
     JobConfig resolved = *this;
     resolved.apply_task_defaults();
     resolved.validate();
@@ -502,6 +505,7 @@ class TrainJob {
   double cache_hit_rate();
   SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
   std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
+  std::vector<float> typed_link_rows(int64_t epoch);
   std::string link_line(const LinkMetrics& m) const;
   std::string link_metric() const;
   double link_value(const LinkMetrics& m) const;
@@ -693,6 +697,10 @@ SamplerOptions TrainJob::make_samplers() {
     eo.relation_fanouts.clear();  // --eval-fanouts: every relation takes each layer's count
   }
   if (cfg_.preaggregate) eo.fanouts.pop_back();
+  if (cfg_.link.link() && rt_.hetero()) {  // typed link outputs: every neighbour, every relation
+    eo.fanouts.assign(so.fanouts.size(), kAllNeighbours);
+    eo.relation_fanouts.clear();
+  }
   eo.seed = cfg_.seed ^ 0x6576616cULL;  // "eval": evaluation draws independent of training's
   eval_sampler_ = rt_.make_sampler(eo);
   return so;
@@ -1250,8 +1258,9 @@ void TrainJob::choose_eval() {
     if (rt_.leader()) {
       const int64_t per = part.meta.link_negatives_per_positive;
       DSP_INFO("train",
-               "evaluation: full neighbourhoods, layer by layer; Hits@{}, MRR and AUC of {} "
-               "validation and {} test edges against {}; {} picks the best epoch",
+               "evaluation: full neighbourhoods, {}; Hits@{}, MRR and AUC of {} validation and {} "
+               "test edges against {}; {} picks the best epoch",
+               rt_.hetero() ? "every neighbour of every relation sampled" : "layer by layer",
                fmt::join(cfg_.link.hits_k, ","), part.link_valid.dim(0), part.link_test.dim(0),
                per > 0 ? fmt::format("{} negatives each", per)
                        : fmt::format("{} and {} negatives", part.link_valid_neg.dim(0),
@@ -1371,15 +1380,45 @@ std::pair<EvalTally, EvalTally> TrainJob::evaluate_full(int64_t epoch) {
 SampledBatch TrainJob::sample_link(int64_t epoch, int64_t batch,
                                    const std::vector<int64_t>& edges) {
   LinkBatch lb = link_->make(edges, epoch, batch);
-  SampledBatch sb = sampler_->sample(lb.seeds, epoch, batch, &lb.exclude);
+  SampledBatch sb = rt_.hetero() ? sampler_->sample_hetero(lb.seeds, epoch, batch, &lb.exclude)
+                                 : sampler_->sample(lb.seeds, epoch, batch, &lb.exclude);
   sb.pairs = std::move(lb.pairs);
   return sb;
 }
 
-// Every node's output by full-neighbour inference, then each split's held-out edges ranked
-// against its negatives (train/link.hpp).
+// A typed link job's output rows at their part rows: every node of the link relation's two types
+// that this rank owns, by sampling every neighbour of every relation (eval_sampler_); the rows
+// of other types stay zero (no pair reads them).
+std::vector<float> TrainJob::typed_link_rows(int64_t epoch) {
+  const PartitionMeta& meta = rt_.part().meta;
+  const HeteroLayout& h = *meta.hetero;
+  const RelationInfo& r = h.schema.relations[h.schema.link];
+  const int64_t b = meta.offsets[rt_.rank()], e = meta.offsets[rt_.rank() + 1];
+  std::vector<int64_t> seeds;
+  for (int64_t v = b; v < e; ++v) {
+    const int t = h.type_of(v);
+    if (t == r.src_type || t == r.dst_type) seeds.push_back(v);
+  }
+  EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), "full neighbourhoods");
+  rt_.channel(WorkerKind::kMain).set_step(epoch, eval_control_id(2, 0));
+  const int layers = tc_.model.layers;
+  const std::vector<float> rows = typed_outputs_of(
+      rt_, *trainer_, *eval_sampler_, seeds, layers, cfg_.eval_batch_size, epoch,
+      eval_batch_id(2, 0), [&progress](int64_t done, int64_t total) { progress.update(done, total); });
+  const int64_t width = trainer_->layer_width(layers - 1);
+  std::vector<float> out(static_cast<size_t>((e - b) * width), 0.0f);
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::copy(rows.begin() + static_cast<int64_t>(i) * width,
+              rows.begin() + static_cast<int64_t>(i + 1) * width,
+              out.begin() + (seeds[i] - b) * width);
+  }
+  return out;
+}
+
+// Every node's output by full-neighbour inference (a typed graph's: typed_link_rows), then each
+// split's held-out edges ranked against its negatives (train/link.hpp).
 std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
-  const std::vector<float> h = infer_all(epoch);
+  const std::vector<float> h = rt_.hetero() ? typed_link_rows(epoch) : infer_all(epoch);
   const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
   const PartitionData& part = rt_.part();
   CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);

@@ -269,7 +269,9 @@ class HeteroModel : public GnnModel {
 std::shared_ptr<GnnModel> make_hetero_model(const ModelConfig& cfg) {
   cfg.validate();
   DSP_CHECK_ARG(cfg.hetero(), "make_hetero_model: {} is not a heterogeneous model", cfg.model);
-  return std::make_shared<HeteroModel>(cfg);
+  auto m = std::make_shared<HeteroModel>(cfg);
+  m->make_predictor();  // link prediction's (after the layers: the same parameter order)
+  return m;
 }
 
 }  // namespace dsp

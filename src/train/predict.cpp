@@ -301,27 +301,10 @@ std::vector<float> typed_rows(const PredictConfig& c, RankRuntime& rt, Trainer& 
   SamplerOptions so;
   so.fanouts.assign(static_cast<size_t>(layers), kAllNeighbours);
   const std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
-  const int64_t bs = c.batch_size, width = trainer.layer_width(layers - 1);
-  int64_t steps = (static_cast<int64_t>(seeds.size()) + bs - 1) / bs;
-  CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
-  main_ch.set_step(-1, 4);
-  main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
-  std::vector<float> mine;
-  mine.reserve(seeds.size() * static_cast<size_t>(width));
-  for (int64_t s = 0; s < steps; ++s) {
-    const size_t lo = std::min(seeds.size(), static_cast<size_t>(s * bs));
-    const std::vector<int64_t> batch(seeds.begin() + lo,
-                                     seeds.begin() + std::min(seeds.size(), lo + bs));
-    rt.channel(WorkerKind::kSampler).set_step(1, s);
-    SampledBatch sb = sampler->sample_nodes(batch, 1, s);
-    rt.channel(WorkerKind::kLoader).set_step(1, s);
-    LoadedBatch lb = rt.load(std::move(sb));
-    rt.channel(WorkerKind::kTrainer).set_step(1, s);
-    trainer.gather_embedding(lb);  // collective
-    if (batch.empty()) continue;
-    const std::vector<float> out = trainer.typed_outputs(lb, layers);
-    mine.insert(mine.end(), out.begin(), out.end());
-  }
+  const int64_t width = trainer.layer_width(layers - 1);
+  rt.channel(WorkerKind::kMain).set_step(-1, 4);
+  const std::vector<float> mine =
+      typed_outputs_of(rt, trainer, *sampler, seeds, layers, c.batch_size, 1, 0);
   // Rank 0 gathers every rank's rows and their places.
   const std::vector<int64_t> places = gather_rows(rt, at, 1, "predict:places");
   const std::vector<float> rows = gather_rows(rt, mine);

@@ -1,5 +1,6 @@
 #include "train/typed_rows.hpp"
 
+#include "csp/sampler.hpp"
 #include "graph/npy.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "train/trainer.hpp"
@@ -42,6 +43,33 @@ std::unique_ptr<EmbeddingTable> attach_typed_rows(RankRuntime& rt, Trainer& trai
                                                 ids.data(), eo, rt.embedding_storage());
   trainer.attach_embedding(table.get(), [rows, &h](int64_t v) { return rows->row(h, v); });
   return table;
+}
+
+std::vector<float> typed_outputs_of(RankRuntime& rt, Trainer& trainer, CollectiveSampler& sampler,
+                                    const std::vector<int64_t>& seeds, int layers,
+                                    int64_t batch_size, int64_t epoch, int64_t first_step,
+                                    const std::function<void(int64_t, int64_t)>& progress) {
+  const int64_t bs = batch_size, width = trainer.layer_width(layers - 1);
+  int64_t steps = (static_cast<int64_t>(seeds.size()) + bs - 1) / bs;
+  rt.channel(WorkerKind::kMain).all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
+  std::vector<float> mine;
+  mine.reserve(seeds.size() * static_cast<size_t>(width));
+  for (int64_t s = 0; s < steps; ++s) {
+    const size_t lo = std::min(seeds.size(), static_cast<size_t>(s * bs));
+    const std::vector<int64_t> batch(seeds.begin() + lo,
+                                     seeds.begin() + std::min(seeds.size(), lo + bs));
+    rt.channel(WorkerKind::kSampler).set_step(epoch, first_step + s);
+    SampledBatch sb = sampler.sample_nodes(batch, epoch, first_step + s);
+    rt.channel(WorkerKind::kLoader).set_step(epoch, first_step + s);
+    LoadedBatch lb = rt.load(std::move(sb));
+    rt.channel(WorkerKind::kTrainer).set_step(epoch, first_step + s);
+    trainer.gather_embedding(lb);  // collective
+    if (progress) progress(s + 1, steps);
+    if (batch.empty()) continue;
+    const std::vector<float> out = trainer.typed_outputs(lb, layers);
+    mine.insert(mine.end(), out.begin(), out.end());
+  }
+  return mine;
 }
 
 }  // namespace dsp

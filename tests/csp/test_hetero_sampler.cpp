@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
+#include <tuple>
 
 #include "backends.hpp"
 #include "ccc/communicator.hpp"
@@ -95,6 +97,64 @@ TEST_P(HeteroBackends, BlocksEqualThePerRelationReference) {
   }
 }
 
+// Link prediction on a relation: an excluded pair (v, u, r) leaves u out of relation r's segment of
+// v's row only (u stays where v's other relations list it). With every neighbour drawn, each
+// seed's block row is its segments without their excluded entries, relation by relation; with
+// fanouts, no excluded edge is drawn and a seed without exclusions keeps its plain picks.
+TEST_P(HeteroBackends, ExclusionsLeaveOutTheirRelationsEntriesOnly) {
+  const HeteroPart& w = one_part();
+  auto self = make_communicator("self");
+  std::vector<int64_t> seeds;
+  const int64_t* t = w.part.seeds.data<int64_t>();
+  for (int64_t i = 0; i < w.part.seeds.dim(0); i += 3) seeds.push_back(t[i]);
+  // Every other seed loses the first entry of each non-empty segment.
+  CollectiveSampler::ExcludedEdges ex;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> gone;  // (v, u, r)
+  for (size_t i = 0; i < seeds.size(); i += 2) {
+    for (int64_t r = 0; r < w.whole.R; ++r) {
+      const int64_t lo = w.whole.rel_ptr[seeds[i] * w.whole.R + r];
+      if (lo == w.whole.rel_ptr[seeds[i] * w.whole.R + r + 1]) continue;
+      ex.dst.push_back(seeds[i]);
+      ex.src.push_back(w.whole.indices[lo]);
+      ex.rel.push_back(static_cast<int32_t>(r));
+      gone.emplace(seeds[i], w.whole.indices[lo], r);
+    }
+  }
+  ASSERT_GT(gone.size(), 4u);
+  {
+    CollectiveSampler s(w.part, *self, with_fanouts("-1"), test::sampler_backend(GetParam()));
+    const Block b = s.sample_hetero(seeds, 1, 0, &ex).blocks.back();
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      std::multiset<std::pair<int64_t, int64_t>> got, want;  // (relation, source)
+      for (int64_t e = b.indptr[i]; e < b.indptr[i + 1]; ++e) {
+        got.emplace(b.edge_types[e], b.src_ids[b.indices[e]]);
+      }
+      for (int64_t r = 0; r < w.whole.R; ++r) {
+        for (int64_t j = w.whole.rel_ptr[seeds[i] * w.whole.R + r];
+             j < w.whole.rel_ptr[seeds[i] * w.whole.R + r + 1]; ++j) {
+          if (!gone.count({seeds[i], w.whole.indices[j], r})) want.emplace(r, w.whole.indices[j]);
+        }
+      }
+      EXPECT_EQ(got, want) << "seed " << seeds[i];
+    }
+  }
+  CollectiveSampler s(w.part, *self, with_fanouts("2,2"), test::sampler_backend(GetParam()));
+  const SampledBatch plain = s.sample_hetero(seeds, 1, 0);
+  const SampledBatch cut = s.sample_hetero(seeds, 1, 0, &ex);
+  const Block &p = plain.blocks.back(), &c = cut.blocks.back();
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::vector<std::pair<int64_t, int64_t>> pe, ce;
+    for (int64_t e = p.indptr[i]; e < p.indptr[i + 1]; ++e) {
+      pe.emplace_back(p.edge_types[e], p.src_ids[p.indices[e]]);
+    }
+    for (int64_t e = c.indptr[i]; e < c.indptr[i + 1]; ++e) {
+      ce.emplace_back(c.edge_types[e], c.src_ids[c.indices[e]]);
+      EXPECT_FALSE(gone.count({seeds[i], ce.back().second, ce.back().first})) << seeds[i];
+    }
+    if (i % 2 == 1) EXPECT_EQ(ce, pe) << "seed " << seeds[i] << " has no exclusion";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, HeteroBackends, ::testing::ValuesIn(test::backend_names()),
                          [](const auto& i) { return i.param; });
 
@@ -163,6 +223,17 @@ TEST(HeteroSampler, RefusesWhatItDoesNotSample) {
   EXPECT_EQ(error_of([&] { s.sample_nodes({w.part.meta.num_nodes}, 0, 0); }),
             fmt::format("sampler: seed {} is not a node id (graph has {} nodes)",
                         w.part.meta.num_nodes, w.part.meta.num_nodes));
+  const int64_t v = w.part.seeds.data<int64_t>()[0];
+  CollectiveSampler::ExcludedEdges ex{{v}, {v}, {}};
+  EXPECT_EQ(error_of([&] { s.sample_hetero({v}, 0, 0, &ex); }),
+            "sampler: excluded edges: 1 dst ids, 1 src ids and 0 relations (one of each per edge "
+            "on a heterogeneous graph)");
+  const int R = w.part.meta.hetero->num_relations();
+  ex.rel = {R};
+  EXPECT_EQ(error_of([&] { s.sample_hetero({v}, 0, 0, &ex); }),
+            fmt::format("sampler: excluded edge {} -> {} of relation {} is not between node ids of "
+                        "one of the {} relations (graph has {} nodes)",
+                        v, v, R, R, w.part.meta.num_nodes));
 }
 
 TEST(HeteroSampler, PerRelationFanoutsNeedAHeterogeneousGraph) {

@@ -4,15 +4,18 @@
 
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "ccc/communicator.hpp"
 #include "core/error.hpp"
+#include "error_of.hpp"
 #include "pipeline/link_batch.hpp"
 #include "train/link.hpp"
 
 namespace dsp {
 namespace {
+using test::error_of;
 
 TEST(LinkMetrics, HitsAndMrrFollowOgbsDefinitions) {
   auto comm = make_communicator("self");
@@ -241,6 +244,88 @@ TEST(LinkBatcher, PairNegativesAreUniformAtBothEnds) {
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), "--negatives must be uniform, unigram or pairs, got 'global'");
   }
+}
+
+// A typed part: users 0-4 and items 0-8 over two parts (part 0: users [0, 3), items [3, 8);
+// part 1: users [8, 10), items [10, 14)), user___rates___item and, when `reverse`, its reverse;
+// the training edges (new ids) `edges`.
+PartitionData typed_part(const std::vector<int64_t>& edges, bool reverse, bool link = true) {
+  HeteroSchema s;
+  s.node_types = {{"user", 5}, {"item", 9}};
+  s.relations = {{"user", "rates", "item"}};
+  if (reverse) s.relations.push_back({"item", "rev_rates", "user"});
+  if (link) s.link_relation = "user___rates___item";
+  s.resolve("test");
+  PartitionData p;
+  p.dir = "typed";
+  p.meta.num_nodes = 14;
+  p.meta.parts = 2;
+  p.meta.offsets = {0, 8, 14};
+  const nlohmann::json j = {{"schema", s.to_json()}, {"type_bounds", {0, 3, 8, 10, 14}}};
+  p.meta.hetero = std::make_shared<HeteroLayout>(HeteroLayout::from_json(j, p.meta.offsets, "t"));
+  p.link_train = Array::from_vector(edges, {static_cast<int64_t>(edges.size() / 2), 2});
+  p.in_degree = Array::from_vector(std::vector<int64_t>(14, 1), {14});
+  return p;
+}
+
+// On a typed graph the negatives come from the link relation's types (9 items: chi-square with
+// 8 degrees of freedom, 26.1 is p = 0.001; pairs' sources over the 5 users, 4: 18.5), and the
+// exclusions name the relation and, with reverse, the reverse relation.
+TEST(LinkBatcher, TypedNegativesComeFromTheRelationsTypes) {
+  const std::vector<int64_t> users = {0, 1, 2, 8, 9}, items = {3, 4, 5, 6, 7, 10, 11, 12, 13};
+  std::vector<int64_t> edges, all;
+  for (int64_t i = 0; i < 45; ++i) {
+    edges.push_back(users[i % 5]);
+    edges.push_back(items[i % 9]);
+    all.push_back(i);
+  }
+  const PartitionData part = typed_part(edges, true);
+  LinkOptions o;
+  o.neg_ratio = 100;
+  for (const std::string kind : {"uniform", "pairs"}) {
+    o.negatives = kind;
+    const LinkBatch b = LinkBatcher(part, o, 3, false).make(all, 0, 0);
+    std::map<int64_t, int64_t> src, dst;
+    for (int64_t i = 0; i < b.pairs.size(); ++i) {
+      if (b.pairs.label[i] != 0.0f) continue;
+      ++src[b.seeds[b.pairs.src[i]]];
+      ++dst[b.seeds[b.pairs.dst[i]]];
+    }
+    std::vector<int64_t> dc, sc;
+    for (int64_t v : items) dc.push_back(dst[v]);
+    for (int64_t u : users) sc.push_back(src[u]);
+    EXPECT_EQ(std::accumulate(dc.begin(), dc.end(), int64_t{0}), 45 * 100) << kind;  // items only
+    EXPECT_LT(chi_square(dc, std::vector<double>(9, 1.0 / 9)), 26.1) << kind;
+    EXPECT_EQ(std::accumulate(sc.begin(), sc.end(), int64_t{0}), 45 * 100) << kind;  // users only
+    if (kind == "pairs") EXPECT_LT(chi_square(sc, std::vector<double>(5, 0.2)), 18.5);
+  }
+  // auto: reverse, the relations named (rates is 0, rev_rates 1).
+  o.negatives = "uniform";
+  LinkBatcher lb(part, o, 3, false);
+  EXPECT_EQ(lb.exclusion(), "reverse");
+  const LinkBatch b = lb.make({1}, 0, 0);  // user 1 rates item 4
+  EXPECT_EQ(b.exclude.dst, (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(b.exclude.src, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(b.exclude.rel, (std::vector<int32_t>{0, 1}));
+  const PartitionData one_way = typed_part(edges, false);
+  EXPECT_EQ(LinkBatcher(one_way, o, 3, false).exclusion(), "self");
+  EXPECT_EQ(LinkBatcher(one_way, o, 3, false).make({1}, 0, 0).exclude.rel,
+            (std::vector<int32_t>{0}));
+  o.exclude = "reverse";
+  EXPECT_EQ(error_of<InvalidArgument>([&] { LinkBatcher(one_way, o, 3, false); }),
+            "--exclude reverse: relation user___rates___item of typed has no reverse relation "
+            "(item___rev_rates___user); use self or none, or add the reverses to the dataset");
+  o.exclude = "auto";
+  o.negatives = "unigram";
+  EXPECT_EQ(error_of<InvalidArgument>([&] { LinkBatcher(part, o, 3, false); }),
+            "--negatives unigram on the heterogeneous graph typed: not implemented (a node's "
+            "in-degree there counts every relation); use uniform or pairs");
+  o.negatives = "uniform";
+  const PartitionData unsplit = typed_part(edges, true, /*link=*/false);
+  EXPECT_EQ(error_of<FormatError>([&] { LinkBatcher(unsplit, o, 3, false); }),
+            "typed: the heterogeneous partition names no link_relation: link prediction on a "
+            "typed graph predicts one relation split for it (dsp generate hetero --link-split, "
+            "--link-relation)");
 }
 
 }  // namespace

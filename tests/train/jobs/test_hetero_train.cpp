@@ -150,8 +150,6 @@ TEST(HeteroTrain, Refusals) {
     set(c);
     return error_of([&] { c.validate(); });
   };
-  EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.link.task = "link"; }),
-            "--model rgcn does not support --task link (it classifies the target type's nodes)");
   EXPECT_EQ(refusal("hsage", [](JobConfig& c) { c.sampler.temporal = true; }),
             "--model hsage does not support --temporal");
   EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.preaggregate = true; }),

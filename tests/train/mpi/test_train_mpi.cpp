@@ -548,7 +548,9 @@ TEST(Job, TemporalTrainingReachesTheBoundAtAnyRankCount) {
 // test_hetero_train.cpp's typed graph (bound 0.920, features alone 0.515), written and
 // partitioned into one part per rank by rank 0 (its path the same on every rank); `bound` (every
 // rank's) receives its accuracy bound.
-std::string hetero_dataset_dir(const std::string& tag, double* bound) {
+// `link`: the link-prediction graph of tests/train/jobs/test_hetero_link.cpp instead (featureless,
+// author___writes___paper split; the bound is its best Hits@K).
+std::string hetero_dataset_dir(const std::string& tag, double* bound, bool link = false) {
   Communicator& c = *g_comm;
   int64_t pid = ::getpid();
   c.broadcast(&pid, 1, DType::kInt64, 0);
@@ -564,10 +566,20 @@ std::string hetero_dataset_dir(const std::string& tag, double* bound) {
   o.train_frac = 0.3;
   o.valid_frac = 0.1;
   o.seed = 1;
+  if (link) {  // the graph of test_hetero_link.cpp's writes_graph()
+    o = HeteroGenOptions{};
+    o.papers = 3000;
+    o.authors = 2000;
+    o.institutions = 100;
+    o.fields = 200;
+    o.feature_dim = 0;
+    o.link_split = LinkSplitOptions{};
+    o.seed = 2;
+  }
   double b = 0;
   if (c.rank() == 0) {
     const HeteroDataset ds = generate_hetero(o);
-    b = ds.extra.at("accuracy_bound").get<double>();
+    b = ds.extra.at(link ? "link_hits_bound" : "accuracy_bound").get<double>();
     write_hetero_dataset(ds, dir + "/data");
     PartitionOptions po;
     po.parts = c.size();
@@ -610,6 +622,33 @@ TEST(Job, HeteroRgcnReachesTheBoundAtAnyRankCount) {
   }
   EXPECT_EQ(r.eval, "sampled");
   EXPECT_GT(r.test_acc_at_best, bound - 0.07) << "at " << c.size() << " ranks";
+  c.barrier();
+  if (c.rank() == 0) fs::remove_all(dir);
+}
+
+// Link prediction on a relation of a typed graph at P ranks: each rank trains the authorships
+// whose author it owns, negatives are papers anywhere, the exclusions (the edge and its reverse
+// relation's) travel to their owners with their relation, evaluation samples every neighbour of
+// the two types' nodes each rank owns; test Hits@50 near the 1-rank job's (0.764 of 0.822).
+TEST(Job, TypedLinkPredictionAtAnyRankCount) {
+  Communicator& c = *g_comm;
+  double bound = 0;
+  const std::string dir = hetero_dataset_dir("hetero_link", &bound, /*link=*/true);
+  JobConfig cfg;
+  cfg.rank.path = dir + "/part";
+  cfg.train.model.model = "rgcn";
+  cfg.train.num_threads = 1;
+  cfg.link.task = "link";
+  cfg.batch_size = 512 / c.size();
+  cfg.epochs = 3;
+  cfg.seed = 1;
+  cfg.progress = false;
+  const JobResult r = run_training(cfg);
+  if (c.rank() == 0) {
+    std::printf("[hetero link] rgcn ranks=%d test hits@50 %.4f (bound %.3f)\n", c.size(),
+                r.test_acc_at_best, bound);
+  }
+  EXPECT_GT(r.test_acc_at_best, 0.65) << "at " << c.size() << " ranks";
   c.barrier();
   if (c.rank() == 0) fs::remove_all(dir);
 }
