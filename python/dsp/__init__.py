@@ -128,12 +128,15 @@ class Schema(NamedTuple):
     ``node_types``: type names in id order; ``relations``: ``(src type, name, dst type)`` triples
     (DGL's canonical edge types, PyG's edge types) in relation order; ``target_type``: the type
     of the labels, the splits and so the seeds; ``feature_dims``: {type: feature width}, 0 for a
-    type without features (absent from ``Batch.x_dict``)."""
+    type without features (absent from ``Batch.x_dict``); ``link_relation``: the relation a link
+    split was made on (``dsp generate hetero --link-split``), what :class:`LinkLoader` batches
+    score, or None."""
     node_types: List[str]
     relations: List[Tuple[str, str, str]]
     target_type: str
     feature_dims: Dict[str, int]
     num_classes: int
+    link_relation: Optional[Tuple[str, str, str]] = None
 
     @classmethod
     def from_meta(cls, meta) -> Optional["Schema"]:
@@ -141,10 +144,11 @@ class Schema(NamedTuple):
         h = (meta.get("hetero") or {}).get("schema")
         if h is None:
             return None
+        link = h.get("link_relation")
         return cls([t["name"] for t in h["node_types"]],
                    [(r["src"], r["name"], r["dst"]) for r in h["relations"]], h["target_type"],
                    {t["name"]: int(t["feature_dim"]) for t in h["node_types"]},
-                   int(h["num_classes"]))
+                   int(h["num_classes"]), tuple(link.split("___")) if link else None)
 
 
 class Block(NamedTuple):
@@ -255,14 +259,18 @@ class LinkPairs(NamedTuple):
 class LinkBatch(NamedTuple):
     """A :class:`Batch` of :class:`LinkLoader`: the same fields plus ``pairs``. The seeds are the
     endpoints of the step's training edges and of their negatives, each once; every block leaves
-    out the batch's excluded edges (see ``exclude``)."""
+    out the batch's excluded edges (see ``exclude``). On a heterogeneous graph ``x`` is None,
+    ``x_dict`` and ``schema`` are :class:`Batch`'s, and every pair joins a node of the link
+    relation's source type to one of its destination type (``schema.link_relation``)."""
     blocks: List[Block]
-    x: "torch.Tensor"
+    x: Optional["torch.Tensor"]
     y: Optional["torch.Tensor"]
     seeds: "torch.Tensor"
     epoch: int
     step: int
     pairs: LinkPairs
+    x_dict: Optional[Dict[str, "torch.Tensor"]] = None
+    schema: Optional[Schema] = None
 
     input_nodes = Batch.input_nodes
     seed_times = Batch.seed_times
@@ -270,7 +278,9 @@ class LinkBatch(NamedTuple):
     def to_pyg(self):
         """:meth:`Batch.to_pyg`'s ``Data`` plus, as in PyG's LinkNeighborLoader,
         ``edge_label_index`` (int64 [2, P]: the pairs in local node ids, the rows of ``n_id``)
-        and ``edge_label`` (float32 [P]: 1 positive, 0 negative)."""
+        and ``edge_label`` (float32 [P]: 1 positive, 0 negative). A heterogeneous batch gives
+        :meth:`Batch.to_pyg`'s ``HeteroData`` with both on the link relation's edge type, in
+        the type-local ids of its two types (PyG's heterogeneous LinkNeighborLoader)."""
         return _interop.batch_to_pyg(self)
 
 
@@ -347,11 +357,13 @@ def _make_batch(raw, as_tensor, pin=False, device=None,
               conv(b["edge_types"]), conv(b["src_types"]), schema)
         for b in blocks_raw
     ]
-    if pairs is not None:
-        return LinkBatch(blocks, conv(x), conv(y), conv(seeds), epoch, step,
-                         LinkPairs(*(conv(a) for a in pairs)))
+    x_dict = None
     if schema is not None:  # per type features, rows in the type's source order
         x_dict = {t: conv(f) for t, f in zip(schema.node_types, typed or []) if f is not None}
+    if pairs is not None:
+        return LinkBatch(blocks, conv(x) if schema is None else None, conv(y), conv(seeds), epoch,
+                         step, LinkPairs(*(conv(a) for a in pairs)), x_dict, schema)
+    if schema is not None:
         return Batch(blocks, None, conv(y), conv(seeds), epoch, step, x_dict, schema)
     return Batch(blocks, conv(x), conv(y), conv(seeds), epoch, step)
 
@@ -631,6 +643,13 @@ class LinkLoader(Loader):
 
     A featureless dataset gives ``x`` of width 0: learn ``torch.nn.Embedding(num_nodes, d)``
     and index it with ``batch.input_nodes`` (partition ids, every rank the same table).
+
+    On a heterogeneous partition with a link relation (``dsp generate hetero --link-split``,
+    ``schema.link_relation``) the training edges are that relation's; a negative's ``w`` comes
+    from its destination type ("pairs": ``u`` from its source type too; "unigram" is refused),
+    and "auto" exclusion hides each edge from its relation and its reverse from the reverse
+    relation when the graph has one. Batches carry ``x_dict`` and ``schema`` as a Loader's, and
+    ``to_pyg()`` puts the pairs on the link relation's edge type.
 
     Args:
         path, fanouts, batch_size (training edges per rank per step), shuffle, seed, prefetch,

@@ -310,7 +310,10 @@ def _one_target(found, who):
 
 
 def is_pyg_hetero(data):
-    from torch_geometric.data import HeteroData
+    try:
+        from torch_geometric.data import HeteroData
+    except ImportError:  # without PyG nothing is its HeteroData (a stand-in Data, say)
+        return False
     return isinstance(data, HeteroData)
 
 

@@ -192,4 +192,10 @@ def hetero_batch_to_pyg(torch, data_mod, batch):
     target = data[schema.target_type]
     (target.y,) = _tensors(torch, batch.y)
     target.batch_size = blocks[-1].num_dst
+    pairs = getattr(batch, "pairs", None)
+    if pairs is not None:  # the seeds are blocks[0]'s first sources: their type-local ids
+        src, dst, label = _tensors(torch, pairs.src, pairs.dst, pairs.label)
+        store = data[schema.link_relation]
+        store.edge_label_index = torch.stack([local[src], local[dst]])
+        store.edge_label = label
     return data

@@ -332,3 +332,68 @@ def test_two_ranks(mag_p2, tmp_path):
     seeds = ranks[0]["seeds"] + ranks[1]["seeds"]
     assert set(seeds) == set(lay.train.tolist())
     assert (lay.type_of(seeds) == lay.schema.node_types.index("paper")).all()
+
+
+# ---- dsp.LinkLoader on a typed partition (link prediction on author___writes___paper)
+
+WRITES = ("author", "writes", "paper")
+
+
+@pytest.fixture(scope="module")
+def links_p1(tmp_path_factory):
+    data = tmp_path_factory.mktemp("data") / "mag-links"
+    dsp.generate_hetero(str(data), papers=600, authors=400, institutions=20, fields=40,
+                        feature_dim=8, seed=3, link_split="0.8,0.1,0.1")
+    out = tmp_path_factory.mktemp("part") / "mag-links-p1"
+    dsp.partition(str(data), str(out), parts=1)
+    return str(out)
+
+
+def test_link_loader_pairs_join_the_relations_types_without_their_edges(links_p1):
+    lay = Layout(links_p1)
+    assert lay.schema.link_relation == WRITES
+    writes = lay.schema.relations.index(WRITES)
+    rev = lay.schema.relations.index(("paper", "rev_writes", "author"))
+    author, paper = lay.schema.node_types.index("author"), lay.schema.node_types.index("paper")
+    loader = dsp.LinkLoader(links_p1, fanouts=[-1], batch_size=32, neg_ratio=3, seed=1,
+                            prefetch=0)
+    train = {tuple(e) for e in np.asarray(loader.local_edges).tolist()}
+    b = next(loader.iter_batches())
+    assert b.x is None and b.schema == lay.schema and set(b.x_dict) == {"paper"}
+    seeds = b.seeds.numpy()
+    src, dst, label = (p.numpy() for p in b.pairs)
+    assert len(label) == 32 * 4 and (label == 1).sum() == 32
+    assert (lay.type_of(seeds[src]) == author).all() and (lay.type_of(seeds[dst]) == paper).all()
+    positives = set(zip(seeds[src][label == 1].tolist(), seeds[dst][label == 1].tolist()))
+    assert positives <= train
+    # Every neighbour sampled: each seed's row is its relations' segments without the batch's
+    # edges (in writes) and their reverses (in rev_writes), nothing else left out.
+    block = b.blocks[-1]
+    ids = block.src_ids.numpy()
+    e_src, e_dst, e_rel = edges_of(block)
+    for d in range(block.num_dst):
+        v = ids[d]
+        for r in range(lay.R):
+            got = sorted(ids[e_src[(e_dst == d) & (e_rel == r)]].tolist())
+            gone = ({u for u, w in positives if w == v} if r == writes else
+                    {w for u, w in positives if u == v} if r == rev else set())
+            want = sorted(set(lay.neighbours(v, r).tolist()) - gone)
+            assert got == want, (d, r)
+
+
+def test_link_batch_to_pyg_puts_the_pairs_on_the_link_relation(links_p1, hetero_data):
+    b = next(dsp.LinkLoader(links_p1, fanouts=[3, 2], batch_size=16, seed=2,
+                            prefetch=0).iter_batches())
+    data = b.to_pyg()
+    store = data[WRITES]
+    u, w = store.edge_label_index
+    seeds = b.seeds
+    assert torch.equal(data["author"].n_id[u], seeds[b.pairs.src])
+    assert torch.equal(data["paper"].n_id[w], seeds[b.pairs.dst])
+    assert torch.equal(store.edge_label, b.pairs.label)
+
+
+def test_link_loader_refuses_unigram_on_a_typed_graph(links_p1):
+    with pytest.raises(dsp.InvalidArgument, match="--negatives unigram on the heterogeneous "
+                       "graph .*: not implemented"):
+        dsp.LinkLoader(links_p1, fanouts=[2], negatives="unigram")
