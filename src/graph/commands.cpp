@@ -63,10 +63,15 @@ OptionTable<Conv> all_convert_options() {
                   "leaves)",
                   DSP_CONV(sort_buffer)),
       value<Conv>("--link-split", "link_split",
-                  "edgelist: TRAIN,VALID,TEST fractions of the distinct edges for link prediction, "
-                  "e.g. 0.85,0.05,0.10: the stored graph keeps the training edges, the others "
-                  "become link_valid/link_test with fixed negatives (in memory only)",
+                  "edgelist, ogb-hetero: TRAIN,VALID,TEST fractions of the distinct edges (of "
+                  "--link-relation's) for link prediction, e.g. 0.85,0.05,0.10: the stored graph "
+                  "keeps the training edges, the others become link_valid/link_test with fixed "
+                  "negatives (in memory only)",
                   DSP_CONV(link_split)),
+      value<Conv>("--link-relation", "link_relation",
+                  "ogb-hetero with --link-split: the relation to predict, by key or a name only "
+                  "one relation has; its reverse relation loses the held-out edges' reverses",
+                  DSP_CONV(link_relation)),
       value<Conv>("--link-negatives", "link_negatives",
                   "with --link-split: negative pairs per held-out split (default: the larger of "
                   "the valid and test edge counts)",
@@ -122,8 +127,13 @@ void check_convert_options(const ConvertCommand& a) {
                 "output {} is the input {} or contains it: writing there would destroy the input; "
                 "choose another output",
                 a.output, a.input);
-  DSP_CHECK_ARG(a.from == "edgelist" || a.link_split.empty(),
-                "--link-split applies to --from edgelist only");
+  DSP_CHECK_ARG(a.from == "edgelist" || a.from == "ogb-hetero" || a.link_split.empty(),
+                "--link-split applies to --from edgelist and ogb-hetero only");
+  DSP_CHECK_ARG(a.from == "ogb-hetero" || a.link_relation.empty(),
+                "--link-relation applies to --from ogb-hetero only");
+  DSP_CHECK_ARG(a.link_split.empty() == a.link_relation.empty() || a.from != "ogb-hetero",
+                "--from ogb-hetero: --link-split and --link-relation go together (which "
+                "relation's edges to split)");
   DSP_CHECK_ARG(!a.link_split.empty() ||
                     (a.link_negatives == 0 && a.link_negatives_per_positive == 0 && a.seed == 0),
                 "--link-negatives, --link-negatives-per-positive and --seed apply with "
@@ -163,7 +173,8 @@ DatasetMeta convert_hetero(const ConvertCommand& a, ImportStats& st, double& wri
   o.require_split = !a.no_split;
   o.add_reverse = a.add_reverse;
   o.name = a.name;
-  const HeteroDataset ds = import_ogb_hetero(a.input, o, &st);
+  HeteroDataset ds = import_ogb_hetero(a.input, o, &st);
+  if (!a.link_split.empty()) split_hetero_links(ds, a.link_relation, link_split_options(a));
   Stopwatch sw;
   write_hetero_dataset(ds, a.output, a.overwrite);
   write_s = sw.seconds();

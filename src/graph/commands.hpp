@@ -39,6 +39,7 @@ struct ConvertCommand {
   // --num-nodes is not). In memory only.
   std::string features;
   bool add_reverse = false;  // ogb-hetero: add the reverse of every relation
+  std::string link_relation;  // ogb-hetero with --link-split: the relation split (key or name)
 };
 
 const OptionTable<ConvertCommand>& convert_options();

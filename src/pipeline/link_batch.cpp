@@ -27,6 +27,7 @@ void LinkOptions::validate() const {
                 "--exclude must be auto, none, self or reverse, got '{}'", exclude);
   DSP_CHECK_ARG(!hits_k.empty(), "--hits-k needs at least one K");
   for (int k : hits_k) DSP_CHECK_ARG(k >= 1, "--hits-k: every K must be >= 1, got {}", k);
+  for (int k : recall_k) DSP_CHECK_ARG(k >= 1, "--recall-k: every K must be >= 1, got {}", k);
 }
 
 const OptionTable<LinkOptions>& link_options_table() {
@@ -56,6 +57,11 @@ const OptionTable<LinkOptions>& link_options_table() {
                "link: report Hits@K for these K (default 50); the first selects the best epoch "
                "(unless --metric rocauc)",
                DSP_LINK(hits_k)),
+      value<T>("--recall-k", "recall_k",
+               "link on a typed graph: also report Recall@K for these K (recommendation: each "
+               "source's held-out destinations ranked among every node of the relation's "
+               "destination type, its training destinations left out; default none)",
+               DSP_LINK(recall_k)),
   };
 #undef DSP_LINK
   return table;

@@ -38,6 +38,9 @@ struct LinkOptions {
   std::string exclude = "auto";       // auto | none | self | reverse
   // Hits@K reported for each K; the first is the validation metric (best epoch, --patience).
   std::vector<int> hits_k{50};
+  // Recall@K reported for each K (a typed graph's link relation: each source's held-out
+  // destinations ranked among every node of the destination type); empty: none.
+  std::vector<int> recall_k;
 
   bool link() const { return task == "link"; }
   void validate() const;  // InvalidArgument naming the flag
@@ -62,6 +65,9 @@ class LinkBatcher {
   std::vector<int64_t> edge_indices() const;
   int64_t num_edges() const { return edges_; }
   const std::string& exclusion() const { return exclude_; }  // resolved: none | self | reverse
+  // A typed graph's link relation: the new ids of its destination type (the negatives' pool and
+  // Recall@K's candidates); empty on a homogeneous graph.
+  const std::vector<int64_t>& destinations() const { return dst_pool_; }
   // The batch of the part's edges `edges` (indices) at (epoch, batch).
   LinkBatch make(const std::vector<int64_t>& edges, int64_t epoch, int64_t batch) const;
 

@@ -78,6 +78,8 @@ void check_task(const JobConfig& c) {
   const std::string& pred = c.train.model.predictor;
   if (!c.link.link()) {
     DSP_CHECK_ARG(pred == "none", "--predictor {} scores node pairs: it needs --task link", pred);
+    DSP_CHECK_ARG(c.link.recall_k.empty(),
+                  "--recall-k ranks held-out edges: it needs --task link");
     return;
   }
   auto refuse = [](bool bad, const char* what) {
@@ -664,6 +666,10 @@ void TrainJob::check_data() const {
                     "Hits@K ranks a positive among them",
                     k, negatives, per > 0 ? "of each positive " : "", cfg_.rank.path);
     }
+    DSP_CHECK_ARG(cfg_.link.recall_k.empty() || meta.hetero,
+                  "--recall-k needs a typed graph's link relation (each source's held-out "
+                  "destinations ranked among the destination type's nodes); {} is homogeneous",
+                  cfg_.rank.path);
     return;
   }
   DSP_CHECK_FORMAT(part.labels.defined() && meta.num_classes > 1,
@@ -1422,13 +1428,19 @@ std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
   const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
   const PartitionData& part = rt_.part();
   CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);
-  tc.set_step(epoch, eval_control_id(0, 1));
   const int64_t per = part.meta.link_negatives_per_positive;
-  LinkMetrics val = evaluate_link_split(tc, part.meta, h, width, part.link_valid,
-                                        part.link_valid_neg, per, cfg_.link.hits_k, *trainer_);
-  tc.set_step(epoch, eval_control_id(1, 1));
-  LinkMetrics test = evaluate_link_split(tc, part.meta, h, width, part.link_test,
-                                         part.link_test_neg, per, cfg_.link.hits_k, *trainer_);
+  const std::vector<int>& rk = cfg_.link.recall_k;
+  auto split = [&](int s, const Array& pos, const Array& neg) {
+    tc.set_step(epoch, eval_control_id(s, 1));
+    LinkMetrics m =
+        evaluate_link_split(tc, part.meta, h, width, pos, neg, per, cfg_.link.hits_k, *trainer_);
+    m.recall_k = rk;
+    if (!rk.empty()) m.recall = link_recall(tc, part, h, width, pos, link_->destinations(), rk,
+                                            *trainer_);
+    return m;
+  };
+  LinkMetrics val = split(0, part.link_valid, part.link_valid_neg);
+  LinkMetrics test = split(1, part.link_test, part.link_test_neg);
   return {val, test};
 }
 
@@ -1446,11 +1458,15 @@ double TrainJob::link_value(const LinkMetrics& m) const {
   return cfg_.metric == "rocauc" ? m.auc : m.main();
 }
 
-// "hits@50 0.8123 mrr 0.4012 auc 0.9310"
+// "hits@50 0.8123 mrr 0.4012 auc 0.9310" (and " recall@20 0.3012" per --recall-k)
 std::string TrainJob::link_line(const LinkMetrics& m) const {
   std::string s;
   for (size_t j = 0; j < m.k.size(); ++j) s += fmt::format("hits@{} {:.4f} ", m.k[j], m.hits[j]);
-  return s + fmt::format("mrr {:.4f} auc {:.4f}", m.mrr, m.auc);
+  s += fmt::format("mrr {:.4f} auc {:.4f}", m.mrr, m.auc);
+  for (size_t j = 0; j < m.recall.size(); ++j) {
+    s += fmt::format(" recall@{} {:.4f}", m.recall_k[j], m.recall[j]);
+  }
+  return s;
 }
 
 void TrainJob::note_best(double val, double test, int epoch) {
@@ -1651,6 +1667,9 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool eval
                           {"positives", m.positives},
                           {"negatives", m.negatives}};
       for (size_t i = 0; i < m.k.size(); ++i) j[fmt::format("hits@{}", m.k[i])] = m.hits[i];
+      for (size_t i = 0; i < m.recall.size(); ++i) {
+        j[fmt::format("recall@{}", m.recall_k[i])] = m.recall[i];
+      }
       return j;
     };
     rec["val"] = split(val_link_);

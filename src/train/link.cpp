@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "train/inference.hpp"
@@ -196,6 +197,106 @@ LinkMetrics evaluate_per_positive(Communicator& comm, const PartitionMeta& meta,
 }
 
 }  // namespace
+
+std::vector<double> source_recall(const std::vector<float>& scores,
+                                  const std::vector<char>& excluded,
+                                  const std::vector<int64_t>& held, const std::vector<int>& ks) {
+  std::vector<float> kept;  // the ranked candidates' scores, descending
+  kept.reserve(scores.size());
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (!excluded[i]) kept.push_back(scores[i]);
+  }
+  std::sort(kept.begin(), kept.end(), std::greater<float>());
+  std::vector<double> out(ks.size(), 0.0);
+  for (const int64_t c : held) {
+    const float s = scores[static_cast<size_t>(c)];
+    const auto above =
+        std::partition_point(kept.begin(), kept.end(), [s](float x) { return x > s; }) -
+        kept.begin();
+    for (size_t j = 0; j < ks.size(); ++j) out[j] += above < ks[j] ? 1 : 0;
+  }
+  for (double& r : out) r /= std::max<double>(1, static_cast<double>(held.size()));
+  return out;
+}
+
+namespace {
+
+// The held-out destinations of each source this rank owns, in the split's order of sources.
+std::vector<std::pair<int64_t, std::vector<int64_t>>> owned_sources(const Array& pos, int64_t b,
+                                                                    int64_t e) {
+  std::unordered_map<int64_t, size_t> at;
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> out;
+  const int64_t* p = pos.data<int64_t>();
+  for (int64_t i = 0; i < pos.dim(0); ++i) {
+    const int64_t u = p[2 * i];
+    if (u < b || u >= e) continue;
+    auto [it, fresh] = at.emplace(u, out.size());
+    if (fresh) out.push_back({u, {}});
+    out[it->second].second.push_back(p[2 * i + 1]);
+  }
+  return out;
+}
+
+// The training destinations of source u: its rows of the part's link_train (sorted by source).
+std::vector<int64_t> training_destinations(const Array& train, int64_t u) {
+  std::vector<int64_t> out;
+  if (!train.defined()) return out;
+  const int64_t* p = train.data<int64_t>();
+  int64_t lo = 0, hi = train.dim(0);
+  while (lo < hi) {  // the first row of source >= u
+    const int64_t mid = (lo + hi) / 2;
+    if (p[2 * mid] < u) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  for (int64_t i = lo; i < train.dim(0) && p[2 * i] == u; ++i) out.push_back(p[2 * i + 1]);
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> link_recall(Communicator& comm, const PartitionData& part,
+                                const std::vector<float>& h, int64_t width, const Array& pos,
+                                const std::vector<int64_t>& candidates,
+                                const std::vector<int>& ks, Trainer& trainer) {
+  const int64_t b = part.meta.offsets[comm.rank()], e = part.meta.offsets[comm.rank() + 1];
+  const std::vector<float> rows = fetch_rows(comm, part.meta, h, width, candidates);
+  std::unordered_map<int64_t, int64_t> index;  // candidate id -> its index
+  for (size_t i = 0; i < candidates.size(); ++i) index.emplace(candidates[i], i);
+  const auto n = static_cast<int64_t>(candidates.size());
+  std::vector<double> sums(ks.size() + 1, 0.0);  // recall per K summed, then the sources
+  std::vector<float> src(static_cast<size_t>(n * width));
+  for (const auto& [u, dsts] : owned_sources(pos, b, e)) {
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy(h.begin() + (u - b) * width, h.begin() + (u - b + 1) * width,
+                src.begin() + i * width);
+    }
+    const std::vector<float> scores = trainer.score(src.data(), rows.data(), n);
+    std::vector<char> excluded(static_cast<size_t>(n), 0);
+    for (const int64_t v : training_destinations(part.link_train, u)) {
+      const auto it = index.find(v);
+      if (it != index.end()) excluded[it->second] = 1;
+    }
+    std::vector<int64_t> held;
+    for (const int64_t v : dsts) {
+      const auto it = index.find(v);
+      if (it != index.end()) held.push_back(it->second);
+    }
+    const std::vector<double> r = source_recall(scores, excluded, held, ks);
+    for (size_t j = 0; j < ks.size(); ++j) sums[j] += r[j];
+    sums[ks.size()] += 1;
+  }
+  OpOptions o;
+  o.label = "link:recall";
+  o.host_buffers = true;
+  comm.all_reduce(sums.data(), static_cast<int64_t>(sums.size()), DType::kFloat64, ReduceOp::kSum,
+                  o);
+  std::vector<double> out(ks.size());
+  for (size_t j = 0; j < ks.size(); ++j) out[j] = sums[j] / std::max(1.0, sums[ks.size()]);
+  return out;
+}
 
 LinkMetrics evaluate_link_split(Communicator& comm, const PartitionMeta& meta,
                                 const std::vector<float>& h, int64_t width, const Array& pos,

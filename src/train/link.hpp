@@ -44,6 +44,8 @@ struct LinkMetrics {
   double auc = 0;  // ROC-AUC of the positives against the negatives (per positive: their mean)
   int64_t positives = 0, negatives = 0;
   int64_t per_positive = 0;  // > 0: each positive ranked against its own negatives (MRR leads)
+  std::vector<int> recall_k;  // --recall-k
+  std::vector<double> recall;  // Recall@K per K, averaged over the split's sources
   double main() const { return hits.empty() || per_positive > 0 ? mrr : hits.front(); }
   std::string main_name() const;  // "hits@50" or "mrr"
 };
@@ -68,6 +70,23 @@ class Trainer;
 std::vector<float> score_edges(Communicator& comm, const PartitionMeta& meta,
                                const std::vector<float>& h, int64_t width, const Array& edges,
                                int64_t b, int64_t e, Trainer& trainer);
+// Recall@K of one source (recommendation): `scores` of every candidate, `excluded` marks its
+// training destinations (left out of the ranking), `held` the candidates' indices of its held-out
+// destinations. Per K, the share of `held` ranked in the top K: fewer than K candidates that are
+// not excluded score strictly higher.
+std::vector<double> source_recall(const std::vector<float>& scores,
+                                  const std::vector<char>& excluded,
+                                  const std::vector<int64_t>& held, const std::vector<int>& ks);
+// Recall@K of a split `pos` (int64 [E, 2], new ids) over `candidates` (new ids: the link
+// relation's destination type): each rank takes the split's sources it owns, scores each against
+// every candidate (the candidates' rows fetched once from their owners), leaves out its training
+// destinations (the part's link_train, sorted) and averages source_recall over every rank's
+// sources (one all_reduce). Collective on `comm`.
+std::vector<double> link_recall(Communicator& comm, const PartitionData& part,
+                                const std::vector<float>& h, int64_t width, const Array& pos,
+                                const std::vector<int64_t>& candidates,
+                                const std::vector<int>& ks, Trainer& trainer);
+
 // A split's metrics from every node's output rows: each rank scores its share of the positives
 // `pos` and of the negatives `neg` (int64 [., 2], new ids); shared negatives (`per_positive` 0):
 // their scores are summed into one vector on every rank (each entry written by one rank);

@@ -571,6 +571,22 @@ TEST(ImportOgbHetero, SyntheticRawDirectory) {
   HeteroDataset expect = ds;
   add_reverse_relations(expect);
   EXPECT_TRUE(same_dataset(expect, back));
+  // --link-split of one relation: its held-out edges leave it and their reverses its reverse.
+  cmd.output = tmp / "links";
+  cmd.link_split = "0.5,0.25,0.25";
+  cmd.link_relation = "writes";
+  run_convert(cmd);
+  const HeteroDataset linked = load_hetero_dataset(tmp / "links");
+  EXPECT_EQ(linked.schema.link_relation, "author___writes___paper");
+  EXPECT_EQ(linked.link_train.dim(0), 2);
+  EXPECT_EQ(linked.link_valid.dim(0) + linked.link_test.dim(0), 2);
+  EXPECT_EQ(linked.schema.relations[1].edges, 2);
+  EXPECT_EQ(linked.schema.relations[4].edges, 2);  // paper___rev_writes___author
+  cmd.link_relation.clear();
+  EXPECT_EQ(error_of<InvalidArgument>([&] { run_convert(cmd); }),
+            "--from ogb-hetero: --link-split and --link-relation go together (which relation's "
+            "edges to split)");
+  cmd.link_split.clear();
   // A triplet list names the relations (and their order is still OGB's sorted one).
   write_gz(root + "/raw/triplet-type-list.csv.gz",
            "paper,cites,paper\nauthor,writes,paper\nauthor,affiliated_with,institution\n");

@@ -77,6 +77,21 @@ TEST(LinkMetrics, EqualOgbsEvaluatorOnFixedScores) {
   }
 }
 
+// Recall@K of one source: its held-out destinations' ranks among the candidates that are not its
+// training destinations (strictly higher scores only), per K.
+TEST(LinkMetrics, SourceRecallRanksTheHeldOutAmongTheKeptCandidates) {
+  // candidate 0 is a training destination (left out); 2 and 4 are held out; 3 ties 2.
+  const std::vector<float> scores = {0.9f, 0.8f, 0.7f, 0.7f, 0.5f};
+  const std::vector<char> excluded = {1, 0, 0, 0, 0};
+  const std::vector<double> r = source_recall(scores, excluded, {2, 4}, {1, 2, 4, 10});
+  // 2: one kept candidate above (0.8): in the top 2; 4: three above: in the top 4.
+  EXPECT_EQ(r, (std::vector<double>{0.0, 0.5, 1.0, 1.0}));
+  // Without the exclusion 0.9 ranks above both.
+  EXPECT_EQ(source_recall(scores, {0, 0, 0, 0, 0}, {2, 4}, {2, 4, 5}),
+            (std::vector<double>{0.0, 0.5, 1.0}));
+  EXPECT_EQ(source_recall(scores, excluded, {}, {1}), (std::vector<double>{0.0}));
+}
+
 TEST(LinkMetrics, KLargerThanTheNegativesIsRefused) {
   auto comm = make_communicator("self");
   try {

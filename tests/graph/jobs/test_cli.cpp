@@ -136,7 +136,7 @@ TEST(Cli, LinkSplitConvertAndGenerate) {
                  "memory); drop --out-of-core");
   expect_failure(
       run_cli("convert --from ogb --link-split 0.8,0.1,0.1 " + tmp / "g.txt " + tmp / "ogb", tmp),
-      2, "dsp: error: --link-split applies to --from edgelist only");
+      2, "dsp: error: --link-split applies to --from edgelist and ogb-hetero only");
   r = run_cli(
       "generate community --nodes 2000 --edges 10000 --features 0 --classes 0 "
       "--link-split 0.85,0.05,0.10 " +

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "error_of.hpp"
 #include "graph/generate_hetero.hpp"
@@ -84,6 +86,29 @@ TEST(HeteroLink, DefaultsLearnTheAuthorshipsOfBothModels) {
   }
 }
 
+// --recall-k: every source's held-out papers ranked among all 3000 papers (its training papers
+// left out); with K = every paper each one is in the top K, and recall grows with K.
+TEST(HeteroLink, RecallAtKRanksEachAuthorsHeldOutPapersAmongAllPapers) {
+  JobConfig c = job("rgcn");
+  c.epochs = 1;
+  c.link.recall_k = {10, 100, 3000};
+  c.metrics_file = graph().dir + "_recall.jsonl";
+  run_training(c);
+  std::ifstream in(c.metrics_file);
+  nlohmann::json last;
+  for (std::string line; std::getline(in, line);) last = nlohmann::json::parse(line);
+  fs::remove(c.metrics_file);
+  for (const char* split : {"val", "test"}) {
+    const nlohmann::json& m = last.at(split);
+    const double r10 = m.at("recall@10"), r100 = m.at("recall@100");
+    std::printf("[hetero link] %s recall@10 %.4f recall@100 %.4f\n", split, r10, r100);
+    EXPECT_GT(r10, 0.0) << split;
+    EXPECT_LE(r10, r100) << split;
+    EXPECT_LT(r100, 1.0) << split;
+    EXPECT_EQ(m.at("recall@3000").get<double>(), 1.0) << split;
+  }
+}
+
 TEST(HeteroLink, RefusesWhatItCannotDo) {
   JobConfig c = job("rgcn");
   c.link.negatives = "unigram";
@@ -91,6 +116,11 @@ TEST(HeteroLink, RefusesWhatItCannotDo) {
             fmt::format("--negatives unigram on the heterogeneous graph {}: not implemented (a "
                         "node's in-degree there counts every relation); use uniform or pairs",
                         graph().dir));
+  c = job("rgcn");
+  c.link.task = "node";
+  c.link.recall_k = {10};
+  EXPECT_EQ(error_of([&] { c.validate(); }),
+            "--recall-k ranks held-out edges: it needs --task link");
   const LinkGraph one_way(false);
   c = job("rgcn");
   c.rank.path = one_way.dir;

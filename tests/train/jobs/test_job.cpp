@@ -484,6 +484,12 @@ TEST(Job, LinkPredictionRefusesWhatItCannotDo) {
                                     "held-out splits: Hits@K ranks a positive among them",
                                     dir));
   c = link_job(dir);
+  c.link.recall_k = {10};
+  EXPECT_EQ(message(c), fmt::format("--recall-k needs a typed graph's link relation (each source's "
+                                    "held-out destinations ranked among the destination type's "
+                                    "nodes); {} is homogeneous",
+                                    dir));
+  c = link_job(dir);
   c.link.neg_ratio = 0;
   EXPECT_EQ(message(c), "--neg-ratio must lie in [1, 4096] (negatives per positive edge), got 0");
   c = link_job(dir);
