@@ -283,6 +283,17 @@ class LinkBatch(NamedTuple):
         the type-local ids of its two types (PyG's heterogeneous LinkNeighborLoader)."""
         return _interop.batch_to_pyg(self)
 
+    def to_dgl(self):
+        """``(pair_graph, neg_pair_graph, blocks)`` as DGL's ``as_edge_prediction_sampler``
+        yields them after ``input_nodes`` (here ``batch.input_nodes``): the positive and the
+        negative pairs as DGL graphs over the seeds (the last block's destinations, node i seed
+        i, global ids as ``ndata[dgl.NID]``), and each block's :meth:`Block.to_dgl`. So DGL's
+        link loop runs as is: ``h = model(blocks, x)``, ``pos = score(pair_graph, h)``,
+        ``neg = score(neg_pair_graph, h)``. On a typed graph the pair graphs are heterographs
+        with every node and edge type of the schema (each type's seeds in seed order, the
+        numbering of the last block's destinations), the pairs on ``schema.link_relation``."""
+        return _interop.link_batch_to_dgl(self)
+
 
 def _id_array(ids, what):
     """``ids`` (an int array-like or a torch tensor) as a C-order int64 numpy array of the same

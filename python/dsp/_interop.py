@@ -100,6 +100,41 @@ def block_to_dgl(block):
     return g
 
 
+def link_batch_to_dgl(batch):
+    """(pair_graph, neg_pair_graph, blocks) of a link batch as DGL's as_edge_prediction_sampler
+    gives them (its input_nodes: ``batch.input_nodes``): the positive and the negative pairs as
+    graphs over the seeds, which are the last block's destinations (node i: seed i, its global
+    id as ``ndata[dgl.NID]``), and every block's ``to_dgl()``. On a typed graph the pair graphs
+    are heterographs with every node type (a type's seeds numbered in seed order, as the last
+    block numbers its destinations) and every relation, the pairs on the link relation's."""
+    dgl = require("dgl", "LinkBatch.to_dgl()", "pip install dgl (a build for your torch version)")
+    torch = _torch("LinkBatch.to_dgl()")
+    src, dst, label, seeds = _tensors(torch, batch.pairs.src, batch.pairs.dst, batch.pairs.label,
+                                      batch.seeds)
+    blocks = [b.to_dgl() for b in batch.blocks]
+    positive = label > 0
+    schema = batch.schema
+    if schema is None:
+        def pair_graph(mask):
+            g = dgl.graph((src[mask], dst[mask]), num_nodes=len(seeds))
+            g.ndata[dgl.NID] = seeds
+            return g
+        return pair_graph(positive), pair_graph(~positive), blocks
+    (seed_types,) = _tensors(torch, batch.blocks[-1].src_types[:len(seeds)])
+    local, positions = _type_local(torch, seed_types, len(schema.node_types))
+    empty = torch.zeros(0, dtype=src.dtype)
+
+    def pair_graph(mask):
+        edges = {rel: (local[src[mask]], local[dst[mask]]) if rel == schema.link_relation
+                 else (empty, empty) for rel in schema.relations}
+        g = dgl.heterograph(edges, num_nodes_dict={t: len(p) for t, p in
+                                                   zip(schema.node_types, positions)})
+        for t, name in enumerate(schema.node_types):
+            g.nodes[name].data[dgl.NID] = seeds[positions[t]]
+        return g
+    return pair_graph(positive), pair_graph(~positive), blocks
+
+
 def block_to_pyg(block):
     torch = _torch("Block.to_pyg()")
     indptr, indices = _tensors(torch, block.indptr, block.indices)

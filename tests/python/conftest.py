@@ -63,3 +63,32 @@ def assert_same_predictions(out, ref_logits, ref_classes):
     top2 = np.sort(out, axis=1)[:, -2:]
     differ = out.argmax(1) != ref_classes
     assert not np.any(differ & (top2[:, 1] - top2[:, 0] > 1e-6)), np.flatnonzero(differ)
+
+
+class _StandInDglGraph:
+    """What LinkBatch.to_dgl and Block.to_dgl touch of a DGL graph: its edges as given, node and
+    edge data (per type too)."""
+
+    def __init__(self, edges, **sizes):
+        import collections
+        import types
+        self.edges, self.sizes = edges, sizes
+        self.ndata, self.srcdata, self.dstdata, self.edata = {}, {}, {}, {}
+        typed = lambda: collections.defaultdict(lambda: types.SimpleNamespace(data={}))
+        self.nodes, self.srcnodes, self.dstnodes = typed(), typed(), typed()
+
+
+@pytest.fixture
+def dgl_stand_in(monkeypatch):
+    """A stand-in `dgl` module (graph, heterograph, create_block, NID), so that the conversions
+    run where DGL cannot be installed."""
+    import sys
+    import types
+    dgl = types.ModuleType("dgl")
+    dgl.NID = "_ID"
+    dgl.graph = lambda edges, num_nodes: _StandInDglGraph(edges, num_nodes=num_nodes)
+    dgl.heterograph = lambda edges, num_nodes_dict: _StandInDglGraph(
+        edges, num_nodes_dict=num_nodes_dict)
+    dgl.create_block = lambda edges, **sizes: _StandInDglGraph(edges, **sizes)
+    monkeypatch.setitem(sys.modules, "dgl", dgl)
+    return dgl

@@ -393,6 +393,41 @@ def test_link_batch_to_pyg_puts_the_pairs_on_the_link_relation(links_p1, hetero_
     assert torch.equal(store.edge_label, b.pairs.label)
 
 
+def test_link_batch_to_dgl_gives_typed_pair_graphs(links_p1, dgl_stand_in):
+    b = next(dsp.LinkLoader(links_p1, fanouts=[3, 2], batch_size=16, neg_ratio=2, seed=2,
+                            prefetch=0).iter_batches())
+    pos_g, neg_g, blocks = b.to_dgl()
+    assert len(blocks) == len(b.blocks)
+    src, dst, label = b.pairs
+    for g, mask in ((pos_g, label == 1), (neg_g, label == 0)):
+        assert set(g.edges) == set(b.schema.relations)  # every relation, empty but one
+        u, w = g.edges[WRITES]
+        author, paper = g.nodes["author"].data["_ID"], g.nodes["paper"].data["_ID"]
+        assert torch.equal(author[u], b.seeds[src[mask]])
+        assert torch.equal(paper[w], b.seeds[dst[mask]])
+        assert sum(g.sizes["num_nodes_dict"].values()) == len(b.seeds)
+        # each type's seeds in seed order: the last block's destinations of that type
+        for name, n in g.sizes["num_nodes_dict"].items():
+            assert n == len(g.nodes[name].data["_ID"])
+            assert torch.equal(g.nodes[name].data["_ID"],
+                               blocks[-1].dstnodes[name].data["_ID"])
+
+
+def test_link_batch_to_dgl_typed_with_dgl(links_p1):
+    dgl = pytest.importorskip("dgl")
+    b = next(dsp.LinkLoader(links_p1, fanouts=[3, 2], batch_size=16, neg_ratio=2, seed=2,
+                            prefetch=0).iter_batches())
+    pos_g, neg_g, blocks = b.to_dgl()
+    src, dst, label = b.pairs
+    for g, mask in ((pos_g, label == 1), (neg_g, label == 0)):
+        assert sorted(g.canonical_etypes) == sorted(b.schema.relations)
+        u, w = g.edges(etype=WRITES)
+        assert torch.equal(g.nodes["author"].data[dgl.NID][u], b.seeds[src[mask]])
+        assert torch.equal(g.nodes["paper"].data[dgl.NID][w], b.seeds[dst[mask]])
+        for t in b.schema.node_types:  # the pair graph's nodes are the last block's outputs
+            assert g.num_nodes(t) == blocks[-1].num_dst_nodes(t)
+
+
 def test_link_loader_refuses_unigram_on_a_typed_graph(links_p1):
     with pytest.raises(dsp.InvalidArgument, match="--negatives unigram on the heterogeneous "
                        "graph .*: not implemented"):

@@ -192,6 +192,34 @@ def test_batch_to_pyg_link_fields(link_p1):
     assert data.num_nodes == batch.blocks[0].num_src
 
 
+def _check_pair_graphs(pos_g, neg_g, batch, edges_of, nodes_of):
+    """DGL's pair graphs of a link batch against its pairs: edges (src, dst) in seed indices, the
+    seeds' global ids as the nodes' dgl.NID."""
+    src, dst, label = batch.pairs
+    for g, mask in ((pos_g, label == 1), (neg_g, label == 0)):
+        u, v = edges_of(g)
+        assert torch.equal(u, src[mask]) and torch.equal(v, dst[mask])
+        assert torch.equal(nodes_of(g), batch.seeds)
+
+
+def test_link_batch_to_dgl_with_a_stand_in(link_p1, dgl_stand_in):
+    batch = next(iter(dsp.LinkLoader(link_p1, fanouts=FANOUTS, batch_size=64, neg_ratio=2)))
+    pos_g, neg_g, blocks = batch.to_dgl()
+    _check_pair_graphs(pos_g, neg_g, batch, lambda g: g.edges,
+                       lambda g: g.ndata[dgl_stand_in.NID])
+    assert pos_g.sizes == {"num_nodes": len(batch.seeds)}
+    assert len(blocks) == len(batch.blocks)
+    assert torch.equal(blocks[-1].dstdata["_ID"], batch.seeds)  # the pairs' nodes: its outputs
+
+
+def test_link_batch_to_dgl(link_p1):
+    dgl = pytest.importorskip("dgl")
+    batch = next(iter(dsp.LinkLoader(link_p1, fanouts=FANOUTS, batch_size=64, neg_ratio=2)))
+    pos_g, neg_g, blocks = batch.to_dgl()
+    _check_pair_graphs(pos_g, neg_g, batch, lambda g: g.edges(), lambda g: g.ndata[dgl.NID])
+    assert pos_g.num_nodes() == len(batch.seeds) == blocks[-1].num_dst_nodes()
+
+
 # One rank's epoch under mpirun: its positives and how many block edges were excluded ones.
 MPI_SCRIPT = """
 import json, sys
