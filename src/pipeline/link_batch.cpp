@@ -143,6 +143,18 @@ int64_t LinkBatcher::draw_negative(uint64_t key, uint64_t subject, int j) const 
   return std::min<int64_t>(it - cdf_.begin(), num_nodes_ - 1);
 }
 
+// --negatives pairs: both ends from the negative's own stream, its first draw the source, its
+// second the destination (on a typed graph from the link relation's two types).
+std::pair<int64_t, int64_t> LinkBatcher::draw_pair(uint64_t key, uint64_t subject, int j) const {
+  RngStream r(key, subject, static_cast<uint32_t>(j));
+  if (dst_pool_.empty()) {
+    const auto w = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
+    return {w, static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)))};
+  }
+  const int64_t w = src_pool_[r.uniform_int(src_pool_.size())];
+  return {w, dst_pool_[r.uniform_int(dst_pool_.size())]};
+}
+
 LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch, int64_t batch) const {
   LinkBatch out;
   std::unordered_map<int64_t, int64_t> pos;
@@ -169,18 +181,8 @@ LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch, in
         static_cast<uint64_t>(u) * static_cast<uint64_t>(num_nodes_) + static_cast<uint64_t>(v);
     for (int j = 0; j < opts_.neg_ratio; ++j) {
       if (opts_.negatives == "pairs") {
-        // Both ends from the negative's own stream: its first draw the source, its second the
-        // destination.
-        RngStream r(key, subject, static_cast<uint32_t>(j));
-        if (dst_pool_.empty()) {
-          const auto w = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
-          const auto x = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
-          add(seed_of(w), seed_of(x), 0.0f);
-        } else {
-          const int64_t w = src_pool_[r.uniform_int(src_pool_.size())];
-          const int64_t x = dst_pool_[r.uniform_int(dst_pool_.size())];
-          add(seed_of(w), seed_of(x), 0.0f);
-        }
+        const auto [w, x] = draw_pair(key, subject, j);
+        add(seed_of(w), seed_of(x), 0.0f);
       } else {
         add(su, seed_of(draw_negative(key, subject, j)), 0.0f);
       }

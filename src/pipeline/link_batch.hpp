@@ -22,6 +22,7 @@
 // one, else self; the exclusions carry their relation. "unigram" is refused there.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/options.hpp"
@@ -73,6 +74,7 @@ class LinkBatcher {
 
  private:
   int64_t draw_negative(uint64_t key, uint64_t subject, int j) const;
+  std::pair<int64_t, int64_t> draw_pair(uint64_t key, uint64_t subject, int j) const;
   // A heterogeneous partition's link relation: its types' nodes and the exclusion's relations.
   void init_typed(const std::string& dir);
   void exclude(LinkBatch& out, int64_t u, int64_t v) const;

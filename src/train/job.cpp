@@ -1447,15 +1447,13 @@ std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
 // What picks a link job's best epoch: the first Hits@K, MRR with negatives per positive, or the
 // ROC-AUC (--metric rocauc).
 std::string TrainJob::link_metric() const {
-  if (cfg_.metric == "rocauc") return "rocauc";
-  return rt_.part().meta.link_negatives_per_positive > 0
-             ? "mrr"
-             : fmt::format("hits@{}", cfg_.link.hits_k.front());
+  return link_selection(cfg_.metric == "rocauc", rt_.part().meta.link_negatives_per_positive,
+                        cfg_.link.hits_k);
 }
 
 // That figure of a split's metrics.
 double TrainJob::link_value(const LinkMetrics& m) const {
-  return cfg_.metric == "rocauc" ? m.auc : m.main();
+  return m.selected(cfg_.metric == "rocauc");
 }
 
 // "hits@50 0.8123 mrr 0.4012 auc 0.9310" (and " recall@20 0.3012" per --recall-k)

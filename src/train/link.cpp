@@ -40,8 +40,14 @@ std::pair<int64_t, int64_t> share_of(int64_t n, int rank, int ranks) {
   return {n * rank / ranks, n * (rank + 1) / ranks};
 }
 
-std::string LinkMetrics::main_name() const {
-  return hits.empty() || per_positive > 0 ? "mrr" : fmt::format("hits@{}", k.front());
+double LinkMetrics::selected(bool rocauc) const {
+  if (rocauc) return auc;
+  return hits.empty() || per_positive > 0 ? mrr : hits.front();
+}
+
+std::string link_selection(bool rocauc, int64_t per_positive, const std::vector<int>& ks) {
+  if (rocauc) return "rocauc";
+  return ks.empty() || per_positive > 0 ? "mrr" : fmt::format("hits@{}", ks.front());
 }
 
 namespace {
@@ -51,31 +57,47 @@ double ogb_rank(int64_t above, int64_t at_least) {
   return 1.0 + 0.5 * static_cast<double>(above + at_least);
 }
 
-// [hits per K..., reciprocal rank sum, AUC sum, positives] summed over ranks into m.
-LinkMetrics reduce_metrics(Communicator& comm, std::vector<double> sums, LinkMetrics m) {
-  OpOptions o;
-  o.label = "link:metrics";
-  o.host_buffers = true;
-  comm.all_reduce(sums.data(), static_cast<int64_t>(sums.size()), DType::kFloat64, ReduceOp::kSum,
-                  o);
-  const size_t nk = m.k.size();
-  m.positives = static_cast<int64_t>(sums[nk + 2]);
-  const double n = std::max(1.0, sums[nk + 2]);
-  for (size_t j = 0; j < nk; ++j) m.hits.push_back(sums[j] / n);
-  m.mrr = sums[nk] / n;
-  m.auc = sums[nk + 1] / n;
-  return m;
-}
-
 // A positive's share of `n` negatives it beats, ties counting half (its term of the Mann-Whitney
 // statistic: the mean over positives is scikit-learn's roc_auc_score of positives and negatives).
 double auc_term(int64_t above, int64_t at_least, int64_t n) {
   return n == 0 ? 0.0 : (static_cast<double>(n - at_least) + 0.5 * (at_least - above)) / n;
 }
 
+// A split's per-positive terms summed over this rank's positives, then over every rank: the
+// positives counted for each K, the reciprocal ranks, the AUC terms and the positives.
+struct MetricSums {
+  std::vector<double> hits;  // per K
+  double reciprocal = 0, auc = 0, positives = 0;
+
+  explicit MetricSums(size_t ks) : hits(ks, 0.0) {}
+  // One positive with `above` of `n` negatives scoring higher and `at_least` as high or higher
+  // (its Hits@K counted by the caller: the conventions differ).
+  void add(int64_t above, int64_t at_least, int64_t n) {
+    reciprocal += 1.0 / ogb_rank(above, at_least);
+    auc += auc_term(above, at_least, n);
+    positives += 1;
+  }
+  // Every rank's sums (one all_reduce) as the means in `m`.
+  LinkMetrics reduce(Communicator& comm, LinkMetrics m) const {
+    std::vector<double> v = hits;
+    v.insert(v.end(), {reciprocal, auc, positives});
+    OpOptions o;
+    o.label = "link:metrics";
+    o.host_buffers = true;
+    comm.all_reduce(v.data(), static_cast<int64_t>(v.size()), DType::kFloat64, ReduceOp::kSum, o);
+    const size_t nk = hits.size();
+    m.positives = static_cast<int64_t>(v[nk + 2]);
+    const double n = std::max(1.0, v[nk + 2]);
+    for (size_t j = 0; j < nk; ++j) m.hits.push_back(v[j] / n);
+    m.mrr = v[nk] / n;
+    m.auc = v[nk + 1] / n;
+    return m;
+  }
+};
+
 // Adds positives pos[0, n) ranked each against its own `per` negatives neg[i per, (i + 1) per).
 void add_per_positive(const float* pos, const float* neg, int64_t n, int64_t per,
-                      const std::vector<int>& ks, std::vector<double>& sums) {
+                      const std::vector<int>& ks, MetricSums& sums) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t above = 0, at_least = 0;
     for (int64_t j = 0; j < per; ++j) {
@@ -84,10 +106,8 @@ void add_per_positive(const float* pos, const float* neg, int64_t n, int64_t per
       at_least += x >= pos[i];
     }
     const double rank = ogb_rank(above, at_least);
-    for (size_t j = 0; j < ks.size(); ++j) sums[j] += rank <= ks[j] ? 1 : 0;
-    sums[ks.size()] += 1.0 / rank;
-    sums[ks.size() + 1] += auc_term(above, at_least, per);
-    sums[ks.size() + 2] += 1;
+    for (size_t j = 0; j < ks.size(); ++j) sums.hits[j] += rank <= ks[j] ? 1 : 0;
+    sums.add(above, at_least, per);
   }
 }
 
@@ -106,9 +126,9 @@ LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
   }
   std::vector<float> sorted = neg;
   std::sort(sorted.begin(), sorted.end(), std::greater<float>());
-  std::vector<double> sums(ks.size() + 3, 0.0);
+  MetricSums sums(ks.size());
   for (const float s : pos) {
-    for (size_t j = 0; j < ks.size(); ++j) sums[j] += s > sorted[ks[j] - 1] ? 1 : 0;
+    for (size_t j = 0; j < ks.size(); ++j) sums.hits[j] += s > sorted[ks[j] - 1] ? 1 : 0;
     // Negatives above s: the prefix of the descending order that is > s; at least as high: >= s.
     const auto above =
         std::partition_point(sorted.begin(), sorted.end(), [s](float x) { return x > s; }) -
@@ -116,11 +136,9 @@ LinkMetrics link_metrics(Communicator& comm, const std::vector<float>& pos,
     const auto at_least =
         std::partition_point(sorted.begin(), sorted.end(), [s](float x) { return x >= s; }) -
         sorted.begin();
-    sums[ks.size()] += 1.0 / ogb_rank(above, at_least);
-    sums[ks.size() + 1] += auc_term(above, at_least, m.negatives);
+    sums.add(above, at_least, m.negatives);
   }
-  sums[ks.size() + 2] = static_cast<double>(pos.size());
-  return reduce_metrics(comm, std::move(sums), std::move(m));
+  return sums.reduce(comm, std::move(m));
 }
 
 namespace {
@@ -146,10 +164,10 @@ LinkMetrics link_metrics_per_positive(Communicator& comm, const std::vector<floa
   m.k = ks;
   m.per_positive = per_positive;
   m.negatives = static_cast<int64_t>(neg.size());
-  std::vector<double> sums(ks.size() + 3, 0.0);
+  MetricSums sums(ks.size());
   add_per_positive(pos.data(), neg.data(), static_cast<int64_t>(pos.size()), per_positive, ks,
                    sums);
-  return reduce_metrics(comm, std::move(sums), std::move(m));
+  return sums.reduce(comm, std::move(m));
 }
 
 std::vector<float> score_edges(Communicator& comm, const PartitionMeta& meta,
@@ -182,7 +200,7 @@ LinkMetrics evaluate_per_positive(Communicator& comm, const PartitionMeta& meta,
   // Every rank takes part in each round's row fetches: as many rounds as the largest share needs.
   const int64_t most = (pos.dim(0) + comm.size() - 1) / comm.size();
   const int64_t chunk = std::max<int64_t>(1, kScoredPairsPerChunk / (per + 1));
-  std::vector<double> sums(ks.size() + 3, 0.0);
+  MetricSums sums(ks.size());
   for (int64_t r = 0; r * chunk < most; ++r) {
     const int64_t b = std::min(pb + r * chunk, pe), e = std::min(b + chunk, pe);
     const std::vector<float> ps = score_edges(comm, meta, h, width, pos, b, e, trainer);
@@ -193,7 +211,7 @@ LinkMetrics evaluate_per_positive(Communicator& comm, const PartitionMeta& meta,
   m.k = ks;
   m.per_positive = per;
   m.negatives = neg.dim(0);
-  return reduce_metrics(comm, std::move(sums), std::move(m));
+  return sums.reduce(comm, std::move(m));
 }
 
 }  // namespace

@@ -46,9 +46,14 @@ struct LinkMetrics {
   int64_t per_positive = 0;  // > 0: each positive ranked against its own negatives (MRR leads)
   std::vector<int> recall_k;  // --recall-k
   std::vector<double> recall;  // Recall@K per K, averaged over the split's sources
-  double main() const { return hits.empty() || per_positive > 0 ? mrr : hits.front(); }
-  std::string main_name() const;  // "hits@50" or "mrr"
+  // The figure that picks a link job's best epoch (link_selection names it): the ROC-AUC with
+  // `rocauc` (--metric rocauc), else MRR with negatives per positive, else the first Hits@K.
+  double selected(bool rocauc) const;
 };
+
+// The name of LinkMetrics::selected for a split of `per_positive` negatives per positive (0:
+// shared) and the reported `ks`: "rocauc", "mrr" or "hits@<first K>".
+std::string link_selection(bool rocauc, int64_t per_positive, const std::vector<int>& ks);
 
 // The metrics of this rank's positive scores `pos` against all of the split's negative scores
 // `neg` (every rank the same vector). Collective (one all_reduce on `comm`). InvalidArgument when

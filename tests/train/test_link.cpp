@@ -32,7 +32,10 @@ TEST(LinkMetrics, HitsAndMrrFollowOgbsDefinitions) {
   EXPECT_DOUBLE_EQ(m.auc, (1.0 + 1.5 / 4 + 0) / 3);
   EXPECT_EQ(m.positives, 3);
   EXPECT_EQ(m.negatives, 4);
-  EXPECT_DOUBLE_EQ(m.main(), m.hits[0]);
+  EXPECT_DOUBLE_EQ(m.selected(false), m.hits[0]);
+  EXPECT_DOUBLE_EQ(m.selected(true), m.auc);
+  EXPECT_EQ(link_selection(false, 0, {1, 2, 3, 4}), "hits@1");
+  EXPECT_EQ(link_selection(true, 0, {1, 2, 3, 4}), "rocauc");
 }
 
 // OGB's evaluator (ogb 1.3.6, ogb.linkproppred.Evaluator) on fixed scores with many ties, as
@@ -65,8 +68,8 @@ TEST(LinkMetrics, EqualOgbsEvaluatorOnFixedScores) {
   // Per positive: the mean of roc_auc_score of each positive against its own 8 negatives.
   EXPECT_NEAR(own.auc, 0.5208333333333334, 1e-12);
   EXPECT_EQ(own.positives, 6);
-  EXPECT_DOUBLE_EQ(own.main(), own.mrr);  // MRR picks the best epoch, as OGB's citation2
-  EXPECT_EQ(own.main_name(), "mrr");
+  EXPECT_DOUBLE_EQ(own.selected(false), own.mrr);  // MRR picks the best epoch, as OGB's citation2
+  EXPECT_EQ(link_selection(false, 8, {1, 3}), "mrr");
   try {
     link_metrics_per_positive(*comm, pos, neg, 8, {10});
     FAIL() << "no error";
