@@ -88,6 +88,20 @@ def figures(score, D, split):
     return {"auc": float(auc), f"hits@{args.k}": float((pos > kth).mean())}
 
 
+def dsp_init(module):
+    """--peer-init dsp: every weight matrix uniform in +-1/sqrt(fan_in) (LibTorch Linear's, dsp's
+    layers), every bias zero."""
+    if args.peer_init != "dsp":
+        return
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.dim() == 2:
+                bound = 1 / p.size(1) ** 0.5
+                p.uniform_(-bound, bound)
+            else:
+                p.zero_()
+
+
 def run_pyg(D, seed):
     from torch_geometric.data import HeteroData
     from torch_geometric.nn import SAGEConv, to_hetero
@@ -116,14 +130,7 @@ def run_pyg(D, seed):
     x_dict = lambda: {t: emb[t].weight for t in D["types"]}
     with torch.no_grad():
         model(x_dict(), data.edge_index_dict)  # materialise the lazy (-1) weights
-    if args.peer_init == "dsp":
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() == 2:
-                    bound = 1 / p.size(1) ** 0.5
-                    p.uniform_(-bound, bound)
-                else:
-                    p.zero_()
+    dsp_init(model)
     opt = torch.optim.Adam(list(model.parameters()) + list(emb.parameters()), lr=args.lr)
     s, _, d = D["link"]
     sizes = (D["counts"][s], D["counts"][d])
@@ -162,14 +169,7 @@ def run_dgl(D, seed):
                                for t in D["types"]})
     for e in emb.values():
         torch.nn.init.uniform_(e.weight, -0.1, 0.1)
-    if args.peer_init == "dsp":
-        with torch.no_grad():
-            for p in layers.parameters():
-                if p.dim() == 2:
-                    bound = 1 / p.size(1) ** 0.5
-                    p.uniform_(-bound, bound)
-                else:
-                    p.zero_()
+    dsp_init(layers)
     opt = torch.optim.Adam(list(layers.parameters()) + list(emb.parameters()), lr=args.lr)
     sampler = dgl.dataloading.as_edge_prediction_sampler(
         dgl.dataloading.NeighborSampler([10, 15]), exclude="reverse_types",

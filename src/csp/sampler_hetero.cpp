@@ -264,21 +264,24 @@ void CollectiveSampler::attach_relations(const int32_t* types, int64_t n, Block&
 
 // A heterogeneous batch's excluded pairs as the protocol carries them: (dst R + rel, src).
 // "" when they are, else the fault.
-std::string CollectiveSampler::hetero_exclusions(const ExcludedEdges& ex, ExcludedEdges& tasks) const {
+std::string CollectiveSampler::hetero_exclusions(const ExcludedEdges& ex,
+                                                 ExcludedEdges& tasks) const {
   const int64_t n = part_.meta.num_nodes;
   if (ex.dst.size() != ex.src.size() || ex.rel.size() != ex.dst.size()) {
-    return fmt::format("sampler: excluded edges: {} dst ids, {} src ids and {} relations (one of "
-                       "each per edge on a heterogeneous graph)",
-                       ex.dst.size(), ex.src.size(), ex.rel.size());
+    return fmt::format(
+        "sampler: excluded edges: {} dst ids, {} src ids and {} relations (one of "
+        "each per edge on a heterogeneous graph)",
+        ex.dst.size(), ex.src.size(), ex.rel.size());
   }
   tasks.dst.resize(ex.dst.size());
   tasks.src = ex.src;
   for (size_t i = 0; i < ex.dst.size(); ++i) {
     if (ex.dst[i] < 0 || ex.dst[i] >= n || ex.src[i] < 0 || ex.src[i] >= n || ex.rel[i] < 0 ||
         ex.rel[i] >= num_rel_) {
-      return fmt::format("sampler: excluded edge {} -> {} of relation {} is not between node ids "
-                         "of one of the {} relations (graph has {} nodes)",
-                         ex.src[i], ex.dst[i], ex.rel[i], num_rel_, n);
+      return fmt::format(
+          "sampler: excluded edge {} -> {} of relation {} is not between node ids "
+          "of one of the {} relations (graph has {} nodes)",
+          ex.src[i], ex.dst[i], ex.rel[i], num_rel_, n);
     }
     tasks.dst[i] = ex.dst[i] * num_rel_ + ex.rel[i];
   }

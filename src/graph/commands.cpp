@@ -542,23 +542,26 @@ OptionTable<HeteroCommand> all_hetero_options() {
           "--no-reverse", "no_reverse",
           "do not add the reverse relations (rev_writes, rev_cites, ...)",
           [](C & c) -> auto& { return c.no_reverse; }),
-      value<C>("--link-split", "link_split",
-               "TRAIN,VALID,TEST fractions of --link-relation's edges for link prediction, e.g. "
-               "0.85,0.05,0.10: the relation keeps the training edges, its reverse loses the "
-               "held-out ones; negatives are pairs of its two types that are no edge",
-               [](C & c) -> auto& { return c.link_split; }),
+      value<C>(
+          "--link-split", "link_split",
+          "TRAIN,VALID,TEST fractions of --link-relation's edges for link prediction, e.g. "
+          "0.85,0.05,0.10: the relation keeps the training edges, its reverse loses the "
+          "held-out ones; negatives are pairs of its two types that are no edge",
+          [](C & c) -> auto& { return c.link_split; }),
       value<C>("--link-relation", "link_relation",
                "with --link-split: the relation to predict, by key or name (default "
                "author___writes___paper)",
                DSP_HET(link_relation)),
-      value<C>("--link-negatives", "link_negatives",
-               "with --link-split: negative pairs per held-out split (default: the larger of the "
-               "valid and test edge counts)",
-               [](C & c) -> auto& { return c.link_negatives; }),
-      value<C>("--link-negatives-per-positive", "link_negatives_per_positive",
-               "with --link-split: K negatives (u, w) for each held-out edge (u, v) instead "
-               "(MRR then picks the best epoch)",
-               [](C & c) -> auto& { return c.link_negatives_per_positive; }),
+      value<C>(
+          "--link-negatives", "link_negatives",
+          "with --link-split: negative pairs per held-out split (default: the larger of the "
+          "valid and test edge counts)",
+          [](C & c) -> auto& { return c.link_negatives; }),
+      value<C>(
+          "--link-negatives-per-positive", "link_negatives_per_positive",
+          "with --link-split: K negatives (u, w) for each held-out edge (u, v) instead "
+          "(MRR then picks the best epoch)",
+          [](C & c) -> auto& { return c.link_negatives_per_positive; }),
       options::toggle<C>(
           "--overwrite", "overwrite", "replace an existing OUT",
           [](C & c) -> auto& { return c.run.overwrite; }),

@@ -279,7 +279,9 @@ void split_links_across(HeteroDataset& ds, const HeteroGenOptions& o, const Hete
                      [cs, cd](int64_t u, int64_t v) { return (*cs)[u] != (*cd)[v]; });
   auto inside = [&](const Array& a) {
     int64_t in = 0;
-    for (int64_t i = 0; i < a.dim(0); ++i) in += (*cs)[a.int_at(2 * i)] == (*cd)[a.int_at(2 * i + 1)];
+    for (int64_t i = 0; i < a.dim(0); ++i) {
+      in += (*cs)[a.int_at(2 * i)] == (*cd)[a.int_at(2 * i + 1)];
+    }
     return a.dim(0) > 0 ? static_cast<double>(in) / static_cast<double>(a.dim(0)) : 0.0;
   };
   if (ds.link_test.defined()) ds.extra["link_hits_bound"] = inside(ds.link_test);
@@ -335,9 +337,9 @@ HeteroGenerateResult write_hetero(const HeteroGenOptions& o, const std::string& 
   r.num_train = ds.train_idx.numel();
   r.num_valid = ds.valid_idx.numel();
   r.num_test = ds.test_idx.numel();
-  for (const auto& [n, a] : {std::pair{&r.num_link_train, &ds.link_train},
-                             std::pair{&r.num_link_valid, &ds.link_valid},
-                             std::pair{&r.num_link_test, &ds.link_test}}) {
+  for (const auto& [n, a] :
+       {std::pair{&r.num_link_train, &ds.link_train}, std::pair{&r.num_link_valid, &ds.link_valid},
+        std::pair{&r.num_link_test, &ds.link_test}}) {
     *n = a->defined() ? a->dim(0) : 0;
   }
   return r;

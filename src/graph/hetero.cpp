@@ -384,15 +384,17 @@ void check_link_shapes(const HeteroDataset& ds, const HeteroSchema& s, const std
     const Array& a = ds.*lf.array;
     if (!a.defined()) continue;
     const std::string file = join(what, lf.file);
-    DSP_CHECK_FORMAT(s.link >= 0, "{}: link pairs but dataset.json's \"hetero\" names no "
-                     "link_relation", file);
+    DSP_CHECK_FORMAT(s.link >= 0,
+                     "{}: link pairs but dataset.json's \"hetero\" names no "
+                     "link_relation",
+                     file);
     DSP_CHECK_FORMAT(a.dtype() == DType::kInt64 && a.ndim() == 2 && a.dim(1) == 2,
                      "{}: wrong dtype/shape: expected int64 [E, 2] pairs of {}, got {}", file,
                      s.relations[s.link].key(), a.describe());
   }
   const int64_t per = ds.link_negatives_per_positive;
-  DSP_CHECK_FORMAT(per >= 0, "{}: negative link_negatives_per_positive {}", join(what, "dataset.json"),
-                   per);
+  DSP_CHECK_FORMAT(per >= 0, "{}: negative link_negatives_per_positive {}",
+                   join(what, "dataset.json"), per);
   if (per == 0) return;
   const std::pair<const Array*, const char*> held[] = {{&ds.link_valid, "link_valid_neg.npy"},
                                                        {&ds.link_test, "link_test_neg.npy"}};
@@ -555,24 +557,20 @@ void load_hetero_arrays(HeteroDataset& ds, const json& j, const std::string& dir
   }
   if (s.num_classes > 0) ds.labels = load_npy(required(join(dir, "labels.npy")), mmap);
   const std::string json_path = join(dir, "dataset.json");
-  for (const SplitFile& sf : kSplitFiles) {
-    const int64_t count = int_field(j, sf.key, json_path, 0);
-    if (count == 0) continue;
-    const std::string f = required(join(dir, sf.file));
-    Array a = load_npy(f, DType::kInt64, 1, mmap);
-    DSP_CHECK_FORMAT(a.dim(0) == count, "{}: has {} ids but dataset.json says {}", f, a.dim(0),
-                     count);
-    ds.*sf.array = std::move(a);
-  }
+  // An int64 file of `ndim` dimensions whose rows dataset.json counts under `key` (none: 0).
+  auto counted = [&](const char* key, const char* file, int ndim, const char* rows) {
+    const int64_t count = int_field(j, key, json_path, 0);
+    if (count == 0) return Array();
+    const std::string f = required(join(dir, file));
+    Array a = load_npy(f, DType::kInt64, ndim, mmap);
+    DSP_CHECK_FORMAT(a.dim(0) == count, "{}: has {} {} but dataset.json says {}", f, a.dim(0),
+                     rows, count);
+    return a;
+  };
+  for (const SplitFile& sf : kSplitFiles) ds.*sf.array = counted(sf.key, sf.file, 1, "ids");
   if (s.link < 0) return;
   for (const HeteroLinkFile& lf : kHeteroLinkFiles) {
-    const int64_t count = int_field(j, lf.key, json_path, 0);
-    if (count == 0) continue;
-    const std::string f = required(join(dir, lf.file));
-    Array a = load_npy(f, DType::kInt64, 2, mmap);
-    DSP_CHECK_FORMAT(a.dim(0) == count, "{}: has {} pairs but dataset.json says {}", f, a.dim(0),
-                     count);
-    ds.*lf.array = std::move(a);
+    ds.*lf.array = counted(lf.key, lf.file, 2, "pairs");
   }
   ds.link_negatives_per_positive = int_field(j, "link_negatives_per_positive", json_path, 0);
 }

@@ -332,10 +332,10 @@ void split_links(Dataset& ds, const LinkSplitOptions& o,
       if (undirected) drop_entry(full, c.pairs[k].first, c.pairs[k].second, drop);
     });
   }
-  const int64_t m = store_split(cut, graph_space(full, undirected), o,
-                                {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg,
-                                 &ds.link_test_neg},
-                                negative_ok);
+  const int64_t m = store_split(
+      cut, graph_space(full, undirected), o,
+      {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg, &ds.link_test_neg},
+      negative_ok);
   ds.meta.link_negatives_per_positive = o.negatives_per_positive;
   ds.meta.extra["link_split"] = split_record(o, m, cut);
   ds.graph = without_entries(full, drop);
@@ -350,8 +350,10 @@ void split_hetero_links(HeteroDataset& ds, const std::string& relation, const Li
   const int r = s.relation_index(relation);
   std::string keys;
   for (const RelationInfo& ri : s.relations) keys += (keys.empty() ? "" : ", ") + ri.key();
-  DSP_CHECK_ARG(r >= 0, "--link-relation: no relation '{}' in {} (a key, or a name only one "
-                "relation has; relations: {})", relation, ds.name, keys);
+  DSP_CHECK_ARG(r >= 0,
+                "--link-relation: no relation '{}' in {} (a key, or a name only one "
+                "relation has; relations: {})",
+                relation, ds.name, keys);
   const RelationInfo rel = s.relations[r];
   const bool one_type = rel.src_type == rel.dst_type;
   const Csr full = ds.relations[r];
@@ -371,10 +373,10 @@ void split_hetero_links(HeteroDataset& ds, const std::string& relation, const Li
                             false, [&full, one_type](int64_t u, int64_t v) {
                               return (one_type && u == v) || csr_has_entry(full, u, v);
                             }};
-  const int64_t m = store_split(cut, space, o,
-                                {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg,
-                                 &ds.link_test_neg},
-                                negative_ok);
+  const int64_t m = store_split(
+      cut, space, o,
+      {&ds.link_train, &ds.link_valid, &ds.link_test, &ds.link_valid_neg, &ds.link_test_neg},
+      negative_ok);
   ds.link_negatives_per_positive = o.negatives_per_positive;
   ds.extra["link_split"] = split_record(o, m, cut);
   ds.extra["link_split"]["relation"] = rel.key();

@@ -78,8 +78,7 @@ void check_task(const JobConfig& c) {
   const std::string& pred = c.train.model.predictor;
   if (!c.link.link()) {
     DSP_CHECK_ARG(pred == "none", "--predictor {} scores node pairs: it needs --task link", pred);
-    DSP_CHECK_ARG(c.link.recall_k.empty(),
-                  "--recall-k ranks held-out edges: it needs --task link");
+    DSP_CHECK_ARG(c.link.recall_k.empty(), "--recall-k ranks held-out edges: it needs --task link");
     return;
   }
   auto refuse = [](bool bad, const char* what) {
@@ -1408,9 +1407,10 @@ std::vector<float> TrainJob::typed_link_rows(int64_t epoch) {
   EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), "full neighbourhoods");
   rt_.channel(WorkerKind::kMain).set_step(epoch, eval_control_id(2, 0));
   const int layers = tc_.model.layers;
-  const std::vector<float> rows = typed_outputs_of(
-      rt_, *trainer_, *eval_sampler_, seeds, layers, cfg_.eval_batch_size, epoch,
-      eval_batch_id(2, 0), [&progress](int64_t done, int64_t total) { progress.update(done, total); });
+  const std::vector<float> rows =
+      typed_outputs_of(rt_, *trainer_, *eval_sampler_, seeds, layers, cfg_.eval_batch_size, epoch,
+                       eval_batch_id(2, 0),
+                       [&progress](int64_t done, int64_t total) { progress.update(done, total); });
   const int64_t width = trainer_->layer_width(layers - 1);
   std::vector<float> out(static_cast<size_t>((e - b) * width), 0.0f);
   for (size_t i = 0; i < seeds.size(); ++i) {
@@ -1435,8 +1435,9 @@ std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
     LinkMetrics m =
         evaluate_link_split(tc, part.meta, h, width, pos, neg, per, cfg_.link.hits_k, *trainer_);
     m.recall_k = rk;
-    if (!rk.empty()) m.recall = link_recall(tc, part, h, width, pos, link_->destinations(), rk,
-                                            *trainer_);
+    if (!rk.empty()) {
+      m.recall = link_recall(tc, part, h, width, pos, link_->destinations(), rk, *trainer_);
+    }
     return m;
   };
   LinkMetrics val = split(0, part.link_valid, part.link_valid_neg);

@@ -277,8 +277,8 @@ std::vector<int64_t> training_destinations(const Array& train, int64_t u) {
 
 std::vector<double> link_recall(Communicator& comm, const PartitionData& part,
                                 const std::vector<float>& h, int64_t width, const Array& pos,
-                                const std::vector<int64_t>& candidates,
-                                const std::vector<int>& ks, Trainer& trainer) {
+                                const std::vector<int64_t>& candidates, const std::vector<int>& ks,
+                                Trainer& trainer) {
   const int64_t b = part.meta.offsets[comm.rank()], e = part.meta.offsets[comm.rank() + 1];
   const std::vector<float> rows = fetch_rows(comm, part.meta, h, width, candidates);
   std::unordered_map<int64_t, int64_t> index;  // candidate id -> its index

@@ -44,7 +44,7 @@ struct LinkMetrics {
   double auc = 0;  // ROC-AUC of the positives against the negatives (per positive: their mean)
   int64_t positives = 0, negatives = 0;
   int64_t per_positive = 0;  // > 0: each positive ranked against its own negatives (MRR leads)
-  std::vector<int> recall_k;  // --recall-k
+  std::vector<int> recall_k;   // --recall-k
   std::vector<double> recall;  // Recall@K per K, averaged over the split's sources
   // The figure that picks a link job's best epoch (link_selection names it): the ROC-AUC with
   // `rocauc` (--metric rocauc), else MRR with negatives per positive, else the first Hits@K.
@@ -89,8 +89,8 @@ std::vector<double> source_recall(const std::vector<float>& scores,
 // sources (one all_reduce). Collective on `comm`.
 std::vector<double> link_recall(Communicator& comm, const PartitionData& part,
                                 const std::vector<float>& h, int64_t width, const Array& pos,
-                                const std::vector<int64_t>& candidates,
-                                const std::vector<int>& ks, Trainer& trainer);
+                                const std::vector<int64_t>& candidates, const std::vector<int>& ks,
+                                Trainer& trainer);
 
 // A split's metrics from every node's output rows: each rank scores its share of the positives
 // `pos` and of the negatives `neg` (int64 [., 2], new ids); shared negatives (`per_positive` 0):

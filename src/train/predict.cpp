@@ -42,6 +42,10 @@ void PredictConfig::validate() const {
       "--output must be class, probs or logits, got '{}'", output);
   DSP_CHECK_ARG(batch_size > 0, "--batch-size must be > 0, got {}", batch_size);
   DSP_CHECK_ARG(layer >= -1, "--layer must be >= 0, got {}", layer);
+  DSP_CHECK_ARG(node_type.empty() || embed(),
+                "--node-type {}: dsp predict classifies the target type's nodes; dsp embed "
+                "exports another type's rows",
+                node_type);
   for (const std::string& f : files()) {
     const fs::path p = fs::path(out) / f;
     DSP_CHECK_T(IoError, overwrite || !fs::exists(p),
@@ -76,6 +80,11 @@ OptionTable<PredictConfig> predict_options_table(bool embed) {
         "hidden layer, the input of the output layer; for a --task link model its output layer, "
         "the rows its predictor scores)",
         DSP_FIELD(layer)));
+    t.push_back(value<PredictConfig>(
+        "--node-type", "node_type",
+        "a typed model: export this node type's rows, row i its node i (default: the target "
+        "type; a --task link model's two types are its relation's)",
+        DSP_FIELD(node_type)));
   } else {
     t.push_back(value<PredictConfig>("--output", "output",
                                      "class (predictions.npy), probs (also probabilities.npy: "
@@ -96,6 +105,27 @@ OptionTable<PredictConfig> predict_options_table(bool embed) {
 }
 
 namespace {
+
+// The node type whose rows a typed model writes (-1 on a homogeneous graph): --node-type, or the
+// target type.
+int output_type(const PredictConfig& c, const HeteroLayout* h) {
+  DSP_CHECK_ARG(h || c.node_type.empty(),
+                "--node-type {}: {} is a homogeneous graph (node types are a typed graph's)",
+                c.node_type, c.rank.path);
+  if (!h) return -1;
+  if (c.node_type.empty()) {
+    DSP_CHECK_ARG(h->schema.target >= 0,
+                  "{} has no target type: give --node-type (the type whose rows to export)",
+                  c.rank.path);
+    return h->schema.target;
+  }
+  const int t = h->schema.type_index(c.node_type);
+  std::string names;
+  for (const NodeTypeInfo& n : h->schema.node_types) names += (names.empty() ? "" : ", ") + n.name;
+  DSP_CHECK_ARG(t >= 0, "--node-type {}: {} has no such node type (types: {})", c.node_type,
+                c.rank.path, names);
+  return t;
+}
 
 // The original ids whose rows are written: `nodes` (checked against the graph) or all of them.
 std::vector<int64_t> output_ids(const PredictConfig& c, int64_t num_nodes) {
@@ -280,15 +310,15 @@ std::vector<float> layerwise_rows(const PredictConfig& c, RankRuntime& rt, Train
   return rows_of(rt, ids, table, trainer.layer_width(layers - 1));
 }
 
-// A typed model's rows of the target type's nodes `ids` (the type's own ids), at rank 0 in their
+// A typed model's rows of type `type`'s nodes `ids` (the type's own ids), at rank 0 in their
 // order: each rank samples every neighbour of every relation (fanouts -1) of the ids it owns,
 // batch by batch, and runs the model's first `layers` layers on them: each node's exact
 // full-neighbour output (the same as --eval full's). The typed models have no layer-wise pass.
 std::vector<float> typed_rows(const PredictConfig& c, RankRuntime& rt, Trainer& trainer,
-                              const std::vector<int64_t>& ids, int layers) {
+                              const std::vector<int64_t>& ids, int type, int layers) {
   const PartitionMeta& meta = rt.part().meta;
   const HeteroSchema& schema = meta.hetero->schema;
-  const int64_t base = schema.type_offsets()[static_cast<size_t>(schema.target)];
+  const int64_t base = schema.type_offsets()[static_cast<size_t>(type)];
   const Array old2new = load_old2new(rt.partition_dir(), meta.num_nodes);
   const int64_t b = meta.offsets[rt.rank()], e = meta.offsets[rt.rank() + 1];
   std::vector<int64_t> seeds, at;  // the ids this rank owns: new ids, and their places in `ids`
@@ -382,10 +412,11 @@ PredictResult run_predict(const PredictConfig& c) {
   RankRuntime rt(ro);
   check_model_fits(c, tc.model, rt);
   // Every rank checks the id file before any work, so a bad one fails alike everywhere. A typed
-  // model's rows are its target type's nodes, by the type's own ids.
+  // model's rows are one type's nodes, by the type's own ids.
   const HeteroLayout* h = rt.part().meta.hetero.get();
+  const int type = output_type(c, h);
   const std::vector<int64_t> ids =
-      output_ids(c, h ? h->schema.node_types[static_cast<size_t>(h->schema.target)].count
+      output_ids(c, h ? h->schema.node_types[static_cast<size_t>(type)].count
                       : rt.part().meta.num_nodes);
   tc.num_threads = rt.cores().threads;
   tc.device = rt.device();
@@ -397,7 +428,7 @@ PredictResult run_predict(const PredictConfig& c) {
   trainer.load_parameters(c.checkpoint);
   const std::unique_ptr<EmbeddingTable> emb = load_embedding(c.checkpoint, tc.model, rt, trainer);
   const int run = c.embed() ? layer + 1 : layers;
-  std::vector<float> rows = tc.model.hetero() ? typed_rows(c, rt, trainer, ids, run)
+  std::vector<float> rows = tc.model.hetero() ? typed_rows(c, rt, trainer, ids, type, run)
                                               : layerwise_rows(c, rt, trainer, ids, run);
   PredictResult res;
   if (rt.leader()) {

@@ -10,7 +10,8 @@
 //           predictions 1 where the logit is > 0 (binary: int64 [n]; multi-label: int8 [n, L])
 //           and probabilities the logits' sigmoids (binary: [n, 1]; multi-label: [n, L]);
 //  embed:   embeddings.npy float32 [n, width]: the output of layer `layer` (after its activation).
-// Row i is node i of the dataset (original ids), or the i-th id of `nodes`.
+// Row i is node i of the dataset (original ids), or the i-th id of `nodes`; for a typed model
+// node i of the target type (embed: of `node_type`), by the type's own ids.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct PredictConfig {
   std::string output = "class";  // predict: class | probs | logits; embed: embedding
   int layer = -1;                // embed: the layer whose output is exported; -1: the last hidden
                                  // one (a link-prediction model's: its output layer)
+  std::string node_type;         // embed of a typed model: the type whose nodes are exported
+                                 // (by their ids in the type); empty: the target type
   int64_t batch_size = 4096;     // destination nodes per inference batch
   bool overwrite = false;        // replace existing output files (else refused before any work)
 

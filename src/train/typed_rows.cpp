@@ -2,9 +2,9 @@
 
 #include "csp/sampler.hpp"
 #include "graph/npy.hpp"
+#include "layout/partition/partition_dir.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "train/trainer.hpp"
-#include "layout/partition/partition_dir.hpp"
 
 namespace dsp {
 

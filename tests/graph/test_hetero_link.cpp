@@ -118,11 +118,11 @@ TEST(HeteroLinks, WriteLoadRoundTripAndUnionIds) {
   const HeteroDataset back = load_hetero_dataset(tmp / "d");
   EXPECT_EQ(back.schema.to_json(), ds.schema.to_json());
   EXPECT_EQ(back.link_negatives_per_positive, 3);
-  for (const auto& [a, b] : {std::pair{&back.link_train, &ds.link_train},
-                             std::pair{&back.link_valid, &ds.link_valid},
-                             std::pair{&back.link_test, &ds.link_test},
-                             std::pair{&back.link_valid_neg, &ds.link_valid_neg},
-                             std::pair{&back.link_test_neg, &ds.link_test_neg}}) {
+  for (const auto& [a, b] :
+       {std::pair{&back.link_train, &ds.link_train}, std::pair{&back.link_valid, &ds.link_valid},
+        std::pair{&back.link_test, &ds.link_test},
+        std::pair{&back.link_valid_neg, &ds.link_valid_neg},
+        std::pair{&back.link_test_neg, &ds.link_test_neg}}) {
     EXPECT_EQ(pairs_of(*a), pairs_of(*b));
   }
   // The union graph: pairs in union ids, each training pair an entry of the union CSR.
@@ -169,14 +169,15 @@ TEST(HeteroLinks, RefusesBadInput) {
     std::vector<int64_t> v = {0, o.papers};  // a paper id past the papers
     bad.link_test = Array::from_vector(std::move(v), {1, 2});
     EXPECT_EQ(error_of<FormatError>([&] { write_hetero_dataset(bad, tmp / "a"); }),
-              (tmp / "a") + "/link_test.npy: pair 0 (0, 1500) is outside author's 900 ids "
-                                     "or paper's 1500 ids");
+              (tmp / "a") +
+                  "/link_test.npy: pair 0 (0, 1500) is outside author's 900 ids "
+                  "or paper's 1500 ids");
   }
   {
     HeteroDataset bad = ds;
-    bad.link_valid = Array::from_vector(std::vector<int64_t>(ds.link_train.data<int64_t>(),
-                                                             ds.link_train.data<int64_t>() + 2),
-                                        {1, 2});
+    bad.link_valid = Array::from_vector(
+        std::vector<int64_t>(ds.link_train.data<int64_t>(), ds.link_train.data<int64_t>() + 2),
+        {1, 2});
     const Pair e = pairs_of(bad.link_valid)[0];
     EXPECT_EQ(error_of<FormatError>([&] { write_hetero_dataset(bad, tmp / "b"); }),
               fmt::format("{}/link_valid.npy: pair 0 ({}, {}) is an edge of "
@@ -189,15 +190,17 @@ TEST(HeteroLinks, RefusesBadInput) {
     bad.schema.link_relation.clear();
     bad.schema.resolve("x");
     EXPECT_EQ(error_of<FormatError>([&] { write_hetero_dataset(bad, tmp / "c"); }),
-              (tmp / "c") + "/link_train.npy: link pairs but dataset.json's \"hetero\" "
-                                     "names no link_relation");
+              (tmp / "c") +
+                  "/link_train.npy: link pairs but dataset.json's \"hetero\" "
+                  "names no link_relation");
   }
   {
     HeteroDataset bad = ds;
     bad.schema.link_relation = "author___reads___paper";
     EXPECT_EQ(error_of<FormatError>([&] { write_hetero_dataset(bad, tmp / "d"); }),
-              (tmp / "d") + "/dataset.json: link_relation 'author___reads___paper' is "
-                                     "not the key of one of its relations");
+              (tmp / "d") +
+                  "/dataset.json: link_relation 'author___reads___paper' is "
+                  "not the key of one of its relations");
   }
 }
 

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <numeric>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -12,7 +15,9 @@
 #include "graph/generate_hetero.hpp"
 #include "graph/hetero.hpp"
 #include "layout/partition/partition.hpp"
+#include "graph/npy.hpp"
 #include "train/job.hpp"
+#include "train/predict.hpp"
 
 namespace dsp {
 namespace {
@@ -107,6 +112,59 @@ TEST(HeteroLink, RecallAtKRanksEachAuthorsHeldOutPapersAmongAllPapers) {
     EXPECT_LT(r100, 1.0) << split;
     EXPECT_EQ(m.at("recall@3000").get<double>(), 1.0) << split;
   }
+}
+
+// dsp embed --node-type of the best model: its author and paper rows score the test authorships
+// as the job did (the dot predictor of every-neighbour outputs), so their Hits@50 is the job's.
+TEST(HeteroLink, EmbedExportsBothTypesRowsThatGiveTheJobsHits) {
+  JobConfig c = job("rgcn");
+  c.epochs = 2;
+  c.checkpoint_dir = graph().dir + "_embed_ck";
+  const JobResult r = run_training(c);
+  std::map<std::string, std::vector<float>> rows;
+  int64_t width = 0;
+  for (const char* type : {"author", "paper"}) {
+    PredictConfig p;
+    p.rank.path = graph().dir;
+    p.rank.backend = "self";
+    p.rank.threads = 1;
+    p.checkpoint = c.checkpoint_dir + "/best.pt";
+    p.out = c.checkpoint_dir + "/" + type;
+    p.output = "embedding";
+    p.node_type = type;
+    const PredictResult res = run_predict(p);
+    EXPECT_EQ(res.rows, graph().ds.schema.node_types[graph().ds.schema.type_index(type)].count);
+    const Array a = load_npy(p.out + "/embeddings.npy");
+    width = a.dim(1);
+    rows[type].assign(a.data<float>(), a.data<float>() + a.numel());
+  }
+  auto score = [&](const Array& pairs) {
+    std::vector<float> s;
+    for (int64_t i = 0; i < pairs.dim(0); ++i) {
+      const float* u = rows["author"].data() + pairs.int_at(2 * i) * width;
+      const float* v = rows["paper"].data() + pairs.int_at(2 * i + 1) * width;
+      s.push_back(std::inner_product(u, u + width, v, 0.0f));
+    }
+    return s;
+  };
+  const std::vector<float> pos = score(graph().ds.link_test);
+  std::vector<float> neg = score(graph().ds.link_test_neg);
+  std::sort(neg.begin(), neg.end(), std::greater<float>());
+  double hits = 0;
+  for (float x : pos) hits += x > neg[49];
+  EXPECT_NEAR(hits / pos.size(), r.test_acc_at_best, 1.5 / pos.size());
+  PredictConfig bad;
+  bad.rank.path = graph().dir;
+  bad.rank.backend = "self";
+  bad.checkpoint = c.checkpoint_dir + "/best.pt";
+  bad.out = c.checkpoint_dir + "/bad";
+  bad.output = "embedding";
+  bad.node_type = "venue";
+  EXPECT_EQ(error_of([&] { run_predict(bad); }),
+            fmt::format("--node-type venue: {} has no such node type (types: author, "
+                        "field_of_study, institution, paper)",
+                        graph().dir));
+  fs::remove_all(c.checkpoint_dir);
 }
 
 TEST(HeteroLink, RefusesWhatItCannotDo) {
