@@ -200,13 +200,17 @@ def predict(path: str, checkpoint: str, out: str, *, output: str = "class", node
 
 
 def embed(path: str, checkpoint: str, out: str, *, layer: Optional[int] = None, nodes=None,
-          ranks: int = 1, mpirun: Sequence[str] = ("mpirun",), overwrite: bool = False):
+          node_type: Optional[str] = None, ranks: int = 1, mpirun: Sequence[str] = ("mpirun",),
+          overwrite: bool = False):
     """``dsp embed``: every node's (or ``nodes``') output of a model layer, as :func:`predict`.
 
     ``layer`` (0-based; default the last hidden layer) is exported after its activation to
-    ``out/embeddings.npy``, which is returned as a numpy array [nodes, width].
+    ``out/embeddings.npy``, which is returned as a numpy array [nodes, width]. ``node_type``
+    (a typed model): the type whose nodes are exported, row i its node i (default: the target
+    type; a typed link model's two types are its relation's).
     """
     import numpy as np
     extra = [] if layer is None else ["--layer", str(layer)]
+    extra += [] if node_type is None else ["--node-type", str(node_type)]
     _inference("embed", path, checkpoint, out, extra, nodes, ranks, mpirun, overwrite)
     return np.load(os.path.join(out, "embeddings.npy"))

@@ -79,6 +79,8 @@ def test_predict_and_embed_with_the_best_model(cora, cora_p1, tmp_path):
                             "another out, or pass overwrite=True")
     with pytest.raises(dsp.InvalidArgument, match="nodes must be a 1-d array of integer"):
         dsp.embed(cora_p1, str(ck / "best.pt"), str(tmp_path / "e2"), nodes=[[1]])
+    with pytest.raises(dsp.InvalidArgument, match="--node-type paper: .* is a homogeneous graph"):
+        dsp.embed(cora_p1, str(ck / "best.pt"), str(tmp_path / "e3"), node_type="paper")
 
 
 def test_info_explains_a_partition_directory(cora_p2):
