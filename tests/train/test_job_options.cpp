@@ -88,6 +88,7 @@ JobConfig unusual_config() {
   c.link.negatives = "unigram";
   c.link.exclude = "self";
   c.link.hits_k = {10, 100};
+  c.link.recall_k = {20, 200};
   c.embedding.dim = 16;
   c.embedding.optimizer = "adagrad";
   c.embedding.lr = 0.125;
