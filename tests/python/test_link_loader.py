@@ -147,12 +147,13 @@ def test_dataset_without_training_edges(cora_p1):
 
 
 def test_keywords_are_the_cli_link_options():
-    """neg_ratio, negatives, exclude with the defaults of dsp train's link table; task and
-    hits_k are dsp train's only."""
+    """neg_ratio, negatives, exclude with the defaults of dsp train's link table; task, hits_k
+    and recall_k (evaluation) are dsp train's only."""
     params = inspect.signature(dsp.LinkLoader).parameters
     table = {o["key"]: o["default"] for o in _dsp._options("link")}
-    assert set(table) - set(params) == {"task", "hits_k"}
-    for key in set(table) - {"task", "hits_k"}:
+    trains_only = {"task", "hits_k", "recall_k"}
+    assert set(table) - set(params) == trains_only
+    for key in set(table) - trains_only:
         assert params[key].default == table[key], key
 
 
