@@ -157,10 +157,13 @@ def run_dgl(D, seed):
     import dgl, dgl.nn as dglnn
     torch.manual_seed(seed)
     dgl.seed(seed)
-    g = dgl.heterograph({k: (e[0], e[1]) for k, e in D["edges"].items()},
-                        num_nodes_dict=D["counts"])
     link = D["link"]
     rev = (link[2], "rev_" + link[1], link[0])
+    # exclude='reverse_types' drops the reverse etype's edges of the same ids: the reverse
+    # relation's edges in the link relation's order (the same edges, reversed).
+    edges = dict(D["edges"])
+    edges[rev] = edges[link].flip(0)
+    g = dgl.heterograph({k: (e[0], e[1]) for k, e in edges.items()}, num_nodes_dict=D["counts"])
     s, _, d = link
     layers = torch.nn.ModuleList([dglnn.HeteroGraphConv(
         {k[1]: dglnn.SAGEConv(args.hidden, args.hidden, "mean") for k in D["edges"]},
