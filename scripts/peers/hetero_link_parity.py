@@ -48,6 +48,10 @@ ap.add_argument("--epochs", type=int, default=100)
 ap.add_argument("--k", type=int, default=50, help="Hits@K")
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--peer-init", choices=["dsp", "own"], default="dsp")
+ap.add_argument("--peer-embeddings", choices=["dense", "sparse"], default="dense",
+                help="the dgl protocol's embeddings: dense (nn.Embedding under the model's Adam, "
+                     "the example's) or sparse (sparse=True under SparseAdam at --lr: dsp's "
+                     "sparse Adam of the rows a step touches)")
 ap.add_argument("--out")
 args = ap.parse_args()
 os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -168,12 +172,16 @@ def run_dgl(D, seed):
     layers = torch.nn.ModuleList([dglnn.HeteroGraphConv(
         {k[1]: dglnn.SAGEConv(args.hidden, args.hidden, "mean") for k in D["edges"]},
         aggregate="sum") for _ in range(2)])
-    emb = torch.nn.ModuleDict({t: torch.nn.Embedding(D["counts"][t], args.hidden)
+    sparse = args.peer_embeddings == "sparse"
+    emb = torch.nn.ModuleDict({t: torch.nn.Embedding(D["counts"][t], args.hidden, sparse=sparse)
                                for t in D["types"]})
     for e in emb.values():
         torch.nn.init.uniform_(e.weight, -0.1, 0.1)
     dsp_init(layers)
-    opt = torch.optim.Adam(list(layers.parameters()) + list(emb.parameters()), lr=args.lr)
+    opts = [torch.optim.Adam(list(layers.parameters()) + ([] if sparse else list(emb.parameters())),
+                             lr=args.lr)]
+    if sparse:
+        opts.append(torch.optim.SparseAdam(list(emb.parameters()), lr=args.lr))
     sampler = dgl.dataloading.as_edge_prediction_sampler(
         dgl.dataloading.NeighborSampler([10, 15]), exclude="reverse_types",
         reverse_etypes={link: rev, rev: link},
@@ -192,15 +200,17 @@ def run_dgl(D, seed):
     curve = []
     for epoch in range(args.epochs):
         for input_nodes, pos_g, neg_g, blocks in loader:
-            h = forward(blocks, {t: emb[t].weight[ids] for t, ids in input_nodes.items()})
+            h = forward(blocks, {t: emb[t](ids) for t, ids in input_nodes.items()})
             pos, neg = pos_g.edges(etype=link), neg_g.edges(etype=link)
             logits = torch.cat([(h[s][pos[0]] * h[d][pos[1]]).sum(1),
                                 (h[s][neg[0]] * h[d][neg[1]]).sum(1)])
             y = torch.cat([torch.ones(len(pos[0])), torch.zeros(len(neg[0]))])
             loss = F.binary_cross_entropy_with_logits(logits, y)
-            opt.zero_grad()
+            for o in opts:
+                o.zero_grad()
             loss.backward()
-            opt.step()
+            for o in opts:
+                o.step()
         with torch.no_grad():  # every node's output over the whole training graph
             h = forward([g, g], {t: emb[t].weight for t in D["types"]})
             f = lambda p: (h[s][p[:, 0]] * h[d][p[:, 1]]).sum(1)
