@@ -83,14 +83,12 @@ void print_trace_scores(const std::string& order, const nlohmann::json& o,
 // One seed order's trace (input nodes of a.batches batches of the reference sampler, continuing
 // into further epochs if needed), scored.
 nlohmann::json bench_order(const CacheBenchOptions& a, const WholeGraph& w,
-                           CollectiveSampler& sampler, const std::string& order,
+                           CollectiveSampler& sampler, SeedOrder order,
                            const std::vector<ScoredPolicy>& scored,
                            const std::vector<double>& ratios, CacheTrace& t) {
-  DSP_CHECK_ARG(order == "random" || order == "bfs", "--orders: unknown order '{}' (random, bfs)",
-                order);
   std::unique_ptr<BfsSeedOrder> bfs;
   Stopwatch sw;
-  if (order == "bfs") {
+  if (order == SeedOrder::kBfs) {
     std::vector<int64_t> sorted = w.train;
     std::sort(sorted.begin(), sorted.end());
     bfs = std::make_unique<BfsSeedOrder>(*w.graph, 0, sorted, a.seed,
@@ -146,7 +144,8 @@ void run_cache(const CacheBenchOptions& a) {
              w.graph->num_nodes, a.batches, a.batch_size, a.fanouts);
   for (const std::string& order : split_list(a.orders)) {
     CacheTrace t;
-    nlohmann::json o = bench_order(a, w, sampler, order, scored, ratios, t);
+    nlohmann::json o =
+        bench_order(a, w, sampler, parse_choice<SeedOrder>(order), scored, ratios, t);
     if (j["orders"].empty()) {  // the first order's figures at the top level, as before
       const SamplerStats& st = sampler.stats();
       for (const char* k : {"policies", "optimal", "trace_accesses"}) j[k] = o[k];

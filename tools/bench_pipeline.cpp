@@ -60,7 +60,7 @@ class RolesBenchMode {
     build(samplers);
     chose_["layout"] = roles_->layout().to_json();
     chose_["mode"] = fmt::format("{} sampler(s), {} trainer(s), switching {}", samplers,
-                                 coord.size() - samplers, role_switch_name(switching_));
+                                 coord.size() - samplers, name_of(switching_));
     if (rt_.leader())
       DSP_INFO("bench", "{}: {} ({})", mode().name, chose_["mode"].get<std::string>(),
                chose_["why"].get<std::string>());
@@ -82,7 +82,7 @@ class RolesBenchMode {
     chose_["mode"] = fmt::format(
         "{} sampler(s), {} trainer(s), switching {}: samplers trained {} of their {} extra-slot "
         "batches",
-        l.samplers, l.trainers(), role_switch_name(switching_), static_cast<int64_t>(n), offered_);
+        l.samplers, l.trainers(), name_of(switching_), static_cast<int64_t>(n), offered_);
     return m;
   }
 
@@ -186,7 +186,7 @@ TrainConfig bench_train_config(const std::string& model, int hidden, uint64_t se
                                const std::vector<int>& fanouts) {
   const PartitionMeta& meta = rt.part().meta;
   TrainConfig tc;
-  tc.model.model = model;
+  tc.model.model = parse_choice<ModelKind>(model);
   tc.model.hidden = hidden;
   tc.model.in_dim = meta.feature_dim;
   tc.model.out_dim = meta.num_classes;
@@ -324,8 +324,7 @@ void run_pipeline_bench(const PipeArgs& a, const RankOptions& rank) {
   sampler->reset_stats();
   store.reset_stats();
   RolesBenchMode roles(a, rt, sched, stages, base, so, trainer, RoleSwitch::kOff);
-  RolesBenchMode roles_switch(a, rt, sched, stages, base, so, trainer,
-                              parse_role_switch(a.roles_switch));
+  RolesBenchMode roles_switch(a, rt, sched, stages, base, so, trainer, a.roles_switch);
   nlohmann::json j =
       bench_pipeline(coord, sched, stages, base, a.bench(), {roles.mode(), roles_switch.mode()});
   add_run_figures(j, a, rt, trainer);

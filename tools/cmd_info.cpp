@@ -56,9 +56,9 @@ DegreeStats in_degree_stats(const Csr& g) {
 std::pair<uint64_t, uint64_t> partition_estimates(const DatasetMeta& m) {
   PartitionOptions o;
   o.parts = 2;
-  o.method = "metis";
+  o.method = PartitionMethod::kMetis;
   const uint64_t metis = estimate_partition_memory(m, o);
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   return {metis, estimate_partition_memory(m, o)};
 }
 

@@ -21,7 +21,7 @@ void add_inference_command(CLI::App& app, bool embed) {
     std::unique_ptr<TableFlags<PredictConfig>> flags;
   };
   auto a = std::make_shared<Args>();
-  if (embed) a->cfg.output = "embedding";
+  if (embed) a->cfg.output = PredictOutput::kEmbedding;
   a->table = predict_options_table(embed);
   sub->add_option("PATH", a->cfg.rank.path,
                   "dataset directory (partitioned on the fly, one part per rank) or partition "

@@ -49,6 +49,8 @@ for f in sorted(p for p in a.rglob("*") if p.is_file()):
         ja, jb = json.loads(f.read_text()), json.loads(g.read_text())
         for j in (ja, jb):
             for k in timings: j.pop(k, None)
+            for rec in j.get("history", []):
+                if isinstance(rec, dict): rec.pop("epoch_s", None)
             if isinstance(j.get("extra"), dict):
                 for k in extra_timings: j["extra"].pop(k, None)
         keys = set(ja) | set(jb)

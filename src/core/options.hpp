@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/choice.hpp"
 #include "core/error.hpp"
 #include "core/lists.hpp"
 #include "core/memory.hpp"
@@ -31,6 +32,9 @@ struct Option {
   // With takes_value: the value may be left out on the command line (--resume [auto]); `parse`
   // then gets "".
   bool value_optional = false;
+  // dsp train --resume: the value may differ from the resumed run's (--epochs, the paths, ...);
+  // any other given option must equal the recorded one (resume_config).
+  bool may_change_on_resume = false;
   std::function<void(C&, const std::string&)> parse;    // the flag's text
   std::function<void(C&, const nlohmann::json&)> read;  // the key's JSON value
   std::function<nlohmann::json(const C&)> write;        // the key's JSON value
@@ -55,6 +59,8 @@ T from_text(const std::string& s, const std::string& flag) {
     return s;
   } else if constexpr (Parsed<T>::value) {
     return T::parse(s);
+  } else if constexpr (is_choice_v<T>) {
+    return parse_choice<T>(s);
   } else if constexpr (std::is_same_v<T, std::vector<int>>) {
     return parse_int_list(s, flag.c_str());
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
@@ -78,8 +84,10 @@ T from_text(const std::string& s, const std::string& flag) {
   }
 }
 
+// The value in --help: "INT", ..., "TEXT:{a,b}" for a choice.
 template <class T>
-const char* type_of() {
+std::string type_of() {
+  if constexpr (is_choice_v<T>) return "TEXT:{" + names_of(T{}).list(",") + "}";
   if constexpr (std::is_same_v<T, std::string> || Parsed<T>::value) return "TEXT";
   if constexpr (std::is_same_v<T, std::vector<int>>) return "LIST";
   if constexpr (std::is_same_v<T, std::vector<std::string>>) return "LIST";
@@ -98,8 +106,9 @@ Option<C> declare(std::string flag, std::string key, std::string help, bool take
   return o;
 }
 
-// A field of C read and written as it is; `get(C&)` returns a reference to it. `choices` only
-// shows in --help: the config's validate() checks the value.
+// A field of C read and written as it is; `get(C&)` returns a reference to it. A choice (an enum
+// with its names table, core/choice.hpp) is read and written by its names, and its parser refuses
+// any other. `choices` only shows in --help for a text field: the config's validate() checks it.
 template <class C, class Get>
 Option<C> value(std::string flag, std::string key, std::string help, Get get,
                 const std::string& choices = "") {
@@ -110,6 +119,11 @@ Option<C> value(std::string flag, std::string key, std::string help, Get get,
   if constexpr (Parsed<T>::value) {
     o.read = [get](C& c, const nlohmann::json& v) { get(c) = T::parse(v.get<std::string>()); };
     o.write = [get](const C& c) { return nlohmann::json(get(const_cast<C&>(c)).str()); };
+  } else if constexpr (is_choice_v<T>) {
+    o.read = [get](C& c, const nlohmann::json& v) {
+      get(c) = parse_choice<T>(v.get<std::string>());
+    };
+    o.write = [get](const C& c) { return nlohmann::json(name_of(get(const_cast<C&>(c)))); };
   } else if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
     o.read = [get, key = o.key](C& c, const nlohmann::json& v) {
       DSP_CHECK_FORMAT(v.is_number_unsigned(), "'{}' must be a non-negative integer", key);
@@ -120,6 +134,13 @@ Option<C> value(std::string flag, std::string key, std::string help, Get get,
     o.read = [get](C& c, const nlohmann::json& v) { get(c) = v.get<T>(); };
     o.write = [get](const C& c) { return nlohmann::json(get(const_cast<C&>(c))); };
   }
+  return o;
+}
+
+// `o`, which dsp train --resume lets differ from the resumed run's (Option::may_change_on_resume).
+template <class C>
+Option<C> resumable(Option<C> o) {
+  o.may_change_on_resume = true;
   return o;
 }
 
@@ -159,6 +180,7 @@ Option<C> embed(const Option<S>& o, Get get) {
   e.type = o.type;
   e.takes_value = o.takes_value;
   e.value_optional = o.value_optional;
+  e.may_change_on_resume = o.may_change_on_resume;
   if (o.parse) e.parse = [p = o.parse, get](C& c, const std::string& s) { p(get(c), s); };
   if (o.read) e.read = [r = o.read, get](C& c, const nlohmann::json& v) { r(get(c), v); };
   if (o.write) e.write = [w = o.write, get](const C& c) { return w(get(const_cast<C&>(c))); };

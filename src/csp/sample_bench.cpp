@@ -170,7 +170,7 @@ SamplerOptions SampleBenchOptions::sampler(SampleMode m, int num_layers) const {
 
 std::vector<SampleMode> SampleBenchOptions::modes() const {
   if (mode == "both") return {SampleMode::kCsp, SampleMode::kPull};
-  return {parse_sample_mode(mode)};
+  return {parse_choice<SampleMode>(mode)};
 }
 
 nlohmann::json measure_sample_mode(const SampleBenchOptions& o, const SamplerFactory& make,

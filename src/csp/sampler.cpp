@@ -55,37 +55,49 @@ void row_prefix(const float* w, int64_t deg, double* cum) {
 
 }  // namespace
 
-SamplerKind parse_sampler_kind(const std::string& s) {
-  if (s == "neighbor" || s == "neighbour") return SamplerKind::kNeighbor;
-  if (s == "labor") return SamplerKind::kLabor;
-  if (s == "layer") return SamplerKind::kLayer;
-  DSP_THROW_T(InvalidArgument, "unknown sampler '{}' (neighbor, labor, layer)", s);
+const Names<SamplerKind>& names_of(SamplerKind) {
+  using K = SamplerKind;
+  static const Names<K> n("sampler", {{K::kNeighbor, "neighbor"},
+                                      {K::kLabor, "labor"},
+                                      {K::kLayer, "layer"},
+                                      {K::kNeighbor, "neighbour"}});
+  return n;
 }
 
-const char* sampler_kind_name(SamplerKind k) {
-  return k == SamplerKind::kLabor ? "labor" : k == SamplerKind::kLayer ? "layer" : "neighbor";
+const Names<SampleScheme>& names_of(SampleScheme) {
+  using S = SampleScheme;
+  static const Names<S> n("sampling scheme", {{S::kNodeWise, "node"},
+                                              {S::kLayerWise, "layer"},
+                                              {S::kNodeWise, "node-wise"},
+                                              {S::kNodeWise, "nodewise"},
+                                              {S::kLayerWise, "layer-wise"},
+                                              {S::kLayerWise, "layerwise"}});
+  return n;
 }
 
-SampleScheme parse_sample_scheme(const std::string& s) {
-  if (s == "node" || s == "node-wise" || s == "nodewise") return SampleScheme::kNodeWise;
-  if (s == "layer" || s == "layer-wise" || s == "layerwise") return SampleScheme::kLayerWise;
-  DSP_THROW_T(InvalidArgument, "unknown sampling scheme '{}' (node, layer)", s);
+const Names<SampleMode>& names_of(SampleMode) {
+  static const Names<SampleMode> n("sampling mode",
+                                   {{SampleMode::kCsp, "csp"}, {SampleMode::kPull, "pull"}});
+  return n;
 }
 
-SampleMode parse_sample_mode(const std::string& s) {
-  if (s == "csp") return SampleMode::kCsp;
-  if (s == "pull") return SampleMode::kPull;
-  DSP_THROW_T(InvalidArgument, "unknown sampling mode '{}' (csp, pull)", s);
+const Names<SampleKernel>& names_of(SampleKernel) {
+  static const Names<SampleKernel> n(
+      "sampling kernel", {{SampleKernel::kDefault, "default"}, {SampleKernel::kTurbo, "turbo"}});
+  return n;
 }
 
-SampleKernel parse_sample_kernel(const std::string& s) {
-  if (s == "default") return SampleKernel::kDefault;
-  if (s == "turbo") return SampleKernel::kTurbo;
-  DSP_THROW_T(InvalidArgument, "unknown sampling kernel '{}' (default, turbo)", s);
+const Names<LayerDraws>& names_of(LayerDraws) {
+  static const Names<LayerDraws> n(
+      "layer draws", {{LayerDraws::kWith, "with"}, {LayerDraws::kWithout, "without"}});
+  return n;
 }
 
-const char* sample_kernel_name(SampleKernel k) {
-  return k == SampleKernel::kTurbo ? "turbo" : "default";
+const Names<TemporalKind>& names_of(TemporalKind) {
+  using T = TemporalKind;
+  static const Names<T> n("temporal sampling",
+                          {{T::kOff, "off"}, {T::kUniform, "uniform"}, {T::kRecent, "recent"}});
+  return n;
 }
 
 nlohmann::json SamplerStats::to_json() const {
@@ -207,16 +219,18 @@ std::vector<Option<SamplerOptions>> sampler_kind_options() {
       "neighbor (default: fanouts[l] neighbours of every node), labor (LABOR: as many, chosen "
       "by per-node variates shared across the layer's seeds, so fewer distinct nodes), or layer "
       "(layer-wise: fanouts[l] draws per layer over the frontier)");
-  kind.type = "TEXT:{neighbor,labor,layer}";
+  kind.type = options::type_of<SamplerKind>();
   auto set_kind = [](S& o, SamplerKind k) {
     o.labor = k == SamplerKind::kLabor;
     o.scheme = k == SamplerKind::kLayer ? SampleScheme::kLayerWise : SampleScheme::kNodeWise;
   };
-  kind.parse = [set_kind](S& o, const std::string& s) { set_kind(o, parse_sampler_kind(s)); };
-  kind.read = [set_kind](S& o, const nlohmann::json& v) {
-    set_kind(o, parse_sampler_kind(v.get<std::string>()));
+  kind.parse = [set_kind](S& o, const std::string& s) {
+    set_kind(o, parse_choice<SamplerKind>(s));
   };
-  kind.write = [](const S& o) { return nlohmann::json(sampler_kind_name(o.kind())); };
+  kind.read = [set_kind](S& o, const nlohmann::json& v) {
+    set_kind(o, parse_choice<SamplerKind>(v.get<std::string>()));
+  };
+  kind.write = [](const S& o) { return nlohmann::json(name_of(o.kind())); };
   Option<S> rounds = options::declare<S>(
       "--labor-importance", "labor_importance",
       "LABOR-i: 0 (default, uniform), i rounds of importance sampling, or * (until it converges); "
@@ -233,35 +247,35 @@ std::vector<Option<SamplerOptions>> sampler_kind_options() {
       "with (default) or without: --sampler layer's draws over the frontier with replacement, "
       "or without, over the union of its in-edges (each node at most its degree, distinct "
       "neighbours)");
-  draws.type = "TEXT:{with,without}";
+  draws.type = options::type_of<LayerDraws>();
   auto parse_draws = [](const std::string& s) {
-    DSP_CHECK_ARG(s == "with" || s == "without", "--layer-draws: {} not in {{with,without}}", s);
-    return s == "with";
+    return parse_choice<LayerDraws>(s) == LayerDraws::kWith;
   };
   draws.parse = [parse_draws](S& o, const std::string& s) { o.layer_replace = parse_draws(s); };
   draws.read = [parse_draws](S& o, const nlohmann::json& v) {
     o.layer_replace = parse_draws(v.get<std::string>());
   };
-  draws.write = [](const S& o) { return nlohmann::json(o.layer_replace ? "with" : "without"); };
+  draws.write = [](const S& o) {
+    return nlohmann::json(name_of(o.layer_replace ? LayerDraws::kWith : LayerDraws::kWithout));
+  };
   Option<S> temporal = options::declare<S>(
       "--temporal", "temporal",
       "off (default), uniform or recent: temporal neighbour sampling, every seed at its time T "
       "(a node's node_time.npy) sampling only in-edges of time < T (edge_time.npy), uniformly or "
       "the fanout latest; picks inherit T");
-  temporal.type = "TEXT:{off,uniform,recent}";
+  temporal.type = options::type_of<TemporalKind>();
   auto parse_temporal = [](S& o, const std::string& v) {
-    DSP_CHECK_ARG(v == "off" || v == "uniform" || v == "recent",
-                  "--temporal: {} not in {{off,uniform,recent}}", v);
-    o.temporal = v != "off";
-    o.temporal_strategy =
-        v == "recent" ? csp::TemporalStrategy::kRecent : csp::TemporalStrategy::kUniform;
+    const TemporalKind t = parse_choice<TemporalKind>(v);
+    o.temporal = t != TemporalKind::kOff;
+    o.temporal_strategy = t == TemporalKind::kRecent ? csp::TemporalStrategy::kRecent
+                                                     : csp::TemporalStrategy::kUniform;
   };
   temporal.parse = parse_temporal;
   temporal.read = [parse_temporal](S& o, const nlohmann::json& v) {
     parse_temporal(o, v.get<std::string>());
   };
   temporal.write = [](const S& o) {
-    return nlohmann::json(temporal_strategy_name(o.temporal, o.temporal_strategy));
+    return nlohmann::json(name_of(temporal_kind(o.temporal, o.temporal_strategy)));
   };
   return {
       kind,
@@ -298,17 +312,12 @@ void check_cuda_graphs(const SamplerOptions& o, const SamplerBackend& backend) {
 const OptionTable<SamplerOptions>& sampler_options_table() {
   static const OptionTable<SamplerOptions> table = [] {
     using S = SamplerOptions;
-    Option<S> kernel = options::declare<S>(
+    Option<S> kernel = options::value<S>(
         "--sample-kernel", "sample_kernel",
         "default, or turbo: tasks degree-sorted and dealt in snake order (TurboGNN): to warps and "
         "blocks with shared-memory positions on a GPU, to threads on the CPU; the same blocks "
-        "either way");
-    kernel.type = "TEXT:{default,turbo}";
-    kernel.parse = [](S& o, const std::string& s) { o.kernel = parse_sample_kernel(s); };
-    kernel.read = [](S& o, const nlohmann::json& v) {
-      o.kernel = parse_sample_kernel(v.get<std::string>());
-    };
-    kernel.write = [](const S& o) { return nlohmann::json(sample_kernel_name(o.kernel)); };
+        "either way",
+        [](S & o) -> auto& { return o.kernel; });
     Option<S> fanouts = options::declare<S>(
         "--fanouts", "fanouts",
         "neighbours sampled per node, from the seeds out; one per layer, -1 for all of them "

@@ -59,13 +59,17 @@ enum class SampleKernel { kDefault, kTurbo };
 // Which sampler --sampler names: neighbour sampling (node-wise, today's default), LABOR
 // (node-wise with shared per-neighbour variates, SamplerOptions::labor) or layer-wise.
 enum class SamplerKind { kNeighbor, kLabor, kLayer };
-SamplerKind parse_sampler_kind(const std::string& s);  // "neighbor" | "labor" | "layer"
-const char* sampler_kind_name(SamplerKind k);
-
-SampleScheme parse_sample_scheme(const std::string& s);  // "node" | "layer" (InvalidArgument)
-SampleMode parse_sample_mode(const std::string& s);      // "csp" | "pull"
-SampleKernel parse_sample_kernel(const std::string& s);  // "default" | "turbo"
-const char* sample_kernel_name(SampleKernel k);
+// The option values of --sampler (also "neighbour"), --sample-kernel, the scheme (node, layer;
+// also "node-wise", "layer-wise"), the mode (csp, pull), --layer-draws (with, without) and
+// --temporal (off, uniform, recent): core/choice.hpp's tables, in sampler.cpp.
+enum class LayerDraws { kWith, kWithout };
+enum class TemporalKind { kOff, kUniform, kRecent };
+const Names<SamplerKind>& names_of(SamplerKind);
+const Names<SampleScheme>& names_of(SampleScheme);
+const Names<SampleMode>& names_of(SampleMode);
+const Names<SampleKernel>& names_of(SampleKernel);
+const Names<LayerDraws>& names_of(LayerDraws);
+const Names<TemporalKind>& names_of(TemporalKind);
 
 // A fanout of -1 (as DGL's and PyG's): every neighbour. Node-wise sampling without replacement
 // takes min(k, degree) picks, so the sampler asks the backends for the largest fanout,
@@ -459,7 +463,7 @@ PartitionData single_part(const Csr& graph);
 // Whether (id, time index) pairs of a graph of num_nodes nodes and `times` distinct times fit the
 // relabel table's keys as id * times + index (< 2^32 - 1, csp::relabel_slot).
 bool temporal_keys_fit(int64_t num_nodes, int64_t times);
-const char* temporal_strategy_name(bool temporal, csp::TemporalStrategy s);  // off|uniform|recent
+TemporalKind temporal_kind(bool temporal, csp::TemporalStrategy s);
 
 // --temporal samples node seeds at their node times: InvalidArgument "--temporal: DIR has no node
 // times (node_time.npy): each SEED is sampled at its node's time" when `o` is temporal and `part`

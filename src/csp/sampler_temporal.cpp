@@ -16,9 +16,9 @@ bool temporal_keys_fit(int64_t num_nodes, int64_t times) {
   return times >= 1 && num_nodes <= ((int64_t{1} << 32) - 1) / times;
 }
 
-const char* temporal_strategy_name(bool temporal, csp::TemporalStrategy s) {
-  if (!temporal) return "off";
-  return s == csp::TemporalStrategy::kRecent ? "recent" : "uniform";
+TemporalKind temporal_kind(bool temporal, csp::TemporalStrategy s) {
+  if (!temporal) return TemporalKind::kOff;
+  return s == csp::TemporalStrategy::kRecent ? TemporalKind::kRecent : TemporalKind::kUniform;
 }
 
 void check_node_times(const SamplerOptions& o, const PartitionData& part, const std::string& dir,

@@ -129,11 +129,11 @@ nlohmann::json bench_pipeline(Coordinator& coord, EpochScheduler& sched,
       continue;
     }
     PipelineOptions po = base;
-    po.mode = parse_pipeline_mode(name);
+    po.mode = parse_choice<PipelineMode>(name);
     po.queue_capacity = opts.queue_capacity;
     pipes.push_back(std::make_unique<Pipeline>(coord, sched, stages, po));
     Pipeline* p = pipes.back().get();
-    BenchMode m{pipeline_mode_name(po.mode), [p](int64_t e) { return p->run_epoch(e); }, {}};
+    BenchMode m{name_of(po.mode), [p](int64_t e) { return p->run_epoch(e); }, {}};
     if (po.mode == PipelineMode::kAuto) m.describe = [p] { return p->auto_json(); };
     modes.push_back(std::move(m));
   }
@@ -171,7 +171,7 @@ OptionTable<Cmd> model_and_mode_options() {
       value("--roles-switch", "roles_switch",
             "roles-switch: on (a sampler trains while its queue is full; default), always or "
             "never",
-            DSP_FIELD(roles_switch), "on,always,never"),
+            DSP_FIELD(roles_switch)),
       value("--samplers", "samplers",
             "roles: sampler-only ranks (default 0: GNNLab's rule over a few profiled "
             "batches)",
@@ -209,8 +209,8 @@ const OptionTable<PipelineBenchCommand>& pipeline_bench_options() {
 }
 
 void PipelineBenchCommand::validate() const {
-  DSP_CHECK_ARG(roles_switch == "on" || roles_switch == "always" || roles_switch == "never",
-                "--roles-switch: {} not in {{on,always,never}}", roles_switch);
+  DSP_CHECK_ARG(roles_switch != RoleSwitch::kOff,
+                "--roles-switch off: mode roles-switch switches (on, always or never)");
   DSP_CHECK_ARG(batch_size > 0 && hidden > 0 && epochs > 0 && warmup >= 0 && max_steps >= 0 &&
                     threads >= 0 && repeats > 0 && samplers >= 0,
                 "--batch-size, --hidden, --epochs, --repeats must be positive; --warmup, "

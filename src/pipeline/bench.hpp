@@ -15,6 +15,7 @@
 
 #include "core/options.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/roles.hpp"
 
 namespace dsp {
 
@@ -39,7 +40,7 @@ struct PipelineBenchCommand {
   std::string fanouts = "15,10,5";
   int64_t batch_size = 1024;        // seeds per rank and step
   std::string modes = "on,off";     // off, on, auto, roles, roles-switch, in this order
-  std::string roles_switch = "on";  // the policy of mode roles-switch: on, always, never
+  RoleSwitch roles_switch = RoleSwitch::kQueueFull;  // mode roles-switch's: on, always, never
   int samplers = 0;                 // roles: sampler-only ranks; 0: GNNLab's rule
   int repeats = 1;
   int epochs = 2;         // measured, per mode

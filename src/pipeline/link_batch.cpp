@@ -16,15 +16,31 @@ constexpr uint64_t kNegatives = 0x4e4547;  // "NEG"
 constexpr double kUnigramPower = 0.75;
 }  // namespace
 
+const Names<TaskKind>& names_of(TaskKind) {
+  static const Names<TaskKind> n("task", {{TaskKind::kNode, "node"}, {TaskKind::kLink, "link"}});
+  return n;
+}
+
+const Names<NegativeKind>& names_of(NegativeKind) {
+  using N = NegativeKind;
+  static const Names<N> n(
+      "negative sampler",
+      {{N::kUniform, "uniform"}, {N::kUnigram, "unigram"}, {N::kPairs, "pairs"}});
+  return n;
+}
+
+const Names<ExcludeKind>& names_of(ExcludeKind) {
+  using E = ExcludeKind;
+  static const Names<E> n(
+      "edge exclusion",
+      {{E::kAuto, "auto"}, {E::kNone, "none"}, {E::kSelf, "self"}, {E::kReverse, "reverse"}});
+  return n;
+}
+
 void LinkOptions::validate() const {
-  DSP_CHECK_ARG(task == "node" || task == "link", "--task must be node or link, got '{}'", task);
   DSP_CHECK_ARG(neg_ratio >= 1 && neg_ratio <= 4096,
                 "--neg-ratio must lie in [1, 4096] (negatives per positive edge), got {}",
                 neg_ratio);
-  DSP_CHECK_ARG(negatives == "uniform" || negatives == "unigram" || negatives == "pairs",
-                "--negatives must be uniform, unigram or pairs, got '{}'", negatives);
-  DSP_CHECK_ARG(exclude == "auto" || exclude == "none" || exclude == "self" || exclude == "reverse",
-                "--exclude must be auto, none, self or reverse, got '{}'", exclude);
   DSP_CHECK_ARG(!hits_k.empty(), "--hits-k needs at least one K");
   for (int k : hits_k) DSP_CHECK_ARG(k >= 1, "--hits-k: every K must be >= 1, got {}", k);
   for (int k : recall_k) DSP_CHECK_ARG(k >= 1, "--recall-k: every K must be >= 1, got {}", k);
@@ -40,19 +56,19 @@ const OptionTable<LinkOptions>& link_options_table() {
       value<T>("--task", "task",
                "node (default: classify nodes) or link (predict edges: the dataset's "
                "link_train/valid/test edges, Hits@K, MRR and ROC-AUC)",
-               DSP_LINK(task), "node,link"),
+               DSP_LINK(task)),
       value<T>("--neg-ratio", "neg_ratio", "link: negatives per positive edge (default 1)",
                DSP_LINK(neg_ratio)),
       value<T>("--negatives", "negatives",
                "link: a positive (u, v)'s negatives (u, w), w uniform over the nodes (default) or "
                "unigram (in-degree to the power 0.75); or pairs (w, x) with both ends uniform "
                "(PyG's negative_sampling, DGL's GlobalUniform; existing edges are not skipped)",
-               DSP_LINK(negatives), "uniform,unigram,pairs"),
+               DSP_LINK(negatives)),
       value<T>("--exclude", "exclude",
                "link: edges a batch must not see while it samples: self (its positive edges), "
                "reverse (also their reverse edges), none, or auto (default: reverse on an "
                "undirected dataset, else self)",
-               DSP_LINK(exclude), "auto,none,self,reverse"),
+               DSP_LINK(exclude)),
       value<T>("--hits-k", "hits_k",
                "link: report Hits@K for these K (default 50); the first selects the best epoch "
                "(unless --metric rocauc)",
@@ -76,12 +92,13 @@ LinkBatcher::LinkBatcher(const PartitionData& part, const LinkOptions& opts, uin
                    "dataset's link_train.npy)",
                    part.dir, part.part);
   edges_ = part.link_train.dim(0);
-  exclude_ = opts.exclude == "auto" ? (undirected ? "reverse" : "self") : opts.exclude;
+  using E = ExcludeKind;
+  exclude_ = opts.exclude == E::kAuto ? (undirected ? E::kReverse : E::kSelf) : opts.exclude;
   if (part.meta.hetero) {
     init_typed(part.dir);
     return;
   }
-  if (opts.negatives == "unigram") {
+  if (opts.negatives == NegativeKind::kUnigram) {
     const int64_t* deg = part.in_degree.data<int64_t>();
     cdf_.resize(static_cast<size_t>(num_nodes_));
     double sum = 0;
@@ -104,12 +121,14 @@ void LinkBatcher::init_typed(const std::string& dir) {
   rel_ = s.link;
   rev_ = s.reverse_of(rel_);
   const RelationInfo& r = s.relations[rel_];
-  DSP_CHECK_ARG(opts_.negatives != "unigram",
+  DSP_CHECK_ARG(opts_.negatives != NegativeKind::kUnigram,
                 "--negatives unigram on the heterogeneous graph {}: not implemented (a node's "
                 "in-degree there counts every relation); use uniform or pairs",
                 dir);
-  if (opts_.exclude == "auto") exclude_ = rev_ >= 0 ? "reverse" : "self";
-  DSP_CHECK_ARG(exclude_ != "reverse" || rev_ >= 0,
+  if (opts_.exclude == ExcludeKind::kAuto) {
+    exclude_ = rev_ >= 0 ? ExcludeKind::kReverse : ExcludeKind::kSelf;
+  }
+  DSP_CHECK_ARG(exclude_ != ExcludeKind::kReverse || rev_ >= 0,
                 "--exclude reverse: relation {} of {} has no reverse relation ({}___rev_{}___{}); "
                 "use self or none, or add the reverses to the dataset",
                 r.key(), dir, r.dst, r.name, r.src);
@@ -123,7 +142,7 @@ void LinkBatcher::init_typed(const std::string& dir) {
     return out;
   };
   dst_pool_ = pool(r.dst_type);
-  if (opts_.negatives == "pairs") src_pool_ = pool(r.src_type);
+  if (opts_.negatives == NegativeKind::kPairs) src_pool_ = pool(r.src_type);
   DSP_CHECK_FORMAT(!dst_pool_.empty(), "{}: the link relation's destination type {} has no nodes",
                    dir, r.dst);
 }
@@ -180,7 +199,7 @@ LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch, in
     const uint64_t subject =
         static_cast<uint64_t>(u) * static_cast<uint64_t>(num_nodes_) + static_cast<uint64_t>(v);
     for (int j = 0; j < opts_.neg_ratio; ++j) {
-      if (opts_.negatives == "pairs") {
+      if (opts_.negatives == NegativeKind::kPairs) {
         const auto [w, x] = draw_pair(key, subject, j);
         add(seed_of(w), seed_of(x), 0.0f);
       } else {
@@ -195,11 +214,11 @@ LinkBatch LinkBatcher::make(const std::vector<int64_t>& edges, int64_t epoch, in
 // "reverse", v -> u (of the reverse relation there).
 void LinkBatcher::exclude(LinkBatch& out, int64_t u, int64_t v) const {
   CollectiveSampler::ExcludedEdges& ex = out.exclude;
-  if (exclude_ == "none") return;
+  if (exclude_ == ExcludeKind::kNone) return;
   ex.dst.push_back(v);
   ex.src.push_back(u);
   if (rel_ >= 0) ex.rel.push_back(rel_);
-  if (exclude_ != "reverse") return;
+  if (exclude_ != ExcludeKind::kReverse) return;
   ex.dst.push_back(u);
   ex.src.push_back(v);
   if (rel_ >= 0) ex.rel.push_back(rev_);

@@ -32,18 +32,26 @@
 
 namespace dsp {
 
+enum class TaskKind { kNode, kLink };
+// unigram: in-degree^0.75; pairs: both ends uniform.
+enum class NegativeKind { kUniform, kUnigram, kPairs };
+enum class ExcludeKind { kAuto, kNone, kSelf, kReverse };
+const Names<TaskKind>& names_of(TaskKind);
+const Names<NegativeKind>& names_of(NegativeKind);
+const Names<ExcludeKind>& names_of(ExcludeKind);
+
 struct LinkOptions {
-  std::string task = "node";          // node | link
-  int neg_ratio = 1;                  // negatives per positive edge
-  std::string negatives = "uniform";  // uniform | unigram (in-degree^0.75) | pairs (both ends)
-  std::string exclude = "auto";       // auto | none | self | reverse
+  TaskKind task = TaskKind::kNode;
+  int neg_ratio = 1;  // negatives per positive edge
+  NegativeKind negatives = NegativeKind::kUniform;
+  ExcludeKind exclude = ExcludeKind::kAuto;
   // Hits@K reported for each K; the first is the validation metric (best epoch, --patience).
   std::vector<int> hits_k{50};
   // Recall@K reported for each K (a typed graph's link relation: each source's held-out
   // destinations ranked among every node of the destination type); empty: none.
   std::vector<int> recall_k;
 
-  bool link() const { return task == "link"; }
+  bool link() const { return task == TaskKind::kLink; }
   void validate() const;  // InvalidArgument naming the flag
 };
 
@@ -65,7 +73,7 @@ class LinkBatcher {
   // The scheduler's seeds: this part's edge indices 0 .. edges - 1.
   std::vector<int64_t> edge_indices() const;
   int64_t num_edges() const { return edges_; }
-  const std::string& exclusion() const { return exclude_; }  // resolved: none | self | reverse
+  ExcludeKind exclusion() const { return exclude_; }  // resolved: none, self or reverse
   // A typed graph's link relation: the new ids of its destination type (the negatives' pool and
   // Recall@K's candidates); empty on a homogeneous graph.
   const std::vector<int64_t>& destinations() const { return dst_pool_; }
@@ -83,7 +91,7 @@ class LinkBatcher {
   LinkOptions opts_;
   uint64_t seed_;
   int64_t edges_ = 0, num_nodes_ = 0;
-  std::string exclude_;
+  ExcludeKind exclude_ = ExcludeKind::kNone;
   std::vector<double> cdf_;  // unigram: inclusive prefix sums of in-degree^0.75
   // Typed: the relation and its reverse (-1: none), the new ids of its source and destination
   // types in type order (the negatives' pools); empty on a homogeneous partition.

@@ -45,23 +45,11 @@ struct FirstFailure {
 
 }  // namespace
 
-PipelineMode parse_pipeline_mode(const std::string& s) {
-  if (s == "on" || s == "pipelined") return PipelineMode::kPipelined;
-  if (s == "off" || s == "sequential") return PipelineMode::kSequential;
-  if (s == "auto") return PipelineMode::kAuto;
-  DSP_THROW_T(InvalidArgument, "unknown pipeline mode '{}' (on|off|auto)", s);
-}
-
-const char* pipeline_mode_name(PipelineMode m) {
-  switch (m) {
-    case PipelineMode::kPipelined:
-      return "on";
-    case PipelineMode::kSequential:
-      return "off";
-    case PipelineMode::kAuto:
-      break;
-  }
-  return "auto";
+const Names<PipelineMode>& names_of(PipelineMode) {
+  using P = PipelineMode;
+  static const Names<P> n("pipeline mode",
+                          {{P::kAuto, "auto"}, {P::kPipelined, "on"}, {P::kSequential, "off"}});
+  return n;
 }
 
 std::vector<const SampledBatch*> batch_pointers(const std::vector<SampledBatch>& batches) {
@@ -82,7 +70,7 @@ nlohmann::json StageMetrics::to_json() const {
 nlohmann::json EpochMetrics::to_json() const {
   return {{"epoch", epoch},
           {"steps", steps},
-          {"mode", pipeline_mode_name(mode)},
+          {"mode", name_of(mode)},
           {"ran", ran},
           {"wall_s", wall_s},
           {"batches_per_s", batches_per_s},
@@ -253,7 +241,7 @@ void Pipeline::profile_segment(int64_t epoch, const EpochMetrics& seg, int64_t n
   decided_epoch_ = epoch;
   decided_batch_ = seg.steps;
   if (coord_.rank() == 0) {
-    DSP_INFO("pipeline", "auto: {}; chose {} ({})", plan_.why, pipeline_mode_name(plan_.mode),
+    DSP_INFO("pipeline", "auto: {}; chose {} ({})", plan_.why, name_of(plan_.mode),
              plan_.mode == PipelineMode::kPipelined ? plan_.shares.describe()
                                                     : "all stages in turn on every thread");
   }
@@ -303,7 +291,7 @@ EpochMetrics Pipeline::run_epoch(int64_t epoch) {
                            : run_sequential(epoch, order, t, t + n);
     seg.steps = t + n;  // the step where the segment ended
     add_segment(&m, seg, n);
-    const char* r = pipeline_mode_name(mode);
+    const char* r = name_of(mode);
     ran = ran.empty() || ran == r ? r : "mixed";
     if (profiling) {
       profiled = true;

@@ -50,11 +50,6 @@ namespace dsp {
 // Pointers to `batches`, in order: a read-ahead group as PipelineStages::read_ahead takes it.
 std::vector<const SampledBatch*> batch_pointers(const std::vector<SampledBatch>& batches);
 
-// "on" | "pipelined" -> kPipelined, "off" | "sequential" -> kSequential, "auto" -> kAuto; else
-// InvalidArgument.
-PipelineMode parse_pipeline_mode(const std::string& s);
-const char* pipeline_mode_name(PipelineMode m);  // "on" | "off" | "auto"
-
 struct PipelineStages {
   // Samples batch `batch` of `epoch` from this rank's `seeds` (may be empty: the rank still joins
   // the collectives). The pipeline stamps epoch/batch on the result.

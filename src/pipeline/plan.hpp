@@ -26,9 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "core/choice.hpp"
+
 namespace dsp {
 
 enum class PipelineMode { kPipelined, kSequential, kAuto };
+const Names<PipelineMode>& names_of(PipelineMode);  // on, off, auto (pipeline.cpp)
 
 // Per batch, averaged over the profiled batches, max over ranks.
 struct StageCost {

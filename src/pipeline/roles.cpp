@@ -88,26 +88,12 @@ RoleAllocation profile_roles(Coordinator& coord, const EpochScheduler& sched,
   return gnnlab_allocation(coord.size(), t[0] / batches, t[1] / batches);
 }
 
-RoleSwitch parse_role_switch(const std::string& s) {
-  if (s == "off") return RoleSwitch::kOff;
-  if (s == "never") return RoleSwitch::kNever;
-  if (s == "on") return RoleSwitch::kQueueFull;
-  if (s == "always") return RoleSwitch::kAlways;
-  DSP_THROW_T(InvalidArgument, "role switching must be off, on, never or always, got '{}'", s);
-}
-
-const char* role_switch_name(RoleSwitch s) {
-  switch (s) {
-    case RoleSwitch::kOff:
-      return "off";
-    case RoleSwitch::kNever:
-      return "never";
-    case RoleSwitch::kQueueFull:
-      return "on";
-    case RoleSwitch::kAlways:
-      return "always";
-  }
-  return "?";
+const Names<RoleSwitch>& names_of(RoleSwitch) {
+  using R = RoleSwitch;
+  static const Names<R> n(
+      "role switch",
+      {{R::kOff, "off"}, {R::kQueueFull, "on"}, {R::kAlways, "always"}, {R::kNever, "never"}});
+  return n;
 }
 
 void RoleLayout::validate() const {
@@ -138,7 +124,7 @@ nlohmann::json RoleLayout::to_json() const {
           {"samplers", samplers},
           {"trainers", trainers()},
           {"slots", slots()},
-          {"switching", role_switch_name(switching)}};
+          {"switching", name_of(switching)}};
 }
 
 PartitionData load_whole_partition(const std::string& dir) {

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "ccc/coordinator.hpp"
+#include "core/choice.hpp"
 #include "csp/block.hpp"
 #include "csp/sampler.hpp"
 #include "layout/partition/partition.hpp"
@@ -102,9 +103,7 @@ enum class RoleSwitch {
   kQueueFull,  // P slots, a sampler trains its extra slot while its queue is full
   kAlways,     // P slots, every sampler trains its extra slot every step (tests)
 };
-// "off" | "never" | "on" | "always"; InvalidArgument naming the accepted values otherwise.
-RoleSwitch parse_role_switch(const std::string& s);
-const char* role_switch_name(RoleSwitch s);
+const Names<RoleSwitch>& names_of(RoleSwitch);  // off, on (kQueueFull), always, never
 
 struct RoleLayout {
   int ranks = 2;

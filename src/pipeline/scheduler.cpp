@@ -8,14 +8,18 @@
 
 namespace dsp {
 
+const Names<SeedOrder>& names_of(SeedOrder) {
+  static const Names<SeedOrder> n("seed order",
+                                  {{SeedOrder::kRandom, "random"}, {SeedOrder::kBfs, "bfs"}});
+  return n;
+}
+
 void SeedOrderOptions::validate() const {
-  DSP_CHECK_ARG(order == "random" || order == "bfs", "--order must be random or bfs, got '{}'",
-                order);
   DSP_CHECK_ARG(bfs_sequences >= 1, "--bfs-sequences must be >= 1, got {}", bfs_sequences);
 }
 
 void SeedOrderOptions::apply(EpochScheduler& sched, const Csr& rows, int64_t begin) const {
-  if (order == "bfs") sched.use_bfs_order(rows, begin, {bfs_sequences, 0});
+  if (order == SeedOrder::kBfs) sched.use_bfs_order(rows, begin, {bfs_sequences, 0});
 }
 
 const OptionTable<SeedOrderOptions>& seed_order_options_table() {
@@ -25,7 +29,7 @@ const OptionTable<SeedOrderOptions>& seed_order_options_table() {
           "--order", "order",
           "seed order per epoch: random (default, a shuffle) or bfs (BGL's "
           "proximity-aware order: BFS sequences from random roots, interleaved)",
-          [](S & o) -> auto& { return o.order; }, "random,bfs"),
+          [](S & o) -> auto& { return o.order; }),
       options::value<S>(
           "--bfs-sequences", "bfs_sequences",
           "order bfs: sequences interleaved per epoch (default 4; fewer: more "

@@ -34,11 +34,14 @@ class EpochScheduler;
 
 // The seed order of every epoch (dsp train --order/--bfs-sequences, the Loader's order and
 // bfs_sequences): a shuffle, or BGL's proximity-aware order (seed_order.hpp).
-struct SeedOrderOptions {
-  std::string order = "random";  // random | bfs
-  int bfs_sequences = 4;         // bfs: BFS sequences interleaved per pass
+enum class SeedOrder { kRandom, kBfs };
+const Names<SeedOrder>& names_of(SeedOrder);  // random, bfs
 
-  void validate() const;  // random or bfs, and at least one BFS sequence
+struct SeedOrderOptions {
+  SeedOrder order = SeedOrder::kRandom;
+  int bfs_sequences = 4;  // bfs: BFS sequences interleaved per pass
+
+  void validate() const;  // at least one BFS sequence
   // Sets the order on `sched`, whose seeds are in `rows` from global id `begin` on (a rank's
   // patch); nothing for random.
   void apply(EpochScheduler& sched, const Csr& rows, int64_t begin) const;

@@ -1001,7 +1001,7 @@ LoaderHolder new_loader(const std::string& path, const py::object& fanouts, int6
   read_options(sampler_options_table(), so, o.sampler, "dsp.Loader");
   o.batch_size = batch_size;
   o.shuffle = shuffle;
-  o.split = split;
+  o.split = parse_choice<Split>(split);
   o.seed = seed;
   o.prefetch = prefetch;
   if (nodes) {

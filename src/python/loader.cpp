@@ -62,8 +62,8 @@ void check_nodes(const std::vector<int64_t>& nodes, int64_t num_nodes, const std
 }
 
 // What a split is called in the messages of `dsp train` ("the dataset has no training ids").
-const char* split_noun(const std::string& split) {
-  return split == "train" ? "training" : split == "valid" ? "validation" : "test";
+const char* split_noun(Split split) {
+  return split == Split::kTrain ? "training" : split == Split::kValid ? "validation" : "test";
 }
 
 }  // namespace
@@ -83,11 +83,7 @@ void LoaderOptions::validate() const {
   rank_options().validate();  // the rank's own options: RankOptions' own checks
   sampler.validate();
   DSP_CHECK_ARG(batch_size > 0, "batch sizes must be > 0");
-  DSP_CHECK_ARG(split == "train" || split == "valid" || split == "test" || split == "all",
-                "split must be train, valid or test (the dataset's splits) or all (every node of "
-                "the part), got '{}'",
-                split);
-  DSP_CHECK_ARG(!has_nodes || split == "train",
+  DSP_CHECK_ARG(!has_nodes || split == Split::kTrain,
                 "nodes= replaces the split: it cannot be combined with split='{}'", split);
   DSP_CHECK_ARG(!has_nodes || !nodes.empty(), "{}: nodes is empty: there is nothing to load",
                 rank.path);
@@ -98,9 +94,9 @@ void LoaderOptions::validate() const {
     DSP_CHECK_ARG(!sampler.temporal,
                   "dsp.LinkLoader: temporal sampling samples node seeds at their node times; "
                   "link batches are not supported with it (temporal='off')");
-    DSP_CHECK_ARG(split == "train" && !has_nodes,
+    DSP_CHECK_ARG(split == Split::kTrain && !has_nodes,
                   "link batches are the training edges: split and nodes do not apply");
-    DSP_CHECK_ARG(seed_order.order == "random",
+    DSP_CHECK_ARG(seed_order.order == SeedOrder::kRandom,
                   "link batches shuffle their edges: order='{}' does not apply", seed_order.order);
   }
 }
@@ -158,16 +154,16 @@ Loader::~Loader() {
 std::vector<int64_t> Loader::split_seeds() const {
   const PartitionData& part = rt_->part();
   const int64_t b = part.meta.offsets[rank()], e = part.meta.offsets[rank() + 1];
-  if (opts_.split == "all") {
+  if (opts_.split == Split::kAll) {
     std::vector<int64_t> all(static_cast<size_t>(e - b));
     std::iota(all.begin(), all.end(), b);
     return all;
   }
   int64_t total = 0;
-  if (opts_.split == "train") {
+  if (opts_.split == Split::kTrain) {
     for (const PartStats& ps : part.meta.part) total += ps.seeds;
   } else {
-    const Array& ids = opts_.split == "valid" ? part.valid_idx : part.test_idx;
+    const Array& ids = opts_.split == Split::kValid ? part.valid_idx : part.test_idx;
     total = ids.defined() ? ids.dim(0) : 0;
   }
   DSP_CHECK_FORMAT(total > 0,

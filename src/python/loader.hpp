@@ -43,7 +43,7 @@ struct LoaderOptions {
   bool shuffle = true;  // false: ascending seed order, no wrap-around
   // train (the part's co-partitioned seeds) | valid | test (the owned ids of the split) | all
   // (every node of the rank's part)
-  std::string split = "train";
+  Split split = Split::kTrain;
   // With has_nodes, the seeds instead of a split (dsp.Loader(nodes=...)): the dataset's original
   // ids, each at most once; every rank keeps those it owns (in partition ids). split stays "train".
   bool has_nodes = false;

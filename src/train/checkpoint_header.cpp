@@ -187,14 +187,14 @@ int64_t check_checkpoint_params(const std::string& path, const nlohmann::json& h
 }
 
 void check_checkpoint_optimizer(const std::string& path, const nlohmann::json& header,
-                                const std::string& optimizer) {
+                                OptimizerKind optimizer) {
   std::string ck_opt;
   try {
     ck_opt = header.at("config").at("optimizer").get<std::string>();
   } catch (const json::exception& e) {
     DSP_THROW_T(FormatError, "{} is not a dsp checkpoint: bad header ({})", path, e.what());
   }
-  DSP_CHECK_FORMAT(ck_opt == optimizer,
+  DSP_CHECK_FORMAT(ck_opt == name_of(optimizer),
                    "checkpoint {} holds {} optimizer state but this trainer uses {}", path, ck_opt,
                    optimizer);
 }
@@ -204,15 +204,18 @@ TrainConfig checkpoint_train_config(const std::string& path, const nlohmann::jso
   try {
     const auto& j = header.at("config");
     c.model = ModelConfig::from_json(j.at("model"));
-    c.optimizer = j.at("optimizer").get<std::string>();
+    c.optimizer = parse_choice<OptimizerKind>(j.at("optimizer").get<std::string>());
     c.lr = j.at("lr").get<double>();
     c.weight_decay = j.at("weight_decay").get<double>();
     c.momentum = j.at("momentum").get<double>();
     c.seed = j.at("seed").get<uint64_t>();
-    c.normalize_features = j.value("normalize_features", "none");  // absent before --normalize
+    // absent before --normalize-features
+    c.normalize_features = parse_choice<FeatureNorm>(j.value("normalize_features", "none"));
   } catch (const json::exception& e) {
     DSP_THROW_T(FormatError, "{}: bad training configuration in the header ({})", path, e.what());
   } catch (const FormatError& e) {  // ModelConfig::from_json's, which knows no file
+    DSP_THROW_T(FormatError, "{}: bad training configuration in the header ({})", path, e.what());
+  } catch (const InvalidArgument& e) {  // a name outside a choice's table
     DSP_THROW_T(FormatError, "{}: bad training configuration in the header ({})", path, e.what());
   }
   return c;

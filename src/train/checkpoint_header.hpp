@@ -57,7 +57,7 @@ int64_t check_checkpoint_params(const std::string& path, const nlohmann::json& h
                                 const ModelConfig& model);
 // The parsed header records `optimizer`'s state: FormatError naming both otherwise.
 void check_checkpoint_optimizer(const std::string& path, const nlohmann::json& header,
-                                const std::string& optimizer);
+                                OptimizerKind optimizer);
 
 // The training configuration a parsed header records (model, optimizer, rates, seed, feature
 // normalisation): FormatError naming the file and the fault.

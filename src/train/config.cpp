@@ -9,6 +9,49 @@
 
 namespace dsp {
 
+const Names<ModelKind>& names_of(ModelKind) {
+  using M = ModelKind;
+  static const Names<M> n("model", {{M::kSage, "sage"},
+                                    {M::kGcn, "gcn"},
+                                    {M::kGat, "gat"},
+                                    {M::kRgcn, "rgcn"},
+                                    {M::kHsage, "hsage"}});
+  return n;
+}
+
+const Names<PredictorKind>& names_of(PredictorKind) {
+  using P = PredictorKind;
+  static const Names<P> n("predictor", {{P::kNone, "none"}, {P::kDot, "dot"}, {P::kMlp, "mlp"}});
+  return n;
+}
+
+const Names<LossKind>& names_of(LossKind) {
+  using L = LossKind;
+  static const Names<L> n("loss", {{L::kAuto, "auto"}, {L::kCe, "ce"}, {L::kBce, "bce"}});
+  return n;
+}
+
+const Names<OptimizerKind>& names_of(OptimizerKind) {
+  using O = OptimizerKind;
+  static const Names<O> n("optimizer", {{O::kAdam, "adam"}, {O::kSgd, "sgd"}});
+  return n;
+}
+
+const Names<FeatureNorm>& names_of(FeatureNorm) {
+  using F = FeatureNorm;
+  static const Names<F> n("feature normalisation",
+                          {{F::kNone, "none"}, {F::kRow, "row"}, {F::kStandard, "standard"}});
+  return n;
+}
+
+const Names<LrScheduleKind>& names_of(LrScheduleKind) {
+  using L = LrScheduleKind;
+  static const Names<L> n(
+      "learning rate schedule",
+      {{L::kNone, "none"}, {L::kCosine, "cosine"}, {L::kStep, "step"}, {L::kPlateau, "plateau"}});
+  return n;
+}
+
 namespace {
 
 // The heterogeneous fields: a schema's types and relations, or none for a homogeneous model.
@@ -50,15 +93,13 @@ void check_hetero_fields(const ModelConfig& m) {
 }  // namespace
 
 void ModelConfig::validate() const {
-  DSP_CHECK_ARG(model == "sage" || model == "gcn" || model == "gat" || hetero(),
-                "unknown model '{}' (sage, gcn, gat, rgcn, hsage)", model);
   DSP_CHECK_ARG(hetero() || in_dim > 0, "model input dimension must be positive, got {}", in_dim);
   DSP_CHECK_ARG(out_dim > 0, "model output dimension (classes) must be positive, got {}", out_dim);
   DSP_CHECK_ARG(hidden > 0, "hidden size must be positive, got {}", hidden);
   DSP_CHECK_ARG(layers >= 1, "a model needs at least one layer, got {}", layers);
   DSP_CHECK_ARG(dropout >= 0.0 && dropout < 1.0, "dropout must lie in [0, 1), got {}", dropout);
   check_hetero_fields(*this);
-  DSP_CHECK_ARG(!preaggregated || model == "sage" || model == "gcn",
+  DSP_CHECK_ARG(!preaggregated || model == ModelKind::kSage || model == ModelKind::kGcn,
                 "--preaggregate works with sage and gcn, whose first layer is a linear map of a "
                 "neighbour aggregate; {}'s first layer cannot be computed ahead of sampling",
                 model);
@@ -66,18 +107,20 @@ void ModelConfig::validate() const {
                 "--preaggregate needs 2 or more layers (the first is pre-aggregated, the others "
                 "are sampled), got {}",
                 layers);
-  DSP_CHECK_ARG(predictor == "none" || predictor == "dot" || predictor == "mlp",
-                "unknown predictor '{}' (dot, mlp)", predictor);
   DSP_CHECK_ARG(hetero() || (embedding_dim >= 0 && embedding_dim <= in_dim),
                 "embedding dimension {} must lie in [0, in_dim = {}]", embedding_dim, in_dim);
-  DSP_CHECK_ARG(loss == "auto" || loss == "ce" || loss == "bce",
-                "--loss must be ce, bce or auto, got '{}'", loss);
   DSP_CHECK_ARG(heads >= 1 && out_heads >= 1, "attention heads must be >= 1, got {} and {}", heads,
                 out_heads);
 }
 
+std::string ModelConfig::preaggregate_kind() const {
+  if (model == ModelKind::kSage) return "mean";
+  if (model == ModelKind::kGcn) return "gcn";
+  return "";
+}
+
 nlohmann::json ModelConfig::to_json() const {
-  nlohmann::json j = {{"model", model},
+  nlohmann::json j = {{"model", name_of(model)},
                       {"in_dim", in_dim},
                       {"hidden", hidden},
                       {"out_dim", out_dim},
@@ -86,9 +129,9 @@ nlohmann::json ModelConfig::to_json() const {
                       {"heads", heads},
                       {"out_heads", out_heads},
                       {"preaggregated", preaggregated},
-                      {"predictor", predictor},
+                      {"predictor", name_of(predictor)},
                       {"embedding_dim", embedding_dim},
-                      {"loss", loss == "auto" ? "ce" : loss}};
+                      {"loss", name_of(loss == LossKind::kAuto ? LossKind::kCe : loss)}};
   if (hetero()) {
     j["type_dims"] = type_dims;
     j["relation_src"] = relation_src;
@@ -100,7 +143,7 @@ nlohmann::json ModelConfig::to_json() const {
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   ModelConfig c;
   try {
-    c.model = j.at("model").get<std::string>();
+    c.model = parse_choice<ModelKind>(j.at("model").get<std::string>());
     c.in_dim = j.at("in_dim").get<int64_t>();
     c.hidden = j.at("hidden").get<int64_t>();
     c.out_dim = j.at("out_dim").get<int64_t>();
@@ -109,13 +152,16 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     c.heads = j.at("heads").get<int>();
     c.out_heads = j.at("out_heads").get<int>();
     c.preaggregated = j.value("preaggregated", false);  // absent in older checkpoints
-    c.predictor = j.value("predictor", std::string("none"));
+    c.predictor = parse_choice<PredictorKind>(j.value("predictor", std::string("none")));
     c.embedding_dim = j.value("embedding_dim", int64_t{0});
-    c.loss = j.value("loss", std::string("ce"));  // absent before --loss: cross-entropy
+    // absent before --loss: cross-entropy
+    c.loss = parse_choice<LossKind>(j.value("loss", std::string("ce")));
     c.type_dims = j.value("type_dims", std::vector<int64_t>{});  // heterogeneous models only
     c.relation_src = j.value("relation_src", std::vector<int>{});
     c.relation_dst = j.value("relation_dst", std::vector<int>{});
   } catch (const nlohmann::json::exception& e) {
+    DSP_THROW_T(FormatError, "bad model config {}: {}", j.dump(), e.what());
+  } catch (const InvalidArgument& e) {  // a name outside a choice's table
     DSP_THROW_T(FormatError, "bad model config {}: {}", j.dump(), e.what());
   }
   return c;
@@ -148,13 +194,13 @@ OptionTable<TrainConfig> make_train_table() {
       value<T>("--predictor", "predictor",
                "--task link: a pair's logit from its two output rows, dot (the default with "
                "--task link) or mlp (Linear, ReLU, Linear over their product); none for node tasks",
-               DSP_TRAIN(model.predictor), "none,dot,mlp"),
+               DSP_TRAIN(model.predictor)),
       value<T>("--loss", "loss",
                "node classification's loss: ce (softmax cross-entropy), bce (binary "
                "cross-entropy: a 2-class task's one logit, label 1 positive, or a multi-label "
                "task's logit per label) or auto (default: ce for class labels, bce for "
                "multi-label ones)",
-               DSP_TRAIN(model.loss), "auto,ce,bce"),
+               DSP_TRAIN(model.loss)),
       value<T>("--heads", "heads", "GAT heads of hidden layers (default 1)",
                DSP_TRAIN(model.heads)),
       value<T>("", "out_heads", "GAT heads of the output layer (default 1)",
@@ -163,12 +209,12 @@ OptionTable<TrainConfig> make_train_table() {
                "the input features as the model sees them: none (default), row (each row over "
                "its sum, as PyG's NormalizeFeatures) or standard (each column minus its mean over "
                "the nodes, over its standard deviation)",
-               DSP_TRAIN(normalize_features), "none,row,standard"),
+               DSP_TRAIN(normalize_features)),
       value<T>("--lr-schedule", "lr_schedule",
                "learning rate per epoch: none (default), cosine (annealed to 0 over --epochs), "
                "step (times --lr-gamma every --lr-step-size epochs) or plateau (times --lr-gamma "
                "after more than --lr-patience evaluations without a better validation accuracy)",
-               DSP_TRAIN(lr_schedule), "none,cosine,step,plateau"),
+               DSP_TRAIN(lr_schedule)),
       value<T>("--lr-gamma", "lr_gamma", "step, plateau: the factor of a decay (default 0.1)",
                DSP_TRAIN(lr_gamma)),
       value<T>("--lr-step-size", "lr_step_size", "step: epochs between decays",
@@ -176,10 +222,10 @@ OptionTable<TrainConfig> make_train_table() {
       value<T>("--lr-patience", "lr_patience",
                "plateau: evaluations without improvement before a decay (default 10)",
                DSP_TRAIN(lr_patience)),
-      value<T>("--tf32", "tf32",
-               "on a GPU, matrix products in TF32 (true, the default, where the GPU has it) or "
-               "in full float32 (false)",
-               DSP_TRAIN(tf32)),
+      options::resumable(value<T>("--tf32", "tf32",
+                                  "on a GPU, matrix products in TF32 (true, the default, where "
+                                  "the GPU has it) or in full float32 (false)",
+                                  DSP_TRAIN(tf32))),
   };
 #undef DSP_TRAIN
 }
@@ -193,24 +239,16 @@ const OptionTable<TrainConfig>& train_config_table() {
 
 void TrainConfig::validate() const {
   model.validate();
-  DSP_CHECK_ARG(optimizer == "adam" || optimizer == "sgd", "unknown optimizer '{}' (adam, sgd)",
-                optimizer);
   DSP_CHECK_ARG(lr > 0, "learning rate must be positive, got {}", lr);
   DSP_CHECK_ARG(weight_decay >= 0, "weight decay must be >= 0, got {}", weight_decay);
   DSP_CHECK_ARG(momentum >= 0, "momentum must be >= 0, got {}", momentum);
   DSP_CHECK_ARG(num_threads >= 0, "thread count must be >= 0, got {}", num_threads);
-  DSP_CHECK_ARG(normalize_features == "none" || normalize_features == "row" ||
-                    normalize_features == "standard",
-                "--normalize-features must be none, row or standard, got '{}'", normalize_features);
-  DSP_CHECK_ARG(normalize_features != "standard" || !model.hetero(),
+  DSP_CHECK_ARG(normalize_features != FeatureNorm::kStandard || !model.hetero(),
                 "--normalize-features standard with --model {}: per node type column statistics "
                 "are not implemented; use row or none",
                 model.model);
-  DSP_CHECK_ARG(lr_schedule == "none" || lr_schedule == "cosine" || lr_schedule == "step" ||
-                    lr_schedule == "plateau",
-                "--lr-schedule must be none, cosine, step or plateau, got '{}'", lr_schedule);
   DSP_CHECK_ARG(lr_gamma > 0 && lr_gamma <= 1, "--lr-gamma must be in (0, 1], got {}", lr_gamma);
-  DSP_CHECK_ARG(lr_schedule != "step" || lr_step_size >= 1,
+  DSP_CHECK_ARG(lr_schedule != LrScheduleKind::kStep || lr_step_size >= 1,
                 "--lr-schedule step needs --lr-step-size >= 1 (epochs between decays), got {}",
                 lr_step_size);
   DSP_CHECK_ARG(lr_step_size >= 0 && lr_patience >= 0,
@@ -219,12 +257,12 @@ void TrainConfig::validate() const {
 
 nlohmann::json TrainConfig::to_json() const {
   return {{"model", model.to_json()},
-          {"optimizer", optimizer},
+          {"optimizer", name_of(optimizer)},
           {"lr", lr},
           {"weight_decay", weight_decay},
           {"momentum", momentum},
           {"seed", seed},
-          {"normalize_features", normalize_features}};
+          {"normalize_features", name_of(normalize_features)}};
 }
 
 void check_fanout_count(const std::vector<int>& fanouts, const ModelConfig& model) {

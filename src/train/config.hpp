@@ -6,16 +6,32 @@
 #include <string>
 #include <vector>
 
+#include "core/choice.hpp"
 #include "core/device.hpp"
 #include "core/options.hpp"
 #include "graph/array.hpp"
 
 namespace dsp {
 
+// The choices of the model and the optimiser (core/choice.hpp: each names table written once, in
+// config.cpp).
+enum class ModelKind { kSage, kGcn, kGat, kRgcn, kHsage };
+enum class PredictorKind { kNone, kDot, kMlp };
+enum class LossKind { kAuto, kCe, kBce };
+enum class OptimizerKind { kAdam, kSgd };
+enum class FeatureNorm { kNone, kRow, kStandard };
+enum class LrScheduleKind { kNone, kCosine, kStep, kPlateau };
+const Names<ModelKind>& names_of(ModelKind);
+const Names<PredictorKind>& names_of(PredictorKind);
+const Names<LossKind>& names_of(LossKind);
+const Names<OptimizerKind>& names_of(OptimizerKind);
+const Names<FeatureNorm>& names_of(FeatureNorm);
+const Names<LrScheduleKind>& names_of(LrScheduleKind);
+
 struct ModelConfig {
   // On heterogeneous graphs "rgcn" (R-GCN) or "hsage" (a GraphSAGE per relation, summed per
   // destination type; model_hetero.cpp), whose in_dim is 0 (see type_dims).
-  std::string model = "sage";  // "sage" (GraphSAGE, mean aggregator) | "gcn" | "gat"
+  ModelKind model = ModelKind::kSage;  // sage (GraphSAGE, mean aggregator), gcn, gat
   int64_t in_dim = 0;          // feature dimension
   int64_t hidden = 128;        // width of every hidden layer; for GAT: per head (DGL/PyG style),
                                // so a hidden GAT layer outputs hidden * heads
@@ -32,7 +48,7 @@ struct ModelConfig {
   // the output rows are the logits), "dot" (h_u . h_v) or "mlp" (DGL's example predictor:
   // Linear(out_dim, out_dim), ReLU, Linear(out_dim, 1) over h_u * h_v; its parameters follow the
   // layers').
-  std::string predictor = "none";
+  PredictorKind predictor = PredictorKind::kNone;
   // Learnable node embeddings (layout/store/embedding_table.hpp) concatenated after the features:
   // in_dim counts them (in_dim = feature columns + embedding_dim).
   int64_t embedding_dim = 0;
@@ -40,7 +56,7 @@ struct ModelConfig {
   // cross-entropy with logits: one logit for a 2-class task, label 1 positive; one per label
   // column of a multi-label task), or "auto" until a job resolves it from its labels (ce for int64
   // labels, bce for multi-label ones). A trainer takes "auto" as ce. Checkpoints record it.
-  std::string loss = "auto";
+  LossKind loss = LossKind::kAuto;
   // Heterogeneous models (graph/hetero.hpp's schema): every node type's input width, 0 for a type
   // without features, whose nodes enter with learnable rows of `hidden` columns (embedding_dim
   // is then `hidden`); every relation's source and destination type. Empty otherwise.
@@ -48,11 +64,16 @@ struct ModelConfig {
   std::vector<int> relation_src, relation_dst;
 
   bool hetero() const { return is_hetero_model(model); }
-  static bool is_hetero_model(const std::string& name) { return name == "rgcn" || name == "hsage"; }
+  static bool is_hetero_model(ModelKind m) {
+    return m == ModelKind::kRgcn || m == ModelKind::kHsage;
+  }
   int num_types() const { return static_cast<int>(type_dims.size()); }
   int num_relations() const { return static_cast<int>(relation_src.size()); }
-  bool bce() const { return loss == "bce"; }
+  bool bce() const { return loss == LossKind::kBce; }
   int num_blocks() const { return preaggregated ? layers - 1 : layers; }
+  // The pre-aggregation kind (layout/partition/partition.hpp preaggregate_kinds) of the model's
+  // first layer: "mean" (sage), "gcn" (gcn); "" for any other.
+  std::string preaggregate_kind() const;
   int64_t input_width() const { return preaggregated ? 2 * in_dim : in_dim; }
   // Throws InvalidArgument naming the field ("unknown model 'x' (sage, gcn, gat, rgcn, hsage)",
   // ...).
@@ -63,7 +84,7 @@ struct ModelConfig {
 
 struct TrainConfig {
   ModelConfig model;
-  std::string optimizer = "adam";  // "adam" | "sgd"
+  OptimizerKind optimizer = OptimizerKind::kAdam;
   double lr = 0.01;
   double weight_decay = 5e-4;
   double momentum = 0.0;  // sgd only
@@ -81,11 +102,11 @@ struct TrainConfig {
   // (clamped at 1), as PyG's NormalizeFeatures; "standard", each column minus its mean over the
   // graph's nodes, over its standard deviation (1 for a constant column), with the statistics
   // below (in_dim entries each; a job computes them from the data: column_statistics).
-  std::string normalize_features = "none";
+  FeatureNorm normalize_features = FeatureNorm::kNone;
   // The learning rate per epoch (train/lr_schedule.hpp): none, cosine, step (every lr_step_size
   // epochs times lr_gamma) or plateau (times lr_gamma after more than lr_patience evaluations
   // without a better validation accuracy).
-  std::string lr_schedule = "none";
+  LrScheduleKind lr_schedule = LrScheduleKind::kNone;
   double lr_gamma = 0.1;
   int lr_step_size = 0;
   int lr_patience = 10;

@@ -32,8 +32,6 @@ StateKey state_key(const torch::Tensor& p) { return key_of<StateKey>(p.unsafeGet
 
 FlatOptimizer::FlatOptimizer(std::vector<torch::Tensor>& params, FlatOptimizerOptions o)
     : params_(params), o_(std::move(o)) {
-  DSP_CHECK_ARG(o_.kind == "adam" || o_.kind == "sgd", "unknown optimizer '{}' (adam, sgd)",
-                o_.kind);
   DSP_CHECK_ARG(!params_.empty(), "an optimizer needs parameters");
   int64_t numel = 0;
   for (const auto& p : params_) numel += p.numel();
@@ -50,7 +48,7 @@ FlatOptimizer::FlatOptimizer(std::vector<torch::Tensor>& params, FlatOptimizerOp
     off += p.numel();
   }
   m_ = torch::zeros_like(flat_);
-  if (o_.kind == "adam") v_ = torch::zeros_like(flat_);
+  if (o_.kind == OptimizerKind::kAdam) v_ = torch::zeros_like(flat_);
 }
 
 // torch::optim::Adam::step (LibTorch 1.13), every parameter at once: the same ops in the same
@@ -59,7 +57,7 @@ void FlatOptimizer::step(const torch::Tensor& grad) {
   torch::NoGradGuard ng;
   DSP_CHECK_ARG(grad.numel() == flat_.numel(), "a gradient of {} values for {} parameters",
                 grad.numel(), flat_.numel());
-  if (o_.kind == "sgd") {
+  if (o_.kind == OptimizerKind::kSgd) {
     torch::Tensor d = o_.weight_decay != 0 ? grad.add(flat_, o_.weight_decay) : grad;
     if (o_.momentum != 0) {
       if (steps_ == 0) {
@@ -86,13 +84,14 @@ void FlatOptimizer::step(const torch::Tensor& grad) {
 void FlatOptimizer::save_into(torch::optim::Optimizer& opt) const {
   auto& state = opt.state();
   state.clear();
-  if (steps_ == 0 || (o_.kind == "sgd" && o_.momentum == 0)) return;  // torch keeps none then
+  const bool stateless = o_.kind == OptimizerKind::kSgd && o_.momentum == 0;
+  if (steps_ == 0 || stateless) return;  // torch keeps none then
   int64_t off = 0;
   for (const auto& p : params_) {
     auto part = [&](const torch::Tensor& t) {
       return t.narrow(0, off, p.numel()).view(p.sizes()).clone();
     };
-    if (o_.kind == "adam") {
+    if (o_.kind == OptimizerKind::kAdam) {
       auto s = std::make_unique<torch::optim::AdamParamState>();
       s->step(steps_);
       s->exp_avg(part(m_));

@@ -15,10 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "train/config.hpp"
+
 namespace dsp {
 
 struct FlatOptimizerOptions {
-  std::string kind = "adam";  // "adam" | "sgd"
+  OptimizerKind kind = OptimizerKind::kAdam;
   double lr = 0.01, weight_decay = 0, momentum = 0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // torch::optim::AdamOptions' defaults
 };

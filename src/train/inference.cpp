@@ -207,7 +207,7 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   host.label = "infer:batches";
   host.host_buffers = true;  // a scalar on the host, whatever the trainer channel's memory space
   tc.all_reduce(&batches, 1, DType::kInt64, ReduceOp::kMax, host);
-  const bool gcn = trainer.config().model.model == "gcn";
+  const bool gcn = trainer.config().model.model == ModelKind::kGcn;
   torch::Tensor scales;
   if (gcn) {
     const std::vector<float> s = gcn_source_scales(part, tc);

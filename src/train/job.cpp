@@ -52,15 +52,13 @@ void check_evaluation(const JobConfig& c) {
   DSP_CHECK_ARG(c.eval_fanouts.empty() || c.eval_fanouts.size() == c.sampler.fanouts.size(),
                 "--eval-fanouts has {} entries but --fanouts has {}", c.eval_fanouts.size(),
                 c.sampler.fanouts.size());
-  DSP_CHECK_ARG(c.eval == "auto" || c.eval == "full" || c.eval == "sampled",
-                "--eval must be auto, full or sampled, got '{}'", c.eval);
-  DSP_CHECK_ARG(c.eval != "full" || c.eval_fanouts.empty(),
+  DSP_CHECK_ARG(c.eval != EvalMode::kFull || c.eval_fanouts.empty(),
                 "--eval-fanouts with --eval full: full-neighbour evaluation samples nothing; give "
                 "one of them");
-  DSP_CHECK_ARG(c.eval != "full" || !c.sampler.temporal,
+  DSP_CHECK_ARG(c.eval != EvalMode::kFull || !c.sampler.temporal,
                 "--eval full with --temporal: full-neighbour inference sees every edge, also those "
                 "after a node's time; evaluate with --eval sampled (--eval auto picks it)");
-  DSP_CHECK_ARG(c.eval != "full" || !c.preaggregate,
+  DSP_CHECK_ARG(c.eval != EvalMode::kFull || !c.preaggregate,
                 "--eval full with --preaggregate: full-neighbour inference runs the model's input "
                 "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
 }
@@ -75,9 +73,10 @@ void check_task(const JobConfig& c) {
   e.validate();
   DSP_CHECK_ARG(c.roles == 0 || c.embedding.dim <= 0,
                 "--roles with learnable embeddings: the embeddings train in the symmetric step");
-  const std::string& pred = c.train.model.predictor;
+  const PredictorKind pred = c.train.model.predictor;
   if (!c.link.link()) {
-    DSP_CHECK_ARG(pred == "none", "--predictor {} scores node pairs: it needs --task link", pred);
+    DSP_CHECK_ARG(pred == PredictorKind::kNone,
+                  "--predictor {} scores node pairs: it needs --task link", pred);
     DSP_CHECK_ARG(c.link.recall_k.empty(), "--recall-k ranks held-out edges: it needs --task link");
     return;
   }
@@ -87,8 +86,8 @@ void check_task(const JobConfig& c) {
   refuse(c.roles != 0, "--roles (GNNLab's factored layout carries node batches only)");
   refuse(c.preaggregate, "--preaggregate");
   refuse(c.cache_auto, "--cache-auto");
-  refuse(c.seed_order.order != "random", "--order bfs (the scheduler deals edges)");
-  refuse(c.eval == "sampled" || !c.eval_fanouts.empty(),
+  refuse(c.seed_order.order != SeedOrder::kRandom, "--order bfs (the scheduler deals edges)");
+  refuse(c.eval == EvalMode::kSampled || !c.eval_fanouts.empty(),
          "sampled evaluation (--eval sampled, --eval-fanouts): every node's output comes from "
          "full-neighbour inference");
   refuse(c.eval_max_nodes > 0, "--eval-max-nodes (every held-out edge is scored)");
@@ -122,7 +121,7 @@ void check_temporal(const JobConfig& c) {
 // node classification with node-wise uniform sampling in the symmetric layout.
 void check_hetero(const JobConfig& c) {
   if (!ModelConfig::is_hetero_model(c.train.model.model)) return;
-  const std::string what = "--model " + c.train.model.model;
+  const std::string what = fmt::format("--model {}", c.train.model.model);
   auto refuse = [&what](bool bad, const char* option) {
     DSP_CHECK_ARG(!bad, "{} does not support {}", what, option);
   };
@@ -142,54 +141,53 @@ void check_hetero(const JobConfig& c) {
 // --loss and --metric as far as the options alone decide (the labels decide the rest:
 // resolve_loss).
 void check_loss_and_metric(const JobConfig& c) {
-  const std::string& loss = c.train.model.loss;
-  DSP_CHECK_ARG(c.metric == "auto" || c.metric == "acc" || c.metric == "f1" || c.metric == "rocauc",
-                "--metric must be auto, acc, f1 or rocauc, got '{}'", c.metric);
+  const LossKind loss = c.train.model.loss;
   if (c.link.link()) {
-    DSP_CHECK_ARG(loss != "ce",
+    DSP_CHECK_ARG(loss != LossKind::kCe,
                   "--loss ce with --task link: link prediction trains with binary cross-entropy "
                   "of the pairs' logits (--loss bce or auto)");
-    DSP_CHECK_ARG(c.metric == "auto" || c.metric == "rocauc",
+    DSP_CHECK_ARG(c.metric == MetricKind::kAuto || c.metric == MetricKind::kRocauc,
                   "--metric {} with --task link: link prediction picks its best epoch by the "
                   "first --hits-k's Hits@K (MRR with negatives per positive) or, with --metric "
                   "rocauc, by the ROC-AUC of the held-out edges against their negatives",
                   c.metric);
     return;
   }
-  DSP_CHECK_ARG(!(loss == "bce" && c.metric == "f1"),
+  DSP_CHECK_ARG(!(loss == LossKind::kBce && c.metric == MetricKind::kF1),
                 "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc or "
                 "rocauc");
 }
 
 // The loss of node classification on labels of `classes` classes (int64) or label columns
 // (multi-label): --loss auto is ce for class labels and bce for multi-label ones.
-std::string resolve_loss(const std::string& loss, bool multilabel, int64_t classes, bool hetero) {
+LossKind resolve_loss(LossKind loss, bool multilabel, int64_t classes, bool hetero) {
   DSP_CHECK_ARG(!(multilabel && hetero),
                 "multi-label labels with a heterogeneous model: not implemented (train a "
                 "homogeneous model: sage, gcn or gat)");
   if (multilabel) {
-    DSP_CHECK_ARG(loss != "ce",
+    DSP_CHECK_ARG(loss != LossKind::kCe,
                   "--loss ce on multi-label labels ({} columns): a node may carry several labels; "
                   "train with --loss bce (or auto)",
                   classes);
-    return "bce";
+    return LossKind::kBce;
   }
-  DSP_CHECK_ARG(loss != "bce" || classes == 2,
+  DSP_CHECK_ARG(loss != LossKind::kBce || classes == 2,
                 "--loss bce on class labels is binary (one logit, label 1 positive): the dataset "
                 "has {} classes, not 2; train with --loss ce",
                 classes);
-  return loss == "auto" ? "ce" : loss;
+  return loss == LossKind::kAuto ? LossKind::kCe : loss;
 }
 
 // --metric auto: acc for ce, rocauc for bce; otherwise the given one, which must suit the loss.
 // --metric rocauc with ce: a 2-class softmax's p(class 1) (scikit-learn's and OGB's score).
-std::string resolve_metric(const std::string& metric, const std::string& loss, int64_t classes) {
-  if (metric == "auto") return loss == "bce" ? "rocauc" : "acc";
-  DSP_CHECK_ARG(!(loss == "ce" && metric == "rocauc" && classes != 2),
+MetricKind resolve_metric(MetricKind metric, LossKind loss, int64_t classes) {
+  using M = MetricKind;
+  if (metric == M::kAuto) return loss == LossKind::kBce ? M::kRocauc : M::kAcc;
+  DSP_CHECK_ARG(!(loss == LossKind::kCe && metric == M::kRocauc && classes != 2),
                 "--metric rocauc ranks per-seed scores: a binary task (a 2-class softmax's "
                 "p(class 1), or --loss bce) or a multi-label one; the dataset has {} classes",
                 classes);
-  DSP_CHECK_ARG(!(loss == "bce" && metric == "f1"),
+  DSP_CHECK_ARG(!(loss == LossKind::kBce && metric == M::kF1),
                 "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc or "
                 "rocauc");
   return metric;
@@ -257,12 +255,10 @@ void JobConfig::validate() const {
   DSP_CHECK_ARG(max_steps >= 0, "--max-steps must be >= 0 (0: no limit), got {}", max_steps);
   DSP_CHECK_ARG(roles >= 0 || roles == kRolesAuto,
                 "--roles must be auto or >= 0 (sampler-only ranks), got {}", roles);
-  parse_role_switch(roles_switch);
-  DSP_CHECK_ARG(roles != 0 || roles_switch == "off",
+  DSP_CHECK_ARG(roles != 0 || roles_switch == RoleSwitch::kOff,
                 "--roles-switch {} needs --roles (sampler-only ranks to switch)", roles_switch);
   DSP_CHECK_ARG(eval_every >= 0 && checkpoint_every >= 0, "--eval-every/--checkpoint-every >= 0");
   DSP_CHECK_ARG(patience >= 0, "--patience must be >= 0 (0: never stop early), got {}", patience);
-  parse_pipeline_mode(pipeline);
   DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   DSP_CHECK_ARG(!overwrite || !checkpoint_dir.empty(),
                 "--overwrite replaces an earlier run in --checkpoint-dir: give --checkpoint-dir");
@@ -276,10 +272,10 @@ void JobConfig::validate() const {
                 "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
                 "not both");
   seed_order.validate();
-  DSP_CHECK_ARG(roles == 0 || (seed_order.order == "random" && !cache_auto),
+  DSP_CHECK_ARG(roles == 0 || (seed_order.order == SeedOrder::kRandom && !cache_auto),
                 "--roles runs the random seed order with the partition's cache: --order bfs and "
                 "--cache-auto are for symmetric jobs");
-  DSP_CHECK_ARG(!preaggregate || train.normalize_features == "none",
+  DSP_CHECK_ARG(!preaggregate || train.normalize_features == FeatureNorm::kNone,
                 "--normalize-features {} with --preaggregate: the pre-aggregated rows were "
                 "computed from the raw features; train without --preaggregate to normalise",
                 train.normalize_features);
@@ -305,7 +301,7 @@ void JobConfig::validate() const {
     m.type_dims = {1};
     m.relation_src = m.relation_dst = {0};
   }
-  if (link.link() && m.predictor == "none") m.predictor = "dot";
+  if (link.link() && m.predictor == PredictorKind::kNone) m.predictor = PredictorKind::kDot;
   TrainConfig t = train;  // the model and optimiser options, before any rank starts
   t.model = m;
   t.validate();
@@ -441,7 +437,7 @@ RankOptions rank_options(const JobConfig& cfg) {
   ro.threads = cfg.train.num_threads;
   ro.seed = cfg.seed;
   ro.log_name = "train";
-  if (cfg.preaggregate) ro.preaggregate = preaggregate_kind_of(cfg.train.model.model);
+  if (cfg.preaggregate) ro.preaggregate = cfg.train.model.preaggregate_kind();
   return ro;
 }
 
@@ -552,7 +548,7 @@ class TrainJob {
   double epoch_time_sum_ = 0, best_val_ = -1, test_at_best_ = 0;
   // --metric as resolved (acc, f1 or rocauc): what best_val_ and test_at_best_ hold for node
   // classification; the last evaluation's every metric (valid, test).
-  std::string metric_ = "acc";
+  MetricKind metric_ = MetricKind::kAcc;
   EvalTally val_tally_, test_tally_;
   int best_epoch_ = -1;
   int evals_since_best_ = 0;  // --patience
@@ -576,11 +572,11 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
     link_ =
         std::make_unique<LinkBatcher>(rt_.part(), cfg_.link, cfg_.seed, !x.value("directed", true));
   }
-  valid_ids_ = rt_.local_ids("valid");
-  test_ids_ = rt_.local_ids("test");
+  valid_ids_ = rt_.local_ids(Split::kValid);
+  test_ids_ = rt_.local_ids(Split::kTest);
   count_splits();
   PipelineStages stages = symmetric_stages();
-  PipelineOptions popts = rt_.pipeline_options(parse_pipeline_mode(cfg_.pipeline));
+  PipelineOptions popts = rt_.pipeline_options(cfg_.pipeline);
   samplers_ = cfg_.roles == JobConfig::kRolesAuto ? auto_samplers(stages) : cfg_.roles;
   EpochScheduler* sched = schedule(stages, so);
   // The cap on the scheduler the pipeline runs over: every epoch's step agreement applies it.
@@ -626,7 +622,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
 void TrainJob::check_data() const {
   const PartitionData& part = rt_.part();
   const PartitionMeta& meta = part.meta;
-  const std::string& model = cfg_.train.model.model;
+  const ModelKind model = cfg_.train.model.model;
   DSP_CHECK_ARG(!meta.hetero || ModelConfig::is_hetero_model(model),
                 "--model {} on the heterogeneous graph {}: train rgcn or hsage on it", model,
                 cfg_.rank.path);
@@ -810,20 +806,22 @@ void TrainJob::make_trainer() {
   if (rt_.hetero()) hetero_model_config();
   if (cfg_.link.link()) {
     tc_.model.out_dim = tc_.model.hidden;
-    tc_.model.loss = "bce";  // of the pairs' logits
+    tc_.model.loss = LossKind::kBce;  // of the pairs' logits
   } else {
     tc_.model.loss = resolve_loss(tc_.model.loss, meta.multilabel, meta.num_classes, rt_.hetero());
     metric_ = resolve_metric(cfg_.metric, tc_.model.loss, meta.num_classes);
     // A binary bce model outputs one logit; a multi-label one, one per label column.
     tc_.model.out_dim = tc_.model.bce() && !meta.multilabel ? 1 : meta.num_classes;
   }
-  if (cfg_.link.link() && tc_.model.predictor == "none") tc_.model.predictor = "dot";
+  if (cfg_.link.link() && tc_.model.predictor == PredictorKind::kNone) {
+    tc_.model.predictor = PredictorKind::kDot;
+  }
   tc_.model.layers = static_cast<int>(cfg_.sampler.fanouts.size());
   tc_.model.preaggregated = cfg_.preaggregate;
   tc_.seed = cfg_.seed;
   tc_.num_threads = rt_.cores().threads;
   tc_.device = rt_.device();
-  if (tc_.normalize_features == "standard") {
+  if (tc_.normalize_features == FeatureNorm::kStandard) {
     column_statistics(rt_.part().features, &tc_.feature_mean, &tc_.feature_inv_std,
                       rt_.part().feature_scale);
   }
@@ -860,9 +858,10 @@ void TrainJob::count_splits() {
   main_ch.all_reduce(n, 2, DType::kInt64, ReduceOp::kSum);
   res_.has_valid = has_valid_ = n[0] > 0;
   res_.has_test = has_test_ = n[1] > 0;
-  DSP_CHECK_ARG(has_valid_ || (cfg_.patience == 0 && cfg_.train.lr_schedule != "plateau"),
-                "{} acts on validation, but {} has no validation nodes",
-                cfg_.patience > 0 ? "--patience" : "--lr-schedule plateau", cfg_.rank.path);
+  DSP_CHECK_ARG(
+      has_valid_ || (cfg_.patience == 0 && cfg_.train.lr_schedule != LrScheduleKind::kPlateau),
+      "{} acts on validation, but {} has no validation nodes",
+      cfg_.patience > 0 ? "--patience" : "--lr-schedule plateau", cfg_.rank.path);
   if (!rt_.leader() || (has_valid_ && has_test_)) return;
   DSP_INFO("train", "{}: {}", cfg_.rank.path,
            !has_valid_ && !has_test_ ? "no validation or test nodes: nothing is evaluated, and "
@@ -909,7 +908,7 @@ void TrainJob::note_history(int epoch, double loss, double train_acc, bool evalu
 // The epoch line's evaluation: the splits the data has, in the task's metric.
 std::string TrainJob::eval_text(double val, double test) const {
   if (link_) return fmt::format(" | val {} | test {}", link_line(val_link_), link_line(test_link_));
-  const std::string m = metric_ == "acc" ? "" : metric_ + " ";
+  const std::string m = metric_ == MetricKind::kAcc ? "" : fmt::format("{} ", metric_);
   std::string out;
   if (has_valid_) out += fmt::format(" | val {}{:.4f}", m, val);
   if (has_test_) out += fmt::format(" | test {}{:.4f}", m, test);
@@ -970,13 +969,14 @@ EpochScheduler* TrainJob::schedule(PipelineStages& stages, const SamplerOptions&
   }
   if (samplers_ == 0) {
     const PartitionData& part = rt_.part();
-    sched_ = std::make_unique<EpochScheduler>(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
+    sched_ =
+        std::make_unique<EpochScheduler>(rt_.local_ids(Split::kTrain), cfg_.batch_size, cfg_.seed);
     cfg_.seed_order.apply(*sched_, part.patch, part.meta.offsets[rt_.rank()]);
     return sched_.get();
   }
   // GNNLab's factored layout: evaluation stays symmetric (every rank holds its part).
   RoleLayout layout{rt_.size(), samplers_};
-  layout.switching = parse_role_switch(cfg_.roles_switch);
+  layout.switching = cfg_.roles_switch;
   SlotTrain train_slots = [this](SlotBatches&& mine, int slots) {
     std::vector<Trainer::SlotBatch> sb;
     for (const auto& [slot, lb] : mine) sb.push_back({slot, &lb});
@@ -1027,7 +1027,7 @@ void TrainJob::log_start(const EpochScheduler& sched) const {
 // `--roles auto`: GNNLab's rule over a few batches of the symmetric stages (profile_roles), timed
 // without training them, so the job then trains exactly what `--roles N` with the chosen N does.
 int TrainJob::auto_samplers(const PipelineStages& symmetric) {
-  EpochScheduler sym(rt_.local_ids("train"), cfg_.batch_size, cfg_.seed);
+  EpochScheduler sym(rt_.local_ids(Split::kTrain), cfg_.batch_size, cfg_.seed);
   const RoleAllocation a = profile_roles(
       rt_.coord(), sym, symmetric,
       [this](const LoadedBatch& lb) { return trainer_->time_backward(lb); }, start_epoch_);
@@ -1055,7 +1055,7 @@ void TrainJob::size_cache(const PipelineOptions& popts) {
 // computes unless asked (--preaggregate).
 void TrainJob::log_preaggregation() const {
   const PartitionMeta& meta = rt_.part().meta;
-  const std::string kind = preaggregate_kind_of(tc_.model.model);
+  const std::string kind = tc_.model.preaggregate_kind();
   if (cfg_.preaggregate) {
     DSP_INFO("train",
              "first layer pre-aggregated (PaGraph): {} over every in-neighbour, read from "
@@ -1228,9 +1228,9 @@ std::pair<double, double> TrainJob::eval_reads() {
 // neighbour, run_training) and --temporal.
 void TrainJob::choose_sampled_eval() {
   full_eval_ = full_fits_ = final_full_ = false;
-  res_.eval = cfg_.eval == "full" ? "full" : "sampled";
+  res_.eval = name_of(cfg_.eval == EvalMode::kFull ? EvalMode::kFull : EvalMode::kSampled);
   if (!rt_.leader()) return;
-  if (rt_.hetero() && cfg_.eval == "full") {
+  if (rt_.hetero() && cfg_.eval == EvalMode::kFull) {
     DSP_INFO("train",
              "evaluation: full neighbourhoods of the {} nodes, every neighbour of every relation "
              "sampled (fanouts {}), {} nodes a batch",
@@ -1258,7 +1258,7 @@ void TrainJob::choose_sampled_eval() {
 void TrainJob::choose_eval() {
   if (link_) {
     full_eval_ = full_fits_ = true;
-    res_.eval = "full";
+    res_.eval = name_of(EvalMode::kFull);
     const PartitionData& part = rt_.part();
     if (rt_.leader()) {
       const int64_t per = part.meta.link_negatives_per_positive;
@@ -1289,10 +1289,11 @@ void TrainJob::choose_eval() {
   full_fits_ = fits == 1;
   // Under kSmallEval rows, full costs seconds whatever sampling would: exact wins.
   const bool cheaper = full_reads <= std::max(sampled_reads, kSmallEval);
-  full_eval_ = cfg_.eval == "full" || (cfg_.eval == "auto" && full_fits_ && cheaper);
+  full_eval_ =
+      cfg_.eval == EvalMode::kFull || (cfg_.eval == EvalMode::kAuto && full_fits_ && cheaper);
   final_full_ = !full_eval_ && full_fits_ &&
                 full_reads <= kFinalFullFactor * std::max(sampled_reads, kSmallEval);
-  res_.eval = full_eval_ ? "full" : "sampled";
+  res_.eval = name_of(full_eval_ ? EvalMode::kFull : EvalMode::kSampled);
   if (rt_.leader()) {
     log_eval_choice(fmt::format(
         "an estimated {} per rank, {} available to each; {} neighbour rows read against up to {} "
@@ -1310,10 +1311,10 @@ void TrainJob::log_eval_choice(const std::string& estimate) const {
   }
   DSP_INFO("train", "evaluation: sampled with fanouts {} ({})",
            fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","),
-           cfg_.preaggregate        ? "--preaggregate: the model has no input layer to infer with"
-           : cfg_.eval == "sampled" ? "--eval sampled or --eval-fanouts"
-           : full_fits_             ? "full neighbourhoods would read more: " + estimate
-                                    : "full neighbourhoods need " + estimate);
+           cfg_.preaggregate ? "--preaggregate: the model has no input layer to infer with"
+           : cfg_.eval == EvalMode::kSampled ? "--eval sampled or --eval-fanouts"
+           : full_fits_                      ? "full neighbourhoods would read more: " + estimate
+                                             : "full neighbourhoods need " + estimate);
   if (full_fits_ && !cfg_.preaggregate) {
     DSP_INFO("train", "{}",
              final_full_ ? "the best model is tested with full neighbourhoods at the end"
@@ -1448,13 +1449,13 @@ std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
 // What picks a link job's best epoch: the first Hits@K, MRR with negatives per positive, or the
 // ROC-AUC (--metric rocauc).
 std::string TrainJob::link_metric() const {
-  return link_selection(cfg_.metric == "rocauc", rt_.part().meta.link_negatives_per_positive,
-                        cfg_.link.hits_k);
+  return link_selection(cfg_.metric == MetricKind::kRocauc,
+                        rt_.part().meta.link_negatives_per_positive, cfg_.link.hits_k);
 }
 
 // That figure of a split's metrics.
 double TrainJob::link_value(const LinkMetrics& m) const {
-  return m.selected(cfg_.metric == "rocauc");
+  return m.selected(cfg_.metric == MetricKind::kRocauc);
 }
 
 // "hits@50 0.8123 mrr 0.4012 auc 0.9310" (and " recall@20 0.3012" per --recall-k)
@@ -1489,7 +1490,8 @@ void TrainJob::note_best(double val, double test, int epoch) {
 // at most kFinalFullFactor sampled evaluations and the best model is at hand (not when it predates
 // a resume).
 void TrainJob::final_full_test() {
-  if (full_eval_ || cfg_.eval == "full") {  // (a typed graph's by sampling every neighbour)
+  if (full_eval_ ||
+      cfg_.eval == EvalMode::kFull) {  // (a typed graph's by sampling every neighbour)
     res_.test_acc_full = best_epoch_ >= 0 ? test_at_best_ : -1;
     return;
   }
@@ -1506,7 +1508,7 @@ std::string TrainJob::eval_fanouts_text() const {
 }
 
 std::string TrainJob::eval_summary() const {
-  if (full_eval_ || cfg_.eval == "full") return "full neighbourhoods";
+  if (full_eval_ || cfg_.eval == EvalMode::kFull) return "full neighbourhoods";
   const std::string sampled = fmt::format("sampled, fanouts {}", eval_fanouts_text());
   if (res_.test_acc_full < 0) return sampled;
   return fmt::format("{}; with full neighbourhoods {:.4f}", sampled, res_.test_acc_full);
@@ -1677,11 +1679,12 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool eval
   } else if (evaluated) {
     // Every metric of the task (acc and f1, or acc and rocauc) for both splits; a ROC-AUC
     // without both classes in a split is null.
-    rec["metric"] = metric_;
+    rec["metric"] = name_of(metric_);
     const nlohmann::json none;  // a split the data does not have
-    for (const std::string& m : val_tally_.metric_names()) {
-      rec["val_" + m] = has_valid_ ? nlohmann::json(val_tally_.metric(m)) : none;
-      rec["test_" + m] = has_test_ ? nlohmann::json(test_tally_.metric(m)) : none;
+    for (const MetricKind m : val_tally_.metric_names()) {
+      const std::string name = name_of(m);
+      rec["val_" + name] = has_valid_ ? nlohmann::json(val_tally_.metric(m)) : none;
+      rec["test_" + name] = has_test_ ? nlohmann::json(test_tally_.metric(m)) : none;
     }
     rec["eval_s"] = eval_s_;
   }
@@ -1704,7 +1707,7 @@ void TrainJob::checkpoint(int epoch, const std::string& path) {
          {"best_val_acc", best_val_},
          {"test_acc_at_best", test_at_best_},
          {"best_epoch", best_epoch_},
-         {"metric", link_ ? link_metric() : metric_},
+         {"metric", link_ ? link_metric() : name_of(metric_)},
          {"evals_since_best", evals_since_best_},
          {"lr_schedule", lr_.state()},
          {"job", recorded_}});
@@ -1734,7 +1737,7 @@ JobResult TrainJob::finish() {
   final_full_test();
   res_.best_val_acc = best_val_;
   if (link_) res_.metric = link_metric();
-  if (!link_ && metric_ != "acc") res_.metric = metric_;
+  if (!link_ && metric_ != MetricKind::kAcc) res_.metric = name_of(metric_);
   res_.best_epoch = best_epoch_ + 1;  // numbered from 1, as every output numbers epochs
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
   res_.test_acc_at_best = test_at_best_;
@@ -1744,7 +1747,7 @@ JobResult TrainJob::finish() {
     res_.bytes_communicated += c.total_sent() - c.bytes_sent[static_cast<size_t>(rt_.rank())];
   }
   if (rt_.leader() && res_.epochs_run > 0) {
-    const std::string metric = link_ ? link_metric() : metric_;
+    const std::string metric = link_ ? link_metric() : name_of(metric_);
     console_result(fmt::format(
         "\nsummary\n"
         "{}{}"
@@ -1823,28 +1826,21 @@ JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) 
   if (!extra.contains("job")) return c;  // written before checkpoints recorded their run
   const JobConfig base = JobConfig::from_json(extra.at("job"), path);
   const nlohmann::json recorded = base.to_json(), mine = c.to_json();
-  static const std::set<std::string> may_change = {"epochs",
-                                                   "eval_every",
-                                                   "checkpoint_every",
-                                                   "checkpoint_dir",
-                                                   "metrics_file",
-                                                   "threads",
-                                                   "path",
-                                                   "resume",
-                                                   "progress",
-                                                   "log_file",
-                                                   "keep_checkpoints",
-                                                   "memory_budget",
-                                                   "tf32"};
+  std::set<std::string> may_change;  // the options flagged so (Option::may_change_on_resume)
+  std::vector<std::string> flags;
+  for (const JobOption& o : job_options()) {
+    if (!o.may_change_on_resume) continue;
+    may_change.insert(o.key);
+    if (!o.flag.empty() && o.key != "resume") flags.push_back(o.flag);
+  }
   nlohmann::json take = nlohmann::json::object();
   for (const std::string& key : given) {
     if (!mine.contains(key)) continue;
-    DSP_CHECK_ARG(
-        may_change.count(key) || mine.at(key) == recorded.at(key),
-        "{} {} contradicts the run in {} ({}): --resume continues that run; only "
-        "--epochs, --eval-every, --checkpoint-every, --keep-checkpoints, --checkpoint-dir, "
-        "--metrics, --threads, --log-file, --memory-budget, --tf32 and the path may change",
-        flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump());
+    DSP_CHECK_ARG(may_change.count(key) || mine.at(key) == recorded.at(key),
+                  "{} {} contradicts the run in {} ({}): --resume continues that run; only {} "
+                  "and the path may change",
+                  flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump(),
+                  fmt::join(flags, ", "));
     take[key] = mine.at(key);
   }
   JobConfig out = base;
@@ -1870,12 +1866,12 @@ JobResult run_training(const JobConfig& cfg_given) {
                                  [](int f) { return f == kAllNeighbours; });
   if (every && !ModelConfig::is_hetero_model(cfg.train.model.model) && !cfg.sampler.temporal &&
       !cfg.preaggregate) {
-    cfg.eval = "full";
+    cfg.eval = EvalMode::kFull;
     cfg.eval_fanouts.clear();
   }
-  if (cfg.eval == "auto" && !cfg.eval_fanouts.empty()) cfg.eval = "sampled";
+  if (cfg.eval == EvalMode::kAuto && !cfg.eval_fanouts.empty()) cfg.eval = EvalMode::kSampled;
   // A typed model's full-neighbour evaluation: every neighbour (-1) of every relation sampled.
-  if (cfg.eval == "full" && ModelConfig::is_hetero_model(cfg.train.model.model)) {
+  if (cfg.eval == EvalMode::kFull && ModelConfig::is_hetero_model(cfg.train.model.model)) {
     cfg.eval_fanouts.assign(cfg.sampler.fanouts.size(), kAllNeighbours);
   }
   // Per-relation fanouts (a heterogeneous graph) evaluate as they train unless --eval-fanouts.

@@ -11,11 +11,19 @@
 #include "csp/sampler.hpp"
 #include "layout/store/embedding_table.hpp"
 #include "pipeline/rank/options.hpp"
+#include "pipeline/roles.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/config.hpp"
 #include "train/link.hpp"
+#include "train/metrics.hpp"
 
 namespace dsp {
+
+// How validation and test are evaluated (JobConfig::eval; names in job_options.cpp) and what picks
+// the best epoch (JobConfig::metric, train/metrics.hpp's MetricKind).::metric, train/metrics.hpp's
+// MetricKind).
+enum class EvalMode { kAuto, kFull, kSampled };
+const Names<EvalMode>& names_of(EvalMode);
 
 // A job's model and sampler options before --task picks its defaults (JobConfig::
 // apply_task_defaults): no fanouts and a negative weight decay stand for "the task's".
@@ -40,10 +48,10 @@ struct JobConfig {
   // eval_max_nodes / split size, by a hash of (seed, its dataset id), so the same nodes at any rank
   // count. 0: every node.
   int64_t eval_max_nodes = 0;
-  // Evaluation: "full" (full-neighbour layer-wise inference, train/inference.hpp), "sampled"
-  // (eval_fanouts), or "auto": sampled when eval_fanouts are given, else full where its memory
+  // Evaluation: full (full-neighbour layer-wise inference, train/inference.hpp), sampled
+  // (eval_fanouts), or auto: sampled when eval_fanouts are given, else full where its memory
   // estimate fits and it reads no more neighbour rows than sampling, else sampled (logged).
-  std::string eval = "auto";
+  EvalMode eval = EvalMode::kAuto;
   int epochs = 10;
   // At most this many steps per epoch (0: no limit): the epoch stops after the first N batches of
   // its usual order (every rank at the same step; evaluation and checkpoints as usual).
@@ -52,13 +60,13 @@ struct JobConfig {
   // Early stopping: stop once validation has not improved in this many evaluations (the same
   // decision on every rank: the accuracy is all-reduced); checkpointed and resumed. 0: off.
   int patience = 0;
-  std::string pipeline = "auto";  // auto (profiled choice) | on | off (DSP-Seq, the ablation)
+  PipelineMode pipeline = PipelineMode::kAuto;  // auto (profiled), on, off (DSP-Seq, the ablation)
   bool ccc = true;                // off only to show why the coordinator is needed
   // Sampler-only ranks (GNNLab's factored layout, pipeline/roles.hpp); 0: symmetric; kRolesAuto:
   // GNNLab's allocation rule over a short profile of the symmetric stages.
   int roles = 0;
   static constexpr int kRolesAuto = -1;
-  std::string roles_switch = "off";  // off | on | always | never (pipeline/roles.hpp RoleSwitch)
+  RoleSwitch roles_switch = RoleSwitch::kOff;  // pipeline/roles.hpp
   // Superbatches (PipelineOptions::read_ahead): batches whose feature rows are read from disk in
   // one sweep; kReadAheadAuto: kAutoReadAhead when any rank's rows are beyond its memory share,
   // else 0; 0 or 1: none.
@@ -92,10 +100,10 @@ struct JobConfig {
   // (Trainer::init_parameters); not with resume.
   std::string init_from;
   std::string metrics_file;  // JSON lines, one record per epoch (rank 0)
-  // What picks the best epoch (node classification): "acc", "f1" (macro-F1, --loss ce),
-  // "rocauc" (--loss bce: ROC-AUC, mean over label columns when multi-label) or "auto" (acc
-  // for ce, rocauc for bce). best_val_acc and test_acc_at_best then hold it.
-  std::string metric = "auto";
+  // What picks the best epoch (node classification): acc, f1 (macro-F1, --loss ce), rocauc
+  // (--loss bce: ROC-AUC, mean over label columns when multi-label) or auto (acc for ce, rocauc
+  // for bce). best_val_acc and test_acc_at_best then hold it.
+  MetricKind metric = MetricKind::kAuto;
   uint64_t seed = 0;
   bool progress = true;         // progress bar on a terminal (rank 0)
   SeedOrderOptions seed_order;  // per pass: a shuffle, or BGL's BFS order (pipeline/scheduler.hpp)
@@ -182,9 +190,9 @@ struct JobResult {
 // --resume with the configuration the checkpoint in c.checkpoint_dir recorded: that run's
 // options, with those the user gave (`given`: their keys, from flags or a --config file) taken from
 // c. A given option that contradicts the recorded one is refused (InvalidArgument naming both
-// values) unless it may change between runs: epochs, eval_every, checkpoint_every,
-// checkpoint_dir, metrics_file, threads, log_file, path. Returns c when the checkpoint recorded
-// no run.
+// values) unless its table entry may change between runs (Option::may_change_on_resume: epochs,
+// eval_every, checkpoint_every, keep_checkpoints, checkpoint_dir, metrics_file, threads,
+// memory_budget, log_file, tf32, path). Returns c when the checkpoint recorded no run.
 JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given);
 
 // Runs the whole job on this rank (collective over the ranks of the job). Rank 0 prints.

@@ -7,9 +7,18 @@
 #include "core/memory.hpp"
 
 namespace dsp {
+
+const Names<EvalMode>& names_of(EvalMode) {
+  using E = EvalMode;
+  static const Names<E> n("evaluation",
+                          {{E::kAuto, "auto"}, {E::kFull, "full"}, {E::kSampled, "sampled"}});
+  return n;
+}
+
 namespace {
 using json = nlohmann::json;
 using options::declare;
+using options::resumable;
 
 template <class Get>
 JobOption value(std::string flag, std::string key, std::string help, Get get,
@@ -120,17 +129,20 @@ JobOption quiet_option() {  // a command-line switch only
 
 std::vector<JobOption> model_and_sampling() {
   return {
-      value("--layers", "layers", "number of layers (default: one per fanout; without --fanouts, the first N of the "
-            "task's fanouts, then 5s)", DSP_FIELD(layers)),
+      value("--layers", "layers",
+            "number of layers (default: one per fanout; without --fanouts, the first N of the "
+            "task's fanouts, then 5s)",
+            DSP_FIELD(layers)),
       value("--eval-fanouts", "eval_fanouts",
             "sampled evaluation with these fanouts (default: --fanouts, when evaluation samples)",
             DSP_FIELD(eval_fanouts)),
       value("--eval", "eval",
             "evaluation: full (every layer over whole neighbourhoods, layer by layer, as DGL's "
-            "and PyG's inference; a typed graph: every neighbour sampled, batch by batch), sampled (--eval-fanouts) or auto (default: sampled if "
+            "and PyG's inference; a typed graph: every neighbour sampled, batch by batch), sampled "
+            "(--eval-fanouts) or auto (default: sampled if "
             "--eval-fanouts is given, else full where its memory estimate fits and it reads no "
             "more neighbour rows than sampling, else sampled; logged)",
-            DSP_FIELD(eval), "auto,full,sampled"),
+            DSP_FIELD(eval)),
       value("--batch-size", "batch_size",
             "training seeds (--task link: training edges) per rank per step (default 1024)",
             DSP_FIELD(batch_size)),
@@ -140,7 +152,7 @@ std::vector<JobOption> model_and_sampling() {
             "validate and test on about N nodes of each split, the same ones at any rank count "
             "(default 0: every node; sampled evaluation then costs that much less)",
             DSP_FIELD(eval_max_nodes)),
-      value("--epochs", "epochs", "epochs (default 10)", DSP_FIELD(epochs)),
+      resumable(value("--epochs", "epochs", "epochs (default 10)", DSP_FIELD(epochs))),
       value("--max-steps", "max_steps",
             "train at most N steps per epoch: the first N batches of the epoch's shuffled order, "
             "the same count on every rank (default 0: the whole epoch)",
@@ -158,13 +170,13 @@ std::vector<JobOption> caches_and_pipeline() {
       value("--pipeline", "pipeline",
             "auto (default: profile the first batches, then pipeline with per-stage core shares "
             "only where it is faster), on (three workers) or off (stages one after another)",
-            DSP_FIELD(pipeline), "auto,on,off"),
+            DSP_FIELD(pipeline)),
       roles_option(),
       value("--roles-switch", "roles_switch",
             "with --roles: on = a sampler rank trains a batch itself while its queue is full "
             "(GNNLab's dynamic switching; the same batches and updates as a symmetric job on all "
             "ranks), always, never, or off (default: the trainers train one batch each per step)",
-            DSP_FIELD(roles_switch), "off,on,always,never"),
+            DSP_FIELD(roles_switch)),
       read_ahead_option(),
       ccc_option(),
   };
@@ -172,23 +184,23 @@ std::vector<JobOption> caches_and_pipeline() {
 
 std::vector<JobOption> run_and_placement() {
   return {
-      value("--eval-every", "eval_every", "evaluate every k epochs (default 1; 0: at the end)",
-            DSP_FIELD(eval_every)),
+      resumable(value("--eval-every", "eval_every",
+                      "evaluate every k epochs (default 1; 0: at the end)", DSP_FIELD(eval_every))),
       value("--patience", "patience",
             "stop once validation has not improved in N evaluations (default 0: never)",
             DSP_FIELD(patience)),
-      value("--checkpoint-dir", "checkpoint_dir",
-            "write checkpoints here: checkpoint-<E>.pt after epoch E (the newest "
-            "--keep-checkpoints kept), checkpoint.pt (the newest) and best.pt (the best "
-            "validation so far)",
-            DSP_FIELD(checkpoint_dir)),
-      value("--checkpoint-every", "checkpoint_every", "every k epochs (0: at the end)",
-            DSP_FIELD(checkpoint_every)),
-      value("--keep-checkpoints", "keep_checkpoints",
-            "keep the newest K checkpoint-<E>.pt (default 2); an older one is removed once a "
-            "newer one is complete on every rank",
-            DSP_FIELD(keep_checkpoints)),
-      resume_option(),
+      resumable(value("--checkpoint-dir", "checkpoint_dir",
+                      "write checkpoints here: checkpoint-<E>.pt after epoch E (the newest "
+                      "--keep-checkpoints kept), checkpoint.pt (the newest) and best.pt (the best "
+                      "validation so far)",
+                      DSP_FIELD(checkpoint_dir))),
+      resumable(value("--checkpoint-every", "checkpoint_every", "every k epochs (0: at the end)",
+                      DSP_FIELD(checkpoint_every))),
+      resumable(value("--keep-checkpoints", "keep_checkpoints",
+                      "keep the newest K checkpoint-<E>.pt (default 2); an older one is removed "
+                      "once a newer one is complete on every rank",
+                      DSP_FIELD(keep_checkpoints))),
+      resumable(resume_option()),
       toggle("--overwrite", "overwrite",
              "a new run in a --checkpoint-dir that holds an earlier run's checkpoints: remove "
              "them first (without it, or --resume, the run is refused before any work)",
@@ -204,11 +216,12 @@ std::vector<JobOption> run_and_placement() {
             "ogbn-proteins) or auto (default: acc for ce, rocauc for bce); --task link: auto "
             "(the first --hits-k's Hits@K, MRR with negatives per positive) or rocauc (the "
             "held-out edges' ROC-AUC against their negatives)",
-            DSP_FIELD(metric), "auto,acc,f1,rocauc"),
-      value("--metrics", "metrics_file", "write one JSON record per epoch to this file",
-            DSP_FIELD(metrics_file)),
-      value("--threads", "threads", "threads per rank (default: the rank's share of its cores)",
-            DSP_FIELD(train.num_threads)),
+            DSP_FIELD(metric)),
+      resumable(value("--metrics", "metrics_file", "write one JSON record per epoch to this file",
+                      DSP_FIELD(metrics_file))),
+      resumable(value("--threads", "threads",
+                      "threads per rank (default: the rank's share of its cores)",
+                      DSP_FIELD(train.num_threads))),
       quiet_option(),
       toggle("--preaggregate", "preaggregate",
              "sage, gcn: PaGraph's pre-aggregated first layer, from a partition written with dsp "

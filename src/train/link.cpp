@@ -23,8 +23,7 @@ const OptionTable<EmbeddingOptions>& embedding_options_table() {
                "columns on a dataset without features, none otherwise; 0: none)",
                DSP_EMB(dim)),
       value<T>("--embedding-optimizer", "embedding_optimizer",
-               "the embeddings' sparse optimizer: adam (default) or adagrad", DSP_EMB(optimizer),
-               "adam,adagrad"),
+               "the embeddings' sparse optimizer: adam (default) or adagrad", DSP_EMB(optimizer)),
       value<T>("--embedding-lr", "embedding_lr", "the embeddings' learning rate (default 0.01)",
                DSP_EMB(lr)),
   };

@@ -18,14 +18,14 @@ LrSchedule::LrSchedule(const TrainConfig& c, int epochs)
 
 double LrSchedule::lr(int epoch) const {
   constexpr double kPi = 3.14159265358979323846;
-  if (kind_ == "cosine") return base_ * (1 + std::cos(kPi * epoch / epochs_)) / 2;
-  if (kind_ == "step") return base_ * std::pow(gamma_, epoch / step_size_);
-  if (kind_ == "plateau") return current_;
+  if (kind_ == LrScheduleKind::kCosine) return base_ * (1 + std::cos(kPi * epoch / epochs_)) / 2;
+  if (kind_ == LrScheduleKind::kStep) return base_ * std::pow(gamma_, epoch / step_size_);
+  if (kind_ == LrScheduleKind::kPlateau) return current_;
   return base_;
 }
 
 void LrSchedule::observe(double val_acc) {
-  if (kind_ != "plateau") return;
+  if (kind_ != LrScheduleKind::kPlateau) return;
   if (val_acc > best_ * (1 + 1e-4)) {
     best_ = val_acc;
     bad_ = 0;

@@ -26,7 +26,7 @@ class LrSchedule {
   void restore(const nlohmann::json& state);  // FormatError naming the field
 
  private:
-  std::string kind_ = "none";
+  LrScheduleKind kind_ = LrScheduleKind::kNone;
   double base_ = 0.01, gamma_ = 0.1;
   int step_size_ = 1, patience_ = 0, epochs_ = 1;
   double current_ = 0.01, best_ = -1;  // plateau

@@ -9,6 +9,13 @@
 
 namespace dsp {
 
+const Names<MetricKind>& names_of(MetricKind) {
+  using M = MetricKind;
+  static const Names<M> n(
+      "metric", {{M::kAuto, "auto"}, {M::kAcc, "acc"}, {M::kF1, "f1"}, {M::kRocauc, "rocauc"}});
+  return n;
+}
+
 float probability(float logit) { return 1.0f / (1.0f + std::exp(-logit)); }
 
 double roc_auc(const float* scores, const int8_t* labels, int64_t n, int64_t stride) {
@@ -172,17 +179,18 @@ double EvalTally::roc_auc() const {
 
 int64_t EvalTally::score_columns() const { return bce_ ? columns_ : columns_ == 2 ? 1 : 0; }
 
-double EvalTally::metric(const std::string& name) const {
-  if (name == "acc") return accuracy();
-  if (name == "f1") return macro_f1();
-  if (name == "rocauc") return roc_auc();
-  DSP_THROW_T(InvalidArgument, "unknown metric '{}' (acc, f1, rocauc)", name);
+double EvalTally::metric(MetricKind m) const {
+  if (m == MetricKind::kAcc) return accuracy();
+  if (m == MetricKind::kF1) return macro_f1();
+  if (m == MetricKind::kRocauc) return roc_auc();
+  DSP_THROW("EvalTally::metric: {} is resolved by the job first", m);
 }
 
-std::vector<std::string> EvalTally::metric_names() const {
-  if (bce_) return {"acc", "rocauc"};
-  if (columns_ == 2) return {"acc", "f1", "rocauc"};
-  return {"acc", "f1"};
+std::vector<MetricKind> EvalTally::metric_names() const {
+  using M = MetricKind;
+  if (bce_) return {M::kAcc, M::kRocauc};
+  if (columns_ == 2) return {M::kAcc, M::kF1, M::kRocauc};
+  return {M::kAcc, M::kF1};
 }
 
 }  // namespace dsp

@@ -18,8 +18,13 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "core/choice.hpp"
 
 namespace dsp {
+
+// What picks the best epoch (dsp train --metric): auto is resolved by the job from the loss.
+enum class MetricKind { kAuto, kAcc, kF1, kRocauc };
+const Names<MetricKind>& names_of(MetricKind);
 
 // A logit's sigmoid in float32: the score ROC-AUC ranks and the probability dsp predict writes,
 // so an AUC recomputed from predict's output equals the one training reported (float32 rounding
@@ -63,10 +68,9 @@ class EvalTally {
   double accuracy() const;
   double macro_f1() const;  // ce
   double roc_auc() const;   // bce, 2-class ce: the (mean) ROC-AUC; NaN without both classes
-  // "acc", "f1" or "rocauc".
-  double metric(const std::string& name) const;
+  double metric(MetricKind m) const;  // acc, f1 or rocauc (not auto)
   // The metrics this tally computes: ce {acc, f1} (2 classes: and rocauc); bce {acc, rocauc}.
-  std::vector<std::string> metric_names() const;
+  std::vector<MetricKind> metric_names() const;
 
  private:
   int64_t score_columns() const;  // columns of scores_: bce's; 1 for a 2-class ce; else 0

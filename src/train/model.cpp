@@ -47,7 +47,7 @@ void GnnModel::check_inputs(const std::vector<BlockTensors>& blocks, const torch
 
 int64_t GnnModel::layer_width(int layer) const {
   if (layer + 1 >= cfg_.layers) return cfg_.out_dim;
-  return cfg_.model == "gat" ? cfg_.hidden * cfg_.heads : cfg_.hidden;
+  return cfg_.model == ModelKind::kGat ? cfg_.hidden * cfg_.heads : cfg_.hidden;
 }
 
 namespace {
@@ -175,14 +175,14 @@ class StackModel : public GnnModel {
     for (int l = 0; l < L; ++l) {
       const bool last = l == L - 1;
       std::shared_ptr<Layer> layer;
-      if (cfg.model == "gat") {
+      if (cfg.model == ModelKind::kGat) {
         int64_t in = l == 0 ? cfg.in_dim : cfg.hidden * cfg.heads;
         layer = std::make_shared<GatLayer>(in, last ? cfg.out_dim : cfg.hidden,
                                            last ? cfg.out_heads : cfg.heads);
       } else {
         int64_t in = l == 0 ? cfg.in_dim : cfg.hidden;
         int64_t out = last ? cfg.out_dim : cfg.hidden;
-        if (cfg.model == "sage") {
+        if (cfg.model == ModelKind::kSage) {
           layer = std::make_shared<SageLayer>(in, out);
         } else {
           layer = std::make_shared<GcnLayer>(in, out);
@@ -195,7 +195,7 @@ class StackModel : public GnnModel {
   torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x,
                         at::Generator* gen) override {
     check_inputs(blocks, x);
-    const bool gat = cfg_.model == "gat";
+    const bool gat = cfg_.model == ModelKind::kGat;
     // DGL's placements: GATConv drops out the input of every layer (feat_drop), the GraphSAGE
     // and GCN examples only the hidden activations, not the raw features.
     torch::Tensor h = gat ? dropout(x, cfg_.dropout, gen) : x;
@@ -218,7 +218,7 @@ class StackModel : public GnnModel {
     DSP_CHECK_ARG(layer >= 0 && layer < static_cast<int>(layers_.size()),
                   "layer {} of a {}-layer model", layer, layers_.size());
     DSP_CHECK_ARG(!is_training(), "forward_layer runs in eval mode");
-    const bool gat = cfg_.model == "gat";
+    const bool gat = cfg_.model == ModelKind::kGat;
     h = layers_[layer]->forward(block, h, 0.0, nullptr, *this);
     if (layer + 1 == static_cast<int>(layers_.size())) return gat ? h.mean(1) : h;
     return gat ? torch::elu(h.flatten(1)) : torch::relu(h);
@@ -241,15 +241,15 @@ torch::Tensor GatLayer::owner_dropout(const GnnModel& owner, const torch::Tensor
 }  // namespace
 
 void GnnModel::make_predictor() {
-  if (cfg_.predictor != "mlp") return;
+  if (cfg_.predictor != PredictorKind::kMlp) return;
   pred_hidden_ = register_module("predictor_hidden", torch::nn::Linear(cfg_.out_dim, cfg_.out_dim));
   pred_out_ = register_module("predictor_out", torch::nn::Linear(cfg_.out_dim, 1));
 }
 
 torch::Tensor GnnModel::score(const torch::Tensor& hs, const torch::Tensor& hd) {
-  DSP_CHECK_ARG(cfg_.predictor == "dot" || cfg_.predictor == "mlp",
+  DSP_CHECK_ARG(cfg_.predictor == PredictorKind::kDot || cfg_.predictor == PredictorKind::kMlp,
                 "scoring pairs needs a link predictor (dot, mlp); this model classifies nodes");
-  if (cfg_.predictor == "dot") return (hs * hd).sum(1);
+  if (cfg_.predictor == PredictorKind::kDot) return (hs * hd).sum(1);
   return pred_out_->forward(torch::relu(pred_hidden_->forward(hs * hd))).squeeze(1);
 }
 

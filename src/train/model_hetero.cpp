@@ -114,7 +114,7 @@ class RelationSage : public torch::nn::Module {
 class HeteroLayer : public torch::nn::Module {
  public:
   HeteroLayer(const ModelConfig& cfg, int64_t in, int64_t out)
-      : rgcn_(cfg.model == "rgcn"), out_(out), rels_into_(cfg.num_types()) {
+      : rgcn_(cfg.model == ModelKind::kRgcn), out_(out), rels_into_(cfg.num_types()) {
     for (int r = 0; r < cfg.num_relations(); ++r) rels_into_[cfg.relation_dst[r]].push_back(r);
     if (rgcn_) {
       self_ = register_module("self", torch::nn::Linear(in, out));

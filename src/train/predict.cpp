@@ -26,10 +26,19 @@ namespace dsp {
 
 namespace fs = std::filesystem;
 
+const Names<PredictOutput>& names_of(PredictOutput) {
+  using O = PredictOutput;
+  static const Names<O> n("output", {{O::kClass, "class"},
+                                     {O::kProbs, "probs"},
+                                     {O::kLogits, "logits"},
+                                     {O::kEmbedding, "embedding"}});
+  return n;
+}
+
 std::vector<std::string> PredictConfig::files() const {
   if (embed()) return {"embeddings.npy"};
-  if (output == "probs") return {"predictions.npy", "probabilities.npy"};
-  if (output == "logits") return {"predictions.npy", "logits.npy"};
+  if (output == PredictOutput::kProbs) return {"predictions.npy", "probabilities.npy"};
+  if (output == PredictOutput::kLogits) return {"predictions.npy", "logits.npy"};
   return {"predictions.npy"};
 }
 
@@ -37,9 +46,6 @@ void PredictConfig::validate() const {
   DSP_CHECK_ARG(!rank.path.empty(), "give a dataset or partition directory");
   DSP_CHECK_ARG(!checkpoint.empty(), "--checkpoint: give the model (checkpoint.pt or best.pt)");
   DSP_CHECK_ARG(!out.empty(), "--out: give the output directory");
-  DSP_CHECK_ARG(
-      output == "class" || output == "probs" || output == "logits" || output == "embedding",
-      "--output must be class, probs or logits, got '{}'", output);
   DSP_CHECK_ARG(batch_size > 0, "--batch-size must be > 0, got {}", batch_size);
   DSP_CHECK_ARG(layer >= -1, "--layer must be >= 0, got {}", layer);
   DSP_CHECK_ARG(node_type.empty() || embed(),
@@ -90,7 +96,7 @@ OptionTable<PredictConfig> predict_options_table(bool embed) {
                                      "class (predictions.npy), probs (also probabilities.npy: "
                                      "softmax; a --loss bce model's sigmoids) or logits (also "
                                      "logits.npy)",
-                                     DSP_FIELD(output), "class,probs,logits"));
+                                     DSP_FIELD(output)));
   }
   t.push_back(value<PredictConfig>("--threads", "threads",
                                    "threads per rank (default: the rank's share of its cores)",
@@ -199,10 +205,10 @@ std::vector<std::string> write_outputs(const PredictConfig& c, std::vector<float
       multi.resize(rows.size());
       for (size_t k = 0; k < rows.size(); ++k) multi[k] = rows[k] > 0;
     }
-    if (c.output == "probs") {
+    if (c.output == PredictOutput::kProbs) {
       for (float& x : rows) x = probability(x);
     }
-  } else if (c.output == "probs") {
+  } else if (c.output == PredictOutput::kProbs) {
     for (int64_t i = 0; i < n; ++i) {
       float* r = &rows[i * width];
       const float m = *std::max_element(r, r + width);
@@ -271,7 +277,8 @@ EmbeddingOptions checkpoint_embedding(const std::string& ckpt, const ModelConfig
                                  .value("job", nlohmann::json::object());
   EmbeddingOptions eo;
   eo.dim = m.embedding_dim;
-  eo.optimizer = job.value("embedding_optimizer", std::string("adam"));
+  eo.optimizer =
+      parse_choice<EmbeddingOptimizer>(job.value("embedding_optimizer", std::string("adam")));
   return eo;
 }
 
@@ -400,10 +407,10 @@ PredictResult run_predict(const PredictConfig& c) {
   DSP_CHECK_ARG(!tc.model.preaggregated,
                 "{}: a model trained with --preaggregate has no input layer to infer with",
                 c.checkpoint);
-  DSP_CHECK_ARG(c.embed() || tc.model.predictor == "none",
+  DSP_CHECK_ARG(c.embed() || tc.model.predictor == PredictorKind::kNone,
                 "{}: a link predictor's outputs are node embeddings: use dsp embed", c.checkpoint);
   // A node classifier's embedding is its last hidden layer; a link model's, its output.
-  const bool link = tc.model.predictor != "none";
+  const bool link = tc.model.predictor != PredictorKind::kNone;
   const int layer = c.layer >= 0 ? c.layer : link ? layers - 1 : std::max(0, layers - 2);
   DSP_CHECK_ARG(!c.embed() || layer < layers, "--layer {}: the model has layers 0..{}", c.layer,
                 layers - 1);
@@ -420,7 +427,7 @@ PredictResult run_predict(const PredictConfig& c) {
                       : rt.part().meta.num_nodes);
   tc.num_threads = rt.cores().threads;
   tc.device = rt.device();
-  if (tc.normalize_features == "standard") {
+  if (tc.normalize_features == FeatureNorm::kStandard) {
     column_statistics(rt.part().features, &tc.feature_mean, &tc.feature_inv_std,
                       rt.part().feature_scale);
   }

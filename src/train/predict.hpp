@@ -21,12 +21,15 @@
 
 namespace dsp {
 
+enum class PredictOutput { kClass, kProbs, kLogits, kEmbedding };
+const Names<PredictOutput>& names_of(PredictOutput);  // class, probs, logits, embedding
+
 struct PredictConfig {
   RankOptions rank;              // path: dataset or partition directory; backend, device, threads
   std::string checkpoint;        // checkpoint.pt or best.pt written by dsp train
   std::string out;               // output directory (created)
   std::string nodes;             // .npy of original node ids (int32/int64); empty: every node
-  std::string output = "class";  // predict: class | probs | logits; embed: embedding
+  PredictOutput output = PredictOutput::kClass;  // predict: class, probs, logits; embed: embedding
   int layer = -1;                // embed: the layer whose output is exported; -1: the last hidden
                                  // one (a link-prediction model's: its output layer)
   std::string node_type;         // embed of a typed model: the type whose nodes are exported
@@ -34,7 +37,7 @@ struct PredictConfig {
   int64_t batch_size = 4096;     // destination nodes per inference batch
   bool overwrite = false;        // replace existing output files (else refused before any work)
 
-  bool embed() const { return output == "embedding"; }
+  bool embed() const { return output == PredictOutput::kEmbedding; }
   // The files this config writes (names only).
   std::vector<std::string> files() const;
   void validate() const;  // InvalidArgument naming the flag

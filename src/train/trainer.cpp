@@ -118,7 +118,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
           : torch::Device(torch::kCPU);
   DSP_CHECK_ARG(impl_->device.is_cpu() || torch::cuda::is_available(),
                 "device '{}' requested but this LibTorch sees no CUDA device", cfg_.device.str());
-  if (cfg_.normalize_features == "standard") {
+  if (cfg_.normalize_features == FeatureNorm::kStandard) {
     const size_t f = static_cast<size_t>(cfg_.model.in_dim - cfg_.model.embedding_dim);
     DSP_CHECK_ARG(cfg_.feature_mean.size() == f && cfg_.feature_inv_std.size() == f,
                   "normalize_features standard needs the features' column statistics "
@@ -158,7 +158,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
       off += p.numel();
     }
   }
-  if (cfg_.optimizer == "adam") {
+  if (cfg_.optimizer == OptimizerKind::kAdam) {
     impl_->optimizer = std::make_unique<torch::optim::Adam>(
         impl_->params, torch::optim::AdamOptions(cfg_.lr).weight_decay(cfg_.weight_decay));
   } else {
@@ -280,7 +280,7 @@ void check_batch(const LoadedBatch& b, const ModelConfig& cfg) {
     check_inputs(b, cfg);
   }
   const int64_t n_seeds = s.blocks.back().num_dst;
-  if (cfg.predictor != "none") {
+  if (cfg.predictor != PredictorKind::kNone) {
     const LinkPairs& q = s.pairs;
     DSP_CHECK_ARG(q.dst.size() == q.src.size() && q.label.size() == q.src.size(),
                   "link pairs: {} sources, {} destinations, {} labels", q.src.size(), q.dst.size(),
@@ -325,18 +325,18 @@ torch::Tensor feature_tensor(const LoadedBatch& b, const torch::Device& device) 
 }
 
 // The input features as TrainConfig::normalize_features says the model sees them.
-torch::Tensor normalized(torch::Tensor x, const std::string& how, const torch::Tensor& mean,
+torch::Tensor normalized(torch::Tensor x, FeatureNorm how, const torch::Tensor& mean,
                          const torch::Tensor& inv_std) {
-  if (how == "row") return x / x.sum(1, /*keepdim=*/true).clamp_min(1);
-  if (how == "standard") return (x - mean) * inv_std;
+  if (how == FeatureNorm::kRow) return x / x.sum(1, /*keepdim=*/true).clamp_min(1);
+  if (how == FeatureNorm::kStandard) return (x - mean) * inv_std;
   return x;
 }
 
 // The model's input rows: the features as normalize_features says, then the batch's embedding
 // rows (a leaf that records its gradient when `emb_grad` is set).
-torch::Tensor input_tensor(const LoadedBatch& b, const torch::Device& device,
-                           const std::string& how, const torch::Tensor& mean,
-                           const torch::Tensor& inv_std, torch::Tensor* emb_leaf) {
+torch::Tensor input_tensor(const LoadedBatch& b, const torch::Device& device, FeatureNorm how,
+                           const torch::Tensor& mean, const torch::Tensor& inv_std,
+                           torch::Tensor* emb_leaf) {
   torch::Tensor x = normalized(feature_tensor(b, device), how, mean, inv_std);
   if (b.embedding_dim == 0) return x;
   torch::Tensor e =
@@ -379,7 +379,7 @@ torch::Tensor host_index(const std::vector<int64_t>& v, const torch::Device& dev
 // positions and rows (features as normalize_features says, or the embedding rows: a leaf that
 // records its gradient when `emb_leaf` is set).
 HeteroInput hetero_input(const LoadedBatch& b, const ModelConfig& cfg, const torch::Device& device,
-                         const std::string& how, torch::Tensor* emb_leaf) {
+                         FeatureNorm how, torch::Tensor* emb_leaf) {
   HeteroInput in;
   for (const Block& blk : b.sample.blocks) {
     in.blocks.push_back(hetero_block_tensors(blk, cfg, device));
@@ -535,7 +535,7 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
   auto out = run_model(batch, &gen, I.table ? &emb : nullptr);
   torch::Tensor loss;
   int64_t count = 0;
-  if (cfg_.model.predictor != "none") {
+  if (cfg_.model.predictor != PredictorKind::kNone) {
     loss = link_loss(*I.model, out, batch.sample.pairs, I.device, hits);
     count = batch.sample.pairs.size();
   } else if (cfg_.model.bce()) {
@@ -858,7 +858,7 @@ at::Tensor Trainer::infer_layer(int layer, const LoadedBatch& batch, const at::T
                 "layer-wise inference: layer {}'s input rows must be [{}, {}] on the trainer's "
                 "device",
                 layer, blk.num_src, layer > 0 ? layer_width(layer - 1) : cfg_.model.in_dim);
-  if (cfg_.model.model == "gcn" && gcn_src_scale.defined()) {
+  if (cfg_.model.model == ModelKind::kGcn && gcn_src_scale.defined()) {
     // The whole graph's degrees: a full in-neighbourhood has the graph's in-degree already.
     auto in_deg = bt.indptr.narrow(0, 1, blk.num_dst) - bt.indptr.narrow(0, 0, blk.num_dst);
     bt.cache->gcn_dst_scale = (in_deg.to(torch::kFloat32) + 1.0).rsqrt();

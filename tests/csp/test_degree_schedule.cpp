@@ -198,11 +198,11 @@ TEST(TurboKernel, SameBlocksAsDefaultAtAnyThreadCount) {
 }
 
 TEST(TurboKernel, ParseNames) {
-  EXPECT_EQ(parse_sample_kernel("default"), SampleKernel::kDefault);
-  EXPECT_EQ(parse_sample_kernel("turbo"), SampleKernel::kTurbo);
-  EXPECT_STREQ(sample_kernel_name(SampleKernel::kTurbo), "turbo");
+  EXPECT_EQ(parse_choice<SampleKernel>("default"), SampleKernel::kDefault);
+  EXPECT_EQ(parse_choice<SampleKernel>("turbo"), SampleKernel::kTurbo);
+  EXPECT_STREQ(name_of(SampleKernel::kTurbo), "turbo");
   try {
-    parse_sample_kernel("fast");
+    parse_choice<SampleKernel>("fast");
     ADD_FAILURE() << "no error";
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), "unknown sampling kernel 'fast' (default, turbo)");

@@ -310,7 +310,7 @@ TEST(LaborOptions, RefusalsAndParsing) {
   EXPECT_EQ(error_of([&] { n.validate(); }),
             "--layer-draws without: layer-wise sampling without replacement is uniform and takes "
             "distinct neighbours (biased sampling and --replace are not supported with it)");
-  EXPECT_EQ(error_of([] { parse_sampler_kind("ladies"); }),
+  EXPECT_EQ(error_of([] { parse_choice<SamplerKind>("ladies"); }),
             "unknown sampler 'ladies' (neighbor, labor, layer)");
 
   // the sampler refuses the same, and edge exclusion with LABOR, on every rank

@@ -65,7 +65,7 @@ TEST_P(Replicated, LocalSamplingDrawsTheWholeGraphsBlocks) {
                         .string();
   PartitionOptions po;
   po.parts = parts;
-  po.method = "pagraph";
+  po.method = PartitionMethod::kPagraph;
   po.pagraph.hops = 3;
   po.verbose = false;
   partition_dataset(ds, po, dir);
@@ -73,7 +73,7 @@ TEST_P(Replicated, LocalSamplingDrawsTheWholeGraphsBlocks) {
   PartitionData whole = single_part(whole_graph(dir, parts));
   auto self = make_communicator("self");
   SamplerOptions so;
-  so.scheme = parse_sample_scheme(scheme);
+  so.scheme = parse_choice<SampleScheme>(scheme);
   // Layer-wise fanouts are draws per layer (over the whole frontier), node-wise per node.
   so.fanouts = so.scheme == SampleScheme::kLayerWise ? std::vector<int>{300, 300, 300}
                                                      : std::vector<int>{4, 3, 2};

@@ -858,7 +858,7 @@ TEST(BadInput, Rejected) {
   EXPECT_THROW(s.sample({-1}, 0, 0), InvalidArgument);
   EXPECT_THROW(s.random_walks({0}, 3, 1.5, 0, 0), InvalidArgument);
   EXPECT_THROW(s.pinsage_neighbors({0}, 0, 3, 0.1, 5), InvalidArgument);
-  EXPECT_THROW(parse_sample_scheme("edge"), InvalidArgument);
+  EXPECT_THROW(parse_choice<SampleScheme>("edge"), InvalidArgument);
   // an empty batch is fine: empty blocks
   SampledBatch b = s.sample({}, 0, 0);
   ASSERT_EQ(b.blocks.size(), 1u);

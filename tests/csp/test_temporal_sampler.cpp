@@ -96,7 +96,7 @@ TEST_P(TemporalBackends, BlocksEqualTheReference) {
           seeds_of(batch, ids, times);
           const std::string what =
               fmt::format("[{}] {} replace {} device {} batch {}", GetParam(),
-                          temporal_strategy_name(true, strategy), replace, on_device, batch);
+                          name_of(temporal_kind(true, strategy)), replace, on_device, batch);
           expect_reference(s.sample_temporal(ids, times, 1, batch), ids, times, o, 1, batch, what);
         }
         EXPECT_GT(s.stats().sampled_edges, 0);
@@ -164,7 +164,7 @@ TEST(TemporalSampler, OptionAndRefusals) {
   options::find(t, "temporal").parse(p, "off");
   EXPECT_FALSE(p.temporal);
   EXPECT_EQ(error_of([&] { options::find(t, "temporal").parse(p, "latest"); }),
-            "--temporal: latest not in {off,uniform,recent}");
+            "unknown temporal sampling 'latest' (off, uniform, recent)");
 
   const std::string combination =
       "--temporal samples node-wise among the edges before each seed's time, uniformly or the "

@@ -8,7 +8,7 @@
 - README.md links every page of docs/ (the front door leads everywhere).
 - docs/contributing.md's "Where a change goes": every repository path an entry names in
   backticks exists, and every code name it gives in backticks (a name with '_', '::' or a capital
-  letter, as `parse_sampler_kind`, `SamplerOptions::validate` or `Loader._open`: each part of it)
+  letter, as `sampler_combination_error`, `SamplerOptions::validate` or `Loader._open`: each part of it)
   appears as a word in a file the same entry names (a folder: any file under it), so an entry
   cannot send a reader to a file that moved or to a function that was renamed.
 

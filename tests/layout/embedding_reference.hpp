@@ -74,7 +74,7 @@ struct ReferenceTable {
       for (int64_t j = 0; j < dim; ++j) {
         const size_t k = static_cast<size_t>(d * dim + j);
         const float gj = g[k];
-        if (o.optimizer == "adam") {
+        if (o.optimizer == EmbeddingOptimizer::kAdam) {
           s1[k] = b1 * s1[k] + c1 * gj;
           s2[k] = b2 * s2[k] + c2 * (gj * gj);
           x[k] -= lr * (s1[k] / bc1) / (std::sqrt(s2[k] / bc2) + eps);

@@ -45,7 +45,7 @@ class EmbeddingTableOn : public ::testing::TestWithParam<std::string> {
   void TearDown() override { g_storage = "host"; }
 };
 
-EmbeddingOptions options(const std::string& optimizer, int64_t dim = 6) {
+EmbeddingOptions options(EmbeddingOptimizer optimizer, int64_t dim = 6) {
   EmbeddingOptions o;
   o.dim = dim;
   o.optimizer = optimizer;
@@ -100,24 +100,23 @@ std::vector<test::Contribution> contributions(const Request& r, const std::vecto
 }
 
 TEST(EmbeddingOptions, ValidateNamesTheOption) {
-  EmbeddingOptions o = options("adam");
+  EmbeddingOptions o = options(EmbeddingOptimizer::kAdam);
   EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }), "no error");
   o.dim = 0;
   EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }), "--embedding-dim must be > 0, got 0");
-  o = options("sgd");
-  EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }),
-            "--embedding-optimizer must be adam or adagrad, got 'sgd'");
-  o = options("adam");
+  EXPECT_EQ(error_of<InvalidArgument>([] { parse_choice<EmbeddingOptimizer>("sgd"); }),
+            "unknown embedding optimizer 'sgd' (adam, adagrad)");
+  o = options(EmbeddingOptimizer::kAdam);
   o.lr = 0;
   EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }), "--embedding-lr must be > 0, got 0");
-  o = options("adam");
+  o = options(EmbeddingOptimizer::kAdam);
   o.beta2 = 1;
   EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }),
             "--embedding-beta2 must be in [0, 1), got 1");
-  o = options("adagrad");
+  o = options(EmbeddingOptimizer::kAdagrad);
   o.eps = 0;
   EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }), "--embedding-eps must be > 0, got 0");
-  o = options("adagrad");
+  o = options(EmbeddingOptimizer::kAdagrad);
   o.init_scale = -1;
   EXPECT_EQ(error_of<InvalidArgument>([&] { o.validate(); }),
             "--embedding-init-scale must be >= 0, got -1");
@@ -126,10 +125,10 @@ TEST(EmbeddingOptions, ValidateNamesTheOption) {
 TEST_P(EmbeddingTableOn, RefusesBadOffsetsAndIds) {
   auto comm = make_communicator("self");
   EXPECT_EQ(error_of<InvalidArgument>([&] {
-              EmbeddingTable(*comm, {0, 5, 9}, nullptr, options("adam"), S());
+              EmbeddingTable(*comm, {0, 5, 9}, nullptr, options(EmbeddingOptimizer::kAdam), S());
             }),
             "embedding table: 3 partition offsets for 1 ranks (need 2)");
-  EmbeddingTable t(*comm, {0, kN}, nullptr, options("adam"), S());
+  EmbeddingTable t(*comm, {0, kN}, nullptr, options(EmbeddingOptimizer::kAdam), S());
   std::vector<float> out(12);
   const int64_t ids[] = {3, kN};
   EXPECT_EQ(error_of<InvalidArgument>([&] { t.gather(ids, 2, out.data()); }),
@@ -140,33 +139,42 @@ TEST_P(EmbeddingTableOn, RefusesBadOffsetsAndIds) {
 
 TEST(EmbeddingTable, BytesAndMemoryCheck) {
   // values + m + v (3 x 10 x 4 floats), slot + step count (2 x 10 int64)
-  EXPECT_EQ(EmbeddingTable::bytes(10, 4, "adam"), 480u + 160u);
-  EXPECT_EQ(EmbeddingTable::bytes(10, 4, "adagrad"), 320u + 80u);
+  EXPECT_EQ(EmbeddingTable::bytes(10, 4, EmbeddingOptimizer::kAdam), 480u + 160u);
+  EXPECT_EQ(EmbeddingTable::bytes(10, 4, EmbeddingOptimizer::kAdagrad), 320u + 80u);
   // Where it lives: the storage's part on the device for a device table, the slots on the host.
   const EmbeddingTable::Footprint d =
-      EmbeddingTable::footprint(10, 4, "adam", MemorySpace::kDevice);
+      EmbeddingTable::footprint(10, 4, EmbeddingOptimizer::kAdam, MemorySpace::kDevice);
   EXPECT_EQ(d.device, 480u + 80u);
   EXPECT_EQ(d.host, 80u);
-  EXPECT_EQ(EmbeddingTable::footprint(10, 4, "adagrad", MemorySpace::kHost).host, 400u);
-  const std::string dev = error_of(
-      [] { check_embedding_memory(1000, 64, "adam", uint64_t(1) << 50, MemorySpace::kDevice, 1); });
+  EXPECT_EQ(EmbeddingTable::footprint(10, 4, EmbeddingOptimizer::kAdagrad, MemorySpace::kHost).host,
+            400u);
+  const std::string dev = error_of([] {
+    check_embedding_memory(1000, 64, EmbeddingOptimizer::kAdam, uint64_t(1) << 50,
+                           MemorySpace::kDevice, 1);
+  });
   EXPECT_EQ(dev,
             "the embedding table (1000 rows x 64, adam) on the device needs about 757.8 KiB of "
             "device memory but 1 B is free: lower --embedding-dim or use more ranks");
   // The host part is the slots only: a budget the whole table would not fit takes it.
   const uint64_t budget = process_rss_bytes() + (uint64_t(1) << 20);
   EXPECT_EQ(error_of([&] {
-              check_embedding_memory(100000, 64, "adam", budget, MemorySpace::kDevice, 1u << 30);
+              check_embedding_memory(100000, 64, EmbeddingOptimizer::kAdam, budget,
+                                     MemorySpace::kDevice, 1u << 30);
             }),
             "no error");
-  EXPECT_NE(error_of([&] { check_embedding_memory(100000, 64, "adam", budget); }), "no error");
-  const std::string msg = error_of([] { check_embedding_memory(1000, 64, "adam", 1); });
+  EXPECT_NE(
+      error_of([&] { check_embedding_memory(100000, 64, EmbeddingOptimizer::kAdam, budget); }),
+      "no error");
+  const std::string msg =
+      error_of([] { check_embedding_memory(1000, 64, EmbeddingOptimizer::kAdam, 1); });
   EXPECT_NE(msg.find("the embedding table (1000 rows x 64, adam) needs about"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("lower --embedding-dim, use more ranks or raise --memory-budget"),
             std::string::npos)
       << msg;
-  EXPECT_EQ(error_of([] { check_embedding_memory(1000, 64, "adam", uint64_t(1) << 50); }),
+  EXPECT_EQ(error_of([] {
+              check_embedding_memory(1000, 64, EmbeddingOptimizer::kAdam, uint64_t(1) << 50);
+            }),
             "no error");
 }
 
@@ -174,7 +182,7 @@ TEST(EmbeddingTable, BytesAndMemoryCheck) {
 // dataset_ids null) give every dataset node the same row, the reference's, in [-s, s).
 TEST_P(EmbeddingTableOn, InitialRowsAreKeyedByDatasetId) {
   auto comm = make_communicator("self");
-  const EmbeddingOptions o = options("adam", 9);
+  const EmbeddingOptions o = options(EmbeddingOptimizer::kAdam, 9);
   const std::vector<int64_t> a = shuffled(1), b = shuffled(2);
   EmbeddingTable ta(*comm, {0, kN}, a.data(), o, S()), tb(*comm, {0, kN}, b.data(), o, S()),
       ti(*comm, {0, kN}, nullptr, o, S());
@@ -212,7 +220,7 @@ TEST_P(EmbeddingTableOn, InitialRowsAreKeyedByDatasetId) {
 // bitwise (the same float operations in the same order); rows no request touched keep their
 // initial values, and their state: the step that first touches them equals the reference's,
 // whose state for them is still zero.
-void check_steps_equal_reference(const std::string& optimizer) {
+void check_steps_equal_reference(EmbeddingOptimizer optimizer) {
   auto comm = make_communicator("self");
   const EmbeddingOptions o = options(optimizer);
   const std::vector<int64_t> n2o = shuffled(3);
@@ -225,7 +233,7 @@ void check_steps_equal_reference(const std::string& optimizer) {
   }
   for (int64_t v = 0; v < kN; ++v) {
     EXPECT_TRUE(same_bits(t.host_rows().data() + v * o.dim, ref.row(n2o[v]), o.dim))
-        << optimizer << " " << v;
+        << name_of(optimizer) << " " << v;
     if (v >= kN / 2) {
       const std::vector<float> init = test::initial_row(o, n2o[v]);
       EXPECT_TRUE(same_bits(t.host_rows().data() + v * o.dim, init.data(), o.dim)) << v;
@@ -240,21 +248,23 @@ void check_steps_equal_reference(const std::string& optimizer) {
   EXPECT_TRUE(same_bits(t.host_rows().data(), t.gather(all_ids()).data(), kN * o.dim));
   for (int64_t v = 0; v < kN; ++v) {
     EXPECT_TRUE(same_bits(t.host_rows().data() + v * o.dim, ref.row(n2o[v]), o.dim))
-        << optimizer << " " << v;
+        << name_of(optimizer) << " " << v;
   }
   EXPECT_EQ(t.stats().grad_calls, 6);
   EXPECT_EQ(t.stats().grads_received, 5 * 80 + 50);
 }
 
-TEST_P(EmbeddingTableOn, AdamStepsEqualTheDenseReference) { check_steps_equal_reference("adam"); }
+TEST_P(EmbeddingTableOn, AdamStepsEqualTheDenseReference) {
+  check_steps_equal_reference(EmbeddingOptimizer::kAdam);
+}
 TEST_P(EmbeddingTableOn, AdagradStepsEqualTheDenseReference) {
-  check_steps_equal_reference("adagrad");
+  check_steps_equal_reference(EmbeddingOptimizer::kAdagrad);
 }
 
 // An empty call changes nothing.
 TEST_P(EmbeddingTableOn, EmptyCallsChangeNothing) {
   auto comm = make_communicator("self");
-  EmbeddingTable t(*comm, {0, kN}, nullptr, options("adam"), S());
+  EmbeddingTable t(*comm, {0, kN}, nullptr, options(EmbeddingOptimizer::kAdam), S());
   const std::vector<float> before = t.host_rows();
   t.apply_gradients(nullptr, 0, nullptr, 1.0f);
   t.gather(nullptr, 0, nullptr);
@@ -263,7 +273,7 @@ TEST_P(EmbeddingTableOn, EmptyCallsChangeNothing) {
   // A rank that owns no rows (an empty part) saves and loads its empty file.
   const std::string dir = testing::temp_dir("embedding_empty");
   std::filesystem::create_directories(dir);
-  EmbeddingTable none(*comm, {0, 0}, nullptr, options("adam"), S());
+  EmbeddingTable none(*comm, {0, 0}, nullptr, options(EmbeddingOptimizer::kAdam), S());
   none.save(dir + "/t");
   EXPECT_EQ(file_size(dir + "/t"), 112u);
   none.load(dir + "/t");
@@ -274,9 +284,9 @@ TEST_P(EmbeddingTableOn, EmptyCallsChangeNothing) {
 // Two steps, save, load into a fresh table (of another seed: its own rows are overwritten), and
 // both continue with the same steps: bitwise equal, the step counts included (adam's bias
 // corrections depend on them).
-void check_save_load_continues(const std::string& optimizer) {
+void check_save_load_continues(EmbeddingOptimizer optimizer) {
   auto comm = make_communicator("self");
-  const std::string dir = testing::temp_dir("embedding_" + optimizer);
+  const std::string dir = testing::temp_dir(std::string("embedding_") + name_of(optimizer));
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/table.0";
   const std::vector<int64_t> n2o = shuffled(4);
@@ -297,18 +307,23 @@ void check_save_load_continues(const std::string& optimizer) {
     test::apply_host_gradients(a, r.ids, r.grads, 0.25f);
     test::apply_host_gradients(b, r.ids, r.grads, 0.25f);
   }
-  EXPECT_TRUE(same_bits(a.host_rows().data(), b.host_rows().data(), kN * o.dim)) << optimizer;
+  EXPECT_TRUE(same_bits(a.host_rows().data(), b.host_rows().data(), kN * o.dim))
+      << name_of(optimizer);
   std::filesystem::remove_all(dir);
 }
 
-TEST_P(EmbeddingTableOn, AdamSaveLoadContinuesBitwise) { check_save_load_continues("adam"); }
-TEST_P(EmbeddingTableOn, AdagradSaveLoadContinuesBitwise) { check_save_load_continues("adagrad"); }
+TEST_P(EmbeddingTableOn, AdamSaveLoadContinuesBitwise) {
+  check_save_load_continues(EmbeddingOptimizer::kAdam);
+}
+TEST_P(EmbeddingTableOn, AdagradSaveLoadContinuesBitwise) {
+  check_save_load_continues(EmbeddingOptimizer::kAdagrad);
+}
 
 // A file saved from one storage loads into another (the same bytes), and both continue bitwise;
 // every storage of this binary against the host one, both ways.
-void check_saves_cross_storages(const std::string& optimizer) {
+void check_saves_cross_storages(EmbeddingOptimizer optimizer) {
   auto comm = make_communicator("self");
-  const std::string dir = testing::temp_dir("embedding_cross_" + optimizer);
+  const std::string dir = testing::temp_dir(std::string("embedding_cross_") + name_of(optimizer));
   std::filesystem::create_directories(dir);
   const std::vector<int64_t> n2o = shuffled(7);
   const EmbeddingOptions o = options(optimizer);
@@ -343,12 +358,16 @@ void check_saves_cross_storages(const std::string& optimizer) {
   std::filesystem::remove_all(dir);
 }
 
-TEST_P(EmbeddingTableOn, AdamSavesLoadAcrossStorages) { check_saves_cross_storages("adam"); }
-TEST_P(EmbeddingTableOn, AdagradSavesLoadAcrossStorages) { check_saves_cross_storages("adagrad"); }
+TEST_P(EmbeddingTableOn, AdamSavesLoadAcrossStorages) {
+  check_saves_cross_storages(EmbeddingOptimizer::kAdam);
+}
+TEST_P(EmbeddingTableOn, AdagradSavesLoadAcrossStorages) {
+  check_saves_cross_storages(EmbeddingOptimizer::kAdagrad);
+}
 
 TEST_P(EmbeddingTableOn, StatesWhereItsRowsLive) {
   auto comm = make_communicator("self");
-  EmbeddingTable t(*comm, {0, kN}, nullptr, options("adam"), S());
+  EmbeddingTable t(*comm, {0, kN}, nullptr, options(EmbeddingOptimizer::kAdam), S());
   const bool cuda = GetParam() == "cuda";
   EXPECT_EQ(t.memory(), cuda ? MemorySpace::kDevice : MemorySpace::kHost);
   EXPECT_EQ(t.device().is_cuda(), cuda);
@@ -371,7 +390,7 @@ TEST_P(EmbeddingTableOn, LoadRefusesAnotherTableOrADamagedFile) {
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/table.0", bad = dir + "/bad";
   const std::vector<int64_t> n2o = shuffled(5);
-  EmbeddingTable t(*comm, {0, kN}, n2o.data(), options("adam"), S());
+  EmbeddingTable t(*comm, {0, kN}, n2o.data(), options(EmbeddingOptimizer::kAdam), S());
   const Request r = request(0, 10, 6);
   test::apply_host_gradients(t, r.ids, r.grads, 1.0f);
   t.save(path);
@@ -382,18 +401,18 @@ TEST_P(EmbeddingTableOn, LoadRefusesAnotherTableOrADamagedFile) {
         same_bits(before.data(), other.host_rows().data(), static_cast<int64_t>(before.size())));
     return msg;
   };
-  EmbeddingTable dim7(*comm, {0, kN}, n2o.data(), options("adam", 7), S());
+  EmbeddingTable dim7(*comm, {0, kN}, n2o.data(), options(EmbeddingOptimizer::kAdam, 7), S());
   EXPECT_EQ(refusal(dim7, path), path + ": embedding dim 6 but this table's is 7");
-  EmbeddingTable ada(*comm, {0, kN}, n2o.data(), options("adagrad"), S());
+  EmbeddingTable ada(*comm, {0, kN}, n2o.data(), options(EmbeddingOptimizer::kAdagrad), S());
   EXPECT_EQ(refusal(ada, path), path + ": adam optimizer state but this table uses adagrad");
-  EmbeddingTable wider(*comm, {0, kN + 1}, nullptr, options("adam"), S());
+  EmbeddingTable wider(*comm, {0, kN + 1}, nullptr, options(EmbeddingOptimizer::kAdam), S());
   EXPECT_EQ(refusal(wider, path),
             path + ": rows [0, 40) of 40 (rank 0 of 1) but this rank owns [0, 41) of 41");
   const std::vector<int64_t> other = shuffled(6);
-  EmbeddingTable renumbered(*comm, {0, kN}, other.data(), options("adam"), S());
+  EmbeddingTable renumbered(*comm, {0, kN}, other.data(), options(EmbeddingOptimizer::kAdam), S());
   EXPECT_EQ(refusal(renumbered, path),
             path + ": rows [0, 40) are other dataset nodes than this table's (another partition)");
-  EmbeddingTable fresh(*comm, {0, kN}, n2o.data(), options("adam"), S());
+  EmbeddingTable fresh(*comm, {0, kN}, n2o.data(), options(EmbeddingOptimizer::kAdam), S());
   const std::string content = read_file(path);
   // header 112 bytes, then values, m, v (40 x 6 floats each), then 40 step counts
   EXPECT_EQ(content.size(), 112u + 3 * 960 + 320);

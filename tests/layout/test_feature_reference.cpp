@@ -36,10 +36,10 @@ struct ReferenceRig {
     write_dataset(cora(), data, false);
     const Dataset ds = load_dataset(data);
     o.parts = 3;
-    o.method = method;
+    o.method = parse_choice<PartitionMethod>(method);
     o.verbose = false;
     partition_dataset(ds, o, copy);
-    o.feature_storage = "reference";
+    o.feature_storage = FeatureStorage::kReference;
     partition_dataset(ds, o, ref);
   }
   ~ReferenceRig() {
@@ -109,9 +109,9 @@ TEST(FeatureReference, RefusedWhereTheRowsCannotBeReadAsTheyAre) {
   const Dataset ds = load_dataset(data);
   PartitionOptions o;
   o.parts = 2;
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   o.verbose = false;
-  o.feature_storage = "reference";
+  o.feature_storage = FeatureStorage::kReference;
   o.feature_dtype = "float16";
   const std::string out = temp_dir("ref_refused_out");
   EXPECT_EQ(error_of([&] { partition_dataset(ds, o, out); }),
@@ -120,9 +120,8 @@ TEST(FeatureReference, RefusedWhereTheRowsCannotBeReadAsTheyAre) {
                         "--feature-dtype keep",
                         data));
   o.feature_dtype = "keep";
-  o.feature_storage = "link";
-  EXPECT_EQ(error_of([&] { partition_dataset(ds, o, out); }),
-            "--feature-storage must be copy or reference, got 'link'");
+  EXPECT_EQ(error_of([&] { parse_choice<FeatureStorage>("link"); }),
+            "unknown feature storage 'link' (copy, reference)");
   EXPECT_FALSE(fs::exists(out));
   fs::remove_all(data);
 }
@@ -143,14 +142,15 @@ TEST(FeatureReference, DiskEstimateIsWhatThePartitionTakes) {
   PartitionOptions o = rig.o;
   for (const char* storage : {"copy", "reference"}) {
     SCOPED_TRACE(storage);
-    o.feature_storage = storage;
+    o.feature_storage = parse_choice<FeatureStorage>(storage);
     const PartitionDisk d = estimate_partition_disk(meta, o);
-    const uint64_t actual = tree_bytes(o.feature_storage == "copy" ? rig.copy : rig.ref);
+    const uint64_t actual =
+        tree_bytes(o.feature_storage == FeatureStorage::kCopy ? rig.copy : rig.ref);
     EXPECT_LE(d.total(), actual);
     EXPECT_GE(d.total() + 64 * 1024, actual);
-    EXPECT_EQ(d.features, o.feature_storage == "copy" ? 2708ull * 1433 * 4 : 0ull);
+    EXPECT_EQ(d.features, o.feature_storage == FeatureStorage::kCopy ? 2708ull * 1433 * 4 : 0ull);
   }
-  o.feature_storage = "copy";
+  o.feature_storage = FeatureStorage::kCopy;
   const uint64_t need = estimate_partition_disk(meta, o).total();
   const std::string out = temp_dir("ref_disk_out");
   EXPECT_EQ(

@@ -27,7 +27,7 @@ std::string partition_fixture(const HeteroDataset& ds, int parts, const std::str
   const std::string dir = temp_dir(method + std::to_string(parts));
   PartitionOptions o;
   o.parts = parts;
-  o.method = method;
+  o.method = parse_choice<PartitionMethod>(method);
   o.verbose = false;
   o.overwrite = true;
   partition_dataset(hetero_union(ds), o, dir);
@@ -144,7 +144,7 @@ TEST(HeteroPartition, TypeViewServesATypesOwnIds) {
 TEST(HeteroPartition, BadInputGetsOneClearError) {
   const HeteroDataset ds = testref::hetero_fixture();
   PartitionOptions o;
-  o.method = "pagraph";
+  o.method = PartitionMethod::kPagraph;
   o.verbose = false;
   EXPECT_EQ(error_of([&] { partition_dataset(hetero_union(ds), o, temp_dir("pg")); }),
             "--method pagraph: the replicated halo rows do not keep relations apart, and "

@@ -50,7 +50,7 @@ TEST_P(LinkPartition, PartsOwnTheirTrainingEdgesAndSharedPairsAreRenumbered) {
   const std::string dir = temp_dir("link_" + GetParam());
   PartitionOptions o;
   o.parts = 3;
-  o.method = GetParam();
+  o.method = parse_choice<PartitionMethod>(GetParam());
   o.verbose = false;
   const PartitionMeta m = partition_dataset(ds, o, dir);
   const Array new2old = load_npy(dir + "/new2old.npy", false);
@@ -100,7 +100,7 @@ TEST(LinkPartitionLoad, RefusesATrainingEdgeOfAnotherPart) {
   const std::string dir = temp_dir("link_bad");
   PartitionOptions o;
   o.parts = 2;
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   o.verbose = false;
   const PartitionMeta m = partition_dataset(ds, o, dir);
   const std::string f = dir + "/part0/link_train.npy";

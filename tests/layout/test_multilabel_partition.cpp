@@ -63,7 +63,7 @@ TEST(MultiLabelPartition, EveryMethodRenumbersRowsAtOneAndThreeParts) {
       const std::string dir = temp_dir(fmt::format("ml_{}_{}", method, parts));
       PartitionOptions o;
       o.parts = parts;
-      o.method = method;
+      o.method = parse_choice<PartitionMethod>(method);
       o.verbose = false;
       const PartitionMeta m = partition_dataset(ds, o, dir);
       EXPECT_TRUE(m.multilabel);
@@ -78,7 +78,7 @@ TEST(MultiLabelPartition, LabelsOfTheOtherKindAreRefused) {
   const std::string dir = temp_dir("ml_refused");
   PartitionOptions o;
   o.parts = 2;
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   o.verbose = false;
   partition_dataset(ds, o, dir);
   save_npy(dir + "/labels.npy", Array(DType::kInt64, {900}));

@@ -126,7 +126,7 @@ TEST_P(PartitionSweep, Invariants) {
   std::string dir = temp_dir(fmt::format("{}_{}_{}", graph, method, parts));
   PartitionOptions o;
   o.parts = parts;
-  o.method = method;
+  o.method = parse_choice<PartitionMethod>(method);
   o.verbose = false;
   PartitionMeta m = partition_dataset(ds, o, dir);
   EXPECT_EQ(m.source_checksum, dataset_checksum(ds));
@@ -203,7 +203,7 @@ TEST_P(PartitionStreaming, ChunkedPartsAreByteIdenticalToWholeParts) {
   ASSERT_EQ(ds.graph.has_weights(), graph != "rmat");
   PartitionOptions o;
   o.parts = parts;
-  o.method = method;
+  o.method = parse_choice<PartitionMethod>(method);
   o.verbose = false;
   o.write_chunk_bytes = 0;
   const std::string whole = temp_dir(fmt::format("whole_{}_{}_{}", graph, method, parts));
@@ -331,7 +331,7 @@ TEST(Partition, MappedSourceIsReleasedAndWritesTheSameParts) {
     SCOPED_TRACE(method);
     PartitionOptions o;
     o.parts = 2;
-    o.method = method;
+    o.method = parse_choice<PartitionMethod>(method);
     o.verbose = false;
     o.write_chunk_bytes = 4096;
     if (std::string(method) == "pagraph") o.preaggregate = {"mean"};
@@ -361,7 +361,7 @@ TEST(Partition, MetisCutsFarFewerEdgesThanRandomOnCommunityGraph) {
   o.verbose = false;
   std::string a = temp_dir("cut_metis"), b = temp_dir("cut_random");
   auto mm = partition_dataset(ds, o, a);
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   auto mr = partition_dataset(ds, o, b);
   EXPECT_LT(mm.edge_cut * 3, mr.edge_cut)
       << "METIS " << mm.edge_cut << " vs random " << mr.edge_cut;
@@ -516,11 +516,10 @@ TEST(PartitionErrors, BadOptionsAndMismatchedInputs) {
   o.cache_ratio = 0.1;
   o.cache_policy = "lfu";
   EXPECT_THROW(partition_dataset(ds, o, dir), InvalidArgument);
-  o.cache_policy = "in-degree";
-  o.method = "spectral";
-  EXPECT_THROW(partition_dataset(ds, o, dir), InvalidArgument);
   EXPECT_FALSE(fs::exists(dir)) << "a failed partition left a directory";
-  o.method = "metis";
+  o.cache_policy = "in-degree";
+  EXPECT_THROW(parse_choice<PartitionMethod>("spectral"), InvalidArgument);
+  o.method = PartitionMethod::kMetis;
   PartitionMeta m = partition_dataset(ds, o, dir);
 
   // Wrong rank count.
@@ -548,7 +547,7 @@ TEST(PartitionErrors, BadOptionsAndMismatchedInputs) {
   }
   // A part directory from another partition.
   std::string other = temp_dir("errors_other");
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   partition_dataset(ds, o, other);
   fs::remove_all(dir + "/part0");
   fs::copy(other + "/part0", dir + "/part0", fs::copy_options::recursive);
@@ -568,7 +567,7 @@ TEST(PartitionErrors, DamagedPartContentIsNamed) {
   std::string dir = temp_dir("damaged");
   PartitionOptions o;
   o.parts = 2;
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   o.verbose = false;
   Dataset ds = iotest::small_dataset();
   partition_dataset(ds, o, dir);

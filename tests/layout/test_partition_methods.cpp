@@ -175,7 +175,7 @@ TEST(BfsBlocks, PartitionsAGraphMetisRefuses) {
   std::string dir = temp_dir("bfs_cora");
   PartitionOptions o;
   o.parts = 2;
-  o.method = "bfs-blocks";
+  o.method = PartitionMethod::kBfsBlocks;
   o.verbose = false;
   PartitionMeta m = partition_dataset(ds, o, dir);
   EXPECT_EQ(m.method, "bfs-blocks");
@@ -289,7 +289,7 @@ TEST(Pagraph, ReplicationCoversTheLHopNeighbourhood) {
     std::string dir = temp_dir(fmt::format("pagraph_{}", hops));
     PartitionOptions o;
     o.parts = 3;
-    o.method = "pagraph";
+    o.method = PartitionMethod::kPagraph;
     o.pagraph.hops = hops;
     o.verbose = false;
     partition_dataset(cora(), o, dir);
@@ -303,7 +303,7 @@ TEST(Pagraph, CappedHaloRowsAreSeededSubsetsAndStillCover) {
   std::string dir = temp_dir("pagraph_cap");
   PartitionOptions o;
   o.parts = 2;
-  o.method = "pagraph";
+  o.method = PartitionMethod::kPagraph;
   o.pagraph.hops = 2;
   o.pagraph.halo_cap = 5;
   o.seed = 4;
@@ -347,7 +347,7 @@ TEST(Pagraph, FormatErrorsAndViewsOfOtherPartitions) {
   std::string dir = temp_dir("pagraph_errors");
   PartitionOptions o;
   o.parts = 2;
-  o.method = "pagraph";
+  o.method = PartitionMethod::kPagraph;
   o.verbose = false;
   partition_dataset(cora(), o, dir);
   // A halo list that is not ascending is refused, naming the file.
@@ -366,7 +366,7 @@ TEST(Pagraph, FormatErrorsAndViewsOfOtherPartitions) {
   EXPECT_THROW(load_partition(dir, 0, 2), IoError);
   // A METIS partition has no halo to sample from.
   std::string metis = temp_dir("pagraph_metis");
-  o.method = "metis";
+  o.method = PartitionMethod::kMetis;
   partition_dataset(cora(), o, metis);
   try {
     replicated_view(load_partition(metis, 0, 2));
@@ -374,7 +374,7 @@ TEST(Pagraph, FormatErrorsAndViewsOfOtherPartitions) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("--method pagraph"), std::string::npos) << e.what();
   }
-  o.method = "pagraph";
+  o.method = PartitionMethod::kPagraph;
   o.pagraph.hops = 0;
   EXPECT_THROW(partition_dataset(cora(), o, temp_dir("pagraph_bad")), InvalidArgument);
   fs::remove_all(dir);

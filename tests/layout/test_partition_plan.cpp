@@ -58,7 +58,7 @@ TEST(PartitionPlan, StreamedWriterEstimateDoesNotGrowWithEntries) {
   m.index_dtype = DType::kInt32;
   PartitionOptions o;
   o.parts = 2;
-  o.method = "bfs-blocks";
+  o.method = PartitionMethod::kBfsBlocks;
   const uint64_t n = m.num_nodes, streamed = estimate_partition_memory(m, o);
   // Id maps, scores twice and in-degrees (40 bytes a node), the 64 MiB buffer, 64 MiB of slack.
   EXPECT_EQ(streamed, 40 * n + (uint64_t{64} << 20) + (uint64_t{64} << 20));

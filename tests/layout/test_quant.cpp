@@ -121,7 +121,7 @@ PartitionMeta partition(const Dataset& ds, const std::string& dir, const std::st
                         const std::string& scale = "", int parts = 2, double ratio = 0.3) {
   PartitionOptions o;
   o.parts = parts;
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   o.cache_ratio = ratio;
   o.verbose = false;
   o.overwrite = true;
@@ -213,7 +213,7 @@ TEST(PartitionQuant, KeepWritesTheDatasetsBytesAndFloat32FromFloat32IsTheSame) {
   EXPECT_FALSE(fs::exists(a + "/feature_scale.npy"));
   // A narrower dtype caches more rows in the same byte budget.
   PartitionOptions o;
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   o.verbose = false;
   o.overwrite = true;
   o.cache_bytes = 12 * 4 * 10;  // ten float32 rows

@@ -61,7 +61,7 @@ TEST_P(TemporalPartition, CarriesEdgeAndNodeTimes) {
   const std::string dir = temp_dir("temporal_part_" + GetParam());
   PartitionOptions o;
   o.parts = 3;
-  o.method = GetParam();
+  o.method = parse_choice<PartitionMethod>(GetParam());
   o.verbose = false;
   o.write_chunk_bytes = 4096;  // many chunks per part
   partition_dataset(ds, o, dir);
@@ -105,7 +105,7 @@ TEST(TemporalPartitionErrors, DamagedTimesAreNamedAndPagraphIsRefused) {
   const std::string dir = temp_dir("temporal_part_damaged");
   PartitionOptions o;
   o.parts = 2;
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   o.verbose = false;
   partition_dataset(ds, o, dir);
   const std::string et = dir + "/part1/edge_time.npy";
@@ -127,7 +127,7 @@ TEST(TemporalPartitionErrors, DamagedTimesAreNamedAndPagraphIsRefused) {
                         ds.meta.num_nodes, ds.meta.num_nodes - 1));
   fs::remove_all(dir);
 
-  o.method = "pagraph";
+  o.method = PartitionMethod::kPagraph;
   EXPECT_EQ(error_of([&] { partition_dataset(ds, o, dir); }),
             "--method pagraph: the replicated halo rows do not carry edge times, and community "
             "has edge_time.npy; partition it with --method metis, random or bfs-blocks");

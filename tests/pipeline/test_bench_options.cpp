@@ -107,7 +107,7 @@ TEST(BenchOptions, Defaults) {
   EXPECT_EQ(p.model, "sage");
   EXPECT_EQ(p.hidden, 256);
   EXPECT_EQ(p.modes, "on,off");
-  EXPECT_EQ(p.roles_switch, "on");
+  EXPECT_EQ(p.roles_switch, RoleSwitch::kQueueFull);
   EXPECT_EQ(p.epochs, 2);
   EXPECT_EQ(p.warmup, 1);
   EXPECT_EQ(p.threads, 0);
@@ -179,9 +179,9 @@ TEST(BenchOptions, ValidateGivesTheCliMessages) {
               "--max-steps, --threads, --samplers >= 0");
   }
   p = {};
-  p.roles_switch = "x";
+  p.roles_switch = RoleSwitch::kOff;
   EXPECT_EQ(error_of<InvalidArgument>([&] { p.validate(); }),
-            "--roles-switch: x not in {on,always,never}");
+            "--roles-switch off: mode roles-switch switches (on, always or never)");
 }
 
 TEST(BenchOptions, StepSeedsAreARandomSubsetOfMaxStepsBatches) {

@@ -95,7 +95,7 @@ TEST(MultiLabelBatch, WholeGraphViewKeepsTheLabelRows) {
   std::filesystem::remove_all(dir);
   PartitionOptions po;
   po.parts = 2;
-  po.method = "random";
+  po.method = PartitionMethod::kRandom;
   po.verbose = false;
   partition_dataset(ds, po, dir);
   const PartitionData w = load_whole_partition(dir);

@@ -315,7 +315,7 @@ TEST(Pipeline, ReadAheadHandsEveryBatchToItsGroupBeforeItIsLoaded) {
   const auto plain = run_standin(PipelineMode::kSequential, 0, 1);
   for (PipelineMode mode :
        {PipelineMode::kSequential, PipelineMode::kPipelined, PipelineMode::kAuto}) {
-    SCOPED_TRACE(pipeline_mode_name(mode));
+    SCOPED_TRACE(name_of(mode));
     auto coord = make_coordinator("self");
     test::StandIn si(*coord, test::StandInConfig{});
     EpochScheduler sched(iota_ids(1000), 16, 9);
@@ -376,9 +376,9 @@ TEST(Pipeline, RejectsBadOptions) {
   auto coord = make_coordinator("self");
   EpochScheduler sched(iota_ids(10), 8, 9);
   EXPECT_THROW(Pipeline(*coord, sched, PipelineStages{}), InvalidArgument);
-  EXPECT_EQ(parse_pipeline_mode("off"), PipelineMode::kSequential);
-  EXPECT_EQ(parse_pipeline_mode("on"), PipelineMode::kPipelined);
-  EXPECT_THROW(parse_pipeline_mode("maybe"), InvalidArgument);
+  EXPECT_EQ(parse_choice<PipelineMode>("off"), PipelineMode::kSequential);
+  EXPECT_EQ(parse_choice<PipelineMode>("on"), PipelineMode::kPipelined);
+  EXPECT_THROW(parse_choice<PipelineMode>("maybe"), InvalidArgument);
 }
 
 }  // namespace

@@ -244,7 +244,7 @@ TEST(PipelineAuto, TrainsTheSequentialBatchesAndSaysWhatItChose) {
     if (k == 1) {
       EXPECT_EQ(e0.ran, "profile");
       ASSERT_NE(p.plan(), nullptr);
-      EXPECT_EQ(e1.ran, pipeline_mode_name(p.plan()->mode));
+      EXPECT_EQ(e1.ran, name_of(p.plan()->mode));
       nlohmann::json j = p.auto_json();
       EXPECT_EQ(j["decided_at"]["epoch"], 0);
       // Warm-up batch, 3 profiled, 3 trial batches (if the plan asked for a trial).
@@ -260,7 +260,7 @@ TEST(PipelineAuto, TrainsTheSequentialBatchesAndSaysWhatItChose) {
     EXPECT_EQ(seen[0][i].batch, seen[1][i].batch);
     EXPECT_EQ(seen[0][i].digest, seen[1][i].digest) << "batch " << i;
   }
-  EXPECT_EQ(parse_pipeline_mode("auto"), PipelineMode::kAuto);
+  EXPECT_EQ(parse_choice<PipelineMode>("auto"), PipelineMode::kAuto);
 }
 
 }  // namespace

@@ -66,12 +66,12 @@ TEST(Roles, SwitchingLayoutHasOneSlotPerRank) {
   EXPECT_EQ(two.extra_slot(3), 4);
   EXPECT_EQ(two.extra_slot(4), 3);
   EXPECT_EQ(two.to_json()["switching"], "always");
-  EXPECT_EQ(parse_role_switch("on"), RoleSwitch::kQueueFull);
+  EXPECT_EQ(parse_choice<RoleSwitch>("on"), RoleSwitch::kQueueFull);
   try {
-    parse_role_switch("sometimes");
+    parse_choice<RoleSwitch>("sometimes");
     FAIL() << "accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "role switching must be off, on, never or always, got 'sometimes'");
+    EXPECT_STREQ(e.what(), "unknown role switch 'sometimes' (off, on, always, never)");
   }
 }
 

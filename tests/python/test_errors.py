@@ -83,7 +83,7 @@ def test_bad_fanouts(cora_p1):
 def test_bad_arguments(cora_p1):
     with pytest.raises(dsp.InvalidArgument, match="batch sizes must be > 0"):
         dsp.Loader(cora_p1, fanouts=[5], batch_size=0)
-    with pytest.raises(dsp.InvalidArgument, match="split must be train, valid or test"):
+    with pytest.raises(dsp.InvalidArgument, match=r"^unknown split 'dev' \(train, valid, test, all\)$"):
         dsp.Loader(cora_p1, fanouts=[5], split="dev")
     with pytest.raises(dsp.InvalidArgument, match="^--fifo-rows must be >= 0, got -1$"):
         dsp.Loader(cora_p1, fanouts=[5], fifo_rows=-1)

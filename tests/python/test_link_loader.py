@@ -132,8 +132,8 @@ def test_same_seed_same_batches(link_p1):
     ({"neg_ratio": 0}, "--neg-ratio must lie in [1, 4096] (negatives per positive edge), got 0"),
     ({"neg_ratio": 5000}, "--neg-ratio must lie in [1, 4096] (negatives per positive edge), "
                           "got 5000"),
-    ({"negatives": "zipf"}, "--negatives must be uniform, unigram or pairs, got 'zipf'"),
-    ({"exclude": "both"}, "--exclude must be auto, none, self or reverse, got 'both'"),
+    ({"negatives": "zipf"}, "unknown negative sampler 'zipf' (uniform, unigram, pairs)"),
+    ({"exclude": "both"}, "unknown edge exclusion 'both' (auto, none, self, reverse)"),
 ])
 def test_bad_keywords_get_the_cli_messages(link_p1, kw, message):
     with pytest.raises(dsp.InvalidArgument, match=re.escape(message)):

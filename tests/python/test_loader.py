@@ -181,7 +181,7 @@ def test_bfs_seed_order_as_dsp_train(cora_p1):
     assert sorted(seeds[0].tolist()) == sorted(seeds[1].tolist())
     assert not torch.equal(seeds[0], seeds[1])
     assert torch.equal(seeds[1], seeds[2])
-    with pytest.raises(dsp.InvalidArgument, match=r"^--order must be random or bfs, got 'dfs'$"):
+    with pytest.raises(dsp.InvalidArgument, match=r"^unknown seed order 'dfs' \(random, bfs\)$"):
         dsp.Loader(cora_p1, fanouts=FANOUTS, order="dfs")
     with pytest.raises(dsp.InvalidArgument, match=r"^--bfs-sequences must be >= 1, got 0$"):
         dsp.Loader(cora_p1, fanouts=FANOUTS, order="bfs", bfs_sequences=0)

@@ -200,7 +200,7 @@ def test_refusals(temporal, no_node_times, tmp_path):
                             "partition has none")
     with pytest.raises(dsp.InvalidArgument) as e:
         dsp.Loader(temporal[1], fanouts=FANOUTS, temporal="sometimes")
-    assert "--temporal: sometimes not in {off,uniform,recent}" in str(e.value)
+    assert "unknown temporal sampling 'sometimes' (off, uniform, recent)" in str(e.value)
     with pytest.raises(dsp.InvalidArgument) as e:
         dsp.LinkLoader(temporal[1], fanouts=FANOUTS, temporal="uniform")
     assert str(e.value) == ("dsp.LinkLoader: temporal sampling samples node seeds at their node "

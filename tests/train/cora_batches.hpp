@@ -204,7 +204,7 @@ inline CoraRunResult train_cora(Trainer& t, const CoraData& d, const CoraRunOpti
 inline TrainConfig cora_config(const std::string& model, uint64_t seed) {
   const CoraData& d = cora();
   TrainConfig c;
-  c.model.model = model;
+  c.model.model = parse_choice<ModelKind>(model);
   c.model.in_dim = d.dim;
   c.model.out_dim = d.classes;
   c.model.layers = 2;

@@ -28,7 +28,7 @@ inline Dataset planted_link_graph(int64_t per_positive = 0) {
 inline JobConfig link_job_config(const std::string& dir, int64_t batch = 256) {
   JobConfig c;
   c.rank.path = dir;
-  c.link.task = "link";
+  c.link.task = TaskKind::kLink;
   c.train.model.hidden = 64;
   c.train.model.dropout = 0;
   c.train.weight_decay = 0;
@@ -37,7 +37,7 @@ inline JobConfig link_job_config(const std::string& dir, int64_t batch = 256) {
   c.sampler.fanouts = {10, 5};
   c.batch_size = batch;
   c.epochs = 4;
-  c.pipeline = "off";
+  c.pipeline = PipelineMode::kSequential;
   c.progress = false;
   return c;
 }

@@ -321,7 +321,7 @@ TEST(Aggregate, EveryModelMatchesTheReferenceWithParameterGradients) {
   for (const ModelCase& mc : cases) {
     for (int64_t in_dim : {6, 40}) {
       ModelConfig c;
-      c.model = mc.model;
+      c.model = parse_choice<ModelKind>(mc.model);
       c.in_dim = in_dim;
       c.hidden = 16;
       c.out_dim = 4;

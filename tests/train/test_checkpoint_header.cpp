@@ -145,8 +145,9 @@ TEST(CheckpointHeader, TensorsAreNamedAndVerified) {
 
 TEST(CheckpointHeader, TheModelAndTrainingConfigurationAreCheckedNamingTheFile) {
   nlohmann::json h = good_header();
-  EXPECT_EQ(error_of<FormatError>([&] { check_checkpoint_optimizer(kFile, h, "sgd"); }),
-            "checkpoint ck.pt holds adam optimizer state but this trainer uses sgd");
+  EXPECT_EQ(
+      error_of<FormatError>([&] { check_checkpoint_optimizer(kFile, h, OptimizerKind::kSgd); }),
+      "checkpoint ck.pt holds adam optimizer state but this trainer uses sgd");
   h["config"]["model"].erase("hidden");
   EXPECT_EQ(error_of<FormatError>([&] {
               checkpoint_train_config(kFile, h);

@@ -29,7 +29,7 @@ torch::Tensor flat_of(const std::vector<torch::Tensor>& ts) {
 
 std::unique_ptr<torch::optim::Optimizer> torch_optimizer(std::vector<torch::Tensor>& p,
                                                          const FlatOptimizerOptions& o) {
-  if (o.kind == "adam") {
+  if (o.kind == OptimizerKind::kAdam) {
     return std::make_unique<torch::optim::Adam>(
         p, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
   }
@@ -38,7 +38,7 @@ std::unique_ptr<torch::optim::Optimizer> torch_optimizer(std::vector<torch::Tens
 }
 
 struct Case {
-  std::string kind;
+  OptimizerKind kind;
   double weight_decay, momentum;
 };
 
@@ -60,7 +60,7 @@ TEST_P(FlatOptimizerSteps, EqualLibTorchsOptimizerBitForBit) {
     for (size_t i = 0; i < ref.size(); ++i) ref[i].mutable_grad() = g[i].clone();
     opt->step();
     flat.step(flat_of(g));
-    ASSERT_TRUE(torch::equal(flat_of(ref), flat.flat())) << c.kind << " step " << s;
+    ASSERT_TRUE(torch::equal(flat_of(ref), flat.flat())) << name_of(c.kind) << " step " << s;
     ASSERT_TRUE(torch::equal(flat_of(ref), flat_of(mine))) << "the parameters view the flat tensor";
   }
 }
@@ -107,19 +107,20 @@ TEST_P(FlatOptimizerSteps, StateTravelsThroughLibTorchsOptimizer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, FlatOptimizerSteps,
-                         ::testing::Values(Case{"adam", 0, 0}, Case{"adam", 5e-4, 0},
-                                           Case{"sgd", 0, 0}, Case{"sgd", 5e-4, 0.9}),
+                         ::testing::Values(Case{OptimizerKind::kAdam, 0, 0},
+                                           Case{OptimizerKind::kAdam, 5e-4, 0},
+                                           Case{OptimizerKind::kSgd, 0, 0},
+                                           Case{OptimizerKind::kSgd, 5e-4, 0.9}),
                          [](const auto& info) {
-                           return info.param.kind + (info.param.weight_decay > 0 ? "_wd" : "") +
+                           return name_of(info.param.kind) +
+                                  std::string(info.param.weight_decay > 0 ? "_wd" : "") +
                                   (info.param.momentum > 0 ? "_momentum" : "");
                          });
 
+// The kind is typed: its one parser (the names table) refuses an unknown name.
 TEST(FlatOptimizer, UnknownKindIsRefused) {
-  auto p = make_params(1);
-  FlatOptimizerOptions o;
-  o.kind = "lamb";
   try {
-    FlatOptimizer f(p, o);
+    parse_choice<OptimizerKind>("lamb");
     FAIL() << "accepted";
   } catch (const std::exception& e) {
     EXPECT_STREQ(e.what(), "unknown optimizer 'lamb' (adam, sgd)");

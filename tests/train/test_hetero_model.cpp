@@ -82,7 +82,7 @@ std::vector<Block> full_blocks(const std::vector<int64_t>& seeds, int layers) {
 
 ModelConfig hetero_config(const std::string& model, int layers) {
   ModelConfig c;
-  c.model = model;
+  c.model = parse_choice<ModelKind>(model);
   c.hidden = 4;
   c.out_dim = 3;
   c.layers = layers;
@@ -161,7 +161,7 @@ torch::Tensor dense_reference(GnnModel& m, const ModelConfig& cfg, const TinyInp
   for (int l = 0; l < cfg.layers; ++l) {
     const std::string L = "layer" + std::to_string(l);
     torch::Tensor out;
-    if (cfg.model == "rgcn") {
+    if (cfg.model == ModelKind::kRgcn) {
       out = lin(L + ".self", h, true);
       for (int r = 0; r < 4; ++r) {
         out = out + lin(L + ".rel" + std::to_string(r), torch::matmul(adj[r], h), false);

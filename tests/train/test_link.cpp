@@ -122,9 +122,8 @@ TEST(LinkOptions, BadValuesNameTheirFlag) {
   o = {};
   o.hits_k = {0};
   EXPECT_EQ(message(o), "--hits-k: every K must be >= 1, got 0");
-  o = {};
-  o.task = "edge";
-  EXPECT_EQ(message(o), "--task must be node or link, got 'edge'");
+  EXPECT_EQ(error_of<InvalidArgument>([] { parse_choice<TaskKind>("edge"); }),
+            "unknown task 'edge' (node, link)");
 }
 
 // A part over N nodes holding `edges` as its training edges, in-degrees `deg`.
@@ -142,10 +141,10 @@ TEST(LinkBatcher, PairsIndexDistinctSeedsAndExclusionsHideThePositives) {
   const PartitionData part = link_part(6, {0, 1, 1, 2, 3, 4, 0, 2}, {1, 1, 1, 1, 1, 1});
   LinkOptions o;
   o.neg_ratio = 3;
-  o.exclude = "reverse";
+  o.exclude = ExcludeKind::kReverse;
   LinkBatcher lb(part, o, 7, /*undirected=*/true);
   EXPECT_EQ(lb.num_edges(), 4);
-  EXPECT_EQ(lb.exclusion(), "reverse");
+  EXPECT_EQ(lb.exclusion(), ExcludeKind::kReverse);
   const LinkBatch b = lb.make({2, 0, 3}, 1, 5);
   ASSERT_EQ(b.pairs.size(), 3 * (1 + 3));
   EXPECT_EQ(std::set<int64_t>(b.seeds.begin(), b.seeds.end()).size(), b.seeds.size());
@@ -174,10 +173,10 @@ TEST(LinkBatcher, PairsIndexDistinctSeedsAndExclusionsHideThePositives) {
   };
   EXPECT_EQ(negatives(lb.make({2, 0, 3}, 1, 5)), negatives(b));
   EXPECT_NE(negatives(lb.make({2, 0, 3}, 1, 6)), negatives(b));
-  o.exclude = "auto";
-  EXPECT_EQ(LinkBatcher(part, o, 7, false).exclusion(), "self");
+  o.exclude = ExcludeKind::kAuto;
+  EXPECT_EQ(LinkBatcher(part, o, 7, false).exclusion(), ExcludeKind::kSelf);
   EXPECT_EQ(LinkBatcher(part, o, 7, false).make({1}, 0, 0).exclude.dst, (std::vector<int64_t>{2}));
-  o.exclude = "none";
+  o.exclude = ExcludeKind::kNone;
   EXPECT_TRUE(LinkBatcher(part, o, 7, true).make({1}, 0, 0).exclude.dst.empty());
 }
 
@@ -207,7 +206,7 @@ TEST(LinkBatcher, NegativesFollowTheirDistribution) {
   for (const std::string kind : {"uniform", "unigram"}) {
     LinkOptions o;
     o.neg_ratio = 200;
-    o.negatives = kind;
+    o.negatives = parse_choice<NegativeKind>(kind);
     const LinkBatch b = LinkBatcher(part, o, 3, true).make(all, 0, 0);
     std::vector<int64_t> counts(10, 0);
     for (int64_t i = 0; i < b.pairs.size(); ++i) {
@@ -235,7 +234,7 @@ TEST(LinkBatcher, PairNegativesAreUniformAtBothEnds) {
   const PartitionData part = link_part(10, edges, std::vector<int64_t>(10, 10));
   LinkOptions o;
   o.neg_ratio = 200;
-  o.negatives = "pairs";
+  o.negatives = NegativeKind::kPairs;
   const LinkBatch b = LinkBatcher(part, o, 3, true).make(all, 0, 0);
   std::vector<int64_t> src(10, 0), dst(10, 0), cell(100, 0);
   int64_t negatives = 0, source_kept = 0;
@@ -254,14 +253,8 @@ TEST(LinkBatcher, PairNegativesAreUniformAtBothEnds) {
   EXPECT_LT(chi_square(cell, std::vector<double>(100, 0.01)), 148.2);
   // A source-kept scheme would keep every one; uniform sources keep about a tenth.
   EXPECT_LT(source_kept, negatives / 5);
-  LinkOptions bad;
-  bad.negatives = "global";
-  try {
-    bad.validate();
-    FAIL() << "no error";
-  } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "--negatives must be uniform, unigram or pairs, got 'global'");
-  }
+  EXPECT_EQ(error_of<InvalidArgument>([] { parse_choice<NegativeKind>("global"); }),
+            "unknown negative sampler 'global' (uniform, unigram, pairs)");
 }
 
 // A typed part: users 0-4 and items 0-8 over two parts (part 0: users [0, 3), items [3, 8);
@@ -301,7 +294,7 @@ TEST(LinkBatcher, TypedNegativesComeFromTheRelationsTypes) {
   LinkOptions o;
   o.neg_ratio = 100;
   for (const std::string kind : {"uniform", "pairs"}) {
-    o.negatives = kind;
+    o.negatives = parse_choice<NegativeKind>(kind);
     const LinkBatch b = LinkBatcher(part, o, 3, false).make(all, 0, 0);
     std::map<int64_t, int64_t> src, dst;
     for (int64_t i = 0; i < b.pairs.size(); ++i) {
@@ -318,27 +311,27 @@ TEST(LinkBatcher, TypedNegativesComeFromTheRelationsTypes) {
     if (kind == "pairs") EXPECT_LT(chi_square(sc, std::vector<double>(5, 0.2)), 18.5);
   }
   // auto: reverse, the relations named (rates is 0, rev_rates 1).
-  o.negatives = "uniform";
+  o.negatives = NegativeKind::kUniform;
   LinkBatcher lb(part, o, 3, false);
-  EXPECT_EQ(lb.exclusion(), "reverse");
+  EXPECT_EQ(lb.exclusion(), ExcludeKind::kReverse);
   const LinkBatch b = lb.make({1}, 0, 0);  // user 1 rates item 4
   EXPECT_EQ(b.exclude.dst, (std::vector<int64_t>{4, 1}));
   EXPECT_EQ(b.exclude.src, (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(b.exclude.rel, (std::vector<int32_t>{0, 1}));
   const PartitionData one_way = typed_part(edges, false);
-  EXPECT_EQ(LinkBatcher(one_way, o, 3, false).exclusion(), "self");
+  EXPECT_EQ(LinkBatcher(one_way, o, 3, false).exclusion(), ExcludeKind::kSelf);
   EXPECT_EQ(LinkBatcher(one_way, o, 3, false).make({1}, 0, 0).exclude.rel,
             (std::vector<int32_t>{0}));
-  o.exclude = "reverse";
+  o.exclude = ExcludeKind::kReverse;
   EXPECT_EQ(error_of<InvalidArgument>([&] { LinkBatcher(one_way, o, 3, false); }),
             "--exclude reverse: relation user___rates___item of typed has no reverse relation "
             "(item___rev_rates___user); use self or none, or add the reverses to the dataset");
-  o.exclude = "auto";
-  o.negatives = "unigram";
+  o.exclude = ExcludeKind::kAuto;
+  o.negatives = NegativeKind::kUnigram;
   EXPECT_EQ(error_of<InvalidArgument>([&] { LinkBatcher(part, o, 3, false); }),
             "--negatives unigram on the heterogeneous graph typed: not implemented (a node's "
             "in-degree there counts every relation); use uniform or pairs");
-  o.negatives = "uniform";
+  o.negatives = NegativeKind::kUniform;
   const PartitionData unsplit = typed_part(edges, true, /*link=*/false);
   EXPECT_EQ(error_of<FormatError>([&] { LinkBatcher(unsplit, o, 3, false); }),
             "typed: the heterogeneous partition names no link_relation: link prediction on a "

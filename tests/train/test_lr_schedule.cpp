@@ -12,7 +12,7 @@ namespace {
 TrainConfig schedule(const char* kind) {
   TrainConfig c;
   c.lr = 0.1;
-  c.lr_schedule = kind;
+  c.lr_schedule = parse_choice<LrScheduleKind>(kind);
   c.lr_gamma = 0.5;
   c.lr_step_size = 3;
   c.lr_patience = 1;
@@ -59,9 +59,8 @@ TEST(LrSchedule, OptionsAreChecked) {
   c.model.in_dim = 4;
   c.model.out_dim = 2;
   c.validate();
-  c.lr_schedule = "linear";
-  EXPECT_THROW(c.validate(), InvalidArgument);
-  c.lr_schedule = "step";
+  EXPECT_THROW(parse_choice<LrScheduleKind>("linear"), InvalidArgument);
+  c.lr_schedule = LrScheduleKind::kStep;
   try {
     c.validate();
     FAIL();

@@ -102,15 +102,16 @@ TEST(Metrics, MacroF1OfAHandComputedConfusionMatrix) {
     t.add(logits.data(), static_cast<int64_t>(truth.size()), truth.data());
     EXPECT_DOUBLE_EQ(t.macro_f1(), 0.7) << classes << " classes";
     EXPECT_DOUBLE_EQ(t.accuracy(), 5.0 / 7.0);
-    EXPECT_DOUBLE_EQ(t.metric("f1"), 0.7);
-    EXPECT_EQ(t.metric_names(), (std::vector<std::string>{"acc", "f1"}));
+    EXPECT_DOUBLE_EQ(t.metric(MetricKind::kF1), 0.7);
+    EXPECT_EQ(t.metric_names(), (std::vector<MetricKind>{MetricKind::kAcc, MetricKind::kF1}));
   }
   // Two classes: also the ROC-AUC of the softmax's p(class 1).
   EvalTally two(false, 2);
   const std::vector<float> logits2 = {0, 1, 2, 0, 0, 3, 1, 0};  // p(1) ~ .73, .12, .95, .27
   const std::vector<int64_t> y2 = {1, 0, 0, 1};
   two.add(logits2.data(), 4, y2.data());
-  EXPECT_EQ(two.metric_names(), (std::vector<std::string>{"acc", "f1", "rocauc"}));
+  EXPECT_EQ(two.metric_names(),
+            (std::vector<MetricKind>{MetricKind::kAcc, MetricKind::kF1, MetricKind::kRocauc}));
   // Positives .73, .27 against negatives .12, .95: two of the four pairs ranked right.
   EXPECT_DOUBLE_EQ(two.roc_auc(), 0.5);
   EXPECT_DOUBLE_EQ(two.accuracy(), 0.5);  // argmax 1, 0, 0, 0
@@ -133,7 +134,7 @@ TEST(Metrics, BceTallies) {
   const std::vector<int8_t> y8 = {0, 0, 1, 1, 1};
   EXPECT_EQ(b.roc_auc(), brute_force_auc(p, y8));
   EXPECT_DOUBLE_EQ(b.roc_auc(), 5.0 / 6.0);
-  EXPECT_EQ(b.metric_names(), (std::vector<std::string>{"acc", "rocauc"}));
+  EXPECT_EQ(b.metric_names(), (std::vector<MetricKind>{MetricKind::kAcc, MetricKind::kRocauc}));
   EXPECT_THROW(b.macro_f1(), InvalidArgument);
 
   EvalTally m(true, 2);
@@ -145,10 +146,10 @@ TEST(Metrics, BceTallies) {
   // Column 0: scores 1, 2, -3 for labels 1, 0, 0: AUC 1/2; column 1: -1, 1, 0.5 for 0, 1, 0: 1.
   EXPECT_DOUBLE_EQ(m.roc_auc(), 0.75);
   try {
-    m.metric("mrr");
+    parse_choice<MetricKind>("mrr");
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_EQ(std::string(e.what()), "unknown metric 'mrr' (acc, f1, rocauc)");
+    EXPECT_EQ(std::string(e.what()), "unknown metric 'mrr' (auto, acc, f1, rocauc)");
   }
 }
 
@@ -171,7 +172,7 @@ TEST(Metrics, MultiLabelTrainsWithBce) {
   const test::CoraData& d = test::cora();
   auto comm = make_communicator("self");
   TrainConfig cfg = test::cora_config("sage", 3);
-  cfg.model.loss = "bce";
+  cfg.model.loss = LossKind::kBce;
   cfg.model.out_dim = 8;
   Trainer t(cfg, *comm);
   const std::vector<int> fanouts = {10, 10};
@@ -199,7 +200,7 @@ TEST(Metrics, MultiLabelTrainsWithBce) {
 
   // The batch's labels against the loss: multi-label rows need bce, bce class ids are binary.
   TrainConfig ce = test::cora_config("sage", 3);
-  ce.model.loss = "ce";
+  ce.model.loss = LossKind::kCe;
   ce.model.out_dim = 8;
   Trainer tc(ce, *comm);
   const LoadedBatch ml =
@@ -213,7 +214,7 @@ TEST(Metrics, MultiLabelTrainsWithBce) {
               "--loss ce");
   }
   TrainConfig bin = test::cora_config("sage", 3);
-  bin.model.loss = "bce";
+  bin.model.loss = LossKind::kBce;
   bin.model.out_dim = 1;
   Trainer tb(bin, *comm);
   try {

@@ -58,7 +58,7 @@ TEST(Preaggregated, FirstLayerEqualsTheFullNeighbourhoodLayer) {
   std::filesystem::create_directories(dir);
   for (const char* model : {"sage", "gcn"}) {
     ModelConfig c;
-    c.model = model;
+    c.model = parse_choice<ModelKind>(model);
     c.in_dim = f;
     c.hidden = 4;
     c.out_dim = 3;
@@ -75,7 +75,7 @@ TEST(Preaggregated, FirstLayerEqualsTheFullNeighbourhoodLayer) {
     full->eval();
     pp->eval();
     const std::string path = dir + "/" + model + ".npy";
-    write_preaggregated(g, xa, ids, preaggregate_kind_of(model), path);
+    write_preaggregated(g, xa, ids, c.preaggregate_kind(), path);
     Array rows = load_npy(path, DType::kFloat32, 2);
     ASSERT_EQ(rows.dim(1), 2 * f);
     auto xpp =
@@ -93,7 +93,7 @@ TEST(Preaggregated, FirstLayerEqualsTheFullNeighbourhoodLayer) {
 
 TEST(Preaggregated, OtherModelsAndOneLayerAreRefused) {
   ModelConfig c;
-  c.model = "gat";
+  c.model = ModelKind::kGat;
   c.in_dim = 4;
   c.out_dim = 2;
   c.preaggregated = true;
@@ -105,12 +105,14 @@ TEST(Preaggregated, OtherModelsAndOneLayerAreRefused) {
               std::string::npos)
         << e.what();
   }
-  c.model = "sage";
+  c.model = ModelKind::kSage;
   c.layers = 1;
   EXPECT_THROW(c.validate(), InvalidArgument);
-  EXPECT_EQ(preaggregate_kind_of("sage"), "mean");
-  EXPECT_EQ(preaggregate_kind_of("gcn"), "gcn");
-  EXPECT_EQ(preaggregate_kind_of("gat"), "");
+  for (auto [model, kind] : {std::pair{ModelKind::kSage, "mean"}, std::pair{ModelKind::kGcn, "gcn"},
+                             std::pair{ModelKind::kGat, ""}}) {
+    c.model = model;
+    EXPECT_EQ(c.preaggregate_kind(), kind);
+  }
 }
 
 }  // namespace

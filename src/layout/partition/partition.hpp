@@ -51,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "core/choice.hpp"
 #include "core/quant.hpp"
 #include "graph/array.hpp"
 #include "graph/csr.hpp"
@@ -90,10 +91,17 @@ struct PagraphOptions {
   int64_t halo_cap = 0;  // 0: replicate whole rows
 };
 
+enum class PartitionMethod { kMetis, kRandom, kBfsBlocks, kPagraph };
+const Names<PartitionMethod>& names_of(PartitionMethod);  // metis, random, bfs-blocks, pagraph
+// copy: features.npy holds the renumbered rows; reference: no copy, the ranks read the dataset's
+// features.npy through new2old.npy (keep dtype, homogeneous graphs only).
+enum class FeatureStorage { kCopy, kReference };
+const Names<FeatureStorage>& names_of(FeatureStorage);
+
 struct PartitionOptions {
   int parts = 1;
-  std::string method = "metis";  // metis | random | bfs-blocks | pagraph
-  bool balance_entries = true;   // METIS: adjacency entries as a balance constraint
+  PartitionMethod method = PartitionMethod::kMetis;
+  bool balance_entries = true;  // METIS: adjacency entries as a balance constraint
   BfsBlockOptions bfs_blocks;
   PagraphOptions pagraph;
   std::string cache_policy = "in-degree";  // in-degree | out-degree | presample | random | none
@@ -109,9 +117,7 @@ struct PartitionOptions {
   // bfloat16 or int8 (symmetric, a float32 scale per column or per row: feature_scale).
   std::string feature_dtype = "keep";
   std::string feature_scale;  // int8: column (default) or row; empty otherwise
-  // copy: features.npy holds the renumbered rows; reference: no copy, the ranks read the dataset's
-  // features.npy through new2old.npy (keep dtype, homogeneous graphs only).
-  std::string feature_storage = "copy";
+  FeatureStorage feature_storage = FeatureStorage::kCopy;
   // Bytes of a part's rows (row pointers and entries) built at a time, renumbered and sorted,
   // before they are appended to its files; a row longer than that is built alone. <= 0: the
   // whole part at once (its patch in memory).
@@ -328,8 +334,6 @@ PartitionData replicated_view(const PartitionData& part);
 //         the block whose destinations are all nodes, i.e. Kipf & Welling's normalisation.
 // Sums run in double in row order and round once to the features' dtype.
 const std::vector<std::string>& preaggregate_kinds();  // {"mean", "gcn"}
-// The PP kind the first layer of `model` uses: "mean" (sage), "gcn" (gcn); "" for any other.
-std::string preaggregate_kind_of(const std::string& model);
 // Writes preaggregated_<kind>.npy for the dataset's graph and features, rows in the order
 // new2old (row i is the node new2old[i]), streamed in chunks of rows.
 void write_preaggregated(const Csr& g, const Array& features, const std::vector<int64_t>& new2old,

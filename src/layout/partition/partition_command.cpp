@@ -54,7 +54,7 @@ std::vector<Option<Cmd>> method_options() {
       value("--method", "method",
             "metis (default), random, bfs-blocks (BGL: for graphs beyond METIS) or pagraph "
             "(self-reliant parts: each replicates its seeds' L-hop neighbourhood)",
-            DSP_FIELD(o.method), "metis,random,bfs-blocks,pagraph"),
+            DSP_FIELD(o.method)),
       no_entry_balance_option(),
       value("--hops", "hops",
             "pagraph: layers L of the model (fanouts) whose neighbourhood is replicated "
@@ -92,7 +92,7 @@ std::vector<Option<Cmd>> method_options() {
             "copy (default: features.npy holds the renumbered rows) or reference (no copy: the "
             "ranks read the dataset's features.npy through new2old.npy, so the dataset must stay "
             "where it is; --feature-dtype keep, homogeneous graphs)",
-            DSP_FIELD(o.feature_storage), "copy,reference"),
+            DSP_FIELD(o.feature_storage)),
       value("--seed", "seed", "random seed (METIS, random method and policy)", DSP_FIELD(o.seed)),
       value("--seed-imbalance", "seed_imbalance",
             "allowed excess of training seeds per part over the mean (default 0.05)",

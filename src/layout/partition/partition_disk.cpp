@@ -13,7 +13,7 @@ PartitionDisk estimate_partition_disk(const DatasetMeta& m, const PartitionOptio
   PartitionDisk d;
   const DType stored = partition_feature_dtype(o, m.feature_dtype);
   const uint64_t row = f * dtype_size(stored);
-  if (o.feature_storage != "reference") d.features = n * row;
+  if (o.feature_storage != FeatureStorage::kReference) d.features = n * row;
   if (stored == DType::kInt8) d.features += 4 * (o.feature_scale == "row" ? n : f);
   d.features += o.preaggregate.size() * n * 2 * row;
   d.graph = 8 * (n + parts) + e * dtype_size(m.index_dtype);
@@ -37,7 +37,8 @@ void check_partition_disk(const std::string& what, const DatasetMeta& meta,
                           const PartitionOptions& opts, const std::string& out) {
   const PartitionDisk d = estimate_partition_disk(meta, opts);
   std::string lower = "free some, or choose another OUT";
-  if (opts.feature_storage != "reference" && d.features > 0 && opts.feature_dtype == "keep") {
+  if (opts.feature_storage != FeatureStorage::kReference && d.features > 0 &&
+      opts.feature_dtype == "keep") {
     lower += fmt::format(", or --feature-storage reference (about {} without the features' copy)",
                          format_bytes(d.total() - d.features));
   }

@@ -258,15 +258,15 @@ int64_t edge_cut(const Csr& g, const std::vector<int32_t>& assign) {
 // The part of every node by opts.method; methods with a report fill `report`.
 std::vector<int32_t> assign_parts(const Dataset& ds, const PartitionOptions& opts,
                                   nlohmann::json* report) {
-  if (opts.method == "metis") {
+  if (opts.method == PartitionMethod::kMetis) {
     return assign_metis(ds, opts.parts, opts.seed, opts.verbose, kMetisMaxEntries,
                         opts.balance_entries);
   }
-  if (opts.method == "bfs-blocks") {
+  if (opts.method == PartitionMethod::kBfsBlocks) {
     return assign_bfs_blocks(ds.graph, ds.train_idx, opts.parts, opts.bfs_blocks, opts.seed,
                              opts.verbose, report);
   }
-  if (opts.method == "pagraph") {
+  if (opts.method == PartitionMethod::kPagraph) {
     return assign_pagraph(ds.graph, ds.train_idx, opts.parts, opts.pagraph, opts.seed, opts.verbose,
                           report);
   }
@@ -291,11 +291,25 @@ void write_halo(const Csr& g, const Csr& halo_src, const PartitionMeta& meta,
 
 }  // namespace
 
+const Names<PartitionMethod>& names_of(PartitionMethod) {
+  using M = PartitionMethod;
+  static const Names<M> n("partition method", {{M::kMetis, "metis"},
+                                               {M::kRandom, "random"},
+                                               {M::kBfsBlocks, "bfs-blocks"},
+                                               {M::kPagraph, "pagraph"}});
+  return n;
+}
+
+const Names<FeatureStorage>& names_of(FeatureStorage) {
+  static const Names<FeatureStorage> n(
+      "feature storage",
+      {{FeatureStorage::kCopy, "copy"}, {FeatureStorage::kReference, "reference"}});
+  return n;
+}
+
 void check_partition_method(const PartitionOptions& opts) {
-  DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random" || opts.method == "bfs-blocks" ||
-                    opts.method == "pagraph",
-                "unknown partition method '{}' (metis, random, bfs-blocks, pagraph)", opts.method);
-  DSP_CHECK_ARG(opts.method != "pagraph" || (opts.pagraph.hops >= 1 && opts.pagraph.hops <= 100),
+  DSP_CHECK_ARG(opts.method != PartitionMethod::kPagraph ||
+                    (opts.pagraph.hops >= 1 && opts.pagraph.hops <= 100),
                 "--hops must be in [1, 100], got {}", opts.pagraph.hops);
 }
 
@@ -330,12 +344,12 @@ void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
     DSP_CHECK_ARG(ds.features.defined(), "--preaggregate needs node features, and {} has none",
                   dataset_label(ds));
   }
-  DSP_CHECK_ARG(opts.method != "pagraph" || !ds.graph.has_times(),
+  DSP_CHECK_ARG(opts.method != PartitionMethod::kPagraph || !ds.graph.has_times(),
                 "--method pagraph: the replicated halo rows do not carry edge times, and {} has "
                 "edge_time.npy; partition it with --method metis, random or bfs-blocks",
                 dataset_label(ds));
   if (ds.hetero) {
-    DSP_CHECK_ARG(opts.method == "metis" || opts.method == "random" || opts.method == "bfs-blocks",
+    DSP_CHECK_ARG(opts.method != PartitionMethod::kPagraph,
                   "--method {}: the replicated halo rows do not keep relations apart, and {} is a "
                   "heterogeneous graph; partition it with --method metis, random or bfs-blocks",
                   opts.method, dataset_label(ds));
@@ -345,9 +359,7 @@ void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
                   dataset_label(ds));
   }
   partition_feature_dtype(opts, ds.meta.feature_dtype);  // --feature-dtype, --feature-scale
-  DSP_CHECK_ARG(opts.feature_storage == "copy" || opts.feature_storage == "reference",
-                "--feature-storage must be copy or reference, got '{}'", opts.feature_storage);
-  if (opts.feature_storage == "reference") {
+  if (opts.feature_storage == FeatureStorage::kReference) {
     DSP_CHECK_ARG(!ds.hetero && opts.feature_dtype == "keep" && ds.features.defined() &&
                       ds.features.is_mapped() && !ds.dir.empty(),
                   "--feature-storage reference reads {}/features.npy through the id map: it needs "
@@ -385,7 +397,7 @@ Renumbering renumber(const std::vector<int32_t>& assign, int parts) {
 void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& opts,
               const StaticCachePolicy& policy, int64_t moved, nlohmann::json method_report) {
   const Csr& g = ds.graph;
-  meta.method = opts.method;
+  meta.method = name_of(opts.method);
   meta.cache_policy = policy.name();
   meta.cache_ratio = opts.cache_ratio;
   meta.cache_bytes = opts.cache_bytes;
@@ -405,15 +417,17 @@ void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& op
                 {"seeds_moved_for_balance", moved},
                 {"directed", ds.meta.directed},
                 {"method_report", std::move(method_report)}};
-  if (opts.method == "metis") meta.extra["balance_entries"] = opts.balance_entries;
-  if (opts.method == "bfs-blocks") meta.extra["balance_entries"] = opts.bfs_blocks.balance_entries;
+  if (opts.method == PartitionMethod::kMetis) meta.extra["balance_entries"] = opts.balance_entries;
+  if (opts.method == PartitionMethod::kBfsBlocks) {
+    meta.extra["balance_entries"] = opts.bfs_blocks.balance_entries;
+  }
   for (const std::string& k : opts.preaggregate) {
     if (std::find(meta.preaggregated.begin(), meta.preaggregated.end(), k) ==
         meta.preaggregated.end()) {
       meta.preaggregated.push_back(k);
     }
   }
-  if (opts.method == "pagraph") {
+  if (opts.method == PartitionMethod::kPagraph) {
     meta.hops = opts.pagraph.hops;
     meta.halo_cap = opts.pagraph.halo_cap;
   }
@@ -458,7 +472,7 @@ void write_shared_arrays(StagedDir& dir, const Dataset& ds, PartitionMeta& meta,
                          const PartitionOptions& opts, const Renumbering& r) {
   const Csr& g = ds.graph;
   const std::vector<int64_t>& old2new = r.old2new;
-  if (ds.features.defined() && opts.feature_storage == "reference") {
+  if (ds.features.defined() && opts.feature_storage == FeatureStorage::kReference) {
     meta.feature_source = std::filesystem::canonical(ds.dir + "/features.npy").string();
     meta.feature_source_fingerprint = feature_fingerprint(ds.features);
   } else if (ds.features.defined() && opts.feature_dtype == "keep") {

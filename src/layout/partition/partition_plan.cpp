@@ -20,7 +20,7 @@ constexpr uint64_t kSlackBytes = uint64_t{64} << 20;
 uint64_t assignment_bytes(const DatasetMeta& m, const PartitionOptions& o) {
   const uint64_t n = m.num_nodes, e = m.num_edges;
   if (o.parts <= 1) return 4 * n;
-  if (o.method == "metis") {
+  if (o.method == PartitionMethod::kMetis) {
     const uint64_t sym = m.directed ? 2 * e : e;
     const uint64_t input = 4 * (n + 1) + 4 * sym + 12 * n;  // xadj, adjncy, 3 vertex weights
     // A directed graph is first symmetrized from (src, dst) pairs through a CSR build.
@@ -28,12 +28,12 @@ uint64_t assignment_bytes(const DatasetMeta& m, const PartitionOptions& o) {
     const uint64_t metis = 56 * sym + 80 * n + 12 * n * static_cast<uint64_t>(o.parts);
     return std::max(symmetrize, input + metis) + 4 * n;
   }
-  if (o.method == "bfs-blocks") {
+  if (o.method == PartitionMethod::kBfsBlocks) {
     // Block id, queue slot and result per node (the CSR is only read); the block graph is small
     // (about 256 blocks per part) next to them.
     return 12 * n + 4 * n;
   }
-  if (o.method == "pagraph") {
+  if (o.method == PartitionMethod::kPagraph) {
     // Stamps and owners, one bit per node and part, the assignment; the halo rows written per part
     // are counted with the largest patch below.
     return 8 * n + n * static_cast<uint64_t>(o.parts) / 8 + 4 * n;
@@ -53,7 +53,7 @@ uint64_t writing_bytes(const DatasetMeta& m, const PartitionOptions& o) {
   const uint64_t patch = (e / p + e / (4 * p)) * (id + w) + 8 * (n / p + n / (4 * p) + 1);
   const uint64_t chunk =
       o.write_chunk_bytes > 0 ? std::min(patch, static_cast<uint64_t>(o.write_chunk_bytes)) : patch;
-  const uint64_t halo = o.method == "pagraph" ? patch : 0;
+  const uint64_t halo = o.method == PartitionMethod::kPagraph ? patch : 0;
   return 16 * n + 16 * n + 8 * n + std::max(chunk, halo);
 }
 
@@ -78,11 +78,11 @@ uint64_t estimate_partition_memory(const DatasetMeta& meta, const PartitionOptio
 
 LighterMethods lighter_methods(const DatasetMeta& meta, const PartitionOptions& opts) {
   LighterMethods l;
-  if (opts.method != "metis" || opts.parts <= 1) return l;
+  if (opts.method != PartitionMethod::kMetis || opts.parts <= 1) return l;
   PartitionOptions r = opts;
-  r.method = "bfs-blocks";
+  r.method = PartitionMethod::kBfsBlocks;
   l.bfs_blocks = estimate_partition_memory(meta, r) + process_rss_bytes();
-  r.method = "random";
+  r.method = PartitionMethod::kRandom;
   l.random = estimate_partition_memory(meta, r) + process_rss_bytes();
   return l;
 }

@@ -82,12 +82,6 @@ const std::vector<std::string>& preaggregate_kinds() {
   return kinds;
 }
 
-std::string preaggregate_kind_of(const std::string& model) {
-  if (model == "sage") return "mean";
-  if (model == "gcn") return "gcn";
-  return "";
-}
-
 void write_preaggregated(const Csr& g, const Array& features, const std::vector<int64_t>& new2old,
                          const std::string& kind, const std::string& path) {
   const auto& kinds = preaggregate_kinds();

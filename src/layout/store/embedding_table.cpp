@@ -82,7 +82,7 @@ EmbeddingStepConsts step_consts(const EmbeddingOptions& o) {
           static_cast<float>(1.0 - o.beta2),
           o.beta1,
           o.beta2,
-          o.optimizer == "adam"};
+          o.optimizer == EmbeddingOptimizer::kAdam};
 }
 
 // Digest of the dataset ids of rows [0, n) (ids[r], or begin + r when ids is null), hashed
@@ -107,10 +107,14 @@ uint64_t ids_digest(const int64_t* ids, int64_t begin, int64_t n) {
 
 uint64_t embedding_key(uint64_t seed) { return rng_key(seed, kEmbeddingTag); }
 
+const Names<EmbeddingOptimizer>& names_of(EmbeddingOptimizer) {
+  using O = EmbeddingOptimizer;
+  static const Names<O> n("embedding optimizer", {{O::kAdam, "adam"}, {O::kAdagrad, "adagrad"}});
+  return n;
+}
+
 void EmbeddingOptions::validate() const {
   DSP_CHECK_ARG(dim > 0, "--embedding-dim must be > 0, got {}", dim);
-  DSP_CHECK_ARG(optimizer == "adam" || optimizer == "adagrad",
-                "--embedding-optimizer must be adam or adagrad, got '{}'", optimizer);
   DSP_CHECK_ARG(std::isfinite(lr) && lr > 0, "--embedding-lr must be > 0, got {}", lr);
   DSP_CHECK_ARG(beta1 >= 0 && beta1 < 1, "--embedding-beta1 must be in [0, 1), got {}", beta1);
   DSP_CHECK_ARG(beta2 >= 0 && beta2 < 1, "--embedding-beta2 must be in [0, 1), got {}", beta2);
@@ -120,11 +124,11 @@ void EmbeddingOptions::validate() const {
 }
 
 EmbeddingTable::Footprint EmbeddingTable::footprint(int64_t rows, int64_t dim,
-                                                    const std::string& optimizer,
+                                                    EmbeddingOptimizer optimizer,
                                                     MemorySpace space) {
   const uint64_t r = static_cast<uint64_t>(std::max<int64_t>(rows, 0));
   const uint64_t row = static_cast<uint64_t>(std::max<int64_t>(dim, 0)) * sizeof(float);
-  const bool adam = optimizer == "adam";
+  const bool adam = optimizer == EmbeddingOptimizer::kAdam;
   // values + (m, v | s) and adam's per-row step count in the storage; the per-row slot on the host
   const uint64_t stored = r * row * (adam ? 3 : 2) + (adam ? r * sizeof(int64_t) : 0);
   Footprint f;
@@ -133,19 +137,19 @@ EmbeddingTable::Footprint EmbeddingTable::footprint(int64_t rows, int64_t dim,
   return f;
 }
 
-uint64_t EmbeddingTable::bytes(int64_t rows, int64_t dim, const std::string& optimizer) {
+uint64_t EmbeddingTable::bytes(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer) {
   const Footprint f = footprint(rows, dim, optimizer, MemorySpace::kHost);
   return f.host + f.device;
 }
 
-void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimizer,
+void check_embedding_memory(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                             uint64_t budget) {
   check_memory(fmt::format("the embedding table ({} rows x {}, {})", rows, dim, optimizer),
                EmbeddingTable::bytes(rows, dim, optimizer), budget,
                "lower --embedding-dim, use more ranks or raise --memory-budget");
 }
 
-void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimizer,
+void check_embedding_memory(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                             uint64_t budget, MemorySpace space, uint64_t device_free) {
   if (space == MemorySpace::kHost) return check_embedding_memory(rows, dim, optimizer, budget);
   const EmbeddingTable::Footprint f = EmbeddingTable::footprint(rows, dim, optimizer, space);
@@ -172,7 +176,7 @@ EmbeddingTable::EmbeddingTable(Communicator& comm, std::vector<int64_t> offsets,
                 P + 1);
   DSP_CHECK_ARG(offsets_[0] == 0 && std::is_sorted(offsets_.begin(), offsets_.end()),
                 "embedding table: partition offsets must start at 0 and not decrease");
-  adam_ = opts_.optimizer == "adam";
+  adam_ = opts_.optimizer == EmbeddingOptimizer::kAdam;
   begin_ = offsets_[comm_.rank()];
   end_ = offsets_[comm_.rank() + 1];
   slot_.assign(static_cast<size_t>(end_ - begin_), -1);
@@ -403,7 +407,8 @@ void EmbeddingTable::check_header(const std::string& path, const MappedFile& fil
                    path, h.version, kVersion);
   DSP_CHECK_FORMAT(h.dim == opts_.dim, "{}: embedding dim {} but this table's is {}", path, h.dim,
                    opts_.dim);
-  const char* opt = h.optimizer == 0 ? "adam" : h.optimizer == 1 ? "adagrad" : "unknown";
+  DSP_CHECK_FORMAT(h.optimizer <= 1, "{}: unknown optimizer state {}", path, h.optimizer);
+  const auto opt = h.optimizer == 0 ? EmbeddingOptimizer::kAdam : EmbeddingOptimizer::kAdagrad;
   DSP_CHECK_FORMAT(opt == opts_.optimizer, "{}: {} optimizer state but this table uses {}", path,
                    opt, opts_.optimizer);
   DSP_CHECK_FORMAT(h.begin == begin_ && h.end == end_ && h.num_nodes == num_nodes(),

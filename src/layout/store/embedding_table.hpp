@@ -61,15 +61,20 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
+#include "core/choice.hpp"
 #include "core/device.hpp"
 #include "core/fs.hpp"
 #include "layout/store/embedding_storage.hpp"
 
 namespace dsp {
 
+// The table's sparse optimizer (only rows with a gradient change).
+enum class EmbeddingOptimizer { kAdam, kAdagrad };
+const Names<EmbeddingOptimizer>& names_of(EmbeddingOptimizer);  // adam, adagrad
+
 struct EmbeddingOptions {
-  int64_t dim = 0;                 // columns (> 0)
-  std::string optimizer = "adam";  // adam | adagrad (sparse: only rows with a gradient change)
+  int64_t dim = 0;  // columns (> 0)
+  EmbeddingOptimizer optimizer = EmbeddingOptimizer::kAdam;
   double lr = 0.01;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam; adagrad uses eps (and lr)
   double init_scale = 0.1;                        // rows start uniform in [-init_scale, init_scale)
@@ -128,18 +133,18 @@ class EmbeddingTable {
 
   // Bytes one rank needs for `rows` rows (values, optimizer state, per-row bookkeeping), in all
   // and split by where they live for a storage in `space` (the per-row slot is always host).
-  static uint64_t bytes(int64_t rows, int64_t dim, const std::string& optimizer);
+  static uint64_t bytes(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer);
   struct Footprint {
     uint64_t host = 0, device = 0;
   };
-  static Footprint footprint(int64_t rows, int64_t dim, const std::string& optimizer,
+  static Footprint footprint(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                              MemorySpace space);
 
   int64_t dim() const { return opts_.dim; }
   int64_t begin() const { return begin_; }
   int64_t end() const { return end_; }
   int64_t num_nodes() const { return offsets_.back(); }
-  const std::string& optimizer() const { return opts_.optimizer; }
+  EmbeddingOptimizer optimizer() const { return opts_.optimizer; }
   int owner(int64_t id) const;  // rank owning global id `id` (in [0, num_nodes))
   const float* rows() const { return storage_->values(); }  // [end-begin, dim] in memory()
   std::vector<float> host_rows() const;                     // the same, copied to the host
@@ -185,12 +190,12 @@ class EmbeddingTable {
 
 // Refuses (core/memory.hpp's check_memory) a table of `rows` rows on this rank that does not fit
 // `budget`, naming --embedding-dim: all of it (a host table).
-void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimizer,
+void check_embedding_memory(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                             uint64_t budget);
 // A table in `space`: its host part against `budget`, its device part against `device_free`
 // (the device's free bytes: pipeline/rank/backends.hpp's free_device_memory; RankRuntime's
 // check_embedding_memory passes them).
-void check_embedding_memory(int64_t rows, int64_t dim, const std::string& optimizer,
+void check_embedding_memory(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                             uint64_t budget, MemorySpace space, uint64_t device_free);
 
 }  // namespace dsp

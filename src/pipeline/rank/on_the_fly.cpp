@@ -36,7 +36,7 @@ PartitionOptions on_the_fly_options(const RankOptions& opts, int parts) {
   // features through the id map rather than from a renumbered copy (the same rows, no second copy
   // on disk; a rank they fit copies them into memory in its own order, host_features.cpp).
   if (!is_hetero_dataset(opts.path) && load_dataset_meta(opts.path).feature_dim > 0) {
-    po.feature_storage = "reference";
+    po.feature_storage = FeatureStorage::kReference;
   }
   return po;
 }

@@ -25,8 +25,8 @@ OptionTable<RankOptions> make_table() {
 #define DSP_RANK(member) [](R& r) -> auto& { return r.member; }
   // clang-format on
   return {
-      value<R>("", "path", "partition directory (dsp partition) or dataset directory",
-               DSP_RANK(path)),
+      options::resumable(value<R>(
+          "", "path", "partition directory (dsp partition) or dataset directory", DSP_RANK(path))),
       value<R>("", "backend",
                "the job's communicator: auto (default), self, mpi, or torch (the Python module's: "
                "a torch.distributed process group)",
@@ -54,16 +54,17 @@ OptionTable<RankOptions> make_table() {
       value<R>("--cache-memory", "cache_memory",
                "--cache-auto: host bytes the cache may take (default: available memory)",
                DSP_RANK(cache_memory)),
-      options::bytes<R>("--memory-budget", "memory_budget",
-                        "host memory each rank may use, e.g. 12G (default: 3/4 of what is "
-                        "available, shared by the node's ranks): what a dataset directory's "
-                        "partition on the fly, the feature store and batches or an embedding table "
-                        "need is estimated first and refused with one line when it does not fit",
-                        DSP_RANK(memory_budget)),
-      value<R>("--log-file", "log_file",
-               "also append every rank's log lines and the results (epoch lines, summary) to this "
-               "file",
-               DSP_RANK(log_file)),
+      options::resumable(options::bytes<R>(
+          "--memory-budget", "memory_budget",
+          "host memory each rank may use, e.g. 12G (default: 3/4 of what is available, shared by "
+          "the node's ranks): what a dataset directory's partition on the fly, the feature store "
+          "and batches or an embedding table need is estimated first and refused with one line "
+          "when it does not fit",
+          DSP_RANK(memory_budget))),
+      options::resumable(value<R>("--log-file", "log_file",
+                                  "also append every rank's log lines and the results (epoch "
+                                  "lines, summary) to this file",
+                                  DSP_RANK(log_file))),
       options::toggle<R>("--emulate-device", "emulate_device",
                          "run this CPU rank as a GPU rank runs, the device sampler and feature "
                          "paths executed on the host: the same results, and the host round trips "

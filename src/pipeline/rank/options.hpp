@@ -9,6 +9,7 @@
 #include "ccc/coordinator.hpp"
 #include "core/device.hpp"
 #include "core/options.hpp"
+#include "layout/partition/partition.hpp"
 
 namespace dsp {
 
@@ -53,7 +54,7 @@ struct RankOptions {
   bool bind = true;   // bind the process to its share of the cores
   uint64_t seed = 0;  // partitioning (on the fly) and random cache policy
   // On-the-fly partitioning, and the train-time cache override of a partition's lists.
-  std::string partition_method = "metis";
+  PartitionMethod partition_method = PartitionMethod::kMetis;
   std::string cache_policy;  // empty: the partition's; in-degree | random | none
   double cache_ratio = -1;   // < 0: the partition's
   // PaGraph's sizing (size_cache_for_batch): the host memory the cache may take, bytes; 0: the

@@ -81,7 +81,7 @@ MemorySpace RankRuntime::embedding_memory() const {
   return backends_.embedding && device().is_cuda() ? MemorySpace::kDevice : MemorySpace::kHost;
 }
 
-void RankRuntime::check_embedding_fits(int64_t rows, int64_t dim, const std::string& optimizer,
+void RankRuntime::check_embedding_fits(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                                        uint64_t budget) const {
   const MemorySpace space = embedding_memory();
   const uint64_t free_bytes =
@@ -212,12 +212,20 @@ PipelineOptions RankRuntime::pipeline_options(PipelineMode mode) const {
   return po;
 }
 
-std::vector<int64_t> RankRuntime::local_ids(const std::string& split) const {
-  const Array* ids = split == "train"   ? &part_.seeds
-                     : split == "valid" ? &part_.valid_idx
-                     : split == "test"  ? &part_.test_idx
-                                        : nullptr;
-  DSP_CHECK_ARG(ids != nullptr, "split must be train, valid or test, got '{}'", split);
+const Names<Split>& names_of(Split) {
+  static const Names<Split> n("split", {{Split::kTrain, "train"},
+                                        {Split::kValid, "valid"},
+                                        {Split::kTest, "test"},
+                                        {Split::kAll, "all"}});
+  return n;
+}
+
+std::vector<int64_t> RankRuntime::local_ids(Split split) const {
+  const Array* ids = split == Split::kTrain   ? &part_.seeds
+                     : split == Split::kValid ? &part_.valid_idx
+                     : split == Split::kTest  ? &part_.test_idx
+                                              : nullptr;
+  DSP_CHECK(ids != nullptr, "local_ids: split {} is not one of the dataset's", split);
   std::vector<int64_t> out;
   if (!ids->defined()) return out;
   const int64_t b = part_.meta.offsets[rank()], e = part_.meta.offsets[rank() + 1];

@@ -22,6 +22,7 @@
 #include "core/device.hpp"
 #include "csp/sampler.hpp"
 #include "layout/partition/partition.hpp"
+#include "layout/store/embedding_table.hpp"
 #include "layout/store/feature_store.hpp"
 #include "pipeline/cores.hpp"
 #include "pipeline/pipeline.hpp"
@@ -30,6 +31,11 @@
 #include "pipeline/rank/options.hpp"
 
 namespace dsp {
+
+// A dataset's node split: train (a part's co-partitioned seeds), valid, test; all (every node of a
+// part: dsp.Loader's split='all').
+enum class Split { kTrain, kValid, kTest, kAll };
+const Names<Split>& names_of(Split);  // train, valid, test, all
 
 class RankRuntime {
  public:
@@ -82,8 +88,8 @@ class RankRuntime {
   // (one ratio, so the position lists agree) and rebuilds the cache lists with it (the policy must
   // be recomputable: in-degree, random or none). Returns that ratio.
   double size_cache_for_batch(int64_t batch_feature_bytes, int64_t prefetch_batches);
-  // This rank's seeds of a split: "train" (its co-partitioned training seeds), "valid", "test".
-  std::vector<int64_t> local_ids(const std::string& split) const;
+  // This rank's seeds of a split: train (its co-partitioned training seeds), valid, test.
+  std::vector<int64_t> local_ids(Split split) const;
   // Adds the FIFO levels of `fifo_rows`/`fifo_shared_rows` (capped at the node count) to the
   // store, building it: collective, before the first load. The shared level's object exists only
   // while the ranks open it (its name is unlinked before this returns), so none is left in
@@ -98,7 +104,7 @@ class RankRuntime {
   MemorySpace embedding_memory() const;
   // check_embedding_memory for that storage: a device table's rows against the device's free
   // memory, its host part (and a host table) against `budget`.
-  void check_embedding_fits(int64_t rows, int64_t dim, const std::string& optimizer,
+  void check_embedding_fits(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                             uint64_t budget) const;
 
  private:

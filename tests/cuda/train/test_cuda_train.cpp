@@ -96,7 +96,7 @@ TEST(CudaTrainer, StepsTrainWhatTheCpuTrains) {
   for (const char* model : {"sage", "gcn", "gat"}) {
     TrainConfig cfg = cora_config(model, 3);
     cfg.tf32 = false;
-    cfg.optimizer = "sgd";
+    cfg.optimizer = OptimizerKind::kSgd;
     cfg.lr = 0.1;
     Trainer cpu(cfg, *comm);
     cfg.device = Device::cuda(0);

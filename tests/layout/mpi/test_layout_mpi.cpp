@@ -498,7 +498,7 @@ std::vector<std::string> embedding_params() {
   return v;
 }
 
-EmbeddingRig embedding_rig(const std::string& optimizer) {
+EmbeddingRig embedding_rig(EmbeddingOptimizer optimizer) {
   const int P = g_comm->size();
   const size_t plus = g_emb_param.find('+');
   Communicator& channel = plus == std::string::npos ? *g_comm : *g_staged;
@@ -541,7 +541,7 @@ bool same_floats(const float* a, const float* b, int64_t n) {  // n = 0: a, b ma
 // Every rank gathers its own ids (repeats, any owner; none on rank 1): the initial rows of their
 // dataset nodes, bitwise; rows of other owners are counted as remote.
 TEST_P(EmbeddingMpi, GatherReturnsTheRowsOfAnyOwner) {
-  EmbeddingRig r = embedding_rig("adam");
+  EmbeddingRig r = embedding_rig(EmbeddingOptimizer::kAdam);
   const int rank = g_comm->rank();
   const int64_t n = rank == 1 ? 0 : 40 + 7 * rank;
   const EmbeddingRequest q = embedding_request(0, rank, n, 0);
@@ -570,7 +570,7 @@ TEST_P(EmbeddingMpi, GatherReturnsTheRowsOfAnyOwner) {
 // Four steps in which every rank sends gradients for overlapping ids (scale 1 / (rank + 1)):
 // each owner's rows equal the dense reference that sums the contributions in (requester rank,
 // position) order, bitwise, and a gather of every id afterwards returns them.
-void check_gradients_sum_in_rank_order(const std::string& optimizer) {
+void check_gradients_sum_in_rank_order(EmbeddingOptimizer optimizer) {
   EmbeddingRig r = embedding_rig(optimizer);
   const int P = g_comm->size(), rank = g_comm->rank();
   test::ReferenceTable ref(r.o, kEmbN);
@@ -591,7 +591,7 @@ void check_gradients_sum_in_rank_order(const std::string& optimizer) {
   const std::vector<float> own = t.host_rows();
   for (int64_t v = t.begin(); v < t.end(); ++v) {
     EXPECT_TRUE(same_floats(own.data() + (v - t.begin()) * r.o.dim, ref.row(r.n2o[v]), r.o.dim))
-        << optimizer << " global id " << v;
+        << name_of(optimizer) << " global id " << v;
   }
   std::vector<int64_t> every(kEmbN);
   std::iota(every.begin(), every.end(), 0);
@@ -601,9 +601,11 @@ void check_gradients_sum_in_rank_order(const std::string& optimizer) {
   }
 }
 
-TEST_P(EmbeddingMpi, AdamGradientsSumInRankOrder) { check_gradients_sum_in_rank_order("adam"); }
+TEST_P(EmbeddingMpi, AdamGradientsSumInRankOrder) {
+  check_gradients_sum_in_rank_order(EmbeddingOptimizer::kAdam);
+}
 TEST_P(EmbeddingMpi, AdagradGradientsSumInRankOrder) {
-  check_gradients_sum_in_rank_order("adagrad");
+  check_gradients_sum_in_rank_order(EmbeddingOptimizer::kAdagrad);
 }
 
 // One workload in dataset-id space whatever the rank count: step k's 120 contributions, the i-th
@@ -611,7 +613,7 @@ TEST_P(EmbeddingMpi, AdagradGradientsSumInRankOrder) {
 // order: bitwise at P = 1; within 1e-6 at P > 1, where the owners sum in (rank, position) order,
 // another float order.
 TEST_P(EmbeddingMpi, TableValuesDoNotDependOnTheRankCount) {
-  EmbeddingRig r = embedding_rig("adam");
+  EmbeddingRig r = embedding_rig(EmbeddingOptimizer::kAdam);
   const int P = g_comm->size(), rank = g_comm->rank();
   const int64_t dim = r.o.dim, M = 120;
   std::vector<int64_t> o2n(kEmbN);

@@ -65,9 +65,9 @@ JobConfig job(const std::string& model) {
   JobConfig c;
   c.rank.path = graph().dir;
   c.rank.backend = "self";
-  c.train.model.model = model;
+  c.train.model.model = parse_choice<ModelKind>(model);
   c.train.num_threads = 1;
-  c.link.task = "link";
+  c.link.task = TaskKind::kLink;
   c.batch_size = 512;
   c.epochs = 3;
   c.seed = 1;
@@ -130,7 +130,7 @@ TEST(HeteroLink, EmbedExportsBothTypesRowsThatGiveTheJobsHits) {
     p.rank.threads = 1;
     p.checkpoint = c.checkpoint_dir + "/best.pt";
     p.out = c.checkpoint_dir + "/" + type;
-    p.output = "embedding";
+    p.output = PredictOutput::kEmbedding;
     p.node_type = type;
     const PredictResult res = run_predict(p);
     EXPECT_EQ(res.rows, graph().ds.schema.node_types[graph().ds.schema.type_index(type)].count);
@@ -158,7 +158,7 @@ TEST(HeteroLink, EmbedExportsBothTypesRowsThatGiveTheJobsHits) {
   bad.rank.backend = "self";
   bad.checkpoint = c.checkpoint_dir + "/best.pt";
   bad.out = c.checkpoint_dir + "/bad";
-  bad.output = "embedding";
+  bad.output = PredictOutput::kEmbedding;
   bad.node_type = "venue";
   EXPECT_EQ(error_of([&] { run_predict(bad); }),
             fmt::format("--node-type venue: {} has no such node type (types: author, "
@@ -169,20 +169,20 @@ TEST(HeteroLink, EmbedExportsBothTypesRowsThatGiveTheJobsHits) {
 
 TEST(HeteroLink, RefusesWhatItCannotDo) {
   JobConfig c = job("rgcn");
-  c.link.negatives = "unigram";
+  c.link.negatives = NegativeKind::kUnigram;
   EXPECT_EQ(error_of([&] { run_training(c); }),
             fmt::format("--negatives unigram on the heterogeneous graph {}: not implemented (a "
                         "node's in-degree there counts every relation); use uniform or pairs",
                         graph().dir));
   c = job("rgcn");
-  c.link.task = "node";
+  c.link.task = TaskKind::kNode;
   c.link.recall_k = {10};
   EXPECT_EQ(error_of([&] { c.validate(); }),
             "--recall-k ranks held-out edges: it needs --task link");
   const LinkGraph one_way(false);
   c = job("rgcn");
   c.rank.path = one_way.dir;
-  c.link.exclude = "reverse";
+  c.link.exclude = ExcludeKind::kReverse;
   EXPECT_EQ(error_of([&] { run_training(c); }),
             fmt::format("--exclude reverse: relation author___writes___paper of {} has no reverse "
                         "relation (paper___rev_writes___author); use self or none, or add the "

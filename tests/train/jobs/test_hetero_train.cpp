@@ -58,7 +58,7 @@ JobConfig job(const std::string& model) {
   JobConfig c;
   c.rank.path = graph().dir;
   c.rank.backend = "self";
-  c.train.model.model = model;
+  c.train.model.model = parse_choice<ModelKind>(model);
   c.train.model.hidden = 64;
   c.train.num_threads = 1;
   c.sampler.fanouts = {10, 10};
@@ -114,9 +114,9 @@ TEST(HeteroTrain, TheStartLineNamesEveryTypesInput) {
 TEST(HeteroTrain, FullEvaluationSamplesEveryNeighbour) {
   JobConfig full = job("rgcn");
   full.epochs = 2;
-  full.eval = "full";
+  full.eval = EvalMode::kFull;
   JobConfig wide = full;
-  wide.eval = "sampled";
+  wide.eval = EvalMode::kSampled;
   wide.eval_fanouts = {1 << 22, 1 << 22};
   const JobResult a = run_training(full), b = run_training(wide);
   EXPECT_EQ(a.eval, "full");
@@ -161,9 +161,10 @@ TEST(HeteroTrain, Refusals) {
   EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.sampler.biased = true; }),
             "--model rgcn does not support biased sampling (--biased: relations are sampled "
             "uniformly)");
-  EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.train.normalize_features = "standard"; }),
-            "--normalize-features standard with --model rgcn: per node type column statistics "
-            "are not implemented; use row or none");
+  EXPECT_EQ(
+      refusal("rgcn", [](JobConfig& c) { c.train.normalize_features = FeatureNorm::kStandard; }),
+      "--normalize-features standard with --model rgcn: per node type column statistics "
+      "are not implemented; use row or none");
 
   JobConfig c = job("sage");
   EXPECT_EQ(error_of([&] { run_training(c); }),

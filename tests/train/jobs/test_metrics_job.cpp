@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "error_of.hpp"
 #include "graph/dataset.hpp"
 #include "graph/generate.hpp"
 #include "graph/import.hpp"
@@ -98,7 +99,7 @@ double brute_force_test_auc(const Array& probs, const Dataset& ds, int64_t colum
 
 TEST(Metrics, BinaryBceReportsThePredictedRocAuc) {
   JobConfig c = binary_config();
-  c.train.model.loss = "bce";
+  c.train.model.loss = LossKind::kBce;
   c.checkpoint_dir = temp_dir("binary_ck");
   c.metrics_file = c.checkpoint_dir + "_metrics.jsonl";
   const JobResult r = run_training(c);
@@ -119,7 +120,7 @@ TEST(Metrics, BinaryBceReportsThePredictedRocAuc) {
   p.rank.threads = 1;
   p.checkpoint = c.checkpoint_dir + "/best.pt";
   p.out = temp_dir("binary_out");
-  p.output = "probs";
+  p.output = PredictOutput::kProbs;
   const PredictResult pr = run_predict(p);
   EXPECT_EQ(pr.width, 1);  // one logit: its sigmoid
   const Array probs = load_npy(p.out + "/probabilities.npy");
@@ -138,7 +139,7 @@ TEST(Metrics, BinaryBceReportsThePredictedRocAuc) {
 // scikit-learn and OGB score it, equal to the one recomputed from dsp predict's probabilities.
 TEST(Metrics, TwoClassSoftmaxRocAuc) {
   JobConfig c = binary_config();
-  c.metric = "rocauc";
+  c.metric = MetricKind::kRocauc;
   c.epochs = 3;
   c.checkpoint_dir = temp_dir("softmax_ck");
   const JobResult r = run_training(c);
@@ -150,7 +151,7 @@ TEST(Metrics, TwoClassSoftmaxRocAuc) {
   p.rank.threads = 1;
   p.checkpoint = c.checkpoint_dir + "/best.pt";
   p.out = temp_dir("softmax_out");
-  p.output = "probs";
+  p.output = PredictOutput::kProbs;
   run_predict(p);
   const Array probs = load_npy(p.out + "/probabilities.npy");
   ASSERT_EQ(probs.shape(), (std::vector<int64_t>{3000, 2}));
@@ -163,7 +164,7 @@ TEST(Metrics, TwoClassSoftmaxRocAuc) {
 // --metric f1 on class labels: the best epoch by macro-F1, every metric in the record.
 TEST(Metrics, MacroF1PicksTheBestEpoch) {
   JobConfig c = binary_config();
-  c.metric = "f1";
+  c.metric = MetricKind::kF1;
   c.epochs = 2;
   c.metrics_file = temp_dir("f1") + ".jsonl";
   const JobResult r = run_training(c);
@@ -192,24 +193,28 @@ void expect_refused(const JobConfig& c, const std::string& message) {
 TEST(Metrics, RefusesWhatCannotWork) {
   JobConfig c = binary_config();
   c.rank.path = three_class_dir();
-  c.metric = "rocauc";
-  c.train.model.loss = "ce";
+  c.metric = MetricKind::kRocauc;
+  c.train.model.loss = LossKind::kCe;
   expect_refused(c,
                  "--metric rocauc ranks per-seed scores: a binary task (a 2-class softmax's "
                  "p(class 1), or --loss bce) or a multi-label one; the dataset has 3 classes");
   c.rank.path = binary_dir();
-  c.metric = "f1";
-  c.train.model.loss = "bce";
+  c.metric = MetricKind::kF1;
+  c.train.model.loss = LossKind::kBce;
   expect_refused(c,
                  "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc "
                  "or rocauc");
-  c.metric = "auc";
-  expect_refused(c, "--metric must be auto, acc, f1 or rocauc, got 'auc'");
-  c.metric = "auto";
-  c.train.model.loss = "mse";
-  expect_refused(c, "--loss must be ce, bce or auto, got 'mse'");
-  c.train.model.loss = "ce";
-  c.link.task = "link";
+  EXPECT_EQ(test::error_of<InvalidArgument>([] {
+              JobConfig::from_json({{"metric", "auc"}}, "job.json");
+            }),
+            "unknown metric 'auc' (auto, acc, f1, rocauc)");
+  EXPECT_EQ(test::error_of<InvalidArgument>([] {
+              JobConfig::from_json({{"loss", "mse"}}, "job.json");
+            }),
+            "unknown loss 'mse' (auto, ce, bce)");
+  c.metric = MetricKind::kAuto;
+  c.train.model.loss = LossKind::kCe;
+  c.link.task = TaskKind::kLink;
   expect_refused(c,
                  "--loss ce with --task link: link prediction trains with binary cross-entropy "
                  "of the pairs' logits (--loss bce or auto)");
@@ -227,7 +232,7 @@ TEST(Metrics, BceNeedsTwoClasses) {
   write_dataset(generate_community(co), dir);
   JobConfig c = binary_config();
   c.rank.path = dir;
-  c.train.model.loss = "bce";
+  c.train.model.loss = LossKind::kBce;
   expect_refused(c,
                  "--loss bce on class labels is binary (one logit, label 1 positive): the "
                  "dataset has 3 classes, not 2; train with --loss ce");
@@ -265,7 +270,7 @@ TEST(Metrics, MultiLabelGraphTrainsToItsRocAuc) {
   EXPECT_TRUE(recs.back().contains("val_rocauc") && recs.back().contains("test_acc"));
 
   JobConfig s = c;
-  s.eval = "sampled";
+  s.eval = EvalMode::kSampled;
   s.checkpoint_dir.clear();
   s.metrics_file.clear();
   const JobResult sr = run_training(s);
@@ -278,7 +283,7 @@ TEST(Metrics, MultiLabelGraphTrainsToItsRocAuc) {
   p.rank.threads = 1;
   p.checkpoint = c.checkpoint_dir + "/best.pt";
   p.out = temp_dir("multilabel_out");
-  p.output = "probs";
+  p.output = PredictOutput::kProbs;
   run_predict(p);
   EXPECT_EQ(load_npy(p.out + "/probabilities.npy").shape(), (std::vector<int64_t>{3000, 6}));
   const Array pred = load_npy(p.out + "/predictions.npy");
@@ -286,7 +291,7 @@ TEST(Metrics, MultiLabelGraphTrainsToItsRocAuc) {
   EXPECT_EQ(pred.dtype(), DType::kInt8);
 
   JobConfig ce = s;
-  ce.train.model.loss = "ce";
+  ce.train.model.loss = LossKind::kCe;
   expect_refused(ce,
                  "--loss ce on multi-label labels (6 columns): a node may carry several labels; "
                  "train with --loss bce (or auto)");

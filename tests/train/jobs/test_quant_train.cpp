@@ -53,7 +53,7 @@ JobResult train_on(const Graph& g, const std::string& dtype, const std::string& 
   c.rank.backend = "self";
   c.train.model.hidden = 32;
   c.train.num_threads = 1;
-  c.train.normalize_features = normalize;
+  c.train.normalize_features = parse_choice<FeatureNorm>(normalize);
   c.sampler.fanouts = {5, 5};
   c.batch_size = 256;
   c.epochs = 8;

@@ -32,7 +32,7 @@ JobConfig small_job(const std::string& name) {
   JobConfig c;
   c.rank.path = cora_dir();
   c.rank.backend = "self";
-  c.train.model.model = "sage";
+  c.train.model.model = ModelKind::kSage;
   c.train.model.hidden = 16;
   c.train.num_threads = 1;
   c.sampler.fanouts = {5, 5};

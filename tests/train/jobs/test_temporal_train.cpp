@@ -82,7 +82,7 @@ TEST(TemporalTrain, ReachesTheBoundAndBeatsUntimedSampling) {
 TEST(TemporalTrain, Refusals) {
   const TemporalGraph g;
   JobConfig c = job(g, "uniform");
-  c.eval = "full";
+  c.eval = EvalMode::kFull;
   EXPECT_EQ(error_of([&] { c.validate(); }),
             "--eval full with --temporal: full-neighbour inference sees every edge, also those "
             "after a node's time; evaluate with --eval sampled (--eval auto picks it)");

@@ -250,7 +250,7 @@ std::string cora_dataset_dir(const std::string& tag) {
 JobConfig small_cora_job(const std::string& dir) {
   JobConfig cfg;
   cfg.rank.path = dir;
-  cfg.train.model.model = "sage";
+  cfg.train.model.model = ModelKind::kSage;
   cfg.train.model.hidden = 16;
   cfg.train.num_threads = 1;
   cfg.sampler.fanouts = {5, 5};
@@ -294,7 +294,7 @@ TEST_P(Layerwise, EqualsTheWholeGraphForward) {
   {
     RankRuntime rt(ro);
     TrainConfig tc = cora_config(GetParam(), 5);
-    tc.normalize_features = "row";
+    tc.normalize_features = FeatureNorm::kRow;
     Trainer t(tc, rt.channel(WorkerKind::kTrainer));
     InferenceOptions io;
     io.batch_size = 300;
@@ -438,7 +438,7 @@ TEST(Job, EmulatedDevicePathTrainsWhatTheCpuJobTrains) {
   Communicator& c = *g_comm;
   const std::string dir = cora_dataset_dir("emulated_job");
   JobConfig cfg = small_cora_job(dir);
-  cfg.pipeline = "on";  // the same stage threads in both jobs: bit-equal sums
+  cfg.pipeline = PipelineMode::kPipelined;  // the same stage threads in both jobs: bit-equal sums
   const JobResult sym = expect_emulated_equals_cpu(cfg, "symmetric");
   if (c.size() > 1) {
     EXPECT_GT(sym.peer_bytes_per_batch, 0.0) << "no rows crossed the loader channel";
@@ -459,7 +459,7 @@ TEST(Job, ReadAheadTrainsWhatTheJobWithoutItTrains) {
   Communicator& c = *g_comm;
   const std::string dir = cora_dataset_dir("read_ahead");
   JobConfig cfg = small_cora_job(dir);
-  cfg.pipeline = "on";
+  cfg.pipeline = PipelineMode::kPipelined;
   const JobResult plain = run_training(cfg);
   EXPECT_EQ(plain.read_ahead, 0) << "auto read ahead with the rows in memory";
   ::setenv("DSP_HUGE_PAGES", "0", 1);
@@ -596,7 +596,7 @@ std::string hetero_dataset_dir(const std::string& tag, double* bound, bool link 
 JobConfig hetero_job(const std::string& dir, const std::string& model) {
   JobConfig cfg;
   cfg.rank.path = dir + "/part";
-  cfg.train.model.model = model;
+  cfg.train.model.model = parse_choice<ModelKind>(model);
   cfg.train.model.hidden = 64;
   cfg.train.num_threads = 1;
   cfg.sampler.fanouts = {10, 10};
@@ -636,9 +636,9 @@ TEST(Job, TypedLinkPredictionAtAnyRankCount) {
   const std::string dir = hetero_dataset_dir("hetero_link", &bound, /*link=*/true);
   JobConfig cfg;
   cfg.rank.path = dir + "/part";
-  cfg.train.model.model = "rgcn";
+  cfg.train.model.model = ModelKind::kRgcn;
   cfg.train.num_threads = 1;
-  cfg.link.task = "link";
+  cfg.link.task = TaskKind::kLink;
   cfg.batch_size = 512 / c.size();
   cfg.epochs = 3;
   cfg.seed = 1;
@@ -665,7 +665,7 @@ TEST(Predict, TypedModelsGiveTheJobsFullTestAccuracy) {
     SCOPED_TRACE(model);
     JobConfig cfg = hetero_job(dir, model);
     cfg.epochs = 3;
-    cfg.eval = "full";
+    cfg.eval = EvalMode::kFull;
     cfg.checkpoint_dir = dir + "/ck_" + model;
     const JobResult r = run_training(cfg);
     ASSERT_EQ(r.eval, "full");
@@ -677,7 +677,7 @@ TEST(Predict, TypedModelsGiveTheJobsFullTestAccuracy) {
     p.batch_size = 700;  // several batches per part
     run_predict(p);
     PredictConfig e = p;
-    e.output = "embedding";
+    e.output = PredictOutput::kEmbedding;
     e.out = dir + "/emb_" + model;
     run_predict(e);
     if (c.rank() == 0) {
@@ -778,7 +778,7 @@ TEST(MetricsMpi, MultiLabelJobReportsThePredictedMeanRocAuc) {
   p.rank.threads = 1;
   p.checkpoint = cfg.checkpoint_dir + "/best.pt";
   p.out = dir + "/out";
-  p.output = "probs";
+  p.output = PredictOutput::kProbs;
   run_predict(p);
   if (c.rank() == 0) {
     const Dataset ds = load_dataset(dir);

@@ -63,7 +63,7 @@ int run(int argc, char** argv) {
   const int samplers = std::atoi(argv[2]);
   const std::string sw = argc >= 4 ? argv[3] : "off";
   const bool ordered = samplers == 0 && sw == "ordered";
-  const RoleSwitch switching = samplers == 0 ? RoleSwitch::kOff : parse_role_switch(sw);
+  const RoleSwitch switching = samplers == 0 ? RoleSwitch::kOff : parse_choice<RoleSwitch>(sw);
   const std::string fail_where = argc == 7 ? argv[4] : "";
   const int fail_rank = argc == 7 ? std::atoi(argv[5]) : -1;
   const int64_t fail_batch = argc == 7 ? std::atoll(argv[6]) : -1;
@@ -74,7 +74,7 @@ int run(int argc, char** argv) {
   so.fanouts = {5, 5};
   so.seed = 7;
   TrainConfig tc;
-  tc.model.model = "sage";
+  tc.model.model = ModelKind::kSage;
   tc.model.hidden = 16;
   tc.model.in_dim = meta.feature_dim;
   tc.model.out_dim = meta.num_classes;
