@@ -3,8 +3,11 @@
 // `const Names<E>& names_of(E)` beside the enum. The table is the one place the names are
 // written: options::value gives a field of type E its --help ("TEXT:{a,b}"), its parser, its JSON
 // and its message for an unknown name ("unknown optimizer 'x' (adam, sgd)", which the CLI follows
-// with "did you mean"); fmt prints an E by its name. Code compares E values, never the names.
+// with "did you mean"); fmt prints an E by its name, and nlohmann::json reads and writes it by
+// its name (never as a number). Code compares E values, never the names.
 #include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 
 #include <initializer_list>
 #include <string>
@@ -80,5 +83,14 @@ struct fmt::formatter<E, char, std::enable_if_t<dsp::is_choice_v<E>>>
   template <class Context>
   auto format(E e, Context& ctx) const {
     return fmt::formatter<fmt::string_view>::format(dsp::name_of(e), ctx);
+  }
+};
+
+// A choice in JSON is its name: {"loss": "bce"}, never the enum's number.
+template <class E>
+struct nlohmann::adl_serializer<E, std::enable_if_t<dsp::is_choice_v<E>>> {
+  static void to_json(nlohmann::json& j, E e) { j = dsp::name_of(e); }
+  static void from_json(const nlohmann::json& j, E& e) {
+    e = dsp::parse_choice<E>(j.get<std::string>());
   }
 };

@@ -28,136 +28,24 @@
 #include "csp/sampler.hpp"
 #include "graph/npy.hpp"
 #include "layout/partition/hotness.hpp"
+#include "layout/partition/partition_dir.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "pipeline/roles.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/checkpoint_files.hpp"
+#include "train/checkpoint_keeper.hpp"
 #include "train/inference.hpp"
 #include "train/job_options.hpp"
 #include "train/lr_schedule.hpp"
+#include "train/progress.hpp"
 #include "train/trainer.hpp"
 #include "train/typed_rows.hpp"
-#include "layout/partition/partition_dir.hpp"
 
 namespace dsp {
 namespace fs = std::filesystem;
 
 namespace {
-RankOptions rank_options(const JobConfig& cfg);
-
-// --eval and --eval-fanouts.
-void check_evaluation(const JobConfig& c) {
-  if (!c.eval_fanouts.empty()) check_fanouts(c.eval_fanouts, "--eval-fanouts");
-  DSP_CHECK_ARG(c.eval_fanouts.empty() || c.eval_fanouts.size() == c.sampler.fanouts.size(),
-                "--eval-fanouts has {} entries but --fanouts has {}", c.eval_fanouts.size(),
-                c.sampler.fanouts.size());
-  DSP_CHECK_ARG(c.eval != EvalMode::kFull || c.eval_fanouts.empty(),
-                "--eval-fanouts with --eval full: full-neighbour evaluation samples nothing; give "
-                "one of them");
-  DSP_CHECK_ARG(c.eval != EvalMode::kFull || !c.sampler.temporal,
-                "--eval full with --temporal: full-neighbour inference sees every edge, also those "
-                "after a node's time; evaluate with --eval sampled (--eval auto picks it)");
-  DSP_CHECK_ARG(c.eval != EvalMode::kFull || !c.preaggregate,
-                "--eval full with --preaggregate: full-neighbour inference runs the model's input "
-                "layer, which a pre-aggregated model does not have; evaluate with --eval sampled");
-}
-
-// --task link and --embedding-*: what they work with.
-void check_task(const JobConfig& c) {
-  c.link.validate();
-  DSP_CHECK_ARG(c.embedding.dim >= -1, "--embedding-dim must be >= 0 (-1: the default), got {}",
-                c.embedding.dim);
-  EmbeddingOptions e = c.embedding;
-  e.dim = std::max<int64_t>(e.dim, 1);
-  e.validate();
-  DSP_CHECK_ARG(c.roles == 0 || c.embedding.dim <= 0,
-                "--roles with learnable embeddings: the embeddings train in the symmetric step");
-  const PredictorKind pred = c.train.model.predictor;
-  if (!c.link.link()) {
-    DSP_CHECK_ARG(pred == PredictorKind::kNone,
-                  "--predictor {} scores node pairs: it needs --task link", pred);
-    DSP_CHECK_ARG(c.link.recall_k.empty(), "--recall-k ranks held-out edges: it needs --task link");
-    return;
-  }
-  auto refuse = [](bool bad, const char* what) {
-    DSP_CHECK_ARG(!bad, "--task link does not support {}", what);
-  };
-  refuse(c.roles != 0, "--roles (GNNLab's factored layout carries node batches only)");
-  refuse(c.preaggregate, "--preaggregate");
-  refuse(c.cache_auto, "--cache-auto");
-  refuse(c.seed_order.order != SeedOrder::kRandom, "--order bfs (the scheduler deals edges)");
-  refuse(c.eval == EvalMode::kSampled || !c.eval_fanouts.empty(),
-         "sampled evaluation (--eval sampled, --eval-fanouts): every node's output comes from "
-         "full-neighbour inference");
-  refuse(c.eval_max_nodes > 0, "--eval-max-nodes (every held-out edge is scored)");
-}
-
-// --read-ahead: auto or a group size, in the symmetric layout.
-void check_read_ahead(const JobConfig& c) {
-  DSP_CHECK_ARG(c.read_ahead == JobConfig::kReadAheadAuto ||
-                    (c.read_ahead >= 0 && c.read_ahead <= JobConfig::kMaxReadAhead),
-                "--read-ahead must be auto or a number of batches in [0, {}], got {}",
-                JobConfig::kMaxReadAhead, c.read_ahead);
-  DSP_CHECK_ARG(c.roles == 0 || c.read_ahead <= 1,
-                "--read-ahead {} with --roles: sampler ranks load through their own queues; "
-                "superbatches are for symmetric jobs",
-                c.read_ahead);
-}
-
-// --temporal: node classification, every seed at its node time, in the symmetric layout.
-void check_temporal(const JobConfig& c) {
-  if (!c.sampler.temporal) return;
-  auto refuse = [](bool bad, const char* what) {
-    DSP_CHECK_ARG(!bad, "--temporal does not support {}", what);
-  };
-  refuse(c.link.link(), "--task link (a seed's time is its node's time)");
-  refuse(c.roles != 0, "--roles (GNNLab's factored layout samples plain batches)");
-  refuse(c.preaggregate,
-         "--preaggregate (its first layer aggregates every in-neighbour, after a node's time too)");
-}
-
-// --model rgcn|hsage (a heterogeneous partition; the data check refuses the others' mismatch):
-// node classification with node-wise uniform sampling in the symmetric layout.
-void check_hetero(const JobConfig& c) {
-  if (!ModelConfig::is_hetero_model(c.train.model.model)) return;
-  const std::string what = fmt::format("--model {}", c.train.model.model);
-  auto refuse = [&what](bool bad, const char* option) {
-    DSP_CHECK_ARG(!bad, "{} does not support {}", what, option);
-  };
-  refuse(c.sampler.temporal, "--temporal");
-  refuse(c.preaggregate, "--preaggregate (pre-aggregated rows are a homogeneous graph's)");
-  refuse(c.sampler.kind() != SamplerKind::kNeighbor,
-         "--sampler labor or layer (a heterogeneous graph is sampled node-wise, per relation)");
-  refuse(c.sampler.biased, "biased sampling (--biased: relations are sampled uniformly)");
-  refuse(c.sampler.mode != SampleMode::kCsp, "--sample-mode pull");
-  refuse(c.roles != 0, "--roles (GNNLab's factored layout carries homogeneous batches)");
-  refuse(c.cache_auto,
-         "--cache-auto (it sizes one feature store; a heterogeneous graph has one "
-         "per node type)");
-  refuse(c.rank.fifo_rows > 0, "--fifo-rows (the FIFO levels serve one feature store)");
-}
-
-// --loss and --metric as far as the options alone decide (the labels decide the rest:
-// resolve_loss).
-void check_loss_and_metric(const JobConfig& c) {
-  const LossKind loss = c.train.model.loss;
-  if (c.link.link()) {
-    DSP_CHECK_ARG(loss != LossKind::kCe,
-                  "--loss ce with --task link: link prediction trains with binary cross-entropy "
-                  "of the pairs' logits (--loss bce or auto)");
-    DSP_CHECK_ARG(c.metric == MetricKind::kAuto || c.metric == MetricKind::kRocauc,
-                  "--metric {} with --task link: link prediction picks its best epoch by the "
-                  "first --hits-k's Hits@K (MRR with negatives per positive) or, with --metric "
-                  "rocauc, by the ROC-AUC of the held-out edges against their negatives",
-                  c.metric);
-    return;
-  }
-  DSP_CHECK_ARG(!(loss == LossKind::kBce && c.metric == MetricKind::kF1),
-                "--metric f1 is the multi-class macro-F1 (--loss ce); with --loss bce pick acc or "
-                "rocauc");
-}
-
 // The loss of node classification on labels of `classes` classes (int64) or label columns
 // (multi-label): --loss auto is ce for class labels and bce for multi-label ones.
 LossKind resolve_loss(LossKind loss, bool multilabel, int64_t classes, bool hetero) {
@@ -192,129 +80,7 @@ MetricKind resolve_metric(MetricKind metric, LossKind loss, int64_t classes) {
                 "rocauc");
   return metric;
 }
-
-void check_not_both_init_and_resume(const JobConfig& c) {
-  DSP_CHECK_ARG(!c.resume || c.init_from.empty(),
-                "--init-from starts a new run from a model's parameters and --resume continues "
-                "a run: give one of them");
-}
 }  // namespace
-
-TrainConfig job_train_defaults() {
-  TrainConfig t;
-  t.weight_decay = JobConfig::kTaskWeightDecay;
-  t.lr = JobConfig::kTaskLr;
-  return t;
-}
-
-SamplerOptions job_sampler_defaults() {
-  SamplerOptions s;
-  s.fanouts.clear();
-  return s;
-}
-
-bool JobConfig::sizes_device_cache(bool gpu) const {
-  return gpu && !cache_auto && rank.cache_ratio == -1 && rank.cache_policy.empty() &&
-         !link.link() && !ModelConfig::is_hetero_model(train.model.model) && roles == 0 &&
-         !preaggregate;
-}
-
-void JobConfig::apply_task_defaults() {
-  if (sampler.fanouts.empty() && sampler.relation_fanouts.empty()) {
-    sampler.fanouts = link.link() ? std::vector<int>{15, 10} : std::vector<int>{15, 10, 5};
-    // --layers alone: that many of them (beyond 64, the count check below refuses it).
-    if (layers > 0 && layers <= 64) sampler.fanouts.resize(static_cast<size_t>(layers), 5);
-  }
-  if (train.weight_decay == kTaskWeightDecay) train.weight_decay = link.link() ? 0.0 : 5e-4;
-  if (train.lr == kTaskLr) {
-    train.lr = link.link() && ModelConfig::is_hetero_model(train.model.model) ? 1e-3 : 1e-2;
-  }
-}
-
-void JobConfig::validate() const {
-  if ((sampler.fanouts.empty() && sampler.relation_fanouts.empty()) ||
-      train.weight_decay == kTaskWeightDecay || train.lr == kTaskLr) {
-    JobConfig resolved = *this;
-    resolved.apply_task_defaults();
-    resolved.validate();
-    return;
-  }
-  rank_options(*this).validate();  // the rank's own options: checked where they belong
-  sampler.validate();
-  const std::vector<int>& fanouts = sampler.fanouts;
-  DSP_CHECK_ARG(layers == 0 || layers == static_cast<int>(fanouts.size()),
-                "--fanouts has {} entries but the model has {} layers (one fanout per layer)",
-                fanouts.size(), layers);
-  check_evaluation(*this);
-  check_task(*this);
-  check_temporal(*this);
-  check_hetero(*this);
-  DSP_CHECK_ARG(batch_size > 0 && eval_batch_size > 0, "batch sizes must be > 0");
-  DSP_CHECK_ARG(eval_max_nodes >= 0, "--eval-max-nodes must be >= 0, got {}", eval_max_nodes);
-  DSP_CHECK_ARG(epochs >= 1, "--epochs must be at least 1, got {}: a run trains", epochs);
-  DSP_CHECK_ARG(max_steps >= 0, "--max-steps must be >= 0 (0: no limit), got {}", max_steps);
-  DSP_CHECK_ARG(roles >= 0 || roles == kRolesAuto,
-                "--roles must be auto or >= 0 (sampler-only ranks), got {}", roles);
-  DSP_CHECK_ARG(roles != 0 || roles_switch == RoleSwitch::kOff,
-                "--roles-switch {} needs --roles (sampler-only ranks to switch)", roles_switch);
-  DSP_CHECK_ARG(eval_every >= 0 && checkpoint_every >= 0, "--eval-every/--checkpoint-every >= 0");
-  DSP_CHECK_ARG(patience >= 0, "--patience must be >= 0 (0: never stop early), got {}", patience);
-  DSP_CHECK_ARG(!resume || !checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
-  DSP_CHECK_ARG(!overwrite || !checkpoint_dir.empty(),
-                "--overwrite replaces an earlier run in --checkpoint-dir: give --checkpoint-dir");
-  DSP_CHECK_ARG(
-      !overwrite || !resume,
-      "--resume continues the run in --checkpoint-dir, --overwrite replaces it: give one");
-  DSP_CHECK_ARG(keep_checkpoints >= 1, "--keep-checkpoints must be >= 1, got {}", keep_checkpoints);
-  check_not_both_init_and_resume(*this);
-  check_loss_and_metric(*this);
-  DSP_CHECK_ARG(!cache_auto || rank.cache_ratio == -1,
-                "--cache-auto sizes the cache from the memory left: give it or --cache-ratio, "
-                "not both");
-  seed_order.validate();
-  DSP_CHECK_ARG(roles == 0 || (seed_order.order == SeedOrder::kRandom && !cache_auto),
-                "--roles runs the random seed order with the partition's cache: --order bfs and "
-                "--cache-auto are for symmetric jobs");
-  DSP_CHECK_ARG(!preaggregate || train.normalize_features == FeatureNorm::kNone,
-                "--normalize-features {} with --preaggregate: the pre-aggregated rows were "
-                "computed from the raw features; train without --preaggregate to normalise",
-                train.normalize_features);
-  check_read_ahead(*this);
-  DSP_CHECK_ARG(roles == 0 || !preaggregate,
-                "--roles runs the sampled input layer: --preaggregate is for symmetric jobs");
-  DSP_CHECK_ARG(roles == 0 || rank.fifo_rows == 0,
-                "--roles: sampler ranks read every row from their own mapping and trainers load "
-                "none, so no rows come from peers for a FIFO to keep: --fifo-rows is for "
-                "symmetric jobs");
-  DSP_CHECK_ARG(roles == 0 || !rank.device.is_cuda(),
-                "--roles with --device {}: sampler-only ranks sample on the CPU (GPU sampler "
-                "ranks are not implemented): train on the GPU without --roles, or use --roles "
-                "on the CPU",
-                rank.device.str());
-  ModelConfig m = train.model;
-  m.layers = static_cast<int>(fanouts.size());
-  m.preaggregated = preaggregate;
-  if (m.in_dim == 0) m.in_dim = 1;  // filled from the data later; validate the rest now
-  if (m.out_dim == 0) m.out_dim = 2;
-  if (m.hetero()) {  // the schema comes with the data: one featured type and a self relation
-    m.in_dim = 0;
-    m.type_dims = {1};
-    m.relation_src = m.relation_dst = {0};
-  }
-  if (link.link() && m.predictor == PredictorKind::kNone) m.predictor = PredictorKind::kDot;
-  TrainConfig t = train;  // the model and optimiser options, before any rank starts
-  t.model = m;
-  t.validate();
-  check_fanout_count(fanouts, m);
-}
-
-nlohmann::json JobConfig::to_json() const { return write_options(job_options(), *this); }
-
-JobConfig JobConfig::from_json(const nlohmann::json& j, const std::string& what) {
-  JobConfig c;
-  read_options(job_options(), j, c, what);
-  return c;
-}
 
 nlohmann::json JobResult::to_json() const {
   nlohmann::json j = body_json();
@@ -354,66 +120,6 @@ nlohmann::json JobResult::body_json() const {
 
 namespace {
 
-// "  epoch 3/10 [=====>      ] 45/100  ETA 5s  loss 0.512" as the console's status line on a
-// terminal (log lines never splice into it), nothing otherwise.
-class ProgressBar {
- public:
-  ProgressBar(bool on, int epoch, int epochs, int64_t steps)
-      : on_(on && ::isatty(2)), epoch_(epoch), epochs_(epochs), steps_(steps) {}
-  // `loss` is called only when the line is drawn (it reads the trainer's device).
-  void update(int64_t done, const std::function<double()>& loss) {
-    if (!on_ || (last_.seconds() < 0.1 && done < steps_)) return;
-    last_.reset();
-    const int width = 30;
-    int fill = steps_ > 0 ? static_cast<int>(width * done / steps_) : width;
-    double eta = done > 0 ? sw_.seconds() * (steps_ - done) / done : 0;
-    std::string bar(fill, '=');
-    if (fill < width) bar += '>' + std::string(width - fill - 1, ' ');
-    console_status(fmt::format("  epoch {}/{} [{}] {}/{}  ETA {:.0f}s  loss {:.4f} ", epoch_ + 1,
-                               epochs_, bar, done, steps_, eta, loss()));
-  }
-  void finish() {
-    if (on_) console_status("");
-  }
-
- private:
-  bool on_;
-  int epoch_, epochs_;
-  int64_t steps_;
-  Stopwatch sw_, last_;
-};
-
-// Progress of an evaluation on rank 0: the console's status line on a terminal (status), and a
-// log line every 30 s once it has run that long (log), so a long evaluation is never silent.
-class EvalProgress {
- public:
-  EvalProgress(bool status, bool log, std::string what)
-      : status_(status), log_(log), what_(std::move(what)) {}
-  ~EvalProgress() {
-    if (status_) console_status("");
-  }
-  void update(int64_t done, int64_t total) {
-    const double t = sw_.seconds();
-    const auto text = [&] {
-      return fmt::format("evaluating ({}): {}/{} batches, {:.0f} s", what_, done, total, t);
-    };
-    if (status_ && (t - last_status_ >= 0.1 || done == total)) {
-      console_status("  " + text());
-      last_status_ = t;
-    }
-    if (log_ && t - last_log_ >= 30) {
-      DSP_INFO("train", "{}", text());
-      last_log_ = t;
-    }
-  }
-
- private:
-  bool status_, log_;
-  std::string what_;
-  Stopwatch sw_;
-  double last_status_ = -1, last_log_ = 0;
-};
-
 // Batch numbers of evaluation: a pure function of (split, step), so a resumed job evaluates with
 // exactly the draws of an uninterrupted one. Training batches stay below kEvalBase.
 constexpr int64_t kEvalBase = int64_t{1} << 40;
@@ -427,19 +133,9 @@ int64_t eval_batch_id(int split, int64_t step) {
 int64_t eval_control_id(int split, int k) {
   return kEvalBase + split * kEvalSplitStride + kEvalSplitStride / 2 + k;
 }
-// The barrier after an epoch's checkpoint (every rank's embedding shard written): past every
+// The barrier after an epoch's checkpoint (every rank's embedding shard written) is past every
 // training batch, before evaluation's ids.
-constexpr int64_t kCheckpointStep = kEvalBase - 1;
-
-RankOptions rank_options(const JobConfig& cfg) {
-  RankOptions ro = cfg.rank;
-  ro.coord.ccc = cfg.ccc;
-  ro.threads = cfg.train.num_threads;
-  ro.seed = cfg.seed;
-  ro.log_name = "train";
-  if (cfg.preaggregate) ro.preaggregate = cfg.train.model.preaggregate_kind();
-  return ro;
-}
+static_assert(CheckpointKeeper::kBarrierStep == kEvalBase - 1);
 
 // One rank's training job: setup (constructor), one epoch (train_epoch), evaluation, reporting.
 class TrainJob {
@@ -448,7 +144,7 @@ class TrainJob {
   TrainJob(const JobConfig& cfg, nlohmann::json recorded);
   int start_epoch() const { return start_epoch_; }
   // --patience: validation has not improved in that many evaluations.
-  bool stop_early() const { return cfg_.patience > 0 && evals_since_best_ >= cfg_.patience; }
+  bool stop_early() const { return cfg_.patience > 0 && run_.evals_since_best >= cfg_.patience; }
   void train_epoch(int epoch);
   void report_epoch(int epoch);
   JobResult finish();
@@ -481,10 +177,6 @@ class TrainJob {
   std::string eval_summary() const;
   // The evaluation's fanouts as given: --eval-fanouts, else per-relation --fanouts' text.
   std::string eval_fanouts_text() const;
-  void resume();
-  // --resume auto: the newest checkpoint that verifies on every rank ("": none, a new run).
-  std::string choose_checkpoint();
-  bool checkpoint_verifies(const std::string& file);
   void size_cache(const PipelineOptions& popts);
   int read_ahead_batches();
   int auto_samplers(const PipelineStages& symmetric);
@@ -507,14 +199,8 @@ class TrainJob {
   std::string link_metric() const;
   double link_value(const LinkMetrics& m) const;
   void write_metrics(int epoch, double loss, double train_acc, bool evaluated);
-  // checkpoint-<epoch + 1>.pt (then rotate), or `path` (best.pt: the best validation so far).
+  // checkpoint-<epoch + 1>.pt and its rotation, or `path` (best.pt).
   void checkpoint(int epoch, const std::string& path = "");
-  void rotate(int64_t epochs);
-  // What an interrupt says now (core/interrupt.hpp), `done` epochs in.
-  void note_interrupt(int64_t done) const {
-    set_interrupt_note(
-        interrupt_note(done, cfg_.epochs, cfg_.checkpoint_dir, saved_epochs_, cfg_.overwrite));
-  }
 
   JobConfig cfg_;
   nlohmann::json recorded_;
@@ -525,15 +211,13 @@ class TrainJob {
   std::unique_ptr<EpochScheduler> sched_;
   std::unique_ptr<LinkBatcher> link_;    // --task link
   std::unique_ptr<EmbeddingTable> emb_;  // learnable embeddings
+  std::unique_ptr<CheckpointKeeper> keeper_;  // --checkpoint-dir, --resume
   LinkMetrics val_link_, test_link_;     // the last link evaluation
   RoleRank role_;                        // --roles
   int samplers_ = 0;                     // --roles, or what --roles auto chose
   std::unique_ptr<Pipeline> pipe_;
   int64_t steps_ = 0;
   int start_epoch_ = 0;
-  bool resumed_ = false;  // from a checkpoint (not a --resume auto that found none)
-  int64_t saved_epochs_ = 0;  // of the newest checkpoint of this run (0: none)
-  std::string ckpt_;      // checkpoint_dir/checkpoint.pt
   std::vector<int64_t> valid_ids_, test_ids_;
   bool has_valid_ = true, has_test_ = true;  // any rank has such nodes (node tasks)
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics_{nullptr, &std::fclose};
@@ -545,13 +229,12 @@ class TrainJob {
   std::unique_ptr<ProgressBar> bar_;
   // Across epochs.
   JobResult res_;
-  double epoch_time_sum_ = 0, best_val_ = -1, test_at_best_ = 0;
-  // --metric as resolved (acc, f1 or rocauc): what best_val_ and test_at_best_ hold for node
+  double epoch_time_sum_ = 0;
+  RunRecord run_;  // the best validation so far and --patience's count
+  // --metric as resolved (acc, f1 or rocauc): what run_ holds for node
   // classification; the last evaluation's every metric (valid, test).
   MetricKind metric_ = MetricKind::kAcc;
   EvalTally val_tally_, test_tally_;
-  int best_epoch_ = -1;
-  int evals_since_best_ = 0;  // --patience
   bool full_eval_ = false;    // --eval full, or auto where it fits
   bool full_fits_ = false;    // the estimate of full-neighbour evaluation fits
   bool final_full_ = false;   // a sampled job tests its best model in full (it fits, costs little)
@@ -563,7 +246,7 @@ class TrainJob {
 };
 
 TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
-    : cfg_(cfg), recorded_(std::move(recorded)), rt_(rank_options(cfg)) {
+    : cfg_(cfg), recorded_(std::move(recorded)), rt_(cfg.rank_options()) {
   check_data();
   const SamplerOptions so = make_samplers();
   make_trainer();
@@ -610,11 +293,11 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
       DSP_INFO("train", "{}", describe_feature_storage(pm));
     }
   }
-  note_interrupt(start_epoch_);
+  keeper_->note_interrupt(start_epoch_);
   if (rt_.leader() && !cfg_.metrics_file.empty()) {
     // A resumed run continues the file after its checkpoint's epochs (truncate_metrics).
-    if (resumed_) truncate_metrics(cfg_.metrics_file, start_epoch_);
-    metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), resumed_ ? "a" : "w"));
+    if (keeper_->resumed()) truncate_metrics(cfg_.metrics_file, start_epoch_);
+    metrics_.reset(std::fopen(cfg_.metrics_file.c_str(), keeper_->resumed() ? "a" : "w"));
     DSP_CHECK_T(IoError, metrics_ != nullptr, "{}: cannot open for writing", cfg_.metrics_file);
   }
 }
@@ -838,8 +521,15 @@ void TrainJob::make_trainer() {
   trainer_ = std::make_unique<Trainer>(tc_, rt_.channel(WorkerKind::kTrainer));
   if (tc_.model.embedding_dim > 0) make_embedding();
   lr_ = LrSchedule(tc_, cfg_.epochs);
-  ckpt_ = cfg_.checkpoint_dir.empty() ? "" : cfg_.checkpoint_dir + "/checkpoint.pt";
-  if (cfg_.resume) resume();
+  keeper_ =
+      std::make_unique<CheckpointKeeper>(cfg_, std::move(recorded_), rt_, *trainer_, emb_.get());
+  if (cfg_.resume) {
+    if (const auto r = keeper_->resume()) {
+      start_epoch_ = r->epochs;
+      run_ = r->run;
+      if (!r->lr_schedule.is_null()) lr_.restore(r->lr_schedule);
+    }
+  }
   if (!cfg_.init_from.empty()) {
     trainer_->init_parameters(cfg_.init_from);
     if (rt_.leader()) DSP_INFO("train", "parameters from {}", cfg_.init_from);
@@ -1107,81 +797,6 @@ void TrainJob::account_gather() {
   res_.fifo_hit_rate = peer_rows > 0 ? static_cast<double>(fifo_rows) / peer_rows : 0.0;
   res_.cold_rows_read_ahead =
       g.rows_cold > 0 ? static_cast<double>(g.rows_cold_ahead) / g.rows_cold : 0.0;
-}
-
-void TrainJob::resume() {
-  const std::string ckpt = cfg_.resume_auto ? choose_checkpoint() : ckpt_;
-  if (ckpt.empty()) {
-    if (rt_.leader()) {
-      DSP_INFO("train", "--resume auto: no checkpoint in {}: a new run", cfg_.checkpoint_dir);
-    }
-    return;
-  }
-  DSP_CHECK_T(IoError, path_exists(ckpt), "{}: no checkpoint to resume from", ckpt);
-  CheckpointInfo info = trainer_->load_checkpoint(ckpt);
-  if (emb_) emb_->load(embedding_shard(ckpt, rt_.rank(), rt_.size()));
-  resumed_ = true;
-  const std::string src = fmt::format("{:016x}", rt_.part().meta.source_checksum);
-  const std::string ck_src = info.extra.value("source_checksum", std::string());
-  DSP_CHECK_FORMAT(ck_src.empty() || ck_src == src,
-                   "{}: the checkpoint was trained on another dataset (source checksum {}, this "
-                   "partition's dataset has {})",
-                   ckpt, ck_src, src);
-  start_epoch_ = static_cast<int>(info.epoch);
-  saved_epochs_ = info.epoch;
-  best_val_ = info.extra.value("best_val_acc", -1.0);
-  test_at_best_ = info.extra.value("test_acc_at_best", 0.0);
-  best_epoch_ = info.extra.value("best_epoch", -1);
-  evals_since_best_ = info.extra.value("evals_since_best", 0);
-  if (info.extra.contains("lr_schedule")) lr_.restore(info.extra.at("lr_schedule"));
-  if (!rt_.leader()) return;
-  DSP_INFO("train", "resumed from {} after epoch {}", ckpt, start_epoch_);
-  if (start_epoch_ >= cfg_.epochs) {
-    DSP_WARN("train",
-             "nothing left to train: {} has completed {} epoch(s) and --epochs is {}; give "
-             "--epochs above {} to train more",
-             ckpt, start_epoch_, cfg_.epochs, start_epoch_);
-  }
-}
-
-// Rank 0 lists the candidates (checkpoint-<E>.pt newest first; a directory of an older build:
-// checkpoint.pt) for every rank; each is tried on every rank in turn (rank 0 the file, each rank
-// its embedding shard) until one verifies everywhere (a minimum over the ranks). A damaged one
-// is skipped with a warning from the rank that found the damage.
-std::string TrainJob::choose_checkpoint() {
-  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
-  main_ch.set_step(-1, 6);
-  std::vector<int64_t> epochs;
-  if (rt_.leader()) {
-    epochs = rotated_epochs(cfg_.checkpoint_dir);
-    if (epochs.empty() && path_exists(ckpt_)) epochs.push_back(-1);  // -1: checkpoint.pt
-  }
-  int64_t n = static_cast<int64_t>(epochs.size());
-  main_ch.broadcast(&n, 1, DType::kInt64, 0);
-  epochs.resize(n);
-  if (n > 0) main_ch.broadcast(epochs.data(), n, DType::kInt64, 0);
-  for (const int64_t e : epochs) {
-    const std::string file = e < 0 ? ckpt_ : rotated_checkpoint(cfg_.checkpoint_dir, e);
-    int64_t ok = checkpoint_verifies(file) ? 1 : 0;
-    main_ch.all_reduce(&ok, 1, DType::kInt64, ReduceOp::kMin);
-    if (ok) return file;
-  }
-  DSP_CHECK_FORMAT(n == 0,
-                   "--resume auto: none of the {} checkpoint(s) in {} verifies (each named "
-                   "above); remove them to start a new run there",
-                   n, cfg_.checkpoint_dir);
-  return "";
-}
-
-bool TrainJob::checkpoint_verifies(const std::string& file) {
-  try {
-    if (rt_.leader()) verify_checkpoint(file);
-    if (emb_) emb_->load(embedding_shard(file, rt_.rank(), rt_.size()));
-    return true;
-  } catch (const Error& e) {  // damaged, or a shard a killed rank never wrote: an older one
-    DSP_WARN("train", "--resume auto: skipping an incomplete or damaged checkpoint: {}", e.what());
-    return false;
-  }
 }
 
 namespace {
@@ -1470,20 +1085,20 @@ std::string TrainJob::link_line(const LinkMetrics& m) const {
 }
 
 void TrainJob::note_best(double val, double test, int epoch) {
-  ++evals_since_best_;
+  ++run_.evals_since_best;
   // A NaN (ROC-AUC of a one-class split) is no improvement; without validation the latest model
   // is the best one.
-  if (has_valid_ && !(val > best_val_)) return;
-  best_val_ = val;
-  test_at_best_ = test;
+  if (has_valid_ && !(val > run_.best_val)) return;
+  run_.best_val = val;
+  run_.test_at_best = test;
   if (link_) {
     res_.best_val_mrr = val_link_.mrr;
     res_.test_mrr_at_best = test_link_.mrr;
   }
-  best_epoch_ = epoch;
-  evals_since_best_ = 0;
+  run_.best_epoch = epoch;
+  run_.evals_since_best = 0;
   if (final_full_) best_params_ = trainer_->flat_parameters();
-  if (!ckpt_.empty()) checkpoint(epoch, cfg_.checkpoint_dir + "/best.pt");
+  if (keeper_->on()) checkpoint(epoch, cfg_.checkpoint_dir + "/best.pt");
 }
 
 // Sampled evaluation: the best model's test accuracy with full neighbourhoods, when it fits, costs
@@ -1492,7 +1107,7 @@ void TrainJob::note_best(double val, double test, int epoch) {
 void TrainJob::final_full_test() {
   if (full_eval_ ||
       cfg_.eval == EvalMode::kFull) {  // (a typed graph's by sampling every neighbour)
-    res_.test_acc_full = best_epoch_ >= 0 ? test_at_best_ : -1;
+    res_.test_acc_full = run_.best_epoch >= 0 ? run_.test_at_best : -1;
     return;
   }
   if (best_params_.empty()) return;
@@ -1622,11 +1237,11 @@ void TrainJob::report_epoch(int epoch) {
     write_metrics(epoch, loss, train_acc.accuracy(), do_eval);
   }
   note_history(epoch, loss, train_acc.accuracy(), do_eval, val, test);
-  if (!ckpt_.empty() && (last || stop_early() ||
-                         (cfg_.checkpoint_every > 0 && (epoch + 1) % cfg_.checkpoint_every == 0))) {
+  if (keeper_->on() && (last || stop_early() ||
+                        (cfg_.checkpoint_every > 0 && (epoch + 1) % cfg_.checkpoint_every == 0))) {
     checkpoint(epoch);
   }
-  note_interrupt(epoch + 1);
+  keeper_->note_interrupt(epoch + 1);
   if (stop_early() && rt_.leader()) {
     DSP_INFO("train", "early stop after epoch {}: validation has not improved in {} evaluations",
              epoch + 1, cfg_.patience);
@@ -1695,52 +1310,17 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool eval
 }
 
 void TrainJob::checkpoint(int epoch, const std::string& path) {
-  const std::string file = path.empty() ? rotated_checkpoint(cfg_.checkpoint_dir, epoch + 1) : path;
-  // Each rank's rows of the learnable embeddings beside the checkpoint.
-  if (emb_) emb_->save(embedding_shard(file, rt_.rank(), rt_.size()));
-  // Replicas are identical: rank 0 writes.
-  if (rt_.leader()) {
-    trainer_->save_checkpoint(
-        file, epoch + 1,
-        {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
-         {"dataset", rt_.part().meta.dataset_name},
-         {"best_val_acc", best_val_},
-         {"test_acc_at_best", test_at_best_},
-         {"best_epoch", best_epoch_},
-         {"metric", link_ ? link_metric() : name_of(metric_)},
-         {"evals_since_best", evals_since_best_},
-         {"lr_schedule", lr_.state()},
-         {"job", recorded_}});
-  }
-  if (path.empty()) rotate(epoch + 1);
-}
-
-// checkpoint-<epochs>.pt is written on every rank (a barrier when ranks wrote embedding shards):
-// checkpoint.pt becomes it, and only now are older ones past --keep-checkpoints removed (each
-// rank its own shards), so a kill at any moment leaves a complete checkpoint.
-void TrainJob::rotate(int64_t epochs) {
-  const std::string file = rotated_checkpoint(cfg_.checkpoint_dir, epochs);
-  const std::string shard = emb_ ? embedding_shard("", rt_.rank(), rt_.size()) : "";
-  if (emb_) {
-    CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
-    main_ch.set_step(epochs - 1, kCheckpointStep);
-    main_ch.barrier();
-  }
-  if (rt_.leader()) link_file_atomic(file, ckpt_);
-  if (emb_) link_file_atomic(file + shard, ckpt_ + shard);
-  if (rt_.leader()) prune_checkpoints(cfg_.checkpoint_dir, "", epochs, cfg_.keep_checkpoints);
-  if (emb_) prune_checkpoints(cfg_.checkpoint_dir, shard, epochs, cfg_.keep_checkpoints);
-  saved_epochs_ = epochs;
+  keeper_->write(epoch, run_, link_ ? link_metric() : name_of(metric_), lr_.state(), path);
 }
 
 JobResult TrainJob::finish() {
   final_full_test();
-  res_.best_val_acc = best_val_;
+  res_.best_val_acc = run_.best_val;
   if (link_) res_.metric = link_metric();
   if (!link_ && metric_ != MetricKind::kAcc) res_.metric = name_of(metric_);
-  res_.best_epoch = best_epoch_ + 1;  // numbered from 1, as every output numbers epochs
+  res_.best_epoch = run_.best_epoch + 1;  // numbered from 1, as every output numbers epochs
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
-  res_.test_acc_at_best = test_at_best_;
+  res_.test_acc_at_best = run_.test_at_best;
   res_.mean_epoch_s = res_.epochs_run ? epoch_time_sum_ / res_.epochs_run : 0;
   for (int k = 0; k < kNumWorkerKinds; ++k) {  // to other ranks (a rank's copies to itself
     const CommCounters c = rt_.channel(static_cast<WorkerKind>(k)).counters();  // are no traffic)
@@ -1788,68 +1368,6 @@ JobResult TrainJob::finish() {
 }
 
 }  // namespace
-
-namespace {
-// The command-line spelling of a job option's key (the key itself for a --config-only one).
-std::string flag_of(const std::string& key) {
-  const std::string& flag = options::find(job_options(), key).flag;
-  return flag.empty() ? key : flag;
-}
-}  // namespace
-
-namespace {
-// --resume auto: the newest checkpoint in `dir` whose header verifies, for the run's recorded
-// options ("": none; the job then picks the one to load, every tensor verified).
-std::string newest_readable_checkpoint(const std::string& dir) {
-  std::vector<std::string> files;
-  for (const int64_t e : rotated_epochs(dir)) files.push_back(rotated_checkpoint(dir, e));
-  if (files.empty()) files.push_back(dir + "/checkpoint.pt");
-  for (const std::string& f : files) {
-    if (!path_exists(f)) continue;
-    try {
-      checkpoint_header(f);
-      return f;
-    } catch (const Error&) {  // the job warns about it
-    }
-  }
-  return "";
-}
-}  // namespace
-
-JobConfig resume_config(const JobConfig& c, const std::set<std::string>& given) {
-  check_not_both_init_and_resume(c);
-  const std::string path = c.resume_auto ? newest_readable_checkpoint(c.checkpoint_dir)
-                                         : c.checkpoint_dir + "/checkpoint.pt";
-  if (path.empty()) return c;  // --resume auto with nothing to resume: a new run
-  DSP_CHECK_T(IoError, path_exists(path), "{}: no checkpoint to resume from", path);
-  const nlohmann::json extra = checkpoint_header(path).value("extra", nlohmann::json::object());
-  if (!extra.contains("job")) return c;  // written before checkpoints recorded their run
-  const JobConfig base = JobConfig::from_json(extra.at("job"), path);
-  const nlohmann::json recorded = base.to_json(), mine = c.to_json();
-  std::set<std::string> may_change;  // the options flagged so (Option::may_change_on_resume)
-  std::vector<std::string> flags;
-  for (const JobOption& o : job_options()) {
-    if (!o.may_change_on_resume) continue;
-    may_change.insert(o.key);
-    if (!o.flag.empty() && o.key != "resume") flags.push_back(o.flag);
-  }
-  nlohmann::json take = nlohmann::json::object();
-  for (const std::string& key : given) {
-    if (!mine.contains(key)) continue;
-    DSP_CHECK_ARG(may_change.count(key) || mine.at(key) == recorded.at(key),
-                  "{} {} contradicts the run in {} ({}): --resume continues that run; only {} "
-                  "and the path may change",
-                  flag_of(key), mine.at(key).dump(), path, recorded.at(key).dump(),
-                  fmt::join(flags, ", "));
-    take[key] = mine.at(key);
-  }
-  JobConfig out = base;
-  out.resume = c.resume;  // whether and how this run resumes is its own choice, not the record's
-  out.resume_auto = c.resume_auto;
-  out.overwrite = false;  // the recorded run may have replaced another; this one continues it
-  read_options(job_options(), take, out, "--resume");
-  return out;
-}
 
 JobResult run_training(const JobConfig& cfg_given) {
   JobConfig cfg_in = cfg_given;  // what the run records: the options with the task's defaults

@@ -137,6 +137,9 @@ struct JobConfig {
   bool sizes_device_cache(bool gpu) const;
 
   void validate() const;  // InvalidArgument naming the field (after the task's defaults)
+  // The options its ranks are built from: rank, with the job's coordinator switch (ccc), threads,
+  // seed and pre-aggregation kind.
+  RankOptions rank_options() const;
   nlohmann::json to_json() const;
   // Fields of a --config file; unknown keys are an error (typos must not be silently ignored).
   static JobConfig from_json(const nlohmann::json& j, const std::string& what);

@@ -42,7 +42,7 @@ expect 2 "unknown device 'gpu'.*did you mean 'cuda'\?$" "$dsp" train "$cora" --d
 expect nonzero "^dsp: error: $tmp: a directory; give the JSON files \`dsp bench volumes --json\` wrote$" \
   "$dsp" bench project "$tmp"
 expect 2 "unknown pipeline mode 'onn'.*did you mean 'on'\?" "$dsp" train "$cora" --pipeline onn
-expect 2 "got 'fulll'; did you mean 'full'\?" "$dsp" train "$cora" --eval fulll
+expect 2 "^dsp: error: unknown evaluation 'fulll' \\(auto, full, sampled\\); did you mean 'full'\\?$" "$dsp" train "$cora" --eval fulll
 expect 2 "did you mean 'metis'\?" "$dsp" partition "$cora" "$tmp/p" --method metsi
 # DSP_ERROR_TYPE=1 (the Python package) names the class of a usage error too.
 DSP_ERROR_TYPE=1 expect 2 "^dsp: error \(InvalidArgument\): unknown option '--epoch'" \
