@@ -37,6 +37,7 @@
 #include "train/checkpoint_keeper.hpp"
 #include "train/inference.hpp"
 #include "train/job_options.hpp"
+#include "train/link_task.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/progress.hpp"
 #include "train/trainer.hpp"
@@ -192,12 +193,7 @@ class TrainJob {
   std::vector<FeatureStore*> stores();
   // The stores' hit rate since the epoch began (its evaluation's gathers too), all stores summed.
   double cache_hit_rate();
-  SampledBatch sample_link(int64_t epoch, int64_t batch, const std::vector<int64_t>& edges);
-  std::pair<LinkMetrics, LinkMetrics> evaluate_link(int64_t epoch);
   std::vector<float> typed_link_rows(int64_t epoch);
-  std::string link_line(const LinkMetrics& m) const;
-  std::string link_metric() const;
-  double link_value(const LinkMetrics& m) const;
   void write_metrics(int epoch, double loss, double train_acc, bool evaluated);
   // checkpoint-<epoch + 1>.pt and its rotation, or `path` (best.pt).
   void checkpoint(int epoch, const std::string& path = "");
@@ -209,10 +205,9 @@ class TrainJob {
   TrainConfig tc_;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<EpochScheduler> sched_;
-  std::unique_ptr<LinkBatcher> link_;    // --task link
+  std::unique_ptr<LinkTask> link_;       // --task link
   std::unique_ptr<EmbeddingTable> emb_;  // learnable embeddings
   std::unique_ptr<CheckpointKeeper> keeper_;  // --checkpoint-dir, --resume
-  LinkMetrics val_link_, test_link_;     // the last link evaluation
   RoleRank role_;                        // --roles
   int samplers_ = 0;                     // --roles, or what --roles auto chose
   std::unique_ptr<Pipeline> pipe_;
@@ -250,11 +245,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   check_data();
   const SamplerOptions so = make_samplers();
   make_trainer();
-  if (cfg_.link.link()) {
-    const nlohmann::json& x = rt_.part().meta.extra;
-    link_ =
-        std::make_unique<LinkBatcher>(rt_.part(), cfg_.link, cfg_.seed, !x.value("directed", true));
-  }
+  if (cfg_.link.link()) link_ = std::make_unique<LinkTask>(cfg_, rt_);
   valid_ids_ = rt_.local_ids(Split::kValid);
   test_ids_ = rt_.local_ids(Split::kTest);
   count_splits();
@@ -597,7 +588,10 @@ void TrainJob::note_history(int epoch, double loss, double train_acc, bool evalu
 
 // The epoch line's evaluation: the splits the data has, in the task's metric.
 std::string TrainJob::eval_text(double val, double test) const {
-  if (link_) return fmt::format(" | val {} | test {}", link_line(val_link_), link_line(test_link_));
+  if (link_) {
+    return fmt::format(" | val {} | test {}", LinkTask::line(link_->valid()),
+                       LinkTask::line(link_->test()));
+  }
   const std::string m = metric_ == MetricKind::kAcc ? "" : fmt::format("{} ", metric_);
   std::string out;
   if (has_valid_) out += fmt::format(" | val {}{:.4f}", m, val);
@@ -615,7 +609,7 @@ void TrainJob::account() {
 PipelineStages TrainJob::symmetric_stages() {
   PipelineStages stages;
   stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
-    if (link_) return sample_link(epoch, batch, seeds);
+    if (link_) return link_->sample(*sampler_, epoch, batch, seeds);
     return sampler_->sample_nodes(seeds, epoch, batch);
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
@@ -654,7 +648,8 @@ int TrainJob::read_ahead_batches() {
 // `stages`) with sampler-only ranks, else this rank's training seeds in the job's order.
 EpochScheduler* TrainJob::schedule(PipelineStages& stages, const SamplerOptions& so) {
   if (samplers_ == 0 && link_) {
-    sched_ = std::make_unique<EpochScheduler>(link_->edge_indices(), cfg_.batch_size, cfg_.seed);
+    sched_ = std::make_unique<EpochScheduler>(link_->batcher().edge_indices(), cfg_.batch_size,
+                                              cfg_.seed);
     return sched_.get();
   }
   if (samplers_ == 0) {
@@ -885,7 +880,7 @@ void TrainJob::choose_eval() {
                per > 0 ? fmt::format("{} negatives each", per)
                        : fmt::format("{} and {} negatives", part.link_valid_neg.dim(0),
                                      part.link_test_neg.dim(0)),
-               link_metric());
+               link_->metric());
     }
     return;
   }
@@ -998,15 +993,6 @@ std::pair<EvalTally, EvalTally> TrainJob::evaluate_full(int64_t epoch) {
   return {val, test};
 }
 
-SampledBatch TrainJob::sample_link(int64_t epoch, int64_t batch,
-                                   const std::vector<int64_t>& edges) {
-  LinkBatch lb = link_->make(edges, epoch, batch);
-  SampledBatch sb = rt_.hetero() ? sampler_->sample_hetero(lb.seeds, epoch, batch, &lb.exclude)
-                                 : sampler_->sample(lb.seeds, epoch, batch, &lb.exclude);
-  sb.pairs = std::move(lb.pairs);
-  return sb;
-}
-
 // A typed link job's output rows at their part rows: every node of the link relation's two types
 // that this rank owns, by sampling every neighbour of every relation (eval_sampler_); the rows
 // of other types stay zero (no pair reads them).
@@ -1037,53 +1023,6 @@ std::vector<float> TrainJob::typed_link_rows(int64_t epoch) {
   return out;
 }
 
-// Every node's output by full-neighbour inference (a typed graph's: typed_link_rows), then each
-// split's held-out edges ranked against its negatives (train/link.hpp).
-std::pair<LinkMetrics, LinkMetrics> TrainJob::evaluate_link(int64_t epoch) {
-  const std::vector<float> h = rt_.hetero() ? typed_link_rows(epoch) : infer_all(epoch);
-  const int64_t width = trainer_->layer_width(tc_.model.layers - 1);
-  const PartitionData& part = rt_.part();
-  CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);
-  const int64_t per = part.meta.link_negatives_per_positive;
-  const std::vector<int>& rk = cfg_.link.recall_k;
-  auto split = [&](int s, const Array& pos, const Array& neg) {
-    tc.set_step(epoch, eval_control_id(s, 1));
-    LinkMetrics m =
-        evaluate_link_split(tc, part.meta, h, width, pos, neg, per, cfg_.link.hits_k, *trainer_);
-    m.recall_k = rk;
-    if (!rk.empty()) {
-      m.recall = link_recall(tc, part, h, width, pos, link_->destinations(), rk, *trainer_);
-    }
-    return m;
-  };
-  LinkMetrics val = split(0, part.link_valid, part.link_valid_neg);
-  LinkMetrics test = split(1, part.link_test, part.link_test_neg);
-  return {val, test};
-}
-
-// What picks a link job's best epoch: the first Hits@K, MRR with negatives per positive, or the
-// ROC-AUC (--metric rocauc).
-std::string TrainJob::link_metric() const {
-  return link_selection(cfg_.metric == MetricKind::kRocauc,
-                        rt_.part().meta.link_negatives_per_positive, cfg_.link.hits_k);
-}
-
-// That figure of a split's metrics.
-double TrainJob::link_value(const LinkMetrics& m) const {
-  return m.selected(cfg_.metric == MetricKind::kRocauc);
-}
-
-// "hits@50 0.8123 mrr 0.4012 auc 0.9310" (and " recall@20 0.3012" per --recall-k)
-std::string TrainJob::link_line(const LinkMetrics& m) const {
-  std::string s;
-  for (size_t j = 0; j < m.k.size(); ++j) s += fmt::format("hits@{} {:.4f} ", m.k[j], m.hits[j]);
-  s += fmt::format("mrr {:.4f} auc {:.4f}", m.mrr, m.auc);
-  for (size_t j = 0; j < m.recall.size(); ++j) {
-    s += fmt::format(" recall@{} {:.4f}", m.recall_k[j], m.recall[j]);
-  }
-  return s;
-}
-
 void TrainJob::note_best(double val, double test, int epoch) {
   ++run_.evals_since_best;
   // A NaN (ROC-AUC of a one-class split) is no improvement; without validation the latest model
@@ -1092,8 +1031,8 @@ void TrainJob::note_best(double val, double test, int epoch) {
   run_.best_val = val;
   run_.test_at_best = test;
   if (link_) {
-    res_.best_val_mrr = val_link_.mrr;
-    res_.test_mrr_at_best = test_link_.mrr;
+    res_.best_val_mrr = link_->valid().mrr;
+    res_.test_mrr_at_best = link_->test().mrr;
   }
   run_.best_epoch = epoch;
   run_.evals_since_best = 0;
@@ -1190,9 +1129,12 @@ std::pair<double, double> TrainJob::evaluate_epoch(int epoch) {
   Stopwatch eval_time;
   double val = 0, test = 0;
   if (link_) {
-    std::tie(val_link_, test_link_) = evaluate_link(epoch);
-    val = link_value(val_link_);
-    test = link_value(test_link_);
+    // Every node's output by full-neighbour inference (a typed graph's: typed_link_rows).
+    const std::vector<float> h = rt_.hetero() ? typed_link_rows(epoch) : infer_all(epoch);
+    link_->evaluate(h, trainer_->layer_width(tc_.model.layers - 1), epoch, *trainer_,
+                    [epoch](int split) { return eval_control_id(split, 1); });
+    val = link_->value(link_->valid());
+    test = link_->value(link_->test());
   } else if (has_valid_ || has_test_) {
     if (full_eval_) {
       std::tie(val_tally_, test_tally_) = evaluate_full(epoch);
@@ -1277,19 +1219,8 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool eval
                    {"hit_rate", res_.fifo_hit_rate}};
   }
   if (evaluated && link_) {
-    auto split = [](const LinkMetrics& m) {
-      nlohmann::json j = {{"mrr", m.mrr},
-                          {"auc", m.auc},
-                          {"positives", m.positives},
-                          {"negatives", m.negatives}};
-      for (size_t i = 0; i < m.k.size(); ++i) j[fmt::format("hits@{}", m.k[i])] = m.hits[i];
-      for (size_t i = 0; i < m.recall.size(); ++i) {
-        j[fmt::format("recall@{}", m.recall_k[i])] = m.recall[i];
-      }
-      return j;
-    };
-    rec["val"] = split(val_link_);
-    rec["test"] = split(test_link_);
+    rec["val"] = LinkTask::record(link_->valid());
+    rec["test"] = LinkTask::record(link_->test());
     rec["eval_s"] = eval_s_;
   } else if (evaluated) {
     // Every metric of the task (acc and f1, or acc and rocauc) for both splits; a ROC-AUC
@@ -1310,13 +1241,13 @@ void TrainJob::write_metrics(int epoch, double loss, double train_acc, bool eval
 }
 
 void TrainJob::checkpoint(int epoch, const std::string& path) {
-  keeper_->write(epoch, run_, link_ ? link_metric() : name_of(metric_), lr_.state(), path);
+  keeper_->write(epoch, run_, link_ ? link_->metric() : name_of(metric_), lr_.state(), path);
 }
 
 JobResult TrainJob::finish() {
   final_full_test();
   res_.best_val_acc = run_.best_val;
-  if (link_) res_.metric = link_metric();
+  if (link_) res_.metric = link_->metric();
   if (!link_ && metric_ != MetricKind::kAcc) res_.metric = name_of(metric_);
   res_.best_epoch = run_.best_epoch + 1;  // numbered from 1, as every output numbers epochs
   res_.stopped_early = stop_early() && std::max(next_epoch_, start_epoch_) < cfg_.epochs;
@@ -1327,7 +1258,7 @@ JobResult TrainJob::finish() {
     res_.bytes_communicated += c.total_sent() - c.bytes_sent[static_cast<size_t>(rt_.rank())];
   }
   if (rt_.leader() && res_.epochs_run > 0) {
-    const std::string metric = link_ ? link_metric() : name_of(metric_);
+    const std::string metric = link_ ? link_->metric() : name_of(metric_);
     console_result(fmt::format(
         "\nsummary\n"
         "{}{}"
