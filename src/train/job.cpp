@@ -35,6 +35,7 @@
 #include "pipeline/scheduler.hpp"
 #include "train/checkpoint_files.hpp"
 #include "train/checkpoint_keeper.hpp"
+#include "train/eval_choice.hpp"
 #include "train/inference.hpp"
 #include "train/job_options.hpp"
 #include "train/link_task.hpp"
@@ -165,9 +166,6 @@ class TrainJob {
   void log_start(const EpochScheduler& sched) const;
   EvalTally evaluate(int split, const std::vector<int64_t>& ids, int64_t epoch);
   void choose_eval();
-  void log_eval_choice(const std::string& estimate) const;
-  void choose_sampled_eval();
-  std::pair<double, double> eval_reads();
   void subsample_eval_ids();
   // Full-neighbour evaluation (train/inference.hpp): validation and test counts, all ranks'.
   std::vector<float> infer_all(int64_t epoch);
@@ -176,8 +174,6 @@ class TrainJob {
   void note_best(double val, double test, int epoch);
   void final_full_test();
   std::string eval_summary() const;
-  // The evaluation's fanouts as given: --eval-fanouts, else per-relation --fanouts' text.
-  std::string eval_fanouts_text() const;
   void size_cache(const PipelineOptions& popts);
   int read_ahead_batches();
   int auto_samplers(const PipelineStages& symmetric);
@@ -230,9 +226,7 @@ class TrainJob {
   // classification; the last evaluation's every metric (valid, test).
   MetricKind metric_ = MetricKind::kAcc;
   EvalTally val_tally_, test_tally_;
-  bool full_eval_ = false;    // --eval full, or auto where it fits
-  bool full_fits_ = false;    // the estimate of full-neighbour evaluation fits
-  bool final_full_ = false;   // a sampled job tests its best model in full (it fits, costs little)
+  EvalChoice eval_;                 // --eval as resolved (eval_choice.hpp)
   std::vector<float> best_params_;  // sampled evaluation: the best model so far, when it fits
   LrSchedule lr_;                   // --lr-schedule
   double epoch_lr_ = 0;             // the rate the epoch in progress trains with
@@ -794,143 +788,32 @@ void TrainJob::account_gather() {
       g.rows_cold > 0 ? static_cast<double>(g.rows_cold_ahead) / g.rows_cold : 0.0;
 }
 
-namespace {
-// Neighbour rows below which full-neighbour evaluation is chosen whatever sampling would read
-// (about 2 s of a 2-core machine at hidden 256).
-constexpr double kSmallEval = 1e7;
-// A job that evaluates sampled tests its best model once in full at the end when that reads at
-// most this many times the rows of one sampled evaluation (or kSmallEval): at papers100M's size a
-// full pass reads thousands of times more and would take hours after a run of minutes.
-constexpr double kFinalFullFactor = 10;
-
-// 1234567 -> "1.2M" (k, M, G), for counts in log lines.
-std::string count_str(double n) {
-  if (n >= 1e9) return fmt::format("{:.1f}G", n / 1e9);
-  if (n >= 1e6) return fmt::format("{:.1f}M", n / 1e6);
-  if (n >= 1e3) return fmt::format("{:.1f}k", n / 1e3);
-  return fmt::format("{:.0f}", n);
-}
-}  // namespace
-
-// Neighbour rows one evaluation reads: full-neighbour inference every entry of the graph once per
-// layer; sampled evaluation at most (validation + test seeds) x (f1 + f1 f2 + ...), a fanout of
-// -1 counted as the mean degree. Split sizes are summed over the ranks (main channel).
-std::pair<double, double> TrainJob::eval_reads() {
-  const PartitionMeta& meta = rt_.part().meta;
-  double entries = 0;
-  for (const PartStats& ps : meta.part) entries += static_cast<double>(ps.edges);
-  int64_t seeds = static_cast<int64_t>(valid_ids_.size() + test_ids_.size());
-  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
-  main_ch.set_step(-1, 5);
-  main_ch.all_reduce(&seeds, 1, DType::kInt64, ReduceOp::kSum);
-  const std::vector<int>& f = cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts;
-  const double degree = entries / std::max<int64_t>(meta.num_nodes, 1);
-  double frontier = static_cast<double>(seeds), sampled = 0;
-  for (const int k : f) {
-    frontier *= k < 0 ? degree : std::min<double>(k, degree);  // E min(k, deg) <= min(k, E deg)
-    sampled += frontier;
-  }
-  return {entries * static_cast<double>(f.size()), sampled};
-}
-
-// --eval for the jobs that evaluate by sampling only (their checks refused --eval full): a
-// heterogeneous graph (no layer-wise inference of its models; --eval full samples every
-// neighbour, run_training) and --temporal.
-void TrainJob::choose_sampled_eval() {
-  full_eval_ = full_fits_ = final_full_ = false;
-  res_.eval = name_of(cfg_.eval == EvalMode::kFull ? EvalMode::kFull : EvalMode::kSampled);
-  if (!rt_.leader()) return;
-  if (rt_.hetero() && cfg_.eval == EvalMode::kFull) {
-    DSP_INFO("train",
-             "evaluation: full neighbourhoods of the {} nodes, every neighbour of every relation "
-             "sampled (fanouts {}), {} nodes a batch",
-             rt_.part().meta.hetero->schema.target_type, eval_fanouts_text(),
-             cfg_.eval_batch_size);
-    return;
-  }
-  if (rt_.hetero()) {
-    DSP_INFO("train",
-             "evaluation: sampled with fanouts {} on the {} nodes (--model {}: no layer-wise "
-             "full-neighbour inference on a heterogeneous graph)",
-             eval_fanouts_text(), rt_.part().meta.hetero->schema.target_type, tc_.model.model);
-    return;
-  }
-  DSP_INFO("train",
-           "evaluation: sampled with fanouts {} (--temporal: every node at its own time, by the "
-           "same temporal sampler; full neighbourhoods would see the edges after it)",
-           fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","));
-}
-
-// --eval: full-neighbour inference where asked, or (auto) where its memory estimate fits half of
-// the memory available to each rank of the node, on every rank (one all_reduce), and it reads no
-// more neighbour rows than sampling would (or fewer than kSmallEval); else sampled. Logged with
-// both estimates.
+// --eval (eval_choice.hpp); link prediction ranks held-out edges from every node's output, so
+// it evaluates with full neighbourhoods (a typed graph: every neighbour sampled).
 void TrainJob::choose_eval() {
-  if (link_) {
-    full_eval_ = full_fits_ = true;
-    res_.eval = name_of(EvalMode::kFull);
-    const PartitionData& part = rt_.part();
-    if (rt_.leader()) {
-      const int64_t per = part.meta.link_negatives_per_positive;
-      DSP_INFO("train",
-               "evaluation: full neighbourhoods, {}; Hits@{}, MRR and AUC of {} validation and {} "
-               "test edges against {}; {} picks the best epoch",
-               rt_.hetero() ? "every neighbour of every relation sampled" : "layer by layer",
-               fmt::join(cfg_.link.hits_k, ","), part.link_valid.dim(0), part.link_test.dim(0),
-               per > 0 ? fmt::format("{} negatives each", per)
-                       : fmt::format("{} and {} negatives", part.link_valid_neg.dim(0),
-                                     part.link_test_neg.dim(0)),
-               link_->metric());
-    }
+  if (!link_) {
+    std::vector<int64_t> widths;
+    for (int l = 0; l < tc_.model.layers; ++l) widths.push_back(trainer_->layer_width(l));
+    const int64_t nodes = static_cast<int64_t>(valid_ids_.size() + test_ids_.size());
+    eval_ = dsp::choose_eval(cfg_, rt_, tc_.model, widths, nodes);
+    res_.eval = name_of(eval_.mode);
     return;
   }
-  if (rt_.hetero() || cfg_.sampler.temporal) return choose_sampled_eval();
-  std::vector<int64_t> widths;
-  for (int l = 0; l < tc_.model.layers; ++l) widths.push_back(trainer_->layer_width(l));
-  const int64_t need =
-      layerwise_inference_bytes(rt_.part().meta, rt_.rank(), widths, cfg_.eval_batch_size);
-  const int64_t have =
-      static_cast<int64_t>(available_memory() / 2 / static_cast<uint64_t>(rt_.cores().node_size));
-  int64_t fits = cfg_.preaggregate ? 0 : need <= have ? 1 : 0;
-  CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
-  main_ch.set_step(-1, 3);
-  main_ch.all_reduce(&fits, 1, DType::kInt64, ReduceOp::kMin);
-  const auto [full_reads, sampled_reads] = eval_reads();
-  full_fits_ = fits == 1;
-  // Under kSmallEval rows, full costs seconds whatever sampling would: exact wins.
-  const bool cheaper = full_reads <= std::max(sampled_reads, kSmallEval);
-  full_eval_ =
-      cfg_.eval == EvalMode::kFull || (cfg_.eval == EvalMode::kAuto && full_fits_ && cheaper);
-  final_full_ = !full_eval_ && full_fits_ &&
-                full_reads <= kFinalFullFactor * std::max(sampled_reads, kSmallEval);
-  res_.eval = name_of(full_eval_ ? EvalMode::kFull : EvalMode::kSampled);
-  if (rt_.leader()) {
-    log_eval_choice(fmt::format(
-        "an estimated {} per rank, {} available to each; {} neighbour rows read against up to {} "
-        "sampled",
-        format_bytes(need), format_bytes(have), count_str(full_reads), count_str(sampled_reads)));
-  }
-}
-
-// choose_eval's choice and why, `estimate` its figures.
-void TrainJob::log_eval_choice(const std::string& estimate) const {
-  if (full_eval_) {
-    DSP_INFO("train", "evaluation: full neighbourhoods, layer by layer ({}){}", estimate,
-             full_fits_ ? "" : ": it may not fit (--eval full)");
-    return;
-  }
-  DSP_INFO("train", "evaluation: sampled with fanouts {} ({})",
-           fmt::join(cfg_.eval_fanouts.empty() ? cfg_.sampler.fanouts : cfg_.eval_fanouts, ","),
-           cfg_.preaggregate ? "--preaggregate: the model has no input layer to infer with"
-           : cfg_.eval == EvalMode::kSampled ? "--eval sampled or --eval-fanouts"
-           : full_fits_                      ? "full neighbourhoods would read more: " + estimate
-                                             : "full neighbourhoods need " + estimate);
-  if (full_fits_ && !cfg_.preaggregate) {
-    DSP_INFO("train", "{}",
-             final_full_ ? "the best model is tested with full neighbourhoods at the end"
-                         : "the best model is not tested with full neighbourhoods at the end "
-                           "(it would read more than 10 sampled evaluations)");
-  }
+  eval_.full = eval_.fits = true;
+  eval_.mode = EvalMode::kFull;
+  res_.eval = name_of(eval_.mode);
+  if (!rt_.leader()) return;
+  const PartitionData& part = rt_.part();
+  const int64_t per = part.meta.link_negatives_per_positive;
+  DSP_INFO("train",
+           "evaluation: full neighbourhoods, {}; Hits@{}, MRR and AUC of {} validation and {} "
+           "test edges against {}; {} picks the best epoch",
+           rt_.hetero() ? "every neighbour of every relation sampled" : "layer by layer",
+           fmt::join(cfg_.link.hits_k, ","), part.link_valid.dim(0), part.link_test.dim(0),
+           per > 0 ? fmt::format("{} negatives each", per)
+                   : fmt::format("{} and {} negatives", part.link_valid_neg.dim(0),
+                                 part.link_test_neg.dim(0)),
+           link_->metric());
 }
 
 // --eval-max-nodes: each split's node kept with probability max / (the split's size), by a hash
@@ -1036,15 +919,15 @@ void TrainJob::note_best(double val, double test, int epoch) {
   }
   run_.best_epoch = epoch;
   run_.evals_since_best = 0;
-  if (final_full_) best_params_ = trainer_->flat_parameters();
+  if (eval_.final_full) best_params_ = trainer_->flat_parameters();
   if (keeper_->on()) checkpoint(epoch, cfg_.checkpoint_dir + "/best.pt");
 }
 
 // Sampled evaluation: the best model's test accuracy with full neighbourhoods, when it fits, costs
-// at most kFinalFullFactor sampled evaluations and the best model is at hand (not when it predates
-// a resume).
+// at most kFinalFullFactor sampled evaluations (eval_choice.cpp) and the best model is at hand
+// (not when it predates a resume).
 void TrainJob::final_full_test() {
-  if (full_eval_ ||
+  if (eval_.full ||
       cfg_.eval == EvalMode::kFull) {  // (a typed graph's by sampling every neighbour)
     res_.test_acc_full = run_.best_epoch >= 0 ? run_.test_at_best : -1;
     return;
@@ -1056,14 +939,9 @@ void TrainJob::final_full_test() {
   trainer_->set_flat_parameters(last);
 }
 
-std::string TrainJob::eval_fanouts_text() const {
-  if (cfg_.eval_fanouts.empty()) return cfg_.sampler.relation_fanouts;
-  return fmt::format("{}", fmt::join(cfg_.eval_fanouts, ","));
-}
-
 std::string TrainJob::eval_summary() const {
-  if (full_eval_ || cfg_.eval == EvalMode::kFull) return "full neighbourhoods";
-  const std::string sampled = fmt::format("sampled, fanouts {}", eval_fanouts_text());
+  if (eval_.full || cfg_.eval == EvalMode::kFull) return "full neighbourhoods";
+  const std::string sampled = fmt::format("sampled, fanouts {}", eval_fanouts_text(cfg_));
   if (res_.test_acc_full < 0) return sampled;
   return fmt::format("{}; with full neighbourhoods {:.4f}", sampled, res_.test_acc_full);
 }
@@ -1136,7 +1014,7 @@ std::pair<double, double> TrainJob::evaluate_epoch(int epoch) {
     val = link_->value(link_->valid());
     test = link_->value(link_->test());
   } else if (has_valid_ || has_test_) {
-    if (full_eval_) {
+    if (eval_.full) {
       std::tie(val_tally_, test_tally_) = evaluate_full(epoch);
     } else {
       val_tally_ = evaluate(0, valid_ids_, epoch);
