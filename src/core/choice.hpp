@@ -29,7 +29,8 @@ class Names {
   };
   // `noun` names the choice in messages ("optimizer"); the entries in the order --help lists them.
   // A value's first entry is its name; later entries of the same value are accepted spellings
-  // ("neighbour" for "neighbor") that --help and messages do not list.
+  // ("neighbour" for "neighbor") that --help and messages do not list. A value named "" is the
+  // choice not made (an option without a default, as dsp convert --from): not listed either.
   Names(const char* noun, std::initializer_list<Entry> entries) : noun_(noun), entries_(entries) {}
 
   const char* operator[](E e) const {
@@ -46,7 +47,9 @@ class Names {
   std::string list(const char* sep) const {
     std::string out;
     for (const Entry& x : entries_) {
-      if (operator[](x.value) == x.name) out += (out.empty() ? "" : sep) + std::string(x.name);
+      if (operator[](x.value) == x.name && *x.name != '\0') {
+        out += (out.empty() ? "" : sep) + std::string(x.name);
+      }
     }
     return out;
   }

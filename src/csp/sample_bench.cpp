@@ -32,8 +32,7 @@ OptionTable<Opts> all_options() {
       value("--batch-size", "batch_size", "seeds per rank and batch (default 1024)",
             DSP_FIELD(batch_size)),
       value("--batches", "batches", "timed batches (default 20)", DSP_FIELD(batches)),
-      options::value<Opts>("--mode", "mode", "csp (default), pull or both", DSP_FIELD(mode),
-                           "csp,pull,both"),
+      options::value<Opts>("--mode", "mode", "csp (default), pull or both", DSP_FIELD(mode)),
       toggle("--biased", "biased", "weight by edge weight", DSP_FIELD(biased)),
       toggle("--replace", "replace", "draw with replacement", DSP_FIELD(replace)),
       toggle("--per-layer-bytes", "per_layer_bytes",
@@ -90,7 +89,7 @@ json reduce_figures(const Opts& o, Communicator& comm, const SamplerStats& st, d
   const double nb = o.batches;
   json per_layer = json::array();
   for (int l = 0; l < L; ++l) per_layer.push_back(mx[5 + l] / nb * 1e3);
-  return {{"mode", mode == SampleMode::kCsp ? "csp" : "pull"},
+  return {{"mode", mode},
           {"sampled_edges_per_s", sum[0] / mx[0]},
           {"sampled_edges_per_s_per_rank", sum[0] / mx[0] / comm.size()},
           {"seeds_per_s", sum[1] / mx[0]},
@@ -143,14 +142,18 @@ json per_layer_bytes(const Opts& o, const SamplerFactory& make, Communicator& co
 
 }  // namespace
 
+const Names<SampleBenchOptions::Modes>& names_of(SampleBenchOptions::Modes) {
+  using M = SampleBenchOptions::Modes;
+  static const Names<M> n("mode", {{M::kCsp, "csp"}, {M::kPull, "pull"}, {M::kBoth, "both"}});
+  return n;
+}
+
 const OptionTable<SampleBenchOptions>& sample_bench_options() {
   static const OptionTable<Opts> table = all_options();
   return table;
 }
 
 void SampleBenchOptions::validate() const {
-  DSP_CHECK_ARG(mode == "csp" || mode == "pull" || mode == "both",
-                "--mode: {} not in {{csp,pull,both}}", mode);
   DSP_CHECK_ARG(batch_size > 0 && batches > 0 && threads > 0,
                 "--batch-size, --batches and --threads must be positive");
   for (SampleMode m : modes()) sampler(m).validate();
@@ -169,8 +172,8 @@ SamplerOptions SampleBenchOptions::sampler(SampleMode m, int num_layers) const {
 }
 
 std::vector<SampleMode> SampleBenchOptions::modes() const {
-  if (mode == "both") return {SampleMode::kCsp, SampleMode::kPull};
-  return {parse_choice<SampleMode>(mode)};
+  if (mode == Modes::kBoth) return {SampleMode::kCsp, SampleMode::kPull};
+  return {mode == Modes::kCsp ? SampleMode::kCsp : SampleMode::kPull};
 }
 
 nlohmann::json measure_sample_mode(const SampleBenchOptions& o, const SamplerFactory& make,

@@ -23,20 +23,23 @@ struct SampleBenchOptions {
   SamplerOptions base;
   int64_t batch_size = 1024;  // seeds per rank and batch
   int batches = 20;           // timed batches (after one warm-up)
-  std::string mode = "csp";   // csp, pull or both
+  enum class Modes { kCsp, kPull, kBoth };
+  const Names<SampleBenchOptions::Modes>& names_of(SampleBenchOptions::Modes);  // csp, pull, both
+  Modes mode = Modes::kCsp;
   bool biased = false, replace = false;
   bool per_layer_bytes = false;  // one extra run per layer prefix
   int threads = 1;
   uint64_t seed = 0;
   std::string json;
 
-  // InvalidArgument: "--mode: x not in {csp,pull,both}", "--batch-size, --batches and --threads
-  // must be positive", or the sampler's own (SamplerOptions::validate of every mode's options).
+  // InvalidArgument: "--batch-size, --batches and --threads must be positive", or the sampler's own
+  // (SamplerOptions::validate of every mode's options).
   void validate() const;
   // The sampler's options for `mode`, with the first `num_layers` fanouts (-1: all).
   SamplerOptions sampler(SampleMode mode, int num_layers = -1) const;
   std::vector<SampleMode> modes() const;  // both: csp, pull
 };
+const Names<SampleBenchOptions::Modes>& names_of(SampleBenchOptions::Modes);  // csp, pull, both
 
 const OptionTable<SampleBenchOptions>& sample_bench_options();
 

@@ -8,7 +8,7 @@
 // the picks back in frontier order (un-permute) and builds the layer's block (relabel). The next
 // frontier is the block's source node set.
 //
-// Collective: every rank calls sample() / random_walks() / pinsage_neighbors() for the same
+// Collective: every rank calls sample() (sample_temporal, sample_hetero) for the same
 // (epoch, batch), possibly with no seeds. Bad input on any rank makes every rank throw (one
 // all_reduce of an error flag precedes the first exchange), so no rank is left waiting.
 //
@@ -197,20 +197,8 @@ struct SamplerStats {
   nlohmann::json to_json() const;
 };
 
-// Walks: paths[i * (length + 1) + t] = node after t steps of walk i (t = 0: the start), -1 once
-// the walk has stopped at a node without in-neighbours.
-struct WalkResult {
-  int64_t num_walks = 0, length = 0;
-  std::vector<int64_t> paths;
-};
-
-// PinSAGE neighbourhoods: for seed i, ids[indptr[i], indptr[i+1]) are the (at most top_k) nodes
-// most visited by its walks (the seed itself excluded), by decreasing count, ties to the lower
-// id; counts holds the visit counts (the edge weights PinSAGE uses).
-struct PinSageResult {
-  std::vector<int64_t> indptr, ids;
-  std::vector<float> counts;
-};
+class EdgeExclusions;
+class LayerScheme;
 
 class CollectiveSampler {
  public:
@@ -293,28 +281,15 @@ class CollectiveSampler {
   // check first with check_node_times, whose message names their directory). Collective.
   SampledBatch sample_nodes(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
 
-  // Random walks over in-neighbours from `starts`: `length` steps of fanout 1 through the owners;
-  // at each step a walk returns to its start with probability restart_prob, else moves to a
-  // uniform in-neighbour. Walk i's draws are keyed by (seed, epoch, batch, step, starts[i], i's
-  // occurrence index among equal starts), so they do not depend on P. Collective.
-  WalkResult random_walks(const std::vector<int64_t>& starts, int length, double restart_prob,
-                          int64_t epoch, int64_t batch);
-
-  // num_walks walks of walk_length from every seed; per seed the top_k most visited nodes.
-  PinSageResult pinsage_neighbors(const std::vector<int64_t>& seeds, int num_walks, int walk_length,
-                                  double restart_prob, int top_k, int64_t epoch = 0,
-                                  int64_t batch = 0);
-
   const SamplerOptions& options() const { return opts_; }
   const SamplerBackend& backend() const { return *backend_; }
   // On a device backend with edge exclusion, reads the exclusion counter (a read no batch counts).
   SamplerStats stats() const;
   void reset_stats();
 
-  // Implementation detail, public for the anonymous-namespace helpers of sampler.cpp.
-  struct Impl;
-
  private:
+  // The protocol as a LayerScheme sees it (layer_scheme.hpp; sampler.cpp).
+  class SchemeProtocol;
   // The protocol's per-layer arrays, in the backend's memory; reused, so they keep their capacity.
   struct Buffers {
     explicit Buffers(const SamplerBackend& be);
@@ -326,9 +301,6 @@ class CollectiveSampler {
     std::unique_ptr<BackendBuffer> answer_counts, answer_nbrs, answer_weights;
     // frontier order: the layer's picks; the frontier, its fanouts (layer-wise) and the next one
     std::unique_ptr<BackendBuffer> offsets, layer_nbrs, layer_weights, fanout, frontier, next;
-    // edge exclusion (TaskExclusions): the served tasks' offsets per requester and the batch's
-    // pairs (device backends only), the count of entries left out (every backend)
-    std::unique_ptr<BackendBuffer> ex_tasks, ex_pairs, ex_count;
     // temporal: the frontier's times, the tasks' (grouped, served order), the relabel's combined
     // keys and the destinations' time indices (their tags)
     std::unique_ptr<BackendBuffer> frontier_times, task_times, served_times, key_dst, key_picks,
@@ -337,16 +309,8 @@ class CollectiveSampler {
   void check_collective(bool ok, const std::string& msg);
   // check_collective that also tells whether any rank set `any` (the same one all_reduce).
   bool check_collective_any(bool ok, const std::string& msg, bool any);
-  std::string exclusion_error(const ExcludedEdges& ex) const;
   // A heterogeneous batch's pairs as tasks (sample_hetero): "" or the fault.
   std::string hetero_exclusions(const ExcludedEdges& ex, ExcludedEdges& tasks) const;
-  // Sends this batch's excluded pairs (null: none) to the owners of their dst: ex_pairs_ holds the
-  // received ones by requester (TaskExclusions::pairs), uploaded once for the batch.
-  void share_exclusions(const ExcludedEdges* ex);
-  // The exclusions of the served tasks [b, e) (backend memory), or null when this rank has no
-  // pairs in the batch.
-  const TaskExclusions* served_exclusions(int64_t b, int64_t e);
-  void zero_excluded();  // the backend's exclusion counter
   // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
   // `uniform_fanout`. The picks stay valid until the next layer.
   // host_times (temporal): the frontier nodes' times, host memory; null otherwise.
@@ -377,24 +341,10 @@ class CollectiveSampler {
   void sample_pulled(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* row_off,
                      const int64_t* rows, const float* w, const int64_t* slot, int32_t* cnt,
                      int64_t* out, float* outw, const TaskExclusions* ex) const;
-  std::vector<int32_t> layerwise_counts(const int64_t* frontier, int64_t n, int draws,
-                                        uint64_t key) const;
-  bool counts_owners_ahead() const;
-  bool draws_on_host() const;  // a layer's picks are drawn from the frontier's ids on the host
-  // Layer l's picks of the frontier (backend memory; host_frontier: the same on the host) by
-  // the options' sampler; known: as run_layer's.
-  LayerPicks pick_layer(const int64_t* frontier, const int64_t* host_frontier, int64_t nf,
-                        int64_t epoch, int64_t batch, int l, const int64_t* known);
-  // LABOR's variates for layer l of (epoch, batch) (SamplerOptions::labor).
-  csp::LaborVariates labor_variates(int64_t epoch, int64_t batch, int l) const;
   // The in-neighbour rows of frontier[0, nf) at this rank (host), row i at ids[off[i], off[i+1]):
   // the owners answer (csp.labor.rows*, collective; nothing sent with one rank).
   void fetch_rows(const int64_t* frontier, int64_t nf, std::vector<int64_t>& off,
                   std::vector<int64_t>& ids);
-  // LABOR with importance sampling: one layer's picks and weights computed at the requester
-  // over its fetched rows, in frontier order, in the backend's buffers.
-  LayerPicks labor_importance_layer(const int64_t* frontier, int64_t nf, int fanout,
-                                    const csp::LaborVariates& lv);
 
   // Heterogeneous: the relations, fanouts and task id space of a heterogeneous partition
   // (constructor; refuses the samplers it does not support).
@@ -423,18 +373,15 @@ class CollectiveSampler {
   int64_t begin_ = 0, end_ = 0;
   std::vector<int64_t> offsets_;
   std::vector<double> cum_;         // per patch entry: inclusive prefix of its row's weights
-  std::vector<double> weight_sum_;  // [N] total in-weight per node (biased layer-wise only)
+  // How a node-wise layer picks (neighbour, LABOR, layer-wise: layer_scheme.hpp).
+  std::unique_ptr<LayerScheme> scheme_;
   std::unique_ptr<SamplerBackend> backend_;
   std::unique_ptr<Buffers> buf_;
   // Per-rank task counts of the current layer (host): grouped by owner, served by requester.
   std::vector<int64_t> grouped_count_, served_count_, served_off_;
   int64_t served_picks_ = 0, answer_picks_ = 0;
-  // The current batch's excluded pairs this rank owns the dst of, packed by requester (empty when
-  // the batch has none anywhere); pull mode: this rank's own pairs (one requester); one call's
-  // served task offsets per requester (host).
-  std::vector<int64_t> ex_pairs_, ex_own_, ex_task_off_;
-  TaskExclusions ex_tasks_;
-  bool ex_used_ = false;  // the backend's exclusion counter may be non-zero
+  // The batch's excluded edges (link prediction; exclusions.hpp).
+  std::unique_ptr<EdgeExclusions> ex_;
   SamplerStats stats_;
   // The backend's traffic when the stats were last reset (and since, the reads stats() made).
   mutable HostTraffic host0_;

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/lists.hpp"
 #include "core/timer.hpp"
+#include "csp/exclusions.hpp"
 #include "csp/sampler.hpp"
 
 namespace dsp {
@@ -299,9 +300,8 @@ SampledBatch CollectiveSampler::sample_hetero(const std::vector<int64_t>& seeds,
   if (err.empty() && has_ex) err = hetero_exclusions(*exclude, tasks);
   const bool any_ex = check_collective_any(err.empty(), err, has_ex);
   const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
-  ex_pairs_.clear();
-  ex_own_.clear();
-  if (any_ex) share_exclusions(has_ex ? &tasks : nullptr);
+  ex_->clear();
+  if (any_ex) ex_->share(has_ex ? &tasks : nullptr);
   const HeteroLayout& h = *part_.meta.hetero;
   SampledBatch out;
   out.epoch = epoch;

@@ -11,6 +11,17 @@
 #include "graph/link.hpp"
 
 namespace dsp {
+
+const Names<ConvertFrom>& names_of(ConvertFrom) {
+  using F = ConvertFrom;
+  static const Names<F> n("format", {{F::kNone, ""},
+                                     {F::kOgb, "ogb"},
+                                     {F::kEdgeList, "edgelist"},
+                                     {F::kOgbLink, "ogb-link"},
+                                     {F::kOgbHetero, "ogb-hetero"}});
+  return n;
+}
+
 namespace {
 using json = nlohmann::json;
 using options::value;
@@ -28,7 +39,7 @@ OptionTable<Conv> all_convert_options() {
   };
   return {
       value<Conv>("--from", "from", "input format: ogb | edgelist | ogb-link | ogb-hetero",
-                  DSP_CONV(from), "ogb,edgelist,ogb-link,ogb-hetero"),
+                  DSP_CONV(from)),
       value<Conv>("--name", "name", "dataset name (default: the input's name)", DSP_CONV(name)),
       value<Conv>("--split", "split",
                   "ogb: split folder under raw/split; ogb-link: under split/ (default: the only or "
@@ -127,27 +138,28 @@ void check_convert_options(const ConvertCommand& a) {
                 "output {} is the input {} or contains it: writing there would destroy the input; "
                 "choose another output",
                 a.output, a.input);
-  DSP_CHECK_ARG(a.from == "edgelist" || a.from == "ogb-hetero" || a.link_split.empty(),
+  using F = ConvertFrom;
+  DSP_CHECK_ARG(a.from == F::kEdgeList || a.from == F::kOgbHetero || a.link_split.empty(),
                 "--link-split applies to --from edgelist and ogb-hetero only");
-  DSP_CHECK_ARG(a.from == "ogb-hetero" || a.link_relation.empty(),
+  DSP_CHECK_ARG(a.from == F::kOgbHetero || a.link_relation.empty(),
                 "--link-relation applies to --from ogb-hetero only");
-  DSP_CHECK_ARG(a.link_split.empty() == a.link_relation.empty() || a.from != "ogb-hetero",
+  DSP_CHECK_ARG(a.link_split.empty() == a.link_relation.empty() || a.from != F::kOgbHetero,
                 "--from ogb-hetero: --link-split and --link-relation go together (which "
                 "relation's edges to split)");
   DSP_CHECK_ARG(!a.link_split.empty() ||
                     (a.link_negatives == 0 && a.link_negatives_per_positive == 0 && a.seed == 0),
                 "--link-negatives, --link-negatives-per-positive and --seed apply with "
                 "--link-split only");
-  DSP_CHECK_ARG(a.from == "edgelist" || (a.time_column == 0 && a.node_time.empty()),
+  DSP_CHECK_ARG(a.from == F::kEdgeList || (a.time_column == 0 && a.node_time.empty()),
                 "--time-column and --node-time apply to --from edgelist only");
-  DSP_CHECK_ARG(a.from == "edgelist" || a.features.empty(),
+  DSP_CHECK_ARG(a.from == F::kEdgeList || a.features.empty(),
                 "--features applies to --from edgelist only (OGB's layout carries its features)");
   DSP_CHECK_ARG(a.node_time.empty() || a.time_column > 0,
                 "--node-time needs edge times: give --time-column too");
   DSP_CHECK_ARG(a.time_column == 0 || a.link_split.empty(),
                 "--link-split does not carry edge times yet: drop --time-column or --link-split");
   check_time_column(a.time_column);
-  DSP_CHECK_ARG(a.from == "ogb-hetero" || !a.add_reverse,
+  DSP_CHECK_ARG(a.from == F::kOgbHetero || !a.add_reverse,
                 "--add-reverse applies to --from ogb-hetero only");
 }
 
@@ -198,8 +210,9 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
                                                   : parse_bytes("--memory-budget", a.memory_budget);
   Dataset ds;
   check_convert_options(a);
-  if (a.from == "ogb-hetero") return convert_hetero(a, st, write_s);
-  if (a.from == "ogb" || a.from == "ogb-link") {
+  using F = ConvertFrom;
+  if (a.from == F::kOgbHetero) return convert_hetero(a, st, write_s);
+  if (a.from == F::kOgb || a.from == F::kOgbLink) {
     DSP_CHECK_ARG(a.num_nodes < 0, "--num-nodes applies to --from edgelist only");
     OgbImportOptions o;
     DSP_CHECK_ARG(!(a.no_split && !a.split.empty()), "give --split or --no-split, not both");
@@ -207,7 +220,7 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     o.require_split = !a.no_split;
     o.name = a.name;
     o.undirected = !a.directed;
-    if (a.from == "ogb-link") {
+    if (a.from == F::kOgbLink) {
       DSP_CHECK_ARG(!a.out_of_core, "--from ogb-link converts in memory; drop --out-of-core");
       check_memory("dsp convert --from ogb-link", estimate_ogb_memory(a.input), budget,
                    "raise --memory-budget");
@@ -219,7 +232,7 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     } else {
       ds = import_ogb_raw(a.input, o, &st);
     }
-  } else if (a.from == "edgelist") {
+  } else if (a.from == F::kEdgeList) {
     DSP_CHECK_ARG(a.split.empty() && !a.no_split,
                   "--split/--no-split apply to --from ogb, ogb-link and ogb-hetero only");
     DSP_CHECK_ARG(!a.directed, "edge lists are directed unless --undirected is given");
@@ -262,8 +275,8 @@ DatasetMeta convert(const ConvertCommand& a, ImportStats& st, double& write_s) {
     ds.sync_meta();
     if (link) split_links(ds, *link);
   } else {
-    DSP_THROW_T(InvalidArgument,
-                "--from must be 'ogb', 'edgelist', 'ogb-link' or 'ogb-hetero', got '{}'", a.from);
+    DSP_THROW_T(InvalidArgument, "--from is needed: the input's format ({})",
+                names_of(F{}).list(", "));
   }
   Stopwatch sw;
   write_dataset(ds, a.output, a.overwrite);
@@ -351,7 +364,7 @@ OptionTable<C> split_options() {
                "split preset: all (train 0.1, valid 0.05, test the rest) or papers100m "
                "(ogbn-papers100M's shares: 1.09% train, 0.11% valid, 0.19% test, the rest in no "
                "split); not with --train-frac, --valid-frac or --test-frac",
-               DSP_SPLIT(preset), "all,papers100m"),
+               DSP_SPLIT(preset)),
   };
 #undef DSP_SPLIT
 }
@@ -360,7 +373,7 @@ OptionTable<C> split_options() {
 // others keep o's). InvalidArgument naming both when a preset comes with a fraction.
 template <class Options>
 void apply_splits(const GenerateSplits& s, Options& o) {
-  if (s.preset.empty()) {
+  if (s.preset == SplitPreset::kNone) {
     if (s.train_frac) o.train_frac = *s.train_frac;
     if (s.valid_frac) o.valid_frac = *s.valid_frac;
     if (s.test_frac) o.test_frac = *s.test_frac;

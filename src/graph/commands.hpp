@@ -17,8 +17,12 @@ namespace dsp {
 
 // --- dsp convert --------------------------------------------------------------------------------
 
+// dsp convert --from: the input's format (kNone: not given, refused).
+enum class ConvertFrom { kNone, kOgb, kEdgeList, kOgbLink, kOgbHetero };
+const Names<ConvertFrom>& names_of(ConvertFrom);  // "", ogb, edgelist, ogb-link, ogb-hetero
+
 struct ConvertCommand {
-  std::string from;    // ogb | edgelist | ogb-link | ogb-hetero
+  ConvertFrom from = ConvertFrom::kNone;
   std::string input;   // ogb: the dataset folder (holding raw/) or raw/; edgelist: a text file
   std::string output;  // the dataset directory to write
   std::string name, split, memory_budget, sort_buffer;
@@ -67,7 +71,7 @@ struct GenerateRun {
 // The splits a generator is asked for: a preset (--splits) or fractions (--train-frac,
 // --valid-frac, --test-frac), not both. What is not given keeps the generator's value in `o`.
 struct GenerateSplits {
-  std::string preset;                                       // all | papers100m; empty: not given
+  SplitPreset preset = SplitPreset::kNone;
   std::optional<double> train_frac, valid_frac, test_frac;  // unset: not given
 };
 

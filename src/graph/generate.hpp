@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/choice.hpp"
 #include "core/dtype.hpp"
 #include "graph/dataset.hpp"
 #include "graph/link.hpp"
@@ -33,10 +34,12 @@ struct SplitFractions {
   std::optional<double> test;  // unset: the rest
 };
 
-// A named split: "all" (the defaults above: every node in a split) or "papers100m"
+// A named split (--splits): all (the defaults above: every node in a split) or papers100m
 // (ogbn-papers100M's shares: 1,207,179 train, 125,265 valid and 214,338 test of 111,059,956
-// nodes, 1.4% in a split). InvalidArgument naming --splits for any other name.
-SplitFractions split_preset(const std::string& name);
+// nodes, 1.4% in a split); kNone: no preset given.
+enum class SplitPreset { kNone, kAll, kPapers100m };
+const Names<SplitPreset>& names_of(SplitPreset);
+SplitFractions split_preset(SplitPreset preset);
 
 struct RmatOptions {
   int64_t num_nodes = 100000;

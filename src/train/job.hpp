@@ -19,9 +19,8 @@
 
 namespace dsp {
 
-// How validation and test are evaluated (JobConfig::eval; names in job_options.cpp) and what picks
-// the best epoch (JobConfig::metric, train/metrics.hpp's MetricKind).::metric, train/metrics.hpp's
-// MetricKind).
+// How validation and test are evaluated (JobConfig::eval; train/evaluator.hpp); what picks the
+// best epoch is JobConfig::metric (train/metrics.hpp's MetricKind).
 enum class EvalMode { kAuto, kFull, kSampled };
 const Names<EvalMode>& names_of(EvalMode);
 

@@ -17,6 +17,8 @@
 #include "csp/presample.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
+#include "csp/walks.hpp"
+#include "error_of.hpp"
 #include "graph/generate.hpp"
 
 namespace dsp {
@@ -257,11 +259,12 @@ TEST(RandomWalk, FollowsEdgesAndRestartsAtRate) {
   rows[250] = {};  // a dead end stops walks
   Csr g = make_graph(rows);
   Rig st(g, SamplerOptions{{1}});
+  WalkSampler walks(st.part, *st.comm, 0);
   std::vector<int64_t> starts;
   for (int i = 0; i < 200; ++i) starts.push_back((i * 7) % n);
   const int L = 20;
   const double p = 0.3;
-  WalkResult w = st.s->random_walks(starts, L, p, 0, 0);
+  WalkResult w = walks.random_walks(starts, L, p, 0, 0);
   int64_t steps = 0, restarts = 0;
   for (size_t i = 0; i < starts.size(); ++i) {
     const int64_t* path = w.paths.data() + i * (L + 1);
@@ -290,14 +293,15 @@ TEST(PinSage, TopKByVisitsTiesToLowerId) {
   // node 0's in-neighbours 1, 2; 1 <- 3; 2 <- 3; 3 <- 0
   Csr g = make_graph({{1, 2}, {3}, {3}, {0}});
   Rig st(g, SamplerOptions{{1}});
-  PinSageResult r = st.s->pinsage_neighbors({0}, 50, 3, 0.0, 2);
+  WalkSampler walks(st.part, *st.comm, 0);
+  PinSageResult r = walks.pinsage_neighbors({0}, 50, 3, 0.0, 2);
   ASSERT_EQ(r.indptr, (std::vector<int64_t>{0, 2}));
   // without restarts every walk visits 3 once (step 2) and 1 or 2 once (step 1)
   EXPECT_EQ(r.ids[0], 3);
   EXPECT_EQ(r.counts[0], 50.f);
   // brute-force recount from the walks themselves
   std::vector<int64_t> starts(50, 0);
-  WalkResult w = st.s->random_walks(starts, 3, 0.0, 0, 0);
+  WalkResult w = walks.random_walks(starts, 3, 0.0, 0, 0);
   std::map<int64_t, int> c;
   for (int64_t i = 0; i < 50; ++i) {
     for (int t = 1; t <= 3; ++t) {
@@ -856,8 +860,11 @@ TEST(BadInput, Rejected) {
   EXPECT_THROW(s.sample({1, 2, 1}, 0, 0), InvalidArgument);      // duplicate seed
   EXPECT_THROW(s.sample({g.num_nodes}, 0, 0), InvalidArgument);  // not a node
   EXPECT_THROW(s.sample({-1}, 0, 0), InvalidArgument);
-  EXPECT_THROW(s.random_walks({0}, 3, 1.5, 0, 0), InvalidArgument);
-  EXPECT_THROW(s.pinsage_neighbors({0}, 0, 3, 0.1, 5), InvalidArgument);
+  WalkSampler walks(part, *comm, 0);
+  EXPECT_EQ(test::error_of<InvalidArgument>([&] { walks.random_walks({0}, 3, 1.5, 0, 0); }),
+            "random_walks: restart probability must be in [0, 1], got 1.5");
+  EXPECT_EQ(test::error_of<InvalidArgument>([&] { walks.pinsage_neighbors({0}, 0, 3, 0.1, 5); }),
+            "pinsage_neighbors: num_walks, walk_length and top_k must be positive (got 0, 3, 5)");
   EXPECT_THROW(parse_choice<SampleScheme>("edge"), InvalidArgument);
   // an empty batch is fine: empty blocks
   SampledBatch b = s.sample({}, 0, 0);

@@ -397,7 +397,7 @@ TEST(GenerateSplits, Papers100mPresetHasOgbShares) {
   o.num_edges = 100000;
   o.feature_dim = 0;
   o.num_classes = 4;
-  const SplitFractions f = split_preset("papers100m");
+  const SplitFractions f = split_preset(SplitPreset::kPapers100m);
   o.train_frac = f.train;
   o.valid_frac = f.valid;
   o.test_frac = f.test;
@@ -410,14 +410,14 @@ TEST(GenerateSplits, Papers100mPresetHasOgbShares) {
 }
 
 TEST(GenerateSplits, AllPresetIsTheDefault) {
-  const SplitFractions all = split_preset("all"), defaults;
+  const SplitFractions all = split_preset(SplitPreset::kAll), defaults;
   EXPECT_EQ(all.train, 0.1);
   EXPECT_EQ(all.valid, 0.05);
   EXPECT_FALSE(all.test.has_value());
   EXPECT_EQ(RmatOptions().train_frac, defaults.train);
   EXPECT_EQ(CommunityOptions().valid_frac, defaults.valid);
-  EXPECT_EQ(test::error_of([] { split_preset("papers"); }),
-            "--splits must be all or papers100m, got 'papers'");
+  EXPECT_EQ(test::error_of([] { parse_choice<SplitPreset>("papers"); }),
+            "unknown split preset 'papers' (all, papers100m)");
 }
 
 TEST(GenerateSplits, TestFracLeavesTheOtherNodesInNoSplit) {

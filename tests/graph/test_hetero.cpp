@@ -500,7 +500,7 @@ TEST(GenerateHetero, RefusesBadOptions) {
             "train + valid + test fractions (0.7 + 0.4 + 0) exceed 1");
   // The command: --splits with a fraction, and an existing output.
   HeteroCommand c;
-  c.splits.preset = "all";
+  c.splits.preset = SplitPreset::kAll;
   c.splits.train_frac = 0.2;
   EXPECT_EQ(error_of<InvalidArgument>([&] { run_generate(c); }),
             "give --splits or --train-frac, not both");
@@ -557,7 +557,7 @@ TEST(ImportOgbHetero, SyntheticRawDirectory) {
 
   // --add-reverse, written and read back through the convert command.
   ConvertCommand cmd;
-  cmd.from = "ogb-hetero";
+  cmd.from = ConvertFrom::kOgbHetero;
   cmd.input = root + "/raw";  // raw/ itself works too
   cmd.output = tmp / "out";
   cmd.add_reverse = true;
@@ -646,7 +646,7 @@ TEST(ImportOgbHetero, Errors) {
 
   // The convert command refuses the options of the homogeneous formats.
   ConvertCommand cmd;
-  cmd.from = "ogb-hetero";
+  cmd.from = ConvertFrom::kOgbHetero;
   cmd.input = fresh("cmd");
   cmd.output = tmp / "out";
   cmd.directed = true;
@@ -654,7 +654,7 @@ TEST(ImportOgbHetero, Errors) {
             "--directed does not apply to --from ogb-hetero (relations are read as listed, in "
             "memory; --add-reverse adds their reverses)");
   cmd.directed = false;
-  cmd.from = "ogb";
+  cmd.from = ConvertFrom::kOgb;
   cmd.add_reverse = true;
   EXPECT_EQ(error_of<InvalidArgument>([&] { run_convert(cmd); }),
             "--add-reverse applies to --from ogb-hetero only");

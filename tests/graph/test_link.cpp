@@ -262,7 +262,7 @@ std::string ring_edge_list(std::set<Pair>* undirected_pairs) {
 
 ConvertCommand edge_list_command(const std::string& in, const std::string& out) {
   ConvertCommand c;
-  c.from = "edgelist";
+  c.from = ConvertFrom::kEdgeList;
   c.input = in;
   c.output = out;
   c.undirected = true;
@@ -494,7 +494,7 @@ std::string ogb_link_dir(const TempDir& tmp) {
 
 ConvertCommand ogb_link_command(const std::string& in, const std::string& out) {
   ConvertCommand c;
-  c.from = "ogb-link";
+  c.from = ConvertFrom::kOgbLink;
   c.input = in;
   c.output = out;
   return c;

@@ -134,7 +134,7 @@ TEST(OutOfCore, SplitFractionsFilesIdenticalToInMemory) {
   r.num_edges = 200000;
   r.feature_dim = 4;
   r.num_classes = 3;
-  const SplitFractions f = split_preset("papers100m");
+  const SplitFractions f = split_preset(SplitPreset::kPapers100m);
   r.train_frac = f.train, r.valid_frac = f.valid, r.test_frac = f.test;
   GenerateResult ra = write_rmat(r, tmp / "rmat_mem", in_memory());
   GenerateResult rb = write_rmat(r, tmp / "rmat_ooc", out_of_core());

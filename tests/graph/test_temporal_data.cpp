@@ -136,7 +136,7 @@ TEST(TemporalDataset, ValidationMessages) {
 
 ConvertCommand edge_list(const std::string& in, const std::string& out, int64_t time_column) {
   ConvertCommand c;
-  c.from = "edgelist";
+  c.from = ConvertFrom::kEdgeList;
   c.input = in;
   c.output = out;
   c.time_column = time_column;

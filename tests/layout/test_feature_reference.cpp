@@ -112,14 +112,14 @@ TEST(FeatureReference, RefusedWhereTheRowsCannotBeReadAsTheyAre) {
   o.method = PartitionMethod::kRandom;
   o.verbose = false;
   o.feature_storage = FeatureStorage::kReference;
-  o.feature_dtype = "float16";
+  o.feature_dtype = FeatureDtype::kFloat16;
   const std::string out = temp_dir("ref_refused_out");
   EXPECT_EQ(error_of([&] { partition_dataset(ds, o, out); }),
             fmt::format("--feature-storage reference reads {}/features.npy through the id map: it "
                         "needs a homogeneous dataset directory with node features and "
                         "--feature-dtype keep",
                         data));
-  o.feature_dtype = "keep";
+  o.feature_dtype = FeatureDtype::kKeep;
   EXPECT_EQ(error_of([&] { parse_choice<FeatureStorage>("link"); }),
             "unknown feature storage 'link' (copy, reference)");
   EXPECT_FALSE(fs::exists(out));

@@ -125,8 +125,8 @@ PartitionMeta partition(const Dataset& ds, const std::string& dir, const std::st
   o.cache_ratio = ratio;
   o.verbose = false;
   o.overwrite = true;
-  o.feature_dtype = dtype;
-  o.feature_scale = scale;
+  o.feature_dtype = parse_choice<FeatureDtype>(dtype);
+  o.feature_scale = scale.empty() ? FeatureScale::kAuto : parse_choice<FeatureScale>(scale);
   return partition_dataset(ds, o, dir);
 }
 
@@ -217,7 +217,7 @@ TEST(PartitionQuant, KeepWritesTheDatasetsBytesAndFloat32FromFloat32IsTheSame) {
   o.verbose = false;
   o.overwrite = true;
   o.cache_bytes = 12 * 4 * 10;  // ten float32 rows
-  o.feature_dtype = "int8";
+  o.feature_dtype = FeatureDtype::kInt8;
   EXPECT_EQ(partition_dataset(ds, o, b).cache_rows, 40);
   fs::remove_all(a);
   fs::remove_all(b);
@@ -249,16 +249,16 @@ TEST(PartitionQuant, BadOptionsAreRefused) {
   const Dataset ds = small_dataset();
   const std::string dir = testing::temp_dir("quant_opts");
   EXPECT_EQ(error_of<InvalidArgument>([&] { partition(ds, dir, "int4"); }),
-            "--feature-dtype must be keep, float32, float16, bfloat16 or int8, got 'int4'");
+            "unknown feature dtype 'int4' (keep, float32, float16, bfloat16, int8)");
   EXPECT_EQ(error_of<InvalidArgument>([&] { partition(ds, dir, "bfloat16", "row"); }),
             "--feature-scale needs --feature-dtype int8 (got --feature-dtype bfloat16)");
   EXPECT_EQ(error_of<InvalidArgument>([&] { partition(ds, dir, "int8", "tensor"); }),
-            "--feature-scale must be column or row, got 'tensor'");
+            "unknown feature scale 'tensor' (auto, column, row)");
   PartitionCommand cmd;
   cmd.dataset = "in";
   cmd.out = "out";
   cmd.preaggregate = true;
-  cmd.o.feature_dtype = "int8";
+  cmd.o.feature_dtype = FeatureDtype::kInt8;
   EXPECT_EQ(error_of<InvalidArgument>([&] { cmd.validate(); }),
             "--feature-dtype int8 with --preaggregate: the pre-aggregated rows are stored in the "
             "dataset's dtype; partition with --feature-dtype keep to pre-aggregate");

@@ -88,7 +88,7 @@ TEST(BenchOptions, Defaults) {
   EXPECT_EQ(s.base.fanouts, (std::vector<int>{15, 10, 5}));
   EXPECT_EQ(s.batch_size, 1024);
   EXPECT_EQ(s.batches, 20);
-  EXPECT_EQ(s.mode, "csp");
+  EXPECT_EQ(s.mode, SampleBenchOptions::Modes::kCsp);
   EXPECT_EQ(s.base.kind(), SamplerKind::kNeighbor);
   EXPECT_EQ(s.base.kernel, SampleKernel::kDefault);
   EXPECT_FALSE(s.biased || s.replace || s.per_layer_bytes);
@@ -151,8 +151,8 @@ TEST(BenchOptions, ValidateGivesTheCliMessages) {
   EXPECT_EQ(error_of<InvalidArgument>([&] { s.validate(); }),
             "--batch-size, --batches and --threads must be positive");
   s = {};
-  s.mode = "x";
-  EXPECT_EQ(error_of<InvalidArgument>([&] { s.validate(); }), "--mode: x not in {csp,pull,both}");
+  EXPECT_EQ(error_of<InvalidArgument>([] { parse_choice<SampleBenchOptions::Modes>("x"); }),
+            "unknown mode 'x' (csp, pull, both)");
   s = {};
   s.base.labor_importance = 1;  // the sampler's own check, through the embedded table's options
   EXPECT_EQ(error_of<InvalidArgument>([&] { s.validate(); }),

@@ -91,7 +91,7 @@ def test_bad_arguments(cora_p1):
                        match="^--topology-memory: expected a size such as 512M, 12G or 1.5GiB, "
                              "got '12Q'$"):
         dsp.Loader(cora_p1, fanouts=[5], topology_memory="12Q")
-    with pytest.raises(dsp.InvalidArgument, match=r"^unknown transport 'tcp' \(auto, mpi, nccl\)$"):
+    with pytest.raises(dsp.InvalidArgument, match=r"^unknown transport 'tcp' \(auto, nccl, mpi\)$"):
         dsp.Loader(cora_p1, fanouts=[5], transport="tcp")
     with pytest.raises(dsp.InvalidArgument,
                        match=r"^--transport nccl: only GPU ranks \(--device cuda\) choose a "

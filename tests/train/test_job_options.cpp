@@ -81,7 +81,7 @@ JobConfig unusual_config() {
   c.train.num_threads = 6;
   c.rank.backend = "mpi";
   c.rank.device = Device::cuda(1);
-  c.rank.transport = Transport::parse("mpi");
+  c.rank.transport = Transport::kMpi;
   c.train.model.predictor = PredictorKind::kMlp;
   c.link.task = TaskKind::kLink;
   c.link.neg_ratio = 5;

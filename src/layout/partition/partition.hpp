@@ -97,6 +97,12 @@ const Names<PartitionMethod>& names_of(PartitionMethod);  // metis, random, bfs-
 // features.npy through new2old.npy (keep dtype, homogeneous graphs only).
 enum class FeatureStorage { kCopy, kReference };
 const Names<FeatureStorage>& names_of(FeatureStorage);
+// --feature-dtype: keep (the dataset's dtype, bytes as they are), or the dtype features.npy is
+// converted to. --feature-scale: int8's scales, auto (column), column or row.
+enum class FeatureDtype { kKeep, kFloat32, kFloat16, kBFloat16, kInt8 };
+const Names<FeatureDtype>& names_of(FeatureDtype);
+enum class FeatureScale { kAuto, kColumn, kRow };
+const Names<FeatureScale>& names_of(FeatureScale);
 
 struct PartitionOptions {
   int parts = 1;
@@ -115,8 +121,8 @@ struct PartitionOptions {
   std::vector<std::string> preaggregate;
   // Storage of features.npy: keep (the dataset's dtype, bytes as they are), float32, float16,
   // bfloat16 or int8 (symmetric, a float32 scale per column or per row: feature_scale).
-  std::string feature_dtype = "keep";
-  std::string feature_scale;  // int8: column (default) or row; empty otherwise
+  FeatureDtype feature_dtype = FeatureDtype::kKeep;
+  FeatureScale feature_scale = FeatureScale::kAuto;  // int8 only: auto is column
   FeatureStorage feature_storage = FeatureStorage::kCopy;
   // Bytes of a part's rows (row pointers and entries) built at a time, renumbered and sorted,
   // before they are appended to its files; a row longer than that is built alone. <= 0: the

@@ -83,11 +83,12 @@ std::vector<Option<Cmd>> method_options() {
             "float32, float16 or bfloat16 (rounded to nearest even), or int8 (symmetric, a "
             "float32 scale per column or row: see --feature-scale). Caches and rows exchanged "
             "between ranks keep this dtype; the gather decodes to float32. Prints the error",
-            DSP_FIELD(o.feature_dtype), "keep,float32,float16,bfloat16,int8"),
+            DSP_FIELD(o.feature_dtype)),
       value("--feature-scale", "feature_scale",
-            "with --feature-dtype int8: column (default: one scale per feature column) or row "
-            "(one per node); scale = max |x| / 127, q = round(x / scale), in feature_scale.npy",
-            DSP_FIELD(o.feature_scale), "column,row"),
+            "with --feature-dtype int8: column (auto, the default: one scale per feature column) "
+            "or row (one per node); scale = max |x| / 127, q = round(x / scale), in "
+            "feature_scale.npy",
+            DSP_FIELD(o.feature_scale)),
       value("--feature-storage", "feature_storage",
             "copy (default: features.npy holds the renumbered rows) or reference (no copy: the "
             "ranks read the dataset's features.npy through new2old.npy, so the dataset must stay "

@@ -14,7 +14,7 @@ PartitionDisk estimate_partition_disk(const DatasetMeta& m, const PartitionOptio
   const DType stored = partition_feature_dtype(o, m.feature_dtype);
   const uint64_t row = f * dtype_size(stored);
   if (o.feature_storage != FeatureStorage::kReference) d.features = n * row;
-  if (stored == DType::kInt8) d.features += 4 * (o.feature_scale == "row" ? n : f);
+  if (stored == DType::kInt8) d.features += 4 * (o.feature_scale == FeatureScale::kRow ? n : f);
   d.features += o.preaggregate.size() * n * 2 * row;
   d.graph = 8 * (n + parts) + e * dtype_size(m.index_dtype);
   if (m.has_weights) d.graph += 4 * e;
@@ -38,7 +38,7 @@ void check_partition_disk(const std::string& what, const DatasetMeta& meta,
   const PartitionDisk d = estimate_partition_disk(meta, opts);
   std::string lower = "free some, or choose another OUT";
   if (opts.feature_storage != FeatureStorage::kReference && d.features > 0 &&
-      opts.feature_dtype == "keep") {
+      opts.feature_dtype == FeatureDtype::kKeep) {
     lower += fmt::format(", or --feature-storage reference (about {} without the features' copy)",
                          format_bytes(d.total() - d.features));
   }

@@ -307,6 +307,23 @@ const Names<FeatureStorage>& names_of(FeatureStorage) {
   return n;
 }
 
+const Names<FeatureDtype>& names_of(FeatureDtype) {
+  using D = FeatureDtype;
+  static const Names<D> n("feature dtype", {{D::kKeep, "keep"},
+                                            {D::kFloat32, "float32"},
+                                            {D::kFloat16, "float16"},
+                                            {D::kBFloat16, "bfloat16"},
+                                            {D::kInt8, "int8"}});
+  return n;
+}
+
+const Names<FeatureScale>& names_of(FeatureScale) {
+  using S = FeatureScale;
+  static const Names<S> n("feature scale",
+                          {{S::kAuto, "auto"}, {S::kColumn, "column"}, {S::kRow, "row"}});
+  return n;
+}
+
 void check_partition_method(const PartitionOptions& opts) {
   DSP_CHECK_ARG(opts.method != PartitionMethod::kPagraph ||
                     (opts.pagraph.hops >= 1 && opts.pagraph.hops <= 100),
@@ -353,20 +370,20 @@ void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
                   "--method {}: the replicated halo rows do not keep relations apart, and {} is a "
                   "heterogeneous graph; partition it with --method metis, random or bfs-blocks",
                   opts.method, dataset_label(ds));
-    DSP_CHECK_ARG(opts.preaggregate.empty() && opts.feature_dtype == "keep",
+    DSP_CHECK_ARG(opts.preaggregate.empty() && opts.feature_dtype == FeatureDtype::kKeep,
                   "{} is a heterogeneous graph: --preaggregate and --feature-dtype apply to one "
                   "features.npy, and its features stay per node type (each type keeps its dtype)",
                   dataset_label(ds));
   }
   partition_feature_dtype(opts, ds.meta.feature_dtype);  // --feature-dtype, --feature-scale
   if (opts.feature_storage == FeatureStorage::kReference) {
-    DSP_CHECK_ARG(!ds.hetero && opts.feature_dtype == "keep" && ds.features.defined() &&
-                      ds.features.is_mapped() && !ds.dir.empty(),
+    DSP_CHECK_ARG(!ds.hetero && opts.feature_dtype == FeatureDtype::kKeep &&
+                      ds.features.defined() && ds.features.is_mapped() && !ds.dir.empty(),
                   "--feature-storage reference reads {}/features.npy through the id map: it needs "
                   "a homogeneous dataset directory with node features and --feature-dtype keep",
                   dataset_label(ds));
   }
-  DSP_CHECK_ARG(opts.feature_dtype == "keep" || ds.features.defined(),
+  DSP_CHECK_ARG(opts.feature_dtype == FeatureDtype::kKeep || ds.features.defined(),
                 "--feature-dtype {}: {} has no node features", opts.feature_dtype,
                 dataset_label(ds));
 }
@@ -475,7 +492,7 @@ void write_shared_arrays(StagedDir& dir, const Dataset& ds, PartitionMeta& meta,
   if (ds.features.defined() && opts.feature_storage == FeatureStorage::kReference) {
     meta.feature_source = std::filesystem::canonical(ds.dir + "/features.npy").string();
     meta.feature_source_fingerprint = feature_fingerprint(ds.features);
-  } else if (ds.features.defined() && opts.feature_dtype == "keep") {
+  } else if (ds.features.defined() && opts.feature_dtype == FeatureDtype::kKeep) {
     write_gathered_rows(dir.file("features.npy"), ds.features, r.new2old);
   } else if (ds.features.defined()) {
     meta.feature_conversion =

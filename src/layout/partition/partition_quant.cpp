@@ -148,18 +148,14 @@ void convert_rows(const Array& x, const std::vector<int64_t>& new2old, int64_t b
 }  // namespace
 
 DType partition_feature_dtype(const PartitionOptions& o, DType source) {
-  const std::string& t = o.feature_dtype;
-  DSP_CHECK_ARG(t == "keep" || t == "float32" || t == "float16" || t == "bfloat16" || t == "int8",
-                "--feature-dtype must be keep, float32, float16, bfloat16 or int8, got '{}'", t);
-  DSP_CHECK_ARG(o.feature_scale.empty() || t == "int8",
+  const FeatureDtype t = o.feature_dtype;
+  DSP_CHECK_ARG(o.feature_scale == FeatureScale::kAuto || t == FeatureDtype::kInt8,
                 "--feature-scale needs --feature-dtype int8 (got --feature-dtype {})", t);
-  DSP_CHECK_ARG(o.feature_scale.empty() || o.feature_scale == "column" || o.feature_scale == "row",
-                "--feature-scale must be column or row, got '{}'", o.feature_scale);
-  DSP_CHECK_ARG(t == "keep" || o.preaggregate.empty(),
+  DSP_CHECK_ARG(t == FeatureDtype::kKeep || o.preaggregate.empty(),
                 "--feature-dtype {} with --preaggregate: the pre-aggregated rows are stored in the "
                 "dataset's dtype; partition with --feature-dtype keep to pre-aggregate",
                 t);
-  return t == "keep" ? source : parse_dtype(t);
+  return t == FeatureDtype::kKeep ? source : parse_dtype(name_of(t));
 }
 
 FeatureConversion write_converted_features(const Array& x, const std::vector<int64_t>& new2old,
@@ -172,7 +168,7 @@ FeatureConversion write_converted_features(const Array& x, const std::vector<int
   FeatureConversion conv;
   conv.converted = true;
   conv.source_dtype = x.dtype();
-  if (int8) conv.scale = opts.feature_scale.empty() ? "column" : opts.feature_scale;
+  if (int8) conv.scale = opts.feature_scale == FeatureScale::kRow ? "row" : "column";
   const bool per_row = conv.scale == "row";
 
   const Scan scan = scan_source(x, to, int8 && !per_row);

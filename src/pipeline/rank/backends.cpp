@@ -18,13 +18,13 @@ namespace dsp {
 RankPlace place_rank(const Device& requested, Transport transport, int node_rank, int node_size) {
   if (!requested.is_cuda()) return {requested, transport};
 #ifdef DSP_HAVE_CUDA
-  using K = Transport::Kind;
+  using K = Transport;
   const int first = requested.index;
   const int gpus = cuda::device_count() - first;
   DSP_CHECK_ARG(gpus > 0, "--device {}: no CUDA device {} is visible to this process",
                 requested.str(), first);
-  if (transport.kind == K::kAuto) transport.kind = node_size <= gpus ? K::kNccl : K::kMpi;
-  DSP_CHECK_ARG(transport.kind == K::kMpi || node_size <= gpus,
+  if (transport == K::kAuto) transport = node_size <= gpus ? K::kNccl : K::kMpi;
+  DSP_CHECK_ARG(transport == K::kMpi || node_size <= gpus,
                 "--device {}: {} rank(s) on this node but {} GPU(s) from cuda:{}: NCCL needs one "
                 "GPU per rank (--transport mpi lets ranks share a GPU)",
                 requested.str(), node_size, gpus, first);
@@ -69,7 +69,7 @@ RankBackends make_backends(const RankPlace& place, bool emulate_device, int64_t 
   b.sampler = cuda::cuda_sampler_backend(co);
   b.features = cuda::cuda_feature_backend(dev);
   b.embedding = cuda::cuda_embedding_storage(dev);
-  if (place.transport.kind == Transport::Kind::kNccl) {
+  if (place.transport == Transport::kNccl) {
     b.device_channel = [dev](Communicator& control, const CommOptions& comm) {
       return make_nccl_communicator(control, dev, comm);
     };

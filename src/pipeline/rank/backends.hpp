@@ -23,7 +23,8 @@ namespace dsp {
 // Where a rank runs and how its device buffers move.
 struct RankPlace {
   Device device;
-  Transport transport;  // resolved on a GPU rank (nccl or mpi); auto on a CPU rank
+  Transport transport =
+      Transport::kAuto;  // resolved on a GPU rank (nccl or mpi); auto on a CPU rank
   bool device_channels() const { return device.is_cuda(); }
 };
 

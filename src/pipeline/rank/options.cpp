@@ -5,15 +5,10 @@
 
 namespace dsp {
 
-Transport Transport::parse(const std::string& s) {
-  if (s == "auto") return {Kind::kAuto};
-  if (s == "nccl") return {Kind::kNccl};
-  if (s == "mpi") return {Kind::kMpi};
-  DSP_THROW_T(InvalidArgument, "unknown transport '{}' (auto, mpi, nccl)", s);
-}
-
-std::string Transport::str() const {
-  return kind == Kind::kNccl ? "nccl" : kind == Kind::kMpi ? "mpi" : "auto";
+const Names<Transport>& names_of(Transport) {
+  using T = Transport;
+  static const Names<T> n("transport", {{T::kAuto, "auto"}, {T::kNccl, "nccl"}, {T::kMpi, "mpi"}});
+  return n;
 }
 
 namespace {
@@ -41,7 +36,7 @@ OptionTable<RankOptions> make_table() {
                "GPU ranks' device buffers (gradients, feature rows): auto (default: nccl with a "
                "GPU per rank), nccl, or mpi (staged through pinned host memory; ranks may share a "
                "GPU)",
-               DSP_RANK(transport), "auto,nccl,mpi"),
+               DSP_RANK(transport)),
       options::bytes<R>("--topology-memory", "topology_memory",
                         "GPU ranks: device memory the neighbour array may take, e.g. 8G (default: "
                         "half the free device memory); the rest is read from pinned host memory "
@@ -97,10 +92,10 @@ void RankOptions::validate() const {
   DSP_CHECK_ARG(fifo_shared_rows == 0 || fifo_rows > 0,
                 "--fifo-shared-rows needs --fifo-rows: the machine's shared level backs each "
                 "rank's own FIFO level");
-  DSP_CHECK_ARG(device.is_cuda() || transport.kind == Transport::Kind::kAuto,
+  DSP_CHECK_ARG(device.is_cuda() || transport == Transport::kAuto,
                 "--transport {}: only GPU ranks (--device cuda) choose a transport; a CPU rank's "
                 "channels are its communicator's (--backend)",
-                transport.str());
+                transport);
   if (!cache_policy.empty()) check_train_time_cache_policy(cache_policy);
   DSP_CHECK_ARG(cache_ratio == -1 || (cache_ratio >= 0 && cache_ratio <= 1),
                 "--cache-ratio must be in [0, 1], got {}", cache_ratio);

@@ -17,15 +17,8 @@ namespace dsp {
 // GPU per rank), kMpi (staged through pinned host memory, ccc/staged_communicator.hpp, so ranks
 // may share a GPU: NCCL refuses two ranks on one device), or kAuto: nccl when the node has a GPU
 // per rank, else mpi. Sampling uses host buffers over MPI either way. A CPU rank takes only kAuto.
-struct Transport {
-  enum class Kind { kAuto, kNccl, kMpi };
-  Kind kind = Kind::kAuto;
-
-  static Transport parse(const std::string& s);  // InvalidArgument "unknown transport ..."
-  std::string str() const;                       // "auto", "nccl", "mpi"
-  bool operator==(const Transport& o) const { return kind == o.kind; }
-  bool operator!=(const Transport& o) const { return kind != o.kind; }
-};
+enum class Transport { kAuto, kNccl, kMpi };
+const Names<Transport>& names_of(Transport);  // auto, nccl, mpi
 
 struct RankOptions {
   // The one check of these options, with the CLI's messages: RankRuntime, dsp train
@@ -42,7 +35,7 @@ struct RankOptions {
   // cpu, or the first GPU of this node's ranks (cuda = cuda:0): each rank takes the GPU of its
   // node rank past it (pipeline/rank/backends.hpp, place_rank).
   Device device = Device::cpu();
-  Transport transport;
+  Transport transport = Transport::kAuto;
   // GPU ranks: bytes of device memory the sampler's neighbour array may take; beyond it the
   // array is read from pinned host memory through UVA, with the hottest rows that fit on the
   // device (DSP's adjacency position list). -1: half the device's free memory; 0: all through UVA.

@@ -15,6 +15,7 @@
 #include "csp/hetero_reference.hpp"
 #include "csp/sampler.hpp"
 #include "csp/temporal_reference.hpp"
+#include "csp/walks.hpp"
 #include "graph/generate.hpp"
 #include "layout/partition/partition.hpp"
 
@@ -382,8 +383,8 @@ TEST_P(PInvariance, RandomWalkAndPinSage) {
   World& w = world();
   SamplerOptions o{{1}};
   o.seed = 12;
-  CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
-  CollectiveSampler ref(w.ref_part, *w.self, o);
+  WalkSampler s(w.part, channel_for(GetParam()), o.seed);
+  WalkSampler ref(w.ref_part, *w.self, o.seed);
   std::vector<int64_t> starts = my_seeds(0, 40);
   if (!starts.empty()) starts.push_back(starts[0]);  // a repeated start: its own draws
   WalkResult a = s.random_walks(starts, 6, 0.2, 1, 2);

@@ -124,7 +124,7 @@ TEST(GenerateCli, SplitFlags) {
       {" --test-frac 0.9", "train + valid + test fractions (0.1 + 0.05 + 0.9) exceed 1"},
       {" --test-frac -0.5", "test fraction -0.5 is outside [0, 1]"},
       {" --splits papers",
-       "--splits must be all or papers100m, got 'papers'; did you mean 'papers100m'?"},
+       "unknown split preset 'papers' (all, papers100m); did you mean 'papers100m'?"},
   };
   for (const auto& [flags, message] : refused) {
     auto r = run("bad", flags);

@@ -417,8 +417,8 @@ TEST_P(Gather, QuantizedRowsDecodeToTheReference) {
       o.cache_ratio = 0.5;
       o.verbose = false;
       o.overwrite = true;
-      o.feature_dtype = dtype;
-      o.feature_scale = scale;
+      o.feature_dtype = parse_choice<FeatureDtype>(dtype);
+      o.feature_scale = *scale ? parse_choice<FeatureScale>(scale) : FeatureScale::kAuto;
       partition_dataset(ds, o, dir);
     }
     c.barrier();

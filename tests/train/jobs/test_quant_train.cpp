@@ -45,8 +45,8 @@ JobResult train_on(const Graph& g, const std::string& dtype, const std::string& 
   PartitionOptions o;
   o.verbose = false;
   o.overwrite = true;
-  o.feature_dtype = dtype;
-  o.feature_scale = scale;
+  o.feature_dtype = parse_choice<FeatureDtype>(dtype);
+  o.feature_scale = scale.empty() ? FeatureScale::kAuto : parse_choice<FeatureScale>(scale);
   partition_dataset(g.ds, o, dir);
   JobConfig c;
   c.rank.path = dir;
