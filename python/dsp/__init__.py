@@ -392,6 +392,20 @@ def _fanouts_arg(fanouts):
     return [int(f) for f in fanouts]
 
 
+# The keyword arguments of Loader and LinkLoader that the engine does not read through its option
+# table (dsp._dsp._Loader: the Loader's own and dsp train's rank, seed order and link tables):
+# handled here, or arguments of their own.
+_NOT_ENGINE = frozenset({"self", "__class__", "path", "fanouts", "nodes", "as_tensor",
+                         "pin_memory", "process_group", "sampler", "sampler_options"})
+
+
+def _engine_options(arguments):
+    """A Loader's keyword arguments (its ``locals()``) as the engine's options: every one but
+    _NOT_ENGINE, numpy scalars as Python numbers, None (not given) left out."""
+    return {k: (v.item() if isinstance(v, numpy.generic) else v)
+            for k, v in arguments.items() if k not in _NOT_ENGINE and v is not None}
+
+
 class Loader:
     """Mini-batches of this rank's seeds, sampled and loaded by dsp's C++ core.
 
@@ -497,18 +511,15 @@ class Loader:
                  bfs_sequences: int = 4, nodes=None, sampler: str = "neighbor",
                  process_group=None, memory_budget: Optional[Union[int, str]] = None,
                  **sampler_options):
-        self._open(path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
-                   partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
-                   topology_memory, order, bfs_sequences, nodes, None,
-                   dict(sampler_options, sampler=sampler), process_group, memory_budget)
+        self._open(path, fanouts, nodes, _engine_options(locals()),
+                   dict(sampler_options, sampler=sampler), as_tensor, pin_memory, process_group)
 
-    def _open(self, path, fanouts, batch_size, shuffle, split, seed, prefetch, as_tensor, backend,
-              partition_method, pin_memory, device, fifo_rows, fifo_shared_rows, transport,
-              topology_memory, order, bfs_sequences, nodes, link, sampler, process_group,
-              memory_budget=None):
-        """The engine (``link``: LinkLoader's keywords of the link table, else None;
+    def _open(self, path, fanouts, nodes, options, sampler, as_tensor, pin_memory, process_group):
+        """The engine. ``options``: the keywords the engine reads through its table (the
+        Loader's own and dsp train's rank, seed order and link tables: _engine_options);
         ``sampler``: the keywords of dsp train's sampler table but fanouts; ``process_group``:
-        see :class:`Loader`)."""
+        see :class:`Loader`."""
+        device = options.get("device", "cpu")
         if as_tensor is None:
             as_tensor = torch is not None
         if as_tensor and torch is None:
@@ -530,9 +541,9 @@ class Loader:
             if nodes.ndim != 1:
                 raise InvalidArgument(f"{path}: nodes must be a 1-d array of node ids, got shape "
                                       f"{tuple(nodes.shape)}")
-        group = _pg.resolve(process_group, backend)
+        group = _pg.resolve(process_group, options.get("backend", "auto"))
         if group is not None:
-            backend = "torch"
+            options["backend"] = "torch"
             _check_parts(path, group.size)
         self._path = str(path)
         self._as_tensor = as_tensor
@@ -540,13 +551,8 @@ class Loader:
         # The NUMA nodes nearest the GPU the pinned batches are for.
         self._pin_nodes = (_dsp._near_memory_nodes(f"cuda:{torch.cuda.current_device()}")
                            if self._pin else [])
-        self._impl = _dsp._Loader(str(path), _fanouts_arg(fanouts), int(batch_size),
-                                  bool(shuffle), split, int(seed), int(prefetch), backend,
-                                  partition_method, device, int(fifo_rows),
-                                  int(fifo_shared_rows), transport,
-                                  "" if topology_memory is None else str(topology_memory),
-                                  order, int(bfs_sequences), nodes, link, sampler,
-                                  "" if memory_budget is None else str(memory_budget))
+        options["path"] = str(path)
+        self._impl = _dsp._Loader(_fanouts_arg(fanouts), nodes, options, sampler)
         # Device rows arrive on the rank's GPU; everything else follows them there.
         self._device = None if device == "cpu" else self._impl.device
         self._schema = Schema.from_meta(self._impl.meta)
@@ -689,12 +695,8 @@ class LinkLoader(Loader):
                  topology_memory: Optional[Union[int, str]] = None, sampler: str = "neighbor",
                  process_group=None, memory_budget: Optional[Union[int, str]] = None,
                  **sampler_options):
-        link = {"task": "link", "neg_ratio": int(neg_ratio), "negatives": negatives,
-                "exclude": exclude}
-        self._open(path, fanouts, batch_size, shuffle, "train", seed, prefetch, as_tensor,
-                   backend, partition_method, pin_memory, device, fifo_rows, fifo_shared_rows,
-                   transport, topology_memory, "random", 4, None, link,
-                   dict(sampler_options, sampler=sampler), process_group, memory_budget)
+        self._open(path, fanouts, None, dict(_engine_options(locals()), task="link"),
+                   dict(sampler_options, sampler=sampler), as_tensor, pin_memory, process_group)
 
     @property
     def local_edges(self):

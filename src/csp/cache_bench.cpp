@@ -110,7 +110,7 @@ std::vector<ScoredPolicy> score_policies(const CacheBenchOptions& o, const Csr& 
   }
   std::vector<ScoredPolicy> out;
   for (const std::string& pname : split_list(o.policies)) {
-    const bool presample = std::string(static_cache_policy(pname).name()) == "presample";
+    const bool presample = static_cache_policy(pname).presamples();
     for (int k : presample ? ks : std::vector<int>{1}) {
       PresampleOptions po;
       po.epochs = k;

@@ -405,6 +405,7 @@ void bind_partition(py::module_& m) {
         if (command == "generate rmat") return options_to_py(rmat_options());
         if (command == "generate community") return options_to_py(community_options());
         if (command == "link") return options_to_py(link_options_table());  // dsp.LinkLoader
+        if (command == "loader") return options_to_py(pyext::loader_options_table());
         DSP_THROW_T(InvalidArgument, "no option table for '{}'", command);
       },
       py::arg("command"));
@@ -488,44 +489,21 @@ struct ReleaseGilDelete {
 using LoaderHolder = std::unique_ptr<pyext::Loader, ReleaseGilDelete>;
 
 // dsp.Loader's engine from the Python arguments (dsp.Loader.__init__ passes them all).
-LoaderHolder new_loader(const std::string& path, const py::object& fanouts, int64_t batch_size,
-                        bool shuffle, const std::string& split, uint64_t seed, int prefetch,
-                        const std::string& backend, const std::string& partition_method,
-                        const std::string& device, int64_t fifo_rows, int64_t fifo_shared_rows,
-                        const std::string& transport, const std::string& topology_memory,
-                        const std::string& order, int bfs_sequences, std::optional<IdArray> nodes,
-                        std::optional<py::dict> link, std::optional<py::dict> sampler,
-                        const std::string& memory_budget) {
+// `options`: the Loader's keywords (path among them) read through loader_options_table, dsp
+// train's parsers and messages; `sampler`: the sampler's, through dsp train's sampler table
+// (csp/sampler.hpp).
+LoaderHolder new_loader(const py::object& fanouts, std::optional<IdArray> nodes,
+                        const py::dict& options, std::optional<py::dict> sampler) {
   pyext::LoaderOptions o;
-  // The rank's options through the rank room's table: dsp train's parsers and
-  // messages (pipeline/rank/options.hpp).
-  nlohmann::json rank = {{"path", path},
-                         {"backend", backend},
-                         {"partition_method", partition_method},
-                         {"device", device},
-                         {"transport", transport},
-                         {"fifo_rows", fifo_rows},
-                         {"fifo_shared_rows", fifo_shared_rows}};
-  if (!topology_memory.empty()) rank["topology_memory"] = topology_memory;
-  if (!memory_budget.empty()) rank["memory_budget"] = memory_budget;
-  read_options(rank_options_table(), rank, o.rank, "dsp.Loader");
-  read_options(seed_order_options_table(), {{"order", order}, {"bfs_sequences", bfs_sequences}},
-               o.seed_order, "dsp.Loader");
-  // dsp.LinkLoader's keywords through dsp train's link table (pipeline/link_batch.hpp), task
-  // "link" among them.
-  if (link) read_options(link_options_table(), py_to_json(*link), o.link, "dsp.LinkLoader");
-  // dsp.Loader's sampler keywords through dsp train's sampler table (csp/sampler.hpp).
+  const nlohmann::json given = py_to_json(options);
+  const char* what = given.contains("task") ? "dsp.LinkLoader" : "dsp.Loader";
+  read_options(pyext::loader_options_table(), given, o, what);
   nlohmann::json so = sampler ? py_to_json(*sampler) : nlohmann::json::object();
   DSP_CHECK_ARG(!so.contains("fanouts"), "dsp.Loader: fanouts is an argument of its own");
   // A list (every relation), the per-relation text or a {relation: [count per layer]} map: the
   // table's fanouts key reads each.
   so["fanouts"] = py_to_json(fanouts);
-  read_options(sampler_options_table(), so, o.sampler, "dsp.Loader");
-  o.batch_size = batch_size;
-  o.shuffle = shuffle;
-  o.split = parse_choice<Split>(split);
-  o.seed = seed;
-  o.prefetch = prefetch;
+  read_options(sampler_options_table(), so, o.sampler, what);
   if (nodes) {
     o.has_nodes = true;
     o.nodes.assign(nodes->data(), nodes->data() + nodes->size());
@@ -538,14 +516,8 @@ LoaderHolder new_loader(const std::string& path, const py::object& fanouts, int6
 // dsp.Loader's engine.
 void bind_loader(py::module_& m) {
   py::class_<pyext::Loader, LoaderHolder>(m, "_Loader")
-      .def(py::init(&new_loader), py::arg("path"), py::arg("fanouts"), py::arg("batch_size"),
-           py::arg("shuffle"), py::arg("split"), py::arg("seed"), py::arg("prefetch"),
-           py::arg("backend"), py::arg("partition_method"), py::arg("device") = "cpu",
-           py::arg("fifo_rows") = 0, py::arg("fifo_shared_rows") = 0, py::arg("transport") = "auto",
-           py::arg("topology_memory") = "", py::arg("order") = "random",
-           py::arg("bfs_sequences") = 4, py::arg("nodes") = py::none(),
-           py::arg("link") = py::none(), py::arg("sampler") = py::none(),
-           py::arg("memory_budget") = "")
+      .def(py::init(&new_loader), py::arg("fanouts"), py::arg("nodes") = py::none(),
+           py::arg("options") = py::dict(), py::arg("sampler") = py::none())
       .def_property_readonly("rank", &pyext::Loader::rank)
       .def_property_readonly("device",
                              [](const pyext::Loader& l) { return l.runtime().device().str(); })

@@ -68,6 +68,42 @@ const char* split_noun(Split split) {
 
 }  // namespace
 
+const OptionTable<LoaderOptions>& loader_options_table() {
+  static const OptionTable<LoaderOptions> table = [] {
+    using L = LoaderOptions;
+    using options::value;
+    // clang-format off
+#define DSP_LOADER(member) [](L& o) -> auto& { return o.member; }
+    // clang-format on
+    OptionTable<L> t{
+        value<L>("", "batch_size", "seeds (LinkLoader: training edges) per batch and rank",
+                 DSP_LOADER(batch_size)),
+        value<L>("", "shuffle", "a new order every epoch (false: ascending seed order)",
+                 DSP_LOADER(shuffle)),
+        value<L>("", "split", "the seeds: train, valid, test or all (the part's every node)",
+                 DSP_LOADER(split)),
+        value<L>("", "seed", "the sampler's and the shuffle's seed", DSP_LOADER(seed)),
+        value<L>("", "prefetch", "batches sampled and loaded ahead (0: on next())",
+                 DSP_LOADER(prefetch)),
+    };
+#undef DSP_LOADER
+    for (Option<L>& o :
+         options::embed_all<L>(rank_options_table(), [](L& o) -> RankOptions& { return o.rank; })) {
+      t.push_back(std::move(o));
+    }
+    for (Option<L>& o : options::embed_all<L>(
+             seed_order_options_table(), [](L& o) -> SeedOrderOptions& { return o.seed_order; })) {
+      t.push_back(std::move(o));
+    }
+    for (Option<L>& o :
+         options::embed_all<L>(link_options_table(), [](L& o) -> LinkOptions& { return o.link; })) {
+      t.push_back(std::move(o));
+    }
+    return t;
+  }();
+  return table;
+}
+
 std::vector<int64_t> to_dsp_ids(const std::string& dir, const int64_t* ids, int64_t n,
                                 const std::string& label) {
   return map_ids(dir, &load_old2new, ids, n, label);

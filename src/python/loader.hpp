@@ -62,6 +62,13 @@ struct LoaderOptions {
   RankOptions rank_options() const;  // the runtime of the Loader's rank
 };
 
+// The keywords of dsp.Loader and dsp.LinkLoader but the sampler's and the ones Python handles
+// (fanouts, nodes, as_tensor, pin_memory, process_group): the Loader's own (batch_size, shuffle,
+// split, seed, prefetch), then dsp train's tables embedded whole (the rank's, the seed order's,
+// link prediction's), so a keyword has dsp train's parser and message. The sampler's keywords
+// are read with sampler_options_table.
+const OptionTable<LoaderOptions>& loader_options_table();
+
 // Node ids between a partition directory's renumbering ("dsp ids", those of batches) and the
 // dataset's own ("original ids"): its old2new.npy / new2old.npy; a dataset directory's ids are
 // its own (identity). `label` names the directory in errors (the user's path). InvalidArgument

@@ -166,7 +166,8 @@ def test_cuda_device_is_a_clear_error_without_a_gpu(cora_p1):
     with pytest.raises(dsp.NotSupported, match="needs a CUDA device"):
         dsp.Loader(cora_p1, fanouts=[5], batch_size=16, device="cuda")
     with pytest.raises(dsp.InvalidArgument, match="--device cuda:0: "):
-        dsp._dsp._Loader(cora_p1, [5], 16, True, "train", 0, 0, "self", "metis", "cuda")
+        dsp._dsp._Loader([5], None, {"path": cora_p1, "batch_size": 16, "backend": "self",
+                                     "device": "cuda"})
 
 
 def test_bfs_seed_order_as_dsp_train(cora_p1):

@@ -74,3 +74,18 @@ def test_partition_dry_run_is_the_clis_estimate(cora, tmp_path):
                                         r"is "):
         dsp.partition(cora, str(tmp_path / "p"), parts=2, memory_budget="1K")
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("cls", ["Loader", "LinkLoader"])
+def test_loader_keywords_are_the_engines_table(cls):
+    # Every keyword of the Loaders but those Python handles is a key of the engine's table
+    # (the Loader's own and dsp train's rank, seed order and link tables), with its default.
+    import inspect
+    table = {o["key"]: o["default"] for o in _dsp._options("loader")}
+    params = inspect.signature(getattr(dsp, cls).__init__).parameters
+    keywords = {k: p.default for k, p in params.items()
+                if k not in dsp._NOT_ENGINE and p.kind is p.POSITIONAL_OR_KEYWORD}
+    assert keywords and set(keywords) <= set(table), set(keywords) - set(table)
+    for k, default in keywords.items():
+        if default is not None:  # None: the table's default
+            assert table[k] == (list(default) if isinstance(default, tuple) else default), k

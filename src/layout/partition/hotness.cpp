@@ -67,6 +67,7 @@ class Presample final : public StaticCachePolicy {
  public:
   const char* name() const override { return "presample"; }
   bool at_train_time() const override { return false; }
+  bool presamples() const override { return true; }
   std::vector<int64_t> scores(const CacheScoreInputs& in) const override {
     const Csr& g = graph_of(in, name());
     DSP_CHECK_ARG(static_cast<bool>(in.presample),

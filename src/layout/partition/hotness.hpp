@@ -52,6 +52,9 @@ class StaticCachePolicy {
   // scores from what every rank holds); the others are chosen by dsp partition.
   virtual bool at_train_time() const = 0;
   virtual bool caches() const { return true; }  // false: none
+  // Whether it scores by the visits of presampled epochs (CacheScoreInputs::presample), which
+  // the caller then runs first (dsp partition, dsp bench cache).
+  virtual bool presamples() const { return false; }
 };
 
 // The policy of that name; InvalidArgument "unknown cache policy ..." naming the others.

@@ -211,7 +211,7 @@ PartitionMeta run_partition(PartitionCommand& cmd,
   // Refused before any work (StagedDir checks again when it writes).
   DSP_CHECK_T(IoError, cmd.dry_run || cmd.o.overwrite || !path_exists(cmd.out),
               "{}: already exists (pass --overwrite to replace it)", cmd.out);
-  if (cmd.o.cache_policy == "presample") cmd.o.presample = presample(cmd);
+  if (static_cache_policy(cmd.o.cache_policy).presamples()) cmd.o.presample = presample(cmd);
   const PartitionPlan p = plan_memory(cmd);
   if (plan) *plan = p;
   if (cmd.dry_run) return {};
