@@ -1,20 +1,21 @@
 // `dsp bench cache PATH`: hit rates of the cache policies vs the optimal oracle on recorded
-// sampling traces, single process (traces and scoring: csp/cache_trace.hpp, csp/cache_bench.hpp).
+// sampling traces, single process (traces and scoring: bench/cache_trace.hpp,
+// bench/cache_bench.hpp).
 #include <omp.h>
 
 #include <algorithm>
 
+#include "bench/cache_bench.hpp"
 #include "bench_common.hpp"
 #include "ccc/communicator.hpp"
 #include "core/error.hpp"
 #include "core/lists.hpp"
 #include "core/timer.hpp"
-#include "csp/cache_bench.hpp"
 #include "csp/presample.hpp"
 #include "graph/dataset.hpp"
 #include "layout/partition/partition.hpp"
-#include "pipeline/seed_order.hpp"
 #include "layout/partition/partition_dir.hpp"
+#include "pipeline/seed_order.hpp"
 
 namespace dsp::cli {
 namespace {

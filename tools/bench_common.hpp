@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_memory.hpp"
 #include "commands.hpp"
 #include "core/fs.hpp"
 #include "core/memory.hpp"
-#include "pipeline/bench_memory.hpp"
 #include "pipeline/rank/runtime.hpp"
 
 namespace dsp {

@@ -1,12 +1,12 @@
 // `dsp bench gather PARTITION`: FeatureStore::gather against a per-row memcpy loop and a
-// contiguous memcpy (measured in layout/store/gather_bench.cpp); on a GPU rank also the device's
+// contiguous memcpy (measured in src/bench/gather_bench.cpp); on a GPU rank also the device's
 // copy ceilings.
 #include "bench_common.hpp"
 #include "ccc/communicator.hpp"
 #ifdef DSP_HAVE_CUDA
 #include "core/cuda/memory.hpp"
 #endif
-#include "layout/store/gather_bench.hpp"
+#include "bench/gather_bench.hpp"
 
 namespace dsp::cli {
 namespace {

@@ -1,13 +1,13 @@
 // `dsp bench pipeline PARTITION`: epoch time of training with the pipeline on vs off and the
-// per-stage breakdown (pipeline/bench.hpp runs the modes; the trainer is here, in the CLI, as in
-// `dsp train`). Only in a build with the trainer (LibTorch).
+// per-stage breakdown (bench/pipeline_bench.hpp runs the modes; the trainer is here, in the CLI, as
+// in `dsp train`). Only in a build with the trainer (LibTorch).
 #ifdef DSP_HAVE_TRAIN
+#include "bench/pipeline_bench.hpp"
 #include "bench_common.hpp"
 #include "ccc/coordinator.hpp"
 #include "core/error.hpp"
 #include "core/lists.hpp"
 #include "core/logging.hpp"
-#include "pipeline/bench.hpp"
 #include "pipeline/roles.hpp"
 #include "pipeline/scheduler.hpp"
 #include "train/trainer.hpp"
@@ -160,7 +160,8 @@ void print_pipeline_table(const nlohmann::json& j) {
   if (j.contains("vs_off")) {
     std::string line;
     for (auto it = j["vs_off"].begin(); it != j["vs_off"].end(); ++it) {
-      if (it.key() != "off") line += fmt::format(" {} {:.2f}x", it.key(), it.value().get<double>());
+      if (it.key() != name_of(PipelineMode::kSequential))
+        line += fmt::format(" {} {:.2f}x", it.key(), it.value().get<double>());
     }
     if (!line.empty()) fmt::print("  speedup over off (off / mode epoch time):{}\n", line);
   }

@@ -1,6 +1,6 @@
 // `dsp bench volumes PARTITION` (under mpirun -np P) and `dsp bench project RUN.json...`: the
 // per-rank communication volumes of a P-rank job, then the epoch time and speedup they project
-// for P GPUs (the model: pipeline/projection.hpp). Two commands, because a projection needs runs
+// for P GPUs (the model: bench/projection.hpp). Two commands, because a projection needs runs
 // at several P, each its own job over its own P-part partition: each run writes its figures, and
 // the projection reads them (as it reads one-device stage times a GPU lease measured later).
 #include <fmt/format.h>
@@ -10,10 +10,10 @@
 #include <fstream>
 #include <map>
 
+#include "bench/projection.hpp"
 #include "bench_common.hpp"
 #include "core/error.hpp"
 #include "core/lists.hpp"
-#include "pipeline/projection.hpp"
 #ifdef DSP_HAVE_TRAIN
 #include "ccc/coordinator.hpp"
 #include "core/timer.hpp"

@@ -1,8 +1,8 @@
 // `dsp bench sample PARTITION`: collective sampling throughput per stage and layer and the bytes
-// moved, CSP vs pull (measured in csp/sample_bench.cpp).
+// moved, CSP vs pull (measured in src/bench/sample_bench.cpp).
+#include "bench/sample_bench.hpp"
 #include "bench_common.hpp"
 #include "ccc/communicator.hpp"
-#include "csp/sample_bench.hpp"
 
 namespace dsp::cli {
 namespace {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -43,6 +44,12 @@ class Names {
     for (const Entry& x : entries_)
       if (s == x.name) return x.value;
     DSP_THROW_T(InvalidArgument, "unknown {} '{}' ({})", noun_, s, list(", "));
+  }
+  // The value named `s`, or none (a format's reader gives its own message).
+  std::optional<E> find(std::string_view s) const {
+    for (const Entry& x : entries_)
+      if (s == x.name) return x.value;
+    return std::nullopt;
   }
   std::string list(const char* sep) const {
     std::string out;

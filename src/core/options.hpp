@@ -52,6 +52,12 @@ template <class T>
 struct Parsed<T, std::void_t<decltype(T::parse(std::string())), decltype(std::declval<T>().str())>>
     : std::true_type {};
 
+// A list of choices (--preaggregate-kinds mean,gcn): each name read by the choice's table.
+template <class T>
+struct ChoiceList : std::false_type {};
+template <class E>
+struct ChoiceList<std::vector<E>> : std::bool_constant<is_choice_v<E>> {};
+
 // A value of type T from a flag's text, one way for every option of that type.
 template <class T>
 T from_text(const std::string& s, const std::string& flag) {
@@ -65,6 +71,11 @@ T from_text(const std::string& s, const std::string& flag) {
     return parse_int_list(s, flag.c_str());
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     return split_list(s);
+  } else if constexpr (ChoiceList<T>::value) {
+    T out;
+    for (const std::string& name : split_list(s))
+      out.push_back(parse_choice<typename T::value_type>(name));
+    return out;
   } else if constexpr (std::is_same_v<T, bool>) {
     DSP_CHECK_ARG(s == "true" || s == "false", "{} must be true or false, got '{}'", flag, s);
     return s == "true";
@@ -88,6 +99,9 @@ T from_text(const std::string& s, const std::string& flag) {
 template <class T>
 std::string type_of() {
   if constexpr (is_choice_v<T>) return "TEXT:{" + names_of(T{}).list(",") + "}";
+  if constexpr (ChoiceList<T>::value) {
+    return "LIST:{" + names_of(typename T::value_type{}).list(",") + "}";
+  }
   if constexpr (std::is_same_v<T, std::string> || Parsed<T>::value) return "TEXT";
   if constexpr (std::is_same_v<T, std::vector<int>>) return "LIST";
   if constexpr (std::is_same_v<T, std::vector<std::string>>) return "LIST";
@@ -193,6 +207,13 @@ OptionTable<C> embed_all(const OptionTable<S>& table, Get get) {
   OptionTable<C> out;
   for (const Option<S>& o : table) out.push_back(embed<C>(o, get));
   return out;
+}
+
+// `part`'s entries appended to `table` (a command's own entries, then its modules' tables
+// embedded whole).
+template <class C>
+void append(OptionTable<C>& table, OptionTable<C> part) {
+  for (Option<C>& o : part) table.push_back(std::move(o));
 }
 
 // The entry of `table` with that key (a programming error if there is none).

@@ -77,4 +77,64 @@ std::unique_ptr<LayerScheme> make_layer_scheme(const SamplerOptions& o, const Pa
 // LABOR's (labor_scheme in sampler_labor.cpp).
 std::unique_ptr<LayerScheme> make_labor_scheme(const SamplerOptions& o);
 
+// How a temporal batch's layers become blocks (CollectiveSampler::sample_temporal;
+// sampler_temporal.cpp): a block over (id, time) pairs, the picks inheriting their destination's
+// time. The relabel keys a pair as id * K + k (k: the time's index among the batch's K distinct
+// seed times) in the backend's table when N * K < 2^32 - 1 (temporal_keys_fit), else (or when
+// SamplerOptions::temporal_host_relabel) on the host. Holds the buffers of the keys.
+class TemporalScheme {
+ public:
+  TemporalScheme(const SamplerOptions& o, int64_t num_nodes)
+      : host_relabel_(o.temporal_host_relabel), num_nodes_(num_nodes) {}
+  // Layer l's block over the (id, time) pairs of the frontier (ids, time indices tix into the
+  // batch's K distinct times tv) and its picks `lo`; ids and tix become the next frontier.
+  void relabel(SamplerBackend& be, std::vector<int64_t>& ids, std::vector<int64_t>& tix,
+               const std::vector<int64_t>& tv, const LayerPicks& lo, int l, Block& b);
+
+ private:
+  bool host_relabel_;
+  int64_t num_nodes_;
+  // The destinations' combined keys, the picks' and the destinations' time indices (their tags).
+  std::unique_ptr<BackendBuffer> key_dst_, key_picks_, key_tags_;
+};
+
+// How a heterogeneous batch's layers pick (CollectiveSampler::sample_hetero; sampler_hetero.cpp):
+// every frontier node v of type t takes, for each relation r into t, its layer's fanout of r as
+// the task v R + r, which the protocol sends to v's owner, whose backend draws it from the row
+// segment of r (relation_indptr); the block carries each edge's relation and each source's type.
+// Holds only what typed sampling needs: the relations, their fanouts, its host scratch and the
+// buffers it uploads through.
+class TypedScheme {
+ public:
+  // Refuses the samplers a heterogeneous graph does not support and resolves the per-relation
+  // fanouts of `o` (resolve_relation_fanouts); o.fanouts becomes each layer's largest count (the
+  // layer count and the stats' size).
+  TypedScheme(const PartitionData& part, SamplerOptions& o);
+  int64_t num_relations() const { return num_rel_; }
+  const std::vector<std::vector<int>>& fanouts() const { return fanouts_; }
+  // A batch's excluded pairs as the protocol carries them, (dst R + rel, src): "" when they are
+  // node ids of a relation, else the fault.
+  std::string exclusions(const CollectiveSampler::ExcludedEdges& ex,
+                         CollectiveSampler::ExcludedEdges& tasks) const;
+  // Layer l of the frontier nodes[0, n) (host, with their types), drawn with `key`, into `out`
+  // (host memory).
+  void layer(LayerProtocol& p, const int64_t* nodes, const int32_t* types, int64_t n, uint64_t key,
+             int l, Block& out);
+
+ private:
+  void attach_relations(const int32_t* types, int64_t n, Block& out) const;
+
+  const PartitionData& part_;
+  int64_t num_rel_ = 1;
+  std::vector<std::vector<int>> fanouts_;      // [layer][relation]
+  std::vector<std::vector<int>> rels_by_dst_;  // relations by destination type
+  // One layer's host arrays (tasks, fanouts and relations in task order, each node's first task,
+  // the picks' offsets per task and per node), kept for their capacity.
+  std::vector<int64_t> tasks_, first_, toff_, noff_;
+  std::vector<int32_t> fan_, rel_;
+  // Where a device backend reads the tasks, their fanouts, the per-node offsets and the
+  // destinations (made on first use).
+  std::unique_ptr<BackendBuffer> d_tasks_, d_fan_, d_offsets_, d_dst_;
+};
+
 }  // namespace dsp

@@ -15,6 +15,7 @@
 #include "csp/layer_scheme.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler_detail.hpp"
+#include "csp/scheme_protocol.hpp"
 
 namespace dsp {
 
@@ -150,7 +151,11 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
   offsets_ = part_.meta.offsets;
   begin_ = offsets_[rank_];
   end_ = offsets_[rank_ + 1];
-  if (part_.meta.hetero) init_hetero();
+  if (part_.meta.hetero) {
+    typed_ = std::make_unique<TypedScheme>(part_, opts_);
+    for (int64_t& o : offsets_) o *= typed_->num_relations();
+  }
+  if (opts_.temporal) temporal_ = std::make_unique<TemporalScheme>(opts_, part_.meta.num_nodes);
   DSP_CHECK_ARG(part_.meta.hetero || opts_.relation_fanouts.empty(),
                 "--fanouts: per-relation fanouts need a heterogeneous graph");
   DSP_CHECK_ARG(part_.meta.num_nodes < (int64_t{1} << 32) - 1,
@@ -168,8 +173,8 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
   scheme_ = make_layer_scheme(opts_, part_, cum_, comm_);  // collective when biased layer-wise
   LocalTopology topo = local_topology(part_, begin_, opts_.biased ? cum_.data() : nullptr);
   if (part_.meta.hetero) {  // rows are (node, relation) segments: task ids v R + r
-    topo.num_rows = part_.patch.num_nodes * num_rel_;
-    topo.row_base = begin_ * num_rel_;
+    topo.num_rows = part_.patch.num_nodes * typed_->num_relations();
+    topo.row_base = begin_ * typed_->num_relations();
     topo.indptr = part_.relation_indptr.data<int64_t>();
     topo.hot_nodes = nullptr;
     topo.num_hot = 0;
@@ -193,6 +198,11 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
 }
 
 CollectiveSampler::~CollectiveSampler() = default;
+
+const std::vector<std::vector<int>>& CollectiveSampler::relation_fanouts() const {
+  static const std::vector<std::vector<int>> none;
+  return typed_ ? typed_->fanouts() : none;
+}
 
 void CollectiveSampler::reset_stats() {
   stats_ = SamplerStats{};
@@ -281,11 +291,9 @@ void compact(int64_t n, const int64_t* slot, const int32_t* cnt, const int64_t* 
 // self part: a local copy).
 
 CollectiveSampler::Buffers::Buffers(const SamplerBackend& be) {
-  for (auto* b :
-       {&tasks,         &perm,        &served,         &counts,         &nbrs,       &weights,
-        &answer_counts, &answer_nbrs, &answer_weights, &offsets,        &layer_nbrs, &layer_weights,
-        &fanout,        &frontier,    &next,           &frontier_times, &task_times, &served_times,
-        &key_dst,       &key_picks,   &key_tags}) {
+  for (auto* b : {&tasks, &perm, &served, &counts, &nbrs, &weights, &answer_counts, &answer_nbrs,
+                  &answer_weights, &offsets, &layer_nbrs, &layer_weights, &fanout, &frontier, &next,
+                  &frontier_times, &task_times, &served_times}) {
     *b = be.make_buffer();
   }
 }
@@ -564,44 +572,6 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
                                        int64_t batch) {
   return sample(seeds, epoch, batch, nullptr);
 }
-
-class CollectiveSampler::SchemeProtocol final : public LayerProtocol {
- public:
-  explicit SchemeProtocol(CollectiveSampler& s) : s_(s) {}
-  LayerPicks run_layer(const int64_t* frontier, int64_t nf, const int32_t* fanout, int uniform,
-                       uint64_t key, const int64_t* known, int64_t max_picks) override {
-    return s_.run_layer(frontier, nf, fanout, uniform, key, nullptr, known, max_picks);
-  }
-  void fetch_rows(const int64_t* frontier, int64_t nf, std::vector<int64_t>& off,
-                  std::vector<int64_t>& ids) override {
-    s_.fetch_rows(frontier, nf, off, ids);
-  }
-  LayerPicks own_picks(const std::vector<int64_t>& off, const std::vector<int64_t>& nbrs,
-                       const std::vector<float>& weights) override {
-    Buffers& b = *s_.buf_;
-    upload(*s_.backend_, *b.offsets, off);
-    upload(*s_.backend_, *b.layer_nbrs, nbrs);
-    upload(*s_.backend_, *b.layer_weights, weights);
-    LayerPicks out;
-    out.offsets = b.offsets->as<int64_t>();
-    out.nbrs = b.layer_nbrs->as<int64_t>();
-    out.weights = b.layer_weights->as<float>();
-    out.total = static_cast<int64_t>(nbrs.size());
-    out.exact = true;  // made here: relabel reads the block with its sizes
-    return out;
-  }
-  const int32_t* upload_fanouts(const std::vector<int32_t>& counts) override {
-    upload(*s_.backend_, *s_.buf_->fanout, counts);
-    return s_.buf_->fanout->as<int32_t>();
-  }
-  SamplerBackend& backend() override { return *s_.backend_; }
-  SamplerStats& stats() override { return s_.stats_; }
-  int size() const override { return s_.size_; }
-  int owner_of(int64_t v) const override { return csp::owner_of(s_.offsets_.data(), s_.size_, v); }
-
- private:
-  CollectiveSampler& s_;
-};
 
 void CollectiveSampler::fetch_rows(const int64_t* f, int64_t nf, std::vector<int64_t>& off,
                                    std::vector<int64_t>& ids) {

@@ -199,6 +199,8 @@ struct SamplerStats {
 
 class EdgeExclusions;
 class LayerScheme;
+class TypedScheme;
+class TemporalScheme;
 
 class CollectiveSampler {
  public:
@@ -272,7 +274,7 @@ class CollectiveSampler {
   SampledBatch sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
                              const ExcludedEdges* exclude = nullptr);
   // [layer][relation] fanouts of a heterogeneous sampler (empty otherwise).
-  const std::vector<std::vector<int>>& relation_fanouts() const { return rel_fanouts_; }
+  const std::vector<std::vector<int>>& relation_fanouts() const;
 
   // A batch of node seeds as dsp train, dsp bench sample and dsp.Loader sample it: sample(), for
   // a heterogeneous partition sample_hetero, or
@@ -301,16 +303,12 @@ class CollectiveSampler {
     std::unique_ptr<BackendBuffer> answer_counts, answer_nbrs, answer_weights;
     // frontier order: the layer's picks; the frontier, its fanouts (layer-wise) and the next one
     std::unique_ptr<BackendBuffer> offsets, layer_nbrs, layer_weights, fanout, frontier, next;
-    // temporal: the frontier's times, the tasks' (grouped, served order), the relabel's combined
-    // keys and the destinations' time indices (their tags)
-    std::unique_ptr<BackendBuffer> frontier_times, task_times, served_times, key_dst, key_picks,
-        key_tags;
+    // temporal: the frontier's times, the tasks' (grouped, served order)
+    std::unique_ptr<BackendBuffer> frontier_times, task_times, served_times;
   };
   void check_collective(bool ok, const std::string& msg);
   // check_collective that also tells whether any rank set `any` (the same one all_reduce).
   bool check_collective_any(bool ok, const std::string& msg, bool any);
-  // A heterogeneous batch's pairs as tasks (sample_hetero): "" or the fault.
-  std::string hetero_exclusions(const ExcludedEdges& ex, ExcludedEdges& tasks) const;
   // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
   // `uniform_fanout`. The picks stay valid until the next layer.
   // host_times (temporal): the frontier nodes' times, host memory; null otherwise.
@@ -322,10 +320,6 @@ class CollectiveSampler {
   // Temporal: the grouped tasks' times (host_times of the nf frontier nodes by the group's
   // permutation, where it is) into task_times.
   void group_times(const int64_t* host_times, int64_t nf, int64_t ng);
-  // Temporal: layer l's block over the (id, time) pairs of the frontier (ids, time indices tix
-  // into the batch's K distinct times tv) and its picks; ids and tix become the next frontier.
-  void relabel_temporal(std::vector<int64_t>& ids, std::vector<int64_t>& tix,
-                        const std::vector<int64_t>& tv, const LayerPicks& lo, int l, Block& b);
   void exchange(const BackendBuffer& send, const std::vector<int64_t>& sc, BackendBuffer& recv,
                 const std::vector<int64_t>& rc, DType t, const char* label);
   void shuffle();
@@ -346,29 +340,13 @@ class CollectiveSampler {
   void fetch_rows(const int64_t* frontier, int64_t nf, std::vector<int64_t>& off,
                   std::vector<int64_t>& ids);
 
-  // Heterogeneous: the relations, fanouts and task id space of a heterogeneous partition
-  // (constructor; refuses the samplers it does not support).
-  void init_hetero();
-  // Heterogeneous: one layer's tasks of the frontier nodes[0, n) (host, with their types) and
-  // the block over them.
-  void hetero_layer(const int64_t* nodes, const int32_t* types, int64_t n, int64_t epoch,
-                    int64_t batch, int l, Block& out);
-  void attach_relations(const int32_t* types, int64_t n, Block& out);
-
   const PartitionData& part_;
   Communicator& comm_;
   SamplerOptions opts_;
-  // Heterogeneous: [layer][relation] fanouts, relations by destination type, R (1 otherwise:
-  // offsets_, begin_ and end_ are then in task ids v R + r).
-  std::vector<std::vector<int>> rel_fanouts_;
-  std::vector<std::vector<int>> rels_by_dst_;
-  int64_t num_rel_ = 1;
-  // Heterogeneous: one layer's host arrays (tasks, fanouts and relations in task order, each
-  // node's first task, the picks' offsets per task and per node), kept for their capacity.
-  struct HeteroScratch {
-    std::vector<int64_t> tasks, first, toff, noff;
-    std::vector<int32_t> fan, rel;
-  } hetero_;
+  // Heterogeneous: how its layers pick (layer_scheme.hpp); offsets_ are then in task ids v R + r.
+  std::unique_ptr<TypedScheme> typed_;
+  // Temporal: how its layers become blocks over (id, time) pairs (layer_scheme.hpp).
+  std::unique_ptr<TemporalScheme> temporal_;
   int rank_ = 0, size_ = 1;
   int64_t begin_ = 0, end_ = 0;
   std::vector<int64_t> offsets_;

@@ -2,6 +2,7 @@
 // Host-side helpers that the sampler's files share (sampler.cpp: the protocol; sampler_labor.cpp,
 // sampler_walks.cpp): prefix offsets, host all-to-alls, and moving a buffer's elements between
 // the host and the backend. Private to src/csp.
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -66,6 +67,22 @@ class HostFill {
   T* p_ = nullptr;
   std::vector<T> tmp_;
 };
+// n host elements where the backend reads them: v itself for a host backend, else uploaded to buf.
+template <class T>
+const T* in_backend(SamplerBackend& be, BackendBuffer& buf, const T* v, int64_t n) {
+  if (be.memory() == MemorySpace::kHost) return v;
+  T* d = buf.reserve_n<T>(std::max<int64_t>(n, 1));
+  be.to_backend(d, v, n * sizeof(T));
+  return d;
+}
+// n elements of backend memory readable on the host (the memory itself for a host backend).
+template <class T>
+const T* on_host(SamplerBackend& be, const T* p, int64_t n, std::vector<T>& tmp) {
+  if (be.memory() == MemorySpace::kHost) return p;
+  tmp.resize(n);
+  if (n) be.to_host(tmp.data(), p, n * sizeof(T));
+  return tmp.data();
+}
 // v into buf; with `own_only`, for the backend's own later calls only (to_backend_async: no wait).
 template <class T>
 void upload(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v,

@@ -1,6 +1,6 @@
-// Heterogeneous sampling (CollectiveSampler::sample_hetero): per-relation fanouts, every layer's
+// Heterogeneous sampling: per-relation fanouts (--fanouts rel:count), TypedScheme (every layer's
 // (node, relation) tasks through one CSP round, blocks over union ids with relation and type
-// arrays.
+// arrays) and the protocol's front end for it, CollectiveSampler::sample_hetero.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,7 +10,9 @@
 #include "core/lists.hpp"
 #include "core/timer.hpp"
 #include "csp/exclusions.hpp"
+#include "csp/layer_scheme.hpp"
 #include "csp/sampler.hpp"
+#include "csp/scheme_protocol.hpp"
 
 namespace dsp {
 
@@ -164,10 +166,10 @@ std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
   return out;
 }
 
-void CollectiveSampler::init_hetero() {
+TypedScheme::TypedScheme(const PartitionData& part, SamplerOptions& o) : part_(part) {
   const HeteroSchema& s = part_.meta.hetero->schema;
-  DSP_CHECK_ARG(!opts_.labor && opts_.scheme == SampleScheme::kNodeWise && !opts_.biased &&
-                    !opts_.temporal && opts_.mode == SampleMode::kCsp,
+  DSP_CHECK_ARG(!o.labor && o.scheme == SampleScheme::kNodeWise && !o.biased && !o.temporal &&
+                    o.mode == SampleMode::kCsp,
                 "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
                 "(--sampler labor|layer, biased, temporal and pull sampling are not supported "
                 "on it)");
@@ -177,83 +179,67 @@ void CollectiveSampler::init_hetero() {
   DSP_CHECK_ARG(part_.meta.num_nodes * num_rel_ < (int64_t{1} << csp::kTaskShift),
                 "sampler: {} nodes x {} relations exceed the 2^{} task ids", part_.meta.num_nodes,
                 num_rel_, csp::kTaskShift);
-  rel_fanouts_ = resolve_relation_fanouts(opts_, s);
-  opts_.fanouts.clear();  // each layer's largest count: the layer count and the stats' size
-  for (const std::vector<int>& f : rel_fanouts_) {
-    opts_.fanouts.push_back(std::max(1, *std::max_element(f.begin(), f.end())));
+  fanouts_ = resolve_relation_fanouts(o, s);
+  o.fanouts.clear();
+  for (const std::vector<int>& f : fanouts_) {
+    o.fanouts.push_back(std::max(1, *std::max_element(f.begin(), f.end())));
   }
   rels_by_dst_.assign(s.num_types(), {});
   for (int r = 0; r < s.num_relations(); ++r) rels_by_dst_[s.relations[r].dst_type].push_back(r);
-  for (int64_t& o : offsets_) o *= num_rel_;
 }
 
-void CollectiveSampler::hetero_layer(const int64_t* nodes, const int32_t* types, int64_t n,
-                                     int64_t epoch, int64_t batch, int l, Block& out) {
+void TypedScheme::layer(LayerProtocol& p, const int64_t* nodes, const int32_t* types, int64_t n,
+                        uint64_t key, int l, Block& out) {
   // Tasks: node i's relations into its type, in relation order, as ids v R + r; node i's tasks
   // are [first[i], first[i + 1]). The host arrays are members: reused, so no page faults.
-  HeteroScratch& hs = hetero_;
-  const std::vector<int>& fan = rel_fanouts_[l];
-  hs.tasks.clear();
-  hs.fan.clear();
-  hs.rel.clear();
-  hs.first.resize(n + 1);
+  const std::vector<int>& fan = fanouts_[l];
+  tasks_.clear();
+  fan_.clear();
+  rel_.clear();
+  first_.resize(n + 1);
   int max_fan = 1;
   for (int64_t i = 0; i < n; ++i) {
-    hs.first[i] = static_cast<int64_t>(hs.tasks.size());
+    first_[i] = static_cast<int64_t>(tasks_.size());
     for (int r : rels_by_dst_[types[i]]) {
       if (fan[r] == 0) continue;
-      hs.tasks.push_back(nodes[i] * num_rel_ + r);
-      hs.fan.push_back(fan[r]);
-      hs.rel.push_back(r);
+      tasks_.push_back(nodes[i] * num_rel_ + r);
+      fan_.push_back(fan[r]);
+      rel_.push_back(r);
       max_fan = std::max(max_fan, fan[r]);
     }
   }
-  hs.first[n] = static_cast<int64_t>(hs.tasks.size());
-  const int64_t nt = static_cast<int64_t>(hs.tasks.size());
-  Buffers& bf = *buf_;
-  const bool host = backend_->memory() == MemorySpace::kHost;
-  const int64_t* task_ptr = hs.tasks.data();
-  const int32_t* fan_ptr = hs.fan.data();
-  if (!host) {
-    backend_->to_backend(bf.frontier->reserve_n<int64_t>(nt), task_ptr, nt * sizeof(int64_t));
-    backend_->to_backend(bf.fanout->reserve_n<int32_t>(nt), fan_ptr, nt * sizeof(int32_t));
-    task_ptr = bf.frontier->as<int64_t>();
-    fan_ptr = bf.fanout->as<int32_t>();
+  first_[n] = static_cast<int64_t>(tasks_.size());
+  const int64_t nt = static_cast<int64_t>(tasks_.size());
+  SamplerBackend& be = p.backend();
+  if (!d_tasks_) {
+    for (auto* b : {&d_tasks_, &d_fan_, &d_offsets_, &d_dst_}) *b = be.make_buffer();
   }
+  using csp_detail::in_backend;
   const LayerPicks lo =
-      run_layer(task_ptr, nt, fan_ptr, max_fan, rng_key(opts_.seed, epoch, batch, l));
+      p.run_layer(in_backend(be, *d_tasks_, tasks_.data(), nt), nt,
+                  in_backend(be, *d_fan_, fan_.data(), nt), max_fan, key, nullptr, -1);
   Stopwatch sw;
   // The picks per node: its tasks' picks are consecutive (tasks in node order).
-  hs.toff.resize(nt + 1);
-  backend_->to_host(hs.toff.data(), lo.offsets, (nt + 1) * sizeof(int64_t));
-  hs.noff.resize(n + 1);
-  for (int64_t i = 0; i <= n; ++i) hs.noff[i] = hs.toff[hs.first[i]];
+  toff_.resize(nt + 1);
+  be.to_host(toff_.data(), lo.offsets, (nt + 1) * sizeof(int64_t));
+  noff_.resize(n + 1);
+  for (int64_t i = 0; i <= n; ++i) noff_[i] = toff_[first_[i]];
   LayerPicks per_node = lo;
-  per_node.offsets = hs.noff.data();
-  const int64_t* dst = nodes;
-  if (!host) {
-    backend_->to_backend(bf.offsets->reserve_n<int64_t>(n + 1), hs.noff.data(),
-                         (n + 1) * sizeof(int64_t));
-    per_node.offsets = bf.offsets->as<int64_t>();
-    backend_->to_backend(bf.next->reserve_n<int64_t>(n), nodes, n * sizeof(int64_t));
-    dst = bf.next->as<int64_t>();
-  }
-  backend_->relabel(dst, n, per_node, l, out, nullptr, nullptr);
+  per_node.offsets = in_backend(be, *d_offsets_, noff_.data(), n + 1);
+  be.relabel(in_backend(be, *d_dst_, nodes, n), n, per_node, l, out, nullptr, nullptr);
   out.edges_to_host();
   attach_relations(types, n, out);
-  stats_.t_relabel += sw.seconds();
+  p.stats().t_relabel += sw.seconds();
 }
 
 // A heterogeneous block's edge_types (task j's picks carry its relation) and src_types: the
 // destinations' types, then each new source takes the source type of the relation of its first
 // edge (every pick of relation r is an r.src node), no lookup.
-void CollectiveSampler::attach_relations(const int32_t* types, int64_t n, Block& out) {
-  const HeteroScratch& hs = hetero_;
+void TypedScheme::attach_relations(const int32_t* types, int64_t n, Block& out) const {
   const HeteroSchema& s = part_.meta.hetero->schema;
   out.edge_types.resize(out.num_edges());
-  for (size_t j = 0; j + 1 < hs.toff.size(); ++j) {
-    std::fill(out.edge_types.begin() + hs.toff[j], out.edge_types.begin() + hs.toff[j + 1],
-              hs.rel[j]);
+  for (size_t j = 0; j + 1 < toff_.size(); ++j) {
+    std::fill(out.edge_types.begin() + toff_[j], out.edge_types.begin() + toff_[j + 1], rel_[j]);
   }
   out.src_types.assign(out.num_src, -1);
   std::copy(types, types + n, out.src_types.begin());
@@ -263,10 +249,8 @@ void CollectiveSampler::attach_relations(const int32_t* types, int64_t n, Block&
   }
 }
 
-// A heterogeneous batch's excluded pairs as the protocol carries them: (dst R + rel, src).
-// "" when they are, else the fault.
-std::string CollectiveSampler::hetero_exclusions(const ExcludedEdges& ex,
-                                                 ExcludedEdges& tasks) const {
+std::string TypedScheme::exclusions(const CollectiveSampler::ExcludedEdges& ex,
+                                    CollectiveSampler::ExcludedEdges& tasks) const {
   const int64_t n = part_.meta.num_nodes;
   if (ex.dst.size() != ex.src.size() || ex.rel.size() != ex.dst.size()) {
     return fmt::format(
@@ -297,7 +281,7 @@ SampledBatch CollectiveSampler::sample_hetero(const std::vector<int64_t>& seeds,
                                       : "sampler: sample_hetero needs a heterogeneous partition";
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   ExcludedEdges tasks;
-  if (err.empty() && has_ex) err = hetero_exclusions(*exclude, tasks);
+  if (err.empty() && has_ex) err = typed_->exclusions(*exclude, tasks);
   const bool any_ex = check_collective_any(err.empty(), err, has_ex);
   const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
   ex_->clear();
@@ -309,16 +293,17 @@ SampledBatch CollectiveSampler::sample_hetero(const std::vector<int64_t>& seeds,
   out.seeds = seeds;
   std::vector<int32_t> seed_types(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) seed_types[i] = h.type_of(seeds[i]);
-  const int L = static_cast<int>(rel_fanouts_.size());
+  const int L = static_cast<int>(typed_->fanouts().size());
   std::vector<Block> blocks(L);
+  SchemeProtocol protocol(*this);
   for (int l = 0; l < L; ++l) {
     Stopwatch lsw;
     // the frontier: the seeds, then the previous block's sources
     const Block* prev = l ? &blocks[l - 1] : nullptr;
-    hetero_layer(prev ? prev->src_ids.data() : seeds.data(),
-                 prev ? prev->src_types.data() : seed_types.data(),
-                 prev ? prev->num_src : static_cast<int64_t>(seeds.size()), epoch, batch, l,
-                 blocks[l]);
+    typed_->layer(protocol, prev ? prev->src_ids.data() : seeds.data(),
+                  prev ? prev->src_types.data() : seed_types.data(),
+                  prev ? prev->num_src : static_cast<int64_t>(seeds.size()),
+                  rng_key(opts_.seed, epoch, batch, l), l, blocks[l]);
     stats_.sampled_edges += blocks[l].num_edges();
     stats_.layer_sources[l] += blocks[l].num_src;
     stats_.t_layer[l] += lsw.seconds();

@@ -7,9 +7,14 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/timer.hpp"
+#include "csp/layer_scheme.hpp"
 #include "csp/sampler.hpp"
+#include "csp/sampler_detail.hpp"
 
 namespace dsp {
+
+using csp_detail::in_backend;
+using csp_detail::on_host;
 
 bool temporal_keys_fit(int64_t num_nodes, int64_t times) {
   // Keys id * times + index lie in [0, num_nodes * times); the table takes keys < 2^32 - 1.
@@ -59,24 +64,6 @@ std::string temporal_seed_error(const std::vector<int64_t>& seeds,
   return "";
 }
 
-// n host elements where the backend reads them: v itself for a host backend, else uploaded to buf.
-template <class T>
-const T* in_backend(SamplerBackend& be, BackendBuffer& buf, const T* v, int64_t n) {
-  if (be.memory() == MemorySpace::kHost) return v;
-  T* d = buf.reserve_n<T>(std::max<int64_t>(n, 1));
-  be.to_backend(d, v, n * sizeof(T));
-  return d;
-}
-
-// n elements of backend memory readable on the host (the memory itself for a host backend).
-template <class T>
-const T* on_host(SamplerBackend& be, const T* p, int64_t n, std::vector<T>& tmp) {
-  if (be.memory() == MemorySpace::kHost) return p;
-  tmp.resize(n);
-  if (n) be.to_host(tmp.data(), p, n * sizeof(T));
-  return tmp.data();
-}
-
 struct PairHash {
   size_t operator()(const std::pair<int64_t, int64_t>& p) const {
     return static_cast<size_t>(mix64(static_cast<uint64_t>(p.first) ^ mix64(p.second)));
@@ -119,31 +106,32 @@ void CollectiveSampler::group_times(const int64_t* host_times, int64_t nf, int64
                    ng, b.task_times->reserve_n<int64_t>(std::max<int64_t>(ng, 1)));
 }
 
-void CollectiveSampler::relabel_temporal(std::vector<int64_t>& ids, std::vector<int64_t>& tix,
-                                         const std::vector<int64_t>& tv, const LayerPicks& lo,
-                                         int l, Block& b) {
+void TemporalScheme::relabel(SamplerBackend& be, std::vector<int64_t>& ids,
+                             std::vector<int64_t>& tix, const std::vector<int64_t>& tv,
+                             const LayerPicks& lo, int l, Block& b) {
   const int64_t nf = static_cast<int64_t>(ids.size()), K = static_cast<int64_t>(tv.size());
   std::vector<int64_t> src_tix;
-  if (opts_.temporal_host_relabel || !temporal_keys_fit(part_.meta.num_nodes, K)) {
+  if (host_relabel_ || !temporal_keys_fit(num_nodes_, K)) {
     std::vector<int64_t> ho, hn;
-    const int64_t* off = on_host(*backend_, lo.offsets, nf + 1, ho);
-    const int64_t* nbr = on_host(*backend_, lo.nbrs, off[nf], hn);  // lo.total may be a bound
+    const int64_t* off = on_host(be, lo.offsets, nf + 1, ho);
+    const int64_t* nbr = on_host(be, lo.nbrs, off[nf], hn);  // lo.total may be a bound
     relabel_pairs_host(ids, tix, off, nbr, b, src_tix);
   } else {
     // Combined keys csp::pair_key(id, k, K) in the backend's relabel: its order (destinations,
     // then first seen) is the pairs' order, since a destination's picks all carry its k. The
     // destinations' keys are made here, the picks' where the picks are (pair_keys): nothing of
     // the layer is read but relabel's own.
-    Buffers& bf = *buf_;
+    if (!key_dst_) {
+      for (auto* k : {&key_dst_, &key_picks_, &key_tags_}) *k = be.make_buffer();
+    }
     std::vector<int64_t> dk(nf);
     for (int64_t i = 0; i < nf; ++i) dk[i] = csp::pair_key(ids[i], tix[i], K);
-    const int64_t* tags = in_backend(*backend_, *bf.key_tags, tix.data(), nf);
-    int64_t* pk = bf.key_picks->reserve_n<int64_t>(std::max<int64_t>(lo.total, 1));
-    backend_->pair_keys(lo.offsets, lo.nbrs, tags, nf, K, pk);
+    const int64_t* tags = in_backend(be, *key_tags_, tix.data(), nf);
+    int64_t* pk = key_picks_->reserve_n<int64_t>(std::max<int64_t>(lo.total, 1));
+    be.pair_keys(lo.offsets, lo.nbrs, tags, nf, K, pk);
     LayerPicks kp = lo;
     kp.nbrs = pk;
-    backend_->relabel(in_backend(*backend_, *bf.key_dst, dk.data(), nf), nf, kp, l, b, nullptr,
-                      nullptr);
+    be.relabel(in_backend(be, *key_dst_, dk.data(), nf), nf, kp, l, b, nullptr, nullptr);
     src_tix.resize(b.src_ids.size());
     for (size_t i = 0; i < b.src_ids.size(); ++i) {
       src_tix[i] = b.src_ids[i] % K;
@@ -199,7 +187,7 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
                                     times.data(),
                                     count ? owners.counts.data() : nullptr);
     Stopwatch rsw;
-    relabel_temporal(ids, tix, tv, lo, l, blocks[l]);
+    temporal_->relabel(*backend_, ids, tix, tv, lo, l, blocks[l]);
     stats_.t_relabel += rsw.seconds();
     stats_.sampled_edges += blocks[l].num_edges();
     stats_.layer_sources[l] += blocks[l].num_src;

@@ -20,6 +20,7 @@ std::vector<int> slice(const std::vector<int>& cpus, int begin, int end) {
 // A candidate layout: per stage (first core, core count) within the rank's cpus.
 struct Layout {
   const char* name;
+  bool binds;  // each stage's threads bound to its cpus (shared: they move freely)
   std::array<int, 3> first, count;
   double predicted;
 };
@@ -37,24 +38,33 @@ double cpu_bound(const PipelineProfile& p, std::initializer_list<int> stages, do
 Layout best_layout(const PipelineProfile& p) {
   const int C = p.cores;
   const auto T = [&](int i, double c) { return stage_time(p.stage[i], C, c); };
-  Layout best{"none", {0, 0, 0}, {0, 0, 0}, std::numeric_limits<double>::infinity()};
+  Layout best{"none", false, {0, 0, 0}, {0, 0, 0}, std::numeric_limits<double>::infinity()};
   auto consider = [&](const Layout& l) {
     if (l.predicted < best.predicted * (1 - 1e-9)) best = l;
   };
   for (int ct = C - 2; ct >= 1; --ct) {
     for (int cs = 1; cs + ct < C; ++cs) {
       const int cl = C - ct - cs;
-      consider({"isolated", {0, cs, cs + cl}, {cs, cl, ct},
+      consider({"isolated",
+                true,
+                {0, cs, cs + cl},
+                {cs, cl, ct},
                 std::max({T(0, cs), T(1, cl), T(2, ct)})});
     }
   }
   // Split: sampler and loader share cpus [0, c), the trainer has [c, C).
   for (int ct = C - 1; ct >= 1; --ct) {
     const int c = C - ct;
-    consider({"split", {0, 0, c}, {c, c, ct},
+    consider({"split",
+              true,
+              {0, 0, c},
+              {c, c, ct},
               std::max({T(2, ct), T(0, c), T(1, c), cpu_bound(p, {0, 1}, c)})});
   }
-  consider({"shared", {0, 0, 0}, {C, C, C},
+  consider({"shared",
+            false,
+            {0, 0, 0},
+            {C, C, C},
             std::max({T(0, C), T(1, C), T(2, C), cpu_bound(p, {0, 1, 2}, C)})});
   return best;
 }
@@ -112,8 +122,7 @@ StagePlan plan_stages(const PipelineProfile& p, const std::vector<int>& cpus,
   plan.shares.layout = best.name;
   for (int i = 0; i < 3; ++i) {
     plan.shares.threads[i] = best.count[i];
-    // Shared: no binding, so the stages' threads may move freely over the rank's cores.
-    if (std::string(best.name) != "shared") {
+    if (best.binds) {
       plan.shares.cpus[i] = slice(cpus, best.first[i], best.first[i] + best.count[i]);
     }
   }

@@ -87,18 +87,13 @@ const OptionTable<LoaderOptions>& loader_options_table() {
                  DSP_LOADER(prefetch)),
     };
 #undef DSP_LOADER
-    for (Option<L>& o :
-         options::embed_all<L>(rank_options_table(), [](L& o) -> RankOptions& { return o.rank; })) {
-      t.push_back(std::move(o));
-    }
-    for (Option<L>& o : options::embed_all<L>(
-             seed_order_options_table(), [](L& o) -> SeedOrderOptions& { return o.seed_order; })) {
-      t.push_back(std::move(o));
-    }
-    for (Option<L>& o :
-         options::embed_all<L>(link_options_table(), [](L& o) -> LinkOptions& { return o.link; })) {
-      t.push_back(std::move(o));
-    }
+    options::append(t, options::embed_all<L>(rank_options_table(),
+                                             [](L& o) -> RankOptions& { return o.rank; }));
+    options::append(t,
+                    options::embed_all<L>(seed_order_options_table(),
+                                          [](L& o) -> SeedOrderOptions& { return o.seed_order; }));
+    options::append(t, options::embed_all<L>(link_options_table(),
+                                             [](L& o) -> LinkOptions& { return o.link; }));
     return t;
   }();
   return table;

@@ -113,10 +113,10 @@ void ModelConfig::validate() const {
                 out_heads);
 }
 
-std::string ModelConfig::preaggregate_kind() const {
-  if (model == ModelKind::kSage) return "mean";
-  if (model == ModelKind::kGcn) return "gcn";
-  return "";
+std::optional<Preaggregation> ModelConfig::preaggregation() const {
+  if (model == ModelKind::kSage) return Preaggregation::kMean;
+  if (model == ModelKind::kGcn) return Preaggregation::kGcn;
+  return std::nullopt;
 }
 
 nlohmann::json ModelConfig::to_json() const {

@@ -3,6 +3,7 @@
 // (and trainer.hpp) without paying for <torch/torch.h>.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "core/device.hpp"
 #include "core/options.hpp"
 #include "graph/array.hpp"
+#include "layout/partition/preaggregation.hpp"
 
 namespace dsp {
 
@@ -71,9 +73,9 @@ struct ModelConfig {
   int num_relations() const { return static_cast<int>(relation_src.size()); }
   bool bce() const { return loss == LossKind::kBce; }
   int num_blocks() const { return preaggregated ? layers - 1 : layers; }
-  // The pre-aggregation kind (layout/partition/partition.hpp preaggregate_kinds) of the model's
-  // first layer: "mean" (sage), "gcn" (gcn); "" for any other.
-  std::string preaggregate_kind() const;
+  // The pre-aggregation kind (layout/partition/preaggregation.hpp) of the model's first layer:
+  // mean (sage), gcn (gcn); none for any other.
+  std::optional<Preaggregation> preaggregation() const;
   int64_t input_width() const { return preaggregated ? 2 * in_dim : in_dim; }
   // Throws InvalidArgument naming the field ("unknown model 'x' (sage, gcn, gat, rgcn, hsage)",
   // ...).

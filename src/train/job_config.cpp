@@ -256,7 +256,7 @@ RankOptions JobConfig::rank_options() const {
   ro.threads = train.num_threads;
   ro.seed = seed;
   ro.log_name = "train";
-  if (preaggregate) ro.preaggregate = train.model.preaggregate_kind();
+  if (preaggregate) ro.preaggregate = train.model.preaggregation();
   return ro;
 }
 

@@ -238,9 +238,7 @@ std::vector<JobOption> run_and_placement() {
 // optimiser's (train/config.hpp).
 std::vector<JobOption> all_options() {
   std::vector<JobOption> v = model_and_sampling();
-  auto add = [&v](std::vector<JobOption> part) {
-    for (auto& o : part) v.push_back(std::move(o));
-  };
+  auto add = [&v](std::vector<JobOption> part) { options::append(v, std::move(part)); };
   add(caches_and_pipeline());
   add(run_and_placement());
   add(options::embed_all<JobConfig>(rank_options_table(),

@@ -153,13 +153,13 @@ void RunReport::log_start(const EpochScheduler& sched, int64_t steps, int sample
 // computes unless asked (--preaggregate).
 void RunReport::log_preaggregation() const {
   const PartitionMeta& meta = rt_.part().meta;
-  const std::string kind = model_.preaggregate_kind();
+  const std::optional<Preaggregation> kind = model_.preaggregation();
   if (cfg_.preaggregate) {
     DSP_INFO("train",
              "first layer pre-aggregated (PaGraph): {} over every in-neighbour, read from "
              "preaggregated_{}.npy as [x | a] rows; sampling fanouts {} (the input layer's {} is "
              "not sampled)",
-             kind == "mean" ? "the mean" : "the GCN-normalised sum", kind,
+             kind == Preaggregation::kMean ? "the mean" : "the GCN-normalised sum", *kind,
              fmt::join(cfg_.sampler.fanouts.begin(), cfg_.sampler.fanouts.end() - 1, ","),
              cfg_.sampler.fanouts.back());
   } else if (!meta.preaggregated.empty()) {
@@ -167,8 +167,8 @@ void RunReport::log_preaggregation() const {
              "the partition holds pre-aggregated rows ({}); the first layer samples its "
              "neighbours as usual{}",
              fmt::join(meta.preaggregated, ", "),
-             std::find(meta.preaggregated.begin(), meta.preaggregated.end(), kind) !=
-                     meta.preaggregated.end()
+             kind && std::find(meta.preaggregated.begin(), meta.preaggregated.end(), *kind) !=
+                         meta.preaggregated.end()
                  ? " (dsp train --preaggregate would use them)"
                  : "");
   }

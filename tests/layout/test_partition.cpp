@@ -334,7 +334,7 @@ TEST(Partition, MappedSourceIsReleasedAndWritesTheSameParts) {
     o.method = parse_choice<PartitionMethod>(method);
     o.verbose = false;
     o.write_chunk_bytes = 4096;
-    if (std::string(method) == "pagraph") o.preaggregate = {"mean"};
+    if (o.method == PartitionMethod::kPagraph) o.preaggregate = {Preaggregation::kMean};
     const std::string in_memory = temp_dir(fmt::format("in_memory_{}", method));
     const std::string from_map = temp_dir(fmt::format("from_map_{}", method));
     partition_dataset(rmat_weighted(), o, in_memory);

@@ -10,6 +10,7 @@
 #include "graph/npy.hpp"
 #include "layout/layout_fixtures.hpp"
 #include "layout/partition/partition.hpp"
+#include "layout/partition/partition_command.hpp"
 
 namespace dsp {
 namespace {
@@ -50,11 +51,11 @@ TEST(Preaggregate, RowsEqualTheNeighbourAggregateAt1And2Parts) {
     PartitionOptions o;
     o.parts = parts;
     o.verbose = false;
-    o.preaggregate = {"mean", "gcn"};
+    o.preaggregate = {Preaggregation::kMean, Preaggregation::kGcn};
     PartitionMeta m = partition_dataset(ds, o, dir);
-    EXPECT_EQ(m.preaggregated, (std::vector<std::string>{"mean", "gcn"}));
+    EXPECT_EQ(m.preaggregated, o.preaggregate);
     Array n2o = load_npy(dir + "/new2old.npy", DType::kInt64, 1);
-    for (const char* kind : {"mean", "gcn"}) {
+    for (const Preaggregation kind : o.preaggregate) {
       PartitionData part = load_partition(dir, parts - 1, parts);
       Array rows = load_preaggregated(part, kind);
       ASSERT_EQ(rows.dim(0), n);
@@ -65,13 +66,13 @@ TEST(Preaggregate, RowsEqualTheNeighbourAggregateAt1And2Parts) {
       for (int64_t i = 0; i < n; ++i) {
         const int64_t v = n2o.data<int64_t>()[i];
         const std::vector<float> a =
-            reference_aggregate(ds, out_deg, v, kind == std::string("gcn"));
+            reference_aggregate(ds, out_deg, v, kind == Preaggregation::kGcn);
         for (int64_t j = 0; j < f; ++j) {
           bad += r[i * 2 * f + j] != x[v * f + j];
           bad += r[i * 2 * f + f + j] != a[j];
         }
       }
-      EXPECT_EQ(bad, 0) << kind << " at " << parts << " parts";
+      EXPECT_EQ(bad, 0) << name_of(kind) << " at " << parts << " parts";
     }
     std::filesystem::remove_all(dir);
   }
@@ -83,19 +84,18 @@ TEST(Preaggregate, MissingKindAndBadKindAreNamed) {
   PartitionOptions o;
   o.parts = 1;
   o.verbose = false;
-  o.preaggregate = {"max"};
   try {
-    partition_dataset(ds, o, dir);
+    PartitionCommand cmd;
+    options::find(partition_options(), "preaggregate_kinds").parse(cmd, "mean,max");
     FAIL() << "an unknown kind was accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "unknown --preaggregate kind 'max' (mean, gcn)");
+    EXPECT_STREQ(e.what(), "unknown pre-aggregation kind 'max' (mean, gcn)");
   }
-  EXPECT_FALSE(std::filesystem::exists(dir));
-  o.preaggregate = {"mean"};
+  o.preaggregate = {Preaggregation::kMean};
   partition_dataset(ds, o, dir);
   PartitionData part = load_partition(dir, 0, 1);
   try {
-    load_preaggregated(part, "gcn");
+    load_preaggregated(part, Preaggregation::kGcn);
     FAIL() << "a missing kind was accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_EQ(std::string(e.what()),

@@ -75,7 +75,7 @@ TEST(Preaggregated, FirstLayerEqualsTheFullNeighbourhoodLayer) {
     full->eval();
     pp->eval();
     const std::string path = dir + "/" + model + ".npy";
-    write_preaggregated(g, xa, ids, c.preaggregate_kind(), path);
+    write_preaggregated(g, xa, ids, *c.preaggregation(), path);
     Array rows = load_npy(path, DType::kFloat32, 2);
     ASSERT_EQ(rows.dim(1), 2 * f);
     auto xpp =
@@ -108,10 +108,12 @@ TEST(Preaggregated, OtherModelsAndOneLayerAreRefused) {
   c.model = ModelKind::kSage;
   c.layers = 1;
   EXPECT_THROW(c.validate(), InvalidArgument);
-  for (auto [model, kind] : {std::pair{ModelKind::kSage, "mean"}, std::pair{ModelKind::kGcn, "gcn"},
-                             std::pair{ModelKind::kGat, ""}}) {
+  using P = std::optional<Preaggregation>;
+  for (auto [model, kind] :
+       {std::pair{ModelKind::kSage, P(Preaggregation::kMean)},
+        std::pair{ModelKind::kGcn, P(Preaggregation::kGcn)}, std::pair{ModelKind::kGat, P()}}) {
     c.model = model;
-    EXPECT_EQ(c.preaggregate_kind(), kind);
+    EXPECT_EQ(c.preaggregation(), kind);
   }
 }
 

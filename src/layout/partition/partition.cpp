@@ -92,7 +92,7 @@ nlohmann::json PartitionMeta::to_json() const {
   if (feature_conversion.converted) {
     const FeatureConversion& c = feature_conversion;
     j["feature_conversion"] = {{"source_dtype", dtype_name(c.source_dtype)},
-                               {"scale", c.scale.empty() ? "none" : c.scale},
+                               {"scale", c.scale},
                                {"max_abs_error", c.max_abs_error},
                                {"rel_rms_error", c.rel_rms_error}};
   }
@@ -146,12 +146,13 @@ FeatureConversion parse_feature_conversion(const nlohmann::json& j, DType stored
                        stored == DType::kBFloat16 || stored == DType::kInt8,
                    "{}: feature_dtype {} is not float32, float16, bfloat16 or int8", what,
                    dtype_name(stored));
+  const std::optional<StoredScale> stored_scale = names_of(StoredScale{}).find(scale);
   if (needs_scale) {
-    DSP_CHECK_FORMAT(scale == "column" || scale == "row",
+    DSP_CHECK_FORMAT(stored_scale && *stored_scale != StoredScale::kNone,
                      "{}: feature_conversion.scale '{}' is not column or row (int8 features)", what,
                      scale);
   } else {
-    DSP_CHECK_FORMAT(scale == "none",
+    DSP_CHECK_FORMAT(stored_scale == StoredScale::kNone,
                      "{}: feature_conversion.scale '{}' for {} features (only int8 has scales)",
                      what, scale, dtype_name(stored));
   }
@@ -160,7 +161,7 @@ FeatureConversion parse_feature_conversion(const nlohmann::json& j, DType stored
                    "{}: feature_conversion errors must be finite and >= 0", what);
   c.converted = true;
   c.source_dtype = parse_dtype(source);
-  c.scale = needs_scale ? scale : "";
+  c.scale = *stored_scale;
   return c;
 }
 

@@ -32,7 +32,7 @@
 //                             (column 0) part p owns, new ids, sorted by (src, dst)
 //   preaggregated_<kind>.npy  with --preaggregate (PaGraph's PP, kind mean or gcn): [N, 2 F] in
 //                             the features' dtype, row v = [x_v | a_v], a_v the first layer's
-//                             aggregation over v's whole in-neighbourhood (see preaggregate_kinds);
+//                             aggregation over v's whole in-neighbourhood (preaggregation.hpp);
 //                             renumbered and shared like features.npy
 //   part<p>/relation_indptr.npy   heterogeneous partitions (graph/hetero.hpp): int64
 //                             [rows * R + 1], relation r's segment of the part's row i is entries
@@ -58,6 +58,7 @@
 #include "graph/dataset.hpp"
 #include "graph/hetero.hpp"
 #include "layout/partition/hotness.hpp"
+#include "layout/partition/preaggregation.hpp"
 
 namespace dsp {
 
@@ -117,8 +118,8 @@ struct PartitionOptions {
   uint64_t seed = 0;
   bool overwrite = false;
   bool verbose = true;  // progress lines per phase (time, peak memory)
-  // PaGraph's first-layer pre-aggregation: kinds of preaggregated_<kind>.npy to write (mean, gcn).
-  std::vector<std::string> preaggregate;
+  // PaGraph's first-layer pre-aggregation: kinds of preaggregated_<kind>.npy to write.
+  std::vector<Preaggregation> preaggregate;
   // Storage of features.npy: keep (the dataset's dtype, bytes as they are), float32, float16,
   // bfloat16 or int8 (symmetric, a float32 scale per column or per row: feature_scale).
   FeatureDtype feature_dtype = FeatureDtype::kKeep;
@@ -143,10 +144,15 @@ struct PartStats {
 
 // How features.npy was converted from the dataset's features (--feature-dtype other than keep),
 // and what that cost: errors over all N x F entries against the source values in float32.
+// partition.json's feature_conversion.scale: int8's scales, per column or per row
+// (feature_scale.npy [1, F] or [N, 1]); none for the other dtypes.
+enum class StoredScale { kNone, kColumn, kRow };
+const Names<StoredScale>& names_of(StoredScale);
+
 struct FeatureConversion {
   bool converted = false;  // false: features.npy holds the dataset's values as they are
   DType source_dtype = DType::kFloat32;
-  std::string scale;  // int8: "column" or "row"; empty otherwise
+  StoredScale scale = StoredScale::kNone;  // int8: column or row
   double max_abs_error = 0;
   double rel_rms_error = 0;  // sqrt(sum (x' - x)^2 / sum x^2); 0 when every x is 0
 };
@@ -187,7 +193,7 @@ struct PartitionMeta {
   int64_t edge_cut = 0;  // entries whose endpoints are owned by different parts
   int hops = 0;          // > 0: parts replicate the halo rows of their L-hop samplers
   int64_t halo_cap = 0;  // entries kept per replicated row (0: all)
-  std::vector<std::string> preaggregated;  // kinds of preaggregated_<kind>.npy (PaGraph's PP)
+  std::vector<Preaggregation> preaggregated;  // kinds of preaggregated_<kind>.npy (PaGraph's PP)
   int64_t num_nodes = 0, num_edges = 0, feature_dim = 0, num_classes = 0;
   // The dataset's multi-label labels: labels.npy int8 [N, num_classes] (DatasetMeta::multilabel).
   bool multilabel = false;
@@ -339,15 +345,14 @@ PartitionData replicated_view(const PartitionData& part);
 //         naming u in the whole graph: the GCN layer's norm='both' aggregation (aggregate.hpp) on
 //         the block whose destinations are all nodes, i.e. Kipf & Welling's normalisation.
 // Sums run in double in row order and round once to the features' dtype.
-const std::vector<std::string>& preaggregate_kinds();  // {"mean", "gcn"}
 // Writes preaggregated_<kind>.npy for the dataset's graph and features, rows in the order
 // new2old (row i is the node new2old[i]), streamed in chunks of rows.
 void write_preaggregated(const Csr& g, const Array& features, const std::vector<int64_t>& new2old,
-                         const std::string& kind, const std::string& path);
+                         Preaggregation kind, const std::string& path);
 // Maps `dir`/preaggregated_<kind>.npy of a loaded part, checks its shape and dtype and the part's
 // rows are finite. FormatError naming the file; InvalidArgument when the partition was written
 // without that kind (naming the dsp partition option that writes it).
-Array load_preaggregated(const PartitionData& part, const std::string& kind);
+Array load_preaggregated(const PartitionData& part, Preaggregation kind);
 
 // --feature-dtype / --feature-scale (partition_quant.cpp). The dtype features.npy gets from a
 // dataset whose features are `source`; InvalidArgument for an unknown name or a bad combination.

@@ -76,7 +76,7 @@ std::vector<Option<Cmd>> method_options() {
              "for GCN), so that dsp train --preaggregate samples one hop fewer",
              DSP_FIELD(preaggregate)),
       value("--preaggregate-kinds", "preaggregate_kinds",
-            "with --preaggregate: mean, gcn or mean,gcn (default: both)",
+            "with --preaggregate: the kinds to write, mean, gcn or mean,gcn (default: both)",
             DSP_FIELD(preaggregate_kinds)),
       value("--feature-dtype", "feature_dtype",
             "storage of features.npy: keep (default: the dataset's dtype, bytes as they are), "
@@ -174,8 +174,10 @@ void PartitionCommand::validate() {
   DSP_CHECK_ARG(preaggregate || preaggregate_kinds.empty(),
                 "--preaggregate-kinds needs --preaggregate");
   o.preaggregate.clear();
-  if (preaggregate)
-    o.preaggregate = split_list(preaggregate_kinds.empty() ? "mean,gcn" : preaggregate_kinds);
+  if (preaggregate) {
+    o.preaggregate = preaggregate_kinds;
+    if (o.preaggregate.empty()) o.preaggregate = {Preaggregation::kMean, Preaggregation::kGcn};
+  }
   DSP_CHECK_ARG(!(cache_ratio != -1 && o.cache_bytes >= 0),
                 "give --cache-ratio or --cache-bytes, not both");
   if (cache_ratio != -1) o.cache_ratio = cache_ratio;
@@ -279,7 +281,7 @@ nlohmann::json partition_report(const std::string& out, const PartitionMeta& m, 
     const FeatureConversion& c = m.feature_conversion;
     j["feature_conversion"] = {{"dtype", dtype_name(m.feature_dtype)},
                                {"source_dtype", dtype_name(c.source_dtype)},
-                               {"scale", c.scale},
+                               {"scale", c.scale == StoredScale::kNone ? "" : name_of(c.scale)},
                                {"max_abs_error", c.max_abs_error},
                                {"rel_rms_error", c.rel_rms_error}};
     say("  {}\n", describe_feature_storage(m));

@@ -19,7 +19,7 @@ struct PartitionCommand {
   PartitionOptions o;        // parts, method and its options, cache, seeds, overwrite
   double cache_ratio = -1;   // given: o.cache_ratio (default 0.1); -1: not given
   bool preaggregate = false;
-  std::string preaggregate_kinds;  // with preaggregate: "mean", "gcn" or "mean,gcn" (default)
+  std::vector<Preaggregation> preaggregate_kinds;  // with preaggregate; empty: every kind
   // Cache policy presample (GNNLab's PreSC#K): the sampling-only epochs run to count visits.
   std::vector<int> presample_fanouts{15, 10, 5};
   int64_t presample_batch_size = 1024;

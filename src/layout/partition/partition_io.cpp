@@ -317,6 +317,13 @@ const Names<FeatureDtype>& names_of(FeatureDtype) {
   return n;
 }
 
+const Names<StoredScale>& names_of(StoredScale) {
+  using S = StoredScale;
+  static const Names<S> n("stored feature scale",
+                          {{S::kNone, "none"}, {S::kColumn, "column"}, {S::kRow, "row"}});
+  return n;
+}
+
 const Names<FeatureScale>& names_of(FeatureScale) {
   using S = FeatureScale;
   static const Names<S> n("feature scale",
@@ -354,13 +361,8 @@ void check_partition_options(const Dataset& ds, const PartitionOptions& opts) {
   DSP_CHECK_ARG(opts.cache_ratio >= 0.0 && opts.cache_ratio <= 1.0,
                 "--cache-ratio must be in [0, 1], got {}", opts.cache_ratio);
   DSP_CHECK_ARG(opts.seed_imbalance >= 0.0, "seed imbalance must be >= 0");
-  for (const std::string& k : opts.preaggregate) {
-    const auto& kinds = preaggregate_kinds();
-    DSP_CHECK_ARG(std::find(kinds.begin(), kinds.end(), k) != kinds.end(),
-                  "unknown --preaggregate kind '{}' (mean, gcn)", k);
-    DSP_CHECK_ARG(ds.features.defined(), "--preaggregate needs node features, and {} has none",
-                  dataset_label(ds));
-  }
+  DSP_CHECK_ARG(opts.preaggregate.empty() || ds.features.defined(),
+                "--preaggregate needs node features, and {} has none", dataset_label(ds));
   DSP_CHECK_ARG(opts.method != PartitionMethod::kPagraph || !ds.graph.has_times(),
                 "--method pagraph: the replicated halo rows do not carry edge times, and {} has "
                 "edge_time.npy; partition it with --method metis, random or bfs-blocks",
@@ -438,7 +440,7 @@ void describe(PartitionMeta& meta, const Dataset& ds, const PartitionOptions& op
   if (opts.method == PartitionMethod::kBfsBlocks) {
     meta.extra["balance_entries"] = opts.bfs_blocks.balance_entries;
   }
-  for (const std::string& k : opts.preaggregate) {
+  for (const Preaggregation k : opts.preaggregate) {
     if (std::find(meta.preaggregated.begin(), meta.preaggregated.end(), k) ==
         meta.preaggregated.end()) {
       meta.preaggregated.push_back(k);
@@ -499,7 +501,7 @@ void write_shared_arrays(StagedDir& dir, const Dataset& ds, PartitionMeta& meta,
         write_converted_features(ds.features, r.new2old, opts, dataset_label(ds) + "/features.npy",
                                  dir.file("features.npy"), dir.file("feature_scale.npy"));
   }
-  for (const std::string& k : meta.preaggregated) {
+  for (const Preaggregation k : meta.preaggregated) {
     write_preaggregated(g, ds.features, r.new2old, k,
                         dir.file(fmt::format("preaggregated_{}.npy", k)));
     detail::release_pages(ds);
@@ -778,7 +780,7 @@ void check_stored_features(PartitionData& d, const Array& features, int64_t begi
   const std::string sp = d.dir + "/feature_scale.npy";
   check_file_readable(sp, "missing (int8 features need their scales)");
   d.feature_scale = load_npy(sp, DType::kFloat32, 2);
-  const bool per_row = d.meta.feature_conversion.scale == "row";
+  const bool per_row = d.meta.feature_conversion.scale == StoredScale::kRow;
   const int64_t rows = per_row ? d.meta.num_nodes : 1, cols = per_row ? 1 : d.meta.feature_dim;
   DSP_CHECK_FORMAT(d.feature_scale.dim(0) == rows && d.feature_scale.dim(1) == cols,
                    "{}: shape {}, expected [{}, {}] (one scale per {}, as partition.json says)", sp,

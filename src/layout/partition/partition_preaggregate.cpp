@@ -77,22 +77,20 @@ void preaggregated_row(const Csr& g, const Array& x, const std::vector<int64_t>&
 
 }  // namespace
 
-const std::vector<std::string>& preaggregate_kinds() {
-  static const std::vector<std::string> kinds{"mean", "gcn"};
-  return kinds;
+const Names<Preaggregation>& names_of(Preaggregation) {
+  using P = Preaggregation;
+  static const Names<P> n("pre-aggregation kind", {{P::kMean, "mean"}, {P::kGcn, "gcn"}});
+  return n;
 }
 
 void write_preaggregated(const Csr& g, const Array& features, const std::vector<int64_t>& new2old,
-                         const std::string& kind, const std::string& path) {
-  const auto& kinds = preaggregate_kinds();
-  DSP_CHECK_ARG(std::find(kinds.begin(), kinds.end(), kind) != kinds.end(),
-                "unknown pre-aggregation '{}' (mean, gcn)", kind);
+                         Preaggregation kind, const std::string& path) {
   DSP_CHECK_ARG(features.defined() && features.ndim() == 2,
                 "--preaggregate needs node features, and the dataset has none");
   DSP_CHECK_ARG(features.dtype() == DType::kFloat32 || features.dtype() == DType::kFloat16,
                 "--preaggregate: features of dtype {} are not supported (float32, float16)",
                 dtype_name(features.dtype()));
-  const bool gcn = kind == "gcn";
+  const bool gcn = kind == Preaggregation::kGcn;
   const int64_t n = static_cast<int64_t>(new2old.size()), f = features.dim(1);
   std::vector<int64_t> out_deg;
   if (gcn) {
@@ -119,7 +117,7 @@ void write_preaggregated(const Csr& g, const Array& features, const std::vector<
   w.close();
 }
 
-Array load_preaggregated(const PartitionData& part, const std::string& kind) {
+Array load_preaggregated(const PartitionData& part, Preaggregation kind) {
   const PartitionMeta& m = part.meta;
   const auto& have = m.preaggregated;
   DSP_CHECK_ARG(std::find(have.begin(), have.end(), kind) != have.end(),

@@ -168,8 +168,11 @@ FeatureConversion write_converted_features(const Array& x, const std::vector<int
   FeatureConversion conv;
   conv.converted = true;
   conv.source_dtype = x.dtype();
-  if (int8) conv.scale = opts.feature_scale == FeatureScale::kRow ? "row" : "column";
-  const bool per_row = conv.scale == "row";
+  if (int8) {
+    conv.scale =
+        opts.feature_scale == FeatureScale::kRow ? StoredScale::kRow : StoredScale::kColumn;
+  }
+  const bool per_row = conv.scale == StoredScale::kRow;
 
   const Scan scan = scan_source(x, to, int8 && !per_row);
   if (scan.bad >= 0) refuse_value(x, scan.bad, to, what);
@@ -231,8 +234,8 @@ std::string describe_feature_storage(const PartitionMeta& m) {
   const FeatureConversion& c = m.feature_conversion;
   if (!c.converted) return "";
   const std::string scales =
-      c.scale.empty() ? ""
-      : c.scale == "row"
+      c.scale == StoredScale::kNone ? ""
+      : c.scale == StoredScale::kRow
           ? fmt::format(", a scale per node (feature_scale.npy [{}, 1])", m.num_nodes)
           : fmt::format(", a scale per column (feature_scale.npy [1, {}])", m.feature_dim);
   return fmt::format(

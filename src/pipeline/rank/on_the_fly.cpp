@@ -31,7 +31,7 @@ PartitionOptions on_the_fly_options(const RankOptions& opts, int parts) {
   po.verbose = log_level() <= LogLevel::kDebug;
   if (!opts.cache_policy.empty()) po.cache_policy = opts.cache_policy;
   if (opts.cache_ratio >= 0) po.cache_ratio = opts.cache_ratio;
-  if (!opts.preaggregate.empty()) po.preaggregate = {opts.preaggregate};
+  if (opts.preaggregate) po.preaggregate = {*opts.preaggregate};
   // The partition lives as long as the job, beside the dataset: its ranks read the dataset's
   // features through the id map rather than from a renumbered copy (the same rows, no second copy
   // on disk; a rank they fit copies them into memory in its own order, host_features.cpp).

@@ -4,6 +4,7 @@
 // RankRuntime validates it, and dsp train validates it again before any rank starts so a bad flag
 // ends the job once, with the same message.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ccc/coordinator.hpp"
@@ -61,7 +62,7 @@ struct RankOptions {
   // PaGraph's PP: the kind (mean, gcn) of pre-aggregated rows the store gathers in place of the
   // features (layout/partition/partition.hpp; on-the-fly partitioning writes them); empty: the
   // features.
-  std::string preaggregate;
+  std::optional<Preaggregation> preaggregate;
   // BGL's dynamic cache of the rows other ranks serve (FeatureStore::enable_fifo): level 1 holds
   // `fifo_rows` per rank, level 2 `fifo_shared_rows` in a shared memory object of the machine
   // (needs level 1). 0: off. The entry point calls enable_fifo() once the store's cache is set.

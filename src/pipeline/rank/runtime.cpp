@@ -34,8 +34,8 @@ RankRuntime::RankRuntime(RankOptions opts) : opts_(std::move(opts)) {
   // together, each is read as from disk (core/huge_pages.hpp).
   note_random_reads(part_.patch.indices.nbytes() + part_.features.nbytes());
   // PaGraph's PP: the store gathers [x_v | a_v] rows instead of x_v (the meta keeps F).
-  if (!opts_.preaggregate.empty()) {
-    part_.features = load_preaggregated(part_, opts_.preaggregate);
+  if (opts_.preaggregate) {
+    part_.features = load_preaggregated(part_, *opts_.preaggregate);
     part_.feature_rows = Array();  // pre-aggregated rows are in new id order
   }
   if (!opts_.cache_policy.empty() || opts_.cache_ratio >= 0) {

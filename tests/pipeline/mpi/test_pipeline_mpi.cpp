@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "bench/pipeline_bench.hpp"
 #include "ccc/coordinator.hpp"
 #include "ccc/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
-#include "pipeline/bench.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/scheduler.hpp"
 #include "pipeline/standin.hpp"

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_memory.hpp"
+#include "bench/cache_bench.hpp"
+#include "bench/gather_bench.hpp"
+#include "bench/pipeline_bench.hpp"
+#include "bench/sample_bench.hpp"
 #include "core/error.hpp"
-#include "csp/cache_bench.hpp"
-#include "csp/sample_bench.hpp"
 #include "error_of.hpp"
-#include "layout/store/gather_bench.hpp"
-#include "pipeline/bench.hpp"
-#include "pipeline/bench_memory.hpp"
 
 namespace dsp {
 namespace {
@@ -222,8 +222,9 @@ TEST(BenchMemory, AllNeighboursAreBoundedByTheGraph) {
             uint64_t{1000000} * 64 + uint64_t{256 + 200000} * 48);
   EXPECT_EQ(sampled_batch_bytes(2, {-1}, 200000, 1000000, false),
             uint64_t{400000} * 64 + uint64_t{2 + 200000} * 48);
-  EXPECT_EQ(sampled_batch_bytes(256, f, 200000, 1000000, false),
-            (uint64_t{1000000} + uint64_t{200000} * 10) * 64 + uint64_t{256 + 200000 + 200000} * 48);
+  EXPECT_EQ(
+      sampled_batch_bytes(256, f, 200000, 1000000, false),
+      (uint64_t{1000000} + uint64_t{200000} * 10) * 64 + uint64_t{256 + 200000 + 200000} * 48);
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
-// `dsp bench project`'s model (pipeline/projection.hpp): its arithmetic on hand-computed cases,
+// `dsp bench project`'s model (bench/projection.hpp): its arithmetic on hand-computed cases,
 // its monotonicity (more bytes or slower links never make an epoch shorter, overlap never makes
 // it longer, P ranks never beat P times one without communication) and what it refuses.
 #include <gtest/gtest.h>
 
+#include "bench/projection.hpp"
 #include "error_of.hpp"
-#include "pipeline/projection.hpp"
 
 namespace dsp {
 namespace {

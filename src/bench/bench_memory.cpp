@@ -1,4 +1,4 @@
-#include "pipeline/bench_memory.hpp"
+#include "bench/bench_memory.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "csp/cache_bench.hpp"
+#include "bench/cache_bench.hpp"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include "core/lists.hpp"
 #include "core/timer.hpp"
 #include "csp/presample.hpp"
-#include "layout/store/fifo_cache.hpp"
 #include "layout/partition/hotness.hpp"
+#include "layout/store/fifo_cache.hpp"
 
 namespace dsp {
 namespace {
@@ -29,26 +29,28 @@ Option<CacheOpts> cache_value(std::string flag, std::string key, std::string hel
 OptionTable<CacheOpts> cache_options_table() {
   return {
       cache_value("--ratios", "ratios", "cached share of the nodes (default 0.05,0.1,0.2)",
-            DSP_FIELD(ratios)),
+                  DSP_FIELD(ratios)),
       cache_value("--policies", "policies",
-            "static policies to score (default in-degree,out-degree,presample,random); BGL's "
-            "dynamic FIFO is always replayed too",
-            DSP_FIELD(policies)),
+                  "static policies to score (default in-degree,out-degree,presample,random); BGL's "
+                  "dynamic FIFO is always replayed too",
+                  DSP_FIELD(policies)),
       cache_value("--batches", "batches", "batches in the trace (default 50)", DSP_FIELD(batches)),
       cache_value("--fanouts", "fanouts", "fanouts from the seeds out (default 15,10,5)",
-            DSP_FIELD(fanouts)),
-      cache_value("--batch-size", "batch_size", "seeds per batch (default 1024)", DSP_FIELD(batch_size)),
+                  DSP_FIELD(fanouts)),
+      cache_value("--batch-size", "batch_size", "seeds per batch (default 1024)",
+                  DSP_FIELD(batch_size)),
       cache_value("--presample-epochs", "presample_epochs",
-            "K of PreSC#K, or a list (1,2,4: one presample#K policy each; default 1)",
-            DSP_FIELD(presample_epochs)),
+                  "K of PreSC#K, or a list (1,2,4: one presample#K policy each; default 1)",
+                  DSP_FIELD(presample_epochs)),
       cache_value("--orders", "orders",
-            "seed orders to record a trace for: random (default), bfs, or random,bfs",
-            DSP_FIELD(orders)),
+                  "seed orders to record a trace for: random (default), bfs, or random,bfs",
+                  DSP_FIELD(orders)),
       cache_value("--bfs-sequences", "bfs_sequences",
-            "order bfs: BFS sequences interleaved per epoch (default 4)", DSP_FIELD(bfs_sequences)),
+                  "order bfs: BFS sequences interleaved per epoch (default 4)",
+                  DSP_FIELD(bfs_sequences)),
       cache_value("--threads", "threads", "OpenMP threads (default 1)", DSP_FIELD(threads)),
       cache_value("--seed", "seed", "seed of the trace (presampling and random use others)",
-            DSP_FIELD(seed)),
+                  DSP_FIELD(seed)),
       cache_value("--json", "json", "write the figures to this file", DSP_FIELD(json)),
   };
 }

@@ -1,4 +1,4 @@
-#include "layout/store/gather_bench.hpp"
+#include "bench/gather_bench.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -92,13 +92,15 @@ struct GatherRun {
 const OptionTable<GatherBenchOptions>& gather_bench_options() {
   static const OptionTable<GatherOpts> table = {
       options::value<GatherOpts>("--batch", "batch", "distinct rows per gather (default 100000)",
-                           DSP_FIELD(batch)),
-      options::value<GatherOpts>("--iters", "iters", "timed gathers (default 20)", DSP_FIELD(iters)),
+                                 DSP_FIELD(batch)),
+      options::value<GatherOpts>("--iters", "iters", "timed gathers (default 20)",
+                                 DSP_FIELD(iters)),
       options::value<GatherOpts>("--threads", "threads",
-                           "OpenMP threads of the gather (default 1, as the loop)",
-                           DSP_FIELD(threads)),
+                                 "OpenMP threads of the gather (default 1, as the loop)",
+                                 DSP_FIELD(threads)),
       options::value<GatherOpts>("--seed", "seed", "random seed of the id sets", DSP_FIELD(seed)),
-      options::value<GatherOpts>("--json", "json", "write the figures to this file", DSP_FIELD(json)),
+      options::value<GatherOpts>("--json", "json", "write the figures to this file",
+                                 DSP_FIELD(json)),
   };
   return table;
 }

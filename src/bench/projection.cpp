@@ -1,4 +1,4 @@
-#include "pipeline/projection.hpp"
+#include "bench/projection.hpp"
 
 #include <fmt/format.h>
 
@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "pipeline/plan.hpp"
 
 namespace dsp {
 namespace {
@@ -85,9 +86,11 @@ StageVolume volume_from_json(const json& j, const std::string& what) {
 StageTimes pipeline_stage_times(const json& j, const std::string& what) {
   const json& modes = need(j, "modes", what);
   DSP_CHECK_FORMAT(modes.is_array() && !modes.empty(), "{}: \"modes\" is empty", what);
+  // The sequential mode's times when the bench ran it (each stage alone), else the first mode's.
   std::string mode = modes[0].get<std::string>();
+  const std::string off = name_of(PipelineMode::kSequential);
   for (const json& m : modes) {
-    if (m.get<std::string>() == "off") mode = "off";
+    if (m.get<std::string>() == off) mode = off;
   }
   const json& epochs = need(need(j, mode.c_str(), what), "epochs", what + " " + mode);
   double steps = 0, busy[3] = {0, 0, 0};

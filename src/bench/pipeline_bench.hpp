@@ -38,10 +38,10 @@ struct PipelineBenchCommand {
   std::string model = "sage";
   int64_t hidden = 256;
   std::string fanouts = "15,10,5";
-  int64_t batch_size = 1024;        // seeds per rank and step
-  std::string modes = "on,off";     // off, on, auto, roles, roles-switch, in this order
+  int64_t batch_size = 1024;     // seeds per rank and step
+  std::string modes = "on,off";  // off, on, auto, roles, roles-switch, in this order
   RoleSwitch roles_switch = RoleSwitch::kQueueFull;  // mode roles-switch's: on, always, never
-  int samplers = 0;                 // roles: sampler-only ranks; 0: GNNLab's rule
+  int samplers = 0;                                  // roles: sampler-only ranks; 0: GNNLab's rule
   int repeats = 1;
   int epochs = 2;         // measured, per mode
   int warmup = 1;         // discarded, per mode

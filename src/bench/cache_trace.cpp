@@ -1,4 +1,4 @@
-#include "csp/cache_trace.hpp"
+#include "bench/cache_trace.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 #pragma once
-// Access traces for `dsp bench cache` (csp/cache_bench.hpp): the input nodes of consecutive
+// Access traces for `dsp bench cache` (bench/cache_bench.hpp): the input nodes of consecutive
 // training batches, and what the order of the seeds does to them (reuse between nearby batches,
 // the label mix of a batch).
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "pipeline/bench.hpp"
+#include "bench/pipeline_bench.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -171,7 +171,7 @@ OptionTable<Cmd> model_and_mode_options() {
       value("--roles-switch", "roles_switch",
             "roles-switch: on (a sampler trains while its queue is full; default), always or "
             "never",
-            DSP_FIELD(roles_switch)),
+            DSP_FIELD(roles_switch), "on,always,never"),  // off is the mode roles
       value("--samplers", "samplers",
             "roles: sampler-only ranks (default 0: GNNLab's rule over a few profiled "
             "batches)",

@@ -1,4 +1,4 @@
-#include "csp/sample_bench.hpp"
+#include "bench/sample_bench.hpp"
 
 #include <algorithm>
 

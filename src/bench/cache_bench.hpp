@@ -1,17 +1,17 @@
 #pragma once
-// `dsp bench cache`: hit rates of the static cache policies (layout/partition/hotness.hpp) and BGL's
-// dynamic FIFO against the optimal oracle, on access traces the reference sampler records (GNNLab's
-// evaluation, single process). Its options are declared once (cache_bench_options: flags, keys,
-// help, defaults), checked once (validate); the scoring is here, next to the sampler that records
-// the traces (csp/cache_trace.hpp); the CLI (tools/bench_cache.cpp) loads the graph, builds the
-// seed orders, prints and writes the figures.
+// `dsp bench cache`: hit rates of the static cache policies (layout/partition/hotness.hpp) and
+// BGL's dynamic FIFO against the optimal oracle, on access traces the reference sampler records
+// (GNNLab's evaluation, single process). Its options are declared once (cache_bench_options: flags,
+// keys, help, defaults), checked once (validate); the scoring is here, next to the sampler that
+// records the traces (bench/cache_trace.hpp); the CLI (tools/bench_cache.cpp) loads the graph,
+// builds the seed orders, prints and writes the figures.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bench/cache_trace.hpp"
 #include "core/options.hpp"
-#include "csp/cache_trace.hpp"
 #include "csp/sampler.hpp"
 #include "graph/csr.hpp"
 
