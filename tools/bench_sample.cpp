@@ -63,13 +63,13 @@ void run_sample(const SampleBenchOptions& a, const RankOptions& rank) {
   const PartitionData& part = rt.part();
   // The sampler's neighbour array copy, the seeds, and a batch being sampled while the last one's
   // figures are kept.
-  check_bench_memory("dsp bench sample",
-                     bench_store_bytes(part, false, true, rt.cores().node_size) +
-                         8 * static_cast<uint64_t>(part.seeds.dim(0)) +
-                         2 * sampled_batch_bytes(a.batch_size, a.base.fanouts, part.meta.num_nodes,
-                                                 part.meta.num_edges,
-                                                 a.base.scheme == SampleScheme::kLayerWise),
-                     bench_budget(rt), "--batch-size, --fanouts");
+  check_bench_memory(
+      "dsp bench sample",
+      bench_store_bytes(part, false, true, rt.cores().node_size) +
+          8 * static_cast<uint64_t>(part.seeds.dim(0)) +
+          2 * sampled_batch_bytes(a.batch_size, a.base.fanouts, part.meta.num_nodes,
+                                  part.meta.num_edges, a.base.kind == SamplerKind::kLayer),
+      bench_budget(rt), "--batch-size, --fanouts");
   check_node_times(a.sampler(SampleMode::kCsp), part, a.partition, "seed");
   Communicator& comm = rt.channel(WorkerKind::kSampler);
   std::vector<int64_t> seeds;

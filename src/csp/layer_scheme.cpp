@@ -145,8 +145,8 @@ std::vector<int32_t> LayerWiseScheme::counts(const int64_t* frontier, int64_t F,
 
 std::unique_ptr<LayerScheme> make_layer_scheme(const SamplerOptions& o, const PartitionData& part,
                                                const std::vector<double>& cum, Communicator& comm) {
-  if (o.labor) return make_labor_scheme(o);
-  if (o.scheme == SampleScheme::kLayerWise) {
+  if (o.kind == SamplerKind::kLabor) return make_labor_scheme(o);
+  if (o.kind == SamplerKind::kLayer) {
     return std::make_unique<LayerWiseScheme>(o, part, cum, comm);
   }
   return std::make_unique<NeighbourScheme>();

@@ -90,7 +90,7 @@ namespace {
 // --cuda-graphs captures a device backend's sampling kernels: refused where there are none.
 void check_cuda_graphs(const SamplerOptions& o, const SamplerBackend& backend) {
   if (!o.cuda_graphs) return;
-  DSP_CHECK_ARG(!(o.labor && o.labor_importance != 0),
+  DSP_CHECK_ARG(!(o.kind == SamplerKind::kLabor && o.labor_importance != 0),
                 "--cuda-graphs: LABOR with importance rounds (--labor-importance) draws on the "
                 "host; it runs no sampling kernels to capture");
   DSP_CHECK_ARG(backend.memory() == MemorySpace::kDevice,

@@ -42,10 +42,6 @@
 
 namespace dsp {
 
-// Node-wise: fanouts[l] neighbours of every frontier node. Layer-wise (DSP Eq. 2): fanouts[l]
-// draws per sample over the frontier with p_u ~ W_u (in-degree, or total in-neighbour weight
-// when biased), giving per-node counts c_u, then node-wise sampling of c_u neighbours of u.
-enum class SampleScheme { kNodeWise, kLayerWise };
 // kCsp pushes tasks to owners; kPull fetches remote adjacency rows (and weights) and samples
 // locally (the ablation of DSP Fig. 11). Both give the same blocks.
 enum class SampleMode { kCsp, kPull };
@@ -56,16 +52,18 @@ enum class SampleMode { kCsp, kPull };
 // in shared memory; to threads on the CPU.
 enum class SampleKernel { kDefault, kTurbo };
 
-// Which sampler --sampler names: neighbour sampling (node-wise, today's default), LABOR
-// (node-wise with shared per-neighbour variates, SamplerOptions::labor) or layer-wise.
+// Which sampler --sampler names: neighbour sampling (node-wise: fanouts[l] neighbours of every
+// frontier node; the default), LABOR (node-wise with shared per-neighbour variates) or
+// layer-wise (DSP Eq. 2: fanouts[l] draws per sample over the frontier with p_u ~ W_u, the
+// in-degree or total in-neighbour weight when biased, giving per-node counts c_u, then node-wise
+// sampling of c_u neighbours of u).
 enum class SamplerKind { kNeighbor, kLabor, kLayer };
-// The option values of --sampler (also "neighbour"), --sample-kernel, the scheme (node, layer;
-// also "node-wise", "layer-wise"), the mode (csp, pull), --layer-draws (with, without) and
-// --temporal (off, uniform, recent): core/choice.hpp's tables, in sampler.cpp.
+// The option values of --sampler (also "neighbour"), --sample-kernel, the mode (csp, pull),
+// --layer-draws (with, without) and --temporal (off, uniform, recent): core/choice.hpp's tables,
+// in sampler_options.cpp.
 enum class LayerDraws { kWith, kWithout };
 enum class TemporalKind { kOff, kUniform, kRecent };
 const Names<SamplerKind>& names_of(SamplerKind);
-const Names<SampleScheme>& names_of(SampleScheme);
 const Names<SampleMode>& names_of(SampleMode);
 const Names<SampleKernel>& names_of(SampleKernel);
 const Names<LayerDraws>& names_of(LayerDraws);
@@ -87,7 +85,7 @@ void check_fanouts(const std::vector<int>& fanouts, const std::string& what);
 // The parameters of DSP's Table 2 plus the RNG seed and the mode.
 struct SamplerOptions {
   std::vector<int> fanouts{15, 10, 5};  // from the seeds out; each > 0 or -1 (all neighbours)
-  SampleScheme scheme = SampleScheme::kNodeWise;
+  SamplerKind kind = SamplerKind::kNeighbor;  // --sampler
   bool biased = false;   // weight by edge weight (the partition must have edge_weight.npy)
   bool replace = false;  // node-wise draws with replacement (layer-wise: within each node)
   uint64_t seed = 0;
@@ -111,8 +109,8 @@ struct SamplerOptions {
   // on; the same blocks. Reads and exchanges between ranks stay direct.
   // The CPU backend has no kernels to capture: the sampler refuses the option there.
   bool cuda_graphs = false;
-  // LABOR (Balin & Catalyurek, NeurIPS'23; --sampler labor): node-wise, with one variate r_t
-  // per neighbour global id shared by the layer's seeds (csp::LaborVariates).
+  // LABOR (Balin & Catalyurek, NeurIPS'23; kind kLabor, --sampler labor): node-wise, with one
+  // variate r_t per neighbour global id shared by the layer's seeds (csp::LaborVariates).
   // labor_importance 0: LABOR-0, each seed keeps the min(fanout, degree) neighbours of smallest
   // r_t (GraphBolt's LayerNeighborSampler: sequential Poisson sampling, a fixed count; no edge
   // weights). i > 0: LABOR-i, i rounds of DGL's importance-sampling fixed point over the
@@ -123,7 +121,6 @@ struct SamplerOptions {
   // Horvitz-Thompson estimate sum h_t / pi_ts / d_s of the mean over all d_s neighbours, exactly
   // unbiased (DGL normalises by sum 1 / pi over the picks instead of d_s: self-normalised, with
   // an O(1 / n_s) bias).
-  bool labor = false;
   int labor_importance = 0;
   bool labor_layer_dependency = false;  // every layer the same variates (DGL layer_dependency)
   int labor_batch_dependency = 1;       // K > 1: variates drift over K batches (DGL's kappa)
@@ -149,7 +146,6 @@ struct SamplerOptions {
   // Empty: every relation takes fanouts[l] in layer l (DGL's int fanout on a heterograph).
   std::string relation_fanouts{};
 
-  SamplerKind kind() const;
   // The fanouts (check_fanouts, named --fanouts) and the sampler's combination: one
   // InvalidArgument naming what does not fit (sampler_combination_error).
   void validate() const;

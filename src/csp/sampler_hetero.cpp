@@ -168,11 +168,11 @@ std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
 
 TypedScheme::TypedScheme(const PartitionData& part, SamplerOptions& o) : part_(part) {
   const HeteroSchema& s = part_.meta.hetero->schema;
-  DSP_CHECK_ARG(!o.labor && o.scheme == SampleScheme::kNodeWise && !o.biased && !o.temporal &&
-                    o.mode == SampleMode::kCsp,
-                "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
-                "(--sampler labor|layer, biased, temporal and pull sampling are not supported "
-                "on it)");
+  DSP_CHECK_ARG(
+      o.kind == SamplerKind::kNeighbor && !o.biased && !o.temporal && o.mode == SampleMode::kCsp,
+      "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
+      "(--sampler labor|layer, biased, temporal and pull sampling are not supported "
+      "on it)");
   DSP_CHECK_ARG(part_.relation_indptr.defined(),
                 "sampler: the heterogeneous part has no relation segments (relation_indptr.npy)");
   num_rel_ = s.num_relations();

@@ -1,4 +1,4 @@
-// LABOR (SamplerOptions::labor) as a LayerScheme (layer_scheme.hpp): the variates of a layer,
+// LABOR (SamplerOptions::kind kLabor) as a LayerScheme (layer_scheme.hpp): the variates of a layer,
 // and LABOR-i's importance sampling at the requester over the rows it fetches.
 #include <algorithm>
 #include <cmath>
@@ -116,10 +116,10 @@ void labor_importance_picks(int64_t n, const int64_t* off, const int64_t* ids, i
 
 namespace {
 
-// LABOR (SamplerOptions::labor): node-wise tasks whose draws share one variate r_t per neighbour
-// across the layer's seeds. rounds 0: LABOR-0, the owners' backends draw with the variates;
-// otherwise LABOR-i (rounds > 0, or -1: LABOR-*), the requester's importance rounds over its
-// fetched rows.
+// LABOR (SamplerOptions::kind kLabor): node-wise tasks whose draws share one variate r_t per
+// neighbour across the layer's seeds. rounds 0: LABOR-0, the owners' backends draw with the
+// variates; otherwise LABOR-i (rounds > 0, or -1: LABOR-*), the requester's importance rounds over
+// its fetched rows.
 class LaborScheme final : public LayerScheme {
  public:
   explicit LaborScheme(const SamplerOptions& o)

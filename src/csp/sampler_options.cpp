@@ -18,17 +18,6 @@ const Names<SamplerKind>& names_of(SamplerKind) {
   return n;
 }
 
-const Names<SampleScheme>& names_of(SampleScheme) {
-  using S = SampleScheme;
-  static const Names<S> n("sampling scheme", {{S::kNodeWise, "node"},
-                                              {S::kLayerWise, "layer"},
-                                              {S::kNodeWise, "node-wise"},
-                                              {S::kNodeWise, "nodewise"},
-                                              {S::kLayerWise, "layer-wise"},
-                                              {S::kLayerWise, "layerwise"}});
-  return n;
-}
-
 const Names<SampleMode>& names_of(SampleMode) {
   static const Names<SampleMode> n("sampling mode",
                                    {{SampleMode::kCsp, "csp"}, {SampleMode::kPull, "pull"}});
@@ -54,30 +43,25 @@ const Names<TemporalKind>& names_of(TemporalKind) {
   return n;
 }
 
-SamplerKind SamplerOptions::kind() const {
-  if (labor) return SamplerKind::kLabor;
-  return scheme == SampleScheme::kLayerWise ? SamplerKind::kLayer : SamplerKind::kNeighbor;
-}
-
 std::string sampler_combination_error(const SamplerOptions& o) {
   const bool all = std::find(o.fanouts.begin(), o.fanouts.end(), kAllNeighbours) != o.fanouts.end();
-  if (all && (o.scheme == SampleScheme::kLayerWise || o.replace)) {
+  if (all && (o.kind == SamplerKind::kLayer || o.replace)) {
     return "--fanouts -1 (all neighbours) samples node-wise without replacement (--sampler layer "
            "and --replace draw a number of picks: give that number)";
   }
-  if (all && o.labor && o.labor_importance != 0) {
+  if (all && o.kind == SamplerKind::kLabor && o.labor_importance != 0) {
     return "--labor-importance with --fanouts -1: every neighbour is taken, there is nothing to "
            "weigh (give a fanout, or leave --labor-importance out)";
   }
   if (o.temporal) {
-    if (o.labor || o.scheme != SampleScheme::kNodeWise || o.biased) {
+    if (o.kind != SamplerKind::kNeighbor || o.biased) {
       return "--temporal samples node-wise among the edges before each seed's time, uniformly or "
              "the most recent (biased, layer-wise and LABOR sampling are not supported with it)";
     }
     if (o.mode == SampleMode::kPull) return "--temporal: the pull mode is not supported";
   }
-  if (o.labor) {
-    if (o.scheme != SampleScheme::kNodeWise || o.biased || o.replace) {
+  if (o.kind == SamplerKind::kLabor) {
+    if (o.biased || o.replace) {
       return "--sampler labor: LABOR samples node-wise, uniformly and without replacement "
              "(biased, with-replacement and layer-wise LABOR are not supported)";
     }
@@ -95,7 +79,7 @@ std::string sampler_combination_error(const SamplerOptions& o) {
            "--sampler labor";
   }
   if (!o.layer_replace) {
-    if (o.scheme != SampleScheme::kLayerWise) return "--layer-draws without needs --sampler layer";
+    if (o.kind != SamplerKind::kLayer) return "--layer-draws without needs --sampler layer";
     if (o.biased || o.replace) {
       return "--layer-draws without: layer-wise sampling without replacement is uniform and takes "
              "distinct neighbours (biased sampling and --replace are not supported with it)";
@@ -123,23 +107,12 @@ std::string labor_rounds_text(int r) { return r < 0 ? "*" : std::to_string(r); }
 // benches and the Loader embed them).
 std::vector<Option<SamplerOptions>> sampler_kind_options() {
   using S = SamplerOptions;
-  Option<S> kind = options::declare<S>(
+  Option<S> kind = options::value<S>(
       "--sampler", "sampler",
       "neighbor (default: fanouts[l] neighbours of every node), labor (LABOR: as many, chosen "
       "by per-node variates shared across the layer's seeds, so fewer distinct nodes), or layer "
-      "(layer-wise: fanouts[l] draws per layer over the frontier)");
-  kind.type = options::type_of<SamplerKind>();
-  auto set_kind = [](S& o, SamplerKind k) {
-    o.labor = k == SamplerKind::kLabor;
-    o.scheme = k == SamplerKind::kLayer ? SampleScheme::kLayerWise : SampleScheme::kNodeWise;
-  };
-  kind.parse = [set_kind](S& o, const std::string& s) {
-    set_kind(o, parse_choice<SamplerKind>(s));
-  };
-  kind.read = [set_kind](S& o, const nlohmann::json& v) {
-    set_kind(o, parse_choice<SamplerKind>(v.get<std::string>()));
-  };
-  kind.write = [](const S& o) { return nlohmann::json(name_of(o.kind())); };
+      "(layer-wise: fanouts[l] draws per layer over the frontier)",
+      [](S & o) -> auto& { return o.kind; });
   Option<S> rounds = options::declare<S>(
       "--labor-importance", "labor_importance",
       "LABOR-i: 0 (default, uniform), i rounds of importance sampling, or * (until it converges); "
@@ -240,7 +213,7 @@ const OptionTable<SamplerOptions>& sampler_options_table() {
         "one CUDA Graph launch (the same blocks; the CPU sampler refuses it)",
         [](S & o) -> auto& { return o.cuda_graphs; });
     OptionTable<S> t{fanouts, kernel, graphs};
-    for (Option<S>& o : sampler_kind_options()) t.push_back(std::move(o));
+    options::append(t, sampler_kind_options());
     return t;
   }();
   return table;

@@ -96,7 +96,7 @@ void check_hetero(const JobConfig& c) {
   };
   refuse(c.sampler.temporal, "--temporal");
   refuse(c.preaggregate, "--preaggregate (pre-aggregated rows are a homogeneous graph's)");
-  refuse(c.sampler.kind() != SamplerKind::kNeighbor,
+  refuse(c.sampler.kind != SamplerKind::kNeighbor,
          "--sampler labor or layer (a heterogeneous graph is sampled node-wise, per relation)");
   refuse(c.sampler.biased, "biased sampling (--biased: relations are sampled uniformly)");
   refuse(c.sampler.mode != SampleMode::kCsp, "--sample-mode pull");

@@ -89,7 +89,7 @@ TEST(BenchOptions, Defaults) {
   EXPECT_EQ(s.batch_size, 1024);
   EXPECT_EQ(s.batches, 20);
   EXPECT_EQ(s.mode, SampleBenchOptions::Modes::kCsp);
-  EXPECT_EQ(s.base.kind(), SamplerKind::kNeighbor);
+  EXPECT_EQ(s.base.kind, SamplerKind::kNeighbor);
   EXPECT_EQ(s.base.kernel, SampleKernel::kDefault);
   EXPECT_FALSE(s.biased || s.replace || s.per_layer_bytes);
   const SamplerOptions so = s.sampler(SampleMode::kPull, 2);

@@ -100,7 +100,7 @@ int64_t expect_same_batches(CollectiveSampler& want, CollectiveSampler& got, int
 
 struct Scheme {
   const char* name;
-  SampleScheme scheme;
+  SamplerKind scheme;
   bool biased, replace, idx64;
 };
 
@@ -113,9 +113,9 @@ TEST_P(BackendBlocks, EqualCpuBackend) {
   const std::string backend = std::get<0>(GetParam());
   const Scheme c = std::get<1>(GetParam());
   // Layer-wise fanouts are draws per layer, not per node: as many as node-wise's picks.
-  SamplerOptions o{c.scheme == SampleScheme::kLayerWise ? std::vector<int>{1000, 3000, 6000}
-                                                        : std::vector<int>{9, 4, 3}};
-  o.scheme = c.scheme;
+  SamplerOptions o{c.scheme == SamplerKind::kLayer ? std::vector<int>{1000, 3000, 6000}
+                                                   : std::vector<int>{9, 4, 3}};
+  o.kind = c.scheme;
   o.biased = c.biased;
   o.replace = c.replace;
   o.seed = 77;
@@ -161,14 +161,14 @@ INSTANTIATE_TEST_SUITE_P(
     Schemes, BackendBlocks,
     ::testing::Combine(
         ::testing::ValuesIn(test::sampler_backend_names(/*with_cpu=*/false, /*with_uva=*/true)),
-        ::testing::Values(Scheme{"uniform", SampleScheme::kNodeWise, false, false, false},
-                          Scheme{"uniform_replace", SampleScheme::kNodeWise, false, true, false},
-                          Scheme{"weighted", SampleScheme::kNodeWise, true, false, false},
-                          Scheme{"weighted_replace", SampleScheme::kNodeWise, true, true, false},
-                          Scheme{"uniform_idx64", SampleScheme::kNodeWise, false, false, true},
-                          Scheme{"weighted_idx64", SampleScheme::kNodeWise, true, false, true},
-                          Scheme{"layer", SampleScheme::kLayerWise, false, false, false},
-                          Scheme{"layer_weighted", SampleScheme::kLayerWise, true, false, false})),
+        ::testing::Values(Scheme{"uniform", SamplerKind::kNeighbor, false, false, false},
+                          Scheme{"uniform_replace", SamplerKind::kNeighbor, false, true, false},
+                          Scheme{"weighted", SamplerKind::kNeighbor, true, false, false},
+                          Scheme{"weighted_replace", SamplerKind::kNeighbor, true, true, false},
+                          Scheme{"uniform_idx64", SamplerKind::kNeighbor, false, false, true},
+                          Scheme{"weighted_idx64", SamplerKind::kNeighbor, true, false, true},
+                          Scheme{"layer", SamplerKind::kLayer, false, false, false},
+                          Scheme{"layer_weighted", SamplerKind::kLayer, true, false, false})),
     [](const auto& info) {
       std::string b = std::get<0>(info.param);
       std::replace(b.begin(), b.end(), '-', '_');
@@ -190,7 +190,7 @@ TEST_P(BackendAllNeighbours, EveryDestinationTakesItsWholeRow) {
   for (const char* variant : {"plain", "labor", "turbo"}) {
     SCOPED_TRACE(variant);
     SamplerOptions o{{-1, -1}};
-    o.labor = std::string(variant) == "labor";
+    if (std::string(variant) == "labor") o.kind = SamplerKind::kLabor;
     if (std::string(variant) == "turbo") o.kernel = SampleKernel::kTurbo;
     CollectiveSampler cpu(part, *comm, o);
     CollectiveSampler dev(part, *comm, o, test::sampler_backend(GetParam()));
@@ -256,7 +256,7 @@ TEST(CpuBackend, BeyondMemorySamplesTheSameBlocks) {
     o.biased = v.biased;
     o.replace = v.replace;
     o.kernel = v.turbo ? SampleKernel::kTurbo : SampleKernel::kDefault;
-    o.labor = v.labor;
+    if (v.labor) o.kind = SamplerKind::kLabor;
     o.seed = 78;
     CollectiveSampler in_memory(part, *comm, o);
     ::setenv("DSP_HUGE_PAGES", "0", 1);
@@ -323,9 +323,9 @@ INSTANTIATE_TEST_SUITE_P(
     Schemes, BackendExclusion,
     ::testing::Combine(
         ::testing::ValuesIn(test::sampler_backend_names(/*with_cpu=*/true, /*with_uva=*/true)),
-        ::testing::Values(Scheme{"uniform", SampleScheme::kNodeWise, false, false, false},
-                          Scheme{"uniform_replace", SampleScheme::kNodeWise, false, true, false},
-                          Scheme{"uniform_idx64", SampleScheme::kNodeWise, false, false, true})),
+        ::testing::Values(Scheme{"uniform", SamplerKind::kNeighbor, false, false, false},
+                          Scheme{"uniform_replace", SamplerKind::kNeighbor, false, true, false},
+                          Scheme{"uniform_idx64", SamplerKind::kNeighbor, false, false, true})),
     [](const auto& info) {
       std::string b = std::get<0>(info.param);
       std::replace(b.begin(), b.end(), '-', '_');
@@ -351,10 +351,10 @@ TEST_P(CapturedSampling, ReplaysGiveTheDirectBlocks) {
   const std::string backend = std::get<0>(GetParam());
   const Replayed v = std::get<1>(GetParam());
   SamplerOptions o{v.layer ? std::vector<int>{300, 600, 900} : std::vector<int>{9, 4, 3}};
-  o.scheme = v.layer ? SampleScheme::kLayerWise : SampleScheme::kNodeWise;
+  o.kind = v.layer ? SamplerKind::kLayer : SamplerKind::kNeighbor;
   o.biased = v.biased;
   o.replace = v.replace;
-  o.labor = v.labor;
+  if (v.labor) o.kind = SamplerKind::kLabor;
   o.blocks_on_device = o.ids_on_device = v.resident;
   o.seed = 79;
   SamplerOptions og = o;
@@ -443,7 +443,7 @@ TEST(CapturedSampling, RefusedWhereThereIsNothingToCapture) {
   EXPECT_EQ(message(o, nullptr),
             "--cuda-graphs: the cpu sampler backend runs no kernels to capture (it needs a device "
             "backend: cuda, or the emulated device)");
-  o.labor = true;
+  o.kind = SamplerKind::kLabor;
   o.labor_importance = 1;
   EXPECT_EQ(message(o, nullptr),
             "--cuda-graphs: LABOR with importance rounds (--labor-importance) draws on the host; "

@@ -213,7 +213,7 @@ TEST(HeteroSampler, RefusesWhatItDoesNotSample) {
   const HeteroPart& w = one_part();
   auto self = make_communicator("self");
   SamplerOptions o = with_fanouts("2,2");
-  o.labor = true;
+  o.kind = SamplerKind::kLabor;
   EXPECT_EQ(error_of([&] { CollectiveSampler s(w.part, *self, o); }),
             "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
             "(--sampler labor|layer, biased, temporal and pull sampling are not supported on it)");

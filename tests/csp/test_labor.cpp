@@ -49,7 +49,7 @@ const Csr& community() {
 
 SamplerOptions labor(std::vector<int> fanouts, int importance = 0) {
   SamplerOptions o{std::move(fanouts)};
-  o.labor = true;
+  o.kind = SamplerKind::kLabor;
   o.labor_importance = importance;
   o.seed = 9;
   return o;
@@ -261,7 +261,7 @@ TEST(LayerWiseWithout, HypergeometricCounts) {
   PartitionData part = single_part(make_graph(rows));
   auto self = make_communicator("self");
   SamplerOptions o{{12}};
-  o.scheme = SampleScheme::kLayerWise;
+  o.kind = SamplerKind::kLayer;
   o.layer_replace = false;
   CollectiveSampler s(part, *self, o);
   const std::vector<int64_t> seeds{0, 1, 2, 3, 4, 5};
@@ -305,7 +305,7 @@ TEST(LaborOptions, RefusalsAndParsing) {
   n = SamplerOptions{{5}};
   n.layer_replace = false;
   EXPECT_EQ(error_of([&] { n.validate(); }), "--layer-draws without needs --sampler layer");
-  n.scheme = SampleScheme::kLayerWise;
+  n.kind = SamplerKind::kLayer;
   n.biased = true;
   EXPECT_EQ(error_of([&] { n.validate(); }),
             "--layer-draws without: layer-wise sampling without replacement is uniform and takes "
@@ -331,12 +331,11 @@ TEST(LaborOptions, RefusalsAndParsing) {
   const auto& t = sampler_options_table();
   options::find(t, "sampler").parse(p, "labor");
   options::find(t, "labor_importance").parse(p, "*");
-  EXPECT_TRUE(p.labor);
+  EXPECT_EQ(p.kind, SamplerKind::kLabor);
   EXPECT_EQ(p.labor_importance, -1);
   EXPECT_EQ(options::find(t, "labor_importance").write(p), "*");
   options::find(t, "sampler").parse(p, "layer");
-  EXPECT_FALSE(p.labor);
-  EXPECT_EQ(p.scheme, SampleScheme::kLayerWise);
+  EXPECT_EQ(p.kind, SamplerKind::kLayer);
   EXPECT_EQ(error_of([&] { options::find(t, "labor_importance").parse(p, "-2"); }),
             "--labor-importance: rounds must be >= 0 or * (got -2)");
 }

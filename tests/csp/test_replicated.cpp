@@ -73,10 +73,10 @@ TEST_P(Replicated, LocalSamplingDrawsTheWholeGraphsBlocks) {
   PartitionData whole = single_part(whole_graph(dir, parts));
   auto self = make_communicator("self");
   SamplerOptions so;
-  so.scheme = parse_choice<SampleScheme>(scheme);
+  so.kind = parse_choice<SamplerKind>(scheme);
   // Layer-wise fanouts are draws per layer (over the whole frontier), node-wise per node.
-  so.fanouts = so.scheme == SampleScheme::kLayerWise ? std::vector<int>{300, 300, 300}
-                                                     : std::vector<int>{4, 3, 2};
+  so.fanouts =
+      so.kind == SamplerKind::kLayer ? std::vector<int>{300, 300, 300} : std::vector<int>{4, 3, 2};
   so.seed = 21;
   CollectiveSampler ref(whole, *self, so);
   int64_t batches = 0;
@@ -107,7 +107,8 @@ TEST_P(Replicated, LocalSamplingDrawsTheWholeGraphsBlocks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pagraph, Replicated,
-                         ::testing::Combine(::testing::Bool(), ::testing::Values("node", "layer")),
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values("neighbor", "layer")),
                          [](const auto& info) {
                            return fmt::format("{}_{}",
                                               std::get<0>(info.param) ? "undirected" : "directed",

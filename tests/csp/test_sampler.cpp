@@ -230,7 +230,7 @@ TEST(LayerWise, CountsFollowMultinomial) {
     for (int j = 0; j <= v; ++j) rows[v].push_back(next++);
   }
   SamplerOptions o{{10}};
-  o.scheme = SampleScheme::kLayerWise;
+  o.kind = SamplerKind::kLayer;
   o.replace = true;
   Rig st(make_graph(rows), o);
   const int T = 3000;
@@ -764,7 +764,7 @@ TEST(EdgeExclusion, NoneOrMissingPairsGiveThePlainBlocks) {
     o.replace = variant == 1;
     o.biased = variant == 2;
     if (variant == 3) {
-      o.scheme = SampleScheme::kLayerWise;
+      o.kind = SamplerKind::kLayer;
       o.fanouts = {400, 900};
     }
     Rig st(g, o);
@@ -801,7 +801,7 @@ TEST(EdgeExclusion, RefusedCombinationsAndBadPairs) {
   SamplerOptions biased{{3}};
   biased.biased = true;
   SamplerOptions layer{{30}};
-  layer.scheme = SampleScheme::kLayerWise;
+  layer.kind = SamplerKind::kLayer;
   EXPECT_EQ(message(biased, ex), refused);
   EXPECT_EQ(message(layer, ex), refused);
   EXPECT_EQ(message(SamplerOptions{{3}}, Excluded{{5, 6}, {1}}),
@@ -854,7 +854,7 @@ TEST(BadInput, Rejected) {
   SamplerOptions w{{5}};
   w.biased = true;
   EXPECT_THROW(CollectiveSampler(part, *comm, w), InvalidArgument);  // no edge weights
-  w.scheme = SampleScheme::kLayerWise;
+  w.kind = SamplerKind::kLayer;
   EXPECT_THROW(CollectiveSampler(part, *comm, w), InvalidArgument);
   CollectiveSampler s(part, *comm, SamplerOptions{{5}});
   EXPECT_THROW(s.sample({1, 2, 1}, 0, 0), InvalidArgument);      // duplicate seed
@@ -865,7 +865,7 @@ TEST(BadInput, Rejected) {
             "random_walks: restart probability must be in [0, 1], got 1.5");
   EXPECT_EQ(test::error_of<InvalidArgument>([&] { walks.pinsage_neighbors({0}, 0, 3, 0.1, 5); }),
             "pinsage_neighbors: num_walks, walk_length and top_k must be positive (got 0, 3, 5)");
-  EXPECT_THROW(parse_choice<SampleScheme>("edge"), InvalidArgument);
+  EXPECT_THROW(parse_choice<SamplerKind>("edge"), InvalidArgument);
   // an empty batch is fine: empty blocks
   SampledBatch b = s.sample({}, 0, 0);
   ASSERT_EQ(b.blocks.size(), 1u);

@@ -173,8 +173,7 @@ TEST(TemporalSampler, OptionAndRefusals) {
     SamplerOptions o{{5}};
     o.temporal = true;
     o.biased = c == 0;
-    o.labor = c == 1;
-    o.scheme = c == 2 ? SampleScheme::kLayerWise : SampleScheme::kNodeWise;
+    o.kind = c == 1 ? SamplerKind::kLabor : c == 2 ? SamplerKind::kLayer : SamplerKind::kNeighbor;
     EXPECT_EQ(error_of([&] { o.validate(); }), combination);
   }
   SamplerOptions pull{{5}};

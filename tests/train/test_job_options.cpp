@@ -49,7 +49,7 @@ JobConfig unusual_config() {
   c.read_ahead = 8;
   c.sampler.kernel = SampleKernel::kTurbo;
   c.sampler.cuda_graphs = true;
-  c.sampler.labor = true;  // --sampler labor
+  c.sampler.kind = SamplerKind::kLabor;  // --sampler labor
   c.sampler.labor_importance = 2;
   c.sampler.labor_layer_dependency = true;
   c.sampler.labor_batch_dependency = 3;

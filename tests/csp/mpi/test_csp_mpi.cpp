@@ -154,9 +154,10 @@ void expect_host_traffic(const CollectiveSampler& s, const SamplerOptions& o, in
   // With the source ids left on the device (ids_on_device, node-wise), relabel reads only its
   // sizes: one read less per layer at one rank.
   const bool pull = o.mode == SampleMode::kPull;
-  const bool node_wise = o.scheme == SampleScheme::kNodeWise && !(o.labor && o.labor_importance);
+  const bool node_wise =
+      o.kind != SamplerKind::kLayer && !(o.kind == SamplerKind::kLabor && o.labor_importance);
   const bool alone = g_comm->size() == 1;
-  const bool labor_i = o.labor && o.labor_importance;
+  const bool labor_i = o.kind == SamplerKind::kLabor && o.labor_importance;
   const int64_t layer_batches = batches * static_cast<int64_t>(o.fanouts.size());
   const int64_t resident = o.blocks_on_device && o.ids_on_device && node_wise ? 1 : 0;
   EXPECT_LE(2 * h.syncs, (pull ? 39 : 11) * layer_batches) << what;
@@ -172,7 +173,8 @@ void check_scheme(SamplerOptions o, const std::string& what, const std::string& 
   ro.cuda_graphs = false;  // the reference is the CPU sampler's
   CollectiveSampler ref(w.ref_part, *w.self, ro);
   for (SampleMode mode : {SampleMode::kCsp, SampleMode::kPull}) {
-    if (o.labor && mode == SampleMode::kPull) continue;  // LABOR refuses the pull mode
+    if (o.kind == SamplerKind::kLabor && mode == SampleMode::kPull)
+      continue;  // LABOR refuses the pull mode
     o.mode = mode;
     CollectiveSampler s(w.part, channel_for(backend), o, test::sampler_backend(backend));
     // captures: a shape is captured when seen the second time, once its buffers have settled
@@ -227,7 +229,7 @@ TEST_P(PInvariance, IdsLeftOnTheDevice) {
   o.kernel = SampleKernel::kTurbo;
   check_scheme(o, "turbo, ids on device");
   o.kernel = SampleKernel::kDefault;
-  o.labor = true;
+  o.kind = SamplerKind::kLabor;
   check_scheme(o, "labor-0, ids on device");
   SamplerOptions w{{5, 4}};
   w.biased = true;
@@ -253,7 +255,7 @@ TEST_P(PInvariance, CapturedSequences) {
   w.cuda_graphs = true;
   check_scheme(w, "weighted, captured");
   SamplerOptions l{{40, 80}};
-  l.scheme = SampleScheme::kLayerWise;
+  l.kind = SamplerKind::kLayer;
   l.cuda_graphs = true;
   check_scheme(l, "layerwise, captured");
 }
@@ -281,7 +283,7 @@ TEST_P(PInvariance, WeightedWith) {
 TEST_P(PInvariance, LayerWise) {
   for (bool biased : {false, true}) {
     SamplerOptions o{{40, 80}};
-    o.scheme = SampleScheme::kLayerWise;
+    o.kind = SamplerKind::kLayer;
     o.biased = biased;
     o.replace = true;
     check_scheme(o, biased ? "layerwise biased" : "layerwise");
@@ -293,7 +295,7 @@ TEST_P(PInvariance, LayerWise) {
 TEST_P(PInvariance, Labor) {
   for (int importance : {0, 1, -1}) {
     SamplerOptions o{{6, 4}};
-    o.labor = true;
+    o.kind = SamplerKind::kLabor;
     o.labor_importance = importance;
     o.labor_batch_dependency = importance == 1 ? 2 : 1;
     o.labor_layer_dependency = importance == -1;
@@ -304,7 +306,7 @@ TEST_P(PInvariance, Labor) {
 
 TEST_P(PInvariance, LayerWiseWithout) {
   SamplerOptions o{{40, 80}};
-  o.scheme = SampleScheme::kLayerWise;
+  o.kind = SamplerKind::kLayer;
   o.layer_replace = false;
   check_scheme(o, "layerwise without");
 }

@@ -155,7 +155,7 @@ TEST(HeteroTrain, Refusals) {
   EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.preaggregate = true; }),
             "--model rgcn does not support --preaggregate (pre-aggregated rows are a homogeneous "
             "graph's)");
-  EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.sampler.labor = true; }),
+  EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.sampler.kind = SamplerKind::kLabor; }),
             "--model rgcn does not support --sampler labor or layer (a heterogeneous graph is "
             "sampled node-wise, per relation)");
   EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.sampler.biased = true; }),
