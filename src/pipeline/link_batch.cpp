@@ -74,9 +74,10 @@ const OptionTable<LinkOptions>& link_options_table() {
                "(unless --metric rocauc)",
                DSP_LINK(hits_k)),
       value<T>("--recall-k", "recall_k",
-               "link on a typed graph: also report Recall@K for these K (recommendation: each "
-               "source's held-out destinations ranked among every node of the relation's "
-               "destination type, its training destinations left out; default none)",
+               "link: also report Recall@K for these K (recommendation: each source's held-out "
+               "destinations ranked among every node of the relation's destination type, or "
+               "of a homogeneous graph, its training destinations (and there itself and, "
+               "undirected, its training neighbours) left out; default none)",
                DSP_LINK(recall_k)),
   };
 #undef DSP_LINK

@@ -112,10 +112,6 @@ void check_job_data(const JobConfig& cfg, const RankRuntime& rt) {
                     "Hits@K ranks a positive among them",
                     k, negatives, per > 0 ? "of each positive " : "", cfg.rank.path);
     }
-    DSP_CHECK_ARG(cfg.link.recall_k.empty() || meta.hetero,
-                  "--recall-k needs a typed graph's link relation (each source's held-out "
-                  "destinations ranked among the destination type's nodes); {} is homogeneous",
-                  cfg.rank.path);
     return;
   }
   DSP_CHECK_FORMAT(part.labels.defined() && meta.num_classes > 1,

@@ -277,7 +277,7 @@ std::vector<int64_t> training_destinations(const Array& train, int64_t u) {
 std::vector<double> link_recall(Communicator& comm, const PartitionData& part,
                                 const std::vector<float>& h, int64_t width, const Array& pos,
                                 const std::vector<int64_t>& candidates, const std::vector<int>& ks,
-                                Trainer& trainer) {
+                                Trainer& trainer, RecallExclusions ex) {
   const int64_t b = part.meta.offsets[comm.rank()], e = part.meta.offsets[comm.rank() + 1];
   const std::vector<float> rows = fetch_rows(comm, part.meta, h, width, candidates);
   std::unordered_map<int64_t, int64_t> index;  // candidate id -> its index
@@ -292,9 +292,15 @@ std::vector<double> link_recall(Communicator& comm, const PartitionData& part,
     }
     const std::vector<float> scores = trainer.score(src.data(), rows.data(), n);
     std::vector<char> excluded(static_cast<size_t>(n), 0);
-    for (const int64_t v : training_destinations(part.link_train, u)) {
+    auto exclude = [&](int64_t v) {
       const auto it = index.find(v);
       if (it != index.end()) excluded[it->second] = 1;
+    };
+    for (const int64_t v : training_destinations(part.link_train, u)) exclude(v);
+    if (ex.self) exclude(u);
+    if (ex.row_neighbours) {
+      const int64_t* ip = part.patch.rowptr();
+      for (int64_t k = ip[u - b]; k < ip[u - b + 1]; ++k) exclude(part.patch.indices.int_at(k));
     }
     std::vector<int64_t> held;
     for (const int64_t v : dsts) {

@@ -82,15 +82,23 @@ std::vector<float> score_edges(Communicator& comm, const PartitionMeta& meta,
 std::vector<double> source_recall(const std::vector<float>& scores,
                                   const std::vector<char>& excluded,
                                   const std::vector<int64_t>& held, const std::vector<int>& ks);
-// Recall@K of a split `pos` (int64 [E, 2], new ids) over `candidates` (new ids: the link
-// relation's destination type): each rank takes the split's sources it owns, scores each against
-// every candidate (the candidates' rows fetched once from their owners), leaves out its training
-// destinations (the part's link_train, sorted) and averages source_recall over every rank's
-// sources (one all_reduce). Collective on `comm`.
+// What a source is not ranked against besides its training destinations (the part's
+// link_train): on a homogeneous graph itself (every node is a candidate), and on an undirected
+// one its training neighbours in either direction: its row's entries in the part, since the
+// stored graph keeps the training edges both ways (graph/link.hpp split_links).
+struct RecallExclusions {
+  bool self = false;
+  bool row_neighbours = false;
+};
+// Recall@K of a split `pos` (int64 [E, 2], new ids; column 0 the sources) over `candidates` (new
+// ids: the link relation's destination type, or every node of a homogeneous graph): each rank
+// takes the split's sources it owns, scores each against every candidate (the candidates' rows
+// fetched once from their owners), leaves out its training destinations and what `ex` adds, and
+// averages source_recall over every rank's sources (one all_reduce). Collective on `comm`.
 std::vector<double> link_recall(Communicator& comm, const PartitionData& part,
                                 const std::vector<float>& h, int64_t width, const Array& pos,
                                 const std::vector<int64_t>& candidates, const std::vector<int>& ks,
-                                Trainer& trainer);
+                                Trainer& trainer, RecallExclusions ex = {});
 
 // A split's metrics from every node's output rows: each rank scores its share of the positives
 // `pos` and of the negatives `neg` (int64 [., 2], new ids); shared negatives (`per_positive` 0):

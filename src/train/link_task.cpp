@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
 #include <utility>
 
 namespace dsp {
@@ -23,6 +24,24 @@ SampledBatch LinkTask::sample(CollectiveSampler& sampler, int64_t epoch, int64_t
   return sb;
 }
 
+const std::vector<int64_t>& LinkTask::recall_candidates() {
+  if (rt_.hetero()) return batcher_.destinations();
+  if (all_nodes_.empty()) {
+    all_nodes_.resize(static_cast<size_t>(rt_.part().meta.num_nodes));
+    std::iota(all_nodes_.begin(), all_nodes_.end(), int64_t{0});
+  }
+  return all_nodes_;
+}
+
+RecallExclusions LinkTask::recall_exclusions() const {
+  RecallExclusions ex;
+  if (!rt_.hetero()) {
+    ex.self = true;
+    ex.row_neighbours = undirected(rt_.part().meta);
+  }
+  return ex;
+}
+
 void LinkTask::evaluate(const std::vector<float>& rows, int64_t width, int64_t epoch,
                         Trainer& trainer, const std::function<int64_t(int)>& step_of) {
   const PartitionData& part = rt_.part();
@@ -35,7 +54,8 @@ void LinkTask::evaluate(const std::vector<float>& rows, int64_t width, int64_t e
         evaluate_link_split(tc, part.meta, rows, width, pos, neg, per, cfg_.link.hits_k, trainer);
     m.recall_k = rk;
     if (!rk.empty()) {
-      m.recall = link_recall(tc, part, rows, width, pos, batcher_.destinations(), rk, trainer);
+      m.recall = link_recall(tc, part, rows, width, pos, recall_candidates(), rk, trainer,
+                             recall_exclusions());
     }
     return m;
   };

@@ -44,10 +44,17 @@ class LinkTask {
   static nlohmann::json record(const LinkMetrics& m);
 
  private:
+  // Recall@K's candidates: the link relation's destination type, or every node of a homogeneous
+  // graph (made on first use); and what a source is not ranked against besides its training
+  // destinations (link.hpp RecallExclusions).
+  const std::vector<int64_t>& recall_candidates();
+  RecallExclusions recall_exclusions() const;
+
   const JobConfig& cfg_;
   RankRuntime& rt_;
   LinkBatcher batcher_;
   LinkMetrics valid_, test_;  // the last evaluation
+  std::vector<int64_t> all_nodes_;
 };
 
 }  // namespace dsp
