@@ -100,15 +100,22 @@ LinkBatcher::LinkBatcher(const PartitionData& part, const LinkOptions& opts, uin
     return;
   }
   if (opts.negatives == NegativeKind::kUnigram) {
-    const int64_t* deg = part.in_degree.data<int64_t>();
-    cdf_.resize(static_cast<size_t>(num_nodes_));
-    double sum = 0;
-    for (int64_t v = 0; v < num_nodes_; ++v) {
-      sum += std::pow(static_cast<double>(deg[v]), kUnigramPower);
-      cdf_[v] = sum;
-    }
-    DSP_CHECK_FORMAT(sum > 0, "{}: --negatives unigram: every node has in-degree 0", part.dir);
+    set_unigram(part.in_degree.data<int64_t>(), "every node has in-degree 0");
   }
+}
+
+// The cumulative in-degree^0.75 of the negatives' candidates: every node, or the link relation's
+// destination type (dst_pool_, its in-degrees `deg` through that relation).
+void LinkBatcher::set_unigram(const int64_t* deg, const std::string& none) {
+  const int64_t n = dst_pool_.empty() ? num_nodes_ : static_cast<int64_t>(dst_pool_.size());
+  cdf_.resize(static_cast<size_t>(n));
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = dst_pool_.empty() ? i : dst_pool_[i];
+    sum += std::pow(static_cast<double>(deg[v]), kUnigramPower);
+    cdf_[i] = sum;
+  }
+  DSP_CHECK_FORMAT(sum > 0, "{}: --negatives unigram: {}", part_.dir, none);
 }
 
 void LinkBatcher::init_typed(const std::string& dir) {
@@ -122,10 +129,6 @@ void LinkBatcher::init_typed(const std::string& dir) {
   rel_ = s.link;
   rev_ = s.reverse_of(rel_);
   const RelationInfo& r = s.relations[rel_];
-  DSP_CHECK_ARG(opts_.negatives != NegativeKind::kUnigram,
-                "--negatives unigram on the heterogeneous graph {}: not implemented (a node's "
-                "in-degree there counts every relation); use uniform or pairs",
-                dir);
   if (opts_.exclude == ExcludeKind::kAuto) {
     exclude_ = rev_ >= 0 ? ExcludeKind::kReverse : ExcludeKind::kSelf;
   }
@@ -146,6 +149,10 @@ void LinkBatcher::init_typed(const std::string& dir) {
   if (opts_.negatives == NegativeKind::kPairs) src_pool_ = pool(r.src_type);
   DSP_CHECK_FORMAT(!dst_pool_.empty(), "{}: the link relation's destination type {} has no nodes",
                    dir, r.dst);
+  if (opts_.negatives == NegativeKind::kUnigram) {  // in-degrees through the link relation
+    const std::vector<int64_t> deg = link_destination_counts(dir, part_.meta);
+    set_unigram(deg.data(), fmt::format("no node of {} has a training edge of {}", r.dst, r.key()));
+  }
 }
 
 std::vector<int64_t> LinkBatcher::edge_indices() const {
@@ -156,11 +163,15 @@ std::vector<int64_t> LinkBatcher::edge_indices() const {
 
 int64_t LinkBatcher::draw_negative(uint64_t key, uint64_t subject, int j) const {
   RngStream r(key, subject, static_cast<uint32_t>(j));
-  if (!dst_pool_.empty()) return dst_pool_[r.uniform_int(dst_pool_.size())];
-  if (cdf_.empty()) return static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(num_nodes_)));
-  const double x = r.uniform01() * cdf_.back();
-  const auto it = std::upper_bound(cdf_.begin(), cdf_.end(), x);
-  return std::min<int64_t>(it - cdf_.begin(), num_nodes_ - 1);
+  const int64_t n = dst_pool_.empty() ? num_nodes_ : static_cast<int64_t>(dst_pool_.size());
+  int64_t i = 0;
+  if (cdf_.empty()) {
+    i = static_cast<int64_t>(r.uniform_int(static_cast<uint64_t>(n)));
+  } else {
+    const double x = r.uniform01() * cdf_.back();
+    i = std::min<int64_t>(std::upper_bound(cdf_.begin(), cdf_.end(), x) - cdf_.begin(), n - 1);
+  }
+  return dst_pool_.empty() ? i : dst_pool_[i];
 }
 
 // --negatives pairs: both ends from the negative's own stream, its first draw the source, its

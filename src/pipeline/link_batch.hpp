@@ -16,10 +16,12 @@
 // batch samples, "reverse" also v -> u (an undirected graph stores both), "none" hides nothing;
 // "auto" is reverse on an undirected dataset, else self.
 // A heterogeneous partition predicts its link relation (schema.link_relation, type-typed pairs
-// in union ids): negatives w are uniform over the relation's destination type ("pairs": w over
-// its source type, x over its destination type), "reverse" hides v -> u in the reverse relation
-// (HeteroSchema::reverse_of; refused when there is none), "auto" is reverse when the relation has
-// one, else self; the exclusions carry their relation. "unigram" is refused there.
+// in union ids): negatives w are uniform over the relation's destination type, or "unigram" by
+// their in-degree^0.75 through the relation (its training edges in every part's link_train:
+// link_destination_counts) ("pairs": w over its source type, x over its destination type),
+// "reverse" hides v -> u in the reverse relation (HeteroSchema::reverse_of; refused when there
+// is none), "auto" is reverse when the relation has one, else self; the exclusions carry their
+// relation.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -85,6 +87,7 @@ class LinkBatcher {
   std::pair<int64_t, int64_t> draw_pair(uint64_t key, uint64_t subject, int j) const;
   // A heterogeneous partition's link relation: its types' nodes and the exclusion's relations.
   void init_typed(const std::string& dir);
+  void set_unigram(const int64_t* deg, const std::string& none);
   void exclude(LinkBatch& out, int64_t u, int64_t v) const;
 
   const PartitionData& part_;
@@ -92,7 +95,8 @@ class LinkBatcher {
   uint64_t seed_;
   int64_t edges_ = 0, num_nodes_ = 0;
   ExcludeKind exclude_ = ExcludeKind::kNone;
-  std::vector<double> cdf_;  // unigram: inclusive prefix sums of in-degree^0.75
+  // unigram: inclusive prefix sums of in-degree^0.75 over the nodes, or over dst_pool_ (typed)
+  std::vector<double> cdf_;
   // Typed: the relation and its reverse (-1: none), the new ids of its source and destination
   // types in type order (the negatives' pools); empty on a homogeneous partition.
   int rel_ = -1, rev_ = -1;

@@ -428,7 +428,20 @@ def test_link_batch_to_dgl_typed_with_dgl(links_p1):
             assert g.num_nodes(t) == blocks[-1].num_dst_nodes(t)
 
 
-def test_link_loader_refuses_unigram_on_a_typed_graph(links_p1):
-    with pytest.raises(dsp.InvalidArgument, match="--negatives unigram on the heterogeneous "
-                       "graph .*: not implemented"):
-        dsp.LinkLoader(links_p1, fanouts=[2], negatives="unigram")
+def test_link_loader_unigram_negatives_are_papers_with_authorships(links_p1):
+    """--negatives unigram on a typed graph: a negative's destination is a paper drawn by its
+    in-degree^0.75 through writes, so never one without a training authorship."""
+    lay = Layout(links_p1)
+    paper = lay.schema.node_types.index("paper")
+    loader = dsp.LinkLoader(links_p1, fanouts=[2], batch_size=64, neg_ratio=4, seed=1,
+                            prefetch=0, negatives="unigram")
+    authored = {w for _, w in np.asarray(loader.local_edges).tolist()}
+    drawn = 0
+    for b in loader.iter_batches():
+        seeds = b.seeds.numpy()
+        src, dst, label = (p.numpy() for p in b.pairs)
+        w = seeds[dst][label == 0]
+        assert (lay.type_of(w) == paper).all()
+        assert set(w.tolist()) <= authored
+        drawn += len(w)
+    assert drawn == 4 * len(np.asarray(loader.local_edges))

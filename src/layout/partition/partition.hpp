@@ -328,6 +328,10 @@ PartitionMeta load_partition_meta(const std::string& dir);
 // Loads part `part` of the partition in `dir`; `expected_parts` (if > 0) must equal the number of
 // parts (the world size of the job). Errors name the file and the fault.
 PartitionData load_partition(const std::string& dir, int part, int expected_parts = -1);
+// The training edges' destinations counted over every part's link_train.npy (new ids, [N]): the
+// link relation's in-degrees of a typed graph (--negatives unigram). FormatError naming a part's
+// file when it does not match partition.json.
+std::vector<int64_t> link_destination_counts(const std::string& dir, const PartitionMeta& meta);
 // The sampling view of a self-reliant part (meta.hops > 0): one part over all N global ids whose
 // rows are part `part.part`'s own rows and its halo rows, every other row empty. A sampler over it
 // with the self communicator draws exactly the blocks the collective sampler draws over the whole

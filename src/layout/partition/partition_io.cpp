@@ -839,6 +839,19 @@ void load_features(PartitionData& d) {
 
 }  // namespace
 
+std::vector<int64_t> link_destination_counts(const std::string& dir, const PartitionMeta& m) {
+  std::vector<int64_t> counts(static_cast<size_t>(m.num_nodes), 0);
+  for (int p = 0; p < m.parts; ++p) {
+    const std::string path = part_dir(dir, p) + "/link_train.npy";
+    if (m.part[p].link_train == 0 && !path_exists(path)) continue;
+    const Array a =
+        load_pairs(path, m.num_nodes, m.offsets[p], m.offsets[p + 1], m.part[p].link_train);
+    const int64_t* e = a.data<int64_t>();
+    for (int64_t i = 0; i < a.dim(0); ++i) ++counts[e[2 * i + 1]];
+  }
+  return counts;
+}
+
 PartitionData load_partition(const std::string& dir, int part, int expected_parts) {
   PartitionData d;
   d.meta = load_partition_meta(dir);
