@@ -663,7 +663,8 @@ class LinkLoader(Loader):
 
     On a heterogeneous partition with a link relation (``dsp generate hetero --link-split``,
     ``schema.link_relation``) the training edges are that relation's; a negative's ``w`` comes
-    from its destination type ("pairs": ``u`` from its source type too; "unigram" is refused),
+    from its destination type ("pairs": ``u`` from its source type too; "unigram" by its
+    in-degree^0.75 through the relation),
     and "auto" exclusion hides each edge from its relation and its reverse from the reverse
     relation when the graph has one. Batches carry ``x_dict`` and ``schema`` as a Loader's, and
     ``to_pyg()`` puts the pairs on the link relation's edge type.
