@@ -843,9 +843,10 @@ std::vector<int64_t> link_destination_counts(const std::string& dir, const Parti
   std::vector<int64_t> counts(static_cast<size_t>(m.num_nodes), 0);
   for (int p = 0; p < m.parts; ++p) {
     const std::string path = part_dir(dir, p) + "/link_train.npy";
-    if (m.part[p].link_train == 0 && !path_exists(path)) continue;
-    const Array a =
-        load_pairs(path, m.num_nodes, m.offsets[p], m.offsets[p + 1], m.part[p].link_train);
+    const int64_t expect = p < static_cast<int>(m.part.size()) ? m.part[p].link_train : -1;
+    if (expect == 0 && !path_exists(path)) continue;
+    check_file_readable(path, "missing (link prediction's training edges of the part)");
+    const Array a = load_pairs(path, m.num_nodes, m.offsets[p], m.offsets[p + 1], expect);
     const int64_t* e = a.data<int64_t>();
     for (int64_t i = 0; i < a.dim(0); ++i) ++counts[e[2 * i + 1]];
   }
