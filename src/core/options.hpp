@@ -138,6 +138,11 @@ Option<C> value(std::string flag, std::string key, std::string help, Get get,
       get(c) = parse_choice<T>(v.get<std::string>());
     };
     o.write = [get](const C& c) { return nlohmann::json(name_of(get(const_cast<C&>(c)))); };
+  } else if constexpr (ChoiceList<T>::value) {  // ["mean", "gcn"] or the flag's "mean,gcn"
+    o.read = [get, flag](C& c, const nlohmann::json& v) {
+      get(c) = v.is_string() ? from_text<T>(v.get<std::string>(), flag) : v.get<T>();
+    };
+    o.write = [get](const C& c) { return nlohmann::json(get(const_cast<C&>(c))); };
   } else if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
     o.read = [get, key = o.key](C& c, const nlohmann::json& v) {
       DSP_CHECK_FORMAT(v.is_number_unsigned(), "'{}' must be a non-negative integer", key);

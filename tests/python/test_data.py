@@ -132,3 +132,16 @@ def test_the_cli_still_names_its_flag(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stderr) == (
         1, f"dsp: error: {out}: already exists (pass --overwrite to replace it)\n")
+
+
+def test_preaggregate_kinds_as_a_list_or_the_flags_text(cora, tmp_path):
+    # The CLI's "mean,gcn" and a Python list name the same kinds; an unknown one is refused by
+    # the kinds' table with the CLI's message.
+    for kinds in ("gcn", ["gcn"], "mean,gcn", ["mean", "gcn"]):
+        out = tmp_path / f"p-{len(str(kinds))}-{isinstance(kinds, str)}"
+        meta = dsp.partition(cora, str(out), parts=1, preaggregate=True, preaggregate_kinds=kinds)
+        want = kinds.split(",") if isinstance(kinds, str) else kinds
+        assert meta["preaggregated"] == want, kinds
+    with pytest.raises(dsp.InvalidArgument, match="^unknown pre-aggregation kind 'max'"):
+        dsp.partition(cora, str(tmp_path / "bad"), parts=1, preaggregate=True,
+                      preaggregate_kinds="max")
