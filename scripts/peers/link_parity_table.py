@@ -55,7 +55,10 @@ ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("datasets", nargs="+", metavar="DATASET")
 ap.add_argument("--dsp", default="/work/main/build/tools/dsp")
 ap.add_argument("--rows", default="pyg/gcn/dot,pyg/sage/mlp,dgl/sage/dot,dgl/sage/mlp")
-ap.add_argument("--systems", default="dsp,peer")
+ap.add_argument("--systems", default="dsp,peer",
+                help="dsp, peer, and for the dgl protocol dsp-loader: DGL's model and loop fed by "
+                     "dsp.LinkLoader's batches (to_dgl()), which tells dsp's batches from its "
+                     "trainer (needs dsp's Python package on PYTHONPATH)")
 ap.add_argument("--seeds", default="0,1,2,3,4")
 ap.add_argument("--hidden", type=int, default=128)
 ap.add_argument("--k", type=int, default=50, help="Hits@K")
@@ -238,7 +241,9 @@ def run_pyg(D, model, predictor, seed, epochs, featureless):
 # ---------------------------------------------------------------------------------------------
 # DGL: the mini-batch loop.
 
-def run_dgl(D, model, predictor, seed, epochs):
+def run_dgl(D, model, predictor, seed, epochs, dsp_batches=None):
+    """DGL's loop; with dsp_batches (a dataset directory), the same model and steps fed by
+    dsp.LinkLoader's batches of it (to_dgl()) instead of DGL's own loader."""
     import dgl, dgl.nn as dglnn
     assert model == "sage", "the dgl protocol trains SAGE"
     torch.manual_seed(seed)
@@ -262,11 +267,17 @@ def run_dgl(D, model, predictor, seed, epochs):
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(1), **exclude)
     loader = dgl.dataloading.DataLoader(g, train_eids, sampler, batch_size=DGL_BATCH,
                                         shuffle=True, drop_last=False, num_workers=0)
+    batches = lambda: ((input_nodes, pos_g, neg_g, blocks, x[input_nodes])
+                       for input_nodes, pos_g, neg_g, blocks in loader)
+    if dsp_batches:
+        import dsp
+        link_loader = dsp.LinkLoader(dsp_batches, fanouts=DGL_FANOUTS, batch_size=DGL_BATCH,
+                                     exclude=args.dgl_exclude, seed=seed)
+        batches = lambda: ((b.input_nodes, *b.to_dgl(), b.x) for b in link_loader)
     full = dgl.dataloading.MultiLayerFullNeighborSampler(1)
     curve = []
     for epoch in range(epochs):
-        for input_nodes, pos_g, neg_g, blocks in loader:
-            h = x[input_nodes]
+        for input_nodes, pos_g, neg_g, blocks, h in batches():
             for i, (conv, block) in enumerate(zip(convs, blocks)):
                 h = conv(block, h)
                 if i == 0:
@@ -330,6 +341,8 @@ def main():
     rows = [r.split("/") for r in args.rows.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     systems = args.systems.split(",")
+    if "dsp-loader" in systems and any(protocol != "dgl" for protocol, _, _ in rows):
+        ap.error("--systems dsp-loader: the dgl protocol's rows only")
     runs = []
     for data in args.datasets:
         name = os.path.basename(data.rstrip("/"))
@@ -344,7 +357,8 @@ def main():
                         curve = run_dsp(d, protocol, model, predictor, seed, epochs,
                                         D["train"].size(0))
                     elif protocol == "dgl":
-                        curve = run_dgl(D, model, predictor, seed, epochs)
+                        curve = run_dgl(D, model, predictor, seed, epochs,
+                                        d if system == "dsp-loader" else None)
                     else:
                         curve = run_pyg(D, model, predictor, seed, epochs, protocol == "ogb")
                     best = pick(curve)

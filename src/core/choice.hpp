@@ -41,8 +41,7 @@ class Names {
   }
   // The value named `s`; InvalidArgument "unknown <noun> 's' (a, b, c)" otherwise.
   E parse(std::string_view s) const {
-    for (const Entry& x : entries_)
-      if (s == x.name) return x.value;
+    if (const std::optional<E> v = find(s)) return *v;
     DSP_THROW_T(InvalidArgument, "unknown {} '{}' ({})", noun_, s, list(", "));
   }
   // The value named `s`, or none (a format's reader gives its own message).

@@ -30,7 +30,7 @@ std::optional<CheckpointKeeper::Resumed> CheckpointKeeper::resume() {
     return std::nullopt;
   }
   DSP_CHECK_T(IoError, path_exists(ckpt), "{}: no checkpoint to resume from", ckpt);
-  const CheckpointInfo info = trainer_.load_checkpoint(ckpt);
+  const CheckpointInfo info = trainer_.state().load_checkpoint(ckpt);
   if (emb_) emb_->load(embedding_shard(ckpt, rt_.rank(), rt_.size()));
   resumed_ = true;
   const std::string src = fmt::format("{:016x}", rt_.part().meta.source_checksum);
@@ -105,7 +105,7 @@ void CheckpointKeeper::write(int epoch, const RunRecord& run, const std::string&
   if (emb_) emb_->save(embedding_shard(file, rt_.rank(), rt_.size()));
   // Replicas are identical: rank 0 writes.
   if (rt_.leader()) {
-    trainer_.save_checkpoint(
+    trainer_.state().save_checkpoint(
         file, epoch + 1,
         {{"source_checksum", fmt::format("{:016x}", rt_.part().meta.source_checksum)},
          {"dataset", rt_.part().meta.dataset_name},

@@ -60,7 +60,7 @@ void Evaluator::choose() {
 }
 
 void Evaluator::keep_best() {
-  if (eval_.final_full) best_params_ = trainer_.flat_parameters();
+  if (eval_.final_full) best_params_ = trainer_.state().flat_parameters();
 }
 
 void Evaluator::count_splits() {
@@ -89,7 +89,7 @@ void Evaluator::count_splits() {
 void Evaluator::choose_mode() {
   if (!link_) {
     std::vector<int64_t> widths;
-    for (int l = 0; l < layers_; ++l) widths.push_back(trainer_.layer_width(l));
+    for (int l = 0; l < layers_; ++l) widths.push_back(trainer_.eval().layer_width(l));
     const int64_t nodes = static_cast<int64_t>(valid_ids_.size() + test_ids_.size());
     eval_ = dsp::choose_eval(cfg_, rt_, model_, widths, nodes);
     return;
@@ -156,11 +156,11 @@ std::vector<float> Evaluator::infer_all(int64_t epoch) {
 
 std::pair<EvalTally, EvalTally> Evaluator::evaluate_full(int64_t epoch) {
   const std::vector<float> logits = infer_all(epoch);
-  const int64_t width = trainer_.layer_width(layers_ - 1);
+  const int64_t width = trainer_.eval().layer_width(layers_ - 1);
   const int64_t first = rt_.part().meta.offsets[rt_.rank()];
   const Array& labels = rt_.part().labels;
   CoordinatedCommunicator& tc = rt_.channel(WorkerKind::kTrainer);
-  EvalTally val = trainer_.new_tally(), test = trainer_.new_tally();
+  EvalTally val = trainer_.eval().new_tally(), test = trainer_.eval().new_tally();
   tc.set_step(epoch, eval_control_id(0, 1));
   tally_rows(logits, width, first, valid_ids_, labels, &val);
   val.combine(tc, "train:eval_valid");
@@ -189,7 +189,7 @@ std::vector<float> Evaluator::typed_link_rows(int64_t epoch) {
   const std::vector<float> rows = typed_outputs_of(
       rt_, trainer_, *sampler_, seeds, layers, cfg_.eval_batch_size, epoch, eval_batch_id(2, 0),
       [&progress](int64_t done, int64_t total) { progress.update(done, total); });
-  const int64_t width = trainer_.layer_width(layers - 1);
+  const int64_t width = trainer_.eval().layer_width(layers - 1);
   std::vector<float> out(static_cast<size_t>((e - b) * width), 0.0f);
   for (size_t i = 0; i < seeds.size(); ++i) {
     std::copy(rows.begin() + static_cast<int64_t>(i) * width,
@@ -205,10 +205,10 @@ double Evaluator::final_full_test(const RunRecord& run) {
     return run.best_epoch >= 0 ? run.test_at_best : -1;
   }
   if (best_params_.empty()) return -1;
-  const std::vector<float> last = trainer_.flat_parameters();
-  trainer_.set_flat_parameters(best_params_);
+  const std::vector<float> last = trainer_.state().flat_parameters();
+  trainer_.state().set_flat_parameters(best_params_);
   const double test = evaluate_full(cfg_.epochs + 1).second.metric(metric_);
-  trainer_.set_flat_parameters(last);
+  trainer_.state().set_flat_parameters(last);
   return test;
 }
 
@@ -226,7 +226,7 @@ EvalTally Evaluator::evaluate(int split, const std::vector<int64_t>& ids, int64_
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(epoch, eval_control_id(split, 0));
   main_ch.all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
-  EvalTally tally = trainer_.new_tally();
+  EvalTally tally = trainer_.eval().new_tally();
   EvalProgress progress(rt_.leader() && cfg_.progress, rt_.leader(), split == 0 ? "valid" : "test");
   // Training's read-ahead groups (--read-ahead): a group's batches are sampled, their cold rows
   // read in one sweep, then each is loaded and evaluated.
@@ -246,7 +246,7 @@ EvalTally Evaluator::evaluate(int split, const std::vector<int64_t>& ids, int64_
       LoadedBatch lb = rt_.load(std::move(group[static_cast<size_t>(s - g)]));
       rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_batch_id(split, s));
       trainer_.gather_embedding(lb);  // collective; nothing without embeddings
-      trainer_.eval_batch(lb, &tally);
+      trainer_.eval().eval_batch(lb, &tally);
       progress.update(s + 1, steps);
     }
   }
@@ -263,7 +263,7 @@ std::pair<double, double> Evaluator::run(int64_t epoch) {
   if (link_) {
     // Every node's output by full-neighbour inference (a typed graph's: typed_link_rows).
     const std::vector<float> h = rt_.hetero() ? typed_link_rows(epoch) : infer_all(epoch);
-    link_->evaluate(h, trainer_.layer_width(layers_ - 1), epoch, trainer_,
+    link_->evaluate(h, trainer_.eval().layer_width(layers_ - 1), epoch, trainer_,
                     [epoch](int split) { return eval_control_id(split, 1); });
     val = link_->value(link_->valid());
     test = link_->value(link_->test());

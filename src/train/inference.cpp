@@ -226,7 +226,7 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(io.device());
   torch::Tensor in, out;
   for (int l = 0; l < layers; ++l) {
-    out = torch::zeros({rows, trainer.layer_width(l)}, on_device);
+    out = torch::zeros({rows, trainer.eval().layer_width(l)}, on_device);
     for (int64_t s = 0; s < batches; ++s, ++step) {
       const int64_t b = std::min(rows, s * o.batch_size), e = std::min(rows, b + o.batch_size);
       LoadedBatch lb;
@@ -247,7 +247,8 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
       }
       if (e > b) {
         const Block& bl = lb.sample.blocks.front();
-        out.narrow(0, b, e - b).copy_(trainer.infer_layer(l, lb, h, source_scales(scales, bl, io)));
+        out.narrow(0, b, e - b)
+            .copy_(trainer.eval().infer_layer(l, lb, h, source_scales(scales, bl, io)));
       }
       if (o.progress) o.progress(l * batches + s + 1, layers * batches);
     }

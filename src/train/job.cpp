@@ -208,7 +208,7 @@ void TrainJob::make_trainer(nlohmann::json recorded) {
     }
   }
   if (!cfg_.init_from.empty()) {
-    trainer_->init_parameters(cfg_.init_from);
+    trainer_->state().init_parameters(cfg_.init_from);
     if (rt_.leader()) DSP_INFO("train", "parameters from {}", cfg_.init_from);
   }
   if (rt_.leader() && !cfg_.checkpoint_dir.empty()) fs::create_directories(cfg_.checkpoint_dir);
@@ -351,7 +351,7 @@ void TrainJob::report_epoch(int epoch) {
   e.loss = loss_count_ ? tally.loss_sum / loss_count_ : 0.0;
   e.lr = epoch_lr_;
   rt_.channel(WorkerKind::kTrainer).set_step(epoch, steps_ + 1);
-  e.train_acc = trainer_->all_reduce(tally.correct).accuracy();
+  e.train_acc = all_reduce(trainer_->comm(), tally.correct).accuracy();
   const bool last = epoch + 1 == cfg_.epochs;
   e.evaluated = last || (cfg_.eval_every > 0 && (epoch + 1) % cfg_.eval_every == 0);
   if (e.evaluated) {

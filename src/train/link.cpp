@@ -181,7 +181,7 @@ std::vector<float> score_edges(Communicator& comm, const PartitionMeta& meta,
   const std::vector<float> hs = fetch_rows(comm, meta, h, width, src);
   const std::vector<float> hd = fetch_rows(comm, meta, h, width, dst);
   if (e == b) return {};
-  return trainer.score(hs.data(), hd.data(), e - b);
+  return trainer.eval().score(hs.data(), hd.data(), e - b);
 }
 
 namespace {
@@ -290,7 +290,7 @@ std::vector<double> link_recall(Communicator& comm, const PartitionData& part,
       std::copy(h.begin() + (u - b) * width, h.begin() + (u - b + 1) * width,
                 src.begin() + i * width);
     }
-    const std::vector<float> scores = trainer.score(src.data(), rows.data(), n);
+    const std::vector<float> scores = trainer.eval().score(src.data(), rows.data(), n);
     std::vector<char> excluded(static_cast<size_t>(n), 0);
     auto exclude = [&](int64_t v) {
       const auto it = index.find(v);

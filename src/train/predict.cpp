@@ -237,10 +237,10 @@ std::vector<std::string> write_outputs(const PredictConfig& c, std::vector<float
 
 // Refuses, on every rank alike, a job whose layer-wise inference (plus, on rank 0, the gathered
 // table and the outputs) does not fit the memory each rank of a node has; logs the estimate.
-void check_memory(RankRuntime& rt, const Trainer& trainer, int layers, int64_t batch_size,
+void check_memory(RankRuntime& rt, Trainer& trainer, int layers, int64_t batch_size,
                   int64_t out_rows) {
   std::vector<int64_t> widths;
-  for (int l = 0; l < layers; ++l) widths.push_back(trainer.layer_width(l));
+  for (int l = 0; l < layers; ++l) widths.push_back(trainer.eval().layer_width(l));
   const PartitionMeta& meta = rt.part().meta;
   int64_t need = layerwise_inference_bytes(meta, rt.rank(), widths, batch_size);
   if (rt.leader()) need += 4 * widths.back() * (meta.num_nodes + out_rows) + 8 * out_rows;
@@ -314,7 +314,7 @@ std::vector<float> layerwise_rows(const PredictConfig& c, RankRuntime& rt, Train
   check_memory(rt, trainer, io.layers, c.batch_size, static_cast<int64_t>(ids.size()));
   const std::vector<float> table = gather_rows(rt, layerwise_inference(rt, trainer, io));
   if (!rt.leader()) return {};
-  return rows_of(rt, ids, table, trainer.layer_width(layers - 1));
+  return rows_of(rt, ids, table, trainer.eval().layer_width(layers - 1));
 }
 
 // A typed model's rows of type `type`'s nodes `ids` (the type's own ids), at rank 0 in their
@@ -338,7 +338,7 @@ std::vector<float> typed_rows(const PredictConfig& c, RankRuntime& rt, Trainer& 
   SamplerOptions so;
   so.fanouts.assign(static_cast<size_t>(layers), kAllNeighbours);
   const std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
-  const int64_t width = trainer.layer_width(layers - 1);
+  const int64_t width = trainer.eval().layer_width(layers - 1);
   rt.channel(WorkerKind::kMain).set_step(-1, 4);
   const std::vector<float> mine =
       typed_outputs_of(rt, trainer, *sampler, seeds, layers, c.batch_size, 1, 0);
@@ -432,7 +432,7 @@ PredictResult run_predict(const PredictConfig& c) {
                       rt.part().feature_scale);
   }
   Trainer trainer(tc, rt.channel(WorkerKind::kTrainer));
-  trainer.load_parameters(c.checkpoint);
+  trainer.state().load_parameters(c.checkpoint);
   const std::unique_ptr<EmbeddingTable> emb = load_embedding(c.checkpoint, tc.model, rt, trainer);
   const int run = c.embed() ? layer + 1 : layers;
   std::vector<float> rows = tc.model.hetero() ? typed_rows(c, rt, trainer, ids, type, run)
@@ -440,7 +440,7 @@ PredictResult run_predict(const PredictConfig& c) {
   PredictResult res;
   if (rt.leader()) {
     report_outputs(c, ro.log_name, std::move(rows), static_cast<int64_t>(ids.size()),
-                   trainer.layer_width(run - 1), tc.model.bce(), &res);
+                   trainer.eval().layer_width(run - 1), tc.model.bce(), &res);
   }
   CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
   main_ch.set_step(3, 0);

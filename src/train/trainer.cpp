@@ -142,7 +142,6 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
 Trainer::~Trainer() = default;
 
 GnnModel& Trainer::model() { return *impl_->model; }
-int64_t Trainer::num_parameters() const { return impl_->numel; }
 
 namespace {
 
@@ -771,21 +770,29 @@ void Trainer::set_lr(double lr) {
   impl_->flat->set_lr(lr);
 }
 
-EvalCounts Trainer::eval_batch(const LoadedBatch& batch) {
+DeviceIo& Trainer::device_io() { return impl_->io; }
+
+ModelEval Trainer::eval() { return ModelEval(*this); }
+
+TrainerState Trainer::state() { return TrainerState(*this); }
+
+EvalCounts ModelEval::eval_batch(const LoadedBatch& batch) {
   EvalTally t = new_tally();
   eval_batch(batch, &t);
   return {t.correct(), t.total()};
 }
 
-EvalTally Trainer::new_tally() const { return EvalTally(cfg_.model.bce(), cfg_.model.out_dim); }
+EvalTally ModelEval::new_tally() const {
+  return EvalTally(t_.cfg_.model.bce(), t_.cfg_.model.out_dim);
+}
 
-void Trainer::eval_batch(const LoadedBatch& batch, EvalTally* tally) {
+void ModelEval::eval_batch(const LoadedBatch& batch, EvalTally* tally) {
   if (batch_empty(batch)) return;
-  check_batch(batch, cfg_.model);
-  auto& I = *impl_;
+  check_batch(batch, t_.cfg_.model);
+  auto& I = *t_.impl_;
   torch::NoGradGuard ng;
   I.model->eval();
-  const auto out = I.io.read(run_model(batch, nullptr, nullptr));
+  const auto out = I.io.read(t_.run_model(batch, nullptr, nullptr));
   const float* logits = out.data_ptr<float>();
   if (batch.multilabel()) {
     tally->add(logits, out.size(0), batch.label_matrix.data());
@@ -794,9 +801,9 @@ void Trainer::eval_batch(const LoadedBatch& batch, EvalTally* tally) {
   }
 }
 
-at::Tensor Trainer::infer_layer(int layer, const LoadedBatch& batch, const at::Tensor& hidden,
-                                const at::Tensor& gcn_src_scale) {
-  auto& I = *impl_;
+at::Tensor ModelEval::infer_layer(int layer, const LoadedBatch& batch, const at::Tensor& hidden,
+                                  const at::Tensor& gcn_src_scale) {
+  auto& I = *t_.impl_;
   DSP_CHECK_ARG(batch.sample.blocks.size() == 1, "layer-wise inference takes one block, got {}",
                 batch.sample.blocks.size());
   torch::NoGradGuard ng;
@@ -805,19 +812,19 @@ at::Tensor Trainer::infer_layer(int layer, const LoadedBatch& batch, const at::T
   BlockTensors bt = block_to_tensors(blk, I.device);
   torch::Tensor h = hidden;
   if (layer == 0) {
-    DSP_CHECK_ARG(batch.feature_dim + batch.embedding_dim == cfg_.model.in_dim &&
+    DSP_CHECK_ARG(batch.feature_dim + batch.embedding_dim == t_.cfg_.model.in_dim &&
                       (batch.features_on_device() || static_cast<int64_t>(batch.features.size()) ==
                                                          blk.num_src * batch.feature_dim),
                   "layer-wise inference: {} feature columns for {} input nodes, the model expects "
                   "{} columns",
-                  batch.feature_dim + batch.embedding_dim, blk.num_src, cfg_.model.in_dim);
-    h = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std, nullptr);
+                  batch.feature_dim + batch.embedding_dim, blk.num_src, t_.cfg_.model.in_dim);
+    h = input_tensor(batch, I.device, t_.cfg_.normalize_features, I.mean, I.inv_std, nullptr);
   }
   DSP_CHECK_ARG(h.dim() == 2 && h.size(0) == blk.num_src && h.device() == I.device,
                 "layer-wise inference: layer {}'s input rows must be [{}, {}] on the trainer's "
                 "device",
-                layer, blk.num_src, layer > 0 ? layer_width(layer - 1) : cfg_.model.in_dim);
-  if (cfg_.model.model == ModelKind::kGcn && gcn_src_scale.defined()) {
+                layer, blk.num_src, layer > 0 ? layer_width(layer - 1) : t_.cfg_.model.in_dim);
+  if (t_.cfg_.model.model == ModelKind::kGcn && gcn_src_scale.defined()) {
     // The whole graph's degrees: a full in-neighbourhood has the graph's in-degree already.
     auto in_deg = bt.indptr.narrow(0, 1, blk.num_dst) - bt.indptr.narrow(0, 0, blk.num_dst);
     bt.cache->gcn_dst_scale = (in_deg.to(torch::kFloat32) + 1.0).rsqrt();
@@ -826,27 +833,26 @@ at::Tensor Trainer::infer_layer(int layer, const LoadedBatch& batch, const at::T
   return I.model->forward_layer(layer, bt, h);
 }
 
-DeviceIo& Trainer::device_io() { return impl_->io; }
+int64_t ModelEval::layer_width(int layer) const { return t_.impl_->model->layer_width(layer); }
 
-int64_t Trainer::layer_width(int layer) const { return impl_->model->layer_width(layer); }
-
-std::vector<float> Trainer::typed_outputs(const LoadedBatch& batch, int layers) {
-  DSP_CHECK_ARG(cfg_.model.hetero(), "typed outputs need a heterogeneous model, not {}",
-                cfg_.model.model);
-  auto& I = *impl_;
+std::vector<float> ModelEval::typed_outputs(const LoadedBatch& batch, int layers) {
+  DSP_CHECK_ARG(t_.cfg_.model.hetero(), "typed outputs need a heterogeneous model, not {}",
+                t_.cfg_.model.model);
+  auto& I = *t_.impl_;
   torch::NoGradGuard ng;
   I.model->eval();
-  const HeteroInput in = hetero_input(batch, cfg_.model, I.device, cfg_.normalize_features, nullptr);
+  const HeteroInput in =
+      hetero_input(batch, t_.cfg_.model, I.device, t_.cfg_.normalize_features, nullptr);
   const torch::Tensor out = I.io.read(I.model->forward_hetero(in, nullptr, layers)).contiguous();
   const float* p = out.data_ptr<float>();
   return std::vector<float>(p, p + out.numel());
 }
 
-std::vector<float> Trainer::score(const float* hs, const float* hd, int64_t n) {
-  auto& I = *impl_;
+std::vector<float> ModelEval::score(const float* hs, const float* hd, int64_t n) {
+  auto& I = *t_.impl_;
   torch::NoGradGuard ng;
   I.model->eval();
-  const int64_t w = cfg_.model.out_dim;
+  const int64_t w = t_.cfg_.model.out_dim;
   auto wrap = [&](const float* p) {
     return torch::from_blob(const_cast<float*>(p), {n, w}, torch::kFloat32).to(I.device);
   };
@@ -854,13 +860,13 @@ std::vector<float> Trainer::score(const float* hs, const float* hd, int64_t n) {
   return std::vector<float>(s.data_ptr<float>(), s.data_ptr<float>() + n);
 }
 
-EvalCounts Trainer::all_reduce(const EvalCounts& local) {
+EvalCounts all_reduce(Communicator& comm, const EvalCounts& local) {
   int64_t buf[2] = {local.correct, local.total};
-  if (comm_.size() > 1) {
+  if (comm.size() > 1) {
     OpOptions o;
     o.label = "train:eval_counts";
     o.host_buffers = true;
-    comm_.all_reduce(buf, 2, DType::kInt64, ReduceOp::kSum, o);
+    comm.all_reduce(buf, 2, DType::kInt64, ReduceOp::kSum, o);
   }
   return {buf[0], buf[1]};
 }

@@ -76,6 +76,9 @@ nlohmann::json checkpoint_header(const std::string& path);
 // cannot be read. No model needed (--resume auto picks the newest checkpoint that verifies).
 void verify_checkpoint(const std::string& path);
 
+class ModelEval;
+class TrainerState;
+
 class Trainer {
  public:
   // Builds the model (parameters initialised from config.seed, then rank 0's broadcast once so
@@ -151,6 +154,44 @@ class Trainer {
   void set_threads(int threads);
   // The optimiser's learning rate for the steps that follow (train/lr_schedule.hpp's per epoch).
   void set_lr(double lr);
+  // The trainer's one counted place for device traffic (train/device_io.hpp; train/ callers).
+  DeviceIo& device_io();
+  // The model in eval mode (evaluation, inference, prediction) and the parameters and optimizer
+  // state in and out (checkpoints): views of this trainer, valid while it lives.
+  ModelEval eval();
+  TrainerState state();
+  int64_t steps() const { return step_; }
+  const StepTimes& step_times() const { return times_; }
+  void reset_step_times() { times_ = {}; }
+  const TrainConfig& config() const { return cfg_; }
+  Communicator& comm() { return comm_; }
+  GnnModel& model();
+
+ private:
+  friend class ModelEval;
+  friend class TrainerState;
+  void all_reduce_bucket(at::Tensor& bucket);
+  at::Tensor run_model(const LoadedBatch& batch, at::Generator* gen, at::Tensor* emb_leaf);
+  void backward_into(const LoadedBatch& batch, uint64_t stream, at::Tensor row, at::Tensor* hits,
+                     int64_t* total);
+  at::Tensor apply_step(at::Tensor sum, bool local);
+  at::Tensor symmetric_step(const LoadedBatch& batch, bool count, int64_t* total);
+  at::Tensor slots_step(const std::vector<SlotBatch>& batches, int slots, bool count,
+                        int64_t* total);
+  void add_to_tally(const at::Tensor& figures);
+  struct Impl;
+  TrainConfig cfg_;
+  Communicator& comm_;
+  std::unique_ptr<Impl> impl_;
+  int64_t step_ = 0;
+  StepTimes times_;
+};
+
+// The trained model in eval mode, local to this rank (no communication): what evaluation,
+// layer-wise inference and prediction ask of a trainer. A view (Trainer::eval()).
+class ModelEval {
+ public:
+  explicit ModelEval(Trainer& t) : t_(t) {}
   // Local, no communication: predictions of the seeds against their labels (eval mode, no dropout).
   // --loss bce: each label entry's thresholded logit (logit > 0) against its 0/1 label.
   EvalCounts eval_batch(const LoadedBatch& batch);
@@ -172,15 +213,24 @@ class Trainer {
   // (its blocks: as many), the last one's output after its activation; float32 [seeds x
   // layer_width(layers - 1)] on the host, row-major.
   std::vector<float> typed_outputs(const LoadedBatch& batch, int layers);
-  // The trainer's one counted place for device traffic (train/device_io.hpp; train/ callers).
-  DeviceIo& device_io();
-  int64_t layer_width(int layer) const;
   // Link prediction, local: the predictor's logit of each pair of output rows hs[i], hd[i] (host
   // float32 [n x out_dim] each), eval mode. InvalidArgument for a node classifier.
   std::vector<float> score(const float* hs, const float* hd, int64_t n);
-  // Sums counts over all ranks (collective).
-  EvalCounts all_reduce(const EvalCounts& local);
+  int64_t layer_width(int layer) const;
 
+ private:
+  Trainer& t_;
+};
+
+// Sums counts over all ranks (collective).
+EvalCounts all_reduce(Communicator& comm, const EvalCounts& local);
+
+// The trainer's parameters and optimizer state in and out: checkpoints, a model's parameters
+// for inference or `--init-from`, flat vectors for tests and checksums. A view
+// (Trainer::state()).
+class TrainerState {
+ public:
+  explicit TrainerState(Trainer& t) : t_(t) {}
   // Writes model parameters, optimizer state, config, epoch and step to `path` atomically
   // (temporary file + rename). `epoch` = epochs completed. No communication: replicas are
   // identical, so one rank (rank 0) writes it.
@@ -206,29 +256,9 @@ class Trainer {
   // state is left as it is. InvalidArgument on a size mismatch.
   void set_flat_parameters(const std::vector<float>& flat);
   int64_t num_parameters() const;
-  int64_t steps() const { return step_; }
-  const StepTimes& step_times() const { return times_; }
-  void reset_step_times() { times_ = {}; }
-  const TrainConfig& config() const { return cfg_; }
-  Communicator& comm() { return comm_; }
-  GnnModel& model();
 
  private:
-  void all_reduce_bucket(at::Tensor& bucket);
-  at::Tensor run_model(const LoadedBatch& batch, at::Generator* gen, at::Tensor* emb_leaf);
-  void backward_into(const LoadedBatch& batch, uint64_t stream, at::Tensor row, at::Tensor* hits,
-                     int64_t* total);
-  at::Tensor apply_step(at::Tensor sum, bool local);
-  at::Tensor symmetric_step(const LoadedBatch& batch, bool count, int64_t* total);
-  at::Tensor slots_step(const std::vector<SlotBatch>& batches, int slots, bool count,
-                        int64_t* total);
-  void add_to_tally(const at::Tensor& figures);
-  struct Impl;
-  TrainConfig cfg_;
-  Communicator& comm_;
-  std::unique_ptr<Impl> impl_;
-  int64_t step_ = 0;
-  StepTimes times_;
+  Trainer& t_;
 };
 
 }  // namespace dsp

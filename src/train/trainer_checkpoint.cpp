@@ -35,10 +35,12 @@ torch::Tensor bytes_tensor(const std::string& s) {
 
 }  // namespace
 
-std::vector<float> Trainer::flat_parameters() const {
+int64_t TrainerState::num_parameters() const { return t_.impl_->numel; }
+
+std::vector<float> TrainerState::flat_parameters() const {
   std::vector<float> out;
-  out.reserve(static_cast<size_t>(impl_->numel));
-  for (const auto& p : impl_->params) {
+  out.reserve(static_cast<size_t>(t_.impl_->numel));
+  for (const auto& p : t_.impl_->params) {
     auto c = p.detach().to(torch::kCPU).contiguous();
     const float* d = c.data_ptr<float>();
     out.insert(out.end(), d, d + c.numel());
@@ -46,21 +48,21 @@ std::vector<float> Trainer::flat_parameters() const {
   return out;
 }
 
-void Trainer::set_flat_parameters(const std::vector<float>& flat) {
-  DSP_CHECK_ARG(static_cast<int64_t>(flat.size()) == impl_->numel,
-                "{} parameter values for a model of {}", flat.size(), impl_->numel);
+void TrainerState::set_flat_parameters(const std::vector<float>& flat) {
+  DSP_CHECK_ARG(static_cast<int64_t>(flat.size()) == t_.impl_->numel,
+                "{} parameter values for a model of {}", flat.size(), t_.impl_->numel);
   torch::NoGradGuard ng;
   int64_t off = 0;
-  for (auto& p : impl_->params) {
+  for (auto& p : t_.impl_->params) {
     auto src = torch::from_blob(const_cast<float*>(flat.data() + off), p.sizes(), torch::kFloat32);
     p.copy_(src);
     off += p.numel();
   }
 }
 
-void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
-                              const nlohmann::json& extra) const {
-  auto& I = *impl_;
+void TrainerState::save_checkpoint(const std::string& path, int64_t epoch,
+                                   const nlohmann::json& extra) const {
+  auto& I = *t_.impl_;
   nlohmann::json params = nlohmann::json::array();
   for (size_t i = 0; i < I.params.size(); ++i) {
     params.push_back({{"name", I.names[i]}, {"shape", I.params[i].sizes().vec()}});
@@ -69,10 +71,10 @@ void Trainer::save_checkpoint(const std::string& path, int64_t epoch,
   // (seed, next epoch, world size) pins every later draw; Adam's step count is in its state.
   nlohmann::json header = {{"format", kCheckpointFormat},
                            {"version", kCheckpointVersion},
-                           {"config", cfg_.to_json()},
+                           {"config", t_.cfg_.to_json()},
                            {"epoch", epoch},
-                           {"step", step_},
-                           {"world_size", comm_.size()},
+                           {"step", t_.step_},
+                           {"world_size", t_.comm_.size()},
                            {"params", params},
                            {"extra", extra}};
   std::string buffer;
@@ -258,34 +260,36 @@ void read_exported(const std::string& dir, const std::vector<std::string>& names
 
 }  // namespace
 
-void Trainer::init_parameters(const std::string& path) {
+void TrainerState::init_parameters(const std::string& path) {
   DSP_CHECK_T(IoError, path_exists(path), "{}: no such checkpoint or exported model directory",
               path);
-  if (std::filesystem::is_directory(path)) return read_exported(path, impl_->names, impl_->params);
+  if (std::filesystem::is_directory(path))
+    return read_exported(path, t_.impl_->names, t_.impl_->params);
   load_parameters(path);
 }
 
-void Trainer::load_parameters(const std::string& path) {
+void TrainerState::load_parameters(const std::string& path) {
   torch::serialize::InputArchive ar;
   const nlohmann::json header = open_checkpoint(path, ar);
-  check_checkpoint_params(path, header, impl_->names, shapes_of(impl_->params), cfg_.model);
-  read_parameters(path, header, ar, impl_->names, impl_->params);
+  check_checkpoint_params(path, header, t_.impl_->names, shapes_of(t_.impl_->params),
+                          t_.cfg_.model);
+  read_parameters(path, header, ar, t_.impl_->names, t_.impl_->params);
 }
 
-CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
-  auto& I = *impl_;
+CheckpointInfo TrainerState::load_checkpoint(const std::string& path) {
+  auto& I = *t_.impl_;
   torch::serialize::InputArchive ar;
   const nlohmann::json header = open_checkpoint(path, ar);
   CheckpointInfo info;
   try {
     const int64_t ck_world =
-        check_checkpoint_params(path, header, I.names, shapes_of(I.params), cfg_.model);
-    check_checkpoint_optimizer(path, header, cfg_.optimizer);
-    if (ck_world != comm_.size()) {
+        check_checkpoint_params(path, header, I.names, shapes_of(I.params), t_.cfg_.model);
+    check_checkpoint_optimizer(path, header, t_.cfg_.optimizer);
+    if (ck_world != t_.comm_.size()) {
       DSP_WARN("train",
                "checkpoint {} was written by {} rank(s), resuming on {}: training continues, but "
                "not bit-identically (dropout masks and batch shares depend on the rank)",
-               path, ck_world, comm_.size());
+               path, ck_world, t_.comm_.size());
     }
     info.epoch = header.at("epoch").get<int64_t>();
     info.step = header.at("step").get<int64_t>();
@@ -296,7 +300,7 @@ CheckpointInfo Trainer::load_checkpoint(const std::string& path) {
   read_parameters(path, header, ar, I.names, I.params);
   read_optimizer(path, header, ar, *I.optimizer);
   I.flat->load_from(*I.optimizer);
-  step_ = info.step;
+  t_.step_ = info.step;
   return info;
 }
 

@@ -49,7 +49,7 @@ std::vector<float> typed_outputs_of(RankRuntime& rt, Trainer& trainer, Collectiv
                                     const std::vector<int64_t>& seeds, int layers,
                                     int64_t batch_size, int64_t epoch, int64_t first_step,
                                     const std::function<void(int64_t, int64_t)>& progress) {
-  const int64_t bs = batch_size, width = trainer.layer_width(layers - 1);
+  const int64_t bs = batch_size, width = trainer.eval().layer_width(layers - 1);
   int64_t steps = (static_cast<int64_t>(seeds.size()) + bs - 1) / bs;
   rt.channel(WorkerKind::kMain).all_reduce(&steps, 1, DType::kInt64, ReduceOp::kMax);
   std::vector<float> mine;
@@ -66,7 +66,7 @@ std::vector<float> typed_outputs_of(RankRuntime& rt, Trainer& trainer, Collectiv
     trainer.gather_embedding(lb);  // collective
     if (progress) progress(s + 1, steps);
     if (batch.empty()) continue;
-    const std::vector<float> out = trainer.typed_outputs(lb, layers);
+    const std::vector<float> out = trainer.eval().typed_outputs(lb, layers);
     mine.insert(mine.end(), out.begin(), out.end());
   }
   return mine;

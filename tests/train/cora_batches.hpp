@@ -166,10 +166,10 @@ inline EvalCounts cora_evaluate(Trainer& t, const CoraData& d, const std::vector
   auto batches = epoch_batches(ids, o.eval_batch_size, 0, 0, false);
   for (size_t b = 0; b < batches.size(); ++b) {
     auto mine = rank_share(batches[b], c.rank(), c.size());
-    local += t.eval_batch(load_batch(
+    local += t.eval().eval_batch(load_batch(
         d, sample_batch(d.ds.graph, mine, o.eval_fanouts, t.config().seed + 1, epoch, b)));
   }
-  return t.all_reduce(local);
+  return all_reduce(t.comm(), local);
 }
 
 inline void cora_train_epoch(Trainer& t, const CoraData& d, const CoraRunOptions& o, int64_t epoch,

@@ -407,15 +407,15 @@ TEST(HeteroModel, TrainerStepsWithTheEmbeddingTable) {
   EXPECT_NE(table.gather(std::vector<int64_t>{0, 1, 2}), before);
   LoadedBatch lb = batch();
   trainer.gather_embedding(lb);
-  EXPECT_EQ(trainer.eval_batch(lb).correct, 4);
+  EXPECT_EQ(trainer.eval().eval_batch(lb).correct, 4);
   lb.typed_dims[2] = 3;
-  EXPECT_EQ(error_of([&] { trainer.eval_batch(lb); }),
+  EXPECT_EQ(error_of([&] { trainer.eval().eval_batch(lb); }),
             "node type 2: the batch has 2 feature values of width 3 for 1 input nodes, the model "
             "expects width 2");
   LoadedBatch homogeneous;
   homogeneous.sample.blocks = full_blocks(seeds, 2);
   homogeneous.labels = {0, 1, 2, 1};
-  EXPECT_EQ(error_of([&] { trainer.eval_batch(homogeneous); }),
+  EXPECT_EQ(error_of([&] { trainer.eval().eval_batch(homogeneous); }),
             "the batch has inputs of 0 node types but --model rgcn has 3: a heterogeneous model "
             "trains on a heterogeneous partition");
 }

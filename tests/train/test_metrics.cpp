@@ -186,12 +186,12 @@ TEST(Metrics, MultiLabelTrainsWithBce) {
     }
     EXPECT_EQ(train.total, static_cast<int64_t>(d.train.size()) * 8);  // every label entry
   }
-  EvalTally tally = t.new_tally();
+  EvalTally tally = t.eval().new_tally();
   auto batches = test::epoch_batches(d.test, 1000, 0, 0, false);
   for (size_t b = 0; b < batches.size(); ++b) {
-    t.eval_batch(multilabel_batch(d, test::sample_batch(d.ds.graph, batches[b], {-1, -1}, 4, 0,
-                                                        static_cast<int64_t>(b))),
-                 &tally);
+    t.eval().eval_batch(multilabel_batch(d, test::sample_batch(d.ds.graph, batches[b], {-1, -1}, 4,
+                                                               0, static_cast<int64_t>(b))),
+                        &tally);
   }
   tally.combine(*comm, "test");
   EXPECT_EQ(tally.total(), static_cast<int64_t>(d.test.size()) * 8);

@@ -84,12 +84,12 @@ TEST_P(Resume, EqualsUninterruptedTraining) {
   {
     Trainer b(cfg, *comm);
     for (int e = 0; e < 2; ++e) cora_train_epoch(b, d, o, e, first);
-    b.save_checkpoint(path, 2, {{"note", "half way"}});
+    b.state().save_checkpoint(path, 2, {{"note", "half way"}});
   }
   TrainConfig other = cfg;
   other.seed = cfg.seed;  // same run; the fresh replica starts from different draws of nothing
   Trainer c(other, *comm);
-  CheckpointInfo info = c.load_checkpoint(path);
+  CheckpointInfo info = c.state().load_checkpoint(path);
   EXPECT_EQ(info.epoch, 2);
   EXPECT_EQ(info.step, c.steps());
   EXPECT_EQ(info.extra.value("note", ""), "half way");
@@ -101,7 +101,8 @@ TEST_P(Resume, EqualsUninterruptedTraining) {
   EXPECT_EQ(straight.losses[2], second.losses[0]);
   EXPECT_EQ(straight.losses[3], second.losses[1]);
   EXPECT_EQ(a.steps(), c.steps());
-  EXPECT_TRUE(a.flat_parameters() == c.flat_parameters()) << "parameters differ after resume";
+  EXPECT_TRUE(a.state().flat_parameters() == c.state().flat_parameters())
+      << "parameters differ after resume";
   // The losses must actually move, or the comparison above proves nothing.
   EXPECT_NE(straight.losses[0], straight.losses[3]);
   fs::remove(path);
@@ -114,8 +115,8 @@ TEST(Checkpoint, AtomicWriteLeavesOnlyTheFile) {
   Trainer t(cora_config("gcn", 1), *comm);
   const std::string dir = temp_path("ckdir");
   fs::create_directories(dir);
-  t.save_checkpoint(dir + "/model.ckpt", 0);
-  t.save_checkpoint(dir + "/model.ckpt", 1);  // replaces
+  t.state().save_checkpoint(dir + "/model.ckpt", 0);
+  t.state().save_checkpoint(dir + "/model.ckpt", 1);  // replaces
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     ++files;
@@ -123,8 +124,8 @@ TEST(Checkpoint, AtomicWriteLeavesOnlyTheFile) {
   }
   EXPECT_EQ(files, 1);
   Trainer u(cora_config("gcn", 2), *comm);
-  EXPECT_EQ(u.load_checkpoint(dir + "/model.ckpt").epoch, 1);
-  EXPECT_TRUE(t.flat_parameters() == u.flat_parameters());
+  EXPECT_EQ(u.state().load_checkpoint(dir + "/model.ckpt").epoch, 1);
+  EXPECT_TRUE(t.state().flat_parameters() == u.state().flat_parameters());
   fs::remove_all(dir);
 }
 
@@ -132,12 +133,12 @@ TEST(Checkpoint, DifferentShapeIsAClearError) {
   auto comm = make_communicator("self");
   const std::string path = temp_path("shape.ckpt");
   TrainConfig cfg = cora_config("sage", 1);
-  Trainer(cfg, *comm).save_checkpoint(path, 3);
+  Trainer(cfg, *comm).state().save_checkpoint(path, 3);
 
   TrainConfig wider = cfg;
   wider.model.hidden = cfg.model.hidden * 2;
   Trainer w(wider, *comm);
-  std::string msg = error_of<FormatError>([&] { w.load_checkpoint(path); });
+  std::string msg = error_of<FormatError>([&] { w.state().load_checkpoint(path); });
   EXPECT_NE(msg.find("layer0.self.weight"), std::string::npos) << msg;
   EXPECT_NE(msg.find(fmt::format("[{}, 1433] in the checkpoint but [{}, 1433] in this model",
                                  cfg.model.hidden, wider.model.hidden)),
@@ -146,21 +147,21 @@ TEST(Checkpoint, DifferentShapeIsAClearError) {
 
   TrainConfig gcn = cora_config("gcn", 1);
   Trainer g(gcn, *comm);
-  msg = error_of<FormatError>([&] { g.load_checkpoint(path); });
+  msg = error_of<FormatError>([&] { g.state().load_checkpoint(path); });
   EXPECT_NE(msg.find("\"sage\""), std::string::npos) << msg;
   EXPECT_NE(msg.find("\"gcn\""), std::string::npos) << msg;
 
   TrainConfig sgd = cfg;
   sgd.optimizer = OptimizerKind::kSgd;
   Trainer s(sgd, *comm);
-  msg = error_of<FormatError>([&] { s.load_checkpoint(path); });
+  msg = error_of<FormatError>([&] { s.state().load_checkpoint(path); });
   EXPECT_NE(msg.find("adam optimizer state but this trainer uses sgd"), std::string::npos) << msg;
 
   write_file_atomic(path, "not a checkpoint");
-  msg = error_of<FormatError>([&] { s.load_checkpoint(path); });
+  msg = error_of<FormatError>([&] { s.state().load_checkpoint(path); });
   EXPECT_NE(msg.find("is not a dsp checkpoint"), std::string::npos) << msg;
   fs::remove(path);
-  msg = error_of<IoError>([&] { s.load_checkpoint(path); });
+  msg = error_of<IoError>([&] { s.state().load_checkpoint(path); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
 }
 
@@ -180,26 +181,26 @@ TEST(Checkpoint, ADamagedByteIsRefusedNamingWhatItHit) {
   const std::string path = temp_path("damaged.ckpt");
   TrainConfig cfg = cora_config("sage", 1);
   Trainer t(cfg, *comm);
-  const std::vector<float> flat = t.flat_parameters();
+  const std::vector<float> flat = t.state().flat_parameters();
   const std::string first(reinterpret_cast<const char*>(flat.data()), 64);  // p0's first values
 
-  t.save_checkpoint(path, 1);
+  t.state().save_checkpoint(path, 1);
   ASSERT_TRUE(flip_bit_at(path, first, 40, 0x10));
   Trainer u(cfg, *comm);
-  EXPECT_EQ(error_of<FormatError>([&] { u.load_checkpoint(path); }),
+  EXPECT_EQ(error_of<FormatError>([&] { u.state().load_checkpoint(path); }),
             path + ": parameter 'layer0.self.weight' (p0) fails its checksum: the file is damaged");
-  EXPECT_EQ(error_of<FormatError>([&] { u.load_parameters(path); }),
+  EXPECT_EQ(error_of<FormatError>([&] { u.state().load_parameters(path); }),
             path + ": parameter 'layer0.self.weight' (p0) fails its checksum: the file is damaged");
 
-  t.save_checkpoint(path, 1);
+  t.state().save_checkpoint(path, 1);
   // The learning rate's last digit in the header, 0.01 -> 0.00: valid JSON, a different run.
   ASSERT_TRUE(flip_bit_at(path, "\"lr\":0.01", 8, 0x01));
-  EXPECT_EQ(error_of<FormatError>([&] { u.load_checkpoint(path); }),
+  EXPECT_EQ(error_of<FormatError>([&] { u.state().load_checkpoint(path); }),
             path + ": the header fails its checksum: the file is damaged");
 
-  t.save_checkpoint(path, 1);  // intact again: loads, equal
-  u.load_checkpoint(path);
-  EXPECT_TRUE(u.flat_parameters() == flat);
+  t.state().save_checkpoint(path, 1);  // intact again: loads, equal
+  u.state().load_checkpoint(path);
+  EXPECT_TRUE(u.state().flat_parameters() == flat);
   fs::remove(path);
 }
 
@@ -233,7 +234,7 @@ TEST(BadInput, FanoutCountMustEqualLayers) {
   auto three = load_batch(d, sample_batch(d.ds.graph, seeds, {5, 5, 5}, 1, 0, 0));
   msg = error_of<InvalidArgument>([&] { t.train_step(three); });
   EXPECT_NE(msg.find("the batch has 3 blocks but the 2-layer model"), std::string::npos) << msg;
-  msg = error_of<InvalidArgument>([&] { t.eval_batch(three); });
+  msg = error_of<InvalidArgument>([&] { t.eval().eval_batch(three); });
   EXPECT_NE(msg.find("number of fanouts must equal the number of layers"), std::string::npos)
       << msg;
 
@@ -255,11 +256,11 @@ TEST(Trainer, EmptyShareStillSteps) {
   const CoraData& d = cora();
   auto comm = make_communicator("self");
   Trainer t(cora_config("sage", 1), *comm);
-  auto before = t.flat_parameters();
+  auto before = t.state().flat_parameters();
   auto empty = load_batch(d, sample_batch(d.ds.graph, {}, {5, 5}, 1, 0, 0));
   EXPECT_EQ(t.train_step(empty), 0.0f);
-  EXPECT_TRUE(before == t.flat_parameters());
-  EXPECT_EQ(t.eval_batch(empty).total, 0);
+  EXPECT_TRUE(before == t.state().flat_parameters());
+  EXPECT_EQ(t.eval().eval_batch(empty).total, 0);
 }
 
 // The step of dynamic role switching (pipeline/roles.hpp): one slot per symmetric rank, the update
@@ -278,7 +279,7 @@ TEST(Trainer, SlotStepsDependOnTheSlotsOnly) {
     auto x = batch(16 * s, s);
     EXPECT_EQ(a.train_step(x), b.train_slots({{0, &x}}, 1));
   }
-  EXPECT_TRUE(a.flat_parameters() == b.flat_parameters());
+  EXPECT_TRUE(a.state().flat_parameters() == b.state().flat_parameters());
 
   Trainer c(cora_config("sage", 1), *comm), e(cora_config("sage", 1), *comm);
   for (int64_t s = 0; s < 3; ++s) {
@@ -286,8 +287,8 @@ TEST(Trainer, SlotStepsDependOnTheSlotsOnly) {
     c.train_slots({{0, &x}, {1, &y}}, 2);
     e.train_slots({{1, &y}, {0, &x}}, 2);
   }
-  EXPECT_TRUE(c.flat_parameters() == e.flat_parameters());
-  EXPECT_FALSE(c.flat_parameters() == a.flat_parameters());
+  EXPECT_TRUE(c.state().flat_parameters() == e.state().flat_parameters());
+  EXPECT_FALSE(c.state().flat_parameters() == a.state().flat_parameters());
 
   auto x = batch(0, 0);
   try {
@@ -333,7 +334,7 @@ TEST(Trainer, AStepReadsNothingFromTheDevice) {
     EXPECT_EQ(tally.correct.correct, hits.correct) << model;
     EXPECT_EQ(tally.correct.total, 128) << model;
     EXPECT_EQ(hits.total, 128) << model;
-    EXPECT_TRUE(lazy.flat_parameters() == eager.flat_parameters()) << model;
+    EXPECT_TRUE(lazy.state().flat_parameters() == eager.state().flat_parameters()) << model;
     // A new tally starts empty.
     EXPECT_EQ(lazy.take_tally().steps, 0);
   }

@@ -105,7 +105,7 @@ TEST(CudaTrainer, StepsTrainWhatTheCpuTrains) {
       const float lc = cpu.train_step(b), lg = gpu.train_step(b);
       EXPECT_NEAR(lc, lg, 1e-4 * std::max(1.0f, std::abs(lc))) << model;
     }
-    const auto pc = cpu.flat_parameters(), pg = gpu.flat_parameters();
+    const auto pc = cpu.state().flat_parameters(), pg = gpu.state().flat_parameters();
     ASSERT_EQ(pc.size(), pg.size());
     double worst = 0;
     for (size_t i = 0; i < pc.size(); ++i) worst = std::max(worst, double(std::abs(pc[i] - pg[i])));

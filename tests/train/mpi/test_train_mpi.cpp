@@ -44,9 +44,9 @@ namespace fs = std::filesystem;
 Communicator* g_comm = nullptr;
 
 // Every rank's parameters equal rank 0's, bit for bit.
-void expect_identical_replicas(const Trainer& t, const std::string& when) {
+void expect_identical_replicas(Trainer& t, const std::string& when) {
   Communicator& c = *g_comm;
-  std::vector<float> mine = t.flat_parameters();
+  std::vector<float> mine = t.state().flat_parameters();
   std::vector<float> all(mine.size() * c.size());
   c.all_gather(mine.data(), all.data(), static_cast<int64_t>(mine.size()), DType::kFloat32);
   for (int p = 1; p < c.size(); ++p) {
@@ -102,7 +102,7 @@ TEST(Replicas, AStepReadsNothingAndWaitsOnlyForTheAllReduce) {
   EXPECT_EQ(t.reads, 0);
   EXPECT_EQ(t.syncs, c.size() > 1 ? steps : 0);
   expect_identical_replicas(lazy, "after the steps");
-  EXPECT_TRUE(lazy.flat_parameters() == eager.flat_parameters());
+  EXPECT_TRUE(lazy.state().flat_parameters() == eager.state().flat_parameters());
   EXPECT_EQ(lazy.take_tally().loss_sum, loss_sum);
 
   // Rank 0 alone has seeds: the others read the global count, rank 0 reads nothing.
@@ -134,7 +134,7 @@ TEST(GradientSync, EqualsOneRankOnTheWholeBatch) {
     float ls = single.train_step(whole);
     EXPECT_NEAR(ld, ls, 1e-5);
   }
-  auto a = dist.flat_parameters(), b = single.flat_parameters();
+  auto a = dist.state().flat_parameters(), b = single.state().flat_parameters();
   ASSERT_EQ(a.size(), b.size());
   double max_diff = 0;
   for (size_t i = 0; i < a.size(); ++i)
@@ -172,15 +172,15 @@ TEST(Resume, OnAllRanksEqualsUninterrupted) {
   {
     Trainer b(cfg, c);
     for (int e = 0; e < 2; ++e) cora_train_epoch(b, d, o, e, first);
-    if (c.rank() == 0) b.save_checkpoint(path, 2);
+    if (c.rank() == 0) b.state().save_checkpoint(path, 2);
     c.barrier();
   }
   Trainer r(cfg, c);
-  CheckpointInfo info = r.load_checkpoint(path);
+  CheckpointInfo info = r.state().load_checkpoint(path);
   ASSERT_EQ(info.epoch, 2);
   cora_train_epoch(r, d, o, 2, second);
   EXPECT_EQ(straight.losses[2], second.losses[0]);
-  EXPECT_TRUE(a.flat_parameters() == r.flat_parameters());
+  EXPECT_TRUE(a.state().flat_parameters() == r.state().flat_parameters());
   expect_identical_replicas(r, "after resume");
   c.barrier();
   if (c.rank() == 0) fs::remove(path);
@@ -203,7 +203,7 @@ TEST(StagedChannel, TrainsBitIdenticallyToTheHostChannel) {
     auto batch = load_batch(d, sample_batch(d.ds.graph, seeds, {10, 5}, 4, 0, b));
     EXPECT_EQ(host.train_step(batch), dev.train_step(batch)) << "step " << b;
   }
-  const auto a = host.flat_parameters(), z = dev.flat_parameters();
+  const auto a = host.state().flat_parameters(), z = dev.state().flat_parameters();
   ASSERT_EQ(a.size(), z.size());
   EXPECT_EQ(0, std::memcmp(a.data(), z.data(), a.size() * sizeof(float)));
   CoraRunOptions o;

@@ -162,7 +162,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "rank %d switched %ld\n", rank, static_cast<long>(switched));
   }
   // Every replica equals rank 0's.
-  std::vector<float> mine = trainer.flat_parameters();
+  std::vector<float> mine = trainer.state().flat_parameters();
   std::vector<float> all(mine.size() * P);
   CoordinatedCommunicator& m = coord->channel(WorkerKind::kMain);
   m.set_step(99, 0);
