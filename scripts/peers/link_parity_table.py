@@ -37,6 +37,10 @@ Protocols (rows):
 Weights: --peer-init dsp (default) starts the peers' encoders as dsp's layers start (LibTorch
 Linear's init, biases zero), so that a difference is the loop's; --peer-init own keeps the peers'
 (PyG's GCNConv: glorot; DGL's SAGEConv: xavier).
+Depth, width and rate: --layers (2), --hidden (128), --lr (0.01) for every protocol ("2 x" above
+is --layers); DGL's own example (examples/pytorch/graphsage/link_pred.py: 3 layers of 256, fanouts
+15,10,5, lr 0.0005, an MLP predictor) is `--rows dgl/sage/mlp --layers 3 --hidden 256 --lr 0.0005
+--dgl-fanouts 15,10,5` (its MLP has one more hidden layer than dsp's, used by both here).
 Row names: protocol/model/predictor, e.g. pyg/gcn/dot (PyG's example as it is), pyg/sage/mlp,
 dgl/sage/dot, dgl/sage/mlp, ogb/sage/mlp. The MLP predictor: Linear(h, h), ReLU, Linear(h, 1)
 over the two rows' product (dsp's --predictor mlp).
@@ -61,6 +65,8 @@ ap.add_argument("--systems", default="dsp,peer",
                      "trainer (needs dsp's Python package on PYTHONPATH)")
 ap.add_argument("--seeds", default="0,1,2,3,4")
 ap.add_argument("--hidden", type=int, default=128)
+ap.add_argument("--layers", type=int, default=2, help="every protocol's encoder depth")
+ap.add_argument("--lr", type=float, default=0.01, help="every protocol's learning rate (Adam)")
 ap.add_argument("--k", type=int, default=50, help="Hits@K")
 ap.add_argument("--epochs", type=int, default=0, help="0: the protocol's (pyg 100, others 20)")
 ap.add_argument("--threads", type=int, default=1)
@@ -92,10 +98,10 @@ from sklearn.metrics import roc_auc_score
 
 torch.set_num_threads(args.threads)
 PROTOCOL_EPOCHS = {"pyg": 100, "dgl": 20, "ogb": 20}
-LR = 0.01
+LR = args.lr
 DGL_FANOUTS = [int(f) for f in args.dgl_fanouts.split(",")]
-if len(DGL_FANOUTS) != 2:
-    ap.error("--dgl-fanouts: two fanouts (the protocols train 2 layers)")
+if len(DGL_FANOUTS) != args.layers:
+    ap.error(f"--dgl-fanouts: one fanout per layer ({args.layers}, --layers)")
 DGL_BATCH, OGB_BATCH = 512, 1024
 
 
@@ -202,7 +208,8 @@ def run_pyg(D, model, predictor, seed, epochs, featureless):
         x_of = lambda: x
         in_dim = x.size(1)
     Conv = (lambda i, o: GCNConv(i, o)) if model == "gcn" else (lambda i, o: SAGEConv(i, o))
-    convs = torch.nn.ModuleList([Conv(in_dim, args.hidden), Conv(args.hidden, args.hidden)])
+    convs = torch.nn.ModuleList([Conv(in_dim if i == 0 else args.hidden, args.hidden)
+                                 for i in range(args.layers)])
     dsp_init(convs)
     score, mlp = pair_scorer(predictor)
     params = list(convs.parameters()) + (list(mlp.parameters()) if mlp else [])
@@ -213,7 +220,7 @@ def run_pyg(D, model, predictor, seed, epochs, featureless):
         h = x_of()
         for i, conv in enumerate(convs):
             h = conv(h, edge_index)
-            if i == 0:
+            if i < len(convs) - 1:
                 h = h.relu()
         return h
 
@@ -254,8 +261,8 @@ def run_dgl(D, model, predictor, seed, epochs, dsp_batches=None):
     u, v = g.edges()
     reverse = g.edge_ids(v, u)
     x = D["x"]
-    convs = torch.nn.ModuleList([dglnn.SAGEConv(x.size(1), args.hidden, "mean"),
-                                 dglnn.SAGEConv(args.hidden, args.hidden, "mean")])
+    convs = torch.nn.ModuleList([dglnn.SAGEConv(x.size(1) if i == 0 else args.hidden, args.hidden,
+                                                "mean") for i in range(args.layers)])
     dsp_init(convs)
     score, mlp = pair_scorer(predictor)
     opt = torch.optim.Adam(list(convs.parameters()) + (list(mlp.parameters()) if mlp else []),
@@ -280,7 +287,7 @@ def run_dgl(D, model, predictor, seed, epochs, dsp_batches=None):
         for input_nodes, pos_g, neg_g, blocks, h in batches():
             for i, (conv, block) in enumerate(zip(convs, blocks)):
                 h = conv(block, h)
-                if i == 0:
+                if i < len(convs) - 1:
                     h = F.relu(h)
             bce_step(opt, score, h, torch.stack(pos_g.edges(), 1), torch.stack(neg_g.edges(), 1))
         with torch.no_grad():  # layer-wise inference over whole neighbourhoods
@@ -289,7 +296,7 @@ def run_dgl(D, model, predictor, seed, epochs, dsp_batches=None):
                 nodes = torch.arange(D["n"])
                 _, _, (block,) = full.sample_blocks(g, nodes)
                 h = conv(block, h)
-                if i == 0:
+                if i < len(convs) - 1:
                     h = F.relu(h)
             f = lambda pairs: score(h, pairs)
             curve.append({"val": figures(f, D, "valid"), "test": figures(f, D, "test")})
@@ -302,7 +309,7 @@ def run_dgl(D, model, predictor, seed, epochs, dsp_batches=None):
 def run_dsp(d, protocol, model, predictor, seed, epochs, n_train):
     with tempfile.TemporaryDirectory(prefix="lparity-") as tmp:
         cmd = [args.dsp, "train", d, "--task", "link", "--model", model, "--predictor", predictor,
-               "--layers", "2", "--hidden", str(args.hidden), "--lr", str(LR), "--dropout", "0",
+               "--layers", str(args.layers), "--hidden", str(args.hidden), "--lr", str(LR), "--dropout", "0",
                "--weight-decay", "0", "--epochs", str(epochs), "--seed", str(seed),
                "--threads", str(args.threads), "--metric", "rocauc", "--hits-k", str(args.k),
                "--eval", "full", "--metrics", f"{tmp}/m.jsonl", "--result", f"{tmp}/r.json",

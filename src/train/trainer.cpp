@@ -65,7 +65,7 @@ void set_tf32(const torch::Device& device, bool on) {
 using EmbeddingRowMap = Trainer::EmbeddingRowMap;
 
 Trainer::Trainer(const TrainConfig& config, Communicator& comm)
-    : cfg_(config), comm_(comm), impl_(std::make_unique<Impl>()) {
+    : cfg_(config), comm_(comm), impl_(std::make_unique<Impl>(*this)) {
   cfg_.validate();
   keep_freed_memory();
   if (cfg_.num_threads > 0) torch::set_num_threads(cfg_.num_threads);
@@ -313,20 +313,6 @@ torch::Tensor input_tensor(const LoadedBatch& b, const torch::Device& device, Fe
   return b.feature_dim == 0 ? e : torch::cat({x, e}, 1);
 }
 
-// The embedding table's rows a heterogeneous batch needs: its input nodes of the types without
-// features, type by type in typed_rows' order (each id through `rows` when given).
-std::vector<int64_t> hetero_embedding_ids(const LoadedBatch& b, const ModelConfig& cfg,
-                                          const EmbeddingRowMap& rows) {
-  std::vector<int64_t> ids;
-  if (b.sample.blocks.empty()) return ids;
-  const std::vector<int64_t>& src = b.sample.blocks.front().src_ids;
-  for (int t = 0; t < cfg.num_types() && t < static_cast<int>(b.typed_rows.size()); ++t) {
-    if (cfg.type_dims[t] > 0) continue;
-    for (const int64_t j : b.typed_rows[t]) ids.push_back(rows ? rows(src[j]) : src[j]);
-  }
-  return ids;
-}
-
 torch::Tensor host_index(const std::vector<int64_t>& v, const torch::Device& device) {
   return upload_to_device(torch::from_blob(const_cast<int64_t*>(v.data()),
                                            {static_cast<int64_t>(v.size())}, torch::kInt64),
@@ -456,16 +442,17 @@ double seconds_since(std::chrono::steady_clock::time_point& t) {
 // The model's output for a batch (train or eval mode as set): a homogeneous model over the
 // blocks and the input rows, a heterogeneous one over the per-type inputs. `emb_leaf` as
 // input_tensor's.
-torch::Tensor Trainer::run_model(const LoadedBatch& batch, at::Generator* gen,
-                                 torch::Tensor* emb_leaf) {
-  auto& I = *impl_;
-  if (cfg_.model.hetero()) {
+torch::Tensor Trainer::Impl::run_model(const LoadedBatch& batch, at::Generator* gen,
+                                       torch::Tensor* emb_leaf) {
+  auto& I = *this;
+  if (owner.cfg_.model.hetero()) {
     const HeteroInput in =
-        hetero_input(batch, cfg_.model, I.device, cfg_.normalize_features, emb_leaf);
+        hetero_input(batch, owner.cfg_.model, I.device, owner.cfg_.normalize_features, emb_leaf);
     return I.model->forward_hetero(in, gen);
   }
   auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-  auto x = input_tensor(batch, I.device, cfg_.normalize_features, I.mean, I.inv_std, emb_leaf);
+  auto x =
+      input_tensor(batch, I.device, owner.cfg_.normalize_features, I.mean, I.inv_std, emb_leaf);
   return I.model->forward(blocks, x, gen);
 }
 
@@ -474,10 +461,10 @@ torch::Tensor Trainer::run_model(const LoadedBatch& batch, at::Generator* gen,
 // floats, zero on entry): the parameters' gradients are views of the row, which autograd adds
 // into. With `hits`, adds the batch's train predictions that hit their labels (on the device);
 // `total` gets their count. Nothing is read from the device.
-void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Tensor row,
-                            torch::Tensor* hits, int64_t* total) {
-  auto& I = *impl_;
-  check_batch(batch, cfg_.model);
+void Trainer::Impl::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Tensor row,
+                                  torch::Tensor* hits, int64_t* total) {
+  auto& I = *this;
+  check_batch(batch, owner.cfg_.model);
   int64_t off = 0;
   for (auto& p : I.params) {
     p.mutable_grad() = row.narrow(0, off, p.numel()).view(p.sizes());
@@ -487,16 +474,16 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
   torch::Tensor emb;
   // The masks' keys come from a host generator on every device (the same masks on a GPU as on
   // the CPU, and no key read back from the device).
-  const uint64_t key =
-      mix64(rng_key(cfg_.seed, batch.sample.epoch, batch.sample.batch, stream) ^ kDropoutPurpose);
+  const uint64_t key = mix64(
+      rng_key(owner.cfg_.seed, batch.sample.epoch, batch.sample.batch, stream) ^ kDropoutPurpose);
   at::Generator gen = at::detail::createCPUGenerator(key);
-  auto out = run_model(batch, &gen, I.table ? &emb : nullptr);
+  auto out = run_model(batch, &gen, I.embedding.attached() ? &emb : nullptr);
   torch::Tensor loss;
   int64_t count = 0;
-  if (cfg_.model.predictor != PredictorKind::kNone) {
+  if (owner.cfg_.model.predictor != PredictorKind::kNone) {
     loss = link_loss(*I.model, out, batch.sample.pairs, I.device, hits);
     count = batch.sample.pairs.size();
-  } else if (cfg_.model.bce()) {
+  } else if (owner.cfg_.model.bce()) {
     loss = node_bce_loss(out, batch, I.device, hits, &count);
   } else {
     auto y = host_index(batch.labels, I.device);
@@ -506,33 +493,24 @@ void Trainer::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Te
     count = y.size(0);
   }
   if (total) *total += count;
-  times_.forward_s += seconds_since(clock);
+  owner.times_.forward_s += seconds_since(clock);
   loss.backward();
   for (auto& p : I.params) p.mutable_grad() = torch::Tensor();  // the row holds them
-  if (emb.defined() && emb.grad().defined()) {
-    if (cfg_.model.hetero()) {
-      I.emb_ids = hetero_embedding_ids(batch, cfg_.model, I.emb_rows);
-    } else {
-      const auto& ids = batch.sample.input_nodes();  // on the host since gather_embedding
-      I.emb_ids.assign(ids.begin(), ids.end());
-    }
-    // Where the table takes them: its device's memory, else the host (a read).
-    I.emb_grad = table_on_trainer_device() ? emb.grad().contiguous() : I.io.read(emb.grad());
-  }
+  I.embedding.keep_gradient(batch, emb);
   row.narrow(0, I.numel, 1).copy_(loss.detach().reshape({1}));
   row[I.numel + 1] = static_cast<float>(count);
-  times_.backward_s += seconds_since(clock);
+  owner.times_.backward_s += seconds_since(clock);
 }
 
 // The step from the summed gradients, loss sum and seed count (`sum`, numel + 2 floats): the
 // mean gradient over the step's seeds, then the optimizer. Returns the mean loss ([1], on the
 // device). `local` says whether this rank had seeds: then the global count is not 0 and nothing
 // is read; otherwise (or when an embedding table needs the count on the host) one read.
-torch::Tensor Trainer::apply_step(torch::Tensor sum, bool local) {
-  auto& I = *impl_;
+torch::Tensor Trainer::Impl::apply_step(torch::Tensor sum, bool local) {
+  auto& I = *this;
   auto clock = std::chrono::steady_clock::now();
-  ++times_.steps;
-  if (!local || I.table) {
+  ++owner.times_.steps;
+  if (!local || I.embedding.attached()) {
     const torch::Tensor totals = I.io.read(sum.narrow(0, I.numel, 2));
     I.last_count = totals.data_ptr<float>()[1];
     // No rank had a seed: nothing to learn from (the same on every rank).
@@ -542,15 +520,15 @@ torch::Tensor Trainer::apply_step(torch::Tensor sum, bool local) {
   auto grad = sum.narrow(0, 0, I.numel);
   grad.div_(n);
   I.flat->step(grad);
-  ++step_;
-  times_.optimizer_s += seconds_since(clock);
+  ++owner.step_;
+  owner.times_.optimizer_s += seconds_since(clock);
   return sum.narrow(0, I.numel, 1) / n;
 }
 
 // One symmetric step; returns its figures on the device: [mean loss, train hits] (float32), and
 // adds the predictions counted to `total`.
-torch::Tensor Trainer::symmetric_step(const LoadedBatch& batch, bool count, int64_t* total) {
-  auto& I = *impl_;
+torch::Tensor Trainer::Impl::symmetric_step(const LoadedBatch& batch, bool count, int64_t* total) {
+  auto& I = *this;
   I.model->train();
   const double cpu0 = thread_cpu_seconds();
   const AggregationTimes agg0 = aggregation_times();
@@ -558,31 +536,26 @@ torch::Tensor Trainer::symmetric_step(const LoadedBatch& batch, bool count, int6
   // One bucket on the model's device: every gradient, then the loss sum and the seed count.
   auto bucket = torch::zeros({I.numel + 2}, opts);
   auto hits = torch::zeros({1}, opts);
-  I.emb_ids.clear();
-  I.emb_grad = torch::Tensor();
+  I.embedding.clear();
   const bool local = !batch_empty(batch);
   if (local) {
-    backward_into(batch, static_cast<uint64_t>(comm_.rank()), bucket, count ? &hits : nullptr,
+    backward_into(batch, static_cast<uint64_t>(owner.comm_.rank()), bucket, count ? &hits : nullptr,
                   total);
   }
   const AggregationTimes& agg1 = aggregation_times();
-  times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
-  times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
+  owner.times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
+  owner.times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
   auto clock = std::chrono::steady_clock::now();
   all_reduce_bucket(bucket);
-  times_.all_reduce_s += seconds_since(clock);
+  owner.times_.all_reduce_s += seconds_since(clock);
   const torch::Tensor loss = apply_step(bucket, local);
-  if (I.table) {
+  if (I.embedding.attached()) {
     // The embedding rows' gradients go to their owners (collective: every rank, every step).
     clock = std::chrono::steady_clock::now();
-    // The table reads the gradient rows on its own copies: LibTorch's writes must be done.
-    if (I.emb_grad.defined() && table_on_trainer_device()) I.io.wait();
-    I.table->apply_gradients(I.emb_ids.data(), static_cast<int64_t>(I.emb_ids.size()),
-                             I.emb_grad.defined() ? I.emb_grad.data_ptr<float>() : nullptr,
-                             I.last_count > 0 ? 1.0f / I.last_count : 0.0f);
-    times_.optimizer_s += seconds_since(clock);
+    I.embedding.apply(I.last_count);
+    owner.times_.optimizer_s += seconds_since(clock);
   }
-  times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
+  owner.times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
   return torch::cat({loss, hits});
 }
 
@@ -602,19 +575,19 @@ float read_figures(DeviceIo& io, const torch::Tensor& figures, int64_t total, Ev
 
 float Trainer::train_step(const LoadedBatch& batch, EvalCounts* correct) {
   int64_t total = 0;
-  const torch::Tensor f = symmetric_step(batch, correct != nullptr, &total);
+  const torch::Tensor f = impl_->symmetric_step(batch, correct != nullptr, &total);
   return read_figures(impl_->io, f, total, correct);
 }
 
 void Trainer::step(const LoadedBatch& batch, bool tally_correct) {
   int64_t total = 0;
-  add_to_tally(symmetric_step(batch, tally_correct, &total));
+  impl_->add_to_tally(impl_->symmetric_step(batch, tally_correct, &total));
   if (tally_correct) impl_->tally_total += total;
 }
 
-void Trainer::add_to_tally(const torch::Tensor& figures) {
-  impl_->tally.add_(figures);
-  ++impl_->tally_steps;
+void Trainer::Impl::add_to_tally(const torch::Tensor& figures) {
+  tally.add_(figures);
+  ++tally_steps;
 }
 
 Trainer::Tally Trainer::take_tally() {
@@ -641,40 +614,12 @@ double Trainer::running_loss() {
 const HostTraffic& Trainer::traffic() const { return impl_->io.traffic(); }
 
 void Trainer::attach_embedding(EmbeddingTable* table, EmbeddingRowMap rows) {
-  DSP_CHECK_ARG(table == nullptr || table->dim() == cfg_.model.embedding_dim,
-                "the embedding table has {} columns but the model expects {}",
-                table ? table->dim() : 0, cfg_.model.embedding_dim);
-  impl_->table = table;
-  impl_->emb_rows = std::move(rows);
+  impl_->embedding.attach(table, std::move(rows));
 }
 
-bool Trainer::table_on_trainer_device() const {
-  return impl_->table && impl_->table->memory() == MemorySpace::kDevice && impl_->device.is_cuda();
-}
+bool Trainer::table_on_trainer_device() const { return impl_->embedding.on_trainer_device(); }
 
-void Trainer::gather_embedding(LoadedBatch& batch) {
-  EmbeddingTable* t = impl_->table;
-  if (!t) return;
-  const bool empty = batch.sample.blocks.empty();
-  if (!empty) batch.sample.blocks.front().ids_to_host();  // the table looks ids up on the host
-  const std::vector<int64_t> none;
-  const std::vector<int64_t> typed =
-      cfg_.model.hetero() ? hetero_embedding_ids(batch, cfg_.model, impl_->emb_rows) : none;
-  const std::vector<int64_t>& ids = cfg_.model.hetero() ? typed
-                                    : empty             ? none
-                                                        : batch.sample.input_nodes();
-  const int64_t n = static_cast<int64_t>(ids.size());
-  batch.embedding_dim = t->dim();
-  if (table_on_trainer_device()) {  // a device table fills a tensor on the trainer's device
-    auto rows = std::make_shared<torch::Tensor>(torch::empty(
-        {n, t->dim()}, torch::TensorOptions().dtype(torch::kFloat32).device(impl_->device)));
-    t->gather(ids.data(), n, rows->data_ptr<float>());
-    batch.device_embedding = rows;
-    return;
-  }
-  batch.embedding.resize(static_cast<size_t>(n * t->dim()));
-  t->gather(ids.data(), n, batch.embedding.data());
-}
+void Trainer::gather_embedding(LoadedBatch& batch) { impl_->embedding.gather(batch); }
 
 double Trainer::time_backward(const LoadedBatch& batch) {
   if (batch_empty(batch)) return 0;
@@ -684,7 +629,7 @@ double Trainer::time_backward(const LoadedBatch& batch) {
   const auto t0 = std::chrono::steady_clock::now();
   auto row =
       torch::zeros({I.numel + 2}, torch::TensorOptions().dtype(torch::kFloat32).device(I.device));
-  backward_into(batch, static_cast<uint64_t>(comm_.rank()), row, nullptr, nullptr);
+  impl_->backward_into(batch, static_cast<uint64_t>(comm_.rank()), row, nullptr, nullptr);
   for (auto& p : I.params) p.mutable_grad() = torch::Tensor();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   times_ = saved;
@@ -693,11 +638,11 @@ double Trainer::time_backward(const LoadedBatch& batch) {
 
 // The slots' step (train_slots); returns its figures [mean loss, hits] on the device and adds
 // the predictions counted to `total`.
-torch::Tensor Trainer::slots_step(const std::vector<SlotBatch>& batches, int slots, bool count,
-                                  int64_t* total) {
-  auto& I = *impl_;
+torch::Tensor Trainer::Impl::slots_step(const std::vector<SlotBatch>& batches, int slots,
+                                        bool count, int64_t* total) {
+  auto& I = *this;
   DSP_CHECK_ARG(slots >= 1, "train_slots: {} slots", slots);
-  DSP_CHECK_ARG(I.table == nullptr, "train_slots: learnable embeddings train with train_step");
+  DSP_CHECK_ARG(!I.embedding.attached(), "train_slots: learnable embeddings train with train_step");
   I.model->train();
   const double cpu0 = thread_cpu_seconds();
   const AggregationTimes agg0 = aggregation_times();
@@ -719,47 +664,47 @@ torch::Tensor Trainer::slots_step(const std::vector<SlotBatch>& batches, int slo
     }
   }
   const AggregationTimes& agg1 = aggregation_times();
-  times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
-  times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
+  owner.times_.aggregation_forward_s += agg1.forward_s - agg0.forward_s;
+  owner.times_.aggregation_backward_s += agg1.backward_s - agg0.backward_s;
   auto clock = std::chrono::steady_clock::now();
   // Exactly one rank fills each row, so the all-reduce adds exact zeros; the rows are then summed
   // in slot order on every rank, whoever trained which slot.
   all_reduce_bucket(rows);
   auto sum = rows.narrow(0, 0, width).clone();
   for (int v = 1; v < slots; ++v) sum.add_(rows.narrow(0, v * width, width));
-  times_.all_reduce_s += seconds_since(clock);
+  owner.times_.all_reduce_s += seconds_since(clock);
   const torch::Tensor loss = apply_step(sum, local);
-  times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
+  owner.times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
   return torch::cat({loss, hits});
 }
 
 float Trainer::train_slots(const std::vector<SlotBatch>& batches, int slots, EvalCounts* correct) {
   int64_t total = 0;
-  const torch::Tensor f = slots_step(batches, slots, correct != nullptr, &total);
+  const torch::Tensor f = impl_->slots_step(batches, slots, correct != nullptr, &total);
   return read_figures(impl_->io, f, total, correct);
 }
 
 void Trainer::step_slots(const std::vector<SlotBatch>& batches, int slots, bool tally_correct) {
   int64_t total = 0;
-  add_to_tally(slots_step(batches, slots, tally_correct, &total));
+  impl_->add_to_tally(impl_->slots_step(batches, slots, tally_correct, &total));
   if (tally_correct) impl_->tally_total += total;
 }
 
 // Sums the bucket over the ranks where the communicator takes its buffers: in place when that is
 // the bucket's memory (host with MPI; device with NCCL or staged MPI), through a copy otherwise.
-void Trainer::all_reduce_bucket(torch::Tensor& bucket) {
-  if (comm_.size() == 1) return;
-  const bool comm_on_device = comm_.memory_space() == MemorySpace::kDevice;
+void Trainer::Impl::all_reduce_bucket(torch::Tensor& bucket) {
+  if (owner.comm_.size() == 1) return;
+  const bool comm_on_device = owner.comm_.memory_space() == MemorySpace::kDevice;
   torch::Tensor buf = bucket.is_cuda() == comm_on_device
                           ? bucket
-                          : bucket.to(comm_on_device ? impl_->device : torch::Device(torch::kCPU));
+                          : bucket.to(comm_on_device ? this->device : torch::Device(torch::kCPU));
   OpOptions o;
   o.label = "train:grad_all_reduce";
   // The channel reads the bucket on its own stream (NCCL) or thread (staged copies): LibTorch's
   // writes to it, queued on the current stream, must have completed (counted on every device).
-  impl_->io.wait();
-  comm_.all_reduce(buf.data_ptr<float>(), buf.numel(), DType::kFloat32, ReduceOp::kSum, o);
-  comm_.synchronize(o);
+  this->io.wait();
+  owner.comm_.all_reduce(buf.data_ptr<float>(), buf.numel(), DType::kFloat32, ReduceOp::kSum, o);
+  owner.comm_.synchronize(o);
   if (!buf.is_same(bucket)) bucket.copy_(buf);
 }
 
@@ -792,7 +737,7 @@ void ModelEval::eval_batch(const LoadedBatch& batch, EvalTally* tally) {
   auto& I = *t_.impl_;
   torch::NoGradGuard ng;
   I.model->eval();
-  const auto out = I.io.read(t_.run_model(batch, nullptr, nullptr));
+  const auto out = I.io.read(t_.impl_->run_model(batch, nullptr, nullptr));
   const float* logits = out.data_ptr<float>();
   if (batch.multilabel()) {
     tally->add(logits, out.size(0), batch.label_matrix.data());

@@ -170,15 +170,6 @@ class Trainer {
  private:
   friend class ModelEval;
   friend class TrainerState;
-  void all_reduce_bucket(at::Tensor& bucket);
-  at::Tensor run_model(const LoadedBatch& batch, at::Generator* gen, at::Tensor* emb_leaf);
-  void backward_into(const LoadedBatch& batch, uint64_t stream, at::Tensor row, at::Tensor* hits,
-                     int64_t* total);
-  at::Tensor apply_step(at::Tensor sum, bool local);
-  at::Tensor symmetric_step(const LoadedBatch& batch, bool count, int64_t* total);
-  at::Tensor slots_step(const std::vector<SlotBatch>& batches, int slots, bool count,
-                        int64_t* total);
-  void add_to_tally(const at::Tensor& figures);
   struct Impl;
   TrainConfig cfg_;
   Communicator& comm_;

@@ -1,6 +1,6 @@
 #pragma once
-// Trainer's state (trainer.hpp's pimpl), shared by its two files: the step (trainer.cpp) and the
-// checkpoints (trainer_checkpoint.cpp). Private to src/train.
+// Trainer's state and its step's parts (trainer.hpp's pimpl), shared by its two files: the step
+// (trainer.cpp) and the checkpoints (trainer_checkpoint.cpp). Private to src/train.
 #include <torch/torch.h>
 
 #include <memory>
@@ -11,11 +11,29 @@
 #include "train/device_io.hpp"
 #include "train/flat_optimizer.hpp"
 #include "train/model.hpp"
+#include "train/step_embedding.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
 
 struct Trainer::Impl {
+  explicit Impl(Trainer& t) : owner(t) {}
+
+  // The step's parts (trainer.cpp). The model's output for a batch in the mode set; the forward
+  // and backward of one batch into a gradient row; the optimizer's step from the summed rows;
+  // the symmetric and the slots' steps (their figures [mean loss, hits] on the device); the
+  // tally's sum; the bucket's all-reduce.
+  torch::Tensor run_model(const LoadedBatch& batch, at::Generator* gen, torch::Tensor* emb_leaf);
+  void backward_into(const LoadedBatch& batch, uint64_t stream, torch::Tensor row,
+                     torch::Tensor* hits, int64_t* total);
+  torch::Tensor apply_step(torch::Tensor sum, bool local);
+  torch::Tensor symmetric_step(const LoadedBatch& batch, bool count, int64_t* total);
+  torch::Tensor slots_step(const std::vector<SlotBatch>& batches, int slots, bool count,
+                           int64_t* total);
+  void add_to_tally(const torch::Tensor& figures);
+  void all_reduce_bucket(torch::Tensor& bucket);
+
+  Trainer& owner;  // its configuration, communicator, step count and times
   std::shared_ptr<GnnModel> model;
   // The step runs on `flat` (one flat tensor, its parameters views of it); `optimizer`, LibTorch's
   // over the same parameters, carries its state in and out of checkpoints in their format.
@@ -31,12 +49,8 @@ struct Trainer::Impl {
   int64_t numel = 0;
   torch::Device device = torch::kCPU;
   torch::Tensor mean, inv_std;  // normalize_features standard: [in_dim] on the device
-  // Learnable embeddings: the table, and the last step's input ids and their rows' gradients
-  // (host), applied once the step's global count is known.
-  EmbeddingTable* table = nullptr;
-  EmbeddingRowMap emb_rows;  // heterogeneous models: a featureless node's row in the table
-  std::vector<int64_t> emb_ids;
-  torch::Tensor emb_grad;  // [ids, dim] where the table reads it (table_on_trainer_device)
+  // Learnable embeddings (Trainer::attach_embedding): the table's rows in the step.
+  StepEmbedding embedding{owner.cfg_.model, io, device};
   float last_count = 0;    // the last step's global count of seeds (or pairs)
 };
 
