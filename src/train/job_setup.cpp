@@ -214,7 +214,7 @@ std::unique_ptr<EmbeddingTable> make_job_embedding(const JobConfig& cfg, RankRun
     DSP_INFO("train",
              "learnable embeddings: {} columns per node ({} for this rank's {} rows, "
              "in {} memory), sparse {} at lr {}",
-             eo.dim, format_bytes(EmbeddingTable::bytes(e - b, eo.dim, eo.optimizer)), e - b,
+             eo.dim, format_bytes(embedding_bytes(e - b, eo.dim, eo.optimizer)), e - b,
              emb->memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer, eo.lr);
   }
   return emb;

@@ -139,14 +139,14 @@ TEST_P(EmbeddingTableOn, RefusesBadOffsetsAndIds) {
 
 TEST(EmbeddingTable, BytesAndMemoryCheck) {
   // values + m + v (3 x 10 x 4 floats), slot + step count (2 x 10 int64)
-  EXPECT_EQ(EmbeddingTable::bytes(10, 4, EmbeddingOptimizer::kAdam), 480u + 160u);
-  EXPECT_EQ(EmbeddingTable::bytes(10, 4, EmbeddingOptimizer::kAdagrad), 320u + 80u);
+  EXPECT_EQ(embedding_bytes(10, 4, EmbeddingOptimizer::kAdam), 480u + 160u);
+  EXPECT_EQ(embedding_bytes(10, 4, EmbeddingOptimizer::kAdagrad), 320u + 80u);
   // Where it lives: the storage's part on the device for a device table, the slots on the host.
-  const EmbeddingTable::Footprint d =
-      EmbeddingTable::footprint(10, 4, EmbeddingOptimizer::kAdam, MemorySpace::kDevice);
+  const EmbeddingFootprint d =
+      embedding_footprint(10, 4, EmbeddingOptimizer::kAdam, MemorySpace::kDevice);
   EXPECT_EQ(d.device, 480u + 80u);
   EXPECT_EQ(d.host, 80u);
-  EXPECT_EQ(EmbeddingTable::footprint(10, 4, EmbeddingOptimizer::kAdagrad, MemorySpace::kHost).host,
+  EXPECT_EQ(embedding_footprint(10, 4, EmbeddingOptimizer::kAdagrad, MemorySpace::kHost).host,
             400u);
   const std::string dev = error_of([] {
     check_embedding_memory(1000, 64, EmbeddingOptimizer::kAdam, uint64_t(1) << 50,

@@ -1,14 +1,9 @@
 #include "layout/store/embedding_table.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstddef>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "core/error.hpp"
 #include "core/fs.hpp"
@@ -16,35 +11,14 @@
 #include "core/memory.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
+#include "layout/store/embedding_file.hpp"
 
 namespace dsp {
 
 namespace {
 
 constexpr uint64_t kEmbeddingTag = 0x454d424544ULL;  // "EMBED"
-constexpr char kMagic[8] = {'D', 'S', 'P', 'E', 'M', 'B', 'D', '\0'};
-constexpr uint32_t kVersion = 1;
 constexpr int64_t kDigestChunk = 4096;  // ids per Hasher update (a multiple of 4: 32-byte blocks)
-
-// The file: this header, then the sections (values, state1, state2, steps; those the optimizer
-// has), each in native byte order, each with its checksum in sums[].
-struct FileHeader {
-  char magic[8];
-  uint32_t version;
-  uint32_t optimizer;  // 0 adam, 1 adagrad
-  int64_t dim, begin, end, num_nodes, ranks, rank;
-  uint64_t ids_digest;
-  uint64_t sums[4];
-  uint64_t header_sum;  // of the bytes before it
-};
-static_assert(sizeof(FileHeader) == 112, "FileHeader has no padding");
-
-uint64_t digest(const void* data, size_t bytes) {
-  Hasher h;
-  static const char kNone = 0;  // an empty section's data() may be null: no null to memcpy
-  h.update(bytes ? data : &kNone, bytes);
-  return h.digest();
-}
 
 OpOptions host_op(const char* label) {
   OpOptions o;
@@ -123,36 +97,35 @@ void EmbeddingOptions::validate() const {
                 "--embedding-init-scale must be >= 0, got {}", init_scale);
 }
 
-EmbeddingTable::Footprint EmbeddingTable::footprint(int64_t rows, int64_t dim,
-                                                    EmbeddingOptimizer optimizer,
-                                                    MemorySpace space) {
+EmbeddingFootprint embedding_footprint(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
+                                       MemorySpace space) {
   const uint64_t r = static_cast<uint64_t>(std::max<int64_t>(rows, 0));
   const uint64_t row = static_cast<uint64_t>(std::max<int64_t>(dim, 0)) * sizeof(float);
   const bool adam = optimizer == EmbeddingOptimizer::kAdam;
   // values + (m, v | s) and adam's per-row step count in the storage; the per-row slot on the host
   const uint64_t stored = r * row * (adam ? 3 : 2) + (adam ? r * sizeof(int64_t) : 0);
-  Footprint f;
+  EmbeddingFootprint f;
   f.host = r * sizeof(int64_t);
   (space == MemorySpace::kDevice ? f.device : f.host) += stored;
   return f;
 }
 
-uint64_t EmbeddingTable::bytes(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer) {
-  const Footprint f = footprint(rows, dim, optimizer, MemorySpace::kHost);
+uint64_t embedding_bytes(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer) {
+  const EmbeddingFootprint f = embedding_footprint(rows, dim, optimizer, MemorySpace::kHost);
   return f.host + f.device;
 }
 
 void check_embedding_memory(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                             uint64_t budget) {
   check_memory(fmt::format("the embedding table ({} rows x {}, {})", rows, dim, optimizer),
-               EmbeddingTable::bytes(rows, dim, optimizer), budget,
+               embedding_bytes(rows, dim, optimizer), budget,
                "lower --embedding-dim, use more ranks or raise --memory-budget");
 }
 
 void check_embedding_memory(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
                             uint64_t budget, MemorySpace space, uint64_t device_free) {
   if (space == MemorySpace::kHost) return check_embedding_memory(rows, dim, optimizer, budget);
-  const EmbeddingTable::Footprint f = EmbeddingTable::footprint(rows, dim, optimizer, space);
+  const EmbeddingFootprint f = embedding_footprint(rows, dim, optimizer, space);
   const std::string what =
       fmt::format("the embedding table ({} rows x {}, {})", rows, dim, optimizer);
   check_memory(what + " on the host", f.host, budget,
@@ -332,116 +305,25 @@ void EmbeddingTable::step_rows(const std::vector<int64_t>& ids, const float* gra
   stats_.rows_updated += static_cast<int64_t>(plan.touched.size());
 }
 
-std::vector<EmbeddingTable::Section> EmbeddingTable::sections() const {
-  const size_t cells = static_cast<size_t>((end_ - begin_) * opts_.dim) * sizeof(float);
-  const size_t rows = static_cast<size_t>(end_ - begin_);
-  using S = EmbeddingSection;
-  return {{"the rows", S::kValues, cells},
-          {adam_ ? "the optimizer state (m)" : "the optimizer state (s)", S::kState1, cells},
-          {"the optimizer state (v)", S::kState2, adam_ ? cells : 0},
-          {"the step counts", S::kSteps, adam_ ? rows * sizeof(int64_t) : 0}};
-}
-
-bool EmbeddingTable::write_sections(std::FILE* f, uint64_t* sums) const {
-  const std::vector<Section> secs = sections();
-  std::vector<unsigned char> staged;
-  for (size_t i = 0; i < secs.size(); ++i) {
-    const Section& s = secs[i];
-    const void* data = s.bytes ? storage_->host_view(s.which) : nullptr;
-    if (s.bytes && !data) {
-      staged.resize(s.bytes);
-      storage_->read_section(s.which, staged.data(), s.bytes);
-      data = staged.data();
-    }
-    sums[i] = digest(data, s.bytes);
-    if (s.bytes && std::fwrite(data, 1, s.bytes, f) != s.bytes) return false;
-  }
-  return true;
+EmbeddingShard EmbeddingTable::shard() const {
+  EmbeddingShard sh;
+  sh.optimizer = opts_.optimizer;
+  sh.dim = opts_.dim;
+  sh.begin = begin_;
+  sh.end = end_;
+  sh.num_nodes = num_nodes();
+  sh.rank = comm_.rank();
+  sh.ranks = comm_.size();
+  sh.ids_digest = ids_digest_;
+  return sh;
 }
 
 void EmbeddingTable::save(const std::string& path) const {
-  FileHeader h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
-  h.version = kVersion;
-  h.optimizer = adam_ ? 0 : 1;
-  h.dim = opts_.dim;
-  h.begin = begin_;
-  h.end = end_;
-  h.num_nodes = num_nodes();
-  h.ranks = comm_.size();
-  h.rank = comm_.rank();
-  h.ids_digest = ids_digest_;
-  remove_stale_temps(path);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  std::remove(tmp.c_str());  // created exclusively, as write_file_atomic's temporary file is
-  std::FILE* f = std::fopen(tmp.c_str(), "wbx");
-  DSP_CHECK_T(IoError, f != nullptr, "{}: cannot open for writing: {}", tmp, std::strerror(errno));
-  // The header twice: a placeholder, then with the sections' checksums (computed as they go).
-  bool ok = std::fwrite(&h, sizeof(h), 1, f) == 1 && write_sections(f, h.sums);
-  h.header_sum = digest(&h, offsetof(FileHeader, header_sum));
-  ok = ok && std::fseek(f, 0, SEEK_SET) == 0 && std::fwrite(&h, sizeof(h), 1, f) == 1;
-  ok = std::fflush(f) == 0 && ok;
-  int err = errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  std::error_code ec;
-  if (ok) std::filesystem::rename(tmp, path, ec);
-  if (!ok || ec) {
-    std::remove(tmp.c_str());
-    DSP_THROW_T(IoError, "{}: write failed: {} (nothing was replaced)", path,
-                ok ? ec.message() : std::strerror(err));
-  }
-}
-
-// The header of `file` against this table: FormatError naming the file and the first difference.
-void EmbeddingTable::check_header(const std::string& path, const MappedFile& file) const {
-  FileHeader h;
-  DSP_CHECK_FORMAT(file.size() >= sizeof(h) && std::memcmp(file.data(), kMagic, 8) == 0,
-                   "{} is not a dsp embedding table", path);
-  std::memcpy(&h, file.data(), sizeof(h));
-  DSP_CHECK_FORMAT(h.header_sum == digest(&h, offsetof(FileHeader, header_sum)),
-                   "{}: checksum mismatch in the header: the file is damaged", path);
-  DSP_CHECK_FORMAT(h.version == kVersion, "{}: embedding table version {}; this build reads {}",
-                   path, h.version, kVersion);
-  DSP_CHECK_FORMAT(h.dim == opts_.dim, "{}: embedding dim {} but this table's is {}", path, h.dim,
-                   opts_.dim);
-  DSP_CHECK_FORMAT(h.optimizer <= 1, "{}: unknown optimizer state {}", path, h.optimizer);
-  const auto opt = h.optimizer == 0 ? EmbeddingOptimizer::kAdam : EmbeddingOptimizer::kAdagrad;
-  DSP_CHECK_FORMAT(opt == opts_.optimizer, "{}: {} optimizer state but this table uses {}", path,
-                   opt, opts_.optimizer);
-  DSP_CHECK_FORMAT(h.begin == begin_ && h.end == end_ && h.num_nodes == num_nodes(),
-                   "{}: rows [{}, {}) of {} (rank {} of {}) but this rank owns [{}, {}) of {}",
-                   path, h.begin, h.end, h.num_nodes, h.rank, h.ranks, begin_, end_, num_nodes());
-  DSP_CHECK_FORMAT(h.ids_digest == ids_digest_,
-                   "{}: rows [{}, {}) are other dataset nodes than this table's (another "
-                   "partition)",
-                   path, begin_, end_);
-  size_t need = sizeof(h);
-  for (const Section& s : sections()) need += s.bytes;
-  DSP_CHECK_FORMAT(file.size() == need,
-                   "{}: {} bytes where the header implies {}: the file is "
-                   "damaged",
-                   path, file.size(), need);
-  const unsigned char* p = file.data() + sizeof(h);
-  const std::vector<Section> secs = sections();
-  for (size_t i = 0; i < secs.size(); ++i) {
-    DSP_CHECK_FORMAT(h.sums[i] == digest(p, secs[i].bytes),
-                     "{}: checksum mismatch in {}: the file is damaged", path, secs[i].what);
-    p += secs[i].bytes;
-  }
+  write_embedding_shard(path, shard(), *storage_);
 }
 
 void EmbeddingTable::load(const std::string& path) {
-  check_file_readable(path, "no such embedding table file");
-  const MappedFile file(path);
-  check_header(path, file);  // every check first: a refused file leaves the table unchanged
-  const unsigned char* p = file.data() + sizeof(FileHeader);
-  for (const Section& s : sections()) {
-    storage_->write_section(s.which, p, s.bytes);
-    p += s.bytes;
-  }
+  read_embedding_shard(path, shard(), *storage_);
 }
 
 void EmbeddingTable::set_lr(double lr) {

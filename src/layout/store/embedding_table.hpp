@@ -98,6 +98,8 @@ struct EmbeddingStats {
   int64_t bytes_recv = 0;
 };
 
+struct EmbeddingShard;
+
 class EmbeddingTable {
  public:
   // offsets: the partition's (comm.size() + 1 entries, from 0, non-decreasing). dataset_ids:
@@ -131,15 +133,6 @@ class EmbeddingTable {
   void save(const std::string& path) const;
   void load(const std::string& path);
 
-  // Bytes one rank needs for `rows` rows (values, optimizer state, per-row bookkeeping), in all
-  // and split by where they live for a storage in `space` (the per-row slot is always host).
-  static uint64_t bytes(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer);
-  struct Footprint {
-    uint64_t host = 0, device = 0;
-  };
-  static Footprint footprint(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
-                             MemorySpace space);
-
   int64_t dim() const { return opts_.dim; }
   int64_t begin() const { return begin_; }
   int64_t end() const { return end_; }
@@ -165,17 +158,8 @@ class EmbeddingTable {
   std::vector<float> reply_, rows_, sg_, rg_;
   EmbeddingStats stats_;
 
-  // The file's sections after its header, in order (absent ones empty).
-  struct Section {
-    const char* what;
-    EmbeddingSection which;
-    size_t bytes;
-  };
-  std::vector<Section> sections() const;
-  void check_header(const std::string& path, const MappedFile& file) const;
-  // Writes the sections to `f` (from the host, a device storage's staged one at a time) and their
-  // checksums to sums[]; false when a write fails.
-  bool write_sections(std::FILE* f, uint64_t* sums) const;
+  // What save writes into a shard file's header and load checks (embedding_file.hpp).
+  EmbeddingShard shard() const;
   // The rounds of a gather: the returned host rows (rows_), row pos[i] that of ids[i].
   const float* fetch(const int64_t* ids, int64_t n, std::vector<int64_t>& pos);
   // Requests grouped by owner: send_ids (ids in owner order), pos[i] = position of ids[i] in it.
@@ -187,6 +171,15 @@ class EmbeddingTable {
   void count_bytes(const std::vector<int64_t>& send, const std::vector<int64_t>& recv,
                    int64_t elem);
 };
+
+// Bytes one rank needs for `rows` rows (values, optimizer state, per-row bookkeeping), in all
+// and split by where they live for a storage in `space` (the per-row slot is always host).
+uint64_t embedding_bytes(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer);
+struct EmbeddingFootprint {
+  uint64_t host = 0, device = 0;
+};
+EmbeddingFootprint embedding_footprint(int64_t rows, int64_t dim, EmbeddingOptimizer optimizer,
+                                       MemorySpace space);
 
 // Refuses (core/memory.hpp's check_memory) a table of `rows` rows on this rank that does not fit
 // `budget`, naming --embedding-dim: all of it (a host table).
