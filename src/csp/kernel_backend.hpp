@@ -44,12 +44,11 @@
 // reads, the exchanges between ranks and the copies of the block (sized by the exact counts)
 // stay direct.
 //
-// Topology: indptr (and cum, weights when biased) in executor memory; the neighbour array too if it
-// fits `index_budget` bytes. Otherwise the array is read where it is through map_host (UVA on a
-// GPU), and the hottest rows (LocalTopology::hot_nodes first, then ascending ids) that fit the
-// budget are copied to executor memory: DSP's adjacency position list, row_loc[r] = the row's
-// offset there, or -1 for a row read from the host. Buffers grow geometrically and are reused: no
-// allocation per batch once sizes settle.
+// Its parts: the adjacency in executor memory (csp/kernel_topology.hpp: the neighbour array, or
+// the hottest rows of it within a budget), the captures by shape (core/capture_cache.hpp), the
+// blocks' edges read or kept on the device (csp/kernel_block_edges.hpp) and the executor's
+// buffers used as typed arrays (core/exec_memory.hpp). Buffers grow geometrically and are reused:
+// no allocation per batch once sizes settle.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -59,14 +58,17 @@
 #include <string>
 #include <vector>
 
+#include "core/capture_cache.hpp"
 #include "core/error.hpp"
+#include "core/exec_memory.hpp"
 #include "core/group_kernels.hpp"
 #include "core/host_device.hpp"
-#include "core/recycle_pool.hpp"
 #include "core/rng.hpp"
 #include "csp/backend.hpp"
 #include "csp/degree_schedule.hpp"
 #include "csp/kernel_backend_kernels.hpp"
+#include "csp/kernel_block_edges.hpp"
+#include "csp/kernel_topology.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
 #include "csp/temporal_kernels.hpp"
@@ -81,32 +83,15 @@ class KernelSamplerBackend final : public SamplerBackend {
       : ex_(std::move(exec)),
         name_(std::move(name)),
         device_(device),
-        topo_(topo),
+        topo_(ex_, topo, opts.biased, opts.temporal, kopts.index_budget),
         biased_(opts.biased),
         replace_(opts.replace),
         turbo_(opts.kernel == SampleKernel::kTurbo),
         blocks_on_device_(opts.blocks_on_device),
         ids_on_device_(opts.blocks_on_device && opts.ids_on_device && !opts.temporal),
-        cuda_graphs_(opts.cuda_graphs),
-        strategy_(opts.temporal_strategy) {
-    DSP_CHECK_ARG(topo.num_edges < (int64_t{1} << 31) || !topo.idx32,
-                  "sampler backend: int32 neighbour ids with more than 2^31 entries");
-    upload(indptr_, topo.indptr, static_cast<size_t>(topo.num_rows + 1) * sizeof(int64_t));
-    const size_t ib = topo.indices_bytes();
-    if (ib <= kopts.index_budget) {
-      indices_ = upload(indices_buf_, topo.indices, ib);
-    } else {
-      indices_ = ex_.map_host(topo.indices, ib, topo.indices_mapped, indices_reg_);
-      indices_on_host_ = true;
-      if (kopts.index_budget > 0) split_rows(kopts.index_budget);
-    }
-    if (biased_) {
-      upload(cum_, topo.cum, static_cast<size_t>(topo.num_edges) * sizeof(double));
-      upload(weights_, topo.weights, static_cast<size_t>(topo.num_edges) * sizeof(float));
-    }
-    if (opts.temporal) {
-      upload(times_, topo.times, static_cast<size_t>(topo.num_edges) * sizeof(int64_t));
-    }
+        strategy_(opts.temporal_strategy),
+        edges_(device),
+        captures_(opts.cuda_graphs) {
     ex_.sync();
   }
 
@@ -121,10 +106,10 @@ class KernelSamplerBackend final : public SamplerBackend {
                  int64_t K, int64_t* out) override {
     if (nd) ex_.for_each(nd, csp::PairKeys{offsets, nbrs, tags, K, out});
   }
-  bool indices_on_host() const { return indices_on_host_; }
+  bool indices_on_host() const { return topo_.indices_on_host(); }
   // cuda_graphs: the launches of each sequence's captures (group, sample, unpermute, relabel).
-  std::array<int64_t, 4> replays() const { return replays_; }
-  int64_t hot_rows() const { return hot_rows_; }
+  std::array<int64_t, 4> replays() const { return captures_.replays(); }
+  int64_t hot_rows() const { return topo_.hot_rows(); }
 
   MemorySpace memory() const override { return MemorySpace::kDevice; }
   HostTraffic traffic() const override { return ex_.traffic(); }
@@ -155,7 +140,7 @@ class KernelSamplerBackend final : public SamplerBackend {
     if (n == 0) return;
     const bool all_mine = P == 1 && !fanout && uniform > 0;  // every node is a task of this rank
     const bool read = !all_mine && !known;
-    const int64_t m = cuda_graphs_ ? capture_size(n) : n;
+    const int64_t m = captures_.enabled() ? Captures::capture_size(n) : n;
     const OwnerInputs in = upload_owner_inputs(group_in_, n, &offsets, m);
     auto* owner = reserve<int64_t>(owner_, m);
     auto* flag = reserve<int64_t>(wide_, P * m);
@@ -169,11 +154,12 @@ class KernelSamplerBackend final : public SamplerBackend {
                    kernels::GroupScatter{frontier, fanout, uniform, owner, m, rank, tasks, perm});
       if (read) owner_chunk_bounds(rank, P, in.at, got);
     };
-    replay(Shape{Seq::kGroup,
-                 {m, P, uniform, read},
-                 ex_.scratch_moves(),
-                 {frontier, fanout, in.live, owner, flag, rank, tasks, perm, got}},
-           seq);
+    captures_.replay(ex_,
+                     Shape{kGroup,
+                           {m, P, uniform, read},
+                           ex_.scratch_moves(),
+                           {frontier, fanout, in.live, owner, flag, rank, tasks, perm, got}},
+                     seq);
     if (all_mine) {
       counts[0] = n;
       return;
@@ -183,7 +169,7 @@ class KernelSamplerBackend final : public SamplerBackend {
       return;
     }
     std::vector<int64_t> bounds(P + 1);
-    download(bounds.data(), got, P + 1);
+    download(ex_, bounds.data(), got, P + 1);
     ex_.sync();
     for (int p = 0; p < P; ++p) counts[p] = bounds[p + 1] - bounds[p];
   }
@@ -196,22 +182,22 @@ class KernelSamplerBackend final : public SamplerBackend {
     if (n == 0) return 0;
     const int64_t f = std::max(max_fanout, 0);
     const kernels::SampleParams p{n, key, labor_};
-    SampleCall c{upload(params_, &p, sizeof p), t, n, max_fanout, cnt, ex,
+    SampleCall c{upload(ex_, params_, &p, 1), t, n, max_fanout, cnt, ex,
                  slot_bound(n, f, max_picks)};
-    const int64_t m = capture_size(n);
-    if (cuda_graphs_ && slot_bound(m, f, max_picks) <= kSlotBound) {
+    const int64_t m = Captures::capture_size(n);
+    if (captures_.enabled() && slot_bound(m, f, max_picks) <= kSlotBound) {
       const int64_t direct = c.total;
       c.m = m;
       c.total = slot_bound(m, f, max_picks);
-      replay(reserve_sample(c, nbrs, weights),
-             [&] { issue_draws(c, issue_slots(c), nbrs, weights); });
+      captures_.replay(ex_, reserve_sample(c, nbrs, weights),
+                       [&] { issue_draws(c, issue_slots(c), nbrs, weights); });
       return direct;
     }
     const int64_t* slot = issue_slots(c);
     // The slots are sized by n x max_fanout (no fanout is above it), or by max_picks when that is
     // smaller, where that is at most kSlotBound entries, without reading their sum back; beyond,
     // the sum is read.
-    if (c.total > kSlotBound) c.total = read_back(slot + n);
+    if (c.total > kSlotBound) c.total = read_back(ex_, slot + n);
     issue_draws(c, slot, nbrs, weights);
     return c.total;
   }
@@ -222,12 +208,12 @@ class KernelSamplerBackend final : public SamplerBackend {
     const int64_t n = off.back();
     auto* wide = reserve<int64_t>(wide_, n);
     ex_.for_each(n, kernels::WidenCounts{counts, wide});
-    auto* scan = prefix_with_zero(slot_, wide, n);
-    const int64_t* at = upload(small_, off.data(), m * sizeof(int64_t));
+    auto* scan = prefix_with_zero(ex_, slot_, wide, n);
+    const int64_t* at = upload(ex_, small_, off.data(), m);
     auto* got = reserve<int64_t>(small_out_, m);
     ex_.for_each(m, kernels::GatherAt{scan, at, got});
     std::vector<int64_t> ends(m);
-    download(ends.data(), got, m);
+    download(ex_, ends.data(), got, m);
     ex_.sync();
     std::vector<int64_t> sums(m - 1);
     for (int64_t p = 0; p + 1 < m; ++p) sums[p] = ends[p + 1] - ends[p];
@@ -241,10 +227,10 @@ class KernelSamplerBackend final : public SamplerBackend {
                  const int64_t* nbrs, const float* weights, int64_t picks,
                  BackendBuffer& out_offsets, BackendBuffer& out_nbrs,
                  BackendBuffer* out_weights) override {
-    const int64_t mg = cuda_graphs_ ? capture_size(ng) : ng;
-    const int64_t mf = cuda_graphs_ ? capture_size(nf) : nf;
+    const int64_t mg = captures_.enabled() ? Captures::capture_size(ng) : ng;
+    const int64_t mf = captures_.enabled() ? Captures::capture_size(nf) : nf;
     const int64_t sizes[2] = {ng, nf};
-    const int64_t* live = upload(unpermute_in_, sizes, sizeof sizes);
+    const int64_t* live = upload(ex_, unpermute_in_, sizes, 2);
     auto* off = out_offsets.reserve_n<int64_t>(mf + 1);
     auto* per_node = reserve<int64_t>(wide_, mf);
     auto* wide = perm ? reserve<int64_t>(owner_, mg) : nullptr;
@@ -254,21 +240,23 @@ class KernelSamplerBackend final : public SamplerBackend {
     const auto seq = [&] {
       if (!perm) {  // grouped order is frontier order
         ex_.for_each(mf, kernels::WidenCounts{counts, per_node, live + 1});
-        return scan_into(off, per_node, mf);
+        return scan_into(ex_, off, per_node, mf);
       }
       ex_.zero(per_node, static_cast<size_t>(mf) * sizeof(int64_t));
       ex_.for_each(mg, kernels::ScatterCounts{live, perm, counts, per_node});
-      scan_into(off, per_node, mf);
+      scan_into(ex_, off, per_node, mf);
       ex_.for_each(mg, kernels::WidenCounts{counts, wide, live});
-      scan_into(start, wide, mg);
+      scan_into(ex_, start, wide, mg);
       ex_.for_each(mg,
                    kernels::MovePicks{live, perm, counts, start, off, nbrs, weights, out, outw});
     };
-    replay(Shape{Seq::kUnpermute,
-                 {mg, mf},
-                 ex_.scratch_moves(),
-                 {perm, counts, nbrs, weights, live, off, per_node, wide, start, out, outw}},
-           seq);
+    captures_.replay(
+        ex_,
+        Shape{kUnpermute,
+              {mg, mf},
+              ex_.scratch_moves(),
+              {perm, counts, nbrs, weights, live, off, per_node, wide, start, out, outw}},
+        seq);
   }
 
   // Two reads: the sizes (the picks' exact count, lo.offsets[nd], and the source count) in one,
@@ -281,7 +269,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   void relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int /*layer*/, Block& b,
                BackendBuffer* src_out, OwnerCounts* owners) override {
     const int64_t n = nd + lo.total;
-    const int64_t m = cuda_graphs_ && n ? capture_size(n) : n;
+    const int64_t m = captures_.enabled() && n ? Captures::capture_size(n) : n;
     DSP_CHECK(m < (int64_t{1} << 32) - 1, "relabel: {} keys in one layer (at most 2^32-2)", m);
     b.num_dst = nd;
     b.src_ids.clear();
@@ -299,16 +287,16 @@ class KernelSamplerBackend final : public SamplerBackend {
     std::shared_ptr<BlockEdges>
         e;                 // ids_on_device: the block, copied by its bounds before the read
     if (ids_on_device_) {  // nothing is read after the sizes, so their wait covers these copies
-      e = device_edges(nd, lo, lo.total, local + nd, src, n);
+      e = edges_.lend(ex_, nd, lo, lo.total, local + nd, src, n);
       if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
     }
     std::vector<int64_t> got(2 + (P ? P + 1 : 0));
-    download(got.data(), sizes, static_cast<int64_t>(got.size()));
+    download(ex_, got.data(), sizes, static_cast<int64_t>(got.size()));
     ex_.sync();
     take_sizes(got.data(), b, owners);
     if (e) {
       e->num_edges = got[0];
-      return put_edges(std::move(e), b);
+      return Edges::put(std::move(e), b);
     }
     if (src_out) {  // issued before the last read, whose wait covers it
       ex_.copy(src_out->reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
@@ -316,19 +304,22 @@ class KernelSamplerBackend final : public SamplerBackend {
     set_edges(nd, lo, got[0], local, src, b);
     if (!blocks_on_device_) return;
     b.src_ids.resize(b.num_src);
-    download(b.src_ids.data(), src, b.num_src);
+    download(ex_, b.src_ids.data(), src, b.num_src);
     ex_.sync();
   }
 
  private:
   using Buffer = typename Exec::Buffer;
+  // The sequences of a layer, each captured by its shape (cuda_graphs).
+  enum Seq : int { kGroup, kSample, kUnpermute, kRelabel };
+  using Captures = CaptureCache<Exec, 4, 17>;
+  using Shape = typename Captures::Shape;
+  using Edges = DeviceBlockEdges<Exec>;
   // sample's slots up to this many entries (128 MiB) are sized by the fanout bound, not read.
   static constexpr int64_t kSlotBound = int64_t{1} << 24;
   // Bits of a degree key (csp::degree_key: at most kDegreeKeyCap).
   static constexpr int kDegreeKeyBits = 12;
   static_assert(csp::kDegreeKeyCap < (int64_t{1} << kDegreeKeyBits), "degree keys need more bits");
-  // Captured sequences (cuda_graphs) are kept for at most this many shapes at once.
-  static constexpr size_t kMaxGraphs = 128;
   // One sample call: its parameters (executor memory), tasks and counts, and the size m its
   // sequence runs over (n, or the captured shape's) with its slots' `total`.
   struct SampleCall {
@@ -340,39 +331,10 @@ class KernelSamplerBackend final : public SamplerBackend {
     const TaskExclusions* ex;
     int64_t total;
   };
-  // What a captured sequence names: which sequence, its sizes, and every array it reads or writes
-  // (the caller's, the backend's own, the executor's scratch by its moves), each reserved for
-  // this shape first. A capture is valid for a call with the same: the arrays where they were,
-  // each as large as the shape needs.
-  enum class Seq { kGroup, kSample, kUnpermute, kRelabel };
-  static constexpr int kShapeArrays = 17;
-  struct Shape {
-    Seq seq;
-    int64_t size[4];
-    int64_t scratch_moves;
-    const void* arrays[kShapeArrays];
-    bool operator==(const Shape& o) const {
-      return seq == o.seq && std::equal(size, size + 4, o.size) &&
-             scratch_moves == o.scratch_moves &&
-             std::equal(arrays, arrays + kShapeArrays, o.arrays);
-    }
-  };
-  struct Captured {
-    Shape shape;
-    bool captured = false;  // seen once (run directly, growing what it needs), or captured
-    typename Exec::Graph graph;
-  };
   // An owner grouping's inputs in executor memory, uploaded in one copy: the live count (positions
   // from it on take no part), the P + 1 rank offsets, the P + 1 chunk starts p x m.
   struct OwnerInputs {
     const int64_t *live, *offsets, *at;
-  };
-
-  // The edge arrays of blocks handed out with Block::on_device, reused once a block is released
-  // (after its consumer's work on it has completed: the trainer reads its loss back first).
-  struct EdgeArrays {
-    Buffer indptr, indices, weights, sources;
-    std::shared_ptr<ReleaseFence> fence;  // where the last consumer let go (BlockEdges::fence)
   };
 
   // {live | offsets | p x m for p = 0..P} (just {live} without offsets) uploaded to buf.
@@ -385,7 +347,7 @@ class KernelSamplerBackend final : public SamplerBackend {
       h[1 + p] = (*offsets)[p];
       h[1 + P1 + p] = static_cast<int64_t>(p) * m;
     }
-    const int64_t* d = upload(buf, h.data(), h.size() * sizeof(int64_t));
+    const int64_t* d = upload(ex_, buf, h.data(), static_cast<int64_t>(h.size()));
     return {d, d + 1, d + 1 + P1};
   }
 
@@ -414,17 +376,18 @@ class KernelSamplerBackend final : public SamplerBackend {
       ex_.zero(t.table, (size_t{1} << bits) * sizeof(uint64_t));
       ex_.for_each(m, kernels::RelabelOffer{t});
       ex_.for_each(m, kernels::RelabelFlag{t, flag});
-      scan_into(ids, flag, m);
+      scan_into(ex_, ids, flag, m);
       ex_.for_each(m, kernels::RelabelAssign{t, ids, local, src});
       ex_.for_each(1, kernels::RelabelSizes{t, ids, m, sizes});
       if (P) count_source_owners(src, m, sizes + 1, in, P, sizes + 2);
     };
-    replay(Shape{Seq::kRelabel,
-                 {m, P},
-                 ex_.scratch_moves(),
-                 {dst, lo.nbrs, lo.offsets, in.live, keys, t.table, flag, ids, local, src, sizes,
-                  owner}},
-           seq);
+    captures_.replay(ex_,
+                     Shape{kRelabel,
+                           {m, P},
+                           ex_.scratch_moves(),
+                           {dst, lo.nbrs, lo.offsets, in.live, keys, t.table, flag, ids, local, src,
+                            sizes, owner}},
+                     seq);
   }
 
   // The chunk bounds of the sources src[0, *count) by owner (the P + 1 entries of the exclusive
@@ -443,7 +406,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   int64_t* owner_ranks(const int64_t* owner, int64_t m, int P) {
     auto* flag = reserve<int64_t>(wide_, P * m);
     ex_.for_each(P * m, kernels::FlagCategories{owner, m, flag});
-    return prefix_with_zero(slot_, flag, P * m);
+    return prefix_with_zero(ex_, slot_, flag, P * m);
   }
   // Where each owner's chunk starts, P + 1 entries of owner_ranks' scan (at the chunk starts
   // `at`: p x m), into `out`.
@@ -467,16 +430,16 @@ class KernelSamplerBackend final : public SamplerBackend {
     const int64_t ne = lo.total, n = nd + ne;
     const int64_t ns = owners ? 3 + static_cast<int64_t>(owners->counts.size()) : 2;
     std::shared_ptr<BlockEdges> e;
-    if (blocks_on_device_) e = device_edges(nd, lo, ne, local + nd, nullptr, 0);
+    if (blocks_on_device_) e = edges_.lend(ex_, nd, lo, ne, local + nd, nullptr, 0);
     const bool w = lo.weights && !e;
-    const int64_t edges = e ? 0 : edge_words(nd, ne, w);
+    const int64_t edges = e ? 0 : Edges::edge_words(nd, ne, w);
     auto* packed = reserve<int64_t>(pack_, ns + edges + n);
     ex_.copy(packed, sizes, ns * sizeof(int64_t));
-    if (!e) pack_edges(packed + ns, nd, lo, ne, local + nd, w);
+    if (!e) Edges::pack(ex_, packed + ns, nd, lo, ne, local + nd, w);
     ex_.copy(packed + ns + edges, src, n * sizeof(int64_t));
     if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
     host_pack_.resize(static_cast<size_t>(ns + edges + n));
-    download(host_pack_.data(), packed, ns + edges + n);
+    download(ex_, host_pack_.data(), packed, ns + edges + n);
     ex_.sync();
     const int64_t* h = host_pack_.data();
     DSP_CHECK(h[0] == ne, "relabel: {} picks where exactly {} were given", h[0], ne);
@@ -484,9 +447,9 @@ class KernelSamplerBackend final : public SamplerBackend {
     b.src_ids.assign(h + ns + edges, h + ns + edges + b.num_src);
     if (e) {
       e->num_edges = ne;
-      return put_edges(std::move(e), b);
+      return Edges::put(std::move(e), b);
     }
-    unpack_edges(h + ns, nd, ne, w, b);
+    Edges::unpack(h + ns, nd, ne, w, b);
   }
 
   // Block b's edges from relabel's outputs (ne picks: their local ids at local + nd, the source
@@ -495,81 +458,20 @@ class KernelSamplerBackend final : public SamplerBackend {
   void set_edges(int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
                  const int64_t* src, Block& b) {
     if (blocks_on_device_) {
-      return put_edges(
-          device_edges(nd, lo, ne, local + nd, ids_on_device_ ? src : nullptr, b.num_src), b);
+      return Edges::put(
+          edges_.lend(ex_, nd, lo, ne, local + nd, ids_on_device_ ? src : nullptr, b.num_src), b);
     }
     const bool w = lo.weights != nullptr;
-    const int64_t head = edge_words(nd, ne, w);
+    const int64_t head = Edges::edge_words(nd, ne, w);
     auto* packed = reserve<int64_t>(pack_, head + b.num_src);
-    pack_edges(packed, nd, lo, ne, local + nd, w);
+    Edges::pack(ex_, packed, nd, lo, ne, local + nd, w);
     if (b.num_src) ex_.copy(packed + head, src, b.num_src * sizeof(int64_t));
     host_pack_.resize(static_cast<size_t>(head + b.num_src));
-    download(host_pack_.data(), packed, head + b.num_src);
+    download(ex_, host_pack_.data(), packed, head + b.num_src);
     ex_.sync();
     const int64_t* h = host_pack_.data();
-    unpack_edges(h, nd, ne, w, b);
+    Edges::unpack(h, nd, ne, w, b);
     b.src_ids.assign(h + head, h + head + b.num_src);
-  }
-
-  // Words of a block's edges packed for one read: nd + 1 offsets | ne local ids | ceil(ne / 2)
-  // words of weights (w).
-  static int64_t edge_words(int64_t nd, int64_t ne, bool w) {
-    return nd + 1 + ne + (w ? (ne + 1) / 2 : 0);
-  }
-  // Issues the copies of a block's edges (the picks' local ids at `local`) into `at`, edge_words.
-  void pack_edges(int64_t* at, int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
-                  bool w) {
-    ex_.copy(at, lo.offsets, static_cast<size_t>(nd + 1) * sizeof(int64_t));
-    if (ne) ex_.copy(at + nd + 1, local, ne * sizeof(int64_t));
-    if (w && ne) ex_.copy(at + nd + 1 + ne, lo.weights, ne * sizeof(float));
-  }
-  // Block b's host edges from the words pack_edges packed, read back to h.
-  static void unpack_edges(const int64_t* h, int64_t nd, int64_t ne, bool w, Block& b) {
-    b.on_device.reset();
-    b.indptr.assign(h, h + nd + 1);
-    b.indices.assign(h + nd + 1, h + nd + 1 + ne);
-    b.weights.resize(w ? ne : 0);
-    if (w && ne) std::memcpy(b.weights.data(), h + nd + 1 + ne, ne * sizeof(float));
-  }
-
-  // A block's offsets, local ids and weights (ne of each) and, given `src`, its source ids (ns)
-  // copied into pooled arrays of executor memory.
-  std::shared_ptr<BlockEdges> device_edges(int64_t nd, const LayerPicks& lo, int64_t ne,
-                                           const int64_t* local, const int64_t* src, int64_t ns) {
-    std::shared_ptr<EdgeArrays> a = RecyclePool<EdgeArrays>::lend(edge_pool_, [this] {
-      return EdgeArrays{ex_.buffer(), ex_.buffer(), ex_.buffer(), ex_.buffer(), ex_.fence()};
-    });
-    ex_.wait(*a->fence);  // the last consumer's work on them first (nothing when none recorded)
-    auto e = std::make_shared<BlockEdges>();
-    e->device = device_;
-    e->num_edges = ne;
-    auto* indptr = reserve<int64_t>(a->indptr, nd + 1);
-    ex_.copy(indptr, lo.offsets, (nd + 1) * sizeof(int64_t));
-    e->indptr = indptr;
-    auto* indices = reserve<int64_t>(a->indices, ne);
-    if (ne) ex_.copy(indices, local, ne * sizeof(int64_t));
-    e->indices = indices;
-    if (lo.weights) {
-      auto* w = reserve<float>(a->weights, ne);
-      if (ne) ex_.copy(w, lo.weights, ne * sizeof(float));
-      e->weights = w;
-    }
-    if (src) {
-      auto* ids = reserve<int64_t>(a->sources, ns);
-      if (ns) ex_.copy(ids, src, ns * sizeof(int64_t));
-      e->src_ids = ids;
-    }
-    e->copy = &Exec::read;
-    e->fence = a->fence;
-    e->keep = std::move(a);
-    return e;
-  }
-  // Sets b.on_device (the host edge vectors emptied).
-  static void put_edges(std::shared_ptr<BlockEdges> e, Block& b) {
-    b.indptr.clear();
-    b.indices.clear();
-    b.weights.clear();
-    b.on_device = std::move(e);
   }
 
   // One thread per task in task order, or the turbo schedule: sort keys computed and sorted on the
@@ -583,8 +485,7 @@ class KernelSamplerBackend final : public SamplerBackend {
     }
     auto* keys = reserve<int64_t>(keys_, n);
     ex_.for_each(
-        n, kernels::TaskDegreeKey{c.params, c.tasks, static_cast<const int64_t*>(indptr_.data()),
-                                  topo_.row_base, keys});
+        n, kernels::TaskDegreeKey{c.params, c.tasks, topo_.indptr(), topo_.host.row_base, keys});
     auto* iota = reserve<int64_t>(owner_, n);
     ex_.for_each(n, kernels::Iota{iota});
     auto* order = reserve<int64_t>(order_, n);
@@ -600,19 +501,12 @@ class KernelSamplerBackend final : public SamplerBackend {
   static int64_t slot_bound(int64_t n, int64_t f, int64_t max_picks) {
     return max_picks >= 0 ? std::min(n * f, max_picks) : n * f;
   }
-  // n rounded up to 3 significant bits (at most 12.5% more; 8 shapes per doubling), at least 256.
-  static int64_t capture_size(int64_t n) {
-    int64_t step = 32;
-    while (step * 16 <= n) step *= 2;
-    return std::max<int64_t>((n + step - 1) / step * step, 256);
-  }
   // The fanouts' exclusive prefix (the slots), m + 1 entries.
   const int64_t* issue_slots(const SampleCall& c) {
     auto* fan = reserve<int64_t>(wide_, c.m);
-    ex_.for_each(c.m, kernels::TaskFanout{c.params, c.tasks,
-                                          static_cast<const int64_t*>(indptr_.data()),
-                                          topo_.row_base, replace_, fan});
-    return prefix_with_zero(slot_, fan, c.m);
+    ex_.for_each(c.m, kernels::TaskFanout{c.params, c.tasks, topo_.indptr(), topo_.host.row_base,
+                                          replace_, fan});
+    return prefix_with_zero(ex_, slot_, fan, c.m);
   }
   // The draws into c.total slots, then the compaction: offsets = prefix of the counts, picks
   // moved to their offsets. The pick count is not read: the exact count stays on the device (the
@@ -621,54 +515,24 @@ class KernelSamplerBackend final : public SamplerBackend {
                    BackendBuffer* weights) {
     auto* res = reserve<int64_t>(out_, c.total);
     float* resw = biased_ ? reserve<float>(outw_, c.total) : nullptr;
-    if (topo_.idx32) {
+    if (topo_.host.idx32) {
       launch(c, task_op<int32_t>(c, slot, res, resw));
     } else {
       launch(c, task_op<int64_t>(c, slot, res, resw));
     }
     auto* fan = reserve<int64_t>(wide_, c.m);
     ex_.for_each(c.m, kernels::WidenCounts{c.cnt, fan, &c.params->n});
-    auto* off = prefix_with_zero(offsets_, fan, c.m);
+    auto* off = prefix_with_zero(ex_, offsets_, fan, c.m);
     auto* picks = nbrs.reserve_n<int64_t>(c.total);
     float* picks_w = biased_ ? weights->reserve_n<float>(c.total) : nullptr;
     ex_.for_each(c.m, kernels::CompactPicks{c.params, c.cnt, slot, res, resw, off, picks, picks_w});
   }
-  // seq, the sequence of `shape`, run directly without cuda_graphs; with it, seq replays its
-  // capture when the shape was seen before: the first call of a shape runs directly (growing
-  // every buffer it takes, the executor's own included), the second is captured. Any growth
-  // since may have moved an array a capture names: its shape then differs.
-  template <class F>
-  void replay(const Shape& shape, const F& seq) {
-    if (!cuda_graphs_) return seq();
-    auto it = std::find_if(captures_.begin(), captures_.end(),
-                           [&](const Captured& g) { return g.shape == shape; });
-    if (it == captures_.end()) {
-      if (captures_.size() >= kMaxGraphs) captures_.erase(captures_.begin());  // the oldest
-      captures_.emplace_back();
-      captures_.back().shape = shape;
-      return seq();
-    }
-    if (!it->captured) {
-      ex_.capture_begin();
-      try {
-        seq();
-      } catch (...) {
-        ex_.capture_end();
-        throw;
-      }
-      it->graph = ex_.capture_end();
-      it->captured = true;
-    }
-    ex_.launch(it->graph);
-    replays_[static_cast<int>(shape.seq)] += 1;
-  }
-
   // Every array of sample's sequence reserved for c's shape (issue_slots, issue_draws, launch),
   // and the shape that names them.
   Shape reserve_sample(const SampleCall& c, BackendBuffer& nbrs, BackendBuffer* weights) {
     const int64_t m = c.m, t = c.total;
     const bool w = biased_;
-    return {Seq::kSample,
+    return {kSample,
             {m, c.max_fanout, t, c.ex ? c.ex->parts : 0},
             ex_.scratch_moves(),
             {c.tasks, c.cnt, c.params, c.ex ? c.ex->tasks : nullptr, c.ex ? c.ex->pairs : nullptr,
@@ -681,63 +545,6 @@ class KernelSamplerBackend final : public SamplerBackend {
              turbo_ ? reserve<int64_t>(owner_, m) : nullptr}};
   }
 
-  // The adjacency position list: rows in hotness order while their entries fit the budget.
-  void split_rows(size_t budget) {
-    const LocalTopology& t = topo_;
-    const size_t elem = t.idx32 ? 4 : 8;
-    std::vector<int64_t> loc(static_cast<size_t>(t.num_rows), -1);
-    std::vector<unsigned char> hot;
-    auto take = [&](int64_t r) {
-      if (r < 0 || r >= t.num_rows || loc[r] >= 0) return true;
-      const int64_t deg = t.indptr[r + 1] - t.indptr[r];
-      if (hot.size() + deg * elem > budget) return false;
-      loc[r] = static_cast<int64_t>(hot.size() / elem);
-      const auto* src = static_cast<const unsigned char*>(t.indices) + t.indptr[r] * elem;
-      hot.insert(hot.end(), src, src + deg * elem);
-      return true;
-    };
-    bool room = true;
-    for (int64_t k = 0; k < t.num_hot && room; ++k) room = take(t.hot_nodes[k] - t.row_base);
-    for (int64_t r = 0; r < t.num_rows && room; ++r) room = take(r);
-    for (int64_t r = 0; r < t.num_rows; ++r) hot_rows_ += loc[r] >= 0;
-    upload(hot_indices_, hot.data(), hot.size());
-    upload(row_loc_, loc.data(), loc.size() * sizeof(int64_t));
-  }
-
-  template <class T>
-  T* reserve(Buffer& buf, int64_t count) {
-    return static_cast<T*>(
-        buf.reserve(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
-  }
-  template <class T>
-  T* upload(Buffer& buf, const T* src, size_t bytes) {
-    void* d = buf.reserve(std::max<size_t>(bytes, 8));
-    if (bytes) ex_.to_device(d, src, bytes);
-    return static_cast<T*>(d);
-  }
-  const void* upload(Buffer& buf, const void* src, size_t bytes) {
-    return upload(buf, static_cast<const unsigned char*>(src), bytes);
-  }
-  template <class T>
-  void download(T* host, const T* dev, int64_t count) {
-    if (count) ex_.to_host(host, dev, static_cast<size_t>(count) * sizeof(T));
-  }
-  int64_t read_back(const int64_t* dev) {
-    int64_t v = 0;
-    ex_.to_host(&v, dev, sizeof(v));
-    ex_.sync();
-    return v;
-  }
-  // out[0] = 0, out[i + 1] = in[0] + ... + in[i]: n + 1 entries.
-  int64_t* prefix_with_zero(Buffer& buf, const int64_t* in, int64_t n) {
-    auto* out = reserve<int64_t>(buf, n + 1);
-    scan_into(out, in, n);
-    return out;
-  }
-  void scan_into(int64_t* out, const int64_t* in, int64_t n) {
-    ex_.zero(out, sizeof(int64_t));
-    if (n) ex_.inclusive_scan(in, out + 1, n);
-  }
   template <class Id>
   kernels::SampleTask<Id> task_op(const SampleCall& c, const int64_t* slot, int64_t* res,
                                   float* resw) const {
@@ -745,13 +552,13 @@ class KernelSamplerBackend final : public SamplerBackend {
     int32_t* cnt = c.cnt;
     return {c.params,
             c.tasks,
-            static_cast<const int64_t*>(indptr_.data()),
-            static_cast<const Id*>(indices_),
-            hot_rows_ ? static_cast<const Id*>(hot_indices_.data()) : nullptr,
-            hot_rows_ ? static_cast<const int64_t*>(row_loc_.data()) : nullptr,
-            topo_.row_base,
-            biased_ ? static_cast<const double*>(cum_.data()) : nullptr,
-            biased_ ? static_cast<const float*>(weights_.data()) : nullptr,
+            topo_.indptr(),
+            topo_.template indices<Id>(),
+            topo_.template hot_indices<Id>(),
+            topo_.row_loc(),
+            topo_.host.row_base,
+            topo_.cum(),
+            topo_.weights(),
             biased_,
             replace_,
             slot,
@@ -760,27 +567,20 @@ class KernelSamplerBackend final : public SamplerBackend {
             resw,
             ex ? *ex : csp::TaskExclusions{},
             task_times_,
-            task_times_ ? static_cast<const int64_t*>(times_.data()) : nullptr,
+            task_times_ ? topo_.times() : nullptr,
             strategy_};
   }
 
   Exec ex_;
   std::string name_;
   Device device_;
-  LocalTopology topo_;
-  bool biased_, replace_, turbo_, blocks_on_device_, ids_on_device_, cuda_graphs_;
+  DeviceTopology<Exec> topo_;
+  bool biased_, replace_, turbo_, blocks_on_device_, ids_on_device_;
   csp::TemporalStrategy strategy_;
+  Edges edges_;
+  Captures captures_;  // cuda_graphs: the shapes seen, their captures and launches
   csp::LaborVariates labor_;
   const int64_t* task_times_ = nullptr;  // set_task_times (executor memory), or null
-  bool indices_on_host_ = false;
-  std::shared_ptr<RecyclePool<EdgeArrays>> edge_pool_ = std::make_shared<RecyclePool<EdgeArrays>>();
-  int64_t hot_rows_ = 0;
-  // Every buffer is the executor's (its stream orders their growths; they are counted).
-  Buffer indptr_ = ex_.buffer(), indices_buf_ = ex_.buffer(), cum_ = ex_.buffer(),
-         weights_ = ex_.buffer(), hot_indices_ = ex_.buffer(), row_loc_ = ex_.buffer(),
-         times_ = ex_.buffer();
-  typename Exec::Registration indices_reg_;
-  const void* indices_ = nullptr;
   // Work buffers, reused across layers and batches.
   Buffer wide_ = ex_.buffer(), slot_ = ex_.buffer(), out_ = ex_.buffer(), outw_ = ex_.buffer(),
          offsets_ = ex_.buffer(), picks_ = ex_.buffer(), keys_ = ex_.buffer(),
@@ -791,8 +591,6 @@ class KernelSamplerBackend final : public SamplerBackend {
   // relabel's OwnerInputs, unpermute's live counts.
   Buffer params_ = ex_.buffer(), group_in_ = ex_.buffer(), relabel_in_ = ex_.buffer(),
          unpermute_in_ = ex_.buffer();
-  std::vector<Captured> captures_;    // cuda_graphs: the shapes seen, and their captures
-  std::array<int64_t, 4> replays_{};  // launches per Seq
 };
 
 }  // namespace dsp

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exec_memory.hpp"
 #include "layout/store/embedding_kernels.hpp"
 #include "layout/store/embedding_storage.hpp"
 
@@ -33,7 +34,7 @@ class KernelEmbeddingStorage final : public EmbeddingStorage {
     s1_ = alloc(state1_, cells() * sizeof(float));
     s2_ = adam ? alloc(state2_, cells() * sizeof(float)) : nullptr;
     t_ = adam ? alloc<int64_t>(steps_, static_cast<size_t>(rows) * sizeof(int64_t)) : nullptr;
-    const int64_t* ids = dataset_ids ? upload(a_, dataset_ids, rows) : nullptr;
+    const int64_t* ids = dataset_ids ? upload(ex_, a_, dataset_ids, rows) : nullptr;
     ex_.for_each(rows, kernels::EmbeddingInitRow{ids, begin, dim, key, scale, x_});
     ex_.sync();
   }
@@ -41,7 +42,7 @@ class KernelEmbeddingStorage final : public EmbeddingStorage {
   void read_rows(const int64_t* rows, int64_t n, float* host_out) override {
     if (n == 0) return;
     float* staged = stage(n);
-    copy(upload(a_, rows, n), nullptr, x_, staged, n, 1.0f, false);
+    copy(upload(ex_, a_, rows, n), nullptr, x_, staged, n, 1.0f, false);
     ex_.to_host(host_out, staged, row_bytes(n));
     ex_.sync();
   }
@@ -51,7 +52,7 @@ class KernelEmbeddingStorage final : public EmbeddingStorage {
     if (n == 0) return;
     float* staged = stage(m);
     ex_.to_device(staged, host_rows, row_bytes(m));
-    copy(upload(a_, src, n), nullptr, staged, out, n, 1.0f, false);
+    copy(upload(ex_, a_, src, n), nullptr, staged, out, n, 1.0f, false);
     ex_.sync();
   }
 
@@ -59,7 +60,7 @@ class KernelEmbeddingStorage final : public EmbeddingStorage {
                   float* host_out) override {
     if (n == 0) return;
     float* staged = stage(n);
-    copy(nullptr, upload(a_, pos, n), grads, staged, n, scale, true);
+    copy(nullptr, upload(ex_, a_, pos, n), grads, staged, n, scale, true);
     ex_.to_host(host_out, staged, row_bytes(n));
     ex_.sync();
   }
@@ -70,9 +71,10 @@ class KernelEmbeddingStorage final : public EmbeddingStorage {
     if (T == 0) return;
     float* g = stage(m);
     ex_.to_device(g, host_grads, row_bytes(m));
-    const int64_t* touched = upload(a_, plan.touched.data(), T);
-    const int64_t* start = upload(b_, plan.start.data(), T + 1);
-    const int64_t* order = upload(c_, plan.order.data(), static_cast<int64_t>(plan.order.size()));
+    const int64_t* touched = upload(ex_, a_, plan.touched.data(), T);
+    const int64_t* start = upload(ex_, b_, plan.start.data(), T + 1);
+    const int64_t* order =
+        upload(ex_, c_, plan.order.data(), static_cast<int64_t>(plan.order.size()));
     ex_.for_each(T, kernels::EmbeddingStepRow{touched, start, order, g, x_, s1_, s2_, t_, dim_, c});
     ex_.sync();
   }
@@ -117,11 +119,6 @@ class KernelEmbeddingStorage final : public EmbeddingStorage {
   }
   float* stage(int64_t rows) {
     return static_cast<float*>(stage_.reserve(std::max<size_t>(row_bytes(rows), 16)));
-  }
-  const int64_t* upload(Buffer& b, const int64_t* host, int64_t n) {
-    auto* d = static_cast<int64_t*>(b.reserve(std::max<size_t>(n * sizeof(int64_t), 16)));
-    ex_.to_device(d, host, n * sizeof(int64_t));
-    return d;
   }
   void copy(const int64_t* src, const int64_t* dst, const float* in, float* out, int64_t n,
             float scale, bool scaled) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/exec_memory.hpp"
 #include "core/group_kernels.hpp"
 #include "core/host_device.hpp"
 #include "core/quant.hpp"
@@ -277,7 +278,7 @@ class KernelFeatureBackend final : public FeatureBackend {
     r.send_counts.assign(P, 0);
     if (n == 0) return r;
     map_resident_tables();
-    auto* off = upload(ids_b_, offsets.data(), offsets.size());
+    auto* off = upload(ex_, ids_b_, offsets.data(), static_cast<int64_t>(offsets.size()));
     auto* cat = reserve<int64_t>(cat_, n);
     auto* src = reserve<int64_t>(src_rows_, n);
     ex_.for_each(n, kernels::ClassifyIds{ids, static_cast<uint64_t>(src_.num_nodes), slot_dev_,
@@ -462,17 +463,6 @@ class KernelFeatureBackend final : public FeatureBackend {
           ex_.map_host(src_.row_scale, src_.num_nodes * sizeof(float), true, row_scale_reg_));
     }
     slot_dev_ = slot;
-  }
-  template <class T>
-  T* reserve(Buffer& buf, int64_t count) {
-    return static_cast<T*>(
-        buf.reserve(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
-  }
-  template <class T>
-  const T* upload(Buffer& buf, const T* host, size_t count) {
-    T* d = reserve<T>(buf, static_cast<int64_t>(count));
-    ex_.to_device(d, host, count * sizeof(T));
-    return d;
   }
   template <class V>
   void launch(const int64_t* r, const void* base, const int64_t* p, void* out, int64_t n) {
