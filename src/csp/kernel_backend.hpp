@@ -87,10 +87,9 @@ class KernelSamplerBackend final : public SamplerBackend {
         biased_(opts.biased),
         replace_(opts.replace),
         turbo_(opts.kernel == SampleKernel::kTurbo),
-        blocks_on_device_(opts.blocks_on_device),
-        ids_on_device_(opts.blocks_on_device && opts.ids_on_device && !opts.temporal),
         strategy_(opts.temporal_strategy),
-        edges_(device),
+        edges_(ex_, device, opts.blocks_on_device,
+               opts.blocks_on_device && opts.ids_on_device && !opts.temporal),
         captures_(opts.cuda_graphs) {
     ex_.sync();
   }
@@ -260,7 +259,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   }
 
   // Two reads: the sizes (the picks' exact count, lo.offsets[nd], and the source count) in one,
-  // then the block: packed in executor memory (pack_, words: edge_words | sources) and read in one
+  // then the block: packed in executor memory (edge_words | sources) and read in one
   // copy, or left there (blocks_on_device: only its source ids are read; ids_on_device: nothing,
   // the sizes' read is the only one). One when lo.exact: the block (or its source ids) read with
   // the sizes (read_with_sizes). The kernels run over m >= nd + lo.total positions (lo.total
@@ -280,20 +279,21 @@ class KernelSamplerBackend final : public SamplerBackend {
     auto* src = reserve<int64_t>(picks_, m);
     auto* local = reserve<int64_t>(out_, m);
     if (owners) owners->counts.assign(P, 0);
-    if (n == 0) return set_edges(nd, lo, 0, local, src, b);
+    if (n == 0) return edges_.set(ex_, nd, lo, 0, local, src, b);
     issue_relabel(dst, nd, lo, m, src, local, sizes, owners);
-    if (lo.exact && !ids_on_device_)
-      return read_with_sizes(nd, lo, local, src, sizes, b, src_out, owners);
+    if (lo.exact && !edges_.ids_on_device())
+      return edges_.read_with_sizes(ex_, nd, lo, local, src, sizes, b, src_out, owners);
     std::shared_ptr<BlockEdges>
         e;                 // ids_on_device: the block, copied by its bounds before the read
-    if (ids_on_device_) {  // nothing is read after the sizes, so their wait covers these copies
+    if (edges_.ids_on_device()) {  // nothing is read after the sizes, so their wait covers these
+                                   // copies
       e = edges_.lend(ex_, nd, lo, lo.total, local + nd, src, n);
       if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
     }
     std::vector<int64_t> got(2 + (P ? P + 1 : 0));
     download(ex_, got.data(), sizes, static_cast<int64_t>(got.size()));
     ex_.sync();
-    take_sizes(got.data(), b, owners);
+    Edges::take_sizes(got.data(), b, owners);
     if (e) {
       e->num_edges = got[0];
       return Edges::put(std::move(e), b);
@@ -301,8 +301,8 @@ class KernelSamplerBackend final : public SamplerBackend {
     if (src_out) {  // issued before the last read, whose wait covers it
       ex_.copy(src_out->reserve_n<int64_t>(b.num_src), src, b.num_src * sizeof(int64_t));
     }
-    set_edges(nd, lo, got[0], local, src, b);
-    if (!blocks_on_device_) return;
+    edges_.set(ex_, nd, lo, got[0], local, src, b);
+    if (!edges_.on_device()) return;
     b.src_ids.resize(b.num_src);
     download(ex_, b.src_ids.data(), src, b.num_src);
     ex_.sync();
@@ -414,66 +414,6 @@ class KernelSamplerBackend final : public SamplerBackend {
     ex_.for_each(P + 1, kernels::GatherAt{rank, at, out});
   }
 
-  // relabel's sizes read (got: picks, sources, the sources' owner-chunk bounds when counted).
-  static void take_sizes(const int64_t* got, Block& b, OwnerCounts* owners) {
-    b.num_src = got[1];
-    const int P = owners ? static_cast<int>(owners->counts.size()) : 0;
-    for (int p = 0; p < P; ++p) owners->counts[p] = got[3 + p] - got[2 + p];
-  }
-  // relabel when lo.total is the picks' count: every size of block b but its source count is
-  // known, so the block is read with the sizes in one copy, its source ids by their bound nd + ne
-  // (pack_, words: sizes | edge_words | nd + ne sources); blocks_on_device: its edges copied into
-  // the pool first, the sizes and source ids read.
-  void read_with_sizes(int64_t nd, const LayerPicks& lo, const int64_t* local, const int64_t* src,
-                       const int64_t* sizes, Block& b, BackendBuffer* src_out,
-                       OwnerCounts* owners) {
-    const int64_t ne = lo.total, n = nd + ne;
-    const int64_t ns = owners ? 3 + static_cast<int64_t>(owners->counts.size()) : 2;
-    std::shared_ptr<BlockEdges> e;
-    if (blocks_on_device_) e = edges_.lend(ex_, nd, lo, ne, local + nd, nullptr, 0);
-    const bool w = lo.weights && !e;
-    const int64_t edges = e ? 0 : Edges::edge_words(nd, ne, w);
-    auto* packed = reserve<int64_t>(pack_, ns + edges + n);
-    ex_.copy(packed, sizes, ns * sizeof(int64_t));
-    if (!e) Edges::pack(ex_, packed + ns, nd, lo, ne, local + nd, w);
-    ex_.copy(packed + ns + edges, src, n * sizeof(int64_t));
-    if (src_out) ex_.copy(src_out->reserve_n<int64_t>(n), src, n * sizeof(int64_t));
-    host_pack_.resize(static_cast<size_t>(ns + edges + n));
-    download(ex_, host_pack_.data(), packed, ns + edges + n);
-    ex_.sync();
-    const int64_t* h = host_pack_.data();
-    DSP_CHECK(h[0] == ne, "relabel: {} picks where exactly {} were given", h[0], ne);
-    take_sizes(h, b, owners);
-    b.src_ids.assign(h + ns + edges, h + ns + edges + b.num_src);
-    if (e) {
-      e->num_edges = ne;
-      return Edges::put(std::move(e), b);
-    }
-    Edges::unpack(h + ns, nd, ne, w, b);
-  }
-
-  // Block b's edges from relabel's outputs (ne picks: their local ids at local + nd, the source
-  // ids at src): pooled arrays of executor memory set as b.on_device (blocks_on_device), or
-  // packed with the source ids (pack_, words: edge_words | sources) and read in one copy.
-  void set_edges(int64_t nd, const LayerPicks& lo, int64_t ne, const int64_t* local,
-                 const int64_t* src, Block& b) {
-    if (blocks_on_device_) {
-      return Edges::put(
-          edges_.lend(ex_, nd, lo, ne, local + nd, ids_on_device_ ? src : nullptr, b.num_src), b);
-    }
-    const bool w = lo.weights != nullptr;
-    const int64_t head = Edges::edge_words(nd, ne, w);
-    auto* packed = reserve<int64_t>(pack_, head + b.num_src);
-    Edges::pack(ex_, packed, nd, lo, ne, local + nd, w);
-    if (b.num_src) ex_.copy(packed + head, src, b.num_src * sizeof(int64_t));
-    host_pack_.resize(static_cast<size_t>(head + b.num_src));
-    download(ex_, host_pack_.data(), packed, head + b.num_src);
-    ex_.sync();
-    const int64_t* h = host_pack_.data();
-    Edges::unpack(h, nd, ne, w, b);
-    b.src_ids.assign(h + head, h + head + b.num_src);
-  }
-
   // One thread per task in task order, or the turbo schedule: sort keys computed and sorted on the
   // device (a stable descending radix sort: csp::degree_order's order), nothing read back.
   template <class Id>
@@ -575,7 +515,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   std::string name_;
   Device device_;
   DeviceTopology<Exec> topo_;
-  bool biased_, replace_, turbo_, blocks_on_device_, ids_on_device_;
+  bool biased_, replace_, turbo_;
   csp::TemporalStrategy strategy_;
   Edges edges_;
   Captures captures_;  // cuda_graphs: the shapes seen, their captures and launches
@@ -585,8 +525,7 @@ class KernelSamplerBackend final : public SamplerBackend {
   Buffer wide_ = ex_.buffer(), slot_ = ex_.buffer(), out_ = ex_.buffer(), outw_ = ex_.buffer(),
          offsets_ = ex_.buffer(), picks_ = ex_.buffer(), keys_ = ex_.buffer(),
          table_ = ex_.buffer(), order_ = ex_.buffer(), owner_ = ex_.buffer(), small_ = ex_.buffer(),
-         small_out_ = ex_.buffer(), pack_ = ex_.buffer();
-  std::vector<int64_t> host_pack_;  // relabel's host block, packed
+         small_out_ = ex_.buffer();
   // Each sequence's scalars in executor memory: sample's kernels::SampleParams, group's and
   // relabel's OwnerInputs, unpermute's live counts.
   Buffer params_ = ex_.buffer(), group_in_ = ex_.buffer(), relabel_in_ = ex_.buffer(),
