@@ -62,11 +62,11 @@ uint64_t gather_bytes(const GatherBenchOptions& a, const RankRuntime& rt) {
 
 void run_gather(const GatherBenchOptions& a, const RankOptions& rank) {
   RankRuntime rt(bench_rank(a.partition, a.threads, rank));
-  if (rt.has_features()) {
+  if (rt.features().has_features()) {
     check_bench_memory("dsp bench gather", gather_bytes(a, rt), bench_budget(rt), "--batch");
   }
   Communicator& comm = rt.channel(WorkerKind::kLoader);  // the store's channel: ops in order
-  nlohmann::json j = measure_gather(rt.store(), comm, rt.part().features, a);
+  nlohmann::json j = measure_gather(rt.features().store(), comm, rt.part().features, a);
   j["bench"] = "gather";
   j["partition"] = a.partition;
   j["device"] = rt.device().str();

@@ -210,7 +210,7 @@ PipelineStages symmetric_stages(CollectiveSampler& sampler, RankRuntime& rt, Tra
   stages.sample = [&sampler](int64_t epoch, int64_t batch, const std::vector<int64_t>& s) {
     return sampler.sample(s, epoch, batch);
   };
-  stages.load = [&rt](SampledBatch&& sb) { return rt.load(std::move(sb)); };
+  stages.load = [&rt](SampledBatch&& sb) { return rt.features().load(std::move(sb)); };
   stages.train = [&trainer, &train_calls, restart_after](LoadedBatch&& lb) {
     if (train_calls++ == restart_after) trainer.reset_step_times();
     trainer.step(lb);
@@ -260,7 +260,7 @@ void add_run_figures(nlohmann::json& j, const PipeArgs& a, RankRuntime& rt, Trai
   j["batch_size"] = a.batch_size;
   j["max_steps"] = a.max_steps;
   j["threads"] = rt.cores().threads;
-  j["cache_hit_rate_rank0"] = rt.store().stats().hit_rate();
+  j["cache_hit_rate_rank0"] = rt.features().store().stats().hit_rate();
   j["train_step_rank0"] = trainer.step_times().to_json();
 }
 
@@ -306,7 +306,7 @@ void run_pipeline_bench(const PipeArgs& a, const RankOptions& rank) {
   check_bench_memory("dsp bench pipeline", pipeline_bytes(a, rt, so), bench_budget(rt),
                      "--batch-size, --fanouts, --hidden");
   std::unique_ptr<CollectiveSampler> sampler = rt.make_sampler(so);
-  FeatureStore& store = rt.store();
+  FeatureStore& store = rt.features().store();
   Trainer trainer(bench_train_config(a.model, a.hidden, a.seed, rt, so.fanouts),
                   coord.channel(WorkerKind::kTrainer));
 

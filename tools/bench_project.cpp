@@ -291,7 +291,7 @@ std::vector<double> measure_rank(const VolumesCommand& a, RankRuntime& rt, Epoch
                                static_cast<Communicator*>(&ct)}) {
         ch->reset_counters();
       }
-      rt.store().reset_stats();
+      rt.features().store().reset_stats();
       secs[0] = secs[1] = secs[2] = 0;
     }
     const int64_t epoch = b / steps, t = b % steps;
@@ -301,7 +301,7 @@ std::vector<double> measure_rank(const VolumesCommand& a, RankRuntime& rt, Epoch
     SampledBatch sb = sampler.sample(seeds, epoch, t);
     secs[0] += timer.seconds();
     timer.reset();
-    LoadedBatch lb = rt.load(std::move(sb));
+    LoadedBatch lb = rt.features().load(std::move(sb));
     secs[1] += timer.seconds();
     timer.reset();
     trainer.train_step(lb);
@@ -312,7 +312,7 @@ std::vector<double> measure_rank(const VolumesCommand& a, RankRuntime& rt, Epoch
   const auto [lp, lm] = peer_traffic(cl);
   const CommCounters tc = ct.counters();
   const double allreduce = static_cast<double>(tc.bytes_sent[ct.rank()]);
-  const GatherStats& g = rt.store().stats();
+  const GatherStats& g = rt.features().store().stats();
   const double host = static_cast<double>(g.bytes_cold);
   const double local = static_cast<double>(g.bytes_local_hot + g.bytes_fifo);
   return {sp / n,

@@ -144,7 +144,7 @@ RankOptions LoaderOptions::rank_options() const {
 Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   opts_.validate();
   rt_ = std::make_unique<RankRuntime>(opts_.rank_options());
-  rt_->enable_fifo();  // no-op without fifo_rows
+  rt_->features().enable_fifo();  // no-op without fifo_rows
   SamplerOptions so = opts_.sampler;
   so.seed = opts_.seed;
   if (opts_.link.link()) {
@@ -254,7 +254,7 @@ LoadedBatch Loader::run_step(int64_t step) {
   sb.epoch = epoch_;
   sb.batch = step;
   rt_->channel(WorkerKind::kLoader).set_step(epoch_, step);
-  return rt_->load(std::move(sb));
+  return rt_->features().load(std::move(sb));
 }
 
 void Loader::start_epoch(int64_t epoch) {

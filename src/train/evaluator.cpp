@@ -240,17 +240,17 @@ EvalTally Evaluator::evaluate(int split, const std::vector<int64_t>& ids, int64_
       rt_.channel(WorkerKind::kSampler).set_step(epoch, eval_batch_id(split, s));
       group.push_back(sampler_->sample_nodes(seeds, epoch, eval_batch_id(split, s)));
     }
-    if (k > 1) rt_.read_ahead(batch_pointers(group));
+    if (k > 1) rt_.features().read_ahead(batch_pointers(group));
     for (int64_t s = g; s < g + static_cast<int64_t>(group.size()); ++s) {
       rt_.channel(WorkerKind::kLoader).set_step(epoch, eval_batch_id(split, s));
-      LoadedBatch lb = rt_.load(std::move(group[static_cast<size_t>(s - g)]));
+      LoadedBatch lb = rt_.features().load(std::move(group[static_cast<size_t>(s - g)]));
       rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_batch_id(split, s));
       trainer_.gather_embedding(lb);  // collective; nothing without embeddings
       trainer_.eval().eval_batch(lb, &tally);
       progress.update(s + 1, steps);
     }
   }
-  if (k > 1) rt_.read_ahead({});
+  if (k > 1) rt_.features().read_ahead({});
   rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_control_id(split, 1));
   tally.combine(rt_.channel(WorkerKind::kTrainer),
                 split == 0 ? "train:eval_valid" : "train:eval_test");

@@ -238,7 +238,7 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
         lb.sample.batch = step;
         lb.sample.seeds.assign(blk.src_ids.begin(), blk.src_ids.begin() + blk.num_dst);
         lc.set_step(o.epoch, step);
-        lb = rt.load(std::move(lb.sample));
+        lb = rt.features().load(std::move(lb.sample));
         tc.set_step(o.epoch, step);
         trainer.gather_embedding(lb);  // collective: learnable embeddings' rows, if any
       } else {

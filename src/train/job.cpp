@@ -153,7 +153,8 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
   } else if (cfg_.cache_auto) {
     size_cache(popts);
   }
-  rt_.enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
+  rt_.features()
+      .enable_fifo();  // after the sizing, which rebuilds the store (no-op without --fifo-rows)
   if (samplers_ == 0) popts.read_ahead = res.read_ahead = read_ahead_batches();  // (-1, 7)
   pipe_ = std::make_unique<Pipeline>(rt_.coord(), *sched, stages, popts);
   eval_->set_read_ahead(pipe_->options().read_ahead);
@@ -217,12 +218,12 @@ void TrainJob::make_trainer(nlohmann::json recorded) {
 std::vector<FeatureStore*> TrainJob::stores() {
   if (rt_.hetero()) {
     std::vector<FeatureStore*> out;
-    for (FeatureStore* s : rt_.type_stores()) {
+    for (FeatureStore* s : rt_.features().type_stores()) {
       if (s) out.push_back(s);
     }
     return out;
   }
-  if (rt_.has_features()) return {&rt_.store()};
+  if (rt_.features().has_features()) return {&rt_.features().store()};
   return {};
 }
 
@@ -239,8 +240,10 @@ PipelineStages TrainJob::symmetric_stages() {
     if (link_) return link_->sample(*sampler_, epoch, batch, seeds);
     return sampler_->sample_nodes(seeds, epoch, batch);
   };
-  stages.load = [this](SampledBatch&& sb) { return rt_.load(std::move(sb)); };
-  stages.read_ahead = [this](const std::vector<const SampledBatch*>& b) { rt_.read_ahead(b); };
+  stages.load = [this](SampledBatch&& sb) { return rt_.features().load(std::move(sb)); };
+  stages.read_ahead = [this](const std::vector<const SampledBatch*>& b) {
+    rt_.features().read_ahead(b);
+  };
   stages.train = [this](LoadedBatch&& lb) {
     trainer_->gather_embedding(lb);  // collective; nothing without embeddings
     trainer_->step(lb, /*tally_correct=*/true);
@@ -256,7 +259,7 @@ PipelineStages TrainJob::symmetric_stages() {
 // while a peer's does not would hold back that peer's sampler ops: pipeline.cpp). auto: groups of
 // kAutoReadAhead when any rank's store reads its rows from disk. Said once, with what it reads.
 int TrainJob::read_ahead_batches() {
-  int64_t any = rt_.reads_ahead() ? 1 : 0;
+  int64_t any = rt_.features().reads_ahead() ? 1 : 0;
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 7);
   main_ch.all_reduce(&any, 1, DType::kInt64, ReduceOp::kMax);
@@ -327,7 +330,7 @@ void TrainJob::size_cache(const PipelineOptions& popts) {
   // Pipelined: the loaded queue and the batch being loaded hold features besides the trained one.
   const int64_t in_flight =
       popts.mode == PipelineMode::kSequential ? 0 : static_cast<int64_t>(popts.queue_capacity) + 1;
-  rt_.size_cache_for_batch(bytes, in_flight);
+  rt_.features().size_cache_for_batch(bytes, in_flight);
 }
 
 void TrainJob::train_epoch(int epoch) {

@@ -71,7 +71,7 @@ void RunReport::epoch(const Epoch& e) {
     const bool evaluated = e.evaluated && eval_.evaluates();
     const std::string eval_time = evaluated ? fmt::format(" | eval {:.2f} s", eval_.seconds()) : "";
     const std::string fifo =
-        rt_.fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
+        rt_.features().fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
     console_result(
         fmt::format("epoch {:>3} | loss {:.4f} | train {:.4f}{}{} | {:.2f} s (sample {:.2f}, load "
                     "{:.2f}, train {:.2f} s busy){}",
@@ -241,7 +241,7 @@ void RunReport::write_metrics(const Epoch& e) {
     rec["feature_dtype"] = res_.feature_dtype;
     rec["feature_rel_rms_error"] = res_.feature_rel_rms_error;
   }
-  if (rt_.fifo_requested()) {
+  if (rt_.features().fifo_requested()) {
     rec["fifo"] = {{"hits", res_.fifo_hits},
                    {"shared_hits", res_.fifo_shared_hits},
                    {"hit_rate", res_.fifo_hit_rate}};
@@ -296,7 +296,7 @@ void RunReport::summary() const {
           "  features            {}: relative RMS error {:.4g}, max {:.4g} (dsp partition)\n",
           res_.feature_dtype, res_.feature_rel_rms_error, res_.feature_max_abs_error));
     }
-    if (rt_.fifo_requested()) {
+    if (rt_.features().fifo_requested()) {
       console_result(fmt::format(
           "  fifo hit rate       {:.3f} of the rows other ranks serve ({} + {} shared rows, "
           "rank 0, last epoch)\n"

@@ -61,7 +61,7 @@ std::vector<float> typed_outputs_of(RankRuntime& rt, Trainer& trainer, Collectiv
     rt.channel(WorkerKind::kSampler).set_step(epoch, first_step + s);
     SampledBatch sb = sampler.sample_nodes(batch, epoch, first_step + s);
     rt.channel(WorkerKind::kLoader).set_step(epoch, first_step + s);
-    LoadedBatch lb = rt.load(std::move(sb));
+    LoadedBatch lb = rt.features().load(std::move(sb));
     rt.channel(WorkerKind::kTrainer).set_step(epoch, first_step + s);
     trainer.gather_embedding(lb);  // collective
     if (progress) progress(s + 1, steps);

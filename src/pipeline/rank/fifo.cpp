@@ -1,4 +1,4 @@
-// RankRuntime's FIFO levels (BGL's dynamic cache of the rows other ranks serve): the shared
+// RankFeatures' FIFO levels (BGL's dynamic cache of the rows other ranks serve): the shared
 // level's name and the agreement around creating it.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "pipeline/rank/features.hpp"
 #include "pipeline/rank/runtime.hpp"
 
 namespace dsp {
@@ -22,17 +23,18 @@ namespace dsp {
 // ends later (the mappings stay until the stores go). Failures from the store on are agreed
 // before anyone creates the object, and failures while creating or attaching after, so every
 // rank reaches the unlink before one ends the job.
-void RankRuntime::enable_fifo() {
+void RankFeatures::enable_fifo() {
   if (!fifo_requested()) return;
   // Old levels go first: a level's creator unlinks its name when destroyed, which must not hit
   // the object another rank creates again under the same name (the agreement orders the two).
   if (store_) store_->enable_fifo({});
-  CoordinatedCommunicator& ch = channel(WorkerKind::kMain);
+  CoordinatedCommunicator& ch = rt_.channel(WorkerKind::kMain);
+  const RankOptions& opts = rt_.options();
   OpOptions o;
   o.label = "runtime.fifo";
-  if (opts_.fifo_shared_rows > 0 && fifo_name_.empty()) {
+  if (opts.fifo_shared_rows > 0 && fifo_name_.empty()) {
     int64_t token = 0;
-    if (leader()) {
+    if (rt_.leader()) {
       std::random_device rd;
       const uint64_t t =
           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -49,23 +51,24 @@ void RankRuntime::enable_fifo() {
     } catch (...) {
       err = std::current_exception();
     }
-    int64_t failed = err ? rank() : size();  // the lowest failing rank, or size() if none
+    int64_t failed = err ? rt_.rank() : rt_.size();  // the lowest failing rank, or size() if none
     ch.all_reduce(&failed, 1, DType::kInt64, ReduceOp::kMin, o);
     return std::make_pair(err, failed);
   };
   auto [store_err, store_failed] = agree([&] { store(); });
   if (store_err) std::rethrow_exception(store_err);
-  DSP_CHECK(store_failed == size(), "rank {} failed to build its feature store", store_failed);
+  DSP_CHECK(store_failed == rt_.size(), "rank {} failed to build its feature store", store_failed);
   // More rows than nodes hold nothing more.
   const int64_t n = store_->num_nodes();
-  const FifoCacheOptions fo{std::min(opts_.fifo_rows, n), std::min(opts_.fifo_shared_rows, n),
+  const FifoCacheOptions fo{std::min(opts.fifo_rows, n), std::min(opts.fifo_shared_rows, n),
                             fifo_name_};
   auto [fifo_err, fifo_failed] = agree([&] { store_->enable_fifo(fo); });
   if (!fifo_name_.empty()) ::shm_unlink(fifo_name_.c_str());  // ENOENT on all but one rank
   if (fifo_err) std::rethrow_exception(fifo_err);
-  DSP_CHECK(fifo_failed == size(), "rank {} failed to set up its FIFO feature cache", fifo_failed);
+  DSP_CHECK(fifo_failed == rt_.size(), "rank {} failed to set up its FIFO feature cache",
+            fifo_failed);
   fifo_on_ = true;
-  if (leader()) {
+  if (rt_.leader()) {
     const double mb = static_cast<double>(store_->row_bytes()) / 1e6;
     DSP_INFO("runtime",
              "FIFO feature cache (BGL) of rows other ranks serve: {} rows per rank ({:.1f} MB){}",
