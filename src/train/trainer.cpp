@@ -444,16 +444,14 @@ double seconds_since(std::chrono::steady_clock::time_point& t) {
 // input_tensor's.
 torch::Tensor Trainer::Impl::run_model(const LoadedBatch& batch, at::Generator* gen,
                                        torch::Tensor* emb_leaf) {
-  auto& I = *this;
   if (owner.cfg_.model.hetero()) {
     const HeteroInput in =
-        hetero_input(batch, owner.cfg_.model, I.device, owner.cfg_.normalize_features, emb_leaf);
-    return I.model->forward_hetero(in, gen);
+        hetero_input(batch, owner.cfg_.model, device, owner.cfg_.normalize_features, emb_leaf);
+    return model->forward_hetero(in, gen);
   }
-  auto blocks = blocks_to_tensors(batch.sample.blocks, I.device);
-  auto x =
-      input_tensor(batch, I.device, owner.cfg_.normalize_features, I.mean, I.inv_std, emb_leaf);
-  return I.model->forward(blocks, x, gen);
+  auto blocks = blocks_to_tensors(batch.sample.blocks, device);
+  auto x = input_tensor(batch, device, owner.cfg_.normalize_features, mean, inv_std, emb_leaf);
+  return model->forward(blocks, x, gen);
 }
 
 // Forward and backward of one batch with the dropout stream of `stream` (the rank of the
@@ -463,10 +461,9 @@ torch::Tensor Trainer::Impl::run_model(const LoadedBatch& batch, at::Generator* 
 // `total` gets their count. Nothing is read from the device.
 void Trainer::Impl::backward_into(const LoadedBatch& batch, uint64_t stream, torch::Tensor row,
                                   torch::Tensor* hits, int64_t* total) {
-  auto& I = *this;
   check_batch(batch, owner.cfg_.model);
   int64_t off = 0;
-  for (auto& p : I.params) {
+  for (auto& p : params) {
     p.mutable_grad() = row.narrow(0, off, p.numel()).view(p.sizes());
     off += p.numel();
   }
@@ -477,16 +474,16 @@ void Trainer::Impl::backward_into(const LoadedBatch& batch, uint64_t stream, tor
   const uint64_t key = mix64(
       rng_key(owner.cfg_.seed, batch.sample.epoch, batch.sample.batch, stream) ^ kDropoutPurpose);
   at::Generator gen = at::detail::createCPUGenerator(key);
-  auto out = run_model(batch, &gen, I.embedding.attached() ? &emb : nullptr);
+  auto out = run_model(batch, &gen, embedding.attached() ? &emb : nullptr);
   torch::Tensor loss;
   int64_t count = 0;
   if (owner.cfg_.model.predictor != PredictorKind::kNone) {
-    loss = link_loss(*I.model, out, batch.sample.pairs, I.device, hits);
+    loss = link_loss(*model, out, batch.sample.pairs, device, hits);
     count = batch.sample.pairs.size();
   } else if (owner.cfg_.model.bce()) {
-    loss = node_bce_loss(out, batch, I.device, hits, &count);
+    loss = node_bce_loss(out, batch, device, hits, &count);
   } else {
-    auto y = host_index(batch.labels, I.device);
+    auto y = host_index(batch.labels, device);
     if (hits) hits->add_(count_hits(out, y));
     loss = torch::nn::functional::cross_entropy(
         out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
@@ -495,10 +492,10 @@ void Trainer::Impl::backward_into(const LoadedBatch& batch, uint64_t stream, tor
   if (total) *total += count;
   owner.times_.forward_s += seconds_since(clock);
   loss.backward();
-  for (auto& p : I.params) p.mutable_grad() = torch::Tensor();  // the row holds them
-  I.embedding.keep_gradient(batch, emb);
-  row.narrow(0, I.numel, 1).copy_(loss.detach().reshape({1}));
-  row[I.numel + 1] = static_cast<float>(count);
+  for (auto& p : params) p.mutable_grad() = torch::Tensor();  // the row holds them
+  embedding.keep_gradient(batch, emb);
+  row.narrow(0, numel, 1).copy_(loss.detach().reshape({1}));
+  row[numel + 1] = static_cast<float>(count);
   owner.times_.backward_s += seconds_since(clock);
 }
 
@@ -507,36 +504,34 @@ void Trainer::Impl::backward_into(const LoadedBatch& batch, uint64_t stream, tor
 // device). `local` says whether this rank had seeds: then the global count is not 0 and nothing
 // is read; otherwise (or when an embedding table needs the count on the host) one read.
 torch::Tensor Trainer::Impl::apply_step(torch::Tensor sum, bool local) {
-  auto& I = *this;
   auto clock = std::chrono::steady_clock::now();
   ++owner.times_.steps;
-  if (!local || I.embedding.attached()) {
-    const torch::Tensor totals = I.io.read(sum.narrow(0, I.numel, 2));
-    I.last_count = totals.data_ptr<float>()[1];
+  if (!local || embedding.attached()) {
+    const torch::Tensor totals = io.read(sum.narrow(0, numel, 2));
+    last_count = totals.data_ptr<float>()[1];
     // No rank had a seed: nothing to learn from (the same on every rank).
-    if (I.last_count == 0) return torch::zeros({1}, sum.options());
+    if (last_count == 0) return torch::zeros({1}, sum.options());
   }
-  const torch::Tensor n = sum.narrow(0, I.numel + 1, 1);
-  auto grad = sum.narrow(0, 0, I.numel);
+  const torch::Tensor n = sum.narrow(0, numel + 1, 1);
+  auto grad = sum.narrow(0, 0, numel);
   grad.div_(n);
-  I.flat->step(grad);
+  flat->step(grad);
   ++owner.step_;
   owner.times_.optimizer_s += seconds_since(clock);
-  return sum.narrow(0, I.numel, 1) / n;
+  return sum.narrow(0, numel, 1) / n;
 }
 
 // One symmetric step; returns its figures on the device: [mean loss, train hits] (float32), and
 // adds the predictions counted to `total`.
 torch::Tensor Trainer::Impl::symmetric_step(const LoadedBatch& batch, bool count, int64_t* total) {
-  auto& I = *this;
-  I.model->train();
+  model->train();
   const double cpu0 = thread_cpu_seconds();
   const AggregationTimes agg0 = aggregation_times();
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(I.device);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   // One bucket on the model's device: every gradient, then the loss sum and the seed count.
-  auto bucket = torch::zeros({I.numel + 2}, opts);
+  auto bucket = torch::zeros({numel + 2}, opts);
   auto hits = torch::zeros({1}, opts);
-  I.embedding.clear();
+  embedding.clear();
   const bool local = !batch_empty(batch);
   if (local) {
     backward_into(batch, static_cast<uint64_t>(owner.comm_.rank()), bucket, count ? &hits : nullptr,
@@ -549,10 +544,10 @@ torch::Tensor Trainer::Impl::symmetric_step(const LoadedBatch& batch, bool count
   all_reduce_bucket(bucket);
   owner.times_.all_reduce_s += seconds_since(clock);
   const torch::Tensor loss = apply_step(bucket, local);
-  if (I.embedding.attached()) {
+  if (embedding.attached()) {
     // The embedding rows' gradients go to their owners (collective: every rank, every step).
     clock = std::chrono::steady_clock::now();
-    I.embedding.apply(I.last_count);
+    embedding.apply(last_count);
     owner.times_.optimizer_s += seconds_since(clock);
   }
   owner.times_.thread_cpu_s += thread_cpu_seconds() - cpu0;
@@ -640,14 +635,13 @@ double Trainer::time_backward(const LoadedBatch& batch) {
 // the predictions counted to `total`.
 torch::Tensor Trainer::Impl::slots_step(const std::vector<SlotBatch>& batches, int slots,
                                         bool count, int64_t* total) {
-  auto& I = *this;
   DSP_CHECK_ARG(slots >= 1, "train_slots: {} slots", slots);
-  DSP_CHECK_ARG(!I.embedding.attached(), "train_slots: learnable embeddings train with train_step");
-  I.model->train();
+  DSP_CHECK_ARG(!embedding.attached(), "train_slots: learnable embeddings train with train_step");
+  model->train();
   const double cpu0 = thread_cpu_seconds();
   const AggregationTimes agg0 = aggregation_times();
-  const int64_t width = I.numel + 2;
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(I.device);
+  const int64_t width = numel + 2;
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   auto rows = torch::zeros({slots * width}, opts);
   auto hits = torch::zeros({1}, opts);
   std::vector<bool> seen(slots, false);
@@ -697,12 +691,12 @@ void Trainer::Impl::all_reduce_bucket(torch::Tensor& bucket) {
   const bool comm_on_device = owner.comm_.memory_space() == MemorySpace::kDevice;
   torch::Tensor buf = bucket.is_cuda() == comm_on_device
                           ? bucket
-                          : bucket.to(comm_on_device ? this->device : torch::Device(torch::kCPU));
+                          : bucket.to(comm_on_device ? device : torch::Device(torch::kCPU));
   OpOptions o;
   o.label = "train:grad_all_reduce";
   // The channel reads the bucket on its own stream (NCCL) or thread (staged copies): LibTorch's
   // writes to it, queued on the current stream, must have completed (counted on every device).
-  this->io.wait();
+  io.wait();
   owner.comm_.all_reduce(buf.data_ptr<float>(), buf.numel(), DType::kFloat32, ReduceOp::kSum, o);
   owner.comm_.synchronize(o);
   if (!buf.is_same(bucket)) bucket.copy_(buf);

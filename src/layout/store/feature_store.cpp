@@ -91,7 +91,7 @@ FeatureStore::Requests FeatureStore::prepare(const int64_t* ids, int64_t n, void
                 ids[lp.dup_pos]);
   }
 
-  if (fifo_) serve_from_fifo(ids, n, out);
+  if (fifo_.on()) serve_from_fifo(ids, n, out);
 
   // Requests for rows other ranks cache: their cache slots, grouped by owner.
   Requests r;
@@ -111,21 +111,27 @@ FeatureStore::Requests FeatureStore::prepare(const int64_t* ids, int64_t n, void
     r.req[k] = slot_[ids[i]];
     r.req_pos[k] = i;
   }
-  count_rows(lp.rows_cold, lp.rows_ahead, lp.rows_local_hot, total);
+  stats_.count(lp.rows_cold, lp.rows_ahead, lp.rows_local_hot, total,
+               static_cast<int64_t>(row_bytes_));
   return r;
 }
 
-void FeatureStore::count_rows(int64_t cold, int64_t cold_ahead, int64_t local_hot,
-                              int64_t remote_hot) {
-  const int64_t rb = static_cast<int64_t>(row_bytes_);
-  stats_.calls += 1;
-  stats_.rows_remote_hot += remote_hot;
-  stats_.rows_local_hot += local_hot;
-  stats_.rows_cold += cold;
-  stats_.rows_cold_ahead += cold_ahead;
-  stats_.bytes_remote_hot += remote_hot * rb;
-  stats_.bytes_local_hot += local_hot * rb;
-  stats_.bytes_cold += cold * rb;
+void GatherStats::count(int64_t cold, int64_t cold_ahead, int64_t local_hot, int64_t remote_hot,
+                        int64_t row_bytes) {
+  calls += 1;
+  rows_remote_hot += remote_hot;
+  rows_local_hot += local_hot;
+  rows_cold += cold;
+  rows_cold_ahead += cold_ahead;
+  bytes_remote_hot += remote_hot * row_bytes;
+  bytes_local_hot += local_hot * row_bytes;
+  bytes_cold += cold * row_bytes;
+}
+
+void GatherStats::count_fifo(const int64_t hits[2], int64_t row_bytes) {
+  rows_fifo += hits[0];
+  rows_fifo_shared += hits[1];
+  bytes_fifo += (hits[0] + hits[1]) * row_bytes;
 }
 
 void FeatureStore::serve(const int64_t* slots, int64_t n, void* rows, MemorySpace space) {
@@ -142,7 +148,7 @@ void FeatureStore::receive(const int64_t* ids, const Requests& r, int64_t k0, in
   std::vector<int64_t> got(m);
   for (int64_t k = 0; k < m; ++k) got[k] = ids[r.req_pos[k0 + k]];
   backend_->place_rows(rows, space, r.req_pos.data() + k0, got.data(), m, out);
-  if (!fifo_) return;
+  if (!fifo_.on()) return;
   std::vector<unsigned char> host;
   const unsigned char* h = static_cast<const unsigned char*>(rows);
   if (space == MemorySpace::kDevice) {
@@ -150,8 +156,7 @@ void FeatureStore::receive(const int64_t* ids, const Requests& r, int64_t k0, in
     backend_->copy_to_host(rows, m * row_bytes_, host.data());
     h = host.data();
   }
-  fifo_->insert(got.data(), h, m);
-  if (fifo_shared_) fifo_shared_->insert(got.data(), h, m);
+  fifo_.insert(got.data(), h, m);
 }
 
 namespace {
@@ -194,7 +199,7 @@ void FeatureStore::exchange_rows(const int64_t* ids, const Requests& r, void* ou
 
 void FeatureStore::gather_resident(const int64_t* ids, int64_t n, void* out) {
   if (!backend_->classifies()) return gather(ids, n, out);  // ids in host memory
-  if (fifo_) {  // the FIFO levels look ids up on the host
+  if (fifo_.on()) {  // the FIFO levels look ids up on the host
     std::vector<int64_t> host(n);
     backend_->copy_to_host(ids, n * sizeof(int64_t), host.data());
     return gather(host.data(), n, out);
@@ -218,7 +223,7 @@ ResidentPass FeatureStore::prepare_resident(const int64_t* ids, int64_t n, void*
   }
   int64_t remote = 0;
   for (const int64_t c : r.send_counts) remote += c;
-  count_rows(r.rows_cold, 0, r.rows_local_hot, remote);
+  stats_.count(r.rows_cold, 0, r.rows_local_hot, remote, static_cast<int64_t>(row_bytes_));
   return r;
 }
 
@@ -276,54 +281,16 @@ void FeatureStore::exchange_row_bytes(const void* out_rows, const std::vector<in
   comm_.synchronize(rows_op);
 }
 
-void FeatureStore::enable_fifo(const FifoCacheOptions& o) {
-  DSP_CHECK_ARG(o.rows >= 0 && o.shared_rows >= 0, "fifo cache: negative capacity ({}, {})", o.rows,
-                o.shared_rows);
-  DSP_CHECK_ARG(o.shared_rows == 0 || o.rows > 0,
-                "fifo cache: a shared level needs a first level (rows > 0)");
-  fifo_.reset();
-  fifo_shared_.reset();
-  if (o.rows == 0) return;
-  fifo_ = std::make_unique<FifoRowCache>(o.rows, num_nodes_, row_bytes_);
-  if (o.shared_rows > 0) {
-    fifo_shared_ =
-        std::make_unique<FifoRowCache>(o.shared_rows, num_nodes_, row_bytes_, o.shared_name);
-  }
-}
-
-// Level 1, then level 2 for its misses (level 2 hits move into level 1, as BGL's CPU cache
-// feeds the GPU cache). Rows travel through host memory into the backend's `out`.
+// The FIFO levels' rows placed with the backend's place_rows, and counted.
 void FeatureStore::serve_from_fifo(const int64_t* ids, int64_t n, void* out) {
-  std::vector<int64_t> want, pos;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!peer_[i]) continue;
-    want.push_back(ids[i]);
-    pos.push_back(i);
-  }
-  for (FifoRowCache* level : {fifo_.get(), fifo_shared_.get()}) {
-    if (level == nullptr || want.empty()) continue;
-    const int64_t m = static_cast<int64_t>(want.size());
-    std::vector<uint8_t> hit(m, 0);
-    std::vector<unsigned char> rows(m * row_bytes_);
-    const int64_t h = level->lookup(want.data(), m, hit.data(), rows.data());
-    if (h == 0) continue;
-    std::vector<int64_t> hit_ids, hit_pos, rest, rest_pos;
-    for (int64_t k = 0; k < m; ++k) {
-      (hit[k] ? hit_ids : rest).push_back(want[k]);
-      (hit[k] ? hit_pos : rest_pos).push_back(pos[k]);
-      if (hit[k]) peer_[pos[k]] = 0;
-    }
-    backend_->place_rows(rows.data(), MemorySpace::kHost, hit_pos.data(), hit_ids.data(), h, out);
-    stats_.bytes_fifo += h * static_cast<int64_t>(row_bytes_);
-    if (level == fifo_shared_.get()) {
-      fifo_->insert(hit_ids.data(), rows.data(), h);
-      stats_.rows_fifo_shared += h;
-    } else {
-      stats_.rows_fifo += h;
-    }
-    want.swap(rest);
-    pos.swap(rest_pos);
-  }
+  int64_t hits[2];
+  fifo_.serve(
+      ids, n, peer_.data(),
+      [&](const unsigned char* rows, const int64_t* pos, const int64_t* got, int64_t h) {
+        backend_->place_rows(rows, MemorySpace::kHost, pos, got, h, out);
+      },
+      hits);
+  stats_.count_fifo(hits, static_cast<int64_t>(row_bytes_));
 }
 
 std::vector<unsigned char> FeatureStore::gather(const std::vector<int64_t>& ids) {

@@ -49,16 +49,11 @@ struct GatherStats {
     const int64_t total = hot + rows_cold;
     return total ? static_cast<double>(hot) / total : 0.0;
   }
-};
-
-// BGL's dynamic cache of the rows other ranks serve (fifo_cache.hpp), in the protocol so every
-// backend uses it: rows found in it are placed with the backend's place_rows and not requested;
-// rows received from peers are inserted. Level 1 is the rank's own; level 2 (shared_rows > 0) a
-// shared memory object that the ranks of a machine opening the same `shared_name` share.
-struct FifoCacheOptions {
-  int64_t rows = 0;         // level 1 capacity (rows); 0: no FIFO cache
-  int64_t shared_rows = 0;  // level 2 capacity; 0: no second level
-  std::string shared_name;  // level 2's name ("/name"), the same on the ranks of a machine
+  // One gather's local rows and requests (rows of row_bytes each).
+  void count(int64_t cold, int64_t cold_ahead, int64_t local_hot, int64_t remote_hot,
+             int64_t row_bytes);
+  // Rows the FIFO levels served: level 1's, level 2's.
+  void count_fifo(const int64_t hits[2], int64_t row_bytes);
 };
 
 class FeatureStore {
@@ -113,9 +108,10 @@ class FeatureStore {
   FeatureBackend& backend() { return *backend_; }
   Device device() const { return backend_->device(); }
 
-  // Adds the FIFO levels (replacing any). Not thread-safe against a concurrent gather.
-  void enable_fifo(const FifoCacheOptions& opts);
-  FifoRowCache* fifo(int level) { return level == 0 ? fifo_.get() : fifo_shared_.get(); }
+  // Adds the FIFO levels (fifo_cache.hpp; replacing any). Not thread-safe against a concurrent
+  // gather.
+  void enable_fifo(const FifoCacheOptions& opts) { fifo_.enable(opts, num_nodes_, row_bytes_); }
+  FifoRowCache* fifo(int level) { return fifo_.level(level); }
 
   const GatherStats& stats() const { return stats_; }
   void reset_stats() {
@@ -163,14 +159,12 @@ class FeatureStore {
   std::unique_ptr<FeatureBackend> backend_;
   GatherStats stats_;
   HostTraffic host0_;  // the backend's traffic when the stats were last reset
-  std::unique_ptr<FifoRowCache> fifo_, fifo_shared_;
+  FifoLevels fifo_;
   // Serves the rows flagged in peer_ that a FIFO level holds (clearing their flags).
   void serve_from_fifo(const int64_t* ids, int64_t n, void* out);
   // The collective round of gather: req (slots, grouped by owner: send_counts[p] each) out, rows
   // back to positions req_pos of out.
   void exchange_rows(const int64_t* ids, const Requests& r, void* out);
-  // Adds a gather's local rows and requests to stats_.
-  void count_rows(int64_t cold, int64_t cold_ahead, int64_t local_hot, int64_t remote_hot);
   // The backend's traffic since the last reset, into stats_.host (the end of a gather).
   void note_traffic() { stats_.host = backend_->traffic() - host0_; }
 };

@@ -253,4 +253,55 @@ FifoStats FifoRowCache::stats() const {
   return {header_->lookups, header_->hits, header_->inserts, header_->evictions};
 }
 
+void FifoLevels::enable(const FifoCacheOptions& o, int64_t num_nodes, size_t row_bytes) {
+  DSP_CHECK_ARG(o.rows >= 0 && o.shared_rows >= 0, "fifo cache: negative capacity ({}, {})", o.rows,
+                o.shared_rows);
+  DSP_CHECK_ARG(o.shared_rows == 0 || o.rows > 0,
+                "fifo cache: a shared level needs a first level (rows > 0)");
+  first_.reset();
+  shared_.reset();
+  row_bytes_ = row_bytes;
+  if (o.rows == 0) return;
+  first_ = std::make_unique<FifoRowCache>(o.rows, num_nodes, row_bytes);
+  if (o.shared_rows > 0) {
+    shared_ = std::make_unique<FifoRowCache>(o.shared_rows, num_nodes, row_bytes, o.shared_name);
+  }
+}
+
+void FifoLevels::serve(const int64_t* ids, int64_t n, uint8_t* wanted, const Place& place,
+                       int64_t hits[2]) {
+  hits[0] = hits[1] = 0;
+  std::vector<int64_t> want, pos;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!wanted[i]) continue;
+    want.push_back(ids[i]);
+    pos.push_back(i);
+  }
+  for (int l = 0; l < 2; ++l) {
+    FifoRowCache* cache = level(l);
+    if (cache == nullptr || want.empty()) continue;
+    const int64_t m = static_cast<int64_t>(want.size());
+    std::vector<uint8_t> hit(m, 0);
+    std::vector<unsigned char> rows(m * row_bytes_);
+    const int64_t h = cache->lookup(want.data(), m, hit.data(), rows.data());
+    if (h == 0) continue;
+    std::vector<int64_t> hit_ids, hit_pos, rest, rest_pos;
+    for (int64_t k = 0; k < m; ++k) {
+      (hit[k] ? hit_ids : rest).push_back(want[k]);
+      (hit[k] ? hit_pos : rest_pos).push_back(pos[k]);
+      if (hit[k]) wanted[pos[k]] = 0;
+    }
+    place(rows.data(), hit_pos.data(), hit_ids.data(), h);
+    if (l == 1) first_->insert(hit_ids.data(), rows.data(), h);
+    hits[l] = h;
+    want.swap(rest);
+    pos.swap(rest_pos);
+  }
+}
+
+void FifoLevels::insert(const int64_t* ids, const unsigned char* rows, int64_t m) {
+  if (first_) first_->insert(ids, rows, m);
+  if (shared_) shared_->insert(ids, rows, m);
+}
+
 }  // namespace dsp

@@ -18,6 +18,8 @@
 // the next locker rebuilds the map from the slots and drops the slot being written.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,38 @@ class FifoRowCache {
   Header* header_ = nullptr;
   FifoIndex index_{};
   unsigned char* rows_ = nullptr;
+};
+
+// BGL's dynamic cache of the rows other ranks serve, in front of a FeatureStore's requests, so
+// every backend uses it: rows found in it are placed in the gather's output and not requested;
+// rows received from peers are inserted. Level 1 is the rank's own; level 2 (shared_rows > 0) a
+// shared memory object that the ranks of a machine opening the same `shared_name` share.
+struct FifoCacheOptions {
+  int64_t rows = 0;         // level 1 capacity (rows); 0: no FIFO cache
+  int64_t shared_rows = 0;  // level 2 capacity; 0: no second level
+  std::string shared_name;  // level 2's name ("/name"), the same on the ranks of a machine
+};
+
+class FifoLevels {
+ public:
+  // Replaces any levels (rows == 0: none). InvalidArgument for a negative capacity or a second
+  // level without a first.
+  void enable(const FifoCacheOptions& opts, int64_t num_nodes, size_t row_bytes);
+  bool on() const { return first_ != nullptr; }
+  FifoRowCache* level(int l) const { return l == 0 ? first_.get() : shared_.get(); }
+  // Rows a level found: host memory, `h` rows for ids[k] at their request positions pos[k].
+  using Place = std::function<void(const unsigned char* rows, const int64_t* pos,
+                                   const int64_t* ids, int64_t h)>;
+  // The ids[i] (i < n) flagged in `wanted` that a level holds: level 1, then level 2 for its
+  // misses (level 2's hits move into level 1, as BGL's CPU cache feeds the GPU cache). Each
+  // level's hits go to `place`, their flags cleared; hits[l]: the rows level l found.
+  void serve(const int64_t* ids, int64_t n, uint8_t* wanted, const Place& place, int64_t hits[2]);
+  // Rows received from peers (m rows in host memory for ids[k]) into both levels.
+  void insert(const int64_t* ids, const unsigned char* rows, int64_t m);
+
+ private:
+  size_t row_bytes_ = 0;
+  std::unique_ptr<FifoRowCache> first_, shared_;
 };
 
 }  // namespace dsp

@@ -168,11 +168,74 @@ struct DecodeRows {
 
 }  // namespace kernels
 
+// Rows of one stored width moved by executor loops: copied as stored with the widest word the row
+// size and the pointers allow (CopyRows), or decoded to float32 (DecodeRows) when the codec says
+// so (bfloat16, int8; its column scales uploaded to executor memory).
+template <class Exec>
+class DeviceRows {
+ public:
+  DeviceRows(Exec& ex, size_t row_bytes, FeatureCodec codec)
+      : row_bytes_(row_bytes),
+        decode_(codec_decodes(codec.dtype)),
+        codec_(codec),
+        column_scale_(ex.buffer()) {
+    if (codec.column_scale)
+      codec_.column_scale = upload(ex, column_scale_, codec.column_scale, codec.dim);
+  }
+  bool decodes() const { return decode_; }
+  const FeatureCodec& codec() const { return codec_; }  // column scales in executor memory
+
+  // Output row p[r] (r when p is null) = stored row r[r] (r when null) of base, r < n, as stored.
+  void copy(Exec& ex, const int64_t* r, const void* base, const int64_t* p, void* out,
+            int64_t n) const {
+    by_word({base, out}, [&](auto w) {
+      using V = decltype(w);
+      const int64_t words = static_cast<int64_t>(row_bytes_ / sizeof(V));
+      ex.for_each(n * words, kernels::CopyRows<V>{r, static_cast<const V*>(base), p,
+                                                  static_cast<V*>(out), words});
+    });
+  }
+  // The same rows decoded to float32; sc: their per-row scales (executor memory), or null.
+  void decode(Exec& ex, const int64_t* r, const void* base, const int64_t* p, const float* sc,
+              void* out, int64_t n) const {
+    ex.for_each(n * codec_.dim, kernels::DecodeRows{r, static_cast<const unsigned char*>(base),
+                                                    static_cast<int64_t>(row_bytes_), p, sc, codec_,
+                                                    static_cast<float*>(out)});
+  }
+  // f(V{}) with the widest copy word V (16, 8, 4, 2 or 1 bytes) dividing the row size and every
+  // pointer's address.
+  template <class F>
+  void by_word(std::initializer_list<const void*> ptrs, const F& f) const {
+    auto fits = [&](size_t a) {
+      if (row_bytes_ % a) return false;
+      for (const void* q : ptrs) {
+        if (reinterpret_cast<uintptr_t>(q) % a) return false;
+      }
+      return true;
+    };
+    if (fits(16)) return f(kernels::Word16{});
+    if (fits(8)) return f(uint64_t{});
+    if (fits(4)) return f(uint32_t{});
+    if (fits(2)) return f(uint16_t{});
+    f(uint8_t{});
+  }
+
+ private:
+  size_t row_bytes_;
+  bool decode_;
+  FeatureCodec codec_;
+  typename Exec::Buffer column_scale_;
+};
+
 template <class Exec>
 class KernelFeatureBackend final : public FeatureBackend {
  public:
   KernelFeatureBackend(Exec exec, std::string name, Device device, const FeatureSource& src)
-      : ex_(std::move(exec)), name_(std::move(name)), device_(device), src_(src) {
+      : ex_(std::move(exec)),
+        name_(std::move(name)),
+        device_(device),
+        src_(src),
+        rows_(ex_, src.row_bytes, src.codec) {
     const auto* base = static_cast<const unsigned char*>(src.features.raw());
     cold_ = ex_.map_host(base, src.features.nbytes(), src.features.is_mapped(), cold_reg_);
     // Hot rows in slot order, staged through the host once.
@@ -186,14 +249,6 @@ class KernelFeatureBackend final : public FeatureBackend {
     }
     cache_ = cache_buf_.reserve(std::max<size_t>(hot.size(), 16));
     if (!hot.empty()) ex_.to_device(cache_, hot.data(), hot.size());
-    decode_ = codec_decodes(src.codec.dtype);
-    codec_ = src.codec;
-    if (codec_.column_scale) {  // the column scales where the kernel reads them
-      const size_t bytes = static_cast<size_t>(codec_.dim) * sizeof(float);
-      void* d = column_scale_buf_.reserve(std::max<size_t>(bytes, 16));
-      ex_.to_device(d, codec_.column_scale, bytes);
-      codec_.column_scale = static_cast<const float*>(d);
-    }
     ex_.sync();
   }
 
@@ -247,8 +302,7 @@ class KernelFeatureBackend final : public FeatureBackend {
     if (n == 0) return;
     const bool here = space == MemorySpace::kDevice;
     void* dst = here ? rows : stage_.reserve(n * src_.row_bytes);
-    std::vector<int64_t> s(slots, slots + n);
-    copy_rows(s, {}, cache_, dst, ids_a_, pos_a_);
+    rows_.copy(ex_, upload(ex_, ids_a_, slots, n), cache_, nullptr, dst, n);
     if (!here) ex_.to_host(rows, dst, n * src_.row_bytes);
     ex_.sync();
   }
@@ -313,7 +367,7 @@ class KernelFeatureBackend final : public FeatureBackend {
 
   void serve_resident(const int64_t* slots, int64_t n, void* rows) override {
     if (n == 0) return;
-    by_word({cache_, rows}, [&](auto w) { launch<decltype(w)>(slots, cache_, nullptr, rows, n); });
+    rows_.copy(ex_, slots, cache_, nullptr, rows, n);
     ex_.sync();
   }
 
@@ -321,18 +375,15 @@ class KernelFeatureBackend final : public FeatureBackend {
                       int64_t n, void* out) override {
     if (n == 0) return;
     const void* src = in_executor(rows, space, n);
-    if (!decode_) {
-      by_word({src, out}, [&](auto w) { launch<decltype(w)>(nullptr, src, pos, out, n); });
+    if (!rows_.decodes()) {
+      rows_.copy(ex_, nullptr, src, pos, out, n);
     } else {
       float* sc = nullptr;
       if (src_.row_scale) {
         sc = reserve<float>(scale_a_, n);
         ex_.for_each(n, kernels::ScalesOf{node, row_scale_dev_, sc});
       }
-      ex_.for_each(n * codec_.dim,
-                   kernels::DecodeRows{nullptr, static_cast<const unsigned char*>(src),
-                                       static_cast<int64_t>(src_.row_bytes), pos, sc, codec_,
-                                       static_cast<float*>(out)});
+      rows_.decode(ex_, nullptr, src, pos, sc, out, n);
     }
     ex_.sync();
   }
@@ -366,42 +417,17 @@ class KernelFeatureBackend final : public FeatureBackend {
   using Buffer = typename Exec::Buffer;
 
   // Output row pos[r] (r when pos is empty) from stored row rows[r] of base: copied, or decoded
-  // (scale[r]: per-node scales, empty when there are none).
+  // (scale[r]: per-node scales, empty when there are none); the lists uploaded first.
   void to_out(const std::vector<int64_t>& rows, const std::vector<int64_t>& pos,
               const std::vector<float>& scale, const void* base, void* out, Buffer& rows_buf,
               Buffer& pos_buf, Buffer& scale_buf) {
     const int64_t n = static_cast<int64_t>(rows.size());
-    if (!decode_ || n == 0) return copy_rows(rows, pos, base, out, rows_buf, pos_buf);
-    auto* r = static_cast<int64_t*>(rows_buf.reserve(n * sizeof(int64_t)));
-    ex_.to_device(r, rows.data(), n * sizeof(int64_t));
-    int64_t* p = nullptr;
-    if (!pos.empty()) {
-      p = static_cast<int64_t*>(pos_buf.reserve(n * sizeof(int64_t)));
-      ex_.to_device(p, pos.data(), n * sizeof(int64_t));
-    }
-    float* sc = nullptr;
-    if (!scale.empty()) {
-      sc = static_cast<float*>(scale_buf.reserve(n * sizeof(float)));
-      ex_.to_device(sc, scale.data(), n * sizeof(float));
-    }
-    ex_.for_each(n * codec_.dim, kernels::DecodeRows{r, static_cast<const unsigned char*>(base),
-                                                     static_cast<int64_t>(src_.row_bytes), p, sc,
-                                                     codec_, static_cast<float*>(out)});
-  }
-
-  // out row pos[r] (r when pos is empty) = row rows[r] of base, r < rows.size().
-  void copy_rows(const std::vector<int64_t>& rows, const std::vector<int64_t>& pos,
-                 const void* base, void* out, Buffer& rows_buf, Buffer& pos_buf) {
-    const int64_t n = static_cast<int64_t>(rows.size());
     if (n == 0) return;
-    auto* r = static_cast<int64_t*>(rows_buf.reserve(n * sizeof(int64_t)));
-    ex_.to_device(r, rows.data(), n * sizeof(int64_t));
-    int64_t* p = nullptr;
-    if (!pos.empty()) {
-      p = static_cast<int64_t*>(pos_buf.reserve(n * sizeof(int64_t)));
-      ex_.to_device(p, pos.data(), n * sizeof(int64_t));
-    }
-    by_word({base, out}, [&](auto w) { launch<decltype(w)>(r, base, p, out, n); });
+    const int64_t* r = upload(ex_, rows_buf, rows.data(), n);
+    const int64_t* p = pos.empty() ? nullptr : upload(ex_, pos_buf, pos.data(), n);
+    if (!rows_.decodes()) return rows_.copy(ex_, r, base, p, out, n);
+    const float* sc = scale.empty() ? nullptr : upload(ex_, scale_buf, scale.data(), n);
+    rows_.decode(ex_, r, base, p, sc, out, n);
   }
   // n stored rows in executor memory: `rows` where they are, host rows staged through stage_.
   const void* in_executor(const void* rows, MemorySpace space, int64_t n) {
@@ -410,36 +436,18 @@ class KernelFeatureBackend final : public FeatureBackend {
     ex_.to_device(staged, rows, n * src_.row_bytes);
     return staged;
   }
-  // f(V{}) with the widest copy word V (16, 8, 4, 2 or 1 bytes) dividing the row size and every
-  // pointer's address.
-  template <class F>
-  void by_word(std::initializer_list<const void*> ptrs, const F& f) {
-    const size_t rb = src_.row_bytes;
-    auto fits = [&](size_t a) {
-      if (rb % a) return false;
-      for (const void* q : ptrs) {
-        if (reinterpret_cast<uintptr_t>(q) % a) return false;
-      }
-      return true;
-    };
-    if (fits(16)) return f(kernels::Word16{});
-    if (fits(8)) return f(uint64_t{});
-    if (fits(4)) return f(uint32_t{});
-    if (fits(2)) return f(uint16_t{});
-    f(uint8_t{});
-  }
   // gather_resident's local rows: output row r from the cold rows or the cache by its category.
   void copy_local(const int64_t* cat, const int64_t* src, int P, const int64_t* ids, void* out,
                   int64_t n) {
-    if (decode_) {
+    if (rows_.decodes()) {
       const auto* cold = static_cast<const unsigned char*>(cold_);
       return ex_.for_each(
-          n * codec_.dim,
+          n * rows_.codec().dim,
           kernels::DecodeLocalRows{cat, src, P, cold, static_cast<const unsigned char*>(cache_),
                                    static_cast<int64_t>(src_.row_bytes), ids, row_scale_dev_,
-                                   codec_, static_cast<float*>(out)});
+                                   rows_.codec(), static_cast<float*>(out)});
     }
-    by_word({cold_, cache_, out}, [&](auto w) {
+    rows_.by_word({cold_, cache_, out}, [&](auto w) {
       using V = decltype(w);
       const int64_t words = static_cast<int64_t>(src_.row_bytes / sizeof(V));
       ex_.for_each(n * words, kernels::CopyLocalRows<V>{cat, src, P, static_cast<const V*>(cold_),
@@ -464,17 +472,11 @@ class KernelFeatureBackend final : public FeatureBackend {
     }
     slot_dev_ = slot;
   }
-  template <class V>
-  void launch(const int64_t* r, const void* base, const int64_t* p, void* out, int64_t n) {
-    const int64_t words = static_cast<int64_t>(src_.row_bytes / sizeof(V));
-    ex_.for_each(n * words, kernels::CopyRows<V>{r, static_cast<const V*>(base), p,
-                                                 static_cast<V*>(out), words});
-  }
-
   Exec ex_;
   std::string name_;
   Device device_;
   FeatureSource src_;
+  DeviceRows<Exec> rows_;  // how rows of this width are copied or decoded
   typename Exec::Registration cold_reg_;
   const void* cold_ = nullptr;
   Buffer cache_buf_ = ex_.buffer();  // every buffer is the executor's (stream-ordered, counted)
@@ -484,9 +486,6 @@ class KernelFeatureBackend final : public FeatureBackend {
          pos_b_ = ex_.buffer(), scale_a_ = ex_.buffer(), scale_b_ = ex_.buffer();
   std::vector<int64_t> cold_ids_, cold_pos_, hot_slots_, hot_pos_;
   std::vector<float> cold_scale_, hot_scale_;  // per-node scales of the rows (int8 by row)
-  bool decode_ = false;                        // stored rows decode to float32 (bfloat16, int8)
-  FeatureCodec codec_;                         // column scales in executor memory
-  Buffer column_scale_buf_ = ex_.buffer();
   struct Lent {  // an output buffer of allocate and its release fence
     Buffer buf;
     std::shared_ptr<ReleaseFence> fence;
