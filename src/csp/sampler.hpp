@@ -320,17 +320,13 @@ class CollectiveSampler {
                 const std::vector<int64_t>& rc, DType t, const char* label);
   void shuffle();
   void serve(uint64_t key, int max_fanout, int64_t max_picks);
-  void serve_pulled(uint64_t key, int max_fanout, int64_t max_picks);
+  void serve_pulled(uint64_t key, int max_fanout, int64_t max_picks);  // sampler_pull.cpp
   void finish_batch(SampledBatch& out, std::vector<Block>& blocks, int64_t seeds, uint64_t sent0,
                     uint64_t recv0, double seconds);
   void reshuffle();
-  void sample_pulled_rows(uint64_t key);
+  void sample_pulled_rows(uint64_t key);  // sampler_pull.cpp
   uint64_t remote_bytes_sent() const;
   uint64_t remote_bytes_recv() const;
-  template <class Id>
-  void sample_pulled(const int64_t* tasks, int64_t n, uint64_t key, const int64_t* row_off,
-                     const int64_t* rows, const float* w, const int64_t* slot, int32_t* cnt,
-                     int64_t* out, float* outw, const TaskExclusions* ex) const;
   // The in-neighbour rows of frontier[0, nf) at this rank (host), row i at ids[off[i], off[i+1]):
   // the owners answer (csp.labor.rows*, collective; nothing sent with one rank).
   void fetch_rows(const int64_t* frontier, int64_t nf, std::vector<int64_t>& off,

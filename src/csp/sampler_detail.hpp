@@ -1,7 +1,7 @@
 #pragma once
-// Host-side helpers that the sampler's files share (sampler.cpp: the protocol; sampler_labor.cpp,
-// sampler_walks.cpp): prefix offsets, host all-to-alls, and moving a buffer's elements between
-// the host and the backend. Private to src/csp.
+// Host-side helpers that the sampler's files share (sampler.cpp: the protocol; sampler_pull.cpp,
+// sampler_labor.cpp, sampler_walks.cpp): prefix offsets, host all-to-alls, and moving a buffer's
+// elements between the host and the backend. Private to src/csp.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -96,6 +96,15 @@ void upload(SamplerBackend& be, BackendBuffer& buf, const std::vector<T>& v,
 }
 inline int64_t sum(const std::vector<int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), int64_t{0});
+}
+// cum[i] = w[0] + ... + w[i] (i < deg), a sequential double sum: a row's inclusive prefix of its
+// weights, the same wherever it is computed (the owner's precomputed prefixes, pull mode's).
+inline void row_prefix(const float* w, int64_t deg, double* cum) {
+  double acc = 0;
+  for (int64_t i = 0; i < deg; ++i) {
+    acc += static_cast<double>(w[i]);
+    cum[i] = acc;
+  }
 }
 
 }  // namespace dsp::csp_detail
