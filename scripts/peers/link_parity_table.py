@@ -28,6 +28,15 @@ Protocols (rows):
        SAGEConv('mean') of --hidden, ReLU between, no dropout, Adam(lr 0.01), 20 epochs; after each
        epoch full-neighbour layer-wise inference scores the held-out pairs.
        dsp: --fanouts 10,10 --batch-size 512 --exclude reverse.
+  pygmb PyG's mini-batch loop (its LinkNeighborLoader; needs pyg-lib, or torch_sparse with
+       torch_scatter, whose PyPI sources build against the venv's torch: pip install
+       --no-build-isolation torch-scatter torch-sparse): the training edges as edge_label_index,
+       num_neighbors [10, 10] (--dgl-fanouts), batches of 512 positives with one 'binary'
+       negative each (both ends uniform), shuffled; the stack of SAGEConv('mean') over each
+       batch's subgraph (raw features), the pairs scored at edge_label_index, BCE, Adam(lr 0.01),
+       20 epochs; every split scored after each epoch on the whole training graph.
+       LinkNeighborLoader keeps the batch's own edges in its subgraph.
+       dsp: --fanouts 10,10 --batch-size 512 --exclude none --negatives pairs.
   ogb  OGB's featureless protocol (ogbl-ddi's example, full-batch SAGE + MLP predictor): the
        graph's features dropped, a learnt embedding of --hidden per node (uniform +-0.1),
        2 x SAGEConv('mean') over the whole training graph every step, ReLU between, no dropout,
@@ -83,7 +92,8 @@ ap.add_argument("--dgl-exclude", choices=["reverse", "none"], default="reverse",
                 help="the dgl protocol's exclusion: reverse (exclude='reverse_id', dsp --exclude "
                      "reverse) or none (both systems sample the batch's own edges)")
 ap.add_argument("--dgl-fanouts", default="10,10",
-                help="the dgl protocol's fanouts (dsp's order: from the seeds out; -1 for all)")
+                help="the dgl and pygmb protocols' fanouts (dsp's order: from the seeds out; -1 "
+                     "for all)")
 ap.add_argument("--out")
 ap.add_argument("--markdown")
 args = ap.parse_args()
@@ -97,7 +107,7 @@ import torch.nn.functional as F
 from sklearn.metrics import roc_auc_score
 
 torch.set_num_threads(args.threads)
-PROTOCOL_EPOCHS = {"pyg": 100, "dgl": 20, "ogb": 20}
+PROTOCOL_EPOCHS = {"pyg": 100, "pygmb": 20, "dgl": 20, "ogb": 20}
 LR = args.lr
 DGL_FANOUTS = [int(f) for f in args.dgl_fanouts.split(",")]
 if len(DGL_FANOUTS) != args.layers:
@@ -245,6 +255,48 @@ def run_pyg(D, model, predictor, seed, epochs, featureless):
     return curve
 
 
+def run_pyg_minibatch(D, model, predictor, seed, epochs):
+    """PyG's mini-batch link loop: LinkNeighborLoader over the training edges."""
+    from torch_geometric.data import Data
+    from torch_geometric.loader import LinkNeighborLoader
+    from torch_geometric.nn import SAGEConv
+    assert model == "sage", "the pygmb protocol trains SAGE"
+    torch.manual_seed(seed)
+    edge_index = torch.stack([D["src"], D["dst"]])  # the training graph, both ways
+    data = Data(x=D["x"], edge_index=edge_index, num_nodes=D["n"])
+    loader = LinkNeighborLoader(data, num_neighbors=DGL_FANOUTS, edge_label_index=D["train"].t(),
+                                neg_sampling="binary", batch_size=DGL_BATCH, shuffle=True)
+    convs = torch.nn.ModuleList([SAGEConv(D["x"].size(1) if i == 0 else args.hidden, args.hidden)
+                                 for i in range(args.layers)])
+    dsp_init(convs)
+    score, mlp = pair_scorer(predictor)
+    opt = torch.optim.Adam(list(convs.parameters()) + (list(mlp.parameters()) if mlp else []),
+                           lr=LR)
+
+    def encode(x, ei):
+        h = x
+        for i, conv in enumerate(convs):
+            h = conv(h, ei)
+            if i < len(convs) - 1:
+                h = h.relu()
+        return h
+
+    curve = []
+    for epoch in range(epochs):
+        for b in loader:
+            h = encode(b.x, b.edge_index)
+            logits = score(h, b.edge_label_index.t())
+            loss = F.binary_cross_entropy_with_logits(logits, b.edge_label.float())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            h = encode(D["x"], edge_index)
+            f = lambda pairs: score(h, pairs)
+            curve.append({"val": figures(f, D, "valid"), "test": figures(f, D, "test")})
+    return curve
+
+
 # ---------------------------------------------------------------------------------------------
 # DGL: the mini-batch loop.
 
@@ -321,6 +373,9 @@ def run_dsp(d, protocol, model, predictor, seed, epochs, n_train):
         elif protocol == "dgl":
             cmd += ["--fanouts", ",".join(map(str, DGL_FANOUTS)), "--batch-size", str(DGL_BATCH),
                     "--exclude", args.dgl_exclude]
+        elif protocol == "pygmb":
+            cmd += ["--fanouts", ",".join(map(str, DGL_FANOUTS)), "--batch-size", str(DGL_BATCH),
+                    "--exclude", "none", "--negatives", "pairs"]
         else:
             cmd += ["--fanouts", "-1,-1", "--batch-size", str(OGB_BATCH), "--exclude", "none",
                     "--embedding-dim", str(args.hidden), "--embedding-lr", str(LR)]
@@ -363,6 +418,8 @@ def main():
                     if system == "dsp":
                         curve = run_dsp(d, protocol, model, predictor, seed, epochs,
                                         D["train"].size(0))
+                    elif protocol == "pygmb":
+                        curve = run_pyg_minibatch(D, model, predictor, seed, epochs)
                     elif protocol == "dgl":
                         curve = run_dgl(D, model, predictor, seed, epochs,
                                         d if system == "dsp-loader" else None)
