@@ -46,9 +46,10 @@
 //
 // Its parts: the adjacency in executor memory (csp/kernel_topology.hpp: the neighbour array, or
 // the hottest rows of it within a budget), the captures by shape (core/capture_cache.hpp), the
-// blocks' edges read or kept on the device (csp/kernel_block_edges.hpp) and the executor's
-// buffers used as typed arrays (core/exec_memory.hpp). Buffers grow geometrically and are reused:
-// no allocation per batch once sizes settle.
+// blocks' edges read or kept on the device (csp/kernel_block_edges.hpp), the sample step's draws
+// (csp/kernel_draws.hpp), the work buffers and owner scans the sequences share
+// (csp/kernel_scratch.hpp) and the executor's buffers used as typed arrays (core/exec_memory.hpp).
+// Buffers grow geometrically and are reused: no allocation per batch once sizes settle.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -68,6 +69,8 @@
 #include "csp/degree_schedule.hpp"
 #include "csp/kernel_backend_kernels.hpp"
 #include "csp/kernel_block_edges.hpp"
+#include "csp/kernel_draws.hpp"
+#include "csp/kernel_scratch.hpp"
 #include "csp/kernel_topology.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
@@ -84,20 +87,18 @@ class KernelSamplerBackend final : public SamplerBackend {
         name_(std::move(name)),
         device_(device),
         topo_(ex_, topo, opts.biased, opts.temporal, kopts.index_budget),
-        biased_(opts.biased),
-        replace_(opts.replace),
-        turbo_(opts.kernel == SampleKernel::kTurbo),
-        strategy_(opts.temporal_strategy),
         edges_(ex_, device, opts.blocks_on_device,
                opts.blocks_on_device && opts.ids_on_device && !opts.temporal),
-        captures_(opts.cuda_graphs) {
+        captures_(opts.cuda_graphs),
+        s_(ex_),
+        draws_(ex_, s_, captures_, topo_, opts) {
     ex_.sync();
   }
 
   std::string name() const override { return name_; }
   Device device() const override { return device_; }
-  void set_labor(const csp::LaborVariates& lv) override { labor_ = lv; }
-  void set_task_times(const int64_t* times) override { task_times_ = times; }
+  void set_labor(const csp::LaborVariates& lv) override { draws_.set_labor(lv); }
+  void set_task_times(const int64_t* times) override { draws_.set_task_times(times); }
   void gather(const int64_t* values, const int64_t* index, int64_t n, int64_t* out) override {
     if (n) ex_.for_each(n, kernels::GatherAt{values, index, out});
   }
@@ -105,10 +106,10 @@ class KernelSamplerBackend final : public SamplerBackend {
                  int64_t K, int64_t* out) override {
     if (nd) ex_.for_each(nd, csp::PairKeys{offsets, nbrs, tags, K, out});
   }
-  bool indices_on_host() const { return topo_.indices_on_host(); }
+  // Where its adjacency is (in executor memory, or read through host mappings: hot rows).
+  const DeviceTopology<Exec>& topology() const { return topo_; }
   // cuda_graphs: the launches of each sequence's captures (group, sample, unpermute, relabel).
   std::array<int64_t, 4> replays() const { return captures_.replays(); }
-  int64_t hot_rows() const { return topo_.hot_rows(); }
 
   MemorySpace memory() const override { return MemorySpace::kDevice; }
   HostTraffic traffic() const override { return ex_.traffic(); }
@@ -140,21 +141,21 @@ class KernelSamplerBackend final : public SamplerBackend {
     const bool all_mine = P == 1 && !fanout && uniform > 0;  // every node is a task of this rank
     const bool read = !all_mine && !known;
     const int64_t m = captures_.enabled() ? Captures::capture_size(n) : n;
-    const OwnerInputs in = upload_owner_inputs(group_in_, n, &offsets, m);
-    auto* owner = reserve<int64_t>(owner_, m);
-    auto* flag = reserve<int64_t>(wide_, P * m);
-    auto* rank = reserve<int64_t>(slot_, P * m + 1);
-    auto* got = reserve<int64_t>(small_out_, P + 1);
+    const OwnerInputs in = upload_owner_inputs(ex_, s_.group_in, n, &offsets, m);
+    auto* owner = reserve<int64_t>(s_.owner, m);
+    auto* flag = reserve<int64_t>(s_.wide, P * m);
+    auto* rank = reserve<int64_t>(s_.slot, P * m + 1);
+    auto* got = reserve<int64_t>(s_.small_out, P + 1);
     const auto seq = [&] {
       ex_.for_each(m,
                    kernels::GroupOwner{in.live, frontier, fanout, uniform, in.offsets, P, owner});
-      owner_ranks(owner, m, P);
+      owner_ranks(ex_, s_, owner, m, P);
       ex_.for_each(m,
                    kernels::GroupScatter{frontier, fanout, uniform, owner, m, rank, tasks, perm});
-      if (read) owner_chunk_bounds(rank, P, in.at, got);
+      if (read) owner_chunk_bounds(ex_, rank, P, in.at, got);
     };
     captures_.replay(ex_,
-                     Shape{kGroup,
+                     Shape{kSeqGroup,
                            {m, P, uniform, read},
                            ex_.scratch_moves(),
                            {frontier, fanout, in.live, owner, flag, rank, tasks, perm, got}},
@@ -179,37 +180,18 @@ class KernelSamplerBackend final : public SamplerBackend {
                  int32_t* cnt, BackendBuffer& nbrs, BackendBuffer* weights,
                  const TaskExclusions* ex) override {
     if (n == 0) return 0;
-    const int64_t f = std::max(max_fanout, 0);
-    const kernels::SampleParams p{n, key, labor_};
-    SampleCall c{upload(ex_, params_, &p, 1), t, n, max_fanout, cnt, ex,
-                 slot_bound(n, f, max_picks)};
-    const int64_t m = Captures::capture_size(n);
-    if (captures_.enabled() && slot_bound(m, f, max_picks) <= kSlotBound) {
-      const int64_t direct = c.total;
-      c.m = m;
-      c.total = slot_bound(m, f, max_picks);
-      captures_.replay(ex_, reserve_sample(c, nbrs, weights),
-                       [&] { issue_draws(c, issue_slots(c), nbrs, weights); });
-      return direct;
-    }
-    const int64_t* slot = issue_slots(c);
-    // The slots are sized by n x max_fanout (no fanout is above it), or by max_picks when that is
-    // smaller, where that is at most kSlotBound entries, without reading their sum back; beyond,
-    // the sum is read.
-    if (c.total > kSlotBound) c.total = read_back(ex_, slot + n);
-    issue_draws(c, slot, nbrs, weights);
-    return c.total;
+    return draws_.sample(t, n, max_fanout, max_picks, key, cnt, nbrs, weights, ex);
   }
 
   std::vector<int64_t> segment_sums(const int32_t* counts,
                                     const std::vector<int64_t>& off) override {
     const int64_t m = static_cast<int64_t>(off.size());
     const int64_t n = off.back();
-    auto* wide = reserve<int64_t>(wide_, n);
+    auto* wide = reserve<int64_t>(s_.wide, n);
     ex_.for_each(n, kernels::WidenCounts{counts, wide});
-    auto* scan = prefix_with_zero(ex_, slot_, wide, n);
-    const int64_t* at = upload(ex_, small_, off.data(), m);
-    auto* got = reserve<int64_t>(small_out_, m);
+    auto* scan = prefix_with_zero(ex_, s_.slot, wide, n);
+    const int64_t* at = upload(ex_, s_.small, off.data(), m);
+    auto* got = reserve<int64_t>(s_.small_out, m);
     ex_.for_each(m, kernels::GatherAt{scan, at, got});
     std::vector<int64_t> ends(m);
     download(ex_, ends.data(), got, m);
@@ -229,11 +211,11 @@ class KernelSamplerBackend final : public SamplerBackend {
     const int64_t mg = captures_.enabled() ? Captures::capture_size(ng) : ng;
     const int64_t mf = captures_.enabled() ? Captures::capture_size(nf) : nf;
     const int64_t sizes[2] = {ng, nf};
-    const int64_t* live = upload(ex_, unpermute_in_, sizes, 2);
+    const int64_t* live = upload(ex_, s_.unpermute_in, sizes, 2);
     auto* off = out_offsets.reserve_n<int64_t>(mf + 1);
-    auto* per_node = reserve<int64_t>(wide_, mf);
-    auto* wide = perm ? reserve<int64_t>(owner_, mg) : nullptr;
-    auto* start = perm ? reserve<int64_t>(slot_, mg + 1) : nullptr;
+    auto* per_node = reserve<int64_t>(s_.wide, mf);
+    auto* wide = perm ? reserve<int64_t>(s_.owner, mg) : nullptr;
+    auto* start = perm ? reserve<int64_t>(s_.slot, mg + 1) : nullptr;
     auto* out = perm ? out_nbrs.reserve_n<int64_t>(picks) : nullptr;
     float* outw = perm && weights ? out_weights->reserve_n<float>(picks) : nullptr;
     const auto seq = [&] {
@@ -251,7 +233,7 @@ class KernelSamplerBackend final : public SamplerBackend {
     };
     captures_.replay(
         ex_,
-        Shape{kUnpermute,
+        Shape{kSeqUnpermute,
               {mg, mf},
               ex_.scratch_moves(),
               {perm, counts, nbrs, weights, live, off, per_node, wide, start, out, outw}},
@@ -275,12 +257,12 @@ class KernelSamplerBackend final : public SamplerBackend {
     b.num_src = 0;
     const int P = owners ? static_cast<int>(owners->offsets->size()) - 1 : 0;
     // {picks, sources, then the sources' owner-chunk bounds when counted}
-    auto* sizes = reserve<int64_t>(small_out_, 2 + (P ? P + 1 : 0));
-    auto* src = reserve<int64_t>(picks_, m);
-    auto* local = reserve<int64_t>(out_, m);
+    auto* sizes = reserve<int64_t>(s_.small_out, 2 + (P ? P + 1 : 0));
+    auto* src = reserve<int64_t>(s_.picks, m);
+    auto* local = reserve<int64_t>(s_.out, m);
     if (owners) owners->counts.assign(P, 0);
     if (n == 0) return edges_.set(ex_, nd, lo, 0, local, src, b);
-    issue_relabel(dst, nd, lo, m, src, local, sizes, owners);
+    issue_relabel(ex_, s_, captures_, dst, nd, lo, m, src, local, sizes, owners);
     if (lo.exact && !edges_.ids_on_device())
       return edges_.read_with_sizes(ex_, nd, lo, local, src, sizes, b, src_out, owners);
     std::shared_ptr<BlockEdges>
@@ -310,226 +292,18 @@ class KernelSamplerBackend final : public SamplerBackend {
 
  private:
   using Buffer = typename Exec::Buffer;
-  // The sequences of a layer, each captured by its shape (cuda_graphs).
-  enum Seq : int { kGroup, kSample, kUnpermute, kRelabel };
-  using Captures = CaptureCache<Exec, 4, 17>;
+  using Captures = SamplerCaptures<Exec>;
   using Shape = typename Captures::Shape;
   using Edges = DeviceBlockEdges<Exec>;
-  // sample's slots up to this many entries (128 MiB) are sized by the fanout bound, not read.
-  static constexpr int64_t kSlotBound = int64_t{1} << 24;
-  // Bits of a degree key (csp::degree_key: at most kDegreeKeyCap).
-  static constexpr int kDegreeKeyBits = 12;
-  static_assert(csp::kDegreeKeyCap < (int64_t{1} << kDegreeKeyBits), "degree keys need more bits");
-  // One sample call: its parameters (executor memory), tasks and counts, and the size m its
-  // sequence runs over (n, or the captured shape's) with its slots' `total`.
-  struct SampleCall {
-    const kernels::SampleParams* params;
-    const int64_t* tasks;
-    int64_t m;
-    int max_fanout;
-    int32_t* cnt;
-    const TaskExclusions* ex;
-    int64_t total;
-  };
-  // An owner grouping's inputs in executor memory, uploaded in one copy: the live count (positions
-  // from it on take no part), the P + 1 rank offsets, the P + 1 chunk starts p x m.
-  struct OwnerInputs {
-    const int64_t *live, *offsets, *at;
-  };
-
-  // {live | offsets | p x m for p = 0..P} (just {live} without offsets) uploaded to buf.
-  OwnerInputs upload_owner_inputs(Buffer& buf, int64_t live, const std::vector<int64_t>* offsets,
-                                  int64_t m) {
-    const size_t P1 = offsets ? offsets->size() : 0;
-    std::vector<int64_t> h(1 + 2 * P1);
-    h[0] = live;
-    for (size_t p = 0; p < P1; ++p) {
-      h[1 + p] = (*offsets)[p];
-      h[1 + P1 + p] = static_cast<int64_t>(p) * m;
-    }
-    const int64_t* d = upload(ex_, buf, h.data(), static_cast<int64_t>(h.size()));
-    return {d, d + 1, d + 1 + P1};
-  }
-
-  // relabel's sequence over m positions, up to its sizes (picks, sources, then the sources'
-  // owner-chunk bounds when `owners`): keys, table, first-occurrence flags, ids, sizes.
-  void issue_relabel(const int64_t* dst, int64_t nd, const LayerPicks& lo, int64_t m, int64_t* src,
-                     int64_t* local, int64_t* sizes, const OwnerCounts* owners) {
-    const int P = owners ? static_cast<int>(owners->offsets->size()) - 1 : 0;
-    const OwnerInputs in =
-        upload_owner_inputs(relabel_in_, nd, owners ? owners->offsets : nullptr, m);
-    int bits = 10;
-    while ((uint64_t{1} << bits) < 2 * static_cast<uint64_t>(m)) ++bits;
-    auto* keys = reserve<int64_t>(keys_, m);
-    const kernels::RelabelTable t{keys,
-                                  reserve<uint64_t>(table_, int64_t{1} << bits),
-                                  (uint64_t{1} << bits) - 1,
-                                  64 - bits,
-                                  in.live,
-                                  lo.offsets};
-    // count_source_owners reuses the flags and ids (wide_, slot_) once the sizes are taken
-    auto* flag = reserve<int64_t>(wide_, std::max(1, P) * m);
-    auto* ids = reserve<int64_t>(slot_, std::max(1, P) * m + 1);
-    auto* owner = P ? reserve<int64_t>(owner_, m) : nullptr;
-    const auto seq = [&] {
-      ex_.for_each(m, kernels::RelabelKeys{t, dst, lo.nbrs, keys});
-      ex_.zero(t.table, (size_t{1} << bits) * sizeof(uint64_t));
-      ex_.for_each(m, kernels::RelabelOffer{t});
-      ex_.for_each(m, kernels::RelabelFlag{t, flag});
-      scan_into(ex_, ids, flag, m);
-      ex_.for_each(m, kernels::RelabelAssign{t, ids, local, src});
-      ex_.for_each(1, kernels::RelabelSizes{t, ids, m, sizes});
-      if (P) count_source_owners(src, m, sizes + 1, in, P, sizes + 2);
-    };
-    captures_.replay(ex_,
-                     Shape{kRelabel,
-                           {m, P},
-                           ex_.scratch_moves(),
-                           {dst, lo.nbrs, lo.offsets, in.live, keys, t.table, flag, ids, local, src,
-                            sizes, owner}},
-                     seq);
-  }
-
-  // The chunk bounds of the sources src[0, *count) by owner (the P + 1 entries of the exclusive
-  // scan of the owner-major flag matrix at p x m) into `bounds`, on the device: the same scan as
-  // group's, over the m positions relabel ran on (those past the count have no owner). Reuses
-  // slot_ and wide_ (relabel's ids and flags: done with once the sizes are copied).
-  void count_source_owners(const int64_t* src, int64_t m, const int64_t* count,
-                           const OwnerInputs& in, int P, int64_t* bounds) {
-    auto* owner = reserve<int64_t>(owner_, m);
-    ex_.for_each(m, kernels::SourceOwner{src, count, in.offsets, P, owner});
-    owner_chunk_bounds(owner_ranks(owner, m, P), P, in.at, bounds);
-  }
-
-  // The exclusive scan of the owner-major flag matrix of owner[0, m) (P x m entries + 1, in
-  // slot_): position i of owner p is grouped at rank[p * m + i].
-  int64_t* owner_ranks(const int64_t* owner, int64_t m, int P) {
-    auto* flag = reserve<int64_t>(wide_, P * m);
-    ex_.for_each(P * m, kernels::FlagCategories{owner, m, flag});
-    return prefix_with_zero(ex_, slot_, flag, P * m);
-  }
-  // Where each owner's chunk starts, P + 1 entries of owner_ranks' scan (at the chunk starts
-  // `at`: p x m), into `out`.
-  void owner_chunk_bounds(const int64_t* rank, int P, const int64_t* at, int64_t* out) {
-    ex_.for_each(P + 1, kernels::GatherAt{rank, at, out});
-  }
-
-  // One thread per task in task order, or the turbo schedule: sort keys computed and sorted on the
-  // device (a stable descending radix sort: csp::degree_order's order), nothing read back.
-  template <class Id>
-  void launch(const SampleCall& c, const kernels::SampleTask<Id>& op) {
-    const int64_t n = c.m;
-    if (!turbo_) {
-      ex_.for_each(n, op);
-      return;
-    }
-    auto* keys = reserve<int64_t>(keys_, n);
-    ex_.for_each(
-        n, kernels::TaskDegreeKey{c.params, c.tasks, topo_.indptr(), topo_.host.row_base, keys});
-    auto* iota = reserve<int64_t>(owner_, n);
-    ex_.for_each(n, kernels::Iota{iota});
-    auto* order = reserve<int64_t>(order_, n);
-    ex_.sort_pairs_descending(keys, iota, order, n, kDegreeKeyBits);  // csp::degree_order's order
-    const int cap = csp::WarpSnake::shared_slot(c.max_fanout);
-    const csp::WarpSnake geo = csp::WarpSnake::of(n);
-    ex_.for_each_block(geo.blocks, csp::WarpSnake::kThreads,
-                       static_cast<size_t>(cap) * csp::WarpSnake::kThreads * sizeof(int64_t),
-                       kernels::TurboSampleTask<Id>{op, order, geo, cap});
-  }
-
-  // The slots of n tasks of fanouts at most f summing to at most max_picks (when >= 0).
-  static int64_t slot_bound(int64_t n, int64_t f, int64_t max_picks) {
-    return max_picks >= 0 ? std::min(n * f, max_picks) : n * f;
-  }
-  // The fanouts' exclusive prefix (the slots), m + 1 entries.
-  const int64_t* issue_slots(const SampleCall& c) {
-    auto* fan = reserve<int64_t>(wide_, c.m);
-    ex_.for_each(c.m, kernels::TaskFanout{c.params, c.tasks, topo_.indptr(), topo_.host.row_base,
-                                          replace_, fan});
-    return prefix_with_zero(ex_, slot_, fan, c.m);
-  }
-  // The draws into c.total slots, then the compaction: offsets = prefix of the counts, picks
-  // moved to their offsets. The pick count is not read: the exact count stays on the device (the
-  // offsets' end, which relabel reads with its source count).
-  void issue_draws(const SampleCall& c, const int64_t* slot, BackendBuffer& nbrs,
-                   BackendBuffer* weights) {
-    auto* res = reserve<int64_t>(out_, c.total);
-    float* resw = biased_ ? reserve<float>(outw_, c.total) : nullptr;
-    if (topo_.host.idx32) {
-      launch(c, task_op<int32_t>(c, slot, res, resw));
-    } else {
-      launch(c, task_op<int64_t>(c, slot, res, resw));
-    }
-    auto* fan = reserve<int64_t>(wide_, c.m);
-    ex_.for_each(c.m, kernels::WidenCounts{c.cnt, fan, &c.params->n});
-    auto* off = prefix_with_zero(ex_, offsets_, fan, c.m);
-    auto* picks = nbrs.reserve_n<int64_t>(c.total);
-    float* picks_w = biased_ ? weights->reserve_n<float>(c.total) : nullptr;
-    ex_.for_each(c.m, kernels::CompactPicks{c.params, c.cnt, slot, res, resw, off, picks, picks_w});
-  }
-  // Every array of sample's sequence reserved for c's shape (issue_slots, issue_draws, launch),
-  // and the shape that names them.
-  Shape reserve_sample(const SampleCall& c, BackendBuffer& nbrs, BackendBuffer* weights) {
-    const int64_t m = c.m, t = c.total;
-    const bool w = biased_;
-    return {kSample,
-            {m, c.max_fanout, t, c.ex ? c.ex->parts : 0},
-            ex_.scratch_moves(),
-            {c.tasks, c.cnt, c.params, c.ex ? c.ex->tasks : nullptr, c.ex ? c.ex->pairs : nullptr,
-             c.ex ? c.ex->excluded : nullptr, task_times_, nbrs.reserve_n<int64_t>(t),
-             w ? weights->reserve_n<float>(t) : nullptr, reserve<int64_t>(wide_, m),
-             reserve<int64_t>(slot_, m + 1), reserve<int64_t>(out_, t),
-             w ? reserve<float>(outw_, t) : nullptr, reserve<int64_t>(offsets_, m + 1),
-             turbo_ ? reserve<int64_t>(keys_, m) : nullptr,
-             turbo_ ? reserve<int64_t>(order_, m) : nullptr,
-             turbo_ ? reserve<int64_t>(owner_, m) : nullptr}};
-  }
-
-  template <class Id>
-  kernels::SampleTask<Id> task_op(const SampleCall& c, const int64_t* slot, int64_t* res,
-                                  float* resw) const {
-    const TaskExclusions* ex = c.ex;
-    int32_t* cnt = c.cnt;
-    return {c.params,
-            c.tasks,
-            topo_.indptr(),
-            topo_.template indices<Id>(),
-            topo_.template hot_indices<Id>(),
-            topo_.row_loc(),
-            topo_.host.row_base,
-            topo_.cum(),
-            topo_.weights(),
-            biased_,
-            replace_,
-            slot,
-            cnt,
-            res,
-            resw,
-            ex ? *ex : csp::TaskExclusions{},
-            task_times_,
-            task_times_ ? topo_.times() : nullptr,
-            strategy_};
-  }
 
   Exec ex_;
   std::string name_;
   Device device_;
   DeviceTopology<Exec> topo_;
-  bool biased_, replace_, turbo_;
-  csp::TemporalStrategy strategy_;
   Edges edges_;
   Captures captures_;  // cuda_graphs: the shapes seen, their captures and launches
-  csp::LaborVariates labor_;
-  const int64_t* task_times_ = nullptr;  // set_task_times (executor memory), or null
-  // Work buffers, reused across layers and batches.
-  Buffer wide_ = ex_.buffer(), slot_ = ex_.buffer(), out_ = ex_.buffer(), outw_ = ex_.buffer(),
-         offsets_ = ex_.buffer(), picks_ = ex_.buffer(), keys_ = ex_.buffer(),
-         table_ = ex_.buffer(), order_ = ex_.buffer(), owner_ = ex_.buffer(), small_ = ex_.buffer(),
-         small_out_ = ex_.buffer();
-  // Each sequence's scalars in executor memory: sample's kernels::SampleParams, group's and
-  // relabel's OwnerInputs, unpermute's live counts.
-  Buffer params_ = ex_.buffer(), group_in_ = ex_.buffer(), relabel_in_ = ex_.buffer(),
-         unpermute_in_ = ex_.buffer();
+  SamplerScratch<Exec> s_;
+  DeviceDraws<Exec> draws_;
 };
 
 }  // namespace dsp

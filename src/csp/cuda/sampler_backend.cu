@@ -23,10 +23,10 @@ SamplerBackendFactory cuda_sampler_backend(CudaSamplerOptions opts) {
     auto b = std::make_unique<KernelSamplerBackend<CudaExec>>(
         CudaExec(opts.device), "cuda", Device::cuda(opts.device), topo, so, ko);
     const std::string where =
-        !b->indices_on_host()
+        !b->topology().indices_on_host()
             ? std::string("in device memory")
             : fmt::format("through UVA from host memory, {} of {} rows on the device",
-                          b->hot_rows(), topo.num_rows);
+                          b->topology().hot_rows(), topo.num_rows);
     DSP_INFO("csp", "cuda:{} sampler: neighbour array of {} (budget {}) {}", opts.device,
              format_bytes(topo.indices_bytes()), format_bytes(ko.index_budget), where);
     return b;
