@@ -38,8 +38,8 @@ void expand_rows(const unsigned char* rows, const std::vector<int64_t>& row, siz
 // the gather, float16 is widened here.
 void rows_to_float(const FeatureStore& store, const unsigned char* raw, int64_t n,
                    std::vector<float>& out) {
-  out.resize(n * store.dim());
-  if (store.out_dtype() == DType::kFloat32) {
+  out.resize(n * store.format().dim);
+  if (store.format().out_dtype == DType::kFloat32) {
     std::memcpy(out.data(), raw, out.size() * sizeof(float));
   } else {
     const auto* h = reinterpret_cast<const uint16_t*>(raw);
@@ -54,7 +54,7 @@ void host_features(FeatureStore& store, const std::vector<int64_t>& input, bool 
   std::vector<int64_t> ids, row;
   const bool repeats = temporal && distinct_inputs(input, ids, row);
   const std::vector<int64_t>& want = repeats ? ids : input;
-  std::vector<unsigned char> raw(want.size() * store.out_row_bytes());
+  std::vector<unsigned char> raw(want.size() * store.format().out_row_bytes);
   if (store.device().is_cuda()) {
     raw = store.gather(want);
   } else {
@@ -62,8 +62,8 @@ void host_features(FeatureStore& store, const std::vector<int64_t>& input, bool 
   }
   std::vector<unsigned char> expanded;
   if (repeats) {
-    expanded.resize(input.size() * store.out_row_bytes());
-    expand_rows(raw.data(), row, store.out_row_bytes(), expanded.data());
+    expanded.resize(input.size() * store.format().out_row_bytes);
+    expand_rows(raw.data(), row, store.format().out_row_bytes, expanded.data());
     raw.swap(expanded);
   }
   rows_to_float(store, raw.data(), static_cast<int64_t>(input.size()), out);
@@ -83,8 +83,8 @@ void typed_host_features(const std::vector<FeatureStore*>& stores,
   std::vector<unsigned char> host;
   for (size_t s = 0; s < stores.size(); ++s) {
     const int64_t n = static_cast<int64_t>(ids[s].size());
-    host.resize(std::max<size_t>(n * stores[s]->out_row_bytes(), 1));
-    stores[s]->backend().copy_to_host(outs[s], n * stores[s]->out_row_bytes(), host.data());
+    host.resize(std::max<size_t>(n * stores[s]->format().out_row_bytes, 1));
+    stores[s]->backend().copy_to_host(outs[s], n * stores[s]->format().out_row_bytes, host.data());
     rows_to_float(*stores[s], host.data(), n, *out[s]);
   }
 }
@@ -122,7 +122,7 @@ const int64_t* resident_input(Block& in, const FeatureStore* store) {
 
 LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labels) {
   LoadedBatch lb;
-  const int64_t F = store ? store->dim() : 0;
+  const int64_t F = store ? store->format().dim : 0;
   lb.feature_dim = F;
   // Temporal blocks' inputs may repeat an id (and are on the host); a plain batch's are distinct.
   const bool temporal = !sb.blocks.empty() && !sb.blocks.front().src_times.empty();
@@ -133,7 +133,7 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
     // Rows stay in device memory, in gather's output dtype (float32, or a float16 file's rows,
     // which the trainer widens there).
     lb.device = store->device();
-    lb.device_dtype = store->out_dtype();
+    lb.device_dtype = store->format().out_dtype;
     lb.device_features = store->allocate_rows(n, &lb.device_features_fence);
     if (resident) {
       store->gather_resident(resident, n, lb.device_features.get());
@@ -141,7 +141,7 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
       store->gather(sb.input_nodes().data(), n, lb.device_features.get());
     }
   } else if (store && resident) {  // a host-memory backend's (the emulated device path)
-    std::vector<unsigned char> raw(std::max<size_t>(n * store->out_row_bytes(), 1));
+    std::vector<unsigned char> raw(std::max<size_t>(n * store->format().out_row_bytes, 1));
     store->gather_resident(resident, n, raw.data());
     rows_to_float(*store, raw.data(), n, lb.features);
   } else if (store) {
@@ -189,7 +189,7 @@ LoadedBatch load_hetero_batch(SampledBatch&& sb, const HeteroLayout& layout,
       ids.back().push_back(layout.type_index(sb.blocks.front().src_ids[j]));
     }
     out.push_back(&lb.typed_features[t]);
-    lb.typed_dims[t] = stores[t]->dim();
+    lb.typed_dims[t] = stores[t]->format().dim;
   }
   if (!featured.empty()) typed_host_features(featured, ids, out);
   load_labels(sb, labels, lb);

@@ -190,8 +190,10 @@ std::unique_ptr<EmbeddingTable> make_typed_embedding(RankRuntime& rt, Trainer& t
     DSP_INFO("train",
              "learnable rows for the node types without features ({}): {} columns, {} rows in "
              "all ({} on this rank, in {} memory), sparse {} at lr {}",
-             fmt::join(names, ", "), eo.dim, emb->num_nodes(), emb->end() - emb->begin(),
-             emb->memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer, eo.lr);
+             fmt::join(names, ", "), eo.dim, emb->ranges().num_ids(),
+             emb->ranges().end() - emb->ranges().begin(),
+             emb->storage().memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer,
+             eo.lr);
   }
   return emb;
 }
@@ -215,7 +217,8 @@ std::unique_ptr<EmbeddingTable> make_job_embedding(const JobConfig& cfg, RankRun
              "learnable embeddings: {} columns per node ({} for this rank's {} rows, "
              "in {} memory), sparse {} at lr {}",
              eo.dim, format_bytes(embedding_bytes(e - b, eo.dim, eo.optimizer)), e - b,
-             emb->memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer, eo.lr);
+             emb->storage().memory() == MemorySpace::kDevice ? "device" : "host", eo.optimizer,
+             eo.lr);
   }
   return emb;
 }

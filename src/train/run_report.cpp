@@ -191,7 +191,7 @@ void RunReport::gathered(const std::vector<FeatureStore*>& stores, int64_t steps
     g.bytes_cold += s.bytes_cold;
     g.bytes_local_hot += s.bytes_local_hot;
     g.bytes_remote_hot += s.bytes_remote_hot;
-    fifo_bytes += (s.rows_fifo + s.rows_fifo_shared) * static_cast<int64_t>(st->row_bytes());
+    fifo_bytes += (s.rows_fifo + s.rows_fifo_shared) * static_cast<int64_t>(st->format().row_bytes);
   }
   const int64_t fifo_rows = g.rows_fifo + g.rows_fifo_shared;
   const double n = steps > 0 ? static_cast<double>(steps) : 1.0;

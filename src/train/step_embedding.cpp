@@ -23,15 +23,15 @@ std::vector<int64_t> hetero_embedding_ids(const LoadedBatch& b, const ModelConfi
 }  // namespace
 
 void StepEmbedding::attach(EmbeddingTable* table, Trainer::EmbeddingRowMap rows) {
-  DSP_CHECK_ARG(table == nullptr || table->dim() == model_.embedding_dim,
+  DSP_CHECK_ARG(table == nullptr || table->options().dim == model_.embedding_dim,
                 "the embedding table has {} columns but the model expects {}",
-                table ? table->dim() : 0, model_.embedding_dim);
+                table ? table->options().dim : 0, model_.embedding_dim);
   table_ = table;
   rows_ = std::move(rows);
 }
 
 bool StepEmbedding::on_trainer_device() const {
-  return table_ && table_->memory() == MemorySpace::kDevice && device_.is_cuda();
+  return table_ && table_->storage().memory() == MemorySpace::kDevice && device_.is_cuda();
 }
 
 void StepEmbedding::gather(LoadedBatch& batch) {
@@ -45,15 +45,15 @@ void StepEmbedding::gather(LoadedBatch& batch) {
                                     : empty         ? none
                                                     : batch.sample.input_nodes();
   const int64_t n = static_cast<int64_t>(ids.size());
-  batch.embedding_dim = table_->dim();
+  batch.embedding_dim = table_->options().dim;
   if (on_trainer_device()) {  // a device table fills a tensor on the trainer's device
     auto rows = std::make_shared<torch::Tensor>(torch::empty(
-        {n, table_->dim()}, torch::TensorOptions().dtype(torch::kFloat32).device(device_)));
+        {n, table_->options().dim}, torch::TensorOptions().dtype(torch::kFloat32).device(device_)));
     table_->gather(ids.data(), n, rows->data_ptr<float>());
     batch.device_embedding = rows;
     return;
   }
-  batch.embedding.resize(static_cast<size_t>(n * table_->dim()));
+  batch.embedding.resize(static_cast<size_t>(n * table_->options().dim));
   table_->gather(ids.data(), n, batch.embedding.data());
 }
 

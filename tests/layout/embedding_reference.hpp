@@ -120,7 +120,7 @@ inline EmbeddingStorageFactory embedding_storage(const std::string& name) {
 class TableFloats {
  public:
   TableFloats(const EmbeddingTable& t, const float* host, size_t n)
-      : device_(t.memory() == MemorySpace::kDevice), n_(n), host_(host, host + n) {
+      : device_(t.storage().memory() == MemorySpace::kDevice), n_(n), host_(host, host + n) {
 #ifdef DSP_TEST_CUDA
     if (device_) {
       void* p = nullptr;
@@ -161,7 +161,7 @@ inline void apply_host_gradients(EmbeddingTable& t, const std::vector<int64_t>& 
 
 // gather through the pointer API (rows land in the table's memory), brought to the host.
 inline std::vector<float> gather_in_memory(EmbeddingTable& t, const std::vector<int64_t>& ids) {
-  const std::vector<float> zeros(ids.size() * static_cast<size_t>(t.dim()), 0.0f);
+  const std::vector<float> zeros(ids.size() * static_cast<size_t>(t.options().dim), 0.0f);
   TableFloats out(t, zeros.data(), zeros.size());
   t.gather(ids.data(), static_cast<int64_t>(ids.size()), out.data());
   return out.to_host();

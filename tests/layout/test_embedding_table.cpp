@@ -277,7 +277,7 @@ TEST_P(EmbeddingTableOn, EmptyCallsChangeNothing) {
   none.save(dir + "/t");
   EXPECT_EQ(file_size(dir + "/t"), 112u);
   none.load(dir + "/t");
-  EXPECT_EQ(none.end() - none.begin(), 0);
+  EXPECT_EQ(none.ranges().end() - none.ranges().begin(), 0);
   std::filesystem::remove_all(dir);
 }
 
@@ -350,7 +350,7 @@ void check_saves_cross_storages(EmbeddingOptimizer optimizer) {
   }
   const std::vector<float> want = host.host_rows();
   for (EmbeddingTable* t : {&dev, &host2, &dev2}) {
-    EXPECT_TRUE(same_bits(t->host_rows().data(), want.data(), kN * o.dim)) << t->storage_name();
+    EXPECT_TRUE(same_bits(t->host_rows().data(), want.data(), kN * o.dim)) << t->storage().name();
   }
   dev2.save(dir + "/dev2");
   host.save(dir + "/host");
@@ -369,9 +369,9 @@ TEST_P(EmbeddingTableOn, StatesWhereItsRowsLive) {
   auto comm = make_communicator("self");
   EmbeddingTable t(*comm, {0, kN}, nullptr, options(EmbeddingOptimizer::kAdam), S());
   const bool cuda = GetParam() == "cuda";
-  EXPECT_EQ(t.memory(), cuda ? MemorySpace::kDevice : MemorySpace::kHost);
-  EXPECT_EQ(t.device().is_cuda(), cuda);
-  EXPECT_EQ(t.storage_name(), GetParam() == "emulated" ? "emulated-device" : GetParam());
+  EXPECT_EQ(t.storage().memory(), cuda ? MemorySpace::kDevice : MemorySpace::kHost);
+  EXPECT_EQ(t.storage().device().is_cuda(), cuda);
+  EXPECT_EQ(t.storage().name(), GetParam() == "emulated" ? "emulated-device" : GetParam());
 }
 
 // Flips one byte of `path` at `offset`.

@@ -82,7 +82,7 @@ TEST_P(BackendGather, RowsEqualFeaturesBitForBit) {
     SCOPED_TRACE(std::to_string(sh.n) + "x" + std::to_string(sh.f));
     FeatureRig rig(sh.n, sh.f, sh.dt);
     FeatureStore store(rig.part, *comm, {}, test::feature_backend(GetParam()));
-    EXPECT_EQ(store.row_bytes(), rig.row_bytes);
+    EXPECT_EQ(store.format().row_bytes, rig.row_bytes);
     std::vector<int64_t> ids(sh.n);
     std::iota(ids.begin(), ids.end(), 0);
     RngStream s(rng_key(1, sh.n), 0);
@@ -290,7 +290,7 @@ TEST_P(BackendGather, ReadAheadServesTheGroupsColdRowsFromOneSweep) {
   FeatureRig rig(n, 9, DType::kFloat32, /*keep_file=*/true);
   std::vector<int64_t> row_of;
   std::unique_ptr<FeatureStore> store = beyond_memory_store(rig, n, *comm, GetParam(), &row_of);
-  const bool reads = store->reads_ahead();
+  const bool reads = store->backend().reads_ahead();
   EXPECT_EQ(reads, GetParam() == "cpu");
   // The nodes stored in rows [0, 1000), [9000, 10000) and [18000, 19000): three pieces of the
   // file 288 KB apart (more than a piece's gap); a tenth of them twice.
@@ -300,7 +300,7 @@ TEST_P(BackendGather, ReadAheadServesTheGroupsColdRowsFromOneSweep) {
     if (swept_row(v)) ahead.push_back(v);
     if (swept_row(v) && v % 10 == 0) ahead.push_back(v);
   }
-  store->read_ahead(ahead.data(), static_cast<int64_t>(ahead.size()));
+  store->backend().read_ahead(ahead.data(), static_cast<int64_t>(ahead.size()));
   const std::vector<unsigned char> now = rewrite(rig);
   std::vector<int64_t> ids(n);
   std::iota(ids.begin(), ids.end(), 0);
@@ -323,7 +323,7 @@ TEST_P(BackendGather, ReadAheadServesTheGroupsColdRowsFromOneSweep) {
   if (reads) {
     EXPECT_GT(swept, n / 10);
   }
-  store->read_ahead(nullptr, 0);  // freed: every cold row from the file again
+  store->backend().read_ahead(nullptr, 0);  // freed: every cold row from the file again
   EXPECT_EQ(store->gather(ids), expect(false).first);
   EXPECT_EQ(store->stats().rows_cold_ahead, swept);
 }

@@ -351,24 +351,24 @@ TEST_P(QuantGather, RowsDecodeToTheReferenceOnEveryBackend) {
     const Array new2old = load_npy(dir + "/new2old.npy", DType::kInt64, 1);
     FeatureStore store(part, *comm, {}, test::feature_backend(GetParam()));
     const bool decodes = md.dtype == "int8" || md.dtype == "bfloat16";
-    EXPECT_EQ(store.out_dtype(), decodes ? DType::kFloat32 : store.dtype());
+    EXPECT_EQ(store.format().out_dtype, decodes ? DType::kFloat32 : store.format().dtype);
     std::vector<int64_t> ids(500);
     std::iota(ids.begin(), ids.end(), 0);
     RngStream s(rng_key(3), 0);
     for (int64_t i = 499; i > 0; --i) std::swap(ids[i], ids[s.uniform_int(i + 1)]);
     ids.resize(300);
     const std::vector<unsigned char> got = store.gather(ids);
-    ASSERT_EQ(got.size(), ids.size() * store.out_row_bytes());
+    ASSERT_EQ(got.size(), ids.size() * store.format().out_row_bytes);
     for (size_t i = 0; i < ids.size(); ++i) {
       const int64_t v = new2old.data<int64_t>()[ids[i]];
       for (int64_t j = 0; j < 13; ++j) {
         float x;
         if (md.dtype == "float16") {
           uint16_t h;
-          std::memcpy(&h, got.data() + i * store.out_row_bytes() + 2 * j, 2);
+          std::memcpy(&h, got.data() + i * store.format().out_row_bytes + 2 * j, 2);
           x = half_to_float(h);
         } else {
-          std::memcpy(&x, got.data() + i * store.out_row_bytes() + 4 * j, 4);
+          std::memcpy(&x, got.data() + i * store.format().out_row_bytes + 4 * j, 4);
         }
         ASSERT_EQ(float_bits(x), float_bits(ref.value(v, j))) << "row " << i << " col " << j;
       }
@@ -376,7 +376,7 @@ TEST_P(QuantGather, RowsDecodeToTheReferenceOnEveryBackend) {
     const GatherStats& st = store.stats();
     EXPECT_GT(st.rows_local_hot, 0);
     EXPECT_GT(st.rows_cold, 0);
-    EXPECT_EQ(st.bytes(), 300 * 13 * static_cast<int64_t>(dtype_size(store.dtype())));
+    EXPECT_EQ(st.bytes(), 300 * 13 * static_cast<int64_t>(dtype_size(store.format().dtype)));
   }
   fs::remove_all(dir);
 }

@@ -15,8 +15,9 @@
 #include "core/rng.hpp"
 #include "core/timer.hpp"
 #include "graph/npy.hpp"
-#include "layout/partition/partition_detail.hpp"
 #include "layout/partition/hotness.hpp"
+#include "layout/partition/owner_ranges.hpp"
+#include "layout/partition/partition_detail.hpp"
 
 namespace dsp {
 namespace {
@@ -35,10 +36,7 @@ void for_each_entry(const Csr& g, F&& f) {  // f(row, neighbour, entry index)
 
 }  // namespace
 
-int PartitionMeta::owner(int64_t v) const {
-  auto it = std::upper_bound(offsets.begin(), offsets.end(), v);
-  return static_cast<int>(it - offsets.begin()) - 1;
-}
+int PartitionMeta::owner(int64_t v) const { return owner_in(offsets, v); }
 
 nlohmann::json PartitionMeta::to_json() const {
   nlohmann::json parts_j = nlohmann::json::array();

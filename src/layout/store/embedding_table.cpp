@@ -141,17 +141,13 @@ void check_embedding_memory(int64_t rows, int64_t dim, EmbeddingOptimizer optimi
 EmbeddingTable::EmbeddingTable(Communicator& comm, std::vector<int64_t> offsets,
                                const int64_t* dataset_ids, EmbeddingOptions opts,
                                const EmbeddingStorageFactory& storage)
-    : comm_(comm), offsets_(std::move(offsets)), opts_(std::move(opts)) {
+    : comm_(comm),
+      ranges_(std::move(offsets), comm.size(), comm.rank(), "embedding table"),
+      opts_(std::move(opts)) {
   opts_.validate();
-  const int P = comm_.size();
-  DSP_CHECK_ARG(static_cast<int>(offsets_.size()) == P + 1,
-                "embedding table: {} partition offsets for {} ranks (need {})", offsets_.size(), P,
-                P + 1);
-  DSP_CHECK_ARG(offsets_[0] == 0 && std::is_sorted(offsets_.begin(), offsets_.end()),
-                "embedding table: partition offsets must start at 0 and not decrease");
   adam_ = opts_.optimizer == EmbeddingOptimizer::kAdam;
-  begin_ = offsets_[comm_.rank()];
-  end_ = offsets_[comm_.rank() + 1];
+  begin_ = ranges_.begin();
+  end_ = ranges_.end();
   slot_.assign(static_cast<size_t>(end_ - begin_), -1);
   ids_digest_ = ids_digest(dataset_ids, begin_, end_ - begin_);
   storage_ = storage ? storage() : make_host_embedding_storage();
@@ -165,35 +161,6 @@ std::vector<float> EmbeddingTable::host_rows() const {
   return out;
 }
 
-int EmbeddingTable::owner(int64_t id) const {
-  return static_cast<int>(std::upper_bound(offsets_.begin(), offsets_.end(), id) -
-                          offsets_.begin()) -
-         1;
-}
-
-void EmbeddingTable::group_by_owner(const int64_t* ids, int64_t n, const char* what,
-                                    std::vector<int64_t>& send, std::vector<int64_t>& counts,
-                                    std::vector<int64_t>& pos) const {
-  const int P = comm_.size();
-  const int64_t N = num_nodes();
-  std::vector<int> own(static_cast<size_t>(n));
-  counts.assign(P, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    DSP_CHECK_ARG(ids[i] >= 0 && ids[i] < N,
-                  "embedding {}: id {} at position {} is outside [0, {})", what, ids[i], i, N);
-    own[i] = owner(ids[i]);
-    ++counts[own[i]];
-  }
-  std::vector<int64_t> cursor(P, 0);
-  for (int p = 1; p < P; ++p) cursor[p] = cursor[p - 1] + counts[p - 1];
-  send.resize(static_cast<size_t>(n));
-  pos.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    pos[i] = cursor[own[i]]++;
-    send[pos[i]] = ids[i];
-  }
-}
-
 void EmbeddingTable::count_bytes(const std::vector<int64_t>& send, const std::vector<int64_t>& recv,
                                  int64_t elem) {
   for (int p = 0; p < comm_.size(); ++p) {
@@ -205,7 +172,7 @@ void EmbeddingTable::count_bytes(const std::vector<int64_t>& send, const std::ve
 
 const float* EmbeddingTable::fetch(const int64_t* ids, int64_t n, std::vector<int64_t>& pos) {
   std::vector<int64_t> send, counts;
-  group_by_owner(ids, n, "gather", send, counts, pos);
+  ranges_.group(ids, n, "embedding gather", send, counts, pos);
   const bool alone = comm_.size() == 1;  // one rank: it serves itself, no rounds
   const std::vector<int64_t> rc =
       alone ? counts : comm_.exchange_counts(counts, host_op("embedding gather counts"));
@@ -255,7 +222,7 @@ std::vector<float> EmbeddingTable::gather(const std::vector<int64_t>& ids) {
 void EmbeddingTable::apply_gradients(const int64_t* ids, int64_t n, const float* grads,
                                      float scale) {
   std::vector<int64_t> send, counts, pos;
-  group_by_owner(ids, n, "gradients", send, counts, pos);
+  ranges_.group(ids, n, "embedding gradients", send, counts, pos);
   const int64_t dim = opts_.dim;
   float* sg = scratch(sg_, static_cast<size_t>(n * dim));
   storage_->scale_rows(grads, n, pos.data(), scale, sg);
@@ -311,7 +278,7 @@ EmbeddingShard EmbeddingTable::shard() const {
   sh.dim = opts_.dim;
   sh.begin = begin_;
   sh.end = end_;
-  sh.num_nodes = num_nodes();
+  sh.num_nodes = ranges_.num_ids();
   sh.rank = comm_.rank();
   sh.ranks = comm_.size();
   sh.ids_digest = ids_digest_;

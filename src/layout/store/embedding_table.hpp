@@ -64,6 +64,7 @@
 #include "core/choice.hpp"
 #include "core/device.hpp"
 #include "core/fs.hpp"
+#include "layout/partition/owner_ranges.hpp"
 #include "layout/store/embedding_storage.hpp"
 
 namespace dsp {
@@ -119,13 +120,11 @@ class EmbeddingTable {
   // grads: memory().
   void apply_gradients(const int64_t* ids, int64_t n, const float* grads, float scale);
 
-  // Where gather's out and apply_gradients' grads live, and the storage's device and name.
-  MemorySpace memory() const { return storage_->memory(); }
-  Device device() const { return storage_->device(); }
-  std::string storage_name() const { return storage_->name(); }
-
+  // Where gather's out and apply_gradients' grads live (memory()), the storage's device and
+  // name; its values() are this rank's rows, [end - begin, dim] in memory().
+  const EmbeddingStorage& storage() const { return *storage_; }
+  const EmbeddingOptions& options() const { return opts_; }  // dim, optimizer, lr, ...
   void set_lr(double lr);  // the rate of later steps (a schedule's); > 0
-  double lr() const { return opts_.lr; }
 
   // This rank's rows and optimizer state to `path` (temp file + rename; native byte order) and
   // back. load: FormatError naming the file when its range, dim, optimizer or dataset ids differ
@@ -133,23 +132,18 @@ class EmbeddingTable {
   void save(const std::string& path) const;
   void load(const std::string& path);
 
-  int64_t dim() const { return opts_.dim; }
-  int64_t begin() const { return begin_; }
-  int64_t end() const { return end_; }
-  int64_t num_nodes() const { return offsets_.back(); }
-  EmbeddingOptimizer optimizer() const { return opts_.optimizer; }
-  int owner(int64_t id) const;  // rank owning global id `id` (in [0, num_nodes))
-  const float* rows() const { return storage_->values(); }  // [end-begin, dim] in memory()
-  std::vector<float> host_rows() const;                     // the same, copied to the host
+  // Which rank owns which rows: this rank's [begin(), end()) of num_ids() global ids.
+  const OwnerRanges& ranges() const { return ranges_; }
+  std::vector<float> host_rows() const;  // this rank's rows, copied to the host
   const EmbeddingStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
  private:
   Communicator& comm_;
-  std::vector<int64_t> offsets_;
+  OwnerRanges ranges_;
   EmbeddingOptions opts_;
   bool adam_;
-  int64_t begin_, end_;
+  int64_t begin_, end_;                        // ranges_'s for this rank
   uint64_t ids_digest_;                        // of the owned range's dataset ids (save/load)
   std::unique_ptr<EmbeddingStorage> storage_;  // values, optimizer state, step counts
   std::vector<int64_t> slot_;                  // per row: its slot in the current step, or -1
@@ -162,9 +156,6 @@ class EmbeddingTable {
   EmbeddingShard shard() const;
   // The rounds of a gather: the returned host rows (rows_), row pos[i] that of ids[i].
   const float* fetch(const int64_t* ids, int64_t n, std::vector<int64_t>& pos);
-  // Requests grouped by owner: send_ids (ids in owner order), pos[i] = position of ids[i] in it.
-  void group_by_owner(const int64_t* ids, int64_t n, const char* what, std::vector<int64_t>& send,
-                      std::vector<int64_t>& counts, std::vector<int64_t>& pos) const;
   // Sums the received gradient rows per id in arrival order and steps each touched row once.
   void step_rows(const std::vector<int64_t>& ids, const float* grads);
   EmbeddingStepPlan plan_step(const std::vector<int64_t>& ids);

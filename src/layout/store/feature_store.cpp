@@ -20,17 +20,17 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
                 comm.rank());
   DSP_CHECK_ARG(features_.defined() && features_.ndim() == 2,
                 "{}: the partition has no features to gather", part.dir);
-  num_nodes_ = features_.dim(0);
-  dim_ = features_.dim(1);
-  dtype_ = features_.dtype();
-  row_bytes_ = static_cast<size_t>(dim_) * dtype_size(dtype_);
-  out_dtype_ = codec_decodes(dtype_) ? DType::kFloat32 : dtype_;
-  out_row_bytes_ = static_cast<size_t>(dim_) * dtype_size(out_dtype_);
+  fmt_.num_nodes = features_.dim(0);
+  fmt_.dim = features_.dim(1);
+  fmt_.dtype = features_.dtype();
+  fmt_.row_bytes = static_cast<size_t>(fmt_.dim) * dtype_size(fmt_.dtype);
+  fmt_.out_dtype = codec_decodes(fmt_.dtype) ? DType::kFloat32 : fmt_.dtype;
+  fmt_.out_row_bytes = static_cast<size_t>(fmt_.dim) * dtype_size(fmt_.out_dtype);
 
   // Feature position list: the slot of every node in its owner's cache.
-  slot_.assign(num_nodes_, -1);
-  cached_bits_.assign((num_nodes_ + 63) / 64, 0);
-  seen_bits_.assign((num_nodes_ + 63) / 64, 0);
+  slot_.assign(fmt_.num_nodes, -1);
+  cached_bits_.assign((fmt_.num_nodes + 63) / 64, 0);
+  seen_bits_.assign((fmt_.num_nodes + 63) / 64, 0);
   for (int p = 0; p < meta_.parts; ++p) {
     Array cached = !all_cached.empty() ? all_cached.at(p)
                    : p == part.part    ? part.cached
@@ -47,10 +47,10 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
   }
   FeatureSource src;
   src.features = features_;
-  src.row_bytes = row_bytes_;
-  src.out_row_bytes = out_row_bytes_;
+  src.row_bytes = fmt_.row_bytes;
+  src.out_row_bytes = fmt_.out_row_bytes;
   src.codec = stored_feature_codec(features_, part.feature_scale, &src.row_scale);
-  src.num_nodes = num_nodes_;
+  src.num_nodes = fmt_.num_nodes;
   src.begin = meta_.offsets[part.part];
   src.end = meta_.offsets[part.part + 1];
   src.cached = all_cached.empty() ? part.cached : all_cached.at(part.part);
@@ -58,15 +58,16 @@ FeatureStore::FeatureStore(const PartitionData& part, Communicator& comm,
   src.cached_bits = cached_bits_.data();
   if (part.feature_rows.defined()) {
     DSP_CHECK_ARG(
-        part.feature_rows.dim(0) == num_nodes_ && part.feature_rows.dtype() == DType::kInt64,
+        part.feature_rows.dim(0) == fmt_.num_nodes && part.feature_rows.dtype() == DType::kInt64,
         "{}: the feature row map has {} ids for {} feature rows", part.dir,
-        part.feature_rows.dim(0), num_nodes_);
+        part.feature_rows.dim(0), fmt_.num_nodes);
     feature_rows_ = part.feature_rows;
     src.row_of = feature_rows_.data<int64_t>();
   }
   cache_rows_ = src.cached.defined() ? src.cached.dim(0) : 0;
   backend_ = backend ? backend(src) : make_host_feature_backend(src);
   DSP_CHECK(backend_ != nullptr, "FeatureStore: the backend factory returned no backend");
+  peers_ = std::make_unique<PeerRows>(comm_, *backend_, fmt_.row_bytes, cache_rows_);
   host0_ = backend_->traffic();  // construction's uploads are not a gather's
 }
 
@@ -80,18 +81,27 @@ FeatureStore::Requests FeatureStore::prepare(const int64_t* ids, int64_t n, void
   const LocalPass lp = backend_->local_pass(ids, n, out, peer_.data(), seen_bits_.data());
   for (int64_t i = 0; i < n; ++i) {  // clear exactly the words this call touched
     const uint64_t v = static_cast<uint64_t>(ids[i]);
-    if (v < static_cast<uint64_t>(num_nodes_)) seen_bits_[v >> 6] = 0;
+    if (v < static_cast<uint64_t>(fmt_.num_nodes)) seen_bits_[v >> 6] = 0;
   }
   if (lp.bad_pos >= 0) {
     DSP_THROW_T(InvalidArgument, "gather: id {} at position {} is out of range [0, {})",
-                ids[lp.bad_pos], lp.bad_pos, num_nodes_);
+                ids[lp.bad_pos], lp.bad_pos, fmt_.num_nodes);
   }
   if (lp.dup_pos >= 0) {
     DSP_THROW_T(InvalidArgument, "gather: id {} is requested twice (ids must be unique)",
                 ids[lp.dup_pos]);
   }
 
-  if (fifo_.on()) serve_from_fifo(ids, n, out);
+  if (fifo_.on()) {  // the levels' rows placed with the backend's place_rows, and counted
+    int64_t hits[2];
+    fifo_.serve(
+        ids, n, peer_.data(),
+        [&](const unsigned char* rows, const int64_t* pos, const int64_t* got, int64_t h) {
+          backend_->place_rows(rows, MemorySpace::kHost, pos, got, h, out);
+        },
+        hits);
+    stats_.count_fifo(hits, static_cast<int64_t>(fmt_.row_bytes));
+  }
 
   // Requests for rows other ranks cache: their cache slots, grouped by owner.
   Requests r;
@@ -112,7 +122,7 @@ FeatureStore::Requests FeatureStore::prepare(const int64_t* ids, int64_t n, void
     r.req_pos[k] = i;
   }
   stats_.count(lp.rows_cold, lp.rows_ahead, lp.rows_local_hot, total,
-               static_cast<int64_t>(row_bytes_));
+               static_cast<int64_t>(fmt_.row_bytes));
   return r;
 }
 
@@ -134,14 +144,6 @@ void GatherStats::count_fifo(const int64_t hits[2], int64_t row_bytes) {
   bytes_fifo += (hits[0] + hits[1]) * row_bytes;
 }
 
-void FeatureStore::serve(const int64_t* slots, int64_t n, void* rows, MemorySpace space) {
-  for (int64_t i = 0; i < n; ++i) {
-    DSP_CHECK(slots[i] >= 0 && slots[i] < cache_rows_, "gather: peer asked for cache slot {} of {}",
-              slots[i], cache_rows_);
-  }
-  backend_->serve_slots(slots, n, rows, space);
-}
-
 void FeatureStore::receive(const int64_t* ids, const Requests& r, int64_t k0, int64_t m,
                            const void* rows, MemorySpace space, void* out) {
   if (m == 0) return;
@@ -152,49 +154,18 @@ void FeatureStore::receive(const int64_t* ids, const Requests& r, int64_t k0, in
   std::vector<unsigned char> host;
   const unsigned char* h = static_cast<const unsigned char*>(rows);
   if (space == MemorySpace::kDevice) {
-    host.resize(m * row_bytes_);
-    backend_->copy_to_host(rows, m * row_bytes_, host.data());
+    host.resize(m * fmt_.row_bytes);
+    backend_->copy_to_host(rows, m * fmt_.row_bytes, host.data());
     h = host.data();
   }
   fifo_.insert(got.data(), h, m);
 }
 
-namespace {
-// Rows in the channel's memory space: the backend's memory on a device-space channel (NCCL or
-// staged MPI on a GPU rank), so a peer's hot rows go from its cache to `out` without a host copy.
-std::shared_ptr<void> row_buffer(FeatureBackend& be, MemorySpace space, size_t bytes) {
-  bytes = std::max<size_t>(bytes, 1);
-  if (space == MemorySpace::kDevice) return be.allocate(bytes);
-  return std::shared_ptr<void>(new unsigned char[bytes],
-                               [](void* p) { delete[] static_cast<unsigned char*>(p); });
-}
-}  // namespace
-
 void FeatureStore::gather(const int64_t* ids, int64_t n, void* out) {
   const Requests r = prepare(ids, n, out);
-  exchange_rows(ids, r, out);
+  const std::shared_ptr<void> rows = peers_->fetch(r.req, r.send_counts);
+  receive(ids, r, 0, static_cast<int64_t>(r.req.size()), rows.get(), comm_.memory_space(), out);
   note_traffic();
-}
-
-// One round: slots to their owners (host buffers: small), rows back in the channel's memory space.
-void FeatureStore::exchange_rows(const int64_t* ids, const Requests& r, void* out) {
-  const std::vector<int64_t>& req = r.req;
-  const std::vector<int64_t>& send_counts = r.send_counts;
-  OpOptions slots_op{{}, "gather.slots"};
-  slots_op.host_buffers = true;
-  std::vector<int64_t> recv_counts = comm_.exchange_counts(send_counts, {{}, "gather.counts"});
-  int64_t total_in = 0;
-  for (auto c : recv_counts) total_in += c;
-  std::vector<int64_t> slots_in(total_in);
-  comm_.all_to_all_v(req.data(), send_counts, slots_in.data(), recv_counts, DType::kInt64,
-                     slots_op);
-  const MemorySpace space = comm_.memory_space();
-  const int64_t n_in = static_cast<int64_t>(req.size());
-  std::shared_ptr<void> rows_out = row_buffer(*backend_, space, total_in * row_bytes_);
-  std::shared_ptr<void> rows_in = row_buffer(*backend_, space, n_in * row_bytes_);
-  serve(slots_in.data(), total_in, rows_out.get(), space);
-  exchange_row_bytes(rows_out.get(), recv_counts, rows_in.get(), send_counts);
-  receive(ids, r, 0, n_in, rows_in.get(), space, out);
 }
 
 void FeatureStore::gather_resident(const int64_t* ids, int64_t n, void* out) {
@@ -205,7 +176,7 @@ void FeatureStore::gather_resident(const int64_t* ids, int64_t n, void* out) {
     return gather(host.data(), n, out);
   }
   const ResidentPass r = prepare_resident(ids, n, out);
-  exchange_resident(r, out);
+  peers_->fetch_resident(r, out);
   note_traffic();
 }
 
@@ -215,43 +186,16 @@ ResidentPass FeatureStore::prepare_resident(const int64_t* ids, int64_t n, void*
     std::vector<int64_t> host(n);
     backend_->copy_to_host(ids, n * sizeof(int64_t), host.data());
     for (int64_t i = 0; i < n; ++i) {
-      if (host[i] < 0 || host[i] >= num_nodes_) {
+      if (host[i] < 0 || host[i] >= fmt_.num_nodes) {
         DSP_THROW_T(InvalidArgument, "gather: id {} at position {} is out of range [0, {})",
-                    host[i], i, num_nodes_);
+                    host[i], i, fmt_.num_nodes);
       }
     }
   }
   int64_t remote = 0;
   for (const int64_t c : r.send_counts) remote += c;
-  stats_.count(r.rows_cold, 0, r.rows_local_hot, remote, static_cast<int64_t>(row_bytes_));
+  stats_.count(r.rows_cold, 0, r.rows_local_hot, remote, static_cast<int64_t>(fmt_.row_bytes));
   return r;
-}
-
-void FeatureStore::exchange_resident(const ResidentPass& r, void* out) {
-  const int P = comm_.size();
-  const std::vector<int64_t> recv = comm_.exchange_counts(r.send_counts, {{}, "gather.counts"});
-  int64_t total_in = 0, n_out = 0;
-  for (int p = 0; p < P; ++p) total_in += recv[p], n_out += r.send_counts[p];
-  const MemorySpace space = comm_.memory_space();
-  const bool device = space == MemorySpace::kDevice;
-  // Slots: where the channel takes its buffers (read back for a host channel).
-  std::vector<int64_t> slots_host(device ? 0 : n_out), slots_in_host(device ? 0 : total_in);
-  if (!device) backend_->copy_to_host(r.slots, n_out * sizeof(int64_t), slots_host.data());
-  std::shared_ptr<void> slots_in =
-      device ? backend_->allocate(total_in * sizeof(int64_t) + 8) : std::shared_ptr<void>();
-  const OpOptions slots_op{{}, "gather.slots"};
-  comm_.all_to_all_v(device ? r.slots : slots_host.data(), r.send_counts,
-                     device ? slots_in.get() : slots_in_host.data(), recv, DType::kInt64, slots_op);
-  std::shared_ptr<void> rows_out = row_buffer(*backend_, space, total_in * row_bytes_);
-  std::shared_ptr<void> rows_in = row_buffer(*backend_, space, n_out * row_bytes_);
-  if (device) {
-    comm_.synchronize(slots_op);
-    backend_->serve_resident(static_cast<const int64_t*>(slots_in.get()), total_in, rows_out.get());
-  } else {
-    serve(slots_in_host.data(), total_in, rows_out.get(), space);
-  }
-  exchange_row_bytes(rows_out.get(), recv, rows_in.get(), r.send_counts);
-  backend_->place_resident(rows_in.get(), space, r.pos, r.nodes, n_out, out);
 }
 
 ResidentPass FeatureBackend::classify_resident(const int64_t*, int64_t, void*,
@@ -266,36 +210,9 @@ void FeatureBackend::place_resident(const void*, MemorySpace, const int64_t*, co
   DSP_THROW("{}: the feature backend does not place resident rows", name());
 }
 
-// The served rows out (served[p] rows to peer p), the requested rows in (asked[p] from p), as
-// bytes in the channel's memory space; complete on return.
-void FeatureStore::exchange_row_bytes(const void* out_rows, const std::vector<int64_t>& served,
-                                      void* in_rows, const std::vector<int64_t>& asked) {
-  const int P = comm_.size();
-  std::vector<int64_t> sc(P), rc(P);
-  for (int p = 0; p < P; ++p) {
-    sc[p] = served[p] * static_cast<int64_t>(row_bytes_);
-    rc[p] = asked[p] * static_cast<int64_t>(row_bytes_);
-  }
-  const OpOptions rows_op{{}, "gather.rows"};
-  comm_.all_to_all_v(out_rows, sc, in_rows, rc, DType::kUInt8, rows_op);
-  comm_.synchronize(rows_op);
-}
-
-// The FIFO levels' rows placed with the backend's place_rows, and counted.
-void FeatureStore::serve_from_fifo(const int64_t* ids, int64_t n, void* out) {
-  int64_t hits[2];
-  fifo_.serve(
-      ids, n, peer_.data(),
-      [&](const unsigned char* rows, const int64_t* pos, const int64_t* got, int64_t h) {
-        backend_->place_rows(rows, MemorySpace::kHost, pos, got, h, out);
-      },
-      hits);
-  stats_.count_fifo(hits, static_cast<int64_t>(row_bytes_));
-}
-
 std::vector<unsigned char> FeatureStore::gather(const std::vector<int64_t>& ids) {
   const int64_t n = static_cast<int64_t>(ids.size());
-  std::vector<unsigned char> out(n * out_row_bytes_);
+  std::vector<unsigned char> out(n * fmt_.out_row_bytes);
   std::shared_ptr<void> rows = allocate_rows(n);
   gather(ids.data(), n, rows.get());
   backend_->copy_to_host(rows.get(), out.size(), out.data());

@@ -26,6 +26,7 @@
 #include "layout/partition/partition.hpp"
 #include "layout/store/feature_backend.hpp"
 #include "layout/store/fifo_cache.hpp"
+#include "layout/store/peer_rows.hpp"
 
 namespace dsp {
 
@@ -56,6 +57,16 @@ struct GatherStats {
   void count_fifo(const int64_t hits[2], int64_t row_bytes);
 };
 
+// A store's rows: as stored, cached and exchanged between ranks (dtype, row_bytes: GatherStats
+// counts these bytes), and as gather writes them (out_dtype, out_row_bytes: float32 for bfloat16
+// and int8 stores, decoded in the gather; the stored rows otherwise, float16 rows being widened by
+// their consumer, on its device).
+struct StoreRows {
+  int64_t num_nodes = 0, dim = 0;
+  DType dtype = DType::kFloat32, out_dtype = DType::kFloat32;
+  size_t row_bytes = 0, out_row_bytes = 0;
+};
+
 class FeatureStore {
  public:
   // `part` must have been loaded for comm.rank() of a partition with comm.size() parts.
@@ -67,19 +78,13 @@ class FeatureStore {
                const FeatureBackendFactory& backend = {});
   ~FeatureStore();
 
-  int64_t num_nodes() const { return num_nodes_; }
-  int64_t dim() const { return dim_; }
-  // Rows as stored, cached and exchanged between ranks (GatherStats counts these bytes).
-  DType dtype() const { return dtype_; }
-  size_t row_bytes() const { return row_bytes_; }
-  // Rows as gather writes them: float32 for bfloat16 and int8 stores (decoded in the gather),
-  // the stored rows otherwise (float16 rows are widened by their consumer, on its device).
-  DType out_dtype() const { return out_dtype_; }
-  size_t out_row_bytes() const { return out_row_bytes_; }
+  // Its rows as stored, cached and exchanged, and as gather writes them (StoreRows).
+  const StoreRows& format() const { return fmt_; }
   // Memory for n output rows in the backend's memory; *fence (when given): its release fence
   // (FeatureBackend::allocate).
   std::shared_ptr<void> allocate_rows(int64_t n, std::shared_ptr<ReleaseFence>* fence = nullptr) {
-    return backend_->allocate(std::max<size_t>(static_cast<size_t>(n) * out_row_bytes_, 1), fence);
+    return backend_->allocate(std::max<size_t>(static_cast<size_t>(n) * fmt_.out_row_bytes, 1),
+                              fence);
   }
   int64_t cached_rows() const { return cache_rows_; }
 
@@ -99,18 +104,16 @@ class FeatureStore {
   // Host convenience: the rows copied to host memory whatever the backend.
   std::vector<unsigned char> gather(const std::vector<int64_t>& ids);
   Communicator& communicator() const { return comm_; }
-  // Superbatches (FeatureBackend::read_ahead): the cold rows of `ids`, every id the next gathers
-  // will request, read now in file order when the backend reads its rows from disk (reads_ahead);
-  // n = 0 frees them. Local: no communication.
-  bool reads_ahead() const { return backend_->reads_ahead(); }
-  void read_ahead(const int64_t* ids, int64_t n) { backend_->read_ahead(ids, n); }
-
+  // Its copies; also superbatches (FeatureBackend::read_ahead: the cold rows the next gathers
+  // will request, read now in file order; local, no communication).
   FeatureBackend& backend() { return *backend_; }
   Device device() const { return backend_->device(); }
 
   // Adds the FIFO levels (fifo_cache.hpp; replacing any). Not thread-safe against a concurrent
   // gather.
-  void enable_fifo(const FifoCacheOptions& opts) { fifo_.enable(opts, num_nodes_, row_bytes_); }
+  void enable_fifo(const FifoCacheOptions& opts) {
+    fifo_.enable(opts, fmt_.num_nodes, fmt_.row_bytes);
+  }
   FifoRowCache* fifo(int level) { return fifo_.level(level); }
 
   const GatherStats& stats() const { return stats_; }
@@ -130,16 +133,8 @@ class FeatureStore {
   };
   // gather_resident's local part on a classifying backend: checks, local rows, the request counts.
   ResidentPass prepare_resident(const int64_t* ids, int64_t n, void* out);
-  // gather_resident's round: the slots to their owners, rows back into out (in the backend's
-  // memory where the channel is device-space, through host buffers otherwise).
-  void exchange_resident(const ResidentPass& r, void* out);
-  // Both rounds' rows: served rows out, requested rows back (counts in rows, sent as bytes).
-  void exchange_row_bytes(const void* out_rows, const std::vector<int64_t>& served, void* in_rows,
-                          const std::vector<int64_t>& asked);
   // The local part of gather: checks, local and cold rows, the FIFO levels, the requests.
   Requests prepare(const int64_t* ids, int64_t n, void* out);
-  // Rows of this rank's cache by slot, for peers (slots checked), into `rows` in `space`.
-  void serve(const int64_t* slots, int64_t n, void* rows, MemorySpace space);
   // Received rows [k0, k0 + m) of the requests (contiguous in `rows`) into their places in out,
   // and into the FIFO levels.
   void receive(const int64_t* ids, const Requests& r, int64_t k0, int64_t m, const void* rows,
@@ -148,23 +143,17 @@ class FeatureStore {
   PartitionMeta meta_;
   Array features_;      // mapped [N, F]
   Array feature_rows_;  // int64 [N]: the row of node v in features_ (by reference), or undefined
-  int64_t num_nodes_, dim_;
-  DType dtype_, out_dtype_;
-  size_t row_bytes_, out_row_bytes_;
+  StoreRows fmt_;
   int64_t cache_rows_ = 0;
   std::vector<int32_t> slot_;          // slot of every node in its owner's cache, or -1
   std::vector<uint64_t> cached_bits_;  // bit v: node v is cached by some rank
   std::vector<uint64_t> seen_bits_;    // bit v: requested by the current call (duplicates)
   std::vector<uint8_t> peer_;          // per requested id: cached by another rank
   std::unique_ptr<FeatureBackend> backend_;
+  std::unique_ptr<PeerRows> peers_;  // the round with the other ranks' caches
   GatherStats stats_;
   HostTraffic host0_;  // the backend's traffic when the stats were last reset
   FifoLevels fifo_;
-  // Serves the rows flagged in peer_ that a FIFO level holds (clearing their flags).
-  void serve_from_fifo(const int64_t* ids, int64_t n, void* out);
-  // The collective round of gather: req (slots, grouped by owner: send_counts[p] each) out, rows
-  // back to positions req_pos of out.
-  void exchange_rows(const int64_t* ids, const Requests& r, void* out);
   // The backend's traffic since the last reset, into stats_.host (the end of a gather).
   void note_traffic() { stats_.host = backend_->traffic() - host0_; }
 };

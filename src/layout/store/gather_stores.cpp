@@ -21,7 +21,7 @@ RoundCounts totals(const std::vector<int64_t>& cnt, const std::vector<FeatureSto
   for (int p = 0; p < P; ++p) {
     for (size_t s = 0; s < S; ++s) {
       c.rows[p] += cnt[p * S + s];
-      c.bytes[p] += cnt[p * S + s] * static_cast<int64_t>(stores[s]->row_bytes());
+      c.bytes[p] += cnt[p * S + s] * static_cast<int64_t>(stores[s]->format().row_bytes);
     }
   }
   return c;
@@ -75,22 +75,17 @@ void gather_stores(const std::vector<FeatureStore*>& stores,
                     slots_op);
   // 3: the rows, served by store into each peer's bytes, then placed by store.
   const MemorySpace space = comm.memory_space();
-  auto buffer = [&](int64_t bytes) -> std::shared_ptr<void> {
-    if (space == MemorySpace::kDevice) {
-      return stores[0]->backend().allocate(std::max<size_t>(static_cast<size_t>(bytes), 1));
-    }
-    return std::shared_ptr<void>(new unsigned char[std::max<int64_t>(bytes, 1)],
-                                 [](void* q) { delete[] static_cast<unsigned char*>(q); });
-  };
-  std::shared_ptr<void> rows_out = buffer(sum(in_c.bytes)), rows_in = buffer(sum(out_c.bytes));
+  FeatureBackend& be = stores[0]->backend();
+  std::shared_ptr<void> rows_out = row_buffer(be, space, sum(in_c.bytes));
+  std::shared_ptr<void> rows_in = row_buffer(be, space, sum(out_c.bytes));
   auto* ro = static_cast<unsigned char*>(rows_out.get());
   const int64_t* si = slots_in.data();
   for (int p = 0; p < P; ++p) {
     for (size_t s = 0; s < S; ++s) {
       const int64_t m = rc_cnt[p * S + s];
-      stores[s]->serve(si, m, ro, space);
+      stores[s]->peers_->serve(si, m, ro, space);
       si += m;
-      ro += m * static_cast<int64_t>(stores[s]->row_bytes());
+      ro += m * static_cast<int64_t>(stores[s]->format().row_bytes);
     }
   }
   const OpOptions rows_op{{}, "gather.rows"};
@@ -103,7 +98,7 @@ void gather_stores(const std::vector<FeatureStore*>& stores,
       const int64_t m = sc_cnt[p * S + s];
       stores[s]->receive(ids[s].data(), req[s], first[s], m, ri, space, outs[s]);
       first[s] += m;
-      ri += m * static_cast<int64_t>(stores[s]->row_bytes());
+      ri += m * static_cast<int64_t>(stores[s]->format().row_bytes);
     }
   }
   for (FeatureStore* st : stores) st->note_traffic();

@@ -94,7 +94,7 @@ LoadedBatch RankFeatures::load(SampledBatch&& sb) {
 }
 
 bool RankFeatures::reads_ahead() {
-  return !part_.meta.hetero && has_features() && store().reads_ahead();
+  return !part_.meta.hetero && has_features() && store().backend().reads_ahead();
 }
 
 void RankFeatures::read_ahead(const std::vector<const SampledBatch*>& batches) {
@@ -104,7 +104,7 @@ void RankFeatures::read_ahead(const std::vector<const SampledBatch*>& batches) {
     const std::vector<int64_t>& in = sb->input_nodes();
     ids.insert(ids.end(), in.begin(), in.end());
   }
-  store().read_ahead(ids.data(), static_cast<int64_t>(ids.size()));
+  store().backend().read_ahead(ids.data(), static_cast<int64_t>(ids.size()));
 }
 
 }  // namespace dsp

@@ -59,7 +59,7 @@ void RankFeatures::enable_fifo() {
   if (store_err) std::rethrow_exception(store_err);
   DSP_CHECK(store_failed == rt_.size(), "rank {} failed to build its feature store", store_failed);
   // More rows than nodes hold nothing more.
-  const int64_t n = store_->num_nodes();
+  const int64_t n = store_->format().num_nodes;
   const FifoCacheOptions fo{std::min(opts.fifo_rows, n), std::min(opts.fifo_shared_rows, n),
                             fifo_name_};
   auto [fifo_err, fifo_failed] = agree([&] { store_->enable_fifo(fo); });
@@ -69,7 +69,7 @@ void RankFeatures::enable_fifo() {
             fifo_failed);
   fifo_on_ = true;
   if (rt_.leader()) {
-    const double mb = static_cast<double>(store_->row_bytes()) / 1e6;
+    const double mb = static_cast<double>(store_->format().row_bytes) / 1e6;
     DSP_INFO("runtime",
              "FIFO feature cache (BGL) of rows other ranks serve: {} rows per rank ({:.1f} MB){}",
              fo.rows, fo.rows * mb,

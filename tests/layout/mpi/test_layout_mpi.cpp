@@ -92,7 +92,7 @@ void cleanup(Fixture& f) {
 
 void expect_rows(const Fixture& f, const std::vector<int64_t>& ids,
                  const std::vector<unsigned char>& got) {
-  size_t rb = f.store->row_bytes();
+  size_t rb = f.store->format().row_bytes;
   ASSERT_EQ(got.size(), ids.size() * rb);
   const auto* base = static_cast<const unsigned char*>(f.part.features.raw());
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -126,7 +126,8 @@ class Gather : public ::testing::TestWithParam<std::string> {
 TEST_P(Gather, RandomSetsEqualFeatureRows) {
   Fixture f = make("in-degree", 0.3);
   for (uint64_t round = 0; round < 5; ++round) {
-    auto ids = random_ids(f.store->num_nodes(), 50 + 100 * round + 37 * g_comm->rank(), round);
+    auto ids =
+        random_ids(f.store->format().num_nodes, 50 + 100 * round + 37 * g_comm->rank(), round);
     expect_rows(f, ids, f.store->gather(ids));
   }
   const GatherStats& st = f.store->stats();
@@ -135,14 +136,14 @@ TEST_P(Gather, RandomSetsEqualFeatureRows) {
   if (g_comm->size() > 1) {
     EXPECT_GT(st.rows_remote_hot, 0);
   }
-  EXPECT_EQ(st.bytes_cold, st.rows_cold * static_cast<int64_t>(f.store->row_bytes()));
+  EXPECT_EQ(st.bytes_cold, st.rows_cold * static_cast<int64_t>(f.store->format().row_bytes));
   cleanup(f);
 }
 
 TEST_P(Gather, EmptyOnSomeRanks) {
   Fixture f = make("in-degree", 0.5);
   std::vector<int64_t> ids;
-  if (g_comm->rank() % 2 == 0) ids = random_ids(f.store->num_nodes(), 200, 9);
+  if (g_comm->rank() % 2 == 0) ids = random_ids(f.store->format().num_nodes, 200, 9);
   expect_rows(f, ids, f.store->gather(ids));
   std::vector<int64_t> none;
   expect_rows(f, none, f.store->gather(none));
@@ -151,7 +152,7 @@ TEST_P(Gather, EmptyOnSomeRanks) {
 
 TEST_P(Gather, AllCold) {
   Fixture f = make("none", 0.0);
-  auto ids = random_ids(f.store->num_nodes(), 300, 4);
+  auto ids = random_ids(f.store->format().num_nodes, 300, 4);
   expect_rows(f, ids, f.store->gather(ids));
   EXPECT_EQ(f.store->stats().rows_cold, 300);
   EXPECT_DOUBLE_EQ(f.store->stats().hit_rate(), 0.0);
@@ -160,7 +161,7 @@ TEST_P(Gather, AllCold) {
 
 TEST_P(Gather, AllHot) {
   Fixture f = make("in-degree", 1.0);
-  std::vector<int64_t> ids(f.store->num_nodes());
+  std::vector<int64_t> ids(f.store->format().num_nodes);
   std::iota(ids.begin(), ids.end(), 0);
   std::reverse(ids.begin(), ids.end());
   expect_rows(f, ids, f.store->gather(ids));
@@ -178,13 +179,13 @@ TEST_P(Gather, DuplicateAndOutOfRangeIdsAreRejected) {
     EXPECT_NE(std::string(e.what()).find("id 1 is requested twice"), std::string::npos);
   }
   try {
-    f.store->gather(std::vector<int64_t>{3, f.store->num_nodes()});
+    f.store->gather(std::vector<int64_t>{3, f.store->format().num_nodes});
     FAIL();
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos);
   }
   // The store still works after rejected requests.
-  auto ids = random_ids(f.store->num_nodes(), 64, 1);
+  auto ids = random_ids(f.store->format().num_nodes, 64, 1);
   expect_rows(f, ids, f.store->gather(ids));
   cleanup(f);
 }
@@ -198,7 +199,7 @@ std::vector<unsigned char> gather_resident(FeatureStore& store, const std::vecto
   be.copy_from_host(dev.get(), ids.data(), n * sizeof(int64_t));
   std::shared_ptr<void> rows = store.allocate_rows(n);
   store.gather_resident(static_cast<const int64_t*>(dev.get()), n, rows.get());
-  std::vector<unsigned char> out(n * store.out_row_bytes());
+  std::vector<unsigned char> out(n * store.format().out_row_bytes);
   be.copy_to_host(rows.get(), out.size(), out.data());
   return out;
 }
@@ -210,7 +211,7 @@ TEST_P(Gather, ResidentIdsGiveTheRowsAndCountsOfGather) {
   for (uint64_t round = 0; round < 4; ++round) {
     std::vector<int64_t> ids;
     if (round != 1 || g_comm->rank() % 2 == 0) {
-      ids = random_ids(f.store->num_nodes(), 60 + 150 * round + 31 * g_comm->rank(), round);
+      ids = random_ids(f.store->format().num_nodes, 60 + 150 * round + 31 * g_comm->rank(), round);
     }
     f.store->reset_stats();
     expect_rows(f, ids, f.store->gather(ids));
@@ -241,7 +242,7 @@ TEST_P(Gather, ResidentIdsCostOneReadOfTheirCounts) {
   }
   const int64_t P = g_comm->size();
   for (const int64_t n : {40, 700}) {
-    auto ids = random_ids(f.store->num_nodes(), n, 7);
+    auto ids = random_ids(f.store->format().num_nodes, n, 7);
     f.store->reset_stats();
     gather_resident(*f.store, ids);  // stats().host: to the end of the gather (no copy back)
     const HostTraffic t = f.store->stats().host;
@@ -254,7 +255,7 @@ TEST_P(Gather, ResidentIdsCostOneReadOfTheirCounts) {
 TEST_P(Gather, ResidentIdOutOfRangeIsRejectedBeforeAnyCommunication) {
   Fixture f = make("in-degree", 0.2);
   if (g_comm->rank() == 0) {
-    const int64_t N = f.store->num_nodes();
+    const int64_t N = f.store->format().num_nodes;
     try {
       gather_resident(*f.store, {3, 7, 11, N + 5, 2});
       FAIL();
@@ -263,7 +264,7 @@ TEST_P(Gather, ResidentIdOutOfRangeIsRejectedBeforeAnyCommunication) {
                 fmt::format("gather: id {} at position 3 is out of range [0, {})", N + 5, N));
     }
   }
-  auto ids = random_ids(f.store->num_nodes(), 64, 1);  // the store still works
+  auto ids = random_ids(f.store->format().num_nodes, 64, 1);  // the store still works
   expect_rows(f, ids, gather_resident(*f.store, ids));
   cleanup(f);
 }
@@ -307,8 +308,8 @@ TEST_P(Gather, SeveralStoresInOneRound) {
         // rank 1 asks the second store for nothing in round 1: the round still lines up
         const int64_t k = round == 1 && c.rank() == 1 && st == stores[1]
                               ? 0
-                              : std::min<int64_t>(st->num_nodes(), 40 + 30 * round);
-        ids.push_back(random_ids(st->num_nodes(), k, round + 7 * ids.size()));
+                              : std::min<int64_t>(st->format().num_nodes, 40 + 30 * round);
+        ids.push_back(random_ids(st->format().num_nodes, k, round + 7 * ids.size()));
       }
       std::vector<std::shared_ptr<void>> rows;
       std::vector<void*> outs;
@@ -322,7 +323,7 @@ TEST_P(Gather, SeveralStoresInOneRound) {
       stores[0]->gather(ids[0]);
       EXPECT_EQ(ops1 - ops0, channel.counters().ops - ops1);  // one store's gather: as many
       for (size_t s = 0; s < 2; ++s) {
-        const size_t rb = stores[s]->row_bytes();
+        const size_t rb = stores[s]->format().row_bytes;
         std::vector<unsigned char> got(ids[s].size() * rb);
         stores[s]->backend().copy_to_host(outs[s], got.size(), got.data());
         const auto* base = static_cast<const unsigned char*>(views[s].features.raw());
@@ -352,7 +353,7 @@ TEST_P(Gather, FifoLevelsServeEqualRowsAndSaveRequests) {
   g_comm->barrier();
   for (uint64_t round = 0; round < 8; ++round) {
     // The same sets twice in a row: the second gather finds the peers' rows in the FIFO.
-    auto ids = random_ids(f.store->num_nodes(), 150, round / 2);
+    auto ids = random_ids(f.store->format().num_nodes, 150, round / 2);
     expect_rows(f, ids, f.store->gather(ids));
     auto held = f.store->fifo(0)->held();
     std::sort(held.begin(), held.end());
@@ -428,9 +429,9 @@ TEST_P(Gather, QuantizedRowsDecodeToTheReference) {
     FeatureStore store(part, channel, std::vector<Array>{},
                        test::feature_backend(param.substr(0, param.find('+'))));
     store.enable_fifo({60, 0, ""});
-    const size_t ob = store.out_row_bytes();
+    const size_t ob = store.format().out_row_bytes;
     for (uint64_t round = 0; round < 4; ++round) {
-      auto ids = random_ids(store.num_nodes(), 150 + 20 * c.rank(), round / 2);
+      auto ids = random_ids(store.format().num_nodes, 150 + 20 * c.rank(), round / 2);
       const std::vector<unsigned char> got = store.gather(ids);
       ASSERT_EQ(got.size(), ids.size() * ob);
       for (size_t i = 0; i < ids.size(); ++i) {
@@ -454,9 +455,10 @@ TEST_P(Gather, QuantizedRowsDecodeToTheReference) {
       EXPECT_GT(st.rows_remote_hot, 0);
       EXPECT_GT(st.rows_fifo, 0);
     }
-    EXPECT_EQ(st.bytes_remote_hot, st.rows_remote_hot * static_cast<int64_t>(store.row_bytes()));
+    EXPECT_EQ(st.bytes_remote_hot,
+              st.rows_remote_hot * static_cast<int64_t>(store.format().row_bytes));
     store.enable_fifo({});  // resident ids decode on the device to the same bits (no FIFO)
-    const auto ids = random_ids(store.num_nodes(), 170 + 20 * c.rank(), 5);
+    const auto ids = random_ids(store.format().num_nodes, 170 + 20 * c.rank(), 5);
     EXPECT_EQ(gather_resident(store, ids), store.gather(ids));
     c.barrier();
   }
@@ -553,14 +555,14 @@ TEST_P(EmbeddingMpi, GatherReturnsTheRowsOfAnyOwner) {
   for (int64_t i = 0; i < n; ++i) {
     const std::vector<float> want = test::initial_row(r.o, r.n2o[q.ids[i]]);
     EXPECT_TRUE(same_floats(rows.data() + i * r.o.dim, want.data(), r.o.dim)) << i;
-    remote += r.table->owner(q.ids[i]) != rank;
+    remote += r.table->ranges().owner(q.ids[i]) != rank;
   }
   // Bytes to other ranks: our remote ids out, and the rows of their ids we own back.
   int64_t served = 0;
   for (int p = 0; p < g_comm->size(); ++p) {
     if (p == rank) continue;
     for (int64_t id : embedding_request(0, p, p == 1 ? 0 : 40 + 7 * p, 0).ids) {
-      served += r.table->owner(id) == rank;
+      served += r.table->ranges().owner(id) == rank;
     }
   }
   EXPECT_EQ(r.table->stats().rows_remote, 2 * remote);
@@ -589,8 +591,9 @@ void check_gradients_sum_in_rank_order(EmbeddingOptimizer optimizer) {
   }
   const EmbeddingTable& t = *r.table;
   const std::vector<float> own = t.host_rows();
-  for (int64_t v = t.begin(); v < t.end(); ++v) {
-    EXPECT_TRUE(same_floats(own.data() + (v - t.begin()) * r.o.dim, ref.row(r.n2o[v]), r.o.dim))
+  for (int64_t v = t.ranges().begin(); v < t.ranges().end(); ++v) {
+    EXPECT_TRUE(
+        same_floats(own.data() + (v - t.ranges().begin()) * r.o.dim, ref.row(r.n2o[v]), r.o.dim))
         << name_of(optimizer) << " global id " << v;
   }
   std::vector<int64_t> every(kEmbN);
