@@ -212,7 +212,7 @@ PipelineStages symmetric_stages(CollectiveSampler& sampler, RankRuntime& rt, Tra
   };
   stages.load = [&rt](SampledBatch&& sb) { return rt.features().load(std::move(sb)); };
   stages.train = [&trainer, &train_calls, restart_after](LoadedBatch&& lb) {
-    if (train_calls++ == restart_after) trainer.reset_step_times();
+    if (train_calls++ == restart_after) trainer.step_times() = {};
     trainer.step(lb);
   };
   stages.set_threads = [&trainer](WorkerKind k, int n) {

@@ -140,7 +140,7 @@ struct LoadedBatch {
   int64_t label_columns = 0;
   bool multilabel() const { return label_columns > 0; }
   // Learnable node embeddings of the input nodes (host float32 [num_input x embedding_dim]),
-  // gathered by the trainer right before its step (Trainer::gather_embedding); the model reads
+  // gathered by the trainer right before its step (Trainer::embedding().gather); the model reads
   // [features | embedding].
   std::vector<float> embedding;
   int64_t embedding_dim = 0;

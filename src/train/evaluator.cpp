@@ -13,6 +13,7 @@
 #include "train/checkpoint_keeper.hpp"
 #include "train/inference.hpp"
 #include "train/progress.hpp"
+#include "train/step_embedding.hpp"
 #include "train/typed_rows.hpp"
 
 namespace dsp {
@@ -69,19 +70,20 @@ void Evaluator::count_splits() {
   CoordinatedCommunicator& main_ch = rt_.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 8);
   main_ch.all_reduce(n, 2, DType::kInt64, ReduceOp::kSum);
-  has_valid_ = n[0] > 0;
-  has_test_ = n[1] > 0;
+  last_.has_valid = n[0] > 0;
+  last_.has_test = n[1] > 0;
   DSP_CHECK_ARG(
-      has_valid_ || (cfg_.patience == 0 && cfg_.train.lr_schedule != LrScheduleKind::kPlateau),
+      last_.has_valid || (cfg_.patience == 0 && cfg_.train.lr_schedule != LrScheduleKind::kPlateau),
       "{} acts on validation, but {} has no validation nodes",
       cfg_.patience > 0 ? "--patience" : "--lr-schedule plateau", cfg_.rank.path);
-  if (!rt_.leader() || (has_valid_ && has_test_)) return;
+  if (!rt_.leader() || (last_.has_valid && last_.has_test)) return;
   DSP_INFO("train", "{}: {}", cfg_.rank.path,
-           !has_valid_ && !has_test_ ? "no validation or test nodes: nothing is evaluated, and "
-                                       "best.pt is the last epoch's model"
-           : !has_valid_ ? "no validation nodes: best.pt is the last evaluated epoch's model, "
-                           "and its test figure is reported"
-                         : "no test nodes: validation only, no test figure");
+           !last_.has_valid && !last_.has_test
+               ? "no validation or test nodes: nothing is evaluated, and "
+                 "best.pt is the last epoch's model"
+           : !last_.has_valid ? "no validation nodes: best.pt is the last evaluated epoch's model, "
+                                "and its test figure is reported"
+                              : "no test nodes: validation only, no test figure");
 }
 
 // --eval as resolved (eval_choice.hpp); link prediction ranks held-out edges from every node's
@@ -245,7 +247,7 @@ EvalTally Evaluator::evaluate(int split, const std::vector<int64_t>& ids, int64_
       rt_.channel(WorkerKind::kLoader).set_step(epoch, eval_batch_id(split, s));
       LoadedBatch lb = rt_.features().load(std::move(group[static_cast<size_t>(s - g)]));
       rt_.channel(WorkerKind::kTrainer).set_step(epoch, eval_batch_id(split, s));
-      trainer_.gather_embedding(lb);  // collective; nothing without embeddings
+      trainer_.embedding().gather(lb);  // collective; nothing without embeddings
       trainer_.eval().eval_batch(lb, &tally);
       progress.update(s + 1, steps);
     }
@@ -267,17 +269,17 @@ std::pair<double, double> Evaluator::run(int64_t epoch) {
                     [epoch](int split) { return eval_control_id(split, 1); });
     val = link_->value(link_->valid());
     test = link_->value(link_->test());
-  } else if (has_valid_ || has_test_) {
+  } else if (last_.has_valid || last_.has_test) {
     if (eval_.full) {
-      std::tie(val_tally_, test_tally_) = evaluate_full(epoch);
+      std::tie(last_.valid, last_.test) = evaluate_full(epoch);
     } else {
-      val_tally_ = evaluate(0, valid_ids_, epoch);
-      test_tally_ = evaluate(1, test_ids_, epoch);
+      last_.valid = evaluate(0, valid_ids_, epoch);
+      last_.test = evaluate(1, test_ids_, epoch);
     }
-    val = val_tally_.metric(metric_);
-    test = test_tally_.metric(metric_);
+    val = last_.valid.metric(metric_);
+    test = last_.test.metric(metric_);
   }
-  seconds_ = eval_time.seconds();
+  last_.seconds = eval_time.seconds();
   return {val, test};
 }
 

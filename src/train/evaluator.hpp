@@ -39,13 +39,15 @@ class Evaluator {
   // The validation and test figures of the model after `epoch`: --metric as resolved, or link
   // prediction's (LinkTask::value); zeros for a node task without either split. Collective.
   std::pair<double, double> run(int64_t epoch);
-  double seconds() const { return seconds_; }  // the last run's wall time
-  // Node tasks: the last run's tallies (every metric) and whether any rank has each split.
-  const EvalTally& valid_tally() const { return val_tally_; }
-  const EvalTally& test_tally() const { return test_tally_; }
-  bool has_valid() const { return has_valid_; }
-  bool has_test() const { return has_test_; }
-  bool evaluates() const { return link_ || has_valid_ || has_test_; }
+  // The last run: its wall time, and for node tasks its tallies (every metric) and whether any
+  // rank has each split.
+  struct Outcome {
+    double seconds = 0;
+    EvalTally valid, test;
+    bool has_valid = true, has_test = true;
+  };
+  const Outcome& last() const { return last_; }
+  bool evaluates() const { return link_ || last_.has_valid || last_.has_test; }
   MetricKind metric() const { return metric_; }
   // A new best model: kept when a sampled job tests it in full at the end (choice().final_full).
   void keep_best();
@@ -78,11 +80,9 @@ class Evaluator {
   int layers_;
   int read_ahead_ = 0;
   std::vector<int64_t> valid_ids_, test_ids_;
-  bool has_valid_ = true, has_test_ = true;  // any rank has such nodes (node tasks)
-  EvalChoice eval_;                          // --eval as resolved
-  EvalTally val_tally_, test_tally_;         // the last run's
-  std::vector<float> best_params_;           // the best model so far, when final_full
-  double seconds_ = 0;
+  EvalChoice eval_;                 // --eval as resolved
+  Outcome last_;                    // the last run's
+  std::vector<float> best_params_;  // the best model so far, when final_full
 };
 
 }  // namespace dsp

@@ -8,8 +8,9 @@
 
 #include "core/error.hpp"
 #include "graph/npy.hpp"
-#include "train/device_io.hpp"
 #include "layout/partition/partition_dir.hpp"
+#include "train/device_io.hpp"
+#include "train/step_embedding.hpp"
 
 namespace dsp {
 
@@ -240,7 +241,7 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
         lc.set_step(o.epoch, step);
         lb = rt.features().load(std::move(lb.sample));
         tc.set_step(o.epoch, step);
-        trainer.gather_embedding(lb);  // collective: learnable embeddings' rows, if any
+        trainer.embedding().gather(lb);  // collective: learnable embeddings' rows, if any
       } else {
         tc.set_step(o.epoch, step);
         h = source_rows(tc, meta, in, lb.sample.blocks.front().src_ids, io);

@@ -22,6 +22,7 @@
 #include "train/lr_schedule.hpp"
 #include "train/progress.hpp"
 #include "train/run_report.hpp"
+#include "train/step_embedding.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -245,7 +246,7 @@ PipelineStages TrainJob::symmetric_stages() {
     rt_.features().read_ahead(b);
   };
   stages.train = [this](LoadedBatch&& lb) {
-    trainer_->gather_embedding(lb);  // collective; nothing without embeddings
+    trainer_->embedding().gather(lb);  // collective; nothing without embeddings
     trainer_->step(lb, /*tally_correct=*/true);
     account();
   };
@@ -339,7 +340,7 @@ void TrainJob::train_epoch(int epoch) {
   trainer_->set_lr(epoch_lr_);
   bar_ = std::make_unique<ProgressBar>(rt_.leader() && cfg_.progress, epoch, cfg_.epochs, steps_);
   sampler_->reset_stats();
-  trainer_->reset_step_times();
+  trainer_->step_times() = {};
   for (FeatureStore* st : stores()) st->reset_stats();
   report_->trained(pipe_->run_epoch(epoch));
   if (cfg_.roles == 0) report_->gathered(stores(), steps_);
@@ -381,7 +382,7 @@ void TrainJob::note_best(double val, double test, int epoch) {
   ++run_.evals_since_best;
   // A NaN (ROC-AUC of a one-class split) is no improvement; without validation the latest model
   // is the best one.
-  if (eval_->has_valid() && !(val > run_.best_val)) return;
+  if (eval_->last().has_valid && !(val > run_.best_val)) return;
   run_.best_val = val;
   run_.test_at_best = test;
   if (link_) {

@@ -11,6 +11,7 @@
 #include "core/logging.hpp"
 #include "core/memory.hpp"
 #include "layout/partition/partition_dir.hpp"
+#include "train/step_embedding.hpp"
 #include "train/typed_rows.hpp"
 
 namespace dsp {
@@ -211,7 +212,7 @@ std::unique_ptr<EmbeddingTable> make_job_embedding(const JobConfig& cfg, RankRun
   auto emb =
       std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
                                        new2old.data<int64_t>() + b, eo, rt.embedding_storage());
-  trainer.attach_embedding(emb.get());
+  trainer.embedding().attach(emb.get());
   if (rt.leader()) {
     DSP_INFO("train",
              "learnable embeddings: {} columns per node ({} for this rank's {} rows, "

@@ -13,14 +13,15 @@
 #include "core/memory.hpp"
 #include "csp/sampler.hpp"
 #include "graph/npy.hpp"
+#include "layout/partition/partition_dir.hpp"
 #include "layout/store/embedding_table.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "train/inference.hpp"
 #include "train/link.hpp"
 #include "train/metrics.hpp"
+#include "train/step_embedding.hpp"
 #include "train/trainer.hpp"
 #include "train/typed_rows.hpp"
-#include "layout/partition/partition_dir.hpp"
 
 namespace dsp {
 
@@ -298,7 +299,7 @@ std::unique_ptr<EmbeddingTable> load_embedding(const std::string& ckpt, const Mo
     const Array new2old = load_new2old(rt.partition_dir(), meta.num_nodes);
     t = std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), meta.offsets,
                                          new2old.data<int64_t>() + b, eo, rt.embedding_storage());
-    trainer.attach_embedding(t.get());
+    trainer.embedding().attach(t.get());
   }
   t->load(shard);
   return t;

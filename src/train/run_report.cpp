@@ -31,8 +31,8 @@ std::string features_text(const PartitionMeta& meta, int64_t embedding_dim) {
 RunReport::RunReport(const JobConfig& cfg, RankRuntime& rt, const TrainConfig& tc,
                      const Evaluator& eval, const LinkTask* link)
     : cfg_(cfg), rt_(rt), tc_(tc), model_(tc.model), eval_(eval), link_(link) {
-  res_.has_valid = eval.has_valid();
-  res_.has_test = eval.has_test();
+  res_.has_valid = eval.last().has_valid;
+  res_.has_test = eval.last().has_test;
   // The partition's --feature-dtype and its error, reported beside the accuracy.
   const PartitionMeta& pm = rt_.part().meta;
   res_.feature_dtype = pm.feature_dim > 0 ? dtype_name(pm.feature_dtype) : "";
@@ -69,7 +69,8 @@ void RunReport::epoch(const Epoch& e) {
   if (rt_.leader()) {
     const std::string evals = e.evaluated ? eval_text(e.val, e.test) : "";
     const bool evaluated = e.evaluated && eval_.evaluates();
-    const std::string eval_time = evaluated ? fmt::format(" | eval {:.2f} s", eval_.seconds()) : "";
+    const std::string eval_time =
+        evaluated ? fmt::format(" | eval {:.2f} s", eval_.last().seconds) : "";
     const std::string fifo =
         rt_.features().fifo_requested() ? fmt::format(" | fifo {:.3f}", res_.fifo_hit_rate) : "";
     console_result(
@@ -109,8 +110,8 @@ void RunReport::note_history(const Epoch& e) {
                         {"epoch_s", em_.wall_s}};
   if (e.evaluated) {
     const nlohmann::json none;
-    rec["val"] = eval_.has_valid() ? nlohmann::json(e.val) : none;
-    rec["test"] = eval_.has_test() ? nlohmann::json(e.test) : none;
+    rec["val"] = eval_.last().has_valid ? nlohmann::json(e.val) : none;
+    rec["test"] = eval_.last().has_test ? nlohmann::json(e.test) : none;
   }
   res_.history.push_back(std::move(rec));
 }
@@ -124,8 +125,8 @@ std::string RunReport::eval_text(double val, double test) const {
   const std::string m =
       eval_.metric() == MetricKind::kAcc ? "" : fmt::format("{} ", eval_.metric());
   std::string out;
-  if (eval_.has_valid()) out += fmt::format(" | val {}{:.4f}", m, val);
-  if (eval_.has_test()) out += fmt::format(" | test {}{:.4f}", m, test);
+  if (eval_.last().has_valid) out += fmt::format(" | val {}{:.4f}", m, val);
+  if (eval_.last().has_test) out += fmt::format(" | test {}{:.4f}", m, test);
   return out;
 }
 
@@ -249,18 +250,20 @@ void RunReport::write_metrics(const Epoch& e) {
   if (e.evaluated && link_) {
     rec["val"] = LinkTask::record(link_->valid());
     rec["test"] = LinkTask::record(link_->test());
-    rec["eval_s"] = eval_.seconds();
+    rec["eval_s"] = eval_.last().seconds;
   } else if (e.evaluated) {
     // Every metric of the task (acc and f1, or acc and rocauc) for both splits; a ROC-AUC
     // without both classes in a split is null.
     rec["metric"] = name_of(eval_.metric());
     const nlohmann::json none;  // a split the data does not have
-    for (const MetricKind m : eval_.valid_tally().metric_names()) {
+    for (const MetricKind m : eval_.last().valid.metric_names()) {
       const std::string name = name_of(m);
-      rec["val_" + name] = eval_.has_valid() ? nlohmann::json(eval_.valid_tally().metric(m)) : none;
-      rec["test_" + name] = eval_.has_test() ? nlohmann::json(eval_.test_tally().metric(m)) : none;
+      rec["val_" + name] =
+          eval_.last().has_valid ? nlohmann::json(eval_.last().valid.metric(m)) : none;
+      rec["test_" + name] =
+          eval_.last().has_test ? nlohmann::json(eval_.last().test.metric(m)) : none;
     }
-    rec["eval_s"] = eval_.seconds();
+    rec["eval_s"] = eval_.last().seconds;
   }
   const std::string line = rec.dump() + "\n";
   if (std::fputs(line.c_str(), metrics_.get()) == EOF || std::fflush(metrics_.get()) != 0) {
@@ -279,12 +282,12 @@ void RunReport::summary() const {
         "  cache hit rate      {:.3f}\n"
         "  bytes sent (rank 0) {:.1f} MB\n"
         "  input rows / batch  {:.3f} MB (rank 0, last epoch)\n",
-        eval_.has_valid()
+        eval_.last().has_valid
             ? fmt::format("  {:<20}{:.4f} (epoch {})\n", "best val " + metric, res_.best_val_acc,
                           res_.best_epoch)
             : fmt::format("  {:<20}the last evaluated epoch's ({}; no validation nodes)\n",
                           "best model", res_.best_epoch),
-        !eval_.has_test()
+        !eval_.last().has_test
             ? ""
             : fmt::format("  {:<20}{:.4f} ({})\n",
                           link_ ? "test " + metric + " (best)" : "test " + metric + " at best",

@@ -1,6 +1,6 @@
 #pragma once
 // Learnable node embeddings in the train step (ModelConfig::embedding_dim > 0, attached by
-// Trainer::attach_embedding): the table's rows of a batch's input nodes gathered into the batch
+// Trainer::embedding().attach): the table's rows of a batch's input nodes gathered into the batch
 // before its step, the gradient of those rows kept after the backward pass, and the table's
 // sparse update once the step's global count is known. Trainer's part (trainer_impl.hpp);
 // private to src/train.
@@ -23,7 +23,7 @@ class StepEmbedding {
   StepEmbedding(const ModelConfig& model, DeviceIo& io, const torch::Device& device)
       : model_(model), io_(io), device_(device) {}
   // InvalidArgument when the table's width is not the model's embedding_dim.
-  void attach(EmbeddingTable* table, Trainer::EmbeddingRowMap rows);
+  void attach(EmbeddingTable* table, Trainer::EmbeddingRowMap rows = {});
   bool attached() const { return table_ != nullptr; }
   // The table lives in device memory and so does the model: rows and gradients stay there.
   bool on_trainer_device() const;

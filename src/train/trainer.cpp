@@ -146,7 +146,7 @@ GnnModel& Trainer::model() { return *impl_->model; }
 namespace {
 
 // The per-type inputs of a heterogeneous batch (load_batch's typed_* and, for the types without
-// features, the embedding rows gather_embedding added) against the model.
+// features, the embedding rows embedding().gather added) against the model.
 void check_typed_inputs(const LoadedBatch& b, const ModelConfig& cfg) {
   const int T = cfg.num_types();
   DSP_CHECK_ARG(static_cast<int>(b.typed_rows.size()) == T &&
@@ -172,7 +172,7 @@ void check_typed_inputs(const LoadedBatch& b, const ModelConfig& cfg) {
                 "batch has {} embedding values of width {}, expected {} rows of the types "
                 "without features x {}{}",
                 b.embedding.size(), b.embedding_dim, emb_rows, cfg.embedding_dim,
-                need ? " (the trainer's gather_embedding adds them)" : "");
+                need ? " (the trainer's embedding().gather adds them)" : "");
 }
 
 // The inputs of a homogeneous batch: features and embedding rows of blocks[0]'s sources.
@@ -608,13 +608,7 @@ double Trainer::running_loss() {
 
 const HostTraffic& Trainer::traffic() const { return impl_->io.traffic(); }
 
-void Trainer::attach_embedding(EmbeddingTable* table, EmbeddingRowMap rows) {
-  impl_->embedding.attach(table, std::move(rows));
-}
-
-bool Trainer::table_on_trainer_device() const { return impl_->embedding.on_trainer_device(); }
-
-void Trainer::gather_embedding(LoadedBatch& batch) { impl_->embedding.gather(batch); }
+StepEmbedding& Trainer::embedding() { return impl_->embedding; }
 
 double Trainer::time_backward(const LoadedBatch& batch) {
   if (batch_empty(batch)) return 0;

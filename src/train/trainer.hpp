@@ -26,6 +26,7 @@ namespace dsp {
 class GnnModel;
 class EmbeddingTable;
 class DeviceIo;
+class StepEmbedding;
 }  // namespace dsp
 namespace at {
 class Generator;
@@ -132,19 +133,15 @@ class Trainer {
   // What the trainer read from its device and waited for since it was built: every read and wait
   // goes through one counted place (train/device_io.hpp), on the CPU as on a GPU.
   const HostTraffic& traffic() const;
-  // Learnable node embeddings (ModelConfig::embedding_dim > 0): the table (owned by the caller,
-  // alive as long as the trainer) whose rows gather_embedding adds to a batch and whose rows
-  // train_step updates (sparse: only the batch's input rows) after the dense step.
-  // Heterogeneous models: only the input nodes of the types without features have rows, and
-  // `rows` gives the table's row of such a node's (union) id (empty: the id itself).
+  // Learnable node embeddings (ModelConfig::embedding_dim > 0; train/step_embedding.hpp): the
+  // table (owned by the caller, alive as long as the trainer) attached with embedding().attach,
+  // whose rows embedding().gather adds to a batch (collective on the trainer's communicator:
+  // every rank, every step, an empty batch too; no-op without a table) and whose rows the steps
+  // update (sparse: only the batch's input rows) after the dense step. Heterogeneous models: only
+  // the input nodes of the types without features have rows, and an EmbeddingRowMap gives the
+  // table's row of such a node's (union) id (empty: the id itself).
   using EmbeddingRowMap = std::function<int64_t(int64_t)>;
-  void attach_embedding(EmbeddingTable* table, EmbeddingRowMap rows = {});
-  // Collective on the trainer's communicator (every rank, every step, an empty batch too): the
-  // embedding rows of the batch's input nodes into batch.embedding (heterogeneous models: of the
-  // featureless types' input nodes, type by type in typed_rows' order). No-op without a table.
-  void gather_embedding(LoadedBatch& batch);
-  // The table lives in device memory and so does the model: rows and gradients stay there.
-  bool table_on_trainer_device() const;
+  StepEmbedding& embedding();
   // Seconds of a train step's forward and backward pass over `batch` (its dropout stream as this
   // rank's), without the all-reduce and the update: the model, optimizer and step times are left
   // as they were. 0 for an empty batch. Local (no communication): a profile for `--roles auto`.
@@ -161,8 +158,7 @@ class Trainer {
   ModelEval eval();
   TrainerState state();
   int64_t steps() const { return step_; }
-  const StepTimes& step_times() const { return times_; }
-  void reset_step_times() { times_ = {}; }
+  StepTimes& step_times() { return times_; }  // since built or last reset (= {})
   const TrainConfig& config() const { return cfg_; }
   Communicator& comm() { return comm_; }
   GnnModel& model();

@@ -49,7 +49,7 @@ struct Trainer::Impl {
   int64_t numel = 0;
   torch::Device device = torch::kCPU;
   torch::Tensor mean, inv_std;  // normalize_features standard: [in_dim] on the device
-  // Learnable embeddings (Trainer::attach_embedding): the table's rows in the step.
+  // Learnable embeddings (Trainer::embedding().attach): the table's rows in the step.
   StepEmbedding embedding{owner.cfg_.model, io, device};
   float last_count = 0;    // the last step's global count of seeds (or pairs)
 };

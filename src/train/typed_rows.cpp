@@ -4,6 +4,7 @@
 #include "graph/npy.hpp"
 #include "layout/partition/partition_dir.hpp"
 #include "pipeline/rank/runtime.hpp"
+#include "train/step_embedding.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -41,7 +42,7 @@ std::unique_ptr<EmbeddingTable> attach_typed_rows(RankRuntime& rt, Trainer& trai
   }
   auto table = std::make_unique<EmbeddingTable>(rt.channel(WorkerKind::kTrainer), rows->offsets,
                                                 ids.data(), eo, rt.embedding_storage());
-  trainer.attach_embedding(table.get(), [rows, &h](int64_t v) { return rows->row(h, v); });
+  trainer.embedding().attach(table.get(), [rows, &h](int64_t v) { return rows->row(h, v); });
   return table;
 }
 
@@ -63,7 +64,7 @@ std::vector<float> typed_outputs_of(RankRuntime& rt, Trainer& trainer, Collectiv
     rt.channel(WorkerKind::kLoader).set_step(epoch, first_step + s);
     LoadedBatch lb = rt.features().load(std::move(sb));
     rt.channel(WorkerKind::kTrainer).set_step(epoch, first_step + s);
-    trainer.gather_embedding(lb);  // collective
+    trainer.embedding().gather(lb);  // collective
     if (progress) progress(s + 1, steps);
     if (batch.empty()) continue;
     const std::vector<float> out = trainer.eval().typed_outputs(lb, layers);

@@ -12,6 +12,7 @@
 #include "error_of.hpp"
 #include "layout/store/embedding_table.hpp"
 #include "train/model.hpp"
+#include "train/step_embedding.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -369,7 +370,7 @@ TEST(HeteroModel, TrainerStepsWithTheEmbeddingTable) {
   eo.dim = 4;
   eo.lr = 0.05;
   EmbeddingTable table(*comm, {0, 3}, nullptr, eo);  // one row per author
-  trainer.attach_embedding(&table, [](int64_t v) { return v - 4; });
+  trainer.embedding().attach(&table, [](int64_t v) { return v - 4; });
   const std::vector<int64_t> seeds = {0, 1, 2, 3};
   torch::manual_seed(2);
   TinyInputs d;
@@ -398,7 +399,7 @@ TEST(HeteroModel, TrainerStepsWithTheEmbeddingTable) {
   float first_loss = 0, loss = 0;
   for (int step = 0; step < 30; ++step) {
     LoadedBatch lb = batch();
-    trainer.gather_embedding(lb);
+    trainer.embedding().gather(lb);
     ASSERT_EQ(lb.embedding.size(), 3u * 4u);  // the three authors only
     loss = trainer.train_step(lb);
     if (step == 0) first_loss = loss;
@@ -406,7 +407,7 @@ TEST(HeteroModel, TrainerStepsWithTheEmbeddingTable) {
   EXPECT_LT(loss, 0.5f * first_loss);
   EXPECT_NE(table.gather(std::vector<int64_t>{0, 1, 2}), before);
   LoadedBatch lb = batch();
-  trainer.gather_embedding(lb);
+  trainer.embedding().gather(lb);
   EXPECT_EQ(trainer.eval().eval_batch(lb).correct, 4);
   lb.typed_dims[2] = 3;
   EXPECT_EQ(error_of([&] { trainer.eval().eval_batch(lb); }),
