@@ -185,12 +185,12 @@ nlohmann::json measure_sample_mode(const SampleBenchOptions& o, const SamplerFac
   const std::vector<int64_t> seeds = shuffle_ids(part_seeds, o.seed, 0);
   const int64_t bs = std::min<int64_t>(o.batch_size, static_cast<int64_t>(seeds.size()));
   // as dsp train samples node batches: with --temporal every seed at its node time
-  sampler->sample_nodes(batch_seeds(seeds, bs, 0), 0, 0);  // warm-up: page faults, table growth
+  sampler->sample(batch_seeds(seeds, bs, 0), 0, 0);  // warm-up: page faults, table growth
   sampler->reset_stats();
   comm.barrier();
   Stopwatch sw;
   for (int b = 0; b < o.batches; ++b) {
-    sampler->sample_nodes(batch_seeds(seeds, bs, b + 1), 0, b + 1);
+    sampler->sample(batch_seeds(seeds, bs, b + 1), 0, b + 1);
   }
   const double wall = sw.seconds();
   return reduce_figures(o, comm, sampler->stats(), wall, static_cast<int>(so.fanouts.size()),

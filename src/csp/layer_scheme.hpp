@@ -98,12 +98,12 @@ class TemporalScheme {
   std::unique_ptr<BackendBuffer> key_dst_, key_picks_, key_tags_;
 };
 
-// How a heterogeneous batch's layers pick (CollectiveSampler::sample_hetero; sampler_hetero.cpp):
-// every frontier node v of type t takes, for each relation r into t, its layer's fanout of r as
-// the task v R + r, which the protocol sends to v's owner, whose backend draws it from the row
-// segment of r (relation_indptr); the block carries each edge's relation and each source's type.
-// Holds only what typed sampling needs: the relations, their fanouts, its host scratch and the
-// buffers it uploads through.
+// How a heterogeneous batch's layers pick (CollectiveSampler::sample on a heterogeneous partition;
+// sampler_hetero.cpp): every frontier node v of type t takes, for each relation r into t, its
+// layer's fanout of r as the task v R + r, which the protocol sends to v's owner, whose backend
+// draws it from the row segment of r (relation_indptr); the block carries each edge's relation and
+// each source's type. Holds only what typed sampling needs: the relations, their fanouts, its host
+// scratch and the buffers it uploads through.
 class TypedScheme {
  public:
   // Refuses the samplers a heterogeneous graph does not support and resolves the per-relation

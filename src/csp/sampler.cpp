@@ -413,11 +413,6 @@ void CollectiveSampler::finish_batch(SampledBatch& out, std::vector<Block>& bloc
   stats_.host = backend_->traffic() - host0_;
 }
 
-SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
-                                       int64_t batch) {
-  return sample(seeds, epoch, batch, nullptr);
-}
-
 void CollectiveSampler::fetch_rows(const int64_t* f, int64_t nf, std::vector<int64_t>& off,
                                    std::vector<int64_t>& ids) {
   const Csr& g = part_.patch;
@@ -472,16 +467,27 @@ void CollectiveSampler::fetch_rows(const int64_t* f, int64_t nf, std::vector<int
 
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
                                        int64_t batch, const ExcludedEdges* exclude) {
+  if (typed_) return sample_typed(seeds, epoch, batch, exclude);
+  if (!opts_.temporal) return sample_nodewise(seeds, epoch, batch, exclude);
+  DSP_CHECK_ARG(part_.node_time.defined(),
+                "sampler: --temporal samples each seed at its node's time, and the partition has "
+                "no node times (node_time.npy)");
+  const int64_t* nt = part_.node_time.data<int64_t>();
+  const int64_t n = part_.meta.num_nodes;
+  std::vector<int64_t> times(seeds.size());
+  // an id outside the graph keeps a time of 0: sample_temporal names it
+  for (size_t i = 0; i < seeds.size(); ++i)
+    times[i] = seeds[i] >= 0 && seeds[i] < n ? nt[seeds[i]] : 0;
+  return sample_temporal(seeds, times, epoch, batch, exclude);
+}
+
+SampledBatch CollectiveSampler::sample_nodewise(const std::vector<int64_t>& seeds, int64_t epoch,
+                                                int64_t batch, const ExcludedEdges* exclude) {
   Stopwatch total;
   // Validation before any communication; every rank learns whether any rank failed (and whether
   // any rank excludes edges).
   std::string err =
-      part_.meta.hetero
-          ? "sampler: a heterogeneous graph is sampled by sample_hetero (sample_nodes)"
-      : opts_.temporal
-          ? "sampler: --temporal samples each seed at its time: give the seeds' times "
-            "(sample_temporal)"
-          : seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
+      seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   if (err.empty() && has_ex) err = exclusion_error(opts_, part_.meta.num_nodes, *exclude);
   const bool any_ex = check_collective_any(err.empty(), err, has_ex);

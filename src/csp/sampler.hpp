@@ -8,7 +8,7 @@
 // the picks back in frontier order (un-permute) and builds the layer's block (relabel). The next
 // frontier is the block's source node set.
 //
-// Collective: every rank calls sample() (sample_temporal, sample_hetero) for the same
+// Collective: every rank calls sample() (or sample_temporal) for the same
 // (epoch, batch), possibly with no seeds. Bad input on any rank makes every rank throw (one
 // all_reduce of an error flag precedes the first exchange), so no rank is left waiting.
 //
@@ -207,9 +207,6 @@ class CollectiveSampler {
                     const SamplerBackendFactory& backend = {});
   ~CollectiveSampler();
 
-  // Samples the blocks of `seeds` (distinct global ids; duplicates are rejected). Collective.
-  SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
-
   // Edges one batch must not see (link prediction's edge exclusion): pair i removes the entry
   // src[i] from the in-neighbour row of dst[i] (global ids) for every layer of this batch.
   // On a heterogeneous partition `rel` (one per pair) names the relation whose segment of dst's
@@ -219,39 +216,29 @@ class CollectiveSampler {
     std::vector<int64_t> dst, src;
     std::vector<int32_t> rel;
   };
-  // sample() of a batch whose blocks leave out `exclude`'s edges, passed by the rank whose batch
-  // it is (null or empty: none; then exactly sample(seeds, epoch, batch)). For DGL's "self" pass
-  // the batch's edges, for "reverse_id" add the reverse pairs too; a pair whose entry does not
-  // exist is ignored, duplicates are allowed, and a pair removes every entry src of a row that
-  // holds it more than once. The pairs travel to the owners of their dst (one count exchange +
-  // one all_to_all_v on the sampler's channel before the first layer, done when any rank passes
-  // pairs; none with one rank). An owner serving a task of node v from this rank draws v's
-  // positions uniformly over the d - x entries left (d: v's in-degree, x: its excluded entries,
-  // csp::uniform_excluding: without or with replacement as `replace` says, the task's usual
-  // stream, all of them when d - x <= fanout) and maps them past the excluded ones, so a node
-  // keeps its fanout where its row allows, and a task with no excluded entry gets exactly its
-  // plain picks. A node's picks thus depend on (seed, epoch, batch, layer, global id, its
-  // excluded entries in this batch) only: the same blocks at every rank count and on every
-  // backend. Node-wise uniform sampling only: with pairs, biased and layer-wise sampling are
-  // refused (InvalidArgument on every rank), as are ids that are not nodes and dst / src of
-  // different lengths. Pull mode samples the rows it fetches with its own pairs.
-  SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
-                      const ExcludedEdges* exclude);
 
-  // Temporal sampling (SamplerOptions::temporal): seed i is (seeds[i], seed_times[i]); the pairs
-  // must be distinct (one id may come at several times). Per layer the frontier's times travel
-  // with its tasks to the owners (one more all_to_all_v with the task counts), each owner's
-  // backend samples a task's row among its entries before the task's time, the picks inherit
-  // their destination's time, and the block is built over (id, time) pairs (block.hpp), with
-  // src_times. Picks are a pure function of (seed, epoch, batch, layer, id, time): the same blocks
-  // at every rank count and on every backend. The relabel keys a pair as id * K + k (k: the
-  // time's index among the batch's K distinct seed times, which are every node's times) in the
-  // backend's table when N * K < 2^32 - 1 (temporal_keys_fit), else on the host. Collective;
-  // sample() of a temporal sampler and this call of another one are refused.
-  SampledBatch sample_temporal(const std::vector<int64_t>& seeds,
-                               const std::vector<int64_t>& seed_times, int64_t epoch,
-                               int64_t batch);
-
+  // The blocks of a batch of node seeds (distinct global ids; duplicates are rejected), as every
+  // sampler samples them (dsp train, dsp bench sample, dsp.Loader): node-wise, LABOR or
+  // layer-wise; on a heterogeneous partition typed (below); for a temporal sampler every seed at
+  // its node time (the partition's node_time.npy: InvalidArgument when it has none; callers
+  // check first with check_node_times, whose message names their directory). Collective.
+  //
+  // `exclude` (null or empty: none) leaves out the batch's edges, passed by the rank whose batch
+  // it is. For DGL's "self" pass the batch's edges, for "reverse_id" add the reverse pairs too; a
+  // pair whose entry does not exist is ignored, duplicates are allowed, and a pair removes every
+  // entry src of a row that holds it more than once. The pairs travel to the owners of their dst
+  // (one count exchange + one all_to_all_v on the sampler's channel before the first layer, done
+  // when any rank passes pairs; none with one rank). An owner serving a task of node v from this
+  // rank draws v's positions uniformly over the d - x entries left (d: v's in-degree, x: its
+  // excluded entries, csp::uniform_excluding: without or with replacement as `replace` says, the
+  // task's usual stream, all of them when d - x <= fanout) and maps them past the excluded ones,
+  // so a node keeps its fanout where its row allows, and a task with no excluded entry gets
+  // exactly its plain picks. A node's picks thus depend on (seed, epoch, batch, layer, global id,
+  // its excluded entries in this batch) only: the same blocks at every rank count and on every
+  // backend. Node-wise uniform sampling only: with pairs, biased, layer-wise and temporal
+  // sampling are refused (InvalidArgument on every rank), as are ids that are not nodes and dst /
+  // src of different lengths. Pull mode samples the rows it fetches with its own pairs.
+  //
   // Heterogeneous partitions (part.meta.hetero): the seeds are union ids of any types (usually
   // the target type's). Per layer, every frontier node v of type t takes, for each relation r
   // whose dst is t, fanouts[l][r] of its in-neighbours through r (resolve_relation_fanouts): the
@@ -263,21 +250,27 @@ class CollectiveSampler {
   // the picks (destination by destination, relation by relation), with edge_types and src_types
   // (block.hpp), in host memory (blocks_on_device or not: the relations are attached on the
   // host). Node-wise uniform sampling in CSP mode; other samplers are refused at construction.
-  // `exclude` (link prediction on a relation) as sample()'s, each pair with its relation: the
-  // pair travels as (dst R + rel, src), the task whose row segment loses the entry, so the
-  // protocol's exclusion path serves it unchanged. Collective; sample() of a heterogeneous
-  // sampler is refused.
-  SampledBatch sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
-                             const ExcludedEdges* exclude = nullptr);
+  // `exclude` on a relation: each pair with its relation, travelling as (dst R + rel, src), the
+  // task whose row segment loses the entry, so the protocol's exclusion path serves it unchanged.
+  SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
+                      const ExcludedEdges* exclude = nullptr);
+
+  // Temporal sampling (SamplerOptions::temporal) at given times: seed i is (seeds[i],
+  // seed_times[i]); the pairs must be distinct (one id may come at several times). Per layer the
+  // frontier's times travel with its tasks to the owners (one more all_to_all_v with the task
+  // counts), each owner's backend samples a task's row among its entries before the task's time,
+  // the picks inherit their destination's time, and the block is built over (id, time) pairs
+  // (block.hpp), with src_times. Picks are a pure function of (seed, epoch, batch, layer, id,
+  // time): the same blocks at every rank count and on every backend. The relabel keys a pair as
+  // id * K + k (k: the time's index among the batch's K distinct seed times, which are every
+  // node's times) in the backend's table when N * K < 2^32 - 1 (temporal_keys_fit), else on the
+  // host. Collective; refused by a sampler that is not temporal, and with excluded edges.
+  SampledBatch sample_temporal(const std::vector<int64_t>& seeds,
+                               const std::vector<int64_t>& seed_times, int64_t epoch, int64_t batch,
+                               const ExcludedEdges* exclude = nullptr);
+
   // [layer][relation] fanouts of a heterogeneous sampler (empty otherwise).
   const std::vector<std::vector<int>>& relation_fanouts() const;
-
-  // A batch of node seeds as dsp train, dsp bench sample and dsp.Loader sample it: sample(), for
-  // a heterogeneous partition sample_hetero, or
-  // for a temporal sampler sample_temporal with every seed at its node time (the partition's
-  // node_time.npy). InvalidArgument when temporal and the partition has no node times (callers
-  // check first with check_node_times, whose message names their directory). Collective.
-  SampledBatch sample_nodes(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch);
 
   const SamplerOptions& options() const { return opts_; }
   const SamplerBackend& backend() const { return *backend_; }
@@ -302,6 +295,12 @@ class CollectiveSampler {
     // temporal: the frontier's times, the tasks' (grouped, served order)
     std::unique_ptr<BackendBuffer> frontier_times, task_times, served_times;
   };
+  // sample()'s node-wise batch (neighbour, LABOR, layer-wise: sampler.cpp) and typed batch
+  // (sampler_hetero.cpp).
+  SampledBatch sample_nodewise(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
+                               const ExcludedEdges* exclude);
+  SampledBatch sample_typed(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
+                            const ExcludedEdges* exclude);
   void check_collective(bool ok, const std::string& msg);
   // check_collective that also tells whether any rank set `any` (the same one all_reduce).
   bool check_collective_any(bool ok, const std::string& msg, bool any);

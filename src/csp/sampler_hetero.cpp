@@ -1,6 +1,6 @@
 // Heterogeneous sampling: per-relation fanouts (--fanouts rel:count), TypedScheme (every layer's
 // (node, relation) tasks through one CSP round, blocks over union ids with relation and type
-// arrays) and the protocol's front end for it, CollectiveSampler::sample_hetero.
+// arrays) and the protocol's front end for it, CollectiveSampler::sample (sample_typed).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -273,12 +273,11 @@ std::string TypedScheme::exclusions(const CollectiveSampler::ExcludedEdges& ex,
   return "";
 }
 
-SampledBatch CollectiveSampler::sample_hetero(const std::vector<int64_t>& seeds, int64_t epoch,
-                                              int64_t batch, const ExcludedEdges* exclude) {
+SampledBatch CollectiveSampler::sample_typed(const std::vector<int64_t>& seeds, int64_t epoch,
+                                             int64_t batch, const ExcludedEdges* exclude) {
   Stopwatch total;
-  std::string err = part_.meta.hetero ? seed_error(seeds, part_.meta.num_nodes,
-                                                   opts_.require_owned_seeds, rank_, begin_, end_)
-                                      : "sampler: sample_hetero needs a heterogeneous partition";
+  std::string err =
+      seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   ExcludedEdges tasks;
   if (err.empty() && has_ex) err = typed_->exclusions(*exclude, tasks);

@@ -146,13 +146,16 @@ void TemporalScheme::relabel(SamplerBackend& be, std::vector<int64_t>& ids,
 
 SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seeds,
                                                 const std::vector<int64_t>& seed_times,
-                                                int64_t epoch, int64_t batch) {
+                                                int64_t epoch, int64_t batch,
+                                                const ExcludedEdges* exclude) {
   Stopwatch total;
+  const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   const std::string err =
-      opts_.temporal
-          ? temporal_seed_error(seeds, seed_times, part_.meta.num_nodes, opts_.require_owned_seeds,
-                                rank_, begin_, end_)
-          : "sampler: seed times given, but the sampler is not temporal (--temporal off)";
+      !opts_.temporal
+          ? "sampler: seed times given, but the sampler is not temporal (--temporal off)"
+      : has_ex ? "sampler: --temporal: excluded edges (link prediction) are not supported"
+               : temporal_seed_error(seeds, seed_times, part_.meta.num_nodes,
+                                     opts_.require_owned_seeds, rank_, begin_, end_);
   check_collective(err.empty(), err);
   const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
   // The batch's distinct times: picks inherit their destination's, so every node of every layer
@@ -195,22 +198,6 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
   }
   finish_batch(out, blocks, static_cast<int64_t>(seeds.size()), sent0, recv0, total.seconds());
   return out;
-}
-
-SampledBatch CollectiveSampler::sample_nodes(const std::vector<int64_t>& seeds, int64_t epoch,
-                                             int64_t batch) {
-  if (part_.meta.hetero) return sample_hetero(seeds, epoch, batch);
-  if (!opts_.temporal) return sample(seeds, epoch, batch);
-  DSP_CHECK_ARG(part_.node_time.defined(),
-                "sampler: --temporal samples each seed at its node's time, and the partition has "
-                "no node times (node_time.npy)");
-  const int64_t* nt = part_.node_time.data<int64_t>();
-  const int64_t n = part_.meta.num_nodes;
-  std::vector<int64_t> times(seeds.size());
-  // an id outside the graph keeps a time of 0: sample_temporal names it
-  for (size_t i = 0; i < seeds.size(); ++i)
-    times[i] = seeds[i] >= 0 && seeds[i] < n ? nt[seeds[i]] : 0;
-  return sample_temporal(seeds, times, epoch, batch);
 }
 
 }  // namespace dsp

@@ -654,7 +654,7 @@ void bind_epoch_hook(py::module_& m) {
   m.def("_collectives_probe", &collectives_probe, py::arg("backend"));
 
   // Test hook: the batches of one epoch computed the way `dsp train` does (job.cpp: scheduler
-  // order, sampler.sample_nodes, load stage), sequentially on a self communicator, with none of
+  // order, sampler.sample, load stage), sequentially on a self communicator, with none of
   // the Loader's threading or queueing: tests compare the Loader's tensors with these. temporal:
   // the sampler option (off, uniform, recent).
   m.def(
@@ -680,7 +680,7 @@ void bind_epoch_hook(py::module_& m) {
           std::vector<int64_t> order = sched.epoch_order(epoch);
           for (int64_t t = 0; t < steps; ++t) {
             coord->channel(WorkerKind::kSampler).set_step(epoch, t);
-            SampledBatch sb = sampler.sample_nodes(sched.batch_seeds(order, t), epoch, t);
+            SampledBatch sb = sampler.sample(sched.batch_seeds(order, t), epoch, t);
             sb.epoch = epoch;
             sb.batch = t;
             coord->channel(WorkerKind::kLoader).set_step(epoch, t);

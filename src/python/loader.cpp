@@ -245,11 +245,10 @@ LoadedBatch Loader::run_step(int64_t step) {
   SampledBatch sb;
   if (link_) {  // TrainJob::sample_link: the edges' batch, sampled without its excluded edges
     LinkBatch lb = link_->make(seeds, epoch_, step);
-    sb = rt_->hetero() ? sampler_->sample_hetero(lb.seeds, epoch_, step, &lb.exclude)
-                       : sampler_->sample(lb.seeds, epoch_, step, &lb.exclude);
+    sb = sampler_->sample(lb.seeds, epoch_, step, &lb.exclude);
     sb.pairs = std::move(lb.pairs);
   } else {  // as dsp train: with temporal sampling every seed at its node time
-    sb = sampler_->sample_nodes(seeds, epoch_, step);
+    sb = sampler_->sample(seeds, epoch_, step);
   }
   sb.epoch = epoch_;
   sb.batch = step;

@@ -240,7 +240,7 @@ EvalTally Evaluator::evaluate(int split, const std::vector<int64_t>& ids, int64_
       const int64_t e = std::min<int64_t>(ids.size(), b + bs);
       const std::vector<int64_t> seeds(ids.begin() + b, ids.begin() + e);
       rt_.channel(WorkerKind::kSampler).set_step(epoch, eval_batch_id(split, s));
-      group.push_back(sampler_->sample_nodes(seeds, epoch, eval_batch_id(split, s)));
+      group.push_back(sampler_->sample(seeds, epoch, eval_batch_id(split, s)));
     }
     if (k > 1) rt_.features().read_ahead(batch_pointers(group));
     for (int64_t s = g; s < g + static_cast<int64_t>(group.size()); ++s) {

@@ -172,7 +172,7 @@ SamplerOptions TrainJob::make_samplers(std::unique_ptr<CollectiveSampler>* eval_
   check_node_times(so, rt_.part(), cfg_.rank.path, "training and evaluation seed");
   // The trainer runs on the rank's device, where a device sampler backend builds the blocks: their
   // edge arrays stay there (Block::on_device; the CPU backend ignores this).
-  so.blocks_on_device = !rt_.hetero();     // sample_hetero builds its blocks on the host
+  so.blocks_on_device = !rt_.hetero();     // typed sampling builds its blocks on the host
   so.ids_on_device = so.blocks_on_device;  // the loader gathers the input ids where they are
   // Fanouts run from the seeds out: with PP the last one (the input layer's) is not sampled.
   if (cfg_.preaggregate) so.fanouts.pop_back();
@@ -239,7 +239,7 @@ PipelineStages TrainJob::symmetric_stages() {
   PipelineStages stages;
   stages.sample = [this](int64_t epoch, int64_t batch, const std::vector<int64_t>& seeds) {
     if (link_) return link_->sample(*sampler_, epoch, batch, seeds);
-    return sampler_->sample_nodes(seeds, epoch, batch);
+    return sampler_->sample(seeds, epoch, batch);
   };
   stages.load = [this](SampledBatch&& sb) { return rt_.features().load(std::move(sb)); };
   stages.read_ahead = [this](const std::vector<const SampledBatch*>& b) {
@@ -324,7 +324,7 @@ int TrainJob::auto_samplers(const PipelineStages& symmetric) {
 void TrainJob::size_cache(const PipelineOptions& popts) {
   const std::vector<int64_t> seeds = sched_->batch_seeds(sched_->epoch_order(start_epoch_), 0);
   rt_.channel(WorkerKind::kSampler).set_step(-1, 2);
-  const SampledBatch sb = sampler_->sample_nodes(seeds, start_epoch_, 0);
+  const SampledBatch sb = sampler_->sample(seeds, start_epoch_, 0);
   const PartitionData& part = rt_.part();
   const int64_t bytes = sb.blocks.front().num_src * part.features.dim(1) *
                         static_cast<int64_t>(dtype_size(part.features.dtype()));

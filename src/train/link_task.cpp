@@ -18,8 +18,7 @@ LinkTask::LinkTask(const JobConfig& cfg, RankRuntime& rt)
 SampledBatch LinkTask::sample(CollectiveSampler& sampler, int64_t epoch, int64_t batch,
                               const std::vector<int64_t>& edges) const {
   LinkBatch lb = batcher_.make(edges, epoch, batch);
-  SampledBatch sb = rt_.hetero() ? sampler.sample_hetero(lb.seeds, epoch, batch, &lb.exclude)
-                                 : sampler.sample(lb.seeds, epoch, batch, &lb.exclude);
+  SampledBatch sb = sampler.sample(lb.seeds, epoch, batch, &lb.exclude);
   sb.pairs = std::move(lb.pairs);
   return sb;
 }

@@ -60,7 +60,7 @@ std::vector<float> typed_outputs_of(RankRuntime& rt, Trainer& trainer, Collectiv
     const std::vector<int64_t> batch(seeds.begin() + lo,
                                      seeds.begin() + std::min(seeds.size(), lo + bs));
     rt.channel(WorkerKind::kSampler).set_step(epoch, first_step + s);
-    SampledBatch sb = sampler.sample_nodes(batch, epoch, first_step + s);
+    SampledBatch sb = sampler.sample(batch, epoch, first_step + s);
     rt.channel(WorkerKind::kLoader).set_step(epoch, first_step + s);
     LoadedBatch lb = rt.features().load(std::move(sb));
     rt.channel(WorkerKind::kTrainer).set_step(epoch, first_step + s);

@@ -84,7 +84,7 @@ TEST_P(HeteroBackends, BlocksEqualThePerRelationReference) {
       std::vector<int64_t> seeds;
       const int64_t* t = w.part.seeds.data<int64_t>();
       for (int64_t i = batch; i < w.part.seeds.dim(0); i += 4) seeds.push_back(t[i]);
-      SampledBatch got = s.sample_nodes(seeds, 2, batch);
+      SampledBatch got = s.sample(seeds, 2, batch);
       // every layer has edges of several relations
       for (const Block& b : got.blocks) {
         ASSERT_GT(b.num_edges(), 0);
@@ -123,7 +123,7 @@ TEST_P(HeteroBackends, ExclusionsLeaveOutTheirRelationsEntriesOnly) {
   ASSERT_GT(gone.size(), 4u);
   {
     CollectiveSampler s(w.part, *self, with_fanouts("-1"), test::sampler_backend(GetParam()));
-    const Block b = s.sample_hetero(seeds, 1, 0, &ex).blocks.back();
+    const Block b = s.sample(seeds, 1, 0, &ex).blocks.back();
     for (size_t i = 0; i < seeds.size(); ++i) {
       std::multiset<std::pair<int64_t, int64_t>> got, want;  // (relation, source)
       for (int64_t e = b.indptr[i]; e < b.indptr[i + 1]; ++e) {
@@ -139,8 +139,8 @@ TEST_P(HeteroBackends, ExclusionsLeaveOutTheirRelationsEntriesOnly) {
     }
   }
   CollectiveSampler s(w.part, *self, with_fanouts("2,2"), test::sampler_backend(GetParam()));
-  const SampledBatch plain = s.sample_hetero(seeds, 1, 0);
-  const SampledBatch cut = s.sample_hetero(seeds, 1, 0, &ex);
+  const SampledBatch plain = s.sample(seeds, 1, 0);
+  const SampledBatch cut = s.sample(seeds, 1, 0, &ex);
   const Block &p = plain.blocks.back(), &c = cut.blocks.back();
   for (size_t i = 0; i < seeds.size(); ++i) {
     std::vector<std::pair<int64_t, int64_t>> pe, ce;
@@ -218,19 +218,20 @@ TEST(HeteroSampler, RefusesWhatItDoesNotSample) {
             "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
             "(--sampler labor|layer, biased, temporal and pull sampling are not supported on it)");
   CollectiveSampler s(w.part, *self, with_fanouts("2"));
-  EXPECT_EQ(error_of([&] { s.sample({w.part.seeds.data<int64_t>()[0]}, 0, 0); }),
-            "sampler: a heterogeneous graph is sampled by sample_hetero (sample_nodes)");
-  EXPECT_EQ(error_of([&] { s.sample_nodes({w.part.meta.num_nodes}, 0, 0); }),
+  // sample() of a heterogeneous graph is typed: its blocks carry each source's type
+  const Block typed = s.sample({w.part.seeds.data<int64_t>()[0]}, 0, 0).blocks.back();
+  EXPECT_EQ(typed.src_types.size(), static_cast<size_t>(typed.num_src));
+  EXPECT_EQ(error_of([&] { s.sample({w.part.meta.num_nodes}, 0, 0); }),
             fmt::format("sampler: seed {} is not a node id (graph has {} nodes)",
                         w.part.meta.num_nodes, w.part.meta.num_nodes));
   const int64_t v = w.part.seeds.data<int64_t>()[0];
   CollectiveSampler::ExcludedEdges ex{{v}, {v}, {}};
-  EXPECT_EQ(error_of([&] { s.sample_hetero({v}, 0, 0, &ex); }),
+  EXPECT_EQ(error_of([&] { s.sample({v}, 0, 0, &ex); }),
             "sampler: excluded edges: 1 dst ids, 1 src ids and 0 relations (one of each per edge "
             "on a heterogeneous graph)");
   const int R = w.part.meta.hetero->num_relations();
   ex.rel = {R};
-  EXPECT_EQ(error_of([&] { s.sample_hetero({v}, 0, 0, &ex); }),
+  EXPECT_EQ(error_of([&] { s.sample({v}, 0, 0, &ex); }),
             fmt::format("sampler: excluded edge {} -> {} of relation {} is not between node ids of "
                         "one of the {} relations (graph has {} nodes)",
                         v, v, R, R, w.part.meta.num_nodes));

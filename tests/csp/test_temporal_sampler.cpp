@@ -195,12 +195,11 @@ TEST(TemporalSampler, OptionAndRefusals) {
   EXPECT_EQ(error_of([&] {
               s.sample({1, 2}, 0, 0);
             }),
-            "sampler: --temporal samples each seed at its time: give the seeds' times "
-            "(sample_temporal)");
+            "sampler: --temporal samples each seed at its node's time, and the partition has no "
+            "node times (node_time.npy)");
   CollectiveSampler::ExcludedEdges ex{{1}, {2}};
-  EXPECT_EQ(error_of([&] { s.sample({1}, 0, 0, &ex); }),
-            "sampler: --temporal samples each seed at its time: give the seeds' times "
-            "(sample_temporal)");
+  EXPECT_EQ(error_of([&] { s.sample_temporal({1}, {5}, 0, 0, &ex); }),
+            "sampler: --temporal: excluded edges (link prediction) are not supported");
   EXPECT_EQ(error_of([&] {
               s.sample_temporal({1, 2}, {5}, 0, 0);
             }),

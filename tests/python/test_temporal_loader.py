@@ -38,7 +38,7 @@ def batches(loader, epoch=None):
 
 @pytest.mark.parametrize("strategy,prefetch", [("uniform", 0), ("uniform", 2), ("recent", 2)])
 def test_matches_cpp_reference(temporal, strategy, prefetch):
-    # The reference samples as job.cpp does (CollectiveSampler::sample_nodes: the seeds at their
+    # The reference samples as job.cpp does (CollectiveSampler::sample: the seeds at their
     # node times), sequentially: the Loader's blocks, times and rows are the same.
     part = temporal[1]
     loader = dsp.Loader(part, fanouts=FANOUTS, batch_size=40, seed=7, prefetch=prefetch,

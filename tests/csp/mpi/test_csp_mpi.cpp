@@ -522,7 +522,7 @@ TEST_P(PInvariance, Heterogeneous) {
     const int64_t* t = w.part.seeds.data<int64_t>();
     for (int64_t i = batch; i < w.part.seeds.dim(0); i += 3) seeds.push_back(t[i]);
     if (batch == 1 && g_comm->rank() == 1) seeds.clear();  // collectives still line up
-    SampledBatch got = s.sample_nodes(seeds, 3, batch);
+    SampledBatch got = s.sample(seeds, 3, batch);
     const auto want = testref::hetero_reference(w.whole, *w.part.meta.hetero, seeds,
                                                 s.relation_fanouts(), 9, 3, batch);
     ASSERT_EQ(got.blocks.size(), want.size());
