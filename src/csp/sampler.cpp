@@ -206,31 +206,50 @@ void CollectiveSampler::reset_stats() {
   stats_.layer_sources.assign(opts_.fanouts.size(), 0);
 }
 
-void CollectiveSampler::check_collective(bool ok, const std::string& msg) {
-  check_collective_any(ok, msg, false);
-}
-
 // One all_reduce (max) of 2 * bad + any: bad anywhere makes it at least 2, else it is 1 when
-// any rank set `any`.
-bool CollectiveSampler::check_collective_any(bool ok, const std::string& msg, bool any) {
-  int64_t v = (ok ? 0 : 2) + (any ? 1 : 0);
+// any rank excludes edges. The bytes the batch moves are counted from after it.
+void CollectiveSampler::Round::check(const std::string& err, const ExcludedEdges* exclude) {
+  const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
+  int64_t v = (err.empty() ? 0 : 2) + (has_ex ? 1 : 0);
   OpOptions o;
   o.host_buffers = true;
-  if (size_ > 1) comm_.all_reduce(&v, 1, DType::kInt64, ReduceOp::kMax, o);
-  if (!ok) DSP_THROW_T(InvalidArgument, "{}", msg);
+  if (s_.size_ > 1) s_.comm_.all_reduce(&v, 1, DType::kInt64, ReduceOp::kMax, o);
+  if (!err.empty()) DSP_THROW_T(InvalidArgument, "{}", err);
   if (v >= 2) DSP_THROW_T(InvalidArgument, "sampler: another rank passed invalid input");
-  return v == 1;
+  sent0_ = remote_sent();
+  recv0_ = remote_recv();
+  s_.ex_->clear();
+  if (v == 1) s_.ex_->share(has_ex ? exclude : nullptr);
 }
 
-uint64_t CollectiveSampler::remote_bytes_sent() const {
-  if (size_ == 1) return 0;
-  CommCounters c = comm_.counters();
-  return c.total_sent() - c.bytes_sent[rank_];
+SampledBatch CollectiveSampler::Round::finish(std::vector<Block>& blocks,
+                                              const std::vector<int64_t>& seeds, int64_t epoch,
+                                              int64_t batch) {
+  SampledBatch out;
+  out.epoch = epoch;
+  out.batch = batch;
+  out.seeds = seeds;
+  std::reverse(blocks.begin(), blocks.end());
+  out.blocks = std::move(blocks);
+  SamplerStats& st = s_.stats_;
+  st.batches += 1;
+  st.seeds += static_cast<int64_t>(seeds.size());
+  st.bytes_sent += remote_sent() - sent0_;
+  st.bytes_recv += remote_recv() - recv0_;
+  st.t_total += total_.seconds();
+  st.host = s_.backend_->traffic() - s_.host0_;
+  return out;
 }
-uint64_t CollectiveSampler::remote_bytes_recv() const {
-  if (size_ == 1) return 0;
-  CommCounters c = comm_.counters();
-  return c.total_recv() - c.bytes_recv[rank_];
+
+uint64_t CollectiveSampler::Round::remote_sent() const {
+  if (s_.size_ == 1) return 0;
+  CommCounters c = s_.comm_.counters();
+  return c.total_sent() - c.bytes_sent[s_.rank_];
+}
+uint64_t CollectiveSampler::Round::remote_recv() const {
+  if (s_.size_ == 1) return 0;
+  CommCounters c = s_.comm_.counters();
+  return c.total_recv() - c.bytes_recv[s_.rank_];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,18 +420,6 @@ std::string seed_error(const std::vector<int64_t>& seeds, int64_t num_nodes, boo
 
 // A batch's blocks (sampled from the seeds out) into `out` in input-layer-first order, and its
 // totals into the stats: seeds, the remote bytes since (sent0, recv0), wall seconds.
-void CollectiveSampler::finish_batch(SampledBatch& out, std::vector<Block>& blocks, int64_t seeds,
-                                     uint64_t sent0, uint64_t recv0, double seconds) {
-  std::reverse(blocks.begin(), blocks.end());
-  out.blocks = std::move(blocks);
-  stats_.batches += 1;
-  stats_.seeds += seeds;
-  stats_.bytes_sent += remote_bytes_sent() - sent0;
-  stats_.bytes_recv += remote_bytes_recv() - recv0;
-  stats_.t_total += seconds;
-  stats_.host = backend_->traffic() - host0_;
-}
-
 void CollectiveSampler::fetch_rows(const int64_t* f, int64_t nf, std::vector<int64_t>& off,
                                    std::vector<int64_t>& ids) {
   const Csr& g = part_.patch;
@@ -483,23 +490,15 @@ SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_
 
 SampledBatch CollectiveSampler::sample_nodewise(const std::vector<int64_t>& seeds, int64_t epoch,
                                                 int64_t batch, const ExcludedEdges* exclude) {
-  Stopwatch total;
+  Round round(*this);
   // Validation before any communication; every rank learns whether any rank failed (and whether
   // any rank excludes edges).
   std::string err =
       seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   if (err.empty() && has_ex) err = exclusion_error(opts_, part_.meta.num_nodes, *exclude);
-  const bool any_ex = check_collective_any(err.empty(), err, has_ex);
-
-  const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
-  ex_->clear();
-  if (any_ex) ex_->share(exclude);
+  round.check(err, exclude);
   const int L = static_cast<int>(opts_.fanouts.size());
-  SampledBatch out;
-  out.epoch = epoch;
-  out.batch = batch;
-  out.seeds = seeds;
   std::vector<Block> blocks;
   blocks.reserve(L);
   // The frontier: the seeds, then the previous block's sources. A host backend reads them where
@@ -557,8 +556,7 @@ SampledBatch CollectiveSampler::sample_nodewise(const std::vector<int64_t>& seed
   // The frontier's buffers swapped L - 1 times: back, so that every batch's layer l runs on the
   // same arrays (a captured sequence names them: cuda_graphs replays from the second batch on).
   if (!host && L % 2 == 0) std::swap(bf.frontier, bf.next);
-  finish_batch(out, blocks, static_cast<int64_t>(seeds.size()), sent0, recv0, total.seconds());
-  return out;
+  return round.finish(blocks, seeds, epoch, batch);
 }
 
 }  // namespace dsp

@@ -279,8 +279,9 @@ class CollectiveSampler {
   void reset_stats();
 
  private:
-  // The protocol as a LayerScheme sees it (layer_scheme.hpp; sampler.cpp).
+  // The protocol as a LayerScheme sees it, and one batch's bookkeeping (scheme_protocol.hpp).
   class SchemeProtocol;
+  class Round;
   // The protocol's per-layer arrays, in the backend's memory; reused, so they keep their capacity.
   struct Buffers {
     explicit Buffers(const SamplerBackend& be);
@@ -301,9 +302,6 @@ class CollectiveSampler {
                                const ExcludedEdges* exclude);
   SampledBatch sample_typed(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
                             const ExcludedEdges* exclude);
-  void check_collective(bool ok, const std::string& msg);
-  // check_collective that also tells whether any rank set `any` (the same one all_reduce).
-  bool check_collective_any(bool ok, const std::string& msg, bool any);
   // fanout: per frontier node (layer-wise, backend memory) or null, then every node gets
   // `uniform_fanout`. The picks stay valid until the next layer.
   // host_times (temporal): the frontier nodes' times, host memory; null otherwise.
@@ -320,12 +318,8 @@ class CollectiveSampler {
   void shuffle();
   void serve(uint64_t key, int max_fanout, int64_t max_picks);
   void serve_pulled(uint64_t key, int max_fanout, int64_t max_picks);  // sampler_pull.cpp
-  void finish_batch(SampledBatch& out, std::vector<Block>& blocks, int64_t seeds, uint64_t sent0,
-                    uint64_t recv0, double seconds);
   void reshuffle();
   void sample_pulled_rows(uint64_t key);  // sampler_pull.cpp
-  uint64_t remote_bytes_sent() const;
-  uint64_t remote_bytes_recv() const;
   // The in-neighbour rows of frontier[0, nf) at this rank (host), row i at ids[off[i], off[i+1]):
   // the owners answer (csp.labor.rows*, collective; nothing sent with one rank).
   void fetch_rows(const int64_t* frontier, int64_t nf, std::vector<int64_t>& off,

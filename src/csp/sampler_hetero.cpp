@@ -275,21 +275,14 @@ std::string TypedScheme::exclusions(const CollectiveSampler::ExcludedEdges& ex,
 
 SampledBatch CollectiveSampler::sample_typed(const std::vector<int64_t>& seeds, int64_t epoch,
                                              int64_t batch, const ExcludedEdges* exclude) {
-  Stopwatch total;
+  Round round(*this);
   std::string err =
       seed_error(seeds, part_.meta.num_nodes, opts_.require_owned_seeds, rank_, begin_, end_);
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   ExcludedEdges tasks;
   if (err.empty() && has_ex) err = typed_->exclusions(*exclude, tasks);
-  const bool any_ex = check_collective_any(err.empty(), err, has_ex);
-  const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
-  ex_->clear();
-  if (any_ex) ex_->share(has_ex ? &tasks : nullptr);
+  round.check(err, has_ex ? &tasks : nullptr);
   const HeteroLayout& h = *part_.meta.hetero;
-  SampledBatch out;
-  out.epoch = epoch;
-  out.batch = batch;
-  out.seeds = seeds;
   std::vector<int32_t> seed_types(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) seed_types[i] = h.type_of(seeds[i]);
   const int L = static_cast<int>(typed_->fanouts().size());
@@ -307,8 +300,7 @@ SampledBatch CollectiveSampler::sample_typed(const std::vector<int64_t>& seeds, 
     stats_.layer_sources[l] += blocks[l].num_src;
     stats_.t_layer[l] += lsw.seconds();
   }
-  finish_batch(out, blocks, static_cast<int64_t>(seeds.size()), sent0, recv0, total.seconds());
-  return out;
+  return round.finish(blocks, seeds, epoch, batch);
 }
 
 }  // namespace dsp

@@ -10,6 +10,7 @@
 #include "csp/layer_scheme.hpp"
 #include "csp/sampler.hpp"
 #include "csp/sampler_detail.hpp"
+#include "csp/scheme_protocol.hpp"
 
 namespace dsp {
 
@@ -148,7 +149,7 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
                                                 const std::vector<int64_t>& seed_times,
                                                 int64_t epoch, int64_t batch,
                                                 const ExcludedEdges* exclude) {
-  Stopwatch total;
+  Round round(*this);
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   const std::string err =
       !opts_.temporal
@@ -156,8 +157,7 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
       : has_ex ? "sampler: --temporal: excluded edges (link prediction) are not supported"
                : temporal_seed_error(seeds, seed_times, part_.meta.num_nodes,
                                      opts_.require_owned_seeds, rank_, begin_, end_);
-  check_collective(err.empty(), err);
-  const uint64_t sent0 = remote_bytes_sent(), recv0 = remote_bytes_recv();
+  round.check(err);
   // The batch's distinct times: picks inherit their destination's, so every node of every layer
   // has one of them, and a pair is (id, index into tv).
   std::vector<int64_t> tv = seed_times;
@@ -167,11 +167,6 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
   for (size_t i = 0; i < seeds.size(); ++i) {
     tix[i] = std::lower_bound(tv.begin(), tv.end(), seed_times[i]) - tv.begin();
   }
-  SampledBatch out;
-  out.epoch = epoch;
-  out.batch = batch;
-  out.seeds = seeds;
-  out.seed_times = seed_times;
   const int L = static_cast<int>(opts_.fanouts.size());
   std::vector<Block> blocks(L);
   OwnerCounts owners;
@@ -196,7 +191,8 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
     stats_.layer_sources[l] += blocks[l].num_src;
     stats_.t_layer[l] += lsw.seconds();
   }
-  finish_batch(out, blocks, static_cast<int64_t>(seeds.size()), sent0, recv0, total.seconds());
+  SampledBatch out = round.finish(blocks, seeds, epoch, batch);
+  out.seed_times = seed_times;
   return out;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // The CSP protocol as the schemes see it (LayerProtocol, layer_scheme.hpp): CollectiveSampler's
 // layer, row fetch and buffers, for the node-wise schemes (sampler.cpp) and the typed one
-// (sampler_hetero.cpp). Private to src/csp.
+// (sampler_hetero.cpp); and one batch's bookkeeping, the same for every scheme (Round). Private to
+// src/csp.
+#include "core/timer.hpp"
 #include "csp/layer_scheme.hpp"
 #include "csp/sampler.hpp"
 #include "csp/sampler_detail.hpp"
@@ -44,6 +46,31 @@ class CollectiveSampler::SchemeProtocol final : public LayerProtocol {
 
  private:
   CollectiveSampler& s_;
+};
+
+// One batch's bookkeeping, the same for every scheme: its input checked on every rank before any
+// exchange, the excluded pairs shared with their owners, then its blocks put in input order and
+// the batch counted (seeds, bytes moved to and from the other ranks, wall time since the round
+// began, the backend's traffic).
+class CollectiveSampler::Round {
+ public:
+  explicit Round(CollectiveSampler& s) : s_(s) {}  // the batch's clock starts
+  // Collective: this rank's fault with the batch ("" when none) and its excluded pairs as the
+  // protocol carries them (null or empty: none). One all_reduce: InvalidArgument on every rank
+  // when any has a fault (its own message there, "another rank passed invalid input" elsewhere);
+  // it also tells whether any rank excludes edges, and then the pairs go to their owners.
+  void check(const std::string& err, const ExcludedEdges* exclude = nullptr);
+  // The batch of `blocks` (from the seeds out), counted.
+  SampledBatch finish(std::vector<Block>& blocks, const std::vector<int64_t>& seeds, int64_t epoch,
+                      int64_t batch);
+
+ private:
+  uint64_t remote_sent() const;
+  uint64_t remote_recv() const;
+
+  CollectiveSampler& s_;
+  Stopwatch total_;
+  uint64_t sent0_ = 0, recv0_ = 0;
 };
 
 }  // namespace dsp
