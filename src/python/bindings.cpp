@@ -523,20 +523,25 @@ void bind_loader(py::module_& m) {
                              [](const pyext::Loader& l) { return l.runtime().device().str(); })
       .def_property_readonly("size", &pyext::Loader::size)
       .def_property_readonly("steps", &pyext::Loader::steps)
-      .def_property_readonly("num_local_seeds", &pyext::Loader::num_local_seeds)
+      .def_property_readonly(
+          "num_local_seeds",
+          [](const pyext::Loader& l) { return static_cast<int64_t>(l.local_seeds().size()); })
       .def_property_readonly("local_seeds",
                              [](const pyext::Loader& l) {
                                std::vector<int64_t> v = l.local_seeds();
                                return vec_to_numpy(std::move(v));
                              })
-      .def_property_readonly("partition_dir", [](const pyext::Loader& l) { return l.part().dir; })
+      .def_property_readonly("partition_dir",
+                             [](const pyext::Loader& l) { return l.runtime().part().dir; })
       .def_property_readonly(
-          "link_train", [](const pyext::Loader& l) { return array_to_numpy(l.part().link_train); })
+          "link_train",
+          [](const pyext::Loader& l) { return array_to_numpy(l.runtime().part().link_train); })
       .def_property_readonly(
-          "meta", [](const pyext::Loader& l) { return json_to_py(l.part().meta.to_json()); })
+          "meta",
+          [](const pyext::Loader& l) { return json_to_py(l.runtime().part().meta.to_json()); })
       .def_property_readonly("features",
                              [](const pyext::Loader& l) {
-                               const PartitionData& p = l.part();
+                               const PartitionData& p = l.runtime().part();
                                DSP_CHECK_ARG(!p.feature_rows.defined(),
                                              "{} reads its features from {} by reference "
                                              "(--feature-storage reference, or a partition on "
@@ -545,8 +550,9 @@ void bind_loader(py::module_& m) {
                                              p.dir, p.meta.feature_source, p.dir);
                                return array_to_numpy(p.features);
                              })
-      .def_property_readonly("labels",
-                             [](const pyext::Loader& l) { return array_to_numpy(l.part().labels); })
+      .def_property_readonly(
+          "labels",
+          [](const pyext::Loader& l) { return array_to_numpy(l.runtime().part().labels); })
       .def("start_epoch",
            [](pyext::Loader& l, int64_t epoch) {
              py::gil_scoped_release nogil;

@@ -166,7 +166,7 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   if (opts_.shuffle) {
     steps_ = sched_->agree_steps(main_ch);
   } else {
-    steps_ = (num_local_seeds() + opts_.batch_size - 1) / opts_.batch_size;
+    steps_ = (static_cast<int64_t>(seeds_.size()) + opts_.batch_size - 1) / opts_.batch_size;
     main_ch.all_reduce(&steps_, 1, DType::kInt64, ReduceOp::kMax);
   }
 }
@@ -234,7 +234,7 @@ std::vector<int64_t> Loader::owned_nodes() const {
 
 std::vector<int64_t> Loader::step_seeds(int64_t step) const {
   if (opts_.shuffle) return sched_->batch_seeds(order_, step);
-  int64_t n = num_local_seeds();
+  int64_t n = static_cast<int64_t>(seeds_.size());
   int64_t b = std::min(n, step * opts_.batch_size), e = std::min(n, b + opts_.batch_size);
   return std::vector<int64_t>(seeds_.begin() + b, seeds_.begin() + e);
 }

@@ -90,10 +90,8 @@ class Loader {
   int size() const { return rt_->size(); }
   int64_t steps() const { return steps_; }  // per epoch, agreed over ranks
   // Link mode: this rank's training edges (seeds are their indices 0 .. E - 1).
-  int64_t num_local_seeds() const { return static_cast<int64_t>(seeds_.size()); }
   bool link() const { return link_ != nullptr; }
   const std::vector<int64_t>& local_seeds() const { return seeds_; }
-  const PartitionData& part() const { return rt_->part(); }
   const RankRuntime& runtime() const { return *rt_; }
   const LoaderOptions& options() const { return opts_; }
 

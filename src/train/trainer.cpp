@@ -606,8 +606,6 @@ double Trainer::running_loss() {
          static_cast<double>(I.tally_steps);
 }
 
-const HostTraffic& Trainer::traffic() const { return impl_->io.traffic(); }
-
 StepEmbedding& Trainer::embedding() { return impl_->embedding; }
 
 double Trainer::time_backward(const LoadedBatch& batch) {

@@ -130,9 +130,6 @@ class Trainer {
   Tally take_tally();
   // The tally's mean loss so far, not reset (one read; 0 before a step): a progress line.
   double running_loss();
-  // What the trainer read from its device and waited for since it was built: every read and wait
-  // goes through one counted place (train/device_io.hpp), on the CPU as on a GPU.
-  const HostTraffic& traffic() const;
   // Learnable node embeddings (ModelConfig::embedding_dim > 0; train/step_embedding.hpp): the
   // table (owned by the caller, alive as long as the trainer) attached with embedding().attach,
   // whose rows embedding().gather adds to a batch (collective on the trainer's communicator:
@@ -151,7 +148,9 @@ class Trainer {
   void set_threads(int threads);
   // The optimiser's learning rate for the steps that follow (train/lr_schedule.hpp's per epoch).
   void set_lr(double lr);
-  // The trainer's one counted place for device traffic (train/device_io.hpp; train/ callers).
+  // The trainer's one counted place for device traffic (train/device_io.hpp): every read and
+  // wait goes through it, on the CPU as on a GPU; traffic() is what it read and waited for since
+  // the trainer was built.
   DeviceIo& device_io();
   // The model in eval mode (evaluation, inference, prediction) and the parameters and optimizer
   // state in and out (checkpoints): views of this trainer, valid while it lives.

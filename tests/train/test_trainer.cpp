@@ -12,6 +12,7 @@
 #include "core/fs.hpp"
 #include "csp/sampler.hpp"
 #include "error_of.hpp"
+#include "train/device_io.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -316,20 +317,20 @@ TEST(Trainer, AStepReadsNothingFromTheDevice) {
       std::vector<int64_t> seeds(d.train.begin() + 32 * s, d.train.begin() + 32 * s + 32);
       batches.push_back(load_batch(d, sample_batch(d.ds.graph, seeds, {10, 10}, 1, 0, s)));
     }
-    const HostTraffic before = lazy.traffic();
+    const HostTraffic before = lazy.device_io().traffic();
     for (const auto& b : batches) lazy.step(b, /*tally_correct=*/true);
-    const HostTraffic steps = lazy.traffic() - before;
+    const HostTraffic steps = lazy.device_io().traffic() - before;
     EXPECT_EQ(steps.reads, 0) << model;
     EXPECT_EQ(steps.syncs, 0) << model;
     const Trainer::Tally tally = lazy.take_tally();
-    EXPECT_EQ((lazy.traffic() - before).reads, 1) << model;
+    EXPECT_EQ((lazy.device_io().traffic() - before).reads, 1) << model;
     EXPECT_EQ(tally.steps, 4);
 
     double loss_sum = 0;
     EvalCounts hits;
-    const HostTraffic e0 = eager.traffic();
+    const HostTraffic e0 = eager.device_io().traffic();
     for (const auto& b : batches) loss_sum += eager.train_step(b, &hits);
-    EXPECT_EQ((eager.traffic() - e0).reads, 4) << model;
+    EXPECT_EQ((eager.device_io().traffic() - e0).reads, 4) << model;
     EXPECT_EQ(tally.loss_sum, loss_sum) << model;
     EXPECT_EQ(tally.correct.correct, hits.correct) << model;
     EXPECT_EQ(tally.correct.total, 128) << model;

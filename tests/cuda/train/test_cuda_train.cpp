@@ -12,6 +12,7 @@
 
 #include "ccc/communicator.hpp"
 #include "train/cora_batches.hpp"
+#include "train/device_io.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -57,7 +58,7 @@ std::vector<LoadedBatch> cora_steps(const CoraData& d, int n) {
 
 // Two warm-up steps (allocators and pinned blocks settle), then steps under LibTorch's sync
 // debug mode at "error": any blocking copy, item() or data-dependent size inside a step throws.
-// The trainer's own count (traffic()) agrees: no read, no wait.
+// The trainer's own count (device_io().traffic()) agrees: no read, no wait.
 TEST(CudaTrainer, AStepNeverWaitsForTheHost) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
   const CoraData& d = cora();
@@ -69,7 +70,7 @@ TEST(CudaTrainer, AStepNeverWaitsForTheHost) {
     const auto batches = cora_steps(d, 4);
     t.step(batches[0], true);
     t.step(batches[1], true);
-    const HostTraffic before = t.traffic();
+    const HostTraffic before = t.device_io().traffic();
     c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
     try {
       t.step(batches[2], true);
@@ -79,7 +80,7 @@ TEST(CudaTrainer, AStepNeverWaitsForTheHost) {
       FAIL() << model << ": a step synchronised with the host: " << e.what();
     }
     c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
-    const HostTraffic steps = t.traffic() - before;
+    const HostTraffic steps = t.device_io().traffic() - before;
     EXPECT_EQ(steps.reads, 0) << model;
     EXPECT_EQ(steps.syncs, 0) << model;
     EXPECT_EQ(t.take_tally().steps, 4) << model;

@@ -32,6 +32,7 @@
 #include "train/metrics.hpp"
 #include "train/model.hpp"
 #include "train/predict.hpp"
+#include "train/device_io.hpp"
 #include "train/trainer.hpp"
 
 #include "mpi_test_main.hpp"
@@ -90,7 +91,7 @@ TEST(Replicas, AStepReadsNothingAndWaitsOnlyForTheAllReduce) {
   Trainer lazy(cora_config("sage", 6), c), eager(cora_config("sage", 6), c);
   const int steps = 3;
   double loss_sum = 0;
-  const HostTraffic before = lazy.traffic();
+  const HostTraffic before = lazy.device_io().traffic();
   for (int64_t b = 0; b < steps; ++b) {
     std::vector<int64_t> seeds(d.train.begin() + 16 * b, d.train.begin() + 16 * b + 16);
     auto batch = load_batch(
@@ -98,7 +99,7 @@ TEST(Replicas, AStepReadsNothingAndWaitsOnlyForTheAllReduce) {
     lazy.step(batch);
     loss_sum += eager.train_step(batch);
   }
-  const HostTraffic t = lazy.traffic() - before;
+  const HostTraffic t = lazy.device_io().traffic() - before;
   EXPECT_EQ(t.reads, 0);
   EXPECT_EQ(t.syncs, c.size() > 1 ? steps : 0);
   expect_identical_replicas(lazy, "after the steps");
@@ -110,9 +111,9 @@ TEST(Replicas, AStepReadsNothingAndWaitsOnlyForTheAllReduce) {
   auto batch =
       load_batch(d, sample_batch(d.ds.graph, c.rank() == 0 ? seeds : std::vector<int64_t>{},
                                  {10, 5}, 6, 0, steps));
-  const HostTraffic b0 = lazy.traffic();
+  const HostTraffic b0 = lazy.device_io().traffic();
   lazy.step(batch);
-  EXPECT_EQ((lazy.traffic() - b0).reads, c.rank() == 0 ? 0 : 1);
+  EXPECT_EQ((lazy.device_io().traffic() - b0).reads, c.rank() == 0 ? 0 : 1);
   expect_identical_replicas(lazy, "after a step only rank 0 had seeds for");
 }
 
@@ -299,11 +300,12 @@ TEST_P(Layerwise, EqualsTheWholeGraphForward) {
     InferenceOptions io;
     io.batch_size = 300;
     io.epoch = 1;  // past the trainer's initial broadcast: every collective has its own step
-    const HostTraffic before = t.traffic();
+    const HostTraffic before = t.device_io().traffic();
     const std::vector<float> mine = layerwise_inference(rt, t, io);
     // The layers' tables stay on the trainer's device: alone, a rank reads only the last one
     // back; with peers also the rows they ask of it, once a batch of every layer after the first.
-    const int64_t reads = (t.traffic() - before).reads, most = (d.num_nodes + 299) / 300;
+    const int64_t reads = (t.device_io().traffic() - before).reads,
+                  most = (d.num_nodes + 299) / 300;
     if (c.size() == 1) {
       EXPECT_EQ(reads, 1);
     }
