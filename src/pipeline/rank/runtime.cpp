@@ -37,8 +37,7 @@ RankRuntime::RankRuntime(RankOptions opts)
     part_.feature_rows = Array();  // pre-aggregated rows are in new id order
   }
   if (!opts_.cache_policy.empty() || opts_.cache_ratio >= 0) {
-    if (!partitioned_on_the_fly())
-      features_.override_cache();  // on the fly: the partition used them
+    if (!on_the_fly_.active()) features_.override_cache();  // on the fly: the partition used them
   }
   log_startup();
 }

@@ -52,11 +52,9 @@ class RankRuntime {
   Coordinator& coord() { return *coord_; }
   CoordinatedCommunicator& channel(WorkerKind k) { return coord_->channel(k); }
   const Device& device() const { return place_.device; }
-  const RankPlace& place() const { return place_; }
   const CoreShare& cores() const { return cores_; }
   const PartitionData& part() const { return part_; }
   const std::string& partition_dir() const { return part_dir_; }
-  bool partitioned_on_the_fly() const { return on_the_fly_.active(); }
   const RankOptions& options() const { return opts_; }
 
   // A sampler on the sampler channel and the rank's device. With `self_reliant` on a partition of
