@@ -147,6 +147,9 @@ struct LoadedBatch {
   // Or, from a table in device memory on a GPU trainer, the rows there (the trainer's tensor;
   // `embedding` empty).
   std::shared_ptr<void> device_embedding;
+  // A heterogeneous model's: the table rows gathered (the featureless types' input nodes, type by
+  // type), kept for the step's sparse update.
+  std::vector<int64_t> embedding_ids;
   Device device;  // where the features are
   std::shared_ptr<void> device_features;
   // Recorded where the consumer's work on device_features went when it lets go (the feature

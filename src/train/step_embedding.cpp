@@ -39,9 +39,8 @@ void StepEmbedding::gather(LoadedBatch& batch) {
   const bool empty = batch.sample.blocks.empty();
   if (!empty) batch.sample.blocks.front().ids_to_host();  // the table looks ids up on the host
   const std::vector<int64_t> none;
-  const std::vector<int64_t> typed =
-      model_.hetero() ? hetero_embedding_ids(batch, model_, rows_) : none;
-  const std::vector<int64_t>& ids = model_.hetero() ? typed
+  if (model_.hetero()) batch.embedding_ids = hetero_embedding_ids(batch, model_, rows_);
+  const std::vector<int64_t>& ids = model_.hetero() ? batch.embedding_ids
                                     : empty         ? none
                                                     : batch.sample.input_nodes();
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -65,7 +64,7 @@ void StepEmbedding::clear() {
 void StepEmbedding::keep_gradient(const LoadedBatch& batch, const torch::Tensor& leaf) {
   if (!leaf.defined() || !leaf.grad().defined()) return;
   if (model_.hetero()) {
-    ids_ = hetero_embedding_ids(batch, model_, rows_);
+    ids_ = batch.embedding_ids;  // as gather took them
   } else {
     const auto& ids = batch.sample.input_nodes();  // on the host since gather
     ids_.assign(ids.begin(), ids.end());
