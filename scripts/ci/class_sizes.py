@@ -34,7 +34,7 @@ CEILINGS = {
     "FeatureStore": 22,
 }
 
-CLASS = re.compile(r"^(?:class|struct) (\w+)[^;{]*\{\n(.*?)^\};", re.M | re.S)
+CLASS = re.compile(r"^(?:class|struct) (\w+(?:::\w+)*)[^;{]*\{\n(.*?)^\};", re.M | re.S)
 # A line at the class's indentation opening a parameter list, not deleted, with no " = " before
 # its first "(" (that is a data member's initialiser; operator= has no space before its "=").
 METHOD = re.compile(r"^  [A-Za-z~][^(\n]*\((?!.*= delete;)", re.M)
@@ -56,7 +56,9 @@ for n, name, path in rows if args.all else over:
     note = "" if ceiling is None else f"  (ceiling {ceiling})"
     print(f"{n:4d}  {name}  {path}{note}")
 bad = [(n, name) for n, name, _ in over if n > CEILINGS.get(name, args.max)]
-sizes = {name: n for n, name, _ in rows}
+sizes = {}
+for n, name, _ in rows:  # a name defined twice (a template's specialisations): the largest
+    sizes[name] = max(n, sizes.get(name, 0))
 shrunk = [name for name, ceiling in CEILINGS.items() if sizes.get(name, 0) < ceiling]
 for name, ceiling in sorted(CEILINGS.items()):
     if name in shrunk:
