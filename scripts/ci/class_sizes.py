@@ -31,7 +31,6 @@ CEILINGS = {
     "RankRuntime": 23,
     "Array": 23,
     "MpiRuntime": 23,
-    "FeatureStore": 22,
 }
 
 CLASS = re.compile(r"^(?:class|struct) (\w+(?:::\w+)*)[^;{]*\{\n(.*?)^\};", re.M | re.S)

@@ -55,7 +55,7 @@ void host_features(FeatureStore& store, const std::vector<int64_t>& input, bool 
   const bool repeats = temporal && distinct_inputs(input, ids, row);
   const std::vector<int64_t>& want = repeats ? ids : input;
   std::vector<unsigned char> raw(want.size() * store.format().out_row_bytes);
-  if (store.device().is_cuda()) {
+  if (store.backend().device().is_cuda()) {
     raw = store.gather(want);
   } else {
     store.gather(want.data(), static_cast<int64_t>(want.size()), raw.data());
@@ -111,9 +111,9 @@ void load_labels(const SampledBatch& sb, const Array& labels, LoadedBatch& lb) {
 // The input ids a device sampler left in its memory (SamplerOptions::ids_on_device), where the
 // store gathers them (the same device: FeatureStore::gather_resident), else null, the ids brought
 // to the host first for a store elsewhere.
-const int64_t* resident_input(Block& in, const FeatureStore* store) {
+const int64_t* resident_input(Block& in, FeatureStore* store) {
   if (!in.ids_on_device()) return nullptr;
-  if (store && store->device() == in.on_device->device) return in.on_device->src_ids;
+  if (store && store->backend().device() == in.on_device->device) return in.on_device->src_ids;
   in.ids_to_host();
   return nullptr;
 }
@@ -129,10 +129,10 @@ LoadedBatch load_batch(SampledBatch&& sb, FeatureStore* store, const Array& labe
   const int64_t* resident = sb.blocks.empty() ? nullptr : resident_input(sb.blocks.front(), store);
   const int64_t n =
       resident ? sb.blocks.front().num_src : static_cast<int64_t>(sb.input_nodes().size());
-  if (store && store->device().is_cuda() && !temporal) {
+  if (store && store->backend().device().is_cuda() && !temporal) {
     // Rows stay in device memory, in gather's output dtype (float32, or a float16 file's rows,
     // which the trainer widens there).
-    lb.device = store->device();
+    lb.device = store->backend().device();
     lb.device_dtype = store->format().out_dtype;
     lb.device_features = store->allocate_rows(n, &lb.device_features_fence);
     if (resident) {

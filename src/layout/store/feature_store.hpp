@@ -103,11 +103,9 @@ class FeatureStore {
   void gather_resident(const int64_t* ids, int64_t n, void* out);
   // Host convenience: the rows copied to host memory whatever the backend.
   std::vector<unsigned char> gather(const std::vector<int64_t>& ids);
-  Communicator& communicator() const { return comm_; }
   // Its copies; also superbatches (FeatureBackend::read_ahead: the cold rows the next gathers
   // will request, read now in file order; local, no communication).
   FeatureBackend& backend() { return *backend_; }
-  Device device() const { return backend_->device(); }
 
   // Adds the FIFO levels (fifo_cache.hpp; replacing any). Not thread-safe against a concurrent
   // gather.

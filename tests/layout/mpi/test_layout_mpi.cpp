@@ -45,6 +45,7 @@ struct Fixture {
   std::string dir;
   PartitionData part;
   std::unique_ptr<FeatureStore> store;
+  Communicator* channel = nullptr;  // the store's
 };
 
 // `param`: "<backend>" or "<backend>+staged" (the store's channel is then g_staged).
@@ -57,6 +58,7 @@ Fixture make(const std::string& policy, double ratio, const std::string& param) 
   int64_t pid = ::getpid();
   c.broadcast(&pid, 1, DType::kInt64, 0);
   Fixture f;
+  f.channel = &channel;
   f.dir = (fs::temp_directory_path() / fmt::format("dsp_gather_{}_{}_{}_{}", pid, c.size(), policy,
                                                    static_cast<int>(ratio * 100)))
               .string();
@@ -233,7 +235,7 @@ TEST_P(Gather, ResidentIdsGiveTheRowsAndCountsOfGather) {
 // copy whatever the number of ids, on a device-space channel (a GPU rank's: NCCL, or MPI staged).
 TEST_P(Gather, ResidentIdsCostOneReadOfTheirCounts) {
   Fixture f = make("in-degree", 0.3);
-  const bool device_channel = f.store->communicator().memory_space() == MemorySpace::kDevice;
+  const bool device_channel = f.channel->memory_space() == MemorySpace::kDevice;
   if (!f.store->backend().classifies() || !device_channel) {
     cleanup(f);
     GTEST_SKIP() << GetParam()
