@@ -114,6 +114,25 @@ INSTANTIATE_TEST_SUITE_P(Backends, TemporalBackends,
 
 // Every node a block holds is a pair whose time is a seed's, an edge's source time is its
 // destination's, and every picked entry is older than it: the strict-before rule end to end.
+// sample() of a temporal sampler samples every seed at its node time: the reference's blocks for
+// (v, node_time[v]).
+TEST(TemporalSampler, SampleTakesTheNodeTimes) {
+  PartitionData part = single_part(timed().graph);
+  part.node_time = timed().node_time;
+  auto self = make_communicator("self");
+  SamplerOptions o{{6, 4}};
+  o.temporal = true;
+  o.seed = 5;
+  CollectiveSampler s(part, *self, o);
+  const int64_t* nt = timed().node_time.data<int64_t>();
+  std::vector<int64_t> ids, times;
+  for (int64_t v = 3; v < timed().meta.num_nodes; v += 11) {
+    ids.push_back(v);
+    times.push_back(nt[v]);
+  }
+  expect_reference(s.sample(ids, 2, 1), ids, times, o, 2, 1, "sample");
+}
+
 TEST(TemporalSampler, PicksAreStrictlyBeforeTheirDestinationsTime) {
   const PartitionData part = single_part(timed().graph);
   auto self = make_communicator("self");
