@@ -94,6 +94,9 @@ class KernelSamplerBackend final : public SamplerBackend {
         draws_(ex_, s_, captures_, topo_, opts) {
     ex_.sync();
   }
+  // Its draws hold references to its executor, buffers, captures and topology.
+  KernelSamplerBackend(const KernelSamplerBackend&) = delete;
+  KernelSamplerBackend& operator=(const KernelSamplerBackend&) = delete;
 
   std::string name() const override { return name_; }
   Device device() const override { return device_; }
