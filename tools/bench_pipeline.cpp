@@ -275,7 +275,7 @@ uint64_t pipeline_bytes(const PipeArgs& a, const RankRuntime& rt, const SamplerO
   const uint64_t f = static_cast<uint64_t>(std::max<int64_t>(part.meta.feature_dim, 1));
   const uint64_t h = static_cast<uint64_t>(a.hidden);
   const uint64_t cap = a.bench().queue_capacity;
-  const bool lw = so.kind == SamplerKind::kLayer;
+  const bool lw = so.layer() != nullptr;
   const uint64_t input = static_cast<uint64_t>(batch_nodes_bound(a.batch_size, so.fanouts, n, lw));
   uint64_t train = 0;
   for (size_t l = 0; l < so.fanouts.size(); ++l) {  // layer l's destinations: depth l

@@ -50,7 +50,7 @@ void print_sample(const SampleBenchOptions& a, const nlohmann::json& j) {
       "sample bench: {} rank(s) x {} thread(s), sampler {}{}, fanouts {}, batch {}, {} timed "
       "batches\n",
       j["ranks"].get<int>(), a.threads, j["options"]["sampler"].get<std::string>(),
-      a.base.temporal ? " (temporal " + j["options"]["temporal"].get<std::string>() + ")" : "",
+      a.base.is_temporal() ? " (temporal " + j["options"]["temporal"].get<std::string>() + ")" : "",
       j["options"]["fanouts"].dump(), a.batch_size, a.batches);
   for (const auto& m : j["modes"]) print_mode(m, a.batches);
   if (j.contains("csp_bytes_over_pull")) {
@@ -91,8 +91,8 @@ void run_sample(const SampleBenchOptions& a, const RankOptions& rank) {
             {"options", write_options(sample_bench_options(), a)},
             {"batch_size", a.batch_size},
             {"batches", a.batches},
-            {"biased", a.biased},
-            {"replace", a.replace},
+            {"biased", a.base.biased},
+            {"replace", a.base.replace},
             {"num_nodes", part.meta.num_nodes},
             {"num_edges", part.meta.num_edges}});
   if (comm.rank() != 0) return;

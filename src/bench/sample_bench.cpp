@@ -33,8 +33,8 @@ OptionTable<Opts> all_options() {
             DSP_FIELD(batch_size)),
       value("--batches", "batches", "timed batches (default 20)", DSP_FIELD(batches)),
       options::value<Opts>("--mode", "mode", "csp (default), pull or both", DSP_FIELD(mode)),
-      toggle("--biased", "biased", "weight by edge weight", DSP_FIELD(biased)),
-      toggle("--replace", "replace", "draw with replacement", DSP_FIELD(replace)),
+      toggle("--biased", "biased", "weight by edge weight", DSP_FIELD(base.biased)),
+      toggle("--replace", "replace", "draw with replacement", DSP_FIELD(base.replace)),
       toggle("--per-layer-bytes", "per_layer_bytes",
              "also measure the bytes of every layer (one extra run per layer prefix)",
              DSP_FIELD(per_layer_bytes)),
@@ -160,10 +160,9 @@ void SampleBenchOptions::validate() const {
 }
 
 SamplerOptions SampleBenchOptions::sampler(SampleMode m, int num_layers) const {
-  SamplerOptions so = base;
-  if (num_layers >= 0) so.fanouts.resize(num_layers);
-  so.biased = biased;
-  so.replace = replace;
+  SamplerConfig c = base;
+  if (num_layers >= 0) c.fanouts.resize(num_layers);
+  SamplerOptions so = c.options();
   so.seed = seed;
   so.mode = m;
   so.blocks_on_device = true;  // as dsp train samples: a device backend's blocks stay there

@@ -19,21 +19,21 @@ namespace dsp {
 struct SampleBenchOptions {
   std::string partition;  // the CLI's PARTITION
   // The sampler as dsp train sets it (sampler_options_table, embedded whole: --fanouts,
-  // --sample-kernel, --sampler and its options); seed, mode, biased and replace come from here.
-  SamplerOptions base;
+  // --sample-kernel, --sampler and its options), with the bench's --biased and --replace; seed and
+  // mode come from here.
+  SamplerConfig base;
   int64_t batch_size = 1024;  // seeds per rank and batch
   int batches = 20;           // timed batches (after one warm-up)
   enum class Modes { kCsp, kPull, kBoth };
   const Names<SampleBenchOptions::Modes>& names_of(SampleBenchOptions::Modes);  // csp, pull, both
   Modes mode = Modes::kCsp;
-  bool biased = false, replace = false;
   bool per_layer_bytes = false;  // one extra run per layer prefix
   int threads = 1;
   uint64_t seed = 0;
   std::string json;
 
   // InvalidArgument: "--batch-size, --batches and --threads must be positive", or the sampler's own
-  // (SamplerOptions::validate of every mode's options).
+  // (SamplerConfig::options of every mode's options).
   void validate() const;
   // The sampler's options for `mode`, with the first `num_layers` fanouts (-1: all).
   SamplerOptions sampler(SampleMode mode, int num_layers = -1) const;

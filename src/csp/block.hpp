@@ -9,7 +9,7 @@
 //    with fanouts[0].
 //  * in every block the destination nodes are a prefix of the source nodes: src_ids[0, num_dst)
 //    == the destination nodes, in order, so a GNN layer can read h_dst = h_src[:num_dst].
-//  * temporal sampling (SamplerOptions::temporal): a block's nodes are distinct (id, time) pairs,
+//  * temporal sampling (TemporalSampling): a block's nodes are distinct (id, time) pairs,
 //    src_times[i] the time of source i: the destinations first (in order), then the new pairs in
 //    first-seen order over the picks (destination by destination, each one's picks by row
 //    position). A pick inherits its destination's time, so one id may appear at several times.

@@ -27,10 +27,10 @@ class CpuSamplerBackend final : public SamplerBackend {
  public:
   CpuSamplerBackend(const LocalTopology& topo, const SamplerOptions& opts, CpuBackendOptions co)
       : topo_(topo),
-        biased_(opts.biased),
-        replace_(opts.replace),
+        biased_(opts.biased()),
+        replace_(opts.replace()),
         turbo_(opts.kernel == SampleKernel::kTurbo),
-        strategy_(opts.temporal_strategy),
+        strategy_(opts.temporal() ? opts.temporal()->strategy : csp::TemporalStrategy::kUniform),
         grain_(std::max<int64_t>(co.split_grain, 1)) {
     // The arrays a sampled edge reads at random on huge pages (a copy, when memory allows): with
     // 4 KiB pages nearly every neighbour read also misses the TLB.

@@ -20,11 +20,11 @@ using csp_detail::upload;
 std::string exclusion_error(const SamplerOptions& o, int64_t num_nodes,
                             const CollectiveSampler::ExcludedEdges& ex) {
   if (ex.dst.empty() && ex.src.empty()) return "";
-  if (o.biased || o.kind == SamplerKind::kLayer) {
+  if (o.biased() || o.layer()) {
     return "sampler: edge exclusion supports node-wise uniform sampling; biased and layer-wise "
            "sampling are not supported";
   }
-  if (o.kind == SamplerKind::kLabor) {
+  if (o.labor()) {
     return "sampler: edge exclusion (link prediction) is not supported with --sampler labor";
   }
   if (ex.dst.size() != ex.src.size()) {

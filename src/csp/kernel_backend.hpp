@@ -86,9 +86,9 @@ class KernelSamplerBackend final : public SamplerBackend {
       : ex_(std::move(exec)),
         name_(std::move(name)),
         device_(device),
-        topo_(ex_, topo, opts.biased, opts.temporal, kopts.index_budget),
+        topo_(ex_, topo, opts.biased(), opts.temporal() != nullptr, kopts.index_budget),
         edges_(ex_, device, opts.blocks_on_device,
-               opts.blocks_on_device && opts.ids_on_device && !opts.temporal),
+               opts.blocks_on_device && opts.ids_on_device && !opts.temporal()),
         captures_(opts.cuda_graphs),
         s_(ex_),
         draws_(ex_, s_, captures_, topo_, opts) {

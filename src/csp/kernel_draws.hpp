@@ -26,10 +26,10 @@ class DeviceDraws {
         s_(s),
         captures_(captures),
         topo_(topo),
-        biased_(opts.biased),
-        replace_(opts.replace),
+        biased_(opts.biased()),
+        replace_(opts.replace()),
         turbo_(opts.kernel == SampleKernel::kTurbo),
-        strategy_(opts.temporal_strategy) {}
+        strategy_(opts.temporal() ? opts.temporal()->strategy : csp::TemporalStrategy::kUniform) {}
   void set_labor(const csp::LaborVariates& lv) { labor_ = lv; }
   void set_task_times(const int64_t* times) { task_times_ = times; }
 

@@ -73,9 +73,9 @@ void hypergeometric_counts(const std::vector<int64_t>& cum, int n, RngStream& s,
 // in-edges; then each node with c_u > 0 a task of c_u draws.
 class LayerWiseScheme final : public LayerScheme {
  public:
-  LayerWiseScheme(const SamplerOptions& o, const PartitionData& part,
-                  const std::vector<double>& cum, Communicator& comm)
-      : with_replacement_(o.layer_replace), biased_(o.biased) {
+  LayerWiseScheme(const LayerSampling& o, const PartitionData& part, const std::vector<double>& cum,
+                  Communicator& comm)
+      : with_replacement_(o.draws == LayerDraws::kWith), biased_(o.biased) {
     if (biased_) {
       weight_sum_ =
           replicate_weight_sums(part.patch, cum, part.meta.offsets, part.meta.num_nodes, comm);
@@ -145,10 +145,8 @@ std::vector<int32_t> LayerWiseScheme::counts(const int64_t* frontier, int64_t F,
 
 std::unique_ptr<LayerScheme> make_layer_scheme(const SamplerOptions& o, const PartitionData& part,
                                                const std::vector<double>& cum, Communicator& comm) {
-  if (o.kind == SamplerKind::kLabor) return make_labor_scheme(o);
-  if (o.kind == SamplerKind::kLayer) {
-    return std::make_unique<LayerWiseScheme>(o, part, cum, comm);
-  }
+  if (o.labor()) return make_labor_scheme(*o.labor(), o.seed);
+  if (o.layer()) return std::make_unique<LayerWiseScheme>(*o.layer(), part, cum, comm);
   return std::make_unique<NeighbourScheme>();
 }
 

@@ -74,18 +74,18 @@ class LayerScheme {
 // `comm`: collective then.
 std::unique_ptr<LayerScheme> make_layer_scheme(const SamplerOptions& o, const PartitionData& part,
                                                const std::vector<double>& cum, Communicator& comm);
-// LABOR's (labor_scheme in sampler_labor.cpp).
-std::unique_ptr<LayerScheme> make_labor_scheme(const SamplerOptions& o);
+// LABOR's (sampler_labor.cpp), its variates keyed by the sampler's seed.
+std::unique_ptr<LayerScheme> make_labor_scheme(const LaborSampling& o, uint64_t seed);
 
 // How a temporal batch's layers become blocks (CollectiveSampler::sample_temporal;
 // sampler_temporal.cpp): a block over (id, time) pairs, the picks inheriting their destination's
 // time. The relabel keys a pair as id * K + k (k: the time's index among the batch's K distinct
 // seed times) in the backend's table when N * K < 2^32 - 1 (temporal_keys_fit), else (or when
-// SamplerOptions::temporal_host_relabel) on the host. Holds the buffers of the keys.
+// TemporalSampling::host_relabel) on the host. Holds the buffers of the keys.
 class TemporalScheme {
  public:
-  TemporalScheme(const SamplerOptions& o, int64_t num_nodes)
-      : host_relabel_(o.temporal_host_relabel), num_nodes_(num_nodes) {}
+  TemporalScheme(const TemporalSampling& o, int64_t num_nodes)
+      : host_relabel_(o.host_relabel), num_nodes_(num_nodes) {}
   // Layer l's block over the (id, time) pairs of the frontier (ids, time indices tix into the
   // batch's K distinct times tv) and its picks `lo`; ids and tix become the next frontier.
   void relabel(SamplerBackend& be, std::vector<int64_t>& ids, std::vector<int64_t>& tix,

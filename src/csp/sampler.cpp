@@ -13,6 +13,7 @@
 #include "core/timer.hpp"
 #include "csp/exclusions.hpp"
 #include "csp/layer_scheme.hpp"
+#include "csp/rank_check.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler_detail.hpp"
 #include "csp/scheme_protocol.hpp"
@@ -84,7 +85,7 @@ namespace {
 // --cuda-graphs captures a device backend's sampling kernels: refused where there are none.
 void check_cuda_graphs(const SamplerOptions& o, const SamplerBackend& backend) {
   if (!o.cuda_graphs) return;
-  DSP_CHECK_ARG(!(o.kind == SamplerKind::kLabor && o.labor_importance != 0),
+  DSP_CHECK_ARG(!(o.labor() && o.labor()->importance != 0),
                 "--cuda-graphs: LABOR with importance rounds (--labor-importance) draws on the "
                 "host; it runs no sampling kernels to capture");
   DSP_CHECK_ARG(backend.memory() == MemorySpace::kDevice,
@@ -149,7 +150,8 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
     typed_ = std::make_unique<TypedScheme>(part_, opts_);
     for (int64_t& o : offsets_) o *= typed_->num_relations();
   }
-  if (opts_.temporal) temporal_ = std::make_unique<TemporalScheme>(opts_, part_.meta.num_nodes);
+  if (opts_.temporal())
+    temporal_ = std::make_unique<TemporalScheme>(*opts_.temporal(), part_.meta.num_nodes);
   DSP_CHECK_ARG(part_.meta.hetero || opts_.relation_fanouts.empty(),
                 "--fanouts: per-relation fanouts need a heterogeneous graph");
   DSP_CHECK_ARG(part_.meta.num_nodes < (int64_t{1} << 32) - 1,
@@ -157,15 +159,15 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
                 part_.meta.num_nodes);
   DSP_CHECK_ARG(part_.patch.num_nodes == end_ - begin_, "sampler: patch has {} rows for {} nodes",
                 part_.patch.num_nodes, end_ - begin_);
-  DSP_CHECK_ARG(!opts_.biased || part_.patch.has_weights(),
+  DSP_CHECK_ARG(!opts_.biased() || part_.patch.has_weights(),
                 "sampler: biased (weighted) sampling needs edge weights, and the graph has none");
-  DSP_CHECK_ARG(!opts_.temporal || part_.patch.has_times(),
+  DSP_CHECK_ARG(!opts_.temporal() || part_.patch.has_times(),
                 "sampler: --temporal needs edge times (edge_time.npy), and the partition has none");
   stats_.t_layer.assign(opts_.fanouts.size(), 0.0);
   stats_.layer_sources.assign(opts_.fanouts.size(), 0);
-  if (opts_.biased) cum_ = row_prefix_sums(part_.patch);
+  if (opts_.biased()) cum_ = row_prefix_sums(part_.patch);
   scheme_ = make_layer_scheme(opts_, part_, cum_, comm_);  // collective when biased layer-wise
-  LocalTopology topo = local_topology(part_, begin_, opts_.biased ? cum_.data() : nullptr);
+  LocalTopology topo = local_topology(part_, begin_, opts_.biased() ? cum_.data() : nullptr);
   if (part_.meta.hetero) {  // rows are (node, relation) segments: task ids v R + r
     topo.num_rows = part_.patch.num_nodes * typed_->num_relations();
     topo.row_base = begin_ * typed_->num_relations();
@@ -174,7 +176,7 @@ CollectiveSampler::CollectiveSampler(const PartitionData& part, Communicator& co
     topo.num_hot = 0;
   }
   // Layer-wise, LABOR-i and temporal sampling read their blocks' source ids on the host.
-  if (scheme_->draws_on_host() || opts_.temporal) opts_.ids_on_device = false;
+  if (scheme_->draws_on_host() || opts_.temporal()) opts_.ids_on_device = false;
   backend_ = backend ? backend(topo, opts_) : make_cpu_sampler_backend(topo, opts_);
   DSP_CHECK(backend_ != nullptr, "sampler: the backend factory returned no backend");
   check_cuda_graphs(opts_, *backend_);
@@ -210,12 +212,7 @@ void CollectiveSampler::reset_stats() {
 // any rank excludes edges. The bytes the batch moves are counted from after it.
 void CollectiveSampler::Round::check(const std::string& err, const ExcludedEdges* exclude) {
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
-  int64_t v = (err.empty() ? 0 : 2) + (has_ex ? 1 : 0);
-  OpOptions o;
-  o.host_buffers = true;
-  if (s_.size_ > 1) s_.comm_.all_reduce(&v, 1, DType::kInt64, ReduceOp::kMax, o);
-  if (!err.empty()) DSP_THROW_T(InvalidArgument, "{}", err);
-  if (v >= 2) DSP_THROW_T(InvalidArgument, "sampler: another rank passed invalid input");
+  const int64_t v = check_on_every_rank(s_.comm_, err, has_ex ? 1 : 0);
   sent0_ = remote_sent();
   recv0_ = remote_recv();
   s_.ex_->clear();
@@ -296,14 +293,14 @@ void CollectiveSampler::shuffle() {
   Buffers& b = *buf_;
   if (size_ == 1) {
     std::swap(b.tasks, b.served);
-    if (opts_.temporal) std::swap(b.task_times, b.served_times);
+    if (opts_.temporal()) std::swap(b.task_times, b.served_times);
     served_count_ = grouped_count_;
   } else {
     OpOptions o;
     o.label = "csp.shuffle.counts";
     served_count_ = comm_.exchange_counts(grouped_count_, o);
     exchange(*b.tasks, grouped_count_, *b.served, served_count_, DType::kInt64, "csp.shuffle");
-    if (opts_.temporal) {  // the tasks' times, with the same counts
+    if (opts_.temporal()) {  // the tasks' times, with the same counts
       exchange(*b.task_times, grouped_count_, *b.served_times, served_count_, DType::kInt64,
                "csp.shuffle.t");
     }
@@ -319,10 +316,10 @@ void CollectiveSampler::serve(uint64_t key, int max_fanout, int64_t max_picks) {
   const int64_t n = served_off_[size_];
   if (opts_.mode != SampleMode::kPull || size_ == 1) {
     const TaskExclusions* ex = ex_->served(served_off_, 0, n);
-    if (opts_.temporal) backend_->set_task_times(b.served_times->as<int64_t>());
+    if (opts_.temporal()) backend_->set_task_times(b.served_times->as<int64_t>());
     served_picks_ = backend_->sample(b.served->as<int64_t>(), n, max_fanout, max_picks, key,
                                      b.counts->reserve_n<int32_t>(n), *b.nbrs,
-                                     opts_.biased ? b.weights.get() : nullptr, ex);
+                                     opts_.biased() ? b.weights.get() : nullptr, ex);
     backend_->set_task_times(nullptr);
     return;
   }
@@ -343,7 +340,7 @@ void CollectiveSampler::reshuffle() {
   exchange(*b.counts, served_count_, *b.answer_counts, grouped_count_, DType::kInt32,
            "csp.reshuffle.counts");
   exchange(*b.nbrs, sc_data, *b.answer_nbrs, rc_data, DType::kInt64, "csp.reshuffle");
-  if (opts_.biased) {
+  if (opts_.biased()) {
     exchange(*b.weights, sc_data, *b.answer_weights, rc_data, DType::kFloat32, "csp.reshuffle.w");
   }
   answer_picks_ = sum(rc_data);
@@ -386,15 +383,15 @@ LayerPicks CollectiveSampler::run_layer(const int64_t* frontier, int64_t nf, con
   }
   // Grouped order == frontier order (one rank, nothing skipped): the picks stay where they are.
   const bool identity = size_ == 1 && ng == nf;
-  BackendBuffer* w = opts_.biased ? b.layer_weights.get() : nullptr;
+  BackendBuffer* w = opts_.biased() ? b.layer_weights.get() : nullptr;
   backend_->unpermute(identity ? nullptr : b.perm->as<int64_t>(), ng, nf,
                       b.answer_counts->as<int32_t>(), b.answer_nbrs->as<int64_t>(),
-                      opts_.biased ? b.answer_weights->as<float>() : nullptr, answer_picks_,
+                      opts_.biased() ? b.answer_weights->as<float>() : nullptr, answer_picks_,
                       *b.offsets, *b.layer_nbrs, w);
   LayerPicks out;
   out.offsets = b.offsets->as<int64_t>();
   out.nbrs = (identity ? b.answer_nbrs : b.layer_nbrs)->as<int64_t>();
-  if (opts_.biased) out.weights = (identity ? b.answer_weights : b.layer_weights)->as<float>();
+  if (opts_.biased()) out.weights = (identity ? b.answer_weights : b.layer_weights)->as<float>();
   out.total = answer_picks_;
   out.exact = size_ > 1;  // the received picks, summed on the host (reshuffle, pulled rows)
   stats_.t_relabel += sw.seconds();  // reordering is part of block assembly
@@ -475,7 +472,7 @@ void CollectiveSampler::fetch_rows(const int64_t* f, int64_t nf, std::vector<int
 SampledBatch CollectiveSampler::sample(const std::vector<int64_t>& seeds, int64_t epoch,
                                        int64_t batch, const ExcludedEdges* exclude) {
   if (typed_) return sample_typed(seeds, epoch, batch, exclude);
-  if (!opts_.temporal) return sample_nodewise(seeds, epoch, batch, exclude);
+  if (!opts_.temporal()) return sample_nodewise(seeds, epoch, batch, exclude);
   DSP_CHECK_ARG(part_.node_time.defined(),
                 "sampler: --temporal samples each seed at its node's time, and the partition has "
                 "no node times (node_time.npy)");

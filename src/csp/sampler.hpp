@@ -34,125 +34,13 @@
 #include <vector>
 
 #include "ccc/communicator.hpp"
-#include "core/options.hpp"
 #include "csp/backend.hpp"
 #include "csp/block.hpp"
+#include "csp/sampler_options.hpp"
 #include "csp/temporal_kernels.hpp"
 #include "layout/partition/partition.hpp"
 
 namespace dsp {
-
-// kCsp pushes tasks to owners; kPull fetches remote adjacency rows (and weights) and samples
-// locally (the ablation of DSP Fig. 11). Both give the same blocks.
-enum class SampleMode { kCsp, kPull };
-
-// Who samples which task (the picks do not depend on it: csp/degree_schedule.hpp). kDefault: one
-// thread per task in task order (CPU: equal chunks per thread). kTurbo: tasks sorted by degree and
-// dealt in snake order (TurboGNN): to warps and blocks on a GPU, with high-degree tasks' positions
-// in shared memory; to threads on the CPU.
-enum class SampleKernel { kDefault, kTurbo };
-
-// Which sampler --sampler names: neighbour sampling (node-wise: fanouts[l] neighbours of every
-// frontier node; the default), LABOR (node-wise with shared per-neighbour variates) or
-// layer-wise (DSP Eq. 2: fanouts[l] draws per sample over the frontier with p_u ~ W_u, the
-// in-degree or total in-neighbour weight when biased, giving per-node counts c_u, then node-wise
-// sampling of c_u neighbours of u).
-enum class SamplerKind { kNeighbor, kLabor, kLayer };
-// The option values of --sampler (also "neighbour"), --sample-kernel, the mode (csp, pull),
-// --layer-draws (with, without) and --temporal (off, uniform, recent): core/choice.hpp's tables,
-// in sampler_options.cpp.
-enum class LayerDraws { kWith, kWithout };
-enum class TemporalKind { kOff, kUniform, kRecent };
-const Names<SamplerKind>& names_of(SamplerKind);
-const Names<SampleMode>& names_of(SampleMode);
-const Names<SampleKernel>& names_of(SampleKernel);
-const Names<LayerDraws>& names_of(LayerDraws);
-const Names<TemporalKind>& names_of(TemporalKind);
-
-// A fanout of -1 (as DGL's and PyG's): every neighbour. Node-wise sampling without replacement
-// takes min(k, degree) picks, so the sampler asks the backends for the largest fanout,
-// kMaxFanout (a node of a higher degree gives that many), and they size such tasks' slots by the
-// degree (csp::kDegreeSlotsAbove). Layer-wise draws and --replace draw a number: refused there.
-constexpr int kAllNeighbours = -1;
-constexpr int kMaxFanout = 1 << 22;
-constexpr int drawn_fanout(int f) { return f == kAllNeighbours ? kMaxFanout : f; }
-
-// The one check of a list of fanouts, wherever one is given (dsp train, the Loader, the benches,
-// the sampler itself): at least one layer, each fanout -1 (all) or in [1, 2^22]. `what` names the
-// option.
-void check_fanouts(const std::vector<int>& fanouts, const std::string& what);
-
-// The parameters of DSP's Table 2 plus the RNG seed and the mode.
-struct SamplerOptions {
-  std::vector<int> fanouts{15, 10, 5};  // from the seeds out; each > 0 or -1 (all neighbours)
-  SamplerKind kind = SamplerKind::kNeighbor;  // --sampler
-  bool biased = false;   // weight by edge weight (the partition must have edge_weight.npy)
-  bool replace = false;  // node-wise draws with replacement (layer-wise: within each node)
-  uint64_t seed = 0;
-  SampleMode mode = SampleMode::kCsp;
-  SampleKernel kernel = SampleKernel::kDefault;
-  // Seeds must be owned by the calling rank (co-partitioned seeds, DSP 2.2). Off, any rank may
-  // sample any node (e.g. evaluation over arbitrary ids).
-  bool require_owned_seeds = true;
-  // A device backend leaves each block's edge arrays in its memory (Block::on_device) instead of
-  // copying them to the host: for a trainer on that device. The CPU backend ignores it.
-  bool blocks_on_device = false;
-  // With blocks_on_device, a device backend also leaves each block's source ids there
-  // (BlockEdges::src_ids; Block::ids_to_host brings them back) instead of reading them: for a
-  // feature store on that device (FeatureStore::gather_resident). Not for the samplers that read
-  // them on the host: layer-wise and LABOR-i (their draws take the previous block's ids) and
-  // temporal sampling (its loader deduplicates them); their ids are read as without it.
-  bool ids_on_device = false;
-  // A device backend captures each of a layer's kernel sequences (group, sample, unpermute,
-  // relabel up to its sizes) once per shape (its sizes rounded up to 3 significant bits and the
-  // arrays it names) and replays it as one CUDA Graph launch from the second call of that shape
-  // on; the same blocks. Reads and exchanges between ranks stay direct.
-  // The CPU backend has no kernels to capture: the sampler refuses the option there.
-  bool cuda_graphs = false;
-  // LABOR (Balin & Catalyurek, NeurIPS'23; kind kLabor, --sampler labor): node-wise, with one
-  // variate r_t per neighbour global id shared by the layer's seeds (csp::LaborVariates).
-  // labor_importance 0: LABOR-0, each seed keeps the min(fanout, degree) neighbours of smallest
-  // r_t (GraphBolt's LayerNeighborSampler: sequential Poisson sampling, a fixed count; no edge
-  // weights). i > 0: LABOR-i, i rounds of DGL's importance-sampling fixed point over the
-  // requesting rank's frontier give pi_ts = min(1, c_s q_t); -1: LABOR-*, rounds until it
-  // converges. Then, as DGL's sample_labors (Poisson sampling), t is picked for s iff
-  // r_t <= pi_ts (the count n_s varies; its mean is sum_t pi_ts), and the edge carries the
-  // weight (1 / pi_ts) n_s / d_s (Block::weights): a mean over the picks weighted by it is the
-  // Horvitz-Thompson estimate sum h_t / pi_ts / d_s of the mean over all d_s neighbours, exactly
-  // unbiased (DGL normalises by sum 1 / pi over the picks instead of d_s: self-normalised, with
-  // an O(1 / n_s) bias).
-  int labor_importance = 0;
-  bool labor_layer_dependency = false;  // every layer the same variates (DGL layer_dependency)
-  int labor_batch_dependency = 1;       // K > 1: variates drift over K batches (DGL's kappa)
-  // Layer-wise: the layer's draws with replacement over the frontier (p_u ~ W_u), or without,
-  // over the union of the frontier's in-edges (multivariate hypergeometric counts c_u <= d_u,
-  // then c_u distinct neighbours of u: needs replace = false and unbiased sampling).
-  bool layer_replace = true;
-  // Temporal neighbour sampling (--temporal uniform|recent; GraphBolt's TemporalNeighborSampler,
-  // csp/temporal_kernels.hpp): every seed carries a time T (CollectiveSampler::sample_temporal),
-  // a node samples only its in-edges of time < T (uniform, with or without `replace`, or the
-  // fanout latest: recent) and its picks inherit T, so blocks are over (id, time) pairs
-  // (Block::src_times). Node-wise and unbiased, in CSP mode; needs edge_time.npy.
-  bool temporal = false;
-  csp::TemporalStrategy temporal_strategy = csp::TemporalStrategy::kUniform;
-  // Tests: relabel (id, time) pairs on the host even where combined keys fit the backend's table.
-  bool temporal_host_relabel = false;
-  // Heterogeneous graphs: per-relation fanouts as --fanouts gave them, "writes:10,cites:15;
-  // writes:5,cites:10" (layers from the seeds out split by ';', each a list of relation:count
-  // with a relation named by its name or its key src___name___dst, and '*' for every relation
-  // not named; a relation named nowhere takes no neighbours in that layer) or a JSON map
-  // {"writes": [10, 5], "*": [5, 5]}; `fanouts` then holds each layer's largest count. Kept as
-  // text until the sampler resolves it against the partition's schema (resolve_relation_fanouts).
-  // Empty: every relation takes fanouts[l] in layer l (DGL's int fanout on a heterograph).
-  std::string relation_fanouts{};
-
-  // The fanouts (check_fanouts, named --fanouts) and the sampler's combination: one
-  // InvalidArgument naming what does not fit (sampler_combination_error).
-  void validate() const;
-};
-// What is wrong with o's combination of sampler, scheme and mode ("" when nothing): the
-// message validate() and the sampler throw.
-std::string sampler_combination_error(const SamplerOptions& o);
 
 // [layer][relation] fanouts of `o` on a graph of `schema` (see SamplerOptions::relation_fanouts).
 // InvalidArgument naming --fanouts: a relation the schema does not have ("--fanouts: no relation
@@ -160,18 +48,11 @@ std::string sampler_combination_error(const SamplerOptions& o);
 // different lengths in a JSON map.
 std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
                                                        const HeteroSchema& schema);
-// Parses --fanouts text: "15,10,5" into `fanouts` (relation_fanouts cleared), or a per-relation
-// form (any ':' or a JSON object) into relation_fanouts, with `fanouts` each layer's largest count.
-void parse_fanouts_option(const std::string& text, SamplerOptions& o);
 
 // What is wrong with a batch's seeds ("" when nothing): each must be a node id (< num_nodes),
 // owned by `rank` ([begin, end)) when require_owned, and appear once.
 std::string seed_error(const std::vector<int64_t>& seeds, int64_t num_nodes, bool require_owned,
                        int rank, int64_t begin, int64_t end);
-
-// The sampler options a user sets (core/options.hpp): fanouts and sample_kernel. dsp train's
-// table embeds them (JobConfig::sampler); SamplerOptions::validate is their one check.
-const OptionTable<SamplerOptions>& sampler_options_table();
 
 // Accumulated since construction or reset_stats(), this rank only. Times are wall seconds.
 struct SamplerStats {
@@ -255,7 +136,7 @@ class CollectiveSampler {
   SampledBatch sample(const std::vector<int64_t>& seeds, int64_t epoch, int64_t batch,
                       const ExcludedEdges* exclude = nullptr);
 
-  // Temporal sampling (SamplerOptions::temporal) at given times: seed i is (seeds[i],
+  // Temporal sampling (TemporalSampling) at given times: seed i is (seeds[i],
   // seed_times[i]); the pairs must be distinct (one id may come at several times). Per layer the
   // frontier's times travel with its tasks to the owners (one more all_to_all_v with the task
   // counts), each owner's backend samples a task's row among its entries before the task's time,
@@ -359,8 +240,8 @@ inline constexpr int64_t kParallelRelabelMinEdges = int64_t{1} << 14;
 inline constexpr int kParallelRelabelMinThreads = 3;
 
 // LABOR-i's picks over given rows (the requester's side of CollectiveSampler with
-// labor_importance != 0): row i of n is ids[off[i], off[i + 1]) (ascending global ids); fanout
-// k; `rounds` as SamplerOptions::labor_importance (> 0, or -1). Writes the picks of row i at
+// LABOR-i): row i of n is ids[off[i], off[i + 1]) (ascending global ids); fanout k; `rounds` as
+// LaborSampling::importance (> 0, or -1). Writes the picks of row i at
 // out_off[i] .. out_off[i + 1] (in row order) with their weights.
 void labor_importance_picks(int64_t n, const int64_t* off, const int64_t* ids, int k, int rounds,
                             const csp::LaborVariates& lv, std::vector<int64_t>& out_off,
@@ -373,7 +254,6 @@ PartitionData single_part(const Csr& graph);
 // Whether (id, time index) pairs of a graph of num_nodes nodes and `times` distinct times fit the
 // relabel table's keys as id * times + index (< 2^32 - 1, csp::relabel_slot).
 bool temporal_keys_fit(int64_t num_nodes, int64_t times);
-TemporalKind temporal_kind(bool temporal, csp::TemporalStrategy s);
 
 // --temporal samples node seeds at their node times: InvalidArgument "--temporal: DIR has no node
 // times (node_time.npy): each SEED is sampled at its node's time" when `o` is temporal and `part`

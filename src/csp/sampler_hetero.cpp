@@ -122,10 +122,11 @@ int find_relation(const HeteroSchema& s, const std::string& name) {
 
 }  // namespace
 
-void parse_fanouts_option(const std::string& text, SamplerOptions& o) {
+void parse_fanouts_option(const std::string& text, std::vector<int>& fanouts,
+                          std::string& relation_fanouts) {
   if (text.find(':') == std::string::npos && text.find('{') == std::string::npos) {
-    o.fanouts = parse_int_list(text, "--fanouts");
-    o.relation_fanouts.clear();
+    fanouts = parse_int_list(text, "--fanouts");
+    relation_fanouts.clear();
     return;
   }
   std::vector<int> widest;
@@ -134,8 +135,8 @@ void parse_fanouts_option(const std::string& text, SamplerOptions& o) {
     for (const auto& item : layer) m = std::max(m, item.second);
     widest.push_back(std::max(m, 1));
   }
-  o.fanouts = widest;
-  o.relation_fanouts = text;
+  fanouts = widest;
+  relation_fanouts = text;
 }
 
 std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
@@ -168,11 +169,11 @@ std::vector<std::vector<int>> resolve_relation_fanouts(const SamplerOptions& o,
 
 TypedScheme::TypedScheme(const PartitionData& part, SamplerOptions& o) : part_(part) {
   const HeteroSchema& s = part_.meta.hetero->schema;
-  DSP_CHECK_ARG(
-      o.kind == SamplerKind::kNeighbor && !o.biased && !o.temporal && o.mode == SampleMode::kCsp,
-      "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
-      "(--sampler labor|layer, biased, temporal and pull sampling are not supported "
-      "on it)");
+  DSP_CHECK_ARG(std::holds_alternative<NeighborSampling>(o.scheme) && !o.biased() &&
+                    o.mode == SampleMode::kCsp,
+                "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
+                "(--sampler labor|layer, biased, temporal and pull sampling are not supported "
+                "on it)");
   DSP_CHECK_ARG(part_.relation_indptr.defined(),
                 "sampler: the heterogeneous part has no relation segments (relation_indptr.npy)");
   num_rel_ = s.num_relations();

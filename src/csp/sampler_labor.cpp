@@ -1,4 +1,4 @@
-// LABOR (SamplerOptions::kind kLabor) as a LayerScheme (layer_scheme.hpp): the variates of a layer,
+// LABOR (LaborSampling) as a LayerScheme (layer_scheme.hpp): the variates of a layer,
 // and LABOR-i's importance sampling at the requester over the rows it fetches.
 #include <algorithm>
 #include <cmath>
@@ -116,17 +116,17 @@ void labor_importance_picks(int64_t n, const int64_t* off, const int64_t* ids, i
 
 namespace {
 
-// LABOR (SamplerOptions::kind kLabor): node-wise tasks whose draws share one variate r_t per
+// LABOR (LaborSampling): node-wise tasks whose draws share one variate r_t per
 // neighbour across the layer's seeds. rounds 0: LABOR-0, the owners' backends draw with the
 // variates; otherwise LABOR-i (rounds > 0, or -1: LABOR-*), the requester's importance rounds over
 // its fetched rows.
 class LaborScheme final : public LayerScheme {
  public:
-  explicit LaborScheme(const SamplerOptions& o)
-      : seed_(o.seed),
-        rounds_(o.labor_importance),
-        layer_dependency_(o.labor_layer_dependency),
-        batch_dependency_(o.labor_batch_dependency) {}
+  LaborScheme(const LaborSampling& o, uint64_t seed)
+      : seed_(seed),
+        rounds_(o.importance),
+        layer_dependency_(o.layer_dependency),
+        batch_dependency_(o.batch_dependency) {}
   bool draws_on_host() const override { return rounds_ != 0; }
   bool tasks_every_node() const override { return rounds_ == 0; }
 
@@ -185,8 +185,8 @@ csp::LaborVariates LaborScheme::variates(int64_t epoch, int64_t batch, int l) co
 
 }  // namespace
 
-std::unique_ptr<LayerScheme> make_labor_scheme(const SamplerOptions& o) {
-  return std::make_unique<LaborScheme>(o);
+std::unique_ptr<LayerScheme> make_labor_scheme(const LaborSampling& o, uint64_t seed) {
+  return std::make_unique<LaborScheme>(o, seed);
 }
 
 }  // namespace dsp

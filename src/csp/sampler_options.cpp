@@ -1,11 +1,12 @@
-// The sampler's options: the names of its choices, the combinations it accepts, and the option
-// table that dsp train, the benches and the Loader embed (sampler.hpp).
+// The sampler's options (sampler_options.hpp): the names of its choices, the flags' scheme, the
+// values each scheme accepts, and the option table that dsp train, the benches and the Loader
+// embed.
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
-#include "csp/sampler.hpp"
+#include "csp/sampler_options.hpp"
 
 namespace dsp {
 
@@ -43,47 +44,45 @@ const Names<TemporalKind>& names_of(TemporalKind) {
   return n;
 }
 
+bool SamplerOptions::biased() const {
+  if (const auto* n = std::get_if<NeighborSampling>(&scheme)) return n->biased;
+  return layer() != nullptr && layer()->biased;
+}
+
+bool SamplerOptions::replace() const {
+  if (const auto* n = std::get_if<NeighborSampling>(&scheme)) return n->replace;
+  if (layer()) return layer()->replace;
+  return temporal() != nullptr && temporal()->replace;
+}
+
 std::string sampler_combination_error(const SamplerOptions& o) {
   const bool all = std::find(o.fanouts.begin(), o.fanouts.end(), kAllNeighbours) != o.fanouts.end();
-  if (all && (o.kind == SamplerKind::kLayer || o.replace)) {
+  if (all && (o.layer() || o.replace())) {
     return "--fanouts -1 (all neighbours) samples node-wise without replacement (--sampler layer "
            "and --replace draw a number of picks: give that number)";
   }
-  if (all && o.kind == SamplerKind::kLabor && o.labor_importance != 0) {
+  const LaborSampling* labor = o.labor();
+  if (all && labor && labor->importance != 0) {
     return "--labor-importance with --fanouts -1: every neighbour is taken, there is nothing to "
            "weigh (give a fanout, or leave --labor-importance out)";
   }
-  if (o.temporal) {
-    if (o.kind != SamplerKind::kNeighbor || o.biased) {
-      return "--temporal samples node-wise among the edges before each seed's time, uniformly or "
-             "the most recent (biased, layer-wise and LABOR sampling are not supported with it)";
-    }
-    if (o.mode == SampleMode::kPull) return "--temporal: the pull mode is not supported";
-  }
-  if (o.kind == SamplerKind::kLabor) {
-    if (o.biased || o.replace) {
-      return "--sampler labor: LABOR samples node-wise, uniformly and without replacement "
-             "(biased, with-replacement and layer-wise LABOR are not supported)";
-    }
+  if (o.temporal() && o.mode == SampleMode::kPull)
+    return "--temporal: the pull mode is not supported";
+  if (labor) {
     if (o.mode == SampleMode::kPull) return "--sampler labor: the pull mode is not supported";
-    if (o.labor_importance < -1) {
+    if (labor->importance < -1) {
       return fmt::format("--labor-importance: rounds must be >= 0 or * (got {})",
-                         o.labor_importance);
+                         labor->importance);
     }
-    if (o.labor_batch_dependency < 1) {
+    if (labor->batch_dependency < 1) {
       return fmt::format("--labor-batch-dependency: must be >= 1 (got {})",
-                         o.labor_batch_dependency);
+                         labor->batch_dependency);
     }
-  } else if (o.labor_importance != 0 || o.labor_layer_dependency || o.labor_batch_dependency != 1) {
-    return "--labor-importance, --labor-layer-dependency and --labor-batch-dependency need "
-           "--sampler labor";
   }
-  if (!o.layer_replace) {
-    if (o.kind != SamplerKind::kLayer) return "--layer-draws without needs --sampler layer";
-    if (o.biased || o.replace) {
-      return "--layer-draws without: layer-wise sampling without replacement is uniform and takes "
-             "distinct neighbours (biased sampling and --replace are not supported with it)";
-    }
+  const LayerSampling* layer = o.layer();
+  if (layer && layer->draws == LayerDraws::kWithout && (layer->biased || layer->replace)) {
+    return "--layer-draws without: layer-wise sampling without replacement is uniform and takes "
+           "distinct neighbours (biased sampling and --replace are not supported with it)";
   }
   return "";
 }
@@ -92,6 +91,61 @@ void SamplerOptions::validate() const {
   check_fanouts(fanouts, "--fanouts");
   const std::string err = sampler_combination_error(*this);
   DSP_CHECK_ARG(err.empty(), "{}", err);
+}
+
+namespace {
+// What is wrong with c's flags together ("" when nothing): those of a scheme it did not choose.
+std::string scheme_flags_error(const SamplerConfig& c) {
+  if (c.is_temporal() && (c.kind != SamplerKind::kNeighbor || c.biased)) {
+    return "--temporal samples node-wise among the edges before each seed's time, uniformly or "
+           "the most recent (biased, layer-wise and LABOR sampling are not supported with it)";
+  }
+  if (c.kind == SamplerKind::kLabor) {
+    if (c.biased || c.replace) {
+      return "--sampler labor: LABOR samples node-wise, uniformly and without replacement "
+             "(biased, with-replacement and layer-wise LABOR are not supported)";
+    }
+  } else if (c.labor_importance != 0 || c.labor_layer_dependency || c.labor_batch_dependency != 1) {
+    return "--labor-importance, --labor-layer-dependency and --labor-batch-dependency need "
+           "--sampler labor";
+  }
+  if (c.layer_draws == LayerDraws::kWithout && c.kind != SamplerKind::kLayer) {
+    return "--layer-draws without needs --sampler layer";
+  }
+  return "";
+}
+
+SamplingScheme scheme_of(const SamplerConfig& c) {
+  if (c.is_temporal()) {
+    TemporalSampling t;
+    t.strategy = c.temporal == TemporalKind::kRecent ? csp::TemporalStrategy::kRecent
+                                                     : csp::TemporalStrategy::kUniform;
+    t.replace = c.replace;
+    return t;
+  }
+  switch (c.kind) {
+    case SamplerKind::kLabor:
+      return LaborSampling{c.labor_importance, c.labor_layer_dependency, c.labor_batch_dependency};
+    case SamplerKind::kLayer:
+      return LayerSampling{c.biased, c.replace, c.layer_draws};
+    case SamplerKind::kNeighbor:
+      break;
+  }
+  return NeighborSampling{c.biased, c.replace};
+}
+}  // namespace
+
+SamplerOptions SamplerConfig::options() const {
+  const std::string err = scheme_flags_error(*this);
+  DSP_CHECK_ARG(err.empty(), "{}", err);
+  SamplerOptions o;
+  o.fanouts = fanouts;
+  o.relation_fanouts = relation_fanouts;
+  o.kernel = kernel;
+  o.cuda_graphs = cuda_graphs;
+  o.scheme = scheme_of(*this);
+  o.validate();
+  return o;
 }
 
 namespace {
@@ -105,8 +159,8 @@ std::string labor_rounds_text(int r) { return r < 0 ? "*" : std::to_string(r); }
 
 // The options of the sampler's kind: --sampler and LABOR's (declared here once; dsp train, the
 // benches and the Loader embed them).
-std::vector<Option<SamplerOptions>> sampler_kind_options() {
-  using S = SamplerOptions;
+OptionTable<SamplerConfig> sampler_kind_options() {
+  using S = SamplerConfig;
   Option<S> kind = options::value<S>(
       "--sampler", "sampler",
       "neighbor (default: fanouts[l] neighbours of every node), labor (LABOR: as many, chosen "
@@ -124,41 +178,18 @@ std::vector<Option<SamplerOptions>> sampler_kind_options() {
         parse_labor_rounds(v.is_string() ? v.get<std::string>() : std::to_string(v.get<int>()));
   };
   rounds.write = [](const S& o) { return nlohmann::json(labor_rounds_text(o.labor_importance)); };
-  Option<S> draws = options::declare<S>(
+  Option<S> draws = options::value<S>(
       "--layer-draws", "layer_draws",
       "with (default) or without: --sampler layer's draws over the frontier with replacement, "
       "or without, over the union of its in-edges (each node at most its degree, distinct "
-      "neighbours)");
-  draws.type = options::type_of<LayerDraws>();
-  auto parse_draws = [](const std::string& s) {
-    return parse_choice<LayerDraws>(s) == LayerDraws::kWith;
-  };
-  draws.parse = [parse_draws](S& o, const std::string& s) { o.layer_replace = parse_draws(s); };
-  draws.read = [parse_draws](S& o, const nlohmann::json& v) {
-    o.layer_replace = parse_draws(v.get<std::string>());
-  };
-  draws.write = [](const S& o) {
-    return nlohmann::json(name_of(o.layer_replace ? LayerDraws::kWith : LayerDraws::kWithout));
-  };
-  Option<S> temporal = options::declare<S>(
+      "neighbours)",
+      [](S & o) -> auto& { return o.layer_draws; });
+  Option<S> temporal = options::value<S>(
       "--temporal", "temporal",
       "off (default), uniform or recent: temporal neighbour sampling, every seed at its time T "
       "(a node's node_time.npy) sampling only in-edges of time < T (edge_time.npy), uniformly or "
-      "the fanout latest; picks inherit T");
-  temporal.type = options::type_of<TemporalKind>();
-  auto parse_temporal = [](S& o, const std::string& v) {
-    const TemporalKind t = parse_choice<TemporalKind>(v);
-    o.temporal = t != TemporalKind::kOff;
-    o.temporal_strategy = t == TemporalKind::kRecent ? csp::TemporalStrategy::kRecent
-                                                     : csp::TemporalStrategy::kUniform;
-  };
-  temporal.parse = parse_temporal;
-  temporal.read = [parse_temporal](S& o, const nlohmann::json& v) {
-    parse_temporal(o, v.get<std::string>());
-  };
-  temporal.write = [](const S& o) {
-    return nlohmann::json(name_of(temporal_kind(o.temporal, o.temporal_strategy)));
-  };
+      "the fanout latest; picks inherit T",
+      [](S & o) -> auto& { return o.temporal; });
   return {
       kind,
       rounds,
@@ -177,9 +208,9 @@ std::vector<Option<SamplerOptions>> sampler_kind_options() {
 }
 }  // namespace
 
-const OptionTable<SamplerOptions>& sampler_options_table() {
-  static const OptionTable<SamplerOptions> table = [] {
-    using S = SamplerOptions;
+const OptionTable<SamplerConfig>& sampler_options_table() {
+  static const OptionTable<SamplerConfig> table = [] {
+    using S = SamplerConfig;
     Option<S> kernel = options::value<S>(
         "--sample-kernel", "sample_kernel",
         "default, or turbo: tasks degree-sorted and dealt in snake order (TurboGNN): to warps and "
@@ -194,13 +225,16 @@ const OptionTable<SamplerOptions>& sampler_options_table() {
         "\"writes:10,cites:15;writes:5,cites:10\" (layers split by ';', '*' for the relations "
         "not named, the others none) or a JSON map {\"writes\": [10, 5], ...}");
     fanouts.type = "LIST";
-    fanouts.parse = [](S& o, const std::string& s) { parse_fanouts_option(s, o); };
+    fanouts.parse = [](S& o, const std::string& s) {
+      parse_fanouts_option(s, o.fanouts, o.relation_fanouts);
+    };
     fanouts.read = [](S& o, const nlohmann::json& v) {
       if (v.is_array()) {
         o.fanouts = v.get<std::vector<int>>();
         o.relation_fanouts.clear();
       } else {
-        parse_fanouts_option(v.is_string() ? v.get<std::string>() : v.dump(), o);
+        parse_fanouts_option(v.is_string() ? v.get<std::string>() : v.dump(), o.fanouts,
+                             o.relation_fanouts);
       }
     };
     fanouts.write = [](const S& o) {

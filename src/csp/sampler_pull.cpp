@@ -44,7 +44,7 @@ struct PulledPicks {
 // The owner's draws of tasks[0, n) over their fetched rows: the same per-node logic and streams.
 void sample_rows_of(const int64_t* tasks, int64_t n, uint64_t key, const SamplerOptions& o,
                     PulledRows r, PulledPicks p, const TaskExclusions* ex) {
-  const bool biased = o.biased, replace = o.replace;
+  const bool biased = o.biased(), replace = o.replace();
   parallel_for(0, n, 4096, [&](int64_t b, int64_t e) {
     std::vector<double> cum;
     for (int64_t i = b; i < e; ++i) {
@@ -91,7 +91,7 @@ void CollectiveSampler::serve_pulled(uint64_t key, int max_fanout, int64_t max_p
   const int64_t self_b = served_off_[rank_], self_e = served_off_[rank_ + 1];
   backend_->sample(b.served->as<int64_t>() + self_b, self_e - self_b, max_fanout, max_picks, key,
                    b.answer_counts->reserve_n<int32_t>(n), *b.answer_nbrs,
-                   opts_.biased ? b.answer_weights.get() : nullptr,
+                   opts_.biased() ? b.answer_weights.get() : nullptr,
                    ex_->served(served_off_, self_b, self_e));
   std::vector<int64_t> ht, ln;
   std::vector<int32_t> lc;
@@ -100,9 +100,9 @@ void CollectiveSampler::serve_pulled(uint64_t key, int max_fanout, int64_t max_p
   const int32_t* lcnt = host_view(*backend_, *b.answer_counts, self_e - self_b, lc);
   const int64_t nl = std::accumulate(lcnt, lcnt + (self_e - self_b), int64_t{0});  // exact
   const int64_t* lnb = host_view(*backend_, *b.answer_nbrs, nl, ln);
-  const float* lwt = opts_.biased ? host_view(*backend_, *b.answer_weights, nl, lw) : nullptr;
+  const float* lwt = opts_.biased() ? host_view(*backend_, *b.answer_weights, nl, lw) : nullptr;
   const int64_t* ip = part_.patch.rowptr();
-  const float* w = opts_.biased ? part_.patch.weights.data<float>() : nullptr;
+  const float* w = opts_.biased() ? part_.patch.weights.data<float>() : nullptr;
   HostFill<int32_t> counts(*backend_, *b.counts, n);
   int32_t* c = counts.data();
   int64_t total = nl, self_at = 0;  // picks in all; where the self chunk's go
@@ -149,13 +149,13 @@ void CollectiveSampler::sample_pulled_rows(uint64_t key) {
   const int32_t* rc = host_view(*backend_, *b.answer_counts, ng, hc);
   const int64_t* rows = host_view(*backend_, *b.answer_nbrs, answer_picks_, hn);
   const float* rw =
-      opts_.biased ? host_view(*backend_, *b.answer_weights, answer_picks_, hw) : nullptr;
+      opts_.biased() ? host_view(*backend_, *b.answer_weights, answer_picks_, hw) : nullptr;
   std::vector<int64_t> roff(ng + 1, 0), slot(ng + 1, 0);
   for (int64_t i = 0; i < ng; ++i) {
     const bool self = i >= self_b && i < self_e;
     roff[i + 1] = roff[i] + rc[i];
     const int k = task_fanout(tasks[i]);  // remote: its whole row came, rc[i] entries
-    const bool by_row = self || csp::slot_needs_degree(k, opts_.replace);
+    const bool by_row = self || csp::slot_needs_degree(k, opts_.replace());
     slot[i + 1] = slot[i] + (by_row ? std::min<int64_t>(rc[i], self ? rc[i] : k) : k);
   }
   std::vector<int64_t> buf(slot[ng]);

@@ -1,4 +1,4 @@
-// Temporal neighbour sampling in the collective sampler (SamplerOptions::temporal,
+// Temporal neighbour sampling in the collective sampler (TemporalSampling,
 // CollectiveSampler::sample_temporal): the CSP layer of sampler.cpp with the frontier's times
 // travelling beside its tasks, and the blocks built over (id, time) pairs.
 #include <algorithm>
@@ -22,14 +22,9 @@ bool temporal_keys_fit(int64_t num_nodes, int64_t times) {
   return times >= 1 && num_nodes <= ((int64_t{1} << 32) - 1) / times;
 }
 
-TemporalKind temporal_kind(bool temporal, csp::TemporalStrategy s) {
-  if (!temporal) return TemporalKind::kOff;
-  return s == csp::TemporalStrategy::kRecent ? TemporalKind::kRecent : TemporalKind::kUniform;
-}
-
 void check_node_times(const SamplerOptions& o, const PartitionData& part, const std::string& dir,
                       const std::string& seed) {
-  DSP_CHECK_ARG(!o.temporal || part.node_time.defined(),
+  DSP_CHECK_ARG(!o.temporal() || part.node_time.defined(),
                 "--temporal: {} has no node times (node_time.npy): each {} is sampled at its "
                 "node's time",
                 dir, seed);
@@ -152,7 +147,7 @@ SampledBatch CollectiveSampler::sample_temporal(const std::vector<int64_t>& seed
   Round round(*this);
   const bool has_ex = exclude && !(exclude->dst.empty() && exclude->src.empty());
   const std::string err =
-      !opts_.temporal
+      !opts_.temporal()
           ? "sampler: seed times given, but the sampler is not temporal (--temporal off)"
       : has_ex ? "sampler: --temporal: excluded edges (link prediction) are not supported"
                : temporal_seed_error(seeds, seed_times, part_.meta.num_nodes,

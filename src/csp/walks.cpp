@@ -1,4 +1,5 @@
 #include "csp/walks.hpp"
+#include "csp/rank_check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -157,22 +158,13 @@ WalkSampler::WalkSampler(const PartitionData& part, Communicator& comm, uint64_t
       end_(part.meta.offsets[comm.rank() + 1]) {}
 
 // One all_reduce (max) of the error flag: bad anywhere makes every rank throw.
-void WalkSampler::check_collective(bool ok, const std::string& msg) {
-  int64_t v = ok ? 0 : 1;
-  OpOptions o;
-  o.host_buffers = true;
-  if (size_ > 1) comm_.all_reduce(&v, 1, DType::kInt64, ReduceOp::kMax, o);
-  if (!ok) DSP_THROW_T(InvalidArgument, "{}", msg);
-  if (v > 0) DSP_THROW_T(InvalidArgument, "sampler: another rank passed invalid input");
-}
-
 WalkResult WalkSampler::random_walks(const std::vector<int64_t>& starts, int length,
                                      double restart_prob, int64_t epoch, int64_t batch) {
   const std::string err =
       part_.meta.hetero ? "sampler: random walks over a heterogeneous graph are not supported"
                         : walk_argument_error(starts, length, restart_prob, part_.meta.num_nodes,
                                               require_owned_, rank_, begin_, end_);
-  check_collective(err.empty(), err);
+  check_on_every_rank(comm_, err);
 
   const int64_t W = static_cast<int64_t>(starts.size());
   const int64_t stride = length + 1;
@@ -196,8 +188,10 @@ WalkResult WalkSampler::random_walks(const std::vector<int64_t>& starts, int len
 PinSageResult WalkSampler::pinsage_neighbors(const std::vector<int64_t>& seeds, int num_walks,
                                              int walk_length, double restart_prob, int top_k,
                                              int64_t epoch, int64_t batch) {
-  check_collective(num_walks > 0 && walk_length > 0 && top_k > 0,
-                   fmt::format("pinsage_neighbors: num_walks, walk_length and top_k must be "
+  check_on_every_rank(
+      comm_, num_walks > 0 && walk_length > 0 && top_k > 0
+                 ? ""
+                 : fmt::format("pinsage_neighbors: num_walks, walk_length and top_k must be "
                                "positive (got {}, {}, {})",
                                num_walks, walk_length, top_k));
   std::vector<int64_t> starts;

@@ -48,8 +48,6 @@ class WalkSampler {
                                   int64_t batch = 0);
 
  private:
-  void check_collective(bool ok, const std::string& msg);
-
   const PartitionData& part_;
   Communicator& comm_;
   uint64_t seed_;

@@ -672,9 +672,10 @@ void bind_epoch_hook(py::module_& m) {
           py::gil_scoped_release nogil;
           auto coord = make_coordinator("self");
           PartitionData part = load_partition(part_dir, 0, 1);
-          SamplerOptions so;
-          read_options(sampler_options_table(), {{"fanouts", fanouts}, {"temporal", temporal}}, so,
+          SamplerConfig sc;
+          read_options(sampler_options_table(), {{"fanouts", fanouts}, {"temporal", temporal}}, sc,
                        "_reference_epoch");
+          SamplerOptions so = sc.options();
           so.seed = seed;
           CollectiveSampler sampler(part, coord->channel(WorkerKind::kSampler), so);
           FeatureStore store(part, coord->channel(WorkerKind::kLoader));

@@ -122,7 +122,7 @@ void LoaderOptions::validate() const {
   seed_order.validate();
   link.validate();  // --neg-ratio, --negatives, --exclude: dsp train's messages
   if (link.link()) {
-    DSP_CHECK_ARG(!sampler.temporal,
+    DSP_CHECK_ARG(!sampler.is_temporal(),
                   "dsp.LinkLoader: temporal sampling samples node seeds at their node times; "
                   "link batches are not supported with it (temporal='off')");
     DSP_CHECK_ARG(split == Split::kTrain && !has_nodes,
@@ -145,7 +145,7 @@ Loader::Loader(LoaderOptions opts) : opts_(std::move(opts)) {
   opts_.validate();
   rt_ = std::make_unique<RankRuntime>(opts_.rank_options());
   rt_->features().enable_fifo();  // no-op without fifo_rows
-  SamplerOptions so = opts_.sampler;
+  SamplerOptions so = opts_.sampler.options();
   so.seed = opts_.seed;
   if (opts_.link.link()) {
     make_link_batcher();

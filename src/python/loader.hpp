@@ -38,7 +38,7 @@ struct LoaderOptions {
   // LoadedBatch::device_features), transport and topology memory, BGL's FIFO levels. Its seed is
   // `seed`; it never binds the user's process and trains nothing on its channels.
   RankOptions rank;
-  SamplerOptions sampler;  // fanouts, kernel (csp/sampler.hpp); its seed is `seed`
+  SamplerConfig sampler;  // fanouts, kernel, scheme (csp/sampler_options.hpp); its seed is `seed`
   int64_t batch_size = 1024;
   bool shuffle = true;  // false: ascending seed order, no wrap-around
   // train (the part's co-partitioned seeds) | valid | test (the owned ids of the split) | all

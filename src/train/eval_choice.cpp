@@ -104,7 +104,7 @@ void log_choice(const JobConfig& cfg, const EvalChoice& c, const std::string& es
 
 EvalChoice choose_eval(const JobConfig& cfg, RankRuntime& rt, const ModelConfig& model,
                        const std::vector<int64_t>& widths, int64_t eval_nodes) {
-  if (rt.hetero() || cfg.sampler.temporal) return choose_sampled(cfg, rt, model);
+  if (rt.hetero() || cfg.sampler.is_temporal()) return choose_sampled(cfg, rt, model);
   const int64_t need =
       layerwise_inference_bytes(rt.part().meta, rt.rank(), widths, cfg.eval_batch_size);
   const int64_t have =

@@ -167,7 +167,7 @@ TrainJob::TrainJob(const JobConfig& cfg, nlohmann::json recorded)
 // The training sampler and, into `eval_sampler`, evaluation's; returns the training sampler's
 // options.
 SamplerOptions TrainJob::make_samplers(std::unique_ptr<CollectiveSampler>* eval_sampler) {
-  SamplerOptions so = cfg_.sampler;
+  SamplerOptions so = cfg_.sampler.options();
   so.seed = cfg_.seed;
   check_node_times(so, rt_.part(), cfg_.rank.path, "training and evaluation seed");
   // The trainer runs on the rank's device, where a device sampler backend builds the blocks: their
@@ -434,7 +434,7 @@ JobResult run_training(const JobConfig& cfg_given) {
   const bool every = !cfg.eval_fanouts.empty() &&
                      std::all_of(cfg.eval_fanouts.begin(), cfg.eval_fanouts.end(),
                                  [](int f) { return f == kAllNeighbours; });
-  if (every && !ModelConfig::is_hetero_model(cfg.train.model.model) && !cfg.sampler.temporal &&
+  if (every && !ModelConfig::is_hetero_model(cfg.train.model.model) && !cfg.sampler.is_temporal() &&
       !cfg.preaggregate) {
     cfg.eval = EvalMode::kFull;
     cfg.eval_fanouts.clear();

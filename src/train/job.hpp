@@ -27,7 +27,7 @@ const Names<EvalMode>& names_of(EvalMode);
 // A job's model and sampler options before --task picks its defaults (JobConfig::
 // apply_task_defaults): no fanouts and a negative weight decay stand for "the task's".
 TrainConfig job_train_defaults();
-SamplerOptions job_sampler_defaults();
+SamplerConfig job_sampler_defaults();
 
 struct JobConfig {
   // What each rank is built from (pipeline/rank/options.hpp): the partition or dataset directory
@@ -36,9 +36,9 @@ struct JobConfig {
   // threads are the job's (seed, train.num_threads), set when the rank is built.
   RankOptions rank;
   TrainConfig train = job_train_defaults();  // model.in_dim/out_dim/layers: from the data
-  // The sampler's own options (csp/sampler.hpp): fanouts (from the seeds out, one per layer) and
-  // the sampling kernel; the job sets its seed and where blocks stay.
-  SamplerOptions sampler = job_sampler_defaults();
+  // The sampler's own options (csp/sampler_options.hpp): fanouts (from the seeds out, one per
+  // layer), the kernel and the scheme's flags; the job sets its seed and where blocks stay.
+  SamplerConfig sampler = job_sampler_defaults();
   int layers = 0;                 // 0: fanouts.size(); else must equal it
   std::vector<int> eval_fanouts;  // default: fanouts; given, they make `eval` auto sampled
   int64_t batch_size = 1024;      // seeds per rank per step

@@ -10,6 +10,7 @@
 #include "train/checkpoint_files.hpp"
 #include "train/job.hpp"
 #include "train/job_options.hpp"
+#include "train/trainer.hpp"
 
 namespace dsp {
 
@@ -24,7 +25,7 @@ void check_evaluation(const JobConfig& c) {
   DSP_CHECK_ARG(c.eval != EvalMode::kFull || c.eval_fanouts.empty(),
                 "--eval-fanouts with --eval full: full-neighbour evaluation samples nothing; give "
                 "one of them");
-  DSP_CHECK_ARG(c.eval != EvalMode::kFull || !c.sampler.temporal,
+  DSP_CHECK_ARG(c.eval != EvalMode::kFull || !c.sampler.is_temporal(),
                 "--eval full with --temporal: full-neighbour inference sees every edge, also those "
                 "after a node's time; evaluate with --eval sampled (--eval auto picks it)");
   DSP_CHECK_ARG(c.eval != EvalMode::kFull || !c.preaggregate,
@@ -76,7 +77,7 @@ void check_read_ahead(const JobConfig& c) {
 
 // --temporal: node classification, every seed at its node time, in the symmetric layout.
 void check_temporal(const JobConfig& c) {
-  if (!c.sampler.temporal) return;
+  if (!c.sampler.is_temporal()) return;
   auto refuse = [](bool bad, const char* what) {
     DSP_CHECK_ARG(!bad, "--temporal does not support {}", what);
   };
@@ -94,12 +95,10 @@ void check_hetero(const JobConfig& c) {
   auto refuse = [&what](bool bad, const char* option) {
     DSP_CHECK_ARG(!bad, "{} does not support {}", what, option);
   };
-  refuse(c.sampler.temporal, "--temporal");
+  refuse(c.sampler.is_temporal(), "--temporal");
   refuse(c.preaggregate, "--preaggregate (pre-aggregated rows are a homogeneous graph's)");
   refuse(c.sampler.kind != SamplerKind::kNeighbor,
          "--sampler labor or layer (a heterogeneous graph is sampled node-wise, per relation)");
-  refuse(c.sampler.biased, "biased sampling (--biased: relations are sampled uniformly)");
-  refuse(c.sampler.mode != SampleMode::kCsp, "--sample-mode pull");
   refuse(c.roles != 0, "--roles (GNNLab's factored layout carries homogeneous batches)");
   refuse(c.cache_auto,
          "--cache-auto (it sizes one feature store; a heterogeneous graph has one "
@@ -141,8 +140,8 @@ TrainConfig job_train_defaults() {
   return t;
 }
 
-SamplerOptions job_sampler_defaults() {
-  SamplerOptions s;
+SamplerConfig job_sampler_defaults() {
+  SamplerConfig s;
   s.fanouts.clear();
   return s;
 }

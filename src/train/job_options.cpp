@@ -244,7 +244,7 @@ std::vector<JobOption> all_options() {
   add(options::embed_all<JobConfig>(rank_options_table(),
                                     [](JobConfig& c) -> RankOptions& { return c.rank; }));
   add(options::embed_all<JobConfig>(sampler_options_table(),
-                                    [](JobConfig& c) -> SamplerOptions& { return c.sampler; }));
+                                    [](JobConfig& c) -> SamplerConfig& { return c.sampler; }));
   add(options::embed_all<JobConfig>(
       seed_order_options_table(), [](JobConfig& c) -> SeedOrderOptions& { return c.seed_order; }));
   add(options::embed_all<JobConfig>(train_config_table(),

@@ -91,7 +91,7 @@ TEST(BenchOptions, Defaults) {
   EXPECT_EQ(s.mode, SampleBenchOptions::Modes::kCsp);
   EXPECT_EQ(s.base.kind, SamplerKind::kNeighbor);
   EXPECT_EQ(s.base.kernel, SampleKernel::kDefault);
-  EXPECT_FALSE(s.biased || s.replace || s.per_layer_bytes);
+  EXPECT_FALSE(s.base.biased || s.base.replace || s.per_layer_bytes);
   const SamplerOptions so = s.sampler(SampleMode::kPull, 2);
   EXPECT_EQ(so.fanouts, (std::vector<int>{15, 10}));
   EXPECT_EQ(so.mode, SampleMode::kPull);

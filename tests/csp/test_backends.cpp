@@ -26,6 +26,7 @@
 #include "csp/kernel_backend.hpp"
 #include "csp/sample_kernels.hpp"
 #include "csp/sampler.hpp"
+#include "csp/schemes.hpp"
 #include "graph/generate.hpp"
 
 namespace dsp {
@@ -115,9 +116,7 @@ TEST_P(BackendBlocks, EqualCpuBackend) {
   // Layer-wise fanouts are draws per layer, not per node: as many as node-wise's picks.
   SamplerOptions o{c.scheme == SamplerKind::kLayer ? std::vector<int>{1000, 3000, 6000}
                                                    : std::vector<int>{9, 4, 3}};
-  o.kind = c.scheme;
-  o.biased = c.biased;
-  o.replace = c.replace;
+  o.scheme = scheme_of(c.scheme, c.biased, c.replace);
   o.seed = 77;
   PartitionData part = single_part(weighted_graph(c.idx64));
   auto comm = make_communicator("self");
@@ -190,7 +189,7 @@ TEST_P(BackendAllNeighbours, EveryDestinationTakesItsWholeRow) {
   for (const char* variant : {"plain", "labor", "turbo"}) {
     SCOPED_TRACE(variant);
     SamplerOptions o{{-1, -1}};
-    if (std::string(variant) == "labor") o.kind = SamplerKind::kLabor;
+    if (std::string(variant) == "labor") o.scheme = LaborSampling{};
     if (std::string(variant) == "turbo") o.kernel = SampleKernel::kTurbo;
     CollectiveSampler cpu(part, *comm, o);
     CollectiveSampler dev(part, *comm, o, test::sampler_backend(GetParam()));
@@ -253,10 +252,9 @@ TEST(CpuBackend, BeyondMemorySamplesTheSameBlocks) {
                     Variant{false, false, false, true}}) {
     SCOPED_TRACE(::testing::Message() << v.biased << v.replace << v.turbo << v.labor);
     SamplerOptions o{{9, 4, 3}};
-    o.biased = v.biased;
-    o.replace = v.replace;
+    o.scheme =
+        scheme_of(v.labor ? SamplerKind::kLabor : SamplerKind::kNeighbor, v.biased, v.replace);
     o.kernel = v.turbo ? SampleKernel::kTurbo : SampleKernel::kDefault;
-    if (v.labor) o.kind = SamplerKind::kLabor;
     o.seed = 78;
     CollectiveSampler in_memory(part, *comm, o);
     ::setenv("DSP_HUGE_PAGES", "0", 1);
@@ -281,7 +279,7 @@ TEST_P(BackendExclusion, EqualCpuBackend) {
   const std::string backend = std::get<0>(GetParam());
   const Scheme c = std::get<1>(GetParam());
   SamplerOptions o{{9, 4, 3}};
-  o.replace = c.replace;
+  o.scheme = NeighborSampling{false, c.replace};
   o.seed = 78;
   const Csr& g = weighted_graph(c.idx64);
   PartitionData part = single_part(g);
@@ -351,10 +349,10 @@ TEST_P(CapturedSampling, ReplaysGiveTheDirectBlocks) {
   const std::string backend = std::get<0>(GetParam());
   const Replayed v = std::get<1>(GetParam());
   SamplerOptions o{v.layer ? std::vector<int>{300, 600, 900} : std::vector<int>{9, 4, 3}};
-  o.kind = v.layer ? SamplerKind::kLayer : SamplerKind::kNeighbor;
-  o.biased = v.biased;
-  o.replace = v.replace;
-  if (v.labor) o.kind = SamplerKind::kLabor;
+  const SamplerKind kind = v.labor   ? SamplerKind::kLabor
+                           : v.layer ? SamplerKind::kLayer
+                                     : SamplerKind::kNeighbor;
+  o.scheme = scheme_of(kind, v.biased, v.replace);
   o.blocks_on_device = o.ids_on_device = v.resident;
   o.seed = 79;
   SamplerOptions og = o;
@@ -443,8 +441,7 @@ TEST(CapturedSampling, RefusedWhereThereIsNothingToCapture) {
   EXPECT_EQ(message(o, nullptr),
             "--cuda-graphs: the cpu sampler backend runs no kernels to capture (it needs a device "
             "backend: cuda, or the emulated device)");
-  o.kind = SamplerKind::kLabor;
-  o.labor_importance = 1;
+  o.scheme = LaborSampling{1};
   EXPECT_EQ(message(o, nullptr),
             "--cuda-graphs: LABOR with importance rounds (--labor-importance) draws on the host; "
             "it runs no sampling kernels to capture");

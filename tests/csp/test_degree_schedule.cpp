@@ -176,8 +176,7 @@ TEST(TurboKernel, SameBlocksAsDefaultAtAnyThreadCount) {
   for (int biased = 0; biased < 2; ++biased) {
     for (int replace = 0; replace < 2; ++replace) {
       SamplerOptions o{{12, 6}};
-      o.biased = biased;
-      o.replace = replace;
+      o.scheme = NeighborSampling{biased != 0, replace != 0};
       o.seed = 9;
       CollectiveSampler ref(part, *comm, o);
       const SampledBatch want = ref.sample(seeds, 0, 1);

@@ -58,7 +58,7 @@ void expect_blocks(const std::vector<Block>& got, const std::vector<Block>& want
 
 SamplerOptions with_fanouts(const std::string& text) {
   SamplerOptions o;
-  parse_fanouts_option(text, o);
+  parse_fanouts_option(text, o.fanouts, o.relation_fanouts);
   o.seed = 5;
   return o;
 }
@@ -213,7 +213,7 @@ TEST(HeteroSampler, RefusesWhatItDoesNotSample) {
   const HeteroPart& w = one_part();
   auto self = make_communicator("self");
   SamplerOptions o = with_fanouts("2,2");
-  o.kind = SamplerKind::kLabor;
+  o.scheme = LaborSampling{};
   EXPECT_EQ(error_of([&] { CollectiveSampler s(w.part, *self, o); }),
             "sampler: a heterogeneous graph is sampled node-wise and uniformly in CSP mode "
             "(--sampler labor|layer, biased, temporal and pull sampling are not supported on it)");

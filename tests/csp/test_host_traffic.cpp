@@ -54,10 +54,10 @@ std::vector<Case> cases() {
   turbo.kernel = SampleKernel::kTurbo;
   c.push_back({"turbo", turbo, kNodeWiseSyncs, kNodeWiseReads});  // degree sort on the device
   SamplerOptions labor{{10, 5, 3}};
-  labor.kind = SamplerKind::kLabor;
+  labor.scheme = LaborSampling{};
   c.push_back({"labor", labor, kNodeWiseSyncs, kNodeWiseReads});
   SamplerOptions layer{{500, 1000, 2000}};
-  layer.kind = SamplerKind::kLayer;
+  layer.scheme = LayerSampling{};
   // + per layer: the per-node counts, drawn on the host and uploaded (a sync); the nodes they
   // give a task are counted on the host too (group reads nothing)
   c.push_back({"layer", layer, kNodeWiseSyncs + kLayers, kNodeWiseReads});

@@ -49,8 +49,7 @@ const Csr& community() {
 
 SamplerOptions labor(std::vector<int> fanouts, int importance = 0) {
   SamplerOptions o{std::move(fanouts)};
-  o.kind = SamplerKind::kLabor;
-  o.labor_importance = importance;
+  o.scheme = LaborSampling{importance};
   o.seed = 9;
   return o;
 }
@@ -138,7 +137,7 @@ TEST(Labor, FewerDistinctNodesThanNeighbourSampling) {
   const std::vector<int64_t> n = input_nodes(ns), l0 = input_nodes(labor({10, 10}, 0)),
                              l1 = input_nodes(labor({10, 10}, 1));
   SamplerOptions dep = labor({10, 10}, 0);
-  dep.labor_layer_dependency = true;
+  dep.scheme = LaborSampling{0, true};
   const std::vector<int64_t> ld = input_nodes(dep);
   ASSERT_EQ(n.size(), 2u);
   std::cout << "distinct nodes per layer (4 batches): neighbor " << n[0] << " " << n[1]
@@ -209,7 +208,7 @@ TEST(Labor, SameBlocksOnEveryBackend) {
   auto self = make_communicator("self");
   for (int importance : {0, 1}) {
     SamplerOptions o = labor({5, 3}, importance);
-    o.labor_batch_dependency = 3;
+    std::get<LaborSampling>(o.scheme).batch_dependency = 3;
     CollectiveSampler ref(part, *self, o);
     for (const std::string& name : test::sampler_backend_names(false)) {
       if (!test::backend_unavailable(name).empty()) continue;
@@ -237,7 +236,7 @@ TEST(Labor, BatchDependencyKeepsConsecutiveBatchesClose) {
   const std::vector<int64_t> seeds = seeds_of(0, 300, g.num_nodes);
   auto overlap = [&](int K) {
     SamplerOptions o = labor({5});
-    o.labor_batch_dependency = K;
+    std::get<LaborSampling>(o.scheme).batch_dependency = K;
     CollectiveSampler s(part, *self, o);
     int64_t same = 0;
     for (int64_t b = 0; b < 8; ++b) {
@@ -261,8 +260,7 @@ TEST(LayerWiseWithout, HypergeometricCounts) {
   PartitionData part = single_part(make_graph(rows));
   auto self = make_communicator("self");
   SamplerOptions o{{12}};
-  o.kind = SamplerKind::kLayer;
-  o.layer_replace = false;
+  o.scheme = LayerSampling{false, false, LayerDraws::kWithout};
   CollectiveSampler s(part, *self, o);
   const std::vector<int64_t> seeds{0, 1, 2, 3, 4, 5};
   const double D = 32, n = 12;
@@ -288,54 +286,77 @@ TEST(LayerWiseWithout, HypergeometricCounts) {
   }
 }
 
+// The flags of a scheme the user did not choose are refused by name, in any order (flags, JSON,
+// the Loader's keywords); a scheme's settings that do not fit are refused by the sampler too.
 TEST(LaborOptions, RefusalsAndParsing) {
-  SamplerOptions o = labor({5});
-  o.biased = true;
-  EXPECT_EQ(error_of([&] { o.validate(); }),
+  auto config = [](SamplerKind kind) {
+    SamplerConfig c;
+    c.kind = kind;
+    c.fanouts = {5};
+    return c;
+  };
+  SamplerConfig c = config(SamplerKind::kLabor);
+  c.biased = true;
+  EXPECT_EQ(error_of([&] { c.options(); }),
             "--sampler labor: LABOR samples node-wise, uniformly and without replacement "
             "(biased, with-replacement and layer-wise LABOR are not supported)");
-  o = labor({5});
-  o.mode = SampleMode::kPull;
-  EXPECT_EQ(error_of([&] { o.validate(); }), "--sampler labor: the pull mode is not supported");
-  SamplerOptions n{{5}};
-  n.labor_importance = 1;
-  EXPECT_EQ(error_of([&] { n.validate(); }),
+  c = config(SamplerKind::kNeighbor);
+  c.labor_importance = 1;
+  EXPECT_EQ(error_of([&] { c.options(); }),
             "--labor-importance, --labor-layer-dependency and --labor-batch-dependency need "
             "--sampler labor");
-  n = SamplerOptions{{5}};
-  n.layer_replace = false;
-  EXPECT_EQ(error_of([&] { n.validate(); }), "--layer-draws without needs --sampler layer");
-  n.kind = SamplerKind::kLayer;
-  n.biased = true;
-  EXPECT_EQ(error_of([&] { n.validate(); }),
+  c = config(SamplerKind::kNeighbor);
+  c.layer_draws = LayerDraws::kWithout;
+  EXPECT_EQ(error_of([&] { c.options(); }), "--layer-draws without needs --sampler layer");
+  c.kind = SamplerKind::kLayer;
+  c.biased = true;
+  EXPECT_EQ(error_of([&] { c.options(); }),
             "--layer-draws without: layer-wise sampling without replacement is uniform and takes "
             "distinct neighbours (biased sampling and --replace are not supported with it)");
   EXPECT_EQ(error_of([] { parse_choice<SamplerKind>("ladies"); }),
             "unknown sampler 'ladies' (neighbor, labor, layer)");
 
-  // the sampler refuses the same, and edge exclusion with LABOR, on every rank
+  // what the scheme's settings allow: checked by validate() and by the sampler, on every rank
+  SamplerOptions o = labor({5});
+  o.mode = SampleMode::kPull;
+  EXPECT_EQ(error_of([&] { o.validate(); }), "--sampler labor: the pull mode is not supported");
+  SamplerOptions n{{5}};
+  n.scheme = LayerSampling{true, false, LayerDraws::kWithout};
+  EXPECT_EQ(error_of([&] { n.validate(); }),
+            "--layer-draws without: layer-wise sampling without replacement is uniform and takes "
+            "distinct neighbours (biased sampling and --replace are not supported with it)");
   PartitionData part = single_part(community());
   auto self = make_communicator("self");
-  o = labor({5});
-  o.replace = true;
+  o.scheme = LaborSampling{0, false, 0};
+  o.mode = SampleMode::kCsp;
   EXPECT_EQ(error_of([&] { CollectiveSampler s(part, *self, o); }),
-            "sampler: --sampler labor: LABOR samples node-wise, uniformly and without replacement "
-            "(biased, with-replacement and layer-wise LABOR are not supported)");
+            "sampler: --labor-batch-dependency: must be >= 1 (got 0)");
   CollectiveSampler s(part, *self, labor({5}));
   CollectiveSampler::ExcludedEdges ex{{1}, {2}};
   EXPECT_EQ(error_of([&] { s.sample({1}, 0, 0, &ex); }),
             "sampler: edge exclusion (link prediction) is not supported with --sampler labor");
 
-  // the options table: --sampler sets the scheme, * is LABOR-*
-  SamplerOptions p;
+  // the options table: --sampler sets the scheme, * is LABOR-*, and the flags' order is free
+  SamplerConfig p;
   const auto& t = sampler_options_table();
-  options::find(t, "sampler").parse(p, "labor");
   options::find(t, "labor_importance").parse(p, "*");
-  EXPECT_EQ(p.kind, SamplerKind::kLabor);
-  EXPECT_EQ(p.labor_importance, -1);
+  options::find(t, "sampler").parse(p, "labor");
+  ASSERT_NE(p.options().labor(), nullptr);
+  EXPECT_EQ(p.options().labor()->importance, -1);
   EXPECT_EQ(options::find(t, "labor_importance").write(p), "*");
+  SamplerConfig q;
+  read_options(t, {{"labor_batch_dependency", 2}, {"labor_importance", 3}, {"sampler", "labor"}}, q,
+               "test");
+  const SamplerOptions qo = q.options();
+  ASSERT_NE(qo.labor(), nullptr);
+  EXPECT_EQ(qo.labor()->importance, 3);
+  EXPECT_EQ(qo.labor()->batch_dependency, 2);
+  SamplerConfig zero;  // LABOR's default value given alone: still neighbour sampling
+  options::find(t, "labor_importance").parse(zero, "0");
+  EXPECT_TRUE(std::holds_alternative<NeighborSampling>(zero.options().scheme));
   options::find(t, "sampler").parse(p, "layer");
-  EXPECT_EQ(p.kind, SamplerKind::kLayer);
+  p.labor_importance = 0;
+  EXPECT_NE(p.options().layer(), nullptr);
   EXPECT_EQ(error_of([&] { options::find(t, "labor_importance").parse(p, "-2"); }),
             "--labor-importance: rounds must be >= 0 or * (got -2)");
 }

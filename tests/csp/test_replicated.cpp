@@ -7,6 +7,7 @@
 #include "ccc/communicator.hpp"
 #include "csp/presample.hpp"
 #include "csp/sampler.hpp"
+#include "csp/schemes.hpp"
 #include "graph/generate.hpp"
 #include "layout/partition/partition.hpp"
 
@@ -73,10 +74,9 @@ TEST_P(Replicated, LocalSamplingDrawsTheWholeGraphsBlocks) {
   PartitionData whole = single_part(whole_graph(dir, parts));
   auto self = make_communicator("self");
   SamplerOptions so;
-  so.kind = parse_choice<SamplerKind>(scheme);
+  so.scheme = scheme_of(parse_choice<SamplerKind>(scheme));
   // Layer-wise fanouts are draws per layer (over the whole frontier), node-wise per node.
-  so.fanouts =
-      so.kind == SamplerKind::kLayer ? std::vector<int>{300, 300, 300} : std::vector<int>{4, 3, 2};
+  so.fanouts = so.layer() ? std::vector<int>{300, 300, 300} : std::vector<int>{4, 3, 2};
   so.seed = 21;
   CollectiveSampler ref(whole, *self, so);
   int64_t batches = 0;

@@ -104,7 +104,7 @@ TEST(Uniform, WithoutReplacementChiSquareNoRepeats) {
 TEST(Uniform, WithReplacementChiSquare) {
   const int deg = 12, k = 7, T = 3000;
   SamplerOptions o{{k}};
-  o.replace = true;
+  o.scheme = NeighborSampling{false, true};
   Rig st(star(deg, false), o);
   std::vector<double> obs(deg, 0);
   for (int t = 0; t < T; ++t) {
@@ -122,7 +122,7 @@ TEST(Uniform, SmallDegreeTakesAllAndZeroDegreeEmpty) {
   Csr g = make_graph({{1, 2, 3}, {}, {}, {}, {}});
   for (bool replace : {false, true}) {
     SamplerOptions o{{5}};
-    o.replace = replace;
+    o.scheme = NeighborSampling{false, replace};
     Rig st(g, o);
     SampledBatch b = st.s->sample({0, 4}, 1, 2);
     const Block& bl = b.blocks[0];
@@ -142,8 +142,7 @@ TEST(Uniform, SmallDegreeTakesAllAndZeroDegreeEmpty) {
 TEST(Weighted, WithReplacementMatchesWeights) {
   const int deg = 10, k = 6, T = 3000;
   SamplerOptions o{{k}};
-  o.biased = true;
-  o.replace = true;
+  o.scheme = NeighborSampling{true, true};
   Rig st(star(deg, true), o);
   std::vector<double> obs(deg, 0);
   for (int t = 0; t < T; ++t) {
@@ -166,7 +165,7 @@ TEST(Weighted, WithoutReplacementFirstPickMatchesAndNoRepeats) {
   // fanout 1: a successive-sampling pick is exactly w / sum(w)
   const int deg = 8, T = 6000;
   SamplerOptions o{{1}};
-  o.biased = true;
+  o.scheme = NeighborSampling{true, false};
   Rig st(star(deg, true), o);
   std::vector<double> obs(deg, 0);
   for (int t = 0; t < T; ++t) {
@@ -180,7 +179,7 @@ TEST(Weighted, WithoutReplacementFirstPickMatchesAndNoRepeats) {
 
   // fanout 5 of 8: never repeats; inclusion probability is higher for heavier neighbours
   SamplerOptions o5{{5}};
-  o5.biased = true;
+  o5.scheme = NeighborSampling{true, false};
   Rig st5(star(deg, true), o5);
   std::vector<double> inc(deg, 0);
   for (int t = 0; t < 2000; ++t) {
@@ -201,7 +200,7 @@ TEST(Weighted, ZeroWeightsNeverPickedAndHeavyWeightTerminates) {
   std::vector<std::vector<float>> w = {{0.f, 0.f, 1e9f, 1.f, 0.f}, {}, {}, {}, {}, {}};
   Csr g = make_graph({{1, 2, 3, 4, 5}, {}, {}, {}, {}, {}}, &w);
   SamplerOptions o{{3}};
-  o.biased = true;
+  o.scheme = NeighborSampling{true, false};
   Rig st(g, o);
   for (int t = 0; t < 50; ++t) {
     SampledBatch sb = st.s->sample({0}, t, 0);
@@ -210,7 +209,7 @@ TEST(Weighted, ZeroWeightsNeverPickedAndHeavyWeightTerminates) {
     for (int64_t e = 0; e < bl.num_edges(); ++e) got.push_back(bl.src_ids[bl.indices[e]]);
     EXPECT_EQ(got, (std::vector<int64_t>{3, 4}));
   }
-  o.replace = true;
+  o.scheme = NeighborSampling{true, true};
   Rig sr(g, o);
   for (int t = 0; t < 50; ++t) {
     SampledBatch sb = sr.s->sample({0}, t, 0);
@@ -230,8 +229,7 @@ TEST(LayerWise, CountsFollowMultinomial) {
     for (int j = 0; j <= v; ++j) rows[v].push_back(next++);
   }
   SamplerOptions o{{10}};
-  o.kind = SamplerKind::kLayer;
-  o.replace = true;
+  o.scheme = LayerSampling{false, true};
   Rig st(make_graph(rows), o);
   const int T = 3000;
   std::vector<double> obs(4, 0);
@@ -331,7 +329,7 @@ TEST(Blocks, Invariants) {
   const Csr& g = community().graph;
   for (bool replace : {false, true}) {
     SamplerOptions o{{6, 4, 3}};
-    o.replace = replace;
+    o.scheme = NeighborSampling{false, replace};
     Rig st(g, o);
     std::vector<int64_t> seeds;
     for (int64_t v = 0; v < 200; ++v) seeds.push_back(v * 13 % g.num_nodes);
@@ -423,7 +421,7 @@ TEST(Blocks, IdenticalWithOneAndSeveralThreadsOnTheParallelPath) {
     for (bool replace : {false, true}) {
       SCOPED_TRACE(testing::Message() << threads << " threads, replace " << replace);
       SamplerOptions o{{10, 8, 6}};
-      o.replace = replace;
+      o.scheme = NeighborSampling{false, replace};
       o.seed = 3;
       Rig one(g, o), two(g, o);
       int64_t largest = 0;
@@ -504,7 +502,7 @@ TEST(SharedKernels, PerNodeFunctionsReproduceTheSampler) {
   const Csr& g = community().graph;
   for (bool replace : {false, true}) {
     SamplerOptions o{{7}};
-    o.replace = replace;
+    o.scheme = NeighborSampling{false, replace};
     o.seed = 99;
     Rig st(g, o);
     std::vector<int64_t> seeds;
@@ -596,7 +594,7 @@ std::vector<Block> reference_blocks(const Csr& g, const std::vector<int64_t>& se
       const int64_t m = static_cast<int64_t>(left.size());
       RngStream s(key, static_cast<uint64_t>(v), csp::kPurposeNodeWise);
       std::vector<int64_t> pos;
-      if (!o.replace) {
+      if (!o.replace()) {
         pos = floyd_reference(m, k, s);
       } else if (m > 0) {
         for (int j = 0; j < k; ++j) pos.push_back(csp::draw_index(s, m));
@@ -634,7 +632,7 @@ TEST(EdgeExclusion, BlocksEqualAReferenceOverTheRemainingEntries) {
   for (bool replace : {false, true}) {
     SCOPED_TRACE(replace);
     SamplerOptions o{{4, 3, 2}};
-    o.replace = replace;
+    o.scheme = NeighborSampling{false, replace};
     o.seed = 17;
     Rig st(g, o);
     for (int64_t batch = 0; batch < 4; ++batch) {
@@ -761,10 +759,9 @@ TEST(EdgeExclusion, NoneOrMissingPairsGiveThePlainBlocks) {
   ASSERT_FALSE(missing.dst.empty());
   for (int variant = 0; variant < 4; ++variant) {
     SamplerOptions o{{6, 3}};
-    o.replace = variant == 1;
-    o.biased = variant == 2;
+    o.scheme = NeighborSampling{variant == 2, variant == 1};
     if (variant == 3) {
-      o.kind = SamplerKind::kLayer;
+      o.scheme = LayerSampling{};
       o.fanouts = {400, 900};
     }
     Rig st(g, o);
@@ -799,9 +796,9 @@ TEST(EdgeExclusion, RefusedCombinationsAndBadPairs) {
     return std::string("no error");
   };
   SamplerOptions biased{{3}};
-  biased.biased = true;
+  biased.scheme = NeighborSampling{true, false};
   SamplerOptions layer{{30}};
-  layer.kind = SamplerKind::kLayer;
+  layer.scheme = LayerSampling{};
   EXPECT_EQ(message(biased, ex), refused);
   EXPECT_EQ(message(layer, ex), refused);
   EXPECT_EQ(message(SamplerOptions{{3}}, Excluded{{5, 6}, {1}}),
@@ -852,9 +849,9 @@ TEST(BadInput, Rejected) {
   EXPECT_THROW(CollectiveSampler(part, *comm, SamplerOptions{{-3}}), InvalidArgument);
   EXPECT_THROW(CollectiveSampler(part, *comm, SamplerOptions{std::vector<int>{}}), InvalidArgument);
   SamplerOptions w{{5}};
-  w.biased = true;
+  w.scheme = NeighborSampling{true, false};
   EXPECT_THROW(CollectiveSampler(part, *comm, w), InvalidArgument);  // no edge weights
-  w.kind = SamplerKind::kLayer;
+  w.scheme = LayerSampling{true, false};
   EXPECT_THROW(CollectiveSampler(part, *comm, w), InvalidArgument);
   CollectiveSampler s(part, *comm, SamplerOptions{{5}});
   EXPECT_THROW(s.sample({1, 2, 1}, 0, 0), InvalidArgument);      // duplicate seed

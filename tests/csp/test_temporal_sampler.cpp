@@ -53,7 +53,8 @@ void expect_reference(const SampledBatch& got, const std::vector<int64_t>& ids,
   std::vector<TemporalNode> seeds;
   for (size_t i = 0; i < ids.size(); ++i) seeds.push_back({ids[i], times[i]});
   const auto want = testref::temporal_reference_sample(
-      timed().graph, seeds, {o.fanouts, o.temporal_strategy, o.replace, o.seed, epoch, batch});
+      timed().graph, seeds,
+      {o.fanouts, o.temporal()->strategy, o.temporal()->replace, o.seed, epoch, batch});
   ASSERT_EQ(got.blocks.size(), want.size()) << what;
   EXPECT_EQ(got.seed_times, times) << what;
   for (size_t l = 0; l < want.size(); ++l) {
@@ -85,9 +86,7 @@ TEST_P(TemporalBackends, BlocksEqualTheReference) {
     for (const bool replace : {false, true}) {
       for (const bool on_device : {false, true}) {
         SamplerOptions o{{8, 5}};
-        o.temporal = true;
-        o.temporal_strategy = strategy;
-        o.replace = replace;
+        o.scheme = TemporalSampling{strategy, replace};
         o.blocks_on_device = on_device;
         o.seed = 3;
         CollectiveSampler s(part, *self, o, test::sampler_backend(GetParam()));
@@ -96,7 +95,7 @@ TEST_P(TemporalBackends, BlocksEqualTheReference) {
           seeds_of(batch, ids, times);
           const std::string what =
               fmt::format("[{}] {} replace {} device {} batch {}", GetParam(),
-                          name_of(temporal_kind(true, strategy)), replace, on_device, batch);
+                          static_cast<int>(strategy), replace, on_device, batch);
           expect_reference(s.sample_temporal(ids, times, 1, batch), ids, times, o, 1, batch, what);
         }
         EXPECT_GT(s.stats().sampled_edges, 0);
@@ -121,7 +120,7 @@ TEST(TemporalSampler, SampleTakesTheNodeTimes) {
   part.node_time = timed().node_time;
   auto self = make_communicator("self");
   SamplerOptions o{{6, 4}};
-  o.temporal = true;
+  o.scheme = TemporalSampling{};
   o.seed = 5;
   CollectiveSampler s(part, *self, o);
   const int64_t* nt = timed().node_time.data<int64_t>();
@@ -137,7 +136,7 @@ TEST(TemporalSampler, PicksAreStrictlyBeforeTheirDestinationsTime) {
   const PartitionData part = single_part(timed().graph);
   auto self = make_communicator("self");
   SamplerOptions o{{10, 10}};
-  o.temporal = true;
+  o.scheme = TemporalSampling{};
   CollectiveSampler s(part, *self, o);
   std::vector<int64_t> ids, times;
   seeds_of(0, ids, times);
@@ -174,14 +173,14 @@ TEST(TemporalSampler, CombinedKeysFitAtTheLimit) {
 }
 
 TEST(TemporalSampler, OptionAndRefusals) {
-  SamplerOptions p;
+  SamplerConfig p;
   const auto& t = sampler_options_table();
   options::find(t, "temporal").parse(p, "recent");
-  EXPECT_TRUE(p.temporal);
-  EXPECT_EQ(p.temporal_strategy, csp::TemporalStrategy::kRecent);
+  ASSERT_NE(p.options().temporal(), nullptr);
+  EXPECT_EQ(p.options().temporal()->strategy, csp::TemporalStrategy::kRecent);
   EXPECT_EQ(options::find(t, "temporal").write(p), "recent");
   options::find(t, "temporal").parse(p, "off");
-  EXPECT_FALSE(p.temporal);
+  EXPECT_EQ(p.options().temporal(), nullptr);
   EXPECT_EQ(error_of([&] { options::find(t, "temporal").parse(p, "latest"); }),
             "unknown temporal sampling 'latest' (off, uniform, recent)");
 
@@ -189,14 +188,14 @@ TEST(TemporalSampler, OptionAndRefusals) {
       "--temporal samples node-wise among the edges before each seed's time, uniformly or the "
       "most recent (biased, layer-wise and LABOR sampling are not supported with it)";
   for (int c = 0; c < 3; ++c) {
-    SamplerOptions o{{5}};
-    o.temporal = true;
+    SamplerConfig o;
+    o.temporal = TemporalKind::kUniform;
     o.biased = c == 0;
     o.kind = c == 1 ? SamplerKind::kLabor : c == 2 ? SamplerKind::kLayer : SamplerKind::kNeighbor;
-    EXPECT_EQ(error_of([&] { o.validate(); }), combination);
+    EXPECT_EQ(error_of([&] { o.options(); }), combination);
   }
   SamplerOptions pull{{5}};
-  pull.temporal = true;
+  pull.scheme = TemporalSampling{};
   pull.mode = SampleMode::kPull;
   EXPECT_EQ(error_of([&] { pull.validate(); }), "--temporal: the pull mode is not supported");
 
@@ -205,7 +204,7 @@ TEST(TemporalSampler, OptionAndRefusals) {
   untimed.times = Array();
   const PartitionData plain = single_part(untimed);
   SamplerOptions o{{5}};
-  o.temporal = true;
+  o.scheme = TemporalSampling{};
   EXPECT_EQ(error_of([&] { CollectiveSampler(plain, *self, o); }),
             "sampler: --temporal needs edge times (edge_time.npy), and the partition has none");
 

@@ -53,9 +53,8 @@ JobConfig unusual_config() {
   c.sampler.labor_importance = 2;
   c.sampler.labor_layer_dependency = true;
   c.sampler.labor_batch_dependency = 3;
-  c.sampler.layer_replace = false;  // --layer-draws without
-  c.sampler.temporal = true;        // --temporal recent
-  c.sampler.temporal_strategy = csp::TemporalStrategy::kRecent;
+  c.sampler.layer_draws = LayerDraws::kWithout;
+  c.sampler.temporal = TemporalKind::kRecent;
   c.ccc = false;
   c.eval_every = 2;
   c.patience = 5;

@@ -154,10 +154,9 @@ void expect_host_traffic(const CollectiveSampler& s, const SamplerOptions& o, in
   // With the source ids left on the device (ids_on_device, node-wise), relabel reads only its
   // sizes: one read less per layer at one rank.
   const bool pull = o.mode == SampleMode::kPull;
-  const bool node_wise =
-      o.kind != SamplerKind::kLayer && !(o.kind == SamplerKind::kLabor && o.labor_importance);
+  const bool labor_i = o.labor() && o.labor()->importance;
+  const bool node_wise = !o.layer() && !labor_i;
   const bool alone = g_comm->size() == 1;
-  const bool labor_i = o.kind == SamplerKind::kLabor && o.labor_importance;
   const int64_t layer_batches = batches * static_cast<int64_t>(o.fanouts.size());
   const int64_t resident = o.blocks_on_device && o.ids_on_device && node_wise ? 1 : 0;
   EXPECT_LE(2 * h.syncs, (pull ? 39 : 11) * layer_batches) << what;
@@ -173,8 +172,7 @@ void check_scheme(SamplerOptions o, const std::string& what, const std::string& 
   ro.cuda_graphs = false;  // the reference is the CPU sampler's
   CollectiveSampler ref(w.ref_part, *w.self, ro);
   for (SampleMode mode : {SampleMode::kCsp, SampleMode::kPull}) {
-    if (o.kind == SamplerKind::kLabor && mode == SampleMode::kPull)
-      continue;  // LABOR refuses the pull mode
+    if (o.labor() && mode == SampleMode::kPull) continue;  // LABOR refuses the pull mode
     o.mode = mode;
     CollectiveSampler s(w.part, channel_for(backend), o, test::sampler_backend(backend));
     // captures: a shape is captured when seen the second time, once its buffers have settled
@@ -229,10 +227,10 @@ TEST_P(PInvariance, IdsLeftOnTheDevice) {
   o.kernel = SampleKernel::kTurbo;
   check_scheme(o, "turbo, ids on device");
   o.kernel = SampleKernel::kDefault;
-  o.kind = SamplerKind::kLabor;
+  o.scheme = LaborSampling{};
   check_scheme(o, "labor-0, ids on device");
   SamplerOptions w{{5, 4}};
-  w.biased = true;
+  w.scheme = NeighborSampling{true, false};
   w.blocks_on_device = true;
   w.ids_on_device = true;
   check_scheme(w, "weighted, ids on device");
@@ -251,41 +249,38 @@ TEST_P(PInvariance, CapturedSequences) {
   o.kernel = SampleKernel::kTurbo;
   check_scheme(o, "turbo, ids on device, captured");
   SamplerOptions w{{5, 4}};
-  w.biased = true;
+  w.scheme = NeighborSampling{true, false};
   w.cuda_graphs = true;
   check_scheme(w, "weighted, captured");
   SamplerOptions l{{40, 80}};
-  l.kind = SamplerKind::kLayer;
+  l.scheme = LayerSampling{};
   l.cuda_graphs = true;
   check_scheme(l, "layerwise, captured");
 }
 
 TEST_P(PInvariance, UniformWith) {
   SamplerOptions o{{6, 4}};
-  o.replace = true;
+  o.scheme = NeighborSampling{false, true};
   o.seed = 3;
   check_scheme(o, "uniform+replace");
 }
 
 TEST_P(PInvariance, WeightedWithout) {
   SamplerOptions o{{5, 4}};
-  o.biased = true;
+  o.scheme = NeighborSampling{true, false};
   check_scheme(o, "weighted");
 }
 
 TEST_P(PInvariance, WeightedWith) {
   SamplerOptions o{{5, 4}};
-  o.biased = true;
-  o.replace = true;
+  o.scheme = NeighborSampling{true, true};
   check_scheme(o, "weighted+replace");
 }
 
 TEST_P(PInvariance, LayerWise) {
   for (bool biased : {false, true}) {
     SamplerOptions o{{40, 80}};
-    o.kind = SamplerKind::kLayer;
-    o.biased = biased;
-    o.replace = true;
+    o.scheme = LayerSampling{biased, true};
     check_scheme(o, biased ? "layerwise biased" : "layerwise");
   }
 }
@@ -295,10 +290,7 @@ TEST_P(PInvariance, LayerWise) {
 TEST_P(PInvariance, Labor) {
   for (int importance : {0, 1, -1}) {
     SamplerOptions o{{6, 4}};
-    o.kind = SamplerKind::kLabor;
-    o.labor_importance = importance;
-    o.labor_batch_dependency = importance == 1 ? 2 : 1;
-    o.labor_layer_dependency = importance == -1;
+    o.scheme = LaborSampling{importance, importance == -1, importance == 1 ? 2 : 1};
     o.seed = 5;
     check_scheme(o, "labor-" + std::to_string(importance));
   }
@@ -306,8 +298,7 @@ TEST_P(PInvariance, Labor) {
 
 TEST_P(PInvariance, LayerWiseWithout) {
   SamplerOptions o{{40, 80}};
-  o.kind = SamplerKind::kLayer;
-  o.layer_replace = false;
+  o.scheme = LayerSampling{false, false, LayerDraws::kWithout};
   check_scheme(o, "layerwise without");
 }
 
@@ -343,7 +334,7 @@ TEST_P(PInvariance, ExcludedEdges) {
   for (int variant = 0; variant < 4; ++variant) {
     if (variant == 3 && cpu) continue;  // the cpu backend runs no kernels to capture
     SamplerOptions o{{7, 5, 3}};
-    o.replace = variant == 1;
+    o.scheme = NeighborSampling{false, variant == 1};
     o.mode = variant == 2 ? SampleMode::kPull : SampleMode::kCsp;
     o.cuda_graphs = variant == 3;
     o.seed = 5;
@@ -416,10 +407,7 @@ TEST_P(PInvariance, Temporal) {
                        Case{csp::TemporalStrategy::kRecent, false, false},
                        Case{csp::TemporalStrategy::kUniform, false, true}}) {
     SamplerOptions o{{6, 4, 3}};
-    o.temporal = true;
-    o.temporal_strategy = c.strategy;
-    o.replace = c.replace;
-    o.temporal_host_relabel = c.host_relabel;
+    o.scheme = TemporalSampling{c.strategy, c.replace, c.host_relabel};
     o.seed = 9;
     CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
     for (int64_t batch = 0; batch < 3; ++batch) {
@@ -514,7 +502,8 @@ HeteroWorld& hetero_world() {
 TEST_P(PInvariance, Heterogeneous) {
   HeteroWorld& w = hetero_world();
   SamplerOptions o;
-  parse_fanouts_option("cites:3,writes:2,*:1;cites:2,rev_writes:3,*:2", o);
+  parse_fanouts_option("cites:3,writes:2,*:1;cites:2,rev_writes:3,*:2", o.fanouts,
+                       o.relation_fanouts);
   o.seed = 9;
   CollectiveSampler s(w.part, channel_for(GetParam()), o, test::sampler_backend(GetParam()));
   for (int64_t batch = 0; batch < 3; ++batch) {
@@ -561,7 +550,7 @@ TEST(BadInput, SeedOwnedByAnotherRankFailsEverywhere) {
 TEST(BadInput, ExclusionRefusedOnEveryRank) {
   World& w = world();
   SamplerOptions o{{3}};
-  o.biased = true;
+  o.scheme = NeighborSampling{true, false};
   CollectiveSampler s(w.part, *g_comm, o);
   CollectiveSampler::ExcludedEdges ex;
   const std::vector<int64_t> seeds = my_seeds(0, 5);

@@ -84,7 +84,8 @@ TEST(HeteroTrain, RgcnAndHsageReachTheBound) {
 // Per-relation fanouts (writes and cites only in the last layer: --fanouts text) train as well.
 TEST(HeteroTrain, PerRelationFanouts) {
   JobConfig c = job("rgcn");
-  parse_fanouts_option("writes:10,cites:10,has_topic:5;*:5", c.sampler);
+  parse_fanouts_option("writes:10,cites:10,has_topic:5;*:5", c.sampler.fanouts,
+                       c.sampler.relation_fanouts);
   c.epochs = 6;
   const JobResult r = run_training(c);
   std::printf("[hetero] rgcn per-relation fanouts test=%.4f\n", r.test_acc_at_best);
@@ -150,7 +151,7 @@ TEST(HeteroTrain, Refusals) {
     set(c);
     return error_of([&] { c.validate(); });
   };
-  EXPECT_EQ(refusal("hsage", [](JobConfig& c) { c.sampler.temporal = true; }),
+  EXPECT_EQ(refusal("hsage", [](JobConfig& c) { c.sampler.temporal = TemporalKind::kUniform; }),
             "--model hsage does not support --temporal");
   EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.preaggregate = true; }),
             "--model rgcn does not support --preaggregate (pre-aggregated rows are a homogeneous "
@@ -158,9 +159,6 @@ TEST(HeteroTrain, Refusals) {
   EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.sampler.kind = SamplerKind::kLabor; }),
             "--model rgcn does not support --sampler labor or layer (a heterogeneous graph is "
             "sampled node-wise, per relation)");
-  EXPECT_EQ(refusal("rgcn", [](JobConfig& c) { c.sampler.biased = true; }),
-            "--model rgcn does not support biased sampling (--biased: relations are sampled "
-            "uniformly)");
   EXPECT_EQ(
       refusal("rgcn", [](JobConfig& c) { c.train.normalize_features = FeatureNorm::kStandard; }),
       "--normalize-features standard with --model rgcn: per node type column statistics "
