@@ -13,7 +13,9 @@
 # Usage: scripts/gpu/build-cuda.sh [-jN] [extra cmake args...]   (default -j1: a shared 2-core box)
 #        scripts/gpu/build-cuda.sh --venv-only                  (only the torch venv)
 # Env: DSP_CUDA_BUILD_DIR (default build-cuda), DSP_CUDA_ARCHS (default "80;90"), DSP_CUDA_TARGETS
-# (space-separated targets to build; default all).
+# (space-separated targets to build; default all), DSP_CUDA_PRESET (a configure preset of
+# CMakePresets.json, as gpu-kit: it states the build type, CUDA and its architectures, and this
+# script adds only this machine's paths; DSP_CUDA_ARCHS is then not used).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
@@ -55,11 +57,16 @@ torch_lib="$(cd "$torch_prefix/../../lib" && pwd)"
 # Torch's CMake config looks for the CUDA toolkit itself (FindCUDAToolkit): point it at the one
 # nvcc belongs to. It links the CUDA runtime libraries of the wheel by absolute path (nvidia-*).
 export CUDAToolkit_ROOT="$cuda" CUDA_TOOLKIT_ROOT_DIR="$cuda" CUDACXX="$cuda/bin/nvcc"
-gen=()
-command -v ninja >/dev/null && [[ ! -f "$build/CMakeCache.txt" ]] && gen=(-G Ninja)
+# The build's description: a preset's, or Release with CUDA for $archs.
+if [[ -n "${DSP_CUDA_PRESET:-}" ]]; then
+  what=(--preset "$DSP_CUDA_PRESET")
+else
+  what=(-DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$archs")
+  command -v ninja >/dev/null && [[ ! -f "$build/CMakeCache.txt" ]] && what+=(-G Ninja)
+fi
 log="$(mktemp)"
-if ! cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CUDA=ON \
-     -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES="$archs" \
+if ! cmake -S . -B "$build" "${what[@]}" \
+     -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" \
      -DCUDAToolkit_ROOT="$cuda" -DCMAKE_PREFIX_PATH="$torch_prefix" \
      -DTORCH_LIBRARY="$torch_lib/libtorch.so" -Dc10_LIBRARY="$torch_lib/libc10.so" \
      -DDSP_WITH_PYTHON=OFF "$@" >"$log" 2>&1; then

@@ -32,13 +32,14 @@ bundle() {
   t=$(date +%s)
   py="$here/.venv-cuda/bin/python"
   DSP_CUDA_BUILD_DIR="${DSP_KIT_BUILD_DIR:-build-kit}"
-  # The kit's build: sm_90 only, no RPATH (the device sets the library path), tests/data relative
-  # to the repository root, source paths relative in every message (-ffile-prefix-map).
+  # The kit's build: CMakePresets.json's gpu-kit (sm_90, no RPATH, tests/data relative, ...), with
+  # this machine's torch and NCCL, the Python module, and source paths relative in every message
+  # (-ffile-prefix-map).
   [[ -x "$py" ]] || bash scripts/gpu/build-cuda.sh --venv-only || return 1
   read -r lib inc < <(nccl_of "$py") || { echo "bundle: no nvidia-nccl wheel beside $py's torch" >&2; return 1; }
-  DSP_CUDA_BUILD_DIR="$DSP_CUDA_BUILD_DIR" DSP_CUDA_ARCHS=90 DSP_CUDA_TARGETS="${bins[*]} _dsp" \
-    bash scripts/gpu/build-cuda.sh "-j${DSP_KIT_JOBS:-2}" -DCMAKE_SKIP_RPATH=ON -DDSP_TEST_DATA_DIR=tests/data \
-    -DDSP_WITH_PYTHON=ON -DPython_EXECUTABLE="$py" -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST \
+  DSP_CUDA_BUILD_DIR="$DSP_CUDA_BUILD_DIR" DSP_CUDA_PRESET=gpu-kit DSP_CUDA_TARGETS="${bins[*]} _dsp" \
+    bash scripts/gpu/build-cuda.sh "-j${DSP_KIT_JOBS:-2}" \
+    -DDSP_WITH_PYTHON=ON -DPython_EXECUTABLE="$py" \
     -DDSP_NCCL_LIBRARY="$lib" -DDSP_NCCL_INCLUDE_DIR="$inc" \
     "-DCMAKE_CXX_FLAGS=-ffile-prefix-map=$here/=" "-DCMAKE_CUDA_FLAGS=-Xcompiler=-ffile-prefix-map=$here/=" ||
     return 1
@@ -101,20 +102,21 @@ bundle_wheel() {
   echo "bundle: $(basename "$KIT"/wheel/dsp-*.whl) in $(elapsed "$t")"
 }
 
-# The fallback's configure (on the device; the dry run checks it here): the kit's -dev packages,
-# the image's torch, NCCL from its wheel, MPI from the kit. BUILD_DIR LOG.
+# The fallback's configure (on the device; the dry run checks it here): CMakePresets.json's
+# gpu-kit, as the bundle's build, with the kit's -dev packages, the image's torch, NCCL from its
+# wheel, MPI from the kit. BUILD_DIR LOG.
 configure_on_device() {
   local R="$KR/root" ML="$KR/root/usr/lib/x86_64-linux-gnu" lib inc torch_prefix torch_lib
   read -r lib inc < <(nccl_of "$PY") || { echo "no nvidia-nccl wheel beside $PY's torch" >"$2"; return 1; }
   torch_prefix="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
   torch_lib="$(cd "$torch_prefix/../../lib" && pwd)"
-  cmake -S . -B "$1" -G Ninja -DTORCH_LIBRARY="$torch_lib/libtorch.so" -Dc10_LIBRARY="$torch_lib/libc10.so" -DCMAKE_BUILD_TYPE=Release -DDSP_WITH_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$torch_prefix;$R/usr" -DDSP_WITH_PYTHON=OFF \
+  cmake -S . --preset gpu-kit -B "$1" -DTORCH_LIBRARY="$torch_lib/libtorch.so" -Dc10_LIBRARY="$torch_lib/libc10.so" \
+    -DCMAKE_PREFIX_PATH="$torch_prefix;$R/usr" -DDSP_WITH_PYTHON=OFF \
     -DDSP_NCCL_LIBRARY="$lib" -DDSP_NCCL_INCLUDE_DIR="$inc" -DMPI_SKIP_COMPILER_WRAPPER=ON \
     -DMPI_C_HEADER_DIR="$ML/openmpi/include" -DMPI_C_LIB_NAMES=mpi -DMPI_mpi_LIBRARY="$ML/libmpi.so.40" \
     -DMPIEXEC_EXECUTABLE="$MPIEXEC" -DZLIB_INCLUDE_DIR="$R/usr/include" \
     -DZLIB_LIBRARY="$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)" \
-    -DDSP_TEST_DATA_DIR=tests/data >"$2" 2>&1
+    >"$2" 2>&1
 }
 
 # The fallback on the device: build as configured above, then put the binaries where `run`
