@@ -8,6 +8,7 @@
 
 #include "core/logging.hpp"
 #include "core/memory.hpp"
+#include "pipeline/rank/backends.hpp"
 #include "train/inference.hpp"
 
 namespace dsp {
@@ -103,13 +104,16 @@ void log_choice(const JobConfig& cfg, const EvalChoice& c, const std::string& es
 }  // namespace
 
 EvalChoice choose_eval(const JobConfig& cfg, RankRuntime& rt, const ModelConfig& model,
-                       const std::vector<int64_t>& widths, int64_t eval_nodes) {
+                       const std::vector<int64_t>& widths, int64_t eval_nodes, bool on_device) {
   if (rt.hetero() || cfg.sampler.is_temporal()) return choose_sampled(cfg, rt, model);
-  const int64_t need =
-      layerwise_inference_bytes(rt.part().meta, rt.rank(), widths, cfg.eval_batch_size);
+  const InferenceBytes need =
+      layerwise_inference_bytes(rt.part().meta, rt.rank(), widths, cfg.eval_batch_size, on_device);
   const int64_t have =
       static_cast<int64_t>(available_memory() / 2 / static_cast<uint64_t>(rt.cores().node_size));
-  int64_t fits = cfg.preaggregate ? 0 : need <= have ? 1 : 0;
+  // The device's free memory now (the model, caches and topology placed), halved as the host's
+  // for what training allocates meanwhile.
+  const int64_t have_device = on_device ? free_device_memory(rt.device()) / 2 : 0;
+  int64_t fits = !cfg.preaggregate && need.host <= have && need.device <= have_device ? 1 : 0;
   CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
   main_ch.set_step(-1, 3);
   main_ch.all_reduce(&fits, 1, DType::kInt64, ReduceOp::kMin);
@@ -123,11 +127,15 @@ EvalChoice choose_eval(const JobConfig& cfg, RankRuntime& rt, const ModelConfig&
       !c.full && c.fits && full_reads <= kFinalFullFactor * std::max(sampled_reads, kSmallEval);
   c.mode = c.full ? EvalMode::kFull : EvalMode::kSampled;
   if (rt.leader()) {
+    const std::string device =
+        on_device ? fmt::format(" and {} on {} ({} available)", format_bytes(need.device),
+                                rt.device().str(), format_bytes(have_device))
+                  : "";
     log_choice(cfg, c,
-               fmt::format("an estimated {} per rank, {} available to each; {} neighbour rows "
-                           "read against up to {} sampled",
-                           format_bytes(need), format_bytes(have), count_str(full_reads),
-                           count_str(sampled_reads)));
+               fmt::format("an estimated {} of host memory per rank{}, {} available to each; {} "
+                           "neighbour rows read against up to {} sampled",
+                           format_bytes(need.host), device, format_bytes(have),
+                           count_str(full_reads), count_str(sampled_reads)));
   }
   return c;
 }

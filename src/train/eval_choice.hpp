@@ -23,10 +23,12 @@ struct EvalChoice {
   bool final_full = false;  // a sampled job tests its best model in full (it fits, costs little)
 };
 
-// `widths`: the model's layer widths; `eval_nodes`: this rank's validation and test nodes.
+// `widths`: the model's layer widths; `eval_nodes`: this rank's validation and test nodes;
+// `on_device`: the trainer runs on the rank's device, where layer-wise inference keeps its tables
+// (their estimate is then held against the device's free memory, the rest against the host's).
 // Collective: the main channel's steps (-1, 3) and (-1, 5).
 EvalChoice choose_eval(const JobConfig& cfg, RankRuntime& rt, const ModelConfig& model,
-                       const std::vector<int64_t>& widths, int64_t eval_nodes);
+                       const std::vector<int64_t>& widths, int64_t eval_nodes, bool on_device);
 
 // The evaluation's fanouts as given: --eval-fanouts, else the per-relation --fanouts' text.
 std::string eval_fanouts_text(const JobConfig& cfg);

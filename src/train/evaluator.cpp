@@ -93,7 +93,8 @@ void Evaluator::choose_mode() {
     std::vector<int64_t> widths;
     for (int l = 0; l < layers_; ++l) widths.push_back(trainer_.eval().layer_width(l));
     const int64_t nodes = static_cast<int64_t>(valid_ids_.size() + test_ids_.size());
-    eval_ = dsp::choose_eval(cfg_, rt_, model_, widths, nodes);
+    eval_ =
+        dsp::choose_eval(cfg_, rt_, model_, widths, nodes, trainer_.device_io().device().is_cuda());
     return;
   }
   eval_.full = eval_.fits = true;

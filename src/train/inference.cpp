@@ -259,8 +259,9 @@ std::vector<float> layerwise_inference(RankRuntime& rt, Trainer& trainer,
   return std::vector<float>(last.data_ptr<float>(), last.data_ptr<float>() + last.numel());
 }
 
-int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,
-                                  const std::vector<int64_t>& widths, int64_t batch_size) {
+InferenceBytes layerwise_inference_bytes(const PartitionMeta& meta, int rank,
+                                         const std::vector<int64_t>& widths, int64_t batch_size,
+                                         bool on_device) {
   const PartStats& ps = meta.part.at(rank);
   const int64_t rows = ps.end - ps.begin;
   int64_t two_layers = 0, widest = meta.feature_dim;
@@ -273,8 +274,10 @@ int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,
   const int64_t dst = std::min(rows, batch_size);
   const int64_t edges = rows > 0 ? (ps.edges + rows - 1) / rows * dst : 0;
   const int64_t src = std::min(meta.num_nodes, dst + edges);
-  const int64_t batch = 32 * edges + 4 * 4 * widest * src;
-  return 4 * rows * two_layers + 8 * meta.num_nodes + batch;
+  const int64_t tables = 4 * rows * two_layers, batch_rows = 4 * 4 * widest * src;
+  const int64_t host = 8 * meta.num_nodes + 32 * edges;  // positions and the batch's block
+  if (!on_device) return {host + tables + batch_rows, 0};
+  return {host, tables + batch_rows + 32 * edges};  // the block's edges uploaded for aggregation
 }
 
 void tally_rows(const std::vector<float>& logits, int64_t width, int64_t first_row,

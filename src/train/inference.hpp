@@ -11,9 +11,10 @@
 // one of rows per batch, trainer channel). Collective: every rank calls it at the same point; the
 // batch count is agreed (the largest part's) and ranks with fewer batches join with empty ones.
 //
-// Memory (this rank, host): two layers' rows of the part (input and output of a layer, float32),
-// 4 bytes per graph node (the batch's source positions; GCN's out-degrees), and one batch's blocks
-// and rows: layerwise_inference_bytes.
+// Memory (this rank): two layers' rows of the part (input and output of a layer, float32) and one
+// batch's rows, where the trainer runs (its device: the tables never cross to the host but for
+// the rows other ranks ask for and the last layer's); on the host, 8 bytes per graph node (the
+// batch's source positions; GCN's out-degrees) and one batch's block: layerwise_inference_bytes.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -46,10 +47,15 @@ std::vector<float> fetch_rows(Communicator& comm, const PartitionMeta& meta,
                               const std::vector<float>& table, int64_t width,
                               const std::vector<int64_t>& ids);
 
-// Estimated host bytes layerwise_inference needs on `rank` for a model of output widths `widths`
-// (one per layer) over this partition.
-int64_t layerwise_inference_bytes(const PartitionMeta& meta, int rank,
-                                  const std::vector<int64_t>& widths, int64_t batch_size);
+// Estimated bytes layerwise_inference needs on `rank` for a model of output widths `widths` (one
+// per layer) over this partition: `on_device` (a trainer on a device) puts the layers' tables, a
+// batch's rows and its uploaded edges in device memory; otherwise all of it is host memory.
+struct InferenceBytes {
+  int64_t host = 0, device = 0;
+};
+InferenceBytes layerwise_inference_bytes(const PartitionMeta& meta, int rank,
+                                         const std::vector<int64_t>& widths, int64_t batch_size,
+                                         bool on_device);
 
 // The rows of `logits` for the owned global `ids` into `tally`, against `labels` (node-indexed:
 // int64 [N] class ids, or int8 [N, L] 0/1 rows of a multi-label dataset, L = width).

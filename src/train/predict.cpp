@@ -15,6 +15,7 @@
 #include "graph/npy.hpp"
 #include "layout/partition/partition_dir.hpp"
 #include "layout/store/embedding_table.hpp"
+#include "pipeline/rank/backends.hpp"
 #include "pipeline/rank/runtime.hpp"
 #include "train/inference.hpp"
 #include "train/link.hpp"
@@ -236,14 +237,35 @@ std::vector<std::string> write_outputs(const PredictConfig& c, std::vector<float
   return written;
 }
 
+// Refuses, on every rank alike, layer-wise inference whose tables (`need` bytes on this rank's
+// device) do not fit the free memory of some rank's device. Collective: the main channel's step
+// (-1, 2).
+void check_device_memory(RankRuntime& rt, int64_t nodes, int64_t need) {
+  int64_t have = free_device_memory(rt.device());
+  CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, 2);
+  main_ch.all_reduce(&need, 1, DType::kInt64, ReduceOp::kMax);
+  main_ch.all_reduce(&have, 1, DType::kInt64, ReduceOp::kMin);
+  DSP_CHECK_T(NotSupported, need <= have,
+              "layer-wise inference over {} nodes needs an estimated {} of device memory on the "
+              "busiest rank but {} is free on a rank's device: run more ranks (mpirun -np) or "
+              "give a smaller --batch-size",
+              nodes, format_bytes(need), format_bytes(have));
+}
+
 // Refuses, on every rank alike, a job whose layer-wise inference (plus, on rank 0, the gathered
-// table and the outputs) does not fit the memory each rank of a node has; logs the estimate.
+// table and the outputs) does not fit the memory each rank of a node has, or (a trainer on a
+// device) whose layer tables do not fit the device's free memory; logs the estimate.
 void check_memory(RankRuntime& rt, Trainer& trainer, int layers, int64_t batch_size,
                   int64_t out_rows) {
   std::vector<int64_t> widths;
   for (int l = 0; l < layers; ++l) widths.push_back(trainer.eval().layer_width(l));
   const PartitionMeta& meta = rt.part().meta;
-  int64_t need = layerwise_inference_bytes(meta, rt.rank(), widths, batch_size);
+  const bool on_device = trainer.device_io().device().is_cuda();
+  const InferenceBytes est =
+      layerwise_inference_bytes(meta, rt.rank(), widths, batch_size, on_device);
+  if (on_device) check_device_memory(rt, meta.num_nodes, est.device);
+  int64_t need = est.host;
   if (rt.leader()) need += 4 * widths.back() * (meta.num_nodes + out_rows) + 8 * out_rows;
   int64_t have = static_cast<int64_t>(
       rt.options().budget_or(available_memory() / static_cast<uint64_t>(rt.cores().node_size)));

@@ -13,6 +13,7 @@
 #include "csp/sampler.hpp"
 #include "error_of.hpp"
 #include "train/device_io.hpp"
+#include "train/inference.hpp"
 #include "train/trainer.hpp"
 
 namespace dsp {
@@ -359,6 +360,37 @@ TEST(Trainer, SgdFitsOneBatch) {
     for (int i = 0; i < 30; ++i) last = t.train_step(b);
     EXPECT_LT(last, first * 0.8f) << model << ": " << first << " -> " << last;
   }
+}
+
+}  // namespace
+}  // namespace dsp
+
+namespace dsp {
+namespace {
+
+// Layer-wise inference's estimate puts what lives where the trainer runs on its device (the two
+// layers' tables of the part, a batch's rows and its uploaded edges) and keeps the rest on the
+// host; without a device it is all host memory, the same total but the edges' upload.
+TEST(LayerwiseInference, MemoryEstimateSplitsTheTablesToTheDevice) {
+  PartitionMeta meta;
+  meta.num_nodes = 1000;
+  meta.feature_dim = 100;
+  PartStats ps;
+  ps.begin = 0;
+  ps.end = 400;
+  ps.edges = 4000;
+  meta.part = {ps};
+  const std::vector<int64_t> widths{64, 7};
+  // rows 400, two layers 64 + 7 floats, widest row 100; a batch: 100 destinations of 10 edges,
+  // 1000 sources
+  const int64_t tables = 4 * 400 * 71, rows = 16 * 100 * 1000, edges = 32 * 1000;
+  const int64_t positions = 8 * 1000;
+  const InferenceBytes host = layerwise_inference_bytes(meta, 0, widths, 100, false);
+  EXPECT_EQ(host.host, positions + edges + tables + rows);
+  EXPECT_EQ(host.device, 0);
+  const InferenceBytes dev = layerwise_inference_bytes(meta, 0, widths, 100, true);
+  EXPECT_EQ(dev.host, positions + edges);
+  EXPECT_EQ(dev.device, tables + rows + edges);
 }
 
 }  // namespace
