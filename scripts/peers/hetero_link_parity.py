@@ -5,7 +5,8 @@ SAGEConv layers of --hidden, ReLU between) on a relation of a typed graph, full 
 is one step over every training edge of the relation plus as many negative pairs (an id of its
 source type, one of its destination type, uniform, torch_geometric's bipartite
 negative_sampling), binary cross-entropy with logits, Adam. Here every type is featureless and
-learns an embedding of --hidden (uniform +-0.1, dsp's learnable rows), the score is the dot
+learns an embedding of --hidden (uniform +-0.1, dsp's learnable rows; with --protocol dgl a type
+with features enters through a linear projection of them instead, as in dsp), the score is the dot
 product of the two rows, and the split is the dataset's own (``dsp generate hetero --link-split``:
 training edges in the graph, held-out ones with fixed negatives), read by both systems.
 
@@ -90,7 +91,13 @@ def load(d):
         edges[key] = torch.stack([src, dst])
     arr = lambda n: torch.from_numpy(np.load(f"{d}/{n}.npy")).long()
     link = tuple(h["link_relation"].split("___"))
-    return dict(types=types, counts=counts, edges=edges, link=link, train=arr("link_train"),
+    features = {t["name"]: torch.from_numpy(np.load(f"{d}/nodes/{t['name']}/features.npy")).float()
+                for t in h["node_types"] if t["feature_dim"] > 0}
+    if features and args.protocol != "dgl":
+        sys.exit(f"{d}: --protocol {args.protocol} compares featureless graphs only (types with "
+                 f"features: {', '.join(features)}); --protocol dgl projects them")
+    return dict(types=types, counts=counts, edges=edges, link=link, features=features,
+                train=arr("link_train"),
                 valid=arr("link_valid"), valid_neg=arr("link_valid_neg"), test=arr("link_test"),
                 test_neg=arr("link_test_neg"))
 
@@ -215,13 +222,18 @@ def run_dgl(D, seed):
         {k[1]: dglnn.SAGEConv(args.hidden, args.hidden, "mean") for k in D["edges"]},
         aggregate="sum") for _ in range(2)])
     sparse = args.peer_embeddings == "sparse"
+    # A type with features enters through a linear projection of them (dsp's typed models), the
+    # others through learnt rows.
+    feats = D["features"]
+    proj = torch.nn.ModuleDict({t: torch.nn.Linear(x.size(1), args.hidden) for t, x in feats.items()})
     emb = torch.nn.ModuleDict({t: torch.nn.Embedding(D["counts"][t], args.hidden, sparse=sparse)
-                               for t in D["types"]})
+                               for t in D["types"] if t not in feats})
     for e in emb.values():
         torch.nn.init.uniform_(e.weight, -0.1, 0.1)
     dsp_init(layers)
-    opts = [torch.optim.Adam(list(layers.parameters()) + ([] if sparse else list(emb.parameters())),
-                             lr=args.lr)]
+    dsp_init(proj)
+    dense = list(layers.parameters()) + list(proj.parameters())
+    opts = [torch.optim.Adam(dense + ([] if sparse else list(emb.parameters())), lr=args.lr)]
     if sparse:
         opts.append(torch.optim.SparseAdam(list(emb.parameters()), lr=args.lr))
     sampler = dgl.dataloading.as_edge_prediction_sampler(
@@ -239,10 +251,14 @@ def run_dgl(D, seed):
                 x = {t: F.relu(v) for t, v in x.items()}
         return x
 
+    def inputs(ids_of):
+        return {t: proj[t](feats[t][ids]) if t in feats else emb[t](ids) for t, ids in ids_of.items()}
+
+    every = {t: torch.arange(D["counts"][t]) for t in D["types"]}
     curve = []
     for epoch in range(args.epochs):
         for input_nodes, pos_g, neg_g, blocks in loader:
-            h = forward(blocks, {t: emb[t](ids) for t, ids in input_nodes.items()})
+            h = forward(blocks, inputs(input_nodes))
             pos, neg = pos_g.edges(etype=link), neg_g.edges(etype=link)
             logits = torch.cat([(h[s][pos[0]] * h[d][pos[1]]).sum(1),
                                 (h[s][neg[0]] * h[d][neg[1]]).sum(1)])
@@ -254,7 +270,7 @@ def run_dgl(D, seed):
             for o in opts:
                 o.step()
         with torch.no_grad():  # every node's output over the whole training graph
-            h = forward([g, g], {t: emb[t].weight for t in D["types"]})
+            h = forward([g, g], inputs(every))
             f = lambda p: (h[s][p[:, 0]] * h[d][p[:, 1]]).sum(1)
             curve.append({"val": figures(f, D, "valid"), "test": figures(f, D, "test")})
     return curve
