@@ -38,7 +38,8 @@ void print_gather(const nlohmann::json& j) {
   fmt::print("gather bench: {} ranks, {} thread(s), {} rows x {} B per call, {} calls\n",
              j["ranks"].get<int>(), j["threads"].get<int>(), j["batch_rows"].get<int64_t>(),
              j["row_bytes"].get<size_t>(), j["iters"].get<int>());
-  fmt::print("  FeatureStore::gather     {:8.2f} GB/s\n", j["gather_GBps"].get<double>());
+  fmt::print("  FeatureStore::gather{}{:8.2f} GB/s\n",
+             j["resident"].get<bool>() ? "_resident " : "     ", j["gather_GBps"].get<double>());
   fmt::print("  per-row memcpy loop      {:8.2f} GB/s   (gather / loop = {:.2f})\n",
              j["row_loop_GBps"].get<double>(), j["gather_vs_row_loop"].get<double>());
   fmt::print("  contiguous memcpy        {:8.2f} GB/s   (gather / memcpy = {:.2f}; the ceiling)\n",

@@ -37,6 +37,7 @@ struct GatherRun {
   uint64_t key;
   std::vector<unsigned char> ref, contig_src;
   std::shared_ptr<void> out;
+  std::shared_ptr<void> ids_in_store;  // --resident: a gather's ids in the store's memory
   double t_gather = 0, t_loop = 0, t_memcpy = 0;
 
   GatherRun(FeatureStore& s, Communicator& c, const Array& features, const GatherOpts& o)
@@ -50,6 +51,7 @@ struct GatherRun {
         ref(batch * rb),
         contig_src(batch * rb, 1),
         out(s.allocate_rows(batch)) {  // in the store's memory
+    if (o.resident) ids_in_store = s.backend().allocate(batch * sizeof(int64_t), nullptr);
     std::iota(perm.begin(), perm.end(), 0);
     // Touch every page of the mapping once so all three loops read from the page cache.
     volatile unsigned char sink = 0;
@@ -62,12 +64,21 @@ struct GatherRun {
     // Separate id sets for the two loops, so neither reads rows the other just brought in.
     std::vector<int64_t> ids = draw_ids(perm, batch, key, static_cast<uint64_t>(2 * (it + 2)));
     std::vector<int64_t> ids2 = draw_ids(perm, batch, key, static_cast<uint64_t>(2 * (it + 2) + 1));
+    if (ids_in_store) {
+      store.backend().copy_from_host(ids_in_store.get(), ids.data(), batch * sizeof(int64_t));
+      settle(ids_in_store.get());
+    }
     comm.barrier();
     double g = 0, l = 0;
     for (int k = 0; k < 2; ++k) {
       Stopwatch sw;
       if ((k == 0) == (it % 2 == 0)) {
-        store.gather(ids.data(), batch, out.get());
+        if (ids_in_store) {
+          store.gather_resident(static_cast<const int64_t*>(ids_in_store.get()), batch, out.get());
+        } else {
+          store.gather(ids.data(), batch, out.get());
+        }
+        settle(out.get());
         g = sw.seconds();
       } else {
         for (int64_t i = 0; i < batch; ++i) {
@@ -85,6 +96,13 @@ struct GatherRun {
       t_memcpy += m;
     }
   }
+
+  // Waits for what was written to `p` (the store's memory): a device backend's copies are
+  // stream-ordered, so a one-byte read of it returns when they are done.
+  void settle(const void* p) {
+    unsigned char b = 0;
+    store.backend().copy_to_host(p, 1, &b);
+  }
 };
 
 }  // namespace
@@ -99,6 +117,12 @@ const OptionTable<GatherBenchOptions>& gather_bench_options() {
                                  "OpenMP threads of the gather (default 1, as the loop)",
                                  DSP_FIELD(threads)),
       options::value<GatherOpts>("--seed", "seed", "random seed of the id sets", DSP_FIELD(seed)),
+      options::toggle<GatherOpts>(
+          "--resident", "resident",
+          "the ids in the store's memory, as a device sampler leaves its blocks' sources and dsp "
+          "train gathers them (FeatureStore::gather_resident); uploaded before each gather, "
+          "untimed",
+          DSP_FIELD(resident)),
       options::value<GatherOpts>("--json", "json", "write the figures to this file",
                                  DSP_FIELD(json)),
   };
@@ -119,7 +143,8 @@ nlohmann::json measure_gather(FeatureStore& store, Communicator& comm, const Arr
   const GatherStats& st = store.stats();
   // row_bytes: stored rows (what caches hold and ranks exchange); the gather decodes bfloat16
   // and int8 rows into out_row_bytes of float32.
-  return {{"batch_rows", r.batch},
+  return {{"resident", o.resident},
+          {"batch_rows", r.batch},
           {"row_bytes", r.rb},
           {"dtype", dtype_name(store.format().dtype)},
           {"out_row_bytes", store.format().out_row_bytes},

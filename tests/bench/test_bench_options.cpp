@@ -56,7 +56,7 @@ C parsed(const OptionTable<C>& table, const std::string& flag, const std::string
 TEST(BenchOptions, EveryFlagOfEveryBench) {
   using V = std::vector<std::string>;
   EXPECT_EQ(flags_of(gather_bench_options()),
-            (V{"--batch", "--iters", "--threads", "--seed", "--json"}));
+            (V{"--batch", "--iters", "--threads", "--seed", "--resident", "--json"}));
   EXPECT_EQ(flags_of(sample_bench_options()),
             (V{"--batch-size", "--batches", "--mode", "--biased", "--replace", "--per-layer-bytes",
                "--threads", "--seed", "--json", "--fanouts", "--sample-kernel", "--cuda-graphs",

@@ -323,6 +323,9 @@ perf_steps() {
     else row "round trips: emulated = cuda" FAIL "emulated '$emu', cuda '$gpu'"; status=1; fi
   fi
   bench "gather $dev, every row cached" "gather_$dev" gather $G/p1 --device $dev --threads "$th"
+  # The gather dsp train runs on a GPU: the ids a device sampler left in device memory.
+  bench "gather $dev resident, every row cached" "gather_resident_$dev" gather $G/p1 --device $dev \
+    --threads "$th" --resident
   cmd_step "dsp train --device $dev, 2 epochs" train_bench.log 240 "$KR/bin/dsp" train $G/p1 \
     --device $dev --fanouts 15,10,5 --hidden 256 --batch-size 1024 --epochs 2 --eval sampled \
     --eval-max-nodes 20000 --metrics "$LOGS/train_bench_metrics.jsonl" --no-progress &&
