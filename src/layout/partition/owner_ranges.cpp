@@ -3,12 +3,12 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/group_kernels.hpp"
 
 namespace dsp {
 
 int owner_in(const std::vector<int64_t>& offsets, int64_t id) {
-  auto it = std::upper_bound(offsets.begin(), offsets.end(), id);
-  return static_cast<int>(it - offsets.begin()) - 1;
+  return owner_of(offsets.data(), static_cast<int>(offsets.size()) - 1, id);
 }
 
 OwnerRanges::OwnerRanges(std::vector<int64_t> offsets, int ranks, int rank, const char* what)

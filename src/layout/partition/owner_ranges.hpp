@@ -7,8 +7,9 @@
 
 namespace dsp {
 
-// The rank owning `id` under `offsets` (P + 1 entries, non-decreasing): the last p with
-// offsets[p] <= id.
+// The rank owning `id` (in [0, offsets[P])) under `offsets` (P + 1 entries, from 0,
+// non-decreasing): the last p with offsets[p] <= id, by core/group_kernels.hpp's owner_of (the one
+// the device kernels run).
 int owner_in(const std::vector<int64_t>& offsets, int64_t id);
 
 class OwnerRanges {
