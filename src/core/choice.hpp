@@ -2,9 +2,9 @@
 // A choice among named values, typed once: an enum E and its names table, found by ADL as
 // `const Names<E>& names_of(E)` beside the enum. The table is the one place the names are
 // written: options::value gives a field of type E its --help ("TEXT:{a,b}"), its parser, its JSON
-// and its message for an unknown name ("unknown optimizer 'x' (adam, sgd)", which the CLI follows
-// with "did you mean"); fmt prints an E by its name, and nlohmann::json reads and writes it by
-// its name (never as a number). Code compares E values, never the names.
+// and its message for an unknown name ("unknown optimizer 'x' (adam, sgd, adamw, adagrad)",
+// which the CLI follows with "did you mean"); fmt prints an E by its name, and nlohmann::json
+// reads and writes it by its name (never as a number). Code compares E values, never the names.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>

@@ -33,7 +33,9 @@ const Names<LossKind>& names_of(LossKind) {
 
 const Names<OptimizerKind>& names_of(OptimizerKind) {
   using O = OptimizerKind;
-  static const Names<O> n("optimizer", {{O::kAdam, "adam"}, {O::kSgd, "sgd"}});
+  static const Names<O> n(
+      "optimizer",
+      {{O::kAdam, "adam"}, {O::kSgd, "sgd"}, {O::kAdamW, "adamw"}, {O::kAdagrad, "adagrad"}});
   return n;
 }
 
@@ -186,9 +188,13 @@ OptionTable<TrainConfig> make_train_table() {
                "learning rate (default 0.01; 0.001 with --task link and --model rgcn or hsage)",
                DSP_TRAIN(lr)),
       value<T>("--weight-decay", "weight_decay",
-               "weight decay, Adam's and SGD's L2 term (default 5e-4; 0 with --task link)",
+               "weight decay: the L2 term of adam, sgd and adagrad, adamw's decoupled decay "
+               "(default 5e-4; 0 with --task link)",
                DSP_TRAIN(weight_decay)),
-      value<T>("--optimizer", "optimizer", "adam (default) or sgd", DSP_TRAIN(optimizer)),
+      value<T>("--optimizer", "optimizer",
+               "adam (default), sgd, adamw (Adam with decoupled weight decay, torch.optim.AdamW's) "
+               "or adagrad; each one fused step over all parameters",
+               DSP_TRAIN(optimizer)),
       value<T>("", "momentum", "sgd momentum (default 0)", DSP_TRAIN(momentum)),
       value<T>("--dropout", "dropout", "dropout (default 0.5)", DSP_TRAIN(model.dropout)),
       value<T>("--predictor", "predictor",
@@ -242,6 +248,8 @@ void TrainConfig::validate() const {
   DSP_CHECK_ARG(lr > 0, "learning rate must be positive, got {}", lr);
   DSP_CHECK_ARG(weight_decay >= 0, "weight decay must be >= 0, got {}", weight_decay);
   DSP_CHECK_ARG(momentum >= 0, "momentum must be >= 0, got {}", momentum);
+  DSP_CHECK_ARG(momentum == 0 || optimizer == OptimizerKind::kSgd,
+                "momentum is sgd's (--optimizer sgd); --optimizer {} takes none", optimizer);
   DSP_CHECK_ARG(num_threads >= 0, "thread count must be >= 0, got {}", num_threads);
   DSP_CHECK_ARG(normalize_features != FeatureNorm::kStandard || !model.hetero(),
                 "--normalize-features standard with --model {}: per node type column statistics "

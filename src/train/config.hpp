@@ -20,7 +20,7 @@ namespace dsp {
 enum class ModelKind { kSage, kGcn, kGat, kRgcn, kHsage };
 enum class PredictorKind { kNone, kDot, kMlp };
 enum class LossKind { kAuto, kCe, kBce };
-enum class OptimizerKind { kAdam, kSgd };
+enum class OptimizerKind { kAdam, kSgd, kAdamW, kAdagrad };
 enum class FeatureNorm { kNone, kRow, kStandard };
 enum class LrScheduleKind { kNone, kCosine, kStep, kPlateau };
 const Names<ModelKind>& names_of(ModelKind);
@@ -89,7 +89,7 @@ struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::kAdam;
   double lr = 0.01;
   double weight_decay = 5e-4;
-  double momentum = 0.0;  // sgd only
+  double momentum = 0.0;  // sgd only (refused with the others)
   // Seeds parameter initialisation and every dropout mask: the mask of a step is a pure function
   // of (seed, epoch, batch, rank), so a resumed run draws exactly the masks of an uninterrupted
   // one.

@@ -30,6 +30,24 @@ StateKey state_key(const torch::Tensor& p) { return key_of<StateKey>(p.unsafeGet
 
 }  // namespace
 
+std::unique_ptr<torch::optim::Optimizer> checkpoint_optimizer(std::vector<torch::Tensor>& params,
+                                                              const TrainConfig& c) {
+  namespace o = torch::optim;
+  switch (c.optimizer) {
+    case OptimizerKind::kAdam:
+      return std::make_unique<o::Adam>(params, o::AdamOptions(c.lr).weight_decay(c.weight_decay));
+    case OptimizerKind::kAdamW:
+      return std::make_unique<o::AdamW>(params, o::AdamWOptions(c.lr).weight_decay(c.weight_decay));
+    case OptimizerKind::kAdagrad:
+      return std::make_unique<o::Adagrad>(params,
+                                          o::AdagradOptions(c.lr).weight_decay(c.weight_decay));
+    case OptimizerKind::kSgd:
+      break;
+  }
+  return std::make_unique<o::SGD>(
+      params, o::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
+}
+
 FlatOptimizer::FlatOptimizer(std::vector<torch::Tensor>& params, FlatOptimizerOptions o)
     : params_(params), o_(std::move(o)) {
   DSP_CHECK_ARG(!params_.empty(), "an optimizer needs parameters");
@@ -47,38 +65,66 @@ FlatOptimizer::FlatOptimizer(std::vector<torch::Tensor>& params, FlatOptimizerOp
     p.set_data(view.view(p.sizes()));
     off += p.numel();
   }
-  m_ = torch::zeros_like(flat_);
-  if (o_.kind == OptimizerKind::kAdam) v_ = torch::zeros_like(flat_);
+  m_ = torch::zeros_like(flat_);  // Adagrad's initial_accumulator_value 0
+  if (o_.kind == OptimizerKind::kAdam || o_.kind == OptimizerKind::kAdamW) {
+    v_ = torch::zeros_like(flat_);
+  }
 }
 
-// torch::optim::Adam::step (LibTorch 1.13), every parameter at once: the same ops in the same
-// order on every element, with the step count all parameters share.
 void FlatOptimizer::step(const torch::Tensor& grad) {
   torch::NoGradGuard ng;
   DSP_CHECK_ARG(grad.numel() == flat_.numel(), "a gradient of {} values for {} parameters",
                 grad.numel(), flat_.numel());
-  if (o_.kind == OptimizerKind::kSgd) {
-    torch::Tensor d = o_.weight_decay != 0 ? grad.add(flat_, o_.weight_decay) : grad;
-    if (o_.momentum != 0) {
-      if (steps_ == 0) {
-        m_.copy_(d);  // the buffer starts as the first step's gradient (SGD's clone)
-      } else {
-        m_.mul_(o_.momentum).add_(d, 1.0);  // dampening 0
-      }
-      d = m_;
-    }
-    flat_.add_(d, -1 * o_.lr);
-    ++steps_;
-    return;
+  switch (o_.kind) {
+    case OptimizerKind::kSgd:
+      return sgd_step(grad);
+    case OptimizerKind::kAdagrad:
+      return adagrad_step(grad);
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      return adam_step(grad);
   }
+}
+
+// torch::optim::SGD::step, dampening 0, not Nesterov.
+void FlatOptimizer::sgd_step(const torch::Tensor& grad) {
+  torch::Tensor d = o_.weight_decay != 0 ? grad.add(flat_, o_.weight_decay) : grad;
+  if (o_.momentum != 0) {
+    if (steps_ == 0) {
+      m_.copy_(d);  // the buffer starts as the first step's gradient (SGD's clone)
+    } else {
+      m_.mul_(o_.momentum).add_(d, 1.0);  // dampening 0
+    }
+    d = m_;
+  }
+  flat_.add_(d, -1 * o_.lr);
+  ++steps_;
+}
+
+// torch::optim::Adam::step and AdamW::step (not amsgrad), every parameter at once: the same ops
+// in the same order on every element, with the step count all parameters share. Adam adds the
+// decay to the gradient (L2), AdamW shrinks the parameters before the update (decoupled).
+void FlatOptimizer::adam_step(const torch::Tensor& grad) {
+  const bool decoupled = o_.kind == OptimizerKind::kAdamW;
+  if (decoupled && o_.weight_decay != 0) flat_.mul_(1 - o_.lr * o_.weight_decay);
   ++steps_;
   const double bc1 = 1 - std::pow(o_.beta1, static_cast<double>(steps_));
   const double bc2 = 1 - std::pow(o_.beta2, static_cast<double>(steps_));
-  const torch::Tensor g = o_.weight_decay != 0 ? grad.add(flat_, o_.weight_decay) : grad;
+  const torch::Tensor g =
+      !decoupled && o_.weight_decay != 0 ? grad.add(flat_, o_.weight_decay) : grad;
   m_.mul_(o_.beta1).add_(g, 1 - o_.beta1);
   v_.mul_(o_.beta2).addcmul_(g, g, 1 - o_.beta2);
   const torch::Tensor denom = (v_.sqrt() / std::sqrt(bc2)).add_(o_.eps);
   flat_.addcdiv_(m_, denom, -(o_.lr / bc1));
+}
+
+// torch::optim::Adagrad::step (lr_decay 0, initial accumulator 0), dense.
+void FlatOptimizer::adagrad_step(const torch::Tensor& grad) {
+  ++steps_;
+  const torch::Tensor g = o_.weight_decay != 0 ? grad.add(flat_, o_.weight_decay) : grad;
+  m_.addcmul_(g, g, 1.0);
+  const torch::Tensor std = m_.sqrt().add_(o_.adagrad_eps);
+  flat_.addcdiv_(g, std, -o_.lr);  // lr / (1 + (step - 1) lr_decay) with lr_decay 0
 }
 
 void FlatOptimizer::save_into(torch::optim::Optimizer& opt) const {
@@ -96,6 +142,17 @@ void FlatOptimizer::save_into(torch::optim::Optimizer& opt) const {
       s->step(steps_);
       s->exp_avg(part(m_));
       s->exp_avg_sq(part(v_));
+      state[state_key(p)] = std::move(s);
+    } else if (o_.kind == OptimizerKind::kAdamW) {
+      auto s = std::make_unique<torch::optim::AdamWParamState>();
+      s->step(steps_);
+      s->exp_avg(part(m_));
+      s->exp_avg_sq(part(v_));
+      state[state_key(p)] = std::move(s);
+    } else if (o_.kind == OptimizerKind::kAdagrad) {
+      auto s = std::make_unique<torch::optim::AdagradParamState>();
+      s->step(steps_);
+      s->sum(part(m_));
       state[state_key(p)] = std::move(s);
     } else {
       auto s = std::make_unique<torch::optim::SGDParamState>();
@@ -123,6 +180,15 @@ void FlatOptimizer::load_from(torch::optim::Optimizer& opt) {
         steps = a->step();
         m_.narrow(0, off, n).copy_(a->exp_avg().reshape(-1));
         v_.narrow(0, off, n).copy_(a->exp_avg_sq().reshape(-1));
+      } else if (const auto* w =
+                     dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get())) {
+        steps = w->step();
+        m_.narrow(0, off, n).copy_(w->exp_avg().reshape(-1));
+        v_.narrow(0, off, n).copy_(w->exp_avg_sq().reshape(-1));
+      } else if (const auto* g =
+                     dynamic_cast<const torch::optim::AdagradParamState*>(it->second.get())) {
+        steps = g->step();
+        m_.narrow(0, off, n).copy_(g->sum().reshape(-1));
       } else if (const auto* s =
                      dynamic_cast<const torch::optim::SGDParamState*>(it->second.get())) {
         steps = 1;

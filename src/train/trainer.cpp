@@ -117,14 +117,7 @@ Trainer::Trainer(const TrainConfig& config, Communicator& comm)
       off += p.numel();
     }
   }
-  if (cfg_.optimizer == OptimizerKind::kAdam) {
-    impl_->optimizer = std::make_unique<torch::optim::Adam>(
-        impl_->params, torch::optim::AdamOptions(cfg_.lr).weight_decay(cfg_.weight_decay));
-  } else {
-    impl_->optimizer = std::make_unique<torch::optim::SGD>(
-        impl_->params,
-        torch::optim::SGDOptions(cfg_.lr).momentum(cfg_.momentum).weight_decay(cfg_.weight_decay));
-  }
+  impl_->optimizer = checkpoint_optimizer(impl_->params, cfg_);
   FlatOptimizerOptions fo;
   fo.kind = cfg_.optimizer;
   fo.lr = cfg_.lr;

@@ -1,9 +1,11 @@
-// The flat optimizer (train/flat_optimizer.hpp) against LibTorch's own Adam and SGD: the same
+// The flat optimizer (train/flat_optimizer.hpp) against LibTorch's own Adam, AdamW, Adagrad and
+// SGD: the same
 // parameters after every step, its state through a checkpoint and back.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
 
+#include "core/error.hpp"
 #include "train/flat_optimizer.hpp"
 
 namespace dsp {
@@ -29,12 +31,12 @@ torch::Tensor flat_of(const std::vector<torch::Tensor>& ts) {
 
 std::unique_ptr<torch::optim::Optimizer> torch_optimizer(std::vector<torch::Tensor>& p,
                                                          const FlatOptimizerOptions& o) {
-  if (o.kind == OptimizerKind::kAdam) {
-    return std::make_unique<torch::optim::Adam>(
-        p, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
-  }
-  return std::make_unique<torch::optim::SGD>(
-      p, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+  TrainConfig c;
+  c.optimizer = o.kind;
+  c.lr = o.lr;
+  c.weight_decay = o.weight_decay;
+  c.momentum = o.momentum;
+  return checkpoint_optimizer(p, c);
 }
 
 struct Case {
@@ -106,16 +108,16 @@ TEST_P(FlatOptimizerSteps, StateTravelsThroughLibTorchsOptimizer) {
   EXPECT_TRUE(torch::equal(straight.flat(), second.flat()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, FlatOptimizerSteps,
-                         ::testing::Values(Case{OptimizerKind::kAdam, 0, 0},
-                                           Case{OptimizerKind::kAdam, 5e-4, 0},
-                                           Case{OptimizerKind::kSgd, 0, 0},
-                                           Case{OptimizerKind::kSgd, 5e-4, 0.9}),
-                         [](const auto& info) {
-                           return name_of(info.param.kind) +
-                                  std::string(info.param.weight_decay > 0 ? "_wd" : "") +
-                                  (info.param.momentum > 0 ? "_momentum" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, FlatOptimizerSteps,
+    ::testing::Values(Case{OptimizerKind::kAdam, 0, 0}, Case{OptimizerKind::kAdam, 5e-4, 0},
+                      Case{OptimizerKind::kSgd, 0, 0}, Case{OptimizerKind::kSgd, 5e-4, 0.9},
+                      Case{OptimizerKind::kAdamW, 0, 0}, Case{OptimizerKind::kAdamW, 5e-2, 0},
+                      Case{OptimizerKind::kAdagrad, 0, 0}, Case{OptimizerKind::kAdagrad, 5e-4, 0}),
+    [](const auto& info) {
+      return name_of(info.param.kind) + std::string(info.param.weight_decay > 0 ? "_wd" : "") +
+             (info.param.momentum > 0 ? "_momentum" : "");
+    });
 
 // The kind is typed: its one parser (the names table) refuses an unknown name.
 TEST(FlatOptimizer, UnknownKindIsRefused) {
@@ -123,8 +125,29 @@ TEST(FlatOptimizer, UnknownKindIsRefused) {
     parse_choice<OptimizerKind>("lamb");
     FAIL() << "accepted";
   } catch (const std::exception& e) {
-    EXPECT_STREQ(e.what(), "unknown optimizer 'lamb' (adam, sgd)");
+    EXPECT_STREQ(e.what(), "unknown optimizer 'lamb' (adam, sgd, adamw, adagrad)");
   }
+}
+
+// Momentum is SGD's: given with another optimizer it is refused, not ignored.
+TEST(FlatOptimizer, MomentumIsRefusedWhereItDoesNotApply) {
+  TrainConfig c;
+  c.model.in_dim = 8;
+  c.model.out_dim = 3;
+  c.momentum = 0.9;
+  for (OptimizerKind k : {OptimizerKind::kAdam, OptimizerKind::kAdamW, OptimizerKind::kAdagrad}) {
+    c.optimizer = k;
+    try {
+      c.validate();
+      FAIL() << name_of(k) << " accepted momentum";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("momentum is sgd's (--optimizer sgd); --optimizer ") + name_of(k) +
+                    " takes none");
+    }
+  }
+  c.optimizer = OptimizerKind::kSgd;
+  EXPECT_NO_THROW(c.validate());
 }
 
 }  // namespace

@@ -213,7 +213,7 @@ TEST(BadInput, UnknownModelAndOptimizer) {
   EXPECT_EQ(error_of<InvalidArgument>([&] { parse_choice<ModelKind>("gin"); }),
             "unknown model 'gin' (sage, gcn, gat, rgcn, hsage)");
   EXPECT_EQ(error_of<InvalidArgument>([&] { parse_choice<OptimizerKind>("lbfgs"); }),
-            "unknown optimizer 'lbfgs' (adam, sgd)");
+            "unknown optimizer 'lbfgs' (adam, sgd, adamw, adagrad)");
   cfg.model.dropout = 1.0;
   EXPECT_NE(error_of<InvalidArgument>([&] { Trainer t(cfg, *comm); }).find("dropout"),
             std::string::npos);
