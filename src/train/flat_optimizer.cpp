@@ -1,5 +1,6 @@
 #include "train/flat_optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
@@ -27,6 +28,28 @@ K key_of(void* impl) {
 }
 
 StateKey state_key(const torch::Tensor& p) { return key_of<StateKey>(p.unsafeGetTensorImpl()); }
+
+// Adam's and AdamW's per-parameter state: the same fields in two types, S.
+template <class S>
+std::unique_ptr<S> moments_state(int64_t steps, torch::Tensor m, torch::Tensor v) {
+  auto s = std::make_unique<S>();
+  s->step(steps);
+  s->exp_avg(std::move(m));
+  s->exp_avg_sq(std::move(v));
+  return s;
+}
+
+// An Adam or AdamW state of type S into this parameter's slices of the moments: its step count,
+// or -1 when `st` is not an S.
+template <class S>
+int64_t read_moments(const torch::optim::OptimizerParamState* st, torch::Tensor m,
+                     torch::Tensor v) {
+  const auto* s = dynamic_cast<const S*>(st);
+  if (s == nullptr) return -1;
+  m.copy_(s->exp_avg().reshape(-1));
+  v.copy_(s->exp_avg_sq().reshape(-1));
+  return s->step();
+}
 
 }  // namespace
 
@@ -138,17 +161,10 @@ void FlatOptimizer::save_into(torch::optim::Optimizer& opt) const {
       return t.narrow(0, off, p.numel()).view(p.sizes()).clone();
     };
     if (o_.kind == OptimizerKind::kAdam) {
-      auto s = std::make_unique<torch::optim::AdamParamState>();
-      s->step(steps_);
-      s->exp_avg(part(m_));
-      s->exp_avg_sq(part(v_));
-      state[state_key(p)] = std::move(s);
+      state[state_key(p)] = moments_state<torch::optim::AdamParamState>(steps_, part(m_), part(v_));
     } else if (o_.kind == OptimizerKind::kAdamW) {
-      auto s = std::make_unique<torch::optim::AdamWParamState>();
-      s->step(steps_);
-      s->exp_avg(part(m_));
-      s->exp_avg_sq(part(v_));
-      state[state_key(p)] = std::move(s);
+      state[state_key(p)] =
+          moments_state<torch::optim::AdamWParamState>(steps_, part(m_), part(v_));
     } else if (o_.kind == OptimizerKind::kAdagrad) {
       auto s = std::make_unique<torch::optim::AdagradParamState>();
       s->step(steps_);
@@ -175,18 +191,14 @@ void FlatOptimizer::load_from(torch::optim::Optimizer& opt) {
     const auto it = state.find(state_key(p));
     const int64_t n = p.numel();
     int64_t steps = 0;
-    if (it != state.end()) {
-      if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(it->second.get())) {
-        steps = a->step();
-        m_.narrow(0, off, n).copy_(a->exp_avg().reshape(-1));
-        v_.narrow(0, off, n).copy_(a->exp_avg_sq().reshape(-1));
-      } else if (const auto* w =
-                     dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get())) {
-        steps = w->step();
-        m_.narrow(0, off, n).copy_(w->exp_avg().reshape(-1));
-        v_.narrow(0, off, n).copy_(w->exp_avg_sq().reshape(-1));
-      } else if (const auto* g =
-                     dynamic_cast<const torch::optim::AdagradParamState*>(it->second.get())) {
+    if (it != state.end() && v_.defined()) {  // Adam, AdamW
+      const auto* st = it->second.get();
+      const torch::Tensor m = m_.narrow(0, off, n), v = v_.narrow(0, off, n);
+      steps = read_moments<torch::optim::AdamParamState>(st, m, v);
+      if (steps < 0) steps = read_moments<torch::optim::AdamWParamState>(st, m, v);
+      steps = std::max<int64_t>(steps, 0);
+    } else if (it != state.end()) {
+      if (const auto* g = dynamic_cast<const torch::optim::AdagradParamState*>(it->second.get())) {
         steps = g->step();
         m_.narrow(0, off, n).copy_(g->sum().reshape(-1));
       } else if (const auto* s =

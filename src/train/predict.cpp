@@ -237,15 +237,21 @@ std::vector<std::string> write_outputs(const PredictConfig& c, std::vector<float
   return written;
 }
 
+// The largest `need` and the smallest `have` over the ranks (the main channel's step (-1, step)):
+// a memory check that every rank passes or fails alike. Collective.
+void busiest_against_least(RankRuntime& rt, int64_t step, int64_t* need, int64_t* have) {
+  CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
+  main_ch.set_step(-1, step);
+  main_ch.all_reduce(need, 1, DType::kInt64, ReduceOp::kMax);
+  main_ch.all_reduce(have, 1, DType::kInt64, ReduceOp::kMin);
+}
+
 // Refuses, on every rank alike, layer-wise inference whose tables (`need` bytes on this rank's
 // device) do not fit the free memory of some rank's device. Collective: the main channel's step
 // (-1, 2).
 void check_device_memory(RankRuntime& rt, int64_t nodes, int64_t need) {
   int64_t have = free_device_memory(rt.device());
-  CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
-  main_ch.set_step(-1, 2);
-  main_ch.all_reduce(&need, 1, DType::kInt64, ReduceOp::kMax);
-  main_ch.all_reduce(&have, 1, DType::kInt64, ReduceOp::kMin);
+  busiest_against_least(rt, 2, &need, &have);
   DSP_CHECK_T(NotSupported, need <= have,
               "layer-wise inference over {} nodes needs an estimated {} of device memory on the "
               "busiest rank but {} is free on a rank's device: run more ranks (mpirun -np) or "
@@ -269,10 +275,7 @@ void check_memory(RankRuntime& rt, Trainer& trainer, int layers, int64_t batch_s
   if (rt.leader()) need += 4 * widths.back() * (meta.num_nodes + out_rows) + 8 * out_rows;
   int64_t have = static_cast<int64_t>(
       rt.options().budget_or(available_memory() / static_cast<uint64_t>(rt.cores().node_size)));
-  CoordinatedCommunicator& main_ch = rt.channel(WorkerKind::kMain);
-  main_ch.set_step(-1, 3);
-  main_ch.all_reduce(&need, 1, DType::kInt64, ReduceOp::kMax);
-  main_ch.all_reduce(&have, 1, DType::kInt64, ReduceOp::kMin);
+  busiest_against_least(rt, 3, &need, &have);
   DSP_CHECK_T(NotSupported, need <= have,
               "layer-wise inference over {} nodes needs an estimated {} on the busiest rank but "
               "{} {}: run more ranks (mpirun -np), give a smaller --batch-size or raise "
